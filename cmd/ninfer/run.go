@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/node"
+)
+
+// modelFlags are the flags every command that loads a model shares.
+type modelFlags struct {
+	model, graph, backend string
+	threads, kvTokens     int
+	set                   setFlag
+}
+
+func (m *modelFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&m.model, "model", "", "GGUF model file (required)")
+	fs.StringVar(&m.graph, "graph", "plain", "graph YAML file or embedded graph name")
+	fs.StringVar(&m.backend, "backend", "cpu", "compute backend")
+	fs.IntVar(&m.threads, "threads", 0, "backend threads (0 = all cores)")
+	fs.IntVar(&m.kvTokens, "kv-capacity", 0, "KV cache capacity in tokens (0 = context length x max running)")
+	fs.Var(&m.set, "set", "graph parameter override NAME=VALUE (repeatable)")
+}
+
+func (m *modelFlags) options() (instance.Options, error) {
+	if m.model == "" {
+		return instance.Options{}, errors.New("--model is required")
+	}
+	if m.threads < 0 {
+		return instance.Options{}, fmt.Errorf("--threads %d must be >= 0", m.threads)
+	}
+	if m.kvTokens < 0 {
+		return instance.Options{}, fmt.Errorf("--kv-capacity %d must be >= 0", m.kvTokens)
+	}
+	return instance.Options{Model: m.model, Graph: m.graph, Set: m.set.params, Backend: m.backend,
+		Threads: m.threads, KVTokens: m.kvTokens, MaxRunning: 1}, nil
+}
+
+// setFlag collects NAME=VALUE graph parameter overrides; values are parsed
+// as int, float or bool when they look like one, else kept as strings.
+type setFlag struct{ params node.Params }
+
+func (s *setFlag) String() string { return fmt.Sprint(s.params) }
+
+func (s *setFlag) Set(v string) error {
+	name, val, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", v)
+	}
+	if s.params == nil {
+		s.params = node.Params{}
+	}
+	if i, err := strconv.ParseInt(val, 10, 64); err == nil {
+		s.params[name] = i
+	} else if f, err := strconv.ParseFloat(val, 64); err == nil {
+		s.params[name] = f
+	} else if b, err := strconv.ParseBool(val); err == nil {
+		s.params[name] = b
+	} else {
+		s.params[name] = val
+	}
+	return nil
+}
+
+// samplingFlags are the sampling flags of run and golden.
+type samplingFlags struct {
+	temperature, topP, minP float64
+	topK                    int
+	seed                    uint64
+}
+
+func (s *samplingFlags) register(fs *flag.FlagSet) {
+	fs.Float64Var(&s.temperature, "temperature", 0, "sampling temperature (0 = greedy)")
+	fs.IntVar(&s.topK, "top-k", 0, "keep the K most likely tokens (0 = off)")
+	fs.Float64Var(&s.topP, "top-p", 1, "keep the smallest set of tokens with probability >= P (1 = off)")
+	fs.Float64Var(&s.minP, "min-p", 0, "drop tokens less likely than P x the most likely (0 = off)")
+	fs.Uint64Var(&s.seed, "seed", 0, "random seed for stochastic sampling")
+}
+
+func (s *samplingFlags) sampling() (exec.Sampling, error) {
+	switch {
+	case math.IsNaN(s.temperature) || s.temperature < 0 || s.temperature > 100:
+		return exec.Sampling{}, fmt.Errorf("--temperature %g must be in [0, 100]", s.temperature)
+	case s.topK < 0:
+		return exec.Sampling{}, fmt.Errorf("--top-k %d must be >= 0", s.topK)
+	case math.IsNaN(s.topP) || s.topP <= 0 || s.topP > 1:
+		return exec.Sampling{}, fmt.Errorf("--top-p %g must be in (0, 1]", s.topP)
+	case math.IsNaN(s.minP) || s.minP < 0 || s.minP > 1:
+		return exec.Sampling{}, fmt.Errorf("--min-p %g must be in [0, 1]", s.minP)
+	}
+	return exec.Sampling{Temperature: float32(s.temperature), TopK: s.topK, TopP: float32(s.topP), MinP: float32(s.minP), Seed: s.seed}, nil
+}
+
+// runOutput is the --json contract of `ninfer run`.
+type runOutput struct {
+	PromptIDs []int32    `json:"prompt_ids"`
+	IDs       []int32    `json:"ids"`
+	Text      string     `json:"text"`
+	Finish    string     `json:"finish_reason"`
+	Timings   runTimings `json:"timings"`
+}
+
+type runTimings struct {
+	LoadSeconds    float64 `json:"load_seconds"`
+	PrefillSeconds float64 `json:"prefill_seconds"`
+	DecodeSeconds  float64 `json:"decode_seconds"`
+	PromptTokens   int     `json:"prompt_n"`
+	Predicted      int     `json:"predicted_n"`
+}
+
+func runRun(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var mf modelFlags
+	var sf samplingFlags
+	mf.register(fs)
+	sf.register(fs)
+	prompt := fs.String("prompt", "", "prompt text (special tokens parsed, BOS added per the model)")
+	promptIDs := fs.String("prompt-ids", "", "comma-separated prompt token ids (bypasses the tokenizer)")
+	maxTokens := fs.Int("max-tokens", 128, "tokens to generate (>= 1)")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming text")
+	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-generation tokens")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "ninfer run: %v\n", err)
+		return 1
+	}
+	if fs.NArg() > 0 {
+		return fail(fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if *maxTokens < 1 {
+		return fail(fmt.Errorf("--max-tokens %d must be >= 1", *maxTokens))
+	}
+	if (*prompt == "") == (*promptIDs == "") {
+		return fail(errors.New("give exactly one of --prompt and --prompt-ids"))
+	}
+	samp, err := sf.sampling()
+	if err != nil {
+		return fail(err)
+	}
+	opts, err := mf.options()
+	if err != nil {
+		return fail(err)
+	}
+	var ids []int32
+	if *promptIDs != "" {
+		if ids, err = parseIDs(*promptIDs); err != nil {
+			return fail(err)
+		}
+	}
+	inst, err := instance.Open(opts)
+	if err != nil {
+		return fail(err)
+	}
+	defer inst.Close()
+	tk := inst.Tokenizer
+	if ids == nil {
+		ids = tk.Encode(*prompt, true, true)
+		if len(ids) == 0 {
+			return fail(errors.New("the prompt encodes to no tokens"))
+		}
+	}
+	req := engine.Request{Prompt: ids, MaxTokens: *maxTokens, Sampling: samp}
+	if !*ignoreEOS {
+		req.Stop = tk.IsEOG
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	dec := tk.NewDecoder()
+	var onToken func(int32)
+	if !*asJSON {
+		onToken = func(id int32) { io.WriteString(stdout, dec.Add(id)) }
+	}
+	res, err := inst.Generate(ctx, req, onToken)
+	if err != nil {
+		return fail(err)
+	}
+	if !*asJSON {
+		io.WriteString(stdout, dec.Flush()+"\n")
+		return 0
+	}
+	out := runOutput{PromptIDs: ids, IDs: res.IDs, Text: tk.Decode(res.IDs), Finish: res.Finish,
+		Timings: runTimings{LoadSeconds: inst.LoadTime.Seconds(), PrefillSeconds: res.Stats.Prefill.Seconds(),
+			DecodeSeconds: res.Stats.Decode.Seconds(), PromptTokens: len(ids), Predicted: len(res.IDs)}}
+	if out.IDs == nil {
+		out.IDs = []int32{}
+	}
+	enc := json.NewEncoder(stdout)
+	if err := enc.Encode(out); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+func parseIDs(s string) ([]int32, error) {
+	var ids []int32
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("--prompt-ids: %q is not a token id", f)
+		}
+		ids = append(ids, int32(v))
+	}
+	return ids, nil
+}

@@ -1,0 +1,56 @@
+# ninfer: one entry point for building, running and testing.
+# The bundled models and golden outputs live in ../shared (never copied here).
+
+shared := justfile_directory() / ".." / "shared"
+models := shared / "models"
+bin := justfile_directory() / "bin" / "ninfer"
+
+# Build the ninfer binary into bin/.
+build:
+    go build -o {{bin}} ./cmd/ninfer
+
+# Generate a story with the bundled stories260K model.
+run prompt="Once upon a time" n="128": build
+    {{bin}} run --model {{models}}/stories260K.gguf --prompt "{{prompt}}" --max-tokens {{n}} --temperature 0
+
+# Vet, check formatting, run every test (includes the llama.cpp golden suite)
+# and check the bundled graphs and generated node docs.
+test: build
+    test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)
+    go vet ./...
+    go test -count=1 ./...
+    {{bin}} graph check graphs/*.yaml
+    {{bin}} graph docs | diff -u graphs/NODES.md - || (echo "graphs/NODES.md is stale: run 'just docs'" && exit 1)
+
+# Regenerate graphs/NODES.md from the node specs.
+docs: build
+    {{bin}} graph docs > graphs/NODES.md
+
+# Regenerate golden files (plans) in the packages that define -update.
+golden:
+    go test ./runtime/compile -update
+
+# Verify every llama.cpp golden in ../shared/golden with the CLI (as users would).
+golden-cli: build
+    {{bin}} golden verify --models {{models}} {{shared}}/golden/stories260K.json {{shared}}/golden/tiny-qwen3-f32.json {{shared}}/golden/tiny-qwen3-f16.json {{shared}}/golden/tiny-qwen3-q8_0.json {{shared}}/golden/tiny-llama-f32.json
+
+# Generate the 2.4 GB qwen3-0.6B-shape F32 model (needs python3-numpy) and verify its golden.
+golden-big: build
+    mkdir -p .cache
+    test -f .cache/qwen3-0.6b-shape-f32.gguf || (command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c 'import numpy' 2>/dev/null || apt-get install -y python3-numpy) && (test -f .cache/qwen3-0.6b-shape-f32.gguf || /usr/bin/python3 {{shared}}/tools/make_random_gguf.py --preset qwen3-0.6b-shape --dtype f32 -o .cache/qwen3-0.6b-shape-f32.gguf)
+    {{bin}} golden verify --model .cache/qwen3-0.6b-shape-f32.gguf {{shared}}/golden/qwen3-0.6b-shape-f32.json
+
+# Run each fuzz target for a while (default 30s each).
+fuzz t="30s":
+    go test ./runtime/weights -run '^$' -fuzz FuzzParse -fuzztime {{t}}
+    go test ./runtime/graphdef -run '^$' -fuzz FuzzParse -fuzztime {{t}}
+    go test ./runtime/tok -run '^$' -fuzz FuzzEncode -fuzztime {{t}}
+
+# CPU backend benchmarks (decode and prefill tokens/s on the bundled models).
+bench:
+    go test ./runtime/cpu -run '^$' -bench . -benchtime 3x
+
+# go vet and formatting.
+lint:
+    test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)
+    go vet ./...

@@ -1,0 +1,170 @@
+// Package model implements model.forward: the llama-family transformer
+// forward pass (llama, qwen3), written once against tensor.Builder so every
+// backend runs the same recorded ops.
+package model
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// Config is the architecture read from GGUF metadata.
+type Config struct {
+	Arch       string
+	Layers     int
+	Embed      int // n_embd: residual width
+	Heads      int
+	KVHeads    int
+	HeadDim    int
+	FFN        int
+	Vocab      int
+	Context    int
+	RopeBase   float32
+	RopeDims   int
+	RopeMode   tensor.RoPEMode
+	NormEps    float32
+	QKNorm     bool   // per-head RMSNorm of q and k (qwen3)
+	OutputName string // "output.weight", or "token_embd.weight" when tied
+}
+
+// KVDim is the width of one layer's K (or V) row: KVHeads*HeadDim.
+func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
+
+// ReadConfig reads and validates the model architecture of f.
+func ReadConfig(f *weights.File) (*Config, error) {
+	arch := f.Arch()
+	c := &Config{Arch: arch}
+	switch arch {
+	case "llama":
+		c.RopeMode = tensor.RoPENorm
+	case "qwen3":
+		c.RopeMode = tensor.RoPENeox
+		c.QKNorm = true
+	case "":
+		return nil, errors.New("model: general.architecture missing")
+	default:
+		return nil, fmt.Errorf("model: architecture %q not supported (have llama, qwen3)", arch)
+	}
+	var errs []error
+	req := func(key string) int {
+		v, err := f.Uint(arch + "." + key)
+		if err != nil {
+			errs = append(errs, err)
+			return 0
+		}
+		if v == 0 || v > 1<<24 {
+			errs = append(errs, fmt.Errorf("%s.%s = %d out of range", arch, key, v))
+			return 0
+		}
+		return int(v)
+	}
+	opt := func(key string, def int) int {
+		if !f.Has(arch + "." + key) {
+			return def
+		}
+		return req(key)
+	}
+	optF := func(key string, def float64) float32 {
+		if !f.Has(arch + "." + key) {
+			return float32(def)
+		}
+		v, err := f.Float(arch + "." + key)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			errs = append(errs, fmt.Errorf("%s.%s = %g out of range", arch, key, v))
+		}
+		return float32(v)
+	}
+	c.Layers = req("block_count")
+	c.Embed = req("embedding_length")
+	c.Heads = req("attention.head_count")
+	c.KVHeads = opt("attention.head_count_kv", c.Heads)
+	c.FFN = req("feed_forward_length")
+	c.Context = opt("context_length", 2048)
+	c.NormEps = optF("attention.layer_norm_rms_epsilon", 1e-5)
+	c.RopeBase = optF("rope.freq_base", 10000)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if c.Embed%c.Heads != 0 && !f.Has(arch+".attention.key_length") {
+		return nil, fmt.Errorf("model: embedding_length %d not divisible by %d heads", c.Embed, c.Heads)
+	}
+	c.HeadDim = opt("attention.key_length", c.Embed/c.Heads)
+	c.RopeDims = opt("rope.dimension_count", c.HeadDim)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if c.KVHeads > c.Heads || c.Heads%c.KVHeads != 0 {
+		return nil, fmt.Errorf("model: %d heads not a multiple of %d kv heads", c.Heads, c.KVHeads)
+	}
+	if c.RopeDims > c.HeadDim || c.RopeDims%2 != 0 {
+		return nil, fmt.Errorf("model: rope.dimension_count %d invalid for head dim %d", c.RopeDims, c.HeadDim)
+	}
+	if v, err := f.Uint(arch + ".attention.value_length"); err == nil && int(v) != c.HeadDim {
+		return nil, fmt.Errorf("model: value_length %d != key_length %d not supported", v, c.HeadDim)
+	}
+	emb, err := f.Tensor("token_embd.weight")
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	c.Vocab = emb.Rows()
+	c.OutputName = "output.weight"
+	if _, err := f.Tensor("output.weight"); err != nil {
+		c.OutputName = "token_embd.weight"
+	}
+	return c, c.checkTensors(f)
+}
+
+// checkTensors verifies every weight the forward pass binds exists with the
+// expected shape, so a bad file fails at load, not mid-request.
+func (c *Config) checkTensors(f *weights.File) error {
+	qd := c.Heads * c.HeadDim
+	want := map[string][2]int{ // name -> [rows, cols]
+		"token_embd.weight":  {c.Vocab, c.Embed},
+		"output_norm.weight": {1, c.Embed},
+		c.OutputName:         {c.Vocab, c.Embed},
+	}
+	for l := 0; l < c.Layers; l++ {
+		p := fmt.Sprintf("blk.%d.", l)
+		want[p+"attn_norm.weight"] = [2]int{1, c.Embed}
+		want[p+"attn_q.weight"] = [2]int{qd, c.Embed}
+		want[p+"attn_k.weight"] = [2]int{c.KVDim(), c.Embed}
+		want[p+"attn_v.weight"] = [2]int{c.KVDim(), c.Embed}
+		want[p+"attn_output.weight"] = [2]int{c.Embed, qd}
+		want[p+"ffn_norm.weight"] = [2]int{1, c.Embed}
+		want[p+"ffn_gate.weight"] = [2]int{c.FFN, c.Embed}
+		want[p+"ffn_up.weight"] = [2]int{c.FFN, c.Embed}
+		want[p+"ffn_down.weight"] = [2]int{c.Embed, c.FFN}
+		if c.QKNorm {
+			want[p+"attn_q_norm.weight"] = [2]int{1, c.HeadDim}
+			want[p+"attn_k_norm.weight"] = [2]int{1, c.HeadDim}
+		}
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		shape := want[name]
+		t, err := f.Tensor(name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if t.Rows() != shape[0] || t.RowLen() != shape[1] {
+			errs = append(errs, fmt.Errorf("tensor %q: shape [%d,%d], want [%d,%d]", name, t.Rows(), t.RowLen(), shape[0], shape[1]))
+		}
+		if shape[0] == 1 && t.DType != tensor.F32 {
+			errs = append(errs, fmt.Errorf("tensor %q: norm weights must be f32, got %v", name, t.DType))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+func init() {
+	node.Register(node.Spec{
+		Op:        "model.forward",
+		Placement: node.Device,
+		In: []node.Port{
+			{Name: "tokens", Type: node.Tokens, Doc: "token ids of the step, one per row [T]"},
+			{Name: "positions", Type: node.Positions, Doc: "position of each row in its sequence [T]"},
+		},
+		Out: []node.Port{
+			{Name: "logits", Type: node.Logits, Doc: "next-token logits of the rows that need a token [R, vocab]"},
+		},
+		Summary: "Run the model (llama, qwen3) over the step's tokens, appending their K/V to the cache.",
+		Doc: "Reads the architecture from the GGUF metadata and binds weights by name. " +
+			"Only the rows the step samples from get the final norm and output projection.",
+		New: func(node.Params) (any, error) { return &Forward{}, nil },
+	})
+}
+
+// Forward is the model.forward node. Bind must be called before Record.
+type Forward struct {
+	Config *Config
+}
+
+// Bind implements exec.Binder.
+func (fw *Forward) Bind(f *weights.File) error {
+	c, err := ReadConfig(f)
+	if err != nil {
+		return err
+	}
+	fw.Config = c
+	return nil
+}
+
+// KVShape implements exec.KVShaper.
+func (fw *Forward) KVShape() (layers, kvDim int) {
+	return fw.Config.Layers, fw.Config.KVDim()
+}
+
+// Record implements exec.DeviceNode: tokens [T], positions [T] -> logits [R, vocab],
+// where R is the length of the step's "logit_rows" input.
+func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[string]tensor.Tensor, error) {
+	c := fw.Config
+	if c == nil {
+		return nil, errors.New("model.forward: no model bound")
+	}
+	tokens, positions := in["tokens"], in["positions"]
+	rope := tensor.RoPEArgs{HeadDim: c.HeadDim, Dims: c.RopeDims, Base: c.RopeBase, Mode: c.RopeMode}
+	attn := tensor.AttentionArgs{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
+		Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))}
+
+	x := b.GetRows(b.Weight("token_embd.weight"), tokens) // [T, E]
+	for l := 0; l < c.Layers; l++ {
+		w := func(name string) tensor.Tensor { return b.Weight(fmt.Sprintf("blk.%d.%s.weight", l, name)) }
+		h := b.RMSNorm(x, w("attn_norm"), c.Embed, c.NormEps) // [T, E]
+		q := b.MatMul(h, w("attn_q"))                         // [T, H*D]
+		k := b.MatMul(h, w("attn_k"))                         // [T, KV*D]
+		v := b.MatMul(h, w("attn_v"))                         // [T, KV*D]
+		if c.QKNorm {
+			q = b.RMSNorm(q, w("attn_q_norm"), c.HeadDim, c.NormEps)
+			k = b.RMSNorm(k, w("attn_k_norm"), c.HeadDim, c.NormEps)
+		}
+		q = b.RoPE(q, positions, rope)
+		k = b.RoPE(k, positions, rope)
+		attn.Layer = l
+		a := b.Attention(q, k, v, attn)             // [T, H*D]
+		x = b.Add(x, b.MatMul(a, w("attn_output"))) // [T, E]
+		h = b.RMSNorm(x, w("ffn_norm"), c.Embed, c.NormEps)
+		g := b.SwiGLU(b.MatMul(h, w("ffn_gate")), b.MatMul(h, w("ffn_up"))) // [T, FFN]
+		x = b.Add(x, b.MatMul(g, w("ffn_down")))                            // [T, E]
+	}
+	rows := b.SelectRows(x, b.Input("logit_rows", -1)) // [R, E]
+	rows = b.RMSNorm(rows, b.Weight("output_norm.weight"), c.Embed, c.NormEps)
+	logits := b.MatMul(rows, b.Weight(c.OutputName)) // [R, vocab]
+	if err := b.Err(); err != nil {
+		return nil, fmt.Errorf("model.forward: %w", err)
+	}
+	return map[string]tensor.Tensor{"logits": logits}, nil
+}

@@ -1,0 +1,123 @@
+// Package sample implements sample.token: greedy and stochastic next-token
+// selection (temperature, top-k, top-p, min-p), deterministic given the
+// request's seed.
+package sample
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/node"
+)
+
+func init() {
+	node.Register(node.Spec{
+		Op:        "sample.token",
+		Placement: node.Host,
+		In:        []node.Port{{Name: "logits", Type: node.Logits, Doc: "next-token logits [R, vocab]"}},
+		Out:       []node.Port{{Name: "tokens", Type: node.Tokens, Doc: "one chosen token per logit row [R]"}},
+		Summary:   "Pick the next token of each sequence with its request's sampling parameters.",
+		Doc: "Temperature 0 (or top_k 1) is greedy: the argmax, ties to the lower id. Otherwise the " +
+			"filters run in llama.cpp's order: top_k, top_p, min_p, then temperature, then a draw from " +
+			"the request's seeded generator.",
+		New: func(node.Params) (any, error) { return Token{}, nil },
+	})
+}
+
+// Token is the sample.token node.
+type Token struct{}
+
+// RunHost implements exec.HostNode.
+func (Token) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+	l, ok := in["logits"].(exec.Logits)
+	if !ok {
+		return nil, fmt.Errorf("sample.token: logits input is %T", in["logits"])
+	}
+	if l.Rows != len(hc.Rows) {
+		return nil, fmt.Errorf("sample.token: %d logit rows for %d sequences", l.Rows, len(hc.Rows))
+	}
+	out := make([]int32, l.Rows)
+	for i, row := range hc.Rows {
+		out[i] = Pick(l.Row(i), row.Sampling, row.RNG)
+	}
+	return map[string]any{"tokens": out}, nil
+}
+
+// Argmax returns the index of the largest logit; ties go to the lower id.
+func Argmax(logits []float32) int32 {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+type cand struct {
+	id int32
+	p  float64 // logit, then probability
+}
+
+// Pick chooses one token from logits under s, drawing from rng when s is
+// not greedy.
+func Pick(logits []float32, s exec.Sampling, rng *rand.Rand) int32 {
+	if s.Greedy() || rng == nil {
+		return Argmax(logits)
+	}
+	cs := make([]cand, len(logits))
+	for i, v := range logits {
+		cs[i] = cand{int32(i), float64(v)}
+	}
+	sort.SliceStable(cs, func(a, b int) bool { return cs[a].p > cs[b].p })
+	if s.TopK > 0 && s.TopK < len(cs) {
+		cs = cs[:s.TopK]
+	}
+	if s.TopP > 0 && s.TopP < 1 {
+		probs := softmax(cs, 1)
+		var cum float64
+		for i, p := range probs {
+			cum += p
+			if cum >= float64(s.TopP) {
+				cs = cs[:i+1]
+				break
+			}
+		}
+	}
+	if s.MinP > 0 {
+		probs := softmax(cs, 1)
+		keep := 1
+		for keep < len(cs) && probs[keep] >= float64(s.MinP)*probs[0] {
+			keep++
+		}
+		cs = cs[:keep]
+	}
+	probs := softmax(cs, float64(s.Temperature))
+	r := rng.Float64()
+	var cum float64
+	for i, p := range probs {
+		cum += p
+		if r < cum {
+			return cs[i].id
+		}
+	}
+	return cs[len(cs)-1].id
+}
+
+// softmax returns the probabilities of sorted candidates at temperature t.
+func softmax(cs []cand, t float64) []float64 {
+	out := make([]float64, len(cs))
+	m := cs[0].p
+	var sum float64
+	for i, c := range cs {
+		out[i] = math.Exp((c.p - m) / t)
+		sum += out[i]
+	}
+	for i := range out {
+		out[i] /= sum
+	}
+	return out
+}

@@ -1,0 +1,262 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// The reference kernels below are written for clarity and for numerical
+// agreement with llama.cpp's CPU backend (the golden reference): activations
+// are rounded to the weight's "dot type" before a dot product (f16 for F16
+// weights, bf16 for BF16, Q8_0 blocks for Q8_0 and Q4_0), exactly as ggml does.
+
+// dotF32 returns sum(x[i]*y[i]) with 8 interleaved float32 accumulators.
+func dotF32(x, y []float32) float32 {
+	n := len(x)
+	y = y[:n]
+	var a [8]float32
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		a[0] += x[i] * y[i]
+		a[1] += x[i+1] * y[i+1]
+		a[2] += x[i+2] * y[i+2]
+		a[3] += x[i+3] * y[i+3]
+		a[4] += x[i+4] * y[i+4]
+		a[5] += x[i+5] * y[i+5]
+		a[6] += x[i+6] * y[i+6]
+		a[7] += x[i+7] * y[i+7]
+	}
+	s := ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
+	for ; i < n; i++ {
+		s += x[i] * y[i]
+	}
+	return s
+}
+
+// dotF16 returns the dot product of f32 x (already rounded to f16 values)
+// and an f16 row.
+func dotF16(x []float32, row []byte) float32 {
+	n := len(x)
+	var a [8]float32
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		b := row[2*i : 2*i+16]
+		a[0] += x[i] * f16tab[binary.LittleEndian.Uint16(b[0:])]
+		a[1] += x[i+1] * f16tab[binary.LittleEndian.Uint16(b[2:])]
+		a[2] += x[i+2] * f16tab[binary.LittleEndian.Uint16(b[4:])]
+		a[3] += x[i+3] * f16tab[binary.LittleEndian.Uint16(b[6:])]
+		a[4] += x[i+4] * f16tab[binary.LittleEndian.Uint16(b[8:])]
+		a[5] += x[i+5] * f16tab[binary.LittleEndian.Uint16(b[10:])]
+		a[6] += x[i+6] * f16tab[binary.LittleEndian.Uint16(b[12:])]
+		a[7] += x[i+7] * f16tab[binary.LittleEndian.Uint16(b[14:])]
+	}
+	s := ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
+	for ; i < n; i++ {
+		s += x[i] * f16tab[binary.LittleEndian.Uint16(row[2*i:])]
+	}
+	return s
+}
+
+// dotBF16 returns the dot product of f32 x (already rounded to bf16 values)
+// and a bf16 row.
+func dotBF16(x []float32, row []byte) float32 {
+	n := len(x)
+	var a [8]float32
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		for l := 0; l < 8; l++ {
+			a[l] += x[i+l] * math.Float32frombits(uint32(binary.LittleEndian.Uint16(row[2*(i+l):]))<<16)
+		}
+	}
+	s := ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
+	for ; i < n; i++ {
+		s += x[i] * math.Float32frombits(uint32(binary.LittleEndian.Uint16(row[2*i:]))<<16)
+	}
+	return s
+}
+
+var f16tab = func() []float32 {
+	t := make([]float32, 1<<16)
+	for i := range t {
+		t[i] = tensor.F16ToF32(uint16(i))
+	}
+	return t
+}()
+
+// q8Blocks is a row of activations quantized to Q8_0 blocks of 32.
+type q8Blocks struct {
+	d  []float32 // [n/32] block scales, as the fp16 value ggml stores
+	qs []int8    // [n]
+}
+
+func (q *q8Blocks) resize(n int) {
+	if cap(q.qs) < n {
+		q.qs = make([]int8, n)
+		q.d = make([]float32, n/32)
+	}
+	q.qs = q.qs[:n]
+	q.d = q.d[:n/32]
+}
+
+// quantizeQ8 quantizes x (len a multiple of 32) into q as ggml's x86
+// quantize_row_q8_0 does: d = max|x|/127 stored as fp16, q = round-half-even(x * 127/max|x|).
+func quantizeQ8(x []float32, q *q8Blocks) {
+	q.resize(len(x))
+	for b := 0; b < len(x)/32; b++ {
+		blk := x[b*32 : b*32+32]
+		var amax float32
+		for _, v := range blk {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d := amax / 127
+		var id float32
+		if amax != 0 {
+			id = 127 / amax
+		}
+		q.d[b] = tensor.F16ToF32(tensor.F32ToF16(d))
+		qs := q.qs[b*32 : b*32+32]
+		for i, v := range blk {
+			qs[i] = int8(math.RoundToEven(float64(v * id)))
+		}
+	}
+}
+
+// hsum8 adds 8 lanes in the order of an AVX 256-bit horizontal sum.
+func hsum8(a *[8]float32) float32 {
+	r0, r1, r2, r3 := a[0]+a[4], a[1]+a[5], a[2]+a[6], a[3]+a[7]
+	return (r0 + r2) + (r1 + r3)
+}
+
+func fma32(a, b, c float32) float32 {
+	return float32(math.FMA(float64(a), float64(b), float64(c)))
+}
+
+// dotQ8 returns the dot product of a Q8_0 weight row (34-byte blocks) and
+// Q8_0 activations: per block an exact integer dot, scaled by both block
+// scales and accumulated in 8 float lanes of 4 products each.
+func dotQ8(row []byte, x *q8Blocks) float32 {
+	var acc [8]float32
+	for b := range x.d {
+		blk := row[b*34 : b*34+34]
+		d := f16tab[binary.LittleEndian.Uint16(blk)] * x.d[b]
+		ws := blk[2:34]
+		xs := x.qs[b*32 : b*32+32]
+		for l := 0; l < 8; l++ {
+			j := 4 * l
+			s := int32(int8(ws[j]))*int32(xs[j]) + int32(int8(ws[j+1]))*int32(xs[j+1]) +
+				int32(int8(ws[j+2]))*int32(xs[j+2]) + int32(int8(ws[j+3]))*int32(xs[j+3])
+			acc[l] = fma32(d, float32(s), acc[l])
+		}
+	}
+	return hsum8(&acc)
+}
+
+// dotQ4 returns the dot product of a Q4_0 weight row (18-byte blocks) and
+// Q8_0 activations, with the same lane structure as dotQ8.
+func dotQ4(row []byte, x *q8Blocks) float32 {
+	var acc [8]float32
+	var w [32]int32
+	for b := range x.d {
+		blk := row[b*18 : b*18+18]
+		d := f16tab[binary.LittleEndian.Uint16(blk)] * x.d[b]
+		for i := 0; i < 16; i++ {
+			w[i] = int32(blk[2+i]&0x0f) - 8
+			w[i+16] = int32(blk[2+i]>>4) - 8
+		}
+		xs := x.qs[b*32 : b*32+32]
+		for l := 0; l < 8; l++ {
+			j := 4 * l
+			s := w[j]*int32(xs[j]) + w[j+1]*int32(xs[j+1]) + w[j+2]*int32(xs[j+2]) + w[j+3]*int32(xs[j+3])
+			acc[l] = fma32(d, float32(s), acc[l])
+		}
+	}
+	return hsum8(&acc)
+}
+
+// rmsNorm writes x / sqrt(mean(x^2) + eps) * w into dst for one group.
+// The sum of squares is accumulated in float64 and the mean rounded to
+// float32, as ggml does.
+func rmsNorm(dst, x, w []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
+	}
+	mean := float32(sum / float64(len(x)))
+	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+	for i, v := range x {
+		dst[i] = (v * scale) * w[i]
+	}
+}
+
+// ropeRow rotates the heads of one row in place. Angles follow ggml: the
+// angle of pair i is pos * base^(-2i/dims), built as a running float32 product.
+func ropeRow(x []float32, pos int32, a tensor.RoPEArgs, cos, sin []float32) {
+	half := a.Dims / 2
+	thetaScale := float32(math.Pow(float64(a.Base), float64(float32(-2.0)/float32(a.Dims))))
+	theta := float32(pos)
+	for i := 0; i < half; i++ {
+		cos[i] = float32(math.Cos(float64(theta)))
+		sin[i] = float32(math.Sin(float64(theta)))
+		theta *= thetaScale
+	}
+	for h := 0; h+a.HeadDim <= len(x); h += a.HeadDim {
+		head := x[h : h+a.HeadDim]
+		for i := 0; i < half; i++ {
+			var i0, i1 int
+			if a.Mode == tensor.RoPENeox {
+				i0, i1 = i, i+half
+			} else {
+				i0, i1 = 2*i, 2*i+1
+			}
+			x0, x1 := head[i0], head[i1]
+			head[i0] = x0*cos[i] - x1*sin[i]
+			head[i1] = x0*sin[i] + x1*cos[i]
+		}
+	}
+}
+
+// silu returns x * sigmoid(x).
+func silu(x float32) float32 {
+	return float32(float64(x) / (1 + math.Exp(-float64(x))))
+}
+
+// softmaxInPlace scales, exponentiates and normalises s; the sum is float64.
+func softmaxInPlace(s []float32) {
+	m := float32(math.Inf(-1))
+	for _, v := range s {
+		m = max(m, v)
+	}
+	var sum float64
+	for i, v := range s {
+		e := float32(math.Exp(float64(v - m)))
+		s[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range s {
+		s[i] *= inv
+	}
+}
+
+// bytesAsF32 views little-endian float32 data without copying. b's length
+// must be a multiple of 4 and its start 4-byte aligned (GGUF data is aligned).
+func bytesAsF32(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+// dotFMA returns sum(x[i]*y[i]) as one sequential chain of fused
+// multiply-adds: the order ggml's f32 dot product takes for rows shorter
+// than its SIMD step, which attention scores over small heads use.
+func dotFMA(x, y []float32) float32 {
+	var s float32
+	for i := range x {
+		s = fma32(x[i], y[i], s)
+	}
+	return s
+}

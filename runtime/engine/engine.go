@@ -1,0 +1,569 @@
+// Package engine runs the serving loop: one goroutine owns the scheduler,
+// the KV block manager and the backend, and repeats schedule -> execute the
+// compiled plan -> commit tokens -> emit events.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/sched"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// Config configures an Engine.
+type Config struct {
+	Plan    *plan.Plan
+	Model   *weights.File
+	Backend exec.Backend // already constructed; the engine loads and reserves it
+	// KVTokens is the KV cache capacity in tokens (rounded up to whole
+	// blocks); 0 means the model's context length times MaxRunning.
+	KVTokens int
+	// MaxRunning bounds the sequences that hold KV at once; 0 means 8.
+	MaxRunning int
+	// Context bounds prompt + generated tokens of one request; 0 means the model's.
+	Context int
+}
+
+// Request is one generation request.
+type Request struct {
+	Prompt    []int32 // token ids, at least one
+	MaxTokens int     // tokens to generate, >= 1
+	Sampling  exec.Sampling
+	// Stop reports whether a generated token ends the request (EOS); nil never stops.
+	Stop func(id int32) bool
+	// TopLogits asks for the n largest raw logits of each generated
+	// position (from the logits the token was chosen from), in Event.Top.
+	TopLogits int
+}
+
+// TokenLogit is a token id and its raw logit.
+type TokenLogit struct {
+	ID    int32
+	Logit float32
+}
+
+// Finish reasons, as in the OpenAI API.
+const (
+	FinishStop   = "stop"   // Stop matched
+	FinishLength = "length" // MaxTokens reached
+	FinishAbort  = "abort"  // the request's context was cancelled
+	FinishError  = "error"  // the step failed; Event.Err says why
+)
+
+// Event reports progress of one request: one per generated token, and a
+// final one with Done set.
+type Event struct {
+	Token  int32        // valid when !Done
+	Top    []TokenLogit // Request.TopLogits largest logits, descending (ties: lower id first)
+	Done   bool
+	Finish string
+	Err    error
+	Stats  Stats // filled on the final event
+}
+
+// Stats are one request's timings and counts.
+type Stats struct {
+	PromptTokens    int
+	GeneratedTokens int
+	Queue           time.Duration // submit -> first step
+	Prefill         time.Duration // first step -> first token
+	Decode          time.Duration // first token -> done
+	Preempted       int
+}
+
+// Engine serves requests with one compiled plan on one backend.
+type Engine struct {
+	cfg      Config
+	plan     *plan.Plan
+	backend  exec.Backend
+	kv       *kv.Manager
+	sched    *sched.Scheduler
+	context  int
+	vocab    int
+	execs    map[execKey]exec.Executable
+	submit   chan *request
+	wake     chan struct{}
+	mu       sync.Mutex // guards pending
+	pending  []*request
+	closed   chan struct{}
+	loopDone chan struct{}
+	nextID   uint64
+	reqs     map[*sched.Seq]*request
+}
+
+type execKey struct{ seg, rows, logitRows int }
+
+type request struct {
+	Request
+	ctx       context.Context
+	events    chan Event
+	seq       *sched.Seq
+	state     exec.SeqState
+	generated int
+	submitted time.Time
+	started   time.Time
+	firstTok  time.Time
+}
+
+// New binds the plan's nodes to the model, loads the backend and reserves
+// the KV cache for the worst case.
+func New(cfg Config) (*Engine, error) {
+	p := cfg.Plan
+	if p == nil || cfg.Model == nil || cfg.Backend == nil {
+		return nil, errors.New("engine: plan, model and backend are required")
+	}
+	e := &Engine{cfg: cfg, plan: p, backend: cfg.Backend, execs: map[execKey]exec.Executable{},
+		wake: make(chan struct{}, 1), closed: make(chan struct{}), loopDone: make(chan struct{}),
+		reqs: map[*sched.Seq]*request{}}
+	layers, kvDim := 0, 0
+	for _, st := range p.Steps {
+		if b, ok := st.Node.(exec.Binder); ok {
+			if err := b.Bind(cfg.Model); err != nil {
+				return nil, fmt.Errorf("engine: bind %s (%s): %w", st.ID, st.Op, err)
+			}
+		}
+		if s, ok := st.Node.(exec.KVShaper); ok {
+			l, d := s.KVShape()
+			if layers != 0 && (l != layers || d != kvDim) {
+				return nil, fmt.Errorf("engine: step %s wants kv %dx%d, another step %dx%d", st.ID, l, d, layers, kvDim)
+			}
+			layers, kvDim = l, d
+		}
+	}
+	if layers == 0 {
+		return nil, errors.New("engine: the plan has no step that owns a KV cache (model.forward)")
+	}
+	e.context = cfg.Context
+	if e.context <= 0 {
+		c, err := cfg.Model.Uint(cfg.Model.Arch() + ".context_length")
+		if err != nil {
+			return nil, fmt.Errorf("engine: model context length: %w", err)
+		}
+		e.context = int(c)
+	}
+	maxRunning := cfg.MaxRunning
+	if maxRunning <= 0 {
+		maxRunning = 8
+	}
+	pol := p.Policy
+	kvTokens := cfg.KVTokens
+	if kvTokens <= 0 {
+		kvTokens = e.context * maxRunning
+	}
+	blocks := (kvTokens + pol.KVBlockTokens - 1) / pol.KVBlockTokens
+	m, err := kv.New(blocks, pol.KVBlockTokens)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	e.kv = m
+	e.sched, err = sched.New(sched.Config{Chunk: pol.PrefillChunk, StepTokens: pol.PrefillChunk + maxRunning, MaxRunning: maxRunning}, m)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if err := e.backend.Load(cfg.Model); err != nil {
+		return nil, fmt.Errorf("engine: load: %w", err)
+	}
+	layout := exec.KVLayout{Layers: layers, KVDim: kvDim, BlockTokens: pol.KVBlockTokens, Blocks: blocks, DType: pol.KVDType}
+	if err := e.backend.Reserve(layout); err != nil {
+		return nil, fmt.Errorf("engine: reserve: %w", err)
+	}
+	emb, err := cfg.Model.Tensor("token_embd.weight")
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	e.vocab = emb.Rows()
+	go e.loop()
+	return e, nil
+}
+
+// Vocab is the model's vocabulary size.
+func (e *Engine) Vocab() int { return e.vocab }
+
+// ContextLength is the most tokens (prompt + generated) one request may use.
+func (e *Engine) ContextLength() int { return e.context }
+
+// KVBlocks reports used and total KV blocks (a snapshot, for health checks).
+func (e *Engine) KVBlocks() (used, total int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.kv.Used(), e.kv.Total()
+}
+
+// ErrClosed is returned by Submit after Close.
+var ErrClosed = errors.New("engine: closed")
+
+// Submit validates r and queues it. Events arrive on the returned channel,
+// which is closed after the final event. Cancelling ctx aborts the request
+// and frees its KV at the next step.
+func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
+	if len(r.Prompt) == 0 {
+		return nil, errors.New("engine: empty prompt")
+	}
+	if r.MaxTokens < 1 {
+		return nil, fmt.Errorf("engine: max tokens %d < 1", r.MaxTokens)
+	}
+	for i, id := range r.Prompt {
+		if id < 0 || int(id) >= e.vocab {
+			return nil, fmt.Errorf("engine: prompt token %d at %d out of vocabulary [0,%d)", id, i, e.vocab)
+		}
+	}
+	if n := len(r.Prompt) + r.MaxTokens; n > e.context {
+		return nil, fmt.Errorf("engine: %w: prompt %d + max tokens %d = %d > %d", ErrContext, len(r.Prompt), r.MaxTokens, n, e.context)
+	}
+	if blocks := e.kv.BlocksFor(len(r.Prompt) + r.MaxTokens); blocks > e.kv.Total() {
+		return nil, fmt.Errorf("engine: %w: request needs %d kv blocks, cache has %d", ErrContext, blocks, e.kv.Total())
+	}
+	req := &request{Request: r, ctx: ctx, events: make(chan Event, r.MaxTokens+1), submitted: time.Now()}
+	req.state = exec.SeqState{Sampling: r.Sampling, RNG: rand.New(rand.NewPCG(r.Sampling.Seed, 0x6e696e666572))}
+	e.mu.Lock()
+	select {
+	case <-e.closed:
+		e.mu.Unlock()
+		return nil, ErrClosed
+	default:
+	}
+	e.pending = append(e.pending, req)
+	e.mu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	return req.events, nil
+}
+
+// ErrContext is wrapped by Submit errors for requests that cannot fit the
+// context window or the KV cache.
+var ErrContext = errors.New("context length exceeded")
+
+// Close stops the loop, aborts outstanding requests and releases the backend.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	select {
+	case <-e.closed:
+		e.mu.Unlock()
+		return nil
+	default:
+	}
+	close(e.closed)
+	e.mu.Unlock()
+	<-e.loopDone
+	for _, x := range e.execs {
+		x.Close()
+	}
+	return e.backend.Close()
+}
+
+func (e *Engine) loop() {
+	defer close(e.loopDone)
+	for {
+		e.admit()
+		if e.sched.Idle() {
+			select {
+			case <-e.closed:
+				return
+			case <-e.wake:
+				continue
+			}
+		}
+		select {
+		case <-e.closed:
+			e.abortAll(ErrClosed)
+			return
+		default:
+		}
+		if err := e.Step(context.Background()); err != nil {
+			e.abortAll(err)
+		}
+	}
+}
+
+// admit moves submitted requests into the scheduler.
+func (e *Engine) admit() {
+	e.mu.Lock()
+	pend := e.pending
+	e.pending = nil
+	e.mu.Unlock()
+	for _, r := range pend {
+		e.nextID++
+		r.seq = &sched.Seq{ID: e.nextID, Tokens: append([]int32(nil), r.Prompt...)}
+		e.reqs[r.seq] = r
+		e.mu.Lock()
+		e.sched.Add(r.seq)
+		e.mu.Unlock()
+	}
+}
+
+func (e *Engine) abortAll(err error) {
+	for s, r := range e.reqs {
+		e.finish(r, FinishError, err)
+		_ = s
+	}
+}
+
+func (e *Engine) finish(r *request, reason string, err error) {
+	now := time.Now()
+	st := Stats{PromptTokens: len(r.Prompt), GeneratedTokens: r.generated, Preempted: r.seq.Preempted}
+	if !r.started.IsZero() {
+		st.Queue = r.started.Sub(r.submitted)
+		if !r.firstTok.IsZero() {
+			st.Prefill = r.firstTok.Sub(r.started)
+			st.Decode = now.Sub(r.firstTok)
+		} else {
+			st.Prefill = now.Sub(r.started)
+		}
+	}
+	e.mu.Lock()
+	e.sched.Remove(r.seq)
+	e.mu.Unlock()
+	delete(e.reqs, r.seq)
+	r.events <- Event{Done: true, Finish: reason, Err: err, Stats: st}
+	close(r.events)
+}
+
+// Step runs one engine step: schedule, execute the plan, commit. It is
+// called by the loop goroutine; tests may call it on an engine they drive.
+func (e *Engine) Step(ctx context.Context) error {
+	for s, r := range e.reqs {
+		if r.ctx.Err() != nil {
+			e.finish(r, FinishAbort, r.ctx.Err())
+			_ = s
+		}
+	}
+	e.mu.Lock()
+	work := e.sched.Schedule()
+	e.mu.Unlock()
+	if len(work) == 0 {
+		if !e.sched.Idle() && e.sched.Running() == 0 {
+			return errors.New("engine: no request fits the kv cache")
+		}
+		return nil
+	}
+	now := time.Now()
+	batch := &exec.Batch{}
+	hc := &exec.HostContext{}
+	var sampled []*request
+	for si, w := range work {
+		r := e.reqs[w.Seq]
+		if r.started.IsZero() {
+			r.started = now
+		}
+		batch.Tables = append(batch.Tables, w.Seq.KV.Blocks)
+		for i := 0; i < w.N; i++ {
+			batch.Tokens = append(batch.Tokens, w.Seq.Tokens[w.Start+i])
+			batch.Positions = append(batch.Positions, int32(w.Start+i))
+			batch.RowSeq = append(batch.RowSeq, int32(si))
+		}
+		if w.Sample {
+			batch.LogitRows = append(batch.LogitRows, int32(len(batch.Tokens)-1))
+			r.state.History = w.Seq.Tokens
+			hc.Rows = append(hc.Rows, &r.state)
+			sampled = append(sampled, r)
+		}
+	}
+	out, values, err := e.runPlan(ctx, batch, hc)
+	if err != nil {
+		return err
+	}
+	logits, _ := values[e.sampledFrom()].(exec.Logits)
+	for _, w := range work {
+		e.sched.Commit(w)
+	}
+	tokens, ok := out["tokens"].([]int32)
+	if !ok || len(tokens) != len(sampled) {
+		return fmt.Errorf("engine: plan produced %T with %d tokens for %d sequences", out["tokens"], len(tokens), len(sampled))
+	}
+	done := time.Now()
+	for i, r := range sampled {
+		tok := tokens[i]
+		if r.firstTok.IsZero() {
+			r.firstTok = done
+		}
+		r.seq.Tokens = append(r.seq.Tokens, tok)
+		r.generated++
+		ev := Event{Token: tok}
+		if r.TopLogits > 0 && logits.Rows == len(sampled) {
+			ev.Top = topLogits(logits.Row(i), r.TopLogits)
+		}
+		r.events <- ev
+		switch {
+		case r.Stop != nil && r.Stop(tok):
+			e.finish(r, FinishStop, nil)
+		case r.generated >= r.MaxTokens:
+			e.finish(r, FinishLength, nil)
+		}
+	}
+	return nil
+}
+
+// runPlan executes the plan's segments in order for one batch and returns
+// the plan's outputs.
+func (e *Engine) runPlan(ctx context.Context, batch *exec.Batch, hc *exec.HostContext) (map[string]any, map[plan.Ref]any, error) {
+	values := map[plan.Ref]any{
+		{Node: "$in", Port: "tokens"}:    batch.Tokens,
+		{Node: "$in", Port: "positions"}: batch.Positions,
+	}
+	for si, seg := range e.plan.Segments {
+		switch seg.Placement {
+		case node.Device:
+			if err := e.runDevice(ctx, si, seg, batch, values); err != nil {
+				return nil, nil, err
+			}
+		case node.Host:
+			for _, idx := range seg.Steps {
+				st := e.plan.Steps[idx]
+				hn, ok := st.Node.(exec.HostNode)
+				if !ok {
+					return nil, nil, fmt.Errorf("engine: host step %s (%s) has no host implementation", st.ID, st.Op)
+				}
+				in := map[string]any{}
+				for port, ref := range st.In {
+					v, ok := values[ref]
+					if !ok {
+						return nil, nil, fmt.Errorf("engine: step %s: input %s has no value", st.ID, port)
+					}
+					in[port] = v
+				}
+				res, err := hn.RunHost(hc, in)
+				if err != nil {
+					return nil, nil, err
+				}
+				for port, v := range res {
+					values[plan.Ref{Node: st.ID, Port: port}] = v
+				}
+			}
+		}
+	}
+	out := map[string]any{}
+	for name, ref := range e.plan.Out {
+		out[name] = values[ref]
+	}
+	return out, values, nil
+}
+
+// runDevice records the segment's device steps for this batch shape (once
+// per shape), runs it, and stores the outputs later segments read.
+func (e *Engine) runDevice(ctx context.Context, si int, seg plan.Segment, batch *exec.Batch, values map[plan.Ref]any) error {
+	key := execKey{si, len(batch.Tokens), len(batch.LogitRows)}
+	x, ok := e.execs[key]
+	if !ok {
+		g, err := e.record(seg, key)
+		if err != nil {
+			return err
+		}
+		if x, err = e.backend.Prepare(g); err != nil {
+			return err
+		}
+		if len(e.execs) >= maxExecs {
+			for k, old := range e.execs {
+				old.Close()
+				delete(e.execs, k)
+				break
+			}
+		}
+		e.execs[key] = x
+	}
+	if err := x.Run(ctx, batch); err != nil {
+		return err
+	}
+	for _, idx := range seg.Steps {
+		st := e.plan.Steps[idx]
+		for _, p := range st.Spec.Out {
+			data, rows, cols, err := x.Output(st.ID + "." + p.Name)
+			if err != nil {
+				continue // not consumed outside the segment
+			}
+			if p.Type == node.Logits {
+				values[plan.Ref{Node: st.ID, Port: p.Name}] = exec.Logits{Data: data, Rows: rows, Vocab: cols}
+			}
+		}
+	}
+	return nil
+}
+
+// maxExecs bounds the prepared graphs kept (one per batch shape).
+const maxExecs = 16
+
+func (e *Engine) record(seg plan.Segment, key execKey) (*tensor.Graph, error) {
+	b := tensor.NewBuilder(weightInfo(e.cfg.Model))
+	vals := map[plan.Ref]tensor.Tensor{
+		{Node: "$in", Port: "tokens"}:    b.Input("tokens", key.rows),
+		{Node: "$in", Port: "positions"}: b.Input("positions", key.rows),
+	}
+	b.Input("logit_rows", key.logitRows)
+	for _, idx := range seg.Steps {
+		st := e.plan.Steps[idx]
+		dn, ok := st.Node.(exec.DeviceNode)
+		if !ok {
+			return nil, fmt.Errorf("engine: device step %s (%s) cannot record ops", st.ID, st.Op)
+		}
+		in := map[string]tensor.Tensor{}
+		for port, ref := range st.In {
+			t, ok := vals[ref]
+			if !ok {
+				return nil, fmt.Errorf("engine: step %s: input %s from %s.%s is not a device value", st.ID, port, ref.Node, ref.Port)
+			}
+			in[port] = t
+		}
+		res, err := dn.Record(b, in)
+		if err != nil {
+			return nil, err
+		}
+		for port, t := range res {
+			vals[plan.Ref{Node: st.ID, Port: port}] = t
+			b.Output(st.ID+"."+port, t)
+		}
+	}
+	return b.Finish()
+}
+
+// weightInfo resolves weight names to [rows, cols] for the tensor builder.
+func weightInfo(f *weights.File) tensor.WeightInfo {
+	return func(name string) (tensor.DType, int, int, bool) {
+		t, err := f.Tensor(name)
+		if err != nil {
+			return 0, 0, 0, false
+		}
+		return t.DType, t.Rows(), t.RowLen(), true
+	}
+}
+
+// sampledFrom is the logits value the plan's output tokens were chosen from:
+// the "logits" input of the step that produces out.tokens.
+func (e *Engine) sampledFrom() plan.Ref {
+	if st := e.plan.Step(e.plan.Out["tokens"].Node); st != nil {
+		return st.In["logits"]
+	}
+	return plan.Ref{}
+}
+
+// topLogits returns the n largest logits of row, descending, ties to the lower id.
+func topLogits(row []float32, n int) []TokenLogit {
+	n = min(n, len(row))
+	top := make([]TokenLogit, 0, n+1)
+	for id, v := range row {
+		if len(top) == n && v <= top[n-1].Logit {
+			continue
+		}
+		i := len(top)
+		for i > 0 && v > top[i-1].Logit {
+			i--
+		}
+		top = append(top, TokenLogit{})
+		copy(top[i+1:], top[i:])
+		top[i] = TokenLogit{ID: int32(id), Logit: v}
+		if len(top) > n {
+			top = top[:n]
+		}
+	}
+	return top
+}

@@ -1,0 +1,115 @@
+// Package exec defines the contract between the engine and a compute backend:
+// weights are loaded once, KV memory is reserved for the worst case before
+// serving, and each recorded device graph is prepared once per bucket and then
+// run many times with new per-step bindings.
+package exec
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// KVLayout is the paged KV cache a backend reserves: Blocks blocks of
+// BlockTokens token slots, for each of Layers layers a K and a V row of
+// KVDim elements per slot, stored as DType.
+type KVLayout struct {
+	Layers      int
+	KVDim       int
+	BlockTokens int
+	Blocks      int
+	DType       string
+}
+
+// Slots is the number of token slots per layer.
+func (l KVLayout) Slots() int { return l.Blocks * l.BlockTokens }
+
+// Batch holds the bindings of one engine step. Rows are tokens; each row
+// belongs to one sequence of the step.
+type Batch struct {
+	Tokens    []int32   // [T] token ids
+	Positions []int32   // [T] position of each token in its sequence
+	RowSeq    []int32   // [T] index into Tables of the row's sequence
+	Tables    [][]int32 // [S][blocks] KV block ids of each sequence, in position order
+	LogitRows []int32   // [R] rows whose logits the step needs
+}
+
+// Inputs returns the named int32 bindings the recorded graph may declare.
+func (b *Batch) Inputs() map[string][]int32 {
+	return map[string][]int32{"tokens": b.Tokens, "positions": b.Positions, "logit_rows": b.LogitRows}
+}
+
+// Backend executes recorded graphs on one device. Calls are made by one
+// goroutine (the engine's) in the order Load, Reserve, then Prepare/Run.
+type Backend interface {
+	// Name is the registered name ("cpu", "cuda").
+	Name() string
+	// Load binds the model weights; the file stays open while the backend is used.
+	Load(f *weights.File) error
+	// Reserve allocates the KV cache; it fails now rather than under load.
+	Reserve(l KVLayout) error
+	// Prepare lowers a recorded graph for repeated execution.
+	Prepare(g *tensor.Graph) (Executable, error)
+	// Close releases everything the backend holds.
+	Close() error
+}
+
+// Executable is a prepared graph.
+type Executable interface {
+	// Run executes the graph with the step's bindings. Row counts must equal
+	// those the graph was recorded with.
+	Run(ctx context.Context, b *Batch) error
+	// Output returns the named output as [rows, cols] float32 data, valid
+	// until the next Run or Close.
+	Output(name string) (data []float32, rows, cols int, err error)
+	// Close releases the executable's buffers.
+	Close() error
+}
+
+// Options configure a backend instance.
+type Options struct {
+	Threads int // worker threads; <= 0 means all cores
+}
+
+var (
+	mu       sync.Mutex
+	backends = map[string]func(Options) Backend{}
+)
+
+// Register makes a backend constructor available by name. It panics on a
+// duplicate name (a programmer error).
+func Register(name string, ctor func(Options) Backend) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := backends[name]; dup {
+		panic("exec: backend registered twice: " + name)
+	}
+	backends[name] = ctor
+}
+
+// New constructs the named backend.
+func New(name string, o Options) (Backend, error) {
+	mu.Lock()
+	ctor, ok := backends[name]
+	mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown backend %q (have %v)", name, Names())
+	}
+	return ctor(o), nil
+}
+
+// Names lists the registered backends, sorted.
+func Names() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	var out []string
+	for n := range backends {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

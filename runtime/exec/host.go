@@ -1,0 +1,68 @@
+package exec
+
+import (
+	"math/rand/v2"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// Logits is a host view of [Rows, Vocab] logits, one row per logit row of a step.
+type Logits struct {
+	Data  []float32
+	Rows  int
+	Vocab int
+}
+
+// Row returns row i, [Vocab].
+func (l Logits) Row(i int) []float32 { return l.Data[i*l.Vocab : (i+1)*l.Vocab] }
+
+// Sampling holds one request's sampling parameters. The zero value with
+// Temperature 0 is greedy decoding.
+type Sampling struct {
+	Temperature float32 // 0 = greedy (argmax, ties -> lower id)
+	TopK        int     // 0 = off
+	TopP        float32 // 1 (or 0) = off
+	MinP        float32 // 0 = off
+	Seed        uint64
+}
+
+// Greedy reports whether s always picks the argmax.
+func (s Sampling) Greedy() bool { return s.Temperature <= 0 || s.TopK == 1 }
+
+// SeqState is what host nodes know of one sequence that needs a token this step.
+type SeqState struct {
+	Sampling Sampling
+	RNG      *rand.Rand // seeded from Sampling.Seed when the request is admitted
+	History  []int32    // prompt and generated tokens so far
+}
+
+// HostContext is the per-step context of host nodes: one SeqState per logit row.
+type HostContext struct {
+	Rows []*SeqState
+}
+
+// DeviceNode is implemented by nodes of Device placement: they record ops
+// into the step's device graph. in maps input port names to recorded
+// tensors; the result maps output port names.
+type DeviceNode interface {
+	Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[string]tensor.Tensor, error)
+}
+
+// HostNode is implemented by nodes of Host placement: Go code run between
+// device segments. Values are Logits for logits ports and []int32 (one token
+// per logit row) for tokens ports.
+type HostNode interface {
+	RunHost(hc *HostContext, in map[string]any) (map[string]any, error)
+}
+
+// Binder is implemented by nodes that need the model file (weights and
+// metadata) before they can record ops.
+type Binder interface {
+	Bind(f *weights.File) error
+}
+
+// KVShaper is implemented by nodes that own KV cache layers.
+type KVShaper interface {
+	KVShape() (layers, kvDim int)
+}

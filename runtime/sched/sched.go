@@ -1,0 +1,148 @@
+// Package sched decides what each engine step computes. It is a pure state
+// machine (no I/O, no clocks): the engine adds sequences, asks for a step,
+// runs it, and commits the results. The step's currency is tokens per
+// sequence: a prefill chunk or one decode token are the same kind of work.
+package sched
+
+import (
+	"fmt"
+
+	"github.com/ninfer/ninfer-go/runtime/kv"
+)
+
+// Seq is the scheduler's view of one sequence.
+type Seq struct {
+	ID       uint64
+	Tokens   []int32 // prompt then generated tokens
+	Computed int     // leading tokens whose K/V are in the cache
+	KV       kv.Seq
+	// Preempted counts how often the sequence lost its cache and was requeued.
+	Preempted int
+}
+
+// Pending is the number of known tokens not yet in the cache.
+func (s *Seq) Pending() int { return len(s.Tokens) - s.Computed }
+
+// Work is one sequence's share of a step: feed Tokens[Start:Start+N] at
+// positions Start..Start+N-1. Sample is set when the last fed token is the
+// sequence's last known token, so the step yields its next-token logits.
+type Work struct {
+	Seq    *Seq
+	Start  int
+	N      int
+	Sample bool
+}
+
+// Config bounds a step.
+type Config struct {
+	Chunk      int // most prompt tokens of one sequence per step
+	StepTokens int // most tokens per step across sequences (>= Chunk)
+	MaxRunning int // most sequences holding KV blocks at once
+}
+
+// Scheduler holds waiting and running sequences. Not safe for concurrent use.
+type Scheduler struct {
+	cfg     Config
+	kv      *kv.Manager
+	waiting []*Seq
+	running []*Seq
+}
+
+// New returns a scheduler over the block manager m.
+func New(cfg Config, m *kv.Manager) (*Scheduler, error) {
+	if cfg.Chunk <= 0 || cfg.MaxRunning <= 0 {
+		return nil, fmt.Errorf("sched: bad config %+v", cfg)
+	}
+	if cfg.StepTokens < cfg.Chunk {
+		cfg.StepTokens = cfg.Chunk
+	}
+	return &Scheduler{cfg: cfg, kv: m}, nil
+}
+
+// Add queues s (FIFO). s must have at least one token.
+func (sc *Scheduler) Add(s *Seq) { sc.waiting = append(sc.waiting, s) }
+
+// Waiting is the number of queued sequences.
+func (sc *Scheduler) Waiting() int { return len(sc.waiting) }
+
+// Running is the number of admitted sequences.
+func (sc *Scheduler) Running() int { return len(sc.running) }
+
+// Idle reports whether there is nothing to schedule.
+func (sc *Scheduler) Idle() bool { return len(sc.waiting) == 0 && len(sc.running) == 0 }
+
+// Remove drops s wherever it is and frees its blocks.
+func (sc *Scheduler) Remove(s *Seq) {
+	sc.waiting = without(sc.waiting, s)
+	sc.running = without(sc.running, s)
+	sc.kv.Release(&s.KV)
+}
+
+func without(list []*Seq, s *Seq) []*Seq {
+	for i, x := range list {
+		if x == s {
+			return append(list[:i:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+// Schedule returns the next step's work, reserving KV slots for it. An
+// empty result with work queued means nothing fits until a sequence ends.
+func (sc *Scheduler) Schedule() []Work {
+	budget := sc.cfg.StepTokens
+	var out []Work
+	// Running sequences first, oldest first: decode tokens and prefill chunks.
+	for i := 0; i < len(sc.running) && budget > 0; i++ {
+		s := sc.running[i]
+		n := min(s.Pending(), sc.cfg.Chunk, budget)
+		if n <= 0 {
+			continue
+		}
+		for !sc.kv.CanGrow(&s.KV, s.Computed+n) {
+			// Preempt the youngest other running sequence to make room.
+			victim := sc.running[len(sc.running)-1]
+			if victim == s {
+				break
+			}
+			sc.preempt(victim)
+		}
+		if !sc.kv.CanGrow(&s.KV, s.Computed+n) {
+			continue
+		}
+		sc.kv.Grow(&s.KV, s.Computed+n) //nolint:errcheck // checked by CanGrow
+		out = append(out, Work{Seq: s, Start: s.Computed, N: n, Sample: s.Computed+n == len(s.Tokens)})
+		budget -= n
+	}
+	// Admit waiting sequences while blocks and budget last.
+	for len(sc.waiting) > 0 && budget > 0 && len(sc.running) < sc.cfg.MaxRunning {
+		s := sc.waiting[0]
+		n := min(s.Pending(), sc.cfg.Chunk, budget)
+		// Admission needs room for the whole prompt plus one token, so an
+		// admitted sequence can finish its prefill without preempting others.
+		if !sc.kv.CanGrow(&s.KV, len(s.Tokens)+1) {
+			break
+		}
+		sc.waiting = sc.waiting[1:]
+		sc.running = append(sc.running, s)
+		sc.kv.Grow(&s.KV, s.Computed+n) //nolint:errcheck // checked by CanGrow
+		out = append(out, Work{Seq: s, Start: s.Computed, N: n, Sample: s.Computed+n == len(s.Tokens)})
+		budget -= n
+	}
+	return out
+}
+
+// preempt frees a running sequence's cache and requeues it at the front:
+// its tokens are recomputed when it is admitted again.
+func (sc *Scheduler) preempt(s *Seq) {
+	sc.running = without(sc.running, s)
+	sc.kv.Release(&s.KV)
+	s.Computed = 0
+	s.Preempted++
+	sc.waiting = append([]*Seq{s}, sc.waiting...)
+}
+
+// Commit records that w's tokens are now in the cache.
+func (sc *Scheduler) Commit(w Work) {
+	w.Seq.Computed = w.Start + w.N
+}

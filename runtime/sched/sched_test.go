@@ -1,0 +1,147 @@
+package sched
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ninfer/ninfer-go/runtime/kv"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testdata scripts")
+
+// TestScripts runs the scripts in testdata. Each command line is followed by
+// "----" and the command's expected output, then a blank line. Commands:
+//
+//	config chunk=N step=N running=N blocks=N block=N
+//	add ID PROMPT_TOKENS
+//	schedule            (prints one line per work item, then commits it)
+//	gen ID              (appends a generated token to sequence ID)
+//	remove ID
+//	state               (prints waiting/running/kv usage)
+func TestScripts(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no scripts")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) { runScript(t, file) })
+	}
+}
+
+func runScript(t *testing.T, file string) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc *Scheduler
+	var m *kv.Manager
+	seqs := map[uint64]*Seq{}
+	var out strings.Builder
+	lines := bufio.NewScanner(strings.NewReader(string(src)))
+	var cmdLine string
+	var want []string
+	flush := func() {
+		if cmdLine == "" {
+			return
+		}
+		got := exec(t, cmdLine, &sc, &m, seqs)
+		if !*rewrite {
+			if diff := cmp.Diff(strings.Join(want, "\n"), strings.TrimRight(got, "\n")); diff != "" {
+				t.Errorf("%s: %s (-want +got):\n%s", file, cmdLine, diff)
+			}
+		}
+		fmt.Fprintf(&out, "%s\n----\n%s\n", cmdLine, got)
+		cmdLine, want = "", nil
+	}
+	inWant := false
+	for lines.Scan() {
+		l := lines.Text()
+		switch {
+		case inWant && l == "":
+			inWant = false
+			flush()
+		case inWant:
+			want = append(want, l)
+		case l == "----":
+			inWant = true
+		case l == "" || strings.HasPrefix(l, "#"):
+			if cmdLine == "" {
+				fmt.Fprintln(&out, l)
+			}
+		default:
+			cmdLine = l
+		}
+	}
+	flush()
+	if *rewrite {
+		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[uint64]*Seq) string {
+	t.Helper()
+	f := strings.Fields(line)
+	args := map[string]int{}
+	var pos []int
+	for _, a := range f[1:] {
+		if k, v, ok := strings.Cut(a, "="); ok {
+			n, _ := strconv.Atoi(v)
+			args[k] = n
+		} else {
+			n, _ := strconv.Atoi(a)
+			pos = append(pos, n)
+		}
+	}
+	var b strings.Builder
+	switch f[0] {
+	case "config":
+		var err error
+		if *m, err = kv.New(args["blocks"], args["block"]); err != nil {
+			return err.Error() + "\n"
+		}
+		if *sc, err = New(Config{Chunk: args["chunk"], StepTokens: args["step"], MaxRunning: args["running"]}, *m); err != nil {
+			return err.Error() + "\n"
+		}
+	case "add":
+		s := &Seq{ID: uint64(pos[0]), Tokens: make([]int32, pos[1])}
+		seqs[s.ID] = s
+		(*sc).Add(s)
+	case "schedule":
+		work := (*sc).Schedule()
+		if len(work) == 0 {
+			b.WriteString("(nothing)\n")
+		}
+		for _, w := range work {
+			fmt.Fprintf(&b, "seq %d: [%d,%d)", w.Seq.ID, w.Start, w.Start+w.N)
+			if w.Sample {
+				b.WriteString(" sample")
+			}
+			fmt.Fprintf(&b, " blocks=%v\n", w.Seq.KV.Blocks)
+			(*sc).Commit(w)
+		}
+	case "gen":
+		s := seqs[uint64(pos[0])]
+		s.Tokens = append(s.Tokens, 0)
+	case "remove":
+		(*sc).Remove(seqs[uint64(pos[0])])
+	case "state":
+		fmt.Fprintf(&b, "waiting=%d running=%d kv=%d/%d\n", (*sc).Waiting(), (*sc).Running(), (*m).Used(), (*m).Total())
+		for id := uint64(1); id <= uint64(len(seqs)); id++ {
+			if s, ok := seqs[id]; ok {
+				fmt.Fprintf(&b, "seq %d: computed=%d tokens=%d preempted=%d\n", id, s.Computed, len(s.Tokens), s.Preempted)
+			}
+		}
+	default:
+		t.Fatalf("unknown command %q", line)
+	}
+	return b.String()
+}

@@ -1,0 +1,181 @@
+// Package golden records and verifies greedy generations. Its JSON format is
+// the one of the llama.cpp reference outputs in ../shared/golden, so the same
+// verifier checks both those and files recorded by `ninfer golden record`.
+package golden
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/instance"
+)
+
+// Margin is the top1 - top2 logit gap below which a position is a near-tie:
+// generated ids are compared only up to the first such position.
+const Margin = 0.01
+
+// File is a golden file: one model's greedy outputs for a set of prompts.
+type File struct {
+	Model    string         `json:"model"` // file name, resolved beside the models directory
+	NVocab   int            `json:"n_vocab"`
+	Graph    string         `json:"graph,omitempty"`
+	Settings map[string]any `json:"settings,omitempty"`
+	Results  []Case         `json:"results"`
+}
+
+// Case is one prompt's greedy output.
+type Case struct {
+	ID              string         `json:"id"`
+	Prompt          string         `json:"prompt"`
+	NPromptTokens   int            `json:"n_prompt_tokens"`
+	PromptTokens    []int32        `json:"prompt_tokens"`
+	GeneratedTokens []int32        `json:"generated_tokens"`
+	GeneratedText   string         `json:"generated_text"`
+	GeneratedHex    string         `json:"generated_text_hex,omitempty"`
+	TopLogits       [][][2]float64 `json:"top_logits,omitempty"` // [position][rank] = [id, logit]
+	Margins         []float64      `json:"margins"`
+	MinMargin       float64        `json:"min_margin"`
+}
+
+// Prompt is one entry of a prompts file (../shared/golden/prompts.json).
+type Prompt struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
+}
+
+// Load reads a golden file.
+func Load(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f File
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("golden %s: %w", path, err)
+	}
+	return &f, nil
+}
+
+// LoadPrompts reads a prompts file.
+func LoadPrompts(path string) ([]Prompt, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ps []Prompt
+	if err := json.Unmarshal(b, &ps); err != nil {
+		return nil, fmt.Errorf("prompts %s: %w", path, err)
+	}
+	return ps, nil
+}
+
+// Save writes f as indented JSON.
+func (f *File) Save(path string) error {
+	b, err := json.MarshalIndent(f, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ModelPath resolves f.Model against modelsDir.
+func (f *File) ModelPath(modelsDir string) string {
+	if filepath.IsAbs(f.Model) {
+		return f.Model
+	}
+	return filepath.Join(modelsDir, f.Model)
+}
+
+// Mismatch describes how one case differs from its golden.
+type Mismatch struct {
+	Case   string
+	Detail string
+}
+
+func (m Mismatch) String() string { return m.Case + ": " + m.Detail }
+
+// Generate runs one case's prompt greedily for n tokens, EOS ignored.
+func Generate(ctx context.Context, in *instance.Instance, prompt string, n, topN int) (*Case, error) {
+	ids := in.Tokenizer.Encode(prompt, true, true)
+	res, err := in.Generate(ctx, engine.Request{Prompt: ids, MaxTokens: n, TopLogits: max(topN, 2)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	c := &Case{Prompt: prompt, NPromptTokens: len(ids), PromptTokens: ids, GeneratedTokens: res.IDs,
+		GeneratedText: in.Tokenizer.Decode(res.IDs)}
+	c.GeneratedHex = hex.EncodeToString([]byte(c.GeneratedText))
+	c.MinMargin = -1
+	for i, top := range res.Tops {
+		m := float64(top[0].Logit - top[1].Logit)
+		c.Margins = append(c.Margins, m)
+		if c.MinMargin < 0 || m < c.MinMargin {
+			c.MinMargin = m
+		}
+		if i < 8 {
+			var row [][2]float64
+			for _, t := range top[:min(topN, len(top))] {
+				row = append(row, [2]float64{float64(t.ID), float64(t.Logit)})
+			}
+			c.TopLogits = append(c.TopLogits, row)
+		}
+	}
+	return c, nil
+}
+
+// Verify runs every case of f on in and compares: prompt ids exactly, and
+// generated ids up to the first position whose golden margin is below Margin.
+func Verify(ctx context.Context, in *instance.Instance, f *File) ([]Mismatch, error) {
+	var out []Mismatch
+	for _, want := range f.Results {
+		got, err := Generate(ctx, in, want.Prompt, len(want.GeneratedTokens), 0)
+		if err != nil {
+			return out, fmt.Errorf("case %s: %w", want.ID, err)
+		}
+		if m := Compare(&want, got); m != "" {
+			out = append(out, Mismatch{Case: want.ID, Detail: m})
+		}
+	}
+	return out, nil
+}
+
+// Compare returns "" when got agrees with want under the margin rule, or
+// a token-level description of the first difference.
+func Compare(want, got *Case) string {
+	if d := firstDiff(want.PromptTokens, got.PromptTokens, max(len(want.PromptTokens), len(got.PromptTokens))); d >= 0 {
+		return fmt.Sprintf("prompt ids differ at %d: got %v want %v", d, window(got.PromptTokens, d), window(want.PromptTokens, d))
+	}
+	cut := len(want.GeneratedTokens)
+	for i, m := range want.Margins {
+		if m < Margin {
+			cut = min(cut, i)
+			break
+		}
+	}
+	if d := firstDiff(want.GeneratedTokens, got.GeneratedTokens, cut); d >= 0 {
+		return fmt.Sprintf("generated ids differ at %d (of %d compared): got %v want %v", d, cut, window(got.GeneratedTokens, d), window(want.GeneratedTokens, d))
+	}
+	return ""
+}
+
+// firstDiff is the first index < n where a and b differ (a missing element
+// counts as a difference), or -1.
+func firstDiff(a, b []int32, n int) int {
+	for i := 0; i < n; i++ {
+		if i >= len(a) || i >= len(b) || a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+func window(ids []int32, i int) []int32 {
+	if i >= len(ids) {
+		return nil
+	}
+	return ids[i:min(i+4, len(ids))]
+}
