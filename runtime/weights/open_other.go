@@ -1,0 +1,16 @@
+//go:build !unix
+
+package weights
+
+import "os"
+
+// Open reads the GGUF file at path into memory and parses it as Parse does
+// (errors are *FormatError for malformed content, or the os error for I/O
+// problems). On this platform there is no mapping; Close only clears Data.
+func Open(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path)
+}
