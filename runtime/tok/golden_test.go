@@ -1,0 +1,190 @@
+package tok
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// findShared returns <module root>/../shared and whether it holds golden
+// data.
+func findShared() (string, bool) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", false
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+	shared := filepath.Join(dir, "..", "shared")
+	if _, err := os.Stat(filepath.Join(shared, "golden")); err != nil {
+		return "", false
+	}
+	return shared, true
+}
+
+// sharedDir returns <module root>/../shared, skipping the test when it is
+// absent.
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	shared, ok := findShared()
+	if !ok {
+		t.Skip("shared data (<module root>/../shared) not found")
+	}
+	return shared
+}
+
+// golden is the part of a /shared/golden/*.json file the tokenizer checks.
+type golden struct {
+	Model   string `json:"model"`
+	NVocab  int    `json:"n_vocab"`
+	Results []struct {
+		ID              string   `json:"id"`
+		Prompt          string   `json:"prompt"`
+		PromptTokens    []int32  `json:"prompt_tokens"`
+		GeneratedTokens []int32  `json:"generated_tokens"`
+		GeneratedText   string   `json:"generated_text"`
+		GeneratedHex    string   `json:"generated_text_hex"`
+		PiecesHex       []string `json:"generated_pieces_hex"`
+	} `json:"results"`
+}
+
+func readGolden(t testing.TB, path string) golden {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g golden
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return g
+}
+
+var tokCache sync.Map // model path -> *Tokenizer
+
+// loadModel opens a GGUF file and builds its tokenizer (cached per path).
+func loadModel(t testing.TB, path string) *Tokenizer {
+	t.Helper()
+	if tk, ok := tokCache.Load(path); ok {
+		return tk.(*Tokenizer)
+	}
+	f, err := weights.Open(path)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	defer f.Close()
+	tk, err := FromGGUF(f)
+	if err != nil {
+		t.Fatalf("FromGGUF(%s): %v", path, err)
+	}
+	tokCache.Store(path, tk)
+	return tk
+}
+
+// goldenTokenizer returns the tokenizer of a golden file's model: the GGUF
+// in shared/models, or for the qwen3-0.6b-shape file (not stored) the same
+// vocabulary rebuilt from tiny-qwen3-f32.gguf (see qwen06Tokenizer). ok is
+// false when neither is available.
+func goldenTokenizer(t *testing.T, shared string, g golden) (tk *Tokenizer, ok bool) {
+	path := filepath.Join(shared, "models", g.Model)
+	if _, err := os.Stat(path); err == nil {
+		return loadModel(t, path), true
+	}
+	if strings.HasPrefix(g.Model, "qwen3-0.6b-shape") {
+		return qwen06Tokenizer(t, filepath.Join(shared, "models", "tiny-qwen3-f32.gguf")), true
+	}
+	return nil, false
+}
+
+func TestGoldenPromptTokens(t *testing.T) {
+	shared := sharedDir(t)
+	files, err := filepath.Glob(filepath.Join(shared, "golden", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, file := range files {
+		if filepath.Base(file) == "prompts.json" {
+			continue
+		}
+		g := readGolden(t, file)
+		tk, ok := goldenTokenizer(t, shared, g)
+		if !ok {
+			t.Logf("%s: model %s not available", filepath.Base(file), g.Model)
+			continue
+		}
+		if tk.VocabSize() != g.NVocab {
+			t.Errorf("%s: VocabSize() = %d, golden n_vocab %d", g.Model, tk.VocabSize(), g.NVocab)
+		}
+		for _, r := range g.Results {
+			n++
+			t.Run(strings.TrimSuffix(filepath.Base(file), ".json")+"/"+r.ID, func(t *testing.T) {
+				got := tk.Encode(r.Prompt, true, true)
+				if diff := cmp.Diff(r.PromptTokens, got); diff != "" {
+					t.Errorf("Encode(%q) mismatch (-llama.cpp +got):\n%s", r.Prompt, diff)
+				}
+			})
+		}
+	}
+	if n == 0 {
+		t.Skip("no golden cases with a model")
+	}
+}
+
+func TestGoldenGeneratedPieces(t *testing.T) {
+	shared := sharedDir(t)
+	files, err := filepath.Glob(filepath.Join(shared, "golden", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		if filepath.Base(file) == "prompts.json" {
+			continue
+		}
+		g := readGolden(t, file)
+		tk, ok := goldenTokenizer(t, shared, g)
+		if !ok {
+			continue
+		}
+		for _, r := range g.Results {
+			t.Run(strings.TrimSuffix(filepath.Base(file), ".json")+"/"+r.ID, func(t *testing.T) {
+				var pieces []string
+				for _, id := range r.GeneratedTokens {
+					pieces = append(pieces, hex.EncodeToString(tk.Piece(id)))
+				}
+				if diff := cmp.Diff(r.PiecesHex, pieces); diff != "" {
+					t.Errorf("pieces mismatch (-llama.cpp +got):\n%s", diff)
+				}
+				if got := hex.EncodeToString([]byte(tk.Decode(r.GeneratedTokens))); got != r.GeneratedHex {
+					t.Errorf("Decode hex = %s, want %s", got, r.GeneratedHex)
+				}
+				d := tk.NewDecoder()
+				var b strings.Builder
+				for _, id := range r.GeneratedTokens {
+					b.WriteString(d.Add(id))
+				}
+				b.WriteString(d.Flush())
+				if diff := cmp.Diff(r.GeneratedText, b.String()); diff != "" {
+					t.Errorf("streamed text mismatch (-golden +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
