@@ -40,6 +40,8 @@ type Case struct {
 	TopLogits       [][][2]float64 `json:"top_logits,omitempty"` // [position][rank] = [id, logit]
 	Margins         []float64      `json:"margins"`
 	MinMargin       float64        `json:"min_margin"`
+	// Timing is the generation's engine stats (not serialised).
+	Timing engine.Stats `json:"-"`
 }
 
 // Prompt is one entry of a prompts file (../shared/golden/prompts.json).
@@ -107,7 +109,7 @@ func Generate(ctx context.Context, in *instance.Instance, prompt string, n, topN
 		return nil, err
 	}
 	c := &Case{Prompt: prompt, NPromptTokens: len(ids), PromptTokens: ids, GeneratedTokens: res.IDs,
-		GeneratedText: in.Tokenizer.Decode(res.IDs)}
+		GeneratedText: in.Tokenizer.Decode(res.IDs), Timing: res.Stats}
 	c.GeneratedHex = hex.EncodeToString([]byte(c.GeneratedText))
 	c.MinMargin = -1
 	for i, top := range res.Tops {

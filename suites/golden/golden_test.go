@@ -169,3 +169,32 @@ func firstDiff(a, b []int32) int {
 	}
 	return -1
 }
+
+// TestBigModelGolden checks the qwen3-0.6B-shape F32 golden when
+// NINFER_GOLDEN_BIG names the generated model (see `just golden-big`).
+func TestBigModelGolden(t *testing.T) {
+	path := os.Getenv("NINFER_GOLDEN_BIG")
+	if path == "" {
+		t.Skip("NINFER_GOLDEN_BIG not set")
+	}
+	f, err := golden.Load(filepath.Join(sharedDir(t), "golden", "qwen3-0.6b-shape-f32.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := instance.Open(instance.Options{Model: path, KVTokens: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	for _, want := range f.Results {
+		got, err := golden.Generate(context.Background(), in, want.Prompt, len(want.GeneratedTokens), 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := golden.Compare(&want, got); d != "" {
+			t.Errorf("%s: %s", want.ID, d)
+		}
+		checkTopLogits(t, &want, got)
+		t.Logf("%s: prefill %v, decode %d tokens in %v", want.ID, got.Timing.Prefill, len(got.GeneratedTokens), got.Timing.Decode)
+	}
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ninfer/ninfer-go/graphs"
+	"github.com/ninfer/ninfer-go/runtime/compile"
+	"github.com/ninfer/ninfer-go/runtime/graphdef/hint"
+	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/plan"
+)
+
+// graphRegistry is the registry `ninfer graph` compiles against: the one the
+// nodes/* packages register into. Tests swap in their own.
+var graphRegistry = node.Default
+
+const graphUsage = `usage: ninfer graph <command> [arguments]
+
+commands:
+  check FILE...              report every problem in each graph; "FILE: ok" when none
+  plan FILE [--set k=v]...   print the compiled plan
+  dot FILE [--set k=v]...    print the compiled plan as a Graphviz digraph
+  docs                       print the node reference (Markdown)
+
+FILE is a graph file, or the name of a graph embedded in ninfer (%s).
+--set overrides a graph param (repeatable).
+`
+
+// runGraph runs `ninfer graph ARGS...` and returns the exit status: 0 on
+// success, 1 when a graph has problems or cannot be read, 2 on a usage error.
+func runGraph(args []string, stdout, stderr io.Writer) int {
+	usage := fmt.Sprintf(graphUsage, strings.Join(graphs.Names(), ", "))
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	files, set, err := graphArgs(rest)
+	if err != nil {
+		fmt.Fprintf(stderr, "ninfer graph %s: %v\n%s", cmd, err, usage)
+		return 2
+	}
+	switch cmd {
+	case "check":
+		if len(files) == 0 || len(set) > 0 {
+			fmt.Fprintf(stderr, "ninfer graph check: want one or more FILEs and no --set\n%s", usage)
+			return 2
+		}
+		status := 0
+		for _, f := range files {
+			if _, err := loadPlan(f, nil); err != nil {
+				fmt.Fprintln(stderr, err)
+				status = 1
+				continue
+			}
+			fmt.Fprintf(stdout, "%s: ok\n", f)
+		}
+		return status
+	case "plan", "dot":
+		if len(files) != 1 {
+			fmt.Fprintf(stderr, "ninfer graph %s: want exactly one FILE\n%s", cmd, usage)
+			return 2
+		}
+		p, err := loadPlan(files[0], set)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		if cmd == "plan" {
+			fmt.Fprint(stdout, p.String())
+		} else {
+			fmt.Fprint(stdout, dot(p))
+		}
+		return 0
+	case "docs":
+		if len(files)+len(set) > 0 {
+			fmt.Fprintf(stderr, "ninfer graph docs: takes no arguments\n%s", usage)
+			return 2
+		}
+		fmt.Fprint(stdout, node.Docs(graphRegistry))
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	msg := fmt.Sprintf("ninfer graph: unknown command %q", cmd)
+	if c := hint.Closest(cmd, []string{"check", "plan", "dot", "docs"}); c != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", c)
+	}
+	fmt.Fprintf(stderr, "%s\n%s", msg, usage)
+	return 2
+}
+
+// graphArgs splits arguments into files and --set overrides, which may come
+// in any order: "--set k=v", "--set=k=v", "-set k=v". Override values stay
+// text; the compiler parses them by the param's declared type.
+func graphArgs(args []string) (files []string, set node.Params, err error) {
+	set = node.Params{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		var kv string
+		switch {
+		case a == "--set" || a == "-set":
+			if i+1 == len(args) {
+				return nil, nil, fmt.Errorf("%s needs NAME=VALUE", a)
+			}
+			i++
+			kv = args[i]
+		case strings.HasPrefix(a, "--set=") || strings.HasPrefix(a, "-set="):
+			_, kv, _ = strings.Cut(a, "=")
+		case a == "--":
+			files = append(files, args[i+1:]...)
+			return files, set, nil
+		case strings.HasPrefix(a, "-") && a != "-":
+			return nil, nil, fmt.Errorf("unknown flag %s", a)
+		default:
+			files = append(files, a)
+			continue
+		}
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return nil, nil, fmt.Errorf("--set wants NAME=VALUE, got %q", kv)
+		}
+		if _, dup := set[name]; dup {
+			return nil, nil, fmt.Errorf("--set %s given twice", name)
+		}
+		set[name] = val
+	}
+	return files, set, nil
+}
+
+// loadPlan compiles the graph file at path or, when no such file exists, the
+// embedded graph of that name.
+func loadPlan(path string, set node.Params) (*plan.Plan, error) {
+	if _, err := os.Stat(path); err == nil {
+		return compile.File(path, graphRegistry, set)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	file, src, err := graphs.Source(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: no such file or embedded graph (embedded: %s)", path, strings.Join(graphs.Names(), ", "))
+	}
+	return compile.Source(file, src, graphRegistry, set)
+}
+
+// dot renders p as a Graphviz digraph: graph inputs and outputs as ellipses,
+// device steps as blue boxes and host steps as yellow boxes grouped by
+// segment, policy steps as notes listing their params; edges are labelled
+// with the ports they connect.
+func dot(p *plan.Plan) string {
+	var b strings.Builder
+	q := strconv.Quote
+	fmt.Fprintf(&b, "digraph %s {\n", q(p.Name))
+	b.WriteString("  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=11];\n  edge [fontname=\"Helvetica\", fontsize=9];\n")
+	inputs := map[string]bool{}
+	for _, s := range p.Steps {
+		for _, r := range s.In {
+			if r.Node == plan.InputNode {
+				inputs[r.Port] = true
+			}
+		}
+	}
+	for _, r := range p.Out {
+		if r.Node == plan.InputNode {
+			inputs[r.Port] = true
+		}
+	}
+	for _, name := range sortedKeys(inputs) {
+		fmt.Fprintf(&b, "  %s [shape=ellipse, label=%s];\n", q("$in."+name), q("$in."+name))
+	}
+	for i, seg := range p.Segments {
+		fmt.Fprintf(&b, "  subgraph %s {\n    label=%s; style=\"rounded,dashed\";\n", q(fmt.Sprintf("cluster_%d", i)), q(fmt.Sprintf("segment %d: %s", i, seg.Placement)))
+		for _, idx := range seg.Steps {
+			s := p.Steps[idx]
+			color := "#cfe2ff"
+			if s.Placement == node.Host {
+				color = "#fff3cd"
+			}
+			fmt.Fprintf(&b, "    %s [shape=box, style=\"rounded,filled\", fillcolor=%s, label=%s];\n", q(s.ID), q(color), q(s.ID+"\n"+s.Op))
+		}
+		b.WriteString("  }\n")
+	}
+	for _, s := range p.Steps {
+		if s.Placement != node.Policy {
+			continue
+		}
+		label := s.ID + "\n" + s.Op
+		for _, k := range sortedKeys(s.Params) {
+			label += "\n" + k + "=" + node.FormatValue(s.Params[k])
+		}
+		fmt.Fprintf(&b, "  %s [shape=note, label=%s];\n", q(s.ID), q(label))
+	}
+	for _, s := range p.Steps {
+		for _, port := range sortedKeys(s.In) {
+			r := s.In[port]
+			from, label := r.Node, port
+			if r.Node == plan.InputNode {
+				from = "$in." + r.Port
+			} else if r.Port != port {
+				label = r.Port + " → " + port
+			}
+			fmt.Fprintf(&b, "  %s -> %s [label=%s];\n", q(from), q(s.ID), q(label))
+		}
+	}
+	for _, name := range sortedKeys(p.Out) {
+		r := p.Out[name]
+		from := r.Node
+		if r.Node == plan.InputNode {
+			from = "$in." + r.Port
+		}
+		fmt.Fprintf(&b, "  %s [shape=ellipse, label=%s];\n", q("out."+name), q("out."+name))
+		fmt.Fprintf(&b, "  %s -> %s [label=%s];\n", q(from), q("out."+name), q(r.Port))
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

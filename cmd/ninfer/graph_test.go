@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ninfer/ninfer-go/runtime/node"
+)
+
+// graphTestRegistry holds stand-ins for the specs plain.yaml uses, so these
+// tests do not depend on the nodes/* packages.
+func graphTestRegistry() *node.Registry {
+	one, most := 1.0, 65536.0
+	r := node.NewRegistry()
+	r.Register(node.Spec{
+		Op: "prefill.chunk", Placement: node.Policy, Summary: "Chunk prefill.",
+		Params: []node.Param{{Name: "size", Kind: node.Int, Default: int64(512), Min: &one, Max: &most}},
+		New:    func(p node.Params) (any, error) { return graphTestChunk(p.Int("size")), nil },
+	})
+	r.Register(node.Spec{
+		Op: "model.forward", Placement: node.Device, Summary: "Forward.",
+		In:  []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}},
+		Out: []node.Port{{Name: "logits", Type: node.Logits}},
+		New: func(node.Params) (any, error) { return nil, nil },
+	})
+	r.Register(node.Spec{
+		Op: "sample.token", Placement: node.Host, Summary: "Sample.",
+		In:  []node.Port{{Name: "logits", Type: node.Logits}},
+		Out: []node.Port{{Name: "tokens", Type: node.Tokens}},
+		New: func(node.Params) (any, error) { return nil, nil },
+	})
+	return r
+}
+
+type graphTestChunk int
+
+func (c graphTestChunk) Fold(p *node.PlanPolicy) error { p.PrefillChunk = int(c); return nil }
+
+func runGraphForTest(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	saved := graphRegistry
+	graphRegistry = graphTestRegistry()
+	defer func() { graphRegistry = saved }()
+	var out, errOut bytes.Buffer
+	code = runGraph(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+const graphTestBroken = `graph: broken
+nodes:
+  - {id: fwd, op: model.foward, in: {tokens: $in.tokens, positions: $in.positions}}
+  - {id: pick, op: sample.token, in: {logits: fwd.logits}, wiht: {}}
+out: {tokens: pick.logits}
+`
+
+func writeGraphFile(t *testing.T, name, src string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestGraphCheck(t *testing.T) {
+	broken := writeGraphFile(t, "broken.yaml", graphTestBroken)
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr []string
+	}{
+		{
+			name: "the embedded plain graph is ok", args: []string{"check", "plain"},
+			wantCode: 0, wantStdout: "plain: ok\n",
+		},
+		{
+			name: "every problem is printed with its position", args: []string{"check", "plain.yaml", broken},
+			wantCode: 1, wantStdout: "plain.yaml: ok\n",
+			wantStderr: []string{
+				broken + `:3:19: unknown op "model.foward" (did you mean "model.forward"?)` + "\n" +
+					broken + `:4:60: unknown key "wiht" in node (did you mean "with"?)` + "\n" +
+					broken + `:5:15: node pick (sample.token) has no output "logits"` + "\n",
+			},
+		},
+		{
+			name: "a missing file is an error", args: []string{"check", "nowhere/g.yaml"},
+			wantCode: 1, wantStderr: []string{"nowhere/g.yaml: no such file or embedded graph (embedded: plain"},
+		},
+		{
+			name: "check needs a file", args: []string{"check"},
+			wantCode: 2, wantStderr: []string{"want one or more FILEs"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runGraphForTest(t, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, stderr)
+			}
+			if diff := cmp.Diff(tt.wantStdout, stdout); diff != "" {
+				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			for _, w := range tt.wantStderr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestGraphPlan(t *testing.T) {
+	code, stdout, stderr := runGraphForTest(t, "plan", "--set", "chunk=256", "plain")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"plan plain (graphs/plain.yaml)", "chunk = 256", "policy: prefill_chunk=256", "0 device: fwd", "tokens <- pick.tokens"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, _, stderr = runGraphForTest(t, "plan", "plain", "--set=chunk=0")
+	if code != 1 || !strings.Contains(stderr, "override chunk=0: 0 is out of range [1, 65536]") {
+		t.Errorf("bad override: exit %d, stderr %q", code, stderr)
+	}
+	file := writeGraphFile(t, "g.yaml", "graph: g\nnodes:\n  - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions}}\n  - {id: pick, op: sample.token, in: {logits: fwd.logits}}\nout: {tokens: pick.tokens}\n")
+	if code, stdout, _ := runGraphForTest(t, "plan", file); code != 0 || !strings.Contains(stdout, "plan g ("+file+")") {
+		t.Errorf("plan of a file: exit %d, stdout %q", code, stdout)
+	}
+}
+
+func TestGraphDot(t *testing.T) {
+	code, stdout, stderr := runGraphForTest(t, "dot", "plain")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		`digraph "plain" {`,
+		`"fwd" [shape=box, style="rounded,filled", fillcolor="#cfe2ff", label="fwd\nmodel.forward"];`,
+		`"chunking" [shape=note, label="chunking\nprefill.chunk\nsize=512"];`,
+		`"$in.tokens" -> "fwd" [label="tokens"];`,
+		`"fwd" -> "pick" [label="logits"];`,
+		`"pick" -> "out.tokens" [label="tokens"];`,
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("dot lacks %s:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestGraphDocs(t *testing.T) {
+	code, stdout, _ := runGraphForTest(t, "docs")
+	if code != 0 || stdout != node.Docs(graphTestRegistry()) {
+		t.Errorf("docs: exit %d, output:\n%s", code, stdout)
+	}
+}
+
+func TestGraphUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no subcommand", nil, "usage: ninfer graph"},
+		{"a misspelt subcommand", []string{"chek", "plain"}, `unknown command "chek" (did you mean "check"?)`},
+		{"an unknown flag", []string{"plan", "plain", "--verbose"}, "unknown flag --verbose"},
+		{"a --set without a value", []string{"plan", "plain", "--set"}, "--set needs NAME=VALUE"},
+		{"a --set without =", []string{"plan", "plain", "--set", "chunk"}, `--set wants NAME=VALUE, got "chunk"`},
+		{"a repeated --set", []string{"plan", "plain", "--set", "a=1", "--set", "a=2"}, "--set a given twice"},
+		{"plan with two files", []string{"plan", "plain", "plain"}, "want exactly one FILE"},
+		{"docs with an argument", []string{"docs", "plain"}, "takes no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runGraphForTest(t, tt.args...)
+			if code != 2 || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr, tt.want)
+			}
+		})
+	}
+}
+
+// TestGraphEmbeddedWithRealNodes checks every embedded graph against the
+// registry the binary really uses (main.go imports the nodes/* packages).
+func TestGraphEmbeddedWithRealNodes(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := runGraph([]string{"check", "plain"}, &out, &errOut); code != 0 {
+		t.Errorf("ninfer graph check plain: exit %d\n%s", code, errOut.String())
+	}
+}

@@ -1,0 +1,167 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	_ "github.com/ninfer/ninfer-go/nodes/model"
+	_ "github.com/ninfer/ninfer-go/nodes/prefill"
+	_ "github.com/ninfer/ninfer-go/nodes/sample"
+	_ "github.com/ninfer/ninfer-go/runtime/cpu"
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/instance"
+)
+
+func modelPath(t testing.TB, name string) string {
+	_, file, _, _ := runtime.Caller(0)
+	p := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "models", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("model not found: %s", p)
+	}
+	return p
+}
+
+func open(t *testing.T, o instance.Options) *instance.Instance {
+	t.Helper()
+	in, err := instance.Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return in
+}
+
+func generate(t *testing.T, in *instance.Instance, r engine.Request) []int32 {
+	t.Helper()
+	res, err := in.Generate(context.Background(), r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.IDs
+}
+
+// Requests batched together produce exactly the tokens each produces alone,
+// greedy and seeded stochastic alike.
+func TestBatchedEqualsAlone(t *testing.T) {
+	m := modelPath(t, "stories260K.gguf")
+	in := open(t, instance.Options{Model: m, MaxRunning: 4, Threads: 2})
+	prompts := []string{"Once upon a time", "Lily and Tom", "The cat", "A big red ball was"}
+	reqs := make([]engine.Request, len(prompts))
+	alone := make([][]int32, len(prompts))
+	for i, p := range prompts {
+		reqs[i] = engine.Request{Prompt: in.Tokenizer.Encode(p, true, true), MaxTokens: 20 + 7*i}
+		if i%2 == 1 {
+			reqs[i].Sampling = exec.Sampling{Temperature: 0.8, TopP: 0.95, Seed: uint64(i)}
+		}
+		alone[i] = generate(t, in, reqs[i])
+	}
+	together := make([][]int32, len(prompts))
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := in.Generate(context.Background(), reqs[i], nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			together[i] = res.IDs
+		}()
+	}
+	wg.Wait()
+	if diff := cmp.Diff(alone, together); diff != "" {
+		t.Errorf("batched generations differ from solo ones (-alone +batched):\n%s", diff)
+	}
+}
+
+// A cancelled request ends with FinishAbort and its KV blocks are freed.
+func TestCancelFreesKV(t *testing.T) {
+	m := modelPath(t, "stories260K.gguf")
+	in := open(t, instance.Options{Model: m, Threads: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := in.Engine.Submit(ctx, engine.Request{Prompt: []int32{1, 403}, MaxTokens: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ch // first token: the request holds KV now
+	if used, _ := in.Engine.KVBlocks(); used == 0 {
+		t.Fatal("no kv blocks in use while generating")
+	}
+	cancel()
+	var last engine.Event
+	for ev := range ch {
+		last = ev
+	}
+	if !last.Done || last.Finish != engine.FinishAbort {
+		t.Errorf("final event = %+v, want Done with finish %q", last, engine.FinishAbort)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		used, _ := in.Engine.KVBlocks()
+		if used == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d kv blocks still used after abort", used)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestSubmitRejectsBadRequests(t *testing.T) {
+	m := modelPath(t, "stories260K.gguf")
+	in := open(t, instance.Options{Model: m, Threads: 1})
+	for _, tc := range []struct {
+		name string
+		req  engine.Request
+		ctx  bool // wraps engine.ErrContext
+	}{
+		{"empty prompt", engine.Request{MaxTokens: 1}, false},
+		{"zero max tokens", engine.Request{Prompt: []int32{1}, MaxTokens: 0}, false},
+		{"token out of vocab", engine.Request{Prompt: []int32{1, 512}, MaxTokens: 1}, false},
+		{"negative token", engine.Request{Prompt: []int32{-3}, MaxTokens: 1}, false},
+		{"context overflow", engine.Request{Prompt: make([]int32, 500), MaxTokens: 13}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := in.Engine.Submit(context.Background(), tc.req)
+			if err == nil {
+				t.Fatal("Submit succeeded")
+			}
+			if got := errors.Is(err, engine.ErrContext); got != tc.ctx {
+				t.Errorf("errors.Is(%v, ErrContext) = %v, want %v", err, got, tc.ctx)
+			}
+		})
+	}
+}
+
+// EOS stops generation with FinishStop unless the caller ignores it.
+func TestStopAndLength(t *testing.T) {
+	m := modelPath(t, "stories260K.gguf")
+	in := open(t, instance.Options{Model: m, Threads: 1})
+	ids := generate(t, in, engine.Request{Prompt: []int32{1}, MaxTokens: 300})
+	stopAt := ids[5]
+	res, err := in.Generate(context.Background(), engine.Request{Prompt: []int32{1}, MaxTokens: 300,
+		Stop: func(id int32) bool { return id == stopAt }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Finish != engine.FinishStop || len(res.IDs) > 6 || res.IDs[len(res.IDs)-1] != stopAt {
+		t.Errorf("stop: finish %q after %d tokens %v", res.Finish, len(res.IDs), res.IDs)
+	}
+	res, err = in.Generate(context.Background(), engine.Request{Prompt: []int32{1}, MaxTokens: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Finish != engine.FinishLength || len(res.IDs) != 3 {
+		t.Errorf("length: finish %q after %d tokens", res.Finish, len(res.IDs))
+	}
+}

@@ -1,0 +1,68 @@
+// Package node defines what a graph node is: its Spec (typed ports and params,
+// declared once), the Registry the nodes/* packages register their specs into
+// from init(), and the Policy that policy nodes fold into a plan.
+//
+// One declaration drives everything about a node: the compiler validates YAML
+// graphs against it, `ninfer graph docs` renders it (Docs), and Spec.New
+// builds the instance a plan step runs.
+package node
+
+import "fmt"
+
+// Placement says where a node's work happens in an engine step.
+type Placement uint8
+
+const (
+	// Device nodes are recorded into the device op list each step (model
+	// forward) and lowered by a backend.
+	Device Placement = iota + 1
+	// Host nodes run as Go code between device segments (sampling, lookup).
+	Host
+	// Policy nodes have no per-step work: the compiler folds them into the
+	// plan's Policy at compile time.
+	Policy
+)
+
+// String returns "device", "host" or "policy", and "placement(N)" for a value
+// outside the enumeration.
+func (p Placement) String() string {
+	switch p {
+	case Device:
+		return "device"
+	case Host:
+		return "host"
+	case Policy:
+		return "policy"
+	}
+	return fmt.Sprintf("placement(%d)", uint8(p))
+}
+
+// PortType is the type of the values that flow through a port. An output may
+// only feed an input of the same type.
+type PortType string
+
+const (
+	// Tokens are token ids.
+	Tokens PortType = "tokens"
+	// Positions are the positions of tokens in their sequence.
+	Positions PortType = "positions"
+	// Logits are per-token scores over the vocabulary.
+	Logits PortType = "logits"
+	// Hidden are hidden states of the model.
+	Hidden PortType = "hidden"
+	// Draft are proposed (speculative) tokens awaiting verification.
+	Draft PortType = "draft"
+)
+
+// Port is a named, typed input or output of a node.
+type Port struct {
+	// Name is the port's name as written in YAML; it matches ^[a-z][a-z0-9_]*$.
+	Name string
+	// Type is what flows through the port; it must not be empty.
+	Type PortType
+	// Doc is a one-line description for the generated reference.
+	Doc string
+	// Optional marks an input that a graph may leave unwired. It has no
+	// meaning on outputs.
+	Optional bool
+}
