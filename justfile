@@ -34,11 +34,17 @@ golden:
 golden-cli: build
     {{bin}} golden verify --models {{models}} {{shared}}/golden/stories260K.json {{shared}}/golden/tiny-qwen3-f32.json {{shared}}/golden/tiny-qwen3-f16.json {{shared}}/golden/tiny-qwen3-q8_0.json {{shared}}/golden/tiny-llama-f32.json
 
-# Generate the 2.4 GB qwen3-0.6B-shape F32 model (needs python3-numpy) and verify its golden.
+# Generate the 2.4 GB qwen3-0.6B-shape F32 model (needs python3-numpy) and verify llama.cpp's golden for it.
 golden-big: build
-    mkdir -p .cache
-    test -f .cache/qwen3-0.6b-shape-f32.gguf || (command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c 'import numpy' 2>/dev/null || apt-get install -y python3-numpy) && (test -f .cache/qwen3-0.6b-shape-f32.gguf || /usr/bin/python3 {{shared}}/tools/make_random_gguf.py --preset qwen3-0.6b-shape --dtype f32 -o .cache/qwen3-0.6b-shape-f32.gguf)
-    {{bin}} golden verify --model .cache/qwen3-0.6b-shape-f32.gguf {{shared}}/golden/qwen3-0.6b-shape-f32.json
+    #!/usr/bin/env bash
+    set -euo pipefail
+    model=.cache/qwen3-0.6b-shape-f32.gguf
+    if [ ! -f "$model" ]; then
+        /usr/bin/python3 -c 'import numpy' 2>/dev/null || (apt-get update -qq && apt-get install -y -qq python3-numpy)
+        mkdir -p .cache
+        /usr/bin/python3 {{shared}}/tools/make_random_gguf.py --preset qwen3-0.6b-shape --dtype f32 -o "$model"
+    fi
+    {{bin}} golden verify --model "$model" {{shared}}/golden/qwen3-0.6b-shape-f32.json
 
 # Run each fuzz target for a while (default 30s each).
 fuzz t="30s":

@@ -31,7 +31,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.graph, "graph", "plain", "graph YAML file or embedded graph name")
 	fs.StringVar(&m.backend, "backend", "cpu", "compute backend")
 	fs.IntVar(&m.threads, "threads", 0, "backend threads (0 = all cores)")
-	fs.IntVar(&m.kvTokens, "kv-capacity", 0, "KV cache capacity in tokens (0 = context length x max running)")
+	fs.IntVar(&m.kvTokens, "kv-capacity", 0, "KV cache capacity in tokens (0 = min(context length, 4096) per sequence)")
 	fs.Var(&m.set, "set", "graph parameter override NAME=VALUE (repeatable)")
 }
 

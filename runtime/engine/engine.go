@@ -26,7 +26,7 @@ type Config struct {
 	Model   *weights.File
 	Backend exec.Backend // already constructed; the engine loads and reserves it
 	// KVTokens is the KV cache capacity in tokens (rounded up to whole
-	// blocks); 0 means the model's context length times MaxRunning.
+	// blocks); 0 means min(context, DefaultKVTokensPerSeq) times MaxRunning.
 	KVTokens int
 	// MaxRunning bounds the sequences that hold KV at once; 0 means 8.
 	MaxRunning int
@@ -80,6 +80,10 @@ type Stats struct {
 	Decode          time.Duration // first token -> done
 	Preempted       int
 }
+
+// DefaultKVTokensPerSeq bounds the default KV capacity per running sequence,
+// so models with very long contexts do not reserve memory for all of it.
+const DefaultKVTokensPerSeq = 4096
 
 // Engine serves requests with one compiled plan on one backend.
 type Engine struct {
@@ -158,7 +162,7 @@ func New(cfg Config) (*Engine, error) {
 	pol := p.Policy
 	kvTokens := cfg.KVTokens
 	if kvTokens <= 0 {
-		kvTokens = e.context * maxRunning
+		kvTokens = min(e.context, DefaultKVTokensPerSeq) * maxRunning
 	}
 	blocks := (kvTokens + pol.KVBlockTokens - 1) / pol.KVBlockTokens
 	m, err := kv.New(blocks, pol.KVBlockTokens)
