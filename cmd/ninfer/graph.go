@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -172,7 +173,7 @@ func dot(p *plan.Plan) string {
 			inputs[r.Port] = true
 		}
 	}
-	for _, name := range sortedKeys(inputs) {
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
 		fmt.Fprintf(&b, "  %s [shape=ellipse, label=%s];\n", q("$in."+name), q("$in."+name))
 	}
 	for i, seg := range p.Segments {
@@ -192,13 +193,13 @@ func dot(p *plan.Plan) string {
 			continue
 		}
 		label := s.ID + "\n" + s.Op
-		for _, k := range sortedKeys(s.Params) {
+		for _, k := range slices.Sorted(maps.Keys(s.Params)) {
 			label += "\n" + k + "=" + node.FormatValue(s.Params[k])
 		}
 		fmt.Fprintf(&b, "  %s [shape=note, label=%s];\n", q(s.ID), q(label))
 	}
 	for _, s := range p.Steps {
-		for _, port := range sortedKeys(s.In) {
+		for _, port := range slices.Sorted(maps.Keys(s.In)) {
 			r := s.In[port]
 			from, label := r.Node, port
 			if r.Node == plan.InputNode {
@@ -209,7 +210,7 @@ func dot(p *plan.Plan) string {
 			fmt.Fprintf(&b, "  %s -> %s [label=%s];\n", q(from), q(s.ID), q(label))
 		}
 	}
-	for _, name := range sortedKeys(p.Out) {
+	for _, name := range slices.Sorted(maps.Keys(p.Out)) {
 		r := p.Out[name]
 		from := r.Node
 		if r.Node == plan.InputNode {
@@ -220,13 +221,4 @@ func dot(p *plan.Plan) string {
 	}
 	b.WriteString("}\n")
 	return b.String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

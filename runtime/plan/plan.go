@@ -6,6 +6,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -95,7 +96,7 @@ func (p *Plan) String() string {
 	fmt.Fprintf(&b, "plan %s (%s)\n", p.Name, p.File)
 	if len(p.Params) > 0 {
 		b.WriteString("params:\n")
-		for _, k := range sortedKeys(p.Params) {
+		for _, k := range slices.Sorted(maps.Keys(p.Params)) {
 			fmt.Fprintf(&b, "  %s = %s\n", k, node.FormatValue(p.Params[k]))
 		}
 	}
@@ -104,10 +105,10 @@ func (p *Plan) String() string {
 	b.WriteString("steps:\n")
 	for i, s := range p.Steps {
 		fmt.Fprintf(&b, "  %d %s: %s [%s]\n", i, s.ID, s.Op, s.Placement)
-		for _, k := range sortedKeys(s.In) {
+		for _, k := range slices.Sorted(maps.Keys(s.In)) {
 			fmt.Fprintf(&b, "      in  %s <- %s\n", k, s.In[k])
 		}
-		for _, k := range sortedKeys(s.Params) {
+		for _, k := range slices.Sorted(maps.Keys(s.Params)) {
 			fmt.Fprintf(&b, "      with %s = %s\n", k, node.FormatValue(s.Params[k]))
 		}
 	}
@@ -120,7 +121,7 @@ func (p *Plan) String() string {
 		fmt.Fprintf(&b, "  %d %s: %s\n", i, seg.Placement, strings.Join(ids, " "))
 	}
 	b.WriteString("out:\n")
-	for _, k := range sortedKeys(p.Out) {
+	for _, k := range slices.Sorted(maps.Keys(p.Out)) {
 		fmt.Fprintf(&b, "  %s <- %s\n", k, p.Out[k])
 	}
 	if len(p.Tests) > 0 {
@@ -134,13 +135,4 @@ func (p *Plan) String() string {
 		}
 	}
 	return b.String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
