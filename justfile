@@ -20,6 +20,7 @@ test: build
     go vet ./...
     go test -count=1 ./...
     {{bin}} graph check graphs/*.yaml
+    {{bin}} graph test --model {{models}}/stories260K.gguf graphs/*.yaml
     {{bin}} graph docs | diff -u graphs/NODES.md - || (echo "graphs/NODES.md is stale: run 'just docs'" && exit 1)
 
 # Regenerate graphs/NODES.md from the node specs.

@@ -1,18 +1,16 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/ninfer/ninfer-go/graphs"
-	"github.com/ninfer/ninfer-go/runtime/compile"
 	"github.com/ninfer/ninfer-go/runtime/graphdef/hint"
+	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 )
@@ -28,6 +26,7 @@ commands:
   plan FILE [--set k=v]...   print the compiled plan
   dot FILE [--set k=v]...    print the compiled plan as a Graphviz digraph
   docs                       print the node reference (Markdown)
+  test --model M FILE...     run each graph's inline tests on model M (same_as: identical greedy ids)
 
 FILE is a graph file, or the name of a graph embedded in ninfer (%s).
 --set overrides a graph param (repeatable).
@@ -42,6 +41,9 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cmd, rest := args[0], args[1:]
+	if cmd == "test" {
+		return runGraphTest(rest, stdout, stderr)
+	}
 	files, set, err := graphArgs(rest)
 	if err != nil {
 		fmt.Fprintf(stderr, "ninfer graph %s: %v\n%s", cmd, err, usage)
@@ -139,16 +141,7 @@ func graphArgs(args []string) (files []string, set node.Params, err error) {
 // loadPlan compiles the graph file at path or, when no such file exists, the
 // embedded graph of that name.
 func loadPlan(path string, set node.Params) (*plan.Plan, error) {
-	if _, err := os.Stat(path); err == nil {
-		return compile.File(path, graphRegistry, set)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	file, src, err := graphs.Source(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: no such file or embedded graph (embedded: %s)", path, strings.Join(graphs.Names(), ", "))
-	}
-	return compile.Source(file, src, graphRegistry, set)
+	return instance.LoadPlan(path, graphRegistry, set)
 }
 
 // dot renders p as a Graphviz digraph: graph inputs and outputs as ellipses,

@@ -44,7 +44,7 @@ type Instance struct {
 // Open loads the model and graph and starts the engine.
 func Open(o Options) (*Instance, error) {
 	start := time.Now()
-	p, err := LoadPlan(o.Graph, o.Set)
+	p, err := LoadPlan(o.Graph, node.Default, o.Set)
 	if err != nil {
 		return nil, err
 	}
@@ -75,22 +75,22 @@ func Open(o Options) (*Instance, error) {
 	return &Instance{File: f, Tokenizer: tk, Plan: p, Engine: eng, LoadTime: time.Since(start)}, nil
 }
 
-// LoadPlan compiles a graph given as a file path or an embedded graph name.
-func LoadPlan(graph string, set node.Params) (*plan.Plan, error) {
+// LoadPlan compiles, against reg, the graph file at graph or, when no such
+// file exists, the embedded graph of that name ("" is "plain").
+func LoadPlan(graph string, reg *node.Registry, set node.Params) (*plan.Plan, error) {
 	if graph == "" {
 		graph = "plain"
 	}
 	if _, err := os.Stat(graph); err == nil {
-		return compile.File(graph, node.Default, set)
+		return compile.File(graph, reg, set)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
 	file, src, err := graphs.Source(graph)
 	if err != nil {
-		if strings.ContainsAny(graph, "/.") {
-			return nil, fmt.Errorf("graph %s: no such file or embedded graph", graph)
-		}
-		return nil, err
+		return nil, fmt.Errorf("%s: no such file or embedded graph (embedded: %s)", graph, strings.Join(graphs.Names(), ", "))
 	}
-	return compile.Source(file, src, node.Default, set)
+	return compile.Source(file, src, reg, set)
 }
 
 // Close stops the engine and unmaps the model.
