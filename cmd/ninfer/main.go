@@ -19,6 +19,7 @@ commands:
   run      generate from a prompt (ninfer run --model FILE --prompt TEXT --max-tokens N [--json])
   graph    check | plan | docs | dot: inspect decoding graphs
   golden   record | verify: lock a model's greedy outputs in a JSON file
+  trace    print a request's phase waterfall from Jaeger (ninfer trace TRACE_ID)
 `
 
 func main() {
@@ -37,6 +38,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return runGraph(args[1:], stdout, stderr)
 	case "golden":
 		return runGolden(args[1:], stdout, stderr)
+	case "trace":
+		return runTrace(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

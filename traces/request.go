@@ -1,0 +1,143 @@
+package traces
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// RequestAttrs are the request parameters recorded on the root span.
+type RequestAttrs struct {
+	ID          string
+	Model       string
+	MaxTokens   int
+	Temperature float64
+	TopP        float64
+	N           int
+}
+
+// Chunk is one prefill chunk of a request.
+type Chunk struct {
+	At     time.Time // when the step that computed it ended
+	Start  int       // first position
+	Tokens int
+}
+
+// Phases are a finished request's phase boundaries and counts. Zero times
+// mean the phase did not happen (e.g. no first token after an early abort).
+type Phases struct {
+	Received   time.Time // request arrived
+	Submitted  time.Time // tokenized and queued in the engine
+	Started    time.Time // first engine step that included it
+	FirstToken time.Time
+	Done       time.Time
+	Chunks     []Chunk
+
+	PromptTokens     int
+	CompletionTokens int
+	Rounds           int // engine steps that produced tokens for it
+	FinishReason     string
+	Err              error
+
+	Drafted        int
+	Accepted       int
+	AcceptedPerPos []int
+}
+
+// StartRequest starts the root llm_request span (kind server) at `at`,
+// continuing the caller's trace when carrier holds a W3C traceparent.
+func (p *Provider) StartRequest(ctx context.Context, carrier propagation.TextMapCarrier, at time.Time, a RequestAttrs) (context.Context, trace.Span) {
+	if carrier != nil {
+		ctx = p.Propagator.Extract(ctx, carrier)
+	}
+	if !p.Enabled {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return p.Tracer.Start(ctx, SpanRequest, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(at),
+		trace.WithAttributes(
+			attribute.String(AttrRequestID, a.ID),
+			attribute.String(AttrRequestModel, a.Model),
+			attribute.Int(AttrMaxTokens, a.MaxTokens),
+			attribute.Float64(AttrTemperature, a.Temperature),
+			attribute.Float64(AttrTopP, a.TopP),
+			attribute.Int(AttrN, max(a.N, 1)),
+		))
+}
+
+// EndRequest records the phase spans of a finished request as children of
+// the root span in ctx, with their real start and end times, sets the usage
+// and latency attributes on the root, and ends it at ph.Done.
+func (p *Provider) EndRequest(ctx context.Context, ph Phases) {
+	root := trace.SpanFromContext(ctx)
+	if !p.Enabled || !root.IsRecording() {
+		return
+	}
+	child := func(name string, from, to time.Time, attrs ...attribute.KeyValue) trace.Span {
+		_, s := p.Tracer.Start(ctx, name, trace.WithTimestamp(from), trace.WithAttributes(attrs...))
+		s.End(trace.WithTimestamp(to))
+		return s
+	}
+	secs := func(d time.Duration) float64 { return d.Seconds() }
+	if !ph.Submitted.IsZero() {
+		child(SpanPrepare, ph.Received, ph.Submitted)
+	}
+	if !ph.Started.IsZero() {
+		child(SpanQueue, ph.Submitted, ph.Started)
+		root.SetAttributes(attribute.Float64(AttrTimeInQueue, secs(ph.Started.Sub(ph.Submitted))))
+		prefillEnd := ph.FirstToken
+		if prefillEnd.IsZero() {
+			prefillEnd = ph.Done
+		}
+		_, pre := p.Tracer.Start(ctx, SpanPrefill, trace.WithTimestamp(ph.Started),
+			trace.WithAttributes(attribute.Int(AttrPromptTokens, ph.PromptTokens), attribute.Int(AttrPrefillChunks, len(ph.Chunks))))
+		for _, c := range ph.Chunks {
+			pre.AddEvent(EventPrefillChunk, trace.WithTimestamp(c.At),
+				trace.WithAttributes(attribute.Int(AttrChunkStart, c.Start), attribute.Int(AttrChunkTokens, c.Tokens)))
+		}
+		pre.End(trace.WithTimestamp(prefillEnd))
+		root.SetAttributes(attribute.Float64(AttrTimeInPrefill, secs(prefillEnd.Sub(ph.Started))))
+	}
+	if !ph.FirstToken.IsZero() {
+		root.SetAttributes(attribute.Float64(AttrTTFT, secs(ph.FirstToken.Sub(ph.Received))))
+		attrs := []attribute.KeyValue{attribute.Int(AttrDecodeRounds, ph.Rounds), attribute.Int(AttrDecodeTokens, ph.CompletionTokens)}
+		if ph.Drafted > 0 {
+			attrs = append(attrs, attribute.Int(AttrDrafted, ph.Drafted), attribute.Int(AttrAccepted, ph.Accepted),
+				attribute.IntSlice(AttrAcceptedPerPos, ph.AcceptedPerPos))
+		}
+		child(SpanDecode, ph.FirstToken, ph.Done, attrs...)
+		root.SetAttributes(attribute.Float64(AttrTimeInDecode, secs(ph.Done.Sub(ph.FirstToken))))
+	}
+	root.SetAttributes(
+		attribute.Int(AttrPromptTokens, ph.PromptTokens),
+		attribute.Int(AttrCompletionTokens, ph.CompletionTokens),
+		attribute.StringSlice(AttrFinishReason, []string{ph.FinishReason}),
+		attribute.Float64(AttrE2E, secs(ph.Done.Sub(ph.Received))),
+	)
+	if ph.Err != nil {
+		root.RecordError(ph.Err)
+		root.SetStatus(codes.Error, ph.Err.Error())
+	}
+	root.End(trace.WithTimestamp(ph.Done))
+}
+
+// StartStep starts an engine.step span linked to the root span of every
+// request the step advances. The caller ends it.
+func (p *Provider) StartStep(links []trace.SpanContext, bucket, prefillTokens, decodeRows int) trace.Span {
+	ls := make([]trace.Link, 0, len(links))
+	for _, sc := range links {
+		if sc.IsValid() {
+			ls = append(ls, trace.Link{SpanContext: sc})
+		}
+	}
+	_, s := p.Tracer.Start(context.Background(), SpanEngineStep, trace.WithLinks(ls...), trace.WithAttributes(
+		attribute.Int(AttrStepBucket, bucket),
+		attribute.Int(AttrStepPrefillToken, prefillTokens),
+		attribute.Int(AttrStepDecodeRows, decodeRows),
+		attribute.Int(AttrStepSequences, len(links)),
+	))
+	return s
+}
