@@ -61,3 +61,11 @@ bench:
 lint:
     test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)
     go vet ./...
+
+# Build Jaeger v2 from its own module (tools/jaeger) into .cache/jaeger, once (~15 min on 2 cores).
+jaeger-build:
+    test -x .cache/jaeger || (mkdir -p .cache && cd tools/jaeger && go build -o ../../.cache/jaeger github.com/jaegertracing/jaeger/cmd/jaeger)
+
+# Run Jaeger with every listener on 127.0.0.1 (OTLP/HTTP 4318, query API 16686).
+jaeger: jaeger-build
+    .cache/jaeger --config tools/jaeger/config.yaml
