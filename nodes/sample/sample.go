@@ -1,6 +1,6 @@
 // Package sample implements sample.token: greedy and stochastic next-token
-// selection (temperature, top-k, top-p, min-p), deterministic given the
-// request's seed.
+// selection (presence, frequency and repetition penalties, temperature,
+// top-k, top-p, min-p), deterministic given the request's seed.
 package sample
 
 import (
@@ -20,9 +20,10 @@ func init() {
 		In:        []node.Port{{Name: "logits", Type: node.Logits, Doc: "next-token logits [R, vocab]"}},
 		Out:       []node.Port{{Name: "tokens", Type: node.Tokens, Doc: "one chosen token per logit row [R]"}},
 		Summary:   "Pick the next token of each sequence with its request's sampling parameters.",
-		Doc: "Temperature 0 (or top_k 1) is greedy: the argmax, ties to the lower id. Otherwise the " +
-			"filters run in llama.cpp's order: top_k, top_p, min_p, then temperature, then a draw from " +
-			"the request's seeded generator.",
+		Doc: "Penalties apply first (presence and frequency over generated tokens, as OpenAI; " +
+			"repetition over prompt and generated tokens, as Hugging Face). Temperature 0 (or top_k 1) is " +
+			"greedy: the argmax, ties to the lower id. Otherwise the filters run in llama.cpp's order: " +
+			"top_k, top_p, min_p, then temperature, then a draw from the request's seeded generator.",
 		New: func(node.Params) (any, error) { return Token{}, nil },
 	})
 }
@@ -41,9 +42,48 @@ func (Token) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, e
 	}
 	out := make([]int32, l.Rows)
 	for i, row := range hc.Rows {
-		out[i] = Pick(l.Row(i), row.Sampling, row.RNG)
+		logits := l.Row(i)
+		if row.Sampling.Penalized() {
+			logits = Penalize(logits, row.Sampling, row.History, row.Prompt)
+		}
+		out[i] = Pick(logits, row.Sampling, row.RNG)
 	}
 	return map[string]any{"tokens": out}, nil
+}
+
+// Penalize returns a copy of logits with s's presence, frequency and
+// repetition penalties applied for a sequence whose tokens so far are
+// history, of which the first prompt are the prompt (see exec.Sampling).
+// Ids in history outside logits are ignored; logits is not modified.
+func Penalize(logits []float32, s exec.Sampling, history []int32, prompt int) []float32 {
+	out := append([]float32(nil), logits...)
+	prompt = max(0, min(prompt, len(history)))
+	if s.PresencePenalty != 0 || s.FrequencyPenalty != 0 {
+		counts := map[int32]int{}
+		for _, id := range history[prompt:] {
+			if id >= 0 && int(id) < len(out) {
+				counts[id]++
+			}
+		}
+		for id, c := range counts {
+			out[id] -= s.PresencePenalty + s.FrequencyPenalty*float32(c)
+		}
+	}
+	if r := s.RepetitionPenalty; r > 0 && r != 1 {
+		seen := map[int32]bool{}
+		for _, id := range history {
+			if id < 0 || int(id) >= len(out) || seen[id] {
+				continue
+			}
+			seen[id] = true
+			if out[id] > 0 {
+				out[id] /= r
+			} else {
+				out[id] *= r
+			}
+		}
+	}
+	return out
 }
 
 // Argmax returns the index of the largest logit; ties go to the lower id.

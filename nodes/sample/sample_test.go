@@ -66,3 +66,60 @@ func TestPick(t *testing.T) {
 		t.Errorf("temperature 2 drew only %v", seen)
 	}
 }
+
+func TestPenalize(t *testing.T) {
+	logits := []float32{1, 2, -1, 4}
+	for _, tc := range []struct {
+		name    string
+		s       exec.Sampling
+		history []int32
+		prompt  int
+		want    []float32
+	}{
+		{"no penalty leaves logits alone", exec.Sampling{}, []int32{0, 1}, 1, []float32{1, 2, -1, 4}},
+		{"presence counts generated tokens once", exec.Sampling{PresencePenalty: 0.5}, []int32{3, 1, 1}, 1, []float32{1, 1.5, -1, 4}},
+		{"frequency scales with the count", exec.Sampling{FrequencyPenalty: 0.5}, []int32{3, 1, 1}, 1, []float32{1, 1, -1, 4}},
+		{"presence and frequency add", exec.Sampling{PresencePenalty: 1, FrequencyPenalty: 1}, []int32{2}, 0, []float32{1, 2, -3, 4}},
+		{"negative presence encourages", exec.Sampling{PresencePenalty: -1}, []int32{0}, 0, []float32{2, 2, -1, 4}},
+		{"repetition divides positive and multiplies negative logits, prompt included", exec.Sampling{RepetitionPenalty: 2}, []int32{3, 2, 2}, 2, []float32{1, 2, -2, 2}},
+		{"repetition 1 is off", exec.Sampling{RepetitionPenalty: 1}, []int32{3}, 0, []float32{1, 2, -1, 4}},
+		{"out of range ids are ignored", exec.Sampling{PresencePenalty: 1, RepetitionPenalty: 2}, []int32{-1, 9}, 0, []float32{1, 2, -1, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := append([]float32(nil), logits...)
+			got := Penalize(in, tc.s, tc.history, tc.prompt)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Penalize (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(logits, in); diff != "" {
+				t.Errorf("Penalize modified its input:\n%s", diff)
+			}
+		})
+	}
+}
+
+// A repetition penalty steers greedy decoding away from a token it would
+// otherwise pick again.
+func TestRunHostAppliesPenalties(t *testing.T) {
+	logits := exec.Logits{Data: []float32{0, 3, 2.5, 1}, Rows: 1, Vocab: 4}
+	for _, tc := range []struct {
+		name string
+		s    exec.Sampling
+		want int32
+	}{
+		{"plain greedy repeats", exec.Sampling{}, 1},
+		{"presence penalty avoids the repeat", exec.Sampling{PresencePenalty: 1}, 2},
+		{"repetition penalty avoids the repeat", exec.Sampling{RepetitionPenalty: 1.5}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hc := &exec.HostContext{Rows: []*exec.SeqState{{Sampling: tc.s, History: []int32{0, 1}, Prompt: 1}}}
+			out, err := Token{}.RunHost(hc, map[string]any{"logits": logits})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]int32{tc.want}, out["tokens"]); diff != "" {
+				t.Errorf("tokens (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

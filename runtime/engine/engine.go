@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -28,6 +29,10 @@ type Config struct {
 	// KVTokens is the KV cache capacity in tokens (rounded up to whole
 	// blocks); 0 means min(context, DefaultKVTokensPerSeq) times MaxRunning.
 	KVTokens int
+	// KVMemory, used when KVTokens is 0, sizes the KV cache to the most
+	// whole blocks whose K and V pages (in the plan's KV format, scales
+	// included: kv.CapacityTokens) fit in KVMemory bytes.
+	KVMemory int64
 	// MaxRunning bounds the sequences that hold KV at once; 0 means 8.
 	MaxRunning int
 	// Context bounds prompt + generated tokens of one request; 0 means the model's.
@@ -44,6 +49,8 @@ type Request struct {
 	// TopLogits asks for the n largest raw logits of each generated
 	// position (from the logits the token was chosen from), in Event.Top.
 	TopLogits int
+	// Logprobs asks for Event.Logprob and Event.LogZ on every token event.
+	Logprobs bool
 }
 
 // TokenLogit is a token id and its raw logit.
@@ -63,12 +70,18 @@ const (
 // Event reports progress of one request: one per generated token, and a
 // final one with Done set.
 type Event struct {
-	Token  int32        // valid when !Done
-	Top    []TokenLogit // Request.TopLogits largest logits, descending (ties: lower id first)
-	Done   bool
-	Finish string
-	Err    error
-	Stats  Stats // filled on the final event
+	Token int32        // valid when !Done
+	Top   []TokenLogit // Request.TopLogits largest logits, descending (ties: lower id first)
+	// Logprob is Token's log-probability under the raw logits (before
+	// penalties and sampling filters), and LogZ their log-sum-exp, so that
+	// Top[i].Logit-LogZ is Top[i]'s log-probability. Both are set when
+	// Request.Logprobs or Request.TopLogits asks, else 0.
+	Logprob float32
+	LogZ    float32
+	Done    bool
+	Finish  string
+	Err     error
+	Stats   Stats // filled on the final event
 }
 
 // Stats are one request's timings and counts.
@@ -87,22 +100,23 @@ const DefaultKVTokensPerSeq = 4096
 
 // Engine serves requests with one compiled plan on one backend.
 type Engine struct {
-	cfg      Config
-	plan     *plan.Plan
-	backend  exec.Backend
-	kv       *kv.Manager
-	sched    *sched.Scheduler
-	context  int
-	vocab    int
-	execs    map[execKey]exec.Executable
-	submit   chan *request
-	wake     chan struct{}
-	mu       sync.Mutex // guards pending
-	pending  []*request
-	closed   chan struct{}
-	loopDone chan struct{}
-	nextID   uint64
-	reqs     map[*sched.Seq]*request
+	cfg        Config
+	plan       *plan.Plan
+	backend    exec.Backend
+	kv         *kv.Manager
+	sched      *sched.Scheduler
+	context    int
+	vocab      int
+	maxRunning int
+	execs      map[execKey]exec.Executable
+	submit     chan *request
+	wake       chan struct{}
+	mu         sync.Mutex // guards pending
+	pending    []*request
+	closed     chan struct{}
+	loopDone   chan struct{}
+	nextID     uint64
+	reqs       map[*sched.Seq]*request
 }
 
 type execKey struct{ seg, rows, logitRows int }
@@ -159,8 +173,19 @@ func New(cfg Config) (*Engine, error) {
 	if maxRunning <= 0 {
 		maxRunning = 8
 	}
+	e.maxRunning = maxRunning
 	pol := p.Policy
 	kvTokens := cfg.KVTokens
+	if kvTokens <= 0 && cfg.KVMemory > 0 {
+		f, err := kv.LookupFormat(pol.KVDType)
+		if err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		if kvTokens = int(kv.CapacityTokens(cfg.KVMemory, f, layers, kvDim, pol.KVBlockTokens)); kvTokens == 0 {
+			return nil, fmt.Errorf("engine: kv memory %d bytes holds no block of %d tokens (%d bytes per token in %s)",
+				cfg.KVMemory, pol.KVBlockTokens, kv.BytesPerToken(f, layers, kvDim), f.Name)
+		}
+	}
 	if kvTokens <= 0 {
 		kvTokens = min(e.context, DefaultKVTokensPerSeq) * maxRunning
 	}
@@ -203,6 +228,27 @@ func (e *Engine) KVBlocks() (used, total int) {
 	return e.kv.Used(), e.kv.Total()
 }
 
+// Snapshot is a consistent view of the engine's load at one instant.
+type Snapshot struct {
+	Running       int // sequences admitted to the scheduler that hold KV
+	Waiting       int // submitted, not yet admitted (includes preempted ones)
+	KVBlocksUsed  int
+	KVBlocksTotal int
+	KVBlockTokens int // tokens per KV block
+	MaxRunning    int // the most sequences that share a step
+}
+
+// Snapshot reports the engine's current load. It is safe to call from any
+// goroutine at any rate; it takes the lock the loop holds only while it
+// schedules, never while a step computes.
+func (e *Engine) Snapshot() Snapshot {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return Snapshot{Running: e.sched.Running(), Waiting: e.sched.Waiting() + len(e.pending),
+		KVBlocksUsed: e.kv.Used(), KVBlocksTotal: e.kv.Total(), KVBlockTokens: e.kv.BlockTokens(),
+		MaxRunning: e.maxRunning}
+}
+
 // ErrClosed is returned by Submit after Close.
 var ErrClosed = errors.New("engine: closed")
 
@@ -228,7 +274,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 		return nil, fmt.Errorf("engine: %w: request needs %d kv blocks, cache has %d", ErrContext, blocks, e.kv.Total())
 	}
 	req := &request{Request: r, ctx: ctx, events: make(chan Event, r.MaxTokens+1), submitted: time.Now()}
-	req.state = exec.SeqState{Sampling: r.Sampling, RNG: rand.New(rand.NewPCG(r.Sampling.Seed, 0x6e696e666572))}
+	req.state = exec.SeqState{Sampling: r.Sampling, Prompt: len(r.Prompt), RNG: rand.New(rand.NewPCG(r.Sampling.Seed, 0x6e696e666572))}
 	e.mu.Lock()
 	select {
 	case <-e.closed:
@@ -395,8 +441,13 @@ func (e *Engine) Step(ctx context.Context) error {
 		r.seq.Tokens = append(r.seq.Tokens, tok)
 		r.generated++
 		ev := Event{Token: tok}
-		if r.TopLogits > 0 && logits.Rows == len(sampled) {
-			ev.Top = topLogits(logits.Row(i), r.TopLogits)
+		if (r.TopLogits > 0 || r.Logprobs) && logits.Rows == len(sampled) {
+			row := logits.Row(i)
+			if r.TopLogits > 0 {
+				ev.Top = topLogits(row, r.TopLogits)
+			}
+			ev.LogZ = logSumExp(row)
+			ev.Logprob = row[tok] - ev.LogZ
 		}
 		r.events <- ev
 		switch {
@@ -548,6 +599,19 @@ func (e *Engine) sampledFrom() plan.Ref {
 		return st.In["logits"]
 	}
 	return plan.Ref{}
+}
+
+// logSumExp returns log(sum(exp(row))), computed stably.
+func logSumExp(row []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range row {
+		m = max(m, v)
+	}
+	var sum float64
+	for _, v := range row {
+		sum += math.Exp(float64(v - m))
+	}
+	return m + float32(math.Log(sum))
 }
 
 // topLogits returns the n largest logits of row, descending, ties to the lower id.

@@ -54,13 +54,16 @@ func TestBatchedEqualsAlone(t *testing.T) {
 	m := modelPath(t, "stories260K.gguf")
 	in := open(t, instance.Options{Model: m, MaxRunning: 4, Threads: 2})
 	prompts := []string{"Once upon a time", "Lily and Tom", "The cat", "A big red ball was"}
+	samplings := []exec.Sampling{
+		{},
+		{Temperature: 0.8, TopP: 0.95, Seed: 1},
+		{PresencePenalty: 0.5, FrequencyPenalty: 0.3, RepetitionPenalty: 1.2},
+		{Temperature: 1.1, TopK: 40, MinP: 0.05, PresencePenalty: 1, RepetitionPenalty: 1.1, Seed: 3},
+	}
 	reqs := make([]engine.Request, len(prompts))
 	alone := make([][]int32, len(prompts))
 	for i, p := range prompts {
-		reqs[i] = engine.Request{Prompt: in.Tokenizer.Encode(p, true, true), MaxTokens: 20 + 7*i}
-		if i%2 == 1 {
-			reqs[i].Sampling = exec.Sampling{Temperature: 0.8, TopP: 0.95, Seed: uint64(i)}
-		}
+		reqs[i] = engine.Request{Prompt: in.Tokenizer.Encode(p, true, true), MaxTokens: 20 + 7*i, Sampling: samplings[i]}
 		alone[i] = generate(t, in, reqs[i])
 	}
 	together := make([][]int32, len(prompts))
@@ -163,5 +166,56 @@ func TestStopAndLength(t *testing.T) {
 	}
 	if res.Finish != engine.FinishLength || len(res.IDs) != 3 {
 		t.Errorf("length: finish %q after %d tokens", res.Finish, len(res.IDs))
+	}
+}
+
+// Log-probabilities are those of the raw logits: at most 0, and for greedy
+// decoding the chosen token's is the largest.
+func TestLogprobs(t *testing.T) {
+	m := modelPath(t, "stories260K.gguf")
+	in := open(t, instance.Options{Model: m, Threads: 1})
+	ch, err := in.Engine.Submit(context.Background(), engine.Request{Prompt: []int32{1, 403}, MaxTokens: 5, Logprobs: true, TopLogits: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range ch {
+		if ev.Done {
+			break
+		}
+		if ev.Logprob > 0 || ev.Logprob < -30 {
+			t.Errorf("token %d: logprob %g out of range", ev.Token, ev.Logprob)
+		}
+		if len(ev.Top) != 3 || ev.Top[0].ID != ev.Token || ev.Top[0].Logit-ev.LogZ != ev.Logprob {
+			t.Errorf("token %d logprob %g: top %+v with logZ %g", ev.Token, ev.Logprob, ev.Top, ev.LogZ)
+		}
+	}
+}
+
+// Snapshot counts waiting and running requests and the KV they hold.
+func TestSnapshot(t *testing.T) {
+	m := modelPath(t, "stories260K.gguf")
+	in := open(t, instance.Options{Model: m, Threads: 1, MaxRunning: 1})
+	if diff := cmp.Diff(engine.Snapshot{KVBlocksTotal: 32, KVBlockTokens: 16, MaxRunning: 1}, in.Engine.Snapshot()); diff != "" {
+		t.Errorf("idle snapshot (-want +got):\n%s", diff)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first, err := in.Engine.Submit(ctx, engine.Request{Prompt: []int32{1, 403}, MaxTokens: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-first
+	second, err := in.Engine.Submit(ctx, engine.Request{Prompt: []int32{1}, MaxTokens: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := in.Engine.Snapshot()
+	if s.Running != 1 || s.Waiting != 1 || s.KVBlocksUsed == 0 {
+		t.Errorf("busy snapshot = %+v, want 1 running, 1 waiting and some kv used", s)
+	}
+	cancel()
+	for range first {
+	}
+	for range second {
 	}
 }

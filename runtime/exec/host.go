@@ -18,23 +18,39 @@ type Logits struct {
 func (l Logits) Row(i int) []float32 { return l.Data[i*l.Vocab : (i+1)*l.Vocab] }
 
 // Sampling holds one request's sampling parameters. The zero value with
-// Temperature 0 is greedy decoding.
+// Temperature 0 is greedy decoding without penalties.
+//
+// Penalties change the logits before any token is chosen, greedy or not:
+// PresencePenalty and FrequencyPenalty follow OpenAI (logit -= presence if
+// the token was generated before, and -= frequency x its count), counting
+// generated tokens only; RepetitionPenalty follows the CTRL paper and
+// Hugging Face (a positive logit of a token seen in the prompt or output is
+// divided by it, a negative one multiplied).
 type Sampling struct {
-	Temperature float32 // 0 = greedy (argmax, ties -> lower id)
-	TopK        int     // 0 = off
-	TopP        float32 // 1 (or 0) = off
-	MinP        float32 // 0 = off
-	Seed        uint64
+	Temperature       float32 // 0 = greedy (argmax, ties -> lower id)
+	TopK              int     // 0 = off
+	TopP              float32 // 1 (or 0) = off
+	MinP              float32 // 0 = off
+	PresencePenalty   float32 // 0 = off
+	FrequencyPenalty  float32 // 0 = off
+	RepetitionPenalty float32 // 1 (or 0) = off
+	Seed              uint64
 }
 
-// Greedy reports whether s always picks the argmax.
+// Greedy reports whether s always picks the argmax (of the penalized logits).
 func (s Sampling) Greedy() bool { return s.Temperature <= 0 || s.TopK == 1 }
+
+// Penalized reports whether s changes logits before choosing.
+func (s Sampling) Penalized() bool {
+	return s.PresencePenalty != 0 || s.FrequencyPenalty != 0 || (s.RepetitionPenalty != 0 && s.RepetitionPenalty != 1)
+}
 
 // SeqState is what host nodes know of one sequence that needs a token this step.
 type SeqState struct {
 	Sampling Sampling
 	RNG      *rand.Rand // seeded from Sampling.Seed when the request is admitted
 	History  []int32    // prompt and generated tokens so far
+	Prompt   int        // how many leading History tokens are the prompt
 }
 
 // HostContext is the per-step context of host nodes: one SeqState per logit row.

@@ -28,6 +28,7 @@ type Options struct {
 	Backend    string      // "" = "cpu"
 	Threads    int         // backend threads; 0 = all cores
 	KVTokens   int         // KV capacity in tokens; 0 = engine default
+	KVMemory   int64       // KV capacity in bytes when KVTokens is 0; 0 = engine default
 	MaxRunning int         // concurrent sequences; 0 = engine default
 	Context    int         // per-request token limit; 0 = the model's
 }
@@ -38,7 +39,12 @@ type Instance struct {
 	Tokenizer *tok.Tokenizer
 	Plan      *plan.Plan
 	Engine    *engine.Engine
-	LoadTime  time.Duration
+	// Chat renders chat messages with the model's tokenizer.chat_template
+	// (tok.PlainTemplate when it has none). It is nil when the model's
+	// template does not compile; ChatErr then says why.
+	Chat     *tok.ChatTemplate
+	ChatErr  error
+	LoadTime time.Duration
 }
 
 // Open loads the model and graph and starts the engine.
@@ -66,13 +72,14 @@ func Open(o Options) (*Instance, error) {
 		f.Close()
 		return nil, err
 	}
-	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, MaxRunning: o.MaxRunning, Context: o.Context})
+	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory, MaxRunning: o.MaxRunning, Context: o.Context})
 	if err != nil {
 		be.Close()
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", o.Model, err)
 	}
-	return &Instance{File: f, Tokenizer: tk, Plan: p, Engine: eng, LoadTime: time.Since(start)}, nil
+	chat, chatErr := tok.ChatTemplateFromGGUF(f, tk)
+	return &Instance{File: f, Tokenizer: tk, Plan: p, Engine: eng, Chat: chat, ChatErr: chatErr, LoadTime: time.Since(start)}, nil
 }
 
 // LoadPlan compiles, against reg, the graph file at graph or, when no such

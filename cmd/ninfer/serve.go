@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ninfer/ninfer-go/httpfront"
+	"github.com/ninfer/ninfer-go/runtime/instance"
+)
+
+// serveReady starts the line `ninfer serve` prints on stdout once the model
+// is loaded and /health answers 200; the URL follows it. Tools that start a
+// server wait for this line.
+const serveReady = "ninfer serve: ready on "
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, args, stdout, stderr)
+}
+
+// serve runs the HTTP server until ctx ends (SIGTERM/SIGINT), then stops
+// accepting, drains the requests in flight and returns 0.
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var mf modelFlags
+	mf.register(fs)
+	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0 exposes the server to the network)")
+	port := fs.Int("port", 8080, "TCP port (0 = any free port; the ready line names it)")
+	maxConc := fs.Int("max-concurrency", 16, "most sequences that share an engine step")
+	apiKey := fs.String("api-key", "", "require 'Authorization: Bearer KEY' on /v1/ calls")
+	modelID := fs.String("model-id", "", "model name clients pass (default: the file name without .gguf)")
+	maxQueue := fs.Int("max-queue", httpfront.DefaultMaxQueue, "sequences that may wait beyond --max-concurrency before 429")
+	timeout := fs.Duration("timeout", httpfront.DefaultTimeout, "deadline of every request")
+	maxBody := fs.Int("max-body", httpfront.DefaultMaxBodyBytes, "largest request body in bytes (413 above)")
+	drain := fs.Duration("drain-timeout", 0, "on SIGTERM, how long to wait for requests in flight (0 = --timeout)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "ninfer serve: %v\n", err)
+		return 1
+	}
+	if fs.NArg() > 0 {
+		return fail(fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	switch {
+	case *port < 0 || *port > 65535:
+		return fail(fmt.Errorf("--port %d must be in [0, 65535]", *port))
+	case *maxConc < 1:
+		return fail(fmt.Errorf("--max-concurrency %d must be >= 1", *maxConc))
+	case *maxQueue < 1:
+		return fail(fmt.Errorf("--max-queue %d must be >= 1", *maxQueue))
+	case *timeout <= 0:
+		return fail(fmt.Errorf("--timeout %v must be > 0", *timeout))
+	case *maxBody < 1:
+		return fail(fmt.Errorf("--max-body %d must be >= 1", *maxBody))
+	case *drain < 0:
+		return fail(fmt.Errorf("--drain-timeout %v must be >= 0", *drain))
+	}
+	opts, err := mf.options()
+	if err != nil {
+		return fail(err)
+	}
+	opts.MaxRunning = *maxConc
+	id := *modelID
+	if id == "" {
+		id = strings.TrimSuffix(filepath.Base(opts.Model), ".gguf")
+	}
+	if *drain == 0 {
+		*drain = *timeout
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	if err != nil {
+		return fail(err)
+	}
+	srv := httpfront.New(httpfront.Config{APIKey: *apiKey, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(stderr, "ninfer serve: listening on %s, loading %s\n", url, opts.Model)
+
+	loaded := make(chan error, 1)
+	var inst *instance.Instance
+	go func() {
+		var err error
+		inst, err = instance.Open(opts)
+		loaded <- err
+	}()
+	select {
+	case err := <-loaded:
+		if err != nil {
+			srv.Shutdown(context.Background()) //nolint:errcheck // nothing is in flight
+			return fail(err)
+		}
+	case <-ctx.Done():
+		srv.Shutdown(context.Background()) //nolint:errcheck // nothing is in flight
+		if err := <-loaded; err == nil {
+			inst.Close()
+		}
+		return 0
+	}
+	defer inst.Close()
+	if inst.ChatErr != nil {
+		fmt.Fprintf(stderr, "ninfer serve: warning: %v: /v1/chat/completions will answer 400\n", inst.ChatErr)
+	}
+	srv.SetModel(&httpfront.Model{ID: id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat,
+		ChatErr: inst.ChatErr, Created: time.Now()})
+	snap := inst.Engine.Snapshot()
+	fmt.Fprintf(stdout, "%s%s model=%s max_concurrency=%d kv_blocks=%d\n", serveReady, url, id, snap.MaxRunning, snap.KVBlocksTotal)
+
+	select {
+	case err := <-served:
+		if err != nil {
+			return fail(err)
+		}
+		return 0
+	case <-ctx.Done():
+	}
+	fmt.Fprintf(stderr, "ninfer serve: draining %d requests in flight\n", srv.InFlight())
+	dctx, cancel := context.WithTimeout(context.Background(), *drain)
+	defer cancel()
+	if err := srv.Shutdown(dctx); err != nil {
+		return fail(fmt.Errorf("drain: %w", errors.Join(err, fmt.Errorf("%d requests still in flight", srv.InFlight()))))
+	}
+	fmt.Fprintln(stderr, "ninfer serve: stopped")
+	return 0
+}

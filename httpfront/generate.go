@@ -1,0 +1,337 @@
+package httpfront
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/exec"
+)
+
+// tokenLogprob is one generated token's log-probability and the most
+// likely alternatives at its position.
+type tokenLogprob struct {
+	id      int32
+	logprob float32
+	top     []engine.TokenLogit // Logit holds the log-probability
+}
+
+// delta is a piece of one choice's output, sent by its runner in order.
+// The last delta of a choice has final set.
+type delta struct {
+	index    int
+	text     string
+	logprobs []tokenLogprob
+	final    bool
+	finish   string // "stop" or "length" on a successful final delta
+	err      *Error // a failed final delta
+	stats    engine.Stats
+}
+
+// job is one API request's choices running on the engine.
+type job struct {
+	ctx      context.Context    // bounded by the server deadline; the engine aborts on its end
+	cancel   context.CancelFunc // cancels ctx
+	gone     chan struct{}      // closed by leave: nobody reads out any more
+	goneOnce sync.Once
+	m        *Model
+	p        Params
+	prompts  [][]int32
+	choices  int
+	out      chan delta
+	done     sync.WaitGroup // one per running choice
+	finishes int            // final deltas received by the consumer
+}
+
+// leave tells the runners that nobody reads their output any more and
+// aborts the choices still running, which frees their KV at the engine's
+// next step.
+func (j *job) leave() {
+	j.goneOnce.Do(func() {
+		close(j.gone)
+		j.cancel()
+	})
+}
+
+// start submits every choice of j (len(prompts) x n) to the engine. On
+// error nothing stays submitted.
+func (s *Server) start(j *job) *Error {
+	j.out = make(chan delta, 64)
+	j.gone = make(chan struct{})
+	for pi, prompt := range j.prompts {
+		for k := range j.p.N {
+			idx := pi*j.p.N + k
+			req, e := j.engineRequest(prompt, k)
+			if e != nil {
+				j.leave()
+				return e
+			}
+			cctx, ccancel := context.WithCancel(j.ctx)
+			events, err := j.m.Engine.Submit(cctx, req)
+			if err != nil {
+				ccancel()
+				j.leave()
+				if errors.Is(err, engine.ErrContext) {
+					return badParam("max_tokens", "This model's maximum context length is %d tokens; %v.", j.m.Engine.ContextLength(), err)
+				}
+				if errors.Is(err, engine.ErrClosed) {
+					return &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down", Message: "The server is shutting down."}
+				}
+				return badRequest("", "%v", err)
+			}
+			j.done.Add(1)
+			go func() {
+				defer j.done.Done()
+				defer ccancel()
+				j.run(idx, events, ccancel)
+			}()
+		}
+	}
+	j.choices = len(j.prompts) * j.p.N
+	return nil
+}
+
+// engineRequest builds the engine request of choice k of a prompt.
+func (j *job) engineRequest(prompt []int32, k int) (engine.Request, *Error) {
+	p := j.p
+	var seed uint64
+	if p.Seed != nil {
+		seed = uint64(*p.Seed) + uint64(k)
+	} else {
+		var b [8]byte
+		rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
+		seed = binary.LittleEndian.Uint64(b[:])
+	}
+	maxTokens := p.MaxTokens
+	if maxTokens == 0 {
+		snap := j.m.Engine.Snapshot()
+		maxTokens = min(j.m.Engine.ContextLength(), snap.KVBlocksTotal*snap.KVBlockTokens) - len(prompt)
+		if maxTokens < 1 {
+			return engine.Request{}, badParam("messages", "This model's maximum context length is %d tokens; the prompt has %d.", j.m.Engine.ContextLength(), len(prompt))
+		}
+	}
+	req := engine.Request{
+		Prompt:    prompt,
+		MaxTokens: maxTokens,
+		Stop:      j.m.Tokenizer.IsEOG,
+		Sampling: exec.Sampling{
+			Temperature: float32(p.Temperature), TopK: p.TopK, TopP: float32(p.TopP), MinP: float32(p.MinP),
+			PresencePenalty: float32(p.Presence), FrequencyPenalty: float32(p.Frequency),
+			RepetitionPenalty: float32(p.Repetition), Seed: seed,
+		},
+		Logprobs: p.Logprobs,
+	}
+	if p.Logprobs {
+		req.TopLogits = p.TopLogprobs
+	}
+	return req, nil
+}
+
+// run turns one choice's engine events into deltas: detokenized text with
+// stop sequences applied (the text before the first match is kept, the
+// request is aborted at the match), log-probabilities, and a final delta.
+func (j *job) run(index int, events <-chan engine.Event, abort context.CancelFunc) {
+	tk := j.m.Tokenizer
+	dec := tk.NewDecoder()
+	sm := stopMatcher{stops: j.p.Stop}
+	send := func(d delta) {
+		select {
+		case j.out <- d:
+		case <-j.gone:
+		}
+	}
+	stopped := false
+	for ev := range events {
+		if !ev.Done {
+			if stopped {
+				continue
+			}
+			var text string
+			if !tk.IsEOG(ev.Token) {
+				text = dec.Add(ev.Token)
+			}
+			d := delta{index: index}
+			if j.p.Logprobs {
+				d.logprobs = []tokenLogprob{logprobOf(ev)}
+			}
+			var hit bool
+			d.text, hit = sm.push(text)
+			if hit {
+				stopped = true
+				abort()
+			}
+			if d.text != "" || d.logprobs != nil {
+				send(d)
+			}
+			continue
+		}
+		last := delta{index: index, final: true, stats: ev.Stats, finish: "stop"}
+		if !stopped {
+			text, hit := sm.push(dec.Flush())
+			if !hit {
+				text += sm.flush()
+			}
+			last.text = text
+			switch {
+			case hit || ev.Finish == engine.FinishStop:
+			case ev.Finish == engine.FinishLength:
+				last.finish = "length"
+			case ev.Finish == engine.FinishAbort && errors.Is(ev.Err, context.DeadlineExceeded):
+				last.err = &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded",
+					Message: "The request exceeded the server's deadline."}
+			case ev.Finish == engine.FinishAbort:
+				last.err = &Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: "The request was cancelled."}
+			default:
+				last.err = &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: "The engine failed: " + errString(ev.Err)}
+			}
+		}
+		send(last)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	return err.Error()
+}
+
+func logprobOf(ev engine.Event) tokenLogprob {
+	lp := tokenLogprob{id: ev.Token, logprob: ev.Logprob}
+	for _, t := range ev.Top {
+		lp.top = append(lp.top, engine.TokenLogit{ID: t.ID, Logit: t.Logit - ev.LogZ})
+	}
+	return lp
+}
+
+// stopMatcher finds stop sequences in streamed text. It holds back the
+// longest tail that could still begin a stop sequence, so text it returns
+// never contains part of a match.
+type stopMatcher struct {
+	stops []string
+	held  string
+}
+
+// push appends text and returns what may be emitted. When a stop sequence
+// occurs, matched is true and out ends just before its earliest occurrence;
+// the matcher must not be used further.
+func (m *stopMatcher) push(text string) (out string, matched bool) {
+	if len(m.stops) == 0 {
+		return text, false
+	}
+	buf := m.held + text
+	first := -1
+	for _, s := range m.stops {
+		if i := strings.Index(buf, s); i >= 0 && (first < 0 || i < first) {
+			first = i
+		}
+	}
+	if first >= 0 {
+		m.held = ""
+		return buf[:first], true
+	}
+	keep := 0
+	for _, s := range m.stops {
+		for k := min(len(s)-1, len(buf)); k > keep; k-- {
+			if strings.HasSuffix(buf, s[:k]) {
+				keep = k
+				break
+			}
+		}
+	}
+	m.held = buf[len(buf)-keep:]
+	return buf[:len(buf)-keep], false
+}
+
+// flush returns the held-back text (the stream ended without a match).
+func (m *stopMatcher) flush() string {
+	h := m.held
+	m.held = ""
+	return h
+}
+
+// choiceResult is one choice collected for a non-streaming response.
+type choiceResult struct {
+	text     strings.Builder
+	logprobs []tokenLogprob
+	finish   string
+	stats    engine.Stats
+}
+
+// collect reads every delta of j and returns the choices in index order,
+// or the first choice's error (then it aborts the other choices).
+func (j *job) collect() ([]*choiceResult, *Error) {
+	res := make([]*choiceResult, j.choices)
+	for i := range res {
+		res[i] = &choiceResult{}
+	}
+	for j.finishes < j.choices {
+		d := <-j.out
+		r := res[d.index]
+		r.text.WriteString(d.text)
+		r.logprobs = append(r.logprobs, d.logprobs...)
+		if d.final {
+			j.finishes++
+			r.finish, r.stats = d.finish, d.stats
+			if d.err != nil {
+				j.leave()
+				return nil, d.err
+			}
+		}
+	}
+	return res, nil
+}
+
+// timings are llama.cpp's per-response timings.
+type timings struct {
+	PromptN             int     `json:"prompt_n"`
+	PromptMS            float64 `json:"prompt_ms"`
+	PromptPerTokenMS    float64 `json:"prompt_per_token_ms"`
+	PromptPerSecond     float64 `json:"prompt_per_second"`
+	PredictedN          int     `json:"predicted_n"`
+	PredictedMS         float64 `json:"predicted_ms"`
+	PredictedPerTokenMS float64 `json:"predicted_per_token_ms"`
+	PredictedPerSecond  float64 `json:"predicted_per_second"`
+}
+
+// usage is OpenAI's token accounting.
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// account sums the choices' stats: prompts count once, completions per
+// choice; timings take the slowest choice's phases.
+func (j *job) account(stats []engine.Stats) (usage, timings) {
+	var u usage
+	for _, p := range j.prompts {
+		u.PromptTokens += len(p)
+	}
+	var prompt, predicted time.Duration
+	for _, s := range stats {
+		u.CompletionTokens += s.GeneratedTokens
+		prompt = max(prompt, s.Prefill)
+		predicted = max(predicted, s.Decode)
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	t := timings{PromptN: u.PromptTokens, PromptMS: ms(prompt), PredictedN: u.CompletionTokens, PredictedMS: ms(predicted)}
+	t.PromptPerTokenMS, t.PromptPerSecond = rates(t.PromptN, t.PromptMS)
+	t.PredictedPerTokenMS, t.PredictedPerSecond = rates(t.PredictedN, t.PredictedMS)
+	return u, t
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func rates(n int, ms float64) (perToken, perSecond float64) {
+	if n == 0 || ms == 0 {
+		return 0, 0
+	}
+	return ms / float64(n), float64(n) * 1000 / ms
+}

@@ -1,0 +1,517 @@
+package httpfront
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/ninfer/ninfer-go/runtime/tok"
+)
+
+// Limits of request fields.
+const (
+	MaxN              = 16 // choices per prompt
+	MaxStops          = 4  // stop sequences, as OpenAI
+	MaxTopLogprobs    = 20 // chat top_logprobs
+	MaxLegacyLogprobs = 5  // completions logprobs
+	MaxPrompts        = 16 // prompts of one /v1/completions request
+)
+
+// Params are the generation parameters shared by chat and text completions,
+// validated and with OpenAI's defaults applied.
+type Params struct {
+	// MaxTokens bounds the generated tokens per choice; 0 means up to the
+	// context window (and the KV cache).
+	MaxTokens   int
+	Temperature float64 // default 1, as OpenAI
+	TopP        float64 // default 1 (off)
+	TopK        int     // 0 = off (-1 is accepted as off)
+	MinP        float64
+	Presence    float64
+	Frequency   float64
+	Repetition  float64 // default 1 (off)
+	Seed        *int64  // nil: each choice draws a random seed
+	Stop        []string
+	N           int
+	// Logprobs asks for the chosen tokens' log-probabilities and
+	// TopLogprobs the most likely alternatives at each position.
+	Logprobs     bool
+	TopLogprobs  int
+	Stream       bool
+	IncludeUsage bool
+}
+
+// ChatRequest is a validated /v1/chat/completions request.
+type ChatRequest struct {
+	Model    string
+	Messages []tok.Message
+	Params
+}
+
+// Prompt is one prompt of a /v1/completions request: text, or token ids
+// when IDs is not nil.
+type Prompt struct {
+	Text string
+	IDs  []int32
+}
+
+// CompletionRequest is a validated /v1/completions request.
+type CompletionRequest struct {
+	Model   string
+	Prompts []Prompt
+	Params
+}
+
+// field kinds: how a request field is handled.
+type fieldKind uint8
+
+const (
+	fieldUsed     fieldKind = iota + 1 // decoded and honoured
+	fieldIgnored                       // accepted: it does not change the output
+	fieldRejected                      // known, but its semantics are not implemented (unless a no-op value)
+)
+
+var commonFields = map[string]fieldKind{
+	"model": fieldUsed, "max_tokens": fieldUsed, "temperature": fieldUsed, "top_p": fieldUsed,
+	"top_k": fieldUsed, "min_p": fieldUsed, "presence_penalty": fieldUsed, "frequency_penalty": fieldUsed,
+	"repetition_penalty": fieldUsed, "seed": fieldUsed, "stop": fieldUsed, "n": fieldUsed, "logprobs": fieldUsed,
+	"stream": fieldUsed, "stream_options": fieldUsed,
+	"user": fieldIgnored, "metadata": fieldIgnored, "store": fieldIgnored, "service_tier": fieldIgnored,
+	"logit_bias": fieldRejected,
+}
+
+var chatFields = merged(commonFields, map[string]fieldKind{
+	"messages": fieldUsed, "max_completion_tokens": fieldUsed, "top_logprobs": fieldUsed,
+	"parallel_tool_calls": fieldIgnored,
+	"tools":               fieldRejected, "tool_choice": fieldRejected, "functions": fieldRejected, "function_call": fieldRejected,
+	"response_format": fieldRejected, "audio": fieldRejected, "modalities": fieldRejected, "prediction": fieldRejected,
+	"reasoning_effort": fieldRejected, "web_search_options": fieldRejected,
+})
+
+var completionFields = merged(commonFields, map[string]fieldKind{
+	"prompt": fieldUsed, "echo": fieldRejected, "best_of": fieldRejected, "suffix": fieldRejected,
+})
+
+func merged(a, b map[string]fieldKind) map[string]fieldKind {
+	out := map[string]fieldKind{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// fields is a request object's members by name.
+type fields map[string]json.RawMessage
+
+// has reports whether name is present and not null.
+func (f fields) has(name string) bool {
+	v, ok := f[name]
+	return ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null"))
+}
+
+func (f fields) decode(name, want string, dst any) *Error {
+	if !f.has(name) {
+		return nil
+	}
+	if err := json.Unmarshal(f[name], dst); err != nil {
+		return badParam(name, "Invalid type for '%s': expected %s.", name, want)
+	}
+	return nil
+}
+
+func (f fields) float(name string, dst *float64) *Error {
+	return f.decode(name, "a number", dst)
+}
+
+func (f fields) int(name string, dst *int) *Error {
+	var v float64
+	if e := f.decode(name, "an integer", &v); e != nil || !f.has(name) {
+		return e
+	}
+	if v != math.Trunc(v) || math.Abs(v) > 1<<31 {
+		return badParam(name, "Invalid type for '%s': expected an integer.", name)
+	}
+	*dst = int(v)
+	return nil
+}
+
+// object parses body as a JSON object and rejects unknown members and
+// members whose semantics are not implemented (unless they hold a value
+// that changes nothing).
+func object(body []byte, known map[string]fieldKind) (fields, *Error) {
+	var f fields
+	if err := json.Unmarshal(body, &f); err != nil || f == nil {
+		msg := "We could not parse the JSON body of your request: expected a JSON object."
+		if err != nil {
+			msg = fmt.Sprintf("We could not parse the JSON body of your request: %v.", err)
+		}
+		return nil, badRequest("invalid_json", "%s", msg)
+	}
+	names := make([]string, 0, len(f))
+	for k := range f {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		switch known[k] {
+		case 0:
+			return nil, badParam(k, "Unrecognized request argument supplied: %s", k)
+		case fieldRejected:
+			if !noOp(k, f[k]) {
+				return nil, badParam(k, "'%s' is not supported by this server.", k)
+			}
+		}
+	}
+	return f, nil
+}
+
+// noOp reports whether a rejected field's value asks for nothing: null,
+// an empty list or object, or the value that means the default.
+func noOp(name string, v json.RawMessage) bool {
+	s := string(bytes.TrimSpace(v))
+	switch s {
+	case "null", "[]", "{}":
+		return true
+	}
+	switch name {
+	case "tool_choice", "function_call":
+		return s == `"none"`
+	case "response_format":
+		var rf struct {
+			Type string `json:"type"`
+		}
+		return json.Unmarshal(v, &rf) == nil && rf.Type == "text" && len(fieldsOf(v)) == 1
+	case "modalities":
+		return s == `["text"]`
+	case "echo":
+		return s == "false"
+	case "best_of":
+		return s == "1"
+	case "suffix":
+		return s == `""`
+	}
+	return false
+}
+
+func fieldsOf(v json.RawMessage) fields {
+	var f fields
+	json.Unmarshal(v, &f) //nolint:errcheck // callers validated v
+	return f
+}
+
+// DecodeChat parses and validates a /v1/chat/completions body. Errors are
+// *Error with status 400 naming the field.
+func DecodeChat(body []byte) (*ChatRequest, *Error) {
+	f, e := object(body, chatFields)
+	if e != nil {
+		return nil, e
+	}
+	r := &ChatRequest{}
+	if r.Model, e = model(f); e != nil {
+		return nil, e
+	}
+	if r.Messages, e = messages(f); e != nil {
+		return nil, e
+	}
+	if r.Params, e = params(f, true); e != nil {
+		return nil, e
+	}
+	return r, nil
+}
+
+// DecodeCompletion parses and validates a /v1/completions body. Errors are
+// *Error with status 400 naming the field.
+func DecodeCompletion(body []byte) (*CompletionRequest, *Error) {
+	f, e := object(body, completionFields)
+	if e != nil {
+		return nil, e
+	}
+	r := &CompletionRequest{}
+	if r.Model, e = model(f); e != nil {
+		return nil, e
+	}
+	if r.Prompts, e = prompts(f); e != nil {
+		return nil, e
+	}
+	if r.Params, e = params(f, false); e != nil {
+		return nil, e
+	}
+	return r, nil
+}
+
+func model(f fields) (string, *Error) {
+	var m string
+	if !f.has("model") {
+		return "", badParam("model", "Missing required parameter: 'model'.")
+	}
+	if e := f.decode("model", "a string", &m); e != nil {
+		return "", e
+	}
+	return m, nil
+}
+
+func messages(f fields) ([]tok.Message, *Error) {
+	if !f.has("messages") {
+		return nil, badParam("messages", "Missing required parameter: 'messages'.")
+	}
+	var raw []fields
+	if e := f.decode("messages", "an array of message objects", &raw); e != nil {
+		return nil, e
+	}
+	if len(raw) == 0 {
+		return nil, badParam("messages", "'messages' must contain at least one message.")
+	}
+	out := make([]tok.Message, len(raw))
+	for i, m := range raw {
+		at := fmt.Sprintf("messages[%d]", i)
+		if m == nil {
+			return nil, badParam(at, "Invalid type for '%s': expected an object.", at)
+		}
+		for k := range m {
+			switch k {
+			case "role", "content", "name":
+			default:
+				if !noOp(k, m[k]) {
+					return nil, badParam(at+"."+k, "'%s.%s' is not supported by this server.", at, k)
+				}
+			}
+		}
+		var role string
+		if e := m.decode("role", "a string", &role); e != nil {
+			e.Param = at + ".role"
+			return nil, e
+		}
+		switch role {
+		case "system", "user", "assistant":
+		case "developer":
+			role = "system"
+		case "":
+			return nil, badParam(at+".role", "Missing required parameter: '%s.role'.", at)
+		default:
+			return nil, badParam(at+".role", "Invalid value for '%s.role': '%s' is not supported; use 'system', 'developer', 'user' or 'assistant'.", at, role)
+		}
+		content, e := messageContent(m, at)
+		if e != nil {
+			return nil, e
+		}
+		out[i] = tok.Message{Role: role, Content: content}
+	}
+	return out, nil
+}
+
+// messageContent reads a message's content: a string, or an array of text
+// parts joined with no separator.
+func messageContent(m fields, at string) (string, *Error) {
+	param := at + ".content"
+	if !m.has("content") {
+		return "", badParam(param, "Missing required parameter: '%s'.", param)
+	}
+	var s string
+	if json.Unmarshal(m["content"], &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string  `json:"type"`
+		Text *string `json:"text"`
+	}
+	if err := json.Unmarshal(m["content"], &parts); err != nil {
+		return "", badParam(param, "Invalid type for '%s': expected a string or an array of content parts.", param)
+	}
+	var b strings.Builder
+	for j, p := range parts {
+		if p.Type != "text" || p.Text == nil {
+			return "", badParam(fmt.Sprintf("%s[%d]", param, j), "Invalid content part type '%s': only 'text' parts are supported.", p.Type)
+		}
+		b.WriteString(*p.Text)
+	}
+	return b.String(), nil
+}
+
+func prompts(f fields) ([]Prompt, *Error) {
+	if !f.has("prompt") {
+		return nil, badParam("prompt", "Missing required parameter: 'prompt'.")
+	}
+	raw := f["prompt"]
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []Prompt{{Text: s}}, nil
+	}
+	var ids []int32
+	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
+		return []Prompt{{IDs: ids}}, nil
+	}
+	var texts []string
+	if json.Unmarshal(raw, &texts) == nil && len(texts) > 0 {
+		out := make([]Prompt, len(texts))
+		for i, t := range texts {
+			out[i] = Prompt{Text: t}
+		}
+		return checkPrompts(out)
+	}
+	var lists [][]int32
+	if json.Unmarshal(raw, &lists) == nil && len(lists) > 0 {
+		out := make([]Prompt, len(lists))
+		for i, l := range lists {
+			if len(l) == 0 {
+				return nil, badParam("prompt", "Invalid value for 'prompt': prompt %d has no tokens.", i)
+			}
+			out[i] = Prompt{IDs: l}
+		}
+		return checkPrompts(out)
+	}
+	return nil, badParam("prompt", "Invalid type for 'prompt': expected a string, an array of strings, an array of token ids or an array of token id arrays (none empty).")
+}
+
+func checkPrompts(ps []Prompt) ([]Prompt, *Error) {
+	if len(ps) > MaxPrompts {
+		return nil, badParam("prompt", "Invalid value for 'prompt': at most %d prompts per request, got %d.", MaxPrompts, len(ps))
+	}
+	return ps, nil
+}
+
+// params reads the generation parameters; chat selects the chat
+// completions' logprobs form (bool + top_logprobs) over the legacy one (int).
+func params(f fields, chat bool) (Params, *Error) {
+	p := Params{Temperature: 1, TopP: 1, Repetition: 1, N: 1}
+	var e *Error
+	check := func(err *Error) {
+		if e == nil {
+			e = err
+		}
+	}
+	check(f.int("max_tokens", &p.MaxTokens))
+	if e == nil && f.has("max_tokens") && p.MaxTokens < 1 {
+		return p, badParam("max_tokens", "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got %d instead.", p.MaxTokens)
+	}
+	if chat && f.has("max_completion_tokens") {
+		check(f.int("max_completion_tokens", &p.MaxTokens))
+		if e == nil && p.MaxTokens < 1 {
+			return p, badParam("max_completion_tokens", "Invalid 'max_completion_tokens': integer below minimum value. Expected a value >= 1, but got %d instead.", p.MaxTokens)
+		}
+	}
+	check(f.float("temperature", &p.Temperature))
+	check(f.float("top_p", &p.TopP))
+	check(f.int("top_k", &p.TopK))
+	check(f.float("min_p", &p.MinP))
+	check(f.float("presence_penalty", &p.Presence))
+	check(f.float("frequency_penalty", &p.Frequency))
+	check(f.float("repetition_penalty", &p.Repetition))
+	check(f.int("n", &p.N))
+	if f.has("seed") {
+		var s float64
+		check(f.decode("seed", "an integer", &s))
+		if e == nil {
+			if s != math.Trunc(s) || math.Abs(s) > 1<<63 {
+				return p, badParam("seed", "Invalid type for 'seed': expected an integer.")
+			}
+			v := int64(s)
+			p.Seed = &v
+		}
+	}
+	check(f.decode("stream", "a boolean", &p.Stream))
+	if e != nil {
+		return p, e
+	}
+	if f.has("stream_options") {
+		if !p.Stream {
+			return p, badParam("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+		}
+		var so fields
+		if e := f.decode("stream_options", "an object", &so); e != nil {
+			return p, e
+		}
+		for k := range so {
+			if k != "include_usage" {
+				return p, badParam("stream_options."+k, "Unrecognized request argument supplied: stream_options.%s", k)
+			}
+		}
+		if e := so.decode("include_usage", "a boolean", &p.IncludeUsage); e != nil {
+			e.Param = "stream_options.include_usage"
+			return p, e
+		}
+	}
+	if chat {
+		if e := f.decode("logprobs", "a boolean", &p.Logprobs); e != nil {
+			return p, e
+		}
+		if e := f.int("top_logprobs", &p.TopLogprobs); e != nil {
+			return p, e
+		}
+		if f.has("top_logprobs") && !p.Logprobs {
+			return p, badParam("top_logprobs", "Invalid value for 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is used.")
+		}
+		if p.TopLogprobs < 0 || p.TopLogprobs > MaxTopLogprobs {
+			return p, badParam("top_logprobs", "Invalid 'top_logprobs': expected a value in [0, %d], but got %d instead.", MaxTopLogprobs, p.TopLogprobs)
+		}
+	} else if f.has("logprobs") {
+		var n int
+		if e := f.int("logprobs", &n); e != nil {
+			return p, e
+		}
+		if n < 0 || n > MaxLegacyLogprobs {
+			return p, badParam("logprobs", "Invalid 'logprobs': expected a value in [0, %d], but got %d instead.", MaxLegacyLogprobs, n)
+		}
+		p.Logprobs, p.TopLogprobs = true, n
+	}
+	if e := stops(f, &p); e != nil {
+		return p, e
+	}
+	return p, p.ranges()
+}
+
+func stops(f fields, p *Params) *Error {
+	if !f.has("stop") {
+		return nil
+	}
+	var one string
+	if json.Unmarshal(f["stop"], &one) == nil {
+		p.Stop = []string{one}
+	} else if e := f.decode("stop", "a string or an array of strings", &p.Stop); e != nil {
+		return e
+	}
+	if len(p.Stop) > MaxStops {
+		return badParam("stop", "Invalid 'stop': expected an array with maximum length %d, but got an array with length %d instead.", MaxStops, len(p.Stop))
+	}
+	for _, s := range p.Stop {
+		if s == "" {
+			return badParam("stop", "Invalid 'stop': stop sequences must not be empty.")
+		}
+	}
+	return nil
+}
+
+// ranges checks each parameter's range, OpenAI's where OpenAI has one.
+func (p *Params) ranges() *Error {
+	bad := func(name string, v float64, lo, hi string) *Error {
+		return badParam(name, "Invalid '%s': expected a value in %s, %s, but got %g instead.", name, lo, hi, v)
+	}
+	nan := math.IsNaN
+	switch {
+	case nan(p.Temperature) || p.Temperature < 0 || p.Temperature > 2:
+		return bad("temperature", p.Temperature, "[0", "2]")
+	case nan(p.TopP) || p.TopP <= 0 || p.TopP > 1:
+		return bad("top_p", p.TopP, "(0", "1]")
+	case p.TopK < -1:
+		return badParam("top_k", "Invalid 'top_k': expected -1 (off), 0 (off) or a positive integer, but got %d instead.", p.TopK)
+	case nan(p.MinP) || p.MinP < 0 || p.MinP > 1:
+		return bad("min_p", p.MinP, "[0", "1]")
+	case nan(p.Presence) || p.Presence < -2 || p.Presence > 2:
+		return bad("presence_penalty", p.Presence, "[-2", "2]")
+	case nan(p.Frequency) || p.Frequency < -2 || p.Frequency > 2:
+		return bad("frequency_penalty", p.Frequency, "[-2", "2]")
+	case nan(p.Repetition) || p.Repetition <= 0 || p.Repetition > 10:
+		return bad("repetition_penalty", p.Repetition, "(0", "10]")
+	case p.N < 1 || p.N > MaxN:
+		return badParam("n", "Invalid 'n': expected a value in [1, %d], but got %d instead.", MaxN, p.N)
+	}
+	if p.TopK == -1 {
+		p.TopK = 0
+	}
+	return nil
+}

@@ -1,0 +1,304 @@
+package httpfront
+
+import (
+	"bufio"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/tok"
+)
+
+// response builds the JSON documents of one request's answer.
+type response struct {
+	id      string
+	created int64
+	model   string
+	chat    bool
+	tk      *tok.Tokenizer
+}
+
+// Chat completion documents, as OpenAI's API reference gives them.
+type (
+	chatCompletion struct {
+		ID                string       `json:"id"`
+		Object            string       `json:"object"`
+		Created           int64        `json:"created"`
+		Model             string       `json:"model"`
+		SystemFingerprint string       `json:"system_fingerprint"`
+		Choices           []chatChoice `json:"choices"`
+		Usage             *usage       `json:"usage"`
+		Timings           *timings     `json:"timings,omitempty"`
+	}
+	chatChoice struct {
+		Index        int           `json:"index"`
+		Message      *chatMessage  `json:"message,omitempty"`
+		Delta        *chatMessage  `json:"delta,omitempty"`
+		Logprobs     *chatLogprobs `json:"logprobs"`
+		FinishReason *string       `json:"finish_reason"`
+	}
+	chatMessage struct {
+		Role    string  `json:"role,omitempty"`
+		Content *string `json:"content,omitempty"`
+	}
+	chatLogprobs struct {
+		Content []chatLogprob `json:"content"`
+	}
+	chatLogprob struct {
+		Token       string        `json:"token"`
+		Logprob     float32       `json:"logprob"`
+		Bytes       []int         `json:"bytes"`
+		TopLogprobs []chatLogprob `json:"top_logprobs"`
+	}
+)
+
+// Text completion documents (the legacy completions API).
+type (
+	textCompletion struct {
+		ID                string       `json:"id"`
+		Object            string       `json:"object"`
+		Created           int64        `json:"created"`
+		Model             string       `json:"model"`
+		SystemFingerprint string       `json:"system_fingerprint"`
+		Choices           []textChoice `json:"choices"`
+		Usage             *usage       `json:"usage"`
+		Timings           *timings     `json:"timings,omitempty"`
+	}
+	textChoice struct {
+		Index        int           `json:"index"`
+		Text         string        `json:"text"`
+		Logprobs     *textLogprobs `json:"logprobs"`
+		FinishReason *string       `json:"finish_reason"`
+	}
+	textLogprobs struct {
+		Tokens        []string             `json:"tokens"`
+		TokenLogprobs []float32            `json:"token_logprobs"`
+		TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+		TextOffset    []int                `json:"text_offset"`
+	}
+)
+
+const fingerprint = "ninfer"
+
+func (r *response) chatLogprob(id int32, lp float32) chatLogprob {
+	piece := r.tk.Piece(id)
+	b := make([]int, len(piece))
+	for i, c := range piece {
+		b[i] = int(c)
+	}
+	return chatLogprob{Token: tokenText(piece), Logprob: lp, Bytes: b, TopLogprobs: []chatLogprob{}}
+}
+
+// tokenText is a token's piece as a JSON string: bytes that are not valid
+// UTF-8 on their own become U+FFFD (the bytes field keeps them exactly).
+func tokenText(piece []byte) string {
+	if utf8.Valid(piece) {
+		return string(piece)
+	}
+	return strings.ToValidUTF8(string(piece), "\uFFFD")
+}
+
+func (r *response) chatLogprobs(lps []tokenLogprob) *chatLogprobs {
+	out := &chatLogprobs{Content: make([]chatLogprob, 0, len(lps))}
+	for _, lp := range lps {
+		c := r.chatLogprob(lp.id, lp.logprob)
+		for _, t := range lp.top {
+			c.TopLogprobs = append(c.TopLogprobs, r.chatLogprob(t.ID, t.Logit))
+		}
+		out.Content = append(out.Content, c)
+	}
+	return out
+}
+
+// textLogprobs builds the legacy form; offset is the choice's text length
+// before these tokens.
+func (r *response) textLogprobs(lps []tokenLogprob, offset int) *textLogprobs {
+	out := &textLogprobs{Tokens: []string{}, TokenLogprobs: []float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{}}
+	for _, lp := range lps {
+		piece := r.tk.Piece(lp.id)
+		out.Tokens = append(out.Tokens, tokenText(piece))
+		out.TokenLogprobs = append(out.TokenLogprobs, lp.logprob)
+		top := map[string]float32{}
+		for _, t := range lp.top {
+			if _, ok := top[tokenText(r.tk.Piece(t.ID))]; !ok {
+				top[tokenText(r.tk.Piece(t.ID))] = t.Logit
+			}
+		}
+		out.TopLogprobs = append(out.TopLogprobs, top)
+		out.TextOffset = append(out.TextOffset, offset)
+		offset += len(piece)
+	}
+	return out
+}
+
+// complete is the non-streaming document of a finished job.
+func (r *response) complete(j *job, res []*choiceResult) any {
+	stats := make([]engine.Stats, len(res))
+	for i, c := range res {
+		stats[i] = c.stats
+	}
+	u, t := j.account(stats)
+	if r.chat {
+		doc := chatCompletion{ID: r.id, Object: "chat.completion", Created: r.created, Model: r.model,
+			SystemFingerprint: fingerprint, Usage: &u, Timings: &t}
+		for i, c := range res {
+			text, finish := c.text.String(), c.finish
+			ch := chatChoice{Index: i, Message: &chatMessage{Role: "assistant", Content: &text}, FinishReason: &finish}
+			if j.p.Logprobs {
+				ch.Logprobs = r.chatLogprobs(c.logprobs)
+			}
+			doc.Choices = append(doc.Choices, ch)
+		}
+		return doc
+	}
+	doc := textCompletion{ID: r.id, Object: "text_completion", Created: r.created, Model: r.model,
+		SystemFingerprint: fingerprint, Usage: &u, Timings: &t}
+	for i, c := range res {
+		finish := c.finish
+		ch := textChoice{Index: i, Text: c.text.String(), FinishReason: &finish}
+		if j.p.Logprobs {
+			ch.Logprobs = r.textLogprobs(c.logprobs, 0)
+		}
+		doc.Choices = append(doc.Choices, ch)
+	}
+	return doc
+}
+
+// sse writes documents as server-sent events and reports whether the
+// client is still there (a failed flush means it left).
+type sse struct {
+	w   *bufio.Writer
+	err error
+}
+
+func (s *sse) event(v any) bool {
+	if s.err != nil {
+		return false
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.err = err
+		return false
+	}
+	s.w.WriteString("data: ")
+	s.w.Write(b)
+	s.w.WriteString("\n\n")
+	s.err = s.w.Flush()
+	return s.err == nil
+}
+
+func (s *sse) done() bool {
+	if s.err != nil {
+		return false
+	}
+	s.w.WriteString("data: [DONE]\n\n")
+	s.err = s.w.Flush()
+	return s.err == nil
+}
+
+// stream writes j's output as SSE chunks ending with "data: [DONE]", and
+// reports whether the client received it all. When a write fails the client
+// has left: the job's choices are aborted (their KV is freed at the engine's
+// next step) and stream returns false.
+func (r *response) stream(w *bufio.Writer, j *job) bool {
+	out := &sse{w: w}
+	defer func() {
+		if out.err != nil {
+			j.leave()
+		}
+	}()
+	var u *usage // null in every chunk when usage is asked for, absent otherwise
+	offsets := make([]int, j.choices)
+	stats := make([]engine.Stats, j.choices)
+	if r.chat {
+		for i := range j.choices {
+			empty := ""
+			if !out.event(r.chatChunk(i, &chatMessage{Role: "assistant", Content: &empty}, nil, nil, u)) {
+				return false
+			}
+		}
+	}
+	for j.finishes < j.choices {
+		d := <-j.out // past the deadline too, every runner still reports its end
+		if d.err != nil {
+			out.event(struct {
+				Error *Error `json:"error"`
+			}{d.err})
+			j.leave()
+			return out.err == nil
+		}
+		if d.text != "" || d.logprobs != nil {
+			var ok bool
+			if r.chat {
+				var lp *chatLogprobs
+				if j.p.Logprobs {
+					lp = r.chatLogprobs(d.logprobs)
+				}
+				text := d.text
+				ok = out.event(r.chatChunk(d.index, &chatMessage{Content: &text}, lp, nil, u))
+			} else {
+				var lp *textLogprobs
+				if j.p.Logprobs {
+					lp = r.textLogprobs(d.logprobs, offsets[d.index])
+				}
+				ok = out.event(r.textChunk(d.index, d.text, lp, nil, u))
+			}
+			offsets[d.index] += len(d.text)
+			if !ok {
+				return false
+			}
+		}
+		if !d.final {
+			continue
+		}
+		j.finishes++
+		stats[d.index] = d.stats
+		finish := d.finish
+		var t *timings // on the last finish chunk when no usage chunk follows
+		if j.finishes == j.choices && !j.p.IncludeUsage {
+			_, tt := j.account(stats)
+			t = &tt
+		}
+		var ok bool
+		if r.chat {
+			c := r.chatChunk(d.index, &chatMessage{}, nil, &finish, u)
+			c.Timings = t
+			ok = out.event(c)
+		} else {
+			c := r.textChunk(d.index, "", nil, &finish, u)
+			c.Timings = t
+			ok = out.event(c)
+		}
+		if !ok {
+			return false
+		}
+	}
+	total, t := j.account(stats)
+	if j.p.IncludeUsage {
+		var doc any
+		if r.chat {
+			doc = chatCompletion{ID: r.id, Object: "chat.completion.chunk", Created: r.created, Model: r.model,
+				SystemFingerprint: fingerprint, Choices: []chatChoice{}, Usage: &total, Timings: &t}
+		} else {
+			doc = textCompletion{ID: r.id, Object: "text_completion", Created: r.created, Model: r.model,
+				SystemFingerprint: fingerprint, Choices: []textChoice{}, Usage: &total, Timings: &t}
+		}
+		if !out.event(doc) {
+			return false
+		}
+	}
+	return out.done()
+}
+
+func (r *response) chatChunk(index int, d *chatMessage, lp *chatLogprobs, finish *string, u *usage) chatCompletion {
+	return chatCompletion{ID: r.id, Object: "chat.completion.chunk", Created: r.created, Model: r.model,
+		SystemFingerprint: fingerprint, Usage: u,
+		Choices: []chatChoice{{Index: index, Delta: d, Logprobs: lp, FinishReason: finish}}}
+}
+
+func (r *response) textChunk(index int, text string, lp *textLogprobs, finish *string, u *usage) textCompletion {
+	return textCompletion{ID: r.id, Object: "text_completion", Created: r.created, Model: r.model,
+		SystemFingerprint: fingerprint, Usage: u,
+		Choices: []textChoice{{Index: index, Text: text, Logprobs: lp, FinishReason: finish}}}
+}

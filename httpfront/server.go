@@ -1,0 +1,375 @@
+// Package httpfront serves a model over an OpenAI-compatible HTTP API on
+// fasthttp: POST /v1/chat/completions and /v1/completions (JSON or SSE
+// streaming), GET /v1/models, and GET /health. It decodes and validates
+// requests, renders chat templates, tokenizes, submits each choice to the
+// engine and turns the engine's token events into responses. It talks to
+// nothing but the engine and the tokenizer.
+package httpfront
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/tok"
+)
+
+// Model is the served model: the engine that runs it and what turns text
+// into its tokens and back.
+type Model struct {
+	ID        string // the name clients pass as "model"
+	Engine    *engine.Engine
+	Tokenizer *tok.Tokenizer
+	// Chat renders chat messages; when nil, /v1/chat/completions answers 400
+	// with ChatErr (the model's template does not compile).
+	Chat    *tok.ChatTemplate
+	ChatErr error
+	Created time.Time
+}
+
+// Config configures a Server. Zero fields take the documented defaults.
+type Config struct {
+	// APIKey, when set, must be sent by every /v1/ call as
+	// "Authorization: Bearer KEY"; other calls get 401.
+	APIKey string
+	// MaxQueue is how many sequences (choices) may wait beyond those the
+	// engine runs at once; more get 429. Default 256.
+	MaxQueue int
+	// Timeout bounds every request from arrival to its last token; a request
+	// past it is aborted (504, or an error event when streaming). Default 10 min.
+	Timeout time.Duration
+	// MaxBodyBytes bounds request bodies; larger ones get 413. Default 4 MiB.
+	MaxBodyBytes int
+}
+
+// Config defaults.
+const (
+	DefaultMaxQueue     = 256
+	DefaultTimeout      = 10 * time.Minute
+	DefaultMaxBodyBytes = 4 << 20
+)
+
+// Server is the HTTP front end. Create it with New, start it with Serve,
+// make it ready with SetModel, stop it with Shutdown. Its methods are safe
+// for concurrent use.
+type Server struct {
+	cfg      Config
+	srv      *fasthttp.Server
+	model    atomic.Pointer[Model]
+	draining atomic.Bool
+	inflight atomic.Int64 // choices submitted to the engine and not yet finished
+	aborted  atomic.Int64 // streams whose client left before the end
+}
+
+// New returns a server that answers 503 until SetModel is called.
+func New(cfg Config) *Server {
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = DefaultMaxQueue
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	s := &Server{cfg: cfg}
+	s.srv = &fasthttp.Server{
+		Handler:            s.Handle,
+		ErrorHandler:       s.readError,
+		Name:               "ninfer",
+		MaxRequestBodySize: cfg.MaxBodyBytes,
+		ReadTimeout:        time.Minute,
+		IdleTimeout:        time.Minute,
+		CloseOnShutdown:    true,
+		Logger:             quiet{},
+	}
+	return s
+}
+
+// quiet discards fasthttp's connection-level logs (malformed requests,
+// bodies over the limit): the client gets the error response.
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+// SetModel makes the server ready: /health answers 200 and /v1/ calls are
+// served by m from now on.
+func (s *Server) SetModel(m *Model) { s.model.Store(m) }
+
+// Serve accepts connections on ln until Shutdown; it returns nil after a
+// Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+
+// Shutdown stops accepting connections and new requests (503), waits until
+// the requests in flight have finished (streams included), and returns. If
+// ctx ends first it returns ctx's error with requests still running.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	return s.srv.ShutdownWithContext(ctx)
+}
+
+// InFlight reports the choices submitted to the engine and not yet finished.
+func (s *Server) InFlight() int { return int(s.inflight.Load()) }
+
+// Handle serves one HTTP request (the fasthttp handler).
+func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
+	path := string(ctx.Path())
+	switch {
+	case path == "/health":
+		if !ctx.IsGet() {
+			s.fail(ctx, methodNotAllowed(ctx))
+			return
+		}
+		s.health(ctx)
+		return
+	case !strings.HasPrefix(path, "/v1/"):
+		s.fail(ctx, notFound(path))
+		return
+	}
+	if s.cfg.APIKey != "" && !s.authorized(ctx) {
+		s.fail(ctx, &Error{Status: http.StatusUnauthorized, Type: typeInvalid, Code: "invalid_api_key",
+			Message: "Incorrect API key provided. Send it as 'Authorization: Bearer KEY'."})
+		return
+	}
+	m := s.model.Load()
+	if m == nil {
+		s.fail(ctx, &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "model_loading",
+			Message: "The model is still loading; retry shortly."})
+		return
+	}
+	switch path {
+	case "/v1/models":
+		if !ctx.IsGet() {
+			s.fail(ctx, methodNotAllowed(ctx))
+			return
+		}
+		s.writeJSON(ctx, http.StatusOK, map[string]any{"object": "list", "data": []any{modelObject(m)}})
+	case "/v1/chat/completions", "/v1/completions":
+		if !ctx.IsPost() {
+			s.fail(ctx, methodNotAllowed(ctx))
+			return
+		}
+		if s.draining.Load() {
+			ctx.Response.Header.Set("Retry-After", "5")
+			s.fail(ctx, &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down",
+				Message: "The server is shutting down."})
+			return
+		}
+		if path == "/v1/chat/completions" {
+			s.chat(ctx, m)
+		} else {
+			s.completion(ctx, m)
+		}
+	default:
+		if id, ok := strings.CutPrefix(path, "/v1/models/"); ok && ctx.IsGet() {
+			if id != m.ID {
+				s.fail(ctx, unknownModel(id))
+				return
+			}
+			s.writeJSON(ctx, http.StatusOK, modelObject(m))
+			return
+		}
+		s.fail(ctx, notFound(path))
+	}
+}
+
+func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
+	got := ctx.Request.Header.Peek("Authorization")
+	want := []byte("Bearer " + s.cfg.APIKey)
+	return subtle.ConstantTimeCompare(got, want) == 1
+}
+
+func modelObject(m *Model) map[string]any {
+	return map[string]any{"id": m.ID, "object": "model", "created": m.Created.Unix(), "owned_by": "ninfer"}
+}
+
+func notFound(path string) *Error {
+	return &Error{Status: http.StatusNotFound, Type: typeInvalid, Code: "not_found", Message: fmt.Sprintf("Unknown path %s.", path)}
+}
+
+func methodNotAllowed(ctx *fasthttp.RequestCtx) *Error {
+	return &Error{Status: http.StatusMethodNotAllowed, Type: typeInvalid, Code: "method_not_allowed",
+		Message: fmt.Sprintf("Method %s is not allowed on %s.", ctx.Method(), ctx.Path())}
+}
+
+func unknownModel(id string) *Error {
+	return &Error{Status: http.StatusNotFound, Type: typeInvalid, Param: "model", Code: "model_not_found",
+		Message: fmt.Sprintf("The model '%s' does not exist.", id)}
+}
+
+// Health is the /health body.
+type Health struct {
+	Status           string `json:"status"` // "ok", "loading" or "draining"
+	Model            string `json:"model,omitempty"`
+	RequestsRunning  int    `json:"requests_running"`
+	RequestsWaiting  int    `json:"requests_waiting"`
+	KVBlocksUsed     int    `json:"kv_blocks_used"`
+	KVBlocksTotal    int    `json:"kv_blocks_total"`
+	KVBlockTokens    int    `json:"kv_block_tokens"`
+	MaxRunning       int    `json:"max_running"`
+	RequestsInFlight int    `json:"requests_in_flight"` // choices submitted and not finished
+	StreamsAborted   int64  `json:"streams_aborted"`    // streams whose client left early, since start
+}
+
+// health answers 200 once a model is set (503 while loading and draining).
+func (s *Server) health(ctx *fasthttp.RequestCtx) {
+	h := Health{Status: "loading", RequestsInFlight: s.InFlight(), StreamsAborted: s.aborted.Load()}
+	status := http.StatusServiceUnavailable
+	if m := s.model.Load(); m != nil {
+		snap := m.Engine.Snapshot()
+		h.Model, h.RequestsRunning, h.RequestsWaiting = m.ID, snap.Running, snap.Waiting
+		h.KVBlocksUsed, h.KVBlocksTotal, h.KVBlockTokens, h.MaxRunning = snap.KVBlocksUsed, snap.KVBlocksTotal, snap.KVBlockTokens, snap.MaxRunning
+		h.Status, status = "ok", http.StatusOK
+		if s.draining.Load() {
+			h.Status, status = "draining", http.StatusServiceUnavailable
+		}
+	}
+	s.writeJSON(ctx, status, h)
+}
+
+// readError answers requests fasthttp could not read: 413 for a body over
+// the limit, 400 otherwise.
+func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		s.fail(ctx, &Error{Status: http.StatusRequestEntityTooLarge, Type: typeInvalid, Code: "request_too_large",
+			Message: fmt.Sprintf("The request body exceeds the limit of %d bytes.", s.cfg.MaxBodyBytes)})
+		return
+	}
+	s.fail(ctx, badRequest("", "The request could not be read: %v.", err))
+}
+
+func (s *Server) fail(ctx *fasthttp.RequestCtx, e *Error) {
+	ctx.SetStatusCode(e.Status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(e.body())
+}
+
+func (s *Server) writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.fail(ctx, &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: err.Error()})
+		return
+	}
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// chat serves /v1/chat/completions.
+func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
+	r, e := DecodeChat(ctx.PostBody())
+	if e == nil && r.Model != m.ID {
+		e = unknownModel(r.Model)
+	}
+	if e != nil {
+		s.fail(ctx, e)
+		return
+	}
+	if m.Chat == nil {
+		s.fail(ctx, badRequest("chat_template_unsupported", "This model's chat template cannot be rendered (%v); use /v1/completions.", m.ChatErr))
+		return
+	}
+	text, err := m.Chat.Render(r.Messages, tok.RenderOptions{AddGenerationPrompt: true})
+	if err != nil {
+		s.fail(ctx, badParam("messages", "The model's chat template rejected the messages: %v", err))
+		return
+	}
+	s.generate(ctx, m, true, r.Params, [][]int32{m.Tokenizer.EncodeChat(text)})
+}
+
+// completion serves /v1/completions.
+func (s *Server) completion(ctx *fasthttp.RequestCtx, m *Model) {
+	r, e := DecodeCompletion(ctx.PostBody())
+	if e == nil && r.Model != m.ID {
+		e = unknownModel(r.Model)
+	}
+	if e != nil {
+		s.fail(ctx, e)
+		return
+	}
+	prompts := make([][]int32, len(r.Prompts))
+	for i, p := range r.Prompts {
+		if p.IDs != nil {
+			for _, id := range p.IDs {
+				if id < 0 || int(id) >= m.Tokenizer.VocabSize() {
+					s.fail(ctx, badParam("prompt", "Invalid token id %d in prompt %d: the vocabulary has %d tokens.", id, i, m.Tokenizer.VocabSize()))
+					return
+				}
+			}
+			prompts[i] = p.IDs
+			continue
+		}
+		prompts[i] = m.Tokenizer.Encode(p.Text, true, true)
+		if len(prompts[i]) == 0 {
+			s.fail(ctx, badParam("prompt", "Prompt %d encodes to no tokens.", i))
+			return
+		}
+	}
+	s.generate(ctx, m, false, r.Params, prompts)
+}
+
+// generate admits the request against the queue limit, starts its choices
+// and answers with one JSON response or an SSE stream.
+func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Params, prompts [][]int32) {
+	k := int64(len(prompts) * p.N)
+	limit := int64(m.Engine.Snapshot().MaxRunning + s.cfg.MaxQueue)
+	if s.inflight.Add(k) > limit {
+		s.inflight.Add(-k)
+		ctx.Response.Header.Set("Retry-After", "1")
+		s.fail(ctx, &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "queue_full",
+			Message: fmt.Sprintf("The server's queue is full (%d sequences); retry later.", limit)})
+		return
+	}
+	jctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts}
+	if e := s.start(j); e != nil {
+		s.inflight.Add(-k)
+		s.fail(ctx, e)
+		return
+	}
+	go func() {
+		j.done.Wait()
+		cancel()
+		s.inflight.Add(-k)
+	}()
+	resp := response{id: newID("chatcmpl-"), created: time.Now().Unix(), model: m.ID, chat: chat, tk: m.Tokenizer}
+	if !chat {
+		resp.id = newID("cmpl-")
+	}
+	if p.Stream {
+		ctx.SetContentType("text/event-stream")
+		ctx.Response.Header.Set("Cache-Control", "no-cache")
+		ctx.Response.Header.Set("X-Accel-Buffering", "no")
+		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+			if !resp.stream(w, j) {
+				s.aborted.Add(1)
+			}
+		})
+		return
+	}
+	res, e := j.collect()
+	if e != nil {
+		s.fail(ctx, e)
+		return
+	}
+	s.writeJSON(ctx, http.StatusOK, resp.complete(j, res))
+}

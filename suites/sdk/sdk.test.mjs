@@ -1,0 +1,192 @@
+// The official OpenAI Node SDK against a live `ninfer serve` on 127.0.0.1.
+//
+// NINFER (default ../../bin/ninfer) is the binary; MODEL (default
+// ../../../shared/models/tiny-qwen3-f32.gguf) the model it serves. The server
+// listens on a free port and is stopped with SIGTERM at the end, which must
+// drain and exit 0.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import OpenAI from 'openai';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const bin = process.env.NINFER ?? path.join(here, '..', '..', 'bin', 'ninfer');
+const modelFile = process.env.MODEL ?? path.join(here, '..', '..', '..', 'shared', 'models', 'tiny-qwen3-f32.gguf');
+const model = path.basename(modelFile, '.gguf');
+const apiKey = 'sdk-suite-key';
+
+let server, exited, baseURL, client;
+
+before(async () => {
+  server = spawn(bin, ['serve', '--model', modelFile, '--port', '0', '--api-key', apiKey, '--max-concurrency', '16', '--threads', '1'],
+    { stdio: ['ignore', 'pipe', 'inherit'] });
+  exited = new Promise((resolve) => server.on('exit', (code, signal) => resolve({ code, signal })));
+  const lines = createInterface({ input: server.stdout });
+  baseURL = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('no ready line from ninfer serve within 30s')), 30000);
+    lines.on('line', (line) => {
+      const m = /^ninfer serve: ready on (\S+)/.exec(line);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    server.on('exit', (code) => reject(new Error(`ninfer serve exited with ${code} before it was ready`)));
+  });
+  client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey, maxRetries: 0 });
+});
+
+after(async () => {
+  server.kill('SIGTERM');
+  const { code, signal } = await exited;
+  assert.equal(code, 0, `ninfer serve exited with code ${code} signal ${signal} after SIGTERM`);
+});
+
+const user = [{ role: 'user', content: 'Tell me a story.' }];
+
+async function health() {
+  const res = await fetch(`${baseURL}/health`);
+  assert.equal(res.status, 200);
+  return res.json();
+}
+
+// waitIdle polls /health until no KV block is used and nothing runs.
+async function waitIdle() {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    const h = await health();
+    if (h.kv_blocks_used === 0 && h.requests_running === 0 && h.requests_waiting === 0 && h.requests_in_flight === 0) return h;
+    if (Date.now() > deadline) assert.fail(`server not idle: ${JSON.stringify(h)}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+test('non-streaming chat', async () => {
+  const r = await client.chat.completions.create({ model, messages: user, max_tokens: 12, temperature: 0 });
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.choices.length, 1);
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.equal(typeof r.choices[0].message.content, 'string');
+  assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+  assert.ok(r.usage.prompt_tokens > 0);
+  assert.ok(r.usage.completion_tokens >= 1 && r.usage.completion_tokens <= 12);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+  assert.equal(r.timings.predicted_n, r.usage.completion_tokens);
+});
+
+test('streaming chat with include_usage', async () => {
+  const want = await client.chat.completions.create({ model, messages: user, max_tokens: 16, temperature: 0 });
+  const stream = await client.chat.completions.create({ model, messages: user, max_tokens: 16, temperature: 0,
+    stream: true, stream_options: { include_usage: true } });
+  let text = '';
+  let first = true;
+  let usage = null;
+  let finish = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) { usage = chunk.usage; assert.equal(chunk.choices.length, 0); continue; }
+    const c = chunk.choices[0];
+    if (first) { assert.equal(c.delta.role, 'assistant'); first = false; }
+    text += c.delta.content ?? '';
+    if (c.finish_reason) finish = c.finish_reason;
+  }
+  assert.equal(text, want.choices[0].message.content);
+  assert.equal(finish, want.choices[0].finish_reason);
+  assert.deepEqual(usage, want.usage);
+});
+
+test('the .stream() helper', async () => {
+  const runner = client.chat.completions.stream({ model, messages: user, max_tokens: 10, temperature: 0 });
+  let deltas = '';
+  runner.on('content', (d) => { deltas += d; });
+  const done = await runner.finalChatCompletion();
+  assert.equal(done.choices[0].message.content, deltas);
+  assert.ok(['stop', 'length'].includes(done.choices[0].finish_reason));
+});
+
+test('completions', async () => {
+  const r = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 8, temperature: 0 });
+  assert.equal(r.object, 'text_completion');
+  assert.equal(typeof r.choices[0].text, 'string');
+  assert.ok(r.usage.completion_tokens >= 1 && r.usage.completion_tokens <= 8);
+});
+
+test('n=2 gives two choices', async () => {
+  const r = await client.chat.completions.create({ model, messages: user, max_tokens: 8, n: 2, seed: 5, temperature: 1 });
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
+  const again = await client.chat.completions.create({ model, messages: user, max_tokens: 8, n: 2, seed: 5, temperature: 1 });
+  assert.deepEqual(again.choices.map((c) => c.message.content), r.choices.map((c) => c.message.content), 'same seed, same choices');
+});
+
+test('logprobs', async () => {
+  const r = await client.chat.completions.create({ model, messages: user, max_tokens: 5, temperature: 0, logprobs: true, top_logprobs: 2 });
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, r.usage.completion_tokens);
+  for (const e of content) {
+    assert.ok(e.logprob <= 0);
+    assert.equal(e.top_logprobs.length, 2);
+    assert.equal(e.top_logprobs[0].token, e.token, 'greedy picks the most likely token');
+    assert.ok(Array.isArray(e.bytes));
+  }
+});
+
+test('stop sequences', async () => {
+  const free = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 24, temperature: 0 });
+  const text = free.choices[0].text;
+  assert.ok(text.length >= 8, `greedy text too short to pick a stop from: ${JSON.stringify(text)}`);
+  const stop = text.slice(4, 7);
+  const r = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 24, temperature: 0, stop: [stop, 'zzzz'] });
+  assert.equal(r.choices[0].text, text.slice(0, text.indexOf(stop)));
+  assert.equal(r.choices[0].finish_reason, 'stop');
+});
+
+test('an invalid request raises BadRequestError with our message', async () => {
+  await assert.rejects(
+    client.chat.completions.create({ model, messages: user, temperature: 7 }),
+    (err) => {
+      assert.ok(err instanceof OpenAI.BadRequestError, `got ${err?.constructor?.name}: ${err}`);
+      assert.equal(err.status, 400);
+      assert.equal(err.param, 'temperature');
+      assert.match(err.message, /Invalid 'temperature'/);
+      return true;
+    });
+  await assert.rejects(client.chat.completions.create({ model: 'nope', messages: user }), OpenAI.NotFoundError);
+  const noKey = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'wrong', maxRetries: 0 });
+  await assert.rejects(noKey.models.list(), OpenAI.AuthenticationError);
+});
+
+test('10 concurrent streams', async () => {
+  const runs = Array.from({ length: 10 }, async (_, i) => {
+    const stream = await client.chat.completions.create({ model, messages: user, max_tokens: 20 + i, seed: i,
+      stream: true, stream_options: { include_usage: true } });
+    let usage = null;
+    let finish = null;
+    for await (const chunk of stream) {
+      if (chunk.usage) usage = chunk.usage;
+      if (chunk.choices[0]?.finish_reason) finish = chunk.choices[0].finish_reason;
+    }
+    if (finish === 'length') assert.equal(usage.completion_tokens, 20 + i);
+    assert.equal(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens);
+  });
+  await Promise.all(runs);
+  await waitIdle();
+});
+
+test('an aborted stream frees its KV', async () => {
+  const before = await health();
+  const stream = await client.chat.completions.create({ model, messages: user, max_tokens: 4000, temperature: 0, stream: true });
+  let chunks = 0;
+  for await (const _ of stream) {
+    if (++chunks === 3) {
+      const h = await health();
+      assert.ok(h.kv_blocks_used > 0, 'the stream holds KV while it runs');
+      stream.controller.abort();
+    }
+  }
+  const h = await waitIdle();
+  assert.equal(h.streams_aborted, before.streams_aborted + 1);
+});
+
+test('models', async () => {
+  const list = await client.models.list();
+  assert.deepEqual(list.data.map((m) => m.id), [model]);
+});
