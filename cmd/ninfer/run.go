@@ -23,6 +23,7 @@ import (
 type modelFlags struct {
 	model, graph, backend string
 	threads, kvTokens     int
+	kvMemory              int64
 	set                   setFlag
 }
 
@@ -32,6 +33,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.backend, "backend", "cpu", "compute backend")
 	fs.IntVar(&m.threads, "threads", 0, "backend threads (0 = all cores)")
 	fs.IntVar(&m.kvTokens, "kv-capacity", 0, "KV cache capacity in tokens (0 = min(context length, 4096) per sequence)")
+	fs.Int64Var(&m.kvMemory, "kv-memory", 0, "KV cache capacity in bytes, scales included, in the graph's KV format (instead of --kv-capacity)")
 	fs.Var(&m.set, "set", "graph parameter override NAME=VALUE (repeatable)")
 }
 
@@ -45,8 +47,11 @@ func (m *modelFlags) options() (instance.Options, error) {
 	if m.kvTokens < 0 {
 		return instance.Options{}, fmt.Errorf("--kv-capacity %d must be >= 0", m.kvTokens)
 	}
+	if m.kvMemory < 0 || (m.kvMemory > 0 && m.kvTokens > 0) {
+		return instance.Options{}, fmt.Errorf("--kv-memory %d must be >= 0 and not given with --kv-capacity", m.kvMemory)
+	}
 	return instance.Options{Model: m.model, Graph: m.graph, Set: m.set.params, Backend: m.backend,
-		Threads: m.threads, KVTokens: m.kvTokens, MaxRunning: 1}, nil
+		Threads: m.threads, KVTokens: m.kvTokens, KVMemory: m.kvMemory, MaxRunning: 1}, nil
 }
 
 // setFlag collects NAME=VALUE graph parameter overrides; values are parsed

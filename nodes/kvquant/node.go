@@ -1,0 +1,48 @@
+// Package kvquant registers kv.cache, the policy node that picks a graph's
+// KV cache page format and block size. The formats' sizes and codecs live in
+// runtime/kv, where backends use them.
+package kvquant
+
+import (
+	"strings"
+
+	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/node"
+)
+
+func init() {
+	one, most := 1.0, 4096.0
+	var formats []string
+	for _, f := range kv.Formats() {
+		formats = append(formats, "`"+f.Name+"` ("+f.Doc+")")
+	}
+	node.Register(node.Spec{
+		Op:        "kv.cache",
+		Placement: node.Policy,
+		Params: []node.Param{
+			{Name: "dtype", Kind: node.Enum, Default: kv.F32.Name, Enum: kv.FormatNames(),
+				Doc: "format of the K and V rows stored in the cache pages"},
+			{Name: "block", Kind: node.Int, Default: int64(16), Min: &one, Max: &most,
+				Doc: "tokens per KV cache block (the unit of allocation)"},
+		},
+		Summary: "Choose the KV cache page format and block size.",
+		Doc: "K and V rows are quantized as they are written into the cache and dequantized in attention. " +
+			"Scales cover groups of contiguous values of one token's K or V row in one layer; groups never " +
+			"span tokens, and a row shorter than the group is one group. Formats: " + strings.Join(formats, "; ") +
+			". `ninfer kv-eval` measures what a format costs in accuracy against f32.",
+		New: func(p node.Params) (any, error) { return Cache{DType: p.String("dtype"), Block: p.Int("block")}, nil },
+	})
+}
+
+// Cache is the kv.cache node: the KV page format and block size of a plan.
+type Cache struct {
+	DType string // a kv.Format name
+	Block int    // tokens per block, >= 1
+}
+
+// Fold implements node.PolicyNode: it sets KVDType and KVBlockTokens.
+func (c Cache) Fold(p *node.PlanPolicy) error {
+	p.KVDType = c.DType
+	p.KVBlockTokens = c.Block
+	return nil
+}
