@@ -22,6 +22,20 @@ test: build
     {{bin}} graph check graphs/*.yaml
     {{bin}} graph test --model {{models}}/stories260K.gguf graphs/*.yaml
     {{bin}} graph docs | diff -u graphs/NODES.md - || (echo "graphs/NODES.md is stale: run 'just docs'" && exit 1)
+    go test -race -count=1 ./runtime/engine ./httpfront
+    {{just_executable()}} sdk
+
+# The official OpenAI Node SDK (pinned in suites/sdk/package-lock.json) against a live `ninfer serve`.
+sdk: build
+    cd suites/sdk && npm ci --no-audit --no-fund --loglevel=error && NINFER={{bin}} MODEL={{models}}/tiny-qwen3-f32.gguf npm test
+
+# Serve a bundled model on 127.0.0.1:8080 (OpenAI-compatible API).
+serve model="stories260K.gguf" *flags="": build
+    {{bin}} serve --model {{models}}/{{model}} {{flags}}
+
+# Aggregate decode tok/s through the HTTP server at C = 1, 2, 4, 8, 16 on the largest bundled model.
+bench-serve:
+    go test ./httpfront -run '^$' -bench ServeDecode -benchtime 20x -count 3
 
 # Regenerate graphs/NODES.md from the node specs.
 docs: build
@@ -52,6 +66,8 @@ fuzz t="30s":
     go test ./runtime/weights -run '^$' -fuzz FuzzParse -fuzztime {{t}}
     go test ./runtime/graphdef -run '^$' -fuzz FuzzParse -fuzztime {{t}}
     go test ./runtime/tok -run '^$' -fuzz FuzzEncode -fuzztime {{t}}
+    go test ./runtime/kv -run '^$' -fuzz FuzzCodecs -fuzztime {{t}}
+    go test ./httpfront -run '^$' -fuzz FuzzDecode -fuzztime {{t}}
 
 # CPU backend benchmarks (decode and prefill tokens/s on the bundled models).
 bench:
@@ -69,3 +85,16 @@ jaeger-build:
 # Run Jaeger with every listener on 127.0.0.1 (OTLP/HTTP 4318, query API 16686).
 jaeger: jaeger-build
     .cache/jaeger --config tools/jaeger/config.yaml
+
+# ninfer bench on both bundled model families: JSON (schema-checked) and Markdown reports in .cache/bench/.
+bench-report: build
+    mkdir -p .cache/bench
+    {{bin}} bench --model {{models}}/stories260K.gguf -p 256 -n 128 -pg 256,128 -r 3 --warmup 1 --output json --output-file .cache/bench/stories260K.json
+    {{bin}} bench --model {{models}}/stories260K.gguf -p 256 -n 128 -pg 256,128 -r 3 --warmup 1 --output md --output-file .cache/bench/stories260K.md
+    {{bin}} bench --model {{models}}/tiny-qwen3-f32.gguf -p 512 -n 128 -pg 2048,512 -r 3 --warmup 1 --output json --output-file .cache/bench/tiny-qwen3-f32.json
+    {{bin}} bench --model {{models}}/tiny-qwen3-f32.gguf -p 512 -n 128 -pg 2048,512 -r 3 --warmup 1 --output md --output-file .cache/bench/tiny-qwen3-f32.md
+    cat .cache/bench/*.md
+
+# The serving corpus at C = 1, 2, 4, 8 (a fresh ninfer serve per point): JSON, Markdown and PNG plots in .cache/corpus/MODEL/.
+corpus model="stories260K.gguf" c="1,2,4,8": build
+    {{bin}} corpus --model {{models}}/{{model}} --concurrency {{c}} --out .cache/corpus/{{model}}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	_ "github.com/ninfer/ninfer-go/nodes/kvquant"
 	_ "github.com/ninfer/ninfer-go/nodes/model"
 	_ "github.com/ninfer/ninfer-go/nodes/prefill"
 	_ "github.com/ninfer/ninfer-go/nodes/sample"
@@ -17,8 +18,12 @@ const usage = `usage: ninfer <command> [flags]
 
 commands:
   run      generate from a prompt (ninfer run --model FILE --prompt TEXT --max-tokens N [--json])
+  serve    OpenAI-compatible HTTP server (ninfer serve --model FILE [--host 127.0.0.1] [--port 8080])
   graph    check | plan | docs | dot: inspect decoding graphs
+  bench    measure prompt processing and generation speed (ninfer bench --model FILE -p 512 -n 128)
+  corpus   run the serving corpus against fresh ninfer serve processes at each concurrency
   golden   record | verify: lock a model's greedy outputs in a JSON file
+  kv-eval  compare KV cache formats with f32 (ninfer kv-eval --model FILE --kv FORMAT --prompts FILE)
   trace    print a request's phase waterfall from Jaeger (ninfer trace TRACE_ID)
 `
 
@@ -36,8 +41,16 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return runRun(args[1:], stdout, stderr)
 	case "graph":
 		return runGraph(args[1:], stdout, stderr)
+	case "serve":
+		return runServe(args[1:], stdout, stderr)
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
+	case "corpus":
+		return runCorpus(args[1:], stdout, stderr)
 	case "golden":
 		return runGolden(args[1:], stdout, stderr)
+	case "kv-eval":
+		return runKVEval(args[1:], stdout, stderr)
 	case "trace":
 		return runTrace(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
