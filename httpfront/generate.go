@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -47,6 +48,14 @@ type job struct {
 	out      chan delta
 	done     sync.WaitGroup // one per running choice
 	finishes int            // final deltas received by the consumer
+	tag      any            // engine.Request.Tag of every choice (the root span's context)
+
+	// Filled by the runners, read after done.Wait(): each choice's engine
+	// stats and finish reason, and the first failure.
+	mu            sync.Mutex
+	stats         []engine.Stats
+	finishReasons []string
+	err           error
 }
 
 // leave tells the runners that nobody reads their output any more and
@@ -126,6 +135,7 @@ func (j *job) engineRequest(prompt []int32, k int) (engine.Request, *Error) {
 			RepetitionPenalty: float32(p.Repetition), Seed: seed,
 		},
 		Logprobs: p.Logprobs,
+		Tag:      j.tag,
 	}
 	if p.Logprobs {
 		req.TopLogits = p.TopLogprobs
@@ -191,6 +201,18 @@ func (j *job) run(index int, events <-chan engine.Event, abort context.CancelFun
 				last.err = &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: "The engine failed: " + errString(ev.Err)}
 			}
 		}
+		reason := last.finish
+		var err error
+		if last.err != nil {
+			reason, err = ev.Finish, fmt.Errorf("%s", last.err.Message)
+		}
+		j.mu.Lock()
+		j.stats = append(j.stats, ev.Stats)
+		j.finishReasons = append(j.finishReasons, reason)
+		if j.err == nil {
+			j.err = err
+		}
+		j.mu.Unlock()
 		send(last)
 	}
 }

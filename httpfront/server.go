@@ -17,14 +17,17 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/tok"
+	"github.com/ninfer/ninfer-go/traces"
 )
 
 // Model is the served model: the engine that runs it and what turns text
@@ -53,6 +56,8 @@ type Config struct {
 	Timeout time.Duration
 	// MaxBodyBytes bounds request bodies; larger ones get 413. Default 4 MiB.
 	MaxBodyBytes int
+	// Traces receives each request's phase spans; nil means tracing off.
+	Traces *traces.Provider
 }
 
 // Config defaults.
@@ -72,10 +77,14 @@ type Server struct {
 	draining atomic.Bool
 	inflight atomic.Int64 // choices submitted to the engine and not yet finished
 	aborted  atomic.Int64 // streams whose client left before the end
+	metrics  *Metrics
 }
 
 // New returns a server that answers 503 until SetModel is called.
 func New(cfg Config) *Server {
+	if cfg.Traces == nil {
+		cfg.Traces = traces.Off()
+	}
 	if cfg.MaxQueue <= 0 {
 		cfg.MaxQueue = DefaultMaxQueue
 	}
@@ -86,6 +95,7 @@ func New(cfg Config) *Server {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	s := &Server{cfg: cfg}
+	s.metrics = newMetrics(s)
 	s.srv = &fasthttp.Server{
 		Handler:            s.Handle,
 		ErrorHandler:       s.readError,
@@ -135,6 +145,13 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		}
 		s.health(ctx)
 		return
+	case path == "/metrics":
+		if !ctx.IsGet() {
+			s.fail(ctx, methodNotAllowed(ctx))
+			return
+		}
+		s.metrics.handler(ctx)
+		return
 	case !strings.HasPrefix(path, "/v1/"):
 		s.fail(ctx, notFound(path))
 		return
@@ -157,6 +174,12 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		s.writeJSON(ctx, http.StatusOK, map[string]any{"object": "list", "data": []any{modelObject(m)}})
+	case IntervalsPath:
+		if !ctx.IsGet() {
+			s.fail(ctx, methodNotAllowed(ctx))
+			return
+		}
+		s.intervals(ctx, m)
 	case "/v1/chat/completions", "/v1/completions":
 		if !ctx.IsPost() {
 			s.fail(ctx, methodNotAllowed(ctx))
@@ -276,6 +299,7 @@ func newID(prefix string) string {
 
 // chat serves /v1/chat/completions.
 func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
+	received := time.Now()
 	r, e := DecodeChat(ctx.PostBody())
 	if e == nil && r.Model != m.ID {
 		e = unknownModel(r.Model)
@@ -293,11 +317,12 @@ func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
 		s.fail(ctx, badParam("messages", "The model's chat template rejected the messages: %v", err))
 		return
 	}
-	s.generate(ctx, m, true, r.Params, [][]int32{m.Tokenizer.EncodeChat(text)})
+	s.generate(ctx, m, true, r.Params, [][]int32{m.Tokenizer.EncodeChat(text)}, received)
 }
 
 // completion serves /v1/completions.
 func (s *Server) completion(ctx *fasthttp.RequestCtx, m *Model) {
+	received := time.Now()
 	r, e := DecodeCompletion(ctx.PostBody())
 	if e == nil && r.Model != m.ID {
 		e = unknownModel(r.Model)
@@ -324,12 +349,12 @@ func (s *Server) completion(ctx *fasthttp.RequestCtx, m *Model) {
 			return
 		}
 	}
-	s.generate(ctx, m, false, r.Params, prompts)
+	s.generate(ctx, m, false, r.Params, prompts, received)
 }
 
 // generate admits the request against the queue limit, starts its choices
 // and answers with one JSON response or an SSE stream.
-func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Params, prompts [][]int32) {
+func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Params, prompts [][]int32, received time.Time) {
 	k := int64(len(prompts) * p.N)
 	limit := int64(m.Engine.Snapshot().MaxRunning + s.cfg.MaxQueue)
 	if s.inflight.Add(k) > limit {
@@ -339,10 +364,19 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Param
 			Message: fmt.Sprintf("The server's queue is full (%d sequences); retry later.", limit)})
 		return
 	}
+	resp := response{id: newID("chatcmpl-"), created: time.Now().Unix(), model: m.ID, chat: chat, tk: m.Tokenizer}
+	if !chat {
+		resp.id = newID("cmpl-")
+	}
+	rt, traceID := s.startTrace(ctx, received, resp.id, m.ID, p)
+	if traceID != "" {
+		ctx.Response.Header.Set(TraceIDHeader, traceID)
+	}
 	jctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts}
+	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, tag: trace.SpanContextFromContext(rt.ctx)}
 	if e := s.start(j); e != nil {
 		s.inflight.Add(-k)
+		s.finishTrace(rt, prompts, nil, nil, e)
 		s.fail(ctx, e)
 		return
 	}
@@ -350,11 +384,8 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Param
 		j.done.Wait()
 		cancel()
 		s.inflight.Add(-k)
+		s.finishTrace(rt, prompts, j.stats, j.finishReasons, j.err)
 	}()
-	resp := response{id: newID("chatcmpl-"), created: time.Now().Unix(), model: m.ID, chat: chat, tk: m.Tokenizer}
-	if !chat {
-		resp.id = newID("cmpl-")
-	}
 	if p.Stream {
 		ctx.SetContentType("text/event-stream")
 		ctx.Response.Header.Set("Cache-Control", "no-cache")
@@ -372,4 +403,23 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Param
 		return
 	}
 	s.writeJSON(ctx, http.StatusOK, resp.complete(j, res))
+}
+
+// IntervalsPath serves the engine's per-second intervals (engine.Interval):
+// GET IntervalsPath?since_unix_ms=MS answers {"interval_seconds":1,
+// "intervals":[...]}, oldest first, the current second last with
+// "complete":false.
+const IntervalsPath = "/v1/stats/intervals"
+
+func (s *Server) intervals(ctx *fasthttp.RequestCtx, m *Model) {
+	var since int64
+	if v := ctx.QueryArgs().Peek("since_unix_ms"); v != nil {
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n < 0 {
+			s.fail(ctx, badParam("since_unix_ms", "since_unix_ms must be a non-negative integer (milliseconds since the epoch), got %q.", v))
+			return
+		}
+		since = n
+	}
+	s.writeJSON(ctx, http.StatusOK, map[string]any{"interval_seconds": 1, "intervals": m.Engine.Intervals(since)})
 }

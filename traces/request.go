@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ninfer/ninfer-go/runtime/engine"
 )
 
 // RequestAttrs are the request parameters recorded on the root span.
@@ -124,20 +126,26 @@ func (p *Provider) EndRequest(ctx context.Context, ph Phases) {
 	root.End(trace.WithTimestamp(ph.Done))
 }
 
-// StartStep starts an engine.step span linked to the root span of every
-// request the step advances. The caller ends it.
-func (p *Provider) StartStep(links []trace.SpanContext, bucket, prefillTokens, decodeRows int) trace.Span {
-	ls := make([]trace.Link, 0, len(links))
-	for _, sc := range links {
-		if sc.IsValid() {
+// ObserveStep records one engine step as an engine.step span, linked to the
+// root span of every request it advanced (their engine.Request.Tag is the
+// root's trace.SpanContext), with the step's real start and end times.
+// It implements engine.StepObserver; with tracing off it does nothing.
+func (p *Provider) ObserveStep(s engine.StepInfo) {
+	if !p.Enabled {
+		return
+	}
+	ls := make([]trace.Link, 0, len(s.Tags))
+	for _, t := range s.Tags {
+		if sc, ok := t.(trace.SpanContext); ok && sc.IsValid() {
 			ls = append(ls, trace.Link{SpanContext: sc})
 		}
 	}
-	_, s := p.Tracer.Start(context.Background(), SpanEngineStep, trace.WithLinks(ls...), trace.WithAttributes(
-		attribute.Int(AttrStepBucket, bucket),
-		attribute.Int(AttrStepPrefillToken, prefillTokens),
-		attribute.Int(AttrStepDecodeRows, decodeRows),
-		attribute.Int(AttrStepSequences, len(links)),
-	))
-	return s
+	_, span := p.Tracer.Start(context.Background(), SpanEngineStep, trace.WithTimestamp(s.Start), trace.WithLinks(ls...),
+		trace.WithAttributes(
+			attribute.Int(AttrStepBucket, s.Rows),
+			attribute.Int(AttrStepPrefillToken, s.PrefillTokens),
+			attribute.Int(AttrStepDecodeRows, s.DecodeRows),
+			attribute.Int(AttrStepSequences, len(s.Tags)),
+		))
+	span.End(trace.WithTimestamp(s.End))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ninfer/ninfer-go/runtime/engine"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -37,8 +38,8 @@ func TestRequestSpanTree(t *testing.T) {
 	p := NewWithSDK(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
 	t0 := time.Unix(1_800_000_000, 0)
 	ctx, root := p.StartRequest(context.Background(), carrier(), t0, RequestAttrs{ID: "req-1", MaxTokens: 5, Temperature: 0.5, TopP: 1})
-	step := p.StartStep(nil, 8, 4, 0)
-	step.End()
+	p.ObserveStep(engine.StepInfo{Start: t0.Add(3 * time.Millisecond), End: t0.Add(6 * time.Millisecond), Rows: 4,
+		PrefillTokens: 4, Tags: []any{root.SpanContext(), nil}})
 	p.EndRequest(ctx, phases(t0))
 
 	spans := rec.Ended()
@@ -75,6 +76,10 @@ func TestRequestSpanTree(t *testing.T) {
 			t.Errorf("root %s = %v, want %v", k, got, want)
 		}
 	}
+	step := byName[SpanEngineStep]
+	if len(step.Links()) != 1 || step.Links()[0].SpanContext.SpanID() != root.SpanContext().SpanID() {
+		t.Errorf("engine.step links %v, want the request's root span", step.Links())
+	}
 	if got := len(byName[SpanPrefill].Events()); got != 2 {
 		t.Errorf("prefill has %d chunk events, want 2", got)
 	}
@@ -90,7 +95,7 @@ func TestOffRecordsNothing(t *testing.T) {
 		t.Fatal("root span records with tracing off")
 	}
 	p.EndRequest(ctx, phases(time.Now()))
-	p.StartStep(nil, 1, 1, 1).End()
+	p.ObserveStep(engine.StepInfo{Tags: []any{root.SpanContext()}})
 }
 
 // TestOTLPExport sends spans to an in-process OTLP/HTTP receiver.

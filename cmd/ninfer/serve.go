@@ -17,6 +17,7 @@ import (
 
 	"github.com/ninfer/ninfer-go/httpfront"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/traces"
 )
 
 // serveReady starts the line `ninfer serve` prints on stdout once the model
@@ -46,6 +47,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", httpfront.DefaultTimeout, "deadline of every request")
 	maxBody := fs.Int("max-body", httpfront.DefaultMaxBodyBytes, "largest request body in bytes (413 above)")
 	drain := fs.Duration("drain-timeout", 0, "on SIGTERM, how long to wait for requests in flight (0 = --timeout)")
+	otlp := fs.String("otlp-endpoint", "", "send OpenTelemetry spans over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318 (default $OTEL_EXPORTER_OTLP_ENDPOINT; off when empty)")
+	sampleRatio := fs.Float64("trace-sample-ratio", 1, "fraction of requests traced when tracing is on")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -69,12 +72,28 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("--max-body %d must be >= 1", *maxBody))
 	case *drain < 0:
 		return fail(fmt.Errorf("--drain-timeout %v must be >= 0", *drain))
+	case !(*sampleRatio > 0 && *sampleRatio <= 1):
+		return fail(fmt.Errorf("--trace-sample-ratio %g must be in (0, 1]", *sampleRatio))
 	}
+	tp, err := traces.Start(context.Background(), traces.ConfigFromEnv(traces.Config{Endpoint: *otlp, SampleRatio: *sampleRatio}))
+	if err != nil {
+		return fail(err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(sctx); err != nil {
+			fmt.Fprintf(stderr, "ninfer serve: flushing traces: %v\n", err)
+		}
+	}()
 	opts, err := mf.options()
 	if err != nil {
 		return fail(err)
 	}
 	opts.MaxRunning = *maxConc
+	if tp.Enabled {
+		opts.Observer = tp
+	}
 	id := *modelID
 	if id == "" {
 		id = strings.TrimSuffix(filepath.Base(opts.Model), ".gguf")
@@ -86,7 +105,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	srv := httpfront.New(httpfront.Config{APIKey: *apiKey, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody})
+	srv := httpfront.New(httpfront.Config{APIKey: *apiKey, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody, Traces: tp})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	url := "http://" + ln.Addr().String()

@@ -37,6 +37,8 @@ type Config struct {
 	MaxRunning int
 	// Context bounds prompt + generated tokens of one request; 0 means the model's.
 	Context int
+	// Observer, if not nil, is told about every step (traces, metrics).
+	Observer StepObserver
 }
 
 // Request is one generation request.
@@ -51,6 +53,9 @@ type Request struct {
 	TopLogits int
 	// Logprobs asks for Event.Logprob and Event.LogZ on every token event.
 	Logprobs bool
+	// Tag is carried, untouched, into StepInfo.Tags of the steps that
+	// advance this request (e.g. its trace span context).
+	Tag any
 }
 
 // TokenLogit is a token id and its raw logit.
@@ -92,6 +97,20 @@ type Stats struct {
 	Prefill         time.Duration // first step -> first token
 	Decode          time.Duration // first token -> done
 	Preempted       int
+
+	// Phase boundaries (zero when a phase did not happen).
+	Submitted, Started, FirstToken, Done time.Time
+	// Chunks are the prompt pieces each step computed, in order.
+	Chunks []Chunk
+	// Rounds counts the steps that produced tokens for the request.
+	Rounds int
+}
+
+// Chunk is one piece of a prompt computed by one step.
+type Chunk struct {
+	At     time.Time // when the step ended
+	Start  int       // first position
+	Tokens int
 }
 
 // DefaultKVTokensPerSeq bounds the default KV capacity per running sequence,
@@ -117,6 +136,7 @@ type Engine struct {
 	loopDone   chan struct{}
 	nextID     uint64
 	reqs       map[*sched.Seq]*request
+	intervals  intervals
 }
 
 type execKey struct{ seg, rows, logitRows int }
@@ -131,6 +151,8 @@ type request struct {
 	submitted time.Time
 	started   time.Time
 	firstTok  time.Time
+	chunks    []Chunk
+	rounds    int
 }
 
 // New binds the plan's nodes to the model, loads the backend and reserves
@@ -362,7 +384,8 @@ func (e *Engine) abortAll(err error) {
 
 func (e *Engine) finish(r *request, reason string, err error) {
 	now := time.Now()
-	st := Stats{PromptTokens: len(r.Prompt), GeneratedTokens: r.generated, Preempted: r.seq.Preempted}
+	st := Stats{PromptTokens: len(r.Prompt), GeneratedTokens: r.generated, Preempted: r.seq.Preempted,
+		Submitted: r.submitted, Started: r.started, FirstToken: r.firstTok, Done: now, Chunks: r.chunks, Rounds: r.rounds}
 	if !r.started.IsZero() {
 		st.Queue = r.started.Sub(r.submitted)
 		if !r.firstTok.IsZero() {
@@ -402,10 +425,29 @@ func (e *Engine) Step(ctx context.Context) error {
 	batch := &exec.Batch{}
 	hc := &exec.HostContext{}
 	var sampled []*request
+	info := StepInfo{Start: now}
+	for _, r := range e.reqs {
+		if len(r.seq.KV.Blocks) == 0 {
+			continue // waiting: holds no KV
+		}
+		info.Running++
+		switch p := r.seq.Pending(); {
+		case p == 1 && r.generated > 0:
+			info.DecodeReady++
+		case p > 0:
+			info.Prefilling++
+		}
+	}
 	for si, w := range work {
 		r := e.reqs[w.Seq]
 		if r.started.IsZero() {
 			r.started = now
+		}
+		info.Tags = append(info.Tags, r.Tag)
+		if w.Seq.Pending() == 1 && r.generated > 0 {
+			info.DecodeRows++
+		} else {
+			info.PrefillTokens += w.N
 		}
 		batch.Tables = append(batch.Tables, w.Seq.KV.Blocks)
 		for i := 0; i < w.N; i++ {
@@ -433,6 +475,17 @@ func (e *Engine) Step(ctx context.Context) error {
 		return fmt.Errorf("engine: plan produced %T with %d tokens for %d sequences", out["tokens"], len(tokens), len(sampled))
 	}
 	done := time.Now()
+	for _, w := range work {
+		if r := e.reqs[w.Seq]; r != nil && !(w.N == 1 && r.generated > 0 && w.Start == len(w.Seq.Tokens)-1) {
+			r.chunks = append(r.chunks, Chunk{At: done, Start: w.Start, Tokens: w.N})
+		}
+	}
+	for _, r := range sampled {
+		r.rounds++
+		if r.generated > 0 {
+			info.DecodeTokens++
+		}
+	}
 	for i, r := range sampled {
 		tok := tokens[i]
 		if r.firstTok.IsZero() {
@@ -456,6 +509,11 @@ func (e *Engine) Step(ctx context.Context) error {
 		case r.generated >= r.MaxTokens:
 			e.finish(r, FinishLength, nil)
 		}
+	}
+	info.End, info.Rows = done, len(batch.Tokens)
+	e.intervals.observe(info)
+	if e.cfg.Observer != nil {
+		e.cfg.Observer.ObserveStep(info)
 	}
 	return nil
 }

@@ -31,6 +31,8 @@ type Options struct {
 	KVMemory   int64       // KV capacity in bytes when KVTokens is 0; 0 = engine default
 	MaxRunning int         // concurrent sequences; 0 = engine default
 	Context    int         // per-request token limit; 0 = the model's
+	// Observer is told about every engine step (traces, metrics); may be nil.
+	Observer engine.StepObserver
 }
 
 // Instance is a loaded model with a running engine.
@@ -72,7 +74,7 @@ func Open(o Options) (*Instance, error) {
 		f.Close()
 		return nil, err
 	}
-	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory, MaxRunning: o.MaxRunning, Context: o.Context})
+	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory, MaxRunning: o.MaxRunning, Context: o.Context, Observer: o.Observer})
 	if err != nil {
 		be.Close()
 		f.Close()

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/ninfer/ninfer-go/runtime/engine"
 	"math"
 	"slices"
 )
@@ -109,42 +110,9 @@ func TokensPerRound(cs []SpecCounts) (float64, bool) {
 }
 
 // Interval is one server-side stats interval, as GET /v1/stats/intervals
-// returns it (see the corpus package): what the engine did during
-// [StartUnixMs, StartUnixMs + Seconds*1000).
-type Interval struct {
-	StartUnixMs int64   `json:"start_unix_ms"`
-	Seconds     float64 `json:"seconds"`
-	// Complete is false for the interval still being filled.
-	Complete bool `json:"complete"`
-	// PrefillTokens are prompt tokens computed in the interval.
-	PrefillTokens int `json:"prefill_tokens"`
-	// DecodeTokens are committed decode tokens (the first completion token,
-	// which prefill produces, excluded).
-	DecodeTokens int `json:"decode_tokens"`
-	// The min and max, over the interval's engine steps, of the requests
-	// running (holding KV), prefilling, and ready to decode.
-	RunningMin     int `json:"running_min"`
-	RunningMax     int `json:"running_max"`
-	PrefillingMax  int `json:"prefilling_max"`
-	DecodeReadyMin int `json:"decode_ready_min"`
-	DecodeReadyMax int `json:"decode_ready_max"`
-	// DecodeRounds are steps that decoded at least one row; RowsPerRoundMin
-	// and RowsPerRoundMax bound the decode rows of those steps.
-	DecodeRounds    int `json:"decode_rounds"`
-	RowsPerRoundMin int `json:"rows_per_round_min"`
-	RowsPerRoundMax int `json:"rows_per_round_max"`
-}
-
-// Steady reports whether iv is a steady interval at concurrency c, as the
-// seed defines it: complete, zero computed prefill tokens, running = C,
-// prefilling = 0, decode_ready = C, at least one decode round, and exactly
-// C rows in every round.
-func (iv Interval) Steady(c int) bool {
-	return iv.Complete && iv.PrefillTokens == 0 &&
-		iv.RunningMin == c && iv.RunningMax == c && iv.PrefillingMax == 0 &&
-		iv.DecodeReadyMin == c && iv.DecodeReadyMax == c &&
-		iv.DecodeRounds >= 1 && iv.RowsPerRoundMin == c && iv.RowsPerRoundMax == c
-}
+// returns it: the engine's own per-second record (see engine.Interval, which
+// also defines Steady).
+type Interval = engine.Interval
 
 // SteadyDecode selects the steady intervals at concurrency c and returns
 // them with the steady decode rate: summed committed decode tokens over

@@ -1,0 +1,193 @@
+package httpfront_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/ninfer/ninfer-go/httpfront"
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/traces"
+)
+
+// startTraced serves stories260K with tracing into a span recorder.
+func startTraced(t *testing.T) (*server, *tracetest.SpanRecorder) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := traces.NewWithSDK(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	inst, err := instance.Open(instance.Options{Model: modelPath(t, "stories260K.gguf"), Threads: threads(t), MaxRunning: 4, Observer: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{url: "http://" + ln.Addr().String(), srv: httpfront.New(httpfront.Config{Traces: tp}), inst: inst, id: "stories260K"}
+	go s.srv.Serve(ln)
+	s.srv.SetModel(&httpfront.Model{ID: s.id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat, Created: time.Unix(1, 0)})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.srv.Shutdown(ctx)
+		inst.Close()
+	})
+	return s, rec
+}
+
+const caller = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+func TestTraceSpanTree(t *testing.T) {
+	s, rec := startTraced(t)
+	req, _ := http.NewRequest("POST", s.url+"/v1/completions",
+		strings.NewReader(`{"model":"stories260K","prompt":"Once upon a time","max_tokens":6,"temperature":0}`))
+	req.Header.Set("traceparent", "00-"+caller+"-00f067aa0ba902b7-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get(httpfront.TraceIDHeader) != caller {
+		t.Fatalf("status %d, %s %q, want 200 and the caller's trace id", resp.StatusCode, httpfront.TraceIDHeader, resp.Header.Get(httpfront.TraceIDHeader))
+	}
+	var root sdktrace.ReadOnlySpan
+	deadline := time.Now().Add(5 * time.Second)
+	for root == nil && time.Now().Before(deadline) {
+		for _, sp := range rec.Ended() {
+			if sp.Name() == traces.SpanRequest {
+				root = sp
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if root == nil {
+		t.Fatal("no llm_request span")
+	}
+	if root.SpanContext().TraceID().String() != caller || root.Parent().SpanID().String() != "00f067aa0ba902b7" {
+		t.Errorf("root trace %s parent %s, want the caller's", root.SpanContext().TraceID(), root.Parent().SpanID())
+	}
+	children := map[string]int{}
+	steps := 0
+	for _, sp := range rec.Ended() {
+		if sp.Parent().SpanID() == root.SpanContext().SpanID() {
+			children[sp.Name()]++
+		}
+		if sp.Name() == traces.SpanEngineStep {
+			for _, l := range sp.Links() {
+				if l.SpanContext.SpanID() == root.SpanContext().SpanID() {
+					steps++
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff(map[string]int{traces.SpanQueue: 1, traces.SpanPrepare: 1, traces.SpanPrefill: 1, traces.SpanDecode: 1}, children); diff != "" {
+		t.Errorf("children of llm_request (-want +got):\n%s", diff)
+	}
+	if steps != 6 { // one prefill step and five decode steps produce six tokens
+		t.Errorf("%d engine.step spans link the request, want 6", steps)
+	}
+	attrs := map[string]any{}
+	for _, kv := range root.Attributes() {
+		attrs[string(kv.Key)] = kv.Value.AsInterface()
+	}
+	for _, k := range []string{traces.AttrRequestID, traces.AttrMaxTokens, traces.AttrTemperature, traces.AttrTopP,
+		traces.AttrPromptTokens, traces.AttrCompletionTokens, traces.AttrTTFT, traces.AttrTimeInQueue,
+		traces.AttrTimeInPrefill, traces.AttrTimeInDecode, traces.AttrE2E} {
+		if _, ok := attrs[k]; !ok {
+			t.Errorf("llm_request lacks %s", k)
+		}
+	}
+	if attrs[traces.AttrCompletionTokens] != int64(6) || attrs[traces.AttrPromptTokens] != int64(5) {
+		t.Errorf("usage attributes %v / %v, want 5 prompt and 6 completion tokens", attrs[traces.AttrPromptTokens], attrs[traces.AttrCompletionTokens])
+	}
+}
+
+func TestMetricsAndIntervals(t *testing.T) {
+	s := start(t, "stories260K.gguf", httpfront.Config{}, 2)
+	since := time.Now().UnixMilli()
+	for i := range 3 {
+		code, body := s.call(t, "POST", "/v1/completions", `{"model":"stories260K","prompt":"Lily","max_tokens":`+[]string{"4", "5", "6"}[i]+`}`)
+		if code != 200 {
+			t.Fatalf("completion: %d %v", code, body)
+		}
+	}
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	value := func(name string) float64 {
+		f, ok := fams[name]
+		if !ok || len(f.Metric) == 0 {
+			t.Errorf("metric %s missing", name)
+			return -1
+		}
+		var sum float64
+		for _, m := range f.Metric {
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
+			}
+		}
+		return sum
+	}
+	prompt := float64(len(s.inst.Tokenizer.Encode("Lily", true, true)))
+	for name, want := range map[string]float64{
+		"ninfer:prompt_tokens_total":           3 * prompt,
+		"ninfer:generation_tokens_total":       15,
+		"ninfer:request_success_total":         3,
+		"ninfer:time_to_first_token_seconds":   3,
+		"ninfer:e2e_request_latency_seconds":   3,
+		"ninfer:time_per_output_token_seconds": 3,
+		"ninfer:num_requests_running":          0,
+		"ninfer:num_requests_waiting":          0,
+		"ninfer:kv_cache_usage_perc":           0,
+	} {
+		if got := value(name); got != want {
+			t.Errorf("%s = %g, want %g", name, got, want)
+		}
+	}
+
+	code, body := s.call(t, "GET", "/v1/stats/intervals?since_unix_ms="+strconv.FormatInt(since, 10), "")
+	if code != 200 {
+		t.Fatalf("intervals: %d %v", code, body)
+	}
+	var ivs struct {
+		Intervals []engine.Interval `json:"intervals"`
+	}
+	b, _ := json.Marshal(body)
+	json.Unmarshal(b, &ivs)
+	var decode int
+	for _, iv := range ivs.Intervals {
+		decode += iv.DecodeTokens
+	}
+	if decode != 15-3 { // each request's first token comes from its prefill
+		t.Errorf("intervals count %d decode tokens, want 12: %+v", decode, ivs.Intervals)
+	}
+	if code, _ := s.call(t, "GET", "/v1/stats/intervals?since_unix_ms=x", ""); code != 400 {
+		t.Errorf("bad since_unix_ms: status %d, want 400", code)
+	}
+}
