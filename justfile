@@ -98,3 +98,8 @@ bench-report: build
 # The serving corpus at C = 1, 2, 4, 8 (a fresh ninfer serve per point): JSON, Markdown and PNG plots in .cache/corpus/MODEL/.
 corpus model="stories260K.gguf" c="1,2,4,8": build
     {{bin}} corpus --model {{models}}/{{model}} --concurrency {{c}} --out .cache/corpus/{{model}}
+
+# End to end: real Jaeger + real ninfer serve; a chat request with a traceparent must appear in
+# Jaeger with its phase spans (builds Jaeger once, ~15 min).
+e2e: build jaeger-build
+    NINFER_E2E_JAEGER={{justfile_directory()}}/.cache/jaeger NINFER_BIN={{bin}} go test -count=1 -run TestE2EJaeger -v ./cmd/ninfer

@@ -41,7 +41,7 @@ type Phases struct {
 
 	PromptTokens     int
 	CompletionTokens int
-	Rounds           int // engine steps that produced tokens for it
+	Rounds           int // engine steps that produced tokens for it, the prefill's included
 	FinishReason     string
 	Err              error
 
@@ -105,7 +105,9 @@ func (p *Provider) EndRequest(ctx context.Context, ph Phases) {
 	}
 	if !ph.FirstToken.IsZero() {
 		root.SetAttributes(attribute.Float64(AttrTTFT, secs(ph.FirstToken.Sub(ph.Received))))
-		attrs := []attribute.KeyValue{attribute.Int(AttrDecodeRounds, ph.Rounds), attribute.Int(AttrDecodeTokens, ph.CompletionTokens)}
+		// The first token comes from the last prefill step, not from decode.
+		attrs := []attribute.KeyValue{attribute.Int(AttrDecodeRounds, max(ph.Rounds-1, 0)),
+			attribute.Int(AttrDecodeTokens, max(ph.CompletionTokens-1, 0))}
 		if ph.Drafted > 0 {
 			attrs = append(attrs, attribute.Int(AttrDrafted, ph.Drafted), attribute.Int(AttrAccepted, ph.Accepted),
 				attribute.IntSlice(AttrAcceptedPerPos, ph.AcceptedPerPos))
