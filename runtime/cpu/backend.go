@@ -5,7 +5,6 @@ package cpu
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -22,7 +21,7 @@ type Backend struct {
 	file    *weights.File
 	weights map[string]*weights.Tensor
 	kv      exec.KVLayout
-	k, v    [][]float32 // [layer][slot*KVDim]
+	cache   kvPages
 }
 
 // New returns a CPU backend using o.Threads workers.
@@ -46,41 +45,24 @@ func (b *Backend) Load(f *weights.File) error {
 	return nil
 }
 
-// Reserve implements exec.Backend.
-func (b *Backend) Reserve(l exec.KVLayout) error {
-	if l.DType != "f32" && l.DType != "" {
-		return fmt.Errorf("cpu: kv dtype %q not supported", l.DType)
-	}
-	if l.Layers <= 0 || l.KVDim <= 0 || l.BlockTokens <= 0 || l.Blocks <= 0 {
-		return fmt.Errorf("cpu: bad kv layout %+v", l)
-	}
-	b.kv = l
-	b.k = make([][]float32, l.Layers)
-	b.v = make([][]float32, l.Layers)
-	for i := range b.k {
-		b.k[i] = make([]float32, l.Slots()*l.KVDim)
-		b.v[i] = make([]float32, l.Slots()*l.KVDim)
-	}
-	return nil
-}
-
 // Close implements exec.Backend.
 func (b *Backend) Close() error {
 	b.pool.close()
-	b.k, b.v = nil, nil
+	b.cache = kvPages{}
 	return nil
 }
 
 type program struct {
-	b     *Backend
-	g     *tensor.Graph
-	f32   [][]float32       // per op: f32 output buffer
-	i32   [][]int32         // per op: bound int32 input
-	w     []*weights.Tensor // per op: weight
-	xq    []q8Blocks        // scratch: quantized activation rows
-	xr    []float32         // scratch: activations rounded to the dot type
-	score [][]float32       // per worker attention scores
-	trig  [][]float32       // per worker rope cos/sin
+	b        *Backend
+	g        *tensor.Graph
+	f32      [][]float32       // per op: f32 output buffer
+	i32      [][]int32         // per op: bound int32 input
+	w        []*weights.Tensor // per op: weight
+	mm       matmulState       // matmul scratch (matmul.go)
+	elem     elemTask          // element-wise op in flight (elementwise.go)
+	ropeTask ropeTask          // rope op in flight
+	score    [][]float32       // per worker attention scores
+	trig     [][]float32       // per worker rope cos/sin
 }
 
 // Prepare implements exec.Backend.
@@ -98,11 +80,8 @@ func (b *Backend) Prepare(g *tensor.Graph) (exec.Executable, error) {
 			}
 			p.w[i] = t
 		case tensor.OpAttention:
-			if b.k == nil {
-				return nil, fmt.Errorf("cpu: attention needs a reserved kv cache")
-			}
-			if op.Attn.Layer < 0 || op.Attn.Layer >= b.kv.Layers || op.Args[1].Cols() != b.kv.KVDim {
-				return nil, fmt.Errorf("cpu: attention layer %d width %d does not fit kv layout %+v", op.Attn.Layer, op.Args[1].Cols(), b.kv)
+			if err := b.checkAttention(op); err != nil {
+				return nil, err
 			}
 			p.f32[i] = make([]float32, op.Out.Rows()*op.Out.Cols())
 		default:
@@ -112,7 +91,7 @@ func (b *Backend) Prepare(g *tensor.Graph) (exec.Executable, error) {
 	return p, nil
 }
 
-func (p *program) Close() error { p.f32, p.xr, p.xq = nil, nil, nil; return nil }
+func (p *program) Close() error { p.f32, p.mm = nil, matmulState{}; return nil }
 
 func (p *program) Output(name string) ([]float32, int, int, error) {
 	t, ok := p.g.Outputs[name]
@@ -149,10 +128,7 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 				return err
 			}
 		case tensor.OpRMSNorm:
-			x, w := p.f32[op.Args[0].ID], p.weightF32(op.Args[1])
-			for s := 0; s < len(x); s += op.Group {
-				rmsNorm(out[s:s+op.Group], x[s:s+op.Group], w, op.Eps)
-			}
+			p.elementwise(out, op)
 		case tensor.OpMatMul:
 			if err := p.matmul(out, op); err != nil {
 				return err
@@ -161,16 +137,8 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 			p.rope(out, op)
 		case tensor.OpAttention:
 			p.attention(out, op, batch)
-		case tensor.OpAdd:
-			x, y := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID]
-			for j := range out {
-				out[j] = x[j] + y[j]
-			}
-		case tensor.OpSwiGLU:
-			g, u := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID]
-			for j := range out {
-				out[j] = silu(g[j]) * u[j]
-			}
+		case tensor.OpAdd, tensor.OpSwiGLU:
+			p.elementwise(out, op)
 		case tensor.OpSelectRows:
 			x, rows, w := p.f32[op.Args[0].ID], p.i32[op.Args[1].ID], op.Out.Cols()
 			for j, r := range rows {
@@ -237,95 +205,31 @@ func (p *program) getRows(out []float32, op tensor.Op) error {
 	return nil
 }
 
-// matmul computes out [T, N] = x [T, K] * W^T for W [N, K] in its stored dtype.
-func (p *program) matmul(out []float32, op tensor.Op) error {
-	x, w := p.f32[op.Args[0].ID], p.w[op.Args[1].ID]
-	if w == nil {
-		return fmt.Errorf("cpu: matmul: right operand must be a weight")
-	}
-	T, K, N := op.Args[0].Rows(), op.Args[0].Cols(), op.Out.Cols()
-	switch w.DType {
-	case tensor.F32:
-		p.b.pool.parallel(N, 16, func(_, lo, hi int) {
-			for r := lo; r < hi; r++ {
-				row := p.weightRowF32(w, r)
-				for t := 0; t < T; t++ {
-					out[t*N+r] = dotF32(x[t*K:(t+1)*K], row)
-				}
-			}
-		})
-	case tensor.F16, tensor.BF16:
-		xr := p.roundActivations(x, w.DType)
-		dot := dotF16
-		if w.DType == tensor.BF16 {
-			dot = dotBF16
-		}
-		p.b.pool.parallel(N, 16, func(_, lo, hi int) {
-			for r := lo; r < hi; r++ {
-				row := w.Row(r)
-				for t := 0; t < T; t++ {
-					out[t*N+r] = dot(xr[t*K:(t+1)*K], row)
-				}
-			}
-		})
-	case tensor.Q8_0, tensor.Q4_0:
-		if cap(p.xq) < T {
-			p.xq = make([]q8Blocks, T)
-		}
-		xq := p.xq[:T]
-		for t := range xq {
-			quantizeQ8(x[t*K:(t+1)*K], &xq[t])
-		}
-		dot := dotQ8
-		if w.DType == tensor.Q4_0 {
-			dot = dotQ4
-		}
-		p.b.pool.parallel(N, 16, func(_, lo, hi int) {
-			for r := lo; r < hi; r++ {
-				row := w.Row(r)
-				for t := 0; t < T; t++ {
-					out[t*N+r] = dot(row, &xq[t])
-				}
-			}
-		})
-	default:
-		return fmt.Errorf("cpu: matmul: weight dtype %v not supported", w.DType)
-	}
-	return nil
-}
-
-// weightRowF32 views row r of an F32 weight as float32s without copying.
-func (p *program) weightRowF32(w *weights.Tensor, r int) []float32 {
-	return bytesAsF32(w.Row(r))
-}
-
-// roundActivations rounds x to the values of dtype dt (f16 or bf16), as ggml
-// converts activations to the weight's dot type before the dot product.
-func (p *program) roundActivations(x []float32, dt tensor.DType) []float32 {
-	if cap(p.xr) < len(x) {
-		p.xr = make([]float32, len(x))
-	}
-	xr := p.xr[:len(x)]
-	for i, v := range x {
-		if dt == tensor.F16 {
-			xr[i] = f16tab[tensor.F32ToF16(v)]
-		} else {
-			xr[i] = math.Float32frombits(uint32(tensor.F32ToBF16(v)) << 16)
-		}
-	}
-	return xr
-}
-
 func (p *program) rope(out []float32, op tensor.Op) {
-	x, pos := p.f32[op.Args[0].ID], p.i32[op.Args[1].ID]
-	copy(out, x)
-	w := op.Out.Cols()
-	p.b.pool.parallel(op.Out.Rows(), 1, func(worker, lo, hi int) {
-		trig := p.scratch(p.trig, worker, op.RoPE.Dims)
-		for t := lo; t < hi; t++ {
-			ropeRow(out[t*w:(t+1)*w], pos[t], op.RoPE, trig[:op.RoPE.Dims/2], trig[op.RoPE.Dims/2:])
-		}
-	})
+	copy(out, p.f32[op.Args[0].ID])
+	p.ropeTask = ropeTask{p: p, out: out, pos: p.i32[op.Args[1].ID], w: op.Out.Cols(), a: op.RoPE}
+	workers := p.b.pool.n
+	if len(out) < parallelElems {
+		workers = 1
+	}
+	p.b.pool.run(op.Out.Rows(), 1, workers, &p.ropeTask)
+}
+
+// ropeTask rotates rows [lo, hi) of a rope op in place.
+type ropeTask struct {
+	p   *program
+	out []float32 // [T, w]
+	pos []int32   // [T]
+	w   int
+	a   tensor.RoPEArgs
+}
+
+func (t *ropeTask) run(worker, lo, hi int) {
+	d := t.a.Dims
+	trig := t.p.scratch(t.p.trig, worker, d)
+	for r := lo; r < hi; r++ {
+		ropeRow(t.out[r*t.w:(r+1)*t.w], t.pos[r], t.a, trig[:d/2], trig[d/2:])
+	}
 }
 
 func (p *program) scratch(s [][]float32, worker, n int) []float32 {
@@ -333,48 +237,4 @@ func (p *program) scratch(s [][]float32, worker, n int) []float32 {
 		s[worker] = make([]float32, n)
 	}
 	return s[worker][:n]
-}
-
-// attention writes this step's K and V rows into the cache, then computes
-// causal attention for every (row, head) pair in parallel.
-func (p *program) attention(out []float32, op tensor.Op, b *exec.Batch) {
-	a, kv := op.Attn, p.b.kv
-	q, k, v := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID], p.f32[op.Args[2].ID]
-	kc, vc := p.b.k[a.Layer], p.b.v[a.Layer]
-	kvd, qd := kv.KVDim, a.Heads*a.HeadDim
-	slot := func(seq int32, pos int) int {
-		return int(b.Tables[seq][pos/kv.BlockTokens])*kv.BlockTokens + pos%kv.BlockTokens
-	}
-	T := op.Out.Rows()
-	for t := 0; t < T; t++ {
-		s := slot(b.RowSeq[t], int(b.Positions[t]))
-		copy(kc[s*kvd:(s+1)*kvd], k[t*kvd:(t+1)*kvd])
-		copy(vc[s*kvd:(s+1)*kvd], v[t*kvd:(t+1)*kvd])
-	}
-	group := a.Heads / a.KVHeads
-	hd := a.HeadDim
-	p.b.pool.parallel(T*a.Heads, 1, func(worker, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			t, h := i/a.Heads, i%a.Heads
-			seq, n := b.RowSeq[t], int(b.Positions[t])+1
-			kvh := h / group
-			qh := q[t*qd+h*hd : t*qd+(h+1)*hd]
-			scores := p.scratch(p.score, worker, n)
-			for j := 0; j < n; j++ {
-				s := slot(seq, j)
-				scores[j] = dotFMA(qh, kc[s*kvd+kvh*hd:s*kvd+(kvh+1)*hd]) * a.Scale
-			}
-			softmaxInPlace(scores)
-			o := out[t*qd+h*hd : t*qd+(h+1)*hd]
-			clear(o)
-			for j := 0; j < n; j++ {
-				s := slot(seq, j)
-				vr := vc[s*kvd+kvh*hd : s*kvd+(kvh+1)*hd]
-				wj := scores[j]
-				for d, v := range vr {
-					o[d] += wj * v
-				}
-			}
-		}
-	})
 }

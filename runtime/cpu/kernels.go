@@ -130,8 +130,38 @@ func hsum8(a *[8]float32) float32 {
 	return (r0 + r2) + (r1 + r3)
 }
 
+// fma32 returns a*b+c rounded once to float32, as a hardware float32 fused
+// multiply-add does. a*b is exact in float64, so the float64 sum is off the
+// exact value by at most half a float64 ulp; rounding it to float32 is then
+// correct unless it lands exactly on a midpoint between two float32s (or in
+// the subnormal range), which fma32Slow handles.
 func fma32(a, b, c float32) float32 {
-	return float32(math.FMA(float64(a), float64(b), float64(c)))
+	s := float64(a)*float64(b) + float64(c)
+	if bits := math.Float64bits(s); bits&(1<<29-1) == 1<<28 || bits&(0x7ff<<52) < 0x381<<52 {
+		return fma32Slow(a, b, c)
+	}
+	return float32(s)
+}
+
+// fma32Slow is fma32 for sums on a float32 midpoint or below the normal
+// float32 range: the sum's exact error (TwoSum) rounds it to odd, which
+// makes the final rounding to float32 correct.
+//
+//go:noinline
+func fma32Slow(a, b, c float32) float32 {
+	p, cc := float64(a)*float64(b), float64(c)
+	s := p + cc
+	bv := s - p
+	e := (p - (s - bv)) + (cc - bv) // s + e == p + c exactly
+	if bits := math.Float64bits(s); e != 0 && bits&1 == 0 && !math.IsInf(s, 0) {
+		if (e > 0) == (s > 0) {
+			bits++
+		} else {
+			bits--
+		}
+		s = math.Float64frombits(bits)
+	}
+	return float32(s)
 }
 
 // dotQ8 returns the dot product of a Q8_0 weight row (34-byte blocks) and
@@ -254,6 +284,13 @@ func bytesAsF32(b []byte) []float32 {
 // multiply-adds: the order ggml's f32 dot product takes for rows shorter
 // than its SIMD step, which attention scores over small heads use.
 func dotFMA(x, y []float32) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	y = y[:len(x)]
+	if useSIMD {
+		return fmaChain(&x[0], &y[0], len(x))
+	}
 	var s float32
 	for i := range x {
 		s = fma32(x[i], y[i], s)

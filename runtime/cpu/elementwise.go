@@ -1,0 +1,57 @@
+package cpu
+
+import "github.com/ninfer/ninfer-go/runtime/tensor"
+
+// parallelElems is the smallest element-wise op (in elements) worth
+// splitting across workers; smaller ones run on the calling goroutine.
+const parallelElems = 1 << 14
+
+// elemTask runs one element-wise op (add, swiglu, rms_norm) over items
+// [lo, hi): elements for add and swiglu, groups for rms_norm. Each element
+// is computed the same way whatever the split.
+type elemTask struct {
+	kind  tensor.OpKind
+	out   []float32
+	x, y  []float32 // add: x + y; swiglu: silu(x) * y; rms_norm: x, weight y
+	group int
+	eps   float32
+}
+
+func (t *elemTask) run(_, lo, hi int) {
+	switch t.kind {
+	case tensor.OpAdd:
+		out, x, y := t.out[lo:hi], t.x[lo:hi], t.y[lo:hi]
+		for j := range out {
+			out[j] = x[j] + y[j]
+		}
+	case tensor.OpSwiGLU:
+		out, g, u := t.out[lo:hi], t.x[lo:hi], t.y[lo:hi]
+		for j := range out {
+			out[j] = silu(g[j]) * u[j]
+		}
+	case tensor.OpRMSNorm:
+		for s := lo * t.group; s < hi*t.group; s += t.group {
+			rmsNorm(t.out[s:s+t.group], t.x[s:s+t.group], t.y, t.eps)
+		}
+	}
+}
+
+// elementwise computes an add, swiglu or rms_norm op into out, split across
+// workers when it is large.
+func (p *program) elementwise(out []float32, op tensor.Op) {
+	t := &p.elem
+	*t = elemTask{kind: op.Kind, out: out, x: p.f32[op.Args[0].ID]}
+	n, grain := len(out), 1024
+	switch op.Kind {
+	case tensor.OpRMSNorm:
+		t.y, t.group, t.eps = p.weightF32(op.Args[1]), op.Group, op.Eps
+		n, grain = len(out)/op.Group, 1
+	default:
+		t.y = p.f32[op.Args[1].ID]
+	}
+	workers := p.b.pool.n
+	if len(out) < parallelElems {
+		workers = 1
+	}
+	p.b.pool.run(n, grain, workers, t)
+}

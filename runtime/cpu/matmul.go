@@ -1,0 +1,370 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"unsafe"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// Kernel selection. The fast matmul kernels (simd_amd64.s) run when the CPU
+// has AVX-512 with VNNI; otherwise, or with NINFER_CPU_KERNELS=ref in the
+// environment, the readable reference loops in kernels.go run.
+//
+// Q8_0 and Q4_0 results are bit for bit the same either way. For F32, F16
+// and BF16 the fast kernels use 16 float32 lanes with fused multiply-adds
+// (reduced as HSUM16 in simd_amd64.s) instead of the reference's 8 unfused
+// lanes, so results differ in the last bits; on one machine they never
+// depend on the thread count or on how tokens are batched, because each
+// output element is always computed by the same sequence of operations.
+var useSIMD = hasAVX512() && os.Getenv("NINFER_CPU_KERNELS") != "ref"
+
+// SIMD reports whether the backend uses its AVX-512 matmul kernels.
+func SIMD() bool { return useSIMD }
+
+// parallelMACs is the smallest matmul (in multiply-adds) worth splitting
+// across workers; smaller ones run on the calling goroutine.
+const parallelMACs = 1 << 16
+
+// matmulState is a program's matmul scratch, reused across steps.
+type matmulState struct {
+	// Reference path.
+	xq []q8Blocks
+	xr []float32
+
+	// Fast path: the last activation quantized to Q8_0 (qx, qd) and the last
+	// rounded to f16/bf16 (rx), keyed by source tensor and the op index that
+	// produced them (see cached).
+	qx    []int8    // [T*K]
+	qd    []float32 // [T*K/32]
+	q     actKey
+	rx    []float32 // [T*K]
+	r     actKey
+	rType tensor.DType
+	task  matmulTask
+	prep  prepTask
+	tiles [][]float32 // per worker: 4 weight rows converted to float32
+}
+
+// actKey identifies a prepared activation: the tensor it was made from and
+// the matmul op that made it.
+type actKey struct {
+	src, at int
+	ok      bool
+}
+
+// cached reports whether k holds tensor src for the matmul op at index cur.
+// Ops run in order and each tensor is computed once per run, so a
+// preparation made earlier in this run for src is still valid. One made in
+// an earlier run is never reused: the graph is the same every run, so the
+// op that made it (at <= cur) runs again first and remakes it.
+func (k actKey) cached(src, cur int) bool {
+	return k.ok && k.src == src && k.at < cur
+}
+
+// matmul computes out [T, N] = x [T, K] * W^T for W [N, K] in its stored dtype.
+func (p *program) matmul(out []float32, op tensor.Op) error {
+	w := p.w[op.Args[1].ID]
+	if w == nil {
+		return fmt.Errorf("cpu: matmul: right operand must be a weight")
+	}
+	switch w.DType {
+	case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0:
+	default:
+		return fmt.Errorf("cpu: matmul: weight dtype %v not supported", w.DType)
+	}
+	if !useSIMD {
+		p.matmulRef(out, op)
+		return nil
+	}
+	p.matmulFast(out, op)
+	return nil
+}
+
+// matmulRef is matmul with the reference kernels.
+func (p *program) matmulRef(out []float32, op tensor.Op) {
+	x, w := p.f32[op.Args[0].ID], p.w[op.Args[1].ID]
+	T, K, N := op.Args[0].Rows(), op.Args[0].Cols(), op.Out.Cols()
+	m := &p.mm
+	switch w.DType {
+	case tensor.F32:
+		p.b.pool.parallel(N, 16, func(_, lo, hi int) {
+			for r := lo; r < hi; r++ {
+				row := bytesAsF32(w.Row(r))
+				for t := 0; t < T; t++ {
+					out[t*N+r] = dotF32(x[t*K:(t+1)*K], row)
+				}
+			}
+		})
+	case tensor.F16, tensor.BF16:
+		if cap(m.xr) < len(x) {
+			m.xr = make([]float32, len(x))
+		}
+		xr := m.xr[:len(x)]
+		roundActivations(xr, x, w.DType)
+		dot := dotF16
+		if w.DType == tensor.BF16 {
+			dot = dotBF16
+		}
+		p.b.pool.parallel(N, 16, func(_, lo, hi int) {
+			for r := lo; r < hi; r++ {
+				row := w.Row(r)
+				for t := 0; t < T; t++ {
+					out[t*N+r] = dot(xr[t*K:(t+1)*K], row)
+				}
+			}
+		})
+	case tensor.Q8_0, tensor.Q4_0:
+		if cap(m.xq) < T {
+			m.xq = make([]q8Blocks, T)
+		}
+		xq := m.xq[:T]
+		for t := range xq {
+			quantizeQ8(x[t*K:(t+1)*K], &xq[t])
+		}
+		dot := dotQ8
+		if w.DType == tensor.Q4_0 {
+			dot = dotQ4
+		}
+		p.b.pool.parallel(N, 16, func(_, lo, hi int) {
+			for r := lo; r < hi; r++ {
+				row := w.Row(r)
+				for t := 0; t < T; t++ {
+					out[t*N+r] = dot(row, &xq[t])
+				}
+			}
+		})
+	}
+}
+
+// roundActivations writes x rounded to the values of dtype dt (f16 or bf16)
+// into dst, as ggml converts activations to the weight's dot type before the
+// dot product.
+func roundActivations(dst, x []float32, dt tensor.DType) {
+	if dt == tensor.F16 {
+		for i, v := range x {
+			dst[i] = f16tab[tensor.F32ToF16(v)]
+		}
+		return
+	}
+	for i, v := range x {
+		dst[i] = math.Float32frombits(uint32(tensor.F32ToBF16(v)) << 16)
+	}
+}
+
+// matmulFast is matmul with the AVX-512 kernels: activations are prepared
+// once (quantized to Q8_0 or rounded to f16/bf16, shared by the matmuls that
+// read the same tensor), then rows are split across workers in quads.
+func (p *program) matmulFast(out []float32, op tensor.Op) {
+	x, w := p.f32[op.Args[0].ID], p.w[op.Args[1].ID]
+	T, K, N := op.Args[0].Rows(), op.Args[0].Cols(), op.Out.Cols()
+	m := &p.mm
+	parts := p.b.pool.n
+	if T*K*N < parallelMACs {
+		parts = 1
+	}
+	t := &m.task
+	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out, T: T, K: K, N: N, x: x, tiles: m.tiles}
+	src, cur := op.Args[0].ID, op.Out.ID
+	switch w.DType {
+	case tensor.F16, tensor.BF16:
+		if !m.r.cached(src, cur) || m.rType != w.DType {
+			if cap(m.rx) < len(x) {
+				m.rx = make([]float32, len(x))
+			}
+			m.prep = prepTask{dt: w.DType, x: x, K: K, rx: m.rx[:len(x)]}
+			p.b.pool.run(T, 1, min(parts, T), &m.prep)
+			m.r, m.rType = actKey{src: src, at: cur, ok: true}, w.DType
+		}
+		t.x = m.rx[:len(x)]
+		if T >= 4 {
+			if len(m.tiles) != p.b.pool.n {
+				m.tiles = make([][]float32, p.b.pool.n)
+			}
+			for i := range m.tiles {
+				if len(m.tiles[i]) < 4*K {
+					m.tiles[i] = make([]float32, 4*K)
+				}
+			}
+			t.tiles = m.tiles
+		}
+	case tensor.Q8_0, tensor.Q4_0:
+		if !m.q.cached(src, cur) {
+			if cap(m.qx) < len(x) {
+				m.qx = make([]int8, len(x))
+				m.qd = make([]float32, len(x)/32)
+			}
+			m.prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: m.qx[:len(x)], qd: m.qd[:len(x)/32]}
+			p.b.pool.run(T, 1, min(parts, T), &m.prep)
+			m.q = actKey{src: src, at: cur, ok: true}
+		}
+		t.qx, t.qd = m.qx[:len(x)], m.qd[:len(x)/32]
+	}
+	p.b.pool.run(N, 4, parts, t)
+}
+
+// prepTask prepares activation rows [lo, hi) for a matmul: quantizes them to
+// Q8_0 (dt Q8_0) or rounds them to f16/bf16 values.
+type prepTask struct {
+	dt tensor.DType
+	x  []float32 // [T, K]
+	K  int
+	qx []int8    // [T, K]
+	qd []float32 // [T, K/32]
+	rx []float32 // [T, K]
+}
+
+func (t *prepTask) run(_, lo, hi int) {
+	K := t.K
+	if t.dt != tensor.Q8_0 {
+		roundActivations(t.rx[lo*K:hi*K], t.x[lo*K:hi*K], t.dt)
+		return
+	}
+	nb := K / 32
+	for r := lo; r < hi; r++ {
+		q := q8Blocks{d: t.qd[r*nb : (r+1)*nb : (r+1)*nb], qs: t.qx[r*K : (r+1)*K : (r+1)*K]}
+		quantizeQ8(t.x[r*K:(r+1)*K], &q)
+		for i, v := range q.qs {
+			q.qs[i] = v ^ -0x80 // the kernels take x+128 as an unsigned byte
+		}
+	}
+}
+
+// matmulTask computes output columns (weight rows) [lo, hi) of one matmul
+// with the AVX-512 kernels.
+type matmulTask struct {
+	dt       tensor.DType
+	w        []byte // [N rows of rowBytes]
+	rowBytes int
+	x        []float32 // [T, K] activations (f16/bf16: rounded)
+	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
+	qd       []float32 // [T, K/32] their scales
+	out      []float32 // [T, N]
+	T, K, N  int
+	tiles    [][]float32 // per worker [4*K]; set when T >= 4 for f16/bf16
+}
+
+// tokenBlock is the number of tokens whose activations a worker keeps hot in
+// cache while it sweeps its weight rows: about 256 KiB of them.
+func tokenBlock(rowBytes int) int {
+	return max(4, (256<<10)/rowBytes/4*4)
+}
+
+func (t *matmulTask) run(worker, lo, hi int) {
+	switch t.dt {
+	case tensor.Q8_0, tensor.Q4_0:
+		t.runQuant(lo, hi)
+	default:
+		t.runFloat(worker, lo, hi)
+	}
+}
+
+// runFloat handles F32, F16 and BF16 weights. Every output element is
+// computed by the same kernel arithmetic (f32Dot4x1 and f32Dot4x4 agree lane
+// for lane, and converting f16/bf16 weights to float32 is exact).
+func (t *matmulTask) runFloat(worker, lo, hi int) {
+	T, K, N, rb := t.T, t.K, t.N, t.rowBytes
+	var one [4]float32
+	tb := tokenBlock(K * 4)
+	for t0 := 0; t0 < T; t0 += tb {
+		t1 := min(t0+tb, T)
+		r := lo
+		for ; r+4 <= hi; r += 4 {
+			wp, ws, dt := unsafe.Pointer(&t.w[r*rb]), uintptr(rb), t.dt
+			tt := t0
+			if t1-t0 >= 4 {
+				if dt != tensor.F32 {
+					tile := t.tiles[worker][:4*K]
+					for i := 0; i < 4; i++ {
+						convertRow(dt, tile[i*K:(i+1)*K], t.w[(r+i)*rb:(r+i+1)*rb])
+					}
+					wp, ws, dt = unsafe.Pointer(&tile[0]), uintptr(4*K), tensor.F32
+				}
+				for ; tt+4 <= t1; tt += 4 {
+					f32Dot4x4(wp, ws, unsafe.Pointer(&t.x[tt*K]), uintptr(4*K), K, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
+				}
+			}
+			for ; tt < t1; tt++ {
+				floatDot4x1(dt, wp, ws, unsafe.Pointer(&t.x[tt*K]), K, &t.out[tt*N+r])
+			}
+		}
+		for ; r < hi; r++ {
+			for tt := t0; tt < t1; tt++ {
+				floatDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.x[tt*K]), K, &one[0])
+				t.out[tt*N+r] = one[0]
+			}
+		}
+	}
+}
+
+// floatDot4x1 calls the 4-row decode kernel for rows of dtype dt (called
+// directly, not through a function value, so out does not escape).
+func floatDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32) {
+	switch dt {
+	case tensor.F16:
+		f16Dot4x1(w, wstride, x, k, out)
+	case tensor.BF16:
+		bf16Dot4x1(w, wstride, x, k, out)
+	default:
+		f32Dot4x1(w, wstride, x, k, out)
+	}
+}
+
+// convertRow converts an f16 or bf16 row to float32 (exactly).
+func convertRow(dt tensor.DType, dst []float32, src []byte) {
+	n := len(dst)
+	if dt == tensor.F16 {
+		cvtF16(&dst[0], unsafe.Pointer(&src[0]), n)
+		for i := n &^ 15; i < n; i++ {
+			dst[i] = f16tab[uint16(src[2*i])|uint16(src[2*i+1])<<8]
+		}
+		return
+	}
+	cvtBF16(&dst[0], unsafe.Pointer(&src[0]), n)
+	for i := n &^ 15; i < n; i++ {
+		dst[i] = math.Float32frombits(uint32(src[2*i])<<16 | uint32(src[2*i+1])<<24)
+	}
+}
+
+// runQuant handles Q8_0 and Q4_0 weights against Q8_0 activations. The
+// kernels agree bit for bit with dotQ8/dotQ4 whatever the tile shape.
+func (t *matmulTask) runQuant(lo, hi int) {
+	T, K, N, rb := t.T, t.K, t.N, t.rowBytes
+	nb := K / 32
+	var one [4]float32
+	tb := tokenBlock(K)
+	for t0 := 0; t0 < T; t0 += tb {
+		t1 := min(t0+tb, T)
+		r := lo
+		for ; r+4 <= hi; r += 4 {
+			wp := unsafe.Pointer(&t.w[r*rb])
+			tt := t0
+			if t.dt == tensor.Q8_0 {
+				for ; tt+4 <= t1; tt += 4 {
+					q8Dot4x4(wp, uintptr(rb), unsafe.Pointer(&t.qx[tt*K]), uintptr(K), unsafe.Pointer(&t.qd[tt*nb]), uintptr(4*nb), nb,
+						unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
+				}
+			}
+			for ; tt < t1; tt++ {
+				quantDot4x1(t.dt, wp, uintptr(rb), unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, &t.out[tt*N+r])
+			}
+		}
+		for ; r < hi; r++ {
+			for tt := t0; tt < t1; tt++ {
+				quantDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, &one[0])
+				t.out[tt*N+r] = one[0]
+			}
+		}
+	}
+}
+
+// quantDot4x1 calls the 4-row decode kernel for Q8_0 or Q4_0 rows.
+func quantDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out *float32) {
+	if dt == tensor.Q4_0 {
+		q4Dot4x1(w, wstride, xq, xd, nb, out)
+		return
+	}
+	q8Dot4x1(w, wstride, xq, xd, nb, out)
+}

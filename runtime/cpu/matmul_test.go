@@ -1,0 +1,262 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// randWeight returns an [n, k] weight of dtype dt with random contents:
+// float rows of normal values, quantized rows of random quants (the full
+// int8 range for Q8_0, -128 included) and random fp16 scales.
+func randWeight(r *rand.Rand, dt tensor.DType, n, k int) *weights.Tensor {
+	rb, err := dt.RowBytes(k)
+	if err != nil {
+		panic(err)
+	}
+	data := make([]byte, n*rb)
+	scale := func() uint16 { return tensor.F32ToF16(float32(math.Ldexp(0.5+r.Float64(), -r.IntN(12)))) }
+	for row := 0; row < n; row++ {
+		b := data[row*rb : (row+1)*rb]
+		switch dt {
+		case tensor.F32:
+			for i := 0; i < k; i++ {
+				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(r.NormFloat64())))
+			}
+		case tensor.F16:
+			for i := 0; i < k; i++ {
+				binary.LittleEndian.PutUint16(b[2*i:], tensor.F32ToF16(float32(r.NormFloat64())))
+			}
+		case tensor.BF16:
+			for i := 0; i < k; i++ {
+				binary.LittleEndian.PutUint16(b[2*i:], tensor.F32ToBF16(float32(r.NormFloat64())))
+			}
+		case tensor.Q8_0:
+			for blk := 0; blk < k/32; blk++ {
+				binary.LittleEndian.PutUint16(b[blk*34:], scale())
+				for i := 0; i < 32; i++ {
+					b[blk*34+2+i] = byte(r.IntN(256))
+				}
+			}
+		case tensor.Q4_0:
+			for blk := 0; blk < k/32; blk++ {
+				binary.LittleEndian.PutUint16(b[blk*18:], scale())
+				for i := 0; i < 16; i++ {
+					b[blk*18+2+i] = byte(r.IntN(256))
+				}
+			}
+		}
+	}
+	return &weights.Tensor{Name: "w", DType: dt, Shape: []int{k, n}, Data: data}
+}
+
+// randActivations returns T rows of k values with a spread of magnitudes
+// per row and the odd exact zero, so block scales vary.
+func randActivations(r *rand.Rand, T, k int) []float32 {
+	x := make([]float32, T*k)
+	for i := range x {
+		switch r.IntN(50) {
+		case 0:
+			x[i] = 0
+		default:
+			x[i] = float32(r.NormFloat64() * math.Ldexp(1, r.IntN(8)-4))
+		}
+	}
+	return x
+}
+
+// runMatMul runs one matmul op through a program with the given threads and
+// kernels and returns its output [T, N].
+func runMatMul(w *weights.Tensor, x []float32, T, threads int, simd bool) []float32 {
+	b := &Backend{pool: newPool(threads)}
+	defer b.pool.close()
+	K, N := w.Shape[0], w.Rows()
+	xt := tensor.Tensor{ID: 0, Shape: [2]int{T, K}, DType: tensor.F32}
+	wt := tensor.Tensor{ID: 1, Shape: [2]int{N, K}, DType: w.DType}
+	op := tensor.Op{Kind: tensor.OpMatMul, Args: []tensor.Tensor{xt, wt}, Out: tensor.Tensor{ID: 2, Shape: [2]int{T, N}, DType: tensor.F32}}
+	p := &program{b: b, f32: [][]float32{x, nil, make([]float32, T*N)}, w: []*weights.Tensor{nil, w, nil}}
+	if simd {
+		p.matmulFast(p.f32[2], op)
+	} else {
+		p.matmulRef(p.f32[2], op)
+	}
+	return p.f32[2]
+}
+
+func requireSIMD(t *testing.T) {
+	if !hasAVX512() {
+		t.Skip("no AVX-512 VNNI: the fast kernels are not used on this CPU")
+	}
+}
+
+// TestQuantMatMulBitExact checks that the fast Q8_0 and Q4_0 kernels give
+// bit for bit the reference dotQ8/dotQ4 results, for every thread count and
+// batch size, including row counts that leave partial quads.
+func TestQuantMatMulBitExact(t *testing.T) {
+	requireSIMD(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
+		for _, k := range []int{32, 64, 96, 1024} {
+			for _, n := range []int{1, 3, 4, 7, 13, 64} {
+				w := randWeight(r, dt, n, k)
+				for _, T := range []int{1, 2, 5, 9} {
+					x := randActivations(r, T, k)
+					want := runMatMul(w, x, T, 1, false)
+					for _, threads := range []int{1, 2, 3} {
+						got := runMatMul(w, x, T, threads, true)
+						for i := range want {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("%v k=%d n=%d T=%d threads=%d: out[%d] = %g (%#x), reference %g (%#x)",
+									dt, k, n, T, threads, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestQuantMatMulBitExactLarge is TestQuantMatMulBitExact on the shapes of
+// a 0.6B model's projections, with a prefill-sized batch.
+func TestQuantMatMulBitExactLarge(t *testing.T) {
+	requireSIMD(t)
+	if testing.Short() {
+		t.Skip("short")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
+		w := randWeight(r, dt, 130, 3072)
+		x := randActivations(r, 70, 3072)
+		want := runMatMul(w, x, 70, 1, false)
+		got := runMatMul(w, x, 70, 2, true)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%v: out[%d] = %g, reference %g", dt, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestFloatMatMul checks the fast F32, F16 and BF16 kernels against the
+// reference within a tolerance, and checks that each output is exactly the
+// same whatever the thread count and whichever batch the token is in.
+func TestFloatMatMul(t *testing.T) {
+	requireSIMD(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
+		for _, k := range []int{1, 15, 16, 17, 64, 172, 1024} {
+			for _, n := range []int{1, 5, 8, 67} {
+				t.Run(fmt.Sprintf("%v k=%d n=%d", dt, k, n), func(t *testing.T) {
+					w := randWeight(r, dt, n, k)
+					const T = 11
+					x := randActivations(r, T, k)
+					want := runMatMul(w, x, T, 1, false)
+					got := runMatMul(w, x, T, 2, true)
+					var maxDiff float64
+					for i := range want {
+						d := math.Abs(float64(got[i]) - float64(want[i]))
+						maxDiff = max(maxDiff, d)
+						if d > 1e-4*(1+math.Sqrt(float64(k))) {
+							t.Fatalf("out[%d] = %g, reference %g (diff %g)", i, got[i], want[i], d)
+						}
+					}
+					for _, threads := range []int{1, 3} {
+						again := runMatMul(w, x, T, threads, true)
+						for i := range got {
+							if math.Float32bits(again[i]) != math.Float32bits(got[i]) {
+								t.Fatalf("threads=%d: out[%d] = %g, with 2 threads %g", threads, i, again[i], got[i])
+							}
+						}
+					}
+					for tok := 0; tok < T; tok++ {
+						alone := runMatMul(w, x[tok*k:(tok+1)*k], 1, 2, true)
+						for j := range alone {
+							if math.Float32bits(alone[j]) != math.Float32bits(got[tok*n+j]) {
+								t.Fatalf("token %d alone: out[%d] = %g, in the batch %g", tok, j, alone[j], got[tok*n+j])
+							}
+						}
+					}
+					t.Logf("max diff vs reference %g", maxDiff)
+				})
+			}
+		}
+	}
+}
+
+// TestFMA32 checks fma32 against a*b+c computed exactly and rounded once.
+func TestFMA32(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	rnd := func() float32 {
+		return float32(math.Ldexp(r.NormFloat64(), r.IntN(80)-40))
+	}
+	// The float64 sum of this case rounds onto a float32 midpoint: rounding
+	// it again would round up; the exact value is just below the midpoint.
+	ma, mb, mc := float32(math.Ldexp(1+0x1p-23, -12)), float32(math.Ldexp(1-0x1p-23, -12)), float32(1+0x1p-23)
+	for i := 0; i < 200000; i++ {
+		a, b, c := rnd(), rnd(), rnd()
+		switch {
+		case i == 0:
+			a, b, c = ma, mb, mc
+		case i%3 == 0: // near-cancellation
+			c = -float32(float64(a) * float64(b))
+		}
+		exact := new(big.Float).SetPrec(200).SetFloat64(float64(a))
+		exact.Mul(exact, new(big.Float).SetFloat64(float64(b)))
+		exact.Add(exact, new(big.Float).SetFloat64(float64(c)))
+		want, _ := exact.Float32()
+		if got := fma32(a, b, c); got != want {
+			t.Fatalf("fma32(%g, %g, %g) = %g, want %g", a, b, c, got, want)
+		}
+	}
+}
+
+// TestDotFMA checks the assembly FMA chain against fma32.
+func TestDotFMA(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, n := range []int{1, 2, 8, 128, 1000} {
+		x, y := randActivations(r, 1, n), randActivations(r, 1, n)
+		var want float32
+		for i := range x {
+			want = fma32(x[i], y[i], want)
+		}
+		if got := dotFMA(x, y); math.Float32bits(got) != math.Float32bits(want) {
+			t.Errorf("n=%d: dotFMA = %g, fma32 chain %g", n, got, want)
+		}
+	}
+}
+
+// TestElementwiseThreadInvariant checks that add, swiglu and rms_norm give
+// the same bits on one thread and split across three.
+func TestElementwiseThreadInvariant(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	const T, d = 40, 1024
+	x, y, w := randActivations(r, T, d), randActivations(r, T, d), randActivations(r, 1, d)
+	run := func(threads int, kind tensor.OpKind) []float32 {
+		b := &Backend{pool: newPool(threads)}
+		defer b.pool.close()
+		xt := tensor.Tensor{ID: 0, Shape: [2]int{T, d}}
+		yt := tensor.Tensor{ID: 1, Shape: [2]int{T, d}}
+		op := tensor.Op{Kind: kind, Args: []tensor.Tensor{xt, yt}, Group: d, Eps: 1e-6, Out: tensor.Tensor{ID: 2, Shape: [2]int{T, d}}}
+		p := &program{b: b, f32: [][]float32{x, y, make([]float32, T*d)}, w: make([]*weights.Tensor, 3)}
+		if kind == tensor.OpRMSNorm {
+			p.f32[1] = w // weightF32 returns the cached f32 values
+		}
+		p.elementwise(p.f32[2], op)
+		return p.f32[2]
+	}
+	for _, kind := range []tensor.OpKind{tensor.OpAdd, tensor.OpSwiGLU, tensor.OpRMSNorm} {
+		one, three := run(1, kind), run(3, kind)
+		for i := range one {
+			if math.Float32bits(one[i]) != math.Float32bits(three[i]) {
+				t.Fatalf("%v: out[%d] = %g on 1 thread, %g on 3", kind, i, one[i], three[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,776 @@
+#include "textflag.h"
+
+// AVX-512 (F, BW, VL, VNNI) kernels for the fast matmul paths. Every kernel
+// computes each output element with one fixed sequence of operations, the same
+// in every tile shape, so results do not depend on how rows and tokens are
+// tiled or split across workers:
+//   - float kernels: 16 float32 lanes, acc[l] = fma(w[16c+l], x[16c+l], acc[l])
+//     over 16-element chunks c, the last chunk zero-padded by a masked load,
+//     then the HSUM16 order below;
+//   - Q8_0/Q4_0 kernels: per 32-element block an exact int32 dot in 8 lanes of
+//     4 products, acc[l] = fma(d_w*d_x, float(lane), acc[l]), then hsum8:
+//     bit for bit the reference dotQ8/dotQ4.
+
+// func cpuid(eax, ecx uint32) (a, b, c, d uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL eax+0(FP), AX
+	MOVL ecx+4(FP), CX
+	CPUID
+	MOVL AX, a+8(FP)
+	MOVL BX, b+12(FP)
+	MOVL CX, c+16(FP)
+	MOVL DX, d+20(FP)
+	RET
+
+// func xgetbv0() (eax uint32)
+TEXT ·xgetbv0(SB), NOSPLIT, $0-4
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, eax+0(FP)
+	RET
+
+// HSUM16 reduces Z register zsrc into the low lane of X0 (clobbers X0, X1, Y0, Y1):
+// lanes l+8 onto l, then l+4 onto l, then (0+2)+(1+3).
+#define HSUM16(zsrc, ysrc) \
+	VEXTRACTF32X8 $1, zsrc, Y1; \
+	VADDPS        Y1, ysrc, Y0; \
+	VEXTRACTF128  $1, Y0, X1; \
+	VADDPS        X1, X0, X0; \
+	VMOVHLPS      X0, X0, X1; \
+	VADDPS        X1, X0, X0; \
+	VMOVSHDUP     X0, X1; \
+	VADDSS        X1, X0, X0
+
+// HSUM8 reduces Y register ysrc into the low lane of X0 (clobbers X0, X1):
+// the order of hsum8 in kernels.go.
+#define HSUM8(ysrc, xsrc) \
+	VEXTRACTF32X4 $1, ysrc, X1; \
+	VADDPS        X1, xsrc, X0; \
+	VMOVHLPS      X0, X0, X1; \
+	VADDPS        X1, X0, X0; \
+	VMOVSHDUP     X0, X1; \
+	VADDSS        X1, X0, X0
+
+// TAILMASK sets K1 to the low (k - AX) bits: the lanes of the last partial chunk.
+#define TAILMASK \
+	MOVQ  CX, DX; \
+	SUBQ  AX, DX; \
+	MOVL  $1, R14; \
+	SHLXL DX, R14, R14; \
+	SUBL  $1, R14; \
+	KMOVW R14, K1
+
+// func f32Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32)
+// out[i] = dot(row i, x) for the 4 float32 rows w + i*wstride (bytes), i < 4.
+TEXT ·f32Dot4x1(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ x+16(FP), DI
+	MOVQ k+24(FP), CX
+	MOVQ out+32(FP), BX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	MOVQ R8, R13
+	SHLQ $4, R13
+	ADDQ SI, R13
+	LEAQ (R13)(R8*1), R14
+	LEAQ (R13)(R8*2), DX
+	LEAQ (R14)(R8*2), BX
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	XORQ AX, AX
+	MOVQ CX, R9
+	ANDQ $-16, R9
+	CMPQ AX, R9
+	JGE  f32d4tail
+f32d4loop:
+	PREFETCHT0 (R13)(AX*4)
+	PREFETCHT0 (R14)(AX*4)
+	PREFETCHT0 (DX)(AX*4)
+	PREFETCHT0 (BX)(AX*4)
+	VMOVUPS     (DI)(AX*4), Z4
+	VFMADD231PS (SI)(AX*4), Z4, Z16
+	VFMADD231PS (R10)(AX*4), Z4, Z17
+	VFMADD231PS (R11)(AX*4), Z4, Z18
+	VFMADD231PS (R12)(AX*4), Z4, Z19
+	ADDQ $16, AX
+	CMPQ AX, R9
+	JLT  f32d4loop
+f32d4tail:
+	CMPQ AX, CX
+	JGE  f32d4done
+	TAILMASK
+	VMOVUPS.Z   (DI)(AX*4), K1, Z4
+	VMOVUPS.Z   (SI)(AX*4), K1, Z0
+	VFMADD231PS Z0, Z4, Z16
+	VMOVUPS.Z   (R10)(AX*4), K1, Z0
+	VFMADD231PS Z0, Z4, Z17
+	VMOVUPS.Z   (R11)(AX*4), K1, Z0
+	VFMADD231PS Z0, Z4, Z18
+	VMOVUPS.Z   (R12)(AX*4), K1, Z0
+	VFMADD231PS Z0, Z4, Z19
+f32d4done:
+	MOVQ out+32(FP), BX
+	HSUM16(Z16, Y16)
+	VMOVSS X0, 0(BX)
+	HSUM16(Z17, Y17)
+	VMOVSS X0, 4(BX)
+	HSUM16(Z18, Y18)
+	VMOVSS X0, 8(BX)
+	HSUM16(Z19, Y19)
+	VMOVSS X0, 12(BX)
+	VZEROUPPER
+	RET
+
+// F16W loads 16 f16 weights at (base)(AX*2) as float32 into zdst.
+#define F16W(base, zdst) VCVTPH2PS (base)(AX*2), zdst
+// F16WT is F16W for the masked tail (ytmp is clobbered).
+#define F16WT(base, ytmp, zdst) \
+	VMOVDQU16.Z (base)(AX*2), K1, ytmp; \
+	VCVTPH2PS   ytmp, zdst
+
+// func f16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32)
+// f32Dot4x1 for f16 rows.
+TEXT ·f16Dot4x1(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ x+16(FP), DI
+	MOVQ k+24(FP), CX
+	MOVQ out+32(FP), BX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	MOVQ R8, R13
+	SHLQ $4, R13
+	ADDQ SI, R13
+	LEAQ (R13)(R8*1), R14
+	LEAQ (R13)(R8*2), DX
+	LEAQ (R14)(R8*2), BX
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	XORQ AX, AX
+	MOVQ CX, R9
+	ANDQ $-16, R9
+	CMPQ AX, R9
+	JGE  f16d4tail
+f16d4loop:
+	PREFETCHT0 (R13)(AX*2)
+	PREFETCHT0 (R14)(AX*2)
+	PREFETCHT0 (DX)(AX*2)
+	PREFETCHT0 (BX)(AX*2)
+	VMOVUPS     (DI)(AX*4), Z4
+	F16W(SI, Z0)
+	F16W(R10, Z1)
+	F16W(R11, Z2)
+	F16W(R12, Z3)
+	VFMADD231PS Z0, Z4, Z16
+	VFMADD231PS Z1, Z4, Z17
+	VFMADD231PS Z2, Z4, Z18
+	VFMADD231PS Z3, Z4, Z19
+	ADDQ $16, AX
+	CMPQ AX, R9
+	JLT  f16d4loop
+f16d4tail:
+	CMPQ AX, CX
+	JGE  f16d4done
+	TAILMASK
+	VMOVUPS.Z (DI)(AX*4), K1, Z4
+	F16WT(SI, Y5, Z0)
+	F16WT(R10, Y5, Z1)
+	F16WT(R11, Y5, Z2)
+	F16WT(R12, Y5, Z3)
+	VFMADD231PS Z0, Z4, Z16
+	VFMADD231PS Z1, Z4, Z17
+	VFMADD231PS Z2, Z4, Z18
+	VFMADD231PS Z3, Z4, Z19
+f16d4done:
+	MOVQ out+32(FP), BX
+	HSUM16(Z16, Y16)
+	VMOVSS X0, 0(BX)
+	HSUM16(Z17, Y17)
+	VMOVSS X0, 4(BX)
+	HSUM16(Z18, Y18)
+	VMOVSS X0, 8(BX)
+	HSUM16(Z19, Y19)
+	VMOVSS X0, 12(BX)
+	VZEROUPPER
+	RET
+
+// BF16W loads 16 bf16 weights at (base)(AX*2) as float32 into zdst.
+#define BF16W(base, zdst) \
+	VPMOVZXWD (base)(AX*2), zdst; \
+	VPSLLD    $16, zdst, zdst
+// BF16WT is BF16W for the masked tail (ytmp is clobbered).
+#define BF16WT(base, ytmp, zdst) \
+	VMOVDQU16.Z (base)(AX*2), K1, ytmp; \
+	VPMOVZXWD   ytmp, zdst; \
+	VPSLLD      $16, zdst, zdst
+
+// func bf16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32)
+// f32Dot4x1 for bf16 rows.
+TEXT ·bf16Dot4x1(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ x+16(FP), DI
+	MOVQ k+24(FP), CX
+	MOVQ out+32(FP), BX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	MOVQ R8, R13
+	SHLQ $4, R13
+	ADDQ SI, R13
+	LEAQ (R13)(R8*1), R14
+	LEAQ (R13)(R8*2), DX
+	LEAQ (R14)(R8*2), BX
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	XORQ AX, AX
+	MOVQ CX, R9
+	ANDQ $-16, R9
+	CMPQ AX, R9
+	JGE  bf16d4tail
+bf16d4loop:
+	PREFETCHT0 (R13)(AX*2)
+	PREFETCHT0 (R14)(AX*2)
+	PREFETCHT0 (DX)(AX*2)
+	PREFETCHT0 (BX)(AX*2)
+	VMOVUPS     (DI)(AX*4), Z4
+	BF16W(SI, Z0)
+	BF16W(R10, Z1)
+	BF16W(R11, Z2)
+	BF16W(R12, Z3)
+	VFMADD231PS Z0, Z4, Z16
+	VFMADD231PS Z1, Z4, Z17
+	VFMADD231PS Z2, Z4, Z18
+	VFMADD231PS Z3, Z4, Z19
+	ADDQ $16, AX
+	CMPQ AX, R9
+	JLT  bf16d4loop
+bf16d4tail:
+	CMPQ AX, CX
+	JGE  bf16d4done
+	TAILMASK
+	VMOVUPS.Z (DI)(AX*4), K1, Z4
+	BF16WT(SI, Y5, Z0)
+	BF16WT(R10, Y5, Z1)
+	BF16WT(R11, Y5, Z2)
+	BF16WT(R12, Y5, Z3)
+	VFMADD231PS Z0, Z4, Z16
+	VFMADD231PS Z1, Z4, Z17
+	VFMADD231PS Z2, Z4, Z18
+	VFMADD231PS Z3, Z4, Z19
+bf16d4done:
+	MOVQ out+32(FP), BX
+	HSUM16(Z16, Y16)
+	VMOVSS X0, 0(BX)
+	HSUM16(Z17, Y17)
+	VMOVSS X0, 4(BX)
+	HSUM16(Z18, Y18)
+	VMOVSS X0, 8(BX)
+	HSUM16(Z19, Y19)
+	VMOVSS X0, 12(BX)
+	VZEROUPPER
+	RET
+
+// FMA4x4 accumulates one 16-lane chunk of 4 rows (Z0..Z3) against the token
+// row at (tok)(AX*4) into accumulators a0..a3 (Z4 is clobbered).
+#define FMA4(tok, a0, a1, a2, a3) \
+	VMOVUPS     (tok)(AX*4), Z4; \
+	VFMADD231PS Z0, Z4, a0; \
+	VFMADD231PS Z1, Z4, a1; \
+	VFMADD231PS Z2, Z4, a2; \
+	VFMADD231PS Z3, Z4, a3
+
+#define FMA4T(tok, a0, a1, a2, a3) \
+	VMOVUPS.Z   (tok)(AX*4), K1, Z4; \
+	VFMADD231PS Z0, Z4, a0; \
+	VFMADD231PS Z1, Z4, a1; \
+	VFMADD231PS Z2, Z4, a2; \
+	VFMADD231PS Z3, Z4, a3
+
+// STORE4 reduces a0..a3 (rows 0..3 of one token) and stores them at
+// (dst), 4(dst), 8(dst), 12(dst).
+#define STORE4(dst, a0, y0, a1, y1, a2, y2, a3, y3) \
+	HSUM16(a0, y0); \
+	VMOVSS X0, 0(dst); \
+	HSUM16(a1, y1); \
+	VMOVSS X0, 4(dst); \
+	HSUM16(a2, y2); \
+	VMOVSS X0, 8(dst); \
+	HSUM16(a3, y3); \
+	VMOVSS X0, 12(dst)
+
+// func f32Dot4x4(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, xstride uintptr, k int, out unsafe.Pointer, ostride uintptr)
+// For the 4 float32 rows w + i*wstride and the 4 float32 tokens x + j*xstride
+// (strides in bytes): out + j*ostride + 4*i = dot(row i, token j).
+TEXT ·f32Dot4x4(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ x+16(FP), DI
+	MOVQ xstride+24(FP), R9
+	MOVQ k+32(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	LEAQ (DI)(R9*1), R13
+	LEAQ (DI)(R9*2), BX
+	LEAQ (BX)(R9*1), DX
+	VXORPS Z16, Z16, Z16
+	VXORPS Z17, Z17, Z17
+	VXORPS Z18, Z18, Z18
+	VXORPS Z19, Z19, Z19
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+	VXORPS Z24, Z24, Z24
+	VXORPS Z25, Z25, Z25
+	VXORPS Z26, Z26, Z26
+	VXORPS Z27, Z27, Z27
+	VXORPS Z28, Z28, Z28
+	VXORPS Z29, Z29, Z29
+	VXORPS Z30, Z30, Z30
+	VXORPS Z31, Z31, Z31
+	XORQ AX, AX
+	MOVQ CX, R9
+	ANDQ $-16, R9
+	CMPQ AX, R9
+	JGE  f32g4tail
+f32g4loop:
+	VMOVUPS (SI)(AX*4), Z0
+	VMOVUPS (R10)(AX*4), Z1
+	VMOVUPS (R11)(AX*4), Z2
+	VMOVUPS (R12)(AX*4), Z3
+	FMA4(DI, Z16, Z17, Z18, Z19)
+	FMA4(R13, Z20, Z21, Z22, Z23)
+	FMA4(BX, Z24, Z25, Z26, Z27)
+	FMA4(DX, Z28, Z29, Z30, Z31)
+	ADDQ $16, AX
+	CMPQ AX, R9
+	JLT  f32g4loop
+f32g4tail:
+	CMPQ AX, CX
+	JGE  f32g4done
+	MOVQ  CX, R9
+	SUBQ  AX, R9
+	MOVL  $1, R14
+	SHLXL R9, R14, R14
+	SUBL  $1, R14
+	KMOVW R14, K1
+	VMOVUPS.Z (SI)(AX*4), K1, Z0
+	VMOVUPS.Z (R10)(AX*4), K1, Z1
+	VMOVUPS.Z (R11)(AX*4), K1, Z2
+	VMOVUPS.Z (R12)(AX*4), K1, Z3
+	FMA4T(DI, Z16, Z17, Z18, Z19)
+	FMA4T(R13, Z20, Z21, Z22, Z23)
+	FMA4T(BX, Z24, Z25, Z26, Z27)
+	FMA4T(DX, Z28, Z29, Z30, Z31)
+f32g4done:
+	MOVQ out+40(FP), BX
+	MOVQ ostride+48(FP), R9
+	STORE4(BX, Z16, Y16, Z17, Y17, Z18, Y18, Z19, Y19)
+	ADDQ R9, BX
+	STORE4(BX, Z20, Y20, Z21, Y21, Z22, Y22, Z23, Y23)
+	ADDQ R9, BX
+	STORE4(BX, Z24, Y24, Z25, Y25, Z26, Y26, Z27, Y27)
+	ADDQ R9, BX
+	STORE4(BX, Z28, Y28, Z29, Y29, Z30, Y30, Z31, Y31)
+	VZEROUPPER
+	RET
+
+// The Q8_0/Q4_0 kernels take activations as unsigned bytes xu = x+128 (x
+// the Q8_0 quant, so xu = x XOR 0x80) and recover the exact signed dot per
+// lane of 4 as dot(xu, w) - dot(128, w) with VPDPBUSD (u8 x s8), two blocks
+// per 512-bit step. Registers: Z4 = xu of two blocks, Z5 = [dx0 x8 | dx1 x8]
+// (Y5 = dx0 x8 for a single block), Z11 = 0x80 bytes.
+
+// Q8SCALE2 leaves [d0 x8 | d1 x8] (d = d_w * d_x as float32) in Z6 for the
+// two Q8_0 blocks at (row) and stride(row). Clobbers X10.
+#define Q8SCALE2(row, stride) \
+	VPBROADCASTW (row), X6; \
+	VPBROADCASTW stride(row), X10; \
+	VINSERTI128  $1, X10, Y6, Y6; \
+	VCVTPH2PS    Y6, Z6; \
+	VMULPS       Z5, Z6, Z6
+
+// QDOT2 turns the signed weights in Z7 (two blocks) into the exact lane sums
+// of w*x as float32 in Z8, and accumulates fma(d0, lanes 0-7, acc) then
+// fma(d1, lanes 8-15, acc) with the scales in Z6. Clobbers Z8, Z9.
+#define QDOT2(acc) \
+	VPXORD        Z8, Z8, Z8; \
+	VPDPBUSD      Z7, Z4, Z8; \
+	VPXORD        Z9, Z9, Z9; \
+	VPDPBUSD      Z7, Z11, Z9; \
+	VPSUBD        Z9, Z8, Z8; \
+	VCVTDQ2PS     Z8, Z8; \
+	VFMADD231PS   Y8, Y6, acc; \
+	VEXTRACTF32X8 $1, Z8, Y8; \
+	VEXTRACTF32X8 $1, Z6, Y6; \
+	VFMADD231PS   Y8, Y6, acc
+
+// QDOT1 is QDOT2 for one block: weights in Y7, xu in Y4, scale in Y6.
+#define QDOT1(acc) \
+	VPXORD      Y8, Y8, Y8; \
+	VPDPBUSD    Y7, Y4, Y8; \
+	VPXORD      Y9, Y9, Y9; \
+	VPDPBUSD    Y7, Y11, Y9; \
+	VPSUBD      Y9, Y8, Y8; \
+	VCVTDQ2PS   Y8, Y8; \
+	VFMADD231PS Y8, Y6, acc
+
+// Q8ROW2 accumulates two Q8_0 blocks (34 bytes each: fp16 d, 32 int8) at
+// (row) into acc.
+#define Q8ROW2(row, acc) \
+	Q8SCALE2(row, 34); \
+	VMOVDQU      2(row), Y7; \
+	VINSERTI32X8 $1, 36(row), Z7, Z7; \
+	QDOT2(acc)
+
+// Q8ROW1 accumulates one Q8_0 block at (row) into acc.
+#define Q8ROW1(row, acc) \
+	VPBROADCASTW (row), X6; \
+	VCVTPH2PS    X6, Y6; \
+	VMULPS       Y5, Y6, Y6; \
+	VMOVDQU      2(row), Y7; \
+	QDOT1(acc)
+
+// Q4W loads the 32 weights of the Q4_0 block at (row) as signed bytes into
+// ydst (element i < 16: low nibble of byte i, element 16+i: high nibble, both
+// minus 8). Needs Y12 = 0x0f bytes, Y13 = 0x08 bytes; clobbers X14.
+#define Q4W(row, off, ydst, xdst) \
+	VMOVDQU     off+2(row), xdst; \
+	VPSRLW      $4, xdst, X14; \
+	VINSERTI128 $1, X14, ydst, ydst; \
+	VPAND       Y12, ydst, ydst; \
+	VPSUBB      Y13, ydst, ydst
+
+// Q4ROW2 is Q8ROW2 for two Q4_0 blocks (18 bytes each). Clobbers Y15.
+#define Q4ROW2(row, acc) \
+	Q8SCALE2(row, 18); \
+	Q4W(row, 0, Y7, X7); \
+	Q4W(row, 18, Y15, X15); \
+	VINSERTI32X8 $1, Y15, Z7, Z7; \
+	QDOT2(acc)
+
+// Q4ROW1 is Q8ROW1 for one Q4_0 block.
+#define Q4ROW1(row, acc) \
+	VPBROADCASTW (row), X6; \
+	VCVTPH2PS    X6, Y6; \
+	VMULPS       Y5, Y6, Y6; \
+	Q4W(row, 0, Y7, X7); \
+	QDOT1(acc)
+
+// QSETUP sets up q8Dot4x1 and q4Dot4x1 after their arguments are loaded
+// (SI = w, R8 = wstride, DI = xu, DX = xd, CX = nb, BX = out): R10, R11,
+// R12 = rows 1..3, R13 = 16 rows (the prefetch distance), Z11 = 0x80 bytes,
+// accumulators Y0..Y3 = 0.
+#define QSETUP \
+	LEAQ (SI)(R8*1), R10; \
+	LEAQ (SI)(R8*2), R11; \
+	LEAQ (R11)(R8*1), R12; \
+	MOVQ R8, R13; \
+	SHLQ $4, R13; \
+	MOVL $0x80808080, AX; \
+	VPBROADCASTD AX, Z11; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3
+
+// QPREFETCH prefetches the rows 16 ahead of the current quad.
+#define QPREFETCH \
+	PREFETCHT0 (SI)(R13*1); \
+	PREFETCHT0 (R10)(R13*1); \
+	PREFETCHT0 (R11)(R13*1); \
+	PREFETCHT0 (R12)(R13*1)
+
+// QLOADX2 loads xu and the scales of two activation blocks.
+#define QLOADX2 \
+	VMOVDQU64      (DI), Z4; \
+	VBROADCASTSS   (DX), Y5; \
+	VBROADCASTSS   4(DX), Y10; \
+	VINSERTF32X8   $1, Y10, Z5, Z5
+
+// QLOADX1 loads xu and the scale of one activation block.
+#define QLOADX1 \
+	VMOVDQU      (DI), Y4; \
+	VBROADCASTSS (DX), Y5
+
+// QSTORE reduces the accumulators Y0..Y3 into out[0..3].
+#define QSTORE \
+	VMOVAPS Y1, Y13; \
+	HSUM8(Y0, X0); \
+	VMOVSS X0, 0(BX); \
+	HSUM8(Y13, X13); \
+	VMOVSS X0, 4(BX); \
+	HSUM8(Y2, X2); \
+	VMOVSS X0, 8(BX); \
+	HSUM8(Y3, X3); \
+	VMOVSS X0, 12(BX)
+
+// func q8Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out *float32)
+// out[i] = dotQ8(row i, x) for the 4 Q8_0 rows w + i*wstride (bytes), with
+// activations xq (nb*32 bytes, x+128) and their block scales xd (nb float32).
+TEXT ·q8Dot4x1(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ nb+32(FP), CX
+	MOVQ out+40(FP), BX
+	QSETUP
+	CMPQ CX, $2
+	JLT  q8d4one
+q8d4loop:
+	QPREFETCH
+	QLOADX2
+	Q8ROW2(SI, Y0)
+	Q8ROW2(R10, Y1)
+	Q8ROW2(R11, Y2)
+	Q8ROW2(R12, Y3)
+	ADDQ $68, SI
+	ADDQ $68, R10
+	ADDQ $68, R11
+	ADDQ $68, R12
+	ADDQ $64, DI
+	ADDQ $8, DX
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  q8d4loop
+q8d4one:
+	TESTQ CX, CX
+	JEQ   q8d4done
+	QLOADX1
+	Q8ROW1(SI, Y0)
+	Q8ROW1(R10, Y1)
+	Q8ROW1(R11, Y2)
+	Q8ROW1(R12, Y3)
+q8d4done:
+	QSTORE
+	VZEROUPPER
+	RET
+
+// func q4Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out *float32)
+// q8Dot4x1 for Q4_0 rows: out[i] = dotQ4(row i, x).
+TEXT ·q4Dot4x1(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ nb+32(FP), CX
+	MOVQ out+40(FP), BX
+	QSETUP
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Y12
+	MOVL $0x08080808, AX
+	VPBROADCASTD AX, Y13
+	CMPQ CX, $2
+	JLT  q4d4one
+q4d4loop:
+	QPREFETCH
+	QLOADX2
+	Q4ROW2(SI, Y0)
+	Q4ROW2(R10, Y1)
+	Q4ROW2(R11, Y2)
+	Q4ROW2(R12, Y3)
+	ADDQ $36, SI
+	ADDQ $36, R10
+	ADDQ $36, R11
+	ADDQ $36, R12
+	ADDQ $64, DI
+	ADDQ $8, DX
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  q4d4loop
+q4d4one:
+	TESTQ CX, CX
+	JEQ   q4d4done
+	QLOADX1
+	Q4ROW1(SI, Y0)
+	Q4ROW1(R10, Y1)
+	Q4ROW1(R11, Y2)
+	Q4ROW1(R12, Y3)
+q4d4done:
+	QSTORE
+	VZEROUPPER
+	RET
+
+// Q4X4ROW sets up row r of a q8Dot4x4 block: corr = dot(128, w) per lane
+// and dw = d_w as 8 float32s.
+#define Q4X4ROW(row, corr, xdw, dw) \
+	VPXORD       corr, corr, corr; \
+	VPDPBUSD     2(row), Y2, corr; \
+	VPBROADCASTW (row), xdw; \
+	VCVTPH2PS    xdw, dw
+
+// Q4X4PAIR accumulates one block of (row, token) into acc: the token's xu
+// in Y4 and scale in Y5; the row's corr and dw from Q4X4ROW.
+#define Q4X4PAIR(row, corr, dw, acc) \
+	VPXORD      Y6, Y6, Y6; \
+	VPDPBUSD    2(row), Y4, Y6; \
+	VPSUBD      corr, Y6, Y6; \
+	VCVTDQ2PS   Y6, Y6; \
+	VMULPS      Y5, dw, Y7; \
+	VFMADD231PS Y6, Y7, acc
+
+#define Q4X4TOK(xu, xd, a0, a1, a2, a3) \
+	VMOVDQU      xu, Y4; \
+	VBROADCASTSS xd, Y5; \
+	Q4X4PAIR(SI, Y8, Y12, a0); \
+	Q4X4PAIR(R10, Y9, Y13, a1); \
+	Q4X4PAIR(R11, Y10, Y14, a2); \
+	Q4X4PAIR(R12, Y11, Y15, a3)
+
+#define Q4X4STORE(a0, x0, a1, x1, a2, x2, a3, x3) \
+	HSUM8(a0, x0); \
+	VMOVSS X0, 0(BX); \
+	HSUM8(a1, x1); \
+	VMOVSS X0, 4(BX); \
+	HSUM8(a2, x2); \
+	VMOVSS X0, 8(BX); \
+	HSUM8(a3, x3); \
+	VMOVSS X0, 12(BX)
+
+// func q8Dot4x4(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
+// For the 4 Q8_0 rows w + i*wstride and the 4 activation rows j (xu at
+// xq + j*xqstride, scales at xd + j*xdstride; strides in bytes):
+// out + j*ostride + 4*i = dotQ8(row i, token j), as q8Dot4x1 computes it.
+TEXT ·q8Dot4x4(SB), NOSPLIT, $0-72
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xqstride+24(FP), R9
+	MOVQ xd+32(FP), DX
+	MOVQ xdstride+40(FP), R14
+	MOVQ nb+48(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	LEAQ (DI)(R9*2), R13
+	ADDQ R9, R13
+	LEAQ (DX)(R14*2), BX
+	ADDQ R14, BX
+	MOVQ R8, AX
+	SHLQ $2, AX
+	MOVL $0x80808080, R8
+	VPBROADCASTD R8, Y2
+	VXORPS Y16, Y16, Y16
+	VXORPS Y17, Y17, Y17
+	VXORPS Y18, Y18, Y18
+	VXORPS Y19, Y19, Y19
+	VXORPS Y20, Y20, Y20
+	VXORPS Y21, Y21, Y21
+	VXORPS Y22, Y22, Y22
+	VXORPS Y23, Y23, Y23
+	VXORPS Y24, Y24, Y24
+	VXORPS Y25, Y25, Y25
+	VXORPS Y26, Y26, Y26
+	VXORPS Y27, Y27, Y27
+	VXORPS Y28, Y28, Y28
+	VXORPS Y29, Y29, Y29
+	VXORPS Y30, Y30, Y30
+	VXORPS Y31, Y31, Y31
+	TESTQ CX, CX
+	JEQ   q8g4done
+q8g4loop:
+	PREFETCHT0 (SI)(AX*1)
+	PREFETCHT0 (R10)(AX*1)
+	PREFETCHT0 (R11)(AX*1)
+	PREFETCHT0 (R12)(AX*1)
+	Q4X4ROW(SI, Y8, X12, Y12)
+	Q4X4ROW(R10, Y9, X13, Y13)
+	Q4X4ROW(R11, Y10, X14, Y14)
+	Q4X4ROW(R12, Y11, X15, Y15)
+	Q4X4TOK((DI), (DX), Y16, Y17, Y18, Y19)
+	Q4X4TOK((DI)(R9*1), (DX)(R14*1), Y20, Y21, Y22, Y23)
+	Q4X4TOK((DI)(R9*2), (DX)(R14*2), Y24, Y25, Y26, Y27)
+	Q4X4TOK((R13), (BX), Y28, Y29, Y30, Y31)
+	ADDQ $34, SI
+	ADDQ $34, R10
+	ADDQ $34, R11
+	ADDQ $34, R12
+	ADDQ $32, DI
+	ADDQ $32, R13
+	ADDQ $4, DX
+	ADDQ $4, BX
+	DECQ CX
+	JNZ  q8g4loop
+q8g4done:
+	MOVQ out+56(FP), BX
+	MOVQ ostride+64(FP), R9
+	Q4X4STORE(Y16, X16, Y17, X17, Y18, X18, Y19, X19)
+	ADDQ R9, BX
+	Q4X4STORE(Y20, X20, Y21, X21, Y22, X22, Y23, X23)
+	ADDQ R9, BX
+	Q4X4STORE(Y24, X24, Y25, X25, Y26, X26, Y27, X27)
+	ADDQ R9, BX
+	Q4X4STORE(Y28, X28, Y29, X29, Y30, X30, Y31, X31)
+	VZEROUPPER
+	RET
+
+// func cvtF16(dst *float32, src unsafe.Pointer, n int)
+// dst[i] = f16 src[i] as float32 for i < n rounded down to a multiple of 16.
+TEXT ·cvtF16(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JEQ  cvtf16done
+cvtf16loop:
+	VCVTPH2PS (SI), Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  cvtf16loop
+cvtf16done:
+	VZEROUPPER
+	RET
+
+// func cvtBF16(dst *float32, src unsafe.Pointer, n int)
+// cvtF16 for bf16 values.
+TEXT ·cvtBF16(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JEQ  cvtbf16done
+cvtbf16loop:
+	VPMOVZXWD (SI), Z0
+	VPSLLD    $16, Z0, Z0
+	VMOVUPS   Z0, (DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  cvtbf16loop
+cvtbf16done:
+	VZEROUPPER
+	RET
+
+// func fmaChain(x, y *float32, n int) float32
+// s = fma(x[i], y[i], s) for i < n in order, in float32: dotFMA.
+TEXT ·fmaChain(SB), NOSPLIT, $0-28
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPS X0, X0, X0
+	TESTQ  CX, CX
+	JEQ    fmachaindone
+fmachainloop:
+	VMOVSS      (SI), X1
+	VFMADD231SS (DI), X1, X0
+	ADDQ $4, SI
+	ADDQ $4, DI
+	DECQ CX
+	JNZ  fmachainloop
+fmachaindone:
+	VMOVSS X0, ret+24(FP)
+	RET
