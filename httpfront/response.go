@@ -2,6 +2,7 @@ package httpfront
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
@@ -176,7 +177,7 @@ func (s *sse) event(v any) bool {
 	if s.err != nil {
 		return false
 	}
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		s.err = err
 		return false
@@ -301,4 +302,16 @@ func (r *response) textChunk(index int, text string, lp *textLogprobs, finish *s
 	return textCompletion{ID: r.id, Object: "text_completion", Created: r.created, Model: r.model,
 		SystemFingerprint: fingerprint, Usage: u,
 		Choices: []textChoice{{Index: index, Text: text, Logprobs: lp, FinishReason: finish}}}
+}
+
+// marshal encodes v as JSON without HTML escaping: model text such as
+// "<|im_end|>" stays readable on the wire (json.Marshal would send \u003c).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -12,7 +12,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -281,7 +280,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, e *Error) {
 }
 
 func (s *Server) writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		s.fail(ctx, &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: err.Error()})
 		return
