@@ -191,3 +191,18 @@ func TestMetricsAndIntervals(t *testing.T) {
 		t.Errorf("bad since_unix_ms: status %d, want 400", code)
 	}
 }
+
+// TestJSONNotHTMLEscaped: special-token text reaches clients as written.
+func TestJSONNotHTMLEscaped(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 1)
+	resp, err := http.Post(s.url+"/v1/completions", "application/json",
+		strings.NewReader(`{"model":"tiny-qwen3-f32","prompt":"hi","max_tokens":8,"temperature":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "<fill") || strings.Contains(string(b), `\u003c`) {
+		t.Errorf("body has HTML-escaped or no <fillN> text: %s", b)
+	}
+}
