@@ -320,6 +320,11 @@ type timings struct {
 	PredictedMS         float64 `json:"predicted_ms"`
 	PredictedPerTokenMS float64 `json:"predicted_per_token_ms"`
 	PredictedPerSecond  float64 `json:"predicted_per_second"`
+	// DraftN and DraftNAccepted are llama.cpp's speculative counts (draft
+	// tokens verified, and accepted), summed over choices; absent when the
+	// engine's graph does not speculate.
+	DraftN         *int `json:"draft_n,omitempty"`
+	DraftNAccepted *int `json:"draft_n_accepted,omitempty"`
 }
 
 // usage is OpenAI's token accounting.
@@ -346,6 +351,14 @@ func (j *job) account(stats []engine.Stats) (usage, timings) {
 	t := timings{PromptN: u.PromptTokens, PromptMS: ms(prompt), PredictedN: u.CompletionTokens, PredictedMS: ms(predicted)}
 	t.PromptPerTokenMS, t.PromptPerSecond = rates(t.PromptN, t.PromptMS)
 	t.PredictedPerTokenMS, t.PredictedPerSecond = rates(t.PredictedN, t.PredictedMS)
+	if j.m.Engine.DraftWindow() > 0 {
+		var drafted, accepted int
+		for _, s := range stats {
+			drafted += s.Speculative.Drafted
+			accepted += s.Speculative.Accepted
+		}
+		t.DraftN, t.DraftNAccepted = &drafted, &accepted
+	}
 	return u, t
 }
 

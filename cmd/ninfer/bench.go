@@ -310,7 +310,7 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 				GeneratedOutputTokens: len(res.IDs), DecodeOutputTokens: dec, DecodeEngineTokens: dec,
 				Timings: bench.Timings{PrepareSeconds: st.Queue.Seconds(), PrefillSeconds: st.Prefill.Seconds(),
 					DecodeSeconds: st.Decode.Seconds(), TotalSeconds: total.Seconds()},
-				Speculative: bench.Disabled(), PromptTokens: len(prompt), SubstitutedPosition: pos, SubstitutedToken: sub,
+				Speculative: specBlock(inst, res.Stats.Speculative), PromptTokens: len(prompt), SubstitutedPosition: pos, SubstitutedToken: sub,
 				FinishReason: res.Finish,
 			})
 		}
@@ -400,6 +400,10 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, cfg *mod
 	}
 	if o.mf.backend != "cpu" {
 		r.Config.DecodePath = o.mf.backend
+	}
+	if k := inst.Engine.DraftWindow(); k > 0 {
+		backend, head := specBackend(inst), "speculative."+specBackend(inst)
+		r.Config.SpeculativeBackend, r.Config.DraftTokens, r.Config.ProposalHead = &backend, k, &head
 	}
 	r.Bandwidth = peakBandwidth(o)
 	return r

@@ -91,7 +91,7 @@ func TestGraphCheck(t *testing.T) {
 		},
 		{
 			name: "a missing file is an error", args: []string{"check", "nowhere/g.yaml"},
-			wantCode: 1, wantStderr: []string{"nowhere/g.yaml: no such file or embedded graph (embedded: ", "plain)"},
+			wantCode: 1, wantStderr: []string{"nowhere/g.yaml: no such file or embedded graph (embedded: ", "plain, "},
 		},
 		{
 			name: "check needs a file", args: []string{"check"},

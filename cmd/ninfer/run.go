@@ -17,6 +17,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/suites/bench"
 )
 
 // modelFlags are the flags every command that loads a model shares.
@@ -116,6 +117,9 @@ type runOutput struct {
 	Text      string     `json:"text"`
 	Finish    string     `json:"finish_reason"`
 	Timings   runTimings `json:"timings"`
+	// Speculative has the bench report's speculative fields (enabled false
+	// and zero counts for a graph that does not speculate).
+	Speculative bench.Speculative `json:"speculative"`
 }
 
 type runTimings struct {
@@ -201,7 +205,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	out := runOutput{PromptIDs: ids, IDs: res.IDs, Text: tk.Decode(res.IDs), Finish: res.Finish,
 		Timings: runTimings{LoadSeconds: inst.LoadTime.Seconds(), PrefillSeconds: res.Stats.Prefill.Seconds(),
-			DecodeSeconds: res.Stats.Decode.Seconds(), PromptTokens: len(ids), Predicted: len(res.IDs)}}
+			DecodeSeconds: res.Stats.Decode.Seconds(), PromptTokens: len(ids), Predicted: len(res.IDs)},
+		Speculative: specBlock(inst, res.Stats.Speculative)}
 	if out.IDs == nil {
 		out.IDs = []int32{}
 	}

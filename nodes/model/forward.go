@@ -17,13 +17,18 @@ func init() {
 		In: []node.Port{
 			{Name: "tokens", Type: node.Tokens, Doc: "token ids of the step, one per row [T]"},
 			{Name: "positions", Type: node.Positions, Doc: "position of each row in its sequence [T]"},
+			{Name: "draft", Type: node.Draft, Optional: true,
+				Doc: "drafts to verify: each sequence's drafts are fed after its last token, with logits for every draft row"},
 		},
 		Out: []node.Port{
 			{Name: "logits", Type: node.Logits, Doc: "next-token logits of the rows that need a token [R, vocab]"},
 		},
 		Summary: "Run the model (llama, qwen3) over the step's tokens, appending their K/V to the cache.",
 		Doc: "Reads the architecture from the GGUF metadata and binds weights by name. " +
-			"Only the rows the step samples from get the final norm and output projection.",
+			"Only the rows the step samples from get the final norm and output projection. " +
+			"With `draft` wired (a proposer's output), the engine feeds the step's tokens with each decoding " +
+			"sequence's drafts inserted after its last token, so `logits` has 1 + drafts rows per sequence " +
+			"(the input of `speculative.verify`).",
 		New: func(node.Params) (any, error) { return &Forward{}, nil },
 	})
 }
@@ -49,19 +54,34 @@ func (fw *Forward) KVShape() (layers, kvDim int) {
 }
 
 // Record implements exec.DeviceNode: tokens [T], positions [T] -> logits [R, vocab],
-// where R is the length of the step's "logit_rows" input.
+// where R is the length of the step's "logit_rows" input. The draft input,
+// if wired, shapes the step's feed (the engine's work) and is not recorded.
 func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[string]tensor.Tensor, error) {
-	c := fw.Config
-	if c == nil {
+	if fw.Config == nil {
 		return nil, errors.New("model.forward: no model bound")
 	}
-	tokens, positions := in["tokens"], in["positions"]
+	logits, err := RecordLayers(b, fw.Config, in["tokens"], in["positions"], fw.Config.Layers)
+	if err != nil {
+		return nil, fmt.Errorf("model.forward: %w", err)
+	}
+	return map[string]tensor.Tensor{"logits": logits}, nil
+}
+
+// RecordLayers records the forward pass of c's first layers blocks (all of
+// them for layers == c.Layers; fewer is the early exit of self-speculation)
+// over tokens [T] at positions [T], then the final norm and output
+// projection of the step's "logit_rows" input rows: logits [R, vocab]. The
+// blocks write their K/V into KV layers 0..layers-1.
+func RecordLayers(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor, layers int) (tensor.Tensor, error) {
+	if layers < 1 || layers > c.Layers {
+		return tensor.Tensor{}, fmt.Errorf("layers %d out of range [1, %d]", layers, c.Layers)
+	}
 	rope := tensor.RoPEArgs{HeadDim: c.HeadDim, Dims: c.RopeDims, Base: c.RopeBase, Mode: c.RopeMode}
 	attn := tensor.AttentionArgs{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
 		Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))}
 
 	x := b.GetRows(b.Weight("token_embd.weight"), tokens) // [T, E]
-	for l := 0; l < c.Layers; l++ {
+	for l := 0; l < layers; l++ {
 		w := func(name string) tensor.Tensor { return b.Weight(fmt.Sprintf("blk.%d.%s.weight", l, name)) }
 		h := b.RMSNorm(x, w("attn_norm"), c.Embed, c.NormEps) // [T, E]
 		q := b.MatMul(h, w("attn_q"))                         // [T, H*D]
@@ -83,8 +103,5 @@ func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[s
 	rows := b.SelectRows(x, b.Input("logit_rows", -1)) // [R, E]
 	rows = b.RMSNorm(rows, b.Weight("output_norm.weight"), c.Embed, c.NormEps)
 	logits := b.MatMul(rows, b.Weight(c.OutputName)) // [R, vocab]
-	if err := b.Err(); err != nil {
-		return nil, fmt.Errorf("model.forward: %w", err)
-	}
-	return map[string]tensor.Tensor{"logits": logits}, nil
+	return logits, b.Err()
 }

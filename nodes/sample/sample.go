@@ -108,6 +108,18 @@ func Pick(logits []float32, s exec.Sampling, rng *rand.Rand) int32 {
 	if s.Greedy() || rng == nil {
 		return Argmax(logits)
 	}
+	ids, probs := Dist(logits, s)
+	return Draw(ids, probs, rng.Float64())
+}
+
+// Dist is the distribution Pick draws from when s is not greedy: the
+// candidate ids after top_k, top_p and min_p, by descending logit (ties in
+// id order), and their probabilities at s's temperature, summing to 1.
+// For a greedy s it is the argmax with probability 1.
+func Dist(logits []float32, s exec.Sampling) ([]int32, []float64) {
+	if s.Greedy() {
+		return []int32{Argmax(logits)}, []float64{1}
+	}
 	cs := make([]cand, len(logits))
 	for i, v := range logits {
 		cs[i] = cand{int32(i), float64(v)}
@@ -135,16 +147,25 @@ func Pick(logits []float32, s exec.Sampling, rng *rand.Rand) int32 {
 		}
 		cs = cs[:keep]
 	}
-	probs := softmax(cs, float64(s.Temperature))
-	r := rng.Float64()
+	ids := make([]int32, len(cs))
+	for i, c := range cs {
+		ids[i] = c.id
+	}
+	return ids, softmax(cs, float64(s.Temperature))
+}
+
+// Draw returns the id whose cumulative probability first exceeds r (a
+// uniform draw in [0, 1)), or the last id when rounding leaves r above the
+// total.
+func Draw(ids []int32, probs []float64, r float64) int32 {
 	var cum float64
 	for i, p := range probs {
 		cum += p
 		if r < cum {
-			return cs[i].id
+			return ids[i]
 		}
 	}
-	return cs[len(cs)-1].id
+	return ids[len(ids)-1]
 }
 
 // softmax returns the probabilities of sorted candidates at temperature t.

@@ -104,6 +104,9 @@ type Stats struct {
 	Chunks []Chunk
 	// Rounds counts the steps that produced tokens for the request.
 	Rounds int
+	// Speculative counts the request's speculative decoding; zero unless
+	// the plan speculates.
+	Speculative SpecStats
 }
 
 // Chunk is one piece of a prompt computed by one step.
@@ -137,9 +140,17 @@ type Engine struct {
 	nextID     uint64
 	reqs       map[*sched.Seq]*request
 	intervals  intervals
+	// draftK is the most drafts a decoding sequence verifies per step (the
+	// plan's proposers' largest k); 0 when the plan does not speculate.
+	draftK int
 }
 
-type execKey struct{ seg, rows, logitRows int }
+// execKey names a prepared graph: a plan segment ("seg0", ...) or a host
+// node's extra device work, at one batch shape.
+type execKey struct {
+	name            string
+	rows, logitRows int
+}
 
 type request struct {
 	Request
@@ -153,6 +164,7 @@ type request struct {
 	firstTok  time.Time
 	chunks    []Chunk
 	rounds    int
+	spec      SpecStats
 }
 
 // New binds the plan's nodes to the model, loads the backend and reserves
@@ -182,6 +194,10 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if layers == 0 {
 		return nil, errors.New("engine: the plan has no step that owns a KV cache (model.forward)")
+	}
+	maxBatch, err := e.speculation()
+	if err != nil {
+		return nil, err
 	}
 	e.context = cfg.Context
 	if e.context <= 0 {
@@ -217,7 +233,8 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e.kv = m
-	e.sched, err = sched.New(sched.Config{Chunk: pol.PrefillChunk, StepTokens: pol.PrefillChunk + maxRunning, MaxRunning: maxRunning}, m)
+	e.sched, err = sched.New(sched.Config{Chunk: pol.PrefillChunk, StepTokens: pol.PrefillChunk + maxRunning*(1+e.draftK),
+		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch}, m)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -367,7 +384,11 @@ func (e *Engine) admit() {
 	e.mu.Unlock()
 	for _, r := range pend {
 		e.nextID++
-		r.seq = &sched.Seq{ID: e.nextID, Tokens: append([]int32(nil), r.Prompt...)}
+		r.seq = &sched.Seq{ID: e.nextID, Tokens: append([]int32(nil), r.Prompt...), Prompt: len(r.Prompt),
+			Limit: len(r.Prompt) + r.MaxTokens}
+		if e.draftK > 0 {
+			r.spec.AcceptedPerPosition = make([]int, e.draftK)
+		}
 		e.reqs[r.seq] = r
 		e.mu.Lock()
 		e.sched.Add(r.seq)
@@ -385,7 +406,8 @@ func (e *Engine) abortAll(err error) {
 func (e *Engine) finish(r *request, reason string, err error) {
 	now := time.Now()
 	st := Stats{PromptTokens: len(r.Prompt), GeneratedTokens: r.generated, Preempted: r.seq.Preempted,
-		Submitted: r.submitted, Started: r.started, FirstToken: r.firstTok, Done: now, Chunks: r.chunks, Rounds: r.rounds}
+		Submitted: r.submitted, Started: r.started, FirstToken: r.firstTok, Done: now, Chunks: r.chunks, Rounds: r.rounds,
+		Speculative: r.spec}
 	if !r.started.IsZero() {
 		st.Queue = r.started.Sub(r.submitted)
 		if !r.firstTok.IsZero() {
@@ -423,8 +445,10 @@ func (e *Engine) Step(ctx context.Context) error {
 	}
 	now := time.Now()
 	batch := &exec.Batch{}
-	hc := &exec.HostContext{}
+	hc := &exec.HostContext{Ctx: ctx, Batch: batch, Device: device{e}}
 	var sampled []*request
+	var sampledWork []sched.Work
+	var history [][]int32
 	info := StepInfo{Start: now}
 	for _, r := range e.reqs {
 		if len(r.seq.KV.Blocks) == 0 {
@@ -458,21 +482,35 @@ func (e *Engine) Step(ctx context.Context) error {
 		if w.Sample {
 			batch.LogitRows = append(batch.LogitRows, int32(len(batch.Tokens)-1))
 			r.state.History = w.Seq.Tokens
+			r.state.Lookahead = w.Draft
 			hc.Rows = append(hc.Rows, &r.state)
 			sampled = append(sampled, r)
+			sampledWork = append(sampledWork, w)
+			history = append(history, w.Seq.Tokens)
 		}
 	}
-	out, values, err := e.runPlan(ctx, batch, hc)
+	out, values, err := e.runPlan(ctx, batch, hc, history)
 	if err != nil {
 		return err
 	}
-	logits, _ := values[e.sampledFrom()].(exec.Logits)
-	for _, w := range work {
-		e.sched.Commit(w)
+	tokens, err := stepTokens(out["tokens"], len(sampled))
+	if err != nil {
+		return err
 	}
-	tokens, ok := out["tokens"].([]int32)
-	if !ok || len(tokens) != len(sampled) {
-		return fmt.Errorf("engine: plan produced %T with %d tokens for %d sequences", out["tokens"], len(tokens), len(sampled))
+	drafts := e.verifiedDrafts(values, len(sampled))
+	accepted := map[*sched.Seq]int{}
+	for i, w := range sampledWork {
+		if accepted[w.Seq], err = checkAccepted(tokens[i], drafts[i], w); err != nil {
+			return err
+		}
+	}
+	logits, _ := values[e.sampledFrom()].(exec.Logits)
+	first, _ := drafts.Spans() // each sequence's first logit row
+	if logits.Rows != len(drafts)+drafts.Total() {
+		logits = exec.Logits{} // not one row per token: no logprobs
+	}
+	for _, w := range work {
+		e.sched.Commit(w, accepted[w.Seq])
 	}
 	done := time.Now()
 	for _, w := range work {
@@ -480,55 +518,67 @@ func (e *Engine) Step(ctx context.Context) error {
 			r.chunks = append(r.chunks, Chunk{At: done, Start: w.Start, Tokens: w.N})
 		}
 	}
-	for _, r := range sampled {
-		r.rounds++
-		if r.generated > 0 {
-			info.DecodeTokens++
-		}
-	}
 	for i, r := range sampled {
-		tok := tokens[i]
-		if r.firstTok.IsZero() {
-			r.firstTok = done
-		}
-		r.seq.Tokens = append(r.seq.Tokens, tok)
-		r.generated++
-		ev := Event{Token: tok}
-		if (r.TopLogits > 0 || r.Logprobs) && logits.Rows == len(sampled) {
-			row := logits.Row(i)
-			if r.TopLogits > 0 {
-				ev.Top = topLogits(row, r.TopLogits)
+		r.rounds++
+		w := sampledWork[i]
+		if r.generated > 0 {
+			info.DecodeTokens += min(len(tokens[i]), r.MaxTokens-r.generated)
+			if e.draftK > 0 && w.N == 1 {
+				r.spec.count(drafts[i], accepted[w.Seq], min(e.draftK, r.seq.Limit-len(r.seq.Tokens)-1))
+				info.Drafted += len(drafts[i])
+				info.DraftAccepted += accepted[w.Seq]
 			}
-			ev.LogZ = logSumExp(row)
-			ev.Logprob = row[tok] - ev.LogZ
-		}
-		r.events <- ev
-		switch {
-		case r.Stop != nil && r.Stop(tok):
-			e.finish(r, FinishStop, nil)
-		case r.generated >= r.MaxTokens:
-			e.finish(r, FinishLength, nil)
 		}
 	}
+	// Observers see the step before its events go out, so a caller that has
+	// read a request's last event also sees the steps that produced it.
 	info.End, info.Rows = done, len(batch.Tokens)
 	e.intervals.observe(info)
 	if e.cfg.Observer != nil {
 		e.cfg.Observer.ObserveStep(info)
+	}
+	for i, r := range sampled {
+		if r.firstTok.IsZero() {
+			r.firstTok = done
+		}
+		for j, tok := range tokens[i] {
+			r.seq.Tokens = append(r.seq.Tokens, tok)
+			r.generated++
+			ev := Event{Token: tok}
+			if (r.TopLogits > 0 || r.Logprobs) && logits.Rows > 0 {
+				row := logits.Row(first[i] + j)
+				if r.TopLogits > 0 {
+					ev.Top = topLogits(row, r.TopLogits)
+				}
+				ev.LogZ = logSumExp(row)
+				ev.Logprob = row[tok] - ev.LogZ
+			}
+			r.events <- ev
+			if r.Stop != nil && r.Stop(tok) {
+				e.finish(r, FinishStop, nil)
+				break
+			}
+			if r.generated >= r.MaxTokens {
+				e.finish(r, FinishLength, nil)
+				break
+			}
+		}
 	}
 	return nil
 }
 
 // runPlan executes the plan's segments in order for one batch and returns
 // the plan's outputs.
-func (e *Engine) runPlan(ctx context.Context, batch *exec.Batch, hc *exec.HostContext) (map[string]any, map[plan.Ref]any, error) {
+func (e *Engine) runPlan(ctx context.Context, batch *exec.Batch, hc *exec.HostContext, history [][]int32) (map[string]any, map[plan.Ref]any, error) {
 	values := map[plan.Ref]any{
 		{Node: "$in", Port: "tokens"}:    batch.Tokens,
 		{Node: "$in", Port: "positions"}: batch.Positions,
+		{Node: "$in", Port: "history"}:   history,
 	}
 	for si, seg := range e.plan.Segments {
 		switch seg.Placement {
 		case node.Device:
-			if err := e.runDevice(ctx, si, seg, batch, values); err != nil {
+			if err := e.runDevice(ctx, si, seg, batch, hc, values); err != nil {
 				return nil, nil, err
 			}
 		case node.Host:
@@ -564,28 +614,20 @@ func (e *Engine) runPlan(ctx context.Context, batch *exec.Batch, hc *exec.HostCo
 }
 
 // runDevice records the segment's device steps for this batch shape (once
-// per shape), runs it, and stores the outputs later segments read.
-func (e *Engine) runDevice(ctx context.Context, si int, seg plan.Segment, batch *exec.Batch, values map[plan.Ref]any) error {
-	key := execKey{si, len(batch.Tokens), len(batch.LogitRows)}
-	x, ok := e.execs[key]
-	if !ok {
-		g, err := e.record(seg, key)
-		if err != nil {
-			return err
-		}
-		if x, err = e.backend.Prepare(g); err != nil {
-			return err
-		}
-		if len(e.execs) >= maxExecs {
-			for k, old := range e.execs {
-				old.Close()
-				delete(e.execs, k)
-				break
-			}
-		}
-		e.execs[key] = x
+// per shape), runs it, and stores the outputs later segments read. A
+// segment whose steps verify drafts (an input of type draft) runs over the
+// batch with those drafts inserted (exec.Batch.WithDrafts).
+func (e *Engine) runDevice(ctx context.Context, si int, seg plan.Segment, batch *exec.Batch, hc *exec.HostContext, values map[plan.Ref]any) error {
+	feed, err := e.feed(seg, batch, hc, values)
+	if err != nil {
+		return err
 	}
-	if err := x.Run(ctx, batch); err != nil {
+	key := execKey{fmt.Sprintf("seg%d", si), len(feed.Tokens), len(feed.LogitRows)}
+	x, err := e.prepared(key, func() (*tensor.Graph, error) { return e.record(seg, key) })
+	if err != nil {
+		return err
+	}
+	if err := x.Run(ctx, feed); err != nil {
 		return err
 	}
 	for _, idx := range seg.Steps {
@@ -603,8 +645,33 @@ func (e *Engine) runDevice(ctx context.Context, si int, seg plan.Segment, batch 
 	return nil
 }
 
-// maxExecs bounds the prepared graphs kept (one per batch shape).
-const maxExecs = 16
+// prepared returns the executable of key, recording and preparing it with
+// build the first time.
+func (e *Engine) prepared(key execKey, build func() (*tensor.Graph, error)) (exec.Executable, error) {
+	if x, ok := e.execs[key]; ok {
+		return x, nil
+	}
+	g, err := build()
+	if err != nil {
+		return nil, err
+	}
+	x, err := e.backend.Prepare(g)
+	if err != nil {
+		return nil, err
+	}
+	if len(e.execs) >= maxExecs {
+		for k, old := range e.execs {
+			old.Close()
+			delete(e.execs, k)
+			break
+		}
+	}
+	e.execs[key] = x
+	return x, nil
+}
+
+// maxExecs bounds the prepared graphs kept (one per name and batch shape).
+const maxExecs = 32
 
 func (e *Engine) record(seg plan.Segment, key execKey) (*tensor.Graph, error) {
 	b := tensor.NewBuilder(weightInfo(e.cfg.Model))
@@ -621,6 +688,9 @@ func (e *Engine) record(seg plan.Segment, key execKey) (*tensor.Graph, error) {
 		}
 		in := map[string]tensor.Tensor{}
 		for port, ref := range st.In {
+			if p := st.Spec.Input(port); p != nil && p.Type == node.Draft {
+				continue // shapes the feed (see feed), recorded as tokens
+			}
 			t, ok := vals[ref]
 			if !ok {
 				return nil, fmt.Errorf("engine: step %s: input %s from %s.%s is not a device value", st.ID, port, ref.Node, ref.Port)

@@ -16,6 +16,8 @@ type StepInfo struct {
 	Running       int   // sequences holding KV when the step was scheduled
 	Prefilling    int   // running sequences with more than one token pending
 	DecodeReady   int   // running sequences with exactly one token pending
+	Drafted       int   // draft tokens verified by decode rows (speculative plans)
+	DraftAccepted int   // of those, accepted
 	Tags          []any // Request.Tag of each sequence the step advanced
 }
 

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,9 +12,24 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/node"
 )
 
-type stepLog struct{ steps []engine.StepInfo }
+// stepLog records observed steps; the engine's goroutine writes it while
+// the test may read it (the observer runs after a step's final events).
+type stepLog struct {
+	mu    sync.Mutex
+	steps []engine.StepInfo
+}
 
-func (l *stepLog) ObserveStep(s engine.StepInfo) { l.steps = append(l.steps, s) }
+func (l *stepLog) ObserveStep(s engine.StepInfo) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.steps = append(l.steps, s)
+}
+
+func (l *stepLog) all() []engine.StepInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]engine.StepInfo(nil), l.steps...)
+}
 
 // TestIntervalsAndStats checks the per-second intervals and the per-request
 // phase stats against what two requests must have cost.
@@ -50,7 +66,7 @@ func TestIntervalsAndStats(t *testing.T) {
 		t.Errorf("intervals: prefill %d decode %d rounds %d, want 7, 4, 4", prefill, decode, rounds)
 	}
 	var rows []int
-	for _, s := range log.steps {
+	for _, s := range log.all() {
 		rows = append(rows, s.Rows)
 		if diff := cmp.Diff([]any{"req-a"}, s.Tags); diff != "" {
 			t.Errorf("step tags (-want +got):\n%s", diff)

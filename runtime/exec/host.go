@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"math/rand/v2"
 
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -51,11 +52,23 @@ type SeqState struct {
 	RNG      *rand.Rand // seeded from Sampling.Seed when the request is admitted
 	History  []int32    // prompt and generated tokens so far
 	Prompt   int        // how many leading History tokens are the prompt
+	// Lookahead is how many draft tokens the sequence may be given this
+	// step (KV is reserved for them); 0 when it does not speculate.
+	Lookahead int
 }
 
-// HostContext is the per-step context of host nodes: one SeqState per logit row.
+// HostContext is the per-step context of host nodes. Rows has one SeqState
+// per sampled sequence (a sequence that gets tokens this step), in the
+// order of Batch.LogitRows. Without drafts a logits value has one row per
+// sequence; after a proposer, a sequence's rows are its last token and each
+// draft (Drafts.Spans).
 type HostContext struct {
-	Rows []*SeqState
+	Ctx   context.Context
+	Rows  []*SeqState
+	Batch *Batch // the step's feed before any drafts
+	// Device runs extra device work (proposers' draft passes); nil when the
+	// engine offers none.
+	Device Device
 }
 
 // DeviceNode is implemented by nodes of Device placement: they record ops

@@ -18,6 +18,12 @@ type Seq struct {
 	KV       kv.Seq
 	// Preempted counts how often the sequence lost its cache and was requeued.
 	Preempted int
+	// Prompt is how many leading Tokens are the prompt: a sequence drafts
+	// only once it holds generated tokens (it decodes).
+	Prompt int
+	// Limit is the most tokens (prompt + generated) the sequence will hold;
+	// drafts are never reserved past it. 0 means no limit.
+	Limit int
 }
 
 // Pending is the number of known tokens not yet in the cache.
@@ -26,11 +32,17 @@ func (s *Seq) Pending() int { return len(s.Tokens) - s.Computed }
 // Work is one sequence's share of a step: feed Tokens[Start:Start+N] at
 // positions Start..Start+N-1. Sample is set when the last fed token is the
 // sequence's last known token, so the step yields its next-token logits.
+//
+// Draft is how many speculative tokens may follow the fed token: KV slots
+// for positions Start+N..Start+N+Draft-1 are reserved and the step budget
+// counts them, so a verify step is 1+Draft tokens of the sequence. Only a
+// decode step (N == 1, Sample, a generated token fed) gets drafts.
 type Work struct {
 	Seq    *Seq
 	Start  int
 	N      int
 	Sample bool
+	Draft  int
 }
 
 // Config bounds a step.
@@ -38,6 +50,12 @@ type Config struct {
 	Chunk      int // most prompt tokens of one sequence per step
 	StepTokens int // most tokens per step across sequences (>= Chunk)
 	MaxRunning int // most sequences holding KV blocks at once
+	// Draft is the most draft tokens a decoding sequence may verify per
+	// step; 0 turns speculation off.
+	Draft int
+	// DraftMaxBatch turns speculation off for a step when more sequences
+	// than this are running; 0 means no limit.
+	DraftMaxBatch int
 }
 
 // Scheduler holds waiting and running sequences. Not safe for concurrent use.
@@ -50,7 +68,7 @@ type Scheduler struct {
 
 // New returns a scheduler over the block manager m.
 func New(cfg Config, m *kv.Manager) (*Scheduler, error) {
-	if cfg.Chunk <= 0 || cfg.MaxRunning <= 0 {
+	if cfg.Chunk <= 0 || cfg.MaxRunning <= 0 || cfg.Draft < 0 || cfg.DraftMaxBatch < 0 {
 		return nil, fmt.Errorf("sched: bad config %+v", cfg)
 	}
 	if cfg.StepTokens < cfg.Chunk {
@@ -92,6 +110,7 @@ func without(list []*Seq, s *Seq) []*Seq {
 func (sc *Scheduler) Schedule() []Work {
 	budget := sc.cfg.StepTokens
 	var out []Work
+	speculate := sc.cfg.Draft > 0 && (sc.cfg.DraftMaxBatch == 0 || len(sc.running) <= sc.cfg.DraftMaxBatch)
 	// Running sequences first, oldest first: decode tokens and prefill chunks.
 	for i := 0; i < len(sc.running) && budget > 0; i++ {
 		s := sc.running[i]
@@ -110,9 +129,13 @@ func (sc *Scheduler) Schedule() []Work {
 		if !sc.kv.CanGrow(&s.KV, s.Computed+n) {
 			continue
 		}
-		sc.kv.Grow(&s.KV, s.Computed+n) //nolint:errcheck // checked by CanGrow
-		out = append(out, Work{Seq: s, Start: s.Computed, N: n, Sample: s.Computed+n == len(s.Tokens)})
-		budget -= n
+		d := 0
+		if speculate && n == 1 && s.Pending() == 1 && len(s.Tokens) > s.Prompt {
+			d = sc.drafts(s, budget-n)
+		}
+		sc.kv.Grow(&s.KV, s.Computed+n+d) //nolint:errcheck // checked by CanGrow
+		out = append(out, Work{Seq: s, Start: s.Computed, N: n, Sample: s.Computed+n == len(s.Tokens), Draft: d})
+		budget -= n + d
 	}
 	// Admit waiting sequences while blocks and budget last.
 	for len(sc.waiting) > 0 && budget > 0 && len(sc.running) < sc.cfg.MaxRunning {
@@ -132,6 +155,20 @@ func (sc *Scheduler) Schedule() []Work {
 	return out
 }
 
+// drafts is how many draft slots s's decode step gets: at most Config.Draft
+// and budget, none past s.Limit (the last token the step may yield is the
+// limit's), and only as many as fit the free blocks without preempting.
+func (sc *Scheduler) drafts(s *Seq, budget int) int {
+	d := min(sc.cfg.Draft, budget)
+	if s.Limit > 0 {
+		d = min(d, s.Limit-len(s.Tokens)-1)
+	}
+	for d > 0 && !sc.kv.CanGrow(&s.KV, s.Computed+1+d) {
+		d--
+	}
+	return max(d, 0)
+}
+
 // preempt frees a running sequence's cache and requeues it at the front:
 // its tokens are recomputed when it is admitted again.
 func (sc *Scheduler) preempt(s *Seq) {
@@ -142,7 +179,11 @@ func (sc *Scheduler) preempt(s *Seq) {
 	sc.waiting = append([]*Seq{s}, sc.waiting...)
 }
 
-// Commit records that w's tokens are now in the cache.
-func (sc *Scheduler) Commit(w Work) {
-	w.Seq.Computed = w.Start + w.N
+// Commit records that w's fed tokens and the first accepted of its Draft
+// tokens are now in the cache (accepted is 0 without speculation), and
+// returns the slots of rejected drafts to the block manager. The caller
+// appends the step's tokens to w.Seq.Tokens.
+func (sc *Scheduler) Commit(w Work, accepted int) {
+	w.Seq.Computed = w.Start + w.N + accepted
+	sc.kv.Truncate(&w.Seq.KV, w.Seq.Computed)
 }

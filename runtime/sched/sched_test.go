@@ -19,10 +19,11 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 // TestScripts runs the scripts in testdata. Each command line is followed by
 // "----" and the command's expected output, then a blank line. Commands:
 //
-//	config chunk=N step=N running=N blocks=N block=N
-//	add ID PROMPT_TOKENS
+//	config chunk=N step=N running=N blocks=N block=N [draft=K maxbatch=M]
+//	add ID PROMPT_TOKENS [limit=N]
+//	accept ID N         (the next commit of sequence ID accepts N drafts)
 //	schedule            (prints one line per work item, then commits it)
-//	gen ID              (appends a generated token to sequence ID)
+//	gen ID [N]          (appends N generated tokens, default 1, to sequence ID)
 //	remove ID
 //	state               (prints waiting/running/kv usage)
 func TestScripts(t *testing.T) {
@@ -43,6 +44,7 @@ func runScript(t *testing.T, file string) {
 	var sc *Scheduler
 	var m *kv.Manager
 	seqs := map[uint64]*Seq{}
+	accept := map[uint64]int{}
 	var out strings.Builder
 	lines := bufio.NewScanner(strings.NewReader(string(src)))
 	var cmdLine string
@@ -51,7 +53,7 @@ func runScript(t *testing.T, file string) {
 		if cmdLine == "" {
 			return
 		}
-		got := exec(t, cmdLine, &sc, &m, seqs)
+		got := exec(t, cmdLine, &sc, &m, seqs, accept)
 		if !*rewrite {
 			if diff := cmp.Diff(strings.Join(want, "\n"), strings.TrimRight(got, "\n")); diff != "" {
 				t.Errorf("%s: %s (-want +got):\n%s", file, cmdLine, diff)
@@ -87,7 +89,7 @@ func runScript(t *testing.T, file string) {
 	}
 }
 
-func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[uint64]*Seq) string {
+func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[uint64]*Seq, accept map[uint64]int) string {
 	t.Helper()
 	f := strings.Fields(line)
 	args := map[string]int{}
@@ -108,11 +110,12 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 		if *m, err = kv.New(args["blocks"], args["block"]); err != nil {
 			return err.Error() + "\n"
 		}
-		if *sc, err = New(Config{Chunk: args["chunk"], StepTokens: args["step"], MaxRunning: args["running"]}, *m); err != nil {
+		if *sc, err = New(Config{Chunk: args["chunk"], StepTokens: args["step"], MaxRunning: args["running"],
+			Draft: args["draft"], DraftMaxBatch: args["maxbatch"]}, *m); err != nil {
 			return err.Error() + "\n"
 		}
 	case "add":
-		s := &Seq{ID: uint64(pos[0]), Tokens: make([]int32, pos[1])}
+		s := &Seq{ID: uint64(pos[0]), Tokens: make([]int32, pos[1]), Prompt: pos[1], Limit: args["limit"]}
 		seqs[s.ID] = s
 		(*sc).Add(s)
 	case "schedule":
@@ -125,12 +128,27 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 			if w.Sample {
 				b.WriteString(" sample")
 			}
-			fmt.Fprintf(&b, " blocks=%v\n", w.Seq.KV.Blocks)
-			(*sc).Commit(w)
+			if w.Draft > 0 {
+				fmt.Fprintf(&b, " draft=%d", w.Draft)
+			}
+			fmt.Fprintf(&b, " blocks=%v", w.Seq.KV.Blocks)
+			a := accept[w.Seq.ID]
+			delete(accept, w.Seq.ID)
+			(*sc).Commit(w, a)
+			if a > 0 || w.Draft > 0 {
+				fmt.Fprintf(&b, " -> accepted=%d computed=%d blocks=%v", a, w.Seq.Computed, w.Seq.KV.Blocks)
+			}
+			b.WriteString("\n")
 		}
 	case "gen":
 		s := seqs[uint64(pos[0])]
-		s.Tokens = append(s.Tokens, 0)
+		n := 1
+		if len(pos) > 1 {
+			n = pos[1]
+		}
+		s.Tokens = append(s.Tokens, make([]int32, n)...)
+	case "accept":
+		accept[uint64(pos[0])] = pos[1]
 	case "remove":
 		(*sc).Remove(seqs[uint64(pos[0])])
 	case "state":

@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/sched"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// SpecStats count one request's (or, summed, a run's) speculative
+// decoding, with the definitions of the serving-performance method: a
+// round is a decode step that verified at least one draft token.
+type SpecStats struct {
+	Rounds   int // decode steps that verified drafts
+	Drafted  int // draft tokens verified
+	Accepted int // draft tokens accepted
+	// Fallback counts decode steps that could have drafted (the request had
+	// room for another token after this one) but verified no draft: the
+	// proposer found nothing, or more sequences ran than the graph's
+	// max_batch.
+	Fallback int
+	// AcceptedPerPosition[i] counts the rounds whose draft token i was
+	// accepted; its length is the plan's draft window k.
+	AcceptedPerPosition []int
+}
+
+// AcceptanceRate is Accepted / Drafted; false when nothing was drafted.
+func (s SpecStats) AcceptanceRate() (float64, bool) {
+	if s.Drafted == 0 {
+		return 0, false
+	}
+	return float64(s.Accepted) / float64(s.Drafted), true
+}
+
+// TokensPerRound is 1 + Accepted / Rounds; false without rounds.
+func (s SpecStats) TokensPerRound() (float64, bool) {
+	if s.Rounds == 0 {
+		return 0, false
+	}
+	return 1 + float64(s.Accepted)/float64(s.Rounds), true
+}
+
+// Add returns the sum of s and o (accepted per position added element-wise).
+func (s SpecStats) Add(o SpecStats) SpecStats {
+	out := SpecStats{Rounds: s.Rounds + o.Rounds, Drafted: s.Drafted + o.Drafted, Accepted: s.Accepted + o.Accepted,
+		Fallback: s.Fallback + o.Fallback}
+	out.AcceptedPerPosition = make([]int, max(len(s.AcceptedPerPosition), len(o.AcceptedPerPosition)))
+	for i := range out.AcceptedPerPosition {
+		if i < len(s.AcceptedPerPosition) {
+			out.AcceptedPerPosition[i] += s.AcceptedPerPosition[i]
+		}
+		if i < len(o.AcceptedPerPosition) {
+			out.AcceptedPerPosition[i] += o.AcceptedPerPosition[i]
+		}
+	}
+	return out
+}
+
+// count records one decode step that verified draft, of which accepted
+// were accepted; room is how many drafts the request could still use.
+func (s *SpecStats) count(draft []int32, accepted, room int) {
+	switch {
+	case len(draft) > 0:
+		s.Rounds++
+		s.Drafted += len(draft)
+		s.Accepted += accepted
+		for i := range accepted {
+			s.AcceptedPerPosition[i]++
+		}
+	case room > 0:
+		s.Fallback++
+	}
+}
+
+// DraftWindow is the most draft tokens a sequence verifies per step (the
+// plan's k); 0 when the plan does not speculate.
+func (e *Engine) DraftWindow() int { return e.draftK }
+
+// speculation reads the plan's proposers (exec.Proposer: the draft window
+// is their largest k) and verifier (exec.Verifier: the batch size above
+// which speculation is off) and checks that a speculating plan's tokens
+// come from its verifier.
+func (e *Engine) speculation() (maxBatch int, err error) {
+	var verifier *plan.Step
+	for _, st := range e.plan.Steps {
+		if p, ok := st.Node.(exec.Proposer); ok {
+			e.draftK = max(e.draftK, p.DraftTokens())
+		}
+		if v, ok := st.Node.(exec.Verifier); ok {
+			if verifier != nil {
+				return 0, fmt.Errorf("engine: steps %s and %s both verify drafts", verifier.ID, st.ID)
+			}
+			verifier, maxBatch = st, v.MaxBatch()
+		}
+	}
+	if e.draftK > 0 && (verifier == nil || e.plan.Out["tokens"].Node != verifier.ID) {
+		return 0, errors.New("engine: a plan that drafts tokens must output the tokens of its verify step (out.tokens)")
+	}
+	return maxBatch, nil
+}
+
+// feed is the batch a device segment computes over: batch itself, or, when
+// a step of the segment wires an input of type draft, batch with those
+// drafts inserted. Each sequence's drafts must fit the KV the scheduler
+// reserved for it (SeqState.Lookahead).
+func (e *Engine) feed(seg plan.Segment, batch *exec.Batch, hc *exec.HostContext, values map[plan.Ref]any) (*exec.Batch, error) {
+	var drafts exec.Drafts
+	var from plan.Ref
+	for _, idx := range seg.Steps {
+		st := e.plan.Steps[idx]
+		for port, ref := range st.In {
+			if p := st.Spec.Input(port); p == nil || p.Type != node.Draft {
+				continue
+			}
+			d, ok := values[ref].(exec.Drafts)
+			if !ok || len(d) != len(hc.Rows) {
+				return nil, fmt.Errorf("engine: step %s: draft input %s is %T for %d sequences", st.ID, ref, values[ref], len(hc.Rows))
+			}
+			if drafts != nil && ref != from {
+				return nil, fmt.Errorf("engine: one device segment verifies both %s and %s", from, ref)
+			}
+			drafts, from = d, ref
+		}
+	}
+	if drafts == nil {
+		return batch, nil
+	}
+	for i, d := range drafts {
+		if len(d) > hc.Rows[i].Lookahead {
+			return nil, fmt.Errorf("engine: %s drafted %d tokens for a sequence with room for %d", from, len(d), hc.Rows[i].Lookahead)
+		}
+	}
+	return batch.WithDrafts(drafts)
+}
+
+// verifiedDrafts is the draft input of the step that produced out.tokens,
+// or n empty drafts when the plan does not speculate.
+func (e *Engine) verifiedDrafts(values map[plan.Ref]any, n int) exec.Drafts {
+	if st := e.plan.Step(e.plan.Out["tokens"].Node); st != nil {
+		if ref, ok := st.In["draft"]; ok {
+			if d, ok := values[ref].(exec.Drafts); ok && len(d) == n {
+				return d
+			}
+		}
+	}
+	return make(exec.Drafts, n)
+}
+
+// stepTokens normalises the plan's out.tokens: one token per sampled
+// sequence ([]int32, sample.token) or one or more ([][]int32, verify).
+func stepTokens(v any, n int) ([][]int32, error) {
+	switch t := v.(type) {
+	case []int32:
+		if len(t) == n {
+			out := make([][]int32, n)
+			for i := range t {
+				out[i] = t[i : i+1]
+			}
+			return out, nil
+		}
+	case [][]int32:
+		if len(t) == n && !slices.ContainsFunc(t, func(s []int32) bool { return len(s) == 0 }) {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("engine: plan produced %T of %v for %d sequences", v, v, n)
+}
+
+// checkAccepted returns how many of w's drafts the step's tokens accepted:
+// all tokens but the last must be the draft's prefix (their K/V are in the
+// cache), within the slots the scheduler reserved.
+func checkAccepted(tokens, draft []int32, w sched.Work) (int, error) {
+	a := len(tokens) - 1
+	if a > len(draft) || a > w.Draft || !slices.Equal(tokens[:a], draft[:a]) {
+		return 0, fmt.Errorf("engine: sequence %d: step tokens %v do not extend an accepted prefix of draft %v (room %d)",
+			w.Seq.ID, tokens, draft, w.Draft)
+	}
+	return a, nil
+}
+
+// device gives host nodes the engine's backend (exec.Device).
+type device struct{ e *Engine }
+
+// Forward implements exec.Device.
+func (d device) Forward(ctx context.Context, name string, rec exec.Recorder, b *exec.Batch) (exec.Logits, error) {
+	e := d.e
+	key := execKey{name, len(b.Tokens), len(b.LogitRows)}
+	x, err := e.prepared(key, func() (*tensor.Graph, error) {
+		tb := tensor.NewBuilder(weightInfo(e.cfg.Model))
+		tokens, positions := tb.Input("tokens", key.rows), tb.Input("positions", key.rows)
+		tb.Input("logit_rows", key.logitRows)
+		logits, err := rec(tb, tokens, positions)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		tb.Output("logits", logits)
+		return tb.Finish()
+	})
+	if err != nil {
+		return exec.Logits{}, err
+	}
+	if err := x.Run(ctx, b); err != nil {
+		return exec.Logits{}, err
+	}
+	data, rows, cols, err := x.Output("logits")
+	if err != nil {
+		return exec.Logits{}, err
+	}
+	return exec.Logits{Data: data, Rows: rows, Vocab: cols}, nil
+}

@@ -1,0 +1,243 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	_ "github.com/ninfer/ninfer-go/nodes/speculative"
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/node"
+)
+
+func init() {
+	one, most := 1.0, 16.0
+	node.Register(node.Spec{
+		Op:        "test.oracle",
+		Placement: node.Host,
+		In:        []node.Port{{Name: "history", Type: node.Tokens}},
+		Out:       []node.Port{{Name: "draft", Type: node.Draft}},
+		Params:    []node.Param{{Name: "k", Kind: node.Int, Default: int64(4), Min: &one, Max: &most}},
+		Summary:   "Draft plain decoding's tokens with one corrupted at a position that varies by step (tests only).",
+		New:       func(p node.Params) (any, error) { return &oracle{k: p.Int("k")}, nil },
+	})
+}
+
+// oracleRefs are the plain greedy sequences (prompt and output) the oracle
+// drafts from.
+var (
+	oracleMu   sync.Mutex
+	oracleRefs [][]int32
+)
+
+// oracle proposes the next tokens of the reference sequence the history is
+// a prefix of, with the token at position len(history)*7 % (lookahead+2)
+// replaced by a wrong one (no token is replaced when that is past the
+// draft), so that every acceptance length from 0 to k occurs.
+type oracle struct{ k int }
+
+func (o *oracle) DraftTokens() int { return o.k }
+
+func (o *oracle) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+	history := in["history"].([][]int32)
+	out := make(exec.Drafts, len(hc.Rows))
+	oracleMu.Lock()
+	defer oracleMu.Unlock()
+	for i, row := range hc.Rows {
+		la := min(o.k, row.Lookahead)
+		if la == 0 {
+			continue
+		}
+		h := history[i]
+		for _, ref := range oracleRefs {
+			if len(ref) > len(h) && slices.Equal(ref[:len(h)], h) {
+				out[i] = slices.Clone(ref[len(h):min(len(ref), len(h)+la)])
+				break
+			}
+		}
+		if c := len(h) * 7 % (la + 2); c < len(out[i]) {
+			out[i][c] ^= 1
+		}
+	}
+	return map[string]any{"draft": out}, nil
+}
+
+const specGraph = `graph: %s
+params:
+  chunk: {type: int, default: 512, min: 1, max: 65536}
+  k: {type: int, default: 4, min: 1, max: 16}
+nodes:
+  - {id: chunking, op: prefill.chunk, with: {size: $params.chunk}}
+  - {id: draft, op: %s, with: {k: $params.k%s}, in: {history: $in.history}}
+  - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, draft: draft.draft}}
+  - {id: verify, op: speculative.verify, in: {draft: draft.draft, logits: fwd.logits}}
+out: {tokens: verify.tokens}
+`
+
+// specGraphs writes the speculative graphs under test into a temporary
+// directory: prompt lookup (matching single tokens, so it drafts often),
+// early-exit self-drafting and the oracle with forced rejections.
+func specGraphs(t *testing.T) map[string]string {
+	dir := t.TempDir()
+	out := map[string]string{}
+	for name, op := range map[string]string{
+		"ngram":  "speculative.ngram, with: {k: $params.k, min_match: 1}",
+		"self":   "speculative.self",
+		"oracle": "test.oracle",
+	} {
+		src := fmt.Sprintf(specGraph, name, op, "")
+		if name == "ngram" {
+			src = fmt.Sprintf(specGraph, name, "speculative.ngram", ", min_match: 1")
+		}
+		p := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = p
+	}
+	return out
+}
+
+// goldenPrompts tokenizes ../shared/golden/prompts.json with in's tokenizer.
+func goldenPrompts(t *testing.T, in *instance.Instance) [][]int32 {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(modelPath(t, "stories260K.gguf")), "..", "golden", "prompts.json"))
+	if err != nil {
+		t.Skip(err)
+	}
+	var ps []struct{ Text string }
+	if err := json.Unmarshal(data, &ps); err != nil {
+		t.Fatal(err)
+	}
+	var out [][]int32
+	for _, p := range ps {
+		if ids := in.Tokenizer.Encode(p.Text, true, true); len(ids) > 0 {
+			out = append(out, ids)
+		}
+	}
+	return out
+}
+
+// generateAll runs every prompt greedily for n tokens (EOS ignored),
+// conc at a time, and returns the ids and stats of each.
+func generateAll(t *testing.T, in *instance.Instance, prompts [][]int32, n, conc int) ([][]int32, []engine.Stats) {
+	t.Helper()
+	ids := make([][]int32, len(prompts))
+	stats := make([]engine.Stats, len(prompts))
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	for i, p := range prompts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res, err := in.Generate(context.Background(), engine.Request{Prompt: p, MaxTokens: n}, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i], stats[i] = res.IDs, res.Stats
+		}()
+	}
+	wg.Wait()
+	return ids, stats
+}
+
+// Greedy decoding under every speculative graph gives plain decoding's
+// tokens exactly, on every golden prompt and both model families, for
+// k = 1..8, prefill chunks that split the prompts differently, one or
+// eight requests at a time, and forced rejections at every draft position;
+// the KV cache is empty afterwards and the speculative counts add up.
+func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
+	graphs := specGraphs(t)
+	const n = 24
+	for _, model := range []string{"stories260K.gguf", "tiny-qwen3-f32.gguf"} {
+		t.Run(model, func(t *testing.T) {
+			m := modelPath(t, model)
+			plain := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2})
+			prompts := goldenPrompts(t, plain)
+			want, _ := generateAll(t, plain, prompts, n, 8)
+			oracleMu.Lock()
+			oracleRefs = nil
+			for i, p := range prompts {
+				oracleRefs = append(oracleRefs, append(slices.Clone(p), want[i]...))
+			}
+			oracleMu.Unlock()
+			chunks := []int{1, 3, 7, 16, 512}
+			ks := []int{1, 2, 3, 4, 5, 6, 7, 8}
+			if raceDetector {
+				ks = []int{2, 5, 8}
+			}
+			for _, g := range []string{"ngram", "self", "oracle"} {
+				for _, k := range ks {
+					chunk := chunks[k%len(chunks)]
+					in := open(t, instance.Options{Model: m, Graph: graphs[g], MaxRunning: 8, Threads: 2,
+						Set: node.Params{"k": int64(k), "chunk": int64(chunk)}})
+					for _, conc := range []int{1, 8} {
+						got, stats := generateAll(t, in, prompts, n, conc)
+						if diff := cmp.Diff(want, got); diff != "" {
+							t.Fatalf("%s k=%d chunk=%d concurrency %d: ids differ from plain (-plain +%s):\n%s", g, k, chunk, conc, g, diff)
+						}
+						var sum engine.SpecStats
+						for i, st := range stats {
+							s := st.Speculative
+							sum = sum.Add(s)
+							if left := len(got[i]) - 1 - s.Rounds - s.Accepted - s.Fallback; left < 0 || left > 1 {
+								t.Errorf("%s k=%d prompt %d: %d decode tokens but %+v", g, k, i, len(got[i])-1, s)
+							}
+						}
+						if used, _ := in.Engine.KVBlocks(); used != 0 {
+							t.Errorf("%s k=%d: %d kv blocks used after every request finished", g, k, used)
+						}
+						if sum.Rounds == 0 || sum.Accepted == sum.Drafted && g == "oracle" {
+							t.Errorf("%s k=%d: implausible counts %+v", g, k, sum)
+						}
+						if len(sum.AcceptedPerPosition) != k {
+							t.Errorf("%s k=%d: accepted per position %v", g, k, sum.AcceptedPerPosition)
+						}
+					}
+					in.Close()
+				}
+			}
+		})
+	}
+}
+
+// Aborting speculative requests mid-generation frees their KV blocks.
+func TestSpeculativeAbortFreesKV(t *testing.T) {
+	m := modelPath(t, "stories260K.gguf")
+	in := open(t, instance.Options{Model: m, Graph: specGraphs(t)["ngram"], MaxRunning: 4, Threads: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	var chans []<-chan engine.Event
+	for _, p := range [][]int32{{1, 403, 407, 403, 407}, {1, 403}, {1, 291, 280, 294, 291, 280}} {
+		ch, err := in.Engine.Submit(ctx, engine.Request{Prompt: p, MaxTokens: 400})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chans = append(chans, ch)
+	}
+	for _, ch := range chans {
+		<-ch
+	}
+	cancel()
+	for _, ch := range chans {
+		for range ch {
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for used, _ := in.Engine.KVBlocks(); used != 0; used, _ = in.Engine.KVBlocks() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d kv blocks still used after abort", used)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,109 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// Drafts are the speculative tokens proposed in one step, one slice per
+// sampled sequence (HostContext.Rows order). A sequence's slice may be empty
+// (nothing proposed) and never holds more than its SeqState.Lookahead tokens.
+// It is the value of ports of type draft.
+type Drafts [][]int32
+
+// Total is the number of drafted tokens across sequences.
+func (d Drafts) Total() int {
+	n := 0
+	for _, s := range d {
+		n += len(s)
+	}
+	return n
+}
+
+// Spans returns, for each sequence, the first logit row of its verification
+// and how many rows it has (1 + its drafts), in the order WithDrafts lays
+// them out.
+func (d Drafts) Spans() (first, n []int) {
+	first, n = make([]int, len(d)), make([]int, len(d))
+	at := 0
+	for i, s := range d {
+		first[i], n[i] = at, 1+len(s)
+		at += n[i]
+	}
+	return first, n
+}
+
+// WithDrafts returns the feed that verifies d: b's rows with each sampled
+// sequence's drafts inserted right after its logit row (its last known
+// token), at the following positions, and logits asked for that row and
+// every draft row. b must have one logit row per sequence of d, in order;
+// b is not modified. With no drafts it returns b itself.
+func (b *Batch) WithDrafts(d Drafts) (*Batch, error) {
+	if len(d) != len(b.LogitRows) {
+		return nil, fmt.Errorf("exec: %d draft lists for %d logit rows", len(d), len(b.LogitRows))
+	}
+	if d.Total() == 0 {
+		return b, nil
+	}
+	extra := d.Total()
+	out := &Batch{Tables: b.Tables,
+		Tokens:    make([]int32, 0, len(b.Tokens)+extra),
+		Positions: make([]int32, 0, len(b.Tokens)+extra),
+		RowSeq:    make([]int32, 0, len(b.Tokens)+extra),
+		LogitRows: make([]int32, 0, len(b.LogitRows)+extra)}
+	next := 0 // next logit row of b
+	for r := range b.Tokens {
+		out.Tokens = append(out.Tokens, b.Tokens[r])
+		out.Positions = append(out.Positions, b.Positions[r])
+		out.RowSeq = append(out.RowSeq, b.RowSeq[r])
+		if next >= len(b.LogitRows) || int(b.LogitRows[next]) != r {
+			continue
+		}
+		out.LogitRows = append(out.LogitRows, int32(len(out.Tokens)-1))
+		for j, t := range d[next] {
+			out.Tokens = append(out.Tokens, t)
+			out.Positions = append(out.Positions, b.Positions[r]+1+int32(j))
+			out.RowSeq = append(out.RowSeq, b.RowSeq[r])
+			out.LogitRows = append(out.LogitRows, int32(len(out.Tokens)-1))
+		}
+		next++
+	}
+	if next != len(b.LogitRows) {
+		return nil, fmt.Errorf("exec: logit rows %v are not ascending rows of the batch", b.LogitRows)
+	}
+	return out, nil
+}
+
+// SeqTable returns the KV block table of the sequence whose logit row is the
+// i-th of b.
+func (b *Batch) SeqTable(i int) []int32 { return b.Tables[b.RowSeq[b.LogitRows[i]]] }
+
+// Proposer is implemented by host nodes that draft tokens (port type
+// draft). The engine reserves KV and step budget for up to DraftTokens
+// drafts per decoding sequence before the plan runs, and tells each
+// sequence's share in SeqState.Lookahead.
+type Proposer interface {
+	DraftTokens() int
+}
+
+// Verifier is implemented by the host node that accepts drafts. MaxBatch
+// is the most running sequences at which the engine still speculates; 0
+// means no limit.
+type Verifier interface {
+	MaxBatch() int
+}
+
+// Recorder records a forward pass over tokens [T] at positions [T] (the
+// batch's "tokens" and "positions" inputs; "logit_rows" is declared too)
+// and returns the logits of the batch's logit rows [R, vocab].
+type Recorder func(b *tensor.Builder, tokens, positions tensor.Tensor) (tensor.Tensor, error)
+
+// Device lets host nodes run extra device work inside a step (the draft
+// passes of a proposer) on the engine's backend and KV cache. The engine
+// records rec once per name and batch shape and reuses the prepared graph.
+// The batch's block tables must be ones the scheduler reserved this step.
+type Device interface {
+	Forward(ctx context.Context, name string, rec Recorder, b *Batch) (Logits, error)
+}
