@@ -47,7 +47,15 @@ type server struct {
 // start serves model on a free port; the server and engine stop at cleanup.
 func start(t testing.TB, model string, cfg httpfront.Config, maxRunning int) *server {
 	t.Helper()
-	inst, err := instance.Open(instance.Options{Model: modelPath(t, model), Threads: threads(t), MaxRunning: maxRunning})
+	return startWith(t, instance.Options{Model: modelPath(t, model), Threads: threads(t), MaxRunning: maxRunning}, cfg)
+}
+
+// startWith serves the instance that opts describe (the model id is the
+// file name without .gguf) with cfg on a free port; everything stops at
+// cleanup.
+func startWith(t testing.TB, opts instance.Options, cfg httpfront.Config) *server {
+	t.Helper()
+	inst, err := instance.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +63,8 @@ func start(t testing.TB, model string, cfg httpfront.Config, maxRunning int) *se
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{url: "http://" + ln.Addr().String(), srv: httpfront.New(cfg), inst: inst, id: strings.TrimSuffix(model, ".gguf")}
+	id := strings.TrimSuffix(filepath.Base(opts.Model), ".gguf")
+	s := &server{url: "http://" + ln.Addr().String(), srv: httpfront.New(cfg), inst: inst, id: id}
 	go s.srv.Serve(ln)
 	s.srv.SetModel(&httpfront.Model{ID: s.id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat, Created: time.Unix(1, 0)})
 	t.Cleanup(func() {

@@ -1,11 +1,7 @@
 package httpfront_test
 
 import (
-	"context"
-	"net"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/ninfer/ninfer-go/httpfront"
 	_ "github.com/ninfer/ninfer-go/nodes/speculative"
@@ -15,24 +11,7 @@ import (
 // startGraph serves model with the named graph, like start.
 func startGraph(t *testing.T, model, graph string) *server {
 	t.Helper()
-	inst, err := instance.Open(instance.Options{Model: modelPath(t, model), Graph: graph, Threads: 1, MaxRunning: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &server{url: "http://" + ln.Addr().String(), srv: httpfront.New(httpfront.Config{}), inst: inst, id: strings.TrimSuffix(model, ".gguf")}
-	go s.srv.Serve(ln)
-	s.srv.SetModel(&httpfront.Model{ID: s.id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat, Created: time.Unix(1, 0)})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		s.srv.Shutdown(ctx)
-		inst.Close()
-	})
-	return s
+	return startWith(t, instance.Options{Model: modelPath(t, model), Graph: graph, Threads: 1, MaxRunning: 2}, httpfront.Config{})
 }
 
 // A speculative graph answers with plain decoding's text and reports its

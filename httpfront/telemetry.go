@@ -2,6 +2,7 @@ package httpfront
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -119,6 +120,14 @@ func (m *Metrics) observe(received time.Time, st engine.Stats, finish string) {
 	if !st.Done.IsZero() {
 		m.e2e.Observe(st.Done.Sub(received).Seconds())
 	}
+	if sp := st.Speculative; sp.Rounds > 0 {
+		m.drafts.Add(float64(sp.Rounds))
+		m.draftTokens.Add(float64(sp.Drafted))
+		m.acceptedTokens.Add(float64(sp.Accepted))
+		for i, n := range sp.AcceptedPerPosition {
+			m.acceptedPerPos.WithLabelValues(strconv.Itoa(i)).Add(float64(n))
+		}
+	}
 }
 
 // requestTrace is the tracing state of one API request.
@@ -164,6 +173,16 @@ func (s *Server) finishTrace(rt requestTrace, prompts [][]int32, stats []engine.
 		return a
 	}
 	for _, st := range stats {
+		if sp := st.Speculative; sp.Rounds > 0 {
+			ph.Drafted += sp.Drafted
+			ph.Accepted += sp.Accepted
+			for i, n := range sp.AcceptedPerPosition {
+				if i >= len(ph.AcceptedPerPos) {
+					ph.AcceptedPerPos = append(ph.AcceptedPerPos, 0)
+				}
+				ph.AcceptedPerPos[i] += n
+			}
+		}
 		ph.CompletionTokens += st.GeneratedTokens
 		ph.Submitted = earliest(ph.Submitted, st.Submitted)
 		ph.Started = earliest(ph.Started, st.Started)

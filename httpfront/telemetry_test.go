@@ -1,10 +1,8 @@
 package httpfront_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,24 +26,8 @@ func startTraced(t *testing.T) (*server, *tracetest.SpanRecorder) {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := traces.NewWithSDK(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
-	inst, err := instance.Open(instance.Options{Model: modelPath(t, "stories260K.gguf"), Threads: threads(t), MaxRunning: 4, Observer: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &server{url: "http://" + ln.Addr().String(), srv: httpfront.New(httpfront.Config{Traces: tp}), inst: inst, id: "stories260K"}
-	go s.srv.Serve(ln)
-	s.srv.SetModel(&httpfront.Model{ID: s.id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat, Created: time.Unix(1, 0)})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		s.srv.Shutdown(ctx)
-		inst.Close()
-	})
-	return s, rec
+	opts := instance.Options{Model: modelPath(t, "stories260K.gguf"), Threads: threads(t), MaxRunning: 4, Observer: tp}
+	return startWith(t, opts, httpfront.Config{Traces: tp}), rec
 }
 
 const caller = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -204,5 +186,39 @@ func TestJSONNotHTMLEscaped(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(b), "<fill") || strings.Contains(string(b), `\u003c`) {
 		t.Errorf("body has HTML-escaped or no <fillN> text: %s", b)
+	}
+}
+
+// TestSpeculativeMetrics: the spec_decode counters add up the requests'
+// draft counts that timings report.
+func TestSpeculativeMetrics(t *testing.T) {
+	s := startGraph(t, "stories260K.gguf", "ngram")
+	body := `{"model":"stories260K","prompt":"the cat sat on the mat. the cat sat on the mat. the cat sat","max_tokens":24,"temperature":0}`
+	tm := s.completion(t, "/v1/completions", body)["timings"].(map[string]any)
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := func(name string) float64 {
+		var v float64
+		for _, m := range fams[name].GetMetric() {
+			v += m.GetCounter().GetValue()
+		}
+		return v
+	}
+	if got, want := sum("ninfer:spec_decode_num_draft_tokens_total"), tm["draft_n"].(float64); got != want || got == 0 {
+		t.Errorf("draft tokens counter %g, timings draft_n %g", got, want)
+	}
+	if got, want := sum("ninfer:spec_decode_num_accepted_tokens_total"), tm["draft_n_accepted"].(float64); got != want {
+		t.Errorf("accepted tokens counter %g, timings draft_n_accepted %g", got, want)
+	}
+	if got, want := sum("ninfer:spec_decode_num_accepted_tokens_per_pos"), tm["draft_n_accepted"].(float64); got != want {
+		t.Errorf("accepted per position sums to %g, want %g", got, want)
 	}
 }
