@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -107,15 +108,14 @@ func TestMetricsAndIntervals(t *testing.T) {
 			t.Fatalf("completion: %d %v", code, body)
 		}
 	}
-	resp, err := http.Get(s.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("/metrics does not parse: %v", err)
+	// A request's metrics are recorded when its last choice ends, just
+	// after the response is written: wait until all three are counted.
+	var fams map[string]*dto.MetricFamily
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		fams = scrape(t, s.url)
+		if f := fams["ninfer:request_success_total"]; f != nil && sumMetric(f) == 3 || time.Now().After(deadline) {
+			break
+		}
 	}
 	value := func(name string) float64 {
 		f, ok := fams[name]
@@ -123,18 +123,7 @@ func TestMetricsAndIntervals(t *testing.T) {
 			t.Errorf("metric %s missing", name)
 			return -1
 		}
-		var sum float64
-		for _, m := range f.Metric {
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.Histogram.GetSampleCount())
-			}
-		}
-		return sum
+		return sumMetric(f)
 	}
 	prompt := float64(len(s.inst.Tokenizer.Encode("Lily", true, true)))
 	for name, want := range map[string]float64{
@@ -195,23 +184,14 @@ func TestSpeculativeMetrics(t *testing.T) {
 	s := startGraph(t, "stories260K.gguf", "ngram")
 	body := `{"model":"stories260K","prompt":"the cat sat on the mat. the cat sat on the mat. the cat sat","max_tokens":24,"temperature":0}`
 	tm := s.completion(t, "/v1/completions", body)["timings"].(map[string]any)
-	resp, err := http.Get(s.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := func(name string) float64 {
-		var v float64
-		for _, m := range fams[name].GetMetric() {
-			v += m.GetCounter().GetValue()
+	var fams map[string]*dto.MetricFamily
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		fams = scrape(t, s.url)
+		if f := fams["ninfer:request_success_total"]; f != nil && sumMetric(f) == 1 || time.Now().After(deadline) {
+			break
 		}
-		return v
 	}
+	sum := func(name string) float64 { return sumMetric(fams[name]) }
 	if got, want := sum("ninfer:spec_decode_num_draft_tokens_total"), tm["draft_n"].(float64); got != want || got == 0 {
 		t.Errorf("draft tokens counter %g, timings draft_n %g", got, want)
 	}
@@ -221,4 +201,36 @@ func TestSpeculativeMetrics(t *testing.T) {
 	if got, want := sum("ninfer:spec_decode_num_accepted_tokens_per_pos"), tm["draft_n_accepted"].(float64); got != want {
 		t.Errorf("accepted per position sums to %g, want %g", got, want)
 	}
+}
+
+// scrape fetches and parses /metrics.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	return fams
+}
+
+// sumMetric adds a family's counters and gauges, and its histograms' counts.
+func sumMetric(f *dto.MetricFamily) float64 {
+	var sum float64
+	for _, m := range f.GetMetric() {
+		switch {
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.Histogram.GetSampleCount())
+		}
+	}
+	return sum
 }
