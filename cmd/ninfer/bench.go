@@ -232,7 +232,7 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 	} else {
 		corpusText = bench.Corpus
 	}
-	inst, err := instance.Open(opts)
+	inst, err := openInstance(opts)
 	if err != nil {
 		return nil, err
 	}

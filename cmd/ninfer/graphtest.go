@@ -6,8 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/exec"
@@ -23,19 +26,26 @@ const graphTestSeed = 1
 // test with `same_as: G` must produce exactly the tokens of graph G (a file
 // G.yaml beside the graph, or the embedded graph G). same_as needs
 // temperature 0: other graphs may sample differently at higher temperatures.
+//
+// --model FILE (or target=FILE) is the target model; --model ALIAS=FILE
+// gives a further model a graph runs (draft=FILE for speculative.draft).
+// An alias a graph runs but the command line does not give is the target
+// model itself (a draft model identical to the target).
 func runGraphTest(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("graph test", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	model := fs.String("model", "", "GGUF model to run the tests on (required)")
+	var mf modelFlags
+	fs.Var(modelFlag{&mf}, "model", "GGUF model to run the tests on (required): FILE or target=FILE; ALIAS=FILE a further model a graph runs (default: the target)")
 	threads := fs.Int("threads", 0, "backend threads (0 = all cores)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *model == "" || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: ninfer graph test --model FILE GRAPH...")
+	if mf.model == "" || fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "usage: ninfer graph test --model FILE [--model ALIAS=FILE]... GRAPH...")
 		return 2
 	}
-	r := graphTester{model: *model, threads: *threads, open: map[string]*instance.Instance{}}
+	r := graphTester{model: mf.model, models: mf.models, threads: *threads,
+		open: map[string]*instance.Instance{}, using: map[string]string{}}
 	defer r.close()
 	status := 0
 	for _, file := range fs.Args() {
@@ -64,8 +74,10 @@ func runGraphTest(args []string, stdout, stderr io.Writer) int {
 
 type graphTester struct {
 	model   string
+	models  map[string]string // by alias; the target stands in for the others
 	threads int
 	open    map[string]*instance.Instance // by graph path or name
+	using   map[string]string             // by graph: " (ALIAS=FILE ...)" of the models it runs besides the target
 }
 
 func (r *graphTester) close() {
@@ -78,11 +90,31 @@ func (r *graphTester) instance(graph string) (*instance.Instance, error) {
 	if in, ok := r.open[graph]; ok {
 		return in, nil
 	}
-	in, err := instance.Open(instance.Options{Model: r.model, Graph: graph, Threads: r.threads, MaxRunning: 1})
+	p, err := loadPlan(graph, nil)
+	if err != nil {
+		return nil, err
+	}
+	models := map[string]string{}
+	for _, st := range p.Steps {
+		if mb, ok := st.Node.(exec.ModelBinder); ok && mb.ModelAlias() != exec.Target {
+			alias := mb.ModelAlias()
+			if models[alias] = r.models[alias]; models[alias] == "" {
+				models[alias] = r.model
+			}
+		}
+	}
+	in, err := instance.Open(instance.Options{Model: r.model, Models: models, Graph: graph, Threads: r.threads, MaxRunning: 1})
 	if err != nil {
 		return nil, err
 	}
 	r.open[graph] = in
+	var using []string
+	for _, alias := range slices.Sorted(maps.Keys(models)) {
+		using = append(using, alias+"="+filepath.Base(models[alias]))
+	}
+	if len(using) > 0 {
+		r.using[graph] = " (" + strings.Join(using, " ") + ")"
+	}
 	return in, nil
 }
 
@@ -112,7 +144,7 @@ func (r *graphTester) run(file string, t *graphdef.Test) (string, error) {
 		return "", err
 	}
 	if t.SameAs == "" {
-		return fmt.Sprintf("%d tokens", len(got)), nil
+		return fmt.Sprintf("%d tokens%s", len(got), r.using[file]), nil
 	}
 	other := t.SameAs
 	if sib := filepath.Join(filepath.Dir(file), t.SameAs+".yaml"); fileExists(sib) {
@@ -127,7 +159,7 @@ func (r *graphTester) run(file string, t *graphdef.Test) (string, error) {
 			return "", fmt.Errorf("ids differ from %s at %d: got %v want %v", other, i, got[i:min(i+4, len(got))], want[i:min(i+4, len(want))])
 		}
 	}
-	return fmt.Sprintf("%d tokens, same as %s", len(got), other), nil
+	return fmt.Sprintf("%d tokens%s, same as %s", len(got), r.using[file], other), nil
 }
 
 func fileExists(path string) bool {

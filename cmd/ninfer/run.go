@@ -7,9 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/signal"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,14 +25,15 @@ import (
 
 // modelFlags are the flags every command that loads a model shares.
 type modelFlags struct {
-	model, graph, backend string
+	model, graph, backend string            // model: the target's path
+	models                map[string]string // --model ALIAS=FILE but the target, by alias
 	threads, kvTokens     int
 	kvMemory              int64
 	set                   setFlag
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&m.model, "model", "", "GGUF model file (required)")
+	fs.Var(modelFlag{m}, "model", "GGUF model file (required): FILE or target=FILE is the model that decodes; ALIAS=FILE a further model a graph runs, e.g. draft=FILE (repeatable)")
 	fs.StringVar(&m.graph, "graph", "plain", "graph YAML file or embedded graph name")
 	fs.StringVar(&m.backend, "backend", "cpu", "compute backend")
 	fs.IntVar(&m.threads, "threads", 0, "backend threads (0 = all cores)")
@@ -51,8 +55,61 @@ func (m *modelFlags) options() (instance.Options, error) {
 	if m.kvMemory < 0 || (m.kvMemory > 0 && m.kvTokens > 0) {
 		return instance.Options{}, fmt.Errorf("--kv-memory %d must be >= 0 and not given with --kv-capacity", m.kvMemory)
 	}
-	return instance.Options{Model: m.model, Graph: m.graph, Set: m.set.params, Backend: m.backend,
+	return instance.Options{Model: m.model, Models: m.models, Graph: m.graph, Set: m.set.params, Backend: m.backend,
 		Threads: m.threads, KVTokens: m.kvTokens, KVMemory: m.kvMemory, MaxRunning: 1}, nil
+}
+
+// modelFlag is --model: FILE or target=FILE sets the target model, ALIAS=FILE
+// (ALIAS matching ^[a-z][a-z0-9_-]*$) a further model by alias. A path
+// that itself looks like ALIAS=FILE can be given as ./ALIAS=FILE.
+type modelFlag struct{ m *modelFlags }
+
+var aliasPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+
+func (f modelFlag) String() string {
+	if f.m == nil {
+		return ""
+	}
+	s := f.m.model
+	for _, alias := range slices.Sorted(maps.Keys(f.m.models)) {
+		s += " " + alias + "=" + f.m.models[alias]
+	}
+	return s
+}
+
+func (f modelFlag) Set(v string) error {
+	alias, path, ok := strings.Cut(v, "=")
+	if !ok || !aliasPattern.MatchString(alias) {
+		alias, path = exec.Target, v
+	}
+	if path == "" {
+		return fmt.Errorf("model %q: empty path", alias)
+	}
+	if alias == exec.Target {
+		if f.m.model != "" {
+			return fmt.Errorf("the target model is given twice (%s and %s)", f.m.model, path)
+		}
+		f.m.model = path
+		return nil
+	}
+	if f.m.models == nil {
+		f.m.models = map[string]string{}
+	}
+	if old, dup := f.m.models[alias]; dup {
+		return fmt.Errorf("model %q is given twice (%s and %s)", alias, old, path)
+	}
+	f.m.models[alias] = path
+	return nil
+}
+
+// openInstance is instance.Open, with a hint on how to give a model alias
+// the graph runs but the command line did not name.
+func openInstance(o instance.Options) (*instance.Instance, error) {
+	in, err := instance.Open(o)
+	if errors.Is(err, engine.ErrNoModel) {
+		err = fmt.Errorf("%w: give it with --model ALIAS=FILE", err)
+	}
+	return in, err
 }
 
 // setFlag collects NAME=VALUE graph parameter overrides; values are parsed
@@ -172,7 +229,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
-	inst, err := instance.Open(opts)
+	inst, err := openInstance(opts)
 	if err != nil {
 		return fail(err)
 	}

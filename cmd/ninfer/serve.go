@@ -115,7 +115,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var inst *instance.Instance
 	go func() {
 		var err error
-		inst, err = instance.Open(opts)
+		inst, err = openInstance(opts)
 		loaded <- err
 	}()
 	select {

@@ -43,6 +43,7 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		{"zero concurrency", []string{"--model", model, "--max-concurrency", "0"}, "--max-concurrency 0"},
 		{"a zero timeout", []string{"--model", model, "--timeout", "0s"}, "--timeout 0s"},
 		{"a stray argument", []string{"--model", model, "extra"}, "unexpected arguments"},
+		{"a draft graph without a draft model", []string{"--model", model, "--port", "0", "--graph", "draft"}, "give it with --model ALIAS=FILE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCLI(append([]string{"serve"}, tc.args...)...)

@@ -39,6 +39,16 @@ type Config struct {
 	Context int
 	// Observer, if not nil, is told about every step (traces, metrics).
 	Observer StepObserver
+	// Models are further models by alias (exec.Models; Model is the
+	// target), for the plan's nodes that run a model of their own
+	// (exec.ModelBinder). Each alias such a node names gets a backend of
+	// its own from NewBackend, with a KV cache of the target's capacity in
+	// tokens, block size and format (memory on top of KVMemory, which sizes
+	// the target's cache). Unused aliases are ignored.
+	Models exec.Models
+	// NewBackend constructs the backend of each model in Models that a
+	// node runs; required when one does.
+	NewBackend func() (exec.Backend, error)
 }
 
 // Request is one generation request.
@@ -143,6 +153,10 @@ type Engine struct {
 	// draftK is the most drafts a decoding sequence verifies per step (the
 	// plan's proposers' largest k); 0 when the plan does not speculate.
 	draftK int
+	// models are the devices of the models nodes run besides the target,
+	// by alias; releasers are the nodes told when a sequence ends.
+	models    map[string]*modelDevice
+	releasers []exec.SeqReleaser
 }
 
 // execKey names a prepared graph: a plan segment ("seg0", ...) or a host
@@ -176,13 +190,24 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, plan: p, backend: cfg.Backend, execs: map[execKey]exec.Executable{},
 		wake: make(chan struct{}, 1), closed: make(chan struct{}), loopDone: make(chan struct{}),
-		reqs: map[*sched.Seq]*request{}}
+		reqs: map[*sched.Seq]*request{}, models: map[string]*modelDevice{}}
 	layers, kvDim := 0, 0
+	var binders []modelBinding
 	for _, st := range p.Steps {
 		if b, ok := st.Node.(exec.Binder); ok {
 			if err := b.Bind(cfg.Model); err != nil {
 				return nil, fmt.Errorf("engine: bind %s (%s): %w", st.ID, st.Op, err)
 			}
+		}
+		if b, ok := st.Node.(exec.ModelBinder); ok {
+			mb, err := bindModel(cfg, st, b)
+			if err != nil {
+				return nil, err
+			}
+			binders = append(binders, mb)
+		}
+		if r, ok := st.Node.(exec.SeqReleaser); ok {
+			e.releasers = append(e.releasers, r)
 		}
 		if s, ok := st.Node.(exec.KVShaper); ok {
 			l, d := s.KVShape()
@@ -245,8 +270,13 @@ func New(cfg Config) (*Engine, error) {
 	if err := e.backend.Reserve(layout); err != nil {
 		return nil, fmt.Errorf("engine: reserve: %w", err)
 	}
+	if err := e.attachModels(binders, layout); err != nil {
+		e.closeModels()
+		return nil, err
+	}
 	emb, err := cfg.Model.Tensor("token_embd.weight")
 	if err != nil {
+		e.closeModels()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e.vocab = emb.Rows()
@@ -349,7 +379,7 @@ func (e *Engine) Close() error {
 	for _, x := range e.execs {
 		x.Close()
 	}
-	return e.backend.Close()
+	return errors.Join(e.closeModels(), e.backend.Close())
 }
 
 func (e *Engine) loop() {
@@ -386,6 +416,7 @@ func (e *Engine) admit() {
 		e.nextID++
 		r.seq = &sched.Seq{ID: e.nextID, Tokens: append([]int32(nil), r.Prompt...), Prompt: len(r.Prompt),
 			Limit: len(r.Prompt) + r.MaxTokens}
+		r.state.ID = e.nextID
 		if e.draftK > 0 {
 			r.spec.AcceptedPerPosition = make([]int, e.draftK)
 		}
@@ -420,6 +451,9 @@ func (e *Engine) finish(r *request, reason string, err error) {
 	e.mu.Lock()
 	e.sched.Remove(r.seq)
 	e.mu.Unlock()
+	for _, rel := range e.releasers {
+		rel.ReleaseSeq(r.seq.ID)
+	}
 	delete(e.reqs, r.seq)
 	r.events <- Event{Done: true, Finish: reason, Err: err, Stats: st}
 	close(r.events)
@@ -648,25 +682,31 @@ func (e *Engine) runDevice(ctx context.Context, si int, seg plan.Segment, batch 
 // prepared returns the executable of key, recording and preparing it with
 // build the first time.
 func (e *Engine) prepared(key execKey, build func() (*tensor.Graph, error)) (exec.Executable, error) {
-	if x, ok := e.execs[key]; ok {
+	return prepare(e.backend, e.execs, key, build)
+}
+
+// prepare returns the executable of key in execs, recording it with build
+// and preparing it on be the first time.
+func prepare(be exec.Backend, execs map[execKey]exec.Executable, key execKey, build func() (*tensor.Graph, error)) (exec.Executable, error) {
+	if x, ok := execs[key]; ok {
 		return x, nil
 	}
 	g, err := build()
 	if err != nil {
 		return nil, err
 	}
-	x, err := e.backend.Prepare(g)
+	x, err := be.Prepare(g)
 	if err != nil {
 		return nil, err
 	}
-	if len(e.execs) >= maxExecs {
-		for k, old := range e.execs {
+	if len(execs) >= maxExecs {
+		for k, old := range execs {
 			old.Close()
-			delete(e.execs, k)
+			delete(execs, k)
 			break
 		}
 	}
-	e.execs[key] = x
+	execs[key] = x
 	return x, nil
 }
 

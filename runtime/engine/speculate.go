@@ -11,6 +11,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/sched"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
 // SpecStats count one request's (or, summed, a run's) speculative
@@ -189,10 +190,16 @@ type device struct{ e *Engine }
 
 // Forward implements exec.Device.
 func (d device) Forward(ctx context.Context, name string, rec exec.Recorder, b *exec.Batch) (exec.Logits, error) {
-	e := d.e
+	return forward(ctx, d.e.backend, d.e.execs, d.e.cfg.Model, name, rec, b)
+}
+
+// forward runs rec's pass over b on be (the model f loaded), preparing it
+// once per name and batch shape in execs.
+func forward(ctx context.Context, be exec.Backend, execs map[execKey]exec.Executable, f *weights.File,
+	name string, rec exec.Recorder, b *exec.Batch) (exec.Logits, error) {
 	key := execKey{name, len(b.Tokens), len(b.LogitRows)}
-	x, err := e.prepared(key, func() (*tensor.Graph, error) {
-		tb := tensor.NewBuilder(weightInfo(e.cfg.Model))
+	x, err := prepare(be, execs, key, func() (*tensor.Graph, error) {
+		tb := tensor.NewBuilder(weightInfo(f))
 		tokens, positions := tb.Input("tokens", key.rows), tb.Input("positions", key.rows)
 		tb.Input("logit_rows", key.logitRows)
 		logits, err := rec(tb, tokens, positions)

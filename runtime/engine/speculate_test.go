@@ -85,13 +85,15 @@ out: {tokens: verify.tokens}
 
 // specGraphs writes the speculative graphs under test into a temporary
 // directory: prompt lookup (matching single tokens, so it drafts often),
-// early-exit self-drafting and the oracle with forced rejections.
+// early-exit self-drafting, a draft model (alias draft) and the oracle
+// with forced rejections.
 func specGraphs(t *testing.T) map[string]string {
 	dir := t.TempDir()
 	out := map[string]string{}
 	for name, op := range map[string]string{
 		"ngram":  "speculative.ngram, with: {k: $params.k, min_match: 1}",
 		"self":   "speculative.self",
+		"draft":  "speculative.draft",
 		"oracle": "test.oracle",
 	} {
 		src := fmt.Sprintf(specGraph, name, op, "")
@@ -152,17 +154,24 @@ func generateAll(t *testing.T, in *instance.Instance, prompts [][]int32, n, conc
 	return ids, stats
 }
 
+// draftModels are the draft models of the greedy tests, by target: a
+// quantized copy of tiny-qwen3-f32, and stories260K itself (no other
+// bundled model shares its vocabulary).
+var draftModels = map[string]string{"stories260K.gguf": "stories260K.gguf", "tiny-qwen3-f32.gguf": "tiny-qwen3-q8_0.gguf"}
+
 // Greedy decoding under every speculative graph gives plain decoding's
 // tokens exactly, on every golden prompt and both model families, for
 // k = 1..8, prefill chunks that split the prompts differently, one or
 // eight requests at a time, and forced rejections at every draft position;
-// the KV cache is empty afterwards and the speculative counts add up.
+// the KV caches (the target's and the draft model's) are empty afterwards
+// and the speculative counts add up.
 func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 	graphs := specGraphs(t)
 	const n = 24
 	for _, model := range []string{"stories260K.gguf", "tiny-qwen3-f32.gguf"} {
 		t.Run(model, func(t *testing.T) {
 			m := modelPath(t, model)
+			models := map[string]string{"draft": modelPath(t, draftModels[model])}
 			plain := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2})
 			prompts := goldenPrompts(t, plain)
 			want, _ := generateAll(t, plain, prompts, n, 8)
@@ -177,10 +186,10 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 			if raceDetector {
 				ks = []int{2, 5, 8}
 			}
-			for _, g := range []string{"ngram", "self", "oracle"} {
+			for _, g := range []string{"ngram", "self", "draft", "oracle"} {
 				for _, k := range ks {
 					chunk := chunks[k%len(chunks)]
-					in := open(t, instance.Options{Model: m, Graph: graphs[g], MaxRunning: 8, Threads: 2,
+					in := open(t, instance.Options{Model: m, Models: models, Graph: graphs[g], MaxRunning: 8, Threads: 2,
 						Set: node.Params{"k": int64(k), "chunk": int64(chunk)}})
 					for _, conc := range []int{1, 8} {
 						got, stats := generateAll(t, in, prompts, n, conc)
@@ -197,6 +206,11 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 						}
 						if used, _ := in.Engine.KVBlocks(); used != 0 {
 							t.Errorf("%s k=%d: %d kv blocks used after every request finished", g, k, used)
+						}
+						if g == "draft" {
+							if u := in.Engine.ModelKVBlocks()["draft"]; u.Used != 0 || u.Total == 0 {
+								t.Errorf("draft k=%d: draft model kv blocks %+v after every request finished", k, u)
+							}
 						}
 						if sum.Rounds == 0 || sum.Accepted == sum.Drafted && g == "oracle" {
 							t.Errorf("%s k=%d: implausible counts %+v", g, k, sum)

@@ -48,6 +48,9 @@ func (s Sampling) Penalized() bool {
 
 // SeqState is what host nodes know of one sequence that needs a token this step.
 type SeqState struct {
+	// ID identifies the sequence: unique among an engine's sequences for
+	// the engine's lifetime (SeqReleaser is told when it ends).
+	ID       uint64
 	Sampling Sampling
 	RNG      *rand.Rand // seeded from Sampling.Seed when the request is admitted
 	History  []int32    // prompt and generated tokens so far
@@ -85,8 +88,9 @@ type HostNode interface {
 	RunHost(hc *HostContext, in map[string]any) (map[string]any, error)
 }
 
-// Binder is implemented by nodes that need the model file (weights and
-// metadata) before they can record ops.
+// Binder is implemented by nodes that need the target model's file
+// (weights and metadata) before they can record ops. Nodes that run a
+// model of their own implement ModelBinder.
 type Binder interface {
 	Bind(f *weights.File) error
 }

@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,7 +24,12 @@ import (
 
 // Options select the model, graph and backend.
 type Options struct {
-	Model      string      // GGUF path
+	Model string // GGUF path of the target model
+	// Models are further GGUF paths by alias ("draft"), for graph nodes
+	// that run a model of their own (speculative.draft); a path equal to
+	// Model shares its mapping. The alias "target" is Model and may not be
+	// given here.
+	Models     map[string]string
 	Graph      string      // graph file path or embedded graph name; "" = "plain"
 	Set        node.Params // graph parameter overrides
 	Backend    string      // "" = "cpu"
@@ -37,7 +44,9 @@ type Options struct {
 
 // Instance is a loaded model with a running engine.
 type Instance struct {
-	File      *weights.File
+	File *weights.File // the target model
+	// Models are the files of Options.Models, by alias.
+	Models    exec.Models
 	Tokenizer *tok.Tokenizer
 	Plan      *plan.Plan
 	Engine    *engine.Engine
@@ -60,28 +69,73 @@ func Open(o Options) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	tk, err := tok.FromGGUF(f)
+	models, err := openModels(f, o.Models)
 	if err != nil {
 		f.Close()
+		return nil, err
+	}
+	closeAll := func() {
+		closeModels(f, models)
+		f.Close()
+	}
+	tk, err := tok.FromGGUF(f)
+	if err != nil {
+		closeAll()
 		return nil, fmt.Errorf("%s: %w", o.Model, err)
 	}
 	name := o.Backend
 	if name == "" {
 		name = "cpu"
 	}
-	be, err := exec.New(name, exec.Options{Threads: o.Threads})
+	newBackend := func() (exec.Backend, error) { return exec.New(name, exec.Options{Threads: o.Threads}) }
+	be, err := newBackend()
 	if err != nil {
-		f.Close()
+		closeAll()
 		return nil, err
 	}
-	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory, MaxRunning: o.MaxRunning, Context: o.Context, Observer: o.Observer})
+	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory,
+		MaxRunning: o.MaxRunning, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend})
 	if err != nil {
 		be.Close()
-		f.Close()
+		closeAll()
 		return nil, fmt.Errorf("%s: %w", o.Model, err)
 	}
 	chat, chatErr := tok.ChatTemplateFromGGUF(f, tk)
-	return &Instance{File: f, Tokenizer: tk, Plan: p, Engine: eng, Chat: chat, ChatErr: chatErr, LoadTime: time.Since(start)}, nil
+	return &Instance{File: f, Models: models, Tokenizer: tk, Plan: p, Engine: eng, Chat: chat, ChatErr: chatErr, LoadTime: time.Since(start)}, nil
+}
+
+// openModels opens the GGUF files of paths by alias; a path that is the
+// target's (target.Path) shares target's mapping.
+func openModels(target *weights.File, paths map[string]string) (exec.Models, error) {
+	models := exec.Models{}
+	for _, alias := range slices.Sorted(maps.Keys(paths)) {
+		path := paths[alias]
+		if alias == exec.Target {
+			return nil, fmt.Errorf("model alias %q is the target model: give it as Model", alias)
+		}
+		if path == target.Path {
+			models[alias] = target
+			continue
+		}
+		f, err := weights.Open(path)
+		if err != nil {
+			closeModels(target, models)
+			return nil, fmt.Errorf("model %q: %w", alias, err)
+		}
+		models[alias] = f
+	}
+	return models, nil
+}
+
+// closeModels unmaps the files of models other than target.
+func closeModels(target *weights.File, models exec.Models) error {
+	var errs []error
+	for _, f := range models {
+		if f != target {
+			errs = append(errs, f.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // LoadPlan compiles, against reg, the graph file at graph or, when no such
@@ -104,7 +158,7 @@ func LoadPlan(graph string, reg *node.Registry, set node.Params) (*plan.Plan, er
 
 // Close stops the engine and unmaps the model.
 func (in *Instance) Close() error {
-	return errors.Join(in.Engine.Close(), in.File.Close())
+	return errors.Join(in.Engine.Close(), closeModels(in.File, in.Models), in.File.Close())
 }
 
 // Result is a finished generation.

@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// modelBinding is a plan node that runs a model of its own, bound to it.
+type modelBinding struct {
+	node         exec.ModelBinder
+	alias        string
+	file         *weights.File
+	layers, kvD  int
+	step, opName string
+}
+
+// ErrNoModel is wrapped by New's error when a node runs a model alias that
+// Config.Models does not hold.
+var ErrNoModel = errors.New("model alias not given")
+
+// bindModel resolves the alias st's node runs and binds the node to it.
+func bindModel(cfg Config, st *plan.Step, b exec.ModelBinder) (modelBinding, error) {
+	alias := b.ModelAlias()
+	f := cfg.Models[alias]
+	if alias == exec.Target {
+		f = cfg.Model
+	}
+	if f == nil {
+		have := append([]string{exec.Target}, slices.Sorted(maps.Keys(cfg.Models))...)
+		return modelBinding{}, fmt.Errorf("engine: step %s (%s) runs the model %q: %w (have %s)",
+			st.ID, st.Op, alias, ErrNoModel, strings.Join(have, ", "))
+	}
+	layers, kvDim, err := b.BindModel(f, cfg.Model)
+	if err != nil {
+		return modelBinding{}, fmt.Errorf("engine: bind %s (%s) to model %q: %w", st.ID, st.Op, alias, err)
+	}
+	if layers < 1 || kvDim < 1 {
+		return modelBinding{}, fmt.Errorf("engine: step %s (%s): model %q has kv shape %dx%d", st.ID, st.Op, alias, layers, kvDim)
+	}
+	return modelBinding{node: b, alias: alias, file: f, layers: layers, kvD: kvDim, step: st.ID, opName: st.Op}, nil
+}
+
+// attachModels gives each bound node the device of its model: one backend
+// per alias, with target's KV layout but the model's own layers and width.
+func (e *Engine) attachModels(binders []modelBinding, target exec.KVLayout) error {
+	for _, mb := range binders {
+		d := e.models[mb.alias]
+		if d == nil {
+			if e.cfg.NewBackend == nil {
+				return fmt.Errorf("engine: step %s (%s) runs model %q but the engine has no NewBackend", mb.step, mb.opName, mb.alias)
+			}
+			var err error
+			if d, err = newModelDevice(e.cfg.NewBackend, mb, target); err != nil {
+				return fmt.Errorf("engine: model %q: %w", mb.alias, err)
+			}
+			e.models[mb.alias] = d
+		}
+		if d.layout.Layers != mb.layers || d.layout.KVDim != mb.kvD {
+			return fmt.Errorf("engine: steps disagree on model %q's kv shape: %dx%d and %dx%d",
+				mb.alias, d.layout.Layers, d.layout.KVDim, mb.layers, mb.kvD)
+		}
+		mb.node.Attach(d)
+	}
+	return nil
+}
+
+// closeModels releases the devices of the models besides the target.
+func (e *Engine) closeModels() error {
+	var errs []error
+	for _, d := range e.models {
+		errs = append(errs, d.close())
+	}
+	return errors.Join(errs...)
+}
+
+// KVUsage is a KV cache's used and total blocks.
+type KVUsage struct{ Used, Total int }
+
+// ModelKVBlocks reports the KV blocks of each model the plan's nodes run
+// besides the target (by alias; empty when there are none). Like KVBlocks
+// it is a snapshot, safe to call from any goroutine.
+func (e *Engine) ModelKVBlocks() map[string]KVUsage {
+	out := map[string]KVUsage{}
+	for alias, d := range e.models {
+		used, total := d.Usage()
+		out[alias] = KVUsage{used, total}
+	}
+	return out
+}
+
+// modelDevice is the exec.ModelDevice of one model besides the target: its
+// backend, prepared graphs and KV block manager.
+type modelDevice struct {
+	file    *weights.File
+	backend exec.Backend
+	execs   map[execKey]exec.Executable
+	layout  exec.KVLayout
+	mu      sync.Mutex // guards kv
+	kv      *kv.Manager
+}
+
+func newModelDevice(newBackend func() (exec.Backend, error), mb modelBinding, target exec.KVLayout) (*modelDevice, error) {
+	layout := target
+	layout.Layers, layout.KVDim = mb.layers, mb.kvD
+	m, err := kv.New(layout.Blocks, layout.BlockTokens)
+	if err != nil {
+		return nil, err
+	}
+	be, err := newBackend()
+	if err != nil {
+		return nil, err
+	}
+	if err := be.Load(mb.file); err != nil {
+		be.Close()
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	if err := be.Reserve(layout); err != nil {
+		be.Close()
+		return nil, fmt.Errorf("reserve: %w", err)
+	}
+	return &modelDevice{file: mb.file, backend: be, execs: map[execKey]exec.Executable{}, layout: layout, kv: m}, nil
+}
+
+// Forward implements exec.Device on the model's own backend and cache.
+func (d *modelDevice) Forward(ctx context.Context, name string, rec exec.Recorder, b *exec.Batch) (exec.Logits, error) {
+	return forward(ctx, d.backend, d.execs, d.file, name, rec, b)
+}
+
+// KV implements exec.ModelDevice.
+func (d *modelDevice) KV() exec.KVBlocks { return d }
+
+// BlockTokens implements exec.KVBlocks.
+func (d *modelDevice) BlockTokens() int { return d.layout.BlockTokens }
+
+// Grow implements exec.KVBlocks.
+func (d *modelDevice) Grow(s *kv.Seq, n int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.kv.Grow(s, n)
+}
+
+// Truncate implements exec.KVBlocks.
+func (d *modelDevice) Truncate(s *kv.Seq, n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.kv.Truncate(s, n)
+}
+
+// Release implements exec.KVBlocks.
+func (d *modelDevice) Release(s *kv.Seq) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.kv.Release(s)
+}
+
+// Usage implements exec.KVBlocks.
+func (d *modelDevice) Usage() (used, total int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.kv.Used(), d.kv.Total()
+}
+
+func (d *modelDevice) close() error {
+	for _, x := range d.execs {
+		x.Close()
+	}
+	return d.backend.Close()
+}

@@ -1,0 +1,67 @@
+package exec
+
+import (
+	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// Target is the alias of the model a plan's model.forward runs: the model
+// whose tokens the engine commits. Other aliases ("draft") name further
+// models that nodes run on devices of their own (ModelBinder).
+const Target = "target"
+
+// Models are model files by alias.
+type Models map[string]*weights.File
+
+// ModelBinder is implemented by nodes that run a model other than the
+// plan's own forward on a device of their own, with a KV cache of their
+// own (speculative.draft). The engine binds such a node in three steps:
+// BindModel when it is constructed, then, once it has sized the target's
+// KV cache, Attach with a device that has the model loaded and a cache of
+// the same token capacity, block size and format as the target's.
+type ModelBinder interface {
+	// ModelAlias names the model the node runs: a key of the engine's
+	// models, or Target for the target model itself.
+	ModelAlias() string
+	// BindModel binds the node to its model f; target is the plan's model
+	// (to check that both share a vocabulary). It returns the KV cache
+	// shape f needs: layers, and K (or V) row width per layer.
+	BindModel(f, target *weights.File) (layers, kvDim int, err error)
+	// Attach hands the node the device that runs its model. It is called
+	// once, after BindModel and before the node's first RunHost.
+	Attach(d ModelDevice)
+}
+
+// ModelDevice runs one model's forward passes (Device.Forward) on a
+// backend of its own, over a paged KV cache of its own whose blocks the
+// node allocates per sequence with KV. The batch's block tables must be
+// ones KV grew. Forward and KV's mutating methods are called by the
+// engine's goroutine only (from RunHost and SeqReleaser.ReleaseSeq).
+type ModelDevice interface {
+	Device
+	KV() KVBlocks
+}
+
+// KVBlocks hands out a model device's KV cache blocks to sequences (the
+// kv.Manager contract). Usage may be called from any goroutine.
+type KVBlocks interface {
+	// BlockTokens is the number of token slots per block.
+	BlockTokens() int
+	// Grow reserves slots so that s holds n tokens; on kv.ErrNoSpace
+	// nothing changes.
+	Grow(s *kv.Seq, n int) error
+	// Truncate shrinks s to n tokens, freeing whole blocks past n.
+	Truncate(s *kv.Seq, n int)
+	// Release frees all of s's blocks.
+	Release(s *kv.Seq)
+	// Usage reports used and total blocks.
+	Usage() (used, total int)
+}
+
+// SeqReleaser is implemented by nodes that keep state per sequence (a
+// draft model's KV blocks): the engine calls ReleaseSeq with SeqState.ID
+// when the sequence's request finishes, fails or is aborted, after which
+// the id never reappears.
+type SeqReleaser interface {
+	ReleaseSeq(id uint64)
+}
