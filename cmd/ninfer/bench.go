@@ -143,15 +143,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.corpus, "corpus", "", "prompt corpus, a UTF-8 text file (default the built-in one)")
 	fs.Float64Var(&o.peakGBs, "peak-bandwidth", 0, "peak memory bandwidth in GB/s to compare with (0 = measure with a triad, < 0 = none)")
 	fs.IntVar(&o.triadMiB, "triad-mib", 256, "memory of the bandwidth triad's three arrays, MiB")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "ninfer bench: %v\n", err)
-		return 1
-	}
-	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("unexpected arguments %q", fs.Args()))
+	fail, code, ok := parseFlags(fs, args, stderr)
+	if !ok {
+		return code
 	}
 	if o.prompts == nil {
 		o.prompts = intList{512}

@@ -67,15 +67,9 @@ func runCorpus(args []string, stdout, stderr io.Writer) int {
 		o.serverArgs = append(o.serverArgs, s)
 		return nil
 	})
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "ninfer corpus: %v\n", err)
-		return 1
-	}
-	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("unexpected arguments %q", fs.Args()))
+	fail, code, ok := parseFlags(fs, args, stderr)
+	if !ok {
+		return code
 	}
 	if o.conc == nil {
 		o.conc = intList{1, 2, 4, 8}

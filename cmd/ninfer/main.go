@@ -1,8 +1,11 @@
 // Command ninfer is the ninfer inference engine: run a model on a prompt,
-// check and inspect decoding graphs, and record or verify golden outputs.
+// serve it over an OpenAI-compatible API, check and inspect decoding graphs,
+// measure it (bench, corpus, kv-eval), read traces, and record or verify
+// golden outputs.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -61,4 +64,22 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ninfer: unknown command %q\n%s", args[0], usage)
 		return 2
 	}
+}
+
+// parseFlags parses a command's flags, which take no positional arguments.
+// When ok is false the command returns code (2 for a flag error, 1 for
+// stray arguments, reported on stderr). fail reports an error as
+// "ninfer NAME: err" (NAME is the flag set's name) and returns 1.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (fail func(error) int, code int, ok bool) {
+	fail = func(err error) int {
+		fmt.Fprintf(stderr, "ninfer %s: %v\n", fs.Name(), err)
+		return 1
+	}
+	if err := fs.Parse(args); err != nil {
+		return fail, 2, false
+	}
+	if fs.NArg() > 0 {
+		return fail, fail(fmt.Errorf("unexpected arguments %q", fs.Args())), false
+	}
+	return fail, 0, true
 }

@@ -199,15 +199,9 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	maxTokens := fs.Int("max-tokens", 128, "tokens to generate (>= 1)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming text")
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-generation tokens")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "ninfer run: %v\n", err)
-		return 1
-	}
-	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("unexpected arguments %q", fs.Args()))
+	fail, code, ok := parseFlags(fs, args, stderr)
+	if !ok {
+		return code
 	}
 	if *maxTokens < 1 {
 		return fail(fmt.Errorf("--max-tokens %d must be >= 1", *maxTokens))

@@ -49,15 +49,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	drain := fs.Duration("drain-timeout", 0, "on SIGTERM, how long to wait for requests in flight (0 = --timeout)")
 	otlp := fs.String("otlp-endpoint", "", "send OpenTelemetry spans over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318 (default $OTEL_EXPORTER_OTLP_ENDPOINT; off when empty)")
 	sampleRatio := fs.Float64("trace-sample-ratio", 1, "fraction of requests traced when tracing is on")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "ninfer serve: %v\n", err)
-		return 1
-	}
-	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("unexpected arguments %q", fs.Args()))
+	fail, code, ok := parseFlags(fs, args, stderr)
+	if !ok {
+		return code
 	}
 	switch {
 	case *port < 0 || *port > 65535:
