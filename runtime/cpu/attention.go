@@ -2,19 +2,31 @@ package cpu
 
 import (
 	"fmt"
+	"math"
+	"unsafe"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/kv"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
-// kvPages is the backend's KV cache, reserved once by Reserve. f32 pages
-// hold float32 rows that attention reads in place; every other format holds
-// rows encoded by codec (quantized on write, dequantized in attention).
+// attnChunk is the number of key positions the score kernels compute at
+// once, one per lane.
+const attnChunk = 16
+
+// kvPages is the backend's KV cache, reserved once by Reserve.
+//
+// Direct f32 pages (k, v: format f32 with BlockTokens a multiple of
+// attnChunk) hold float32 values that attention reads in place: V as rows
+// [slot][KVDim], K transposed within each block, [block][KVDim][BlockTokens],
+// so that one key dimension of attnChunk consecutive positions is one vector.
+// Every other layout holds rows encoded by codec (quantized on write, decoded
+// into per-worker scratch in attention); f32 with other block sizes uses the
+// f32 codec.
 type kvPages struct {
-	k, v     [][]float32 // f32: [layer][slot*KVDim]
-	kq, vq   [][]byte    // other formats: [layer][slot*rowBytes]
-	codec    *kv.Codec   // nil for f32
+	k, v     [][]float32 // direct f32: [layer] K [block][KVDim][BlockTokens], V [slot][KVDim]
+	kq, vq   [][]byte    // coded: [layer][slot*rowBytes]
+	codec    *kv.Codec   // nil for direct f32
 	rowBytes int         // bytes of one encoded K or V row
 }
 
@@ -32,7 +44,7 @@ func (b *Backend) Reserve(l exec.KVLayout) error {
 		return fmt.Errorf("cpu: kv dtype: %w", err)
 	}
 	b.kv = l
-	if c.Format == kv.F32 {
+	if c.Format == kv.F32 && l.BlockTokens%attnChunk == 0 {
 		b.cache = kvPages{k: make([][]float32, l.Layers), v: make([][]float32, l.Layers), rowBytes: c.RowBytes()}
 		for i := range b.cache.k {
 			b.cache.k[i] = make([]float32, l.Slots()*l.KVDim)
@@ -69,73 +81,100 @@ func (b *Backend) checkAttention(op tensor.Op) error {
 }
 
 // attention writes this step's K and V rows into the cache, then computes
-// causal attention for every (row, head) pair in parallel.
+// causal attention for every row and head: scores[j] = (q . k_j) * scale as
+// one sequential fused multiply-add chain over the head's dimensions,
+// softmaxInPlace, then o = sum over positions j in order of w_j * v_j.
 func (p *program) attention(out []float32, op tensor.Op, b *exec.Batch) {
-	if p.b.cache.codec != nil {
-		p.attentionCoded(out, op, b)
-		return
+	p.writeKV(op, b)
+	switch {
+	case useSIMD:
+		p.attentionFast(out, op, b)
+	case p.b.cache.codec != nil:
+		p.attentionCodedRef(out, op, b)
+	default:
+		p.attentionRef(out, op, b)
 	}
-	a, kv := op.Attn, p.b.kv
-	q, k, v := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID], p.f32[op.Args[2].ID]
+}
+
+// writeKV stores the K and V rows of the step's tokens at their slots.
+func (p *program) writeKV(op tensor.Op, b *exec.Batch) {
+	a, l, c := op.Attn, p.b.kv, &p.b.cache
+	k, v := p.f32[op.Args[1].ID], p.f32[op.Args[2].ID]
+	kvd, bt := l.KVDim, l.BlockTokens
+	for t := range op.Out.Rows() {
+		pos := int(b.Positions[t])
+		blk := int(b.Tables[b.RowSeq[t]][pos/bt])
+		s := blk*bt + pos%bt
+		kr, vr := k[t*kvd:(t+1)*kvd], v[t*kvd:(t+1)*kvd]
+		if c.codec != nil {
+			rb := c.rowBytes
+			c.codec.Encode(c.kq[a.Layer][s*rb:(s+1)*rb], kr)
+			c.codec.Encode(c.vq[a.Layer][s*rb:(s+1)*rb], vr)
+			continue
+		}
+		kb := c.k[a.Layer][blk*bt*kvd+pos%bt : (blk+1)*bt*kvd]
+		for i, x := range kr {
+			kb[i*bt] = x
+		}
+		copy(c.v[a.Layer][s*kvd:(s+1)*kvd], vr)
+	}
+}
+
+// accumulate adds w*v[d] to o[d] for every d, rounding the product before
+// the add.
+func accumulate(o []float32, w float32, v []float32) {
+	v = v[:len(o)]
+	for d, x := range v {
+		o[d] += float32(w * x)
+	}
+}
+
+// attentionRef is attention over direct f32 pages with the reference
+// loops, one (row, head) pair at a time: the oracle of attentionFast.
+func (p *program) attentionRef(out []float32, op tensor.Op, b *exec.Batch) {
+	a, l := op.Attn, p.b.kv
+	q := p.f32[op.Args[0].ID]
 	kc, vc := p.b.cache.k[a.Layer], p.b.cache.v[a.Layer]
-	kvd, qd := kv.KVDim, a.Heads*a.HeadDim
-	slot := func(seq int32, pos int) int {
-		return int(b.Tables[seq][pos/kv.BlockTokens])*kv.BlockTokens + pos%kv.BlockTokens
-	}
-	T := op.Out.Rows()
-	for t := 0; t < T; t++ {
-		s := slot(b.RowSeq[t], int(b.Positions[t]))
-		copy(kc[s*kvd:(s+1)*kvd], k[t*kvd:(t+1)*kvd])
-		copy(vc[s*kvd:(s+1)*kvd], v[t*kvd:(t+1)*kvd])
-	}
+	kvd, qd, bt, hd := l.KVDim, a.Heads*a.HeadDim, l.BlockTokens, a.HeadDim
 	group := a.Heads / a.KVHeads
-	hd := a.HeadDim
-	p.b.pool.parallel(T*a.Heads, 1, func(worker, lo, hi int) {
+	p.b.pool.parallel(op.Out.Rows()*a.Heads, 1, func(worker, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			t, h := i/a.Heads, i%a.Heads
-			seq, n := b.RowSeq[t], int(b.Positions[t])+1
-			kvh := h / group
+			table, n := b.Tables[b.RowSeq[t]], int(b.Positions[t])+1
+			c0 := h / group * hd // the head's first column of K and V rows
 			qh := q[t*qd+h*hd : t*qd+(h+1)*hd]
 			scores := p.scratch(p.score, worker, n)
-			for j := 0; j < n; j++ {
-				s := slot(seq, j)
-				scores[j] = dotFMA(qh, kc[s*kvd+kvh*hd:s*kvd+(kvh+1)*hd]) * a.Scale
+			for j := range scores {
+				kb := kc[int(table[j/bt])*bt*kvd+c0*bt+j%bt:] // dimension i at kb[i*bt]
+				var s float32
+				for i, x := range qh {
+					s = fma32(x, kb[i*bt], s)
+				}
+				scores[j] = s * a.Scale
 			}
 			softmaxInPlace(scores)
 			o := out[t*qd+h*hd : t*qd+(h+1)*hd]
 			clear(o)
-			for j := 0; j < n; j++ {
-				s := slot(seq, j)
-				vr := vc[s*kvd+kvh*hd : s*kvd+(kvh+1)*hd]
-				wj := scores[j]
-				for d, v := range vr {
-					o[d] += wj * v
-				}
+			for j, w := range scores {
+				s := int(table[j/bt])*bt + j%bt
+				accumulate(o, w, vc[s*kvd+c0:s*kvd+c0+hd])
 			}
 		}
 	})
 }
 
-// attentionCoded is attention over encoded pages: each row is encoded as it
-// is written; then for every (row, KV head) pair, that head's K and V slices
-// of all visible positions are decoded once, block by block, into float32
-// scratch, and each query head of the group does the same dot products,
-// softmax and accumulation as the f32 path.
-func (p *program) attentionCoded(out []float32, op tensor.Op, b *exec.Batch) {
+// attentionCodedRef is attentionRef over encoded pages: for every (row, KV
+// head) pair, that head's K and V slices of all visible positions are
+// decoded, block by block, into float32 scratch, and each query head of the
+// group does the same dot products, softmax and accumulation.
+func (p *program) attentionCodedRef(out []float32, op tensor.Op, b *exec.Batch) {
 	a, l, c := op.Attn, p.b.kv, p.b.cache.codec
-	q, k, v := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID], p.f32[op.Args[2].ID]
+	q := p.f32[op.Args[0].ID]
 	kc, vc, rb := p.b.cache.kq[a.Layer], p.b.cache.vq[a.Layer], p.b.cache.rowBytes
-	kvd, qd, bt := l.KVDim, a.Heads*a.HeadDim, l.BlockTokens
-	T := op.Out.Rows()
-	for t := 0; t < T; t++ {
-		pos := int(b.Positions[t])
-		s := int(b.Tables[b.RowSeq[t]][pos/bt])*bt + pos%bt
-		c.Encode(kc[s*rb:(s+1)*rb], k[t*kvd:(t+1)*kvd])
-		c.Encode(vc[s*rb:(s+1)*rb], v[t*kvd:(t+1)*kvd])
-	}
+	qd, bt := a.Heads*a.HeadDim, l.BlockTokens
 	group := a.Heads / a.KVHeads
 	hd := a.HeadDim
-	p.b.pool.parallel(T*a.KVHeads, 1, func(worker, lo, hi int) {
+	p.b.pool.parallel(op.Out.Rows()*a.KVHeads, 1, func(worker, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			t, kvh := i/a.KVHeads, i%a.KVHeads
 			table, n := b.Tables[b.RowSeq[t]], int(b.Positions[t])+1
@@ -149,17 +188,260 @@ func (p *program) attentionCoded(out []float32, op tensor.Op, b *exec.Batch) {
 			for h := kvh * group; h < (kvh+1)*group; h++ {
 				qh := q[t*qd+h*hd : t*qd+(h+1)*hd]
 				for j := range scores {
-					scores[j] = dotFMA(qh, ks[j*hd:(j+1)*hd]) * a.Scale
+					var s float32
+					for i, x := range ks[j*hd : (j+1)*hd] {
+						s = fma32(qh[i], x, s)
+					}
+					scores[j] = s * a.Scale
 				}
 				softmaxInPlace(scores)
 				o := out[t*qd+h*hd : t*qd+(h+1)*hd]
 				clear(o)
-				for j, wj := range scores {
-					for d, v := range vs[j*hd : (j+1)*hd] {
-						o[d] += wj * v
-					}
+				for j, w := range scores {
+					accumulate(o, w, vs[j*hd:(j+1)*hd])
 				}
 			}
 		}
 	})
+}
+
+// scoreArgs is the argument block of attnScores4 and attnScores1 (the
+// assembly reads its fields at fixed offsets: keep the layout).
+type scoreArgs struct {
+	q       [4]unsafe.Pointer // query vectors [hd]
+	out     [4]unsafe.Pointer // scores [nc*attnChunk]
+	k       unsafe.Pointer    // K base
+	koffs   *int              // [nc] float offset from k of chunk c's first key element
+	nc      int               // chunks
+	kstride uintptr           // bytes from one key dimension of a chunk to the next
+	hd      int               // head dimension
+	scale   float32
+}
+
+// valueArgs is the argument block of the attnValues kernels (the assembly
+// reads its fields at fixed offsets: keep the layout).
+type valueArgs struct {
+	w      [4]unsafe.Pointer // softmax weights by position
+	o      [4]unsafe.Pointer // outputs: the dims of this call
+	v      unsafe.Pointer    // V base, at the dims of this call
+	voffs  *int              // [chunks] float offset from v of chunk c's first row
+	vrow   uintptr           // bytes between the rows of one chunk
+	j0, j1 int               // positions [j0, j1)
+	mask   uint64            // one-vector kernels: the lanes (dims) to compute
+}
+
+// attnTile is up to a few rows of one sequence whose query heads attend
+// together: rows [t0, t1), positions below n (the largest row position + 1).
+type attnTile struct{ t0, t1, n int }
+
+// attnScratch is one worker's attention scratch, grown as needed.
+type attnScratch struct {
+	scores       []float32 // [4][stride]
+	koffs, voffs []int     // [chunks]
+	ks, vs, rows []float32 // coded pages: K [chunks][hd][attnChunk], V [positions][hd], one block's K rows
+}
+
+// attnTask computes attention for items (KV head, tile) with the AVX-512
+// kernels; see attentionFast.
+type attnTask struct {
+	p      *program
+	b      *exec.Batch
+	a      tensor.AttentionArgs
+	q, out []float32
+	tiles  []attnTile
+}
+
+// attentionFast is attention with the AVX-512 kernels, bit for bit the
+// reference loops. Rows of one sequence are grouped in tiles of up to 4
+// query vectors per KV head (rows x the heads sharing it); a work item is
+// one (KV head, tile) pair, whose key and value rows are read once for all
+// its query vectors, 16 positions at a time (located through the block
+// table). Scratch is per worker and O(positions): scores of at most 4 query
+// vectors, and for encoded pages one KV head's decoded K and V.
+func (p *program) attentionFast(out []float32, op tensor.Op, b *exec.Batch) {
+	t := &p.attn
+	a := op.Attn
+	*t = attnTask{p: p, b: b, a: a, q: p.f32[op.Args[0].ID], out: out, tiles: t.tiles[:0]}
+	rows := max(1, 4/(a.Heads/a.KVHeads))
+	T, work := op.Out.Rows(), 0
+	for r := 0; r < T; {
+		e, n := r+1, int(b.Positions[r])+1
+		for e < T && e-r < rows && b.RowSeq[e] == b.RowSeq[r] {
+			n = max(n, int(b.Positions[e])+1)
+			e++
+		}
+		t.tiles = append(t.tiles, attnTile{t0: r, t1: e, n: n})
+		work += (e - r) * n
+		r = e
+	}
+	workers := p.b.pool.n
+	if work*a.Heads*a.HeadDim*2 < parallelMACs {
+		workers = 1
+	}
+	p.b.pool.run(len(t.tiles)*a.KVHeads, 1, workers, t)
+}
+
+// run handles items [lo, hi). Item i is KV head i/tiles and a tile taken
+// alternately from the start and the end of the step (costs grow with the
+// position), so every contiguous range of items has a similar cost.
+func (t *attnTask) run(worker, lo, hi int) {
+	w := &t.p.attnScr[worker]
+	nt := len(t.tiles)
+	for i := lo; i < hi; i++ {
+		k := i % nt
+		tile := k / 2
+		if k%2 == 1 {
+			tile = nt - 1 - k/2
+		}
+		t.item(w, t.tiles[tile], i/nt)
+	}
+}
+
+// grow returns s[:n], reallocated if it is shorter.
+func grow[E any](s []E, n int) []E {
+	if cap(s) < n {
+		s = make([]E, n)
+	}
+	return s[:n]
+}
+
+// item computes the attention of one tile's query heads of KV head kvh.
+func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
+	a, l, c := t.a, t.p.b.kv, &t.p.b.cache
+	hd, group, qd := a.HeadDim, a.Heads/a.KVHeads, a.Heads*a.HeadDim
+	kvd, bt := l.KVDim, l.BlockTokens
+	nc := (tile.n + attnChunk - 1) / attnChunk
+	ncPad := (nc + 3) &^ 3 // attnScores1 takes 4 chunks at a time
+	stride := ncPad * attnChunk
+	table := t.b.Tables[t.b.RowSeq[tile.t0]]
+	w.koffs, w.voffs = grow(w.koffs, ncPad), grow(w.voffs, ncPad)
+	w.scores = grow(w.scores, 4*stride)
+
+	var kbase, vbase unsafe.Pointer
+	var kstride, vrow uintptr
+	if c.codec == nil {
+		kbase, vbase = unsafe.Pointer(&c.k[a.Layer][0]), unsafe.Pointer(&c.v[a.Layer][0])
+		kstride, vrow = uintptr(4*bt), uintptr(4*kvd)
+		for ch := range nc {
+			pos := ch * attnChunk
+			blk, r0 := int(table[pos/bt]), pos%bt
+			w.koffs[ch] = blk*bt*kvd + kvh*hd*bt + r0
+			w.voffs[ch] = (blk*bt+r0)*kvd + kvh*hd
+		}
+	} else {
+		t.decode(w, table, tile.n, ncPad, kvh)
+		kbase, vbase = unsafe.Pointer(&w.ks[0]), unsafe.Pointer(&w.vs[0])
+		kstride, vrow = 4*attnChunk, uintptr(4*hd)
+		for ch := range nc {
+			w.koffs[ch] = ch * attnChunk * hd
+			w.voffs[ch] = ch * attnChunk * hd
+		}
+	}
+	for ch := nc; ch < ncPad; ch++ {
+		w.koffs[ch], w.voffs[ch] = w.koffs[nc-1], w.voffs[nc-1]
+	}
+
+	nq := (tile.t1 - tile.t0) * group
+	for v0 := 0; v0 < nq; v0 += 4 {
+		m := min(4, nq-v0)
+		sa := scoreArgs{k: kbase, koffs: &w.koffs[0], nc: ncPad, kstride: kstride, hd: hd, scale: a.Scale}
+		va := valueArgs{voffs: &w.voffs[0], vrow: vrow}
+		var qoff, ns [4]int
+		for u := range 4 {
+			v := v0 + min(u, m-1) // fewer than 4: repeat the last one
+			row, h := tile.t0+v/group, kvh*group+v%group
+			qoff[u], ns[u] = row*qd+h*hd, int(t.b.Positions[row])+1
+			sc := unsafe.Pointer(&w.scores[min(u, m-1)*stride])
+			sa.q[u], sa.out[u], va.w[u] = unsafe.Pointer(&t.q[qoff[u]]), sc, sc
+		}
+		if m == 1 {
+			attnScores1(&sa)
+		} else {
+			attnScores4(&sa)
+		}
+		nmin := ns[0]
+		for u := range m {
+			softmaxFast(w.scores[u*stride : u*stride+ns[u]])
+			clear(t.out[qoff[u] : qoff[u]+hd])
+			nmin = min(nmin, ns[u])
+		}
+		for d0 := 0; d0 < hd; {
+			dims := min(64, hd-d0)
+			if dims < 64 {
+				dims = min(16, dims)
+			}
+			va.v = unsafe.Add(vbase, 4*d0)
+			va.mask = 1<<dims - 1
+			for u := range 4 {
+				va.o[u] = unsafe.Pointer(&t.out[qoff[u]+d0])
+			}
+			j0 := 0
+			if m > 1 {
+				// All query vectors together up to the shortest, then each alone.
+				va.j0, va.j1, j0 = 0, nmin, nmin
+				if dims == 64 {
+					attnValues4x4(&va)
+				} else {
+					attnValues4x1(&va)
+				}
+			}
+			for u := range m {
+				if ns[u] <= j0 {
+					continue
+				}
+				one := va
+				one.w[0], one.o[0], one.j0, one.j1 = va.w[u], va.o[u], j0, ns[u]
+				if dims == 64 {
+					attnValues1x4(&one)
+				} else {
+					attnValues1x1(&one)
+				}
+			}
+			d0 += dims
+		}
+	}
+}
+
+// decode writes KV head kvh's K and V of positions [0, n) of a sequence
+// with block table table from encoded pages into w.ks (in chunks laid out
+// like direct K pages, [ncPad][hd][attnChunk]) and w.vs ([n][hd]).
+func (t *attnTask) decode(w *attnScratch, table []int32, n, ncPad, kvh int) {
+	a, l, c := t.a, t.p.b.kv, &t.p.b.cache
+	hd, bt, rb := a.HeadDim, l.BlockTokens, c.rowBytes
+	kc, vc := c.kq[a.Layer], c.vq[a.Layer]
+	w.ks = grow(w.ks, ncPad*attnChunk*hd)
+	w.vs = grow(w.vs, ncPad*attnChunk*hd)
+	w.rows = grow(w.rows, bt*hd)
+	for j := 0; j < n; j += bt {
+		base, cnt := int(table[j/bt])*bt, min(bt, n-j)
+		c.codec.DecodeRows(w.vs[j*hd:(j+cnt)*hd], vc[base*rb:(base+cnt)*rb], kvh*hd, hd)
+		c.codec.DecodeRows(w.rows[:cnt*hd], kc[base*rb:(base+cnt)*rb], kvh*hd, hd)
+		for r := range cnt {
+			pos := j + r
+			dst := w.ks[pos/attnChunk*attnChunk*hd+pos%attnChunk:]
+			for i, x := range w.rows[r*hd : (r+1)*hd] {
+				dst[i*attnChunk] = x
+			}
+		}
+	}
+}
+
+// softmaxFast is softmaxInPlace with the AVX-512 kernels, bit for bit: the
+// exponentials softmaxExp cannot guarantee are computed with math.Exp.
+func softmaxFast(s []float32) {
+	n := len(s)
+	m := maxF32(&s[0], n)
+	var sum float64
+	for i := 0; i < n; {
+		i += softmaxExp(&s[i], n-i, m, &sum)
+		if i == n {
+			break
+		}
+		for end := min(i+attnChunk, n); i < end; i++ {
+			e := float32(math.Exp(float64(s[i] - m)))
+			s[i] = e
+			sum += float64(e)
+		}
+	}
+	mulF32(&s[0], n, float32(1/sum))
 }

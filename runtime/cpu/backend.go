@@ -61,7 +61,10 @@ type program struct {
 	mm       matmulState       // matmul scratch (matmul.go)
 	elem     elemTask          // element-wise op in flight (elementwise.go)
 	ropeTask ropeTask          // rope op in flight
-	score    [][]float32       // per worker attention scores
+	score    [][]float32       // per worker attention scores (reference path)
+	attn     attnTask          // attention op in flight (attention.go)
+	attnScr  []attnScratch     // per worker attention scratch
+	fused    [][]int           // per op: matmuls run together (fuseMatmuls); nil on the reference path
 	trig     [][]float32       // per worker rope cos/sin
 }
 
@@ -69,7 +72,8 @@ type program struct {
 func (b *Backend) Prepare(g *tensor.Graph) (exec.Executable, error) {
 	p := &program{b: b, g: g,
 		f32: make([][]float32, len(g.Ops)), i32: make([][]int32, len(g.Ops)), w: make([]*weights.Tensor, len(g.Ops)),
-		score: make([][]float32, b.pool.n), trig: make([][]float32, b.pool.n)}
+		score: make([][]float32, b.pool.n), trig: make([][]float32, b.pool.n),
+		attnScr: make([]attnScratch, b.pool.n)}
 	for i, op := range g.Ops {
 		switch op.Kind {
 		case tensor.OpInput:
@@ -87,6 +91,9 @@ func (b *Backend) Prepare(g *tensor.Graph) (exec.Executable, error) {
 		default:
 			p.f32[i] = make([]float32, op.Out.Rows()*op.Out.Cols())
 		}
+	}
+	if useSIMD {
+		p.fused = fuseMatmuls(g, p.w)
 	}
 	return p, nil
 }
@@ -130,6 +137,12 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 		case tensor.OpRMSNorm:
 			p.elementwise(out, op)
 		case tensor.OpMatMul:
+			if p.fused != nil && p.fused[i] != nil {
+				if len(p.fused[i]) > 0 {
+					p.matmulFused(p.fused[i])
+				}
+				break
+			}
 			if err := p.matmul(out, op); err != nil {
 				return err
 			}

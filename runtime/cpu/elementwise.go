@@ -26,6 +26,10 @@ func (t *elemTask) run(_, lo, hi int) {
 		}
 	case tensor.OpSwiGLU:
 		out, g, u := t.out[lo:hi], t.x[lo:hi], t.y[lo:hi]
+		if useSIMD {
+			swigluFast(out, g, u)
+			return
+		}
 		for j := range out {
 			out[j] = silu(g[j]) * u[j]
 		}
@@ -54,4 +58,20 @@ func (p *program) elementwise(out []float32, op tensor.Op) {
 		workers = 1
 	}
 	p.b.pool.run(n, grain, workers, t)
+}
+
+// swigluFast is out[j] = silu(g[j]) * u[j] with the AVX-512 kernel, bit for
+// bit: the elements swigluF32 cannot guarantee are computed with silu.
+func swigluFast(out, g, u []float32) {
+	n := len(out)
+	if n == 0 {
+		return
+	}
+	g, u = g[:n], u[:n]
+	for i := 0; i < n; {
+		i += swigluF32(&out[i], &g[i], &u[i], n-i)
+		for end := min(i+16, n); i < end; i++ {
+			out[i] = silu(g[i]) * u[i]
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
 // Kernel selection. The fast matmul kernels (simd_amd64.s) run when the CPU
@@ -19,6 +20,10 @@ import (
 // lanes, so results differ in the last bits; on one machine they never
 // depend on the thread count or on how tokens are batched, because each
 // output element is always computed by the same sequence of operations.
+//
+// The other fast kernels (attn_amd64.s: attention, softmax, SwiGLU, the f16
+// rounding and Q8_0 quantization of activations) give bit for bit the
+// reference results.
 var useSIMD = hasAVX512() && os.Getenv("NINFER_CPU_KERNELS") != "ref"
 
 // SIMD reports whether the backend uses its AVX-512 matmul kernels.
@@ -44,6 +49,7 @@ type matmulState struct {
 	r     actKey
 	rType tensor.DType
 	task  matmulTask
+	group matmulGroup
 	prep  prepTask
 	tiles [][]float32 // per worker: 4 weight rows converted to float32
 }
@@ -144,8 +150,13 @@ func (p *program) matmulRef(out []float32, op tensor.Op) {
 // dot product.
 func roundActivations(dst, x []float32, dt tensor.DType) {
 	if dt == tensor.F16 {
-		for i, v := range x {
-			dst[i] = f16tab[tensor.F32ToF16(v)]
+		i := 0
+		if useSIMD && len(x) >= 16 {
+			roundF16(&dst[0], &x[0], len(x))
+			i = len(x) &^ 15
+		}
+		for ; i < len(x); i++ {
+			dst[i] = f16tab[tensor.F32ToF16(x[i])]
 		}
 		return
 	}
@@ -158,6 +169,14 @@ func roundActivations(dst, x []float32, dt tensor.DType) {
 // once (quantized to Q8_0 or rounded to f16/bf16, shared by the matmuls that
 // read the same tensor), then rows are split across workers in quads.
 func (p *program) matmulFast(out []float32, op tensor.Op) {
+	t := &p.mm.task
+	parts := p.setupMatmul(t, out, op)
+	p.b.pool.run(t.N, 4, parts, t)
+}
+
+// setupMatmul prepares op's activations (or finds them prepared) and fills
+// t to compute op into out; it returns how many workers the op is worth.
+func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 	x, w := p.f32[op.Args[0].ID], p.w[op.Args[1].ID]
 	T, K, N := op.Args[0].Rows(), op.Args[0].Cols(), op.Out.Cols()
 	m := &p.mm
@@ -165,7 +184,6 @@ func (p *program) matmulFast(out []float32, op tensor.Op) {
 	if T*K*N < parallelMACs {
 		parts = 1
 	}
-	t := &m.task
 	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out, T: T, K: K, N: N, x: x, tiles: m.tiles}
 	src, cur := op.Args[0].ID, op.Out.ID
 	switch w.DType {
@@ -202,7 +220,89 @@ func (p *program) matmulFast(out []float32, op tensor.Op) {
 		}
 		t.qx, t.qd = m.qx[:len(x)], m.qd[:len(x)/32]
 	}
-	p.b.pool.run(N, 4, parts, t)
+	return parts
+}
+
+// maxFused is the most matmuls run as one parallel job.
+const maxFused = 4
+
+// matmulGroup is matmuls reading the same activations (q, k and v; gate and
+// up), run as one parallel job over all their output columns so that the
+// workers meet once instead of once per matmul. Every output element is
+// computed as the matmul alone computes it.
+type matmulGroup struct {
+	tasks [maxFused]matmulTask
+	ends  [maxFused]int // cumulative output columns
+	n     int
+}
+
+func (g *matmulGroup) run(worker, lo, hi int) {
+	base := 0
+	for i := range g.n {
+		if end := g.ends[i]; lo < end && hi > base {
+			g.tasks[i].run(worker, max(lo, base)-base, min(hi, end)-base)
+		}
+		base = g.ends[i]
+	}
+}
+
+// fuseMatmuls returns, per op index, the matmul ops run together with it:
+// for the first matmul of a group, the ops of the group (itself included),
+// for the others an empty non-nil slice, otherwise nil. A group is up to
+// maxFused matmuls with the same activations and the same supported weight
+// dtype, separated only by weight ops.
+func fuseMatmuls(g *tensor.Graph, w []*weights.Tensor) [][]int {
+	fused := make([][]int, len(g.Ops))
+	ok := func(i int) bool {
+		op := g.Ops[i]
+		if op.Kind != tensor.OpMatMul || w[op.Args[1].ID] == nil {
+			return false
+		}
+		switch w[op.Args[1].ID].DType {
+		case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0:
+			return true
+		}
+		return false
+	}
+	for i := 0; i < len(g.Ops); i++ {
+		if !ok(i) {
+			continue
+		}
+		grp := []int{i}
+		j := i + 1
+		for ; j < len(g.Ops) && len(grp) < maxFused; j++ {
+			if g.Ops[j].Kind == tensor.OpWeight {
+				continue
+			}
+			// Same activations and dtype: one preparation serves all.
+			if !ok(j) || g.Ops[j].Args[0].ID != g.Ops[i].Args[0].ID || w[g.Ops[j].Args[1].ID].DType != w[g.Ops[i].Args[1].ID].DType {
+				break
+			}
+			grp = append(grp, j)
+		}
+		if len(grp) > 1 {
+			fused[i] = grp
+			for _, k := range grp[1:] {
+				fused[k] = []int{}
+			}
+			i = grp[len(grp)-1]
+		}
+	}
+	return fused
+}
+
+// matmulFused computes the matmul ops ops (a group from fuseMatmuls) with
+// the AVX-512 kernels as one parallel job.
+func (p *program) matmulFused(ops []int) {
+	g := &p.mm.group
+	g.n = len(ops)
+	parts, total := 1, 0
+	for k, i := range ops {
+		parts = max(parts, p.setupMatmul(&g.tasks[k], p.f32[i], p.g.Ops[i]))
+		total += g.tasks[k].N
+		g.ends[k] = total
+	}
+	p.b.pool.run(total, 4, parts, g)
 }
 
 // prepTask prepares activation rows [lo, hi) for a matmul: quantizes them to
@@ -223,6 +323,10 @@ func (t *prepTask) run(_, lo, hi int) {
 		return
 	}
 	nb := K / 32
+	if useSIMD && nb > 0 {
+		quantQ8(&t.x[lo*K], (hi-lo)*nb, (*byte)(unsafe.Pointer(&t.qx[lo*K])), &t.qd[lo*nb])
+		return
+	}
 	for r := lo; r < hi; r++ {
 		q := q8Blocks{d: t.qd[r*nb : (r+1)*nb : (r+1)*nb], qs: t.qx[r*K : (r+1)*K : (r+1)*K]}
 		quantizeQ8(t.x[r*K:(r+1)*K], &q)

@@ -260,3 +260,49 @@ func TestElementwiseThreadInvariant(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedMatMuls checks that matmuls sharing their activations are
+// grouped and that the group computes each output as the matmul alone does.
+func TestFusedMatMuls(t *testing.T) {
+	requireSIMD(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0} {
+		for _, T := range []int{1, 5} {
+			const K = 64
+			ns := []int{36, 8, 21}
+			x := randActivations(r, T, K)
+			xt := tensor.Tensor{ID: 0, Shape: [2]int{T, K}, DType: tensor.F32}
+			g := &tensor.Graph{Ops: []tensor.Op{{Kind: tensor.OpInput, Out: xt}}}
+			ws := []*weights.Tensor{nil}
+			for _, n := range ns {
+				w := randWeight(r, dt, n, K)
+				wt := tensor.Tensor{ID: len(g.Ops), Shape: [2]int{n, K}, DType: dt}
+				g.Ops = append(g.Ops, tensor.Op{Kind: tensor.OpWeight, Out: wt})
+				ws = append(ws, w)
+				g.Ops = append(g.Ops, tensor.Op{Kind: tensor.OpMatMul, Args: []tensor.Tensor{xt, wt},
+					Out: tensor.Tensor{ID: len(g.Ops), Shape: [2]int{T, n}, DType: tensor.F32}})
+				ws = append(ws, nil)
+			}
+			fused := fuseMatmuls(g, ws)
+			if fmt.Sprint(fused[2]) != "[2 4 6]" || fused[4] == nil || len(fused[4]) != 0 {
+				t.Fatalf("fuseMatmuls = %v", fused)
+			}
+			b := &Backend{pool: newPool(2)}
+			p := &program{b: b, g: g, f32: make([][]float32, len(g.Ops)), w: ws}
+			p.f32[0] = x
+			for _, i := range fused[2] {
+				p.f32[i] = make([]float32, T*g.Ops[i].Out.Cols())
+			}
+			p.matmulFused(fused[2])
+			for k, i := range fused[2] {
+				want := runMatMul(ws[i-1], x, T, 1, true)
+				for j := range want {
+					if math.Float32bits(p.f32[i][j]) != math.Float32bits(want[j]) {
+						t.Fatalf("%v T=%d matmul %d: [%d] = %v, want %v", dt, T, k, j, p.f32[i][j], want[j])
+					}
+				}
+			}
+			b.pool.close()
+		}
+	}
+}

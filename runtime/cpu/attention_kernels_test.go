@@ -1,0 +1,427 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+func needSIMD(t testing.TB) {
+	t.Helper()
+	if !useSIMD {
+		t.Skip("no AVX-512 kernels on this machine (or NINFER_CPU_KERNELS=ref)")
+	}
+}
+
+// expInputs are values of x = s - max that softmax exponentiates: the
+// whole range, the edges of softmaxExp's fast range and special values.
+func expInputs(rng *rand.Rand, n int) []float32 {
+	x := []float32{0, float32(math.Copysign(0, -1)), -87, -87.00001, -86.99999, -103.97, -103.972, -104, -104.0001,
+		-110, -1e30, float32(math.Inf(-1)), float32(math.NaN()), 88, -1e-30, -1.4e-45}
+	for len(x) < n {
+		switch rng.IntN(3) {
+		case 0:
+			x = append(x, -rng.Float32()*110)
+		case 1:
+			x = append(x, -rng.Float32()*2)
+		default:
+			x = append(x, -float32(math.Exp(rng.Float64()*-40)))
+		}
+	}
+	return x
+}
+
+// TestSoftmaxExp checks softmaxExp against float32(math.Exp(float64(x))) and
+// the float64 sum in order, bit for bit, and that it stops only where
+// it says it cannot be exact.
+func TestSoftmaxExp(t *testing.T) {
+	needSIMD(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := expInputs(rng, 1<<20)
+	// The kernel itself (not the fallback) handles ordinary values.
+	ord := make([]float32, 256)
+	for i := range ord {
+		ord[i] = -rng.Float32() * 20
+	}
+	var osum float64
+	if done := softmaxExp(&ord[0], len(ord), 0, &osum); done < 128 {
+		t.Errorf("softmaxExp did %d of 256 ordinary elements", done)
+	}
+	for start := 0; start < len(x); {
+		end := min(start+1+rng.IntN(200), len(x))
+		s := append([]float32(nil), x[start:end]...)
+		var sum, want float64
+		done := softmaxExp(&s[0], len(s), 0, &sum)
+		for i := range done {
+			e := float32(math.Exp(float64(x[start+i])))
+			want += float64(e)
+			if math.Float32bits(s[i]) != math.Float32bits(e) {
+				t.Fatalf("exp(%v) = %v (%#x), want %v (%#x)", x[start+i], s[i], math.Float32bits(s[i]), e, math.Float32bits(e))
+			}
+		}
+		if sum != want {
+			t.Fatalf("sum = %v, want %v", sum, want)
+		}
+		if done < len(s) {
+			if done%attnChunk != 0 {
+				t.Fatalf("stopped at %d", done)
+			}
+			bad := false
+			for _, v := range x[start+done : min(start+done+attnChunk, end)] {
+				bad = bad || v != v || v < -87 && v >= -104
+			}
+			if !bad {
+				t.Logf("stopped at a chunk without out-of-range values (a midpoint): %v", x[start+done:min(start+done+attnChunk, end)])
+			}
+			end = start + done + attnChunk
+		}
+		start = end
+	}
+}
+
+// TestSoftmaxExpExhaustive checks every float32 x in [-104, 0] (minutes;
+// set NINFER_EXHAUSTIVE=1).
+func TestSoftmaxExpExhaustive(t *testing.T) {
+	needSIMD(t)
+	if os.Getenv("NINFER_EXHAUSTIVE") == "" {
+		t.Skip("set NINFER_EXHAUSTIVE=1")
+	}
+	lo, hi := math.Float32bits(float32(math.Copysign(0, -1))), math.Float32bits(-104)
+	buf := make([]float32, 4096)
+	fallbacks := 0
+	for b := lo; b <= hi; b += uint32(len(buf)) {
+		n := min(len(buf), int(hi-b)+1)
+		for i := range n {
+			buf[i] = math.Float32frombits(b + uint32(i))
+		}
+		s := buf[:n]
+		for i := 0; i < n; {
+			var sum float64
+			done := softmaxExp(&s[i], n-i, 0, &sum)
+			for j := i; j < i+done; j++ {
+				x := math.Float32frombits(b + uint32(j))
+				if e := float32(math.Exp(float64(x))); math.Float32bits(e) != math.Float32bits(s[j]) {
+					t.Fatalf("exp(%v) = %v, want %v", x, s[j], e)
+				}
+			}
+			i += done
+			if i < n {
+				fallbacks++
+				i += attnChunk
+			}
+		}
+	}
+	t.Logf("%d chunks fell back", fallbacks)
+}
+
+// TestSoftmaxFast checks softmaxFast against softmaxInPlace, bit for bit.
+func TestSoftmaxFast(t *testing.T) {
+	needSIMD(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 15, 16, 17, 31, 33, 100, 512, 1000} {
+		for _, spread := range []float32{0.1, 5, 30, 120} {
+			s := make([]float32, n)
+			for i := range s {
+				s[i] = float32(rng.NormFloat64()) * spread
+			}
+			want := append([]float32(nil), s...)
+			softmaxInPlace(want)
+			softmaxFast(s)
+			for i := range s {
+				if math.Float32bits(s[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("n=%d spread=%v: [%d] = %v, want %v", n, spread, i, s[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// attnCase is one attention configuration for TestAttentionFastMatchesRef.
+type attnCase struct {
+	heads, kvHeads, hd, bt int
+	dtype                  string
+	seqs                   [][2]int // per sequence: first position of this step's rows, row count
+}
+
+// runAttention computes attention for c (random q, k, v; KV pages filled
+// by earlier steps with random rows) with the fast kernels or the
+// reference loops, on a pool of threads workers.
+func runAttention(t *testing.T, c attnCase, fast bool, threads int) []float32 {
+	t.Helper()
+	defer func(u bool) { useSIMD = u }(useSIMD)
+	useSIMD = fast
+	p, op, b, out := setupAttention(t, c, threads)
+	defer p.b.Close()
+	p.attention(out, op, b)
+	return out
+}
+
+// setupAttention builds a backend of threads workers and an attention op
+// for c, with earlier positions' K and V already in the pages; the caller
+// runs p.attention(out, op, b) and closes p.b.
+func setupAttention(t testing.TB, c attnCase, threads int) (*program, tensor.Op, *exec.Batch, []float32) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(5, uint64(c.hd)))
+	kvd, qd := c.kvHeads*c.hd, c.heads*c.hd
+	be := New(exec.Options{Threads: threads})
+	// Every sequence gets blocks for its positions, in a scattered order.
+	total := 0
+	for _, s := range c.seqs {
+		total += (s[0] + s[1] + c.bt - 1) / c.bt
+	}
+	perm := rng.Perm(total + 3)
+	if err := be.Reserve(exec.KVLayout{Layers: 2, KVDim: kvd, BlockTokens: c.bt, Blocks: total + 3, DType: c.dtype}); err != nil {
+		t.Fatal(err)
+	}
+	b := &exec.Batch{}
+	next := 0
+	for si, s := range c.seqs {
+		blocks := (s[0] + s[1] + c.bt - 1) / c.bt
+		tab := make([]int32, blocks)
+		for i := range tab {
+			tab[i] = int32(perm[next])
+			next++
+		}
+		b.Tables = append(b.Tables, tab)
+		for r := range s[1] {
+			b.Positions = append(b.Positions, int32(s[0]+r))
+			b.RowSeq = append(b.RowSeq, int32(si))
+			b.Tokens = append(b.Tokens, 0)
+		}
+	}
+	T := len(b.Tokens)
+	rnd := func(n int, scale float64) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64() * scale)
+		}
+		return v
+	}
+	// Earlier positions: written through attention steps of one row each
+	// would be slow; write the pages directly with writeKV instead.
+	p := &program{b: be, f32: make([][]float32, 4), score: make([][]float32, be.pool.n), attnScr: make([]attnScratch, be.pool.n)}
+	op := tensor.Op{Kind: tensor.OpAttention, Out: tensor.Tensor{ID: 3, Shape: [2]int{T, qd}},
+		Args: []tensor.Tensor{{ID: 0, Shape: [2]int{T, qd}}, {ID: 1, Shape: [2]int{T, kvd}}, {ID: 2, Shape: [2]int{T, kvd}}},
+		Attn: tensor.AttentionArgs{Layer: 1, Heads: c.heads, KVHeads: c.kvHeads, HeadDim: c.hd, Scale: float32(1 / math.Sqrt(float64(c.hd)))}}
+	for si, s := range c.seqs {
+		if s[0] == 0 {
+			continue
+		}
+		pre := &exec.Batch{Tables: b.Tables}
+		for pos := range s[0] {
+			pre.Positions = append(pre.Positions, int32(pos))
+			pre.RowSeq = append(pre.RowSeq, int32(si))
+		}
+		preOp := op
+		preOp.Out.Shape[0] = s[0]
+		p.f32[1], p.f32[2] = rnd(s[0]*kvd, 1), rnd(s[0]*kvd, 1)
+		p.writeKV(preOp, pre)
+	}
+	p.f32[0], p.f32[1], p.f32[2] = rnd(T*qd, 2), rnd(T*kvd, 1), rnd(T*kvd, 1)
+	if err := p.checkBatch(b); err != nil {
+		t.Fatal(err)
+	}
+	return p, op, b, make([]float32, T*qd)
+}
+
+// BenchmarkAttention times one attention op of the 0.6B-shape model's
+// layer shape (16 query heads, 8 KV heads of 128) and of stories260K's (8
+// and 4 heads of 8), f32 pages on 2 threads: pp512 (a 512-row prompt
+// chunk) and tg (one row after 4096 or 511 positions), with the AVX-512
+// kernels and the reference loops. Compare them as ratios from one run.
+func BenchmarkAttention(b *testing.B) {
+	shapes := []struct {
+		name               string
+		heads, kvHeads, hd int
+	}{{"0.6B", 16, 8, 128}, {"stories", 8, 4, 8}}
+	for _, sh := range shapes {
+		for _, w := range []struct {
+			name string
+			seq  [2]int
+		}{{"pp512", [2]int{0, 512}}, {"tg@512", [2]int{511, 1}}, {"tg@4096", [2]int{4095, 1}}} {
+			for _, fast := range []bool{true, false} {
+				if fast && !hasAVX512() {
+					continue
+				}
+				kern := map[bool]string{true: "simd", false: "ref"}[fast]
+				b.Run(sh.name+"/"+w.name+"/"+kern, func(b *testing.B) {
+					defer func(u bool) { useSIMD = u }(useSIMD)
+					useSIMD = fast
+					c := attnCase{heads: sh.heads, kvHeads: sh.kvHeads, hd: sh.hd, bt: 16, dtype: "f32", seqs: [][2]int{w.seq}}
+					p, op, batch, out := setupAttention(b, c, 2)
+					defer p.b.Close()
+					b.ResetTimer()
+					for range b.N {
+						p.attention(out, op, batch)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestAttentionFastMatchesRef checks the AVX-512 attention against the
+// reference loops bit for bit, over head shapes, block sizes, KV formats,
+// batches of several sequences and thread counts.
+func TestAttentionFastMatchesRef(t *testing.T) {
+	needSIMD(t)
+	cases := []attnCase{
+		{heads: 8, kvHeads: 4, hd: 8, bt: 16, dtype: "f32", seqs: [][2]int{{0, 37}}},
+		{heads: 8, kvHeads: 4, hd: 8, bt: 16, dtype: "f32", seqs: [][2]int{{40, 1}, {3, 5}, {0, 1}}},
+		{heads: 16, kvHeads: 8, hd: 128, bt: 16, dtype: "f32", seqs: [][2]int{{0, 70}, {100, 1}}},
+		{heads: 4, kvHeads: 4, hd: 64, bt: 32, dtype: "f32", seqs: [][2]int{{17, 9}, {0, 3}}},
+		{heads: 8, kvHeads: 1, hd: 80, bt: 16, dtype: "f32", seqs: [][2]int{{5, 6}}},
+		{heads: 6, kvHeads: 2, hd: 24, bt: 8, dtype: "f32", seqs: [][2]int{{0, 30}, {9, 2}}},
+		{heads: 4, kvHeads: 2, hd: 48, bt: 16, dtype: "f16", seqs: [][2]int{{20, 20}}},
+		{heads: 4, kvHeads: 2, hd: 64, bt: 16, dtype: "int8-g64", seqs: [][2]int{{0, 33}, {50, 1}}},
+		{heads: 4, kvHeads: 2, hd: 64, bt: 16, dtype: "fp8-e4m3-row256", seqs: [][2]int{{0, 2}, {60, 4}}},
+		{heads: 2, kvHeads: 1, hd: 16, bt: 4, dtype: "bf16", seqs: [][2]int{{0, 19}}},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("h%d-kv%d-hd%d-bt%d-%s-%v", c.heads, c.kvHeads, c.hd, c.bt, c.dtype, c.seqs), func(t *testing.T) {
+			want := runAttention(t, c, false, 2)
+			for _, threads := range []int{1, 2, 3} {
+				got := runAttention(t, c, true, threads)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("threads=%d: out[%d] = %v, want %v", threads, i, got[i], want[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSwiGLUFast checks swigluFast against silu(g)*u bit for bit.
+func TestSwiGLUFast(t *testing.T) {
+	needSIMD(t)
+	rng := rand.New(rand.NewPCG(9, 10))
+	g := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 3e-39, 80, -80, 80.0001, -80.0001, 100, -100,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1, -1}
+	for len(g) < 1<<20 {
+		g = append(g, float32(rng.NormFloat64()*math.Ldexp(1, rng.IntN(14)-8)))
+	}
+	u := make([]float32, len(g))
+	for i := range u {
+		u[i] = float32(rng.NormFloat64())
+	}
+	// The kernel itself (not the fallback) handles ordinary values.
+	tmp := make([]float32, 256)
+	if done := swigluF32(&tmp[0], &g[100], &u[100], 256); done < 128 {
+		t.Errorf("swigluF32 did %d of 256 ordinary elements", done)
+	}
+	for _, n := range []int{len(g), 1, 15, 17, 1000} {
+		got := make([]float32, n)
+		swigluFast(got, g[:n], u[:n])
+		for i := range got {
+			want := silu(g[i]) * u[i]
+			if math.Float32bits(got[i]) != math.Float32bits(want) && !(got[i] != got[i] && want != want) {
+				t.Fatalf("silu(%v)*%v = %v, want %v", g[i], u[i], got[i], want)
+			}
+		}
+	}
+}
+
+// TestSwiGLUExhaustive checks every float32 g with u = 1 (minutes; set
+// NINFER_EXHAUSTIVE=1).
+func TestSwiGLUExhaustive(t *testing.T) {
+	needSIMD(t)
+	if os.Getenv("NINFER_EXHAUSTIVE") == "" {
+		t.Skip("set NINFER_EXHAUSTIVE=1")
+	}
+	g, u, out := make([]float32, 1<<16), make([]float32, 1<<16), make([]float32, 1<<16)
+	for i := range u {
+		u[i] = 1
+	}
+	for hi := uint64(0); hi < 1<<32; hi += 1 << 16 {
+		for i := range g {
+			g[i] = math.Float32frombits(uint32(hi) + uint32(i))
+		}
+		swigluFast(out, g, u)
+		for i, x := range g {
+			if want := silu(x); math.Float32bits(out[i]) != math.Float32bits(want) && x == x {
+				t.Fatalf("silu(%v) = %v, want %v", x, out[i], want)
+			}
+		}
+	}
+}
+
+// TestRoundF16 checks the VCVTPS2PH rounding against tensor.F32ToF16 for
+// every float32 bit pattern's neighbourhood of f16 (a sample of all exponents).
+func TestRoundF16(t *testing.T) {
+	needSIMD(t)
+	src := make([]float32, 0, 1<<20)
+	for b := uint64(0); b < 1<<32; b += 4093 {
+		src = append(src, math.Float32frombits(uint32(b)))
+	}
+	for len(src)%16 != 0 {
+		src = append(src, 1)
+	}
+	dst := make([]float32, len(src))
+	roundF16(&dst[0], &src[0], len(src))
+	for i, v := range src {
+		want := tensor.F16ToF32(tensor.F32ToF16(v))
+		if math.Float32bits(dst[i]) != math.Float32bits(want) && !(v != v && dst[i] != dst[i]) {
+			t.Fatalf("round %v (%#x) = %v, want %v", v, math.Float32bits(v), dst[i], want)
+		}
+	}
+}
+
+// TestQuantQ8 checks quantQ8 against quantizeQ8 (quants plus 128) bit for bit.
+func TestQuantQ8(t *testing.T) {
+	needSIMD(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	const nb = 4096
+	x := make([]float32, nb*32)
+	for b := range nb {
+		scale := math.Ldexp(1, rng.IntN(60)-40)
+		for i := range 32 {
+			switch {
+			case b%7 == 0:
+				x[b*32+i] = 0
+			case b%11 == 0 && i == 5:
+				x[b*32+i] = float32(math.Copysign(0, -1))
+			default:
+				x[b*32+i] = float32(rng.NormFloat64() * scale)
+			}
+		}
+		if b%13 == 0 {
+			x[b*32+rng.IntN(32)] = float32(rng.NormFloat64()) * 1e-40
+		}
+	}
+	xu, d := make([]byte, len(x)), make([]float32, nb)
+	quantQ8(&x[0], nb, &xu[0], &d[0])
+	var q q8Blocks
+	quantizeQ8(x, &q)
+	for b := range nb {
+		if math.Float32bits(d[b]) != math.Float32bits(q.d[b]) {
+			t.Fatalf("block %d: d = %v, want %v", b, d[b], q.d[b])
+		}
+	}
+	for i := range x {
+		if xu[i] != byte(q.qs[i])^0x80 {
+			t.Fatalf("x[%d] = %v: quant %d, want %d", i, x[i], int8(xu[i]^0x80), q.qs[i])
+		}
+	}
+}
+
+// TestAttentionNoAllocs checks that the fast attention path does not
+// allocate once its scratch has grown.
+func TestAttentionNoAllocs(t *testing.T) {
+	needSIMD(t)
+	c := attnCase{heads: 16, kvHeads: 8, hd: 128, bt: 16, dtype: "f32", seqs: [][2]int{{0, 40}, {70, 1}}}
+	for _, dtype := range []string{"f32", "int8-g64"} {
+		c.dtype = dtype
+		p, op, b, out := setupAttention(t, c, 2)
+		p.attention(out, op, b)
+		if n := testing.AllocsPerRun(20, func() { p.attention(out, op, b) }); n != 0 {
+			t.Errorf("%s: %v allocations per attention op", dtype, n)
+		}
+		p.b.Close()
+	}
+}
