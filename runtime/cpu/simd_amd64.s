@@ -390,7 +390,9 @@ f32g4done:
 // the Q8_0 quant, so xu = x XOR 0x80) and recover the exact signed dot per
 // lane of 4 as dot(xu, w) - dot(128, w) with VPDPBUSD (u8 x s8), two blocks
 // per 512-bit step. Registers: Z4 = xu of two blocks, Z5 = [dx0 x8 | dx1 x8]
-// (Y5 = dx0 x8 for a single block), Z11 = 0x80 bytes.
+// (Y5 = dx0 x8 for a single block), Z11 = 0x80 bytes. q8Dot4x1 instead flips
+// the weights to unsigned and corrects by the activations' sums, which it
+// shares across its 4 rows: one VPDPBUSD per row and block (see Q8ROWY).
 
 // Q8SCALE2 leaves [d0 x8 | d1 x8] (d = d_w * d_x as float32) in Z6 for the
 // two Q8_0 blocks at (row) and stride(row). Clobbers X10.
@@ -516,6 +518,52 @@ f32g4done:
 	HSUM8(Y3, X3); \
 	VMOVSS X0, 12(BX)
 
+// Q8XBLK sets up the block at xoff(DI)/doff(DX) of q8Dot4x1: Y4 = signed x,
+// Y13 = -128 * (sum of x) per lane of 4, and X6 = d_w*d_x (float32) for the
+// 4 rows' blocks at off(SI), off(R10), off(R11), off(R12). Needs Y11 = 0x80
+// bytes, Y12 = 0x01 bytes; clobbers AX, R9, R14, X5, Y14.
+#define Q8XBLK(off, xoff, doff) \
+	MOVWLZX      off(SI), AX; \
+	MOVWLZX      off(R10), R9; \
+	SHLL         $16, R9; \
+	ORL          R9, AX; \
+	MOVWLZX      off(R11), R9; \
+	MOVWLZX      off(R12), R14; \
+	SHLL         $16, R14; \
+	ORL          R14, R9; \
+	SHLQ         $32, R9; \
+	ORQ          R9, AX; \
+	VMOVQ        AX, X6; \
+	VCVTPH2PS    X6, X6; \
+	VBROADCASTSS doff(DX), X5; \
+	VMULPS       X5, X6, X6; \
+	VMOVDQU      xoff(DI), Y4; \
+	VPXOR        Y11, Y4, Y4; \
+	VPXOR        Y13, Y13, Y13; \
+	VPDPBUSD     Y4, Y12, Y13; \
+	VPSLLD       $7, Y13, Y13; \
+	VPXOR        Y14, Y14, Y14; \
+	VPSUBD       Y13, Y14, Y13
+
+// Q8ROWY accumulates the Q8_0 block at off(row) into acc: per lane of 4,
+// dot(w+128, x) - 128*sum(x) (one VPDPBUSD, u8 w^0x80 by s8 x) is exactly the
+// signed dot of w and x; then acc = fma(d_w*d_x, float(lane), acc), the
+// scale taken from lane idx of X6. Clobbers Y7, Y8, Y9.
+#define Q8ROWY(row, off, idx, acc) \
+	VPERMPS     Y6, idx, Y7; \
+	VPXOR       off+2(row), Y11, Y8; \
+	VMOVDQA     Y13, Y9; \
+	VPDPBUSD    Y4, Y8, Y9; \
+	VCVTDQ2PS   Y9, Y9; \
+	VFMADD231PS Y9, Y7, acc
+
+#define Q8BLK4(off, xoff, doff) \
+	Q8XBLK(off, xoff, doff); \
+	Q8ROWY(SI, off, Y20, Y0); \
+	Q8ROWY(R10, off, Y21, Y1); \
+	Q8ROWY(R11, off, Y22, Y2); \
+	Q8ROWY(R12, off, Y23, Y3)
+
 // func q8Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out *float32)
 // out[i] = dotQ8(row i, x) for the 4 Q8_0 rows w + i*wstride (bytes), with
 // activations xq (nb*32 bytes, x+128) and their block scales xd (nb float32).
@@ -527,15 +575,21 @@ TEXT ·q8Dot4x1(SB), NOSPLIT, $0-48
 	MOVQ nb+32(FP), CX
 	MOVQ out+40(FP), BX
 	QSETUP
+	MOVL $0x01010101, AX
+	VPBROADCASTD AX, Y12
+	VPXORD Y20, Y20, Y20
+	MOVL $1, AX
+	VPBROADCASTD AX, Y21
+	MOVL $2, AX
+	VPBROADCASTD AX, Y22
+	MOVL $3, AX
+	VPBROADCASTD AX, Y23
 	CMPQ CX, $2
 	JLT  q8d4one
 q8d4loop:
 	QPREFETCH
-	QLOADX2
-	Q8ROW2(SI, Y0)
-	Q8ROW2(R10, Y1)
-	Q8ROW2(R11, Y2)
-	Q8ROW2(R12, Y3)
+	Q8BLK4(0, 0, 0)
+	Q8BLK4(34, 32, 4)
 	ADDQ $68, SI
 	ADDQ $68, R10
 	ADDQ $68, R11
@@ -548,11 +602,7 @@ q8d4loop:
 q8d4one:
 	TESTQ CX, CX
 	JEQ   q8d4done
-	QLOADX1
-	Q8ROW1(SI, Y0)
-	Q8ROW1(R10, Y1)
-	Q8ROW1(R11, Y2)
-	Q8ROW1(R12, Y3)
+	Q8BLK4(0, 0, 0)
 q8d4done:
 	QSTORE
 	VZEROUPPER
