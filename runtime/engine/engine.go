@@ -428,9 +428,8 @@ func (e *Engine) admit() {
 }
 
 func (e *Engine) abortAll(err error) {
-	for s, r := range e.reqs {
+	for _, r := range e.reqs {
 		e.finish(r, FinishError, err)
-		_ = s
 	}
 }
 
@@ -462,10 +461,9 @@ func (e *Engine) finish(r *request, reason string, err error) {
 // Step runs one engine step: schedule, execute the plan, commit. It is
 // called by the loop goroutine; tests may call it on an engine they drive.
 func (e *Engine) Step(ctx context.Context) error {
-	for s, r := range e.reqs {
+	for _, r := range e.reqs {
 		if r.ctx.Err() != nil {
 			e.finish(r, FinishAbort, r.ctx.Err())
-			_ = s
 		}
 	}
 	e.mu.Lock()
@@ -496,13 +494,15 @@ func (e *Engine) Step(ctx context.Context) error {
 			info.Prefilling++
 		}
 	}
+	decodeRow := make([]bool, len(work)) // feeds the sequence's last generated token
 	for si, w := range work {
 		r := e.reqs[w.Seq]
 		if r.started.IsZero() {
 			r.started = now
 		}
 		info.Tags = append(info.Tags, r.Tag)
-		if w.Seq.Pending() == 1 && r.generated > 0 {
+		decodeRow[si] = w.Seq.Pending() == 1 && r.generated > 0
+		if decodeRow[si] {
 			info.DecodeRows++
 		} else {
 			info.PrefillTokens += w.N
@@ -547,8 +547,9 @@ func (e *Engine) Step(ctx context.Context) error {
 		e.sched.Commit(w, accepted[w.Seq])
 	}
 	done := time.Now()
-	for _, w := range work {
-		if r := e.reqs[w.Seq]; r != nil && !(w.N == 1 && r.generated > 0 && w.Start == len(w.Seq.Tokens)-1) {
+	for si, w := range work {
+		if !decodeRow[si] {
+			r := e.reqs[w.Seq]
 			r.chunks = append(r.chunks, Chunk{At: done, Start: w.Start, Tokens: w.N})
 		}
 	}
