@@ -92,6 +92,24 @@ func (b *Backend) Prepare(g *tensor.Graph) (exec.Executable, error) {
 			p.f32[i] = make([]float32, op.Out.Rows()*op.Out.Cols())
 		}
 	}
+	// RMSNorm weights are small vectors: convert them to float32 once here,
+	// so Run reads them from p.f32 like any activation.
+	for _, op := range g.Ops {
+		if op.Kind != tensor.OpRMSNorm {
+			continue
+		}
+		wt := op.Args[1]
+		if p.w[wt.ID] == nil {
+			return nil, fmt.Errorf("cpu: rms_norm: scale must be a weight")
+		}
+		if p.f32[wt.ID] == nil {
+			v, err := p.w[wt.ID].Float32s()
+			if err != nil {
+				return nil, fmt.Errorf("cpu: rms_norm weight %q: %w", p.w[wt.ID].Name, err)
+			}
+			p.f32[wt.ID] = v
+		}
+	}
 	if useSIMD {
 		p.fused = fuseMatmuls(g, p.w)
 	}
@@ -187,19 +205,6 @@ func (p *program) checkBatch(b *exec.Batch) error {
 		}
 	}
 	return nil
-}
-
-// weightF32 returns a small f32 weight (norm vectors) as float32s.
-func (p *program) weightF32(t tensor.Tensor) []float32 {
-	w := p.w[t.ID]
-	if p.f32[t.ID] == nil {
-		v, err := w.Float32s()
-		if err != nil {
-			v = make([]float32, t.Rows()*t.Cols())
-		}
-		p.f32[t.ID] = v
-	}
-	return p.f32[t.ID]
 }
 
 func (p *program) getRows(out []float32, op tensor.Op) error {

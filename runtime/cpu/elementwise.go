@@ -48,7 +48,7 @@ func (p *program) elementwise(out []float32, op tensor.Op) {
 	n, grain := len(out), 1024
 	switch op.Kind {
 	case tensor.OpRMSNorm:
-		t.y, t.group, t.eps = p.weightF32(op.Args[1]), op.Group, op.Eps
+		t.y, t.group, t.eps = p.f32[op.Args[1].ID], op.Group, op.Eps
 		n, grain = len(out)/op.Group, 1
 	default:
 		t.y = p.f32[op.Args[1].ID]

@@ -246,7 +246,7 @@ func TestElementwiseThreadInvariant(t *testing.T) {
 		op := tensor.Op{Kind: kind, Args: []tensor.Tensor{xt, yt}, Group: d, Eps: 1e-6, Out: tensor.Tensor{ID: 2, Shape: [2]int{T, d}}}
 		p := &program{b: b, f32: [][]float32{x, y, make([]float32, T*d)}, w: make([]*weights.Tensor, 3)}
 		if kind == tensor.OpRMSNorm {
-			p.f32[1] = w // weightF32 returns the cached f32 values
+			p.f32[1] = w // Prepare stores norm weights as float32 here
 		}
 		p.elementwise(p.f32[2], op)
 		return p.f32[2]
