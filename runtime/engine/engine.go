@@ -141,7 +141,6 @@ type Engine struct {
 	vocab      int
 	maxRunning int
 	execs      map[execKey]exec.Executable
-	submit     chan *request
 	wake       chan struct{}
 	mu         sync.Mutex // guards pending
 	pending    []*request

@@ -63,15 +63,6 @@ func (t ValueType) size() int {
 	return 0
 }
 
-// isInt reports whether t is one of the eight integer types.
-func (t ValueType) isInt() bool {
-	switch t {
-	case Uint8, Int8, Uint16, Int16, Uint32, Int32, Uint64, Int64:
-		return true
-	}
-	return false
-}
-
 // ErrType is wrapped by every error caused by a metadata value having a
 // different type than the one asked for.
 var ErrType = errors.New("wrong type")
