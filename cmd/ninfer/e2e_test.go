@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -141,5 +140,5 @@ func waitHTTP(t *testing.T, url string, log *bytes.Buffer) {
 			}
 		}
 	}
-	t.Fatal(fmt.Sprintf("%s did not come up; log:\n%s", url, log.String()))
+	t.Fatalf("%s did not come up; log:\n%s", url, log.String())
 }

@@ -94,8 +94,10 @@ func TestE4M3EveryCodeRoundTrips(t *testing.T) {
 	}
 }
 
-// TestRoundTrip pins what each format decodes edge values to.
+// TestRoundTrip pins what each format decodes edge values to (zeros with
+// their sign).
 func TestRoundTrip(t *testing.T) {
+	negZero := math.Copysign(0, -1)
 	f16max, bf16max := 65504.0, float64(math.Float32frombits(0x7F7F0000))
 	tests := []struct {
 		name   string
@@ -103,7 +105,7 @@ func TestRoundTrip(t *testing.T) {
 		in     []float32
 		want   []float32
 	}{
-		{"f32 is exact", "f32", f32s(0, -0.0, sub, 1e38, -3.5, inf, nan), f32s(0, -0.0, sub, 1e38, -3.5, inf, nan)},
+		{"f32 is exact", "f32", f32s(0, negZero, sub, 1e38, -3.5, inf, nan), f32s(0, negZero, sub, 1e38, -3.5, inf, nan)},
 		{"f16 keeps exact values", "f16", f32s(0, 1, -2.5, f16max, 1.0/(1<<24)), f32s(0, 1, -2.5, f16max, 1.0/(1<<24))},
 		{"f16 overflows to Inf", "f16", f32s(65520, -1e9, inf), f32s(inf, -inf, inf)},
 		{"f16 flushes below half its smallest subnormal", "f16", f32s(1.0/(1<<26), sub), f32s(0, 0)},
@@ -137,6 +139,11 @@ func TestRoundTrip(t *testing.T) {
 			got := roundTrip(t, tt.format, tt.in)
 			if diff := cmp.Diff(tt.want, got, cmpopts.EquateNaNs()); diff != "" {
 				t.Errorf("decode(encode(%v)) (-want +got):\n%s", tt.in, diff)
+			}
+			for i, w := range tt.want {
+				if w == 0 && i < len(got) && math.Signbit(float64(w)) != math.Signbit(float64(got[i])) {
+					t.Errorf("value %d: decoded %g, want %g (sign of zero)", i, got[i], w)
+				}
 			}
 		})
 	}
