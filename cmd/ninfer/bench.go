@@ -231,6 +231,9 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 		return nil, err
 	}
 	defer inst.Close()
+	if inst.BackendReport != "" && o.progressOut != nil {
+		fmt.Fprintf(o.progressOut, "ninfer bench: %s\n", inst.BackendReport)
+	}
 	pol := inst.Plan.Policy
 	if o.kvDType != "" && pol.KVDType != kvFormat.Name {
 		return nil, fmt.Errorf("--kv-dtype %s: graph %s stores KV as %s", kvFormat.Name, o.mf.graph, pol.KVDType)
@@ -393,7 +396,14 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, cfg *mod
 			Graph: inst.Plan.Name, Backend: o.mf.backend, Threads: threads, Sampling: "greedy"},
 	}
 	if o.mf.backend != "cpu" {
-		r.Config.DecodePath = o.mf.backend
+		r.Config.DecodePath = o.mf.backend + "_graph"
+		if o.mf.noCUDAGraph {
+			r.Config.DecodePath = o.mf.backend + "_eager"
+		}
+	}
+	if d := inst.Device; d.Name != "" {
+		r.Environment.GPUName, r.Environment.DeviceID = &d.Name, &d.ID
+		r.Environment.CUDADriverVersion, r.Environment.CUDARuntimeVersion = &d.Driver, &d.Runtime
 	}
 	if k := inst.Engine.DraftWindow(); k > 0 {
 		backend, head := specBackend(inst), "speculative."+specBackend(inst)

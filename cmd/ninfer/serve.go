@@ -126,6 +126,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	defer inst.Close()
+	if inst.BackendReport != "" {
+		fmt.Fprintf(stderr, "ninfer serve: %s\n", inst.BackendReport)
+	}
 	if inst.ChatErr != nil {
 		fmt.Fprintf(stderr, "ninfer serve: warning: %v: /v1/chat/completions will answer 400\n", inst.ChatErr)
 	}

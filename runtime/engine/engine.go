@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -141,6 +142,7 @@ type Engine struct {
 	vocab      int
 	maxRunning int
 	execs      map[execKey]exec.Executable
+	planHash   string
 	wake       chan struct{}
 	mu         sync.Mutex // guards pending
 	pending    []*request
@@ -159,10 +161,17 @@ type Engine struct {
 }
 
 // execKey names a prepared graph: a plan segment ("seg0", ...) or a host
-// node's extra device work, at one batch shape.
+// node's extra device work, at the shape it was recorded at (the backend's
+// bucket of the step's shape, exec.BucketShape).
 type execKey struct {
 	name            string
 	rows, logitRows int
+}
+
+// newExecKey is the key of pass name over b on be.
+func newExecKey(be exec.Backend, name string, b *exec.Batch) execKey {
+	rows, logitRows := exec.BucketShape(be, len(b.Tokens), len(b.LogitRows))
+	return execKey{name, rows, logitRows}
 }
 
 type request struct {
@@ -187,7 +196,7 @@ func New(cfg Config) (*Engine, error) {
 	if p == nil || cfg.Model == nil || cfg.Backend == nil {
 		return nil, errors.New("engine: plan, model and backend are required")
 	}
-	e := &Engine{cfg: cfg, plan: p, backend: cfg.Backend, execs: map[execKey]exec.Executable{},
+	e := &Engine{cfg: cfg, plan: p, backend: cfg.Backend, execs: map[execKey]exec.Executable{}, planHash: p.Hash(),
 		wake: make(chan struct{}, 1), closed: make(chan struct{}), loopDone: make(chan struct{}),
 		reqs: map[*sched.Seq]*request{}, models: map[string]*modelDevice{}}
 	layers, kvDim := 0, 0
@@ -279,6 +288,10 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e.vocab = emb.Rows()
+	if err := e.warmup(maxRunning * (1 + e.draftK)); err != nil {
+		e.closeModels()
+		return nil, err
+	}
 	go e.loop()
 	return e, nil
 }
@@ -656,7 +669,7 @@ func (e *Engine) runDevice(ctx context.Context, si int, seg plan.Segment, batch 
 	if err != nil {
 		return err
 	}
-	key := execKey{fmt.Sprintf("seg%d", si), len(feed.Tokens), len(feed.LogitRows)}
+	key := newExecKey(e.backend, fmt.Sprintf("seg%d", si), feed)
 	x, err := e.prepared(key, func() (*tensor.Graph, error) { return e.record(seg, key) })
 	if err != nil {
 		return err
@@ -673,6 +686,38 @@ func (e *Engine) runDevice(ctx context.Context, si int, seg plan.Segment, batch 
 			}
 			if p.Type == node.Logits {
 				values[plan.Ref{Node: st.ID, Port: p.Name}] = exec.Logits{Data: data, Rows: rows, Vocab: cols}
+			}
+		}
+	}
+	return nil
+}
+
+// warmup prepares, on a Bucketer backend, every device segment at every
+// bucket a step of up to maxRows rows that all sample can fall in, so that
+// graph capture happens (and is paid for) at start-up, not in the first
+// requests. Larger shapes go first: a backend that shares scratch memory
+// between its graphs sizes it once.
+func (e *Engine) warmup(maxRows int) error {
+	bk, ok := e.backend.(exec.Bucketer)
+	if !ok {
+		return nil
+	}
+	var shapes [][2]int
+	for n := min(maxRows, bk.MaxBucket()); n >= 1; n-- {
+		rows, logitRows := bk.Bucket(n, n)
+		if s := [2]int{rows, logitRows}; !slices.Contains(shapes, s) {
+			shapes = append(shapes, s)
+		}
+	}
+	for _, s := range shapes {
+		rows, logitRows := s[0], s[1]
+		for si, seg := range e.plan.Segments {
+			if seg.Placement != node.Device {
+				continue
+			}
+			key := execKey{fmt.Sprintf("seg%d", si), rows, logitRows}
+			if _, err := e.prepared(key, func() (*tensor.Graph, error) { return e.record(seg, key) }); err != nil {
+				return fmt.Errorf("engine: warm-up %s: %w", key, err)
 			}
 		}
 	}
@@ -746,7 +791,17 @@ func (e *Engine) record(seg plan.Segment, key execKey) (*tensor.Graph, error) {
 			b.Output(st.ID+"."+port, t)
 		}
 	}
-	return b.Finish()
+	g, err := b.Finish()
+	if err != nil {
+		return nil, err
+	}
+	g.Origin = fmt.Sprintf("plan %.12s %s", e.planHash, key)
+	return g, nil
+}
+
+// String renders k for logs: "seg0 rows 8 logits 8".
+func (k execKey) String() string {
+	return fmt.Sprintf("%s rows %d logits %d", k.name, k.rows, k.logitRows)
 }
 
 // weightInfo resolves weight names to [rows, cols] for the tensor builder.

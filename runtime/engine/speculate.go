@@ -197,7 +197,7 @@ func (d device) Forward(ctx context.Context, name string, rec exec.Recorder, b *
 // once per name and batch shape in execs.
 func forward(ctx context.Context, be exec.Backend, execs map[execKey]exec.Executable, f *weights.File,
 	name string, rec exec.Recorder, b *exec.Batch) (exec.Logits, error) {
-	key := execKey{name, len(b.Tokens), len(b.LogitRows)}
+	key := newExecKey(be, name, b)
 	x, err := prepare(be, execs, key, func() (*tensor.Graph, error) {
 		tb := tensor.NewBuilder(weightInfo(f))
 		tokens, positions := tb.Input("tokens", key.rows), tb.Input("positions", key.rows)
@@ -207,7 +207,12 @@ func forward(ctx context.Context, be exec.Backend, execs map[execKey]exec.Execut
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		tb.Output("logits", logits)
-		return tb.Finish()
+		g, err := tb.Finish()
+		if err != nil {
+			return nil, err
+		}
+		g.Origin = fmt.Sprintf("%s %s", f.Path, key)
+		return g, nil
 	})
 	if err != nil {
 		return exec.Logits{}, err

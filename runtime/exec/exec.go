@@ -61,18 +61,64 @@ type Backend interface {
 // Executable is a prepared graph.
 type Executable interface {
 	// Run executes the graph with the step's bindings. Row counts must equal
-	// those the graph was recorded with.
+	// those the graph was recorded with, except on a Bucketer backend, where
+	// they may be fewer: rows and logit rows that Bucket rounds up to the
+	// recorded ones.
 	Run(ctx context.Context, b *Batch) error
 	// Output returns the named output as [rows, cols] float32 data, valid
-	// until the next Run or Close.
+	// until the next Run or Close. rows are the last Run's (not the padded
+	// rows a Bucketer backend computed).
 	Output(name string) (data []float32, rows, cols int, err error)
 	// Close releases the executable's buffers.
 	Close() error
 }
 
+// Bucketer is implemented by backends whose executables run fixed shapes
+// (steps captured once as CUDA Graphs and replayed): the engine records a
+// step of rows tokens and logitRows sampled rows at the shape Bucket
+// returns, and runs it with the unpadded batch; the backend pads it.
+type Bucketer interface {
+	// Bucket returns the recorded shape for a step: paddedRows >= rows and
+	// paddedLogitRows >= logitRows, equal to them when the backend runs
+	// such a step at its own size.
+	Bucket(rows, logitRows int) (paddedRows, paddedLogitRows int)
+	// MaxBucket is the most rows a padded shape has; steps with more rows
+	// run at their own shape.
+	MaxBucket() int
+}
+
+// Reporter is implemented by backends that run on an accelerator.
+type Reporter interface {
+	// Report is a start-up log line: the device, memory reserved, graphs
+	// captured and what capturing them cost.
+	Report() string
+	// Device describes the accelerator, for benchmark reports.
+	Device() DeviceInfo
+}
+
+// DeviceInfo names an accelerator and its software.
+type DeviceInfo struct {
+	Name    string // "NVIDIA H200 (sm_90)"
+	ID      int    // ordinal among the process's visible devices
+	Driver  string // driver API version, "12.8"
+	Runtime string // the toolkit the kernels were compiled with, "11.8"
+}
+
+// BucketShape is the shape to record a step of rows tokens and logitRows
+// sampled rows at on be: be's bucket, or the step's own shape.
+func BucketShape(be Backend, rows, logitRows int) (int, int) {
+	if bk, ok := be.(Bucketer); ok {
+		return bk.Bucket(rows, logitRows)
+	}
+	return rows, logitRows
+}
+
 // Options configure a backend instance.
 type Options struct {
-	Threads int // worker threads; <= 0 means all cores
+	Threads int // host worker threads; <= 0 means all cores
+	// Eager runs every kernel launch one by one instead of replaying
+	// captured graphs (backends that capture graphs; others ignore it).
+	Eager bool
 }
 
 var (

@@ -34,6 +34,7 @@ type Options struct {
 	Set        node.Params // graph parameter overrides
 	Backend    string      // "" = "cpu"
 	Threads    int         // backend threads; 0 = all cores
+	Eager      bool        // backends that capture graphs launch kernels one by one instead
 	KVTokens   int         // KV capacity in tokens; 0 = engine default
 	KVMemory   int64       // KV capacity in bytes when KVTokens is 0; 0 = engine default
 	MaxRunning int         // concurrent sequences; 0 = engine default
@@ -56,6 +57,12 @@ type Instance struct {
 	Chat     *tok.ChatTemplate
 	ChatErr  error
 	LoadTime time.Duration
+	// BackendReport is the backend's start-up line (exec.Reporter): the
+	// device, memory reserved, graphs captured and their cost; "" for
+	// backends with nothing to say.
+	BackendReport string
+	// Device is the backend's accelerator (exec.Reporter); zero on the CPU.
+	Device exec.DeviceInfo
 }
 
 // Open loads the model and graph and starts the engine.
@@ -87,7 +94,7 @@ func Open(o Options) (*Instance, error) {
 	if name == "" {
 		name = "cpu"
 	}
-	newBackend := func() (exec.Backend, error) { return exec.New(name, exec.Options{Threads: o.Threads}) }
+	newBackend := func() (exec.Backend, error) { return exec.New(name, exec.Options{Threads: o.Threads, Eager: o.Eager}) }
 	be, err := newBackend()
 	if err != nil {
 		closeAll()
@@ -101,7 +108,11 @@ func Open(o Options) (*Instance, error) {
 		return nil, fmt.Errorf("%s: %w", o.Model, err)
 	}
 	chat, chatErr := tok.ChatTemplateFromGGUF(f, tk)
-	return &Instance{File: f, Models: models, Tokenizer: tk, Plan: p, Engine: eng, Chat: chat, ChatErr: chatErr, LoadTime: time.Since(start)}, nil
+	inst := &Instance{File: f, Models: models, Tokenizer: tk, Plan: p, Engine: eng, Chat: chat, ChatErr: chatErr, LoadTime: time.Since(start)}
+	if r, ok := be.(exec.Reporter); ok {
+		inst.BackendReport, inst.Device = r.Report(), r.Device()
+	}
+	return inst, nil
 }
 
 // openModels opens the GGUF files of paths by alias; a path that is the

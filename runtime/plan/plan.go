@@ -5,6 +5,8 @@
 package plan
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -86,6 +88,14 @@ func (p *Plan) Step(id string) *Step {
 		}
 	}
 	return nil
+}
+
+// Hash identifies the plan: the hex SHA-256 of String, so two plans with
+// the same steps, params and policy hash alike. Backends key the graphs
+// they capture by it (with the step's shape).
+func (p *Plan) Hash() string {
+	sum := sha256.Sum256([]byte(p.String()))
+	return hex.EncodeToString(sum[:])
 }
 
 // String renders the plan as stable, human-readable text for golden tests and

@@ -94,6 +94,9 @@ type Op struct {
 type Graph struct {
 	Ops     []Op
 	Outputs map[string]Tensor
+	// Origin says what the graph computes, for logs and capture keys:
+	// "plan <hash> seg0 rows 8 logits 8". Set by whoever records it.
+	Origin string
 }
 
 // WeightInfo reports the dtype and [rows, cols] shape of a named weight.
