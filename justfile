@@ -74,6 +74,31 @@ fuzz t="30s":
 bench:
     go test ./runtime/cpu -run '^$' -bench . -benchtime 3x
 
+# Compile the CUDA kernels (cuda/kernels/ninfer.cu) to the PTX the cuda backend embeds.
+# sm_80 PTX: newer GPUs' drivers JIT-compile it. Needs nvcc (Debian non-free nvidia-cuda-toolkit).
+ptx:
+    nvcc -arch=compute_80 -code=compute_80 -O3 -ptx -o cuda/ninfer.ptx cuda/kernels/ninfer.cu
+
+# The CUDA backend compiles, vets and links (no GPU needed), and cuda/ninfer.ptx is current.
+cuda-check:
+    go vet -tags cuda ./...
+    go test -tags cuda -count=1 -run NONE -exec /bin/true ./...  # compiles every test binary; running one needs a GPU
+    go build -tags cuda -o /dev/null ./cmd/ninfer
+    mkdir -p .cache
+    nvcc -arch=compute_80 -code=compute_80 -O3 -ptx -o .cache/ninfer.ptx cuda/kernels/ninfer.cu
+    diff -q cuda/ninfer.ptx .cache/ninfer.ptx || (echo "cuda/ninfer.ptx is stale: run 'just ptx'" && exit 1)
+
+# Build the CUDA test binary and ninfer here (-tags cuda) into bin/gpu with the bundled models and
+# goldens, and print how to run them on the GPU machine (no Go toolchain there; links only libcuda.so.1).
+gpu-check:
+    mkdir -p bin/gpu/models bin/gpu/golden .cache
+    go test -tags cuda -c -o bin/gpu/cuda.test ./cuda
+    go build -tags cuda -o bin/gpu/ninfer ./cmd/ninfer
+    cp {{models}}/stories260K.gguf {{models}}/tiny-qwen3-f32.gguf {{models}}/tiny-qwen3-f16.gguf {{models}}/tiny-qwen3-q8_0.gguf {{models}}/tiny-llama-f32.gguf bin/gpu/models/
+    cp {{shared}}/golden/stories260K.json {{shared}}/golden/tiny-qwen3-f32.json {{shared}}/golden/tiny-qwen3-f16.json {{shared}}/golden/tiny-qwen3-q8_0.json {{shared}}/golden/tiny-llama-f32.json bin/gpu/golden/
+    cp {{shared}}/tools/make_random_gguf.py cuda/gpu-check.sh bin/gpu/
+    @echo "on the GPU machine, from the repository root (carry bin/gpu):  bash bin/gpu/gpu-check.sh"
+
 # go vet and formatting.
 lint:
     test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)

@@ -1,0 +1,752 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"time"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+func init() {
+	exec.Register("cuda", func(o exec.Options) exec.Backend { return New(o) })
+}
+
+// Backend runs recorded graphs on CUDA device 0 (CUDA_VISIBLE_DEVICES
+// picks it) on one stream. Weights are uploaded once in their GGUF bytes;
+// the KV cache is one page area per layer for K and for V, in the layout's
+// kv.Format, with one block past the engine's for pad rows. All graphs share
+// one activation arena and one step-input buffer: the engine runs one step
+// at a time, so they never run together.
+//
+// Steps in which every row samples (decode, verify) of at most MaxBucket
+// rows are padded to a bucket (exec.Bucketer); each such graph is captured
+// once as a CUDA Graph when it is prepared and replayed every step, unless
+// the backend was made with Options.Eager. Other steps launch their kernels
+// one by one at their own shape.
+type Backend struct {
+	opts    exec.Options
+	buckets buckets
+
+	ready  bool
+	dev    cu.Device
+	ctx    cu.CUContext
+	stream cu.Stream
+	k      *kernels
+
+	file    *weights.File
+	weights map[string]deviceTensor
+	norms   map[string]cu.DevicePtr // f32 copies of rms_norm weights by name
+
+	kvl      exec.KVLayout
+	kvFormat kv.Format
+	kc, vc   []cu.DevicePtr // [layer] (Blocks+1)*BlockTokens rows of RowBytes(KVDim)
+
+	arena deviceBuf // activations of every graph
+	step  deviceBuf // step inputs of every graph
+	// arenaGen counts arena and step buffer reallocations: a graph captured
+	// against an older generation is captured again before it runs.
+	arenaGen int
+
+	programs map[captureKey]*program
+	captures []captureStat
+
+	weightBytes, kvBytes int64
+	deviceName           string
+}
+
+// deviceTensor is an uploaded weight.
+type deviceTensor struct {
+	ptr        cu.DevicePtr
+	dt         tensor.DType
+	rows, cols int
+}
+
+// deviceBuf is a device allocation that only grows.
+type deviceBuf struct {
+	ptr  cu.DevicePtr
+	size int64
+}
+
+// captureStat is what capturing one graph cost.
+type captureStat struct {
+	origin string
+	nodes  int
+	took   time.Duration
+}
+
+// New returns a CUDA backend. The device is opened by Load.
+func New(o exec.Options) *Backend {
+	return &Backend{opts: o, buckets: newBuckets(DefaultBuckets), programs: map[captureKey]*program{}}
+}
+
+// Name implements exec.Backend.
+func (b *Backend) Name() string { return "cuda" }
+
+// Bucket implements exec.Bucketer.
+func (b *Backend) Bucket(rows, logitRows int) (int, int) { return b.buckets.shape(rows, logitRows) }
+
+// MaxBucket implements exec.Bucketer.
+func (b *Backend) MaxBucket() int { return b.buckets.max() }
+
+// enter pins the calling goroutine to its thread and makes the backend's
+// context current there; the returned func undoes the pin. Every method
+// that calls the driver starts with it: the engine's goroutine may move
+// between threads from one call to the next.
+func (b *Backend) enter() (func(), error) {
+	runtime.LockOSThread()
+	if b.ready {
+		if err := cu.SetCurrentContext(b.ctx); err != nil {
+			runtime.UnlockOSThread()
+			return nil, fmt.Errorf("cuda: set context: %w", err)
+		}
+	}
+	return runtime.UnlockOSThread, nil
+}
+
+// open retains device 0's primary context and loads the kernels.
+func (b *Backend) open() error {
+	n, err := cu.NumDevices()
+	if err != nil {
+		return fmt.Errorf("cuda: count devices: %w", err)
+	}
+	if n == 0 {
+		return errors.New("cuda: no CUDA device")
+	}
+	if b.dev, err = cu.GetDevice(0); err != nil {
+		return fmt.Errorf("cuda: device 0: %w", err)
+	}
+	if b.ctx, err = b.dev.RetainPrimaryCtx(); err != nil {
+		return fmt.Errorf("cuda: primary context: %w", err)
+	}
+	if err := cu.SetCurrentContext(b.ctx); err != nil {
+		b.dev.ReleasePrimaryCtx()
+		return fmt.Errorf("cuda: set context: %w", err)
+	}
+	name, _ := b.dev.Name()
+	major, _ := b.dev.Attribute(cu.ComputeCapabilityMajor)
+	minor, _ := b.dev.Attribute(cu.ComputeCapabilityMinor)
+	b.deviceName = fmt.Sprintf("%s (sm_%d%d)", name, major, minor)
+	if b.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		b.dev.ReleasePrimaryCtx()
+		return fmt.Errorf("cuda: stream: %w", err)
+	}
+	if b.k, err = loadKernels(); err != nil {
+		b.stream.Destroy()
+		b.dev.ReleasePrimaryCtx()
+		return err
+	}
+	b.ready = true
+	return nil
+}
+
+// Load implements exec.Backend: it opens the device and uploads every
+// weight in its stored bytes.
+func (b *Backend) Load(f *weights.File) error {
+	leave, err := b.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if !b.ready {
+		if err := b.open(); err != nil {
+			return err
+		}
+	}
+	var need int64
+	for _, t := range f.Tensors {
+		need += int64(len(t.Data))
+	}
+	if free, _, err := cu.MemInfo(); err == nil && need > free {
+		return fmt.Errorf("cuda: weights need %d MiB, the device has %d MiB free", need>>20, free>>20)
+	}
+	b.file = f
+	b.weights = make(map[string]deviceTensor, len(f.Tensors))
+	b.norms = map[string]cu.DevicePtr{}
+	for _, t := range f.Tensors {
+		if _, err := t.DType.RowBytes(t.RowLen()); err != nil {
+			continue // a dtype no kernel reads; Prepare fails if a graph uses it
+		}
+		ptr, err := upload(t.Data)
+		if err != nil {
+			return fmt.Errorf("cuda: upload %q: %w", t.Name, err)
+		}
+		b.weights[t.Name] = deviceTensor{ptr: ptr, dt: t.DType, rows: t.Rows(), cols: t.RowLen()}
+		b.weightBytes += int64(len(t.Data))
+	}
+	return nil
+}
+
+// upload copies data into a new device allocation.
+func upload(data []byte) (cu.DevicePtr, error) {
+	ptr, err := cu.MemAlloc(int64(max(len(data), 1)))
+	if err != nil {
+		return 0, err
+	}
+	if len(data) > 0 {
+		if err := cu.MemcpyHtoD(ptr, unsafe.Pointer(&data[0]), int64(len(data))); err != nil {
+			cu.MemFree(ptr)
+			return 0, err
+		}
+	}
+	return ptr, nil
+}
+
+// Reserve implements exec.Backend: a K and a V page area per layer of
+// l.Blocks+1 blocks (the last for pad rows), zeroed.
+func (b *Backend) Reserve(l exec.KVLayout) error {
+	if l.Layers <= 0 || l.KVDim <= 0 || l.BlockTokens <= 0 || l.Blocks <= 0 {
+		return fmt.Errorf("cuda: bad kv layout %+v", l)
+	}
+	f, err := kv.LookupFormat(l.DType)
+	if err != nil {
+		return fmt.Errorf("cuda: kv dtype: %w", err)
+	}
+	leave, err := b.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if !b.ready {
+		return errors.New("cuda: Reserve before Load")
+	}
+	area := int64(l.Blocks+1) * int64(l.BlockTokens) * int64(f.RowBytes(l.KVDim))
+	if free, _, err := cu.MemInfo(); err == nil && 2*int64(l.Layers)*area > free {
+		return fmt.Errorf("cuda: kv cache needs %d MiB, the device has %d MiB free", 2*int64(l.Layers)*area>>20, free>>20)
+	}
+	b.freeKV()
+	b.kvl, b.kvFormat = l, f
+	for range l.Layers {
+		for _, pages := range []*[]cu.DevicePtr{&b.kc, &b.vc} {
+			ptr, err := cu.MemAlloc(area)
+			if err != nil {
+				b.freeKV()
+				return fmt.Errorf("cuda: kv cache: %w", err)
+			}
+			*pages = append(*pages, ptr)
+			if err := cu.MemsetD8(ptr, 0, area); err != nil {
+				b.freeKV()
+				return fmt.Errorf("cuda: kv cache: %w", err)
+			}
+		}
+	}
+	b.kvBytes = 2 * int64(l.Layers) * area
+	return nil
+}
+
+func (b *Backend) freeKV() {
+	for _, p := range append(b.kc, b.vc...) {
+		cu.MemFree(p)
+	}
+	b.kc, b.vc, b.kvBytes = nil, nil, 0
+}
+
+// KVBytes is the device memory the KV cache holds, pad block included.
+func (b *Backend) KVBytes() int64 { return b.kvBytes }
+
+// Report implements exec.Reporter.
+func (b *Backend) Report() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "cuda: %s, weights %d MiB, kv cache %d MiB (%s)", b.deviceName, b.weightBytes>>20, b.kvBytes>>20, b.kvFormat.Name)
+	if b.opts.Eager {
+		sb.WriteString(", eager launches (no CUDA graphs)")
+		return sb.String()
+	}
+	var total, worst time.Duration
+	nodes := 0
+	for _, c := range b.captures {
+		total += c.took
+		worst = max(worst, c.took)
+		nodes = max(nodes, c.nodes)
+	}
+	fmt.Fprintf(&sb, ", %d CUDA graphs captured in %.1f ms (slowest %.1f ms, up to %d kernels each)",
+		len(b.captures), total.Seconds()*1e3, worst.Seconds()*1e3, nodes)
+	return sb.String()
+}
+
+// Device implements exec.Reporter.
+func (b *Backend) Device() exec.DeviceInfo {
+	v := func(n int) string { return fmt.Sprintf("%d.%d", n/1000, n%1000/10) }
+	return exec.DeviceInfo{Name: b.deviceName, ID: 0, Driver: v(cu.Version()), Runtime: v(headerVersion())}
+}
+
+// Close implements exec.Backend.
+func (b *Backend) Close() error {
+	leave, err := b.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if !b.ready {
+		return nil
+	}
+	var errs []error
+	for _, p := range b.programs {
+		errs = append(errs, p.release())
+	}
+	b.programs = map[captureKey]*program{}
+	for _, t := range b.weights {
+		errs = append(errs, cu.MemFree(t.ptr))
+	}
+	for _, p := range b.norms {
+		errs = append(errs, cu.MemFree(p))
+	}
+	b.weights, b.norms = nil, nil
+	b.freeKV()
+	for _, buf := range []*deviceBuf{&b.arena, &b.step} {
+		if buf.ptr != 0 {
+			errs = append(errs, cu.MemFree(buf.ptr))
+		}
+		*buf = deviceBuf{}
+	}
+	errs = append(errs, b.stream.Destroy(), b.dev.ReleasePrimaryCtx())
+	b.ready = false
+	return errors.Join(errs...)
+}
+
+// grow makes buf at least n bytes, synchronising first: a kernel in
+// flight may still use the old allocation.
+func (b *Backend) grow(buf *deviceBuf, n int64) error {
+	if buf.size >= n {
+		return nil
+	}
+	if err := b.stream.Synchronize(); err != nil {
+		return fmt.Errorf("cuda: synchronize: %w", err)
+	}
+	if buf.ptr != 0 {
+		if err := cu.MemFree(buf.ptr); err != nil {
+			return err
+		}
+		*buf = deviceBuf{}
+	}
+	ptr, err := cu.MemAlloc(n)
+	if err != nil {
+		return fmt.Errorf("cuda: allocate %d MiB of activations: %w", n>>20, err)
+	}
+	*buf = deviceBuf{ptr: ptr, size: n}
+	b.arenaGen++
+	return nil
+}
+
+// norm returns the f32 device copy of an rms_norm weight, uploading it the
+// first time.
+func (b *Backend) norm(f *weights.File, name string) (cu.DevicePtr, error) {
+	if p, ok := b.norms[name]; ok {
+		return p, nil
+	}
+	t, err := f.Tensor(name)
+	if err != nil {
+		return 0, err
+	}
+	v, err := t.Float32s()
+	if err != nil {
+		return 0, fmt.Errorf("cuda: rms_norm weight %q: %w", name, err)
+	}
+	p, err := upload(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)))
+	if err != nil {
+		return 0, err
+	}
+	b.norms[name] = p
+	return p, nil
+}
+
+// program is a prepared graph: its buffer plan, its step layout and, when
+// captured, its graph executable. Identical graphs share one (refs).
+type program struct {
+	b       *Backend
+	g       *tensor.Graph
+	key     captureKey
+	refs    int
+	plan    bufferPlan
+	layout  stepLayout
+	packer  stepPacker
+	vocab   int            // token ids must be below it (the get_rows table's rows)
+	w       []deviceTensor // [op] weight of OpWeight ops
+	norms   []cu.DevicePtr // [op] f32 weight of rms_norm ops
+	inputAt []int          // [op] word offset in the step buffer of OpInput ops
+	capture bool           // replayed as a CUDA graph
+	graph   *graphExec
+	gen     int // arena generation graph was captured against
+	host    unsafe.Pointer
+	hostCap int64
+	outputs map[string]*output
+	// rows and logitRows of the last Run, which Output reports.
+	rows, logitRows int
+}
+
+// output is a graph output and its host copy.
+type output struct {
+	t    tensor.Tensor
+	src  rowSource
+	host []float32 // [recorded rows, cols], in p.host
+}
+
+// Prepare implements exec.Backend. It plans the graph's buffers and, for a
+// captured shape, captures the graph now, so that the engine's warm-up pays
+// for it.
+func (b *Backend) Prepare(g *tensor.Graph) (exec.Executable, error) {
+	leave, err := b.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	if !b.ready || b.kc == nil {
+		return nil, errors.New("cuda: Prepare before Load and Reserve")
+	}
+	key := graphKey(g)
+	if p, ok := b.programs[key]; ok {
+		p.refs++
+		return &handle{p: p}, nil
+	}
+	p, err := b.newProgram(g, key)
+	if err != nil {
+		return nil, err
+	}
+	if p.capture {
+		if err := p.captureGraph(); err != nil {
+			p.release()
+			return nil, err
+		}
+	}
+	b.programs[key] = p
+	return &handle{p: p}, nil
+}
+
+func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) {
+	plan, err := planBuffers(g)
+	if err != nil {
+		return nil, err
+	}
+	p := &program{b: b, g: g, key: key, refs: 1, plan: plan, vocab: math.MaxInt32,
+		w: make([]deviceTensor, len(g.Ops)), norms: make([]cu.DevicePtr, len(g.Ops)), inputAt: make([]int, len(g.Ops)),
+		outputs: map[string]*output{}}
+	rows, logitRows := -1, 0
+	for _, op := range g.Ops {
+		if op.Kind == tensor.OpInput {
+			switch op.Name {
+			case "tokens", "positions":
+				if rows >= 0 && rows != op.Out.Rows() {
+					return nil, fmt.Errorf("cuda: inputs tokens and positions have %d and %d rows", rows, op.Out.Rows())
+				}
+				rows = op.Out.Rows()
+			case "logit_rows":
+				logitRows = op.Out.Rows()
+			default:
+				return nil, fmt.Errorf("cuda: no binding for input %q", op.Name)
+			}
+		}
+	}
+	if rows < 0 {
+		return nil, errors.New("cuda: graph has no tokens input")
+	}
+	p.layout = newStepLayout(rows, logitRows, b.kvl.Blocks)
+	for i, op := range g.Ops {
+		switch op.Kind {
+		case tensor.OpInput:
+			p.inputAt[i] = map[string]int{"tokens": p.layout.Tokens, "positions": p.layout.Positions, "logit_rows": p.layout.LogitRowsAt}[op.Name]
+		case tensor.OpWeight:
+			t, ok := b.weights[op.Name]
+			if !ok {
+				return nil, fmt.Errorf("cuda: weight %q not loaded", op.Name)
+			}
+			p.w[i] = t
+		case tensor.OpRMSNorm:
+			wop := g.Ops[op.Args[1].ID]
+			if wop.Kind != tensor.OpWeight {
+				return nil, errors.New("cuda: rms_norm: scale must be a weight")
+			}
+			ptr, err := b.norm(b.file, wop.Name)
+			if err != nil {
+				return nil, err
+			}
+			p.norms[i] = ptr
+		case tensor.OpGetRows:
+			if g.Ops[op.Args[0].ID].Kind != tensor.OpWeight {
+				return nil, errors.New("cuda: get_rows: table must be a weight")
+			}
+			if ids := g.Ops[op.Args[1].ID]; ids.Kind == tensor.OpInput && ids.Name == "tokens" {
+				p.vocab = min(p.vocab, op.Args[0].Rows())
+			}
+		case tensor.OpMatMul:
+			if g.Ops[op.Args[1].ID].Kind != tensor.OpWeight {
+				return nil, errors.New("cuda: matmul: the right operand must be a weight")
+			}
+		case tensor.OpAttention:
+			a := op.Attn
+			if a.Layer < 0 || a.Layer >= b.kvl.Layers || op.Args[1].Cols() != b.kvl.KVDim {
+				return nil, fmt.Errorf("cuda: attention layer %d width %d does not fit kv layout %+v", a.Layer, op.Args[1].Cols(), b.kvl)
+			}
+		case tensor.OpSelectRows:
+			if rop := g.Ops[op.Args[1].ID]; rop.Kind != tensor.OpInput {
+				return nil, errors.New("cuda: select_rows: rows must be an input")
+			}
+		case tensor.OpAdd, tensor.OpSwiGLU, tensor.OpRoPE:
+		default:
+			return nil, fmt.Errorf("cuda: op %v not implemented", op.Kind)
+		}
+	}
+	// Output host copies: pinned, one block for all outputs.
+	var need int64
+	for _, t := range g.Outputs {
+		need += 4 * int64(t.Rows()) * int64(t.Cols())
+	}
+	need += p.layout.Bytes()
+	host, err := hostAlloc(max(need, 4))
+	if err != nil {
+		return nil, err
+	}
+	p.host, p.hostCap = host, need
+	off := p.layout.Bytes()
+	for name, t := range g.Outputs {
+		n := t.Rows() * t.Cols()
+		p.outputs[name] = &output{t: t, src: plan.Rows[t.ID], host: unsafe.Slice((*float32)(unsafe.Add(host, off)), n)}
+		off += 4 * int64(n)
+	}
+	if err := b.grow(&b.arena, max(plan.Size, arenaAlign)); err != nil {
+		hostFree(host)
+		return nil, err
+	}
+	if err := b.grow(&b.step, p.layout.Bytes()); err != nil {
+		hostFree(host)
+		return nil, err
+	}
+	p.capture = !b.opts.Eager && b.buckets.captured(rows, logitRows)
+	return p, nil
+}
+
+// stepWords is the pinned host staging of the step inputs.
+func (p *program) stepWords() []int32 {
+	return unsafe.Slice((*int32)(p.host), p.layout.Words)
+}
+
+// captureGraph captures the program's kernel launches as a CUDA graph and
+// replays it once over pad rows only (which makes the driver finish any
+// lazy set-up now, not in the first request).
+func (p *program) captureGraph() error {
+	b := p.b
+	if p.graph != nil {
+		if err := p.graph.destroy(); err != nil {
+			return err
+		}
+		p.graph = nil
+	}
+	empty := &exec.Batch{}
+	if err := p.packer.pack(p.stepWords(), p.layout, empty, b.kvl.BlockTokens, p.vocab); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := beginCapture(b.stream); err != nil {
+		return err
+	}
+	launchErr := p.launch()
+	g, err := endCapture(b.stream)
+	if launchErr != nil {
+		if g != nil {
+			g.destroy()
+		}
+		return fmt.Errorf("cuda: capture %s: %w", p.g.Origin, launchErr)
+	}
+	if err != nil {
+		return fmt.Errorf("cuda: capture %s: %w", p.g.Origin, err)
+	}
+	p.graph, p.gen = g, b.arenaGen
+	if err := cu.MemcpyHtoDAsync(b.step.ptr, p.host, p.layout.Bytes(), b.stream); err != nil {
+		return err
+	}
+	if err := p.graph.launch(b.stream); err != nil {
+		return err
+	}
+	if err := b.stream.Synchronize(); err != nil {
+		return fmt.Errorf("cuda: first replay of %s: %w", p.g.Origin, err)
+	}
+	b.captures = append(b.captures, captureStat{origin: p.g.Origin, nodes: g.nodes, took: time.Since(start)})
+	return nil
+}
+
+// ptr is the device address of op id's f32 output.
+func (p *program) ptr(id int) cu.DevicePtr { return p.b.arena.ptr + cu.DevicePtr(p.plan.Offset[id]) }
+
+// in is the device address of input op id's words.
+func (p *program) in(id int) cu.DevicePtr { return p.b.step.ptr + cu.DevicePtr(4*p.inputAt[id]) }
+
+// word is the device address of word w of the step buffer.
+func (p *program) word(w int) cu.DevicePtr { return p.b.step.ptr + cu.DevicePtr(4*w) }
+
+// launch issues every kernel of the graph on the stream, in op order, at
+// the recorded (padded) shape.
+func (p *program) launch() error {
+	b, k, s := p.b, p.b.k, p.b.stream
+	for i, op := range p.g.Ops {
+		out := func() cu.DevicePtr { return p.ptr(i) }
+		var err error
+		switch op.Kind {
+		case tensor.OpInput, tensor.OpWeight:
+		case tensor.OpGetRows:
+			w := p.w[op.Args[0].ID]
+			err = k.getRows(s, out(), w.ptr, p.in(op.Args[1].ID), w.dt, op.Out.Rows(), op.Out.Cols())
+		case tensor.OpRMSNorm:
+			err = k.rmsNorm(s, out(), p.ptr(op.Args[0].ID), p.norms[i], op.Out.Rows(), op.Out.Cols(), op.Group, op.Eps)
+		case tensor.OpMatMul:
+			x, w := op.Args[0], p.w[op.Args[1].ID]
+			var xq cu.DevicePtr
+			if quantized(w.dt) {
+				xq = b.arena.ptr + cu.DevicePtr(p.plan.QuantOffset[x.ID])
+				if p.plan.QuantBefore[i] {
+					if err = k.quantizeQ8(s, xq, p.ptr(x.ID), x.Rows(), x.Cols()); err != nil {
+						break
+					}
+				}
+			}
+			err = k.matmul(s, out(), p.ptr(x.ID), xq, w.ptr, w.dt, x.Rows(), x.Cols(), w.rows)
+		case tensor.OpRoPE:
+			err = k.rope(s, out(), p.ptr(op.Args[0].ID), p.in(op.Args[1].ID), op.Out.Rows(), op.Out.Cols(), op.RoPE)
+		case tensor.OpAttention:
+			l, a := p.layout, op.Attn
+			err = k.kvWrite(s, b.kc[a.Layer], b.vc[a.Layer], p.ptr(op.Args[1].ID), p.ptr(op.Args[2].ID), p.word(l.Slots),
+				b.kvFormat.Name, op.Out.Rows(), b.kvl.KVDim)
+			if err == nil {
+				err = k.attention(s, out(), p.ptr(op.Args[0].ID), b.kc[a.Layer], b.vc[a.Layer], p.word(l.Positions),
+					p.word(l.RowTables), p.word(l.Tables), b.kvFormat.Name, op.Out.Rows(), a, b.kvl.BlockTokens, b.kvl.KVDim)
+			}
+		case tensor.OpAdd:
+			err = k.add(s, out(), p.ptr(op.Args[0].ID), p.ptr(op.Args[1].ID), op.Out.Rows()*op.Out.Cols())
+		case tensor.OpSwiGLU:
+			err = k.swiglu(s, out(), p.ptr(op.Args[0].ID), p.ptr(op.Args[1].ID), op.Out.Rows()*op.Out.Cols())
+		case tensor.OpSelectRows:
+			err = k.selectRows(s, out(), p.ptr(op.Args[0].ID), p.in(op.Args[1].ID), op.Out.Rows(), op.Out.Cols())
+		default:
+			err = fmt.Errorf("op %v not implemented", op.Kind)
+		}
+		if err != nil {
+			return fmt.Errorf("cuda: op %d (%v): %w", i, op.Kind, err)
+		}
+	}
+	return nil
+}
+
+// run executes one step: inputs to the device, the graph (replayed or
+// launched), outputs back, then waits for the stream.
+func (p *program) run(ctx context.Context, batch *exec.Batch) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b := p.b
+	if err := p.packer.pack(p.stepWords(), p.layout, batch, b.kvl.BlockTokens, p.vocab); err != nil {
+		return err
+	}
+	p.rows, p.logitRows = len(batch.Tokens), len(batch.LogitRows)
+	if p.capture && (p.graph == nil || p.gen != b.arenaGen) {
+		if err := p.captureGraph(); err != nil {
+			return err
+		}
+		// captureGraph replayed over pad rows: pack the batch again.
+		if err := p.packer.pack(p.stepWords(), p.layout, batch, b.kvl.BlockTokens, p.vocab); err != nil {
+			return err
+		}
+	}
+	if err := cu.MemcpyHtoDAsync(b.step.ptr, p.host, p.layout.Bytes(), b.stream); err != nil {
+		return fmt.Errorf("cuda: copy step inputs: %w", err)
+	}
+	if p.capture {
+		if err := p.graph.launch(b.stream); err != nil {
+			return err
+		}
+	} else if err := p.launch(); err != nil {
+		return err
+	}
+	for _, o := range p.outputs {
+		rows := p.outRows(o)
+		if n := int64(rows * o.t.Cols()); n > 0 {
+			if err := cu.MemcpyDtoHAsync(unsafe.Pointer(&o.host[0]), p.ptr(o.t.ID), 4*n, b.stream); err != nil {
+				return fmt.Errorf("cuda: copy output: %w", err)
+			}
+		}
+	}
+	if err := b.stream.Synchronize(); err != nil {
+		return fmt.Errorf("cuda: step %s: %w", p.g.Origin, err)
+	}
+	return nil
+}
+
+// outRows is the rows of o the last Run computed for its batch.
+func (p *program) outRows(o *output) int {
+	switch o.src {
+	case rowsTokens:
+		return p.rows
+	case rowsLogits:
+		return p.logitRows
+	}
+	return o.t.Rows()
+}
+
+// release frees the program's graph and host memory.
+func (p *program) release() error {
+	var errs []error
+	if p.graph != nil {
+		errs = append(errs, p.graph.destroy())
+		p.graph = nil
+	}
+	errs = append(errs, hostFree(p.host))
+	p.host = nil
+	return errors.Join(errs...)
+}
+
+// handle is one Prepare's view of a (possibly shared) program.
+type handle struct {
+	p      *program
+	closed bool
+}
+
+// Run implements exec.Executable.
+func (h *handle) Run(ctx context.Context, b *exec.Batch) error {
+	if h.closed {
+		return errors.New("cuda: run of a closed executable")
+	}
+	leave, err := h.p.b.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return h.p.run(ctx, b)
+}
+
+// Output implements exec.Executable.
+func (h *handle) Output(name string) ([]float32, int, int, error) {
+	o, ok := h.p.outputs[name]
+	if !ok || h.closed {
+		return nil, 0, 0, fmt.Errorf("cuda: no output %q", name)
+	}
+	rows, cols := h.p.outRows(o), o.t.Cols()
+	return o.host[:rows*cols], rows, cols, nil
+}
+
+// Close implements exec.Executable.
+func (h *handle) Close() error {
+	if h.closed {
+		return nil
+	}
+	h.closed = true
+	p := h.p
+	if p.refs--; p.refs > 0 {
+		return nil
+	}
+	leave, err := p.b.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	delete(p.b.programs, p.key)
+	return p.release()
+}

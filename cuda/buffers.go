@@ -1,0 +1,143 @@
+package cuda
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// arenaAlign is the alignment of every buffer in the activation arena: the
+// driver's own allocation alignment, so vector loads are always aligned.
+const arenaAlign = 256
+
+// rowSource says which dimension of the step an op's rows follow, so that
+// Output can report the rows of the unpadded batch.
+type rowSource uint8
+
+const (
+	rowsNone   rowSource = iota // weights
+	rowsTokens                  // one row per fed token
+	rowsLogits                  // one row per sampled row (select_rows by logit_rows)
+)
+
+// bufferPlan places the graph's activations in one device arena: every op
+// that computes an f32 [rows, cols] output gets a buffer, and every
+// activation read by a Q8_0 or Q4_0 matmul gets a second one holding its
+// Q8_0 blocks (rows * cols/32 blocks of 34 bytes), quantized once by the
+// first such matmul. Buffers whose lifetimes (from the op that writes them
+// to the last op that reads them; graph outputs to the end) do not overlap
+// share memory.
+type bufferPlan struct {
+	Offset      []int64     // [op] byte offset of the op's f32 output; -1 for inputs and weights
+	QuantOffset []int64     // [op] byte offset of the Q8_0 blocks of the op's output; -1 when none
+	QuantBefore []bool      // [op] a matmul that quantizes its input (into QuantOffset of the input) first
+	Rows        []rowSource // [op]
+	Size        int64       // arena bytes
+}
+
+// quantized reports whether a matmul by a weight of dt reads its input as
+// Q8_0 blocks.
+func quantized(dt tensor.DType) bool { return dt == tensor.Q8_0 || dt == tensor.Q4_0 }
+
+// q8Bytes is the size of the Q8_0 blocks of a [rows, cols] activation.
+func q8Bytes(rows, cols int) int64 { return int64(rows) * int64(cols/32) * 34 }
+
+// planBuffers lays out g's activations. It fails on graphs the kernels
+// cannot run: an arg that is not computed before its use, a quantized
+// matmul whose row width is not a multiple of 32.
+func planBuffers(g *tensor.Graph) (bufferPlan, error) {
+	n := len(g.Ops)
+	p := bufferPlan{Offset: make([]int64, n), QuantOffset: make([]int64, n), QuantBefore: make([]bool, n), Rows: make([]rowSource, n)}
+	type interval struct {
+		op, from, to int
+		size         int64
+		quant        bool
+	}
+	lastUse := make([]int, n)
+	quantFrom, quantTo := make([]int, n), make([]int, n)
+	for i := range n {
+		lastUse[i], quantFrom[i], quantTo[i] = i, -1, -1
+		p.Offset[i], p.QuantOffset[i] = -1, -1
+	}
+	for i, op := range g.Ops {
+		if op.Out.ID != i {
+			return bufferPlan{}, fmt.Errorf("cuda: op %d records id %d", i, op.Out.ID)
+		}
+		for _, a := range op.Args {
+			if a.ID < 0 || a.ID >= i {
+				return bufferPlan{}, fmt.Errorf("cuda: op %d (%v) reads %%%d before it is computed", i, op.Kind, a.ID)
+			}
+			lastUse[a.ID] = i
+		}
+		switch op.Kind {
+		case tensor.OpWeight:
+			p.Rows[i] = rowsNone
+		case tensor.OpInput:
+			p.Rows[i] = rowsTokens
+			if op.Name == "logit_rows" {
+				p.Rows[i] = rowsLogits
+			}
+		case tensor.OpGetRows, tensor.OpSelectRows:
+			p.Rows[i] = p.Rows[op.Args[1].ID]
+		default:
+			p.Rows[i] = p.Rows[op.Args[0].ID]
+		}
+		if op.Kind == tensor.OpMatMul && quantized(op.Args[1].DType) {
+			x := op.Args[0]
+			if x.Cols()%32 != 0 {
+				return bufferPlan{}, fmt.Errorf("cuda: matmul %d: %v weight needs a row width that is a multiple of 32, got %d", i, op.Args[1].DType, x.Cols())
+			}
+			if quantFrom[x.ID] < 0 {
+				quantFrom[x.ID] = i
+				p.QuantBefore[i] = true
+			}
+			quantTo[x.ID] = i
+		}
+	}
+	for _, t := range g.Outputs {
+		if t.ID >= 0 && t.ID < n {
+			lastUse[t.ID] = n
+		}
+	}
+	var ivs []interval
+	for i, op := range g.Ops {
+		if op.Kind == tensor.OpInput || op.Kind == tensor.OpWeight {
+			continue
+		}
+		ivs = append(ivs, interval{op: i, from: i, to: lastUse[i], size: 4 * int64(op.Out.Rows()) * int64(op.Out.Cols())})
+		if quantFrom[i] >= 0 {
+			ivs = append(ivs, interval{op: i, from: quantFrom[i], to: quantTo[i], size: q8Bytes(op.Out.Rows(), op.Out.Cols()), quant: true})
+		}
+	}
+	// First fit in order of start: each buffer takes the lowest aligned
+	// offset clear of every buffer still live when it starts.
+	slices.SortStableFunc(ivs, func(a, b interval) int { return a.from - b.from })
+	type placed struct {
+		to        int
+		off, size int64
+	}
+	var live []placed
+	for _, iv := range ivs {
+		live = slices.DeleteFunc(live, func(q placed) bool { return q.to < iv.from })
+		slices.SortFunc(live, func(a, b placed) int { return int(a.off - b.off) })
+		size := alignUp(iv.size, arenaAlign)
+		off := int64(0)
+		for _, q := range live {
+			if off+size <= q.off {
+				break
+			}
+			off = max(off, q.off+alignUp(q.size, arenaAlign))
+		}
+		live = append(live, placed{to: iv.to, off: off, size: iv.size})
+		p.Size = max(p.Size, off+size)
+		if iv.quant {
+			p.QuantOffset[iv.op] = off
+		} else {
+			p.Offset[iv.op] = off
+		}
+	}
+	return p, nil
+}
+
+func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }

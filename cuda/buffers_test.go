@@ -1,0 +1,184 @@
+package cuda
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// fakeWeights resolves weights from a table of dtype and [rows, cols].
+func fakeWeights(w map[string]tensor.Tensor) tensor.WeightInfo {
+	return func(name string) (tensor.DType, int, int, bool) {
+		t, ok := w[name]
+		return t.DType, t.Shape[0], t.Shape[1], ok
+	}
+}
+
+// recordBlock records one transformer block and an LM head over rows
+// tokens: the op mix the model nodes record.
+func recordBlock(t *testing.T, rows, logitRows int, dt tensor.DType) *tensor.Graph {
+	t.Helper()
+	const d, ff, vocab = 64, 96, 50
+	b := tensor.NewBuilder(fakeWeights(map[string]tensor.Tensor{
+		"embd": {Shape: [2]int{vocab, d}, DType: dt},
+		"norm": {Shape: [2]int{1, d}, DType: tensor.F32},
+		"wq":   {Shape: [2]int{d, d}, DType: dt}, "wk": {Shape: [2]int{32, d}, DType: dt}, "wv": {Shape: [2]int{32, d}, DType: dt},
+		"wo":   {Shape: [2]int{d, d}, DType: dt},
+		"gate": {Shape: [2]int{ff, d}, DType: dt}, "up": {Shape: [2]int{ff, d}, DType: dt}, "down": {Shape: [2]int{d, ff}, DType: dt},
+		"head": {Shape: [2]int{vocab, d}, DType: dt},
+	}))
+	tokens, pos := b.Input("tokens", rows), b.Input("positions", rows)
+	lr := b.Input("logit_rows", logitRows)
+	x := b.GetRows(b.Weight("embd"), tokens)
+	h := b.RMSNorm(x, b.Weight("norm"), d, 1e-6)
+	rope := tensor.RoPEArgs{HeadDim: 16, Dims: 16, Base: 10000, Mode: tensor.RoPENeox}
+	q := b.RoPE(b.MatMul(h, b.Weight("wq")), pos, rope)
+	k := b.RoPE(b.MatMul(h, b.Weight("wk")), pos, rope)
+	v := b.MatMul(h, b.Weight("wv"))
+	a := b.Attention(q, k, v, tensor.AttentionArgs{Layer: 0, Heads: 4, KVHeads: 2, HeadDim: 16, Scale: 0.25})
+	x = b.Add(x, b.MatMul(a, b.Weight("wo")))
+	h = b.RMSNorm(x, b.Weight("norm"), d, 1e-6)
+	x = b.Add(x, b.MatMul(b.SwiGLU(b.MatMul(h, b.Weight("gate")), b.MatMul(h, b.Weight("up"))), b.Weight("down")))
+	logits := b.MatMul(b.SelectRows(b.RMSNorm(x, b.Weight("norm"), d, 1e-6), lr), b.Weight("head"))
+	b.Output("logits", logits)
+	b.Output("hidden", x)
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// checkPlan verifies that buffers live at the same time never overlap and
+// that every computed value and every quantized matmul input has one.
+func checkPlan(t *testing.T, g *tensor.Graph, p bufferPlan) {
+	t.Helper()
+	n := len(g.Ops)
+	type buf struct {
+		name      string
+		from, to  int
+		off, size int64
+	}
+	lastUse := make([]int, n)
+	for i, op := range g.Ops {
+		lastUse[i] = i
+		for _, a := range op.Args {
+			lastUse[a.ID] = i
+		}
+	}
+	for _, o := range g.Outputs {
+		lastUse[o.ID] = n
+	}
+	var bufs []buf
+	for i, op := range g.Ops {
+		computed := op.Kind != tensor.OpInput && op.Kind != tensor.OpWeight
+		if computed != (p.Offset[i] >= 0) {
+			t.Errorf("op %d (%v): offset %d", i, op.Kind, p.Offset[i])
+		}
+		if computed {
+			bufs = append(bufs, buf{op.Kind.String(), i, lastUse[i], p.Offset[i], 4 * int64(op.Out.Rows()*op.Out.Cols())})
+		}
+		if p.QuantOffset[i] >= 0 {
+			from, to := -1, -1
+			for j, m := range g.Ops {
+				if m.Kind == tensor.OpMatMul && m.Args[0].ID == i && quantized(m.Args[1].DType) {
+					if from < 0 {
+						from = j
+						if !p.QuantBefore[j] {
+							t.Errorf("matmul %d reads %d first but does not quantize it", j, i)
+						}
+					} else if p.QuantBefore[j] {
+						t.Errorf("matmul %d quantizes %d again", j, i)
+					}
+					to = j
+				}
+			}
+			if from < 0 {
+				t.Errorf("op %d has Q8_0 blocks no matmul reads", i)
+			}
+			bufs = append(bufs, buf{"q8 of " + op.Kind.String(), from, to, p.QuantOffset[i], q8Bytes(op.Out.Rows(), op.Out.Cols())})
+		}
+	}
+	for i, a := range bufs {
+		if a.off%arenaAlign != 0 || a.off+a.size > p.Size {
+			t.Errorf("%s at %d+%d: misaligned or past the arena of %d", a.name, a.off, a.size, p.Size)
+		}
+		for _, b := range bufs[i+1:] {
+			if a.from <= b.to && b.from <= a.to && a.off < b.off+b.size && b.off < a.off+a.size {
+				t.Errorf("%s [%d,%d] at %d+%d overlaps %s [%d,%d] at %d+%d", a.name, a.from, a.to, a.off, a.size, b.name, b.from, b.to, b.off, b.size)
+			}
+		}
+	}
+}
+
+func TestPlanBuffers(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0} {
+		for _, shape := range [][2]int{{1, 1}, {8, 8}, {24, 3}, {512, 1}} {
+			g := recordBlock(t, shape[0], shape[1], dt)
+			p, err := planBuffers(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPlan(t, g, p)
+			if got := p.Rows[g.Outputs["logits"].ID]; got != rowsLogits {
+				t.Errorf("%v: logits rows follow %d, want logit rows", dt, got)
+			}
+			if got := p.Rows[g.Outputs["hidden"].ID]; got != rowsTokens {
+				t.Errorf("%v: hidden rows follow %d, want tokens", dt, got)
+			}
+			var sum int64
+			for i, op := range g.Ops {
+				if p.Offset[i] >= 0 {
+					sum += 4 * int64(op.Out.Rows()*op.Out.Cols())
+				}
+			}
+			if p.Size >= sum {
+				t.Errorf("%v %v: arena %d bytes reuses nothing (buffers total %d)", dt, shape, p.Size, sum)
+			}
+		}
+	}
+}
+
+func TestPlanBuffersChain(t *testing.T) {
+	// x -> a -> b -> c: a dies when b is computed, so c reuses a's bytes.
+	b := tensor.NewBuilder(fakeWeights(map[string]tensor.Tensor{"e": {Shape: [2]int{10, 64}, DType: tensor.F32}}))
+	x := b.GetRows(b.Weight("e"), b.Input("tokens", 2)) // 512 bytes
+	a := b.Add(x, x)
+	c := b.Add(a, a)
+	d := b.Add(c, c)
+	b.Output("d", d)
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := planBuffers(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int64{-1, -1, 0, 512, 0, 512}, p.Offset); diff != "" {
+		t.Errorf("offsets (-want +got):\n%s", diff)
+	}
+	if p.Size != 1024 {
+		t.Errorf("size %d, want 1024", p.Size)
+	}
+}
+
+func TestPlanBuffersRejects(t *testing.T) {
+	b := tensor.NewBuilder(fakeWeights(map[string]tensor.Tensor{
+		"e": {Shape: [2]int{10, 48}, DType: tensor.F32}, "w": {Shape: [2]int{4, 48}, DType: tensor.Q8_0}}))
+	b.Output("y", b.MatMul(b.GetRows(b.Weight("e"), b.Input("tokens", 1)), b.Weight("w")))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := planBuffers(g); err == nil || !strings.Contains(err.Error(), "multiple of 32") {
+		t.Errorf("planBuffers: %v", err)
+	}
+	g.Ops[2].Args[1].ID = 5
+	if _, err := planBuffers(g); err == nil || !strings.Contains(err.Error(), "before it is computed") {
+		t.Errorf("planBuffers: %v", err)
+	}
+}

@@ -1,0 +1,149 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+)
+
+// stepLayout places a step's int32 bindings in one device buffer, copied
+// from the host before each run, so that a captured graph reads new inputs
+// from the same addresses every step. For a graph recorded at Rows rows
+// and LogitRows sampled rows on a KV cache of blocks blocks:
+//
+//	tokens    [Rows]       token ids; pad rows 0
+//	positions [Rows]       position of each row in its sequence; pad rows 0
+//	slots     [Rows]       KV slot the row's K and V go to: block*BlockTokens + position%BlockTokens
+//	rowTables [Rows]       word offset in tables of the row's block table
+//	logitRows [LogitRows]  rows whose logits are output; pad entries 0
+//	tables    [blocks+1]   the block tables of the step's sequences, each once and cut
+//	                       after the last block a row reads, then the pad table [blocks]
+//
+// Pad rows (a step with fewer rows than its bucket) are token 0 at position
+// 0 of a sequence whose only block is the pad block, id blocks, that the
+// backend reserves past the engine's blocks: they compute harmless values
+// that nothing reads.
+type stepLayout struct {
+	Rows, LogitRows int
+	Blocks          int // KV blocks of the engine; the pad block is Blocks
+	// word offsets
+	Tokens, Positions, Slots, RowTables, LogitRowsAt, Tables int
+	Words                                                    int
+}
+
+func newStepLayout(rows, logitRows, blocks int) stepLayout {
+	l := stepLayout{Rows: rows, LogitRows: logitRows, Blocks: blocks}
+	l.Tokens = 0
+	l.Positions = rows
+	l.Slots = 2 * rows
+	l.RowTables = 3 * rows
+	l.LogitRowsAt = 4 * rows
+	l.Tables = 4*rows + logitRows
+	l.Words = l.Tables + blocks + 1
+	return l
+}
+
+// Bytes is the size of the buffer.
+func (l stepLayout) Bytes() int64 { return 4 * int64(l.Words) }
+
+// stepPacker packs batches into a stepLayout, reusing its scratch.
+type stepPacker struct {
+	seqTable []int32 // [sequences] offset of each sequence's table; -1 until packed
+	seqNeed  []int32 // [sequences] blocks of its table that rows read
+}
+
+// pack writes b into dst ([l.Words]) padded to l's shape, after checking
+// every index a kernel will follow: row sequences, positions covered by
+// block tables, block ids below l.Blocks, token ids below vocab and logit
+// rows below the step's rows. It returns an error, and kernels never run on
+// out-of-range indices.
+func (p *stepPacker) pack(dst []int32, l stepLayout, b *exec.Batch, blockTokens, vocab int) error {
+	rows, logitRows := len(b.Tokens), len(b.LogitRows)
+	if len(dst) != l.Words {
+		return fmt.Errorf("cuda: step buffer has %d words, layout needs %d", len(dst), l.Words)
+	}
+	if len(b.Positions) != rows || len(b.RowSeq) != rows {
+		return fmt.Errorf("cuda: batch has %d tokens, %d positions, %d row sequences", rows, len(b.Positions), len(b.RowSeq))
+	}
+	if rows > l.Rows || logitRows > l.LogitRows {
+		return fmt.Errorf("cuda: batch of %d rows (%d sampled) does not fit a graph recorded for %d (%d)", rows, logitRows, l.Rows, l.LogitRows)
+	}
+	if blockTokens <= 0 {
+		return fmt.Errorf("cuda: kv block size %d", blockTokens)
+	}
+	p.seqTable = resize(p.seqTable, len(b.Tables))
+	p.seqNeed = resize(p.seqNeed, len(b.Tables))
+	for s := range b.Tables {
+		p.seqTable[s], p.seqNeed[s] = -1, 0
+	}
+	for t := range rows {
+		s, pos := b.RowSeq[t], b.Positions[t]
+		if s < 0 || int(s) >= len(b.Tables) {
+			return fmt.Errorf("cuda: row %d: sequence %d out of range [0,%d)", t, s, len(b.Tables))
+		}
+		if pos < 0 {
+			return fmt.Errorf("cuda: row %d: position %d", t, pos)
+		}
+		need := pos/int32(blockTokens) + 1
+		if int(need) > len(b.Tables[s]) {
+			return fmt.Errorf("cuda: row %d: position %d has no kv block (table of %d)", t, pos, len(b.Tables[s]))
+		}
+		p.seqNeed[s] = max(p.seqNeed[s], need)
+		if tok := b.Tokens[t]; tok < 0 || int(tok) >= vocab {
+			return fmt.Errorf("cuda: row %d: token %d out of range [0,%d)", t, tok, vocab)
+		}
+	}
+	tables := dst[l.Tables:]
+	next := int32(0)
+	for t := range rows {
+		s := b.RowSeq[t]
+		if p.seqTable[s] >= 0 {
+			continue
+		}
+		need := p.seqNeed[s]
+		if int(next+need) > l.Blocks {
+			return fmt.Errorf("cuda: block tables of the step hold more than the cache's %d blocks", l.Blocks)
+		}
+		for i, blk := range b.Tables[s][:need] {
+			if blk < 0 || int(blk) >= l.Blocks {
+				return fmt.Errorf("cuda: sequence %d: kv block %d out of range [0,%d)", s, blk, l.Blocks)
+			}
+			tables[int(next)+i] = blk
+		}
+		p.seqTable[s] = next
+		next += need
+	}
+	pad := int32(l.Blocks) // the pad table's offset and its one block id
+	tables[pad] = int32(l.Blocks)
+	for t := range l.Rows {
+		if t >= rows {
+			dst[l.Tokens+t], dst[l.Positions+t] = 0, 0
+			dst[l.Slots+t], dst[l.RowTables+t] = int32(l.Blocks*blockTokens), pad
+			continue
+		}
+		s, pos := b.RowSeq[t], b.Positions[t]
+		dst[l.Tokens+t], dst[l.Positions+t] = b.Tokens[t], pos
+		blk := tables[p.seqTable[s]+pos/int32(blockTokens)]
+		dst[l.Slots+t] = blk*int32(blockTokens) + pos%int32(blockTokens)
+		dst[l.RowTables+t] = p.seqTable[s]
+	}
+	for i := range l.LogitRows {
+		if i >= logitRows {
+			dst[l.LogitRowsAt+i] = 0
+			continue
+		}
+		r := b.LogitRows[i]
+		if r < 0 || int(r) >= rows {
+			return fmt.Errorf("cuda: logit row %d out of range [0,%d)", r, rows)
+		}
+		dst[l.LogitRowsAt+i] = r
+	}
+	return nil
+}
+
+func resize(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
