@@ -327,6 +327,38 @@ func TestSwiGLUFast(t *testing.T) {
 	}
 }
 
+// TestRMSNormFast checks rmsNormFast against rmsNorm bit for bit, on rows
+// of every length up to 70 and the 0.6B-shape widths, with magnitudes
+// spread widely enough that the float64 sum rounds.
+func TestRMSNormFast(t *testing.T) {
+	needSIMD(t)
+	rng := rand.New(rand.NewPCG(21, 22))
+	lens := []int{128, 1024, 3072}
+	for n := 1; n <= 70; n++ {
+		lens = append(lens, n)
+	}
+	for _, n := range lens {
+		for _, eps := range []float32{1e-6, 1e-5, 0} {
+			x, w := make([]float32, n), make([]float32, n)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * math.Ldexp(1, rng.IntN(40)-20))
+				w[i] = float32(rng.NormFloat64())
+			}
+			if n > 3 {
+				x[n/2] = 0
+			}
+			want, got := make([]float32, n), make([]float32, n)
+			rmsNorm(want, x, w, eps)
+			rmsNormFast(got, x, w, eps)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("n=%d eps=%g: out[%d] = %v, want %v", n, eps, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 // TestSwiGLUExhaustive checks every float32 g with u = 1 (minutes; set
 // NINFER_EXHAUSTIVE=1).
 func TestSwiGLUExhaustive(t *testing.T) {

@@ -37,3 +37,9 @@ func roundF16(dst, src *float32, n int)
 
 //go:noescape
 func quantQ8(x *float32, nb int, xu *byte, d *float32)
+
+//go:noescape
+func sumSquares(x *float32, n int) float64
+
+//go:noescape
+func scaleMul(dst, x, w *float32, n int, s float32)

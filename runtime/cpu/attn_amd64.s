@@ -814,3 +814,61 @@ qqzero:
 qqdone:
 	VZEROUPPER
 	RET
+
+// func sumSquares(x *float32, n int) float64
+// The float64 sum of float64(x[i]*x[i]) for i < n, added in order, as
+// rmsNorm does (one add chain; the products and conversions run ahead).
+TEXT ·sumSquares(SB), NOSPLIT, $0-24
+	MOVQ   x+0(FP), SI
+	MOVQ   n+8(FP), CX
+	VXORPD X0, X0, X0
+	TESTQ  CX, CX
+	JEQ    ssqdone
+ssqloop:
+	VMOVSS    (SI), X1
+	VMULSS    X1, X1, X1
+	VCVTSS2SD X1, X1, X1
+	VADDSD    X1, X0, X0
+	ADDQ $4, SI
+	DECQ CX
+	JNZ  ssqloop
+ssqdone:
+	VMOVSD X0, ret+16(FP)
+	RET
+
+// func scaleMul(dst, x, w *float32, n int, s float32)
+// dst[i] = (x[i] * s) * w[i] for i < n: the second loop of rmsNorm.
+TEXT ·scaleMul(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ w+16(FP), BX
+	MOVQ n+24(FP), CX
+	VBROADCASTSS s+32(FP), Z1
+	XORQ AX, AX
+	MOVQ CX, R9
+	ANDQ $-16, R9
+smloop:
+	CMPQ    AX, R9
+	JGE     smtail
+	VMULPS  (SI)(AX*4), Z1, Z0
+	VMULPS  (BX)(AX*4), Z0, Z0
+	VMOVUPS Z0, (DI)(AX*4)
+	ADDQ    $16, AX
+	JMP     smloop
+smtail:
+	CMPQ AX, CX
+	JGE  smdone
+	MOVQ  CX, DX
+	SUBQ  AX, DX
+	MOVL  $1, R8
+	SHLXL DX, R8, R8
+	SUBL  $1, R8
+	KMOVW R8, K1
+	VMOVUPS.Z (SI)(AX*4), K1, Z0
+	VMULPS    Z1, Z0, Z0
+	VMOVUPS.Z (BX)(AX*4), K1, Z2
+	VMULPS    Z2, Z0, Z0
+	VMOVUPS   Z0, K1, (DI)(AX*4)
+smdone:
+	VZEROUPPER
+	RET

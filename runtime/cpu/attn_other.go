@@ -18,3 +18,6 @@ func mulF32(s *float32, n int, c float32)                       { panic("cpu: no
 func swigluF32(out, gate, up *float32, n int) int               { panic("cpu: no simd kernels") }
 func roundF16(dst, src *float32, n int)                         { panic("cpu: no simd kernels") }
 func quantQ8(x *float32, nb int, xu *byte, d *float32)          { panic("cpu: no simd kernels") }
+
+func sumSquares(x *float32, n int) float64          { panic("cpu: no simd kernels") }
+func scaleMul(dst, x, w *float32, n int, s float32) { panic("cpu: no simd kernels") }

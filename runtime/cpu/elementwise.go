@@ -35,6 +35,10 @@ func (t *elemTask) run(_, lo, hi int) {
 		}
 	case tensor.OpRMSNorm:
 		for s := lo * t.group; s < hi*t.group; s += t.group {
+			if useSIMD {
+				rmsNormFast(t.out[s:s+t.group], t.x[s:s+t.group], t.y, t.eps)
+				continue
+			}
 			rmsNorm(t.out[s:s+t.group], t.x[s:s+t.group], t.y, t.eps)
 		}
 	}

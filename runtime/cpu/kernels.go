@@ -221,6 +221,19 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 	}
 }
 
+// rmsNormFast is rmsNorm with the AVX-512 kernels, bit for bit: the same
+// float64 sum in order, then the same two float32 products per element.
+func rmsNormFast(dst, x, w []float32, eps float32) {
+	n := len(x)
+	if n == 0 {
+		return
+	}
+	dst, w = dst[:n], w[:n]
+	mean := float32(sumSquares(&x[0], n) / float64(n))
+	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+	scaleMul(&dst[0], &x[0], &w[0], n, scale)
+}
+
 // ropeRow rotates the heads of one row in place. Angles follow ggml: the
 // angle of pair i is pos * base^(-2i/dims), built as a running float32 product.
 func ropeRow(x []float32, pos int32, a tensor.RoPEArgs, cos, sin []float32) {

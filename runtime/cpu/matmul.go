@@ -44,6 +44,7 @@ type matmulState struct {
 	// produced them (see cached).
 	qx    []int8    // [T*K]
 	qd    []float32 // [T*K/32]
+	qp    []byte    // [T*2K] qx for q8Gemm4x4 (q8Pairs), made when T >= 4
 	q     actKey
 	rx    []float32 // [T*K]
 	r     actKey
@@ -215,10 +216,19 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 				m.qd = make([]float32, len(x)/32)
 			}
 			m.prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: m.qx[:len(x)], qd: m.qd[:len(x)/32]}
+			if T >= 4 {
+				if cap(m.qp) < 2*len(x) {
+					m.qp = make([]byte, 2*len(x))
+				}
+				m.prep.qp = m.qp[:2*len(x)]
+			}
 			p.b.pool.run(T, 1, min(parts, T), &m.prep)
 			m.q = actKey{src: src, at: cur, ok: true}
 		}
 		t.qx, t.qd = m.qx[:len(x)], m.qd[:len(x)/32]
+		if T >= 4 {
+			t.qp = m.qp[:2*len(x)]
+		}
 	}
 	return parts
 }
@@ -313,6 +323,7 @@ type prepTask struct {
 	K  int
 	qx []int8    // [T, K]
 	qd []float32 // [T, K/32]
+	qp []byte    // [T, 2K] or nil: qx rewritten by q8Pairs
 	rx []float32 // [T, K]
 }
 
@@ -325,14 +336,17 @@ func (t *prepTask) run(_, lo, hi int) {
 	nb := K / 32
 	if useSIMD && nb > 0 {
 		quantQ8(&t.x[lo*K], (hi-lo)*nb, (*byte)(unsafe.Pointer(&t.qx[lo*K])), &t.qd[lo*nb])
-		return
-	}
-	for r := lo; r < hi; r++ {
-		q := q8Blocks{d: t.qd[r*nb : (r+1)*nb : (r+1)*nb], qs: t.qx[r*K : (r+1)*K : (r+1)*K]}
-		quantizeQ8(t.x[r*K:(r+1)*K], &q)
-		for i, v := range q.qs {
-			q.qs[i] = v ^ -0x80 // the kernels take x+128 as an unsigned byte
+	} else {
+		for r := lo; r < hi; r++ {
+			q := q8Blocks{d: t.qd[r*nb : (r+1)*nb : (r+1)*nb], qs: t.qx[r*K : (r+1)*K : (r+1)*K]}
+			quantizeQ8(t.x[r*K:(r+1)*K], &q)
+			for i, v := range q.qs {
+				q.qs[i] = v ^ -0x80 // the kernels take x+128 as an unsigned byte
+			}
 		}
+	}
+	if t.qp != nil && nb > 0 {
+		q8Pairs((*byte)(unsafe.Pointer(&t.qx[lo*K])), (hi-lo)*nb, &t.qp[2*lo*K])
 	}
 }
 
@@ -345,6 +359,7 @@ type matmulTask struct {
 	x        []float32 // [T, K] activations (f16/bf16: rounded)
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
+	qp       []byte    // [T, 2K] set when T >= 4: qx as q8Pairs writes it
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [4*K]; set when T >= 4 for f16/bf16
@@ -374,45 +389,71 @@ func (t *matmulTask) runFloat(worker, lo, hi int) {
 	tb := tokenBlock(K * 4)
 	for t0 := 0; t0 < T; t0 += tb {
 		t1 := min(t0+tb, T)
+		if t1-t0 < 4 {
+			t.gemvFloat(lo, hi, t0, t1)
+			continue
+		}
 		r := lo
 		for ; r+4 <= hi; r += 4 {
 			wp, ws, dt := unsafe.Pointer(&t.w[r*rb]), uintptr(rb), t.dt
+			if dt != tensor.F32 {
+				tile := t.tiles[worker][:4*K]
+				for i := 0; i < 4; i++ {
+					convertRow(dt, tile[i*K:(i+1)*K], t.w[(r+i)*rb:(r+i+1)*rb])
+				}
+				wp, ws, dt = unsafe.Pointer(&tile[0]), uintptr(4*K), tensor.F32
+			}
 			tt := t0
-			if t1-t0 >= 4 {
-				if dt != tensor.F32 {
-					tile := t.tiles[worker][:4*K]
-					for i := 0; i < 4; i++ {
-						convertRow(dt, tile[i*K:(i+1)*K], t.w[(r+i)*rb:(r+i+1)*rb])
-					}
-					wp, ws, dt = unsafe.Pointer(&tile[0]), uintptr(4*K), tensor.F32
-				}
-				for ; tt+4 <= t1; tt += 4 {
-					f32Dot4x4(wp, ws, unsafe.Pointer(&t.x[tt*K]), uintptr(4*K), K, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
-				}
+			for ; tt+4 <= t1; tt += 4 {
+				f32Dot4x4(wp, ws, unsafe.Pointer(&t.x[tt*K]), uintptr(4*K), K, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
 			}
 			for ; tt < t1; tt++ {
-				floatDot4x1(dt, wp, ws, unsafe.Pointer(&t.x[tt*K]), K, &t.out[tt*N+r])
+				floatDot4x1(dt, wp, ws, unsafe.Pointer(&t.x[tt*K]), K, unsafe.Pointer(&t.out[tt*N+r]), 4)
 			}
 		}
 		for ; r < hi; r++ {
 			for tt := t0; tt < t1; tt++ {
-				floatDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.x[tt*K]), K, &one[0])
+				floatDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.x[tt*K]), K, unsafe.Pointer(&one[0]), 4)
 				t.out[tt*N+r] = one[0]
 			}
 		}
 	}
 }
 
+// gemvFloat is runFloat for tokens [t0, t1), fewer than 4 (decode), where
+// reading the weights is the whole cost. Each kernel call takes one row from
+// each quarter of [lo, hi), so the worker reads its weights as four
+// sequential streams, each in pages of its own: the hardware prefetchers
+// follow that far better than four adjacent rows, which interleave several
+// streams within each page.
+func (t *matmulTask) gemvFloat(lo, hi, t0, t1 int) {
+	K, N, rb := t.K, t.N, t.rowBytes
+	q := (hi - lo) / 4
+	for r := lo; r < lo+q; r++ {
+		for tt := t0; tt < t1; tt++ {
+			floatDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), uintptr(q*rb), unsafe.Pointer(&t.x[tt*K]), K,
+				unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*q))
+		}
+	}
+	var one [4]float32
+	for r := lo + 4*q; r < hi; r++ {
+		for tt := t0; tt < t1; tt++ {
+			floatDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.x[tt*K]), K, unsafe.Pointer(&one[0]), 4)
+			t.out[tt*N+r] = one[0]
+		}
+	}
+}
+
 // floatDot4x1 calls the 4-row decode kernel for rows of dtype dt (called
 // directly, not through a function value, so out does not escape).
-func floatDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32) {
+func floatDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr) {
 	switch dt {
 	case tensor.F16:
-		f16Dot4x1(w, wstride, x, k, out)
+		f16Dot4x1(w, wstride, x, k, out, ostride)
 	case tensor.BF16:
-		bf16Dot4x1(w, wstride, x, k, out)
+		bf16Dot4x1(w, wstride, x, k, out, ostride)
 	default:
-		f32Dot4x1(w, wstride, x, k, out)
+		f32Dot4x1(w, wstride, x, k, out, ostride)
 	}
 }
 
@@ -438,37 +479,62 @@ func (t *matmulTask) runQuant(lo, hi int) {
 	T, K, N, rb := t.T, t.K, t.N, t.rowBytes
 	nb := K / 32
 	var one [4]float32
-	tb := tokenBlock(K)
+	tb := tokenBlock(2 * K)
 	for t0 := 0; t0 < T; t0 += tb {
 		t1 := min(t0+tb, T)
+		if t1-t0 < 4 {
+			t.gemvQuant(lo, hi, t0, t1)
+			continue
+		}
 		r := lo
 		for ; r+4 <= hi; r += 4 {
 			wp := unsafe.Pointer(&t.w[r*rb])
 			tt := t0
 			if t.dt == tensor.Q8_0 {
 				for ; tt+4 <= t1; tt += 4 {
-					q8Dot4x4(wp, uintptr(rb), unsafe.Pointer(&t.qx[tt*K]), uintptr(K), unsafe.Pointer(&t.qd[tt*nb]), uintptr(4*nb), nb,
+					q8Gemm4x4(wp, uintptr(rb), unsafe.Pointer(&t.qp[2*tt*K]), uintptr(2*K), unsafe.Pointer(&t.qd[tt*nb]), uintptr(4*nb), nb,
 						unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
 				}
 			}
 			for ; tt < t1; tt++ {
-				quantDot4x1(t.dt, wp, uintptr(rb), unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, &t.out[tt*N+r])
+				quantDot4x1(t.dt, wp, uintptr(rb), unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, unsafe.Pointer(&t.out[tt*N+r]), 4)
 			}
 		}
 		for ; r < hi; r++ {
 			for tt := t0; tt < t1; tt++ {
-				quantDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, &one[0])
+				quantDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, unsafe.Pointer(&one[0]), 4)
 				t.out[tt*N+r] = one[0]
 			}
 		}
 	}
 }
 
+// gemvQuant is runQuant for tokens [t0, t1), fewer than 4, walking the rows
+// as four streams like gemvFloat.
+func (t *matmulTask) gemvQuant(lo, hi, t0, t1 int) {
+	K, N, rb := t.K, t.N, t.rowBytes
+	nb := K / 32
+	q := (hi - lo) / 4
+	for r := lo; r < lo+q; r++ {
+		for tt := t0; tt < t1; tt++ {
+			quantDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), uintptr(q*rb), unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb,
+				unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*q))
+		}
+	}
+	var one [4]float32
+	for r := lo + 4*q; r < hi; r++ {
+		for tt := t0; tt < t1; tt++ {
+			quantDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, unsafe.Pointer(&one[0]), 4)
+			t.out[tt*N+r] = one[0]
+		}
+	}
+}
+
 // quantDot4x1 calls the 4-row decode kernel for Q8_0 or Q4_0 rows.
-func quantDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out *float32) {
+func quantDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
 	if dt == tensor.Q4_0 {
-		q4Dot4x1(w, wstride, xq, xd, nb, out)
+		q4Dot4x1(w, wstride, xq, xd, nb, out, ostride)
 		return
 	}
-	q8Dot4x1(w, wstride, xq, xd, nb, out)
+	q8Dot4x1(w, wstride, xq, xd, nb, out, ostride)
 }

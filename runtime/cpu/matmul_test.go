@@ -105,7 +105,7 @@ func TestQuantMatMulBitExact(t *testing.T) {
 		for _, k := range []int{32, 64, 96, 1024} {
 			for _, n := range []int{1, 3, 4, 7, 13, 64} {
 				w := randWeight(r, dt, n, k)
-				for _, T := range []int{1, 2, 5, 9} {
+				for _, T := range []int{1, 2, 4, 5, 9, 13} {
 					x := randActivations(r, T, k)
 					want := runMatMul(w, x, T, 1, false)
 					for _, threads := range []int{1, 2, 3} {
@@ -304,5 +304,48 @@ func TestFusedMatMuls(t *testing.T) {
 			}
 			b.pool.close()
 		}
+	}
+}
+
+// TestMatMulTokenBlockTail checks a batch whose last token block holds a
+// single token, which then takes the decode (four row streams) path while
+// the other blocks take the tiled one: every output must equal the token's
+// output computed alone, and for the quantized dtypes the reference bit for
+// bit.
+func TestMatMulTokenBlockTail(t *testing.T) {
+	requireSIMD(t)
+	if testing.Short() {
+		t.Skip("short")
+	}
+	r := rand.New(rand.NewPCG(15, 16))
+	const k, n = 1024, 70
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0} {
+		t.Run(dt.String(), func(t *testing.T) {
+			tb := tokenBlock(4 * k)
+			if dt == tensor.Q8_0 || dt == tensor.Q4_0 {
+				tb = tokenBlock(2 * k)
+			}
+			T := tb + 1
+			w := randWeight(r, dt, n, k)
+			x := randActivations(r, T, k)
+			got := runMatMul(w, x, T, 2, true)
+			for _, tok := range []int{0, T - 2, T - 1} {
+				alone := runMatMul(w, x[tok*k:(tok+1)*k], 1, 3, true)
+				for j := range alone {
+					if math.Float32bits(alone[j]) != math.Float32bits(got[tok*n+j]) {
+						t.Fatalf("token %d alone: out[%d] = %g, in the batch %g", tok, j, alone[j], got[tok*n+j])
+					}
+				}
+			}
+			if dt != tensor.Q8_0 && dt != tensor.Q4_0 {
+				return
+			}
+			want := runMatMul(w, x, T, 1, false)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("out[%d] = %g, reference %g", i, got[i], want[i])
+				}
+			}
+		})
 	}
 }

@@ -8,22 +8,22 @@ func cpuid(eax, ecx uint32) (a, b, c, d uint32)
 func xgetbv0() (eax uint32)
 
 //go:noescape
-func f32Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32)
+func f32Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr)
 
 //go:noescape
-func f16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32)
+func f16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr)
 
 //go:noescape
-func bf16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32)
+func bf16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr)
 
 //go:noescape
 func f32Dot4x4(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, xstride uintptr, k int, out unsafe.Pointer, ostride uintptr)
 
 //go:noescape
-func q8Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out *float32)
+func q8Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 
 //go:noescape
-func q4Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out *float32)
+func q4Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 
 // hasAVX512 reports whether the CPU and OS support the AVX-512 subsets the
 // kernels use (F, BW, VL, VNNI, with F16C, FMA, AVX2 and BMI2).
@@ -58,4 +58,7 @@ func cvtBF16(dst *float32, src unsafe.Pointer, n int)
 func fmaChain(x, y *float32, n int) float32
 
 //go:noescape
-func q8Dot4x4(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
+func q8Pairs(xu *byte, nb int, dst *byte)
+
+//go:noescape
+func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, xpstride uintptr, xd unsafe.Pointer, xdstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)

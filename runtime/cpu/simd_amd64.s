@@ -60,23 +60,31 @@ TEXT ·xgetbv0(SB), NOSPLIT, $0-4
 	SUBL  $1, R14; \
 	KMOVW R14, K1
 
-// func f32Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32)
-// out[i] = dot(row i, x) for the 4 float32 rows w + i*wstride (bytes), i < 4.
-TEXT ·f32Dot4x1(SB), NOSPLIT, $0-40
+// STORE4S reduces the accumulators a0..a3 (HSUM16) and stores them at
+// (BX), (BX)(R9), (BX)(2*R9), (BX)(3*R9): the outputs of 4 rows whose
+// stride in bytes is R9 (clobbers BX).
+#define STORE4S(a0, y0, a1, y1, a2, y2, a3, y3) \
+	HSUM16(a0, y0); \
+	VMOVSS X0, (BX); \
+	HSUM16(a1, y1); \
+	VMOVSS X0, (BX)(R9*1); \
+	HSUM16(a2, y2); \
+	VMOVSS X0, (BX)(R9*2); \
+	LEAQ   (BX)(R9*2), BX; \
+	HSUM16(a3, y3); \
+	VMOVSS X0, (BX)(R9*1)
+
+// func f32Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr)
+// out + i*ostride = dot(row i, x) for the 4 float32 rows w + i*wstride, i < 4
+// (strides in bytes).
+TEXT ·f32Dot4x1(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R8
 	MOVQ x+16(FP), DI
 	MOVQ k+24(FP), CX
-	MOVQ out+32(FP), BX
 	LEAQ (SI)(R8*1), R10
 	LEAQ (SI)(R8*2), R11
 	LEAQ (R11)(R8*1), R12
-	MOVQ R8, R13
-	SHLQ $4, R13
-	ADDQ SI, R13
-	LEAQ (R13)(R8*1), R14
-	LEAQ (R13)(R8*2), DX
-	LEAQ (R14)(R8*2), BX
 	VXORPS Z16, Z16, Z16
 	VXORPS Z17, Z17, Z17
 	VXORPS Z18, Z18, Z18
@@ -87,10 +95,6 @@ TEXT ·f32Dot4x1(SB), NOSPLIT, $0-40
 	CMPQ AX, R9
 	JGE  f32d4tail
 f32d4loop:
-	PREFETCHT0 (R13)(AX*4)
-	PREFETCHT0 (R14)(AX*4)
-	PREFETCHT0 (DX)(AX*4)
-	PREFETCHT0 (BX)(AX*4)
 	VMOVUPS     (DI)(AX*4), Z4
 	VFMADD231PS (SI)(AX*4), Z4, Z16
 	VFMADD231PS (R10)(AX*4), Z4, Z17
@@ -114,14 +118,8 @@ f32d4tail:
 	VFMADD231PS Z0, Z4, Z19
 f32d4done:
 	MOVQ out+32(FP), BX
-	HSUM16(Z16, Y16)
-	VMOVSS X0, 0(BX)
-	HSUM16(Z17, Y17)
-	VMOVSS X0, 4(BX)
-	HSUM16(Z18, Y18)
-	VMOVSS X0, 8(BX)
-	HSUM16(Z19, Y19)
-	VMOVSS X0, 12(BX)
+	MOVQ ostride+40(FP), R9
+	STORE4S(Z16, Y16, Z17, Y17, Z18, Y18, Z19, Y19)
 	VZEROUPPER
 	RET
 
@@ -132,23 +130,16 @@ f32d4done:
 	VMOVDQU16.Z (base)(AX*2), K1, ytmp; \
 	VCVTPH2PS   ytmp, zdst
 
-// func f16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32)
+// func f16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr)
 // f32Dot4x1 for f16 rows.
-TEXT ·f16Dot4x1(SB), NOSPLIT, $0-40
+TEXT ·f16Dot4x1(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R8
 	MOVQ x+16(FP), DI
 	MOVQ k+24(FP), CX
-	MOVQ out+32(FP), BX
 	LEAQ (SI)(R8*1), R10
 	LEAQ (SI)(R8*2), R11
 	LEAQ (R11)(R8*1), R12
-	MOVQ R8, R13
-	SHLQ $4, R13
-	ADDQ SI, R13
-	LEAQ (R13)(R8*1), R14
-	LEAQ (R13)(R8*2), DX
-	LEAQ (R14)(R8*2), BX
 	VXORPS Z16, Z16, Z16
 	VXORPS Z17, Z17, Z17
 	VXORPS Z18, Z18, Z18
@@ -159,10 +150,6 @@ TEXT ·f16Dot4x1(SB), NOSPLIT, $0-40
 	CMPQ AX, R9
 	JGE  f16d4tail
 f16d4loop:
-	PREFETCHT0 (R13)(AX*2)
-	PREFETCHT0 (R14)(AX*2)
-	PREFETCHT0 (DX)(AX*2)
-	PREFETCHT0 (BX)(AX*2)
 	VMOVUPS     (DI)(AX*4), Z4
 	F16W(SI, Z0)
 	F16W(R10, Z1)
@@ -190,14 +177,8 @@ f16d4tail:
 	VFMADD231PS Z3, Z4, Z19
 f16d4done:
 	MOVQ out+32(FP), BX
-	HSUM16(Z16, Y16)
-	VMOVSS X0, 0(BX)
-	HSUM16(Z17, Y17)
-	VMOVSS X0, 4(BX)
-	HSUM16(Z18, Y18)
-	VMOVSS X0, 8(BX)
-	HSUM16(Z19, Y19)
-	VMOVSS X0, 12(BX)
+	MOVQ ostride+40(FP), R9
+	STORE4S(Z16, Y16, Z17, Y17, Z18, Y18, Z19, Y19)
 	VZEROUPPER
 	RET
 
@@ -211,23 +192,16 @@ f16d4done:
 	VPMOVZXWD   ytmp, zdst; \
 	VPSLLD      $16, zdst, zdst
 
-// func bf16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32)
+// func bf16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr)
 // f32Dot4x1 for bf16 rows.
-TEXT ·bf16Dot4x1(SB), NOSPLIT, $0-40
+TEXT ·bf16Dot4x1(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R8
 	MOVQ x+16(FP), DI
 	MOVQ k+24(FP), CX
-	MOVQ out+32(FP), BX
 	LEAQ (SI)(R8*1), R10
 	LEAQ (SI)(R8*2), R11
 	LEAQ (R11)(R8*1), R12
-	MOVQ R8, R13
-	SHLQ $4, R13
-	ADDQ SI, R13
-	LEAQ (R13)(R8*1), R14
-	LEAQ (R13)(R8*2), DX
-	LEAQ (R14)(R8*2), BX
 	VXORPS Z16, Z16, Z16
 	VXORPS Z17, Z17, Z17
 	VXORPS Z18, Z18, Z18
@@ -238,10 +212,6 @@ TEXT ·bf16Dot4x1(SB), NOSPLIT, $0-40
 	CMPQ AX, R9
 	JGE  bf16d4tail
 bf16d4loop:
-	PREFETCHT0 (R13)(AX*2)
-	PREFETCHT0 (R14)(AX*2)
-	PREFETCHT0 (DX)(AX*2)
-	PREFETCHT0 (BX)(AX*2)
 	VMOVUPS     (DI)(AX*4), Z4
 	BF16W(SI, Z0)
 	BF16W(R10, Z1)
@@ -269,14 +239,8 @@ bf16d4tail:
 	VFMADD231PS Z3, Z4, Z19
 bf16d4done:
 	MOVQ out+32(FP), BX
-	HSUM16(Z16, Y16)
-	VMOVSS X0, 0(BX)
-	HSUM16(Z17, Y17)
-	VMOVSS X0, 4(BX)
-	HSUM16(Z18, Y18)
-	VMOVSS X0, 8(BX)
-	HSUM16(Z19, Y19)
-	VMOVSS X0, 12(BX)
+	MOVQ ostride+40(FP), R9
+	STORE4S(Z16, Y16, Z17, Y17, Z18, Y18, Z19, Y19)
 	VZEROUPPER
 	RET
 
@@ -387,12 +351,13 @@ f32g4done:
 	RET
 
 // The Q8_0/Q4_0 kernels take activations as unsigned bytes xu = x+128 (x
-// the Q8_0 quant, so xu = x XOR 0x80) and recover the exact signed dot per
-// lane of 4 as dot(xu, w) - dot(128, w) with VPDPBUSD (u8 x s8), two blocks
-// per 512-bit step. Registers: Z4 = xu of two blocks, Z5 = [dx0 x8 | dx1 x8]
-// (Y5 = dx0 x8 for a single block), Z11 = 0x80 bytes. q8Dot4x1 instead flips
-// the weights to unsigned and corrects by the activations' sums, which it
-// shares across its 4 rows: one VPDPBUSD per row and block (see Q8ROWY).
+// the Q8_0 quant, so xu = x XOR 0x80). q4Dot4x1 recovers the exact signed
+// dot per lane of 4 as dot(xu, w) - dot(128, w) with VPDPBUSD (u8 x s8), two
+// blocks per 512-bit step. Registers: Z4 = xu of two blocks, Z5 = [dx0 x8 |
+// dx1 x8] (Y5 = dx0 x8 for a single block), Z11 = 0x80 bytes. The Q8_0
+// kernels instead flip the weights to unsigned and correct by the
+// activations' sums, which they share across rows: one VPDPBUSD per row,
+// token and block (see Q8ROWY, and q8Pairs for the prefill kernels).
 
 // Q8SCALE2 leaves [d0 x8 | d1 x8] (d = d_w * d_x as float32) in Z6 for the
 // two Q8_0 blocks at (row) and stride(row). Clobbers X10.
@@ -472,27 +437,17 @@ f32g4done:
 
 // QSETUP sets up q8Dot4x1 and q4Dot4x1 after their arguments are loaded
 // (SI = w, R8 = wstride, DI = xu, DX = xd, CX = nb, BX = out): R10, R11,
-// R12 = rows 1..3, R13 = 16 rows (the prefetch distance), Z11 = 0x80 bytes,
-// accumulators Y0..Y3 = 0.
+// R12 = rows 1..3, Z11 = 0x80 bytes, accumulators Y0..Y3 = 0.
 #define QSETUP \
 	LEAQ (SI)(R8*1), R10; \
 	LEAQ (SI)(R8*2), R11; \
 	LEAQ (R11)(R8*1), R12; \
-	MOVQ R8, R13; \
-	SHLQ $4, R13; \
 	MOVL $0x80808080, AX; \
 	VPBROADCASTD AX, Z11; \
 	VXORPS Y0, Y0, Y0; \
 	VXORPS Y1, Y1, Y1; \
 	VXORPS Y2, Y2, Y2; \
 	VXORPS Y3, Y3, Y3
-
-// QPREFETCH prefetches the rows 16 ahead of the current quad.
-#define QPREFETCH \
-	PREFETCHT0 (SI)(R13*1); \
-	PREFETCHT0 (R10)(R13*1); \
-	PREFETCHT0 (R11)(R13*1); \
-	PREFETCHT0 (R12)(R13*1)
 
 // QLOADX2 loads xu and the scales of two activation blocks.
 #define QLOADX2 \
@@ -506,17 +461,19 @@ f32g4done:
 	VMOVDQU      (DI), Y4; \
 	VBROADCASTSS (DX), Y5
 
-// QSTORE reduces the accumulators Y0..Y3 into out[0..3].
+// QSTORE reduces the accumulators Y0..Y3 into the 4 outputs at BX, stride
+// R9 bytes (clobbers BX).
 #define QSTORE \
 	VMOVAPS Y1, Y13; \
 	HSUM8(Y0, X0); \
-	VMOVSS X0, 0(BX); \
+	VMOVSS X0, (BX); \
 	HSUM8(Y13, X13); \
-	VMOVSS X0, 4(BX); \
+	VMOVSS X0, (BX)(R9*1); \
 	HSUM8(Y2, X2); \
-	VMOVSS X0, 8(BX); \
+	VMOVSS X0, (BX)(R9*2); \
+	LEAQ   (BX)(R9*2), BX; \
 	HSUM8(Y3, X3); \
-	VMOVSS X0, 12(BX)
+	VMOVSS X0, (BX)(R9*1)
 
 // Q8XBLK sets up the block at xoff(DI)/doff(DX) of q8Dot4x1: Y4 = signed x,
 // Y13 = -128 * (sum of x) per lane of 4, and X6 = d_w*d_x (float32) for the
@@ -564,10 +521,10 @@ f32g4done:
 	Q8ROWY(R11, off, Y22, Y2); \
 	Q8ROWY(R12, off, Y23, Y3)
 
-// func q8Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out *float32)
-// out[i] = dotQ8(row i, x) for the 4 Q8_0 rows w + i*wstride (bytes), with
+// func q8Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// out + i*ostride = dotQ8(row i, x) for the 4 Q8_0 rows w + i*wstride (strides in bytes), with
 // activations xq (nb*32 bytes, x+128) and their block scales xd (nb float32).
-TEXT ·q8Dot4x1(SB), NOSPLIT, $0-48
+TEXT ·q8Dot4x1(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R8
 	MOVQ xq+16(FP), DI
@@ -587,7 +544,6 @@ TEXT ·q8Dot4x1(SB), NOSPLIT, $0-48
 	CMPQ CX, $2
 	JLT  q8d4one
 q8d4loop:
-	QPREFETCH
 	Q8BLK4(0, 0, 0)
 	Q8BLK4(34, 32, 4)
 	ADDQ $68, SI
@@ -604,13 +560,14 @@ q8d4one:
 	JEQ   q8d4done
 	Q8BLK4(0, 0, 0)
 q8d4done:
+	MOVQ ostride+48(FP), R9
 	QSTORE
 	VZEROUPPER
 	RET
 
-// func q4Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out *float32)
-// q8Dot4x1 for Q4_0 rows: out[i] = dotQ4(row i, x).
-TEXT ·q4Dot4x1(SB), NOSPLIT, $0-48
+// func q4Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// q8Dot4x1 for Q4_0 rows: out + i*ostride = dotQ4(row i, x).
+TEXT ·q4Dot4x1(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R8
 	MOVQ xq+16(FP), DI
@@ -625,7 +582,6 @@ TEXT ·q4Dot4x1(SB), NOSPLIT, $0-48
 	CMPQ CX, $2
 	JLT  q4d4one
 q4d4loop:
-	QPREFETCH
 	QLOADX2
 	Q4ROW2(SI, Y0)
 	Q4ROW2(R10, Y1)
@@ -649,37 +605,14 @@ q4d4one:
 	Q4ROW1(R11, Y2)
 	Q4ROW1(R12, Y3)
 q4d4done:
+	MOVQ ostride+48(FP), R9
 	QSTORE
 	VZEROUPPER
 	RET
 
-// Q4X4ROW sets up row r of a q8Dot4x4 block: corr = dot(128, w) per lane
-// and dw = d_w as 8 float32s.
-#define Q4X4ROW(row, corr, xdw, dw) \
-	VPXORD       corr, corr, corr; \
-	VPDPBUSD     2(row), Y2, corr; \
-	VPBROADCASTW (row), xdw; \
-	VCVTPH2PS    xdw, dw
-
-// Q4X4PAIR accumulates one block of (row, token) into acc: the token's xu
-// in Y4 and scale in Y5; the row's corr and dw from Q4X4ROW.
-#define Q4X4PAIR(row, corr, dw, acc) \
-	VPXORD      Y6, Y6, Y6; \
-	VPDPBUSD    2(row), Y4, Y6; \
-	VPSUBD      corr, Y6, Y6; \
-	VCVTDQ2PS   Y6, Y6; \
-	VMULPS      Y5, dw, Y7; \
-	VFMADD231PS Y6, Y7, acc
-
-#define Q4X4TOK(xu, xd, a0, a1, a2, a3) \
-	VMOVDQU      xu, Y4; \
-	VBROADCASTSS xd, Y5; \
-	Q4X4PAIR(SI, Y8, Y12, a0); \
-	Q4X4PAIR(R10, Y9, Y13, a1); \
-	Q4X4PAIR(R11, Y10, Y14, a2); \
-	Q4X4PAIR(R12, Y11, Y15, a3)
-
-#define Q4X4STORE(a0, x0, a1, x1, a2, x2, a3, x3) \
+// G4STORE reduces the accumulators a0..a3 (HSUM8; rows 0..3 of one token)
+// and stores them at (BX), 4(BX), 8(BX), 12(BX).
+#define G4STORE(a0, x0, a1, x1, a2, x2, a3, x3) \
 	HSUM8(a0, x0); \
 	VMOVSS X0, 0(BX); \
 	HSUM8(a1, x1); \
@@ -688,83 +621,6 @@ q4d4done:
 	VMOVSS X0, 8(BX); \
 	HSUM8(a3, x3); \
 	VMOVSS X0, 12(BX)
-
-// func q8Dot4x4(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
-// For the 4 Q8_0 rows w + i*wstride and the 4 activation rows j (xu at
-// xq + j*xqstride, scales at xd + j*xdstride; strides in bytes):
-// out + j*ostride + 4*i = dotQ8(row i, token j), as q8Dot4x1 computes it.
-TEXT ·q8Dot4x4(SB), NOSPLIT, $0-72
-	MOVQ w+0(FP), SI
-	MOVQ wstride+8(FP), R8
-	MOVQ xq+16(FP), DI
-	MOVQ xqstride+24(FP), R9
-	MOVQ xd+32(FP), DX
-	MOVQ xdstride+40(FP), R14
-	MOVQ nb+48(FP), CX
-	LEAQ (SI)(R8*1), R10
-	LEAQ (SI)(R8*2), R11
-	LEAQ (R11)(R8*1), R12
-	LEAQ (DI)(R9*2), R13
-	ADDQ R9, R13
-	LEAQ (DX)(R14*2), BX
-	ADDQ R14, BX
-	MOVQ R8, AX
-	SHLQ $2, AX
-	MOVL $0x80808080, R8
-	VPBROADCASTD R8, Y2
-	VXORPS Y16, Y16, Y16
-	VXORPS Y17, Y17, Y17
-	VXORPS Y18, Y18, Y18
-	VXORPS Y19, Y19, Y19
-	VXORPS Y20, Y20, Y20
-	VXORPS Y21, Y21, Y21
-	VXORPS Y22, Y22, Y22
-	VXORPS Y23, Y23, Y23
-	VXORPS Y24, Y24, Y24
-	VXORPS Y25, Y25, Y25
-	VXORPS Y26, Y26, Y26
-	VXORPS Y27, Y27, Y27
-	VXORPS Y28, Y28, Y28
-	VXORPS Y29, Y29, Y29
-	VXORPS Y30, Y30, Y30
-	VXORPS Y31, Y31, Y31
-	TESTQ CX, CX
-	JEQ   q8g4done
-q8g4loop:
-	PREFETCHT0 (SI)(AX*1)
-	PREFETCHT0 (R10)(AX*1)
-	PREFETCHT0 (R11)(AX*1)
-	PREFETCHT0 (R12)(AX*1)
-	Q4X4ROW(SI, Y8, X12, Y12)
-	Q4X4ROW(R10, Y9, X13, Y13)
-	Q4X4ROW(R11, Y10, X14, Y14)
-	Q4X4ROW(R12, Y11, X15, Y15)
-	Q4X4TOK((DI), (DX), Y16, Y17, Y18, Y19)
-	Q4X4TOK((DI)(R9*1), (DX)(R14*1), Y20, Y21, Y22, Y23)
-	Q4X4TOK((DI)(R9*2), (DX)(R14*2), Y24, Y25, Y26, Y27)
-	Q4X4TOK((R13), (BX), Y28, Y29, Y30, Y31)
-	ADDQ $34, SI
-	ADDQ $34, R10
-	ADDQ $34, R11
-	ADDQ $34, R12
-	ADDQ $32, DI
-	ADDQ $32, R13
-	ADDQ $4, DX
-	ADDQ $4, BX
-	DECQ CX
-	JNZ  q8g4loop
-q8g4done:
-	MOVQ out+56(FP), BX
-	MOVQ ostride+64(FP), R9
-	Q4X4STORE(Y16, X16, Y17, X17, Y18, X18, Y19, X19)
-	ADDQ R9, BX
-	Q4X4STORE(Y20, X20, Y21, X21, Y22, X22, Y23, X23)
-	ADDQ R9, BX
-	Q4X4STORE(Y24, X24, Y25, X25, Y26, X26, Y27, X27)
-	ADDQ R9, BX
-	Q4X4STORE(Y28, X28, Y29, X29, Y30, X30, Y31, X31)
-	VZEROUPPER
-	RET
 
 // func cvtF16(dst *float32, src unsafe.Pointer, n int)
 // dst[i] = f16 src[i] as float32 for i < n rounded down to a multiple of 16.
@@ -823,4 +679,152 @@ fmachainloop:
 	JNZ  fmachainloop
 fmachaindone:
 	VMOVSS X0, ret+24(FP)
+	RET
+
+// func q8Pairs(xu *byte, nb int, dst *byte)
+// Rewrites nb blocks of Q8_0 activations stored as x+128 (xu, 32 bytes each)
+// for q8Gemm4x4: 64 bytes per block, the signed quants x, then -128 * (sum
+// of x) for each lane of 4 as int32 (the correction that turns
+// dot(w+128, x) into dot(w, x)).
+TEXT ·q8Pairs(SB), NOSPLIT, $0-24
+	MOVQ xu+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ dst+16(FP), DI
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Y14
+	MOVL $0x01010101, AX
+	VPBROADCASTD AX, Y13
+	TESTQ CX, CX
+	JEQ   q8pdone
+q8ploop:
+	VPXOR    (SI), Y14, Y0
+	VMOVDQU  Y0, (DI)
+	VPXOR    Y1, Y1, Y1
+	VPDPBUSD Y0, Y13, Y1
+	VPSLLD   $7, Y1, Y1
+	VPXOR    Y2, Y2, Y2
+	VPSUBD   Y1, Y2, Y2
+	VMOVDQU  Y2, 32(DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  q8ploop
+q8pdone:
+	VZEROUPPER
+	RET
+
+// G44TOK accumulates one block of token j (its x at xp and correction at
+// xc, laid out by q8Pairs, its scale d_x at xd) against the 4 rows' unsigned
+// weights in Y0..Y3 and scales d_w in Y12..Y15 into a0..a3: per row one
+// VPDPBUSD onto the correction, a conversion, the scale d_w*d_x and a fused
+// multiply-add, which is dotQ8's lane arithmetic.
+#define G44TOK(xp, xc, xd, a0, a1, a2, a3) \
+	VMOVDQU      xp, Y4; \
+	VMOVDQU      xc, Y5; \
+	VMOVDQA      Y5, Y6; \
+	VPDPBUSD     Y4, Y0, Y6; \
+	VMOVDQA      Y5, Y7; \
+	VPDPBUSD     Y4, Y1, Y7; \
+	VMOVDQA      Y5, Y8; \
+	VPDPBUSD     Y4, Y2, Y8; \
+	VMOVDQA      Y5, Y9; \
+	VPDPBUSD     Y4, Y3, Y9; \
+	VCVTDQ2PS    Y6, Y6; \
+	VCVTDQ2PS    Y7, Y7; \
+	VCVTDQ2PS    Y8, Y8; \
+	VCVTDQ2PS    Y9, Y9; \
+	VMULPS.BCST  xd, Y12, Y10; \
+	VFMADD231PS  Y6, Y10, a0; \
+	VMULPS.BCST  xd, Y13, Y10; \
+	VFMADD231PS  Y7, Y10, a1; \
+	VMULPS.BCST  xd, Y14, Y10; \
+	VFMADD231PS  Y8, Y10, a2; \
+	VMULPS.BCST  xd, Y15, Y10; \
+	VFMADD231PS  Y9, Y10, a3
+
+// func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, xpstride uintptr, xd unsafe.Pointer, xdstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
+// For the 4 Q8_0 rows w + i*wstride and the 4 tokens j (laid out by q8Pairs
+// at xp + j*xpstride, block scales at xd + j*xdstride; strides in bytes):
+// out + j*ostride + 4*i = dotQ8(row i, token j), bit for bit, as q8Dot4x1
+// computes it. The weights are made unsigned once per block for all 4
+// tokens, and the rows 4 further on are prefetched.
+TEXT ·q8Gemm4x4(SB), NOSPLIT, $0-72
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xp+16(FP), DI
+	MOVQ xpstride+24(FP), R9
+	MOVQ xd+32(FP), DX
+	MOVQ xdstride+40(FP), R14
+	MOVQ nb+48(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	LEAQ (DI)(R9*2), R13
+	ADDQ R9, R13
+	LEAQ (DX)(R14*2), BX
+	ADDQ R14, BX
+	MOVQ R8, AX
+	SHLQ $2, AX
+	MOVL $0x80808080, R8
+	VPBROADCASTD R8, Y11
+	VXORPS Y16, Y16, Y16
+	VXORPS Y17, Y17, Y17
+	VXORPS Y18, Y18, Y18
+	VXORPS Y19, Y19, Y19
+	VXORPS Y20, Y20, Y20
+	VXORPS Y21, Y21, Y21
+	VXORPS Y22, Y22, Y22
+	VXORPS Y23, Y23, Y23
+	VXORPS Y24, Y24, Y24
+	VXORPS Y25, Y25, Y25
+	VXORPS Y26, Y26, Y26
+	VXORPS Y27, Y27, Y27
+	VXORPS Y28, Y28, Y28
+	VXORPS Y29, Y29, Y29
+	VXORPS Y30, Y30, Y30
+	VXORPS Y31, Y31, Y31
+	TESTQ CX, CX
+	JEQ   g44done
+g44loop:
+	PREFETCHT0 (SI)(AX*1)
+	PREFETCHT0 (R10)(AX*1)
+	PREFETCHT0 (R11)(AX*1)
+	PREFETCHT0 (R12)(AX*1)
+	VPBROADCASTW (SI), X12
+	VCVTPH2PS    X12, Y12
+	VPBROADCASTW (R10), X13
+	VCVTPH2PS    X13, Y13
+	VPBROADCASTW (R11), X14
+	VCVTPH2PS    X14, Y14
+	VPBROADCASTW (R12), X15
+	VCVTPH2PS    X15, Y15
+	VPXOR 2(SI), Y11, Y0
+	VPXOR 2(R10), Y11, Y1
+	VPXOR 2(R11), Y11, Y2
+	VPXOR 2(R12), Y11, Y3
+	G44TOK((DI), 32(DI), (DX), Y16, Y17, Y18, Y19)
+	G44TOK((DI)(R9*1), 32(DI)(R9*1), (DX)(R14*1), Y20, Y21, Y22, Y23)
+	G44TOK((DI)(R9*2), 32(DI)(R9*2), (DX)(R14*2), Y24, Y25, Y26, Y27)
+	G44TOK((R13), 32(R13), (BX), Y28, Y29, Y30, Y31)
+	ADDQ $34, SI
+	ADDQ $34, R10
+	ADDQ $34, R11
+	ADDQ $34, R12
+	ADDQ $64, DI
+	ADDQ $64, R13
+	ADDQ $4, DX
+	ADDQ $4, BX
+	DECQ CX
+	JNZ  g44loop
+g44done:
+	MOVQ out+56(FP), BX
+	MOVQ ostride+64(FP), R9
+	G4STORE(Y16, X16, Y17, X17, Y18, X18, Y19, X19)
+	ADDQ R9, BX
+	G4STORE(Y20, X20, Y21, X21, Y22, X22, Y23, X23)
+	ADDQ R9, BX
+	G4STORE(Y24, X24, Y25, X25, Y26, X26, Y27, X27)
+	ADDQ R9, BX
+	G4STORE(Y28, X28, Y29, X29, Y30, X30, Y31, X31)
+	VZEROUPPER
 	RET

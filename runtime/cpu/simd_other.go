@@ -9,27 +9,28 @@ import "unsafe"
 
 func hasAVX512() bool { return false }
 
-func f32Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32) {
+func f32Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
-func f16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32) {
+func f16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
-func bf16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out *float32) {
+func bf16Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
 func f32Dot4x4(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, xstride uintptr, k int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
-func q8Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out *float32) {
+func q8Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
-func q4Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out *float32) {
+func q4Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
 func cvtF16(dst *float32, src unsafe.Pointer, n int)  { panic("cpu: no simd kernels") }
 func cvtBF16(dst *float32, src unsafe.Pointer, n int) { panic("cpu: no simd kernels") }
 func fmaChain(x, y *float32, n int) float32           { panic("cpu: no simd kernels") }
-func q8Dot4x4(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, nb int, out unsafe.Pointer, ostride uintptr) {
+func q8Pairs(xu *byte, nb int, dst *byte)             { panic("cpu: no simd kernels") }
+func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, xpstride uintptr, xd unsafe.Pointer, xdstride uintptr, nb int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
