@@ -393,22 +393,6 @@ f32g4done:
 	VCVTDQ2PS   Y8, Y8; \
 	VFMADD231PS Y8, Y6, acc
 
-// Q8ROW2 accumulates two Q8_0 blocks (34 bytes each: fp16 d, 32 int8) at
-// (row) into acc.
-#define Q8ROW2(row, acc) \
-	Q8SCALE2(row, 34); \
-	VMOVDQU      2(row), Y7; \
-	VINSERTI32X8 $1, 36(row), Z7, Z7; \
-	QDOT2(acc)
-
-// Q8ROW1 accumulates one Q8_0 block at (row) into acc.
-#define Q8ROW1(row, acc) \
-	VPBROADCASTW (row), X6; \
-	VCVTPH2PS    X6, Y6; \
-	VMULPS       Y5, Y6, Y6; \
-	VMOVDQU      2(row), Y7; \
-	QDOT1(acc)
-
 // Q4W loads the 32 weights of the Q4_0 block at (row) as signed bytes into
 // ydst (element i < 16: low nibble of byte i, element 16+i: high nibble, both
 // minus 8). Needs Y12 = 0x0f bytes, Y13 = 0x08 bytes; clobbers X14.
@@ -419,7 +403,8 @@ f32g4done:
 	VPAND       Y12, ydst, ydst; \
 	VPSUBB      Y13, ydst, ydst
 
-// Q4ROW2 is Q8ROW2 for two Q4_0 blocks (18 bytes each). Clobbers Y15.
+// Q4ROW2 accumulates two Q4_0 blocks (18 bytes each: fp16 d, 16 bytes of
+// nibbles) at (row) into acc. Clobbers Y15.
 #define Q4ROW2(row, acc) \
 	Q8SCALE2(row, 18); \
 	Q4W(row, 0, Y7, X7); \
@@ -427,7 +412,7 @@ f32g4done:
 	VINSERTI32X8 $1, Y15, Z7, Z7; \
 	QDOT2(acc)
 
-// Q4ROW1 is Q8ROW1 for one Q4_0 block.
+// Q4ROW1 accumulates one Q4_0 block at (row) into acc.
 #define Q4ROW1(row, acc) \
 	VPBROADCASTW (row), X6; \
 	VCVTPH2PS    X6, Y6; \
