@@ -42,17 +42,19 @@ type matmulState struct {
 	// Fast path: the last activation quantized to Q8_0 (qx, qd) and the last
 	// rounded to f16/bf16 (rx), keyed by source tensor and the op index that
 	// produced them (see cached).
-	qx    []int8    // [T*K]
-	qd    []float32 // [T*K/32]
-	qp    []byte    // [T*2K] qx for q8Gemm4x4 (q8Pairs), made when T >= 4
-	q     actKey
-	rx    []float32 // [T*K]
-	r     actKey
-	rType tensor.DType
-	task  matmulTask
-	group matmulGroup
-	prep  prepTask
-	tiles [][]float32 // per worker: 4 weight rows converted to float32
+	qx []int8    // [T*K]
+	qd []float32 // [T*K/32]
+	qp []byte    // [T*2K] qx for q8Gemm4x4 (q8Pairs), made for Q8_0 weights when T >= 4
+	q  actKey
+	// qPairs reports whether the activations q names also have qp.
+	qPairs bool
+	rx     []float32 // [T*K]
+	r      actKey
+	rType  tensor.DType
+	task   matmulTask
+	group  matmulGroup
+	prep   prepTask
+	tiles  [][]float32 // per worker: 4 weight rows converted to float32
 }
 
 // actKey identifies a prepared activation: the tensor it was made from and
@@ -210,23 +212,24 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			t.tiles = m.tiles
 		}
 	case tensor.Q8_0, tensor.Q4_0:
-		if !m.q.cached(src, cur) {
+		pairs := T >= 4 && w.DType == tensor.Q8_0 // only q8Gemm4x4 reads them
+		if !m.q.cached(src, cur) || pairs && !m.qPairs {
 			if cap(m.qx) < len(x) {
 				m.qx = make([]int8, len(x))
 				m.qd = make([]float32, len(x)/32)
 			}
 			m.prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: m.qx[:len(x)], qd: m.qd[:len(x)/32]}
-			if T >= 4 {
+			if pairs {
 				if cap(m.qp) < 2*len(x) {
 					m.qp = make([]byte, 2*len(x))
 				}
 				m.prep.qp = m.qp[:2*len(x)]
 			}
 			p.b.pool.run(T, 1, min(parts, T), &m.prep)
-			m.q = actKey{src: src, at: cur, ok: true}
+			m.q, m.qPairs = actKey{src: src, at: cur, ok: true}, pairs
 		}
 		t.qx, t.qd = m.qx[:len(x)], m.qd[:len(x)/32]
-		if T >= 4 {
+		if pairs {
 			t.qp = m.qp[:2*len(x)]
 		}
 	}
@@ -359,7 +362,7 @@ type matmulTask struct {
 	x        []float32 // [T, K] activations (f16/bf16: rounded)
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
-	qp       []byte    // [T, 2K] set when T >= 4: qx as q8Pairs writes it
+	qp       []byte    // [T, 2K] set for Q8_0 weights when T >= 4: qx as q8Pairs writes it
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [4*K]; set when T >= 4 for f16/bf16
