@@ -103,11 +103,11 @@ func newMetrics(s *Server) *Metrics {
 	return m
 }
 
-// observe records one finished sequence.
+// observe records one finished sequence. The success counter goes last:
+// a scrape that counts the request sees all of its other figures too.
 func (m *Metrics) observe(received time.Time, st engine.Stats, finish string) {
 	m.promptTokens.Add(float64(st.PromptTokens))
 	m.generationTokens.Add(float64(st.GeneratedTokens))
-	m.success.WithLabelValues(finish).Inc()
 	if !st.Started.IsZero() {
 		m.queue.Observe(st.Queue.Seconds())
 	}
@@ -128,6 +128,7 @@ func (m *Metrics) observe(received time.Time, st engine.Stats, finish string) {
 			m.acceptedPerPos.WithLabelValues(strconv.Itoa(i)).Add(float64(n))
 		}
 	}
+	m.success.WithLabelValues(finish).Inc()
 }
 
 // requestTrace is the tracing state of one API request.
