@@ -3,10 +3,12 @@ package httpfront
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 	"go.opentelemetry.io/otel/trace"
@@ -49,6 +51,10 @@ type Metrics struct {
 	acceptedTokens   prometheus.Counter
 	acceptedPerPos   *prometheus.CounterVec
 	handler          fasthttp.RequestHandler
+	// recording is held shared while a request's figures are recorded
+	// and exclusively while /metrics gathers, so that a scrape sees each
+	// request's figures all or not at all.
+	recording sync.RWMutex
 }
 
 var latencyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
@@ -99,15 +105,22 @@ func newMetrics(s *Server) *Metrics {
 	m.acceptedPerPos = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ninfer:spec_decode_num_accepted_tokens_per_pos",
 		Help: "Speculative tokens accepted at each draft position."}, []string{"position"})
 	reg.MustRegister(m.success, m.acceptedPerPos)
-	m.handler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	gather := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		m.recording.Lock()
+		defer m.recording.Unlock()
+		return reg.Gather()
+	})
+	m.handler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gather, promhttp.HandlerOpts{}))
 	return m
 }
 
-// observe records one finished sequence. The success counter goes last:
-// a scrape that counts the request sees all of its other figures too.
+// observe records one finished sequence.
 func (m *Metrics) observe(received time.Time, st engine.Stats, finish string) {
+	m.recording.RLock()
+	defer m.recording.RUnlock()
 	m.promptTokens.Add(float64(st.PromptTokens))
 	m.generationTokens.Add(float64(st.GeneratedTokens))
+	m.success.WithLabelValues(finish).Inc()
 	if !st.Started.IsZero() {
 		m.queue.Observe(st.Queue.Seconds())
 	}
@@ -128,7 +141,6 @@ func (m *Metrics) observe(received time.Time, st engine.Stats, finish string) {
 			m.acceptedPerPos.WithLabelValues(strconv.Itoa(i)).Add(float64(n))
 		}
 	}
-	m.success.WithLabelValues(finish).Inc()
 }
 
 // requestTrace is the tracing state of one API request.
