@@ -35,7 +35,11 @@ func (b *Backend) Name() string { return "cpu" }
 // Threads is the number of worker threads.
 func (b *Backend) Threads() int { return b.pool.n }
 
-// Load implements exec.Backend. Weights stay in the file's mapping.
+// StreamsHostWeights implements exec.HostStreamer: decode reads every
+// weight from the file's memory each step.
+func (b *Backend) StreamsHostWeights() bool { return true }
+
+// Load implements exec.Backend. Weights stay in the file's memory.
 func (b *Backend) Load(f *weights.File) error {
 	b.file = f
 	b.weights = make(map[string]*weights.Tensor, len(f.Tensors))

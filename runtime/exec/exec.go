@@ -96,6 +96,14 @@ type Reporter interface {
 	Device() DeviceInfo
 }
 
+// HostStreamer is implemented by backends that compute from the weights
+// in host memory and read every one of them each decode step (the CPU).
+// Their model files are best loaded into private huge-page memory
+// (weights.Load) rather than mapped (weights.Open).
+type HostStreamer interface {
+	StreamsHostWeights() bool
+}
+
 // DeviceInfo names an accelerator and its software.
 type DeviceInfo struct {
 	Name    string // "NVIDIA H200 (sm_90)"

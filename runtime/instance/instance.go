@@ -39,6 +39,11 @@ type Options struct {
 	KVMemory   int64       // KV capacity in bytes when KVTokens is 0; 0 = engine default
 	MaxRunning int         // concurrent sequences; 0 = engine default
 	Context    int         // per-request token limit; 0 = the model's
+	// Mmap maps the model files (weights.Open) for every backend. Without
+	// it, files for a backend that streams host weights (exec.HostStreamer,
+	// the CPU) are read into huge-page memory (weights.Load), which decodes
+	// faster and keeps the whole model resident.
+	Mmap bool
 	// Observer is told about every engine step (traces, metrics); may be nil.
 	Observer engine.StepObserver
 }
@@ -72,16 +77,32 @@ func Open(o Options) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := weights.Open(o.Model)
+	name := o.Backend
+	if name == "" {
+		name = "cpu"
+	}
+	newBackend := func() (exec.Backend, error) { return exec.New(name, exec.Options{Threads: o.Threads, Eager: o.Eager}) }
+	be, err := newBackend()
 	if err != nil {
 		return nil, err
 	}
-	models, err := openModels(f, o.Models)
+	open := weights.Open
+	if hs, ok := be.(exec.HostStreamer); ok && hs.StreamsHostWeights() && !o.Mmap {
+		open = weights.Load
+	}
+	f, err := open(o.Model)
 	if err != nil {
+		be.Close()
+		return nil, err
+	}
+	models, err := openModels(f, o.Models, open)
+	if err != nil {
+		be.Close()
 		f.Close()
 		return nil, err
 	}
 	closeAll := func() {
+		be.Close()
 		closeModels(f, models)
 		f.Close()
 	}
@@ -90,20 +111,9 @@ func Open(o Options) (*Instance, error) {
 		closeAll()
 		return nil, fmt.Errorf("%s: %w", o.Model, err)
 	}
-	name := o.Backend
-	if name == "" {
-		name = "cpu"
-	}
-	newBackend := func() (exec.Backend, error) { return exec.New(name, exec.Options{Threads: o.Threads, Eager: o.Eager}) }
-	be, err := newBackend()
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
 	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory,
 		MaxRunning: o.MaxRunning, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend})
 	if err != nil {
-		be.Close()
 		closeAll()
 		return nil, fmt.Errorf("%s: %w", o.Model, err)
 	}
@@ -115,9 +125,9 @@ func Open(o Options) (*Instance, error) {
 	return inst, nil
 }
 
-// openModels opens the GGUF files of paths by alias; a path that is the
-// target's (target.Path) shares target's mapping.
-func openModels(target *weights.File, paths map[string]string) (exec.Models, error) {
+// openModels opens the GGUF files of paths by alias with open; a path that
+// is the target's (target.Path) shares target's memory.
+func openModels(target *weights.File, paths map[string]string, open func(string) (*weights.File, error)) (exec.Models, error) {
 	models := exec.Models{}
 	for _, alias := range slices.Sorted(maps.Keys(paths)) {
 		path := paths[alias]
@@ -128,7 +138,7 @@ func openModels(target *weights.File, paths map[string]string) (exec.Models, err
 			models[alias] = target
 			continue
 		}
-		f, err := weights.Open(path)
+		f, err := open(path)
 		if err != nil {
 			closeModels(target, models)
 			return nil, fmt.Errorf("model %q: %w", alias, err)

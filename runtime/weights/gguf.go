@@ -89,7 +89,7 @@ type Tensor struct {
 	Offset uint64
 	// Data is exactly the tensor's bytes, Rows() rows of RowBytes() bytes.
 	// For a File from Open it points into a read-only mapping: writing to it
-	// crashes, and it becomes invalid after Close.
+	// crashes. For a File from Open or Load it becomes invalid after Close.
 	Data []byte
 }
 

@@ -533,50 +533,57 @@ func TestOpen(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.Path != path {
-		t.Errorf("Path = %q", f.Path)
-	}
-	if diff := cmp.Diff(views(sampleTensors()), views(f.Tensors)); diff != "" {
-		t.Errorf("tensors mismatch (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(sampleKVs(), f.KV); diff != "" {
-		t.Errorf("KV mismatch (-want +got):\n%s", diff)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	// Metadata stays usable after Close: strings are copies.
-	if s, err := f.Strings("arr.str"); err != nil || s[1] != "▁the" {
-		t.Errorf("Strings after Close = %q, %v", s, err)
-	}
-
 	bad := filepath.Join(dir, "bad.gguf")
 	if err := os.WriteFile(bad, data[:100], 0o644); err != nil {
 		t.Fatal(err)
-	}
-	var fe *FormatError
-	if _, err := Open(bad); !errors.As(err, &fe) || fe.File != bad {
-		t.Errorf("Open(truncated) = %v", err)
 	}
 	empty := filepath.Join(dir, "empty.gguf")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(empty); !errors.As(err, &fe) {
-		t.Errorf("Open(empty) = %v", err)
-	}
-	if _, err := Open(filepath.Join(dir, "missing.gguf")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("Open(missing) = %v", err)
-	}
-	if _, err := Open(dir); err == nil {
-		t.Error("Open(directory) succeeded")
+	for _, tc := range []struct {
+		name string
+		open func(string) (*File, error)
+	}{{"Open", Open}, {"Load", Load}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := tc.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Path != path {
+				t.Errorf("Path = %q", f.Path)
+			}
+			if diff := cmp.Diff(views(sampleTensors()), views(f.Tensors)); diff != "" {
+				t.Errorf("tensors mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(sampleKVs(), f.KV); diff != "" {
+				t.Errorf("KV mismatch (-want +got):\n%s", diff)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+			// Metadata stays usable after Close: strings are copies.
+			if s, err := f.Strings("arr.str"); err != nil || s[1] != "▁the" {
+				t.Errorf("Strings after Close = %q, %v", s, err)
+			}
+
+			var fe *FormatError
+			if _, err := tc.open(bad); !errors.As(err, &fe) || fe.File != bad {
+				t.Errorf("%s(truncated) = %v", tc.name, err)
+			}
+			if _, err := tc.open(empty); !errors.As(err, &fe) {
+				t.Errorf("%s(empty) = %v", tc.name, err)
+			}
+			if _, err := tc.open(filepath.Join(dir, "missing.gguf")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s(missing) = %v", tc.name, err)
+			}
+			if _, err := tc.open(dir); err == nil {
+				t.Errorf("%s(directory) succeeded", tc.name)
+			}
+		})
 	}
 }
 

@@ -14,3 +14,6 @@ func Open(path string) (*File, error) {
 	}
 	return Parse(data, path)
 }
+
+// Load is Open on this platform: the file is read into memory either way.
+func Load(path string) (*File, error) { return Open(path) }

@@ -1,0 +1,66 @@
+package instance_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	_ "github.com/ninfer/ninfer-go/nodes/kvquant"
+	_ "github.com/ninfer/ninfer-go/nodes/model"
+	_ "github.com/ninfer/ninfer-go/nodes/prefill"
+	_ "github.com/ninfer/ninfer-go/nodes/sample"
+	_ "github.com/ninfer/ninfer-go/nodes/speculative"
+	_ "github.com/ninfer/ninfer-go/runtime/cpu"
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/instance"
+)
+
+func sharedModel(t *testing.T, name string) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "..", "shared", "models", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("model %s not available: %v", name, err)
+	}
+	return p
+}
+
+// TestMmapAndLoadAgree checks that the CPU backend decodes the same tokens
+// from mapped model files (Options.Mmap) as from loaded ones (the default),
+// for the target alone and with a draft model of its own.
+func TestMmapAndLoadAgree(t *testing.T) {
+	target, draft := sharedModel(t, "tiny-qwen3-f32.gguf"), sharedModel(t, "tiny-qwen3-q8_0.gguf")
+	for _, tc := range []struct {
+		name   string
+		graph  string
+		models map[string]string
+	}{
+		{"plain", "plain", nil},
+		{"draft", "draft", map[string]string{"draft": draft}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [2][]int32
+			for i, mmap := range []bool{false, true} {
+				in, err := instance.Open(instance.Options{Model: target, Models: tc.models, Graph: tc.graph, Threads: 2, Mmap: mmap})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := in.Generate(context.Background(), engine.Request{Prompt: []int32{1, 2, 3, 4, 5}, MaxTokens: 24}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[i] = res.IDs
+				if err := in.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(got[0]) != 24 {
+				t.Fatalf("generated %d tokens, want 24", len(got[0]))
+			}
+			if diff := cmp.Diff(got[1], got[0]); diff != "" {
+				t.Errorf("loaded tokens differ from mapped (-mapped +loaded):\n%s", diff)
+			}
+		})
+	}
+}
