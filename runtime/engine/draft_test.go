@@ -84,7 +84,7 @@ func TestDraftModelUnderPreemption(t *testing.T) {
 	const capacity = 96 // tokens: two sequences' worth
 	in := open(t, instance.Options{Model: m, Models: map[string]string{"draft": modelPath(t, "tiny-qwen3-q8_0.gguf")},
 		Graph: specGraphs(t)["draft"], MaxRunning: 8, Threads: 2, KVTokens: capacity, Set: node.Params{"k": int64(4), "chunk": int64(5)}})
-	got, stats := generateAll(t, in, prompts, 40, 8)
+	got, stats := submitAll(t, in, prompts, 40)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("ids differ from plain (-plain +draft):\n%s", diff)
 	}

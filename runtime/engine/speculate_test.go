@@ -154,6 +154,36 @@ func generateAll(t *testing.T, in *instance.Instance, prompts [][]int32, n, conc
 	return ids, stats
 }
 
+// submitAll is generateAll with every request submitted at once, from one
+// goroutine, before any result is read: the engine sees them all together
+// however slowly goroutines are scheduled.
+func submitAll(t *testing.T, in *instance.Instance, prompts [][]int32, n int) ([][]int32, []engine.Stats) {
+	t.Helper()
+	chans := make([]<-chan engine.Event, len(prompts))
+	for i, p := range prompts {
+		ch, err := in.Engine.Submit(context.Background(), engine.Request{Prompt: p, MaxTokens: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chans[i] = ch
+	}
+	ids := make([][]int32, len(prompts))
+	stats := make([]engine.Stats, len(prompts))
+	for i, ch := range chans {
+		for ev := range ch {
+			if ev.Done {
+				if ev.Err != nil {
+					t.Errorf("request %d: %v", i, ev.Err)
+				}
+				stats[i] = ev.Stats
+				continue
+			}
+			ids[i] = append(ids[i], ev.Token)
+		}
+	}
+	return ids, stats
+}
+
 // draftModels are the draft models of the greedy tests, by target: a
 // quantized copy of tiny-qwen3-f32, and stories260K itself (no other
 // bundled model shares its vocabulary).
