@@ -22,6 +22,9 @@ type Backend struct {
 	weights map[string]*weights.Tensor
 	kv      exec.KVLayout
 	cache   kvPages
+	// scales4 holds, per Q8_0 weight a prefill has multiplied, its block
+	// scales regrouped for q8Gemm4x4 (q8Scales4): made on first use.
+	scales4 map[*weights.Tensor][]float32
 }
 
 // New returns a CPU backend using o.Threads workers.
@@ -53,6 +56,7 @@ func (b *Backend) Load(f *weights.File) error {
 func (b *Backend) Close() error {
 	b.pool.close()
 	b.cache = kvPages{}
+	b.scales4 = nil
 	return nil
 }
 

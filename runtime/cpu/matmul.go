@@ -45,6 +45,7 @@ type matmulState struct {
 	qx []int8    // [T*K]
 	qd []float32 // [T*K/32]
 	qp []byte    // [T*2K] qx for q8Gemm4x4 (q8Pairs), made for Q8_0 weights when T >= 4
+	qs []float32 // [T/4, K/32+q8Ahead, 16] qd for q8Gemm4x4 (q8TokenScales), made with qp
 	q  actKey
 	// qPairs reports whether the activations q names also have qp.
 	qPairs bool
@@ -226,11 +227,14 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 				m.prep.qp = m.qp[:2*len(x)]
 			}
 			p.b.pool.run(T, 1, min(parts, T), &m.prep)
+			if pairs {
+				m.qs = q8TokenScales(m.qs, m.qd[:len(x)/32], T, K/32)
+			}
 			m.q, m.qPairs = actKey{src: src, at: cur, ok: true}, pairs
 		}
 		t.qx, t.qd = m.qx[:len(x)], m.qd[:len(x)/32]
 		if pairs {
-			t.qp = m.qp[:2*len(x)]
+			t.qp, t.qs, t.ws = m.qp[:2*len(x)], m.qs, p.b.q8Scales4(w)
 		}
 	}
 	return parts
@@ -363,6 +367,8 @@ type matmulTask struct {
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
 	qp       []byte    // [T, 2K] set for Q8_0 weights when T >= 4: qx as q8Pairs writes it
+	qs       []float32 // [T/4, K/32+q8Ahead, 16] set with qp: qd as q8TokenScales writes it
+	ws       []float32 // [N/4, K/32+q8Ahead, 4] set with qp: the weight's scales as q8Scales4 writes them
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [4*K]; set when T >= 4 for f16/bf16
@@ -481,7 +487,6 @@ func convertRow(dt tensor.DType, dst []float32, src []byte) {
 func (t *matmulTask) runQuant(lo, hi int) {
 	T, K, N, rb := t.T, t.K, t.N, t.rowBytes
 	nb := K / 32
-	var one [4]float32
 	tb := tokenBlock(2 * K)
 	for t0 := 0; t0 < T; t0 += tb {
 		t1 := min(t0+tb, T)
@@ -490,12 +495,19 @@ func (t *matmulTask) runQuant(lo, hi int) {
 			continue
 		}
 		r := lo
+		if t.qp != nil {
+			// q8Gemm4x4 takes the quads of rows q8Scales4 groups.
+			for ; r < hi && r%4 != 0; r++ {
+				t.quantRow(r, t0, t1)
+			}
+		}
 		for ; r+4 <= hi; r += 4 {
 			wp := unsafe.Pointer(&t.w[r*rb])
 			tt := t0
-			if t.dt == tensor.Q8_0 {
+			if t.qp != nil {
+				ws := unsafe.Pointer(&t.ws[r*(nb+q8Ahead)])
 				for ; tt+4 <= t1; tt += 4 {
-					q8Gemm4x4(wp, uintptr(rb), unsafe.Pointer(&t.qp[2*tt*K]), uintptr(2*K), unsafe.Pointer(&t.qd[tt*nb]), uintptr(4*nb), nb,
+					q8Gemm4x4(wp, uintptr(rb), unsafe.Pointer(&t.qp[2*tt*K]), uintptr(2*K), ws, unsafe.Pointer(&t.qs[tt*4*(nb+q8Ahead)]), nb,
 						unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
 				}
 			}
@@ -504,11 +516,19 @@ func (t *matmulTask) runQuant(lo, hi int) {
 			}
 		}
 		for ; r < hi; r++ {
-			for tt := t0; tt < t1; tt++ {
-				quantDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, unsafe.Pointer(&one[0]), 4)
-				t.out[tt*N+r] = one[0]
-			}
+			t.quantRow(r, t0, t1)
 		}
+	}
+}
+
+// quantRow computes output column (weight row) r for tokens [t0, t1).
+func (t *matmulTask) quantRow(r, t0, t1 int) {
+	K, N, rb := t.K, t.N, t.rowBytes
+	nb := K / 32
+	var one [4]float32
+	for tt := t0; tt < t1; tt++ {
+		quantDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, unsafe.Pointer(&one[0]), 4)
+		t.out[tt*N+r] = one[0]
 	}
 }
 
@@ -524,13 +544,65 @@ func (t *matmulTask) gemvQuant(lo, hi, t0, t1 int) {
 				unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*q))
 		}
 	}
-	var one [4]float32
 	for r := lo + 4*q; r < hi; r++ {
-		for tt := t0; tt < t1; tt++ {
-			quantDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, unsafe.Pointer(&one[0]), 4)
-			t.out[tt*N+r] = one[0]
+		t.quantRow(r, t0, t1)
+	}
+}
+
+// q8Ahead is how many blocks ahead q8Gemm4x4 makes its scale products: the
+// scale arrays it reads carry that many zero blocks past the last.
+const q8Ahead = 2
+
+// q8TokenScales lays out the block scales qd [T, nb] of the tokens in
+// groups of 4 for q8Gemm4x4, reusing dst: [T/4, nb+q8Ahead, 16], where
+// block b of group g holds d(4g+j, b) at lanes 4j..4j+3 and the blocks from
+// nb on are zero (the kernel's read-ahead pad). Tokens past the last group
+// of 4 are left out.
+func q8TokenScales(dst, qd []float32, T, nb int) []float32 {
+	n := T / 4 * (nb + q8Ahead) * 16
+	if cap(dst) < n {
+		dst = make([]float32, n)
+	}
+	dst = dst[:n]
+	for g := range T / 4 {
+		grp := dst[g*(nb+q8Ahead)*16 : (g+1)*(nb+q8Ahead)*16]
+		for b := range nb {
+			for j := range 4 {
+				d := qd[(4*g+j)*nb+b]
+				grp[16*b+4*j], grp[16*b+4*j+1], grp[16*b+4*j+2], grp[16*b+4*j+3] = d, d, d, d
+			}
+		}
+		clear(grp[16*nb:])
+	}
+	return dst
+}
+
+// q8Scales4 returns the block scales of Q8_0 weight w [N, K] as float32 in
+// groups of 4 rows for q8Gemm4x4, [N/4, K/32+q8Ahead, 4]: block b of group g
+// holds the scales of rows 4g..4g+3, and the blocks from K/32 on are zero
+// (the kernel's read-ahead pad). Rows past the last group of 4 are left
+// out. They are made on first use and kept: 4 bytes per 34-byte block.
+func (b *Backend) q8Scales4(w *weights.Tensor) []float32 {
+	if s, ok := b.scales4[w]; ok {
+		return s
+	}
+	N, rb := w.Rows(), w.RowBytes()
+	nb := rb / 34
+	s := make([]float32, N/4*(nb+q8Ahead)*4)
+	for g := range N / 4 {
+		grp := s[g*(nb+q8Ahead)*4 : (g+1)*(nb+q8Ahead)*4]
+		for i := range 4 {
+			row := w.Data[(4*g+i)*rb : (4*g+i+1)*rb]
+			for blk := range nb {
+				grp[4*blk+i] = f16tab[uint16(row[34*blk])|uint16(row[34*blk+1])<<8]
+			}
 		}
 	}
+	if b.scales4 == nil {
+		b.scales4 = map[*weights.Tensor][]float32{}
+	}
+	b.scales4[w] = s
+	return s
 }
 
 // quantDot4x1 calls the 4-row decode kernel for Q8_0 or Q4_0 rows.

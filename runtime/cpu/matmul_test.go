@@ -123,6 +123,38 @@ func TestQuantMatMulBitExact(t *testing.T) {
 	}
 }
 
+// TestQuantMatMulRanges runs a Q8_0 matmul task over row ranges that start
+// and end off the quads q8Gemm4x4 works on, as a fused group hands a
+// matmul whose predecessor's rows are not a multiple of 4, and checks each
+// range against the reference.
+func TestQuantMatMulRanges(t *testing.T) {
+	requireSIMD(t)
+	r := rand.New(rand.NewPCG(13, 14))
+	const T, K, N = 9, 96, 23
+	w := randWeight(r, tensor.Q8_0, N, K)
+	x := randActivations(r, T, K)
+	want := runMatMul(w, x, T, 1, false)
+	b := &Backend{pool: newPool(1)}
+	defer b.pool.close()
+	xt := tensor.Tensor{ID: 0, Shape: [2]int{T, K}, DType: tensor.F32}
+	wt := tensor.Tensor{ID: 1, Shape: [2]int{N, K}, DType: w.DType}
+	op := tensor.Op{Kind: tensor.OpMatMul, Args: []tensor.Tensor{xt, wt}, Out: tensor.Tensor{ID: 2, Shape: [2]int{T, N}, DType: tensor.F32}}
+	p := &program{b: b, f32: [][]float32{x, nil, make([]float32, T*N)}, w: []*weights.Tensor{nil, w, nil}}
+	for _, rg := range [][2]int{{0, 23}, {1, 23}, {2, 9}, {3, 4}, {5, 22}, {7, 15}} {
+		out := make([]float32, T*N)
+		task := &matmulTask{}
+		p.setupMatmul(task, out, op)
+		task.run(0, rg[0], rg[1])
+		for tt := range T {
+			for n := rg[0]; n < rg[1]; n++ {
+				if got := out[tt*N+n]; math.Float32bits(got) != math.Float32bits(want[tt*N+n]) {
+					t.Fatalf("rows [%d,%d): out[%d,%d] = %g, reference %g", rg[0], rg[1], tt, n, got, want[tt*N+n])
+				}
+			}
+		}
+	}
+}
+
 // TestQuantMatMulBitExactLarge is TestQuantMatMulBitExact on the shapes of
 // a 0.6B model's projections, with a prefill-sized batch.
 func TestQuantMatMulBitExactLarge(t *testing.T) {

@@ -61,4 +61,4 @@ func fmaChain(x, y *float32, n int) float32
 func q8Pairs(xu *byte, nb int, dst *byte)
 
 //go:noescape
-func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, xpstride uintptr, xd unsafe.Pointer, xdstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
+func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, xpstride uintptr, ws unsafe.Pointer, xs unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)

@@ -699,57 +699,60 @@ q8pdone:
 	RET
 
 // G44TOK accumulates one block of token j (its x at xp and correction at
-// xc, laid out by q8Pairs, its scale d_x at xd) against the 4 rows' unsigned
-// weights in Y0..Y3 and scales d_w in Y12..Y15 into a0..a3: per row one
-// VPDPBUSD onto the correction, a conversion, the scale d_w*d_x and a fused
-// multiply-add, which is dotQ8's lane arithmetic.
-#define G44TOK(xp, xc, xd, a0, a1, a2, a3) \
-	VMOVDQU      xp, Y4; \
-	VMOVDQU      xc, Y5; \
-	VMOVDQA      Y5, Y6; \
-	VPDPBUSD     Y4, Y0, Y6; \
-	VMOVDQA      Y5, Y7; \
-	VPDPBUSD     Y4, Y1, Y7; \
-	VMOVDQA      Y5, Y8; \
-	VPDPBUSD     Y4, Y2, Y8; \
-	VMOVDQA      Y5, Y9; \
-	VPDPBUSD     Y4, Y3, Y9; \
-	VCVTDQ2PS    Y6, Y6; \
-	VCVTDQ2PS    Y7, Y7; \
-	VCVTDQ2PS    Y8, Y8; \
-	VCVTDQ2PS    Y9, Y9; \
-	VMULPS.BCST  xd, Y12, Y10; \
-	VFMADD231PS  Y6, Y10, a0; \
-	VMULPS.BCST  xd, Y13, Y10; \
-	VFMADD231PS  Y7, Y10, a1; \
-	VMULPS.BCST  xd, Y14, Y10; \
-	VFMADD231PS  Y8, Y10, a2; \
-	VMULPS.BCST  xd, Y15, Y10; \
-	VFMADD231PS  Y9, Y10, a3
+// xc, laid out by q8Pairs) against the 4 rows' unsigned weights in Y0..Y3
+// into a0..a3: per row one VPDPBUSD onto the correction, a conversion and a
+// fused multiply-add by the row's scale product d_w*d_x, broadcast from
+// p0..p3. This is dotQ8's lane arithmetic.
+#define G44TOK(xp, xc, p0, p1, p2, p3, a0, a1, a2, a3) \
+	VMOVDQU          xp, Y4; \
+	VMOVDQU          xc, Y5; \
+	VMOVDQA          Y5, Y6; \
+	VPDPBUSD         Y4, Y0, Y6; \
+	VMOVDQA          Y5, Y7; \
+	VPDPBUSD         Y4, Y1, Y7; \
+	VMOVDQA          Y5, Y8; \
+	VPDPBUSD         Y4, Y2, Y8; \
+	VMOVDQA          Y5, Y9; \
+	VPDPBUSD         Y4, Y3, Y9; \
+	VCVTDQ2PS        Y6, Y6; \
+	VCVTDQ2PS        Y7, Y7; \
+	VCVTDQ2PS        Y8, Y8; \
+	VCVTDQ2PS        Y9, Y9; \
+	VFMADD231PS.BCST p0, Y6, a0; \
+	VFMADD231PS.BCST p1, Y7, a1; \
+	VFMADD231PS.BCST p2, Y8, a2; \
+	VFMADD231PS.BCST p3, Y9, a3
 
-// func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, xpstride uintptr, xd unsafe.Pointer, xdstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
+// func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, xpstride uintptr, ws unsafe.Pointer, xs unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 // For the 4 Q8_0 rows w + i*wstride and the 4 tokens j (laid out by q8Pairs
-// at xp + j*xpstride, block scales at xd + j*xdstride; strides in bytes):
-// out + j*ostride + 4*i = dotQ8(row i, token j), bit for bit, as q8Dot4x1
-// computes it. The weights are made unsigned once per block for all 4
-// tokens, and the rows 4 further on are prefetched.
-TEXT ·q8Gemm4x4(SB), NOSPLIT, $0-72
+// at xp + j*xpstride; strides in bytes): out + j*ostride + 4*i =
+// dotQ8(row i, token j), bit for bit, as q8Dot4x1 computes it. ws holds the
+// rows' block scales as float32, 4 per block (q8Scales4), and xs the
+// tokens', 16 per block with d_x(j) at lanes 4j..4j+3 (q8TokenScales); both
+// have 2 blocks of padding past nb. One multiply per block makes its 16
+// products d_w*d_x (lane 4j+i) into a ring of 4 64-byte slots on the stack
+// (R15, slot R14), 2 blocks ahead of the fused multiply-adds that broadcast
+// them, so that no load waits on the store before it. The weights are made
+// unsigned once per block for all 4 tokens, and the rows 4 further on are
+// prefetched.
+TEXT ·q8Gemm4x4(SB), NOSPLIT, $320-72
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R8
 	MOVQ xp+16(FP), DI
 	MOVQ xpstride+24(FP), R9
-	MOVQ xd+32(FP), DX
-	MOVQ xdstride+40(FP), R14
+	MOVQ ws+32(FP), DX
+	MOVQ xs+40(FP), BX
 	MOVQ nb+48(FP), CX
 	LEAQ (SI)(R8*1), R10
 	LEAQ (SI)(R8*2), R11
 	LEAQ (R11)(R8*1), R12
 	LEAQ (DI)(R9*2), R13
 	ADDQ R9, R13
-	LEAQ (DX)(R14*2), BX
-	ADDQ R14, BX
 	MOVQ R8, AX
 	SHLQ $2, AX
+	MOVQ SP, R15
+	ADDQ $63, R15
+	ANDQ $~63, R15
 	MOVL $0x80808080, R8
 	VPBROADCASTD R8, Y11
 	VXORPS Y16, Y16, Y16
@@ -770,35 +773,42 @@ TEXT ·q8Gemm4x4(SB), NOSPLIT, $0-72
 	VXORPS Y31, Y31, Y31
 	TESTQ CX, CX
 	JEQ   g44done
+	VBROADCASTF32X4 (DX), Z12
+	VMULPS    (BX), Z12, Z12
+	VMOVAPS   Z12, (R15)
+	VBROADCASTF32X4 16(DX), Z12
+	VMULPS    64(BX), Z12, Z12
+	VMOVAPS   Z12, 64(R15)
+	XORQ      R14, R14
 g44loop:
 	PREFETCHT0 (SI)(AX*1)
 	PREFETCHT0 (R10)(AX*1)
 	PREFETCHT0 (R11)(AX*1)
 	PREFETCHT0 (R12)(AX*1)
-	VPBROADCASTW (SI), X12
-	VCVTPH2PS    X12, Y12
-	VPBROADCASTW (R10), X13
-	VCVTPH2PS    X13, Y13
-	VPBROADCASTW (R11), X14
-	VCVTPH2PS    X14, Y14
-	VPBROADCASTW (R12), X15
-	VCVTPH2PS    X15, Y15
+	VBROADCASTF32X4 32(DX), Z12
+	VMULPS    128(BX), Z12, Z12
+	LEAQ      128(R14), R8
+	ANDQ      $192, R8
+	VMOVAPS   Z12, (R15)(R8*1)
+	LEAQ      (R15)(R14*1), R8
 	VPXOR 2(SI), Y11, Y0
 	VPXOR 2(R10), Y11, Y1
 	VPXOR 2(R11), Y11, Y2
 	VPXOR 2(R12), Y11, Y3
-	G44TOK((DI), 32(DI), (DX), Y16, Y17, Y18, Y19)
-	G44TOK((DI)(R9*1), 32(DI)(R9*1), (DX)(R14*1), Y20, Y21, Y22, Y23)
-	G44TOK((DI)(R9*2), 32(DI)(R9*2), (DX)(R14*2), Y24, Y25, Y26, Y27)
-	G44TOK((R13), 32(R13), (BX), Y28, Y29, Y30, Y31)
+	G44TOK((DI), 32(DI), (R8), 4(R8), 8(R8), 12(R8), Y16, Y17, Y18, Y19)
+	G44TOK((DI)(R9*1), 32(DI)(R9*1), 16(R8), 20(R8), 24(R8), 28(R8), Y20, Y21, Y22, Y23)
+	G44TOK((DI)(R9*2), 32(DI)(R9*2), 32(R8), 36(R8), 40(R8), 44(R8), Y24, Y25, Y26, Y27)
+	G44TOK((R13), 32(R13), 48(R8), 52(R8), 56(R8), 60(R8), Y28, Y29, Y30, Y31)
 	ADDQ $34, SI
 	ADDQ $34, R10
 	ADDQ $34, R11
 	ADDQ $34, R12
 	ADDQ $64, DI
 	ADDQ $64, R13
-	ADDQ $4, DX
-	ADDQ $4, BX
+	ADDQ $16, DX
+	ADDQ $64, BX
+	ADDQ $64, R14
+	ANDQ $192, R14
 	DECQ CX
 	JNZ  g44loop
 g44done:

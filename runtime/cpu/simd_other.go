@@ -31,6 +31,6 @@ func cvtF16(dst *float32, src unsafe.Pointer, n int)  { panic("cpu: no simd kern
 func cvtBF16(dst *float32, src unsafe.Pointer, n int) { panic("cpu: no simd kernels") }
 func fmaChain(x, y *float32, n int) float32           { panic("cpu: no simd kernels") }
 func q8Pairs(xu *byte, nb int, dst *byte)             { panic("cpu: no simd kernels") }
-func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, xpstride uintptr, xd unsafe.Pointer, xdstride uintptr, nb int, out unsafe.Pointer, ostride uintptr) {
+func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, xpstride uintptr, ws unsafe.Pointer, xs unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
