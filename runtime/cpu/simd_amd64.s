@@ -733,8 +733,7 @@ q8pdone:
 // products d_w*d_x (lane 4j+i) into a ring of 4 64-byte slots on the stack
 // (R15, slot R14), 2 blocks ahead of the fused multiply-adds that broadcast
 // them, so that no load waits on the store before it. The weights are made
-// unsigned once per block for all 4 tokens, and the rows 4 further on are
-// prefetched.
+// unsigned once per block for all 4 tokens.
 TEXT ·q8Gemm4x4(SB), NOSPLIT, $320-72
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R8
@@ -748,8 +747,6 @@ TEXT ·q8Gemm4x4(SB), NOSPLIT, $320-72
 	LEAQ (R11)(R8*1), R12
 	LEAQ (DI)(R9*2), R13
 	ADDQ R9, R13
-	MOVQ R8, AX
-	SHLQ $2, AX
 	MOVQ SP, R15
 	ADDQ $63, R15
 	ANDQ $~63, R15
@@ -781,10 +778,6 @@ TEXT ·q8Gemm4x4(SB), NOSPLIT, $320-72
 	VMOVAPS   Z12, 64(R15)
 	XORQ      R14, R14
 g44loop:
-	PREFETCHT0 (SI)(AX*1)
-	PREFETCHT0 (R10)(AX*1)
-	PREFETCHT0 (R11)(AX*1)
-	PREFETCHT0 (R12)(AX*1)
 	VBROADCASTF32X4 32(DX), Z12
 	VMULPS    128(BX), Z12, Z12
 	LEAQ      128(R14), R8
