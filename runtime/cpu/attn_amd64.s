@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "lanes_amd64.h"
 
 // AVX-512 attention kernels (see attention.go). Each computes every output
 // with the same sequence of float32 operations as the reference loops:
@@ -584,12 +585,7 @@ mxloop:
 mxtail:
 	CMPQ AX, CX
 	JGE  mxreduce
-	MOVQ  CX, DX
-	SUBQ  AX, DX
-	MOVL  $1, R8
-	SHLXL DX, R8, R8
-	SUBL  $1, R8
-	KMOVW R8, K1
+	TAILMASK(R8)
 	VMOVUPS (SI)(AX*4), K1, Z2
 	VMAXPS  Z2, Z0, Z0
 
@@ -627,12 +623,7 @@ mlloop:
 mltail:
 	CMPQ AX, CX
 	JGE  mldone
-	MOVQ  CX, DX
-	SUBQ  AX, DX
-	MOVL  $1, R8
-	SHLXL DX, R8, R8
-	SUBL  $1, R8
-	KMOVW R8, K1
+	TAILMASK(R8)
 	VMOVUPS.Z (SI)(AX*4), K1, Z0
 	VMULPS    Z1, Z0, Z0
 	VMOVUPS   Z0, K1, (SI)(AX*4)
@@ -858,12 +849,7 @@ smloop:
 smtail:
 	CMPQ AX, CX
 	JGE  smdone
-	MOVQ  CX, DX
-	SUBQ  AX, DX
-	MOVL  $1, R8
-	SHLXL DX, R8, R8
-	SUBL  $1, R8
-	KMOVW R8, K1
+	TAILMASK(R8)
 	VMOVUPS.Z (SI)(AX*4), K1, Z0
 	VMULPS    Z1, Z0, Z0
 	VMOVUPS.Z (BX)(AX*4), K1, Z2

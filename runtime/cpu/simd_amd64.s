@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "lanes_amd64.h"
 
 // AVX-512 (F, BW, VL, VNNI) kernels for the fast matmul paths. Every kernel
 // computes each output element with one fixed sequence of operations, the same
@@ -51,15 +52,6 @@ TEXT ·xgetbv0(SB), NOSPLIT, $0-4
 	VMOVSHDUP     X0, X1; \
 	VADDSS        X1, X0, X0
 
-// TAILMASK sets K1 to the low (k - AX) bits: the lanes of the last partial chunk.
-#define TAILMASK \
-	MOVQ  CX, DX; \
-	SUBQ  AX, DX; \
-	MOVL  $1, R14; \
-	SHLXL DX, R14, R14; \
-	SUBL  $1, R14; \
-	KMOVW R14, K1
-
 // STORE4S reduces the accumulators a0..a3 (HSUM16) and stores them at
 // (BX), (BX)(R9), (BX)(2*R9), (BX)(3*R9): the outputs of 4 rows whose
 // stride in bytes is R9 (clobbers BX).
@@ -106,7 +98,7 @@ f32d4loop:
 f32d4tail:
 	CMPQ AX, CX
 	JGE  f32d4done
-	TAILMASK
+	TAILMASK(R14)
 	VMOVUPS.Z   (DI)(AX*4), K1, Z4
 	VMOVUPS.Z   (SI)(AX*4), K1, Z0
 	VFMADD231PS Z0, Z4, Z16
@@ -165,7 +157,7 @@ f16d4loop:
 f16d4tail:
 	CMPQ AX, CX
 	JGE  f16d4done
-	TAILMASK
+	TAILMASK(R14)
 	VMOVUPS.Z (DI)(AX*4), K1, Z4
 	F16WT(SI, Y5, Z0)
 	F16WT(R10, Y5, Z1)
@@ -227,7 +219,7 @@ bf16d4loop:
 bf16d4tail:
 	CMPQ AX, CX
 	JGE  bf16d4done
-	TAILMASK
+	TAILMASK(R14)
 	VMOVUPS.Z (DI)(AX*4), K1, Z4
 	BF16WT(SI, Y5, Z0)
 	BF16WT(R10, Y5, Z1)
