@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -394,7 +395,6 @@ func (t *matmulTask) run(worker, lo, hi int) {
 // for lane, and converting f16/bf16 weights to float32 is exact).
 func (t *matmulTask) runFloat(worker, lo, hi int) {
 	T, K, N, rb := t.T, t.K, t.N, t.rowBytes
-	var one [4]float32
 	tb := tokenBlock(K * 4)
 	for t0 := 0; t0 < T; t0 += tb {
 		t1 := min(t0+tb, T)
@@ -421,11 +421,18 @@ func (t *matmulTask) runFloat(worker, lo, hi int) {
 			}
 		}
 		for ; r < hi; r++ {
-			for tt := t0; tt < t1; tt++ {
-				floatDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.x[tt*K]), K, unsafe.Pointer(&one[0]), 4)
-				t.out[tt*N+r] = one[0]
-			}
+			t.floatRow(r, t0, t1)
 		}
+	}
+}
+
+// floatRow computes output column (weight row) r for tokens [t0, t1).
+func (t *matmulTask) floatRow(r, t0, t1 int) {
+	K, N, rb := t.K, t.N, t.rowBytes
+	var one [4]float32
+	for tt := t0; tt < t1; tt++ {
+		floatDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.x[tt*K]), K, unsafe.Pointer(&one[0]), 4)
+		t.out[tt*N+r] = one[0]
 	}
 }
 
@@ -444,12 +451,8 @@ func (t *matmulTask) gemvFloat(lo, hi, t0, t1 int) {
 				unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*q))
 		}
 	}
-	var one [4]float32
 	for r := lo + 4*q; r < hi; r++ {
-		for tt := t0; tt < t1; tt++ {
-			floatDot4x1(t.dt, unsafe.Pointer(&t.w[r*rb]), 0, unsafe.Pointer(&t.x[tt*K]), K, unsafe.Pointer(&one[0]), 4)
-			t.out[tt*N+r] = one[0]
-		}
+		t.floatRow(r, t0, t1)
 	}
 }
 
@@ -594,7 +597,7 @@ func (b *Backend) q8Scales4(w *weights.Tensor) []float32 {
 		for i := range 4 {
 			row := w.Data[(4*g+i)*rb : (4*g+i+1)*rb]
 			for blk := range nb {
-				grp[4*blk+i] = f16tab[uint16(row[34*blk])|uint16(row[34*blk+1])<<8]
+				grp[4*blk+i] = f16tab[binary.LittleEndian.Uint16(row[34*blk:])]
 			}
 		}
 	}
