@@ -669,8 +669,7 @@ func (e *Engine) runDevice(ctx context.Context, si int, seg plan.Segment, batch 
 	if err != nil {
 		return err
 	}
-	key := newExecKey(e.backend, fmt.Sprintf("seg%d", si), feed)
-	x, err := e.prepared(key, func() (*tensor.Graph, error) { return e.record(seg, key) })
+	x, err := e.preparedSegment(seg, newExecKey(e.backend, segmentName(si), feed))
 	if err != nil {
 		return err
 	}
@@ -715,8 +714,8 @@ func (e *Engine) warmup(maxRows int) error {
 			if seg.Placement != node.Device {
 				continue
 			}
-			key := execKey{fmt.Sprintf("seg%d", si), rows, logitRows}
-			if _, err := e.prepared(key, func() (*tensor.Graph, error) { return e.record(seg, key) }); err != nil {
+			key := execKey{segmentName(si), rows, logitRows}
+			if _, err := e.preparedSegment(seg, key); err != nil {
 				return fmt.Errorf("engine: warm-up %s: %w", key, err)
 			}
 		}
@@ -724,10 +723,13 @@ func (e *Engine) warmup(maxRows int) error {
 	return nil
 }
 
-// prepared returns the executable of key, recording and preparing it with
-// build the first time.
-func (e *Engine) prepared(key execKey, build func() (*tensor.Graph, error)) (exec.Executable, error) {
-	return prepare(e.backend, e.execs, key, build)
+// segmentName names device segment si in exec keys: "seg0", "seg1", ...
+func segmentName(si int) string { return fmt.Sprintf("seg%d", si) }
+
+// preparedSegment returns the executable of device segment seg at key,
+// recording and preparing it the first time.
+func (e *Engine) preparedSegment(seg plan.Segment, key execKey) (exec.Executable, error) {
+	return prepare(e.backend, e.execs, key, func() (*tensor.Graph, error) { return e.record(seg, key) })
 }
 
 // prepare returns the executable of key in execs, recording it with build
