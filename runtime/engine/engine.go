@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
@@ -57,7 +58,11 @@ type Request struct {
 	Prompt    []int32 // token ids, at least one
 	MaxTokens int     // tokens to generate, >= 1
 	Sampling  exec.Sampling
-	// Stop reports whether a generated token ends the request (EOS); nil never stops.
+	// Stop reports whether a generated token ends the request (EOS, a
+	// completed stop sequence): the token is the last one the request
+	// yields and counts, and no step computes past it. It is called from
+	// the engine's loop exactly once per generated token, in order (so it
+	// may keep state, e.g. detokenize), and must be quick. nil never stops.
 	Stop func(id int32) bool
 	// TopLogits asks for the n largest raw logits of each generated
 	// position (from the logits the token was chosen from), in Event.Top.
@@ -146,11 +151,17 @@ type Engine struct {
 	wake       chan struct{}
 	mu         sync.Mutex // guards pending
 	pending    []*request
-	closed     chan struct{}
-	loopDone   chan struct{}
-	nextID     uint64
-	reqs       map[*sched.Seq]*request
-	intervals  intervals
+	// snap is the load the loop published after its last change (admit,
+	// step, finish); readers load it and never touch the scheduler or the
+	// KV manager, which only the loop goroutine uses. npending counts
+	// submitted requests the loop has not admitted yet.
+	snap      atomic.Pointer[Snapshot]
+	npending  atomic.Int64
+	closed    chan struct{}
+	loopDone  chan struct{}
+	nextID    uint64
+	reqs      map[*sched.Seq]*request
+	intervals intervals
 	// draftK is the most drafts a decoding sequence verifies per step (the
 	// plan's proposers' largest k); 0 when the plan does not speculate.
 	draftK int
@@ -177,10 +188,9 @@ func newExecKey(be exec.Backend, name string, b *exec.Batch) execKey {
 type request struct {
 	Request
 	ctx       context.Context
-	events    chan Event
+	events    *mailbox
 	seq       *sched.Seq
 	state     exec.SeqState
-	generated int
 	submitted time.Time
 	started   time.Time
 	firstTok  time.Time
@@ -288,6 +298,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e.vocab = emb.Rows()
+	e.publish()
 	if err := e.warmup(maxRunning * (1 + e.draftK)); err != nil {
 		e.closeModels()
 		return nil, err
@@ -304,9 +315,8 @@ func (e *Engine) ContextLength() int { return e.context }
 
 // KVBlocks reports used and total KV blocks (a snapshot, for health checks).
 func (e *Engine) KVBlocks() (used, total int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.kv.Used(), e.kv.Total()
+	s := e.Snapshot()
+	return s.KVBlocksUsed, s.KVBlocksTotal
 }
 
 // Snapshot is a consistent view of the engine's load at one instant.
@@ -319,23 +329,32 @@ type Snapshot struct {
 	MaxRunning    int // the most sequences that share a step
 }
 
-// Snapshot reports the engine's current load. It is safe to call from any
-// goroutine at any rate; it takes the lock the loop holds only while it
-// schedules, never while a step computes.
+// Snapshot reports the engine's current load: what the loop published
+// after its last step, plus the requests submitted since. It is safe to
+// call from any goroutine at any rate and takes no lock.
 func (e *Engine) Snapshot() Snapshot {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return Snapshot{Running: e.sched.Running(), Waiting: e.sched.Waiting() + len(e.pending),
+	s := *e.snap.Load()
+	s.Waiting += int(e.npending.Load())
+	return s
+}
+
+// publish stores the scheduler's and the KV manager's current state as the
+// snapshot readers see. Only the loop goroutine (or a test driving Step)
+// calls it.
+func (e *Engine) publish() {
+	e.snap.Store(&Snapshot{Running: e.sched.Running(), Waiting: e.sched.Waiting(),
 		KVBlocksUsed: e.kv.Used(), KVBlocksTotal: e.kv.Total(), KVBlockTokens: e.kv.BlockTokens(),
-		MaxRunning: e.maxRunning}
+		MaxRunning: e.maxRunning})
 }
 
 // ErrClosed is returned by Submit after Close.
 var ErrClosed = errors.New("engine: closed")
 
 // Submit validates r and queues it. Events arrive on the returned channel,
-// which is closed after the final event. Cancelling ctx aborts the request
-// and frees its KV at the next step.
+// which is closed after the final event; the caller must read it until
+// then (the engine never waits for a reader: events not yet read are
+// queued, one per generated token). Cancelling ctx aborts the request and
+// frees its KV at the next step.
 func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 	if len(r.Prompt) == 0 {
 		return nil, errors.New("engine: empty prompt")
@@ -354,7 +373,7 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 	if blocks := e.kv.BlocksFor(len(r.Prompt) + r.MaxTokens); blocks > e.kv.Total() {
 		return nil, fmt.Errorf("engine: %w: request needs %d kv blocks, cache has %d", ErrContext, blocks, e.kv.Total())
 	}
-	req := &request{Request: r, ctx: ctx, events: make(chan Event, r.MaxTokens+1), submitted: time.Now()}
+	req := &request{Request: r, ctx: ctx, submitted: time.Now()}
 	req.state = exec.SeqState{Sampling: r.Sampling, Prompt: len(r.Prompt), RNG: rand.New(rand.NewPCG(r.Sampling.Seed, 0x6e696e666572))}
 	e.mu.Lock()
 	select {
@@ -363,13 +382,15 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 		return nil, ErrClosed
 	default:
 	}
+	req.events = newMailbox()
 	e.pending = append(e.pending, req)
+	e.npending.Add(1)
 	e.mu.Unlock()
 	select {
 	case e.wake <- struct{}{}:
 	default:
 	}
-	return req.events, nil
+	return req.events.out, nil
 }
 
 // ErrContext is wrapped by Submit errors for requests that cannot fit the
@@ -424,30 +445,34 @@ func (e *Engine) admit() {
 	pend := e.pending
 	e.pending = nil
 	e.mu.Unlock()
+	if len(pend) == 0 {
+		return
+	}
 	for _, r := range pend {
 		e.nextID++
 		r.seq = &sched.Seq{ID: e.nextID, Tokens: append([]int32(nil), r.Prompt...), Prompt: len(r.Prompt),
-			Limit: len(r.Prompt) + r.MaxTokens}
+			Limit: len(r.Prompt) + r.MaxTokens, Stop: r.Stop}
 		r.state.ID = e.nextID
 		if e.draftK > 0 {
 			r.spec.AcceptedPerPosition = make([]int, e.draftK)
 		}
 		e.reqs[r.seq] = r
-		e.mu.Lock()
 		e.sched.Add(r.seq)
-		e.mu.Unlock()
 	}
+	e.npending.Add(-int64(len(pend)))
+	e.publish()
 }
 
 func (e *Engine) abortAll(err error) {
 	for _, r := range e.reqs {
 		e.finish(r, FinishError, err)
 	}
+	e.publish()
 }
 
 func (e *Engine) finish(r *request, reason string, err error) {
 	now := time.Now()
-	st := Stats{PromptTokens: len(r.Prompt), GeneratedTokens: r.generated, Preempted: r.seq.Preempted,
+	st := Stats{PromptTokens: len(r.Prompt), GeneratedTokens: r.seq.Generated(), Preempted: r.seq.Preempted,
 		Submitted: r.submitted, Started: r.started, FirstToken: r.firstTok, Done: now, Chunks: r.chunks, Rounds: r.rounds,
 		Speculative: r.spec}
 	if !r.started.IsZero() {
@@ -459,28 +484,27 @@ func (e *Engine) finish(r *request, reason string, err error) {
 			st.Prefill = now.Sub(r.started)
 		}
 	}
-	e.mu.Lock()
-	e.sched.Remove(r.seq)
-	e.mu.Unlock()
+	e.sched.Remove(r.seq) // a no-op for a sequence Update ended
 	for _, rel := range e.releasers {
 		rel.ReleaseSeq(r.seq.ID)
 	}
 	delete(e.reqs, r.seq)
-	r.events <- Event{Done: true, Finish: reason, Err: err, Stats: st}
-	close(r.events)
+	r.events.put(Event{Done: true, Finish: reason, Err: err, Stats: st})
 }
 
-// Step runs one engine step: schedule, execute the plan, commit. It is
-// called by the loop goroutine; tests may call it on an engine they drive.
+// Step runs one engine step: schedule, execute the plan, and hand the
+// tokens to the scheduler (sched.Update), which appends them and decides
+// stop and length; then it publishes the new load and emits the events.
+// It is called by the loop goroutine; tests may call it on an engine they
+// drive.
 func (e *Engine) Step(ctx context.Context) error {
+	defer e.publish()
 	for _, r := range e.reqs {
 		if r.ctx.Err() != nil {
 			e.finish(r, FinishAbort, r.ctx.Err())
 		}
 	}
-	e.mu.Lock()
 	work := e.sched.Schedule()
-	e.mu.Unlock()
 	if len(work) == 0 {
 		if !e.sched.Idle() && e.sched.Running() == 0 {
 			return errors.New("engine: no request fits the kv cache")
@@ -491,7 +515,7 @@ func (e *Engine) Step(ctx context.Context) error {
 	batch := &exec.Batch{}
 	hc := &exec.HostContext{Ctx: ctx, Batch: batch, Device: device{e}}
 	var sampled []*request
-	var sampledWork []sched.Work
+	var sampledAt []int // sampled[i] is work[sampledAt[i]]'s request
 	var history [][]int32
 	info := StepInfo{Start: now}
 	for _, r := range e.reqs {
@@ -500,7 +524,7 @@ func (e *Engine) Step(ctx context.Context) error {
 		}
 		info.Running++
 		switch p := r.seq.Pending(); {
-		case p == 1 && r.generated > 0:
+		case p == 1 && r.seq.Generated() > 0:
 			info.DecodeReady++
 		case p > 0:
 			info.Prefilling++
@@ -513,7 +537,7 @@ func (e *Engine) Step(ctx context.Context) error {
 			r.started = now
 		}
 		info.Tags = append(info.Tags, r.Tag)
-		decodeRow[si] = w.Seq.Pending() == 1 && r.generated > 0
+		decodeRow[si] = w.Seq.Pending() == 1 && w.Seq.Generated() > 0
 		if decodeRow[si] {
 			info.DecodeRows++
 		} else {
@@ -531,7 +555,7 @@ func (e *Engine) Step(ctx context.Context) error {
 			r.state.Lookahead = w.Draft
 			hc.Rows = append(hc.Rows, &r.state)
 			sampled = append(sampled, r)
-			sampledWork = append(sampledWork, w)
+			sampledAt = append(sampledAt, si)
 			history = append(history, w.Seq.Tokens)
 		}
 	}
@@ -544,20 +568,31 @@ func (e *Engine) Step(ctx context.Context) error {
 		return err
 	}
 	drafts := e.verifiedDrafts(values, len(sampled))
-	accepted := map[*sched.Seq]int{}
-	for i, w := range sampledWork {
-		if accepted[w.Seq], err = checkAccepted(tokens[i], drafts[i], w); err != nil {
+	res := make([]sched.Result, len(work))
+	for i, si := range sampledAt {
+		a, err := checkAccepted(tokens[i], drafts[i], work[si])
+		if err != nil {
 			return err
 		}
+		res[si] = sched.Result{Tokens: tokens[i], Accepted: a}
 	}
 	logits, _ := values[e.sampledFrom()].(exec.Logits)
 	first, _ := drafts.Spans() // each sequence's first logit row
 	if logits.Rows != len(drafts)+drafts.Total() {
 		logits = exec.Logits{} // not one row per token: no logprobs
 	}
-	for _, w := range work {
-		e.sched.Commit(w, accepted[w.Seq])
+	decoding := make([]bool, len(sampled)) // the sampled token is not the first
+	for i, r := range sampled {
+		r.rounds++
+		w := work[sampledAt[i]]
+		decoding[i] = w.Seq.Generated() > 0
+		if decoding[i] && e.draftK > 0 && w.N == 1 {
+			r.spec.count(drafts[i], res[sampledAt[i]].Accepted, min(e.draftK, r.seq.Limit-len(r.seq.Tokens)-1))
+			info.Drafted += len(drafts[i])
+			info.DraftAccepted += res[sampledAt[i]].Accepted
+		}
 	}
+	outcomes := e.sched.Update(work, res)
 	done := time.Now()
 	for si, w := range work {
 		if !decodeRow[si] {
@@ -565,16 +600,9 @@ func (e *Engine) Step(ctx context.Context) error {
 			r.chunks = append(r.chunks, Chunk{At: done, Start: w.Start, Tokens: w.N})
 		}
 	}
-	for i, r := range sampled {
-		r.rounds++
-		w := sampledWork[i]
-		if r.generated > 0 {
-			info.DecodeTokens += min(len(tokens[i]), r.MaxTokens-r.generated)
-			if e.draftK > 0 && w.N == 1 {
-				r.spec.count(drafts[i], accepted[w.Seq], min(e.draftK, r.seq.Limit-len(r.seq.Tokens)-1))
-				info.Drafted += len(drafts[i])
-				info.DraftAccepted += accepted[w.Seq]
-			}
+	for i, o := range outcomes {
+		if decoding[i] {
+			info.DecodeTokens += len(o.Tokens)
 		}
 	}
 	// Observers see the step before its events go out, so a caller that has
@@ -584,13 +612,12 @@ func (e *Engine) Step(ctx context.Context) error {
 	if e.cfg.Observer != nil {
 		e.cfg.Observer.ObserveStep(info)
 	}
-	for i, r := range sampled {
+	for i, o := range outcomes {
+		r := sampled[i]
 		if r.firstTok.IsZero() {
 			r.firstTok = done
 		}
-		for j, tok := range tokens[i] {
-			r.seq.Tokens = append(r.seq.Tokens, tok)
-			r.generated++
+		for j, tok := range o.Tokens {
 			ev := Event{Token: tok}
 			if (r.TopLogits > 0 || r.Logprobs) && logits.Rows > 0 {
 				row := logits.Row(first[i] + j)
@@ -600,15 +627,13 @@ func (e *Engine) Step(ctx context.Context) error {
 				ev.LogZ = logSumExp(row)
 				ev.Logprob = row[tok] - ev.LogZ
 			}
-			r.events <- ev
-			if r.Stop != nil && r.Stop(tok) {
-				e.finish(r, FinishStop, nil)
-				break
-			}
-			if r.generated >= r.MaxTokens {
-				e.finish(r, FinishLength, nil)
-				break
-			}
+			r.events.put(ev)
+		}
+		switch o.Finish {
+		case sched.Stopped:
+			e.finish(r, FinishStop, nil)
+		case sched.Length:
+			e.finish(r, FinishLength, nil)
 		}
 	}
 	return nil

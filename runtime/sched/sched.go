@@ -1,7 +1,10 @@
-// Package sched decides what each engine step computes. It is a pure state
-// machine (no I/O, no clocks): the engine adds sequences, asks for a step,
-// runs it, and commits the results. The step's currency is tokens per
-// sequence: a prefill chunk or one decode token are the same kind of work.
+// Package sched decides what each engine step computes and applies what it
+// computed. It is a pure state machine (no I/O, no clocks): the engine adds
+// sequences, asks for a step (Schedule), runs it, and hands the step's
+// tokens back (Update), which is the one place where tokens are appended,
+// drafts accepted or rolled back, stop and length decided, and the blocks
+// of finished sequences freed. The step's currency is tokens per sequence:
+// a prefill chunk or one decode token are the same kind of work.
 package sched
 
 import (
@@ -22,12 +25,21 @@ type Seq struct {
 	// only once it holds generated tokens (it decodes).
 	Prompt int
 	// Limit is the most tokens (prompt + generated) the sequence will hold;
-	// drafts are never reserved past it. 0 means no limit.
+	// drafts are never reserved past it, and Update ends the sequence with
+	// Length when it is reached. 0 means no limit.
 	Limit int
+	// Stop reports whether a generated token ends the sequence (an
+	// end-of-generation token, a completed stop sequence). Update calls it
+	// exactly once per appended token, in order, so it may keep state; nil
+	// never stops.
+	Stop func(id int32) bool
 }
 
 // Pending is the number of known tokens not yet in the cache.
 func (s *Seq) Pending() int { return len(s.Tokens) - s.Computed }
+
+// Generated is the number of tokens after the prompt.
+func (s *Seq) Generated() int { return len(s.Tokens) - s.Prompt }
 
 // Work is one sequence's share of a step: feed Tokens[Start:Start+N] at
 // positions Start..Start+N-1. Sample is set when the last fed token is the
@@ -179,11 +191,69 @@ func (sc *Scheduler) preempt(s *Seq) {
 	sc.waiting = append([]*Seq{s}, sc.waiting...)
 }
 
-// Commit records that w's fed tokens and the first accepted of its Draft
-// tokens are now in the cache (accepted is 0 without speculation), and
-// returns the slots of rejected drafts to the block manager. The caller
-// appends the step's tokens to w.Seq.Tokens.
-func (sc *Scheduler) Commit(w Work, accepted int) {
-	w.Seq.Computed = w.Start + w.N + accepted
-	sc.kv.Truncate(&w.Seq.KV, w.Seq.Computed)
+// Result is what a step computed for one Work: the tokens it yields for
+// the sequence, in order (none unless Work.Sample; with drafts, the
+// accepted drafts then the token after them), and how many leading Tokens
+// are accepted drafts (0 without speculation).
+type Result struct {
+	Tokens   []int32
+	Accepted int
+}
+
+// Finish says why Update ended a sequence.
+type Finish uint8
+
+// Finish values.
+const (
+	Running Finish = iota // the sequence goes on
+	Stopped               // Seq.Stop matched a token
+	Length                // Seq.Limit was reached
+)
+
+// Outcome is what Update did to one sampled sequence.
+type Outcome struct {
+	Seq *Seq
+	// Tokens are the tokens appended to Seq.Tokens: a prefix of the
+	// result's tokens, cut after the token that stopped the sequence or
+	// reached its limit (later ones are dropped, never counted).
+	Tokens []int32
+	Finish Finish // not Running: the sequence was removed and its blocks freed
+}
+
+// Update applies a step's results (res[i] is work[i]'s): the fed tokens
+// and the accepted drafts are now in the cache, the slots of rejected
+// drafts go back to the block manager, each sampled sequence's tokens are
+// appended up to a stop or its limit, and sequences that ended are removed.
+// It returns one Outcome per sampled Work, in work order.
+func (sc *Scheduler) Update(work []Work, res []Result) []Outcome {
+	var out []Outcome
+	for i, w := range work {
+		s := w.Seq
+		s.Computed = w.Start + w.N + res[i].Accepted
+		sc.kv.Truncate(&s.KV, s.Computed)
+		if !w.Sample {
+			continue
+		}
+		o := Outcome{Seq: s}
+		for n, tok := range res[i].Tokens {
+			s.Tokens = append(s.Tokens, tok)
+			switch {
+			case s.Stop != nil && s.Stop(tok):
+				o.Finish = Stopped
+			case s.Limit > 0 && len(s.Tokens) >= s.Limit:
+				o.Finish = Length
+			default:
+				continue
+			}
+			o.Tokens = res[i].Tokens[:n+1]
+			break
+		}
+		if o.Finish == Running {
+			o.Tokens = res[i].Tokens
+		} else {
+			sc.Remove(s)
+		}
+		out = append(out, o)
+	}
+	return out
 }

@@ -21,8 +21,11 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //
 //	config chunk=N step=N running=N blocks=N block=N [draft=K maxbatch=M]
 //	add ID PROMPT_TOKENS [limit=N]
-//	accept ID N         (the next commit of sequence ID accepts N drafts)
-//	schedule            (prints one line per work item, then commits it)
+//	add ID PROMPT_TOKENS [limit=N] [stop=TOK]  (stop: Seq.Stop matches token TOK)
+//	accept ID N         (the next update of sequence ID accepts N drafts)
+//	yield ID TOK...     (the next step yields these tokens for sequence ID)
+//	schedule            (prints one line per work item, then updates with
+//	                     the yielded tokens and prints what Update did)
 //	gen ID [N]          (appends N generated tokens, default 1, to sequence ID)
 //	remove ID
 //	state               (prints waiting/running/kv usage)
@@ -45,6 +48,7 @@ func runScript(t *testing.T, file string) {
 	var m *kv.Manager
 	seqs := map[uint64]*Seq{}
 	accept := map[uint64]int{}
+	yield := map[uint64][]int32{}
 	var out strings.Builder
 	lines := bufio.NewScanner(strings.NewReader(string(src)))
 	var cmdLine string
@@ -53,7 +57,7 @@ func runScript(t *testing.T, file string) {
 		if cmdLine == "" {
 			return
 		}
-		got := exec(t, cmdLine, &sc, &m, seqs, accept)
+		got := exec(t, cmdLine, &sc, &m, seqs, accept, yield)
 		if !*rewrite {
 			if diff := cmp.Diff(strings.Join(want, "\n"), strings.TrimRight(got, "\n")); diff != "" {
 				t.Errorf("%s: %s (-want +got):\n%s", file, cmdLine, diff)
@@ -89,7 +93,7 @@ func runScript(t *testing.T, file string) {
 	}
 }
 
-func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[uint64]*Seq, accept map[uint64]int) string {
+func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[uint64]*Seq, accept map[uint64]int, yield map[uint64][]int32) string {
 	t.Helper()
 	f := strings.Fields(line)
 	args := map[string]int{}
@@ -116,6 +120,9 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 		}
 	case "add":
 		s := &Seq{ID: uint64(pos[0]), Tokens: make([]int32, pos[1]), Prompt: pos[1], Limit: args["limit"]}
+		if stop, ok := args["stop"]; ok {
+			s.Stop = func(id int32) bool { return id == int32(stop) }
+		}
 		seqs[s.ID] = s
 		(*sc).Add(s)
 	case "schedule":
@@ -123,20 +130,36 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 		if len(work) == 0 {
 			b.WriteString("(nothing)\n")
 		}
-		for _, w := range work {
-			fmt.Fprintf(&b, "seq %d: [%d,%d)", w.Seq.ID, w.Start, w.Start+w.N)
+		res := make([]Result, len(work))
+		for i, w := range work {
+			res[i] = Result{Tokens: yield[w.Seq.ID], Accepted: accept[w.Seq.ID]}
+			delete(accept, w.Seq.ID)
+			delete(yield, w.Seq.ID)
+		}
+		lines := make([]string, len(work))
+		for i, w := range work {
+			l := fmt.Sprintf("seq %d: [%d,%d)", w.Seq.ID, w.Start, w.Start+w.N)
 			if w.Sample {
-				b.WriteString(" sample")
+				l += " sample"
 			}
 			if w.Draft > 0 {
-				fmt.Fprintf(&b, " draft=%d", w.Draft)
+				l += fmt.Sprintf(" draft=%d", w.Draft)
 			}
-			fmt.Fprintf(&b, " blocks=%v", w.Seq.KV.Blocks)
-			a := accept[w.Seq.ID]
-			delete(accept, w.Seq.ID)
-			(*sc).Commit(w, a)
-			if a > 0 || w.Draft > 0 {
+			lines[i] = l + fmt.Sprintf(" blocks=%v", w.Seq.KV.Blocks)
+		}
+		outcomes := (*sc).Update(work, res)
+		for i, w := range work {
+			b.WriteString(lines[i])
+			if a := res[i].Accepted; a > 0 || w.Draft > 0 {
 				fmt.Fprintf(&b, " -> accepted=%d computed=%d blocks=%v", a, w.Seq.Computed, w.Seq.KV.Blocks)
+			}
+			for _, o := range outcomes {
+				if o.Seq == w.Seq && (len(o.Tokens) > 0 || o.Finish != Running) {
+					fmt.Fprintf(&b, " +%v", o.Tokens)
+					if o.Finish != Running {
+						fmt.Fprintf(&b, " finish=%s", [...]string{"running", "stop", "length"}[o.Finish])
+					}
+				}
 			}
 			b.WriteString("\n")
 		}
@@ -149,6 +172,10 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 		s.Tokens = append(s.Tokens, make([]int32, n)...)
 	case "accept":
 		accept[uint64(pos[0])] = pos[1]
+	case "yield":
+		for _, tok := range pos[1:] {
+			yield[uint64(pos[0])] = append(yield[uint64(pos[0])], int32(tok))
+		}
 	case "remove":
 		(*sc).Remove(seqs[uint64(pos[0])])
 	case "state":
