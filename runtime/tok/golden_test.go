@@ -1,6 +1,7 @@
 package tok
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -64,6 +65,33 @@ type golden struct {
 	} `json:"results"`
 }
 
+// greedyGoldens returns the greedy-generation goldens in shared/golden by
+// file name without ".json": the files with a model and its n_vocab (not
+// the prompt lists, the tokenizer goldens of TestHFGoldenTokens, the
+// speculative counts or matmul-quant.json).
+func greedyGoldens(t testing.TB, shared string) map[string]golden {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(shared, "golden", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]golden{}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+			continue
+		}
+		g := readGolden(t, file)
+		if g.Model != "" && g.NVocab > 0 {
+			out[strings.TrimSuffix(filepath.Base(file), ".json")] = g
+		}
+	}
+	return out
+}
+
 func readGolden(t testing.TB, path string) golden {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -115,33 +143,27 @@ func goldenTokenizer(t *testing.T, shared string, g golden) (tk *Tokenizer, ok b
 
 func TestGoldenPromptTokens(t *testing.T) {
 	shared := sharedDir(t)
-	files, err := filepath.Glob(filepath.Join(shared, "golden", "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, file := range files {
-		if filepath.Base(file) == "prompts.json" {
-			continue
-		}
-		g := readGolden(t, file)
-		tk, ok := goldenTokenizer(t, shared, g)
-		if !ok {
-			t.Logf("%s: model %s not available", filepath.Base(file), g.Model)
-			continue
-		}
-		if tk.VocabSize() != g.NVocab {
-			t.Errorf("%s: VocabSize() = %d, golden n_vocab %d", g.Model, tk.VocabSize(), g.NVocab)
-		}
-		for _, r := range g.Results {
-			n++
-			t.Run(strings.TrimSuffix(filepath.Base(file), ".json")+"/"+r.ID, func(t *testing.T) {
-				got := tk.Encode(r.Prompt, true, true)
-				if diff := cmp.Diff(r.PromptTokens, got); diff != "" {
-					t.Errorf("Encode(%q) mismatch (-llama.cpp +got):\n%s", r.Prompt, diff)
-				}
-			})
-		}
+	for file, g := range greedyGoldens(t, shared) {
+		// One subtest per file: a model that fails to load fails only its own.
+		t.Run(file, func(t *testing.T) {
+			tk, ok := goldenTokenizer(t, shared, g)
+			if !ok {
+				t.Skipf("model %s not available", g.Model)
+			}
+			if tk.VocabSize() != g.NVocab {
+				t.Errorf("%s: VocabSize() = %d, golden n_vocab %d", g.Model, tk.VocabSize(), g.NVocab)
+			}
+			for _, r := range g.Results {
+				n++
+				t.Run(r.ID, func(t *testing.T) {
+					got := tk.Encode(r.Prompt, true, true)
+					if diff := cmp.Diff(r.PromptTokens, got); diff != "" {
+						t.Errorf("Encode(%q) mismatch (-llama.cpp +got):\n%s", r.Prompt, diff)
+					}
+				})
+			}
+		})
 	}
 	if n == 0 {
 		t.Skip("no golden cases with a model")
@@ -150,41 +172,35 @@ func TestGoldenPromptTokens(t *testing.T) {
 
 func TestGoldenGeneratedPieces(t *testing.T) {
 	shared := sharedDir(t)
-	files, err := filepath.Glob(filepath.Join(shared, "golden", "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, file := range files {
-		if filepath.Base(file) == "prompts.json" {
-			continue
-		}
-		g := readGolden(t, file)
-		tk, ok := goldenTokenizer(t, shared, g)
-		if !ok {
-			continue
-		}
-		for _, r := range g.Results {
-			t.Run(strings.TrimSuffix(filepath.Base(file), ".json")+"/"+r.ID, func(t *testing.T) {
-				var pieces []string
-				for _, id := range r.GeneratedTokens {
-					pieces = append(pieces, hex.EncodeToString(tk.Piece(id)))
-				}
-				if diff := cmp.Diff(r.PiecesHex, pieces); diff != "" {
-					t.Errorf("pieces mismatch (-llama.cpp +got):\n%s", diff)
-				}
-				if got := hex.EncodeToString([]byte(tk.Decode(r.GeneratedTokens))); got != r.GeneratedHex {
-					t.Errorf("Decode hex = %s, want %s", got, r.GeneratedHex)
-				}
-				d := tk.NewDecoder()
-				var b strings.Builder
-				for _, id := range r.GeneratedTokens {
-					b.WriteString(d.Add(id))
-				}
-				b.WriteString(d.Flush())
-				if diff := cmp.Diff(r.GeneratedText, b.String()); diff != "" {
-					t.Errorf("streamed text mismatch (-golden +got):\n%s", diff)
-				}
-			})
-		}
+	for file, g := range greedyGoldens(t, shared) {
+		t.Run(file, func(t *testing.T) {
+			tk, ok := goldenTokenizer(t, shared, g)
+			if !ok {
+				t.Skipf("model %s not available", g.Model)
+			}
+			for _, r := range g.Results {
+				t.Run(r.ID, func(t *testing.T) {
+					var pieces []string
+					for _, id := range r.GeneratedTokens {
+						pieces = append(pieces, hex.EncodeToString(tk.Piece(id)))
+					}
+					if diff := cmp.Diff(r.PiecesHex, pieces); diff != "" {
+						t.Errorf("pieces mismatch (-llama.cpp +got):\n%s", diff)
+					}
+					if got := hex.EncodeToString([]byte(tk.Decode(r.GeneratedTokens))); got != r.GeneratedHex {
+						t.Errorf("Decode hex = %s, want %s", got, r.GeneratedHex)
+					}
+					d := tk.NewDecoder()
+					var b strings.Builder
+					for _, id := range r.GeneratedTokens {
+						b.WriteString(d.Add(id))
+					}
+					b.WriteString(d.Flush())
+					if diff := cmp.Diff(r.GeneratedText, b.String()); diff != "" {
+						t.Errorf("streamed text mismatch (-golden +got):\n%s", diff)
+					}
+				})
+			}
+		})
 	}
 }

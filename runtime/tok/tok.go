@@ -102,6 +102,8 @@ type Tokenizer struct {
 
 	special  []int32    // control, user-defined and unknown tokens, longest text first
 	byteToks [256]int32 // SPM byte fallback: byte -> id, -1 if none
+
+	chatTemplate string // tokenizer.chat_template, "" if none
 }
 
 // pair is a BPE merge key by text.
@@ -240,6 +242,11 @@ func fromSource(src source) (*Tokenizer, error) {
 	if src.Has(keyName) {
 		if name, err := src.String(keyName); err == nil {
 			t.applyNameAttrs(name)
+		}
+	}
+	if src.Has(KeyChatTemplate) {
+		if t.chatTemplate, err = src.String(KeyChatTemplate); err != nil {
+			return nil, fmt.Errorf("tok: %s: %w", KeyChatTemplate, err)
 		}
 	}
 	return t, nil
@@ -502,6 +509,11 @@ func (t *Tokenizer) spmByteToken(b byte) int32 {
 	}
 	return t.unk
 }
+
+// ChatTemplateSource returns the Jinja chat template stored with the
+// vocabulary (GGUF tokenizer.chat_template, tokenizer_config.json
+// chat_template), or "" when there is none.
+func (t *Tokenizer) ChatTemplateSource() string { return t.chatTemplate }
 
 // VocabSize returns the number of tokens in the vocabulary; valid ids are
 // 0 through VocabSize()-1.
