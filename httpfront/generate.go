@@ -13,6 +13,7 @@ import (
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/tok"
 )
 
 // tokenLogprob is one generated token's log-probability and the most
@@ -98,7 +99,7 @@ func (s *Server) start(j *job) *Error {
 			go func() {
 				defer j.done.Done()
 				defer ccancel()
-				j.run(idx, events, ccancel)
+				j.run(idx, events)
 			}()
 		}
 	}
@@ -128,7 +129,7 @@ func (j *job) engineRequest(prompt []int32, k int) (engine.Request, *Error) {
 	req := engine.Request{
 		Prompt:    prompt,
 		MaxTokens: maxTokens,
-		Stop:      j.m.Tokenizer.IsEOG,
+		Stop:      stopCondition(j.m.Tokenizer, p.Stop),
 		Sampling: exec.Sampling{
 			Temperature: float32(p.Temperature), TopK: p.TopK, TopP: float32(p.TopP), MinP: float32(p.MinP),
 			PresencePenalty: float32(p.Presence), FrequencyPenalty: float32(p.Frequency),
@@ -143,10 +144,32 @@ func (j *job) engineRequest(prompt []int32, k int) (engine.Request, *Error) {
 	return req, nil
 }
 
+// stopCondition is a choice's engine-side Request.Stop: an end-of-generation
+// token, or a token whose text completes one of stops. It detokenizes the
+// tokens exactly as the choice's runner does, so the engine ends the
+// request at the token where the runner's stopMatcher matches: nothing past
+// it is computed, streamed or counted in usage.
+func stopCondition(tk *tok.Tokenizer, stops []string) func(int32) bool {
+	if len(stops) == 0 {
+		return tk.IsEOG
+	}
+	dec := tk.NewDecoder()
+	sm := stopMatcher{stops: stops}
+	matched := false
+	return func(id int32) bool {
+		if matched || tk.IsEOG(id) {
+			return true
+		}
+		_, matched = sm.push(dec.Add(id))
+		return matched
+	}
+}
+
 // run turns one choice's engine events into deltas: detokenized text with
-// stop sequences applied (the text before the first match is kept, the
-// request is aborted at the match), log-probabilities, and a final delta.
-func (j *job) run(index int, events <-chan engine.Event, abort context.CancelFunc) {
+// stop sequences applied (the text before the first match is kept; the
+// engine ended the request at the matching token, see stopCondition),
+// log-probabilities, and a final delta.
+func (j *job) run(index int, events <-chan engine.Event) {
 	tk := j.m.Tokenizer
 	dec := tk.NewDecoder()
 	sm := stopMatcher{stops: j.p.Stop}
@@ -172,10 +195,7 @@ func (j *job) run(index int, events <-chan engine.Event, abort context.CancelFun
 			}
 			var hit bool
 			d.text, hit = sm.push(text)
-			if hit {
-				stopped = true
-				abort()
-			}
+			stopped = hit
 			if d.text != "" || d.logprobs != nil {
 				send(d)
 			}

@@ -1,0 +1,74 @@
+package httpfront_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// A stop sequence ends the request at the token that completes it: the
+// usage counts exactly the tokens returned (each has a logprob), the same
+// on every run, streamed or not, with or without speculation, and
+// /metrics' generation_tokens_total agrees.
+func TestStopSequenceUsageIsExact(t *testing.T) {
+	const runs = 50
+	for _, graph := range []string{"plain", "ngram"} {
+		t.Run(graph, func(t *testing.T) {
+			s := startGraph(t, "stories260K.gguf", graph)
+			before := sumMetric(scrape(t, s.url)["ninfer:generation_tokens_total"])
+			billed := 0
+			counts := map[string]int{}
+			for i := range runs {
+				for _, stream := range []bool{false, true} {
+					body := `{"model":"stories260K","prompt":"Once upon a time","max_tokens":200,"temperature":0,"stop":["."],"logprobs":1}`
+					if stream {
+						body = strings.TrimSuffix(body, "}") + `,"stream":true,"stream_options":{"include_usage":true}}`
+					}
+					var text string
+					var returned, completion int
+					var finish any
+					if stream {
+						docs := s.stream(t, "/v1/completions", body)
+						var b strings.Builder
+						for _, d := range docs {
+							if cs, _ := d["choices"].([]any); len(cs) > 0 {
+								c := cs[0].(map[string]any)
+								b.WriteString(c["text"].(string))
+								if lp, ok := c["logprobs"].(map[string]any); ok {
+									returned += len(lp["tokens"].([]any))
+								}
+								if c["finish_reason"] != nil {
+									finish = c["finish_reason"]
+								}
+							}
+							if u, ok := d["usage"].(map[string]any); ok {
+								completion = int(u["completion_tokens"].(float64))
+							}
+						}
+						text = b.String()
+					} else {
+						doc := s.completion(t, "/v1/completions", body)
+						c := choices(doc)[0]
+						text, finish = c["text"].(string), c["finish_reason"]
+						returned = len(c["logprobs"].(map[string]any)["tokens"].([]any))
+						completion = int(doc["usage"].(map[string]any)["completion_tokens"].(float64))
+					}
+					if completion != returned || finish != "stop" || strings.Contains(text, ".") {
+						t.Fatalf("run %d stream=%v: completion_tokens %d, tokens returned %d, finish %v, text %q",
+							i, stream, completion, returned, finish, text)
+					}
+					counts[fmt.Sprintf("%q/%d", text, completion)]++
+					billed += completion
+				}
+			}
+			if len(counts) != 1 {
+				t.Errorf("outputs differ between runs: %v", counts)
+			}
+			s.waitIdle(t)
+			if got := sumMetric(scrape(t, s.url)["ninfer:generation_tokens_total"]) - before; got != float64(billed) {
+				t.Errorf("generation_tokens_total grew by %g, usage billed %d", got, billed)
+			}
+		})
+	}
+}
+
