@@ -71,4 +71,3 @@ func TestStopSequenceUsageIsExact(t *testing.T) {
 		})
 	}
 }
-
