@@ -2,8 +2,14 @@ package httpfront_test
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/ninfer/ninfer-go/httpfront"
+	"github.com/ninfer/ninfer-go/runtime/instance"
 )
 
 // A stop sequence ends the request at the token that completes it: the
@@ -70,4 +76,48 @@ func TestStopSequenceUsageIsExact(t *testing.T) {
 			}
 		})
 	}
+}
+
+// /health and /metrics read the engine's published snapshot while
+// speculative, batched decode runs (this test's point is `go test -race`).
+func TestHealthAndMetricsDuringSpeculativeBatchedDecode(t *testing.T) {
+	s := startWith(t, instance.Options{Model: modelPath(t, "stories260K.gguf"), Graph: "ngram", Threads: 1, MaxRunning: 4}, httpfront.Config{})
+	done := make(chan struct{})
+	var polls sync.WaitGroup
+	for _, path := range []string{"/health", "/metrics"} {
+		polls.Add(1)
+		go func() {
+			defer polls.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				resp, err := http.Get(s.url + path)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	var reqs sync.WaitGroup
+	for i := range 8 {
+		reqs.Add(1)
+		go func() {
+			defer reqs.Done()
+			body := fmt.Sprintf(`{"model":"stories260K","prompt":"the cat sat on the mat. the cat sat on the mat %d","max_tokens":48,"temperature":0}`, i)
+			status, doc := s.call(t, "POST", "/v1/completions", body)
+			if status != 200 {
+				t.Errorf("status %d: %v", status, doc)
+			}
+		}()
+	}
+	reqs.Wait()
+	close(done)
+	polls.Wait()
+	s.waitIdle(t)
 }
