@@ -22,7 +22,7 @@ func TestDTypeNames(t *testing.T) {
 		BlockSize, BlockBytes int
 	}
 	var got []row
-	for d := F32; d <= I32; d++ {
+	for _, d := range DTypes() {
 		got = append(got, row{d.String(), d.BlockSize(), d.BlockBytes()})
 		p, err := ParseDType(d.String())
 		if err != nil || p != d {
@@ -32,11 +32,14 @@ func TestDTypeNames(t *testing.T) {
 	want := []row{
 		{"f32", 1, 4}, {"f16", 1, 2}, {"bf16", 1, 2},
 		{"q8_0", 32, 34}, {"q4_0", 32, 18}, {"i32", 1, 4},
+		{"q4_1", 32, 20}, {"q5_0", 32, 22}, {"q5_1", 32, 24},
+		{"q2_K", 256, 84}, {"q3_K", 256, 110}, {"q4_K", 256, 144}, {"q5_K", 256, 176}, {"q6_K", 256, 210},
+		{"iq4_nl", 32, 18}, {"iq4_xs", 256, 136}, {"q8_1", 32, 36}, {"q8_K", 256, 292},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("dtype table mismatch (-want +got):\n%s", diff)
 	}
-	for _, s := range []string{"", "F32", "q4_K", "float32"} {
+	for _, s := range []string{"", "F32", "q4_k", "Q4_K", "float32"} {
 		if d, err := ParseDType(s); err == nil {
 			t.Errorf("ParseDType(%q) = %v, want error", s, d)
 		}
@@ -44,7 +47,7 @@ func TestDTypeNames(t *testing.T) {
 	if s := DType(0).String(); s != "dtype(0)" {
 		t.Errorf("DType(0).String() = %q", s)
 	}
-	if DType(0).Valid() || DType(7).Valid() || !Q4_0.Valid() {
+	if DType(0).Valid() || DType(NumDTypes).Valid() || !Q4_0.Valid() || !IQ4_XS.Valid() {
 		t.Error("Valid is wrong")
 	}
 }

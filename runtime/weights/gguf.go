@@ -157,21 +157,8 @@ var ggmlTypeNames = map[uint32]string{
 	37: "iq4_nl_4_8", 38: "iq4_nl_8_8", 39: "mxfp4",
 }
 
-// ggmlToDType maps the supported ggml type ids to dtypes.
-var ggmlToDType = map[uint32]tensor.DType{
-	0: tensor.F32, 1: tensor.F16, 2: tensor.Q4_0, 8: tensor.Q8_0,
-	26: tensor.I32, 30: tensor.BF16,
-}
-
 // ggmlType returns the ggml type id of d, or false if d has none.
-func ggmlType(d tensor.DType) (uint32, bool) {
-	for id, dd := range ggmlToDType {
-		if dd == d {
-			return id, true
-		}
-	}
-	return 0, false
-}
+func ggmlType(d tensor.DType) (uint32, bool) { return d.GGMLType() }
 
 func ggmlTypeName(id uint32) string {
 	if s, ok := ggmlTypeNames[id]; ok {
@@ -687,7 +674,7 @@ func (p *parser) tensorInfo(align uint64) (*Tensor, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	dt, ok := ggmlToDType[gt]
+	dt, ok := tensor.DTypeOfGGML(gt)
 	if !ok {
 		return nil, 0, p.errAt(at, "unsupported dtype %s (%d)", ggmlTypeName(gt), gt)
 	}
