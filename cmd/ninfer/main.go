@@ -29,6 +29,7 @@ commands:
   golden   record | verify: lock a model's greedy outputs in a JSON file
   kv-eval  compare KV cache formats with f32 (ninfer kv-eval --model FILE --kv FORMAT --prompts FILE)
   trace    print a request's phase waterfall from Jaeger (ninfer trace TRACE_ID)
+  tokenize print a text's token ids (ninfer tokenize --model FILE|DIR [--json] TEXT)
 `
 
 func main() {
@@ -57,6 +58,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return runKVEval(args[1:], stdout, stderr)
 	case "trace":
 		return runTrace(args[1:], stdout, stderr)
+	case "tokenize":
+		return runTokenize(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -476,7 +476,10 @@ func hfMerges(file string, raw json.RawMessage) ([]string, error) {
 		return nil, nil
 	}
 	var strs []string
-	if err := json.Unmarshal(raw, &strs); err == nil {
+	if inner := bytes.TrimLeft(raw[1:], " \t\r\n"); raw[0] != '[' || len(inner) == 0 || inner[0] != '[' {
+		if err := json.Unmarshal(raw, &strs); err != nil {
+			return nil, hfError(file, "model.merges", "neither a list of \"a b\" strings nor of [a, b] pairs: %v", err)
+		}
 		return strs, nil
 	}
 	var pairs [][]string
