@@ -314,7 +314,12 @@ func (j *job) collect() ([]*choiceResult, *Error) {
 		res[i] = &choiceResult{}
 	}
 	for j.finishes < j.choices {
-		d := <-j.out
+		var d delta
+		select {
+		case d = <-j.out:
+		case <-j.gone: // the client left (watchPeer): nobody gets a response
+			return nil, &Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: "The client closed the connection."}
+		}
 		r := res[d.index]
 		r.text.WriteString(d.text)
 		r.logprobs = append(r.logprobs, d.logprobs...)

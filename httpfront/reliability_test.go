@@ -1,12 +1,14 @@
 package httpfront_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ninfer/ninfer-go/httpfront"
 	"github.com/ninfer/ninfer-go/runtime/instance"
@@ -120,4 +122,47 @@ func TestHealthAndMetricsDuringSpeculativeBatchedDecode(t *testing.T) {
 	close(done)
 	polls.Wait()
 	s.waitIdle(t)
+}
+
+// Non-streaming clients that hang up are noticed (the connection is
+// probed while their choices run): their sequences are aborted, the KV is
+// freed within a second, and a new request is answered at once.
+func TestNonStreamingDisconnectsAbortTheirWork(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 16)
+	var clients sync.WaitGroup
+	for i := range 16 {
+		clients.Add(1)
+		go func() {
+			defer clients.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			body := fmt.Sprintf(`{"model":"tiny-qwen3-f32","prompt":"Once upon a time %d","max_tokens":3000,"n":16}`, i)
+			req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+				t.Errorf("request %d was answered (%s) before its client left", i, resp.Status)
+			}
+		}()
+	}
+	clients.Wait()
+	left := time.Now()
+	for {
+		h := s.health(t)
+		if h.KVBlocksUsed == 0 && h.RequestsInFlight == 0 {
+			if h.RequestsAbandoned != 16 {
+				t.Errorf("requests_abandoned %d, want 16", h.RequestsAbandoned)
+			}
+			break
+		}
+		if time.Since(left) > time.Second {
+			t.Fatalf("a second after the clients left: %+v", h)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	probe := time.Now()
+	s.completion(t, "/v1/completions", `{"model":"tiny-qwen3-f32","prompt":"Hello","max_tokens":4}`)
+	if d := time.Since(probe); d > time.Second {
+		t.Errorf("a probe request took %v after the abandoned ones", d)
+	}
 }

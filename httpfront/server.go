@@ -76,7 +76,10 @@ type Server struct {
 	draining atomic.Bool
 	inflight atomic.Int64 // choices submitted to the engine and not yet finished
 	aborted  atomic.Int64 // streams whose client left before the end
-	metrics  *Metrics
+	// abandoned counts non-streaming requests whose client left before
+	// the response.
+	abandoned atomic.Int64
+	metrics   *Metrics
 }
 
 // New returns a server that answers 503 until SetModel is called.
@@ -244,11 +247,14 @@ type Health struct {
 	MaxRunning       int    `json:"max_running"`
 	RequestsInFlight int    `json:"requests_in_flight"` // choices submitted and not finished
 	StreamsAborted   int64  `json:"streams_aborted"`    // streams whose client left early, since start
+	// RequestsAbandoned counts non-streaming requests whose client left
+	// before the response, since start.
+	RequestsAbandoned int64 `json:"requests_abandoned"`
 }
 
 // health answers 200 once a model is set (503 while loading and draining).
 func (s *Server) health(ctx *fasthttp.RequestCtx) {
-	h := Health{Status: "loading", RequestsInFlight: s.InFlight(), StreamsAborted: s.aborted.Load()}
+	h := Health{Status: "loading", RequestsInFlight: s.InFlight(), StreamsAborted: s.aborted.Load(), RequestsAbandoned: s.abandoned.Load()}
 	status := http.StatusServiceUnavailable
 	if m := s.model.Load(); m != nil {
 		snap := m.Engine.Snapshot()
@@ -396,12 +402,53 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Param
 		})
 		return
 	}
+	stop := s.watchPeer(ctx, j)
 	res, e := j.collect()
+	stop()
 	if e != nil {
 		s.fail(ctx, e)
 		return
 	}
 	s.writeJSON(ctx, http.StatusOK, resp.complete(j, res))
+}
+
+// peerPollInterval is how often a non-streaming request checks that its
+// client is still connected.
+const peerPollInterval = 100 * time.Millisecond
+
+// watchPeer polls the connection of a non-streaming request while its
+// choices run and, once the client has gone (closed or reset), leaves j:
+// its choices are aborted at the engine's next step and their KV freed, as
+// a streaming request's are when a write fails. The returned func stops
+// the watch.
+func (s *Server) watchPeer(ctx *fasthttp.RequestCtx, j *job) (stop func()) {
+	conn := ctx.Conn()
+	if _, ok := peerClosed(conn); !ok {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(peerPollInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				if closed, _ := peerClosed(conn); closed {
+					s.abandoned.Add(1)
+					j.leave()
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
 }
 
 // IntervalsPath serves the engine's per-second intervals (engine.Interval):
