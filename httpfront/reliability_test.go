@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -165,4 +166,48 @@ func TestNonStreamingDisconnectsAbortTheirWork(t *testing.T) {
 	if d := time.Since(probe); d > time.Second {
 		t.Errorf("a probe request took %v after the abandoned ones", d)
 	}
+}
+
+// liveHeap is the Go heap's live bytes after a collection. The KV cache is
+// allocated when the server starts, so growth after that is what requests
+// hold (RSS would also grow as the engine first writes KV pages).
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// A small request that asks for many long choices (16 prompts x n:16, no
+// max_tokens: each may run to the context length) holds memory per token
+// produced, not per token allowed: the live heap grows by well under 50 MB.
+func TestManyLongChoicesMemoryIsBounded(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 16)
+	before := liveHeap()
+	prompts := make([]string, 16)
+	for i := range prompts {
+		prompts[i] = fmt.Sprintf("%q", fmt.Sprintf("p%d", i))
+	}
+	body := `{"model":"tiny-qwen3-f32","prompt":[` + strings.Join(prompts, ",") + `],"n":16}`
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	time.Sleep(2 * time.Second)
+	h := s.health(t)
+	grew := liveHeap() - before
+	cancel()
+	if h.RequestsInFlight != 256 {
+		t.Errorf("requests_in_flight %d, want 256 choices running or queued", h.RequestsInFlight)
+	}
+	if grew > 50<<20 {
+		t.Errorf("the live heap grew by %d MB while 256 choices ran", grew>>20)
+	} else {
+		t.Logf("the live heap grew by %.2f MB while 256 choices ran", float64(grew)/(1<<20))
+	}
+	s.waitIdle(t)
 }
