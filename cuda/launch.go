@@ -1,0 +1,235 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// The launches of the kernels in kernels/ninfer.cu, as plain data: for each
+// op, the checks of its arguments, the kernel it runs, the geometry
+// (geometry.go) and the parameter list. kernels.go hands the result to the
+// driver; the emulator parity test (emu_test.go) runs the same launches on
+// the CPU, so the parameter lists are tested without a GPU.
+
+// devPtr is a device address.
+type devPtr = uint64
+
+// launchSpec is one kernel launch. Each parameter is boxed in a uint64: the
+// driver reads the parameter's own size from the low bytes (little-endian),
+// which is right for int, long long, float (its bits) and pointers. The
+// count must match the kernel's parameter list exactly. A zero launchSpec
+// (no kernel) launches nothing.
+type launchSpec struct {
+	kernel string
+	dims   launchDims
+	args   []uint64
+}
+
+func intArg(v int) uint64     { return uint64(int64(v)) }
+func f32Arg(v float32) uint64 { return uint64(math.Float32bits(v)) }
+
+func spec(kernel string, d launchDims, args ...uint64) (launchSpec, error) {
+	if err := d.check(); err != nil {
+		return launchSpec{}, fmt.Errorf("cuda: %s: %w", kernel, err)
+	}
+	return launchSpec{kernel: kernel, dims: d, args: args}, nil
+}
+
+// matmulDTypes are the weight dtypes with matmul and get_rows kernels.
+var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0}
+
+// kernelNames is every kernel the launches below use: the module must
+// define them all.
+func kernelNames() ([]string, error) {
+	names := []string{"quantize_q8", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows"}
+	for _, dt := range matmulDTypes {
+		for _, nt := range gemvVariants {
+			names = append(names, gemvKernel(dt, nt))
+		}
+		names = append(names, "gemm_"+dt.String())
+	}
+	for _, f := range kv.Formats() {
+		_, suf, err := kvFormat(f.Name)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, "kv_write_"+suf)
+		for _, ni := range attnVariants {
+			names = append(names, attnKernel(suf, ni))
+		}
+	}
+	return names, nil
+}
+
+func gemvKernel(dt tensor.DType, nt int) string { return fmt.Sprintf("gemv_%v_%d", dt, nt) }
+func attnKernel(suf string, ni int) string      { return fmt.Sprintf("attn_%s_%d", suf, ni) }
+
+// getRowsLaunch writes out [rows, cols] f32: row r is row ids[r] (int32) of
+// table, a weight of dtype dt whose rows take dt.RowBytes(cols) bytes. The
+// ids must be below the table's row count (a negative id gives zeros).
+func getRowsLaunch(out, table, ids devPtr, dt tensor.DType, rows, cols int) (launchSpec, error) {
+	if !matmulDTypeOK(dt) {
+		return launchSpec{}, fmt.Errorf("cuda: get_rows: dtype %v not supported", dt)
+	}
+	rb, err := dt.RowBytes(cols)
+	if err != nil {
+		return launchSpec{}, fmt.Errorf("cuda: get_rows: %w", err)
+	}
+	if rows < 0 || cols > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: get_rows: shape [%d, %d]", rows, cols)
+	}
+	if rows == 0 || cols == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("get_rows", rowGeometry(rows), out, table, ids, intArg(int(dt)), intArg(cols), intArg(rb))
+}
+
+// rmsNormLaunch writes out [rows, cols] = x normalised per contiguous group
+// of group elements, times w [group] f32.
+func rmsNormLaunch(out, x, w devPtr, rows, cols, group int, eps float32) (launchSpec, error) {
+	if rows < 0 || cols < 0 || group <= 0 || group > maxInt32 || cols%group != 0 {
+		return launchSpec{}, fmt.Errorf("cuda: rms_norm: group %d does not divide row width %d", group, cols)
+	}
+	n := rows * cols / group
+	if n == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("rms_norm", warpItemGeometry(n), out, x, w, intArg(n), intArg(group), f32Arg(eps))
+}
+
+// quantizeQ8Launch writes x [rows, cols] f32 as Q8_0 blocks into dst
+// (rows*cols/32 blocks of 34 bytes: fp16 d, 32 int8), row-major, exactly as
+// the CPU backend quantizes activations. cols must be a multiple of 32.
+func quantizeQ8Launch(dst, x devPtr, rows, cols int) (launchSpec, error) {
+	if rows < 0 || cols < 0 || cols%tensor.QK != 0 {
+		return launchSpec{}, fmt.Errorf("cuda: quantize_q8: row width %d is not a multiple of %d", cols, tensor.QK)
+	}
+	n := rows * cols / tensor.QK
+	if n == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("quantize_q8", warpItemGeometry(n), dst, x, intArg(n))
+}
+
+// matmulLaunch writes out [rows, outN] = x [rows, in] . w[outN, in]^T, w of
+// dtype dt in its GGUF bytes. For Q8_0 and Q4_0 weights xq must hold x
+// quantized by quantize_q8 (x is not read); for float weights x is read and
+// xq ignored.
+func matmulLaunch(out, x, xq, w devPtr, dt tensor.DType, rows, in, outN int) (launchSpec, error) {
+	p, err := planMatmul(dt, rows, in, outN)
+	if err != nil {
+		return launchSpec{}, err
+	}
+	if quant := dt == tensor.Q8_0 || dt == tensor.Q4_0; quant && xq == 0 {
+		return launchSpec{}, fmt.Errorf("cuda: matmul: %v weights need the quantized activations", dt)
+	} else if !quant && x == 0 {
+		return launchSpec{}, fmt.Errorf("cuda: matmul: %v weights need the f32 activations", dt)
+	}
+	name := "gemm_" + dt.String()
+	if p.gemv {
+		name = gemvKernel(dt, p.nt)
+	}
+	return spec(name, p.dims, out, x, xq, w, intArg(rows), intArg(in), intArg(outN), intArg(p.ks))
+}
+
+// ropeLaunch writes out [rows, cols] = x with every head rotated by its
+// row's position (pos [rows] int32). out must not be x.
+func ropeLaunch(out, x, pos devPtr, rows, cols int, a tensor.RoPEArgs) (launchSpec, error) {
+	if a.HeadDim <= 0 || cols%a.HeadDim != 0 || a.Dims <= 0 || a.Dims > a.HeadDim || a.Dims%2 != 0 || a.Dims > ropeMaxDims {
+		return launchSpec{}, fmt.Errorf("cuda: rope: bad head_dim %d / dims %d for row width %d", a.HeadDim, a.Dims, cols)
+	}
+	if a.Mode != tensor.RoPENorm && a.Mode != tensor.RoPENeox {
+		return launchSpec{}, fmt.Errorf("cuda: rope: unknown mode %d", a.Mode)
+	}
+	if out == x {
+		return launchSpec{}, fmt.Errorf("cuda: rope: out and x are the same buffer")
+	}
+	if rows < 0 || cols > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: rope: shape [%d, %d]", rows, cols)
+	}
+	if rows == 0 || cols == 0 {
+		return launchSpec{}, nil
+	}
+	// The angle step as the CPU backend computes it (runtime/cpu ropeRow).
+	thetaScale := float32(math.Pow(float64(a.Base), float64(float32(-2.0)/float32(a.Dims))))
+	neox := 0
+	if a.Mode == tensor.RoPENeox {
+		neox = 1
+	}
+	return spec("rope", rowGeometry(rows), out, x, pos, intArg(cols), intArg(a.HeadDim), intArg(a.Dims), intArg(neox), f32Arg(thetaScale))
+}
+
+// kvWriteLaunch encodes row t of kx and vx [rows, kvDim] f32 into slot
+// slots[t] (int32) of the page areas kc and vc in format (a kv.Format name;
+// "" is f32); slot s starts at byte s*RowBytes(kvDim). A negative slot
+// skips the row.
+func kvWriteLaunch(kc, vc, kx, vx, slots devPtr, format string, rows, kvDim int) (launchSpec, error) {
+	f, suf, err := kvFormat(format)
+	if err != nil {
+		return launchSpec{}, fmt.Errorf("cuda: kv write: %w", err)
+	}
+	if rows < 0 || kvDim < 1 || kvDim > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: kv write: %d rows of %d values", rows, kvDim)
+	}
+	if rows == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("kv_write_"+suf, kvWriteGeometry(rows), kc, vc, kx, vx, slots, intArg(kvDim), intArg(f.RowBytes(kvDim)))
+}
+
+// attentionLaunch writes out [rows, Heads*HeadDim]: causal softmax
+// attention of q (same shape) over the KV pages kc and vc (format, rows of
+// kvDim values). Row t attends positions 0..pos[t] of its sequence, whose
+// block ids are tables[rowTab[t]:] (int32, position order); position j is
+// slot tables[rowTab[t]+j/blockTokens]*blockTokens + j%blockTokens. This
+// step's rows must already be written (kv_write). A row with pos < 0 gets
+// zeros.
+func attentionLaunch(out, q, kc, vc, pos, rowTab, tables devPtr, format string, rows int, a tensor.AttentionArgs, blockTokens, kvDim int) (launchSpec, error) {
+	f, suf, err := kvFormat(format)
+	if err != nil {
+		return launchSpec{}, fmt.Errorf("cuda: attention: %w", err)
+	}
+	if rows == 0 {
+		return launchSpec{}, nil
+	}
+	p, err := planAttention(rows, a.Heads, a.KVHeads, a.HeadDim)
+	if err != nil {
+		return launchSpec{}, err
+	}
+	if a.KVHeads*a.HeadDim > kvDim || kvDim > maxInt32 || blockTokens < 1 || blockTokens > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: attention: %d kv heads of %d do not fit kv rows of %d (block %d)", a.KVHeads, a.HeadDim, kvDim, blockTokens)
+	}
+	return spec(attnKernel(suf, p.ni), p.dims, out, q, kc, vc, pos, rowTab, tables,
+		intArg(a.Heads), intArg(a.KVHeads), intArg(a.HeadDim), f32Arg(a.Scale), intArg(blockTokens), intArg(kvDim),
+		intArg(f.RowBytes(kvDim)), intArg(p.chunks), intArg(p.hpb))
+}
+
+// addLaunch writes out = x + y, n elements.
+func addLaunch(out, x, y devPtr, n int) (launchSpec, error) {
+	if n <= 0 {
+		return launchSpec{}, nil
+	}
+	return spec("add", elemGeometry(n), out, x, y, intArg(n))
+}
+
+// swigluLaunch writes out = silu(g) * u, n elements.
+func swigluLaunch(out, g, u devPtr, n int) (launchSpec, error) {
+	if n <= 0 {
+		return launchSpec{}, nil
+	}
+	return spec("swiglu", elemGeometry(n), out, g, u, intArg(n))
+}
+
+// selectRowsLaunch writes out [r, cols]: row j is row rows[j] (int32) of x.
+func selectRowsLaunch(out, x, rows devPtr, r, cols int) (launchSpec, error) {
+	if r < 0 || cols < 0 || cols > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: select_rows: shape [%d, %d]", r, cols)
+	}
+	if r == 0 || cols == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("select_rows", rowGeometry(r), out, x, rows, intArg(cols))
+}
