@@ -40,6 +40,12 @@ type matmulState struct {
 	xq []q8Blocks
 	xr []float32
 
+	// Both paths, for the kindBlock dtypes: the last activation quantized
+	// to a dot type other than the Q8_0 of the kindQ8 kernels, keyed like q.
+	aq   actQuant
+	a    actKey
+	aPre blockPrepTask
+
 	// Fast path: the last activation quantized to Q8_0 (qx, qd) and the last
 	// rounded to f16/bf16 (rx), keyed by source tensor and the op index that
 	// produced them (see cached).
@@ -81,9 +87,7 @@ func (p *program) matmul(out []float32, op tensor.Op) error {
 	if w == nil {
 		return fmt.Errorf("cpu: matmul: right operand must be a weight")
 	}
-	switch w.DType {
-	case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0:
-	default:
+	if kernelOf(w.DType).kind == kindNone {
 		return fmt.Errorf("cpu: matmul: weight dtype %v not supported", w.DType)
 	}
 	if !useSIMD {
@@ -144,6 +148,20 @@ func (p *program) matmulRef(out []float32, op tensor.Op) {
 				row := w.Row(r)
 				for t := 0; t < T; t++ {
 					out[t*N+r] = dot(row, &xq[t])
+				}
+			}
+		})
+	default:
+		m.a = actKey{} // m.aq no longer holds what m.a names
+		m.aq.resize(w.DType.DotType(), T, K)
+		m.aq.quantizeRows(x, 0, T)
+		dot := kernelOf(w.DType).dot
+		p.b.pool.parallel(N, 16, func(_, lo, hi int) {
+			for r := lo; r < hi; r++ {
+				row := w.Row(r)
+				for t := 0; t < T; t++ {
+					xt := m.aq.row(t)
+					out[t*N+r] = dot(row, &xt)
 				}
 			}
 		})
@@ -238,6 +256,15 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			t.qp, t.qs, t.ws = m.qp[:2*len(x)], m.qs, p.b.q8Scales4(w)
 		}
 	}
+	if kernelOf(w.DType).kind == kindBlock {
+		if dot := w.DType.DotType(); !m.a.cached(src, cur) || m.aq.dt != dot {
+			m.aq.resize(dot, T, K)
+			m.aPre = blockPrepTask{a: &m.aq, x: x}
+			p.b.pool.run(T, 1, min(parts, T), &m.aPre)
+			m.a = actKey{src: src, at: cur, ok: true}
+		}
+		t.aq = &m.aq
+	}
 	return parts
 }
 
@@ -276,11 +303,7 @@ func fuseMatmuls(g *tensor.Graph, w []*weights.Tensor) [][]int {
 		if op.Kind != tensor.OpMatMul || w[op.Args[1].ID] == nil {
 			return false
 		}
-		switch w[op.Args[1].ID].DType {
-		case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0:
-			return true
-		}
-		return false
+		return kernelOf(w[op.Args[1].ID].DType).kind != kindNone
 	}
 	for i := 0; i < len(g.Ops); i++ {
 		if !ok(i) {
@@ -373,6 +396,7 @@ type matmulTask struct {
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [4*K]; set when T >= 4 for f16/bf16
+	aq       *actQuant   // kindBlock dtypes: the activations in the weight's dot type
 }
 
 // tokenBlock is the number of tokens whose activations a worker keeps hot in
@@ -382,9 +406,11 @@ func tokenBlock(rowBytes int) int {
 }
 
 func (t *matmulTask) run(worker, lo, hi int) {
-	switch t.dt {
-	case tensor.Q8_0, tensor.Q4_0:
+	switch kernelOf(t.dt).kind {
+	case kindQ8:
 		t.runQuant(lo, hi)
+	case kindBlock:
+		t.runBlock(lo, hi)
 	default:
 		t.runFloat(worker, lo, hi)
 	}

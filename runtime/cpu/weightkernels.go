@@ -1,0 +1,107 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// weightKernel is how the backend multiplies weights of one dtype. The
+// activations' format is the dtype's tensor.DType.DotType.
+type weightKernel struct {
+	// kind selects the matmul path: kindFloat (F32, F16, BF16: matmulRef's
+	// and runFloat's float kernels), kindQ8 (Q8_0, Q4_0: the Q8_0 kernels of
+	// runQuant), or kindBlock (every other quantized type: dot and dot4).
+	kind int
+	// dot is the reference dot product of one weight row and one token of
+	// activations in the dot type (kindBlock only).
+	dot func(row []byte, x *actRow) float32
+	// dot4, if not nil, is the fast kernel for 4 rows (w + i*wstride, in
+	// bytes) and one token, writing out + i*ostride; bit for bit dot.
+	dot4 func(w unsafe.Pointer, wstride uintptr, x *actRow, out unsafe.Pointer, ostride uintptr)
+}
+
+const (
+	kindNone = iota
+	kindFloat
+	kindQ8
+	kindBlock
+)
+
+// weightKernels is the table of the dtypes a matmul can take as weights.
+var weightKernels = func() [tensor.NumDTypes]weightKernel {
+	var t [tensor.NumDTypes]weightKernel
+	t[tensor.F32] = weightKernel{kind: kindFloat}
+	t[tensor.F16] = weightKernel{kind: kindFloat}
+	t[tensor.BF16] = weightKernel{kind: kindFloat}
+	t[tensor.Q8_0] = weightKernel{kind: kindQ8}
+	t[tensor.Q4_0] = weightKernel{kind: kindQ8}
+	t[tensor.Q4_1] = weightKernel{kind: kindBlock, dot: dotQ4_1}
+	t[tensor.Q5_0] = weightKernel{kind: kindBlock, dot: dotQ5_0}
+	t[tensor.Q5_1] = weightKernel{kind: kindBlock, dot: dotQ5_1}
+	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL}
+	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K}
+	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K}
+	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K}
+	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K}
+	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K}
+	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS}
+	for dt, k := range t {
+		if k.kind != kindNone && tensor.DType(dt).DotType() == 0 {
+			panic("cpu: weight kernel for a dtype without a dot type")
+		}
+	}
+	return t
+}()
+
+// kernelOf returns the kernel table entry of dt (kind kindNone if the
+// backend cannot multiply it).
+func kernelOf(dt tensor.DType) *weightKernel {
+	if int(dt) >= len(weightKernels) {
+		return &weightKernels[0]
+	}
+	return &weightKernels[dt]
+}
+
+// blockPrepTask quantizes activation rows [lo, hi) into a.
+type blockPrepTask struct {
+	a *actQuant
+	x []float32
+}
+
+func (t *blockPrepTask) run(_, lo, hi int) { t.a.quantizeRows(t.x, lo, hi) }
+
+// runBlock computes output columns (weight rows) [lo, hi) of a matmul whose
+// weights are a kindBlock dtype, against activations t.aq. With a fast
+// kernel, each call takes one row from each quarter of [lo, hi) (the four
+// streams of gemvFloat); the rows left over, or all rows without one, use
+// the reference dot.
+func (t *matmulTask) runBlock(lo, hi int) {
+	T, N, rb := t.T, t.N, t.rowBytes
+	k := kernelOf(t.dt)
+	if k.dot4 != nil && useSIMD {
+		q := (hi - lo) / 4
+		for r := lo; r < lo+q; r++ {
+			for tt := 0; tt < T; tt++ {
+				x := t.aq.row(tt)
+				k.dot4(unsafe.Pointer(&t.w[r*rb]), uintptr(q*rb), &x, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*q))
+			}
+		}
+		var one [4]float32
+		for r := lo + 4*q; r < hi; r++ {
+			for tt := 0; tt < T; tt++ {
+				x := t.aq.row(tt)
+				k.dot4(unsafe.Pointer(&t.w[r*rb]), 0, &x, unsafe.Pointer(&one[0]), 4)
+				t.out[tt*N+r] = one[0]
+			}
+		}
+		return
+	}
+	for r := lo; r < hi; r++ {
+		row := t.w[r*rb : (r+1)*rb]
+		for tt := 0; tt < T; tt++ {
+			x := t.aq.row(tt)
+			t.out[tt*N+r] = k.dot(row, &x)
+		}
+	}
+}
