@@ -1,0 +1,25 @@
+// The ninfer kernels, compiled from the unmodified cuda/kernels/ninfer.cu
+// with cuda_emu.h force-included, and their table for the driver. Every
+// extern "C" kernel of ninfer.cu must be listed here; the Go test checks
+// the list against the entries of cuda/ninfer.ptx.
+
+#include "../kernels/ninfer.cu"
+
+#include "registry.h"
+
+#define K(name) ::emu::make_entry(#name, name),
+#define K_NT(prefix) K(prefix##_1) K(prefix##_2) K(prefix##_4) K(prefix##_8)
+#define K_FMT(f) K(kv_write_##f) K_NT(attn_##f)
+
+namespace emu {
+
+const kernel_entry kernels[] = {
+    K(quantize_q8) K(get_rows) K(rms_norm) K(rope) K(add) K(swiglu) K(select_rows)
+    K_NT(gemv_f32) K_NT(gemv_f16) K_NT(gemv_bf16) K_NT(gemv_q8_0) K_NT(gemv_q4_0)
+    K(gemm_f32) K(gemm_f16) K(gemm_bf16) K(gemm_q8_0) K(gemm_q4_0)
+    K_FMT(f32) K_FMT(f16) K_FMT(bf16) K_FMT(int8) K_FMT(fp8)
+};
+
+const int kernel_count = sizeof kernels / sizeof kernels[0];
+
+} // namespace emu
