@@ -45,11 +45,14 @@ type job struct {
 	m        *Model
 	p        Params
 	prompts  [][]int32
-	choices  int
-	out      chan delta
-	done     sync.WaitGroup // one per running choice
-	finishes int            // final deltas received by the consumer
-	tag      any            // engine.Request.Tag of every choice (the root span's context)
+	// promptParam names the request field the prompts came from in
+	// errors: "messages" (chat) or "prompt".
+	promptParam string
+	choices     int
+	out         chan delta
+	done        sync.WaitGroup // one per running choice
+	finishes    int            // final deltas received by the consumer
+	tag         any            // engine.Request.Tag of every choice (the root span's context)
 
 	// Filled by the runners, read after done.Wait(): each choice's engine
 	// stats and finish reason, and the first failure.
@@ -88,7 +91,7 @@ func (s *Server) start(j *job) *Error {
 				ccancel()
 				j.leave()
 				if errors.Is(err, engine.ErrContext) {
-					return badParam("max_tokens", "This model's maximum context length is %d tokens; %v.", j.m.Engine.ContextLength(), err)
+					return j.contextError(prompt, req.MaxTokens)
 				}
 				if errors.Is(err, engine.ErrClosed) {
 					return &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down", Message: "The server is shutting down."}
@@ -107,6 +110,21 @@ func (s *Server) start(j *job) *Error {
 	return nil
 }
 
+// contextError is the 400 for a choice the engine cannot hold: it blames
+// the prompt (j.promptParam) when the prompt leaves no room for one
+// generated token in the context window or the KV cache, else max_tokens.
+func (j *job) contextError(prompt []int32, maxTokens int) *Error {
+	ctxLen := j.m.Engine.ContextLength()
+	snap := j.m.Engine.Snapshot()
+	room := min(ctxLen, snap.KVBlocksTotal*snap.KVBlockTokens) // tokens one sequence can hold
+	if len(prompt)+1 > room {
+		return badParam(j.promptParam, "This model's maximum context length is %d tokens (%d fit the KV cache); the prompt has %d tokens, leaving no room to generate.",
+			ctxLen, room, len(prompt))
+	}
+	return badParam("max_tokens", "This model's maximum context length is %d tokens (%d fit the KV cache); the prompt has %d tokens, so max_tokens may be at most %d, got %d.",
+		ctxLen, room, len(prompt), room-len(prompt), maxTokens)
+}
+
 // engineRequest builds the engine request of choice k of a prompt.
 func (j *job) engineRequest(prompt []int32, k int) (engine.Request, *Error) {
 	p := j.p
@@ -123,7 +141,7 @@ func (j *job) engineRequest(prompt []int32, k int) (engine.Request, *Error) {
 		snap := j.m.Engine.Snapshot()
 		maxTokens = min(j.m.Engine.ContextLength(), snap.KVBlocksTotal*snap.KVBlockTokens) - len(prompt)
 		if maxTokens < 1 {
-			return engine.Request{}, badParam("messages", "This model's maximum context length is %d tokens; the prompt has %d.", j.m.Engine.ContextLength(), len(prompt))
+			return engine.Request{}, j.contextError(prompt, 1)
 		}
 	}
 	req := engine.Request{

@@ -2,8 +2,10 @@ package httpfront_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -208,6 +210,95 @@ func TestManyLongChoicesMemoryIsBounded(t *testing.T) {
 		t.Errorf("the live heap grew by %d MB while 256 choices ran", grew>>20)
 	} else {
 		t.Logf("the live heap grew by %.2f MB while 256 choices ran", float64(grew)/(1<<20))
+	}
+	s.waitIdle(t)
+}
+
+// Requests that can never succeed get a 4xx that names the field (or the
+// header) at fault, and no error echoes the request's headers.
+func TestBadRequestsNameTheirCause(t *testing.T) {
+	s := start(t, "stories260K.gguf", httpfront.Config{MaxQueue: 2}, 2)
+	ctxLen := s.inst.Engine.ContextLength()
+	long := strings.TrimSuffix(strings.Repeat("1,", ctxLen+1), ",")
+	for _, tc := range []struct {
+		name, method, path, body string
+		header                   []string
+		status                   int
+		param                    any
+		allow                    string
+	}{
+		{name: "more sequences than running + queued", method: "POST", path: "/v1/completions",
+			body: `{"model":"stories260K","prompt":"Once","max_tokens":2,"n":5}`, status: 400, param: "n"},
+		{name: "more prompts than running + queued", method: "POST", path: "/v1/completions",
+			body: `{"model":"stories260K","prompt":["a","b","c","d","e"],"max_tokens":2}`, status: 400, param: "prompt"},
+		{name: "a prompt longer than the context", method: "POST", path: "/v1/completions",
+			body: `{"model":"stories260K","prompt":[` + long + `],"max_tokens":2}`, status: 400, param: "prompt"},
+		{name: "a prompt that fits but max_tokens does not", method: "POST", path: "/v1/completions",
+			body: fmt.Sprintf(`{"model":"stories260K","prompt":"Once","max_tokens":%d}`, ctxLen), status: 400, param: "max_tokens"},
+		{name: "chat messages longer than the context", method: "POST", path: "/v1/chat/completions",
+			body: `{"model":"stories260K","messages":[{"role":"user","content":"` + strings.Repeat("a b ", ctxLen) + `"}]}`, status: 400, param: "messages"},
+		{name: "no Content-Type", method: "POST", path: "/v1/completions", header: []string{"Content-Type", ""},
+			body: `{"model":"stories260K","prompt":"Once"}`, status: 415},
+		{name: "a form body", method: "POST", path: "/v1/completions", header: []string{"Content-Type", "application/x-www-form-urlencoded"},
+			body: `{"model":"stories260K","prompt":"Once"}`, status: 415},
+		{name: "text/plain", method: "POST", path: "/v1/chat/completions", header: []string{"Content-Type", "text/plain"},
+			body: `{}`, status: 415},
+		{name: "GET on a POST path", method: "GET", path: "/v1/completions", status: 405, allow: "POST"},
+		{name: "POST on a GET path", method: "POST", path: "/v1/models", body: "{}", status: 405, allow: "GET"},
+		{name: "DELETE /health", method: "DELETE", path: "/health", status: 405, allow: "GET"},
+		{name: "user must be a string", method: "POST", path: "/v1/completions",
+			body: `{"model":"stories260K","prompt":"Once","user":5}`, status: 400, param: "user"},
+		{name: "metadata must be an object of strings", method: "POST", path: "/v1/completions",
+			body: `{"model":"stories260K","prompt":"Once","metadata":{"a":1}}`, status: 400, param: "metadata"},
+		{name: "store must be a boolean", method: "POST", path: "/v1/chat/completions",
+			body: `{"model":"stories260K","messages":[{"role":"user","content":"hi"}],"store":"yes"}`, status: 400, param: "store"},
+		{name: "service_tier must be a string", method: "POST", path: "/v1/chat/completions",
+			body: `{"model":"stories260K","messages":[{"role":"user","content":"hi"}],"service_tier":[]}`, status: 400, param: "service_tier"},
+		{name: "a message name must be a string", method: "POST", path: "/v1/chat/completions",
+			body: `{"model":"stories260K","messages":[{"role":"user","content":"hi","name":{}}]}`, status: 400, param: "messages[0].name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, s.url+tc.path, strings.NewReader(tc.body))
+			if tc.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			for i := 0; i+1 < len(tc.header); i += 2 {
+				req.Header.Set(tc.header[i], tc.header[i+1])
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var doc map[string]any
+			if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+				t.Fatal(err)
+			}
+			e := errorOf(doc)
+			if resp.StatusCode != tc.status || e == nil || e["param"] != tc.param || resp.Header.Get("Allow") != tc.allow {
+				t.Errorf("status %d Allow %q %v; want %d, param %v, Allow %q", resp.StatusCode, resp.Header.Get("Allow"), doc, tc.status, tc.param, tc.allow)
+			}
+		})
+	}
+
+	// Malformed HTTP: the 400 quotes nothing of what was sent.
+	const secret = "sk-do-not-echo-0123456789"
+	for _, raw := range []string{
+		"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + secret + "\r\nContent-Length: nope\r\n\r\n",
+		"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + secret + "\r\nTransfer-Encoding: bogus\r\n\r\n",
+		"P\x00ST /v1/completions HTTP/1.1\r\nAuthorization: Bearer " + secret + "\r\n\r\n",
+	} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		conn.Write([]byte(raw))
+		reply, _ := io.ReadAll(conn)
+		conn.Close()
+		if !strings.HasPrefix(string(reply), "HTTP/1.1 4") || strings.Contains(string(reply), secret) || strings.Contains(string(reply), "Authorization") {
+			t.Errorf("malformed request %q answered:\n%s", raw, reply)
+		}
 	}
 	s.waitIdle(t)
 }

@@ -282,9 +282,13 @@ func messages(f fields) ([]tok.Message, *Error) {
 				}
 			}
 		}
-		var role string
+		var role, name string
 		if e := m.decode("role", "a string", &role); e != nil {
 			e.Param = at + ".role"
+			return nil, e
+		}
+		if e := m.decode("name", "a string", &name); e != nil { // accepted, ignored
+			e.Param, e.Message = at+".name", fmt.Sprintf("Invalid type for '%s.name': expected a string.", at)
 			return nil, e
 		}
 		switch role {
@@ -415,6 +419,14 @@ func params(f fields, chat bool) (Params, *Error) {
 		}
 	}
 	check(f.decode("stream", "a boolean", &p.Stream))
+	// Accepted and ignored, but typed as OpenAI types them.
+	var user, tier string
+	var store bool
+	var metadata map[string]string
+	check(f.decode("user", "a string", &user))
+	check(f.decode("service_tier", "a string", &tier))
+	check(f.decode("store", "a boolean", &store))
+	check(f.decode("metadata", "an object of string values", &metadata))
 	if e != nil {
 		return p, e
 	}

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/trace"
@@ -142,14 +143,14 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	switch {
 	case path == "/health":
 		if !ctx.IsGet() {
-			s.fail(ctx, methodNotAllowed(ctx))
+			s.fail(ctx, methodNotAllowed(ctx, "GET"))
 			return
 		}
 		s.health(ctx)
 		return
 	case path == "/metrics":
 		if !ctx.IsGet() {
-			s.fail(ctx, methodNotAllowed(ctx))
+			s.fail(ctx, methodNotAllowed(ctx, "GET"))
 			return
 		}
 		s.metrics.handler(ctx)
@@ -172,19 +173,23 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	switch path {
 	case "/v1/models":
 		if !ctx.IsGet() {
-			s.fail(ctx, methodNotAllowed(ctx))
+			s.fail(ctx, methodNotAllowed(ctx, "GET"))
 			return
 		}
 		s.writeJSON(ctx, http.StatusOK, map[string]any{"object": "list", "data": []any{modelObject(m)}})
 	case IntervalsPath:
 		if !ctx.IsGet() {
-			s.fail(ctx, methodNotAllowed(ctx))
+			s.fail(ctx, methodNotAllowed(ctx, "GET"))
 			return
 		}
 		s.intervals(ctx, m)
 	case "/v1/chat/completions", "/v1/completions":
 		if !ctx.IsPost() {
-			s.fail(ctx, methodNotAllowed(ctx))
+			s.fail(ctx, methodNotAllowed(ctx, "POST"))
+			return
+		}
+		if e := jsonContentType(ctx); e != nil {
+			s.fail(ctx, e)
 			return
 		}
 		if s.draining.Load() {
@@ -222,12 +227,34 @@ func modelObject(m *Model) map[string]any {
 }
 
 func notFound(path string) *Error {
-	return &Error{Status: http.StatusNotFound, Type: typeInvalid, Code: "not_found", Message: fmt.Sprintf("Unknown path %s.", path)}
+	return &Error{Status: http.StatusNotFound, Type: typeInvalid, Code: "not_found", Message: fmt.Sprintf("Unknown path %.64q.", path)}
 }
 
-func methodNotAllowed(ctx *fasthttp.RequestCtx) *Error {
+// methodNotAllowed is the 405 for a known path; it sets the Allow header
+// to the one method the path serves.
+func methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) *Error {
+	ctx.Response.Header.Set("Allow", allow)
 	return &Error{Status: http.StatusMethodNotAllowed, Type: typeInvalid, Code: "method_not_allowed",
-		Message: fmt.Sprintf("Method %s is not allowed on %s.", ctx.Method(), ctx.Path())}
+		Message: fmt.Sprintf("Method %.16s is not allowed on %.64s; use %s.", ctx.Method(), ctx.Path(), allow)}
+}
+
+// jsonContentType is the 415 for a request body that is not declared as
+// JSON. Requiring it keeps a web page from starting generations on a
+// key-less server with a "simple" cross-origin POST (form or text/plain
+// bodies need no CORS preflight).
+func jsonContentType(ctx *fasthttp.RequestCtx) *Error {
+	ct := string(ctx.Request.Header.ContentType())
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	if mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	got := "no Content-Type"
+	if ct != "" {
+		got = fmt.Sprintf("Content-Type %.64q", ct)
+	}
+	return &Error{Status: http.StatusUnsupportedMediaType, Type: typeInvalid, Code: "unsupported_media_type",
+		Message: fmt.Sprintf("The request body must be JSON, sent with the header 'Content-Type: application/json' (got %s); with curl, add -H 'Content-Type: application/json'.", got)}
 }
 
 func unknownModel(id string) *Error {
@@ -269,20 +296,49 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 }
 
 // readError answers requests fasthttp could not read: 413 for a body over
-// the limit, 400 otherwise.
+// the limit, 431 for headers over the read buffer, 408 for a read that
+// timed out, 400 otherwise. It echoes nothing of the request: fasthttp's
+// errors quote the bytes they could not parse, which may hold headers
+// such as Authorization.
 func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+	var small *fasthttp.ErrSmallBuffer
+	var timeout interface{ Timeout() bool }
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		s.fail(ctx, &Error{Status: http.StatusRequestEntityTooLarge, Type: typeInvalid, Code: "request_too_large",
 			Message: fmt.Sprintf("The request body exceeds the limit of %d bytes.", s.cfg.MaxBodyBytes)})
-		return
+	case errors.As(err, &small):
+		s.fail(ctx, &Error{Status: http.StatusRequestHeaderFieldsTooLarge, Type: typeInvalid, Code: "headers_too_large",
+			Message: "The request headers are too large."})
+	case errors.As(err, &timeout) && timeout.Timeout():
+		s.fail(ctx, &Error{Status: http.StatusRequestTimeout, Type: typeInvalid, Code: "request_timeout",
+			Message: "The request was not received in time."})
+	default:
+		s.fail(ctx, badRequest("malformed_http", "The request could not be read as HTTP/1.1."))
 	}
-	s.fail(ctx, badRequest("", "The request could not be read: %v.", err))
 }
 
 func (s *Server) fail(ctx *fasthttp.RequestCtx, e *Error) {
+	e.Message = capText(e.Message, maxErrorMessage)
 	ctx.SetStatusCode(e.Status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(e.body())
+}
+
+// maxErrorMessage bounds an error message, whatever of the request it
+// quotes (a field name, a model id, a decoder's complaint).
+const maxErrorMessage = 1024
+
+// capText cuts s to at most n bytes on a UTF-8 boundary, marking the cut.
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 func (s *Server) writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
@@ -362,6 +418,15 @@ func (s *Server) completion(ctx *fasthttp.RequestCtx, m *Model) {
 func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Params, prompts [][]int32, received time.Time) {
 	k := int64(len(prompts) * p.N)
 	limit := int64(m.Engine.Snapshot().MaxRunning + s.cfg.MaxQueue)
+	if k > limit {
+		param := "n"
+		if p.N == 1 {
+			param = "prompt"
+		}
+		s.fail(ctx, badParam(param, "The request asks for %d sequences (%d prompts x n=%d), more than the server ever holds at once (%d running + %d queued); send fewer prompts or a smaller n.",
+			k, len(prompts), p.N, m.Engine.Snapshot().MaxRunning, s.cfg.MaxQueue))
+		return
+	}
 	if s.inflight.Add(k) > limit {
 		s.inflight.Add(-k)
 		ctx.Response.Header.Set("Retry-After", "1")
@@ -378,7 +443,10 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Param
 		ctx.Response.Header.Set(TraceIDHeader, traceID)
 	}
 	jctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, tag: trace.SpanContextFromContext(rt.ctx)}
+	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: "prompt", tag: trace.SpanContextFromContext(rt.ctx)}
+	if chat {
+		j.promptParam = "messages"
+	}
 	if e := s.start(j); e != nil {
 		s.inflight.Add(-k)
 		s.finishTrace(rt, prompts, nil, nil, e)

@@ -83,6 +83,9 @@ func (s *server) call(t testing.TB, method, path, body string, header ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
@@ -210,7 +213,7 @@ func TestHealthBeforeAndAfterTheModel(t *testing.T) {
 	srv.SetModel(&httpfront.Model{ID: "m", Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat})
 	status, doc = s.call(t, "GET", "/health", "")
 	want := map[string]any{"status": "ok", "model": "m", "requests_running": 0.0, "requests_waiting": 0.0, "kv_blocks_used": 0.0,
-		"kv_blocks_total": 96.0, "kv_block_tokens": 16.0, "max_running": 3.0, "requests_in_flight": 0.0, "streams_aborted": 0.0}
+		"kv_blocks_total": 96.0, "kv_block_tokens": 16.0, "max_running": 3.0, "requests_in_flight": 0.0, "streams_aborted": 0.0, "requests_abandoned": 0.0}
 	if diff := cmp.Diff(want, doc); status != 200 || diff != "" {
 		t.Errorf("after the model: status %d (-want +got):\n%s", status, diff)
 	}
@@ -440,6 +443,7 @@ func TestQueueLimit(t *testing.T) {
 	// queue slot.
 	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions",
 		strings.NewReader(`{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":4000,"n":2,"stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ func TestTraceSpanTree(t *testing.T) {
 	s, rec := startTraced(t)
 	req, _ := http.NewRequest("POST", s.url+"/v1/completions",
 		strings.NewReader(`{"model":"stories260K","prompt":"Once upon a time","max_tokens":6,"temperature":0}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", "00-"+caller+"-00f067aa0ba902b7-01")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

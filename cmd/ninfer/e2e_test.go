@@ -60,6 +60,7 @@ func TestE2EJaeger(t *testing.T) {
 	const traceID = "0af7651916cd43dd8448eb211c80319c"
 	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(
 		`{"model":"stories260K","messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":12}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", "00-"+traceID+"-b7ad6b7169203331-01")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -41,7 +41,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0 exposes the server to the network)")
 	port := fs.Int("port", 8080, "TCP port (0 = any free port; the ready line names it)")
 	maxConc := fs.Int("max-concurrency", 16, "most sequences that share an engine step")
-	apiKey := fs.String("api-key", "", "require 'Authorization: Bearer KEY' on /v1/ calls")
+	apiKey := fs.String("api-key", "", "require 'Authorization: Bearer KEY' on /v1/ calls (visible in ps: prefer --api-key-file or $"+apiKeyEnv+")")
+	apiKeyFile := fs.String("api-key-file", "", "read the API key from this file (its first line)")
 	modelID := fs.String("model-id", "", "model name clients pass (default: the file name without .gguf)")
 	maxQueue := fs.Int("max-queue", httpfront.DefaultMaxQueue, "sequences that may wait beyond --max-concurrency before 429")
 	timeout := fs.Duration("timeout", httpfront.DefaultTimeout, "deadline of every request")
@@ -68,6 +69,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("--drain-timeout %v must be >= 0", *drain))
 	case !(*sampleRatio > 0 && *sampleRatio <= 1):
 		return fail(fmt.Errorf("--trace-sample-ratio %g must be in (0, 1]", *sampleRatio))
+	}
+	key, err := resolveAPIKey(*apiKey, *apiKeyFile, os.Getenv(apiKeyEnv))
+	if err != nil {
+		return fail(err)
 	}
 	tp, err := traces.Start(context.Background(), traces.ConfigFromEnv(traces.Config{Endpoint: *otlp, SampleRatio: *sampleRatio}))
 	if err != nil {
@@ -99,7 +104,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	srv := httpfront.New(httpfront.Config{APIKey: *apiKey, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody, Traces: tp})
+	srv := httpfront.New(httpfront.Config{APIKey: key, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody, Traces: tp})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	url := "http://" + ln.Addr().String()
@@ -153,4 +158,31 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "ninfer serve: stopped")
 	return 0
+}
+
+// apiKeyEnv names the environment variable that holds the API key.
+const apiKeyEnv = "NINFER_API_KEY"
+
+// resolveAPIKey picks the server's API key from --api-key, --api-key-file
+// or $NINFER_API_KEY (env): at most one of the flags, and a flag wins over
+// the environment. The file's first line is the key, without surrounding
+// whitespace; an empty one is an error, never an open server.
+func resolveAPIKey(flagKey, file, env string) (string, error) {
+	switch {
+	case flagKey != "" && file != "":
+		return "", errors.New("--api-key and --api-key-file are exclusive")
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--api-key-file: %w", err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		if key := strings.TrimSpace(line); key != "" {
+			return key, nil
+		}
+		return "", fmt.Errorf("--api-key-file %s: the first line is empty", file)
+	case flagKey != "":
+		return flagKey, nil
+	}
+	return strings.TrimSpace(env), nil
 }

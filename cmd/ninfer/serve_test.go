@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -115,5 +117,38 @@ func TestServeReadyLineAndShutdown(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not exit after its context ended")
+	}
+}
+
+func TestResolveAPIKey(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	os.WriteFile(keyFile, []byte("  s3cret \nsecond line\n"), 0o600)
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, []byte("\n"), 0o600)
+	for _, tc := range []struct {
+		name, flag, file, env string
+		want, wantErr         string
+	}{
+		{name: "none", want: ""},
+		{name: "the environment", env: "envkey", want: "envkey"},
+		{name: "the flag wins over the environment", flag: "flagkey", env: "envkey", want: "flagkey"},
+		{name: "a file's first line, trimmed", file: keyFile, env: "envkey", want: "s3cret"},
+		{name: "both flags", flag: "k", file: keyFile, wantErr: "exclusive"},
+		{name: "a missing file", file: filepath.Join(dir, "nope"), wantErr: "--api-key-file"},
+		{name: "an empty file", file: empty, wantErr: "first line is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := resolveAPIKey(tc.flag, tc.file, tc.env)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("key %q, err %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }
