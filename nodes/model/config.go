@@ -149,11 +149,12 @@ func (c *Config) checkTensors(f *weights.File) error {
 		}
 	}
 	var errs []error
+	var missing []error
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		shape := want[name]
 		t, err := f.Tensor(name)
 		if err != nil {
-			errs = append(errs, err)
+			missing = append(missing, err)
 			continue
 		}
 		if t.Rows() != shape[0] || t.RowLen() != shape[1] {
@@ -163,8 +164,36 @@ func (c *Config) checkTensors(f *weights.File) error {
 			errs = append(errs, fmt.Errorf("tensor %q: norm weights must be f32, got %v", name, t.DType))
 		}
 	}
+	if len(missing) > maxMissingListed {
+		// One line with a count, not one per tensor: a block_count far past
+		// the blocks present would otherwise print thousands.
+		errs = append([]error{fmt.Errorf("%d of the %d tensors the model needs are missing (%d layers declared by %s.block_count; the file has tensors for %d), e.g. %w",
+			len(missing), len(want), c.Layers, c.Arch, blocksPresent(f), missing[0])}, errs...)
+	} else {
+		errs = append(missing, errs...)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	return nil
+}
+
+// maxMissingListed is the most missing tensors an error lists one by one.
+const maxMissingListed = 12
+
+// blocksPresent counts the layers blk.0, blk.1, ... that have at least one
+// tensor in f, up to the first absent one.
+func blocksPresent(f *weights.File) int {
+	has := map[int]bool{}
+	for _, t := range f.Tensors {
+		var l int
+		if _, err := fmt.Sscanf(t.Name, "blk.%d.", &l); err == nil {
+			has[l] = true
+		}
+	}
+	n := 0
+	for has[n] {
+		n++
+	}
+	return n
 }

@@ -1,0 +1,75 @@
+package model
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+func sharedModel(t *testing.T, name string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	p := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "models", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("model not found: %s", p)
+	}
+	return p
+}
+
+// withKey writes a copy of the GGUF at path with key set to v.
+func withKey(t *testing.T, path, key string, v weights.Value) *weights.File {
+	t.Helper()
+	f, err := weights.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	kvs := slices.Clone(f.KV)
+	for i, e := range kvs {
+		if e.Key == key {
+			kvs[i] = weights.KV{Key: key, Value: v}
+		}
+	}
+	var buf bytes.Buffer
+	if err := weights.Write(&buf, f.Version, kvs, f.Tensors); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "changed.gguf")
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := weights.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// A block_count far past the blocks in the file is one error with a count,
+// not one line per missing tensor; a few missing tensors are each named.
+func TestMissingTensorsAreCounted(t *testing.T) {
+	path := sharedModel(t, "stories260K.gguf")
+	f := withKey(t, path, "llama.block_count", weights.U32(1000))
+	_, err := ReadConfig(f)
+	if err == nil {
+		t.Fatal("block_count 1000 loaded")
+	}
+	msg := err.Error()
+	if n := strings.Count(msg, "\n"); n > 0 || !strings.Contains(msg, "8955 of the 9003 tensors the model needs are missing") ||
+		!strings.Contains(msg, "1000 layers declared by llama.block_count; the file has tensors for 5") {
+		t.Errorf("error (%d lines):\n%.2000s", n+1, msg)
+	}
+
+	f = withKey(t, path, "llama.block_count", weights.U32(6))
+	_, err = ReadConfig(f)
+	if err == nil || strings.Count(err.Error(), "\n") != 8 || !strings.Contains(err.Error(), `"blk.5.ffn_up.weight"`) {
+		t.Errorf("one block too many: %v", err)
+	}
+}
