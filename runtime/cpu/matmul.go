@@ -161,7 +161,7 @@ func (p *program) matmulRef(out []float32, op tensor.Op) {
 				row := w.Row(r)
 				for t := 0; t < T; t++ {
 					xt := m.aq.row(t)
-					out[t*N+r] = dot(row, &xt)
+					out[t*N+r] = dot(row, xt)
 				}
 			}
 		})

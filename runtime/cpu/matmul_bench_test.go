@@ -3,7 +3,9 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -15,10 +17,11 @@ import (
 // 36864x1024, larger than the caches as a model's weights are, and a
 // prefill chunk (T=64) on the 0.6B-shape FFN size, 3072x1024. GB/s is weight
 // bytes read per second (meaningful for T=1, where weights dominate).
+// NINFER_BENCH_DTYPES limits the dtypes (see benchDTypes).
 func BenchmarkMatMul(b *testing.B) {
 	const k = 1024
 	r := rand.New(rand.NewPCG(1, 1))
-	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0} {
+	for _, dt := range benchDTypes(b) {
 		for _, T := range []int{1, 64} {
 			n := 3072
 			if T == 1 {
@@ -42,6 +45,30 @@ func BenchmarkMatMul(b *testing.B) {
 	}
 }
 
+// benchDTypes returns the dtypes BenchmarkMatMul times: every dtype the
+// backend multiplies, or those of NINFER_BENCH_DTYPES (comma-separated
+// names, e.g. "q4_K,q6_K").
+func benchDTypes(b *testing.B) []tensor.DType {
+	if s := os.Getenv("NINFER_BENCH_DTYPES"); s != "" {
+		var ds []tensor.DType
+		for _, name := range strings.Split(s, ",") {
+			d, err := tensor.ParseDType(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ds = append(ds, d)
+		}
+		return ds
+	}
+	var ds []tensor.DType
+	for _, d := range tensor.DTypes() {
+		if kernelOf(d).kind != kindNone {
+			ds = append(ds, d)
+		}
+	}
+	return ds
+}
+
 func benchMatMul(b *testing.B, w *weights.Tensor, x []float32, T int, simd bool) {
 	bk := &Backend{pool: newPool(runtime.GOMAXPROCS(0))}
 	defer bk.pool.close()
@@ -52,7 +79,7 @@ func benchMatMul(b *testing.B, w *weights.Tensor, x []float32, T int, simd bool)
 	p := &program{b: bk, f32: [][]float32{x, nil, make([]float32, T*N)}, w: []*weights.Tensor{nil, w, nil}}
 	b.ResetTimer()
 	for range b.N {
-		p.mm.q, p.mm.r = actKey{}, actKey{} // prepare activations every time, as a new step would
+		p.mm.q, p.mm.r, p.mm.a = actKey{}, actKey{}, actKey{} // prepare activations every time, as a new step would
 		if simd {
 			p.matmulFast(p.f32[2], op)
 		} else {

@@ -51,9 +51,29 @@ func randWeight(r *rand.Rand, dt tensor.DType, n, k int) *weights.Tensor {
 					b[blk*18+2+i] = byte(r.IntN(256))
 				}
 			}
+		default:
+			// Random bits everywhere, then random fp16 scales (and mins)
+			// where the format keeps them.
+			bb := dt.BlockBytes()
+			for i := range b {
+				b[i] = byte(r.IntN(256))
+			}
+			for blk := 0; blk < len(b)/bb; blk++ {
+				for _, off := range blockF16s[dt] {
+					binary.LittleEndian.PutUint16(b[blk*bb+off:], scale())
+				}
+			}
 		}
 	}
 	return &weights.Tensor{Name: "w", DType: dt, Shape: []int{k, n}, Data: data}
+}
+
+// blockF16s lists the offsets of the fp16 fields in a block of each
+// kindBlock dtype.
+var blockF16s = map[tensor.DType][]int{
+	tensor.Q4_1: {0, 2}, tensor.Q5_0: {0}, tensor.Q5_1: {0, 2}, tensor.IQ4_NL: {0},
+	tensor.Q2_K: {80, 82}, tensor.Q3_K: {108}, tensor.Q4_K: {0, 2}, tensor.Q5_K: {0, 2},
+	tensor.Q6_K: {208}, tensor.IQ4_XS: {0},
 }
 
 // randActivations returns T rows of k values with a spread of magnitudes
@@ -92,6 +112,38 @@ func runMatMul(w *weights.Tensor, x []float32, T, threads int, simd bool) []floa
 func requireSIMD(t *testing.T) {
 	if !hasAVX512() {
 		t.Skip("no AVX-512 VNNI: the fast kernels are not used on this CPU")
+	}
+}
+
+// TestBlockMatMulBitExact checks that the fast path for every kindBlock
+// dtype (its dot4 kernel where it has one, the reference dot otherwise, on
+// workers) gives bit for bit the reference results, for every thread
+// count and batch size, including row counts that leave partial quads.
+func TestBlockMatMulBitExact(t *testing.T) {
+	requireSIMD(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	for dt := range blockF16s {
+		if len(blockF16s[dt]) == 0 || kernelOf(dt).kind != kindBlock {
+			t.Fatalf("%v: not a kindBlock dtype", dt)
+		}
+		for _, k := range []int{256, 512, 768} {
+			for _, n := range []int{1, 4, 7, 13} {
+				w := randWeight(r, dt, n, k)
+				for _, T := range []int{1, 2, 5} {
+					x := randActivations(r, T, k)
+					want := runMatMul(w, x, T, 1, false)
+					for _, threads := range []int{1, 3} {
+						got := runMatMul(w, x, T, threads, true)
+						for i := range want {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("%v k=%d n=%d T=%d threads=%d: out[%d] = %g (%#x), reference %g (%#x)",
+									dt, k, n, T, threads, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+							}
+						}
+					}
+				}
+			}
+		}
 	}
 }
 

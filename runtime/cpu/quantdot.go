@@ -215,7 +215,7 @@ func k4Mins(mins *[8]int32, bsums []int16) (p [4]int32) {
 // dotQ2K is ggml_vec_dot_q2_K_q8_K: per super-block, the mins term
 // (dmin * mins·bsums in 8 lanes of two sub-blocks) then the scaled quants,
 // both into the same float lanes.
-func dotQ2K(row []byte, x *actRow) float32 {
+func dotQ2K(row []byte, x actRow) float32 {
 	var acc [8]float32
 	var w [256]int8
 	var sc [16]int32
@@ -242,7 +242,7 @@ func dotQ2K(row []byte, x *actRow) float32 {
 }
 
 // dotQ3K is ggml_vec_dot_q3_K_q8_K.
-func dotQ3K(row []byte, x *actRow) float32 {
+func dotQ3K(row []byte, x actRow) float32 {
 	var acc [8]float32
 	var w [256]int8
 	var sc [16]int32
@@ -282,7 +282,7 @@ func q4KWeights(w *[256]int8, qs []byte) {
 
 // dotQ4K is ggml_vec_dot_q4_K_q8_K: the mins go into a separate 4-lane
 // accumulator, reduced as (m0+m2)+(m1+m3) and added after hsum8.
-func dotQ4K(row []byte, x *actRow) float32 {
+func dotQ4K(row []byte, x actRow) float32 {
 	var acc [8]float32
 	var accm [4]float32
 	var w [256]int8
@@ -304,7 +304,7 @@ func dotQ4K(row []byte, x *actRow) float32 {
 
 // dotQ5K is ggml_vec_dot_q5_K_q8_K: the mins are summed as one integer per
 // super-block and accumulated in a scalar, added after hsum8.
-func dotQ5K(row []byte, x *actRow) float32 {
+func dotQ5K(row []byte, x actRow) float32 {
 	var acc [8]float32
 	var summs float32
 	var w [256]int8
@@ -340,7 +340,7 @@ func q6KWeights(w *[256]int8, blk []byte) {
 
 // dotQ6K is ggml_vec_dot_q6_K_q8_K: the unsigned quants' lanes, minus 32
 // times the scaled bsums of two sub-blocks per lane.
-func dotQ6K(row []byte, x *actRow) float32 {
+func dotQ6K(row []byte, x actRow) float32 {
 	var acc [8]float32
 	var w [256]int8
 	var sc [16]int32
@@ -362,7 +362,7 @@ func dotQ6K(row []byte, x *actRow) float32 {
 }
 
 // dotIQ4XS is ggml_vec_dot_iq4_xs_q8_K.
-func dotIQ4XS(row []byte, x *actRow) float32 {
+func dotIQ4XS(row []byte, x actRow) float32 {
 	var acc [8]float32
 	var w [256]int8
 	var sc [16]int32
@@ -401,7 +401,7 @@ func q5Weights(w *[32]int8, qh uint32, qs []byte) {
 }
 
 // dotQ5_0 is ggml_vec_dot_q5_0_q8_0: per block fma(d_w*d_x, lane, acc).
-func dotQ5_0(row []byte, x *actRow) float32 {
+func dotQ5_0(row []byte, x actRow) float32 {
 	var acc [8]float32
 	var w [32]int8
 	for b := range x.d {
@@ -422,7 +422,7 @@ func dotQ5_0(row []byte, x *actRow) float32 {
 // block fma(d_w*d_x, lane, acc) into one accumulator, as dotQ5_0. (ggml's
 // own vec_dot alternates two accumulators; matmul-quant.json is bit for bit
 // the single one.)
-func dotIQ4NL(row []byte, x *actRow) float32 {
+func dotIQ4NL(row []byte, x actRow) float32 {
 	var acc [8]float32
 	var w [32]int8
 	for b := range x.d {
@@ -441,7 +441,7 @@ func dotIQ4NL(row []byte, x *actRow) float32 {
 // dotQ4_1 is ggml_vec_dot_q4_1_q8_1: unsigned nibbles, fma(d_w*d_x, lane,
 // acc) per block, and the offsets m_w*s_x summed in a scalar added after
 // hsum8.
-func dotQ4_1(row []byte, x *actRow) float32 {
+func dotQ4_1(row []byte, x actRow) float32 {
 	var acc [8]float32
 	var summs float32
 	var w [32]int8
@@ -457,7 +457,7 @@ func dotQ4_1(row []byte, x *actRow) float32 {
 }
 
 // dotQ5_1 is ggml_vec_dot_q5_1_q8_1 (as dotQ4_1, with 5-bit values).
-func dotQ5_1(row []byte, x *actRow) float32 {
+func dotQ5_1(row []byte, x actRow) float32 {
 	var acc [8]float32
 	var summs float32
 	var w [32]int8

@@ -15,10 +15,10 @@ type weightKernel struct {
 	kind int
 	// dot is the reference dot product of one weight row and one token of
 	// activations in the dot type (kindBlock only).
-	dot func(row []byte, x *actRow) float32
+	dot func(row []byte, x actRow) float32
 	// dot4, if not nil, is the fast kernel for 4 rows (w + i*wstride, in
 	// bytes) and one token, writing out + i*ostride; bit for bit dot.
-	dot4 func(w unsafe.Pointer, wstride uintptr, x *actRow, out unsafe.Pointer, ostride uintptr)
+	dot4 func(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr)
 }
 
 const (
@@ -42,9 +42,9 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL}
 	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K}
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K}
-	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K}
+	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, dot4: q4KDot4}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K}
-	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K}
+	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4}
 	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS}
 	for dt, k := range t {
 		if k.kind != kindNone && tensor.DType(dt).DotType() == 0 {
@@ -84,14 +84,14 @@ func (t *matmulTask) runBlock(lo, hi int) {
 		for r := lo; r < lo+q; r++ {
 			for tt := 0; tt < T; tt++ {
 				x := t.aq.row(tt)
-				k.dot4(unsafe.Pointer(&t.w[r*rb]), uintptr(q*rb), &x, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*q))
+				k.dot4(unsafe.Pointer(&t.w[r*rb]), uintptr(q*rb), x, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*q))
 			}
 		}
 		var one [4]float32
 		for r := lo + 4*q; r < hi; r++ {
 			for tt := 0; tt < T; tt++ {
 				x := t.aq.row(tt)
-				k.dot4(unsafe.Pointer(&t.w[r*rb]), 0, &x, unsafe.Pointer(&one[0]), 4)
+				k.dot4(unsafe.Pointer(&t.w[r*rb]), 0, x, unsafe.Pointer(&one[0]), 4)
 				t.out[tt*N+r] = one[0]
 			}
 		}
@@ -101,7 +101,17 @@ func (t *matmulTask) runBlock(lo, hi int) {
 		row := t.w[r*rb : (r+1)*rb]
 		for tt := 0; tt < T; tt++ {
 			x := t.aq.row(tt)
-			t.out[tt*N+r] = k.dot(row, &x)
+			t.out[tt*N+r] = k.dot(row, x)
 		}
 	}
+}
+
+// q4KDot4 is the weightKernel.dot4 of Q4_K (q4KDot4x1).
+func q4KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
+	q4KDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), unsafe.Pointer(&x.bsums[0]), len(x.d), out, ostride)
+}
+
+// q6KDot4 is the weightKernel.dot4 of Q6_K (q6KDot4x1).
+func q6KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
+	q6KDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), unsafe.Pointer(&x.bsums[0]), len(x.d), out, ostride)
 }

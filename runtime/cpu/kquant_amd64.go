@@ -1,0 +1,11 @@
+package cpu
+
+import "unsafe"
+
+// Kernels in kquant_amd64.s; they need the features hasAVX512 checks.
+
+//go:noescape
+func q4KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+
+//go:noescape
+func q6KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)

@@ -1,0 +1,342 @@
+#include "textflag.h"
+
+// AVX-512 (F, BW, VL) decode kernels for Q4_K and Q6_K weights against Q8_K
+// activations: 4 weight rows and one token per call, bit for bit dotQ4K and
+// dotQ6K. Per super-block of 256, the weights are unpacked to unsigned bytes
+// two 32-element chunks per 512-bit register, multiplied with the signed
+// activations by VPMADDUBSW (pairs of products as int16, which cannot
+// saturate: weights are at most 63), and weighted by the chunk's sub-block
+// scales with VPMADDWD, so each int32 lane holds 4 products: the lanes of
+// the two chunks are added, giving exactly kLanes. The float work is then
+// dotQ4K's / dotQ6K's, lane for lane.
+
+// Word indices for VPERMW: Q4_K chunk pair j takes scale 2j for its first
+// 16 words and 2j+1 for the next 16; Q6_K chunk pair p takes scale 4p+w/8
+// for word w (sub-blocks of 16 elements).
+DATA q4kidx<>+0(SB)/8, $0x0000000000000000
+DATA q4kidx<>+8(SB)/8, $0x0000000000000000
+DATA q4kidx<>+16(SB)/8, $0x0000000000000000
+DATA q4kidx<>+24(SB)/8, $0x0000000000000000
+DATA q4kidx<>+32(SB)/8, $0x0001000100010001
+DATA q4kidx<>+40(SB)/8, $0x0001000100010001
+DATA q4kidx<>+48(SB)/8, $0x0001000100010001
+DATA q4kidx<>+56(SB)/8, $0x0001000100010001
+DATA q4kidx<>+64(SB)/8, $0x0002000200020002
+DATA q4kidx<>+72(SB)/8, $0x0002000200020002
+DATA q4kidx<>+80(SB)/8, $0x0002000200020002
+DATA q4kidx<>+88(SB)/8, $0x0002000200020002
+DATA q4kidx<>+96(SB)/8, $0x0003000300030003
+DATA q4kidx<>+104(SB)/8, $0x0003000300030003
+DATA q4kidx<>+112(SB)/8, $0x0003000300030003
+DATA q4kidx<>+120(SB)/8, $0x0003000300030003
+DATA q4kidx<>+128(SB)/8, $0x0004000400040004
+DATA q4kidx<>+136(SB)/8, $0x0004000400040004
+DATA q4kidx<>+144(SB)/8, $0x0004000400040004
+DATA q4kidx<>+152(SB)/8, $0x0004000400040004
+DATA q4kidx<>+160(SB)/8, $0x0005000500050005
+DATA q4kidx<>+168(SB)/8, $0x0005000500050005
+DATA q4kidx<>+176(SB)/8, $0x0005000500050005
+DATA q4kidx<>+184(SB)/8, $0x0005000500050005
+DATA q4kidx<>+192(SB)/8, $0x0006000600060006
+DATA q4kidx<>+200(SB)/8, $0x0006000600060006
+DATA q4kidx<>+208(SB)/8, $0x0006000600060006
+DATA q4kidx<>+216(SB)/8, $0x0006000600060006
+DATA q4kidx<>+224(SB)/8, $0x0007000700070007
+DATA q4kidx<>+232(SB)/8, $0x0007000700070007
+DATA q4kidx<>+240(SB)/8, $0x0007000700070007
+DATA q4kidx<>+248(SB)/8, $0x0007000700070007
+GLOBL q4kidx<>(SB), RODATA|NOPTR, $256
+
+DATA q6kidx<>+0(SB)/8, $0x0000000000000000
+DATA q6kidx<>+8(SB)/8, $0x0000000000000000
+DATA q6kidx<>+16(SB)/8, $0x0001000100010001
+DATA q6kidx<>+24(SB)/8, $0x0001000100010001
+DATA q6kidx<>+32(SB)/8, $0x0002000200020002
+DATA q6kidx<>+40(SB)/8, $0x0002000200020002
+DATA q6kidx<>+48(SB)/8, $0x0003000300030003
+DATA q6kidx<>+56(SB)/8, $0x0003000300030003
+DATA q6kidx<>+64(SB)/8, $0x0004000400040004
+DATA q6kidx<>+72(SB)/8, $0x0004000400040004
+DATA q6kidx<>+80(SB)/8, $0x0005000500050005
+DATA q6kidx<>+88(SB)/8, $0x0005000500050005
+DATA q6kidx<>+96(SB)/8, $0x0006000600060006
+DATA q6kidx<>+104(SB)/8, $0x0006000600060006
+DATA q6kidx<>+112(SB)/8, $0x0007000700070007
+DATA q6kidx<>+120(SB)/8, $0x0007000700070007
+DATA q6kidx<>+128(SB)/8, $0x0008000800080008
+DATA q6kidx<>+136(SB)/8, $0x0008000800080008
+DATA q6kidx<>+144(SB)/8, $0x0009000900090009
+DATA q6kidx<>+152(SB)/8, $0x0009000900090009
+DATA q6kidx<>+160(SB)/8, $0x000a000a000a000a
+DATA q6kidx<>+168(SB)/8, $0x000a000a000a000a
+DATA q6kidx<>+176(SB)/8, $0x000b000b000b000b
+DATA q6kidx<>+184(SB)/8, $0x000b000b000b000b
+DATA q6kidx<>+192(SB)/8, $0x000c000c000c000c
+DATA q6kidx<>+200(SB)/8, $0x000c000c000c000c
+DATA q6kidx<>+208(SB)/8, $0x000d000d000d000d
+DATA q6kidx<>+216(SB)/8, $0x000d000d000d000d
+DATA q6kidx<>+224(SB)/8, $0x000e000e000e000e
+DATA q6kidx<>+232(SB)/8, $0x000e000e000e000e
+DATA q6kidx<>+240(SB)/8, $0x000f000f000f000f
+DATA q6kidx<>+248(SB)/8, $0x000f000f000f000f
+GLOBL q6kidx<>(SB), RODATA|NOPTR, $256
+
+// KHSUM8 reduces Y register ysrc into the low lane of X0 (clobbers X0, X1)
+// in hsum8's order.
+#define KHSUM8(ysrc, xsrc) \
+	VEXTRACTF32X4 $1, ysrc, X1; \
+	VADDPS        X1, xsrc, X0; \
+	VMOVHLPS      X0, X0, X1; \
+	VADDPS        X1, X0, X0; \
+	VMOVSHDUP     X0, X1; \
+	VADDSS        X1, X0, X0
+
+// Q4KPAIR adds the scaled lanes of chunks 2j and 2j+1 of the Q4_K row at
+// (row) (nibbles at off(row): low for chunk 2j, high for 2j+1) into Z31.
+// Needs Z10 = the 8 scales as words, Z30 = 0x0f bytes; clobbers Z8, Z9.
+#define Q4KPAIR(row, off, act, idx) \
+	VMOVDQU      off(row), Y8; \
+	VPSRLW       $4, Y8, Y9; \
+	VINSERTI64X4 $1, Y9, Z8, Z8; \
+	VPANDQ       Z30, Z8, Z8; \
+	VPMADDUBSW   act, Z8, Z8; \
+	VPERMW       Z10, idx, Z9; \
+	VPMADDWD     Z9, Z8, Z8; \
+	VPADDD       Z8, Z31, Z31
+
+// Q4KROW accumulates the Q4_K super-block at (row) into acc (8 lanes) and
+// its mins term into accm (4 lanes). Needs the token's activations in
+// Z20..Z23, X13 = [y.d, -y.d, y.d, y.d], X14 = the sums of its 8 chunks as
+// words. Clobbers AX, R8, R9, R14, R15, Z8..Z12, Z31.
+#define Q4KROW(row, acc, accm) \
+	MOVL      4(row), AX; \
+	MOVL      8(row), R8; \
+	MOVL      12(row), R9; \
+	MOVL      AX, R14; \
+	ANDL      $0x3f3f3f3f, R14; \
+	MOVL      R9, R15; \
+	ANDL      $0x0f0f0f0f, R15; \
+	SHRL      $6, AX; \
+	ANDL      $0x03030303, AX; \
+	SHLL      $4, AX; \
+	ORL       AX, R15; \
+	VMOVD     R14, X10; \
+	VPINSRD   $1, R15, X10, X10; \
+	VPMOVZXBW X10, X10; \
+	MOVL      R8, R14; \
+	ANDL      $0x3f3f3f3f, R14; \
+	SHRL      $4, R9; \
+	ANDL      $0x0f0f0f0f, R9; \
+	SHRL      $6, R8; \
+	ANDL      $0x03030303, R8; \
+	SHLL      $4, R8; \
+	ORL       R8, R9; \
+	VMOVD     R14, X11; \
+	VPINSRD   $1, R9, X11, X11; \
+	VPMOVZXBW X11, X11; \
+	VPMADDWD  X14, X11, X11; \
+	VCVTDQ2PS X11, X11; \
+	VMOVD     (row), X12; \
+	VCVTPH2PS X12, X12; \
+	VMULPS    X13, X12, X12; \
+	VSHUFPS   $0x55, X12, X12, X9; \
+	VFMADD231PS X11, X9, accm; \
+	VBROADCASTSS X12, Y12; \
+	VPXORD    Z31, Z31, Z31; \
+	Q4KPAIR(row, 16, Z20, Z26); \
+	Q4KPAIR(row, 48, Z21, Z27); \
+	Q4KPAIR(row, 80, Z22, Z28); \
+	Q4KPAIR(row, 112, Z23, Z29); \
+	VEXTRACTI64X4 $1, Z31, Y8; \
+	VPADDD    Y8, Y31, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VFMADD231PS Y8, Y12, acc
+
+// Q4KOUT leaves hsum8(acc) + ((m0+m2)+(m1+m3)) of accm in X0 (clobbers
+// X1, X2).
+#define Q4KOUT(acc, xacc, accm) \
+	KHSUM8(acc, xacc); \
+	VMOVHLPS  accm, accm, X1; \
+	VADDPS    X1, accm, X1; \
+	VMOVSHDUP X1, X2; \
+	VADDSS    X2, X1, X1; \
+	VADDSS    X1, X0, X0
+
+// func q4KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// out + i*ostride = dotQ4K(row i, x) for the 4 Q4_K rows w + i*wstride
+// (strides in bytes), x being nb Q8_K blocks: quants xq (256 per block),
+// scales xd (float32) and sums xb (16 int16 per block).
+TEXT ·q4KDot4x1(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ xb+32(FP), R13
+	MOVQ nb+40(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	VMOVDQU64 q4kidx<>+0(SB), Z26
+	VMOVDQU64 q4kidx<>+64(SB), Z27
+	VMOVDQU64 q4kidx<>+128(SB), Z28
+	VMOVDQU64 q4kidx<>+192(SB), Z29
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVQ $0x8000000000000000, AX
+	VMOVQ AX, X15
+	VXORPS Y16, Y16, Y16
+	VXORPS Y17, Y17, Y17
+	VXORPS Y18, Y18, Y18
+	VXORPS Y19, Y19, Y19
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	TESTQ CX, CX
+	JEQ   q4kdone
+q4kloop:
+	VMOVDQU64 (DI), Z20
+	VMOVDQU64 64(DI), Z21
+	VMOVDQU64 128(DI), Z22
+	VMOVDQU64 192(DI), Z23
+	VMOVDQU   (R13), X8
+	VMOVDQU   16(R13), X9
+	VPHADDW   X9, X8, X14
+	VBROADCASTSS (DX), X13
+	VXORPS    X15, X13, X13
+	Q4KROW(SI, Y16, X4)
+	Q4KROW(R10, Y17, X5)
+	Q4KROW(R11, Y18, X6)
+	Q4KROW(R12, Y19, X7)
+	ADDQ $144, SI
+	ADDQ $144, R10
+	ADDQ $144, R11
+	ADDQ $144, R12
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q4kloop
+q4kdone:
+	MOVQ out+48(FP), BX
+	MOVQ ostride+56(FP), R9
+	Q4KOUT(Y16, X16, X4)
+	VMOVSS X0, (BX)
+	Q4KOUT(Y17, X17, X5)
+	VMOVSS X0, (BX)(R9*1)
+	Q4KOUT(Y18, X18, X6)
+	VMOVSS X0, (BX)(R9*2)
+	LEAQ (BX)(R9*2), BX
+	Q4KOUT(Y19, X19, X7)
+	VMOVSS X0, (BX)(R9*1)
+	VZEROUPPER
+	RET
+
+// Q6KHALF adds the scaled lanes of the 128 elements of one half of a Q6_K
+// super-block into Z15: its low nibbles ql at qloff(row) (64 bytes), high
+// bit pairs qh at qhoff(row) (32 bytes); chunks 0,1 (low nibbles, qh bits
+// 0-1 and 2-3) against actlo with scale indices idxlo, chunks 2,3 (high
+// nibbles, qh bits 4-5 and 6-7) against acthi, idxhi. Needs Y11 = the 16
+// scales as words, Z30 = 0x0f bytes, Z31 = 0x30 bytes; clobbers Z8, Z9,
+// Z10, Z14.
+#define Q6KHALF(row, qloff, qhoff, actlo, idxlo, acthi, idxhi) \
+	VMOVDQU64    qloff(row), Z8; \
+	VMOVDQU      qhoff(row), Y9; \
+	VPSRLW       $2, Y9, Y10; \
+	VINSERTI64X4 $1, Y10, Z9, Z9; \
+	VPANDQ       Z30, Z8, Z10; \
+	VPSLLW       $4, Z9, Z14; \
+	VPANDQ       Z31, Z14, Z14; \
+	VPORQ        Z14, Z10, Z10; \
+	VPMADDUBSW   actlo, Z10, Z10; \
+	VPERMW       Z11, idxlo, Z14; \
+	VPMADDWD     Z14, Z10, Z10; \
+	VPADDD       Z10, Z15, Z15; \
+	VPSRLW       $4, Z8, Z10; \
+	VPANDQ       Z30, Z10, Z10; \
+	VPANDQ       Z31, Z9, Z14; \
+	VPORQ        Z14, Z10, Z10; \
+	VPMADDUBSW   acthi, Z10, Z10; \
+	VPERMW       Z11, idxhi, Z14; \
+	VPMADDWD     Z14, Z10, Z10; \
+	VPADDD       Z10, Z15, Z15
+
+// Q6KROW accumulates the Q6_K super-block at (row) into acc. Needs the
+// token's activations in Z20..Z23, its 16 sums as words in Y24 and y.d in
+// Y25. Clobbers Z8..Z15.
+#define Q6KROW(row, acc) \
+	VPMOVSXBW 192(row), Y11; \
+	VPMADDWD  Y24, Y11, Y12; \
+	VPSLLD    $5, Y12, Y12; \
+	VPXORD    Z15, Z15, Z15; \
+	Q6KHALF(row, 0, 128, Z20, Z26, Z21, Z27); \
+	Q6KHALF(row, 64, 160, Z22, Z28, Z23, Z29); \
+	VEXTRACTI64X4 $1, Z15, Y8; \
+	VPADDD    Y8, Y15, Y8; \
+	VPSUBD    Y12, Y8, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VPBROADCASTW 208(row), X13; \
+	VCVTPH2PS X13, Y13; \
+	VMULPS    Y25, Y13, Y13; \
+	VFMADD231PS Y8, Y13, acc
+
+// func q6KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// q4KDot4x1 for Q6_K rows: out + i*ostride = dotQ6K(row i, x).
+TEXT ·q6KDot4x1(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ xb+32(FP), R13
+	MOVQ nb+40(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	VMOVDQU64 q6kidx<>+0(SB), Z26
+	VMOVDQU64 q6kidx<>+64(SB), Z27
+	VMOVDQU64 q6kidx<>+128(SB), Z28
+	VMOVDQU64 q6kidx<>+192(SB), Z29
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z31
+	VXORPS Y16, Y16, Y16
+	VXORPS Y17, Y17, Y17
+	VXORPS Y18, Y18, Y18
+	VXORPS Y19, Y19, Y19
+	TESTQ CX, CX
+	JEQ   q6kdone
+q6kloop:
+	VMOVDQU64 (DI), Z20
+	VMOVDQU64 64(DI), Z21
+	VMOVDQU64 128(DI), Z22
+	VMOVDQU64 192(DI), Z23
+	VMOVDQU64 (R13), Y24
+	VBROADCASTSS (DX), Y25
+	Q6KROW(SI, Y16)
+	Q6KROW(R10, Y17)
+	Q6KROW(R11, Y18)
+	Q6KROW(R12, Y19)
+	ADDQ $210, SI
+	ADDQ $210, R10
+	ADDQ $210, R11
+	ADDQ $210, R12
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q6kloop
+q6kdone:
+	MOVQ out+48(FP), BX
+	MOVQ ostride+56(FP), R9
+	KHSUM8(Y16, X16)
+	VMOVSS X0, (BX)
+	KHSUM8(Y17, X17)
+	VMOVSS X0, (BX)(R9*1)
+	KHSUM8(Y18, X18)
+	VMOVSS X0, (BX)(R9*2)
+	LEAQ (BX)(R9*2), BX
+	KHSUM8(Y19, X19)
+	VMOVSS X0, (BX)(R9*1)
+	VZEROUPPER
+	RET
