@@ -142,7 +142,7 @@ func TestTokenizeErrors(t *testing.T) {
 	}{
 		{"a missing --model is reported", []string{"tokenize", "x"}, "--model is required"},
 		{"a missing file is named", []string{"tokenize", "--model", filepath.Join(dir, "none.gguf"), "x"}, "none.gguf"},
-		{"a malformed tokenizer.json names the file and key", []string{"tokenize", "--model", dir, "x"}, "tokenizer.json: json: cannot unmarshal string into Go struct field .model.vocab"},
+		{"a malformed tokenizer.json names the file and key", []string{"tokenize", "--model", dir, "x"}, `tokenizer.json: model.vocab: entry "a": want an integer, found a string`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := runCLI(c.args...)

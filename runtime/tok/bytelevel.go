@@ -85,6 +85,23 @@ func appendCodepoint(dst []byte, c rune) []byte {
 // character outside the byte table is written as llama.cpp writes it:
 // "[UNK_BYTE_0x<hex of its UTF-8>" followed by the whole text and "]".
 func byteLevelDecode(text string) string {
+	if utf8.ValidString(text) { // the common case, without a code point slice
+		out := make([]byte, 0, len(text))
+		for _, c := range text {
+			b, ok := byteDec[c]
+			if !ok {
+				return byteLevelDecodeSlow(text)
+			}
+			out = append(out, b)
+		}
+		return string(out)
+	}
+	return byteLevelDecodeSlow(text)
+}
+
+// byteLevelDecodeSlow is byteLevelDecode for text with characters outside
+// the byte table or invalid UTF-8.
+func byteLevelDecodeSlow(text string) string {
 	var out []byte
 	var tmp [4]byte
 	for _, c := range decodeCodepoints(text, nil) {

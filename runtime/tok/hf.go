@@ -109,11 +109,11 @@ type hfTokenizer struct {
 	PreTokenizer  *hfPreTokenizer `json:"pre_tokenizer"`
 	PostProcessor *hfProcessor    `json:"post_processor"`
 	Model         *struct {
-		Type         string           `json:"type"`
-		Vocab        map[string]int64 `json:"vocab"`
-		Merges       json.RawMessage  `json:"merges"`
-		IgnoreMerges bool             `json:"ignore_merges"`
-		ByteFallback bool             `json:"byte_fallback"`
+		Type         string          `json:"type"`
+		Vocab        json.RawMessage `json:"vocab"`
+		Merges       json.RawMessage `json:"merges"`
+		IgnoreMerges bool            `json:"ignore_merges"`
+		ByteFallback bool            `json:"byte_fallback"`
 	} `json:"model"`
 }
 
@@ -196,7 +196,11 @@ func hfToSource(files HFFiles) (hfSource, error) {
 	if tj.Model.ByteFallback {
 		return nil, fmt.Errorf("tok: %s: model.byte_fallback: %w: only byte-level BPE is supported", name, ErrUnsupported)
 	}
-	if len(tj.Model.Vocab) == 0 {
+	vocab, err := parseVocab(bytes.TrimSpace(tj.Model.Vocab))
+	if err != nil {
+		return nil, hfError(name, "model.vocab", "%v", err)
+	}
+	if len(vocab) == 0 {
 		return nil, hfError(name, "model.vocab", "missing or empty")
 	}
 	preName, err := hfPreName(name, tj.PreTokenizer, tj.Model.IgnoreMerges)
@@ -218,7 +222,7 @@ func hfToSource(files HFFiles) (hfSource, error) {
 	}
 
 	// Vocabulary: model.vocab, then added_tokens over it.
-	nEntries := len(tj.Model.Vocab) + len(tj.AddedTokens)
+	nEntries := len(vocab) + len(tj.AddedTokens)
 	maxID := int64(-1)
 	checkID := func(key string, id int64, text string) error {
 		if id < 0 || id > math.MaxInt32 {
@@ -227,11 +231,7 @@ func hfToSource(files HFFiles) (hfSource, error) {
 		maxID = max(maxID, id)
 		return nil
 	}
-	for text, id := range tj.Model.Vocab {
-		if err := checkID("model.vocab", id, text); err != nil {
-			return nil, err
-		}
-	}
+	added := make(map[string]int, len(tj.AddedTokens)) // content -> index in added_tokens
 	for i, a := range tj.AddedTokens {
 		key := fmt.Sprintf("added_tokens[%d]", i)
 		if err := checkID(key, a.ID, a.Content); err != nil {
@@ -240,8 +240,15 @@ func hfToSource(files HFFiles) (hfSource, error) {
 		if a.Content == "" {
 			return nil, hfError(name, key, "empty content")
 		}
-		if id, ok := tj.Model.Vocab[a.Content]; ok && id != a.ID {
-			return nil, hfError(name, key, "token %q has id %d, but model.vocab gives it id %d", a.Content, a.ID, id)
+		added[a.Content] = i
+	}
+	for _, e := range vocab {
+		if err := checkID("model.vocab", e.id, e.text); err != nil {
+			return nil, err
+		}
+		if i, ok := added[e.text]; ok && tj.AddedTokens[i].ID != e.id {
+			return nil, hfError(name, fmt.Sprintf("added_tokens[%d]", i), "token %q has id %d, but model.vocab gives it id %d",
+				e.text, tj.AddedTokens[i].ID, e.id)
 		}
 	}
 	n := maxID + 1
@@ -260,7 +267,8 @@ func hfToSource(files HFFiles) (hfSource, error) {
 	}
 	tokens := make([]string, n)
 	types := make([]int32, n)
-	for text, id := range tj.Model.Vocab {
+	for _, e := range vocab {
+		text, id := e.text, e.id
 		if tokens[id] != "" {
 			return nil, hfError(name, "model.vocab", "tokens %q and %q share id %d", tokens[id], text, id)
 		}
@@ -467,33 +475,21 @@ func hfPreName(file string, p *hfPreTokenizer, ignoreMerges bool) (string, error
 	return "", unsupported(fmt.Sprintf("Split regex %q", *split.Pattern.Regex))
 }
 
-// hfMerges reads model.merges in either form: "left right" strings, or
-// [left, right] pairs (written as "left right" with a space inside a part
-// as U+0120, as the converter does).
+// hfMerges reads model.merges in either form (see parseMerges).
 func hfMerges(file string, raw json.RawMessage) ([]string, error) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+	if len(raw) == 0 {
 		return nil, nil
 	}
-	var strs []string
-	if inner := bytes.TrimLeft(raw[1:], " \t\r\n"); raw[0] != '[' || len(inner) == 0 || inner[0] != '[' {
-		if err := json.Unmarshal(raw, &strs); err != nil {
-			return nil, hfError(file, "model.merges", "neither a list of \"a b\" strings nor of [a, b] pairs: %v", err)
+	merges, i, err := parseMerges(raw)
+	if err != nil {
+		key := "model.merges"
+		if i >= 0 {
+			key = fmt.Sprintf("model.merges[%d]", i)
 		}
-		return strs, nil
+		return nil, hfError(file, key, "%v", err)
 	}
-	var pairs [][]string
-	if err := json.Unmarshal(raw, &pairs); err != nil {
-		return nil, hfError(file, "model.merges", "neither a list of \"a b\" strings nor of [a, b] pairs: %v", err)
-	}
-	strs = make([]string, len(pairs))
-	for i, p := range pairs {
-		if len(p) != 2 {
-			return nil, hfError(file, fmt.Sprintf("model.merges[%d]", i), "%d parts, want 2", len(p))
-		}
-		strs[i] = strings.ReplaceAll(p[0], " ", "\u0120") + " " + strings.ReplaceAll(p[1], " ", "\u0120")
-	}
-	return strs, nil
+	return merges, nil
 }
 
 // looksSpecial reports whether an added token's text looks like a special

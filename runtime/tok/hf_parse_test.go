@@ -239,8 +239,11 @@ func TestParseHFErrors(t *testing.T) {
 			d["added_tokens"] = []any{map[string]any{"id": 300}}
 		}), "", "", []string{"added_tokens[0]", "empty content"}, false},
 		{"merges that are numbers", edit(func(d, m map[string]any) { m["merges"] = []any{1, 2} }), "", "", []string{"model.merges"}, false},
-		{"a merge pair of three", edit(func(d, m map[string]any) { m["merges"] = []any{[]string{"a", "b", "c"}} }), "", "", []string{"model.merges[0]", "3 parts"}, false},
-		{"a merges object", edit(func(d, m map[string]any) { m["merges"] = map[string]any{} }), "", "", []string{"model.merges"}, false},
+		{"a merge pair of three", edit(func(d, m map[string]any) { m["merges"] = []any{[]string{"a", "b", "c"}} }), "", "", []string{"model.merges[0]", "want ']' after 2 parts, found ','"}, false},
+		{"a merges object", edit(func(d, m map[string]any) { m["merges"] = map[string]any{} }), "", "", []string{"model.merges", "want a list, found an object"}, false},
+		{"a merge pair of one", edit(func(d, m map[string]any) { m["merges"] = []any{[]string{"a", "b"}, []string{"a"}} }), "", "", []string{"model.merges[1]", "a second part"}, false},
+		{"mixed merge forms", edit(func(d, m map[string]any) { m["merges"] = []any{"a b", []string{"a", "b"}} }), "", "", []string{"model.merges[1]", "want a string, found a list"}, false},
+		{"a fractional id", edit(func(d, m map[string]any) { m["vocab"] = map[string]any{"a": 1.5} }), "", "", []string{"model.vocab", `entry "a"`, "integer"}, false},
 		{"an unknown split regex", edit(func(d, m map[string]any) {
 			d["pre_tokenizer"].(map[string]any)["pretokenizers"].([]any)[0].(map[string]any)["pattern"] = map[string]any{"Regex": `\w+`}
 		}), "", "", []string{"pre_tokenizer", "Split regex"}, true},

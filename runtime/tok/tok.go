@@ -344,6 +344,7 @@ func (t *Tokenizer) loadMerges(src source) error {
 	}
 	t.idRanks = make(map[uint64]merge, len(merges))
 	t.textRanks = make(map[pair]int32)
+	var joined []byte
 	for i, m := range merges {
 		var p pair
 		if len(m) > 1 {
@@ -355,7 +356,8 @@ func (t *Tokenizer) loadMerges(src source) error {
 		r, rok := t.ids[p.right]
 		if lok && rok {
 			if _, dup := t.idRanks[idPair(l, r)]; !dup {
-				res, ok := t.ids[p.left+p.right]
+				joined = append(append(joined[:0], p.left...), p.right...)
+				res, ok := t.ids[string(joined)]
 				if !ok {
 					res = -1
 				}
