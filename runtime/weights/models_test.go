@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -291,6 +292,38 @@ func TestModelTruncations(t *testing.T) {
 	for n := 0; n < len(data); n += step(n) {
 		if _, err := Parse(data[:n], "prefix"); err == nil {
 			t.Fatalf("prefix of %d bytes parsed", n)
+		}
+	}
+}
+
+// TestKQuantModels opens every kq-* model (K-quants, IQ4 and legacy
+// quants, several types per file) and dequantizes each tensor: the types
+// are read, sized and converted, and every value is finite.
+func TestKQuantModels(t *testing.T) {
+	names, _ := filepath.Glob(filepath.Join(modelsDir(), "kq-*.gguf"))
+	if len(names) == 0 {
+		t.Skip("no kq-*.gguf models")
+	}
+	seen := map[tensor.DType]bool{}
+	for _, p := range names {
+		f := openModel(t, filepath.Base(p))
+		for _, w := range f.Tensors {
+			seen[w.DType] = true
+			xs, err := w.Float32s()
+			if err != nil {
+				t.Fatalf("%s: %v", filepath.Base(p), err)
+			}
+			for i, v := range xs {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					t.Fatalf("%s: tensor %s element %d is %g", filepath.Base(p), w.Name, i, v)
+				}
+			}
+		}
+	}
+	for _, d := range []tensor.DType{tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.Q2_K, tensor.Q3_K,
+		tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
+		if !seen[d] {
+			t.Errorf("no kq model has a %v tensor", d)
 		}
 	}
 }
