@@ -407,6 +407,12 @@ func hfToSource(files HFFiles) (hfSource, error) {
 			src[f.key] = uint64(id)
 		}
 	}
+	if _, hasBOS := src["tokenizer.ggml.bos_token_id"]; !hasBOS {
+		if (addBOS != nil && *addBOS) || (addBOS == nil && preByName[preName].addBOS) {
+			return nil, hfError(name, "bos_token", "BOS is added for this tokenizer (add_bos_token, or the default of the %s pre-tokenizer) "+
+				"but none is named: give %s a bos_token or %s a bos_token_id", preName, HFConfigFile, HFModelConfig)
+		}
+	}
 	if len(cfg.ChatTemplate) > 0 {
 		var s string
 		if json.Unmarshal(cfg.ChatTemplate, &s) == nil {

@@ -249,6 +249,8 @@ func TestParseHFErrors(t *testing.T) {
 		}), "", "", []string{"pre_tokenizer", "Split regex"}, true},
 		{"a Metaspace pre-tokenizer", edit(func(d, m map[string]any) { d["pre_tokenizer"] = map[string]any{"type": "Metaspace"} }), "", "", []string{"pre_tokenizer", "Metaspace"}, true},
 		{"no pre-tokenizer", edit(func(d, m map[string]any) { d["pre_tokenizer"] = nil }), "", "", []string{"pre_tokenizer", "missing"}, true},
+		{"add_bos_token without a BOS token", hfJSON(t, hfTestMerges, false, hfTestAdded, nil), `{"add_bos_token": true}`, "",
+			[]string{"dir/tokenizer.json", "bos_token", "BOS is added"}, false},
 		{"a malformed tokenizer_config.json", hfJSON(t, hfTestMerges, false, hfTestAdded, nil), "{", "", []string{"dir/tokenizer_config.json"}, false},
 		{"a numeric bos_token", hfJSON(t, hfTestMerges, false, hfTestAdded, nil), `{"bos_token": 5}`, "", []string{"dir/tokenizer_config.json", "bos_token"}, false},
 		{"a numeric chat_template", hfJSON(t, hfTestMerges, false, hfTestAdded, nil), `{"chat_template": 5}`, "", []string{"dir/tokenizer_config.json", "chat_template"}, false},
