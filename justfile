@@ -21,6 +21,7 @@ test: build
     go vet ./...
     {{just_executable()}} tokenizers
     go test -count=1 ./...
+    {{just_executable()}} cuda-emu
     {{bin}} graph check graphs/*.yaml
     {{bin}} graph test --model {{models}}/stories260K.gguf graphs/*.yaml
     {{bin}} graph test --model {{models}}/tiny-qwen3-f32.gguf --model draft={{models}}/tiny-qwen3-q8_0.gguf graphs/draft.yaml
@@ -99,6 +100,14 @@ cuda-check:
     mkdir -p .cache
     nvcc -arch=compute_80 -code=compute_80 -O3 -ptx -o .cache/ninfer.ptx cuda/kernels/ninfer.cu
     diff -q cuda/ninfer.ptx .cache/ninfer.ptx || (echo "cuda/ninfer.ptx is stale: run 'just ptx'" && exit 1)
+
+# CUDA kernel parity without a GPU: the unmodified kernels compiled with the host C++ compiler
+# (g++, or $CXX) under AddressSanitizer and UBSan, run by the emulator in cuda/emu through the
+# launches of cuda/launch.go and compared with the CPU backend. Ends with "N passed, M failed".
+cuda-emu:
+    mkdir -p .cache
+    go test -tags cudaemu -c -o .cache/cuda-emu.test ./cuda
+    cd cuda && ../.cache/cuda-emu.test -test.run '^TestEmu' -test.count=1
 
 # Build the CUDA test binary and ninfer here (-tags cuda) into bin/gpu with the bundled models and
 # goldens, and print how to run them on the GPU machine (no Go toolchain there; links only libcuda.so.1).

@@ -1,0 +1,698 @@
+//go:build cudaemu
+
+package cuda
+
+// Kernel parity without a GPU: every kernel of kernels/ninfer.cu runs in
+// the CPU emulator (cuda/emu, under AddressSanitizer and
+// UndefinedBehaviorSanitizer) through the launches of launch.go, the
+// parameters and geometry the backend uses, and its result is compared
+// with the CPU backend's on the same inputs. `just cuda-emu` runs
+// TestEmu*, which prints "N passed, M failed" over the parity cases.
+//
+// Tolerances, relative to max(1, max |cpu|) of each output:
+//   - exact (0): get_rows, select_rows, add, quantize_q8 and the KV page
+//     bytes, which the kernels compute with the CPU's exact arithmetic;
+//   - 1e-6: rms_norm and swiglu (the same roundings; a double sum in another
+//     order can move the rounded mean by one ulp);
+//   - 1e-5: rope (device-side sin and cos are double, as the CPU's, but the
+//     host libm and Go's math differ in the last bits);
+//   - 2e-5: matmul and attention, whose float accumulation order differs
+//     from the CPU's (warp-strided partial sums, the online softmax).
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ninfer/ninfer-go/runtime/cpu"
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// emuPassed and emuFailed count the parity cases.
+var emuPassed, emuFailed atomic.Int64
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if n, f := emuPassed.Load(), emuFailed.Load(); n+f > 0 {
+		fmt.Printf("%d passed, %d failed\n", n, f)
+		if f > 0 && code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// parityCase runs one parity case as a parallel subtest of t and counts it.
+func parityCase(t *testing.T, name string, fn func(t *testing.T, e *emulator)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		e := theEmulator(t)
+		defer func() {
+			if t.Failed() {
+				emuFailed.Add(1)
+			} else {
+				emuPassed.Add(1)
+			}
+		}()
+		fn(t, e)
+	})
+}
+
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func bytesF32(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+func i32Bytes(v []int32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
+	}
+	return b
+}
+
+// cpuRun runs rec's graph on the CPU backend for each batch and returns
+// every named output of every batch.
+func cpuRun(t *testing.T, f *weights.File, l exec.KVLayout, rec func(b *tensor.Builder, rows, logitRows int), batches ...*exec.Batch) []map[string][]float32 {
+	t.Helper()
+	be := cpu.New(exec.Options{Threads: 1})
+	defer be.Close()
+	if err := be.Load(f); err != nil {
+		t.Fatalf("cpu: load: %v", err)
+	}
+	if err := be.Reserve(l); err != nil {
+		t.Fatalf("cpu: reserve: %v", err)
+	}
+	var outs []map[string][]float32
+	for _, batch := range batches {
+		b := tensor.NewBuilder(func(name string) (tensor.DType, int, int, bool) {
+			w, err := f.Tensor(name)
+			if err != nil {
+				return 0, 0, 0, false
+			}
+			return w.DType, w.Rows(), w.RowLen(), true
+		})
+		rec(b, len(batch.Tokens), len(batch.LogitRows))
+		g, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := be.Prepare(g)
+		if err != nil {
+			t.Fatalf("cpu: prepare: %v", err)
+		}
+		if err := x.Run(t.Context(), batch); err != nil {
+			t.Fatalf("cpu: run: %v", err)
+		}
+		o := map[string][]float32{}
+		for name := range g.Outputs {
+			data, rows, cols, err := x.Output(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o[name] = slices.Clone(data[:rows*cols])
+		}
+		x.Close()
+		outs = append(outs, o)
+	}
+	return outs
+}
+
+// smallKV is a KV layout for graphs without attention.
+var smallKV = exec.KVLayout{Layers: 1, KVDim: 32, BlockTokens: 16, Blocks: 8}
+
+// noAttention is a batch of the tokens, all at position 0 of sequence 0.
+func noAttention(tokens []int32, logitRows []int32) *exec.Batch {
+	n := len(tokens)
+	return seqBatch(tokens, make([]int32, n), make([]int32, n), [][]int32{{0}}, logitRows)
+}
+
+func weightF32(t *testing.T, f *weights.File, name string) []float32 {
+	t.Helper()
+	w, err := f.Tensor(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, w.Rows()*w.RowLen())
+	if err := tensor.DequantizeRow(w.DType, w.Data, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestEmuGetRows(t *testing.T) {
+	const vocab, cols = 50, 160
+	for _, dt := range matmulDTypes {
+		parityCase(t, dt.String(), func(t *testing.T, e *emulator) {
+			r := rand.New(rand.NewPCG(2, uint64(dt)))
+			f := memFile(t, randTensor(r, "e", dt, vocab, cols))
+			ids := randIDs(r, vocab, 7)
+			want := cpuRun(t, f, smallKV, func(b *tensor.Builder, rows, logitRows int) {
+				b.Input("positions", rows)
+				b.Input("logit_rows", logitRows)
+				b.Output("e", b.GetRows(b.Weight("e"), b.Input("tokens", rows)))
+			}, noAttention(ids, []int32{0}))[0]["e"]
+			w, _ := f.Tensor("e")
+			// A negative id gives a row of zeros (the kernel's contract).
+			ids = append(ids, -1)
+			want = append(want, make([]float32, cols)...)
+			var mem emuMem
+			out := mem.nanBuf(4 * len(ids) * cols)
+			table := mem.buf(w.Data, false)
+			idb := mem.buf(i32Bytes(ids), false)
+			l, err := getRowsLaunch(out.dev, table.dev, idb.dev, dt, len(ids), cols)
+			e.launch(t, l, err, &mem)
+			near(t, dt.String()+" get_rows", want, bytesF32(out.data), 0)
+		})
+	}
+}
+
+// quantizeQ8Ref is runtime/cpu quantizeQ8 (kernels.go), the activation
+// quantization the CPU backend's Q8_0 and Q4_0 matmuls use, written as
+// Q8_0 block bytes: d = max|x|/127 rounded to f16, q = round-half-even(x *
+// 127/max|x|).
+func quantizeQ8Ref(x []float32) []byte {
+	out := make([]byte, len(x)/32*34)
+	for b := range len(x) / 32 {
+		blk := x[b*32 : b*32+32]
+		var amax float32
+		for _, v := range blk {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d := amax / 127
+		var id float32
+		if amax != 0 {
+			id = 127 / amax
+		}
+		binary.LittleEndian.PutUint16(out[b*34:], tensor.F32ToF16(d))
+		for i, v := range blk {
+			out[b*34+2+i] = byte(int8(math.RoundToEven(float64(v * id))))
+		}
+	}
+	return out
+}
+
+func TestEmuQuantizeQ8(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rows int
+		gen  func(r *rand.Rand, i int) float32
+	}{
+		{"normal values", 3, func(r *rand.Rand, i int) float32 { return float32(r.NormFloat64()) }},
+		{"zero blocks, ties and large values", 9, func(r *rand.Rand, i int) float32 {
+			switch (i / 32) % 3 {
+			case 0:
+				return 0
+			case 1:
+				return float32(i%32-16) * 0.5 // q = x*127/8: many near-ties
+			}
+			return float32(r.NormFloat64() * 1e30)
+		}},
+	} {
+		parityCase(t, c.name, func(t *testing.T, e *emulator) {
+			const cols = 96
+			r := rand.New(rand.NewPCG(7, uint64(c.rows)))
+			x := make([]float32, c.rows*cols)
+			for i := range x {
+				x[i] = c.gen(r, i)
+			}
+			var mem emuMem
+			dst := mem.nanBuf(len(x) / 32 * 34)
+			xb := mem.buf(f32Bytes(x), false)
+			l, err := quantizeQ8Launch(dst.dev, xb.dev, c.rows, cols)
+			e.launch(t, l, err, &mem)
+			if want := quantizeQ8Ref(x); !bytes.Equal(dst.data, want) {
+				for i := range want {
+					if dst.data[i] != want[i] {
+						t.Fatalf("quantize_q8: byte %d (block %d): got %#x, want %#x", i, i/34, dst.data[i], want[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestEmuMatMul(t *testing.T) {
+	type shape struct{ rows, in, out, xOff int }
+	shapes := []shape{
+		{1, 256, 37, 0},   // gemv_1, one warp per column
+		{2, 512, 37, 0},   // gemv_2, 2 warps split K
+		{3, 1024, 19, 0},  // gemv_4 with a clamped token, 4 warps split K
+		{5, 256, 64, 0},   // gemv_8
+		{8, 1024, 37, 0},  // gemv_8, K split, a partial column group
+		{70, 256, 96, 0},  // gemm: partial tiles in both directions
+		{9, 96, 65, 0},    // gemm: K chunk cut short
+		{4, 256, 33, 4},   // gemv_4 on activations 4 bytes off 16-byte alignment
+		{70, 100, 40, 0},  // float only: gemm with a K tail
+		{2, 100, 17, 0},   // float only: gemv, K not a multiple of 8
+		{1, 1024, 300, 0}, // gemv_1 over 300 columns, K split in 4
+	}
+	for _, dt := range matmulDTypes {
+		quant := dt == tensor.Q8_0 || dt == tensor.Q4_0
+		for _, s := range shapes {
+			if s.in%dt.BlockSize() != 0 {
+				continue
+			}
+			p, err := planMatmul(dt, s.rows, s.in, s.out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kind := fmt.Sprintf("gemm_%v", dt)
+			if p.gemv {
+				kind = fmt.Sprintf("%s ks=%d", gemvKernel(dt, p.nt), p.ks)
+			}
+			name := fmt.Sprintf("%v/%dx%d.%dx%d off %d (%s)", dt, s.rows, s.in, s.out, s.in, s.xOff, kind)
+			parityCase(t, name, func(t *testing.T, e *emulator) {
+				r := rand.New(rand.NewPCG(1, uint64(dt)*1000+uint64(s.rows*s.in+s.out)))
+				const vocab = 80
+				f := memFile(t, randTensor(r, "x", tensor.F32, vocab, s.in), randTensor(r, "w", dt, s.out, s.in))
+				want := cpuRun(t, f, smallKV, func(b *tensor.Builder, rows, logitRows int) {
+					x := b.GetRows(b.Weight("x"), b.Input("tokens", rows))
+					b.Input("positions", rows)
+					b.Input("logit_rows", logitRows)
+					b.Output("y", b.MatMul(x, b.Weight("w")))
+					b.Output("x", x)
+				}, noAttention(randIDs(r, vocab, s.rows), []int32{0}))[0]
+				w, _ := f.Tensor("w")
+				var mem emuMem
+				out := mem.nanBuf(4 * s.rows * s.out)
+				xb := mem.buf(append(make([]byte, s.xOff), f32Bytes(want["x"])...), false)
+				wb := mem.buf(w.Data, false)
+				var xq devPtr
+				if quant {
+					q := mem.nanBuf(s.rows * s.in / 32 * 34)
+					xq = q.dev
+					l, err := quantizeQ8Launch(q.dev, xb.at(s.xOff), s.rows, s.in)
+					e.launch(t, l, err, &mem)
+					q.back = false
+				}
+				l, err := matmulLaunch(out.dev, xb.at(s.xOff), xq, wb.dev, dt, s.rows, s.in, s.out)
+				e.launch(t, l, err, &mem)
+				near(t, name, want["y"], bytesF32(out.data), 2e-5)
+			})
+		}
+	}
+}
+
+func TestEmuRMSNorm(t *testing.T) {
+	for _, c := range []struct {
+		rows, cols, group int
+		dt                tensor.DType
+	}{
+		{11, 128, 128, tensor.F32}, // one group per row
+		{11, 128, 32, tensor.F16},  // per head, 44 groups over 6 blocks
+		{5, 120, 40, tensor.F32},   // groups not a multiple of 32
+	} {
+		parityCase(t, fmt.Sprintf("%d rows of %d in groups of %d, %v weight", c.rows, c.cols, c.group, c.dt), func(t *testing.T, e *emulator) {
+			r := rand.New(rand.NewPCG(3, uint64(c.group)))
+			f := memFile(t, randTensor(r, "a", tensor.F32, 30, c.cols), randTensor(r, "norm", c.dt, 1, c.group))
+			const eps = 1e-5
+			want := cpuRun(t, f, smallKV, func(b *tensor.Builder, rows, logitRows int) {
+				x := b.GetRows(b.Weight("a"), b.Input("tokens", rows))
+				b.Input("positions", rows)
+				b.Input("logit_rows", logitRows)
+				b.Output("x", x)
+				b.Output("n", b.RMSNorm(x, b.Weight("norm"), c.group, eps))
+			}, noAttention(randIDs(r, 30, c.rows), []int32{0}))[0]
+			var mem emuMem
+			out := mem.nanBuf(4 * c.rows * c.cols)
+			xb := mem.buf(f32Bytes(want["x"]), false)
+			wb := mem.buf(f32Bytes(weightF32(t, f, "norm")), false)
+			l, err := rmsNormLaunch(out.dev, xb.dev, wb.dev, c.rows, c.cols, c.group, eps)
+			e.launch(t, l, err, &mem)
+			near(t, "rms_norm", want["n"], bytesF32(out.data), 1e-6)
+		})
+	}
+}
+
+func TestEmuRoPE(t *testing.T) {
+	for _, a := range []tensor.RoPEArgs{
+		{HeadDim: 32, Dims: 32, Base: 1e6, Mode: tensor.RoPENeox},
+		{HeadDim: 32, Dims: 16, Base: 10000, Mode: tensor.RoPENorm},
+		{HeadDim: 64, Dims: 24, Base: 10000, Mode: tensor.RoPENeox},
+		{HeadDim: 128, Dims: 128, Base: 500000, Mode: tensor.RoPENorm},
+	} {
+		mode := map[tensor.RoPEMode]string{tensor.RoPENorm: "norm", tensor.RoPENeox: "neox"}[a.Mode]
+		parityCase(t, fmt.Sprintf("%s head %d dims %d", mode, a.HeadDim, a.Dims), func(t *testing.T, e *emulator) {
+			const rows = 9
+			cols := 4 * a.HeadDim
+			r := rand.New(rand.NewPCG(4, uint64(a.HeadDim+a.Dims)))
+			f := memFile(t, randTensor(r, "a", tensor.F32, 30, cols))
+			batch := noAttention(randIDs(r, 30, rows), []int32{0})
+			for i := range batch.Positions {
+				batch.Positions[i] = int32(r.IntN(40000)) // large angles
+			}
+			want := cpuRun(t, f, exec.KVLayout{Layers: 1, KVDim: 32, BlockTokens: 1 << 16, Blocks: 1}, func(b *tensor.Builder, rows, logitRows int) {
+				x := b.GetRows(b.Weight("a"), b.Input("tokens", rows))
+				b.Input("logit_rows", logitRows)
+				b.Output("x", x)
+				b.Output("r", b.RoPE(x, b.Input("positions", rows), a))
+			}, batch)[0]
+			var mem emuMem
+			out := mem.nanBuf(4 * rows * cols)
+			xb := mem.buf(f32Bytes(want["x"]), false)
+			pb := mem.buf(i32Bytes(batch.Positions), false)
+			l, err := ropeLaunch(out.dev, xb.dev, pb.dev, rows, cols, a)
+			e.launch(t, l, err, &mem)
+			near(t, "rope", want["r"], bytesF32(out.data), 1e-5)
+		})
+	}
+}
+
+func TestEmuElementwise(t *testing.T) {
+	for _, c := range []struct {
+		op         string
+		rows, cols int
+	}{
+		{"add", 11, 128},
+		{"add", 2049, 1024}, // past 8192 blocks of 256: the grid-stride loop
+		{"swiglu", 11, 128},
+		{"swiglu", 3, 1000},
+	} {
+		parityCase(t, fmt.Sprintf("%s %dx%d", c.op, c.rows, c.cols), func(t *testing.T, e *emulator) {
+			r := rand.New(rand.NewPCG(5, uint64(c.rows)))
+			f := memFile(t, randTensor(r, "a", tensor.F32, c.rows, c.cols), randTensor(r, "b", tensor.F32, c.rows, c.cols))
+			want := cpuRun(t, f, smallKV, func(b *tensor.Builder, rows, logitRows int) {
+				tok := b.Input("tokens", rows)
+				b.Input("positions", rows)
+				b.Input("logit_rows", logitRows)
+				x, y := b.GetRows(b.Weight("a"), tok), b.GetRows(b.Weight("b"), tok)
+				b.Output("x", x)
+				b.Output("y", y)
+				if c.op == "add" {
+					b.Output("z", b.Add(x, y))
+				} else {
+					b.Output("z", b.SwiGLU(x, y))
+				}
+			}, noAttention(count(0, c.rows), []int32{0}))[0]
+			n := c.rows * c.cols
+			var mem emuMem
+			out := mem.nanBuf(4 * n)
+			xb, yb := mem.buf(f32Bytes(want["x"]), false), mem.buf(f32Bytes(want["y"]), false)
+			var l launchSpec
+			var err error
+			tol := 0.0
+			if c.op == "add" {
+				l, err = addLaunch(out.dev, xb.dev, yb.dev, n)
+			} else {
+				l, err = swigluLaunch(out.dev, xb.dev, yb.dev, n)
+				tol = 1e-6
+			}
+			e.launch(t, l, err, &mem)
+			near(t, c.op, want["z"], bytesF32(out.data), tol)
+		})
+	}
+}
+
+func TestEmuSelectRows(t *testing.T) {
+	parityCase(t, "logit rows and a negative index", func(t *testing.T, e *emulator) {
+		const rows, cols = 11, 200
+		r := rand.New(rand.NewPCG(6, 6))
+		f := memFile(t, randTensor(r, "a", tensor.F32, 30, cols))
+		sel := []int32{10, 3, 0, 3}
+		want := cpuRun(t, f, smallKV, func(b *tensor.Builder, rows, logitRows int) {
+			x := b.GetRows(b.Weight("a"), b.Input("tokens", rows))
+			b.Input("positions", rows)
+			b.Output("x", x)
+			b.Output("s", b.SelectRows(x, b.Input("logit_rows", logitRows)))
+		}, noAttention(randIDs(r, 30, rows), sel))[0]
+		sel = append(sel, -1) // zeros (the kernel's contract)
+		var mem emuMem
+		out := mem.nanBuf(4 * len(sel) * cols)
+		xb := mem.buf(f32Bytes(want["x"]), false)
+		sb := mem.buf(i32Bytes(sel), false)
+		l, err := selectRowsLaunch(out.dev, xb.dev, sb.dev, len(sel), cols)
+		e.launch(t, l, err, &mem)
+		near(t, "select_rows", append(want["s"], make([]float32, cols)...), bytesF32(out.data), 0)
+	})
+}
+
+// kvRows returns rows*kvDim values with the special cases of kv.Codec in
+// some groups: zeros, a NaN, an Inf, tiny values and values near the float
+// maximum.
+func kvRows(r *rand.Rand, rows, kvDim int) []float32 {
+	x := make([]float32, rows*kvDim)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	for row := range rows {
+		v := x[row*kvDim : (row+1)*kvDim]
+		switch row % 6 {
+		case 1:
+			clear(v[:min(64, kvDim)])
+		case 2:
+			v[kvDim/2] = float32(math.NaN())
+		case 3:
+			v[0] = float32(math.Inf(-1))
+		case 4:
+			for i := range v {
+				v[i] *= 1e-40
+			}
+		case 5:
+			for i := range v {
+				v[i] = math.MaxFloat32 * float32(math.Tanh(float64(v[i])))
+			}
+		}
+	}
+	return x
+}
+
+func TestEmuKVWrite(t *testing.T) {
+	for _, format := range kv.FormatNames() {
+		for _, kvDim := range []int{96, 320} {
+			parityCase(t, fmt.Sprintf("%s/kvDim %d", format, kvDim), func(t *testing.T, e *emulator) {
+				c, err := kv.NewCodec(format, kvDim)
+				if err != nil {
+					t.Fatal(err)
+				}
+				const rows, slotCount = 13, 40
+				r := rand.New(rand.NewPCG(8, uint64(kvDim)))
+				kx, vx := kvRows(r, rows, kvDim), kvRows(r, rows, kvDim)
+				slots := make([]int32, rows)
+				for i, s := range r.Perm(slotCount)[:rows] {
+					slots[i] = int32(s)
+				}
+				slots[4] = -1 // skipped
+				rb := c.RowBytes()
+				pattern := bytes.Repeat([]byte{0xa5}, slotCount*rb)
+				var mem emuMem
+				kc, vc := mem.buf(pattern, true), mem.buf(pattern, true)
+				kb, vb := mem.buf(f32Bytes(kx), false), mem.buf(f32Bytes(vx), false)
+				sb := mem.buf(i32Bytes(slots), false)
+				l, err := kvWriteLaunch(kc.dev, vc.dev, kb.dev, vb.dev, sb.dev, format, rows, kvDim)
+				e.launch(t, l, err, &mem)
+				for name, pc := range map[string]struct {
+					pages []byte
+					src   []float32
+				}{"k": {kc.data, kx}, "v": {vc.data, vx}} {
+					want := bytes.Clone(pattern)
+					for t, s := range slots {
+						if s >= 0 {
+							c.Encode(want[int(s)*rb:int(s+1)*rb], pc.src[t*kvDim:(t+1)*kvDim])
+						}
+					}
+					for s := range slotCount {
+						got, w := pc.pages[s*rb:(s+1)*rb], want[s*rb:(s+1)*rb]
+						if !bytes.Equal(got, w) {
+							i := 0
+							for got[i] == w[i] {
+								i++
+							}
+							t.Errorf("%s page slot %d: byte %d is %#x, kv.Codec (or untouched) %#x", name, s, i, got[i], w[i])
+							break
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// attnCase is one attention configuration.
+type attnCase struct {
+	heads, kvHeads, headDim, blockTokens int
+	prefill                              int // tokens of the first sequence's prefill
+}
+
+func TestEmuAttention(t *testing.T) {
+	cases := []attnCase{
+		{16, 2, 32, 16, 37}, // NI 1, 8 heads per block
+		{12, 1, 64, 4, 37},  // NI 2, a group of 12 in 2 chunks of 6
+		{8, 8, 128, 32, 37}, // NI 4, one head per KV head
+		{7, 1, 256, 16, 37}, // NI 8, 7 heads in 4 chunks (2+2+2+1)
+		{4, 2, 40, 16, 37},  // NI 2 with a partial lane group
+		{6, 3, 30, 8, 37},   // head dim not a multiple of 4: scalar loads
+		{8, 4, 32, 16, 300}, // 1200 blocks: 4 warps, several tiles per warp
+	}
+	for _, format := range kv.FormatNames() {
+		for i, c := range cases {
+			if i == len(cases)-1 && format != kv.F16.Name && format != kv.Int8G64.Name {
+				continue // the long context is slow under the sanitizers: two formats
+			}
+			p, err := planAttention(1, c.heads, c.kvHeads, c.headDim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fname := format
+			if fname == "" {
+				fname = "f32"
+			}
+			name := fmt.Sprintf("%s/h%d-kv%d-d%d-b%d-ctx%d (NI %d)", fname, c.heads, c.kvHeads, c.headDim, c.blockTokens, c.prefill, p.ni)
+			parityCase(t, name, func(t *testing.T, e *emulator) { emuAttention(t, e, format, c) })
+		}
+	}
+}
+
+// emuAttention runs a prefill of each of two sequences, three decode steps
+// of both and a 3-row verify step of the second through the CPU backend
+// and through attn_<format>_<NI> on pages kv.Codec encodes from the same K
+// and V rows, the step buffer packed as the backend packs it (stepPacker)
+// at a bucket shape with pad rows.
+func emuAttention(t *testing.T, e *emulator, format string, c attnCase) {
+	const vocab = 64
+	r := rand.New(rand.NewPCG(9, uint64(c.headDim*100+c.heads)))
+	kvDim := c.kvHeads * c.headDim
+	qd := c.heads * c.headDim
+	f := memFile(t, randTensor(r, "q", tensor.F32, vocab, qd), randTensor(r, "k", tensor.F32, vocab, kvDim), randTensor(r, "v", tensor.F32, vocab, kvDim))
+	blocks := ceilDiv(c.prefill+8, c.blockTokens) + ceilDiv(16, c.blockTokens) + 4
+	tables := [][]int32{nil, nil}
+	perm := r.Perm(blocks)
+	n0 := ceilDiv(c.prefill+4, c.blockTokens)
+	for _, b := range perm[:n0] {
+		tables[0] = append(tables[0], int32(b))
+	}
+	for _, b := range perm[n0:] {
+		tables[1] = append(tables[1], int32(b))
+	}
+	steps := []*exec.Batch{
+		seqBatch(randIDs(r, vocab, c.prefill), count(0, c.prefill), make([]int32, c.prefill), tables, []int32{int32(c.prefill - 1)}),
+		seqBatch(randIDs(r, vocab, 5), count(0, 5), fill(1, 5), tables, []int32{4}),
+	}
+	for s := range 3 {
+		steps = append(steps, seqBatch(randIDs(r, vocab, 2), []int32{int32(c.prefill + s), int32(5 + s)}, []int32{0, 1}, tables, []int32{0, 1}))
+	}
+	steps = append(steps, seqBatch(randIDs(r, vocab, 3), count(8, 3), fill(1, 3), tables, []int32{0, 1, 2}))
+	a := tensor.AttentionArgs{Heads: c.heads, KVHeads: c.kvHeads, HeadDim: c.headDim, Scale: float32(1 / math.Sqrt(float64(c.headDim)))}
+	l := exec.KVLayout{Layers: 1, KVDim: kvDim, BlockTokens: c.blockTokens, Blocks: blocks, DType: format}
+	outs := cpuRun(t, f, l, func(b *tensor.Builder, rows, logitRows int) {
+		tok := b.Input("tokens", rows)
+		b.Input("positions", rows)
+		b.Input("logit_rows", logitRows)
+		q, k, v := b.GetRows(b.Weight("q"), tok), b.GetRows(b.Weight("k"), tok), b.GetRows(b.Weight("v"), tok)
+		b.Output("o", b.Attention(q, k, v, a))
+		b.Output("q", q)
+		b.Output("k", k)
+		b.Output("v", v)
+	}, steps...)
+
+	codec, err := kv.NewCodec(format, kvDim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := codec.RowBytes()
+	area := (blocks + 1) * c.blockTokens * rb // the pad block after the engine's
+	var mem emuMem
+	kc, vc := mem.buf(make([]byte, area), false), mem.buf(make([]byte, area), false)
+	var packer stepPacker
+	for i, s := range steps {
+		rows := len(s.Tokens)
+		bucket := 1
+		for bucket < rows+1 {
+			bucket *= 2 // at least one pad row
+		}
+		sl := newStepLayout(bucket, len(s.LogitRows), blocks)
+		words := make([]int32, sl.Words)
+		if err := packer.pack(words, sl, s, c.blockTokens, vocab); err != nil {
+			t.Fatal(err)
+		}
+		// This step's K and V rows, as kv_write stores them (its own parity
+		// case checks those bytes); pad rows write zeros to the pad block.
+		zero := make([]float32, kvDim)
+		for row := range bucket {
+			slot := int(words[sl.Slots+row])
+			kr, vr := zero, zero
+			if row < rows {
+				kr, vr = outs[i]["k"][row*kvDim:(row+1)*kvDim], outs[i]["v"][row*kvDim:(row+1)*kvDim]
+			}
+			codec.Encode(kc.data[slot*rb:(slot+1)*rb], kr)
+			codec.Encode(vc.data[slot*rb:(slot+1)*rb], vr)
+		}
+		q := append(slices.Clone(outs[i]["q"]), make([]float32, (bucket-rows)*qd)...)
+		step := mem.buf(i32Bytes(words), false)
+		qb := mem.buf(f32Bytes(q), false)
+		out := mem.nanBuf(4 * bucket * qd)
+		ls, err := attentionLaunch(out.dev, qb.dev, kc.dev, vc.dev, step.at(4*sl.Positions), step.at(4*sl.RowTables), step.at(4*sl.Tables),
+			format, bucket, a, c.blockTokens, kvDim)
+		e.launch(t, ls, err, &mem)
+		got := bytesF32(out.data)
+		near(t, fmt.Sprintf("step %d (%d rows in a bucket of %d)", i, rows, bucket), outs[i]["o"], got[:rows*qd], 2e-5)
+		for _, v := range got[rows*qd:] {
+			if math.IsNaN(float64(v)) {
+				t.Errorf("step %d: a pad row's output was not written", i)
+				break
+			}
+		}
+		mem.bufs = mem.bufs[:2] // keep the pages
+	}
+}
+
+// TestEmuZZCoversEveryKernel runs after the parity tests (tests run in
+// source order, and this file's parity tests are all above): every kernel of
+// ninfer.ptx must be in the emulator's table with the PTX's parameter types,
+// and must have run in some parity case.
+func TestEmuZZCoversEveryKernel(t *testing.T) {
+	parityCase(t, "every kernel has a parity case", func(t *testing.T, e *emulator) {
+		var missing, untested []string
+		for name, p := range ptxEntries(t) {
+			sig, ok := e.sigs[name]
+			if !ok {
+				missing = append(missing, name)
+				continue
+			}
+			var kinds []string
+			for i := range sig {
+				kinds = append(kinds, ptxParamType(sig[i]))
+			}
+			if !slices.Equal(kinds, p.params) {
+				t.Errorf("%s: parameters %v in ninfer.ptx, %v in the emulated kernel", name, p.params, kinds)
+			}
+			e.mu.Lock()
+			n := e.launched[name]
+			e.mu.Unlock()
+			if n == 0 {
+				untested = append(untested, name)
+			}
+		}
+		sort.Strings(missing)
+		sort.Strings(untested)
+		if len(missing) > 0 {
+			t.Errorf("kernels of ninfer.ptx missing from cuda/emu/kernels.cc: %s", strings.Join(missing, " "))
+		}
+		if len(untested) > 0 {
+			t.Errorf("kernels no parity case launched (run all of TestEmu): %s", strings.Join(untested, " "))
+		}
+	})
+}
