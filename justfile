@@ -118,6 +118,8 @@ gpu-check:
     cp {{models}}/stories260K.gguf {{models}}/tiny-qwen3-f32.gguf {{models}}/tiny-qwen3-f16.gguf {{models}}/tiny-qwen3-q8_0.gguf {{models}}/tiny-llama-f32.gguf bin/gpu/models/
     cp {{shared}}/golden/stories260K.json {{shared}}/golden/tiny-qwen3-f32.json {{shared}}/golden/tiny-qwen3-f16.json {{shared}}/golden/tiny-qwen3-q8_0.json {{shared}}/golden/tiny-llama-f32.json bin/gpu/golden/
     cp {{shared}}/tools/make_random_gguf.py cuda/gpu-check.sh bin/gpu/
+    @size=$(du -sb bin/gpu | cut -f1); echo "bin/gpu: $((size >> 20)) MiB"; [ "$size" -le $((64 << 20)) ] || (echo "bin/gpu is over the 64 MiB a carried folder may take" && exit 1)
+    bash bin/gpu/gpu-check.sh --dry-run
     @echo "on the GPU machine, from the repository root (carry bin/gpu):  bash bin/gpu/gpu-check.sh"
 
 # go vet and formatting.

@@ -5,35 +5,76 @@
 # libcuda.so.1. It runs the kernel parity and end-to-end tests, verifies
 # llama.cpp's golden outputs with --backend cuda, and benchmarks decode with
 # and without CUDA graphs, reporting bandwidth against the H200's 4.8 TB/s.
+#
+# With --dry-run it runs nothing: it checks that bin/gpu holds every file
+# the steps need and prints each step's command line (prefixed "+ "), so a
+# CPU machine can show what the GPU run will do.
 set -uo pipefail
 G=bin/gpu
 PEAK=${PEAK_GBS:-4800}
+dry=0
+if [ "${1:-}" = "--dry-run" ]; then
+	dry=1
+elif [ $# -gt 0 ]; then
+	echo "usage: $0 [--dry-run]" >&2
+	exit 2
+fi
 status=0
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+exec 3>&1 # step lines bypass the output filters below
+
+# run prints a step and, unless this is a dry run, runs it.
+run() {
+	printf '+ %s\n' "$*" >&3
+	[ "$dry" -eq 1 ] || "$@"
+}
+
+# need reports a file of bin/gpu that is missing.
+need() {
+	if [ ! -e "$1" ]; then
+		echo "missing: $1 (run 'just gpu-check' first)"
+		status=1
+	fi
+}
+need "$G/cuda.test"
+need "$G/ninfer"
+need "$G/make_random_gguf.py"
+for m in stories260K tiny-qwen3-q8_0; do need "$G/models/$m.gguf"; done
+shopt -s nullglob
+goldens=("$G"/golden/*.json)
+[ ${#goldens[@]} -gt 0 ] || { echo "missing: $G/golden/*.json"; status=1; }
+
+run nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 
 echo "== parity and end-to-end tests"
-NINFER_CUDA_MODELS=$G/models "$G/cuda.test" -test.count=1 -test.v 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' | tail -80
+run env NINFER_CUDA_MODELS=$G/models "$G/cuda.test" -test.count=1 -test.v 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go' | tail -80
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 echo "== golden outputs (llama.cpp) on --backend cuda"
-"$G/ninfer" golden verify --backend cuda --models "$G/models" "$G"/golden/*.json || status=1
+run "$G/ninfer" golden verify --backend cuda --models "$G/models" "${goldens[@]}" || status=1
 
-bench() { # model, extra flags
+bench() { # model
 	for mode in "" --no-cuda-graph; do
-		"$G/ninfer" bench --backend cuda $mode --model "$1" -p 512 -n 128 -r 3 --warmup 1 --peak-bandwidth "$PEAK" --output md 2>&1 |
-			grep -E '^\|| cuda: |error' || status=1
+		# shellcheck disable=SC2086 # mode is empty or one flag
+		run "$G/ninfer" bench --backend cuda $mode --model "$1" -p 512 -n 128 -r 3 --warmup 1 --peak-bandwidth "$PEAK" --output md 2>&1 |
+			grep -E '^\|| cuda: |error'
+		[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 	done
 }
 echo "== bench, graphs then eager"
 bench "$G/models/stories260K.gguf"
 bench "$G/models/tiny-qwen3-q8_0.gguf"
-if python3 -c 'import numpy' 2>/dev/null; then
+if [ "$dry" -eq 1 ] || python3 -c 'import numpy' 2>/dev/null; then
 	for dt in q8_0 f16; do
 		m=/tmp/qwen3-0.6b-shape-$dt.gguf
-		[ -f "$m" ] || python3 "$G/make_random_gguf.py" --preset qwen3-0.6b-shape --dtype "$dt" -o "$m" >/dev/null
+		if [ "$dry" -eq 1 ] || [ ! -f "$m" ]; then
+			run python3 "$G/make_random_gguf.py" --preset qwen3-0.6b-shape --dtype "$dt" -o "$m" >/dev/null
+		fi
 		bench "$m"
 	done
 else
 	echo "no python3 numpy here: skipping the bandwidth-bound 0.6B-shape models"
+fi
+if [ "$dry" -eq 1 ]; then
+	echo "dry run: nothing was run"
 fi
 exit $status
