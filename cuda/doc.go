@@ -9,4 +9,10 @@
 // they are tested on every machine; everything that calls the driver is
 // behind //go:build cuda, because gorgonia.org/cu initialises the driver
 // when it is loaded and exits the process where there is no GPU.
+//
+// Without a GPU, `just cuda-emu` (the cudaemu build tag) compiles the
+// unmodified kernels with the host C++ compiler, runs them in the emulator
+// of cuda/emu under AddressSanitizer and UndefinedBehaviorSanitizer through
+// the launches of launch.go, and compares every kernel with the CPU backend;
+// cuda/emu/cuda_emu.h says what that cannot see.
 package cuda
