@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -141,6 +142,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ChatErr: inst.ChatErr, Created: time.Now()})
 	snap := inst.Engine.Snapshot()
 	fmt.Fprintf(stdout, "%s%s model=%s max_concurrency=%d kv_blocks=%d\n", serveReady, url, id, snap.MaxRunning, snap.KVBlocksTotal)
+	go releaseWhenIdle(ctx, func() bool {
+		s := inst.Engine.Snapshot()
+		return srv.InFlight() == 0 && s.Running == 0 && s.Waiting == 0
+	})
 
 	select {
 	case err := <-served:
@@ -158,6 +163,38 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "ninfer serve: stopped")
 	return 0
+}
+
+// idleRelease is how long the server must have been idle after a busy
+// spell before it returns the memory the spell freed to the system.
+const idleRelease = 2 * time.Second
+
+// releaseWhenIdle returns freed heap memory to the system once per busy
+// spell, when idle has reported true for idleRelease. The Go runtime keeps
+// the heap it grew to under load until a later collection shrinks its goal
+// (up to two minutes without allocation); a server that has gone quiet
+// should give it back at once.
+func releaseWhenIdle(ctx context.Context, idle func() bool) {
+	t := time.NewTicker(idleRelease / 4)
+	defer t.Stop()
+	busy, quietSince := false, time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			switch {
+			case !idle():
+				busy, quietSince = true, time.Time{}
+			case !busy:
+			case quietSince.IsZero():
+				quietSince = now
+			case now.Sub(quietSince) >= idleRelease:
+				debug.FreeOSMemory()
+				busy = false
+			}
+		}
+	}
 }
 
 // apiKeyEnv names the environment variable that holds the API key.

@@ -1,0 +1,415 @@
+//go:build load
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// TestLoadWithDisconnects runs a real `ninfer serve` (NINFER_BIN) under 64
+// streaming and 16 non-streaming clients for LOAD_DURATION (default 60s),
+// a quarter of whose requests hang up early (streams after a few events,
+// non-streaming ones after a random delay). It checks that every completed
+// request's usage equals the tokens it received, that /metrics accounts for
+// every request exactly once, that KV blocks return to 0, and that the
+// server's RSS comes back within 10% of what it was after a warm-up (see
+// below). `just load-test` runs it; it talks only to
+// 127.0.0.1.
+func TestLoadWithDisconnects(t *testing.T) {
+	bin := os.Getenv("NINFER_BIN")
+	if bin == "" {
+		t.Skip("NINFER_BIN not set (run `just load-test`)")
+	}
+	duration := time.Minute
+	if v := os.Getenv("LOAD_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("LOAD_DURATION: %v", err)
+		}
+		duration = d
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), duration+3*time.Minute)
+	defer cancel()
+	srv := exec.CommandContext(ctx, bin, "serve", "--model", sharedPath(t, "models", "stories260K.gguf"),
+		"--port", "0", "--max-concurrency", "16", "--threads", "2")
+	srv.Stderr = os.Stderr
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, serveReady) {
+		t.Fatalf("ready line %q: %v", line, err)
+	}
+	base := strings.Fields(strings.TrimPrefix(line, serveReady))[0]
+	c := &loadClient{base: base}
+
+	// Warm-up: every running slot generates to the context length, so the
+	// KV pages the load will use are resident, then a few seconds of the
+	// same load fill the backend's cache of prepared batch shapes (bounded,
+	// 32 shapes): the baseline is a server that has seen this workload.
+	var warm sync.WaitGroup
+	for i := range 16 {
+		warm.Add(1)
+		go func() {
+			defer warm.Done()
+			c.complete(context.Background(), false, fmt.Sprintf(`{"model":"stories260K","prompt":"Once upon a time %d","temperature":1,"seed":%d}`, i, i))
+		}()
+	}
+	warm.Wait()
+	c.load(min(duration/4, 10*time.Second), 1000)
+	c.waitIdle(t)
+	time.Sleep(2 * idleRelease)
+	rssStart := rssOf(t, srv.Process.Pid)
+	before := c.scrape(t)
+	c.reset()
+
+	c.load(duration, 0)
+	h := c.waitIdle(t)
+	after := c.scrape(t)
+	time.Sleep(2 * idleRelease) // serve returns freed memory once idle
+	rssEnd := rssOf(t, srv.Process.Pid)
+
+	sent, completed, left := c.sent.Load(), c.completed.Load(), c.left.Load()
+	delta := func(name string, labels ...string) float64 {
+		return metric(after, name, labels...) - metric(before, name, labels...)
+	}
+	finished := delta("ninfer:request_success_total")
+	stopped := delta("ninfer:request_success_total", "finished_reason", "stop") + delta("ninfer:request_success_total", "finished_reason", "length")
+	aborted := delta("ninfer:request_success_total", "finished_reason", "abort")
+	generated := delta("ninfer:generation_tokens_total")
+	t.Logf("%v: %d requests (%d completed, %d hung up; %d failed), %d tokens received by completed requests, %.1f tok/s; server: %g finished (%g stop/length, %g aborted), %g tokens generated; RSS %.1f -> %.1f MB; health %+v",
+		duration, sent, completed, left, c.failed.Load(), c.tokens.Load(), float64(c.tokens.Load())/duration.Seconds(),
+		finished, stopped, aborted, generated, float64(rssStart)/(1<<20), float64(rssEnd)/(1<<20), h)
+	if n := c.failed.Load(); n > 0 {
+		t.Errorf("%d requests failed or were truncated; first: %s", n, c.firstFailure())
+	}
+	if finished != float64(sent) {
+		t.Errorf("request_success_total grew by %g, %d requests were sent", finished, sent)
+	}
+	// A client that hung up after its last token counts as finished there.
+	if stopped != float64(completed)+float64(left)-aborted || aborted > float64(left) {
+		t.Errorf("server: %g stop/length + %g aborted; clients: %d completed, %d hung up", stopped, aborted, completed, left)
+	}
+	if generated < float64(c.tokens.Load()) {
+		t.Errorf("generation_tokens_total grew by %g, completed requests received %d tokens", generated, c.tokens.Load())
+	}
+	if h.KVBlocksUsed != 0 || h.RequestsInFlight != 0 {
+		t.Errorf("not idle after the load: %+v", h)
+	}
+	if float64(rssEnd) > 1.1*float64(rssStart) {
+		t.Errorf("RSS %d MB after the load, %d MB before", rssEnd>>20, rssStart>>20)
+	}
+}
+
+// load runs 64 streaming and 16 non-streaming clients for d, a quarter of
+// whose requests hang up early; seed varies the requests.
+func (c *loadClient) load(d time.Duration, seed int) {
+	deadline := time.Now().Add(d)
+	var clients sync.WaitGroup
+	for w := range 80 {
+		clients.Add(1)
+		go func() {
+			defer clients.Done()
+			rng := rand.New(rand.NewPCG(uint64(seed+w), 7))
+			stream := w < 64
+			for n := 0; time.Now().Before(deadline); n++ {
+				chat := rng.IntN(2) == 0
+				body := requestBody(rng, chat, stream, seed+w, n)
+				hangUp := rng.IntN(4) == 0
+				rctx, rcancel := context.WithCancel(context.Background())
+				if hangUp && !stream {
+					rctx, rcancel = context.WithTimeout(context.Background(), time.Duration(20+rng.IntN(400))*time.Millisecond)
+				}
+				leaveAfter := -1
+				if hangUp && stream {
+					leaveAfter = rng.IntN(6)
+				}
+				c.run(rctx, chat, stream, body, leaveAfter)
+				rcancel()
+			}
+		}()
+	}
+	clients.Wait()
+}
+
+var loadPrompts = []string{"Once upon a time", "The little dog", "Lily and Ben went to the park", "One day", "Tom had a red ball"}
+
+// requestBody is a random request of worker w: a prompt, 8..96 tokens,
+// greedy or sampled, stop sequences sometimes, logprobs so that the client
+// can count the tokens it receives.
+func requestBody(rng *rand.Rand, chat, stream bool, w, n int) string {
+	prompt := fmt.Sprintf("%s %d %d", loadPrompts[rng.IntN(len(loadPrompts))], w, n)
+	fields := []string{`"model":"stories260K"`, fmt.Sprintf(`"max_tokens":%d`, 8+rng.IntN(89)),
+		fmt.Sprintf(`"temperature":%g`, float64(rng.IntN(2))*0.8), fmt.Sprintf(`"seed":%d`, rng.IntN(1000))}
+	if chat {
+		fields = append(fields, fmt.Sprintf(`"messages":[{"role":"user","content":%q}]`, prompt), `"logprobs":true`)
+	} else {
+		fields = append(fields, fmt.Sprintf(`"prompt":%q`, prompt), `"logprobs":1`)
+	}
+	if rng.IntN(3) == 0 {
+		fields = append(fields, `"stop":[".","!"]`)
+	}
+	if stream {
+		fields = append(fields, `"stream":true`, `"stream_options":{"include_usage":true}`)
+	}
+	return "{" + strings.Join(fields, ",") + "}"
+}
+
+// loadClient sends requests and keeps the client-side totals.
+type loadClient struct {
+	base                                  string
+	sent, completed, left, failed, tokens atomic.Int64
+	mu                                    sync.Mutex
+	failure                               string
+}
+
+func (c *loadClient) reset() {
+	c.sent.Store(0)
+	c.completed.Store(0)
+	c.left.Store(0)
+	c.failed.Store(0)
+	c.tokens.Store(0)
+}
+
+func (c *loadClient) fail(format string, args ...any) {
+	c.failed.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failure == "" {
+		c.failure = fmt.Sprintf(format, args...)
+	}
+}
+
+func (c *loadClient) firstFailure() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failure
+}
+
+func (c *loadClient) post(ctx context.Context, chat bool, body string) (*http.Response, error) {
+	path := "/v1/completions"
+	if chat {
+		path = "/v1/chat/completions"
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", c.base+path, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return http.DefaultClient.Do(req)
+}
+
+// complete sends a non-streaming request and discards the answer.
+func (c *loadClient) complete(ctx context.Context, chat bool, body string) {
+	if resp, err := c.post(ctx, chat, body); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// run sends one request; a stream is left after leaveAfter events (>= 0),
+// a non-streaming request when ctx ends. Completed requests are checked:
+// usage.completion_tokens must equal the tokens received (one logprob
+// each) and the answer must end properly.
+func (c *loadClient) run(ctx context.Context, chat, stream bool, body string, leaveAfter int) {
+	c.sent.Add(1)
+	resp, err := c.post(ctx, chat, body)
+	if err != nil {
+		if ctx.Err() != nil {
+			c.left.Add(1)
+			return
+		}
+		c.fail("%s: %v", body, err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		c.fail("%s: status %d: %s", body, resp.StatusCode, b)
+		return
+	}
+	received, usage, finish := 0, -1, ""
+	countLogprobs := func(ch map[string]any) {
+		switch lp := ch["logprobs"].(type) {
+		case map[string]any:
+			if chat {
+				content, _ := lp["content"].([]any)
+				received += len(content)
+			} else {
+				tokens, _ := lp["tokens"].([]any)
+				received += len(tokens)
+			}
+		}
+		if f, ok := ch["finish_reason"].(string); ok {
+			finish = f
+		}
+	}
+	if !stream {
+		var doc map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+			if ctx.Err() != nil {
+				c.left.Add(1)
+				return
+			}
+			c.fail("%s: %v", body, err)
+			return
+		}
+		for _, ch := range doc["choices"].([]any) {
+			countLogprobs(ch.(map[string]any))
+		}
+		usage = int(doc["usage"].(map[string]any)["completion_tokens"].(float64))
+	} else {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		events, done := 0, false
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			if data == "[DONE]" {
+				done = true
+				break
+			}
+			if events == leaveAfter {
+				resp.Body.Close()
+				c.left.Add(1)
+				return
+			}
+			events++
+			var doc map[string]any
+			if err := json.Unmarshal([]byte(data), &doc); err != nil {
+				c.fail("%s: event %q: %v", body, data, err)
+				return
+			}
+			if e, ok := doc["error"]; ok {
+				c.fail("%s: error event %v", body, e)
+				return
+			}
+			for _, ch := range doc["choices"].([]any) {
+				countLogprobs(ch.(map[string]any))
+			}
+			if u, ok := doc["usage"].(map[string]any); ok {
+				usage = int(u["completion_tokens"].(float64))
+			}
+		}
+		if !done {
+			c.fail("%s: stream ended without [DONE] after %d events", body, events)
+			return
+		}
+	}
+	if usage != received || (finish != "stop" && finish != "length") {
+		c.fail("%s: usage.completion_tokens %d, received %d tokens, finish %q", body, usage, received, finish)
+		return
+	}
+	c.completed.Add(1)
+	c.tokens.Add(int64(received))
+}
+
+type loadHealth struct {
+	KVBlocksUsed     int `json:"kv_blocks_used"`
+	RequestsInFlight int `json:"requests_in_flight"`
+	RequestsRunning  int `json:"requests_running"`
+	RequestsWaiting  int `json:"requests_waiting"`
+}
+
+func (c *loadClient) waitIdle(t *testing.T) loadHealth {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var h loadHealth
+		resp, err := http.Get(c.base + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		json.NewDecoder(resp.Body).Decode(&h)
+		resp.Body.Close()
+		if h == (loadHealth{}) || time.Now().After(deadline) {
+			return h
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (c *loadClient) scrape(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(c.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
+}
+
+// metric sums a family's counter values whose labels include the given
+// name/value pairs.
+func metric(fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	f, ok := fams[name]
+	if !ok {
+		return 0
+	}
+	var sum float64
+next:
+	for _, m := range f.GetMetric() {
+		for i := 0; i+1 < len(labels); i += 2 {
+			found := false
+			for _, l := range m.GetLabel() {
+				if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+					found = true
+				}
+			}
+			if !found {
+				continue next
+			}
+		}
+		if m.Counter != nil {
+			sum += m.Counter.GetValue()
+		}
+	}
+	return sum
+}
+
+// rssOf is process pid's resident set size in bytes.
+func rssOf(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
