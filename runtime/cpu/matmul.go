@@ -11,14 +11,16 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// Kernel selection. The fast matmul kernels (simd_amd64.s) run when the CPU
-// has AVX-512 with VNNI; otherwise, or with NINFER_CPU_KERNELS=ref in the
-// environment, the readable reference loops in kernels.go run.
+// Kernel selection. The fast matmul kernels (simd_amd64.s, kquant_amd64.s)
+// run when the CPU has AVX-512 with VNNI; otherwise, or with
+// NINFER_CPU_KERNELS=ref in the environment, the readable reference loops
+// in kernels.go and quantdot.go run.
 //
-// Q8_0 and Q4_0 results are bit for bit the same either way. For F32, F16
-// and BF16 the fast kernels use 16 float32 lanes with fused multiply-adds
-// (reduced as HSUM16 in simd_amd64.s) instead of the reference's 8 unfused
-// lanes, so results differ in the last bits; on one machine they never
+// The quantized dtypes' results (Q8_0, Q4_0, and the kindBlock dtypes of
+// weightkernels.go: K-quants, IQ4, Q4_1, Q5_0, Q5_1) are bit for bit the
+// same either way. For F32, F16 and BF16 the fast kernels use 16 float32
+// lanes with fused multiply-adds (reduced as HSUM16 in simd_amd64.s)
+// instead of the reference's 8 unfused lanes, so results differ in the last bits; on one machine they never
 // depend on the thread count or on how tokens are batched, because each
 // output element is always computed by the same sequence of operations.
 //
