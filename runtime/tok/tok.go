@@ -9,6 +9,7 @@ package tok
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -209,6 +210,11 @@ func fromSource(src source) (*Tokenizer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tok: %s: %w", k.key, err)
 		}
+		// BOS and EOS are added to prompts and end generation: an id
+		// outside the vocabulary is a corrupt file, not "none" (-1 is).
+		if (k.dst == &t.bos || k.dst == &t.eos) && v != -1 && (v < 0 || v >= n) {
+			return nil, fmt.Errorf("tok: %s = %d is outside the vocabulary of %d tokens", k.key, v, n)
+		}
 		*k.dst = inVocab(v)
 	}
 	if src.Has(keyAddBOS) {
@@ -255,7 +261,7 @@ func fromSource(src source) (*Tokenizer, error) {
 // readID reads a token id stored as any integer type.
 func readID(src source, key string) (int64, error) {
 	if u, err := src.Uint(key); err == nil {
-		if u > 1<<62 {
+		if u > 1<<62 || u == math.MaxUint32 { // -1 (none) written as unsigned
 			return -1, nil
 		}
 		return int64(u), nil

@@ -281,6 +281,8 @@ func TestFromGGUFErrors(t *testing.T) {
 		{"duplicate token", func(m meta) { m[keyTokens] = weights.Arr([]string{"a", "a"}); delete(m, keyTypes) }, false, "duplicate"},
 		{"add_bos without bos", func(m meta) { m[keyAddBOS] = weights.Boolean(true) }, false, keyAddBOS},
 		{"tokens of the wrong type", func(m meta) { m[keyTokens] = weights.Str("x") }, false, keyTokens},
+		{"eos outside the vocabulary", func(m meta) { m["tokenizer.ggml.eos_token_id"] = weights.U32(5000) }, false, "eos_token_id = 5000 is outside the vocabulary"},
+		{"bos outside the vocabulary", func(m meta) { m["tokenizer.ggml.bos_token_id"] = weights.I32(-7) }, false, "bos_token_id = -7 is outside the vocabulary"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
