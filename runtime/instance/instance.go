@@ -46,6 +46,8 @@ type Options struct {
 	Mmap bool
 	// Observer is told about every engine step (traces, metrics); may be nil.
 	Observer engine.StepObserver
+	// NoPrefixCache turns automatic prefix caching off (engine.Config).
+	NoPrefixCache bool
 }
 
 // Instance is a loaded model with a running engine.
@@ -112,7 +114,8 @@ func Open(o Options) (*Instance, error) {
 		return nil, fmt.Errorf("%s: %w", o.Model, err)
 	}
 	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory,
-		MaxRunning: o.MaxRunning, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend})
+		MaxRunning: o.MaxRunning, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend,
+		NoPrefixCache: o.NoPrefixCache})
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("%s: %w", o.Model, err)
