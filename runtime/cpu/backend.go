@@ -100,23 +100,8 @@ func (b *Backend) Prepare(g *tensor.Graph) (exec.Executable, error) {
 			p.f32[i] = make([]float32, op.Out.Rows()*op.Out.Cols())
 		}
 	}
-	// RMSNorm weights are small vectors: convert them to float32 once here,
-	// so Run reads them from p.f32 like any activation.
-	for _, op := range g.Ops {
-		if op.Kind != tensor.OpRMSNorm {
-			continue
-		}
-		wt := op.Args[1]
-		if p.w[wt.ID] == nil {
-			return nil, fmt.Errorf("cpu: rms_norm: scale must be a weight")
-		}
-		if p.f32[wt.ID] == nil {
-			v, err := p.w[wt.ID].Float32s()
-			if err != nil {
-				return nil, fmt.Errorf("cpu: rms_norm weight %q: %w", p.w[wt.ID].Name, err)
-			}
-			p.f32[wt.ID] = v
-		}
+	if err := p.prepareVectors(); err != nil {
+		return nil, err
 	}
 	if useSIMD {
 		p.fused = fuseMatmuls(g, p.w)
@@ -178,6 +163,8 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 			p.attention(out, op, batch)
 		case tensor.OpAdd, tensor.OpSwiGLU:
 			p.elementwise(out, op)
+		case tensor.OpAddRow:
+			p.addRow(out, op)
 		case tensor.OpSelectRows:
 			x, rows, w := p.f32[op.Args[0].ID], p.i32[op.Args[1].ID], op.Out.Cols()
 			for j, r := range rows {
@@ -234,6 +221,9 @@ func (p *program) getRows(out []float32, op tensor.Op) error {
 func (p *program) rope(out []float32, op tensor.Op) {
 	copy(out, p.f32[op.Args[0].ID])
 	p.ropeTask = ropeTask{p: p, out: out, pos: p.i32[op.Args[1].ID], w: op.Out.Cols(), a: op.RoPE}
+	if len(op.Args) > 2 {
+		p.ropeTask.factors = p.f32[op.Args[2].ID]
+	}
 	workers := p.b.pool.n
 	if len(out) < parallelElems {
 		workers = 1
@@ -248,13 +238,16 @@ type ropeTask struct {
 	pos []int32   // [T]
 	w   int
 	a   tensor.RoPEArgs
+	// factors divide the angle of each pair (rope frequency factors); nil
+	// for none.
+	factors []float32
 }
 
 func (t *ropeTask) run(worker, lo, hi int) {
 	d := t.a.Dims
 	trig := t.p.scratch(t.p.trig, worker, d)
 	for r := lo; r < hi; r++ {
-		ropeRow(t.out[r*t.w:(r+1)*t.w], t.pos[r], t.a, trig[:d/2], trig[d/2:])
+		ropeRow(t.out[r*t.w:(r+1)*t.w], t.pos[r], t.a, t.factors, trig[:d/2], trig[d/2:])
 	}
 }
 

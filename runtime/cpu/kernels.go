@@ -235,14 +235,19 @@ func rmsNormFast(dst, x, w []float32, eps float32) {
 }
 
 // ropeRow rotates the heads of one row in place. Angles follow ggml: the
-// angle of pair i is pos * base^(-2i/dims), built as a running float32 product.
-func ropeRow(x []float32, pos int32, a tensor.RoPEArgs, cos, sin []float32) {
+// angle of pair i is pos * base^(-2i/dims), built as a running float32
+// product, divided by factors[i] when factors is not nil (freq_factors).
+func ropeRow(x []float32, pos int32, a tensor.RoPEArgs, factors, cos, sin []float32) {
 	half := a.Dims / 2
 	thetaScale := float32(math.Pow(float64(a.Base), float64(float32(-2.0)/float32(a.Dims))))
 	theta := float32(pos)
 	for i := 0; i < half; i++ {
-		cos[i] = float32(math.Cos(float64(theta)))
-		sin[i] = float32(math.Sin(float64(theta)))
+		t := theta
+		if factors != nil {
+			t /= factors[i]
+		}
+		cos[i] = float32(math.Cos(float64(t)))
+		sin[i] = float32(math.Sin(float64(t)))
 		theta *= thetaScale
 	}
 	for h := 0; h+a.HeadDim <= len(x); h += a.HeadDim {

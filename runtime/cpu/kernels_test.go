@@ -124,7 +124,7 @@ func TestRoPE(t *testing.T) {
 		got := append([]float32(nil), x...)
 		a := tensor.RoPEArgs{HeadDim: hd, Dims: hd, Base: 10000, Mode: mode}
 		trig := make([]float32, hd)
-		ropeRow(got, 3, a, trig[:hd/2], trig[hd/2:])
+		ropeRow(got, 3, a, nil, trig[:hd/2], trig[hd/2:])
 		want := make([]float32, hd)
 		for i := 0; i < hd/2; i++ {
 			th := 3 * math.Pow(10000, -2*float64(i)/hd)

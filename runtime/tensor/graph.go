@@ -34,12 +34,13 @@ const (
 	OpAdd
 	OpSwiGLU
 	OpSelectRows
+	OpAddRow
 )
 
 var opNames = [...]string{
 	OpInput: "input", OpWeight: "weight", OpGetRows: "get_rows", OpRMSNorm: "rms_norm",
 	OpMatMul: "matmul", OpRoPE: "rope", OpAttention: "attention", OpAdd: "add",
-	OpSwiGLU: "swiglu", OpSelectRows: "select_rows",
+	OpSwiGLU: "swiglu", OpSelectRows: "select_rows", OpAddRow: "add_row",
 }
 
 func (k OpKind) String() string {
@@ -226,6 +227,24 @@ func (b *Builder) MatMul(x, w Tensor) Tensor {
 // RoPE rotates each head of x [T, heads*HeadDim] by the angle of its row's
 // position (positions [T] i32).
 func (b *Builder) RoPE(x, positions Tensor, a RoPEArgs) Tensor {
+	return b.rope(x, positions, Tensor{ID: -1}, a)
+}
+
+// RoPEFactors is RoPE with per-pair frequency factors, ggml's freq_factors:
+// factors is an f32 weight of a.Dims/2 elements, and the angle of pair i is
+// divided by factors[i] (llama-3 rope scaling's rope_freqs.weight). The op
+// is an OpRoPE with factors as its third argument.
+func (b *Builder) RoPEFactors(x, positions, factors Tensor, a RoPEArgs) Tensor {
+	if b.bad(factors) {
+		return Tensor{ID: -1}
+	}
+	if factors.DType != F32 || factors.Rows()*factors.Cols() != a.Dims/2 {
+		return b.fail("rope: factors are %v [%d,%d], want f32 with %d elements", factors.DType, factors.Rows(), factors.Cols(), a.Dims/2)
+	}
+	return b.rope(x, positions, factors, a)
+}
+
+func (b *Builder) rope(x, positions, factors Tensor, a RoPEArgs) Tensor {
 	if b.bad(x, positions) {
 		return Tensor{ID: -1}
 	}
@@ -235,7 +254,11 @@ func (b *Builder) RoPE(x, positions Tensor, a RoPEArgs) Tensor {
 	if positions.Rows() != x.Rows() {
 		return b.fail("rope: %d positions for %d rows", positions.Rows(), x.Rows())
 	}
-	return b.push(Op{Kind: OpRoPE, Args: []Tensor{x, positions}, RoPE: a, Out: Tensor{Shape: x.Shape, DType: F32}})
+	args := []Tensor{x, positions}
+	if factors.ID >= 0 {
+		args = append(args, factors)
+	}
+	return b.push(Op{Kind: OpRoPE, Args: args, RoPE: a, Out: Tensor{Shape: x.Shape, DType: F32}})
 }
 
 // Attention writes k and v ([T, KVHeads*HeadDim]) into the KV cache of layer
@@ -268,6 +291,18 @@ func (b *Builder) Add(x, y Tensor) Tensor {
 		return b.fail("add: shapes %v and %v differ", x.Shape, y.Shape)
 	}
 	return b.push(Op{Kind: OpAdd, Args: []Tensor{x, y}, Out: Tensor{Shape: x.Shape, DType: F32}})
+}
+
+// AddRow returns x [T, d] with the f32 weight w (d elements, a bias) added
+// to every row.
+func (b *Builder) AddRow(x, w Tensor) Tensor {
+	if b.bad(x, w) {
+		return Tensor{ID: -1}
+	}
+	if w.DType != F32 || w.Rows()*w.Cols() != x.Cols() {
+		return b.fail("add_row: row is %v [%d,%d], want f32 with %d elements", w.DType, w.Rows(), w.Cols(), x.Cols())
+	}
+	return b.push(Op{Kind: OpAddRow, Args: []Tensor{x, w}, Out: Tensor{Shape: x.Shape, DType: F32}})
 }
 
 // SwiGLU returns silu(gate) * up, both [T, d].
