@@ -393,9 +393,10 @@ type output struct {
 	host []float32 // [recorded rows, cols], in p.host
 }
 
-// Prepare implements exec.Backend. It plans the graph's buffers and, for a
-// captured shape, captures the graph now, so that the engine's warm-up pays
-// for it.
+// Prepare implements exec.Backend. It refuses a graph with an op or a
+// weight dtype the kernels lack (checkGraph, support.go), naming them;
+// plans the graph's buffers; and, for a captured shape, captures the graph
+// now, so that the engine's warm-up pays for it.
 func (b *Backend) Prepare(g *tensor.Graph) (exec.Executable, error) {
 	leave, err := b.enter()
 	if err != nil {
@@ -425,6 +426,9 @@ func (b *Backend) Prepare(g *tensor.Graph) (exec.Executable, error) {
 }
 
 func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) {
+	if err := checkGraph(g); err != nil {
+		return nil, err
+	}
 	plan, err := planBuffers(g)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,141 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// What the CUDA backend runs, as plain data: every op of runtime/tensor's
+// closed op set and every weight dtype has an entry, either kernels (an
+// empty reason) or the reason the backend refuses a graph that uses it.
+// Prepare calls checkGraph before anything touches the device, so a plan
+// with an op or dtype the kernels lack fails at load (the engine prepares
+// every segment when it warms up), naming the op and the dtype, instead of
+// computing garbage. support_test.go enumerates runtime/tensor's ops and
+// dtypes from its source, so an op or dtype added there without an entry
+// here fails the default `go test ./...`. The emulator's parity tests run
+// every dtype with kernels (TestEmuGetRows, TestEmuMatMul over
+// matmulDTypes, which the test above ties to this table) and
+// TestEmuZZCoversEveryKernel checks that every kernel of the module ran.
+
+// opSupport is, for each op kind by name (tensor.OpKind.String), "" when
+// the backend has kernels for it and otherwise why it refuses the op.
+// Names, not constants, so that an op another change is adding can be
+// refused before that change lands.
+var opSupport = map[string]string{
+	"input":       "",
+	"weight":      "",
+	"get_rows":    "",
+	"rms_norm":    "",
+	"matmul":      "",
+	"rope":        "",
+	"attention":   "",
+	"add":         "",
+	"swiglu":      "",
+	"select_rows": "",
+	"add_row":     "no CUDA kernel yet (the CPU backend runs it)",
+}
+
+// Reasons a weight dtype has no matmul or get_rows kernels.
+const (
+	noKernelYet = "no CUDA kernel for this weight dtype yet (the CPU backend runs it)"
+	notAWeight  = "not a weight dtype of a matmul (an integer or activation format)"
+)
+
+// weightDTypes is, for each dtype, "" when matmul (gemv_<dtype>_<NT>,
+// gemm_<dtype>) and get_rows have kernels for weights of that dtype, and
+// otherwise why a matmul or get_rows on such a weight is refused. It must
+// agree with matmulDTypes (launch.go), which lists the kernels.
+var weightDTypes = map[tensor.DType]string{
+	tensor.F32:    "",
+	tensor.F16:    "",
+	tensor.BF16:   "",
+	tensor.Q8_0:   "",
+	tensor.Q4_0:   "",
+	tensor.I32:    notAWeight,
+	tensor.Q4_1:   noKernelYet,
+	tensor.Q5_0:   noKernelYet,
+	tensor.Q5_1:   noKernelYet,
+	tensor.Q2_K:   noKernelYet,
+	tensor.Q3_K:   noKernelYet,
+	tensor.Q4_K:   noKernelYet,
+	tensor.Q5_K:   noKernelYet,
+	tensor.Q6_K:   noKernelYet,
+	tensor.IQ4_NL: noKernelYet,
+	tensor.IQ4_XS: noKernelYet,
+	tensor.Q8_1:   notAWeight,
+	tensor.Q8_K:   notAWeight,
+}
+
+// weightKernelDType reports why a weight of dt cannot be read by the
+// matmul and get_rows kernels ("" if it can).
+func weightKernelDType(dt tensor.DType) string {
+	why, ok := weightDTypes[dt]
+	if !ok {
+		return "a dtype the CUDA backend does not know"
+	}
+	return why
+}
+
+// normScaleDType reports why an rms_norm scale of dt cannot be used: the
+// backend converts the scale to f32 on the host when it prepares the graph
+// (weights.Tensor.Float32s), so every dtype that holds floats works.
+func normScaleDType(dt tensor.DType) string {
+	if !dt.Valid() {
+		return "a dtype the CUDA backend does not know"
+	}
+	if dt == tensor.I32 {
+		return notAWeight
+	}
+	return ""
+}
+
+// checkGraph refuses a graph the CUDA kernels cannot run: an op without
+// kernels, or a weight whose dtype the op's kernels do not read. The error
+// names the op (and the weight and its dtype).
+func checkGraph(g *tensor.Graph) error {
+	for i, op := range g.Ops {
+		why, ok := opSupport[op.Kind.String()]
+		if !ok {
+			why = "an op the CUDA backend does not know"
+		}
+		if why != "" {
+			return fmt.Errorf("cuda: op %d (%v): %s", i, op.Kind, why)
+		}
+		arg := func(j int) (tensor.Tensor, tensor.Op, bool) {
+			if j >= len(op.Args) || op.Args[j].ID < 0 || op.Args[j].ID >= len(g.Ops) {
+				return tensor.Tensor{}, tensor.Op{}, false
+			}
+			return op.Args[j], g.Ops[op.Args[j].ID], true
+		}
+		var w tensor.Tensor
+		var wop tensor.Op
+		var check func(tensor.DType) string
+		switch op.Kind {
+		case tensor.OpGetRows:
+			w, wop, ok = arg(0)
+			check = weightKernelDType
+		case tensor.OpMatMul:
+			w, wop, ok = arg(1)
+			check = weightKernelDType
+		case tensor.OpRMSNorm:
+			w, wop, ok = arg(1)
+			check = normScaleDType
+		case tensor.OpRoPE:
+			if len(op.Args) > 2 {
+				return fmt.Errorf("cuda: op %d (%v) with frequency factors: the rope kernel has none yet", i, op.Kind)
+			}
+			continue
+		default:
+			continue
+		}
+		if !ok {
+			return fmt.Errorf("cuda: op %d (%v): missing argument", i, op.Kind)
+		}
+		if why := check(w.DType); why != "" {
+			return fmt.Errorf("cuda: op %d (%v) of weight %q, dtype %v: %s", i, op.Kind, wop.Name, w.DType, why)
+		}
+	}
+	return nil
+}
