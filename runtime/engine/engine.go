@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,10 @@ type Config struct {
 	// NewBackend constructs the backend of each model in Models that a
 	// node runs; required when one does.
 	NewBackend func() (exec.Backend, error)
+	// NoPrefixCache turns automatic prefix caching off: by default full KV
+	// blocks are shared between sequences whose tokens begin the same way
+	// (kv.Manager), and a prompt's cached blocks skip prefill.
+	NoPrefixCache bool
 }
 
 // Request is one generation request.
@@ -109,10 +114,13 @@ type Event struct {
 type Stats struct {
 	PromptTokens    int
 	GeneratedTokens int
-	Queue           time.Duration // submit -> first step
-	Prefill         time.Duration // first step -> first token
-	Decode          time.Duration // first token -> done
-	Preempted       int
+	// CachedTokens is how many leading prompt tokens came from the prefix
+	// cache (their prefill was skipped).
+	CachedTokens int
+	Queue        time.Duration // submit -> first step
+	Prefill      time.Duration // first step -> first token
+	Decode       time.Duration // first token -> done
+	Preempted    int
 
 	// Phase boundaries (zero when a phase did not happen).
 	Submitted, Started, FirstToken, Done time.Time
@@ -275,6 +283,9 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	if !cfg.NoPrefixCache {
+		m.EnablePrefixCache(prefixSalt(cfg.Model, p, pol.KVDType))
+	}
 	e.kv = m
 	e.sched, err = sched.New(sched.Config{Chunk: pol.PrefillChunk, StepTokens: pol.PrefillChunk + maxRunning*(1+e.draftK),
 		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch}, m)
@@ -323,10 +334,18 @@ func (e *Engine) KVBlocks() (used, total int) {
 type Snapshot struct {
 	Running       int // sequences admitted to the scheduler that hold KV
 	Waiting       int // submitted, not yet admitted (includes preempted ones)
-	KVBlocksUsed  int
+	KVBlocksUsed  int // held by sequences
 	KVBlocksTotal int
 	KVBlockTokens int // tokens per KV block
 	MaxRunning    int // the most sequences that share a step
+	// PrefixCache reports whether prefix caching is on. KVBlocksCached
+	// are free blocks that still hold a cached prefix (not in
+	// KVBlocksUsed); PrefixQueries and PrefixHits count prompt tokens
+	// looked up at admission and found cached, since start.
+	PrefixCache    bool
+	KVBlocksCached int
+	PrefixQueries  int64
+	PrefixHits     int64
 }
 
 // Snapshot reports the engine's current load: what the loop published
@@ -342,9 +361,18 @@ func (e *Engine) Snapshot() Snapshot {
 // snapshot readers see. Only the loop goroutine (or a test driving Step)
 // calls it.
 func (e *Engine) publish() {
+	ps := e.sched.PrefixStats()
 	e.snap.Store(&Snapshot{Running: e.sched.Running(), Waiting: e.sched.Waiting(),
 		KVBlocksUsed: e.kv.Used(), KVBlocksTotal: e.kv.Total(), KVBlockTokens: e.kv.BlockTokens(),
-		MaxRunning: e.maxRunning})
+		MaxRunning: e.maxRunning, PrefixCache: e.kv.PrefixCaching(), KVBlocksCached: e.kv.Cached(),
+		PrefixQueries: ps.Queries, PrefixHits: ps.Hits})
+}
+
+// prefixSalt is what, besides the tokens, determines a KV block's contents
+// (kv.Chain): the model's architecture, shape and file, the plan (its
+// graph and parameters) and the KV format.
+func prefixSalt(f *weights.File, p *plan.Plan, kvDType string) []byte {
+	return []byte(fmt.Sprintf("ninfer-kv-v1|%s|%s|%d tensors|data@%d|%s|kv=%s", f.Arch(), filepath.Base(f.Path), len(f.Tensors), f.DataOffset, p.Hash(), kvDType))
 }
 
 // ErrClosed is returned by Submit after Close.
@@ -472,7 +500,7 @@ func (e *Engine) abortAll(err error) {
 
 func (e *Engine) finish(r *request, reason string, err error) {
 	now := time.Now()
-	st := Stats{PromptTokens: len(r.Prompt), GeneratedTokens: r.seq.Generated(), Preempted: r.seq.Preempted,
+	st := Stats{PromptTokens: len(r.Prompt), GeneratedTokens: r.seq.Generated(), CachedTokens: r.seq.Cached, Preempted: r.seq.Preempted,
 		Submitted: r.submitted, Started: r.started, FirstToken: r.firstTok, Done: now, Chunks: r.chunks, Rounds: r.rounds,
 		Speculative: r.spec}
 	if !r.started.IsZero() {
@@ -489,6 +517,7 @@ func (e *Engine) finish(r *request, reason string, err error) {
 		rel.ReleaseSeq(r.seq.ID)
 	}
 	delete(e.reqs, r.seq)
+	e.publish() // a reader that sees the final event sees the freed KV
 	r.events.put(Event{Done: true, Finish: reason, Err: err, Stats: st})
 }
 

@@ -195,7 +195,7 @@ func TestLogprobs(t *testing.T) {
 func TestSnapshot(t *testing.T) {
 	m := modelPath(t, "stories260K.gguf")
 	in := open(t, instance.Options{Model: m, Threads: 1, MaxRunning: 1})
-	if diff := cmp.Diff(engine.Snapshot{KVBlocksTotal: 32, KVBlockTokens: 16, MaxRunning: 1}, in.Engine.Snapshot()); diff != "" {
+	if diff := cmp.Diff(engine.Snapshot{KVBlocksTotal: 32, KVBlockTokens: 16, MaxRunning: 1, PrefixCache: true}, in.Engine.Snapshot()); diff != "" {
 		t.Errorf("idle snapshot (-want +got):\n%s", diff)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -202,7 +202,10 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 		t.Run(model, func(t *testing.T) {
 			m := modelPath(t, model)
 			models := map[string]string{"draft": modelPath(t, draftModels[model])}
-			plain := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2})
+			// Plain decoding without the prefix cache; each speculative
+			// instance below runs the prompts twice, the second time
+			// from cached prefixes.
+			plain := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true})
 			prompts := goldenPrompts(t, plain)
 			want, _ := generateAll(t, plain, prompts, n, 8)
 			oracleMu.Lock()

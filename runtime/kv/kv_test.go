@@ -49,3 +49,34 @@ func TestNewRejectsBadSizes(t *testing.T) {
 		}
 	}
 }
+
+// Block hashes chain the blocks before them and the salt: the same tokens
+// under another KV format (salt), or after a different first block, miss.
+func TestChainDependsOnSaltAndParent(t *testing.T) {
+	toks := []int32{1, 2, 3, 4}
+	a := Chain([]byte("model|f32"), BlockHash{}, toks)
+	if a == Chain([]byte("model|q8_0"), BlockHash{}, toks) {
+		t.Error("another salt gives the same hash")
+	}
+	if a == Chain([]byte("model|f32"), BlockHash{1}, toks) {
+		t.Error("another parent gives the same hash")
+	}
+	if a != Chain([]byte("model|f32"), BlockHash{}, []int32{1, 2, 3, 4}) {
+		t.Error("the hash is not a function of its inputs")
+	}
+	m, _ := New(4, 4)
+	m.EnablePrefixCache([]byte("model|f32"))
+	var s Seq
+	m.Grow(&s, 8)
+	m.Publish(&s, []int32{1, 2, 3, 4, 5, 6, 7, 8}, 8)
+	m.Release(&s)
+	if got := m.Match([]int32{1, 2, 3, 4, 5, 6, 7, 8, 9}, 2); len(got) != 2 {
+		t.Errorf("matched %v, want 2 blocks", got)
+	}
+	if got := m.Match([]int32{1, 2, 3, 4, 5, 6, 7, 0, 9}, 2); len(got) != 1 {
+		t.Errorf("diverging in the second block: matched %v, want 1 block", got)
+	}
+	if m.Cached() != 2 || m.Free() != 4 || m.Used() != 0 {
+		t.Errorf("cached %d free %d used %d, want 2 4 0", m.Cached(), m.Free(), m.Used())
+	}
+}

@@ -21,6 +21,9 @@ type Seq struct {
 	KV       kv.Seq
 	// Preempted counts how often the sequence lost its cache and was requeued.
 	Preempted int
+	// Cached is how many leading tokens the prefix cache held when the
+	// sequence was first admitted (their prefill was skipped).
+	Cached int
 	// Prompt is how many leading Tokens are the prompt: a sequence drafts
 	// only once it holds generated tokens (it decodes).
 	Prompt int
@@ -76,7 +79,18 @@ type Scheduler struct {
 	kv      *kv.Manager
 	waiting []*Seq
 	running []*Seq
+	stats   PrefixStats
 }
+
+// PrefixStats count prefix cache lookups at admission, in tokens (vLLM's
+// prefix_cache_queries and prefix_cache_hits).
+type PrefixStats struct {
+	Queries int64 // tokens of admitted sequences looked up
+	Hits    int64 // of those, tokens found in cached blocks
+}
+
+// PrefixStats reports the lookups so far.
+func (sc *Scheduler) PrefixStats() PrefixStats { return sc.stats }
 
 // New returns a scheduler over the block manager m.
 func New(cfg Config, m *kv.Manager) (*Scheduler, error) {
@@ -152,15 +166,27 @@ func (sc *Scheduler) Schedule() []Work {
 	// Admit waiting sequences while blocks and budget last.
 	for len(sc.waiting) > 0 && budget > 0 && len(sc.running) < sc.cfg.MaxRunning {
 		s := sc.waiting[0]
-		n := min(s.Pending(), sc.cfg.Chunk, budget)
+		// The longest cached prefix of whole blocks, short of the last
+		// token: the step must compute at least that one to sample.
+		hit := sc.kv.Match(s.Tokens, (len(s.Tokens)-1)/sc.kv.BlockTokens())
 		// Admission needs room for the whole prompt plus one token, so an
 		// admitted sequence can finish its prefill without preempting others.
-		if !sc.kv.CanGrow(&s.KV, len(s.Tokens)+1) {
+		if sc.kv.BlocksFor(len(s.Tokens)+1)-len(hit) > sc.kv.Free()-sc.kv.Reusable(hit) {
 			break
 		}
 		sc.waiting = sc.waiting[1:]
 		sc.running = append(sc.running, s)
-		sc.kv.Grow(&s.KV, s.Computed+n) //nolint:errcheck // checked by CanGrow
+		if sc.kv.PrefixCaching() {
+			sc.kv.Adopt(&s.KV, hit)
+			s.Computed = s.KV.Len
+			sc.stats.Queries += int64(len(s.Tokens))
+			sc.stats.Hits += int64(s.Computed)
+			if s.Preempted == 0 {
+				s.Cached = s.Computed
+			}
+		}
+		n := min(s.Pending(), sc.cfg.Chunk, budget)
+		sc.kv.Grow(&s.KV, s.Computed+n) //nolint:errcheck // checked above
 		out = append(out, Work{Seq: s, Start: s.Computed, N: n, Sample: s.Computed+n == len(s.Tokens)})
 		budget -= n
 	}
@@ -232,9 +258,10 @@ func (sc *Scheduler) Update(work []Work, res []Result) []Outcome {
 		s.Computed = w.Start + w.N + res[i].Accepted
 		sc.kv.Truncate(&s.KV, s.Computed)
 		if !w.Sample {
+			sc.kv.Publish(&s.KV, s.Tokens, s.Computed)
 			continue
 		}
-		o := Outcome{Seq: s}
+		o := Outcome{Seq: s, Tokens: res[i].Tokens}
 		for n, tok := range res[i].Tokens {
 			s.Tokens = append(s.Tokens, tok)
 			switch {
@@ -248,9 +275,10 @@ func (sc *Scheduler) Update(work []Work, res []Result) []Outcome {
 			o.Tokens = res[i].Tokens[:n+1]
 			break
 		}
-		if o.Finish == Running {
-			o.Tokens = res[i].Tokens
-		} else {
+		// Full blocks whose K/V are computed become shareable, also those
+		// of a sequence that just ended (a later turn may extend it).
+		sc.kv.Publish(&s.KV, s.Tokens, s.Computed)
+		if o.Finish != Running {
 			sc.Remove(s)
 		}
 		out = append(out, o)

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,9 +21,11 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 // TestScripts runs the scripts in testdata. Each command line is followed by
 // "----" and the command's expected output, then a blank line. Commands:
 //
-//	config chunk=N step=N running=N blocks=N block=N [draft=K maxbatch=M]
-//	add ID PROMPT_TOKENS [limit=N]
-//	add ID PROMPT_TOKENS [limit=N] [stop=TOK]  (stop: Seq.Stop matches token TOK)
+//	config chunk=N step=N running=N blocks=N block=N [draft=K maxbatch=M] [prefix=SALT]
+//	                    (prefix: a prefix cache whose hashes use salt SALT)
+//	add ID PROMPT_TOKENS [limit=N] [stop=TOK] [text=B] [diverge=K]
+//	                    (stop: Seq.Stop matches token TOK; prompt token i is
+//	                     B*1000+i, plus 500 from position K on)
 //	accept ID N         (the next update of sequence ID accepts N drafts)
 //	yield ID TOK...     (the next step yields these tokens for sequence ID)
 //	schedule            (prints one line per work item, then updates with
@@ -110,9 +114,13 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 	var b strings.Builder
 	switch f[0] {
 	case "config":
+		clear(seqs)
 		var err error
 		if *m, err = kv.New(args["blocks"], args["block"]); err != nil {
 			return err.Error() + "\n"
+		}
+		if salt, ok := args["prefix"]; ok {
+			(*m).EnablePrefixCache([]byte(strconv.Itoa(salt)))
 		}
 		if *sc, err = New(Config{Chunk: args["chunk"], StepTokens: args["step"], MaxRunning: args["running"],
 			Draft: args["draft"], DraftMaxBatch: args["maxbatch"]}, *m); err != nil {
@@ -120,6 +128,16 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 		}
 	case "add":
 		s := &Seq{ID: uint64(pos[0]), Tokens: make([]int32, pos[1]), Prompt: pos[1], Limit: args["limit"]}
+		diverge, ok := args["diverge"]
+		if !ok {
+			diverge = pos[1]
+		}
+		for i := range s.Tokens {
+			s.Tokens[i] = int32(args["text"]*1000 + i)
+			if i >= diverge {
+				s.Tokens[i] += 500
+			}
+		}
 		if stop, ok := args["stop"]; ok {
 			s.Stop = func(id int32) bool { return id == int32(stop) }
 		}
@@ -179,10 +197,19 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 	case "remove":
 		(*sc).Remove(seqs[uint64(pos[0])])
 	case "state":
-		fmt.Fprintf(&b, "waiting=%d running=%d kv=%d/%d\n", (*sc).Waiting(), (*sc).Running(), (*m).Used(), (*m).Total())
-		for id := uint64(1); id <= uint64(len(seqs)); id++ {
-			if s, ok := seqs[id]; ok {
-				fmt.Fprintf(&b, "seq %d: computed=%d tokens=%d preempted=%d\n", id, s.Computed, len(s.Tokens), s.Preempted)
+		fmt.Fprintf(&b, "waiting=%d running=%d kv=%d/%d", (*sc).Waiting(), (*sc).Running(), (*m).Used(), (*m).Total())
+		if (*m).PrefixCaching() {
+			st := (*sc).PrefixStats()
+			fmt.Fprintf(&b, " cached=%d queries=%d hits=%d", (*m).Cached(), st.Queries, st.Hits)
+		}
+		b.WriteString("\n")
+		for _, id := range slices.Sorted(maps.Keys(seqs)) {
+			if s := seqs[id]; s != nil {
+				fmt.Fprintf(&b, "seq %d: computed=%d tokens=%d preempted=%d", id, s.Computed, len(s.Tokens), s.Preempted)
+				if (*m).PrefixCaching() {
+					fmt.Fprintf(&b, " cached=%d blocks=%v", s.Cached, s.KV.Blocks)
+				}
+				b.WriteString("\n")
 			}
 		}
 	default:
