@@ -1,5 +1,5 @@
 // Package model implements model.forward: the llama-family transformer
-// forward pass (llama, qwen3), written once against tensor.Builder so every
+// forward pass (llama, qwen2, qwen3), written once against tensor.Builder so every
 // backend runs the same recorded ops.
 package model
 
@@ -16,22 +16,32 @@ import (
 
 // Config is the architecture read from GGUF metadata.
 type Config struct {
-	Arch       string
-	Layers     int
-	Embed      int // n_embd: residual width
-	Heads      int
-	KVHeads    int
-	HeadDim    int
-	FFN        int
-	Vocab      int
-	Context    int
-	RopeBase   float32
-	RopeDims   int
-	RopeMode   tensor.RoPEMode
-	NormEps    float32
-	QKNorm     bool   // per-head RMSNorm of q and k (qwen3)
+	Arch     string
+	Layers   int
+	Embed    int // n_embd: residual width
+	Heads    int
+	KVHeads  int
+	HeadDim  int
+	FFN      int
+	Vocab    int
+	Context  int
+	RopeBase float32
+	RopeDims int
+	RopeMode tensor.RoPEMode
+	NormEps  float32
+	QKNorm   bool // per-head RMSNorm of q and k (qwen3)
+	// QKVBias: each layer adds attn_q.bias, attn_k.bias and attn_v.bias to
+	// its q, k and v projections (qwen2 always; llama when the file has them).
+	QKVBias bool
+	// RopeFreqs names the rope frequency factors (RopeDims/2 f32 values
+	// dividing each pair's angle: llama-3 rope scaling), "" for none.
+	RopeFreqs  string
 	OutputName string // "output.weight", or "token_embd.weight" when tied
 }
+
+// RopeFreqsName is the tensor of rope frequency factors llama.cpp's
+// converter writes for llama-3 rope scaling.
+const RopeFreqsName = "rope_freqs.weight"
 
 // KVDim is the width of one layer's K (or V) row: KVHeads*HeadDim.
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
@@ -43,13 +53,17 @@ func ReadConfig(f *weights.File) (*Config, error) {
 	switch arch {
 	case "llama":
 		c.RopeMode = tensor.RoPENorm
+		c.QKVBias = hasTensor(f, "blk.0.attn_q.bias")
+	case "qwen2":
+		c.RopeMode = tensor.RoPENeox
+		c.QKVBias = true
 	case "qwen3":
 		c.RopeMode = tensor.RoPENeox
 		c.QKNorm = true
 	case "":
 		return nil, errors.New("model: general.architecture missing")
 	default:
-		return nil, fmt.Errorf("model: architecture %q not supported (have llama, qwen3)", arch)
+		return nil, fmt.Errorf("model: architecture %q not supported (have llama, qwen2, qwen3)", arch)
 	}
 	var errs []error
 	req := func(key string) int {
@@ -111,6 +125,16 @@ func ReadConfig(f *weights.File) (*Config, error) {
 	if v, err := f.Uint(arch + ".attention.value_length"); err == nil && int(v) != c.HeadDim {
 		return nil, fmt.Errorf("model: value_length %d != key_length %d not supported", v, c.HeadDim)
 	}
+	if key := arch + ".rope.scaling.type"; f.Has(key) {
+		// llama-3 scaling comes as rope_freqs.weight; the types that scale
+		// positions or extend the context (linear, yarn) are not computed.
+		if typ, err := f.String(key); err != nil || (typ != "none" && typ != "") {
+			return nil, fmt.Errorf("model: %s %q not supported (rope scaling is supported as %s)", key, typ, RopeFreqsName)
+		}
+	}
+	if arch == "llama" && hasTensor(f, RopeFreqsName) {
+		c.RopeFreqs = RopeFreqsName
+	}
 	emb, err := f.Tensor("token_embd.weight")
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
@@ -147,6 +171,14 @@ func (c *Config) checkTensors(f *weights.File) error {
 			want[p+"attn_q_norm.weight"] = [2]int{1, c.HeadDim}
 			want[p+"attn_k_norm.weight"] = [2]int{1, c.HeadDim}
 		}
+		if c.QKVBias {
+			want[p+"attn_q.bias"] = [2]int{1, qd}
+			want[p+"attn_k.bias"] = [2]int{1, c.KVDim()}
+			want[p+"attn_v.bias"] = [2]int{1, c.KVDim()}
+		}
+	}
+	if c.RopeFreqs != "" {
+		want[c.RopeFreqs] = [2]int{1, c.RopeDims / 2}
 	}
 	var errs []error
 	var missing []error
@@ -161,7 +193,7 @@ func (c *Config) checkTensors(f *weights.File) error {
 			errs = append(errs, fmt.Errorf("tensor %q: shape [%d,%d], want [%d,%d]", name, t.Rows(), t.RowLen(), shape[0], shape[1]))
 		}
 		if shape[0] == 1 && t.DType != tensor.F32 {
-			errs = append(errs, fmt.Errorf("tensor %q: norm weights must be f32, got %v", name, t.DType))
+			errs = append(errs, fmt.Errorf("tensor %q: vector weights (norms, biases, rope factors) must be f32, got %v", name, t.DType))
 		}
 	}
 	if len(missing) > maxMissingListed {
@@ -180,6 +212,12 @@ func (c *Config) checkTensors(f *weights.File) error {
 
 // maxMissingListed is the most missing tensors an error lists one by one.
 const maxMissingListed = 12
+
+// hasTensor reports whether f holds a tensor called name.
+func hasTensor(f *weights.File, name string) bool {
+	_, err := f.Tensor(name)
+	return err == nil
+}
 
 // blocksPresent counts the layers blk.0, blk.1, ... that have at least one
 // tensor in f, up to the first absent one.

@@ -23,7 +23,7 @@ func init() {
 		Out: []node.Port{
 			{Name: "logits", Type: node.Logits, Doc: "next-token logits of the rows that need a token [R, vocab]"},
 		},
-		Summary: "Run the model (llama, qwen3) over the step's tokens, appending their K/V to the cache.",
+		Summary: "Run the model (llama, qwen2, qwen3) over the step's tokens, appending their K/V to the cache.",
 		Doc: "Reads the architecture from the GGUF metadata and binds weights by name. " +
 			"Only the rows the step samples from get the final norm and output projection. " +
 			"With `draft` wired (a proposer's output), the engine feeds the step's tokens with each decoding " +
@@ -87,12 +87,23 @@ func RecordLayers(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor,
 		q := b.MatMul(h, w("attn_q"))                         // [T, H*D]
 		k := b.MatMul(h, w("attn_k"))                         // [T, KV*D]
 		v := b.MatMul(h, w("attn_v"))                         // [T, KV*D]
+		if c.QKVBias {
+			bias := func(name string) tensor.Tensor { return b.Weight(fmt.Sprintf("blk.%d.%s.bias", l, name)) }
+			q = b.AddRow(q, bias("attn_q"))
+			k = b.AddRow(k, bias("attn_k"))
+			v = b.AddRow(v, bias("attn_v"))
+		}
 		if c.QKNorm {
 			q = b.RMSNorm(q, w("attn_q_norm"), c.HeadDim, c.NormEps)
 			k = b.RMSNorm(k, w("attn_k_norm"), c.HeadDim, c.NormEps)
 		}
-		q = b.RoPE(q, positions, rope)
-		k = b.RoPE(k, positions, rope)
+		if c.RopeFreqs != "" {
+			q = b.RoPEFactors(q, positions, b.Weight(c.RopeFreqs), rope)
+			k = b.RoPEFactors(k, positions, b.Weight(c.RopeFreqs), rope)
+		} else {
+			q = b.RoPE(q, positions, rope)
+			k = b.RoPE(k, positions, rope)
+		}
 		attn.Layer = l
 		a := b.Attention(q, k, v, attn)             // [T, H*D]
 		x = b.Add(x, b.MatMul(a, w("attn_output"))) // [T, E]
