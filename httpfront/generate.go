@@ -355,6 +355,9 @@ func (j *job) collect() ([]*choiceResult, *Error) {
 
 // timings are llama.cpp's per-response timings.
 type timings struct {
+	// CacheN is how many prompt tokens came from the prefix cache (their
+	// prefill was skipped); PromptN counts the rest, as llama-server does.
+	CacheN              int     `json:"cache_n"`
 	PromptN             int     `json:"prompt_n"`
 	PromptMS            float64 `json:"prompt_ms"`
 	PromptPerTokenMS    float64 `json:"prompt_per_token_ms"`
@@ -372,26 +375,42 @@ type timings struct {
 
 // usage is OpenAI's token accounting.
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int                 `json:"prompt_tokens"`
+	CompletionTokens    int                 `json:"completion_tokens"`
+	TotalTokens         int                 `json:"total_tokens"`
+	PromptTokensDetails promptTokensDetails `json:"prompt_tokens_details"`
 }
 
-// account sums the choices' stats: prompts count once, completions per
-// choice; timings take the slowest choice's phases.
+// promptTokensDetails is OpenAI's breakdown of the prompt tokens:
+// CachedTokens came from the prefix cache.
+type promptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// account sums the choices' stats (stats[i] is choice i's: prompt i/n):
+// prompts count once, with the most cached tokens any of their choices
+// had; completions per choice; timings take the slowest choice's phases.
 func (j *job) account(stats []engine.Stats) (usage, timings) {
 	var u usage
 	for _, p := range j.prompts {
 		u.PromptTokens += len(p)
 	}
+	cached := make([]int, len(j.prompts))
 	var prompt, predicted time.Duration
-	for _, s := range stats {
+	for i, s := range stats {
 		u.CompletionTokens += s.GeneratedTokens
 		prompt = max(prompt, s.Prefill)
 		predicted = max(predicted, s.Decode)
+		if p := i / j.p.N; p < len(cached) {
+			cached[p] = max(cached[p], s.CachedTokens)
+		}
+	}
+	for _, c := range cached {
+		u.PromptTokensDetails.CachedTokens += c
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	t := timings{PromptN: u.PromptTokens, PromptMS: ms(prompt), PredictedN: u.CompletionTokens, PredictedMS: ms(predicted)}
+	t := timings{CacheN: u.PromptTokensDetails.CachedTokens, PromptN: u.PromptTokens - u.PromptTokensDetails.CachedTokens,
+		PromptMS: ms(prompt), PredictedN: u.CompletionTokens, PredictedMS: ms(predicted)}
 	t.PromptPerTokenMS, t.PromptPerSecond = rates(t.PromptN, t.PromptMS)
 	t.PredictedPerTokenMS, t.PredictedPerSecond = rates(t.PredictedN, t.PredictedMS)
 	if j.m.Engine.DraftWindow() > 0 {

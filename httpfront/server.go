@@ -148,6 +148,13 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		}
 		s.health(ctx)
 		return
+	case path == "/ready":
+		if !ctx.IsGet() {
+			s.fail(ctx, methodNotAllowed(ctx, "GET"))
+			return
+		}
+		s.ready(ctx)
+		return
 	case path == "/metrics":
 		if !ctx.IsGet() {
 			s.fail(ctx, methodNotAllowed(ctx, "GET"))
@@ -271,6 +278,7 @@ type Health struct {
 	KVBlocksUsed     int    `json:"kv_blocks_used"`
 	KVBlocksTotal    int    `json:"kv_blocks_total"`
 	KVBlockTokens    int    `json:"kv_block_tokens"`
+	KVBlocksCached   int    `json:"kv_blocks_cached"` // free blocks that hold a cached prefix
 	MaxRunning       int    `json:"max_running"`
 	RequestsInFlight int    `json:"requests_in_flight"` // choices submitted and not finished
 	StreamsAborted   int64  `json:"streams_aborted"`    // streams whose client left early, since start
@@ -287,12 +295,45 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 		snap := m.Engine.Snapshot()
 		h.Model, h.RequestsRunning, h.RequestsWaiting = m.ID, snap.Running, snap.Waiting
 		h.KVBlocksUsed, h.KVBlocksTotal, h.KVBlockTokens, h.MaxRunning = snap.KVBlocksUsed, snap.KVBlocksTotal, snap.KVBlockTokens, snap.MaxRunning
+		h.KVBlocksCached = snap.KVBlocksCached
 		h.Status, status = "ok", http.StatusOK
 		if s.draining.Load() {
 			h.Status, status = "draining", http.StatusServiceUnavailable
 		}
 	}
 	s.writeJSON(ctx, status, h)
+}
+
+// Readiness is the /ready body.
+type Readiness struct {
+	Status string `json:"status"` // "ready", "loading", "draining" or "busy"
+}
+
+// ready answers whether a load balancer should send this replica new
+// requests: 200 once the model is loaded, 503 while loading, draining, or
+// while the queue is full (every running and queue slot is taken, so a new
+// request would get 429).
+func (s *Server) ready(ctx *fasthttp.RequestCtx) {
+	st := s.readiness()
+	status := http.StatusServiceUnavailable
+	if st == "ready" {
+		status = http.StatusOK
+	}
+	s.writeJSON(ctx, status, Readiness{Status: st})
+}
+
+// readiness is the /ready status.
+func (s *Server) readiness() string {
+	m := s.model.Load()
+	switch {
+	case m == nil:
+		return "loading"
+	case s.draining.Load():
+		return "draining"
+	case s.inflight.Load() >= int64(m.Engine.Snapshot().MaxRunning+s.cfg.MaxQueue):
+		return "busy"
+	}
+	return "ready"
 }
 
 // readError answers requests fasthttp could not read: 413 for a body over

@@ -201,6 +201,9 @@ func TestHealthBeforeAndAfterTheModel(t *testing.T) {
 	if status != 503 || doc["status"] != "loading" {
 		t.Errorf("before the model: %d %v, want 503 loading", status, doc)
 	}
+	if status, doc := s.call(t, "GET", "/ready", ""); status != 503 || doc["status"] != "loading" {
+		t.Errorf("/ready before the model: %d %v, want 503 loading", status, doc)
+	}
 	status, doc = s.call(t, "POST", "/v1/completions", `{"model":"m","prompt":"x"}`)
 	if status != 503 || errorOf(doc)["code"] != "model_loading" {
 		t.Errorf("a request before the model: %d %v, want 503 model_loading", status, doc)
@@ -213,9 +216,12 @@ func TestHealthBeforeAndAfterTheModel(t *testing.T) {
 	srv.SetModel(&httpfront.Model{ID: "m", Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat})
 	status, doc = s.call(t, "GET", "/health", "")
 	want := map[string]any{"status": "ok", "model": "m", "requests_running": 0.0, "requests_waiting": 0.0, "kv_blocks_used": 0.0,
-		"kv_blocks_total": 96.0, "kv_block_tokens": 16.0, "max_running": 3.0, "requests_in_flight": 0.0, "streams_aborted": 0.0, "requests_abandoned": 0.0}
+		"kv_blocks_total": 96.0, "kv_block_tokens": 16.0, "max_running": 3.0, "requests_in_flight": 0.0, "streams_aborted": 0.0, "requests_abandoned": 0.0, "kv_blocks_cached": 0.0}
 	if diff := cmp.Diff(want, doc); status != 200 || diff != "" {
 		t.Errorf("after the model: status %d (-want +got):\n%s", status, diff)
+	}
+	if status, doc := s.call(t, "GET", "/ready", ""); status != 200 || doc["status"] != "ready" {
+		t.Errorf("/ready after the model: %d %v, want 200 ready", status, doc)
 	}
 }
 
@@ -245,7 +251,8 @@ func TestCompletions(t *testing.T) {
 	greedy := s.completion(t, "/v1/completions", `{"model":"stories260K","prompt":"Once upon a time","max_tokens":24,"temperature":0}`)
 	text := choices(greedy)[0]["text"].(string)
 	gotUsage := greedy["usage"].(map[string]any)
-	wantUsage := map[string]any{"prompt_tokens": float64(len(prompt)), "completion_tokens": 24.0, "total_tokens": float64(len(prompt) + 24)}
+	wantUsage := map[string]any{"prompt_tokens": float64(len(prompt)), "completion_tokens": 24.0, "total_tokens": float64(len(prompt) + 24),
+		"prompt_tokens_details": map[string]any{"cached_tokens": 0.0}}
 	if diff := cmp.Diff(wantUsage, gotUsage); diff != "" || choices(greedy)[0]["finish_reason"] != "length" {
 		t.Errorf("usage (-want +got):\n%s\nfinish %v", diff, choices(greedy)[0]["finish_reason"])
 	}

@@ -100,6 +100,7 @@ func newMetrics(s *Server) *Metrics {
 		draftTokens:      f("ninfer:spec_decode_num_draft_tokens_total", "Speculative tokens proposed."),
 		acceptedTokens:   f("ninfer:spec_decode_num_accepted_tokens_total", "Speculative tokens accepted."),
 	}
+	reg.MustRegister(vllmCollector{s})
 	m.success = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ninfer:request_success_total",
 		Help: "Finished sequences by finish reason."}, []string{"finished_reason"})
 	m.acceptedPerPos = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ninfer:spec_decode_num_accepted_tokens_per_pos",
@@ -112,6 +113,49 @@ func newMetrics(s *Server) *Metrics {
 	})
 	m.handler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gather, promhttp.HandlerOpts{}))
 	return m
+}
+
+// vllmCollector exports the engine's load under vLLM's metric names, with
+// its model_name label, for the routers that scrape them (the Gateway API
+// Inference Extension's endpoint picker, the vLLM production-stack
+// router): requests running and waiting, KV cache usage (0..1, also under
+// the older gpu_cache_usage_perc name) and prefix cache queries and hits
+// (prompt tokens looked up at admission, and found cached).
+type vllmCollector struct{ s *Server }
+
+var (
+	vllmRunning  = prometheus.NewDesc("vllm:num_requests_running", "Sequences holding KV blocks in the engine.", []string{"model_name"}, nil)
+	vllmWaiting  = prometheus.NewDesc("vllm:num_requests_waiting", "Sequences queued for admission.", []string{"model_name"}, nil)
+	vllmKVUsage  = prometheus.NewDesc("vllm:kv_cache_usage_perc", "Fraction of KV cache blocks held by sequences (0..1).", []string{"model_name"}, nil)
+	vllmGPUUsage = prometheus.NewDesc("vllm:gpu_cache_usage_perc", "Fraction of KV cache blocks held by sequences (0..1); the older name of vllm:kv_cache_usage_perc.", []string{"model_name"}, nil)
+	vllmQueries  = prometheus.NewDesc("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache at admission.", []string{"model_name"}, nil)
+	vllmHits     = prometheus.NewDesc("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache at admission.", []string{"model_name"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c vllmCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{vllmRunning, vllmWaiting, vllmKVUsage, vllmGPUUsage, vllmQueries, vllmHits} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: nothing until a model is set.
+func (c vllmCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.s.model.Load()
+	if m == nil {
+		return
+	}
+	snap := m.Engine.Snapshot()
+	usage := 0.0
+	if snap.KVBlocksTotal > 0 {
+		usage = float64(snap.KVBlocksUsed) / float64(snap.KVBlocksTotal)
+	}
+	ch <- prometheus.MustNewConstMetric(vllmRunning, prometheus.GaugeValue, float64(snap.Running), m.ID)
+	ch <- prometheus.MustNewConstMetric(vllmWaiting, prometheus.GaugeValue, float64(snap.Waiting), m.ID)
+	ch <- prometheus.MustNewConstMetric(vllmKVUsage, prometheus.GaugeValue, usage, m.ID)
+	ch <- prometheus.MustNewConstMetric(vllmGPUUsage, prometheus.GaugeValue, usage, m.ID)
+	ch <- prometheus.MustNewConstMetric(vllmQueries, prometheus.CounterValue, float64(snap.PrefixQueries), m.ID)
+	ch <- prometheus.MustNewConstMetric(vllmHits, prometheus.CounterValue, float64(snap.PrefixHits), m.ID)
 }
 
 // observe records one finished sequence.

@@ -30,6 +30,7 @@ type modelFlags struct {
 	threads, kvTokens     int
 	kvMemory              int64
 	noCUDAGraph, mmap     bool
+	noPrefixCache         bool
 	set                   setFlag
 }
 
@@ -43,6 +44,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&m.kvTokens, "kv-capacity", 0, "KV cache capacity in tokens (0 = min(context length, 4096) per sequence)")
 	fs.Int64Var(&m.kvMemory, "kv-memory", 0, "KV cache capacity in bytes, scales included, in the graph's KV format (instead of --kv-capacity)")
 	fs.Var(&m.set, "set", "graph parameter override NAME=VALUE (repeatable)")
+	fs.BoolVar(&m.noPrefixCache, "no-prefix-cache", false, "turn automatic prefix caching off (full KV blocks shared by prompts that begin the same way, their prefill skipped)")
 }
 
 func (m *modelFlags) options() (instance.Options, error) {
@@ -59,7 +61,8 @@ func (m *modelFlags) options() (instance.Options, error) {
 		return instance.Options{}, fmt.Errorf("--kv-memory %d must be >= 0 and not given with --kv-capacity", m.kvMemory)
 	}
 	return instance.Options{Model: m.model, Models: m.models, Graph: m.graph, Set: m.set.params, Backend: m.backend,
-		Threads: m.threads, Eager: m.noCUDAGraph, Mmap: m.mmap, KVTokens: m.kvTokens, KVMemory: m.kvMemory, MaxRunning: 1}, nil
+		Threads: m.threads, Eager: m.noCUDAGraph, Mmap: m.mmap, KVTokens: m.kvTokens, KVMemory: m.kvMemory, MaxRunning: 1,
+		NoPrefixCache: m.noPrefixCache}, nil
 }
 
 // modelFlag is --model: FILE or target=FILE sets the target model, ALIAS=FILE

@@ -1,0 +1,118 @@
+package httpfront_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ninfer/ninfer-go/httpfront"
+)
+
+// idList renders ids as a JSON array body fragment.
+func idList(ids []int) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
+
+// A known sequence of requests: usage.prompt_tokens_details.cached_tokens
+// and timings.cache_n report the hits, and /metrics exports vLLM's names
+// with the model_name label and exact values.
+func TestPrefixCacheUsageAndVLLMMetrics(t *testing.T) {
+	s := start(t, "stories260K.gguf", httpfront.Config{}, 2) // 16-token blocks
+	a := make([]int, 40)
+	for i := range a {
+		a[i] = 10 + i
+	}
+	extended := append(append([]int(nil), a...), make([]int, 20)...)
+	for i := 40; i < 60; i++ {
+		extended[i] = 300 + i
+	}
+	for _, tc := range []struct {
+		prompt []int
+		cached int
+	}{
+		{a, 0},         // nothing cached yet
+		{a, 32},        // two full blocks; the third (8 tokens) is partial
+		{extended, 32}, // the third block differs from a's
+	} {
+		doc := s.completion(t, "/v1/completions", fmt.Sprintf(`{"model":"stories260K","prompt":%s,"max_tokens":4,"temperature":0}`, idList(tc.prompt)))
+		u := doc["usage"].(map[string]any)
+		tm := doc["timings"].(map[string]any)
+		got := u["prompt_tokens_details"].(map[string]any)["cached_tokens"]
+		if got != float64(tc.cached) || tm["cache_n"] != float64(tc.cached) || tm["prompt_n"] != float64(len(tc.prompt)-tc.cached) {
+			t.Errorf("prompt of %d tokens: usage %v timings cache_n %v prompt_n %v; want %d cached", len(tc.prompt), u, tm["cache_n"], tm["prompt_n"], tc.cached)
+		}
+	}
+	s.waitIdle(t)
+	fams := scrape(t, s.url)
+	for name, want := range map[string]float64{
+		"vllm:prefix_cache_queries_total": 40 + 40 + 60,
+		"vllm:prefix_cache_hits_total":    32 + 32,
+		"vllm:num_requests_running":       0,
+		"vllm:num_requests_waiting":       0,
+		"vllm:kv_cache_usage_perc":        0,
+		"vllm:gpu_cache_usage_perc":       0,
+	} {
+		f, ok := fams[name]
+		if !ok || len(f.GetMetric()) != 1 {
+			t.Errorf("%s: missing or not one series: %v", name, f)
+			continue
+		}
+		m := f.GetMetric()[0]
+		if l := m.GetLabel(); len(l) != 1 || l[0].GetName() != "model_name" || l[0].GetValue() != "stories260K" {
+			t.Errorf("%s: labels %v, want model_name=stories260K", name, l)
+		}
+		if got := sumMetric(f); got != want {
+			t.Errorf("%s = %g, want %g", name, got, want)
+		}
+	}
+}
+
+// /ready is 503 while the queue is full and while draining.
+func TestReadyWhenBusyAndDraining(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{MaxQueue: 1}, 1)
+	if status, doc := s.call(t, "GET", "/ready", ""); status != 200 {
+		t.Fatalf("/ready idle: %d %v", status, doc)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions",
+		strings.NewReader(`{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":4000,"n":2,"stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, doc := s.call(t, "GET", "/ready", ""); status != 503 || doc["status"] != "busy" {
+		t.Errorf("/ready with the queue full: %d %v, want 503 busy", status, doc)
+	}
+	if status, _ := s.call(t, "POST", "/ready", "{}"); status != 405 {
+		t.Errorf("POST /ready: %d, want 405", status)
+	}
+	cancel()
+	resp.Body.Close()
+	s.waitIdle(t)
+	go s.srv.Shutdown(context.Background())
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r, err := http.Get(s.url + "/ready")
+		if err != nil {
+			break // the listener closed: drained
+		}
+		var doc map[string]any
+		json.NewDecoder(r.Body).Decode(&doc)
+		r.Body.Close()
+		if r.StatusCode == 503 && doc["status"] == "draining" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/ready while draining: %d %v", r.StatusCode, doc)
+		}
+	}
+}
