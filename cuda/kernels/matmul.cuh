@@ -12,6 +12,10 @@
 //   F16 / BF16: activations rounded to f16 / bf16 first, products of exact
 //     float values, float accumulation. F32: plain float dot.
 // Only the accumulation order differs from the CPU.
+//
+// One GEMV and one GEMM template per kind (quantized, float) serve every
+// dtype through wtraits<DT>; a new dtype is a traits specialisation, an
+// mm_kind entry and an MM_KERNELS line (and matmulDTypes in launch.go).
 
 #pragma once
 
@@ -104,14 +108,140 @@ __device__ __forceinline__ void gemv_reduce_store(float (&acc)[R][NT], float* ou
     }
 }
 
-template <int NT, int R>
-__device__ __forceinline__ void gemv_q8_0(float* out, const uint8_t* xq, const uint8_t* w, int T, int K, int N, int ks) {
+// ---------------------------------------------------------------------------
+// Weight traits: everything a matmul kernel knows about a weight dtype, so
+// that one GEMV and one GEMM template of each kind serve every dtype.
+//
+// Quantized weights (blocks of 32 values, an fp16 scale first; the
+// activations are read as Q8_0 blocks, xq): in the GEMV, lpb lanes share a
+// 32-block, lane part p reading ww words of weight quants (load_w) and the
+// xw words of activation quants they pair with (load_x); dot is the exact
+// integer dot of the two. In the GEMM staging, stage loads quarter qq of a
+// block as two words of 4 signed quants, stored as words slot_lo(qq) and
+// slot_hi(qq) of the block's 8 (word j holding values 4j..4j+3).
+//
+// Float weights (the activations read as f32, x): elem_bytes per element;
+// load1 and load8 convert one and 8 consecutive elements (load8 needs
+// 16-byte alignment for F16/BF16, 32-byte for F32); xround rounds an
+// activation to the weight's dot type as the CPU backend does (F16: to
+// f16, BF16: to bf16, F32: unchanged).
+
+template <int DT>
+struct wtraits;
+
+template <>
+struct wtraits<DT_Q8_0> {
+    static constexpr int block_bytes = 34;
+    static constexpr int lpb = 4; // quarter p: bytes 8p..8p+7 = values 8p..8p+7
+    static constexpr int ww = 2;
+    static constexpr int xw = 2;
+    __device__ static __forceinline__ void load_w(const uint8_t* blk, int p, int (&q)[ww]) {
+        uint32_t a, b;
+        ld_u64_a2(blk + 2 + 8 * p, a, b);
+        q[0] = (int)a;
+        q[1] = (int)b;
+    }
+    __device__ static __forceinline__ void load_x(const uint8_t* xblk, int p, uint32_t (&x)[xw]) {
+        ld_u64_a2(xblk + 2 + 8 * p, x[0], x[1]);
+    }
+    __device__ static __forceinline__ int dot(const int (&q)[ww], const uint32_t (&x)[xw]) {
+        return __dp4a(q[1], (int)x[1], __dp4a(q[0], (int)x[0], 0));
+    }
+    __device__ static __forceinline__ void stage(const uint8_t* blk, int qq, int& lo, int& hi) {
+        uint32_t a, c;
+        ld_u64_a2(blk + 2 + 8 * qq, a, c);
+        lo = (int)a;
+        hi = (int)c;
+    }
+    __device__ static __forceinline__ int slot_lo(int qq) { return 2 * qq; }
+    __device__ static __forceinline__ int slot_hi(int qq) { return 2 * qq + 1; }
+};
+
+template <>
+struct wtraits<DT_Q4_0> {
+    static constexpr int block_bytes = 18;
+    // Half p: nibble bytes 8p..8p+7 hold values 8p..8p+7 (low nibbles) and
+    // 16+8p..16+8p+7 (high nibbles).
+    static constexpr int lpb = 2;
+    static constexpr int ww = 4;
+    static constexpr int xw = 4;
+    __device__ static __forceinline__ void load_w(const uint8_t* blk, int p, int (&q)[ww]) {
+        uint32_t v0, v1;
+        ld_u64_a2(blk + 2 + 8 * p, v0, v1);
+        q[0] = q4_lo(v0);
+        q[1] = q4_lo(v1);
+        q[2] = q4_hi(v0);
+        q[3] = q4_hi(v1);
+    }
+    __device__ static __forceinline__ void load_x(const uint8_t* xblk, int p, uint32_t (&x)[xw]) {
+        ld_u64_a2(xblk + 2 + 8 * p, x[0], x[1]);
+        ld_u64_a2(xblk + 18 + 8 * p, x[2], x[3]);
+    }
+    __device__ static __forceinline__ int dot(const int (&q)[ww], const uint32_t (&x)[xw]) {
+        int s = __dp4a(q[0], (int)x[0], 0);
+        s = __dp4a(q[1], (int)x[1], s);
+        s = __dp4a(q[2], (int)x[2], s);
+        return __dp4a(q[3], (int)x[3], s);
+    }
+    __device__ static __forceinline__ void stage(const uint8_t* blk, int qq, int& lo, int& hi) {
+        const uint32_t v = ld_u32_a2(blk + 2 + 4 * qq);
+        lo = q4_lo(v);
+        hi = q4_hi(v);
+    }
+    __device__ static __forceinline__ int slot_lo(int qq) { return qq; }
+    __device__ static __forceinline__ int slot_hi(int qq) { return 4 + qq; }
+};
+
+template <>
+struct wtraits<DT_F32> {
+    static constexpr int elem_bytes = 4;
+    __device__ static __forceinline__ float load1(const uint8_t* row, long long e) { return *(const float*)(row + 4 * e); }
+    __device__ static __forceinline__ void load8(const uint8_t* row, int e, float (&v)[8]) {
+        const float4 a = *(const float4*)(row + 4LL * e);
+        const float4 b = *(const float4*)(row + 4LL * e + 16);
+        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+        v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+    }
+    __device__ static __forceinline__ float xround(float v) { return v; }
+};
+
+// wtraits16 are the traits of 16-bit float weights: cvt converts their
+// bits, rnd rounds an activation to them.
+template <float (*cvt)(uint32_t), float (*rnd)(float)>
+struct wtraits16 {
+    static constexpr int elem_bytes = 2;
+    __device__ static __forceinline__ float load1(const uint8_t* row, long long e) {
+        return cvt(*(const uint16_t*)(row + 2 * e));
+    }
+    __device__ static __forceinline__ void load8(const uint8_t* row, int e, float (&v)[8]) {
+        const uint4 a = *(const uint4*)(row + 2LL * e);
+        const uint32_t u[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            v[2 * i] = cvt(u[i] & 0xffffu);
+            v[2 * i + 1] = cvt(u[i] >> 16);
+        }
+    }
+    __device__ static __forceinline__ float xround(float v) { return rnd(v); }
+};
+
+template <>
+struct wtraits<DT_F16> : wtraits16<f16_to_f32, round_f16> {};
+template <>
+struct wtraits<DT_BF16> : wtraits16<bf16_to_f32, round_bf16> {};
+
+// gemv_q: quantized weights.
+template <int NT, int R, int DT>
+__device__ __forceinline__ void gemv_q(float* out, const uint8_t* xq, const uint8_t* w, int T, int K, int N, int ks) {
+    typedef wtraits<DT> W;
+    const int step = 32 / W::lpb; // blocks per warp step
     const int lane = threadIdx.x & 31;
     int kpart;
     const long long n0 = gemv_cols<R>(ks, kpart);
     const int nb = n0 < N ? K / 32 : 0; // a column group past N computes nothing
-    const long long rb = (long long)nb * 34; // bytes of a weight row and of an activation row
-    const int qq = lane & 3;
+    const long long xrb = (long long)nb * 34; // bytes of an activation row
+    const long long wrb = (long long)nb * W::block_bytes;
+    const int part = lane % W::lpb;
     float acc[R][NT];
 #pragma unroll
     for (int r = 0; r < R; r++) {
@@ -121,125 +251,28 @@ __device__ __forceinline__ void gemv_q8_0(float* out, const uint8_t* xq, const u
         }
     }
 #pragma unroll(NT <= 2 ? 4 : 1)
-    for (int b = (lane >> 2) + 8 * kpart; b < nb; b += 8 * ks) {
-        uint32_t xa[NT], xb[NT];
-        float dx[NT];
-#pragma unroll
-        for (int t = 0; t < NT; t++) {
-            const uint8_t* xblk = xq + min(t, T - 1) * rb + (long long)b * 34;
-            dx[t] = f16_to_f32(ld_u16(xblk));
-            ld_u64_a2(xblk + 2 + 8 * qq, xa[t], xb[t]);
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const uint8_t* wblk = w + min(n0 + r, (long long)N - 1) * rb + (long long)b * 34;
-            const float dw = f16_to_f32(ld_u16(wblk));
-            uint32_t wa, wb;
-            ld_u64_a2(wblk + 2 + 8 * qq, wa, wb);
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                const int s = __dp4a((int)wb, (int)xb[t], __dp4a((int)wa, (int)xa[t], 0));
-                acc[r][t] = fmaf(dw * dx[t], (float)s, acc[r][t]);
-            }
-        }
-    }
-    gemv_reduce_store<NT, R>(acc, out, T, N, n0, ks, kpart);
-}
-
-template <int NT, int R>
-__device__ __forceinline__ void gemv_q4_0(float* out, const uint8_t* xq, const uint8_t* w, int T, int K, int N, int ks) {
-    const int lane = threadIdx.x & 31;
-    int kpart;
-    const long long n0 = gemv_cols<R>(ks, kpart);
-    const int nb = n0 < N ? K / 32 : 0;
-    const long long xrb = (long long)nb * 34;
-    const long long wrb = (long long)nb * 18;
-    const int hh = lane & 1;
-    float acc[R][NT];
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-#pragma unroll
-        for (int t = 0; t < NT; t++) {
-            acc[r][t] = 0.0f;
-        }
-    }
-#pragma unroll(NT <= 2 ? 4 : 1)
-    for (int b = (lane >> 1) + 16 * kpart; b < nb; b += 16 * ks) {
-        // Nibble bytes 8hh..8hh+7 hold values 8hh..8hh+7 (low nibbles) and
-        // 16+8hh..16+8hh+7 (high nibbles).
-        uint32_t xl0[NT], xl1[NT], xh0[NT], xh1[NT];
+    for (int b = lane / W::lpb + step * kpart; b < nb; b += step * ks) {
+        uint32_t xv[NT][W::xw];
         float dx[NT];
 #pragma unroll
         for (int t = 0; t < NT; t++) {
             const uint8_t* xblk = xq + min(t, T - 1) * xrb + (long long)b * 34;
             dx[t] = f16_to_f32(ld_u16(xblk));
-            ld_u64_a2(xblk + 2 + 8 * hh, xl0[t], xl1[t]);
-            ld_u64_a2(xblk + 18 + 8 * hh, xh0[t], xh1[t]);
+            W::load_x(xblk, part, xv[t]);
         }
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const uint8_t* wblk = w + min(n0 + r, (long long)N - 1) * wrb + (long long)b * 18;
+            const uint8_t* wblk = w + min(n0 + r, (long long)N - 1) * wrb + (long long)b * W::block_bytes;
             const float dw = f16_to_f32(ld_u16(wblk));
-            uint32_t v0, v1;
-            ld_u64_a2(wblk + 2 + 8 * hh, v0, v1);
-            const int l0 = q4_lo(v0), l1 = q4_lo(v1), h0 = q4_hi(v0), h1 = q4_hi(v1);
+            int q[W::ww];
+            W::load_w(wblk, part, q);
 #pragma unroll
             for (int t = 0; t < NT; t++) {
-                int s = __dp4a(l0, (int)xl0[t], 0);
-                s = __dp4a(l1, (int)xl1[t], s);
-                s = __dp4a(h0, (int)xh0[t], s);
-                s = __dp4a(h1, (int)xh1[t], s);
-                acc[r][t] = fmaf(dw * dx[t], (float)s, acc[r][t]);
+                acc[r][t] = fmaf(dw * dx[t], (float)W::dot(q, xv[t]), acc[r][t]);
             }
         }
     }
     gemv_reduce_store<NT, R>(acc, out, T, N, n0, ks, kpart);
-}
-
-// load8 converts 8 consecutive weights starting at element e of row w
-// (16-byte aligned for F16/BF16, 32-byte for F32) to float.
-template <int DT>
-__device__ __forceinline__ void wload8(const uint8_t* row, int e, float (&v)[8]) {
-    if (DT == DT_F32) {
-        const float4 a = *(const float4*)(row + 4LL * e);
-        const float4 b = *(const float4*)(row + 4LL * e + 16);
-        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-        v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
-    } else {
-        const uint4 a = *(const uint4*)(row + 2LL * e);
-        const uint32_t u[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            if (DT == DT_F16) {
-                v[2 * i] = f16_to_f32(u[i] & 0xffffu);
-                v[2 * i + 1] = f16_to_f32(u[i] >> 16);
-            } else {
-                v[2 * i] = bf16_to_f32(u[i] & 0xffffu);
-                v[2 * i + 1] = bf16_to_f32(u[i] >> 16);
-            }
-        }
-    }
-}
-
-template <int DT>
-__device__ __forceinline__ float wload1(const uint8_t* row, long long e) {
-    if (DT == DT_F32) {
-        return *(const float*)(row + 4 * e);
-    }
-    const uint32_t h = *(const uint16_t*)(row + 2 * e);
-    return DT == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
-// xround rounds an activation to the weight's dot type.
-template <int DT>
-__device__ __forceinline__ float xround(float v) {
-    if (DT == DT_F16) {
-        return round_f16(v);
-    }
-    if (DT == DT_BF16) {
-        return round_bf16(v);
-    }
-    return v;
 }
 
 // gemv_f: float weights. Lane l handles 8-element chunks l, l+32, ... with
@@ -251,7 +284,8 @@ __device__ __forceinline__ void gemv_f(float* out, const float* x, const uint8_t
     int kpart;
     const long long n0 = gemv_cols<R>(ks, kpart);
     const int Kc = n0 < N ? K : 0; // a column group past N computes nothing
-    const long long rb = (long long)K * (DT == DT_F32 ? 4 : 2);
+    typedef wtraits<DT> W;
+    const long long rb = (long long)K * W::elem_bytes;
     float acc[R][NT];
 #pragma unroll
     for (int r = 0; r < R; r++) {
@@ -270,15 +304,15 @@ __device__ __forceinline__ void gemv_f(float* out, const float* x, const uint8_t
                 const float* xr = x + (long long)min(t, T - 1) * K + 8 * c;
                 const float4 a = *(const float4*)xr;
                 const float4 b = *(const float4*)(xr + 4);
-                xv[t][0] = xround<DT>(a.x); xv[t][1] = xround<DT>(a.y);
-                xv[t][2] = xround<DT>(a.z); xv[t][3] = xround<DT>(a.w);
-                xv[t][4] = xround<DT>(b.x); xv[t][5] = xround<DT>(b.y);
-                xv[t][6] = xround<DT>(b.z); xv[t][7] = xround<DT>(b.w);
+                xv[t][0] = W::xround(a.x); xv[t][1] = W::xround(a.y);
+                xv[t][2] = W::xround(a.z); xv[t][3] = W::xround(a.w);
+                xv[t][4] = W::xround(b.x); xv[t][5] = W::xround(b.y);
+                xv[t][6] = W::xround(b.z); xv[t][7] = W::xround(b.w);
             }
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 float wv[8];
-                wload8<DT>(w + min(n0 + r, (long long)N - 1) * rb, 8 * c, wv);
+                W::load8(w + min(n0 + r, (long long)N - 1) * rb, 8 * c, wv);
 #pragma unroll
                 for (int t = 0; t < NT; t++) {
                     float s = acc[r][t];
@@ -295,11 +329,11 @@ __device__ __forceinline__ void gemv_f(float* out, const float* x, const uint8_t
             float xv[NT];
 #pragma unroll
             for (int t = 0; t < NT; t++) {
-                xv[t] = xround<DT>(x[(long long)min(t, T - 1) * K + e]);
+                xv[t] = W::xround(x[(long long)min(t, T - 1) * K + e]);
             }
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                const float wv = wload1<DT>(w + min(n0 + r, (long long)N - 1) * rb, e);
+                const float wv = W::load1(w + min(n0 + r, (long long)N - 1) * rb, e);
 #pragma unroll
                 for (int t = 0; t < NT; t++) {
                     acc[r][t] = fmaf(xv[t], wv, acc[r][t]);
@@ -324,12 +358,13 @@ __device__ __forceinline__ void gemv_f(float* out, const float* x, const uint8_t
 #define GEMM_FK 32  // float K chunk
 
 // gemm_q_stage loads rows [r0, r0+64) x quant blocks [b0, b0+4) of a matrix
-// of 34-byte (Q8_0) or 18-byte (Q4_0) blocks into s[k word][row] (as signed
-// int8 quads) and sd[block][row] (scales); missing rows / blocks are zero.
-template <bool Q4>
+// of DT blocks (the weights, or with DT_Q8_0 the activations) into s[k
+// word][row] (as signed int8 quads) and sd[block][row] (scales); missing
+// rows / blocks are zero.
+template <int DT>
 __device__ __forceinline__ void gemm_q_stage(int (*s)[GEMM_PAD], float (*sd)[GEMM_TILE], const uint8_t* m,
                                              long long rowBytes, int rows, int r0, int nb, int b0) {
-    const int bb = Q4 ? 18 : 34;
+    typedef wtraits<DT> W;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         const int task = threadIdx.x + 256 * i; // 64 rows x 16 quarter-blocks
@@ -341,36 +376,21 @@ __device__ __forceinline__ void gemm_q_stage(int (*s)[GEMM_PAD], float (*sd)[GEM
         int lo = 0, hi = 0;
         float d = 0.0f;
         if (r < rows && b < nb) {
-            const uint8_t* blk = m + (long long)r * rowBytes + (long long)b * bb;
+            const uint8_t* blk = m + (long long)r * rowBytes + (long long)b * W::block_bytes;
             if (qq == 0) {
                 d = f16_to_f32(ld_u16(blk));
             }
-            if (Q4) {
-                const uint32_t v = ld_u32_a2(blk + 2 + 4 * qq);
-                lo = q4_lo(v);
-                hi = q4_hi(v);
-            } else {
-                uint32_t a, c;
-                ld_u64_a2(blk + 2 + 8 * qq, a, c);
-                lo = (int)a;
-                hi = (int)c;
-            }
+            W::stage(blk, qq, lo, hi);
         }
-        if (Q4) {
-            // word j of a block holds values 4j..4j+3
-            s[kb * 8 + qq][row] = lo;
-            s[kb * 8 + 4 + qq][row] = hi;
-        } else {
-            s[kb * 8 + 2 * qq][row] = lo;
-            s[kb * 8 + 2 * qq + 1][row] = hi;
-        }
+        s[kb * 8 + W::slot_lo(qq)][row] = lo;
+        s[kb * 8 + W::slot_hi(qq)][row] = hi;
         if (qq == 0) {
             sd[kb][row] = d;
         }
     }
 }
 
-template <bool Q4>
+template <int DT>
 __device__ __forceinline__ void gemm_q(float* out, const uint8_t* xq, const uint8_t* w, int T, int K, int N) {
     __shared__ __align__(16) int ws[GEMM_QBLK * 8][GEMM_PAD];
     __shared__ __align__(16) int xs[GEMM_QBLK * 8][GEMM_PAD];
@@ -382,7 +402,7 @@ __device__ __forceinline__ void gemm_q(float* out, const uint8_t* xq, const uint
     const int ty = threadIdx.x >> 4;
     const int nb = K / 32;
     const long long xrb = (long long)nb * 34;
-    const long long wrb = (long long)nb * (Q4 ? 18 : 34);
+    const long long wrb = (long long)nb * wtraits<DT>::block_bytes;
     float acc[4][4];
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -392,8 +412,8 @@ __device__ __forceinline__ void gemm_q(float* out, const uint8_t* xq, const uint
         }
     }
     for (int b0 = 0; b0 < nb; b0 += GEMM_QBLK) {
-        gemm_q_stage<Q4>(ws, wd, w, wrb, N, n0, nb, b0);
-        gemm_q_stage<false>(xs, xd, xq, xrb, T, t0, nb, b0);
+        gemm_q_stage<DT>(ws, wd, w, wrb, N, n0, nb, b0);
+        gemm_q_stage<DT_Q8_0>(xs, xd, xq, xrb, T, t0, nb, b0);
         __syncthreads();
 #pragma unroll
         for (int kb = 0; kb < GEMM_QBLK; kb++) {
@@ -456,7 +476,8 @@ __device__ __forceinline__ void gemm_f(float* out, const float* x, const uint8_t
     const int ty = threadIdx.x >> 4;
     const int lk = threadIdx.x & 31; // staging: k within the chunk
     const int lr = threadIdx.x >> 5; // staging: first row, then every 8th
-    const long long rb = (long long)K * (DT == DT_F32 ? 4 : 2);
+    typedef wtraits<DT> W;
+    const long long rb = (long long)K * W::elem_bytes;
     float acc[4][4];
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -472,8 +493,8 @@ __device__ __forceinline__ void gemm_f(float* out, const float* x, const uint8_t
             const int row = lr + 8 * i;
             const int n = n0 + row;
             const int t = t0 + row;
-            ws[lk][row] = (n < N && e < K) ? wload1<DT>(w + (long long)n * rb, e) : 0.0f;
-            xs[lk][row] = (t < T && e < K) ? xround<DT>(x[(long long)t * K + e]) : 0.0f;
+            ws[lk][row] = (n < N && e < K) ? W::load1(w + (long long)n * rb, e) : 0.0f;
+            xs[lk][row] = (t < T && e < K) ? W::xround(x[(long long)t * K + e]) : 0.0f;
         }
         __syncthreads();
 #pragma unroll 8
@@ -509,41 +530,42 @@ __device__ __forceinline__ void gemm_f(float* out, const float* x, const uint8_t
 // Entry points. GEMV kernels are named gemv_<dtype>_<NT> (NT = 1, 2, 4, 8:
 // the most tokens they handle) and run 128 threads (GEMV_WARPS warps) per
 // block, ks (1, 2 or 4) warps per column group; GEMM kernels gemm_<dtype>
-// run 256 threads per block and ignore ks.
+// run 256 threads per block and ignore ks. mm_kind<DT> picks the quantized
+// or the float template: quantized kernels read xq, float kernels x.
 
 #define MM_PARAMS float *out, const float *x, const uint8_t *xq, const uint8_t *w, int T, int K, int N, int ks
 
-#define GEMV_Q8(nt, r) \
-    extern "C" __global__ void __launch_bounds__(128) gemv_q8_0_##nt(MM_PARAMS) { gemv_q8_0<nt, r>(out, xq, w, T, K, N, ks); }
-#define GEMV_Q4(nt, r) \
-    extern "C" __global__ void __launch_bounds__(128) gemv_q4_0_##nt(MM_PARAMS) { gemv_q4_0<nt, r>(out, xq, w, T, K, N, ks); }
-#define GEMV_F(name, dt, nt, r) \
-    extern "C" __global__ void __launch_bounds__(128) gemv_##name##_##nt(MM_PARAMS) { gemv_f<nt, r, dt>(out, x, w, T, K, N, ks); }
+template <int DT>
+struct mm_kind {
+    template <int NT, int R>
+    __device__ static __forceinline__ void gemv(MM_PARAMS) { gemv_f<NT, R, DT>(out, x, w, T, K, N, ks); }
+    __device__ static __forceinline__ void gemm(MM_PARAMS) { gemm_f<DT>(out, x, w, T, K, N); }
+};
+
+template <int DT>
+struct mm_kind_q {
+    template <int NT, int R>
+    __device__ static __forceinline__ void gemv(MM_PARAMS) { gemv_q<NT, R, DT>(out, xq, w, T, K, N, ks); }
+    __device__ static __forceinline__ void gemm(MM_PARAMS) { gemm_q<DT>(out, xq, w, T, K, N); }
+};
+
+template <>
+struct mm_kind<DT_Q8_0> : mm_kind_q<DT_Q8_0> {};
+template <>
+struct mm_kind<DT_Q4_0> : mm_kind_q<DT_Q4_0> {};
+
+#define MM_ARGS out, x, xq, w, T, K, N, ks
 
 // R (columns per warp) must match gemvColsPerWarp in cuda/geometry.go.
-GEMV_Q8(1, 1)
-GEMV_Q8(2, 2)
-GEMV_Q8(4, 4)
-GEMV_Q8(8, 2)
-GEMV_Q4(1, 1)
-GEMV_Q4(2, 2)
-GEMV_Q4(4, 4)
-GEMV_Q4(8, 2)
-GEMV_F(f32, DT_F32, 1, 1)
-GEMV_F(f32, DT_F32, 2, 2)
-GEMV_F(f32, DT_F32, 4, 4)
-GEMV_F(f32, DT_F32, 8, 2)
-GEMV_F(f16, DT_F16, 1, 1)
-GEMV_F(f16, DT_F16, 2, 2)
-GEMV_F(f16, DT_F16, 4, 4)
-GEMV_F(f16, DT_F16, 8, 2)
-GEMV_F(bf16, DT_BF16, 1, 1)
-GEMV_F(bf16, DT_BF16, 2, 2)
-GEMV_F(bf16, DT_BF16, 4, 4)
-GEMV_F(bf16, DT_BF16, 8, 2)
+#define MM_KERNELS(name, dt)                                                                                            \
+    extern "C" __global__ void __launch_bounds__(128) gemv_##name##_1(MM_PARAMS) { mm_kind<dt>::gemv<1, 1>(MM_ARGS); } \
+    extern "C" __global__ void __launch_bounds__(128) gemv_##name##_2(MM_PARAMS) { mm_kind<dt>::gemv<2, 2>(MM_ARGS); } \
+    extern "C" __global__ void __launch_bounds__(128) gemv_##name##_4(MM_PARAMS) { mm_kind<dt>::gemv<4, 4>(MM_ARGS); } \
+    extern "C" __global__ void __launch_bounds__(128) gemv_##name##_8(MM_PARAMS) { mm_kind<dt>::gemv<8, 2>(MM_ARGS); } \
+    extern "C" __global__ void __launch_bounds__(256) gemm_##name(MM_PARAMS) { mm_kind<dt>::gemm(MM_ARGS); }
 
-extern "C" __global__ void __launch_bounds__(256) gemm_q8_0(MM_PARAMS) { gemm_q<false>(out, xq, w, T, K, N); }
-extern "C" __global__ void __launch_bounds__(256) gemm_q4_0(MM_PARAMS) { gemm_q<true>(out, xq, w, T, K, N); }
-extern "C" __global__ void __launch_bounds__(256) gemm_f32(MM_PARAMS) { gemm_f<DT_F32>(out, x, w, T, K, N); }
-extern "C" __global__ void __launch_bounds__(256) gemm_f16(MM_PARAMS) { gemm_f<DT_F16>(out, x, w, T, K, N); }
-extern "C" __global__ void __launch_bounds__(256) gemm_bf16(MM_PARAMS) { gemm_f<DT_BF16>(out, x, w, T, K, N); }
+MM_KERNELS(f32, DT_F32)
+MM_KERNELS(f16, DT_F16)
+MM_KERNELS(bf16, DT_BF16)
+MM_KERNELS(q8_0, DT_Q8_0)
+MM_KERNELS(q4_0, DT_Q4_0)
