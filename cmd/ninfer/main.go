@@ -26,6 +26,7 @@ commands:
   graph    check | plan | docs | dot: inspect decoding graphs
   bench    measure prompt processing and generation speed (ninfer bench --model FILE -p 512 -n 128)
   corpus   run the serving corpus against fresh ninfer serve processes at each concurrency
+  multiturn  multi-turn chat workload: per-turn TTFT and prefix cache hit rate (ninfer multiturn --model FILE)
   golden   record | verify: lock a model's greedy outputs in a JSON file
   kv-eval  compare KV cache formats with f32 (ninfer kv-eval --model FILE --kv FORMAT --prompts FILE)
   trace    print a request's phase waterfall from Jaeger (ninfer trace TRACE_ID)
@@ -52,6 +53,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return runBench(args[1:], stdout, stderr)
 	case "corpus":
 		return runCorpus(args[1:], stdout, stderr)
+	case "multiturn":
+		return runMultiTurn(args[1:], stdout, stderr)
 	case "golden":
 		return runGolden(args[1:], stdout, stderr)
 	case "kv-eval":

@@ -44,6 +44,7 @@ type Client struct {
 
 // ServerTimings are the server's llama.cpp-style timings block.
 type ServerTimings struct {
+	CacheN      int     `json:"cache_n"` // prompt tokens reused from the prefix cache
 	PromptN     int     `json:"prompt_n"`
 	PromptMS    float64 `json:"prompt_ms"`
 	PredictedN  int     `json:"predicted_n"`
@@ -56,8 +57,24 @@ type ServerTimings struct {
 
 // Usage is OpenAI's token accounting.
 type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details,omitempty"`
+}
+
+// Cached is the prompt tokens the server reports it reused from its
+// prefix cache: usage.prompt_tokens_details.cached_tokens, else the
+// timings' cache_n (llama-server reports only that); 0 when neither.
+func (r *Result) Cached() int {
+	if r.Usage != nil && r.Usage.PromptTokensDetails != nil {
+		return r.Usage.PromptTokensDetails.CachedTokens
+	}
+	if r.Timings != nil {
+		return r.Timings.CacheN
+	}
+	return 0
 }
 
 // Result is one request's measurement. Times are seconds; Start, FirstToken
@@ -106,7 +123,10 @@ func (c *Client) body(r Request) ([]byte, string) {
 	path := "/v1/completions"
 	if c.Chat {
 		path = "/v1/chat/completions"
-		doc["messages"] = []map[string]string{{"role": "user", "content": r.Prompt}}
+		doc["messages"] = []Message{{Role: "user", Content: r.Prompt}}
+		if r.Messages != nil {
+			doc["messages"] = r.Messages
+		}
 		doc["logprobs"] = true
 	} else {
 		doc["prompt"] = r.Prompt

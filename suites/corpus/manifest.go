@@ -82,6 +82,15 @@ type Request struct {
 	Seed      uint64 `json:"seed"`
 	Prompt    string `json:"-"`
 	MaxTokens int    `json:"max_tokens"`
+	// Messages, when set, are a chat request's whole conversation
+	// (Prompt is then unused).
+	Messages []Message `json:"-"`
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
 }
 
 // SendOrder expands every fixture with every seed (fixture-major) and

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ninfer/ninfer-go/suites/corpus"
+)
+
+// The multi-turn workload against fresh servers with the prefix cache on
+// and off: every turn's prompt extends the last, the cache-on server
+// reports the history as cached from turn 2 on, the cache-off one never.
+func TestMultiTurnAgainstFreshServers(t *testing.T) {
+	model := sharedPath(t, "models", "tiny-qwen3-f32.gguf")
+	t.Setenv("NINFER_TEST_AS_CLI", "1")
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	code, stdout, stderr := runCLI("multiturn", "--model", model, "--compare-no-cache", "--conversations", "2", "--turns", "3",
+		"--system-words", "60", "--user-words", "20", "--reply-tokens", "6", "--out", out, "--server-bin", bin, "--server-arg=--threads=1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "multiturn.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r corpus.MultiTurnReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Runs) != 2 {
+		t.Fatalf("%d runs", len(r.Runs))
+	}
+	on, off := r.Runs[0], r.Runs[1]
+	for _, run := range r.Runs {
+		if run.Failures != 0 || len(run.Turns) != 3 {
+			t.Fatalf("%s: %d failures, %d turns", run.Label, run.Failures, len(run.Turns))
+		}
+		for i := 1; i < len(run.Turns); i++ {
+			if run.Turns[i].PromptTokens <= run.Turns[i-1].PromptTokens {
+				t.Errorf("%s: turn %d prompt %g tokens, not longer than turn %d's %g", run.Label, i+1, run.Turns[i].PromptTokens, i, run.Turns[i-1].PromptTokens)
+			}
+		}
+	}
+	if on.Turns[0].CachedTokens != 0 || on.Turns[1].CachedTokens < 16 || on.Turns[2].CachedTokens < on.Turns[1].PromptTokens-32 {
+		t.Errorf("cache on: turns %+v", on.Turns)
+	}
+	if off.HitRate != 0 {
+		t.Errorf("cache off: hit rate %g", off.HitRate)
+	}
+	for _, f := range []string{"multiturn.md", corpus.PlotMultiTurn} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	if !strings.Contains(stdout, "| ninfer, prefix cache off | 3 |") {
+		t.Errorf("Markdown:\n%s", stdout)
+	}
+}
