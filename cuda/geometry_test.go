@@ -404,11 +404,13 @@ func TestGeometryMatchesTheKernelSource(t *testing.T) {
 	matmul, attn, elem := src("matmul.cuh"), src("attention.cuh"), src("elementwise.cuh")
 
 	gemv := map[string]int{} // "q8_0 8" -> R
-	for _, m := range regexp.MustCompile(`(?m)^GEMV_(Q8|Q4)\((\d+), (\d+)\)`).FindAllStringSubmatch(matmul, -1) {
-		gemv[map[string]string{"Q8": "q8_0", "Q4": "q4_0"}[m[1]]+" "+m[2]] = atoi(t, m[3])
-	}
-	for _, m := range regexp.MustCompile(`(?m)^GEMV_F\((\w+), \w+, (\d+), (\d+)\)`).FindAllStringSubmatch(matmul, -1) {
-		gemv[m[1]+" "+m[2]] = atoi(t, m[3])
+	for _, d := range regexp.MustCompile(`(?m)^MM_KERNELS\((\w+), \w+\)`).FindAllStringSubmatch(matmul, -1) {
+		for _, m := range regexp.MustCompile(`gemv_##name##_(\d+)\(MM_PARAMS\) \{ mm_kind<dt>::gemv<(\d+), (\d+)>`).FindAllStringSubmatch(matmul, -1) {
+			if m[1] != m[2] {
+				t.Errorf("matmul.cuh: gemv_<dtype>_%s runs the NT %s template", m[1], m[2])
+			}
+			gemv[d[1]+" "+m[1]] = atoi(t, m[3])
+		}
 	}
 	want := map[string]int{}
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0} {
@@ -439,7 +441,10 @@ func TestGeometryMatchesTheKernelSource(t *testing.T) {
 		}
 		return d
 	}
-	mm, el := defines(matmul), defines(elem)
+	mm, el, smp := defines(matmul), defines(elem), defines(src("sample.cuh"))
+	if smp["ARGMAX_THREADS"] != argmaxThreads {
+		t.Errorf("ARGMAX_THREADS is %d in sample.cuh, argmaxThreads %d", smp["ARGMAX_THREADS"], argmaxThreads)
+	}
 	if diff := cmp.Diff([]int{gemmTile, ropeMaxDims}, []int{mm["GEMM_TILE"], 2 * el["ROPE_MAX_PAIRS"]}); diff != "" {
 		t.Errorf("{GEMM_TILE, 2*ROPE_MAX_PAIRS} (-geometry.go +source):\n%s", diff)
 	}

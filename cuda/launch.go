@@ -44,7 +44,7 @@ var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor
 // kernelNames is every kernel the launches below use: the module must
 // define them all.
 func kernelNames() ([]string, error) {
-	names := []string{"quantize_q8", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows"}
+	names := []string{"quantize_q8", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows", "argmax_rows"}
 	for _, dt := range matmulDTypes {
 		for _, nt := range gemvVariants {
 			names = append(names, gemvKernel(dt, nt))
@@ -232,4 +232,20 @@ func selectRowsLaunch(out, x, rows devPtr, r, cols int) (launchSpec, error) {
 		return launchSpec{}, nil
 	}
 	return spec("select_rows", rowGeometry(r), out, x, rows, intArg(cols))
+}
+
+// argmaxThreads is the block size of argmax_rows (ARGMAX_THREADS).
+const argmaxThreads = 256
+
+// argmaxLaunch writes ids [rows] int32: the index of the largest value of
+// each row of x [rows, cols] f32, ties to the lower index, as the CPU
+// sampler's greedy pick (nodes/sample Argmax) chooses it, NaN included.
+func argmaxLaunch(ids, x devPtr, rows, cols int) (launchSpec, error) {
+	if rows < 0 || cols < 1 || cols > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: argmax_rows: shape [%d, %d]", rows, cols)
+	}
+	if rows == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("argmax_rows", dims1(rows, argmaxThreads), ids, x, intArg(cols))
 }

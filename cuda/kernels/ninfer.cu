@@ -14,3 +14,4 @@
 #include "kv.cuh"
 #include "attention.cuh"
 #include "elementwise.cuh"
+#include "sample.cuh"
