@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -36,6 +38,14 @@ func init() {
 // once as a CUDA Graph when it is prepared and replayed every step, unless
 // the backend was made with Options.Eager. Other steps launch their kernels
 // one by one at their own shape.
+//
+// Every output whose rows are the step's logit rows (the logits) is also
+// reduced on the device to each row's greedy token (argmax_rows, inside the
+// captured graph), and Run copies back only those ids; an output itself is
+// copied when Output first asks for it (exec.ArgmaxOutputter: a greedy step
+// without logprobs takes the ids and never copies the [rows, vocab]
+// logits). Outputs not yet copied are copied before another graph, a
+// capture or a reallocation overwrites the arena.
 type Backend struct {
 	opts    exec.Options
 	buckets buckets
@@ -62,6 +72,10 @@ type Backend struct {
 
 	programs map[captureKey]*program
 	captures []captureStat
+	// pending is the program whose last Run left outputs in the arena that
+	// Output has not copied yet; they are copied before anything else
+	// overwrites or frees the arena.
+	pending *program
 
 	weightBytes, kvBytes int64
 	deviceName           string
@@ -325,6 +339,9 @@ func (b *Backend) grow(buf *deviceBuf, n int64) error {
 	if err := b.stream.Synchronize(); err != nil {
 		return fmt.Errorf("cuda: synchronize: %w", err)
 	}
+	if err := b.flush(); err != nil {
+		return err
+	}
 	if buf.ptr != 0 {
 		if err := cu.MemFree(buf.ptr); err != nil {
 			return err
@@ -337,6 +354,22 @@ func (b *Backend) grow(buf *deviceBuf, n int64) error {
 	}
 	*buf = deviceBuf{ptr: ptr, size: n}
 	b.arenaGen++
+	return nil
+}
+
+// flush copies the outputs of the pending program that Output has not
+// copied yet to their host buffers, so that the arena may be reused.
+func (b *Backend) flush() error {
+	p := b.pending
+	if p == nil {
+		return nil
+	}
+	b.pending = nil
+	for _, name := range slices.Sorted(maps.Keys(p.outputs)) {
+		if err := p.fetch(p.outputs[name]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -376,6 +409,7 @@ type program struct {
 	w       []deviceTensor // [op] weight of OpWeight ops
 	norms   []cu.DevicePtr // [op] f32 weight of rms_norm ops
 	inputAt []int          // [op] word offset in the step buffer of OpInput ops
+	argmax  []argmaxOut    // outputs reduced to ids on the device
 	capture bool           // replayed as a CUDA graph
 	graph   *graphExec
 	gen     int // arena generation graph was captured against
@@ -386,11 +420,15 @@ type program struct {
 	rows, logitRows int
 }
 
-// output is a graph output and its host copy.
+// output is a graph output and its host copy, made when Output first asks
+// for it after a Run (or when the arena is needed for something else).
 type output struct {
-	t    tensor.Tensor
-	src  rowSource
-	host []float32 // [recorded rows, cols], in p.host
+	t       tensor.Tensor
+	src     rowSource
+	host    []float32 // [recorded rows, cols], in p.host
+	fetched bool      // host holds the last Run's values
+	ids     []int32   // [recorded rows] argmax per row, in p.host; nil if not reduced
+	idsOff  int64     // arena offset of the device ids
 }
 
 // Prepare implements exec.Backend. It refuses a graph with an op or a
@@ -433,7 +471,8 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 	if err != nil {
 		return nil, err
 	}
-	p := &program{b: b, g: g, key: key, refs: 1, plan: plan, vocab: math.MaxInt32,
+	argmax, arenaSize := planArgmax(g, plan)
+	p := &program{b: b, g: g, key: key, refs: 1, plan: plan, vocab: math.MaxInt32, argmax: argmax,
 		w: make([]deviceTensor, len(g.Ops)), norms: make([]cu.DevicePtr, len(g.Ops)), inputAt: make([]int, len(g.Ops)),
 		outputs: map[string]*output{}}
 	rows, logitRows := -1, 0
@@ -506,6 +545,9 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 	for _, t := range g.Outputs {
 		need += 4 * int64(t.Rows()) * int64(t.Cols())
 	}
+	for _, a := range argmax {
+		need += 4 * int64(a.T.Rows())
+	}
 	need += p.layout.Bytes()
 	host, err := hostAlloc(max(need, 4))
 	if err != nil {
@@ -518,7 +560,12 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 		p.outputs[name] = &output{t: t, src: plan.Rows[t.ID], host: unsafe.Slice((*float32)(unsafe.Add(host, off)), n)}
 		off += 4 * int64(n)
 	}
-	if err := b.grow(&b.arena, max(plan.Size, arenaAlign)); err != nil {
+	for _, a := range argmax {
+		o := p.outputs[a.Name]
+		o.ids, o.idsOff = unsafe.Slice((*int32)(unsafe.Add(host, off)), a.T.Rows()), a.Off
+		off += 4 * int64(a.T.Rows())
+	}
+	if err := b.grow(&b.arena, max(arenaSize, arenaAlign)); err != nil {
 		hostFree(host)
 		return nil, err
 	}
@@ -540,6 +587,9 @@ func (p *program) stepWords() []int32 {
 // lazy set-up now, not in the first request).
 func (p *program) captureGraph() error {
 	b := p.b
+	if err := b.flush(); err != nil { // the replay below overwrites the arena
+		return err
+	}
 	if p.graph != nil {
 		if err := p.graph.destroy(); err != nil {
 			return err
@@ -637,6 +687,11 @@ func (p *program) launch() error {
 			return fmt.Errorf("cuda: op %d (%v): %w", i, op.Kind, err)
 		}
 	}
+	for _, a := range p.argmax {
+		if err := k.argmax(s, b.arena.ptr+cu.DevicePtr(a.Off), p.ptr(a.T.ID), a.T.Rows(), a.T.Cols()); err != nil {
+			return fmt.Errorf("cuda: argmax of output %s: %w", a.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -647,6 +702,15 @@ func (p *program) run(ctx context.Context, batch *exec.Batch) error {
 		return err
 	}
 	b := p.b
+	if b.pending != p {
+		if err := b.flush(); err != nil {
+			return err
+		}
+	}
+	b.pending = nil
+	for _, o := range p.outputs {
+		o.fetched = false
+	}
 	if err := p.packer.pack(p.stepWords(), p.layout, batch, b.kvl.BlockTokens, p.vocab); err != nil {
 		return err
 	}
@@ -670,17 +734,34 @@ func (p *program) run(ctx context.Context, batch *exec.Batch) error {
 	} else if err := p.launch(); err != nil {
 		return err
 	}
+	// Only the ids come back now: rows x 4 bytes instead of rows x vocab x
+	// 4. The outputs themselves stay in the arena until Output asks (fetch).
 	for _, o := range p.outputs {
-		rows := p.outRows(o)
-		if n := int64(rows * o.t.Cols()); n > 0 {
-			if err := cu.MemcpyDtoHAsync(unsafe.Pointer(&o.host[0]), p.ptr(o.t.ID), 4*n, b.stream); err != nil {
-				return fmt.Errorf("cuda: copy output: %w", err)
+		if n := int64(p.outRows(o)); o.ids != nil && n > 0 {
+			if err := cu.MemcpyDtoHAsync(unsafe.Pointer(&o.ids[0]), b.arena.ptr+cu.DevicePtr(o.idsOff), 4*n, b.stream); err != nil {
+				return fmt.Errorf("cuda: copy output ids: %w", err)
 			}
 		}
 	}
 	if err := b.stream.Synchronize(); err != nil {
 		return fmt.Errorf("cuda: step %s: %w", p.g.Origin, err)
 	}
+	b.pending = p
+	return nil
+}
+
+// fetch copies output o of the last Run to its host buffer unless it is
+// there already. The stream is idle: run synchronised it.
+func (p *program) fetch(o *output) error {
+	if o.fetched {
+		return nil
+	}
+	if n := int64(p.outRows(o) * o.t.Cols()); n > 0 {
+		if err := cu.MemcpyDtoH(unsafe.Pointer(&o.host[0]), p.ptr(o.t.ID), 4*n); err != nil {
+			return fmt.Errorf("cuda: copy output: %w", err)
+		}
+	}
+	o.fetched = true
 	return nil
 }
 
@@ -697,6 +778,9 @@ func (p *program) outRows(o *output) int {
 
 // release frees the program's graph and host memory.
 func (p *program) release() error {
+	if p.b.pending == p {
+		p.b.pending = nil
+	}
 	var errs []error
 	if p.graph != nil {
 		errs = append(errs, p.graph.destroy())
@@ -706,6 +790,8 @@ func (p *program) release() error {
 	p.host = nil
 	return errors.Join(errs...)
 }
+
+var _ exec.ArgmaxOutputter = (*handle)(nil)
 
 // handle is one Prepare's view of a (possibly shared) program.
 type handle struct {
@@ -726,14 +812,43 @@ func (h *handle) Run(ctx context.Context, b *exec.Batch) error {
 	return h.p.run(ctx, b)
 }
 
-// Output implements exec.Executable.
+// Output implements exec.Executable. It copies the output from the device
+// the first time it is asked for after a Run.
 func (h *handle) Output(name string) ([]float32, int, int, error) {
 	o, ok := h.p.outputs[name]
 	if !ok || h.closed {
 		return nil, 0, 0, fmt.Errorf("cuda: no output %q", name)
 	}
+	if !o.fetched {
+		leave, err := h.p.b.enter()
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		err = h.p.fetch(o)
+		leave()
+		if err != nil {
+			return nil, 0, 0, err
+		}
+	}
 	rows, cols := h.p.outRows(o), o.t.Cols()
 	return o.host[:rows*cols], rows, cols, nil
+}
+
+// HasArgmax implements exec.ArgmaxOutputter: the logits outputs (rows
+// selected by logit_rows) are reduced on the device.
+func (h *handle) HasArgmax(name string) bool {
+	o, ok := h.p.outputs[name]
+	return ok && o.ids != nil
+}
+
+// OutputArgmax implements exec.ArgmaxOutputter: the ids argmax_rows
+// computed in the last Run, which Run copied back instead of the logits.
+func (h *handle) OutputArgmax(name string) ([]int32, error) {
+	o, ok := h.p.outputs[name]
+	if !ok || h.closed || o.ids == nil {
+		return nil, fmt.Errorf("cuda: no argmax of output %q", name)
+	}
+	return o.ids[:h.p.outRows(o)], nil
 }
 
 // Close implements exec.Executable.

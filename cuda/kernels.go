@@ -149,3 +149,10 @@ func (k *kernels) selectRows(s cu.Stream, out, x, rows cu.DevicePtr, r, cols int
 	l, err := selectRowsLaunch(ptr(out), ptr(x), ptr(rows), r, cols)
 	return k.launch(s, l, err)
 }
+
+// argmax writes ids [rows] int32: the greedy token of each row of x [rows,
+// cols] f32 (argmaxLaunch).
+func (k *kernels) argmax(s cu.Stream, ids, x cu.DevicePtr, rows, cols int) error {
+	l, err := argmaxLaunch(ptr(ids), ptr(x), rows, cols)
+	return k.launch(s, l, err)
+}

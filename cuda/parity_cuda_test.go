@@ -25,7 +25,7 @@ import (
 	_ "github.com/ninfer/ninfer-go/nodes/kvquant"
 	_ "github.com/ninfer/ninfer-go/nodes/model"
 	_ "github.com/ninfer/ninfer-go/nodes/prefill"
-	_ "github.com/ninfer/ninfer-go/nodes/sample"
+	"github.com/ninfer/ninfer-go/nodes/sample"
 	_ "github.com/ninfer/ninfer-go/nodes/speculative"
 	"github.com/ninfer/ninfer-go/runtime/cpu"
 	"github.com/ninfer/ninfer-go/runtime/exec"
@@ -86,6 +86,13 @@ func (p pair) run(t *testing.T, f *weights.File, rec func(b *tensor.Builder, row
 			}
 			outs := map[string][]float32{}
 			for name := range g.Outputs {
+				// The device ids first: they must not need the logits copy.
+				var ids []int32
+				if ax, ok := x.(exec.ArgmaxOutputter); ok && ax.HasArgmax(name) {
+					if ids, err = ax.OutputArgmax(name); err != nil {
+						t.Fatal(err)
+					}
+				}
 				data, rows, cols, err := x.Output(name)
 				if err != nil {
 					t.Fatal(err)
@@ -94,6 +101,16 @@ func (p pair) run(t *testing.T, f *weights.File, rec func(b *tensor.Builder, row
 					t.Fatalf("%s: output %s has %d rows for a batch of %d", be.Name(), name, rows, want)
 				}
 				outs[name] = slices.Clone(data[:rows*cols])
+				if ids != nil {
+					if len(ids) != rows {
+						t.Fatalf("%s: %d ids for %d rows of %s", be.Name(), len(ids), rows, name)
+					}
+					for r := range rows {
+						if want := sample.Argmax(data[r*cols : (r+1)*cols]); ids[r] != want {
+							t.Errorf("%s: output %s row %d: device argmax %d, of the copied logits %d", be.Name(), name, r, ids[r], want)
+						}
+					}
+				}
 			}
 			x.Close()
 			if be == p.cpu {
@@ -348,4 +365,24 @@ func TestGreedyMatchesCPU(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDeviceArgmax runs logits of a 0.6B-shape vocabulary (151936) for a
+// bucket of sampled rows and checks the ids the backend copies back
+// (exec.ArgmaxOutputter, asked before the logits) against the greedy pick
+// of the logits themselves (pair.run checks every output with ids).
+func TestDeviceArgmax(t *testing.T) {
+	const vocab, embed = 151936, 64
+	r := rand.New(rand.NewPCG(12, 12))
+	f := memFile(t, randTensor(r, "emb", tensor.F32, 64, embed), randTensor(r, "out", tensor.Q8_0, vocab, embed))
+	p := newPair(t, f, exec.KVLayout{Layers: 1, KVDim: 32, BlockTokens: 16, Blocks: 8}, false)
+	batch := oneSeq(r, 64, 0, 5, 8)
+	batch.Positions = make([]int32, 5)
+	batch.LogitRows = []int32{0, 2, 4}
+	cpuOut, gpuOut := p.run(t, f, func(b *tensor.Builder, rows, logitRows int) {
+		b.Input("positions", rows)
+		x := b.GetRows(b.Weight("emb"), b.Input("tokens", rows))
+		b.Output("logits", b.MatMul(b.SelectRows(x, b.Input("logit_rows", logitRows)), b.Weight("out")))
+	}, batch)
+	near(t, "logits", cpuOut[0]["logits"], gpuOut[0]["logits"], 2e-5)
 }
