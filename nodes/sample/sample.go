@@ -20,8 +20,9 @@ func init() {
 		In:        []node.Port{{Name: "logits", Type: node.Logits, Doc: "next-token logits [R, vocab]"}},
 		Out:       []node.Port{{Name: "tokens", Type: node.Tokens, Doc: "one chosen token per logit row [R]"}},
 		Summary:   "Pick the next token of each sequence with its request's sampling parameters.",
-		Doc: "Penalties apply first (presence and frequency over generated tokens, as OpenAI; " +
-			"repetition over prompt and generated tokens, as Hugging Face). Temperature 0 (or top_k 1) is " +
+		Doc: "Penalties apply first (the request's logit bias, then presence and frequency over generated tokens, as OpenAI; " +
+			"repetition over prompt and generated tokens, as Hugging Face; then, until min_tokens are generated, " +
+			"end-of-generation and stop tokens are masked). Temperature 0 (or top_k 1) is " +
 			"greedy: the argmax, ties to the lower id. Otherwise the filters run in llama.cpp's order: " +
 			"top_k, top_p, min_p, then temperature, then a draw from the request's seeded generator.",
 		New: func(node.Params) (any, error) { return Token{}, nil },
@@ -51,13 +52,21 @@ func (Token) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, e
 	return map[string]any{"tokens": out}, nil
 }
 
-// Penalize returns a copy of logits with s's presence, frequency and
-// repetition penalties applied for a sequence whose tokens so far are
-// history, of which the first prompt are the prompt (see exec.Sampling).
-// Ids in history outside logits are ignored; logits is not modified.
+// Penalize returns a copy of logits with s's logit bias, presence,
+// frequency and repetition penalties applied, in that order, for a
+// sequence whose tokens so far are history, of which the first prompt are
+// the prompt (see exec.Sampling); then, while fewer than s.SuppressUntil
+// tokens have been generated, s.Suppress ids get -Inf. Ids in history,
+// LogitBias and Suppress outside logits are ignored; logits is not
+// modified.
 func Penalize(logits []float32, s exec.Sampling, history []int32, prompt int) []float32 {
 	out := append([]float32(nil), logits...)
 	prompt = max(0, min(prompt, len(history)))
+	for id, b := range s.LogitBias {
+		if id >= 0 && int(id) < len(out) {
+			out[id] += b
+		}
+	}
 	if s.PresencePenalty != 0 || s.FrequencyPenalty != 0 {
 		counts := map[int32]int{}
 		for _, id := range history[prompt:] {
@@ -80,6 +89,13 @@ func Penalize(logits []float32, s exec.Sampling, history []int32, prompt int) []
 				out[id] /= r
 			} else {
 				out[id] *= r
+			}
+		}
+	}
+	if len(history)-prompt < s.SuppressUntil {
+		for _, id := range s.Suppress {
+			if id >= 0 && int(id) < len(out) {
+				out[id] = float32(math.Inf(-1))
 			}
 		}
 	}

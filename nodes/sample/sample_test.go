@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -84,6 +85,11 @@ func TestPenalize(t *testing.T) {
 		{"repetition divides positive and multiplies negative logits, prompt included", exec.Sampling{RepetitionPenalty: 2}, []int32{3, 2, 2}, 2, []float32{1, 2, -2, 2}},
 		{"repetition 1 is off", exec.Sampling{RepetitionPenalty: 1}, []int32{3}, 0, []float32{1, 2, -1, 4}},
 		{"out of range ids are ignored", exec.Sampling{PresencePenalty: 1, RepetitionPenalty: 2}, []int32{-1, 9}, 0, []float32{1, 2, -1, 4}},
+		{"logit bias adds to its ids", exec.Sampling{LogitBias: map[int32]float32{0: 5, 2: -100, 7: 3}}, nil, 0, []float32{6, 2, -101, 4}},
+		{"logit bias applies before the repetition penalty", exec.Sampling{LogitBias: map[int32]float32{3: -6}, RepetitionPenalty: 2}, []int32{3}, 0, []float32{1, 2, -1, -4}},
+		{"suppressed ids are -Inf before SuppressUntil generated tokens", exec.Sampling{SuppressUntil: 2, Suppress: []int32{3, 9}}, []int32{0, 1}, 1, []float32{1, 2, -1, inf(-1)}},
+		{"suppressed ids come back once SuppressUntil tokens are generated", exec.Sampling{SuppressUntil: 2, Suppress: []int32{3}}, []int32{0, 1, 2}, 1, []float32{1, 2, -1, 4}},
+		{"suppression beats a positive bias", exec.Sampling{LogitBias: map[int32]float32{3: 100}, SuppressUntil: 1, Suppress: []int32{3}}, []int32{0}, 1, []float32{1, 2, -1, inf(-1)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := append([]float32(nil), logits...)
@@ -98,6 +104,8 @@ func TestPenalize(t *testing.T) {
 	}
 }
 
+func inf(sign int) float32 { return float32(math.Inf(sign)) }
+
 // A repetition penalty steers greedy decoding away from a token it would
 // otherwise pick again.
 func TestRunHostAppliesPenalties(t *testing.T) {
@@ -110,6 +118,8 @@ func TestRunHostAppliesPenalties(t *testing.T) {
 		{"plain greedy repeats", exec.Sampling{}, 1},
 		{"presence penalty avoids the repeat", exec.Sampling{PresencePenalty: 1}, 2},
 		{"repetition penalty avoids the repeat", exec.Sampling{RepetitionPenalty: 1.5}, 2},
+		{"a logit bias changes the argmax", exec.Sampling{LogitBias: map[int32]float32{3: 2.5}}, 3},
+		{"a suppressed argmax gives way to the next token", exec.Sampling{SuppressUntil: 2, Suppress: []int32{1}}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hc := &exec.HostContext{Rows: []*exec.SeqState{{Sampling: tc.s, History: []int32{0, 1}, Prompt: 1}}}

@@ -27,6 +27,12 @@ func (l Logits) Row(i int) []float32 { return l.Data[i*l.Vocab : (i+1)*l.Vocab] 
 // generated tokens only; RepetitionPenalty follows the CTRL paper and
 // Hugging Face (a positive logit of a token seen in the prompt or output is
 // divided by it, a negative one multiplied).
+//
+// LogitBias and Suppress also change the logits before any token is
+// chosen: LogitBias is added first (OpenAI's logit_bias, llama.cpp's
+// order: before the penalties), and while fewer than SuppressUntil tokens
+// have been generated the Suppress ids get -Inf last (vLLM's min_tokens:
+// end-of-generation and stop tokens cannot be chosen yet).
 type Sampling struct {
 	Temperature       float32 // 0 = greedy (argmax, ties -> lower id)
 	TopK              int     // 0 = off
@@ -36,6 +42,13 @@ type Sampling struct {
 	FrequencyPenalty  float32 // 0 = off
 	RepetitionPenalty float32 // 1 (or 0) = off
 	Seed              uint64
+	// LogitBias is added to the logits of its token ids; ids outside the
+	// vocabulary are ignored. nil = off. It is shared, never modified.
+	LogitBias map[int32]float32
+	// SuppressUntil is how many tokens must be generated before a Suppress
+	// id may be chosen; 0 = off. Suppress is shared, never modified.
+	SuppressUntil int
+	Suppress      []int32
 }
 
 // Greedy reports whether s always picks the argmax (of the penalized logits).
@@ -43,7 +56,8 @@ func (s Sampling) Greedy() bool { return s.Temperature <= 0 || s.TopK == 1 }
 
 // Penalized reports whether s changes logits before choosing.
 func (s Sampling) Penalized() bool {
-	return s.PresencePenalty != 0 || s.FrequencyPenalty != 0 || (s.RepetitionPenalty != 0 && s.RepetitionPenalty != 1)
+	return s.PresencePenalty != 0 || s.FrequencyPenalty != 0 || (s.RepetitionPenalty != 0 && s.RepetitionPenalty != 1) ||
+		len(s.LogitBias) > 0 || (s.SuppressUntil > 0 && len(s.Suppress) > 0)
 }
 
 // SeqState is what host nodes know of one sequence that needs a token this step.
