@@ -1,5 +1,6 @@
-// Package instance loads what serving one model needs: the GGUF file, its
-// tokenizer, a compiled graph and a running engine on a backend.
+// Package instance loads what serving one model needs: the model (a GGUF
+// file or a Hugging Face checkpoint folder), its tokenizer, a compiled graph
+// and a running engine on a backend.
 package instance
 
 import (
@@ -24,8 +25,11 @@ import (
 
 // Options select the model, graph and backend.
 type Options struct {
-	Model string // GGUF path of the target model
-	// Models are further GGUF paths by alias ("draft"), for graph nodes
+	// Model is the target model: a GGUF file, or a Hugging Face checkpoint
+	// folder (config.json, safetensors weights, tokenizer.json; see
+	// weights.OpenHF and tok.FromHF).
+	Model string
+	// Models are further model paths by alias ("draft"), for graph nodes
 	// that run a model of their own (speculative.draft); a path equal to
 	// Model shares its mapping. The alias "target" is Model and may not be
 	// given here.
@@ -88,9 +92,29 @@ func Open(o Options) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	open := weights.Open
+	load := false
 	if hs, ok := be.(exec.HostStreamer); ok && hs.StreamsHostWeights() && !o.Mmap {
-		open = weights.Load
+		load = true
+	}
+	open := func(path string) (*weights.File, error) { return openModel(path, load, nil) }
+	var tk *tok.Tokenizer
+	if weights.IsHFDir(o.Model) {
+		// The folder's tokenizer files hold the chat template, which the
+		// File carries under its GGUF key.
+		if tk, err = tok.FromHF(o.Model); err != nil {
+			be.Close()
+			return nil, err
+		}
+		var kv []weights.KV
+		if src := tk.ChatTemplateSource(); src != "" {
+			kv = append(kv, weights.KV{Key: tok.KeyChatTemplate, Value: weights.Str(src)})
+		}
+		open = func(path string) (*weights.File, error) {
+			if path == o.Model {
+				return openModel(path, load, kv)
+			}
+			return openModel(path, load, nil)
+		}
 	}
 	f, err := open(o.Model)
 	if err != nil {
@@ -108,10 +132,11 @@ func Open(o Options) (*Instance, error) {
 		closeModels(f, models)
 		f.Close()
 	}
-	tk, err := tok.FromGGUF(f)
-	if err != nil {
-		closeAll()
-		return nil, fmt.Errorf("%s: %w", o.Model, err)
+	if tk == nil {
+		if tk, err = tok.FromGGUF(f); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("%s: %w", o.Model, err)
+		}
 	}
 	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory,
 		MaxRunning: o.MaxRunning, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend,
@@ -128,7 +153,20 @@ func Open(o Options) (*Instance, error) {
 	return inst, nil
 }
 
-// openModels opens the GGUF files of paths by alias with open; a path that
+// openModel opens the model at path: a Hugging Face folder through
+// weights.OpenHF (with the further metadata kv), else a GGUF file, read into
+// huge-page memory when load is set and mapped otherwise.
+func openModel(path string, load bool, kv []weights.KV) (*weights.File, error) {
+	if weights.IsHFDir(path) {
+		return weights.OpenHF(path, weights.HFOptions{Load: load, KV: kv})
+	}
+	if load {
+		return weights.Load(path)
+	}
+	return weights.Open(path)
+}
+
+// openModels opens the model files of paths by alias with open; a path that
 // is the target's (target.Path) shares target's memory.
 func openModels(target *weights.File, paths map[string]string, open func(string) (*weights.File, error)) (exec.Models, error) {
 	models := exec.Models{}
