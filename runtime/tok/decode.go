@@ -55,6 +55,14 @@ func (t *Tokenizer) Piece(id int32) []byte {
 	return []byte(t.pieces[id])
 }
 
+// IsControl reports whether id is a control token (such as <|im_start|>,
+// <|im_end|> or <|endoftext|>), whose text an API hides when asked to skip
+// special tokens. User-defined tokens such as Qwen3's <think> are not
+// control tokens. Ids outside the vocabulary report false.
+func (t *Tokenizer) IsControl(id int32) bool {
+	return id >= 0 && int(id) < len(t.attrs) && t.attrs[id]&attrControl != 0
+}
+
 // Decode returns the concatenated pieces of ids: the exact bytes, which may
 // hold invalid or incomplete UTF-8 (a Decoder replaces those). Unlike
 // llama.cpp's llama_detokenize it strips no leading space and does not

@@ -1,8 +1,11 @@
 package tok
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -29,6 +32,11 @@ const PlainTemplate = "{% for message in messages %}{{ message.role + ': ' + mes
 type Message struct {
 	Role    string
 	Content string
+	// Extra are further members of the message as templates see them, by
+	// name, as JSON values (for example tool_calls, tool_call_id, name or
+	// reasoning_content, as Hugging Face templates expect them). They do
+	// not replace role or content.
+	Extra map[string]json.RawMessage
 }
 
 // RenderOptions are the per-call inputs of ChatTemplate.Render.
@@ -39,7 +47,17 @@ type RenderOptions struct {
 	// Now is the date templates see as date_string ("02 Jan 2006") and
 	// through strftime_now; the zero value means time.Now().
 	Now time.Time
+	// Vars are further template variables by name, as JSON values (for
+	// example tools, or the members of a request's chat_template_kwargs
+	// such as enable_thinking). Objects keep their members' order. A Var
+	// named as one of the variables Render sets (ReservedVars) is an
+	// error.
+	Vars map[string]json.RawMessage
 }
+
+// ReservedVars are the template variables Render sets itself; RenderOptions.Vars
+// may not name them.
+var ReservedVars = []string{"messages", "add_generation_prompt", "bos_token", "eos_token", "date_string"}
 
 // ChatTemplate renders chat messages into a prompt with a model's Jinja
 // template. It is immutable after construction and safe for concurrent use.
@@ -100,17 +118,45 @@ func (c *ChatTemplate) Render(msgs []Message, o RenderOptions) (string, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	list := make([]any, len(msgs))
+	list := make([]jinja.Value, len(msgs))
 	for i, m := range msgs {
-		list[i] = map[string]any{"role": m.Role, "content": m.Content}
+		d := jinja.NewDict()
+		d.AsDict().Set("role", jinja.NewString(m.Role))
+		d.AsDict().Set("content", jinja.NewString(m.Content))
+		names := make([]string, 0, len(m.Extra))
+		for k := range m.Extra {
+			if k != "role" && k != "content" {
+				names = append(names, k)
+			}
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			v, err := jsonValue(m.Extra[k])
+			if err != nil {
+				return "", fmt.Errorf("%w: message %d: %s: %w", ErrTemplate, i, k, err)
+			}
+			d.AsDict().Set(k, v)
+		}
+		list[i] = d
 	}
-	out, err := c.tmpl.Render(map[string]any{
-		"messages":              list,
-		"add_generation_prompt": o.AddGenerationPrompt,
-		"bos_token":             c.bos,
-		"eos_token":             c.eos,
-		"date_string":           now.Format("02 Jan 2006"),
-	})
+	vars := map[string]jinja.Value{
+		"messages":              jinja.NewList(list),
+		"add_generation_prompt": jinja.NewBool(o.AddGenerationPrompt),
+		"bos_token":             jinja.NewString(c.bos),
+		"eos_token":             jinja.NewString(c.eos),
+		"date_string":           jinja.NewString(now.Format("02 Jan 2006")),
+	}
+	for k, raw := range o.Vars {
+		if _, ok := vars[k]; ok {
+			return "", fmt.Errorf("%w: variable %q is set by the server", ErrTemplate, k)
+		}
+		v, err := jsonValue(raw)
+		if err != nil {
+			return "", fmt.Errorf("%w: variable %q: %w", ErrTemplate, k, err)
+		}
+		vars[k] = v
+	}
+	out, err := c.tmpl.RenderValues(vars)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrTemplate, err)
 	}
@@ -125,4 +171,64 @@ func (t *Tokenizer) EncodeChat(rendered string) []int32 {
 	bos := t.specialText(t.BOS())
 	addSpecial := !(bos != "" && strings.HasPrefix(rendered, bos))
 	return t.Encode(rendered, addSpecial, true)
+}
+
+// jsonValue converts one JSON value to a template value; objects keep
+// their members' order and integers stay integers (as Python's json does).
+func jsonValue(raw json.RawMessage) (jinja.Value, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	v, err := decodeValue(dec)
+	if err != nil {
+		return jinja.Value{}, err
+	}
+	if _, err := dec.Token(); err == nil {
+		return jinja.Value{}, errors.New("more than one JSON value")
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder) (jinja.Value, error) {
+	t, err := dec.Token()
+	if err != nil {
+		return jinja.Value{}, err
+	}
+	switch t := t.(type) {
+	case json.Delim:
+		switch t {
+		case '[':
+			var items []jinja.Value
+			for dec.More() {
+				v, err := decodeValue(dec)
+				if err != nil {
+					return jinja.Value{}, err
+				}
+				items = append(items, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return jinja.Value{}, err
+			}
+			return jinja.NewList(items), nil
+		case '{':
+			d := jinja.NewDict()
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return jinja.Value{}, err
+				}
+				v, err := decodeValue(dec)
+				if err != nil {
+					return jinja.Value{}, err
+				}
+				d.AsDict().Set(k.(string), v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return jinja.Value{}, err
+			}
+			return d, nil
+		}
+		return jinja.Value{}, fmt.Errorf("unexpected %v", t)
+	default:
+		return jinja.FromGoValue(t), nil
+	}
 }

@@ -1,6 +1,7 @@
 package tok
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -147,5 +148,48 @@ func TestChatTemplateFromGGUF(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Tools, tool calls, tool results and template kwargs reach a Hugging Face
+// template as it expects them: tools rendered with tojson in their own
+// member order, assistant tool_calls, tool messages, and enable_thinking.
+func TestChatTemplateVarsAndMessageExtras(t *testing.T) {
+	ct, err := NewChatTemplate(readTemplate(t, "qwen3.jinja"), "", "<|im_end|>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := json.RawMessage(`[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`)
+	call := json.RawMessage(`[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]`)
+	msgs := []Message{
+		{Role: "user", Content: "Weather in Paris?"},
+		{Role: "assistant", Content: "", Extra: map[string]json.RawMessage{"tool_calls": call}},
+		{Role: "tool", Content: "22C", Extra: map[string]json.RawMessage{"tool_call_id": json.RawMessage(`"call_1"`)}},
+	}
+	got, err := ct.Render(msgs, RenderOptions{AddGenerationPrompt: true,
+		Vars: map[string]json.RawMessage{"tools": tool, "enable_thinking": json.RawMessage("false")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+		"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" +
+		`{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}` +
+		"\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n" +
+		"<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" +
+		"<|im_start|>user\nWeather in Paris?<|im_end|>\n" +
+		"<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n" +
+		"<|im_start|>user\n<tool_response>\n22C\n</tool_response><|im_end|>\n" +
+		"<|im_start|>assistant\n<think>\n\n</think>\n\n"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Render (-want +got):\n%s", diff)
+	}
+	for _, name := range ReservedVars {
+		_, err := ct.Render(msgs[:1], RenderOptions{Vars: map[string]json.RawMessage{name: json.RawMessage("1")}})
+		if !errors.Is(err, ErrTemplate) {
+			t.Errorf("a Var named %q: error %v, want one wrapping ErrTemplate", name, err)
+		}
+	}
+	if _, err := ct.Render(msgs[:1], RenderOptions{Vars: map[string]json.RawMessage{"x": json.RawMessage("{")}}); !errors.Is(err, ErrTemplate) {
+		t.Errorf("a malformed Var: error %v, want one wrapping ErrTemplate", err)
 	}
 }
