@@ -31,6 +31,10 @@ commands:
   kv-eval  compare KV cache formats with f32 (ninfer kv-eval --model FILE --kv FORMAT --prompts FILE)
   trace    print a request's phase waterfall from Jaeger (ninfer trace TRACE_ID)
   tokenize print a text's token ids (ninfer tokenize --model FILE|DIR [--json] TEXT)
+  convert  write a GGUF model as a Hugging Face folder (ninfer convert --model FILE --to hf --out DIR)
+
+--model takes a GGUF file or a Hugging Face checkpoint folder (config.json,
+model.safetensors or its shards, tokenizer.json, tokenizer_config.json).
 `
 
 func main() {
@@ -63,6 +67,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return runTrace(args[1:], stdout, stderr)
 	case "tokenize":
 		return runTokenize(args[1:], stdout, stderr)
+	case "convert":
+		return runConvert(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
