@@ -76,7 +76,8 @@ golden-big: build
 
 # Run each fuzz target for a while (default 30s each).
 fuzz t="30s":
-    go test ./runtime/weights -run '^$' -fuzz FuzzParse -fuzztime {{t}}
+    go test ./runtime/weights -run '^$' -fuzz '^FuzzParse$' -fuzztime {{t}}
+    go test ./runtime/weights -run '^$' -fuzz FuzzParseSafetensors -fuzztime {{t}}
     go test ./runtime/graphdef -run '^$' -fuzz FuzzParse -fuzztime {{t}}
     go test ./runtime/tok -run '^$' -fuzz FuzzEncode -fuzztime {{t}}
     go test ./runtime/tok -run '^$' -fuzz FuzzParseHF -fuzztime {{t}}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -146,7 +147,9 @@ func WriteHF(f *File, dir string, o HFWriteOptions) error {
 			if err != nil {
 				return err
 			}
-			cfg[k.hf] = float64(float32(v))
+			// The shortest decimal of the float32 GGUF holds, which parses
+			// back to the same float32.
+			cfg[k.hf] = json.Number(strconv.FormatFloat(v, 'g', -1, 32))
 		}
 	}
 	if _, err := f.Tensor(hfRopeFreqs); err == nil {
