@@ -74,7 +74,8 @@ type Server struct {
 	cfg      Config
 	srv      *fasthttp.Server
 	model    atomic.Pointer[Model]
-	draining atomic.Bool
+	draining atomic.Bool  // Drain or Shutdown called: /ready 503, agent "drain"
+	closing  atomic.Bool  // Shutdown called: new generations get 503
 	inflight atomic.Int64 // choices submitted to the engine and not yet finished
 	aborted  atomic.Int64 // streams whose client left before the end
 	// abandoned counts non-streaming requests whose client left before
@@ -126,11 +127,21 @@ func (s *Server) SetModel(m *Model) { s.model.Store(m) }
 // Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 
-// Shutdown stops accepting connections and new requests (503), waits until
-// the requests in flight have finished (streams included), and returns. If
-// ctx ends first it returns ctx's error with requests still running.
+// Drain tells load balancers to stop sending requests while still serving
+// them: /ready and /health answer 503 "draining" and the agent check
+// "drain" from now on, but new requests are served as before, since a
+// gateway keeps sending a few until its health check notices. Call
+// Shutdown after the gateway's detection time (ninfer serve's
+// --drain-grace).
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Shutdown drains (see Drain), stops accepting connections and new
+// requests (503 shutting_down), waits until the requests in flight have
+// finished (streams included), and returns. If ctx ends first it returns
+// ctx's error with requests still running.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
+	s.closing.Store(true)
 	return s.srv.ShutdownWithContext(ctx)
 }
 
@@ -199,7 +210,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 			s.fail(ctx, e)
 			return
 		}
-		if s.draining.Load() {
+		if s.closing.Load() {
 			ctx.Response.Header.Set("Retry-After", "5")
 			s.fail(ctx, &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down",
 				Message: "The server is shutting down."})
