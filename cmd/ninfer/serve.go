@@ -29,11 +29,18 @@ const serveReady = "ninfer serve: ready on "
 func runServe(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second SIGINT or SIGTERM ends the process at once
+	}()
 	return serve(ctx, args, stdout, stderr)
 }
 
-// serve runs the HTTP server until ctx ends (SIGTERM/SIGINT), then stops
-// accepting, drains the requests in flight and returns 0.
+// serve runs the HTTP server until ctx ends (SIGTERM/SIGINT), then drains
+// for gateways: /ready answers 503 and the agent "drain" at once, requests
+// are still served for --drain-grace so that the gateway's health checks
+// notice, then the listener closes, the requests in flight finish (up to
+// --drain-timeout) and serve returns 0.
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -48,7 +55,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxQueue := fs.Int("max-queue", httpfront.DefaultMaxQueue, "sequences that may wait beyond --max-concurrency before 429")
 	timeout := fs.Duration("timeout", httpfront.DefaultTimeout, "deadline of every request")
 	maxBody := fs.Int("max-body", httpfront.DefaultMaxBodyBytes, "largest request body in bytes (413 above)")
-	drain := fs.Duration("drain-timeout", 0, "on SIGTERM, how long to wait for requests in flight (0 = --timeout)")
+	drain := fs.Duration("drain-timeout", 0, "on SIGTERM, how long to wait for requests in flight once the listener has closed (0 = --timeout)")
+	grace := fs.Duration("drain-grace", 5*time.Second, "on SIGTERM, how long to keep serving new requests while /ready answers 503 and the agent \"drain\", before the listener closes (gateways need their health-check detection time)")
+	agentPort := fs.Int("agent-port", 0, "serve HAProxy's agent check on this TCP port of --host (0 = off)")
 	otlp := fs.String("otlp-endpoint", "", "send OpenTelemetry spans over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318 (default $OTEL_EXPORTER_OTLP_ENDPOINT; off when empty)")
 	sampleRatio := fs.Float64("trace-sample-ratio", 1, "fraction of requests traced when tracing is on")
 	fail, code, ok := parseFlags(fs, args, stderr)
@@ -68,6 +77,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("--max-body %d must be >= 1", *maxBody))
 	case *drain < 0:
 		return fail(fmt.Errorf("--drain-timeout %v must be >= 0", *drain))
+	case *grace < 0:
+		return fail(fmt.Errorf("--drain-grace %v must be >= 0", *grace))
+	case *agentPort < 0 || *agentPort > 65535:
+		return fail(fmt.Errorf("--agent-port %d must be in [0, 65535]", *agentPort))
 	case !(*sampleRatio > 0 && *sampleRatio <= 1):
 		return fail(fmt.Errorf("--trace-sample-ratio %g must be in (0, 1]", *sampleRatio))
 	}
@@ -106,10 +119,27 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	srv := httpfront.New(httpfront.Config{APIKey: key, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody, Traces: tp})
+	agent := ""
+	if *agentPort != 0 {
+		aln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*agentPort)))
+		if err != nil {
+			ln.Close()
+			return fail(fmt.Errorf("--agent-port: %w", err))
+		}
+		// The agent answers until serve returns, so it says "drain" for
+		// the whole drain, requests in flight included.
+		defer aln.Close()
+		go func() {
+			if err := srv.ServeAgent(aln); err != nil {
+				fmt.Fprintf(stderr, "ninfer serve: %v\n", err)
+			}
+		}()
+		agent = " agent=" + aln.Addr().String()
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(stderr, "ninfer serve: listening on %s, loading %s\n", url, opts.Model)
+	fmt.Fprintf(stderr, "ninfer serve: listening on %s%s, loading %s\n", url, agent, opts.Model)
 
 	loaded := make(chan error, 1)
 	var inst *instance.Instance
@@ -141,7 +171,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	srv.SetModel(&httpfront.Model{ID: id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat,
 		ChatErr: inst.ChatErr, Created: time.Now()})
 	snap := inst.Engine.Snapshot()
-	fmt.Fprintf(stdout, "%s%s model=%s max_concurrency=%d kv_blocks=%d\n", serveReady, url, id, snap.MaxRunning, snap.KVBlocksTotal)
+	fmt.Fprintf(stdout, "%s%s model=%s max_concurrency=%d kv_blocks=%d%s\n", serveReady, url, id, snap.MaxRunning, snap.KVBlocksTotal, agent)
 	go releaseWhenIdle(ctx, func() bool {
 		s := inst.Engine.Snapshot()
 		return srv.InFlight() == 0 && s.Running == 0 && s.Waiting == 0
@@ -155,7 +185,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case <-ctx.Done():
 	}
-	fmt.Fprintf(stderr, "ninfer serve: draining %d requests in flight\n", srv.InFlight())
+	srv.Drain()
+	if *grace > 0 {
+		fmt.Fprintf(stderr, "ninfer serve: draining: /ready answers 503, still serving for %v before the listener closes\n", *grace)
+		t := time.NewTimer(*grace)
+		select {
+		case <-t.C:
+		case err := <-served:
+			t.Stop()
+			if err != nil {
+				return fail(err)
+			}
+			return 0
+		}
+	}
+	fmt.Fprintf(stderr, "ninfer serve: closing the listener, draining %d requests in flight\n", srv.InFlight())
 	dctx, cancel := context.WithTimeout(context.Background(), *drain)
 	defer cancel()
 	if err := srv.Shutdown(dctx); err != nil {
