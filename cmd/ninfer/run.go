@@ -183,6 +183,9 @@ type runOutput struct {
 	// Speculative has the bench report's speculative fields (enabled false
 	// and zero counts for a graph that does not speculate).
 	Speculative bench.Speculative `json:"speculative"`
+	// ForcedArgmax, with --teacher-force IDS, is the model's argmax after
+	// the prompt and after each forced id: len(IDS)+1 ids.
+	ForcedArgmax []int32 `json:"forced_argmax,omitempty"`
 }
 
 type runTimings struct {
@@ -205,6 +208,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	maxTokens := fs.Int("max-tokens", 128, "tokens to generate (>= 1)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming text")
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-generation tokens")
+	teacher := fs.String("teacher-force", "", "comma-separated ids fed after the prompt instead of sampled ones; --json reports the model's argmax at each fed position as forced_argmax (--max-tokens is then len(IDS)+1)")
 	fail, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return code
@@ -245,6 +249,13 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if !*ignoreEOS {
 		req.Stop = tk.IsEOG
 	}
+	if *teacher != "" {
+		if req.Force, err = parseIDs(*teacher); err != nil {
+			return fail(fmt.Errorf("--teacher-force: %w", err))
+		}
+		// Every fed position reports its argmax; EOS in the fed ids does not stop.
+		req.MaxTokens, req.TopLogits, req.Stop = len(req.Force)+1, 1, nil
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	dec := tk.NewDecoder()
@@ -264,6 +275,11 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		Timings: runTimings{LoadSeconds: inst.LoadTime.Seconds(), PrefillSeconds: res.Stats.Prefill.Seconds(),
 			DecodeSeconds: res.Stats.Decode.Seconds(), PromptTokens: len(ids), Predicted: len(res.IDs)},
 		Speculative: specBlock(inst, res.Stats.Speculative)}
+	if req.Force != nil {
+		for _, top := range res.Tops {
+			out.ForcedArgmax = append(out.ForcedArgmax, top[0].ID)
+		}
+	}
 	if out.IDs == nil {
 		out.IDs = []int32{}
 	}

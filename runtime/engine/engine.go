@@ -77,6 +77,12 @@ type Request struct {
 	// Tag is carried, untouched, into StepInfo.Tags of the steps that
 	// advance this request (e.g. its trace span context).
 	Tag any
+	// Force, when set, teacher-forces the request: its first len(Force)
+	// generated tokens are Force's, in order, whatever the sampler chose
+	// (each Event.Token is the forced token; ask TopLogits for the model's
+	// own choice at that position); sampling resumes after them. Plans that
+	// speculate cannot force tokens.
+	Force []int32
 }
 
 // TokenLogit is a token id and its raw logit.
@@ -395,6 +401,14 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 			return nil, fmt.Errorf("engine: prompt token %d at %d out of vocabulary [0,%d)", id, i, e.vocab)
 		}
 	}
+	if len(r.Force) > 0 && e.draftK > 0 {
+		return nil, errors.New("engine: a plan that speculates cannot teacher-force tokens")
+	}
+	for i, id := range r.Force {
+		if id < 0 || int(id) >= e.vocab {
+			return nil, fmt.Errorf("engine: forced token %d at %d out of vocabulary [0,%d)", id, i, e.vocab)
+		}
+	}
 	if n := len(r.Prompt) + r.MaxTokens; n > e.context {
 		return nil, fmt.Errorf("engine: %w: prompt %d + max tokens %d = %d > %d", ErrContext, len(r.Prompt), r.MaxTokens, n, e.context)
 	}
@@ -602,6 +616,9 @@ func (e *Engine) Step(ctx context.Context) error {
 		a, err := checkAccepted(tokens[i], drafts[i], work[si])
 		if err != nil {
 			return err
+		}
+		if g := work[si].Seq.Generated(); g < len(sampled[i].Force) {
+			tokens[i] = sampled[i].Force[g : g+1] // teacher-forced (plans without drafts yield one token)
 		}
 		res[si] = sched.Result{Tokens: tokens[i], Accepted: a}
 	}

@@ -145,6 +145,84 @@ func Verify(ctx context.Context, in *instance.Instance, f *File) ([]Mismatch, er
 	return out, nil
 }
 
+// Teacher-forced comparison of quantized models, whose free-running greedy
+// output is chaotic: an activation one float32 ulp from a rounding boundary
+// flips a later token and everything after it differs.
+const (
+	// ForcedAgreement is the least share of a file's positions whose
+	// argmax, fed the golden's tokens, must be the golden's next token.
+	ForcedAgreement = 0.99
+	// ForcedMargin is the golden margin at or above which every position
+	// must agree.
+	ForcedMargin = 0.5
+)
+
+// TeacherForce feeds prompt then forced to in, greedily, and returns the
+// model's argmax (of the raw logits, ties to the lower id) after the
+// prompt and after each forced token: len(forced)+1 ids.
+func TeacherForce(ctx context.Context, in *instance.Instance, prompt, forced []int32) ([]int32, error) {
+	res, err := in.Generate(ctx, engine.Request{Prompt: prompt, MaxTokens: len(forced) + 1, TopLogits: 1, Force: forced}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Tops) != len(forced)+1 {
+		return nil, fmt.Errorf("teacher forcing gave %d positions, want %d", len(res.Tops), len(forced)+1)
+	}
+	out := make([]int32, len(res.Tops))
+	for i, top := range res.Tops {
+		out[i] = top[0].ID
+	}
+	return out, nil
+}
+
+// ForcedResult is a file's teacher-forced agreement.
+type ForcedResult struct {
+	Positions, Agree int
+	// Mismatches are the cases' positions whose golden margin is at least
+	// ForcedMargin and whose argmax differs.
+	Mismatches []Mismatch
+}
+
+// Ok reports whether the agreement meets ForcedAgreement and no
+// high-margin position differs.
+func (r ForcedResult) Ok() bool {
+	return len(r.Mismatches) == 0 && float64(r.Agree) >= ForcedAgreement*float64(r.Positions)
+}
+
+// VerifyTeacherForced runs every case of f teacher-forced on its golden
+// generated tokens: prompt ids must match exactly (a Mismatch otherwise),
+// and each position's argmax is compared with the golden's token there.
+func VerifyTeacherForced(ctx context.Context, in *instance.Instance, f *File) (ForcedResult, error) {
+	var r ForcedResult
+	for _, want := range f.Results {
+		ids := in.Tokenizer.Encode(want.Prompt, true, true)
+		if d := firstDiff(want.PromptTokens, ids, max(len(want.PromptTokens), len(ids))); d >= 0 {
+			r.Mismatches = append(r.Mismatches, Mismatch{Case: want.ID, Detail: fmt.Sprintf("prompt ids differ at %d: got %v want %v", d, window(ids, d), window(want.PromptTokens, d))})
+			continue
+		}
+		n := len(want.GeneratedTokens)
+		if n == 0 {
+			continue
+		}
+		argmax, err := TeacherForce(ctx, in, ids, want.GeneratedTokens[:n-1])
+		if err != nil {
+			return r, fmt.Errorf("case %s: %w", want.ID, err)
+		}
+		for i, tok := range want.GeneratedTokens {
+			r.Positions++
+			if argmax[i] == tok {
+				r.Agree++
+				continue
+			}
+			if i < len(want.Margins) && want.Margins[i] >= ForcedMargin {
+				r.Mismatches = append(r.Mismatches, Mismatch{Case: want.ID,
+					Detail: fmt.Sprintf("position %d (margin %.3f): argmax %d, golden %d", i, want.Margins[i], argmax[i], tok)})
+			}
+		}
+	}
+	return r, nil
+}
+
 // Compare returns "" when got agrees with want under the margin rule, or
 // a token-level description of the first difference.
 func Compare(want, got *Case) string {
