@@ -31,7 +31,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("accepted out-of-range params %+v", p)
 			}
 		}
-		if r, e := DecodeChat(body); e == nil {
+		if r, e := DecodeChat(body, DecodeOptions{}); e == nil {
 			if len(r.Messages) == 0 {
 				t.Fatal("accepted a chat request without messages")
 			}
@@ -39,7 +39,7 @@ func FuzzDecode(f *testing.F) {
 		} else {
 			check(nil, e)
 		}
-		if r, e := DecodeCompletion(body); e == nil {
+		if r, e := DecodeCompletion(body, DecodeOptions{}); e == nil {
 			if len(r.Prompts) == 0 || len(r.Prompts) > MaxPrompts {
 				t.Fatalf("accepted %d prompts", len(r.Prompts))
 			}

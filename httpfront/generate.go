@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +61,15 @@ type job struct {
 	stats         []engine.Stats
 	finishReasons []string
 	err           error
+}
+
+// echo is the prompt text that goes before choice i's text (Params.Echo),
+// or "".
+func (j *job) echo(i int) string {
+	if p := i / j.p.N; p < len(j.p.Echo) {
+		return j.p.Echo[p]
+	}
+	return ""
 }
 
 // leave tells the runners that nobody reads their output any more and
@@ -147,14 +157,18 @@ func (j *job) engineRequest(prompt []int32, k int) (engine.Request, *Error) {
 	req := engine.Request{
 		Prompt:    prompt,
 		MaxTokens: maxTokens,
-		Stop:      stopCondition(j.m.Tokenizer, p.Stop),
+		Stop:      stopCondition(j.m.Tokenizer, &j.p),
 		Sampling: exec.Sampling{
 			Temperature: float32(p.Temperature), TopK: p.TopK, TopP: float32(p.TopP), MinP: float32(p.MinP),
 			PresencePenalty: float32(p.Presence), FrequencyPenalty: float32(p.Frequency),
-			RepetitionPenalty: float32(p.Repetition), Seed: seed,
+			RepetitionPenalty: float32(p.Repetition), Seed: seed, LogitBias: p.LogitBias,
 		},
 		Logprobs: p.Logprobs,
 		Tag:      j.tag,
+	}
+	if p.MinTokens > 0 {
+		req.Sampling.SuppressUntil = p.MinTokens
+		req.Sampling.Suppress = suppressed(j.m.Tokenizer, p)
 	}
 	if p.Logprobs {
 		req.TopLogits = p.TopLogprobs
@@ -162,25 +176,109 @@ func (j *job) engineRequest(prompt []int32, k int) (engine.Request, *Error) {
 	return req, nil
 }
 
-// stopCondition is a choice's engine-side Request.Stop: an end-of-generation
-// token, or a token whose text completes one of stops. It detokenizes the
-// tokens exactly as the choice's runner does, so the engine ends the
-// request at the token where the runner's stopMatcher matches: nothing past
-// it is computed, streamed or counted in usage.
-func stopCondition(tk *tok.Tokenizer, stops []string) func(int32) bool {
-	if len(stops) == 0 {
+// eogIDs caches each tokenizer's end-of-generation ids.
+var eogIDs sync.Map // *tok.Tokenizer -> []int32
+
+// suppressed are the ids a choice may not generate before p.MinTokens:
+// the end-of-generation tokens (unless p.IgnoreEOS, when they end
+// nothing) and p.StopTokenIDs, as vLLM's min_tokens.
+func suppressed(tk *tok.Tokenizer, p Params) []int32 {
+	var ids []int32
+	if !p.IgnoreEOS {
+		v, ok := eogIDs.Load(tk)
+		if !ok {
+			var eog []int32
+			for id := range int32(tk.VocabSize()) {
+				if tk.IsEOG(id) {
+					eog = append(eog, id)
+				}
+			}
+			v, _ = eogIDs.LoadOrStore(tk, eog)
+		}
+		ids = append(ids, v.([]int32)...)
+	}
+	return append(ids, p.StopTokenIDs...)
+}
+
+// stopCondition is a choice's engine-side Request.Stop: an
+// end-of-generation token (unless p.IgnoreEOS), one of p.StopTokenIDs, or a
+// token whose text completes one of p.Stop, once p.MinTokens tokens are
+// generated. It runs a stopper exactly as the choice's runner does, so the
+// engine ends the request at the token where the runner's output ends:
+// nothing past it is computed, streamed or counted in usage.
+func stopCondition(tk *tok.Tokenizer, p *Params) func(int32) bool {
+	if len(p.Stop) == 0 && len(p.StopTokenIDs) == 0 && p.MinTokens == 0 && !p.IgnoreEOS {
 		return tk.IsEOG
 	}
-	dec := tk.NewDecoder()
-	sm := stopMatcher{stops: stops}
-	matched := false
+	st := newStopper(tk, p)
 	return func(id int32) bool {
-		if matched || tk.IsEOG(id) {
-			return true
-		}
-		_, matched = sm.push(dec.Add(id))
-		return matched
+		_, stop := st.push(id)
+		return stop
 	}
+}
+
+// stopper turns a choice's tokens into its output text and says where the
+// choice ends. Tokens before p.MinTokens neither stop the choice nor reach
+// the stop sequence matcher (a stop sequence that begins before then is not
+// found, as in vLLM). The token that stops a choice (end of generation, a
+// stop token id) adds no text; control tokens add none with
+// p.SkipSpecial.
+type stopper struct {
+	tk      *tok.Tokenizer
+	p       *Params
+	dec     *tok.Decoder
+	sm      stopMatcher
+	n       int  // tokens pushed
+	ended   bool // a token or a stop sequence ended the choice
+	matched bool // a stop sequence ended it
+}
+
+func newStopper(tk *tok.Tokenizer, p *Params) *stopper {
+	return &stopper{tk: tk, p: p, dec: tk.NewDecoder(), sm: stopMatcher{stops: p.Stop}}
+}
+
+// push takes the next generated token and returns the text it lets out and
+// whether the choice ends at it. After the end it returns "", true.
+func (s *stopper) push(id int32) (string, bool) {
+	if s.ended {
+		return "", true
+	}
+	s.n++
+	armed := s.n >= s.p.MinTokens
+	eog := s.tk.IsEOG(id)
+	if armed && ((eog && !s.p.IgnoreEOS) || slices.Contains(s.p.StopTokenIDs, id)) {
+		s.ended = true
+		return "", true
+	}
+	var text string
+	if !s.p.SkipSpecial || !(eog || s.tk.IsControl(id)) {
+		text = s.dec.Add(id)
+	}
+	if !armed {
+		return text, false
+	}
+	out, hit := s.sm.push(text)
+	s.ended, s.matched = hit, hit
+	return out, hit
+}
+
+// flush returns the text still held back when the choice's tokens have
+// ended (incomplete UTF-8, a possible start of a stop sequence), and
+// whether it completes a stop sequence.
+func (s *stopper) flush() (string, bool) {
+	if s.matched {
+		return "", true
+	}
+	text := s.dec.Flush()
+	if s.n < s.p.MinTokens {
+		return text, false
+	}
+	out, hit := s.sm.push(text)
+	if hit {
+		s.matched = true
+		return out, true
+	}
+	return out + s.sm.flush(), false
 }
 
 // run turns one choice's engine events into deltas: detokenized text with
@@ -188,43 +286,31 @@ func stopCondition(tk *tok.Tokenizer, stops []string) func(int32) bool {
 // engine ended the request at the matching token, see stopCondition),
 // log-probabilities, and a final delta.
 func (j *job) run(index int, events <-chan engine.Event) {
-	tk := j.m.Tokenizer
-	dec := tk.NewDecoder()
-	sm := stopMatcher{stops: j.p.Stop}
+	st := newStopper(j.m.Tokenizer, &j.p)
 	send := func(d delta) {
 		select {
 		case j.out <- d:
 		case <-j.gone:
 		}
 	}
-	stopped := false
 	for ev := range events {
 		if !ev.Done {
-			if stopped {
+			if st.matched {
 				continue
-			}
-			var text string
-			if !tk.IsEOG(ev.Token) {
-				text = dec.Add(ev.Token)
 			}
 			d := delta{index: index}
 			if j.p.Logprobs {
 				d.logprobs = []tokenLogprob{logprobOf(ev)}
 			}
-			var hit bool
-			d.text, hit = sm.push(text)
-			stopped = hit
+			d.text, _ = st.push(ev.Token)
 			if d.text != "" || d.logprobs != nil {
 				send(d)
 			}
 			continue
 		}
 		last := delta{index: index, final: true, stats: ev.Stats, finish: "stop"}
-		if !stopped {
-			text, hit := sm.push(dec.Flush())
-			if !hit {
-				text += sm.flush()
-			}
+		if !st.matched {
+			text, hit := st.flush()
 			last.text = text
 			switch {
 			case hit || ev.Finish == engine.FinishStop:

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ninfer/ninfer-go/runtime/tok"
@@ -18,6 +20,9 @@ const (
 	MaxTopLogprobs    = 20 // chat top_logprobs
 	MaxLegacyLogprobs = 5  // completions logprobs
 	MaxPrompts        = 16 // prompts of one /v1/completions request
+	MaxStopTokenIDs   = 256
+	MaxLogitBias      = 1024 // logit_bias entries
+	MaxLogitBiasValue = 100  // |bias|, as OpenAI
 )
 
 // Params are the generation parameters shared by chat and text completions,
@@ -42,12 +47,40 @@ type Params struct {
 	TopLogprobs  int
 	Stream       bool
 	IncludeUsage bool
+	// IgnoreEOS keeps generating past end-of-generation tokens (vLLM's
+	// ignore_eos): only max_tokens, stop and stop_token_ids end a choice.
+	IgnoreEOS bool
+	// MinTokens is how many tokens a choice generates before an
+	// end-of-generation or stop token may be chosen, or a stop sequence
+	// end it (vLLM's min_tokens).
+	MinTokens int
+	// StopTokenIDs end a choice when generated (after MinTokens); their
+	// text is not part of the output, as vLLM.
+	StopTokenIDs []int32
+	// SkipSpecial leaves control tokens' text (e.g. "<|im_start|>") out
+	// of the output; default true, as vLLM's skip_special_tokens.
+	SkipSpecial bool
+	// LogitBias is added to the logits of token ids before sampling.
+	LogitBias map[int32]float32
+	// Echo holds, for a completions request with echo, each prompt's
+	// text (token prompts decoded), which goes before its choices' text;
+	// nil otherwise. The handler fills it, not the decoder.
+	Echo []string
 }
 
 // ChatRequest is a validated /v1/chat/completions request.
 type ChatRequest struct {
 	Model    string
 	Messages []tok.Message
+	// AddGenerationPrompt (default true) ends the prompt with the header
+	// of an assistant turn; ContinueFinal instead leaves the final
+	// message open, so the model continues it (vLLM's
+	// continue_final_message; the two exclude each other).
+	AddGenerationPrompt bool
+	ContinueFinal       bool
+	// TemplateKwargs are chat_template_kwargs: further variables of the
+	// chat template (e.g. enable_thinking), as JSON values by name.
+	TemplateKwargs map[string]json.RawMessage
 	Params
 }
 
@@ -62,7 +95,17 @@ type Prompt struct {
 type CompletionRequest struct {
 	Model   string
 	Prompts []Prompt
+	// Echo puts each prompt's text before its choices' text.
+	Echo bool
 	Params
+}
+
+// DecodeOptions configure the request decoders.
+type DecodeOptions struct {
+	// Strict rejects requests with fields the server does not know (400
+	// naming the field); by default they are ignored and each name is
+	// logged once per process, as vLLM does.
+	Strict bool
 }
 
 // field kinds: how a request field is handled.
@@ -79,12 +122,15 @@ var commonFields = map[string]fieldKind{
 	"top_k": fieldUsed, "min_p": fieldUsed, "presence_penalty": fieldUsed, "frequency_penalty": fieldUsed,
 	"repetition_penalty": fieldUsed, "seed": fieldUsed, "stop": fieldUsed, "n": fieldUsed, "logprobs": fieldUsed,
 	"stream": fieldUsed, "stream_options": fieldUsed,
+	"ignore_eos": fieldUsed, "min_tokens": fieldUsed, "stop_token_ids": fieldUsed, "skip_special_tokens": fieldUsed,
+	"logit_bias": fieldUsed, "n_probs": fieldUsed,
 	"user": fieldIgnored, "metadata": fieldIgnored, "store": fieldIgnored, "service_tier": fieldIgnored,
-	"logit_bias": fieldRejected,
+	"cache_prompt": fieldIgnored,
 }
 
 var chatFields = merged(commonFields, map[string]fieldKind{
 	"messages": fieldUsed, "max_completion_tokens": fieldUsed, "top_logprobs": fieldUsed,
+	"add_generation_prompt": fieldUsed, "continue_final_message": fieldUsed, "chat_template_kwargs": fieldUsed,
 	"parallel_tool_calls": fieldIgnored,
 	"tools":               fieldRejected, "tool_choice": fieldRejected, "functions": fieldRejected, "function_call": fieldRejected,
 	"response_format": fieldRejected, "audio": fieldRejected, "modalities": fieldRejected, "prediction": fieldRejected,
@@ -92,7 +138,7 @@ var chatFields = merged(commonFields, map[string]fieldKind{
 })
 
 var completionFields = merged(commonFields, map[string]fieldKind{
-	"prompt": fieldUsed, "echo": fieldRejected, "best_of": fieldRejected, "suffix": fieldRejected,
+	"prompt": fieldUsed, "echo": fieldUsed, "best_of": fieldRejected, "suffix": fieldRejected,
 })
 
 func merged(a, b map[string]fieldKind) map[string]fieldKind {
@@ -141,10 +187,11 @@ func (f fields) int(name string, dst *int) *Error {
 	return nil
 }
 
-// object parses body as a JSON object and rejects unknown members and
-// members whose semantics are not implemented (unless they hold a value
-// that changes nothing).
-func object(body []byte, known map[string]fieldKind) (fields, *Error) {
+// object parses body as a JSON object and rejects members whose semantics
+// are not implemented (unless they hold a value that changes nothing).
+// Unknown members are rejected when strict, else ignored (unknown logs
+// each name once).
+func object(body []byte, known map[string]fieldKind, strict bool) (fields, *Error) {
 	var f fields
 	if err := json.Unmarshal(body, &f); err != nil || f == nil {
 		msg := "We could not parse the JSON body of your request: expected a JSON object."
@@ -161,7 +208,10 @@ func object(body []byte, known map[string]fieldKind) (fields, *Error) {
 	for _, k := range names {
 		switch known[k] {
 		case 0:
-			return nil, badParam(k, "Unrecognized request argument supplied: %s", k)
+			if strict {
+				return nil, badParam(k, "Unrecognized request argument supplied: %s", k)
+			}
+			unknown.note(k)
 		case fieldRejected:
 			if !noOp(k, f[k]) {
 				return nil, badParam(k, "'%s' is not supported by this server.", k)
@@ -189,8 +239,6 @@ func noOp(name string, v json.RawMessage) bool {
 		return json.Unmarshal(v, &rf) == nil && rf.Type == "text" && len(fieldsOf(v)) == 1
 	case "modalities":
 		return s == `["text"]`
-	case "echo":
-		return s == "false"
 	case "best_of":
 		return s == "1"
 	case "suffix":
@@ -207,28 +255,51 @@ func fieldsOf(v json.RawMessage) fields {
 
 // DecodeChat parses and validates a /v1/chat/completions body. Errors are
 // *Error with status 400 naming the field.
-func DecodeChat(body []byte) (*ChatRequest, *Error) {
-	f, e := object(body, chatFields)
+func DecodeChat(body []byte, o DecodeOptions) (*ChatRequest, *Error) {
+	f, e := object(body, chatFields, o.Strict)
 	if e != nil {
 		return nil, e
 	}
-	r := &ChatRequest{}
+	r := &ChatRequest{AddGenerationPrompt: true}
 	if r.Model, e = model(f); e != nil {
 		return nil, e
 	}
-	if r.Messages, e = messages(f); e != nil {
+	if r.Messages, e = messages(f, o.Strict); e != nil {
 		return nil, e
 	}
-	if r.Params, e = params(f, true); e != nil {
+	if r.Params, e = params(f, true, o.Strict); e != nil {
 		return nil, e
+	}
+	if e := f.decode("add_generation_prompt", "a boolean", &r.AddGenerationPrompt); e != nil {
+		return nil, e
+	}
+	if e := f.decode("continue_final_message", "a boolean", &r.ContinueFinal); e != nil {
+		return nil, e
+	}
+	if r.ContinueFinal && r.AddGenerationPrompt && f.has("add_generation_prompt") {
+		return nil, badParam("continue_final_message", "Invalid value for 'continue_final_message': it cannot be true together with 'add_generation_prompt'.")
+	}
+	if r.ContinueFinal {
+		r.AddGenerationPrompt = false
+		if last := r.Messages[len(r.Messages)-1]; last.Content == "" {
+			return nil, badParam("continue_final_message", "Invalid value for 'continue_final_message': the final message has no text to continue.")
+		}
+	}
+	if e := f.decode("chat_template_kwargs", "an object", &r.TemplateKwargs); e != nil {
+		return nil, e
+	}
+	for k := range r.TemplateKwargs {
+		if slices.Contains(tok.ReservedVars, k) {
+			return nil, badParam("chat_template_kwargs."+k, "Invalid 'chat_template_kwargs': '%s' is set by the server.", k)
+		}
 	}
 	return r, nil
 }
 
 // DecodeCompletion parses and validates a /v1/completions body. Errors are
 // *Error with status 400 naming the field.
-func DecodeCompletion(body []byte) (*CompletionRequest, *Error) {
-	f, e := object(body, completionFields)
+func DecodeCompletion(body []byte, o DecodeOptions) (*CompletionRequest, *Error) {
+	f, e := object(body, completionFields, o.Strict)
 	if e != nil {
 		return nil, e
 	}
@@ -239,8 +310,14 @@ func DecodeCompletion(body []byte) (*CompletionRequest, *Error) {
 	if r.Prompts, e = prompts(f); e != nil {
 		return nil, e
 	}
-	if r.Params, e = params(f, false); e != nil {
+	if r.Params, e = params(f, false, o.Strict); e != nil {
 		return nil, e
+	}
+	if e := f.decode("echo", "a boolean", &r.Echo); e != nil {
+		return nil, e
+	}
+	if r.Echo && r.Logprobs {
+		return nil, badParam("echo", "Invalid value for 'echo': 'echo' with 'logprobs' needs the prompt's log-probabilities, which this server does not compute.")
 	}
 	return r, nil
 }
@@ -256,7 +333,13 @@ func model(f fields) (string, *Error) {
 	return m, nil
 }
 
-func messages(f fields) ([]tok.Message, *Error) {
+// messageFields are the members of a chat message the server knows; all
+// but role and content reach the chat template as they are (tool_calls
+// with their arguments parsed, as vLLM gives them to templates).
+var messageFields = map[string]bool{"role": true, "content": true, "name": true, "tool_calls": true,
+	"tool_call_id": true, "reasoning_content": true}
+
+func messages(f fields, strict bool) ([]tok.Message, *Error) {
 	if !f.has("messages") {
 		return nil, badParam("messages", "Missing required parameter: 'messages'.")
 	}
@@ -273,40 +356,136 @@ func messages(f fields) ([]tok.Message, *Error) {
 		if m == nil {
 			return nil, badParam(at, "Invalid type for '%s': expected an object.", at)
 		}
+		names := make([]string, 0, len(m))
 		for k := range m {
-			switch k {
-			case "role", "content", "name":
-			default:
-				if !noOp(k, m[k]) {
-					return nil, badParam(at+"."+k, "'%s.%s' is not supported by this server.", at, k)
-				}
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			if messageFields[k] {
+				continue
 			}
+			if strict {
+				return nil, badParam(at+"."+k, "Unrecognized request argument supplied: %s.%s", at, k)
+			}
+			unknown.note("messages[]." + k)
 		}
 		var role, name string
 		if e := m.decode("role", "a string", &role); e != nil {
 			e.Param = at + ".role"
 			return nil, e
 		}
-		if e := m.decode("name", "a string", &name); e != nil { // accepted, ignored
+		if e := m.decode("name", "a string", &name); e != nil {
 			e.Param, e.Message = at+".name", fmt.Sprintf("Invalid type for '%s.name': expected a string.", at)
 			return nil, e
 		}
 		switch role {
-		case "system", "user", "assistant":
+		case "system", "user", "assistant", "tool":
 		case "developer":
 			role = "system"
 		case "":
 			return nil, badParam(at+".role", "Missing required parameter: '%s.role'.", at)
 		default:
-			return nil, badParam(at+".role", "Invalid value for '%s.role': '%s' is not supported; use 'system', 'developer', 'user' or 'assistant'.", at, role)
+			return nil, badParam(at+".role", "Invalid value for '%s.role': '%s' is not supported; use 'system', 'developer', 'user', 'assistant' or 'tool'.", at, role)
+		}
+		msg := tok.Message{Role: role}
+		for _, k := range []string{"tool_call_id", "reasoning_content"} {
+			var v string
+			if e := m.decode(k, "a string", &v); e != nil {
+				e.Param, e.Message = at+"."+k, fmt.Sprintf("Invalid type for '%s.%s': expected a string.", at, k)
+				return nil, e
+			}
+		}
+		if m.has("tool_calls") && role != "assistant" {
+			return nil, badParam(at+".tool_calls", "Invalid '%s.tool_calls': only assistant messages carry tool calls.", at)
+		}
+		if role == "tool" && !m.has("tool_call_id") {
+			return nil, badParam(at+".tool_call_id", "Missing required parameter: '%s.tool_call_id'.", at)
+		}
+		for _, k := range []string{"name", "tool_call_id", "reasoning_content"} {
+			if m.has(k) {
+				if msg.Extra == nil {
+					msg.Extra = map[string]json.RawMessage{}
+				}
+				msg.Extra[k] = m[k]
+			}
+		}
+		if m.has("tool_calls") {
+			calls, e := messageToolCalls(m["tool_calls"], at+".tool_calls")
+			if e != nil {
+				return nil, e
+			}
+			if msg.Extra == nil {
+				msg.Extra = map[string]json.RawMessage{}
+			}
+			msg.Extra["tool_calls"] = calls
+		}
+		if role == "assistant" && msg.Extra["tool_calls"] != nil && !m.has("content") {
+			out[i] = msg // content may be null beside tool calls, as OpenAI
+			continue
 		}
 		content, e := messageContent(m, at)
 		if e != nil {
 			return nil, e
 		}
-		out[i] = tok.Message{Role: role, Content: content}
+		msg.Content = content
+		out[i] = msg
 	}
 	return out, nil
+}
+
+// messageToolCalls validates an assistant message's tool_calls and returns
+// them for the chat template: OpenAI's shape with each function's
+// arguments, a JSON string, parsed into its object (Hugging Face templates
+// render arguments with tojson).
+func messageToolCalls(raw json.RawMessage, at string) (json.RawMessage, *Error) {
+	var calls []struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function *struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &calls); err != nil {
+		return nil, badParam(at, "Invalid type for '%s': expected an array of tool calls.", at)
+	}
+	type fn struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	type call struct {
+		ID       string `json:"id,omitempty"`
+		Type     string `json:"type"`
+		Function fn     `json:"function"`
+	}
+	out := make([]call, len(calls))
+	for i, c := range calls {
+		ci := fmt.Sprintf("%s[%d]", at, i)
+		if c.Type != "" && c.Type != "function" {
+			return nil, badParam(ci+".type", "Invalid value for '%s.type': only 'function' tool calls are supported.", ci)
+		}
+		if c.Function == nil || c.Function.Name == "" {
+			return nil, badParam(ci+".function", "Missing required parameter: '%s.function.name'.", ci)
+		}
+		args := c.Function.Arguments
+		var text string
+		if json.Unmarshal(args, &text) == nil {
+			var obj map[string]json.RawMessage
+			if json.Unmarshal([]byte(text), &obj) == nil && obj != nil {
+				args = json.RawMessage(text)
+			}
+		}
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		out[i] = call{ID: c.ID, Type: "function", Function: fn{Name: c.Function.Name, Arguments: args}}
+	}
+	b, err := marshal(out)
+	if err != nil {
+		return nil, badParam(at, "Invalid '%s': %v", at, err)
+	}
+	return b, nil
 }
 
 // messageContent reads a message's content: a string, or an array of text
@@ -381,8 +560,8 @@ func checkPrompts(ps []Prompt) ([]Prompt, *Error) {
 
 // params reads the generation parameters; chat selects the chat
 // completions' logprobs form (bool + top_logprobs) over the legacy one (int).
-func params(f fields, chat bool) (Params, *Error) {
-	p := Params{Temperature: 1, TopP: 1, Repetition: 1, N: 1}
+func params(f fields, chat, strict bool) (Params, *Error) {
+	p := Params{Temperature: 1, TopP: 1, Repetition: 1, N: 1, SkipSpecial: true}
 	var e *Error
 	check := func(err *Error) {
 		if e == nil {
@@ -419,14 +598,19 @@ func params(f fields, chat bool) (Params, *Error) {
 		}
 	}
 	check(f.decode("stream", "a boolean", &p.Stream))
-	// Accepted and ignored, but typed as OpenAI types them.
+	check(f.decode("ignore_eos", "a boolean", &p.IgnoreEOS))
+	check(f.int("min_tokens", &p.MinTokens))
+	check(f.decode("stop_token_ids", "an array of token ids", &p.StopTokenIDs))
+	check(f.decode("skip_special_tokens", "a boolean", &p.SkipSpecial))
+	// Accepted and ignored, but typed as OpenAI (and llama.cpp) type them.
 	var user, tier string
-	var store bool
+	var store, cachePrompt bool
 	var metadata map[string]string
 	check(f.decode("user", "a string", &user))
 	check(f.decode("service_tier", "a string", &tier))
 	check(f.decode("store", "a boolean", &store))
 	check(f.decode("metadata", "an object of string values", &metadata))
+	check(f.decode("cache_prompt", "a boolean", &cachePrompt))
 	if e != nil {
 		return p, e
 	}
@@ -439,9 +623,13 @@ func params(f fields, chat bool) (Params, *Error) {
 			return p, e
 		}
 		for k := range so {
-			if k != "include_usage" {
+			if k == "include_usage" {
+				continue
+			}
+			if strict {
 				return p, badParam("stream_options."+k, "Unrecognized request argument supplied: stream_options.%s", k)
 			}
+			unknown.note("stream_options." + k)
 		}
 		if e := so.decode("include_usage", "a boolean", &p.IncludeUsage); e != nil {
 			e.Param = "stream_options.include_usage"
@@ -471,10 +659,59 @@ func params(f fields, chat bool) (Params, *Error) {
 		}
 		p.Logprobs, p.TopLogprobs = true, n
 	}
+	if f.has("n_probs") {
+		var n int
+		if e := f.int("n_probs", &n); e != nil {
+			return p, e
+		}
+		if n < 0 || n > MaxTopLogprobs {
+			return p, badParam("n_probs", "Invalid 'n_probs': expected a value in [0, %d], but got %d instead.", MaxTopLogprobs, n)
+		}
+		if f.has("logprobs") || f.has("top_logprobs") {
+			return p, badParam("n_probs", "Invalid value for 'n_probs': send either 'n_probs' (llama.cpp) or 'logprobs'/'top_logprobs' (OpenAI), not both.")
+		}
+		if n > 0 {
+			p.Logprobs, p.TopLogprobs = true, n
+		}
+	}
 	if e := stops(f, &p); e != nil {
 		return p, e
 	}
+	if e := logitBias(f, &p); e != nil {
+		return p, e
+	}
 	return p, p.ranges()
+}
+
+// logitBias reads OpenAI's logit_bias: an object from token ids (as
+// strings) to a bias in [-100, 100]. The server checks the ids against the
+// vocabulary.
+func logitBias(f fields, p *Params) *Error {
+	if !f.has("logit_bias") {
+		return nil
+	}
+	var raw map[string]float64
+	if e := f.decode("logit_bias", "an object from token ids to numbers", &raw); e != nil {
+		return e
+	}
+	if len(raw) > MaxLogitBias {
+		return badParam("logit_bias", "Invalid 'logit_bias': at most %d entries, got %d.", MaxLogitBias, len(raw))
+	}
+	if len(raw) == 0 {
+		return nil
+	}
+	p.LogitBias = make(map[int32]float32, len(raw))
+	for k, v := range raw {
+		id, err := strconv.ParseInt(k, 10, 32)
+		if err != nil || id < 0 {
+			return badParam("logit_bias", "Invalid 'logit_bias': key %.32q is not a token id.", k)
+		}
+		if math.IsNaN(v) || v < -MaxLogitBiasValue || v > MaxLogitBiasValue {
+			return badParam("logit_bias", "Invalid 'logit_bias': the bias of token %d must be in [-%d, %d], got %g.", id, MaxLogitBiasValue, MaxLogitBiasValue, v)
+		}
+		p.LogitBias[int32(id)] = float32(v)
+	}
+	return nil
 }
 
 func stops(f fields, p *Params) *Error {
@@ -521,6 +758,17 @@ func (p *Params) ranges() *Error {
 		return bad("repetition_penalty", p.Repetition, "(0", "10]")
 	case p.N < 1 || p.N > MaxN:
 		return badParam("n", "Invalid 'n': expected a value in [1, %d], but got %d instead.", MaxN, p.N)
+	case p.MinTokens < 0:
+		return badParam("min_tokens", "Invalid 'min_tokens': expected a value >= 0, but got %d instead.", p.MinTokens)
+	case p.MaxTokens > 0 && p.MinTokens > p.MaxTokens:
+		return badParam("min_tokens", "Invalid 'min_tokens': it must not exceed max_tokens (%d), but got %d.", p.MaxTokens, p.MinTokens)
+	case len(p.StopTokenIDs) > MaxStopTokenIDs:
+		return badParam("stop_token_ids", "Invalid 'stop_token_ids': at most %d ids, got %d.", MaxStopTokenIDs, len(p.StopTokenIDs))
+	}
+	for _, id := range p.StopTokenIDs {
+		if id < 0 {
+			return badParam("stop_token_ids", "Invalid 'stop_token_ids': %d is not a token id.", id)
+		}
 	}
 	if p.TopK == -1 {
 		p.TopK = 0

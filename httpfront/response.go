@@ -157,7 +157,7 @@ func (r *response) complete(j *job, res []*choiceResult) any {
 		SystemFingerprint: fingerprint, Usage: &u, Timings: &t}
 	for i, c := range res {
 		finish := c.finish
-		ch := textChoice{Index: i, Text: c.text.String(), FinishReason: &finish}
+		ch := textChoice{Index: i, Text: j.echo(i) + c.text.String(), FinishReason: &finish}
 		if j.p.Logprobs {
 			ch.Logprobs = r.textLogprobs(c.logprobs, 0)
 		}
@@ -212,10 +212,14 @@ func (r *response) stream(w *bufio.Writer, j *job) bool {
 	var u *usage // null in every chunk when usage is asked for, absent otherwise
 	offsets := make([]int, j.choices)
 	stats := make([]engine.Stats, j.choices)
-	if r.chat {
-		for i := range j.choices {
+	for i := range j.choices {
+		if r.chat {
 			empty := ""
 			if !out.event(r.chatChunk(i, &chatMessage{Role: "assistant", Content: &empty}, nil, nil, u)) {
+				return false
+			}
+		} else if echo := j.echo(i); echo != "" {
+			if !out.event(r.textChunk(i, echo, nil, nil, u)) {
 				return false
 			}
 		}

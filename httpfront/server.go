@@ -58,6 +58,10 @@ type Config struct {
 	MaxBodyBytes int
 	// Traces receives each request's phase spans; nil means tracing off.
 	Traces *traces.Provider
+	// StrictFields rejects requests carrying fields the server does not
+	// know (400 naming the field); by default they are ignored and each
+	// name is logged once.
+	StrictFields bool
 }
 
 // Config defaults.
@@ -408,61 +412,6 @@ func newID(prefix string) string {
 	var b [12]byte
 	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read never fails
 	return prefix + hex.EncodeToString(b[:])
-}
-
-// chat serves /v1/chat/completions.
-func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
-	received := time.Now()
-	r, e := DecodeChat(ctx.PostBody())
-	if e == nil && r.Model != m.ID {
-		e = unknownModel(r.Model)
-	}
-	if e != nil {
-		s.fail(ctx, e)
-		return
-	}
-	if m.Chat == nil {
-		s.fail(ctx, badRequest("chat_template_unsupported", "This model's chat template cannot be rendered (%v); use /v1/completions.", m.ChatErr))
-		return
-	}
-	text, err := m.Chat.Render(r.Messages, tok.RenderOptions{AddGenerationPrompt: true})
-	if err != nil {
-		s.fail(ctx, badParam("messages", "The model's chat template rejected the messages: %v", err))
-		return
-	}
-	s.generate(ctx, m, true, r.Params, [][]int32{m.Tokenizer.EncodeChat(text)}, received)
-}
-
-// completion serves /v1/completions.
-func (s *Server) completion(ctx *fasthttp.RequestCtx, m *Model) {
-	received := time.Now()
-	r, e := DecodeCompletion(ctx.PostBody())
-	if e == nil && r.Model != m.ID {
-		e = unknownModel(r.Model)
-	}
-	if e != nil {
-		s.fail(ctx, e)
-		return
-	}
-	prompts := make([][]int32, len(r.Prompts))
-	for i, p := range r.Prompts {
-		if p.IDs != nil {
-			for _, id := range p.IDs {
-				if id < 0 || int(id) >= m.Tokenizer.VocabSize() {
-					s.fail(ctx, badParam("prompt", "Invalid token id %d in prompt %d: the vocabulary has %d tokens.", id, i, m.Tokenizer.VocabSize()))
-					return
-				}
-			}
-			prompts[i] = p.IDs
-			continue
-		}
-		prompts[i] = m.Tokenizer.Encode(p.Text, true, true)
-		if len(prompts[i]) == 0 {
-			s.fail(ctx, badParam("prompt", "Prompt %d encodes to no tokens.", i))
-			return
-		}
-	}
-	s.generate(ctx, m, false, r.Params, prompts, received)
 }
 
 // generate admits the request against the queue limit, starts its choices

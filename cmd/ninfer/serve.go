@@ -60,6 +60,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	agentPort := fs.Int("agent-port", 0, "serve HAProxy's agent check on this TCP port of --host (0 = off)")
 	otlp := fs.String("otlp-endpoint", "", "send OpenTelemetry spans over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318 (default $OTEL_EXPORTER_OTLP_ENDPOINT; off when empty)")
 	sampleRatio := fs.Float64("trace-sample-ratio", 1, "fraction of requests traced when tracing is on")
+	strictFields := fs.Bool("strict-fields", false, "reject requests with fields the server does not know (400 naming the field); by default they are ignored and each name is logged once")
 	fail, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return code
@@ -118,7 +119,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	srv := httpfront.New(httpfront.Config{APIKey: key, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody, Traces: tp})
+	srv := httpfront.New(httpfront.Config{APIKey: key, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody, Traces: tp,
+		StrictFields: *strictFields})
 	agent := ""
 	if *agentPort != 0 {
 		aln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*agentPort)))

@@ -1,0 +1,121 @@
+package httpfront
+
+import (
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ninfer/ninfer-go/runtime/tok"
+)
+
+// chat serves /v1/chat/completions.
+func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
+	received := time.Now()
+	r, e := DecodeChat(ctx.PostBody(), DecodeOptions{Strict: s.cfg.StrictFields})
+	if e == nil && r.Model != m.ID {
+		e = unknownModel(r.Model)
+	}
+	if e == nil {
+		e = checkTokenIDs(m.Tokenizer, &r.Params)
+	}
+	if e != nil {
+		s.fail(ctx, e)
+		return
+	}
+	if m.Chat == nil {
+		s.fail(ctx, badRequest("chat_template_unsupported", "This model's chat template cannot be rendered (%v); use /v1/completions.", m.ChatErr))
+		return
+	}
+	text, e := renderChat(m.Chat, r)
+	if e != nil {
+		s.fail(ctx, e)
+		return
+	}
+	s.generate(ctx, m, true, r.Params, [][]int32{m.Tokenizer.EncodeChat(text)}, received)
+}
+
+// renderChat renders r's messages with the model's template: with the
+// generation prompt, or with the final message left open when r continues
+// it (the text after the final message's content, its end-of-turn markup,
+// is cut, as vLLM's continue_final_message).
+func renderChat(ct *tok.ChatTemplate, r *ChatRequest) (string, *Error) {
+	text, err := ct.Render(r.Messages, tok.RenderOptions{AddGenerationPrompt: r.AddGenerationPrompt, Vars: r.TemplateKwargs})
+	if err != nil {
+		param := "messages"
+		if len(r.TemplateKwargs) > 0 {
+			param = "chat_template_kwargs"
+		}
+		return "", badParam(param, "The model's chat template rejected the request: %v", err)
+	}
+	if r.ContinueFinal {
+		final := r.Messages[len(r.Messages)-1].Content
+		i := strings.LastIndex(text, final)
+		if i < 0 {
+			return "", badParam("continue_final_message", "The model's chat template does not render the final message's text as given, so it cannot be continued.")
+		}
+		text = text[:i+len(final)]
+	}
+	return text, nil
+}
+
+// checkTokenIDs checks the token ids of p (logit_bias, stop_token_ids)
+// against the vocabulary.
+func checkTokenIDs(tk *tok.Tokenizer, p *Params) *Error {
+	n := tk.VocabSize()
+	for id := range p.LogitBias {
+		if int(id) >= n {
+			return badParam("logit_bias", "Invalid 'logit_bias': token %d is outside the vocabulary of %d tokens.", id, n)
+		}
+	}
+	for _, id := range p.StopTokenIDs {
+		if int(id) >= n {
+			return badParam("stop_token_ids", "Invalid 'stop_token_ids': token %d is outside the vocabulary of %d tokens.", id, n)
+		}
+	}
+	return nil
+}
+
+// completion serves /v1/completions.
+func (s *Server) completion(ctx *fasthttp.RequestCtx, m *Model) {
+	received := time.Now()
+	r, e := DecodeCompletion(ctx.PostBody(), DecodeOptions{Strict: s.cfg.StrictFields})
+	if e == nil && r.Model != m.ID {
+		e = unknownModel(r.Model)
+	}
+	if e == nil {
+		e = checkTokenIDs(m.Tokenizer, &r.Params)
+	}
+	if e != nil {
+		s.fail(ctx, e)
+		return
+	}
+	prompts := make([][]int32, len(r.Prompts))
+	for i, p := range r.Prompts {
+		if p.IDs != nil {
+			for _, id := range p.IDs {
+				if id < 0 || int(id) >= m.Tokenizer.VocabSize() {
+					s.fail(ctx, badParam("prompt", "Invalid token id %d in prompt %d: the vocabulary has %d tokens.", id, i, m.Tokenizer.VocabSize()))
+					return
+				}
+			}
+			prompts[i] = p.IDs
+			continue
+		}
+		prompts[i] = m.Tokenizer.Encode(p.Text, true, true)
+		if len(prompts[i]) == 0 {
+			s.fail(ctx, badParam("prompt", "Prompt %d encodes to no tokens.", i))
+			return
+		}
+	}
+	if r.Echo {
+		r.Params.Echo = make([]string, len(r.Prompts))
+		for i, p := range r.Prompts {
+			r.Params.Echo[i] = p.Text
+			if p.IDs != nil {
+				r.Params.Echo[i] = strings.ToValidUTF8(m.Tokenizer.Decode(p.IDs), "\uFFFD")
+			}
+		}
+	}
+	s.generate(ctx, m, false, r.Params, prompts, received)
+}
