@@ -1,6 +1,7 @@
 // Package httpfront serves a model over an OpenAI-compatible HTTP API on
 // fasthttp: POST /v1/chat/completions and /v1/completions (JSON or SSE
-// streaming), GET /v1/models, and GET /health. It decodes and validates
+// streaming), GET /v1/models, POST /tokenize and /detokenize, and GET
+// /health. It decodes and validates
 // requests, renders chat templates, tokenizes, submits each choice to the
 // engine and turns the engine's token events into responses. It talks to
 // nothing but the engine and the tokenizer.
@@ -41,6 +42,9 @@ type Model struct {
 	Chat    *tok.ChatTemplate
 	ChatErr error
 	Created time.Time
+	// TrainContext is the model's training context (GGUF context_length),
+	// shown in /v1/models; 0 shows the engine's context length.
+	TrainContext int
 }
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -62,6 +66,10 @@ type Config struct {
 	// know (400 naming the field); by default they are ignored and each
 	// name is logged once.
 	StrictFields bool
+	// AllowedOrigins are the browser origins (e.g. "https://app.example")
+	// allowed cross-origin calls (CORS); "*" allows any origin, without
+	// credentials. None by default.
+	AllowedOrigins []string
 }
 
 // Config defaults.
@@ -155,7 +163,13 @@ func (s *Server) InFlight() int { return int(s.inflight.Load()) }
 // Handle serves one HTTP request (the fasthttp handler).
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
+	if s.cors(ctx) {
+		return
+	}
 	switch {
+	case path == TokenizePath || path == DetokenizePath:
+		s.tokenizer(ctx, path)
+		return
 	case path == "/health":
 		if !ctx.IsGet() {
 			s.fail(ctx, methodNotAllowed(ctx, "GET"))
@@ -242,10 +256,6 @@ func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
 	got := ctx.Request.Header.Peek("Authorization")
 	want := []byte("Bearer " + s.cfg.APIKey)
 	return subtle.ConstantTimeCompare(got, want) == 1
-}
-
-func modelObject(m *Model) map[string]any {
-	return map[string]any{"id": m.ID, "object": "model", "created": m.Created.Unix(), "owned_by": "ninfer"}
 }
 
 func notFound(path string) *Error {

@@ -182,7 +182,9 @@ func TestErrorsHaveOpenAIShapeAndStatus(t *testing.T) {
 		})
 	}
 	status, doc := s.call(t, "GET", "/v1/models", "", auth...)
-	want := map[string]any{"object": "list", "data": []any{map[string]any{"id": "stories260K", "object": "model", "created": 1.0, "owned_by": "ninfer"}}}
+	want := map[string]any{"object": "list", "data": []any{map[string]any{"id": "stories260K", "object": "model", "created": 1.0, "owned_by": "ninfer",
+		"max_model_len": float64(s.inst.Engine.ContextLength()),
+		"meta":          map[string]any{"n_ctx_train": float64(s.inst.Engine.ContextLength()), "n_vocab": float64(s.inst.Tokenizer.VocabSize())}}}}
 	if diff := cmp.Diff(want, doc); status != 200 || diff != "" {
 		t.Errorf("/v1/models: status %d (-want +got):\n%s", status, diff)
 	}

@@ -61,9 +61,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	otlp := fs.String("otlp-endpoint", "", "send OpenTelemetry spans over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318 (default $OTEL_EXPORTER_OTLP_ENDPOINT; off when empty)")
 	sampleRatio := fs.Float64("trace-sample-ratio", 1, "fraction of requests traced when tracing is on")
 	strictFields := fs.Bool("strict-fields", false, "reject requests with fields the server does not know (400 naming the field); by default they are ignored and each name is logged once")
+	allowedOrigins := fs.String("allowed-origins", "", "comma-separated browser origins allowed cross-origin calls (CORS), e.g. https://app.example; \"*\" allows any origin without credentials (default none)")
 	fail, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return code
+	}
+	origins, err := parseOrigins(*allowedOrigins)
+	if err != nil {
+		return fail(err)
 	}
 	switch {
 	case *port < 0 || *port > 65535:
@@ -120,7 +125,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	srv := httpfront.New(httpfront.Config{APIKey: key, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody, Traces: tp,
-		StrictFields: *strictFields})
+		StrictFields: *strictFields, AllowedOrigins: origins})
 	agent := ""
 	if *agentPort != 0 {
 		aln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*agentPort)))
@@ -171,7 +176,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ninfer serve: warning: %v: /v1/chat/completions will answer 400\n", inst.ChatErr)
 	}
 	srv.SetModel(&httpfront.Model{ID: id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat,
-		ChatErr: inst.ChatErr, Created: time.Now()})
+		ChatErr: inst.ChatErr, Created: time.Now(), TrainContext: trainContext(inst.File)})
 	snap := inst.Engine.Snapshot()
 	fmt.Fprintf(stdout, "%s%s model=%s max_concurrency=%d kv_blocks=%d%s\n", serveReady, url, id, snap.MaxRunning, snap.KVBlocksTotal, agent)
 	go releaseWhenIdle(ctx, func() bool {

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// parseOrigins reads --allowed-origins: a comma-separated list of browser
+// origins (scheme://host[:port]) or "*".
+func parseOrigins(s string) ([]string, error) {
+	var out []string
+	for _, o := range strings.Split(s, ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		if o != "*" {
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+				return nil, fmt.Errorf("--allowed-origins: %q is not an origin such as https://app.example or http://localhost:3000", o)
+			}
+			o = u.Scheme + "://" + u.Host
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// trainContext is the model's training context (GGUF
+// <arch>.context_length), 0 when the file does not say.
+func trainContext(f *weights.File) int {
+	c, err := f.Uint(f.Arch() + ".context_length")
+	if err != nil {
+		return 0
+	}
+	return int(c)
+}
