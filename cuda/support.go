@@ -35,7 +35,18 @@ var opSupport = map[string]string{
 	"swiglu":      "",
 	"select_rows": "",
 	"add_row":     "no CUDA kernel yet (the CPU backend runs it)",
+	// Hybrid models (Qwen3.5's Gated DeltaNet and gated attention).
+	"columns":    noOpKernelYet,
+	"unary":      noOpKernelYet,
+	"mul":        noOpKernelYet,
+	"mul_row":    noOpKernelYet,
+	"l2_norm":    noOpKernelYet,
+	"short_conv": noOpKernelYet + "; the backend reserves no recurrent state",
+	"delta_rule": noOpKernelYet + "; the backend reserves no recurrent state",
 }
+
+// noOpKernelYet is why an op the CPU backend runs has no CUDA kernel.
+const noOpKernelYet = "no CUDA kernel yet (the CPU backend runs it)"
 
 // Reasons a weight dtype has no matmul or get_rows kernels.
 const (

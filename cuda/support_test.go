@@ -138,6 +138,10 @@ func opGraph(t *testing.T, k tensor.OpKind, dt tensor.DType) (g *tensor.Graph, w
 			return tensor.F32, 16, cols, true
 		case "bias":
 			return tensor.F32, 1, cols, true
+		case "taps":
+			return tensor.F32, cols, 4, true
+		case "heads":
+			return tensor.F32, 4, cols, true
 		}
 		return 0, 0, 0, false
 	})
@@ -165,24 +169,30 @@ func opGraph(t *testing.T, k tensor.OpKind, dt tensor.DType) (g *tensor.Graph, w
 		y = b.SwiGLU(x, x)
 	case tensor.OpSelectRows:
 		y = b.SelectRows(x, sel)
+	case tensor.OpAddRow:
+		y = b.AddRow(x, b.Weight("bias"))
+	case tensor.OpColumns:
+		y = b.Columns(x, 64, 0, 32)
+	case tensor.OpUnary:
+		y = b.Unary(x, tensor.Sigmoid)
+	case tensor.OpMul:
+		y = b.Mul(x, x)
+	case tensor.OpMulRow:
+		y = b.MulRow(x, b.Weight("bias"))
+	case tensor.OpL2Norm:
+		y = b.L2Norm(x, 64, 1e-6)
+	case tensor.OpShortConv:
+		y = b.ShortConv(x, b.Weight("taps"), tensor.StateArgs{Kernel: 4})
+	case tensor.OpDeltaRule:
+		gate := b.MatMul(x, b.Weight("heads")) // [rows, 4]: supported, so the refusal names delta_rule
+		y = b.DeltaRule(x, x, x, gate, gate, tensor.StateArgs{KeyHeads: 4, KeyDim: 64, ValueHeads: 4, ValueDim: 64, Scale: 0.125})
 	default:
-		if k.String() != "add_row" {
-			return nil, false, false
-		}
+		return nil, false, false
 	}
-	bias := b.Weight("bias")
-	if k.String() != "add_row" {
-		b.Output("y", y)
-	}
+	b.Output("y", y)
 	g, err := b.Finish()
 	if err != nil {
 		t.Fatalf("record %v with a %v weight: %v", k, dt, err)
-	}
-	if k.String() == "add_row" {
-		// x [rows, cols] + bias [cols] on every row, recorded as the
-		// builder's AddRow does (by name: the op is being added).
-		g.Ops = append(g.Ops, tensor.Op{Kind: k, Args: []tensor.Tensor{x, bias}, Out: tensor.Tensor{ID: len(g.Ops), Shape: x.Shape, DType: tensor.F32}})
-		g.Outputs["y"] = g.Ops[len(g.Ops)-1].Out
 	}
 	if !slices.ContainsFunc(g.Ops, func(op tensor.Op) bool { return op.Kind == k }) {
 		t.Fatalf("the graph recorded for %v does not use it", k)

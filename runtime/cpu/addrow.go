@@ -7,11 +7,11 @@ import (
 )
 
 // vectorArg returns the index of the argument of op that must be a small
-// weight vector read as float32 (an rms_norm scale, an add_row bias, rope
-// frequency factors), or -1.
+// weight vector read as float32 (an rms_norm scale, an add_row bias, a
+// mul_row factor, short_conv taps, rope frequency factors), or -1.
 func vectorArg(op tensor.Op) int {
 	switch op.Kind {
-	case tensor.OpRMSNorm, tensor.OpAddRow:
+	case tensor.OpRMSNorm, tensor.OpAddRow, tensor.OpMulRow, tensor.OpShortConv:
 		return 1
 	case tensor.OpRoPE:
 		if len(op.Args) > 2 {

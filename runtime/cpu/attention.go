@@ -44,6 +44,9 @@ func (b *Backend) Reserve(l exec.KVLayout) error {
 		return fmt.Errorf("cpu: kv dtype: %w", err)
 	}
 	b.kv = l
+	if b.state, err = newStateMemory(l.State); err != nil {
+		return err
+	}
 	if c.Format == kv.F32 && l.BlockTokens%attnChunk == 0 {
 		b.cache = kvPages{k: make([][]float32, l.Layers), v: make([][]float32, l.Layers), rowBytes: c.RowBytes()}
 		for i := range b.cache.k {

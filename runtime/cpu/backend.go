@@ -22,6 +22,7 @@ type Backend struct {
 	weights map[string]*weights.Tensor
 	kv      exec.KVLayout
 	cache   kvPages
+	state   stateMemory // hybrid.go
 	// scales4 holds, per Q8_0 weight a prefill has multiplied, its block
 	// scales regrouped for q8Gemm4x4 (q8Scales4): made on first use.
 	scales4 map[*weights.Tensor][]float32
@@ -56,6 +57,7 @@ func (b *Backend) Load(f *weights.File) error {
 func (b *Backend) Close() error {
 	b.pool.close()
 	b.cache = kvPages{}
+	b.state = stateMemory{}
 	b.scales4 = nil
 	return nil
 }
@@ -74,6 +76,7 @@ type program struct {
 	attnScr  []attnScratch     // per worker attention scratch
 	fused    [][]int           // per op: matmuls run together (fuseMatmuls); nil on the reference path
 	trig     [][]float32       // per worker rope cos/sin
+	stateful bool              // the graph has short_conv or delta_rule ops
 }
 
 // Prepare implements exec.Backend.
@@ -95,6 +98,12 @@ func (b *Backend) Prepare(g *tensor.Graph) (exec.Executable, error) {
 			if err := b.checkAttention(op); err != nil {
 				return nil, err
 			}
+			p.f32[i] = make([]float32, op.Out.Rows()*op.Out.Cols())
+		case tensor.OpShortConv, tensor.OpDeltaRule:
+			if err := b.checkState(op); err != nil {
+				return nil, err
+			}
+			p.stateful = true
 			p.f32[i] = make([]float32, op.Out.Rows()*op.Out.Cols())
 		default:
 			p.f32[i] = make([]float32, op.Out.Rows()*op.Out.Cols())
@@ -124,6 +133,11 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 	inputs := batch.Inputs()
 	if err := p.checkBatch(batch); err != nil {
 		return err
+	}
+	if p.stateful {
+		if err := p.checkStateSlots(batch); err != nil {
+			return err
+		}
 	}
 	for i, op := range p.g.Ops {
 		if err := ctx.Err(); err != nil {
@@ -174,7 +188,9 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 				copy(out[j*w:(j+1)*w], x[int(r)*w:(int(r)+1)*w])
 			}
 		default:
-			return fmt.Errorf("cpu: op %v not implemented", op.Kind)
+			if !p.runHybrid(out, op, batch) {
+				return fmt.Errorf("cpu: op %v not implemented", op.Kind)
+			}
 		}
 	}
 	return nil

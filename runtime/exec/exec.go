@@ -23,6 +23,40 @@ type KVLayout struct {
 	BlockTokens int
 	Blocks      int
 	DType       string
+	// State is the recurrent state of a hybrid model's state layers,
+	// reserved beside the KV pages; zero for a model without one.
+	State StateLayout
+}
+
+// StateLayout is a cache group of per-sequence recurrent state (Gated
+// DeltaNet's conv window and delta-rule matrices): Slots slots, each
+// holding, for state layer l, Conv[l] + Delta[l] float32s. The paged KV
+// group's Layers count only the layers that attend.
+type StateLayout struct {
+	Slots int
+	Conv  []int // per state layer: floats of the conv window (tensor.StateArgs.ConvStateFloats)
+	Delta []int // per state layer: floats of the delta-rule state (tensor.StateArgs.DeltaStateFloats)
+}
+
+// Layers is the number of state layers.
+func (l StateLayout) Layers() int { return max(len(l.Conv), len(l.Delta)) }
+
+// BytesPerSlot is the memory of one slot: every layer's state, f32.
+func (l StateLayout) BytesPerSlot() int64 {
+	var n int64
+	for _, c := range l.Conv {
+		n += int64(c)
+	}
+	for _, d := range l.Delta {
+		n += int64(d)
+	}
+	return 4 * n
+}
+
+// StateShaper is implemented by nodes whose model keeps recurrent state:
+// the layout of one slot (Slots is the engine's to set).
+type StateShaper interface {
+	StateShape() StateLayout
 }
 
 // Slots is the number of token slots per layer.
@@ -36,6 +70,9 @@ type Batch struct {
 	RowSeq    []int32   // [T] index into Tables of the row's sequence
 	Tables    [][]int32 // [S][blocks] KV block ids of each sequence, in position order
 	LogitRows []int32   // [R] rows whose logits the step needs
+	// StateSlots [S] is each sequence's recurrent state slot (a model
+	// with StateLayout); nil otherwise.
+	StateSlots []int32
 }
 
 // Inputs returns the named int32 bindings the recorded graph may declare.

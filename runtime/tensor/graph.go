@@ -35,12 +35,21 @@ const (
 	OpSwiGLU
 	OpSelectRows
 	OpAddRow
+	OpColumns   // hybrid.go
+	OpUnary     // hybrid.go
+	OpMul       // hybrid.go
+	OpMulRow    // hybrid.go
+	OpL2Norm    // hybrid.go
+	OpShortConv // hybrid.go
+	OpDeltaRule // hybrid.go
 )
 
 var opNames = [...]string{
 	OpInput: "input", OpWeight: "weight", OpGetRows: "get_rows", OpRMSNorm: "rms_norm",
 	OpMatMul: "matmul", OpRoPE: "rope", OpAttention: "attention", OpAdd: "add",
 	OpSwiGLU: "swiglu", OpSelectRows: "select_rows", OpAddRow: "add_row",
+	OpColumns: "columns", OpUnary: "unary", OpMul: "mul", OpMulRow: "mul_row", OpL2Norm: "l2_norm",
+	OpShortConv: "short_conv", OpDeltaRule: "delta_rule",
 }
 
 func (k OpKind) String() string {
@@ -88,6 +97,11 @@ type Op struct {
 	RoPE   RoPEArgs
 	Attn   AttentionArgs
 	HasArg bool // OpRMSNorm: Args[1] is a weight to multiply by
+	// OpColumns: from each group of Group columns, Width columns starting
+	// at Offset.
+	Offset, Width int
+	Fn            UnaryFn   // OpUnary
+	State         StateArgs // OpShortConv, OpDeltaRule
 }
 
 // Graph is a recorded op list, in execution order, with its named outputs.

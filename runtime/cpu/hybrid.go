@@ -1,0 +1,234 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// The hybrid ops (tensor/hybrid.go): reference loops. The stateful ones
+// (short_conv, delta_rule) walk the batch's rows in order and keep each
+// sequence's state in its slot of the reserved state memory.
+
+// stateMemory is the reserved recurrent state: per state layer, Slots
+// slots of Conv[l] (or Delta[l]) floats.
+type stateMemory struct {
+	layout exec.StateLayout
+	conv   [][]float32 // [layer][slot*Conv[l] ...]
+	delta  [][]float32 // [layer][slot*Delta[l] ...]
+}
+
+func newStateMemory(l exec.StateLayout) (stateMemory, error) {
+	if l.Slots < 0 {
+		return stateMemory{}, fmt.Errorf("cpu: bad state layout %+v", l)
+	}
+	m := stateMemory{layout: l, conv: make([][]float32, len(l.Conv)), delta: make([][]float32, len(l.Delta))}
+	for i, n := range l.Conv {
+		m.conv[i] = make([]float32, l.Slots*n)
+	}
+	for i, n := range l.Delta {
+		m.delta[i] = make([]float32, l.Slots*n)
+	}
+	return m, nil
+}
+
+// StateBytes is the memory Reserve allocated for recurrent state.
+func (b *Backend) StateBytes() int64 {
+	return int64(b.state.layout.Slots) * b.state.layout.BytesPerSlot()
+}
+
+// checkState reports whether op's state fits the reserved layout.
+func (b *Backend) checkState(op tensor.Op) error {
+	l, lay := op.State.Layer, b.state.layout
+	switch op.Kind {
+	case tensor.OpShortConv:
+		if l >= len(lay.Conv) || lay.Conv[l] != op.State.ConvStateFloats(op.Out.Cols()) {
+			return fmt.Errorf("cpu: short_conv of state layer %d needs %d floats per slot, the reserved layout has %v", l, op.State.ConvStateFloats(op.Out.Cols()), lay.Conv)
+		}
+	case tensor.OpDeltaRule:
+		if l >= len(lay.Delta) || lay.Delta[l] != op.State.DeltaStateFloats() {
+			return fmt.Errorf("cpu: delta_rule of state layer %d needs %d floats per slot, the reserved layout has %v", l, op.State.DeltaStateFloats(), lay.Delta)
+		}
+	}
+	if lay.Slots == 0 {
+		return fmt.Errorf("cpu: %v needs reserved state slots", op.Kind)
+	}
+	return nil
+}
+
+// stateSlot is the state slot of row r's sequence.
+func stateSlot(b *exec.Batch, r int) int { return int(b.StateSlots[b.RowSeq[r]]) }
+
+// checkStateSlots reports whether every sequence of b has a slot in range.
+func (p *program) checkStateSlots(b *exec.Batch) error {
+	if len(b.StateSlots) != len(b.Tables) {
+		return fmt.Errorf("cpu: %d state slots for %d sequences", len(b.StateSlots), len(b.Tables))
+	}
+	for s, slot := range b.StateSlots {
+		if slot < 0 || int(slot) >= p.b.state.layout.Slots {
+			return fmt.Errorf("cpu: sequence %d: state slot %d out of range [0,%d)", s, slot, p.b.state.layout.Slots)
+		}
+	}
+	return nil
+}
+
+// runHybrid computes the hybrid ops; ok is false for any other op.
+func (p *program) runHybrid(out []float32, op tensor.Op, batch *exec.Batch) (ok bool) {
+	switch op.Kind {
+	case tensor.OpColumns:
+		x, d := p.f32[op.Args[0].ID], op.Args[0].Cols()
+		groups := d / op.Group
+		for r := range op.Out.Rows() {
+			xr, o := x[r*d:(r+1)*d], out[r*op.Out.Cols():(r+1)*op.Out.Cols()]
+			for g := range groups {
+				copy(o[g*op.Width:(g+1)*op.Width], xr[g*op.Group+op.Offset:g*op.Group+op.Offset+op.Width])
+			}
+		}
+	case tensor.OpUnary:
+		x := p.f32[op.Args[0].ID]
+		f := unaryFn(op.Fn)
+		for i, v := range x {
+			out[i] = f(v)
+		}
+	case tensor.OpMul:
+		x, y := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID]
+		for i := range out {
+			out[i] = x[i] * y[i]
+		}
+	case tensor.OpMulRow:
+		x, row, d := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID], op.Out.Cols()
+		for r := 0; r+d <= len(out); r += d {
+			o, xr := out[r:r+d], x[r:r+d]
+			for j := range o {
+				o[j] = xr[j] * row[j]
+			}
+		}
+	case tensor.OpL2Norm:
+		x := p.f32[op.Args[0].ID]
+		for s := 0; s+op.Group <= len(out); s += op.Group {
+			l2Norm(out[s:s+op.Group], x[s:s+op.Group], op.Eps)
+		}
+	case tensor.OpShortConv:
+		p.shortConv(out, op, batch)
+	case tensor.OpDeltaRule:
+		p.deltaRule(out, op, batch)
+	default:
+		return false
+	}
+	return true
+}
+
+func unaryFn(fn tensor.UnaryFn) func(float32) float32 {
+	switch fn {
+	case tensor.Sigmoid:
+		return sigmoid
+	case tensor.SiLU:
+		return siluF32
+	case tensor.Softplus:
+		return softplus
+	}
+	panic(fmt.Sprintf("cpu: unary function %v", fn)) // the builder admits only the three
+}
+
+// sigmoid, siluF32 and softplus are ggml's float32 formulas.
+func sigmoid(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
+
+func siluF32(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
+
+func softplus(x float32) float32 {
+	if x > 20 {
+		return x
+	}
+	return float32(math.Log(float64(1 + float32(math.Exp(float64(x))))))
+}
+
+// l2Norm writes x / max(|x|, eps) to dst; the sum of squares is float64.
+func l2Norm(dst, x []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
+	}
+	scale := 1 / max(float32(math.Sqrt(sum)), eps)
+	for i, v := range x {
+		dst[i] = v * scale
+	}
+}
+
+// shortConv runs the causal depthwise conv row by row; each sequence's
+// window (its last K-1 inputs, oldest first) lives in its state slot.
+func (p *program) shortConv(out []float32, op tensor.Op, batch *exec.Batch) {
+	x, w := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID] // [T, C], [C, K]
+	c, k := op.Out.Cols(), op.State.Kernel
+	per := (k - 1) * c
+	mem := p.b.state.conv[op.State.Layer]
+	for r := range op.Out.Rows() {
+		slot := stateSlot(batch, r)
+		win := mem[slot*per : (slot+1)*per] // [K-1, C]
+		if batch.Positions[r] == 0 {
+			clear(win)
+		}
+		xr, o := x[r*c:(r+1)*c], out[r*c:(r+1)*c]
+		for ch := range c {
+			taps := w[ch*k : (ch+1)*k]
+			var sum float32
+			for j := 0; j < k-1; j++ {
+				sum += win[j*c+ch] * taps[j]
+			}
+			o[ch] = sum + xr[ch]*taps[k-1]
+		}
+		if k > 1 {
+			copy(win, win[c:])
+			copy(win[(k-2)*c:], xr)
+		}
+	}
+}
+
+// deltaRule runs the gated delta rule row by row; each sequence's
+// per-head KeyDim x ValueDim matrices live in its state slot.
+func (p *program) deltaRule(out []float32, op tensor.Op, batch *exec.Batch) {
+	a := op.State
+	q, k, v := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID], p.f32[op.Args[2].ID]
+	g, beta := p.f32[op.Args[3].ID], p.f32[op.Args[4].ID]
+	kd, vd, dk, dv := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim, a.KeyDim, a.ValueDim
+	per := a.DeltaStateFloats()
+	mem := p.b.state.delta[a.Layer]
+	pred := make([]float32, dv)
+	for r := range op.Out.Rows() {
+		slot := stateSlot(batch, r)
+		st := mem[slot*per : (slot+1)*per]
+		if batch.Positions[r] == 0 {
+			clear(st)
+		}
+		for h := range a.ValueHeads {
+			kh := h % a.KeyHeads
+			s := st[h*dk*dv : (h+1)*dk*dv] // [dk, dv]
+			qh, kr := q[r*kd+kh*dk:r*kd+(kh+1)*dk], k[r*kd+kh*dk:r*kd+(kh+1)*dk]
+			vh, o := v[r*vd+h*dv:r*vd+(h+1)*dv], out[r*vd+h*dv:r*vd+(h+1)*dv]
+			decay := float32(math.Exp(float64(g[r*a.ValueHeads+h])))
+			b := beta[r*a.ValueHeads+h]
+			for i := range s {
+				s[i] *= decay
+			}
+			clear(pred)
+			for i := range dk { // pred = S^T k
+				ki, row := kr[i], s[i*dv:(i+1)*dv]
+				for j := range dv {
+					pred[j] += row[j] * ki
+				}
+			}
+			for j := range dv {
+				pred[j] = b * (vh[j] - pred[j])
+			}
+			clear(o)
+			for i := range dk { // S += k delta^T; o = S^T (scale q)
+				ki, qi, row := kr[i], qh[i]*a.Scale, s[i*dv:(i+1)*dv]
+				for j := range dv {
+					row[j] += ki * pred[j]
+					o[j] += row[j] * qi
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// statefulRun runs one stateful op over rows of one or two sequences: rows
+// is the (sequence, position) of each row, in order.
+func statefulRun(t *testing.T, b *Backend, kind tensor.OpKind, a tensor.StateArgs, args [][]float32, cols []int, outCols int, rows [][2]int32) []float32 {
+	t.Helper()
+	p := &program{b: b}
+	op := tensor.Op{Kind: kind, State: a}
+	for i, x := range args {
+		p.f32 = append(p.f32, x)
+		op.Args = append(op.Args, tensor.Tensor{ID: i, Shape: [2]int{len(x) / cols[i], cols[i]}})
+	}
+	out := make([]float32, len(rows)*outCols)
+	op.Out = tensor.Tensor{ID: len(args), Shape: [2]int{len(rows), outCols}}
+	batch := &exec.Batch{StateSlots: []int32{1, 0}}
+	for _, r := range rows {
+		batch.RowSeq = append(batch.RowSeq, r[0])
+		batch.Positions = append(batch.Positions, r[1])
+	}
+	if kind == tensor.OpShortConv {
+		p.shortConv(out, op, batch)
+	} else {
+		p.deltaRule(out, op, batch)
+	}
+	return out
+}
+
+// short_conv equals the direct causal convolution with zeros before each
+// sequence, for two interleaved-by-step sequences fed in chunks.
+func TestShortConvMatchesTheDirectConvolution(t *testing.T) {
+	const C, K, T = 6, 4, 7
+	rng := rand.New(rand.NewPCG(1, 2))
+	w := randVec(rng, C*K)
+	xs := [2][]float32{randVec(rng, T*C), randVec(rng, T*C)}
+	a := tensor.StateArgs{Layer: 0, Kernel: K}
+	b := &Backend{}
+	var err error
+	if b.state, err = newStateMemory(exec.StateLayout{Slots: 2, Conv: []int{a.ConvStateFloats(C)}}); err != nil {
+		t.Fatal(err)
+	}
+	got := [2][]float32{}
+	// Chunks: sequence 0 rows 0..2, then both (1: 0..3, 0: 3..6), then 1: 4..6.
+	for _, chunk := range [][][2]int32{{{0, 0}, {0, 1}, {0, 2}}, {{1, 0}, {1, 1}, {1, 2}, {1, 3}, {0, 3}, {0, 4}, {0, 5}, {0, 6}}, {{1, 4}, {1, 5}, {1, 6}}} {
+		var x []float32
+		for _, r := range chunk {
+			x = append(x, xs[r[0]][int(r[1])*C:int(r[1]+1)*C]...)
+		}
+		out := statefulRun(t, b, tensor.OpShortConv, a, [][]float32{x, w}, []int{C, K}, C, chunk)
+		for i, r := range chunk {
+			got[r[0]] = append(got[r[0]], out[i*C:(i+1)*C]...)
+		}
+	}
+	for s := range 2 {
+		want := make([]float32, T*C)
+		for tt := range T {
+			for ch := range C {
+				var sum float64
+				for j := range K {
+					if src := tt - K + 1 + j; src >= 0 {
+						sum += float64(xs[s][src*C+ch]) * float64(w[ch*K+j])
+					}
+				}
+				want[tt*C+ch] = float32(sum)
+			}
+		}
+		if diff := cmp.Diff(want, got[s], cmp.Comparer(func(a, b float32) bool { return math.Abs(float64(a-b)) < 1e-5 })); diff != "" {
+			t.Errorf("sequence %d (-direct +short_conv):\n%s", s, diff)
+		}
+	}
+}
+
+// deltaRef is the gated delta rule in float64 with explicit matrices.
+func deltaRef(a tensor.StateArgs, q, k, v, g, beta []float32, T int) []float32 {
+	kd, vd := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim
+	out := make([]float32, T*vd)
+	S := make([][][]float64, a.ValueHeads)
+	for h := range S {
+		S[h] = make([][]float64, a.KeyDim)
+		for i := range S[h] {
+			S[h][i] = make([]float64, a.ValueDim)
+		}
+	}
+	for t := range T {
+		for h := range a.ValueHeads {
+			kh := h % a.KeyHeads
+			decay := math.Exp(float64(g[t*a.ValueHeads+h]))
+			for i := range a.KeyDim {
+				for j := range a.ValueDim {
+					S[h][i][j] *= decay
+				}
+			}
+			for j := range a.ValueDim {
+				var pred float64
+				for i := range a.KeyDim {
+					pred += S[h][i][j] * float64(k[t*kd+kh*a.KeyDim+i])
+				}
+				d := float64(beta[t*a.ValueHeads+h]) * (float64(v[t*vd+h*a.ValueDim+j]) - pred)
+				var o float64
+				for i := range a.KeyDim {
+					S[h][i][j] += float64(k[t*kd+kh*a.KeyDim+i]) * d
+					o += S[h][i][j] * float64(q[t*kd+kh*a.KeyDim+i]) * float64(a.Scale)
+				}
+				out[t*vd+h*a.ValueDim+j] = float32(o)
+			}
+		}
+	}
+	return out
+}
+
+// delta_rule equals the float64 reference, fed whole or token by token,
+// and a row at position 0 starts from a zero state.
+func TestDeltaRuleMatchesTheReference(t *testing.T) {
+	a := tensor.StateArgs{Layer: 1, KeyHeads: 2, KeyDim: 4, ValueHeads: 4, ValueDim: 3, Scale: 0.5}
+	const T = 9
+	rng := rand.New(rand.NewPCG(3, 4))
+	kd, vd := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim
+	q, k, v := randVec(rng, T*kd), randVec(rng, T*kd), randVec(rng, T*vd)
+	g, beta := randVec(rng, T*a.ValueHeads), randVec(rng, T*a.ValueHeads)
+	for i := range g {
+		g[i] = -float32(math.Log1p(math.Exp(float64(g[i])))) // decays in (0, 1)
+		beta[i] = 1 / (1 + float32(math.Exp(float64(-beta[i]))))
+	}
+	want := deltaRef(a, q, k, v, g, beta, T)
+	b := &Backend{}
+	var err error
+	if b.state, err = newStateMemory(exec.StateLayout{Slots: 2, Delta: []int{0, a.DeltaStateFloats()}}); err != nil {
+		t.Fatal(err)
+	}
+	approx := cmp.Comparer(func(x, y float32) bool { return math.Abs(float64(x-y)) < 1e-4 })
+	for _, chunk := range []int{T, 1, 4} {
+		var got []float32
+		for lo := 0; lo < T; lo += chunk {
+			hi := min(lo+chunk, T)
+			var rows [][2]int32
+			for p := lo; p < hi; p++ {
+				rows = append(rows, [2]int32{0, int32(p)})
+			}
+			out := statefulRun(t, b, tensor.OpDeltaRule, a,
+				[][]float32{q[lo*kd : hi*kd], k[lo*kd : hi*kd], v[lo*vd : hi*vd], g[lo*a.ValueHeads : hi*a.ValueHeads], beta[lo*a.ValueHeads : hi*a.ValueHeads]},
+				[]int{kd, kd, vd, a.ValueHeads, a.ValueHeads}, vd, rows)
+			got = append(got, out...)
+		}
+		if diff := cmp.Diff(want, got, approx); diff != "" {
+			t.Errorf("chunk %d (-reference +delta_rule):\n%s", chunk, diff)
+		}
+	}
+}
+
+func TestElementwiseHybridOps(t *testing.T) {
+	x := []float32{1, -2, 3, 4, -5, 6, 0.5, -0.25}
+	y := []float32{2, 2, 2, 2, -1, -1, -1, -1}
+	run := func(op tensor.Op, args ...[]float32) []float32 {
+		p := &program{}
+		for i, a := range args {
+			p.f32 = append(p.f32, a)
+			op.Args = append(op.Args, tensor.Tensor{ID: i, Shape: [2]int{2, len(a) / 2}})
+		}
+		if op.Out.Shape == [2]int{} {
+			op.Out.Shape = [2]int{2, 4}
+		}
+		out := make([]float32, op.Out.Rows()*op.Out.Cols())
+		if !p.runHybrid(out, op, nil) {
+			t.Fatalf("%v not run", op.Kind)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		got  []float32
+		want []float32
+	}{
+		{"columns of each head of 2", run(tensor.Op{Kind: tensor.OpColumns, Group: 2, Offset: 1, Width: 1, Out: tensor.Tensor{Shape: [2]int{2, 2}}}, x),
+			[]float32{-2, 4, 6, -0.25}},
+		{"columns 1..3", run(tensor.Op{Kind: tensor.OpColumns, Group: 4, Offset: 1, Width: 2, Out: tensor.Tensor{Shape: [2]int{2, 2}}}, x),
+			[]float32{-2, 3, 6, 0.5}},
+		{"mul", run(tensor.Op{Kind: tensor.OpMul}, x, y), []float32{2, -4, 6, 8, 5, -6, -0.5, 0.25}},
+		{"mul_row", run(tensor.Op{Kind: tensor.OpMulRow}, x, []float32{1, 0, -1, 2}), []float32{1, 0, -3, 8, -5, 0, -0.5, -0.5}},
+		{"l2_norm in groups of 4", run(tensor.Op{Kind: tensor.OpL2Norm, Group: 4, Eps: 1e-6}, []float32{3, 4, 0, 0, 0, 0, 0, 0}),
+			[]float32{0.6, 0.8, 0, 0, 0, 0, 0, 0}},
+		{"sigmoid", run(tensor.Op{Kind: tensor.OpUnary, Fn: tensor.Sigmoid}, []float32{0, 0, 0, 0, 0, 0, 0, 0}), []float32{0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}},
+		{"softplus passes large values", run(tensor.Op{Kind: tensor.OpUnary, Fn: tensor.Softplus}, []float32{25, 0, 25, 0, 25, 0, 25, 0}),
+			[]float32{25, float32(math.Log(2)), 25, float32(math.Log(2)), 25, float32(math.Log(2)), 25, float32(math.Log(2))}},
+		{"silu", run(tensor.Op{Kind: tensor.OpUnary, Fn: tensor.SiLU}, []float32{0, 0, 0, 0, 0, 0, 0, 0}), make([]float32, 8)},
+	} {
+		if diff := cmp.Diff(tc.want, tc.got, cmp.Comparer(func(a, b float32) bool { return math.Abs(float64(a-b)) < 1e-6 })); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
