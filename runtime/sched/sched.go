@@ -24,6 +24,10 @@ type Seq struct {
 	// Cached is how many leading tokens the prefix cache held when the
 	// sequence was first admitted (their prefill was skipped).
 	Cached int
+	// StateSlot is the recurrent state slot the sequence holds while it
+	// runs (Config.StateSlots > 0); a preempted sequence gives it up and
+	// recomputes from position 0, which starts from a zeroed state.
+	StateSlot int32
 	// Prompt is how many leading Tokens are the prompt: a sequence drafts
 	// only once it holds generated tokens (it decodes).
 	Prompt int
@@ -71,6 +75,9 @@ type Config struct {
 	// DraftMaxBatch turns speculation off for a step when more sequences
 	// than this are running; 0 means no limit.
 	DraftMaxBatch int
+	// StateSlots is the number of recurrent state slots (a hybrid model's
+	// state cache group); admission needs a free one. 0: no state.
+	StateSlots int
 }
 
 // Scheduler holds waiting and running sequences. Not safe for concurrent use.
@@ -80,6 +87,7 @@ type Scheduler struct {
 	waiting []*Seq
 	running []*Seq
 	stats   PrefixStats
+	slots   []int32 // free state slots, a stack
 }
 
 // PrefixStats count prefix cache lookups at admission, in tokens (vLLM's
@@ -100,7 +108,14 @@ func New(cfg Config, m *kv.Manager) (*Scheduler, error) {
 	if cfg.StepTokens < cfg.Chunk {
 		cfg.StepTokens = cfg.Chunk
 	}
-	return &Scheduler{cfg: cfg, kv: m}, nil
+	if cfg.StateSlots < 0 {
+		return nil, fmt.Errorf("sched: bad config %+v", cfg)
+	}
+	sc := &Scheduler{cfg: cfg, kv: m}
+	for i := cfg.StateSlots - 1; i >= 0; i-- {
+		sc.slots = append(sc.slots, int32(i)) // pop order 0, 1, 2, ...
+	}
+	return sc, nil
 }
 
 // Add queues s (FIFO). s must have at least one token.
@@ -115,11 +130,24 @@ func (sc *Scheduler) Running() int { return len(sc.running) }
 // Idle reports whether there is nothing to schedule.
 func (sc *Scheduler) Idle() bool { return len(sc.waiting) == 0 && len(sc.running) == 0 }
 
-// Remove drops s wherever it is and frees its blocks.
+// StateSlotsFree is the number of free recurrent state slots.
+func (sc *Scheduler) StateSlotsFree() int { return len(sc.slots) }
+
+// Remove drops s wherever it is and frees its blocks and state slot.
 func (sc *Scheduler) Remove(s *Seq) {
 	sc.waiting = without(sc.waiting, s)
-	sc.running = without(sc.running, s)
+	sc.stopRunning(s)
 	sc.kv.Release(&s.KV)
+}
+
+// stopRunning takes s out of the running sequences, returning its state
+// slot; a no-op for a sequence that is not running.
+func (sc *Scheduler) stopRunning(s *Seq) {
+	n := len(sc.running)
+	sc.running = without(sc.running, s)
+	if len(sc.running) < n && sc.cfg.StateSlots > 0 {
+		sc.slots = append(sc.slots, s.StateSlot)
+	}
 }
 
 func without(list []*Seq, s *Seq) []*Seq {
@@ -164,7 +192,7 @@ func (sc *Scheduler) Schedule() []Work {
 		budget -= n + d
 	}
 	// Admit waiting sequences while blocks and budget last.
-	for len(sc.waiting) > 0 && budget > 0 && len(sc.running) < sc.cfg.MaxRunning {
+	for len(sc.waiting) > 0 && budget > 0 && len(sc.running) < sc.cfg.MaxRunning && (sc.cfg.StateSlots == 0 || len(sc.slots) > 0) {
 		s := sc.waiting[0]
 		// The longest cached prefix of whole blocks, short of the last
 		// token: the step must compute at least that one to sample.
@@ -176,6 +204,10 @@ func (sc *Scheduler) Schedule() []Work {
 		}
 		sc.waiting = sc.waiting[1:]
 		sc.running = append(sc.running, s)
+		if sc.cfg.StateSlots > 0 {
+			s.StateSlot = sc.slots[len(sc.slots)-1]
+			sc.slots = sc.slots[:len(sc.slots)-1]
+		}
 		if sc.kv.PrefixCaching() {
 			sc.kv.Adopt(&s.KV, hit)
 			s.Computed = s.KV.Len
@@ -210,7 +242,7 @@ func (sc *Scheduler) drafts(s *Seq, budget int) int {
 // preempt frees a running sequence's cache and requeues it at the front:
 // its tokens are recomputed when it is admitted again.
 func (sc *Scheduler) preempt(s *Seq) {
-	sc.running = without(sc.running, s)
+	sc.stopRunning(s)
 	sc.kv.Release(&s.KV)
 	s.Computed = 0
 	s.Preempted++

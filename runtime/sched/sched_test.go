@@ -21,8 +21,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 // TestScripts runs the scripts in testdata. Each command line is followed by
 // "----" and the command's expected output, then a blank line. Commands:
 //
-//	config chunk=N step=N running=N blocks=N block=N [draft=K maxbatch=M] [prefix=SALT]
-//	                    (prefix: a prefix cache whose hashes use salt SALT)
+//	config chunk=N step=N running=N blocks=N block=N [draft=K maxbatch=M] [prefix=SALT] [slots=N]
+//	                    (prefix: a prefix cache whose hashes use salt SALT;
+//	                     slots: N recurrent state slots)
 //	add ID PROMPT_TOKENS [limit=N] [stop=TOK] [text=B] [diverge=K]
 //	                    (stop: Seq.Stop matches token TOK; prompt token i is
 //	                     B*1000+i, plus 500 from position K on)
@@ -123,7 +124,7 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 			(*m).EnablePrefixCache([]byte(strconv.Itoa(salt)))
 		}
 		if *sc, err = New(Config{Chunk: args["chunk"], StepTokens: args["step"], MaxRunning: args["running"],
-			Draft: args["draft"], DraftMaxBatch: args["maxbatch"]}, *m); err != nil {
+			Draft: args["draft"], DraftMaxBatch: args["maxbatch"], StateSlots: args["slots"]}, *m); err != nil {
 			return err.Error() + "\n"
 		}
 	case "add":
@@ -202,12 +203,18 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 			st := (*sc).PrefixStats()
 			fmt.Fprintf(&b, " cached=%d queries=%d hits=%d", (*m).Cached(), st.Queries, st.Hits)
 		}
+		if (*sc).cfg.StateSlots > 0 {
+			fmt.Fprintf(&b, " slots_free=%d", (*sc).StateSlotsFree())
+		}
 		b.WriteString("\n")
 		for _, id := range slices.Sorted(maps.Keys(seqs)) {
 			if s := seqs[id]; s != nil {
 				fmt.Fprintf(&b, "seq %d: computed=%d tokens=%d preempted=%d", id, s.Computed, len(s.Tokens), s.Preempted)
 				if (*m).PrefixCaching() {
 					fmt.Fprintf(&b, " cached=%d blocks=%v", s.Cached, s.KV.Blocks)
+				}
+				if (*sc).cfg.StateSlots > 0 && slices.Contains((*sc).running, s) {
+					fmt.Fprintf(&b, " slot=%d", s.StateSlot)
 				}
 				b.WriteString("\n")
 			}
