@@ -32,6 +32,9 @@ func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
 		s.fail(ctx, e)
 		return
 	}
+	if !r.ContinueFinal {
+		r.Params.Reasoning = reasoningOf(m.Chat.Source(), text)
+	}
 	s.generate(ctx, m, true, r.Params, [][]int32{m.Tokenizer.EncodeChat(text)}, received)
 }
 

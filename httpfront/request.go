@@ -66,6 +66,9 @@ type Params struct {
 	// text (token prompts decoded), which goes before its choices' text;
 	// nil otherwise. The handler fills it, not the decoder.
 	Echo []string
+	// Reasoning is how a chat reply's reasoning is split from its content
+	// (reasoning_content); the handler sets it from the chat template.
+	Reasoning Reasoning
 }
 
 // ChatRequest is a validated /v1/chat/completions request.
@@ -134,7 +137,7 @@ var chatFields = merged(commonFields, map[string]fieldKind{
 	"parallel_tool_calls": fieldIgnored,
 	"tools":               fieldRejected, "tool_choice": fieldRejected, "functions": fieldRejected, "function_call": fieldRejected,
 	"response_format": fieldRejected, "audio": fieldRejected, "modalities": fieldRejected, "prediction": fieldRejected,
-	"reasoning_effort": fieldRejected, "web_search_options": fieldRejected,
+	"reasoning_effort": fieldUsed, "web_search_options": fieldRejected,
 })
 
 var completionFields = merged(commonFields, map[string]fieldKind{
@@ -291,6 +294,23 @@ func DecodeChat(body []byte, o DecodeOptions) (*ChatRequest, *Error) {
 	for k := range r.TemplateKwargs {
 		if slices.Contains(tok.ReservedVars, k) {
 			return nil, badParam("chat_template_kwargs."+k, "Invalid 'chat_template_kwargs': '%s' is set by the server.", k)
+		}
+	}
+	if f.has("reasoning_effort") {
+		// A template variable, as vLLM passes it: templates that read it
+		// (e.g. gpt-oss) honour it, others ignore it.
+		var effort string
+		if e := f.decode("reasoning_effort", "a string", &effort); e != nil {
+			return nil, e
+		}
+		if !slices.Contains([]string{"none", "minimal", "low", "medium", "high"}, effort) {
+			return nil, badParam("reasoning_effort", "Invalid value for 'reasoning_effort': expected 'none', 'minimal', 'low', 'medium' or 'high', got '%.32s'.", effort)
+		}
+		if _, set := r.TemplateKwargs["reasoning_effort"]; !set {
+			if r.TemplateKwargs == nil {
+				r.TemplateKwargs = map[string]json.RawMessage{}
+			}
+			r.TemplateKwargs["reasoning_effort"] = f["reasoning_effort"]
 		}
 	}
 	return r, nil

@@ -42,6 +42,9 @@ type (
 	chatMessage struct {
 		Role    string  `json:"role,omitempty"`
 		Content *string `json:"content,omitempty"`
+		// ReasoningContent is the reply's reasoning (vLLM's and
+		// llama-server's field), without the <think> markup.
+		ReasoningContent *string `json:"reasoning_content,omitempty"`
 	}
 	chatLogprobs struct {
 		Content []chatLogprob `json:"content"`
@@ -144,8 +147,12 @@ func (r *response) complete(j *job, res []*choiceResult) any {
 		doc := chatCompletion{ID: r.id, Object: "chat.completion", Created: r.created, Model: r.model,
 			SystemFingerprint: fingerprint, Usage: &u, Timings: &t}
 		for i, c := range res {
-			text, finish := c.text.String(), c.finish
+			reasoning, text := splitReasoning(j.p.Reasoning, c.text.String())
+			finish := c.finish
 			ch := chatChoice{Index: i, Message: &chatMessage{Role: "assistant", Content: &text}, FinishReason: &finish}
+			if reasoning != "" {
+				ch.Message.ReasoningContent = &reasoning
+			}
 			if j.p.Logprobs {
 				ch.Logprobs = r.chatLogprobs(c.logprobs)
 			}
@@ -212,6 +219,10 @@ func (r *response) stream(w *bufio.Writer, j *job) bool {
 	var u *usage // null in every chunk when usage is asked for, absent otherwise
 	offsets := make([]int, j.choices)
 	stats := make([]engine.Stats, j.choices)
+	splitters := make([]*reasoningSplitter, j.choices)
+	for i := range splitters {
+		splitters[i] = newReasoningSplitter(j.p.Reasoning)
+	}
 	for i := range j.choices {
 		if r.chat {
 			empty := ""
@@ -233,7 +244,11 @@ func (r *response) stream(w *bufio.Writer, j *job) bool {
 			j.leave()
 			return out.err == nil
 		}
-		if d.text != "" || d.logprobs != nil {
+		if r.chat && splitters[d.index] != nil {
+			if !r.streamReasoning(out, splitters[d.index], d, u) {
+				return false
+			}
+		} else if d.text != "" || d.logprobs != nil {
 			var ok bool
 			if r.chat {
 				var lp *chatLogprobs
@@ -294,6 +309,32 @@ func (r *response) stream(w *bufio.Writer, j *job) bool {
 		}
 	}
 	return out.done()
+}
+
+// streamReasoning sends a chat delta's text split into reasoning_content
+// and content (one chunk with either or both), holding back what may be
+// markup; a final delta flushes what was held.
+func (r *response) streamReasoning(out *sse, sp *reasoningSplitter, d delta, u *usage) bool {
+	reasoning, content := sp.push(d.text)
+	if d.final {
+		fr, fc := sp.flush()
+		reasoning, content = reasoning+fr, content+fc
+	}
+	var lp *chatLogprobs
+	if d.logprobs != nil {
+		lp = r.chatLogprobs(d.logprobs)
+	}
+	if reasoning == "" && content == "" && lp == nil {
+		return true
+	}
+	m := &chatMessage{}
+	if reasoning != "" {
+		m.ReasoningContent = &reasoning
+	}
+	if content != "" || reasoning == "" {
+		m.Content = &content
+	}
+	return out.event(r.chatChunk(d.index, m, lp, nil, u))
 }
 
 func (r *response) chatChunk(index int, d *chatMessage, lp *chatLogprobs, finish *string, u *usage) chatCompletion {
