@@ -183,6 +183,10 @@ type Engine struct {
 	// by alias; releasers are the nodes told when a sequence ends.
 	models    map[string]*modelDevice
 	releasers []exec.SeqReleaser
+	// state is the model's recurrent state cache group (zero without one);
+	// prefixCacheOff says why prefix caching is off for the model, if it is.
+	state          exec.StateLayout
+	prefixCacheOff string
 }
 
 // execKey names a prepared graph: a plan segment ("seg0", ...) or a host
@@ -224,6 +228,7 @@ func New(cfg Config) (*Engine, error) {
 		wake: make(chan struct{}, 1), closed: make(chan struct{}), loopDone: make(chan struct{}),
 		reqs: map[*sched.Seq]*request{}, models: map[string]*modelDevice{}}
 	layers, kvDim := 0, 0
+	var state exec.StateLayout
 	var binders []modelBinding
 	for _, st := range p.Steps {
 		if b, ok := st.Node.(exec.Binder); ok {
@@ -241,6 +246,9 @@ func New(cfg Config) (*Engine, error) {
 		if r, ok := st.Node.(exec.SeqReleaser); ok {
 			e.releasers = append(e.releasers, r)
 		}
+		if s, ok := st.Node.(exec.StateShaper); ok && s.StateShape().Layers() > 0 {
+			state = s.StateShape()
+		}
 		if s, ok := st.Node.(exec.KVShaper); ok {
 			l, d := s.KVShape()
 			if layers != 0 && (l != layers || d != kvDim) {
@@ -255,6 +263,11 @@ func New(cfg Config) (*Engine, error) {
 	maxBatch, err := e.speculation()
 	if err != nil {
 		return nil, err
+	}
+	if state.Layers() > 0 && e.draftK > 0 {
+		// A verify step would advance the recurrent state past rejected
+		// drafts: it needs per-row state snapshots to roll back to.
+		return nil, errors.New("engine: the model keeps recurrent state (a hybrid model), which this engine cannot roll back after rejected drafts yet: use a graph that does not speculate")
 	}
 	e.context = cfg.Context
 	if e.context <= 0 {
@@ -271,6 +284,17 @@ func New(cfg Config) (*Engine, error) {
 	e.maxRunning = maxRunning
 	pol := p.Policy
 	kvTokens := cfg.KVTokens
+	if state.Layers() > 0 {
+		// State slots are sized first (one per running sequence); the KV
+		// pages get the rest of KVMemory.
+		state.Slots = maxRunning
+		e.state = state
+		if cfg.KVMemory > 0 {
+			if cfg.KVMemory -= int64(state.Slots) * state.BytesPerSlot(); cfg.KVMemory <= 0 {
+				return nil, fmt.Errorf("engine: kv memory does not hold %d state slots of %d bytes", state.Slots, state.BytesPerSlot())
+			}
+		}
+	}
 	if kvTokens <= 0 && cfg.KVMemory > 0 {
 		f, err := kv.LookupFormat(pol.KVDType)
 		if err != nil {
@@ -289,19 +313,22 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	if !cfg.NoPrefixCache {
+	switch {
+	case state.Layers() > 0:
+		e.prefixCacheOff = "prefix caching is off for this model: its recurrent state has no checkpoints at block boundaries to resume from"
+	case !cfg.NoPrefixCache:
 		m.EnablePrefixCache(prefixSalt(cfg.Model, p, pol.KVDType))
 	}
 	e.kv = m
 	e.sched, err = sched.New(sched.Config{Chunk: pol.PrefillChunk, StepTokens: pol.PrefillChunk + maxRunning*(1+e.draftK),
-		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch}, m)
+		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch, StateSlots: state.Slots}, m)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	if err := e.backend.Load(cfg.Model); err != nil {
 		return nil, fmt.Errorf("engine: load: %w", err)
 	}
-	layout := exec.KVLayout{Layers: layers, KVDim: kvDim, BlockTokens: pol.KVBlockTokens, Blocks: blocks, DType: pol.KVDType}
+	layout := exec.KVLayout{Layers: layers, KVDim: kvDim, BlockTokens: pol.KVBlockTokens, Blocks: blocks, DType: pol.KVDType, State: state}
 	if err := e.backend.Reserve(layout); err != nil {
 		return nil, fmt.Errorf("engine: reserve: %w", err)
 	}
@@ -352,6 +379,10 @@ type Snapshot struct {
 	KVBlocksCached int
 	PrefixQueries  int64
 	PrefixHits     int64
+	// StateSlotsUsed and StateSlotsTotal count a hybrid model's recurrent
+	// state slots (0 without one), StateSlotBytes the memory of one.
+	StateSlotsUsed, StateSlotsTotal int
+	StateSlotBytes                  int64
 }
 
 // Snapshot reports the engine's current load: what the loop published
@@ -371,8 +402,13 @@ func (e *Engine) publish() {
 	e.snap.Store(&Snapshot{Running: e.sched.Running(), Waiting: e.sched.Waiting(),
 		KVBlocksUsed: e.kv.Used(), KVBlocksTotal: e.kv.Total(), KVBlockTokens: e.kv.BlockTokens(),
 		MaxRunning: e.maxRunning, PrefixCache: e.kv.PrefixCaching(), KVBlocksCached: e.kv.Cached(),
-		PrefixQueries: ps.Queries, PrefixHits: ps.Hits})
+		PrefixQueries: ps.Queries, PrefixHits: ps.Hits,
+		StateSlotsUsed: e.state.Slots - e.sched.StateSlotsFree(), StateSlotsTotal: e.state.Slots, StateSlotBytes: e.state.BytesPerSlot()})
 }
+
+// PrefixCacheOff says why prefix caching is off for the model ("" when it
+// is on, or was turned off by Config.NoPrefixCache).
+func (e *Engine) PrefixCacheOff() string { return e.prefixCacheOff }
 
 // prefixSalt is what, besides the tokens, determines a KV block's contents
 // (kv.Chain): the model's architecture, shape and file, the plan (its
@@ -587,6 +623,9 @@ func (e *Engine) Step(ctx context.Context) error {
 			info.PrefillTokens += w.N
 		}
 		batch.Tables = append(batch.Tables, w.Seq.KV.Blocks)
+		if e.state.Slots > 0 {
+			batch.StateSlots = append(batch.StateSlots, w.Seq.StateSlot)
+		}
 		for i := 0; i < w.N; i++ {
 			batch.Tokens = append(batch.Tokens, w.Seq.Tokens[w.Start+i])
 			batch.Positions = append(batch.Positions, int32(w.Start+i))
