@@ -37,6 +37,51 @@ type Config struct {
 	// dividing each pair's angle: llama-3 rope scaling), "" for none.
 	RopeFreqs  string
 	OutputName string // "output.weight", or "token_embd.weight" when tied
+	// Hybrid is the Gated DeltaNet shape of a hybrid model (qwen35); nil
+	// for a transformer whose every layer attends.
+	Hybrid *Hybrid
+}
+
+// Hybrid describes a Qwen3.5-style hybrid model: layer l is a Gated
+// DeltaNet (recurrent) layer unless (l+1) % FullAttentionInterval == 0,
+// when it is gated full attention.
+type Hybrid struct {
+	FullAttentionInterval int
+	ConvKernel            int // short conv taps
+	KeyHeads              int // ssm.group_count
+	ValueHeads            int // ssm.time_step_rank
+	HeadDim               int // ssm.state_size: key and value head width
+	// NextN is the number of MTP (next-n prediction) blocks after the
+	// trunk's layers (nextn_predict_layers); the trunk does not run them.
+	NextN int
+}
+
+// Recurrent reports whether layer l is a Gated DeltaNet layer.
+func (c *Config) Recurrent(l int) bool {
+	return c.Hybrid != nil && (l+1)%c.Hybrid.FullAttentionInterval != 0
+}
+
+// AttentionLayers is the number of layers that attend (and own KV); a
+// layer's KV layer is the number of attending layers before it.
+func (c *Config) AttentionLayers() int {
+	n := 0
+	for l := range c.Layers {
+		if !c.Recurrent(l) {
+			n++
+		}
+	}
+	return n
+}
+
+// convChannels is the width of a Gated DeltaNet layer's qkv projection
+// (q and k: KeyHeads heads, v: ValueHeads heads, all of HeadDim).
+func (h *Hybrid) convChannels() int { return (2*h.KeyHeads + h.ValueHeads) * h.HeadDim }
+
+// stateArgs is the shape of a Gated DeltaNet layer's stateful ops at state
+// layer sl.
+func (h *Hybrid) stateArgs(sl int) tensor.StateArgs {
+	return tensor.StateArgs{Layer: sl, Kernel: h.ConvKernel, KeyHeads: h.KeyHeads, KeyDim: h.HeadDim,
+		ValueHeads: h.ValueHeads, ValueDim: h.HeadDim, Scale: float32(1 / math.Sqrt(float64(h.HeadDim)))}
 }
 
 // RopeFreqsName is the tensor of rope frequency factors llama.cpp's
@@ -60,10 +105,14 @@ func ReadConfig(f *weights.File) (*Config, error) {
 	case "qwen3":
 		c.RopeMode = tensor.RoPENeox
 		c.QKNorm = true
+	case "qwen35":
+		c.RopeMode = tensor.RoPENeox // IMROPE with one position for every section: NEOX pairs
+		c.QKNorm = true
+		c.Hybrid = &Hybrid{}
 	case "":
 		return nil, errors.New("model: general.architecture missing")
 	default:
-		return nil, fmt.Errorf("model: architecture %q not supported (have llama, qwen2, qwen3)", arch)
+		return nil, fmt.Errorf("model: architecture %q not supported (have llama, qwen2, qwen3, qwen35)", arch)
 	}
 	var errs []error
 	req := func(key string) int {
@@ -105,6 +154,27 @@ func ReadConfig(f *weights.File) (*Config, error) {
 	c.Context = opt("context_length", 2048)
 	c.NormEps = optF("attention.layer_norm_rms_epsilon", 1e-5)
 	c.RopeBase = optF("rope.freq_base", 10000)
+	if h := c.Hybrid; h != nil {
+		h.FullAttentionInterval = req("full_attention_interval")
+		h.ConvKernel = req("ssm.conv_kernel")
+		h.KeyHeads = req("ssm.group_count")
+		h.ValueHeads = req("ssm.time_step_rank")
+		h.HeadDim = req("ssm.state_size")
+		if f.Has(arch + ".nextn_predict_layers") {
+			v, err := f.Uint(arch + ".nextn_predict_layers")
+			if err != nil || int(v) >= c.Layers {
+				errs = append(errs, fmt.Errorf("%s.nextn_predict_layers = %d: not fewer than the %d blocks (%v)", arch, v, c.Layers, err))
+			}
+			h.NextN = int(v)
+		}
+		if inner := req("ssm.inner_size"); len(errs) == 0 && inner != h.ValueHeads*h.HeadDim {
+			errs = append(errs, fmt.Errorf("%s.ssm.inner_size = %d, want time_step_rank %d x state_size %d", arch, inner, h.ValueHeads, h.HeadDim))
+		}
+		if len(errs) == 0 && h.ValueHeads%h.KeyHeads != 0 {
+			errs = append(errs, fmt.Errorf("%s.ssm.time_step_rank %d is not a multiple of ssm.group_count %d", arch, h.ValueHeads, h.KeyHeads))
+		}
+		c.Layers -= h.NextN // the trunk; the MTP blocks are loaded, not run
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
@@ -158,6 +228,10 @@ func (c *Config) checkTensors(f *weights.File) error {
 	}
 	for l := 0; l < c.Layers; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
+		if c.Hybrid != nil {
+			c.hybridTensors(want, l)
+			continue
+		}
 		want[p+"attn_norm.weight"] = [2]int{1, c.Embed}
 		want[p+"attn_q.weight"] = [2]int{qd, c.Embed}
 		want[p+"attn_k.weight"] = [2]int{c.KVDim(), c.Embed}
@@ -208,6 +282,36 @@ func (c *Config) checkTensors(f *weights.File) error {
 		return fmt.Errorf("model: %w", err)
 	}
 	return nil
+}
+
+// hybridTensors adds layer l's tensors of a qwen35 model to want.
+func (c *Config) hybridTensors(want map[string][2]int, l int) {
+	h, p := c.Hybrid, fmt.Sprintf("blk.%d.", l)
+	want[p+"attn_norm.weight"] = [2]int{1, c.Embed}
+	want[p+"post_attention_norm.weight"] = [2]int{1, c.Embed}
+	want[p+"ffn_gate.weight"] = [2]int{c.FFN, c.Embed}
+	want[p+"ffn_up.weight"] = [2]int{c.FFN, c.Embed}
+	want[p+"ffn_down.weight"] = [2]int{c.Embed, c.FFN}
+	if c.Recurrent(l) {
+		inner := h.ValueHeads * h.HeadDim
+		want[p+"attn_qkv.weight"] = [2]int{h.convChannels(), c.Embed}
+		want[p+"attn_gate.weight"] = [2]int{inner, c.Embed}
+		want[p+"ssm_conv1d.weight"] = [2]int{h.convChannels(), h.ConvKernel}
+		want[p+"ssm_dt.bias"] = [2]int{1, h.ValueHeads}
+		want[p+"ssm_a"] = [2]int{1, h.ValueHeads}
+		want[p+"ssm_beta.weight"] = [2]int{h.ValueHeads, c.Embed}
+		want[p+"ssm_alpha.weight"] = [2]int{h.ValueHeads, c.Embed}
+		want[p+"ssm_norm.weight"] = [2]int{1, h.HeadDim}
+		want[p+"ssm_out.weight"] = [2]int{c.Embed, inner}
+		return
+	}
+	qd := c.Heads * c.HeadDim
+	want[p+"attn_q.weight"] = [2]int{2 * qd, c.Embed} // per head [q | gate]
+	want[p+"attn_k.weight"] = [2]int{c.KVDim(), c.Embed}
+	want[p+"attn_v.weight"] = [2]int{c.KVDim(), c.Embed}
+	want[p+"attn_output.weight"] = [2]int{c.Embed, qd}
+	want[p+"attn_q_norm.weight"] = [2]int{1, c.HeadDim}
+	want[p+"attn_k_norm.weight"] = [2]int{1, c.HeadDim}
 }
 
 // maxMissingListed is the most missing tensors an error lists one by one.

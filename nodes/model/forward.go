@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 	"github.com/ninfer/ninfer-go/runtime/weights"
@@ -23,8 +24,10 @@ func init() {
 		Out: []node.Port{
 			{Name: "logits", Type: node.Logits, Doc: "next-token logits of the rows that need a token [R, vocab]"},
 		},
-		Summary: "Run the model (llama, qwen2, qwen3) over the step's tokens, appending their K/V to the cache.",
+		Summary: "Run the model (llama, qwen2, qwen3, qwen35) over the step's tokens, appending their K/V to the cache.",
 		Doc: "Reads the architecture from the GGUF metadata and binds weights by name. " +
+			"A hybrid model (qwen35) also keeps each sequence's recurrent state (its Gated DeltaNet layers' conv window " +
+			"and delta-rule matrices) in a state slot beside the KV cache. " +
 			"Only the rows the step samples from get the final norm and output projection. " +
 			"With `draft` wired (a proposer's output), the engine feeds the step's tokens with each decoding " +
 			"sequence's drafts inserted after its last token, so `logits` has 1 + drafts rows per sequence " +
@@ -48,9 +51,25 @@ func (fw *Forward) Bind(f *weights.File) error {
 	return nil
 }
 
-// KVShape implements exec.KVShaper.
+// KVShape implements exec.KVShaper: the layers that attend.
 func (fw *Forward) KVShape() (layers, kvDim int) {
-	return fw.Config.Layers, fw.Config.KVDim()
+	return fw.Config.AttentionLayers(), fw.Config.KVDim()
+}
+
+// StateShape implements exec.StateShaper: a hybrid model's Gated DeltaNet
+// layers each keep a conv window and delta-rule matrices per sequence;
+// zero for a model without recurrent layers.
+func (fw *Forward) StateShape() exec.StateLayout {
+	c := fw.Config
+	var l exec.StateLayout
+	for layer := range c.Layers {
+		if c.Recurrent(layer) {
+			a := c.Hybrid.stateArgs(len(l.Conv))
+			l.Conv = append(l.Conv, a.ConvStateFloats(c.Hybrid.convChannels()))
+			l.Delta = append(l.Delta, a.DeltaStateFloats())
+		}
+	}
+	return l
 }
 
 // Record implements exec.DeviceNode: tokens [T], positions [T] -> logits [R, vocab],
@@ -81,7 +100,10 @@ func RecordLayers(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor,
 		Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))}
 
 	x := b.GetRows(b.Weight("token_embd.weight"), tokens) // [T, E]
-	for l := 0; l < layers; l++ {
+	if c.Hybrid != nil {
+		x = recordHybridLayers(b, c, x, positions, layers)
+	}
+	for l := 0; l < layers && c.Hybrid == nil; l++ {
 		w := func(name string) tensor.Tensor { return b.Weight(fmt.Sprintf("blk.%d.%s.weight", l, name)) }
 		h := b.RMSNorm(x, w("attn_norm"), c.Embed, c.NormEps) // [T, E]
 		q := b.MatMul(h, w("attn_q"))                         // [T, H*D]

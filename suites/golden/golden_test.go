@@ -39,6 +39,8 @@ var goldenFiles = []struct {
 	{"tiny-qwen3-q8_0.json", false},
 	{"tiny-llama-f32.json", false},
 	{"llama-2-tiny-random.json", true},
+	{"tiny-qwen35-f32.json", false}, // hybrid: Gated DeltaNet + gated attention
+	{"tiny-qwen35-f16.json", false},
 }
 
 // knownDivergence lists cases that agree with llama.cpp only up to a
