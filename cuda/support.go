@@ -43,6 +43,7 @@ var opSupport = map[string]string{
 	"l2_norm":    noOpKernelYet,
 	"short_conv": noOpKernelYet + "; the backend reserves no recurrent state",
 	"delta_rule": noOpKernelYet + "; the backend reserves no recurrent state",
+	"moe":        noOpKernelYet,
 }
 
 // noOpKernelYet is why an op the CPU backend runs has no CUDA kernel.

@@ -142,6 +142,10 @@ func opGraph(t *testing.T, k tensor.OpKind, dt tensor.DType) (g *tensor.Graph, w
 			return tensor.F32, cols, 4, true
 		case "heads":
 			return tensor.F32, 4, cols, true
+		case "experts":
+			return tensor.F32, 4 * 8, cols, true
+		case "experts_down":
+			return tensor.F32, 4 * cols, 8, true
 		}
 		return 0, 0, 0, false
 	})
@@ -186,6 +190,9 @@ func opGraph(t *testing.T, k tensor.OpKind, dt tensor.DType) (g *tensor.Graph, w
 	case tensor.OpDeltaRule:
 		gate := b.MatMul(x, b.Weight("heads")) // [rows, 4]: supported, so the refusal names delta_rule
 		y = b.DeltaRule(x, x, x, gate, gate, tensor.StateArgs{KeyHeads: 4, KeyDim: 64, ValueHeads: 4, ValueDim: 64, Scale: 0.125})
+	case tensor.OpMoE:
+		router := b.MatMul(x, b.Weight("heads")) // [rows, 4 experts]
+		y = b.MoE(x, router, b.Weight("experts"), b.Weight("experts"), b.Weight("experts_down"), tensor.MoEArgs{Experts: 4, TopK: 2, FFN: 8})
 	default:
 		return nil, false, false
 	}

@@ -40,6 +40,17 @@ type Config struct {
 	// Hybrid is the Gated DeltaNet shape of a hybrid model (qwen35); nil
 	// for a transformer whose every layer attends.
 	Hybrid *Hybrid
+	// MoE is the mixture-of-experts FFN of qwen3moe and qwen35moe; nil for
+	// a dense FFN.
+	MoE *MoE
+}
+
+// MoE describes a mixture-of-experts FFN: Experts SwiGLU experts of width
+// FFN, Used of them per token (softmax router, top-Used probabilities
+// renormalised), plus, when SharedFFN > 0, a shared expert of that width
+// scaled by sigmoid(ffn_gate_inp_shexp . x).
+type MoE struct {
+	Experts, Used, FFN, SharedFFN int
 }
 
 // Hybrid describes a Qwen3.5-style hybrid model: layer l is a Gated
@@ -105,14 +116,21 @@ func ReadConfig(f *weights.File) (*Config, error) {
 	case "qwen3":
 		c.RopeMode = tensor.RoPENeox
 		c.QKNorm = true
-	case "qwen35":
+	case "qwen3moe":
+		c.RopeMode = tensor.RoPENeox
+		c.QKNorm = true
+		c.MoE = &MoE{}
+	case "qwen35", "qwen35moe":
 		c.RopeMode = tensor.RoPENeox // IMROPE with one position for every section: NEOX pairs
 		c.QKNorm = true
 		c.Hybrid = &Hybrid{}
+		if arch == "qwen35moe" {
+			c.MoE = &MoE{}
+		}
 	case "":
 		return nil, errors.New("model: general.architecture missing")
 	default:
-		return nil, fmt.Errorf("model: architecture %q not supported (have llama, qwen2, qwen3, qwen35)", arch)
+		return nil, fmt.Errorf("model: architecture %q not supported (have llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe)", arch)
 	}
 	var errs []error
 	req := func(key string) int {
@@ -150,7 +168,17 @@ func ReadConfig(f *weights.File) (*Config, error) {
 	c.Embed = req("embedding_length")
 	c.Heads = req("attention.head_count")
 	c.KVHeads = opt("attention.head_count_kv", c.Heads)
-	c.FFN = req("feed_forward_length")
+	if c.MoE == nil {
+		c.FFN = req("feed_forward_length")
+	} else {
+		c.MoE.Experts = req("expert_count")
+		c.MoE.Used = req("expert_used_count")
+		c.MoE.FFN = req("expert_feed_forward_length")
+		c.MoE.SharedFFN = opt("expert_shared_feed_forward_length", 0)
+		if len(errs) == 0 && c.MoE.Used > c.MoE.Experts {
+			errs = append(errs, fmt.Errorf("%s.expert_used_count %d > expert_count %d", arch, c.MoE.Used, c.MoE.Experts))
+		}
+	}
 	c.Context = opt("context_length", 2048)
 	c.NormEps = optF("attention.layer_norm_rms_epsilon", 1e-5)
 	c.RopeBase = optF("rope.freq_base", 10000)
@@ -238,9 +266,7 @@ func (c *Config) checkTensors(f *weights.File) error {
 		want[p+"attn_v.weight"] = [2]int{c.KVDim(), c.Embed}
 		want[p+"attn_output.weight"] = [2]int{c.Embed, qd}
 		want[p+"ffn_norm.weight"] = [2]int{1, c.Embed}
-		want[p+"ffn_gate.weight"] = [2]int{c.FFN, c.Embed}
-		want[p+"ffn_up.weight"] = [2]int{c.FFN, c.Embed}
-		want[p+"ffn_down.weight"] = [2]int{c.Embed, c.FFN}
+		c.ffnTensors(want, l)
 		if c.QKNorm {
 			want[p+"attn_q_norm.weight"] = [2]int{1, c.HeadDim}
 			want[p+"attn_k_norm.weight"] = [2]int{1, c.HeadDim}
@@ -284,14 +310,36 @@ func (c *Config) checkTensors(f *weights.File) error {
 	return nil
 }
 
+// ffnTensors adds layer l's FFN tensors to want: dense, or the experts
+// stacked [Experts*FFN, E] (down [Experts*E, FFN]), the router and the
+// shared expert.
+func (c *Config) ffnTensors(want map[string][2]int, l int) {
+	p := fmt.Sprintf("blk.%d.", l)
+	m := c.MoE
+	if m == nil {
+		want[p+"ffn_gate.weight"] = [2]int{c.FFN, c.Embed}
+		want[p+"ffn_up.weight"] = [2]int{c.FFN, c.Embed}
+		want[p+"ffn_down.weight"] = [2]int{c.Embed, c.FFN}
+		return
+	}
+	want[p+"ffn_gate_inp.weight"] = [2]int{m.Experts, c.Embed}
+	want[p+"ffn_gate_exps.weight"] = [2]int{m.Experts * m.FFN, c.Embed}
+	want[p+"ffn_up_exps.weight"] = [2]int{m.Experts * m.FFN, c.Embed}
+	want[p+"ffn_down_exps.weight"] = [2]int{m.Experts * c.Embed, m.FFN}
+	if m.SharedFFN > 0 {
+		want[p+"ffn_gate_inp_shexp.weight"] = [2]int{1, c.Embed}
+		want[p+"ffn_gate_shexp.weight"] = [2]int{m.SharedFFN, c.Embed}
+		want[p+"ffn_up_shexp.weight"] = [2]int{m.SharedFFN, c.Embed}
+		want[p+"ffn_down_shexp.weight"] = [2]int{c.Embed, m.SharedFFN}
+	}
+}
+
 // hybridTensors adds layer l's tensors of a qwen35 model to want.
 func (c *Config) hybridTensors(want map[string][2]int, l int) {
 	h, p := c.Hybrid, fmt.Sprintf("blk.%d.", l)
 	want[p+"attn_norm.weight"] = [2]int{1, c.Embed}
 	want[p+"post_attention_norm.weight"] = [2]int{1, c.Embed}
-	want[p+"ffn_gate.weight"] = [2]int{c.FFN, c.Embed}
-	want[p+"ffn_up.weight"] = [2]int{c.FFN, c.Embed}
-	want[p+"ffn_down.weight"] = [2]int{c.Embed, c.FFN}
+	c.ffnTensors(want, l)
 	if c.Recurrent(l) {
 		inner := h.ValueHeads * h.HeadDim
 		want[p+"attn_qkv.weight"] = [2]int{h.convChannels(), c.Embed}

@@ -130,8 +130,7 @@ func RecordLayers(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor,
 		a := b.Attention(q, k, v, attn)             // [T, H*D]
 		x = b.Add(x, b.MatMul(a, w("attn_output"))) // [T, E]
 		h = b.RMSNorm(x, w("ffn_norm"), c.Embed, c.NormEps)
-		g := b.SwiGLU(b.MatMul(h, w("ffn_gate")), b.MatMul(h, w("ffn_up"))) // [T, FFN]
-		x = b.Add(x, b.MatMul(g, w("ffn_down")))                            // [T, E]
+		x = b.Add(x, recordFFN(b, c, h, l)) // [T, E]
 	}
 	rows := b.SelectRows(x, b.Input("logit_rows", -1)) // [R, E]
 	rows = b.RMSNorm(rows, b.Weight("output_norm.weight"), c.Embed, c.NormEps)

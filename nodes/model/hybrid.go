@@ -27,8 +27,7 @@ func recordHybridLayers(b *tensor.Builder, c *Config, x, positions tensor.Tensor
 		}
 		x = b.Add(x, mixed)
 		h = b.RMSNorm(x, w("post_attention_norm.weight"), c.Embed, c.NormEps)
-		g := b.SwiGLU(b.MatMul(h, w("ffn_gate.weight")), b.MatMul(h, w("ffn_up.weight"))) // [T, FFN]
-		x = b.Add(x, b.MatMul(g, w("ffn_down.weight")))                                   // [T, E]
+		x = b.Add(x, recordFFN(b, c, h, l)) // [T, E]
 	}
 	return x
 }

@@ -94,9 +94,18 @@ func (p *program) runHybrid(out []float32, op tensor.Op, batch *exec.Batch) (ok 
 		}
 	case tensor.OpMul:
 		x, y := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID]
+		if op.Args[1].Cols() == 1 && op.Out.Cols() != 1 { // y [T, 1] scales each row
+			d := op.Out.Cols()
+			for i := range out {
+				out[i] = x[i] * y[i/d]
+			}
+			break
+		}
 		for i := range out {
 			out[i] = x[i] * y[i]
 		}
+	case tensor.OpMoE:
+		p.moe(out, op)
 	case tensor.OpMulRow:
 		x, row, d := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID], op.Out.Cols()
 		for r := 0; r+d <= len(out); r += d {

@@ -1,14 +1,18 @@
 package cpu
 
 import (
+	"cmp"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
 // statefulRun runs one stateful op over rows of one or two sequences: rows
@@ -74,7 +78,7 @@ func TestShortConvMatchesTheDirectConvolution(t *testing.T) {
 				want[tt*C+ch] = float32(sum)
 			}
 		}
-		if diff := cmp.Diff(want, got[s], cmp.Comparer(func(a, b float32) bool { return math.Abs(float64(a-b)) < 1e-5 })); diff != "" {
+		if diff := gocmp.Diff(want, got[s], gocmp.Comparer(func(a, b float32) bool { return math.Abs(float64(a-b)) < 1e-5 })); diff != "" {
 			t.Errorf("sequence %d (-direct +short_conv):\n%s", s, diff)
 		}
 	}
@@ -137,7 +141,7 @@ func TestDeltaRuleMatchesTheReference(t *testing.T) {
 	if b.state, err = newStateMemory(exec.StateLayout{Slots: 2, Delta: []int{0, a.DeltaStateFloats()}}); err != nil {
 		t.Fatal(err)
 	}
-	approx := cmp.Comparer(func(x, y float32) bool { return math.Abs(float64(x-y)) < 1e-4 })
+	approx := gocmp.Comparer(func(x, y float32) bool { return math.Abs(float64(x-y)) < 1e-4 })
 	for _, chunk := range []int{T, 1, 4} {
 		var got []float32
 		for lo := 0; lo < T; lo += chunk {
@@ -151,7 +155,7 @@ func TestDeltaRuleMatchesTheReference(t *testing.T) {
 				[]int{kd, kd, vd, a.ValueHeads, a.ValueHeads}, vd, rows)
 			got = append(got, out...)
 		}
-		if diff := cmp.Diff(want, got, approx); diff != "" {
+		if diff := gocmp.Diff(want, got, approx); diff != "" {
 			t.Errorf("chunk %d (-reference +delta_rule):\n%s", chunk, diff)
 		}
 	}
@@ -193,8 +197,65 @@ func TestElementwiseHybridOps(t *testing.T) {
 			[]float32{25, float32(math.Log(2)), 25, float32(math.Log(2)), 25, float32(math.Log(2)), 25, float32(math.Log(2))}},
 		{"silu", run(tensor.Op{Kind: tensor.OpUnary, Fn: tensor.SiLU}, []float32{0, 0, 0, 0, 0, 0, 0, 0}), make([]float32, 8)},
 	} {
-		if diff := cmp.Diff(tc.want, tc.got, cmp.Comparer(func(a, b float32) bool { return math.Abs(float64(a-b)) < 1e-6 })); diff != "" {
+		if diff := gocmp.Diff(tc.want, tc.got, gocmp.Comparer(func(a, b float32) bool { return math.Abs(float64(a-b)) < 1e-6 })); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
+	}
+}
+
+// moe equals a per-row reference: softmax router, top-k, renormalised
+// weights, each chosen expert's SwiGLU FFN computed from its rows of the
+// stacked weights, summed in routing order.
+func TestMoEMatchesAPerRowReference(t *testing.T) {
+	const T, E, X, F, K = 5, 8, 4, 6, 2
+	rng := rand.New(rand.NewPCG(5, 6))
+	h, router := randVec(rng, T*E), randVec(rng, T*X)
+	gw, uw, dw := randVec(rng, X*F*E), randVec(rng, X*F*E), randVec(rng, X*E*F)
+	tensorOf := func(name string, v []float32, rowLen int) *weights.Tensor {
+		b := make([]byte, 4*len(v))
+		for i, f := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+		}
+		return &weights.Tensor{Name: name, DType: tensor.F32, Shape: []int{rowLen, len(v) / rowLen}, Data: b}
+	}
+	p := &program{b: &Backend{pool: newPool(2)}, f32: [][]float32{h, router, nil, nil, nil},
+		w: []*weights.Tensor{nil, nil, tensorOf("gate", gw, E), tensorOf("up", uw, E), tensorOf("down", dw, F)}}
+	defer p.b.pool.close()
+	op := tensor.Op{Kind: tensor.OpMoE, MoE: tensor.MoEArgs{Experts: X, TopK: K, FFN: F, Normalize: true}, Out: tensor.Tensor{Shape: [2]int{T, E}},
+		Args: []tensor.Tensor{{ID: 0, Shape: [2]int{T, E}}, {ID: 1, Shape: [2]int{T, X}}, {ID: 2}, {ID: 3}, {ID: 4}}}
+	got := make([]float32, T*E)
+	p.moe(got, op)
+	want := make([]float32, T*E)
+	for r := range T {
+		var prob [X]float64
+		var sum float64
+		for e := range X {
+			prob[e] = math.Exp(float64(router[r*X+e]))
+			sum += prob[e]
+		}
+		best := []int{0, 1, 2, 3}
+		slices.SortStableFunc(best, func(a, b int) int { return cmp.Compare(prob[b], prob[a]) })
+		norm := prob[best[0]] + prob[best[1]]
+		for _, e := range best[:K] {
+			act := make([]float64, F)
+			for i := range F {
+				var g, u float64
+				for j := range E {
+					g += float64(gw[(e*F+i)*E+j]) * float64(h[r*E+j])
+					u += float64(uw[(e*F+i)*E+j]) * float64(h[r*E+j])
+				}
+				act[i] = g / (1 + math.Exp(-g)) * u
+			}
+			for j := range E {
+				var y float64
+				for i := range F {
+					y += float64(dw[(e*E+j)*F+i]) * act[i]
+				}
+				want[r*E+j] += float32(prob[e] / norm * y)
+			}
+		}
+	}
+	if diff := gocmp.Diff(want, got, gocmp.Comparer(func(a, b float32) bool { return math.Abs(float64(a-b)) < 1e-4 })); diff != "" {
+		t.Errorf("moe (-reference +got):\n%s", diff)
 	}
 }

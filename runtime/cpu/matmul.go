@@ -102,8 +102,13 @@ func (p *program) matmul(out []float32, op tensor.Op) error {
 
 // matmulRef is matmul with the reference kernels.
 func (p *program) matmulRef(out []float32, op tensor.Op) {
-	x, w := p.f32[op.Args[0].ID], p.w[op.Args[1].ID]
-	T, K, N := op.Args[0].Rows(), op.Args[0].Cols(), op.Out.Cols()
+	p.matmulInto(out, p.f32[op.Args[0].ID], op.Args[0].Rows(), p.w[op.Args[1].ID])
+}
+
+// matmulInto writes x [T, K] times the transpose of w [N, K] into out
+// [T, N] with the reference kernels (K = w.RowLen(), N = w.Rows()).
+func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
+	K, N := w.RowLen(), w.Rows()
 	m := &p.mm
 	switch w.DType {
 	case tensor.F32:

@@ -12,14 +12,19 @@ import (
 )
 
 // A hybrid model (tiny-qwen35: Gated DeltaNet layers with recurrent state
-// beside gated attention) gives the same greedy ids whatever the prefill
+// beside gated attention; tiny-qwen35moe: the same with MoE FFNs) gives the same greedy ids whatever the prefill
 // chunk, one or eight sequences at a time, lossless KV formats, and after
 // preemption (a cache too small for all eight, so sequences lose their
 // state slot and KV and recompute from position 0); every state slot and
 // KV block is free afterwards.
 func TestHybridGreedyInvariance(t *testing.T) {
+	for _, model := range []string{"tiny-qwen35-f32.gguf", "tiny-qwen35moe-f32.gguf"} {
+		t.Run(model, func(t *testing.T) { hybridInvariance(t, modelPath(t, model)) })
+	}
+}
+
+func hybridInvariance(t *testing.T, m string) {
 	const n = 32
-	m := modelPath(t, "tiny-qwen35-f32.gguf")
 	ref := open(t, instance.Options{Model: m, MaxRunning: 1, Threads: 2})
 	prompts := goldenPrompts(t, ref)
 	want, _ := generateAll(t, ref, prompts, n, 1)

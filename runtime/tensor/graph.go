@@ -42,6 +42,7 @@ const (
 	OpL2Norm    // hybrid.go
 	OpShortConv // hybrid.go
 	OpDeltaRule // hybrid.go
+	OpMoE       // moe.go
 )
 
 var opNames = [...]string{
@@ -49,7 +50,7 @@ var opNames = [...]string{
 	OpMatMul: "matmul", OpRoPE: "rope", OpAttention: "attention", OpAdd: "add",
 	OpSwiGLU: "swiglu", OpSelectRows: "select_rows", OpAddRow: "add_row",
 	OpColumns: "columns", OpUnary: "unary", OpMul: "mul", OpMulRow: "mul_row", OpL2Norm: "l2_norm",
-	OpShortConv: "short_conv", OpDeltaRule: "delta_rule",
+	OpShortConv: "short_conv", OpDeltaRule: "delta_rule", OpMoE: "moe",
 }
 
 func (k OpKind) String() string {
@@ -102,6 +103,7 @@ type Op struct {
 	Offset, Width int
 	Fn            UnaryFn   // OpUnary
 	State         StateArgs // OpShortConv, OpDeltaRule
+	MoE           MoEArgs   // OpMoE
 }
 
 // Graph is a recorded op list, in execution order, with its named outputs.

@@ -80,12 +80,13 @@ func (b *Builder) Unary(x Tensor, fn UnaryFn) Tensor {
 	return b.push(Op{Kind: OpUnary, Args: []Tensor{x}, Fn: fn, Out: Tensor{Shape: x.Shape, DType: F32}})
 }
 
-// Mul returns x * y element-wise, both [T, d].
+// Mul returns x * y element-wise for x [T, d] and y [T, d], or y [T, 1]
+// scaling each row of x.
 func (b *Builder) Mul(x, y Tensor) Tensor {
 	if b.bad(x, y) {
 		return Tensor{ID: -1}
 	}
-	if x.Shape != y.Shape {
+	if x.Shape != y.Shape && (y.Rows() != x.Rows() || y.Cols() != 1) {
 		return b.fail("mul: shapes %v and %v differ", x.Shape, y.Shape)
 	}
 	return b.push(Op{Kind: OpMul, Args: []Tensor{x, y}, Out: Tensor{Shape: x.Shape, DType: F32}})

@@ -41,6 +41,8 @@ var goldenFiles = []struct {
 	{"llama-2-tiny-random.json", true},
 	{"tiny-qwen35-f32.json", false}, // hybrid: Gated DeltaNet + gated attention
 	{"tiny-qwen35-f16.json", false},
+	{"tiny-qwen35moe-f32.json", false}, // hybrid with mixture-of-experts FFNs and a shared expert
+	{"tiny-qwen3moe-f32.json", false},
 }
 
 // knownDivergence lists cases that agree with llama.cpp only up to a

@@ -1,0 +1,106 @@
+package cpu
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// moe computes a mixture-of-experts FFN (tensor.Builder.MoE): the rows are
+// routed first, then each expert runs once over the rows routed to it
+// (gathered), its gate, up and down matmuls on that expert's rows of the
+// stacked weights; rows then sum their experts' outputs in routing order.
+func (p *program) moe(out []float32, op tensor.Op) {
+	a := op.MoE
+	h, router := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID]
+	gate, up, down := p.w[op.Args[2].ID], p.w[op.Args[3].ID], p.w[op.Args[4].ID]
+	T, E := op.Out.Rows(), op.Out.Cols()
+	// Routing: per row, TopK (expert, weight) pairs in routing order.
+	choice := make([]int, T*a.TopK)
+	weight := make([]float32, T*a.TopK)
+	prob := make([]float32, a.Experts)
+	order := make([]int, a.Experts)
+	for t := range T {
+		softmaxRow(prob, router[t*a.Experts:(t+1)*a.Experts])
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(prob[y], prob[x]) })
+		var sum float32
+		for k := range a.TopK {
+			choice[t*a.TopK+k], weight[t*a.TopK+k] = order[k], prob[order[k]]
+			sum += prob[order[k]]
+		}
+		if a.Normalize {
+			for k := range a.TopK {
+				weight[t*a.TopK+k] /= sum
+			}
+		}
+	}
+	// Each expert over its rows: results[t*TopK+k] is row t's k-th expert output.
+	results := make([]float32, T*a.TopK*E)
+	var rows []int // slots t*TopK+k routed to the expert
+	for e := range a.Experts {
+		rows = rows[:0]
+		for s, c := range choice {
+			if c == e {
+				rows = append(rows, s)
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		n := len(rows)
+		x := make([]float32, n*E)
+		for i, s := range rows {
+			copy(x[i*E:(i+1)*E], h[(s/a.TopK)*E:(s/a.TopK+1)*E])
+		}
+		g, u := make([]float32, n*a.FFN), make([]float32, n*a.FFN)
+		p.matmulInto(g, x, n, rowsOf(gate, e*a.FFN, a.FFN))
+		p.matmulInto(u, x, n, rowsOf(up, e*a.FFN, a.FFN))
+		for i := range g {
+			g[i] = silu(g[i]) * u[i]
+		}
+		y := make([]float32, n*E)
+		p.matmulInto(y, g, n, rowsOf(down, e*E, E))
+		for i, s := range rows {
+			copy(results[s*E:(s+1)*E], y[i*E:(i+1)*E])
+		}
+	}
+	for t := range T {
+		o := out[t*E : (t+1)*E]
+		clear(o)
+		for k := range a.TopK {
+			s, w := t*a.TopK+k, weight[t*a.TopK+k]
+			for j := range o {
+				o[j] += w * results[s*E+j]
+			}
+		}
+	}
+}
+
+// rowsOf is a view of rows [lo, lo+n) of w, as a tensor of its own.
+func rowsOf(w *weights.Tensor, lo, n int) *weights.Tensor {
+	rb := w.RowBytes()
+	return &weights.Tensor{Name: w.Name, DType: w.DType, Shape: []int{w.RowLen(), n}, Data: w.Data[lo*rb : (lo+n)*rb]}
+}
+
+// softmaxRow writes the softmax of x to dst; the sum is float64.
+func softmaxRow(dst, x []float32) {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	var sum float64
+	for i, v := range x {
+		dst[i] = float32(math.Exp(float64(v - m)))
+		sum += float64(dst[i])
+	}
+	inv := float32(1 / sum)
+	for i := range dst {
+		dst[i] *= inv
+	}
+}
