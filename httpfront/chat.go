@@ -1,6 +1,8 @@
 package httpfront
 
 import (
+	"encoding/json"
+	"maps"
 	"strings"
 	"time"
 
@@ -35,6 +37,10 @@ func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
 	if !r.ContinueFinal {
 		r.Params.Reasoning = reasoningOf(m.Chat.Source(), text)
 	}
+	if r.ToolChoice == "auto" {
+		r.Params.ToolFormat = toolFormatOf(m.Chat.Source())
+		r.Params.SingleToolCall = !r.ParallelToolCalls
+	}
 	s.generate(ctx, m, true, r.Params, [][]int32{m.Tokenizer.EncodeChat(text)}, received)
 }
 
@@ -43,7 +49,15 @@ func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
 // it (the text after the final message's content, its end-of-turn markup,
 // is cut, as vLLM's continue_final_message).
 func renderChat(ct *tok.ChatTemplate, r *ChatRequest) (string, *Error) {
-	text, err := ct.Render(r.Messages, tok.RenderOptions{AddGenerationPrompt: r.AddGenerationPrompt, Vars: r.TemplateKwargs})
+	vars := r.TemplateKwargs
+	if r.Tools != nil {
+		vars = maps.Clone(vars)
+		if vars == nil {
+			vars = map[string]json.RawMessage{}
+		}
+		vars["tools"] = r.Tools
+	}
+	text, err := ct.Render(r.Messages, tok.RenderOptions{AddGenerationPrompt: r.AddGenerationPrompt, Vars: vars})
 	if err != nil {
 		param := "messages"
 		if len(r.TemplateKwargs) > 0 {

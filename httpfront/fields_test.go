@@ -1,6 +1,7 @@
 package httpfront_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -160,5 +161,43 @@ func TestChatPromptFields(t *testing.T) {
 				t.Errorf("prompt_tokens %d, want %d (%q)", got, want, tc.want)
 			}
 		})
+	}
+}
+
+// Tools, assistant tool calls and tool results reach the model's template:
+// the prompt the engine sees is the template's rendering of them.
+func TestToolsReachTheTemplate(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 1)
+	tk := s.inst.Tokenizer
+	src, err := os.ReadFile(filepath.Join("..", "runtime", "tok", "testdata", "chat", "qwen3.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, err := tok.NewChatTemplate(string(src), "", "<|im_end|>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.srv.SetModel(&httpfront.Model{ID: s.id, Engine: s.inst.Engine, Tokenizer: tk, Chat: ct, Created: time.Unix(1, 0)})
+	tools := `[{"type":"function","function":{"name":"get_weather","description":"Weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]`
+	msgs := `[{"role":"user","content":"Weather in Paris?"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
+		{"role":"tool","tool_call_id":"call_1","content":"22C"}]`
+	want, err := ct.Render([]tok.Message{
+		{Role: "user", Content: "Weather in Paris?"},
+		{Role: "assistant", Extra: map[string]json.RawMessage{"tool_calls": json.RawMessage(`[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":{"city":"Paris"}}}]`)}},
+		{Role: "tool", Content: "22C", Extra: map[string]json.RawMessage{"tool_call_id": json.RawMessage(`"call_1"`)}},
+	}, tok.RenderOptions{AddGenerationPrompt: true, Vars: map[string]json.RawMessage{"tools": json.RawMessage(tools)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(want, `<tools>`+"\n"+`{"type": "function", "function": {"name": "get_weather"`) || !strings.Contains(want, "<tool_response>\n22C\n</tool_response>") ||
+		!strings.Contains(want, `{"name": "get_weather", "arguments": {"city": "Paris"}}`) {
+		t.Fatalf("the template did not render the tools, the call and the result:\n%s", want)
+	}
+	for _, choice := range []string{`"auto"`, `"none"`} {
+		doc := s.completion(t, "/v1/chat/completions", `{"model":"tiny-qwen3-f32","max_tokens":4,"temperature":0,"tools":`+tools+`,"tool_choice":`+choice+`,"messages":`+msgs+`}`)
+		if got, _ := usageOf(doc); got != len(tk.EncodeChat(want)) {
+			t.Errorf("tool_choice %s: prompt_tokens %d, want %d", choice, got, len(tk.EncodeChat(want)))
+		}
 	}
 }

@@ -69,6 +69,12 @@ type Params struct {
 	// Reasoning is how a chat reply's reasoning is split from its content
 	// (reasoning_content); the handler sets it from the chat template.
 	Reasoning Reasoning
+	// ToolFormat names the tool call format parsed out of chat replies
+	// (toolFormats), "" for none; the handler sets it from the chat
+	// template when the request has tools and tool_choice "auto".
+	// SingleToolCall keeps only the first call (parallel_tool_calls false).
+	ToolFormat     string
+	SingleToolCall bool
 }
 
 // ChatRequest is a validated /v1/chat/completions request.
@@ -84,6 +90,12 @@ type ChatRequest struct {
 	// TemplateKwargs are chat_template_kwargs: further variables of the
 	// chat template (e.g. enable_thinking), as JSON values by name.
 	TemplateKwargs map[string]json.RawMessage
+	// Tools are the request's tools as sent (the template's tools), nil
+	// when none; ToolChoice is "auto" (the default with tools) or "none".
+	// ParallelToolCalls (default true) allows several calls in a reply.
+	Tools             json.RawMessage
+	ToolChoice        string
+	ParallelToolCalls bool
 	Params
 }
 
@@ -134,8 +146,8 @@ var commonFields = map[string]fieldKind{
 var chatFields = merged(commonFields, map[string]fieldKind{
 	"messages": fieldUsed, "max_completion_tokens": fieldUsed, "top_logprobs": fieldUsed,
 	"add_generation_prompt": fieldUsed, "continue_final_message": fieldUsed, "chat_template_kwargs": fieldUsed,
-	"parallel_tool_calls": fieldIgnored,
-	"tools":               fieldRejected, "tool_choice": fieldRejected, "functions": fieldRejected, "function_call": fieldRejected,
+	"parallel_tool_calls": fieldUsed, "tools": fieldUsed, "tool_choice": fieldUsed,
+	"functions": fieldRejected, "function_call": fieldRejected,
 	"response_format": fieldRejected, "audio": fieldRejected, "modalities": fieldRejected, "prediction": fieldRejected,
 	"reasoning_effort": fieldUsed, "web_search_options": fieldRejected,
 })
@@ -233,7 +245,7 @@ func noOp(name string, v json.RawMessage) bool {
 		return true
 	}
 	switch name {
-	case "tool_choice", "function_call":
+	case "function_call":
 		return s == `"none"`
 	case "response_format":
 		var rf struct {
@@ -263,7 +275,7 @@ func DecodeChat(body []byte, o DecodeOptions) (*ChatRequest, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	r := &ChatRequest{AddGenerationPrompt: true}
+	r := &ChatRequest{AddGenerationPrompt: true, ParallelToolCalls: true}
 	if r.Model, e = model(f); e != nil {
 		return nil, e
 	}
@@ -295,6 +307,9 @@ func DecodeChat(body []byte, o DecodeOptions) (*ChatRequest, *Error) {
 		if slices.Contains(tok.ReservedVars, k) {
 			return nil, badParam("chat_template_kwargs."+k, "Invalid 'chat_template_kwargs': '%s' is set by the server.", k)
 		}
+	}
+	if e := tools(f, r); e != nil {
+		return nil, e
 	}
 	if f.has("reasoning_effort") {
 		// A template variable, as vLLM passes it: templates that read it
@@ -701,6 +716,58 @@ func params(f fields, chat, strict bool) (Params, *Error) {
 		return p, e
 	}
 	return p, p.ranges()
+}
+
+// tools reads tools, tool_choice and parallel_tool_calls. tool_choice
+// "required" or a named function would need the reply constrained to a
+// call, which the sampler cannot do yet: those are rejected.
+func tools(f fields, r *ChatRequest) *Error {
+	if e := f.decode("parallel_tool_calls", "a boolean", &r.ParallelToolCalls); e != nil {
+		return e
+	}
+	var names []string
+	if f.has("tools") {
+		var e *Error
+		if names, e = toolNames(f["tools"]); e != nil {
+			return e
+		}
+		if len(names) > 0 {
+			r.Tools = f["tools"]
+		}
+	}
+	r.ToolChoice = "none"
+	if len(names) > 0 {
+		r.ToolChoice = "auto"
+	}
+	if !f.has("tool_choice") {
+		return nil
+	}
+	var choice string
+	if json.Unmarshal(f["tool_choice"], &choice) != nil {
+		var named struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(f["tool_choice"], &named); err != nil || named.Type != "function" || named.Function.Name == "" {
+			return badParam("tool_choice", "Invalid 'tool_choice': expected 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": ...}}.")
+		}
+		if !slices.Contains(names, named.Function.Name) {
+			return badParam("tool_choice", "Invalid 'tool_choice': no tool is named '%.64s'.", named.Function.Name)
+		}
+		return badParam("tool_choice", "'tool_choice' naming a function needs constrained decoding, which this server does not implement; use 'auto'.")
+	}
+	switch choice {
+	case "none":
+		r.ToolChoice = "none"
+	case "auto":
+	case "required":
+		return badParam("tool_choice", "'tool_choice' 'required' needs constrained decoding, which this server does not implement; use 'auto'.")
+	default:
+		return badParam("tool_choice", "Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or a named function, got '%.32s'.", choice)
+	}
+	return nil
 }
 
 // logitBias reads OpenAI's logit_bias: an object from token ids (as

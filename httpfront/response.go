@@ -34,7 +34,7 @@ type (
 	}
 	chatChoice struct {
 		Index        int           `json:"index"`
-		Message      *chatMessage  `json:"message,omitempty"`
+		Message      *chatReply    `json:"message,omitempty"`
 		Delta        *chatMessage  `json:"delta,omitempty"`
 		Logprobs     *chatLogprobs `json:"logprobs"`
 		FinishReason *string       `json:"finish_reason"`
@@ -44,7 +44,15 @@ type (
 		Content *string `json:"content,omitempty"`
 		// ReasoningContent is the reply's reasoning (vLLM's and
 		// llama-server's field), without the <think> markup.
-		ReasoningContent *string `json:"reasoning_content,omitempty"`
+		ReasoningContent *string       `json:"reasoning_content,omitempty"`
+		ToolCalls        []toolCallDoc `json:"tool_calls,omitempty"`
+	}
+	// chatReply is a whole reply: content is null beside tool calls.
+	chatReply struct {
+		Role             string        `json:"role"`
+		Content          *string       `json:"content"`
+		ReasoningContent *string       `json:"reasoning_content,omitempty"`
+		ToolCalls        []toolCallDoc `json:"tool_calls,omitempty"`
 	}
 	chatLogprobs struct {
 		Content []chatLogprob `json:"content"`
@@ -149,9 +157,29 @@ func (r *response) complete(j *job, res []*choiceResult) any {
 		for i, c := range res {
 			reasoning, text := splitReasoning(j.p.Reasoning, c.text.String())
 			finish := c.finish
-			ch := chatChoice{Index: i, Message: &chatMessage{Role: "assistant", Content: &text}, FinishReason: &finish}
+			ch := chatChoice{Index: i, Message: &chatReply{Role: "assistant", Content: &text}, FinishReason: &finish}
 			if reasoning != "" {
 				ch.Message.ReasoningContent = &reasoning
+			}
+			if tp := newToolParser(j.p.ToolFormat); tp != nil {
+				content, calls := tp.push(text)
+				rest, more := tp.flush()
+				content, calls = content+rest, append(calls, more...)
+				if j.p.SingleToolCall && len(calls) > 1 {
+					calls = calls[:1]
+				}
+				for _, call := range calls {
+					ch.Message.ToolCalls = append(ch.Message.ToolCalls, callDoc(call))
+				}
+				ch.Message.Content = &content
+				if len(calls) > 0 {
+					if strings.TrimSpace(content) == "" {
+						ch.Message.Content = nil
+					}
+					if finish == "stop" {
+						finish = "tool_calls"
+					}
+				}
 			}
 			if j.p.Logprobs {
 				ch.Logprobs = r.chatLogprobs(c.logprobs)
@@ -219,9 +247,9 @@ func (r *response) stream(w *bufio.Writer, j *job) bool {
 	var u *usage // null in every chunk when usage is asked for, absent otherwise
 	offsets := make([]int, j.choices)
 	stats := make([]engine.Stats, j.choices)
-	splitters := make([]*reasoningSplitter, j.choices)
-	for i := range splitters {
-		splitters[i] = newReasoningSplitter(j.p.Reasoning)
+	pipes := make([]*chatPipe, j.choices)
+	for i := range pipes {
+		pipes[i] = &chatPipe{sp: newReasoningSplitter(j.p.Reasoning), tp: newToolParser(j.p.ToolFormat), single: j.p.SingleToolCall}
 	}
 	for i := range j.choices {
 		if r.chat {
@@ -244,8 +272,8 @@ func (r *response) stream(w *bufio.Writer, j *job) bool {
 			j.leave()
 			return out.err == nil
 		}
-		if r.chat && splitters[d.index] != nil {
-			if !r.streamReasoning(out, splitters[d.index], d, u) {
+		if r.chat && (pipes[d.index].sp != nil || pipes[d.index].tp != nil) {
+			if !r.streamChat(out, pipes[d.index], d, u) {
 				return false
 			}
 		} else if d.text != "" || d.logprobs != nil {
@@ -275,6 +303,9 @@ func (r *response) stream(w *bufio.Writer, j *job) bool {
 		j.finishes++
 		stats[d.index] = d.stats
 		finish := d.finish
+		if pipes[d.index].calls > 0 && finish == "stop" {
+			finish = "tool_calls"
+		}
 		var t *timings // on the last finish chunk when no usage chunk follows
 		if j.finishes == j.choices && !j.p.IncludeUsage {
 			_, tt := j.account(stats)
@@ -311,30 +342,64 @@ func (r *response) stream(w *bufio.Writer, j *job) bool {
 	return out.done()
 }
 
-// streamReasoning sends a chat delta's text split into reasoning_content
-// and content (one chunk with either or both), holding back what may be
-// markup; a final delta flushes what was held.
-func (r *response) streamReasoning(out *sse, sp *reasoningSplitter, d delta, u *usage) bool {
-	reasoning, content := sp.push(d.text)
-	if d.final {
-		fr, fc := sp.flush()
-		reasoning, content = reasoning+fr, content+fc
+// chatPipe is one streamed chat choice's text processing: the reasoning
+// split, then tool call parsing of the content (either may be off).
+type chatPipe struct {
+	sp     *reasoningSplitter
+	tp     toolParser
+	single bool // parallel_tool_calls false: only the first call
+	calls  int  // tool calls streamed
+}
+
+// streamChat sends a chat delta's text through p: reasoning_content and
+// content in one chunk, then each completed tool call as OpenAI streams
+// one (callDeltas). Text that may still be markup is held back; a final
+// delta flushes it.
+func (r *response) streamChat(out *sse, p *chatPipe, d delta, u *usage) bool {
+	reasoning, content := "", d.text
+	if p.sp != nil {
+		reasoning, content = p.sp.push(d.text)
+		if d.final {
+			fr, fc := p.sp.flush()
+			reasoning, content = reasoning+fr, content+fc
+		}
+	}
+	var calls []toolCall
+	if p.tp != nil {
+		content, calls = p.tp.push(content)
+		if d.final {
+			fc, more := p.tp.flush()
+			content, calls = content+fc, append(calls, more...)
+		}
 	}
 	var lp *chatLogprobs
 	if d.logprobs != nil {
 		lp = r.chatLogprobs(d.logprobs)
 	}
-	if reasoning == "" && content == "" && lp == nil {
-		return true
+	if reasoning != "" || content != "" || lp != nil {
+		m := &chatMessage{}
+		if reasoning != "" {
+			m.ReasoningContent = &reasoning
+		}
+		if content != "" || reasoning == "" {
+			m.Content = &content
+		}
+		if !out.event(r.chatChunk(d.index, m, lp, nil, u)) {
+			return false
+		}
 	}
-	m := &chatMessage{}
-	if reasoning != "" {
-		m.ReasoningContent = &reasoning
+	for _, c := range calls {
+		if p.single && p.calls > 0 {
+			break
+		}
+		for _, doc := range callDeltas(p.calls, c) {
+			if !out.event(r.chatChunk(d.index, &chatMessage{ToolCalls: []toolCallDoc{doc}}, nil, nil, u)) {
+				return false
+			}
+		}
+		p.calls++
 	}
-	if content != "" || reasoning == "" {
-		m.Content = &content
-	}
-	return out.event(r.chatChunk(d.index, m, lp, nil, u))
+	return true
 }
 
 func (r *response) chatChunk(index int, d *chatMessage, lp *chatLogprobs, finish *string, u *usage) chatCompletion {
