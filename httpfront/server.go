@@ -296,17 +296,21 @@ func unknownModel(id string) *Error {
 
 // Health is the /health body.
 type Health struct {
-	Status           string `json:"status"` // "ok", "loading" or "draining"
-	Model            string `json:"model,omitempty"`
-	RequestsRunning  int    `json:"requests_running"`
-	RequestsWaiting  int    `json:"requests_waiting"`
-	KVBlocksUsed     int    `json:"kv_blocks_used"`
-	KVBlocksTotal    int    `json:"kv_blocks_total"`
-	KVBlockTokens    int    `json:"kv_block_tokens"`
-	KVBlocksCached   int    `json:"kv_blocks_cached"` // free blocks that hold a cached prefix
-	MaxRunning       int    `json:"max_running"`
-	RequestsInFlight int    `json:"requests_in_flight"` // choices submitted and not finished
-	StreamsAborted   int64  `json:"streams_aborted"`    // streams whose client left early, since start
+	Status          string `json:"status"` // "ok", "loading" or "draining"
+	Model           string `json:"model,omitempty"`
+	RequestsRunning int    `json:"requests_running"`
+	RequestsWaiting int    `json:"requests_waiting"`
+	KVBlocksUsed    int    `json:"kv_blocks_used"`
+	KVBlocksTotal   int    `json:"kv_blocks_total"`
+	KVBlockTokens   int    `json:"kv_block_tokens"`
+	KVBlocksCached  int    `json:"kv_blocks_cached"` // free blocks that hold a cached prefix
+	// StateSlotsUsed and StateSlotsTotal count a hybrid model's recurrent
+	// state slots (absent for other models).
+	StateSlotsUsed   int   `json:"state_slots_used,omitempty"`
+	StateSlotsTotal  int   `json:"state_slots_total,omitempty"`
+	MaxRunning       int   `json:"max_running"`
+	RequestsInFlight int   `json:"requests_in_flight"` // choices submitted and not finished
+	StreamsAborted   int64 `json:"streams_aborted"`    // streams whose client left early, since start
 	// RequestsAbandoned counts non-streaming requests whose client left
 	// before the response, since start.
 	RequestsAbandoned int64 `json:"requests_abandoned"`
@@ -320,7 +324,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 		snap := m.Engine.Snapshot()
 		h.Model, h.RequestsRunning, h.RequestsWaiting = m.ID, snap.Running, snap.Waiting
 		h.KVBlocksUsed, h.KVBlocksTotal, h.KVBlockTokens, h.MaxRunning = snap.KVBlocksUsed, snap.KVBlocksTotal, snap.KVBlockTokens, snap.MaxRunning
-		h.KVBlocksCached = snap.KVBlocksCached
+		h.KVBlocksCached, h.StateSlotsUsed, h.StateSlotsTotal = snap.KVBlocksCached, snap.StateSlotsUsed, snap.StateSlotsTotal
 		h.Status, status = "ok", http.StatusOK
 		if s.draining.Load() {
 			h.Status, status = "draining", http.StatusServiceUnavailable

@@ -83,12 +83,8 @@ func newMetrics(s *Server) *Metrics {
 	}
 	gauge("ninfer:num_requests_running", "Sequences holding KV blocks in the engine.", func(s engine.Snapshot) float64 { return float64(s.Running) })
 	gauge("ninfer:num_requests_waiting", "Sequences queued for admission.", func(s engine.Snapshot) float64 { return float64(s.Waiting) })
-	gauge("ninfer:kv_cache_usage_perc", "Fraction of KV cache blocks in use (0..1).", func(s engine.Snapshot) float64 {
-		if s.KVBlocksTotal == 0 {
-			return 0
-		}
-		return float64(s.KVBlocksUsed) / float64(s.KVBlocksTotal)
-	})
+	gauge("ninfer:kv_cache_usage_perc", "Fraction of the cache memory (KV blocks and recurrent state slots) held by sequences (0..1).",
+		func(s engine.Snapshot) float64 { return s.CacheUsage() })
 	m := &Metrics{reg: reg,
 		promptTokens:     f("ninfer:prompt_tokens_total", "Prompt tokens of finished requests."),
 		generationTokens: f("ninfer:generation_tokens_total", "Generated tokens of finished requests."),
@@ -126,7 +122,7 @@ type vllmCollector struct{ s *Server }
 var (
 	vllmRunning  = prometheus.NewDesc("vllm:num_requests_running", "Sequences holding KV blocks in the engine.", []string{"model_name"}, nil)
 	vllmWaiting  = prometheus.NewDesc("vllm:num_requests_waiting", "Sequences queued for admission.", []string{"model_name"}, nil)
-	vllmKVUsage  = prometheus.NewDesc("vllm:kv_cache_usage_perc", "Fraction of KV cache blocks held by sequences (0..1).", []string{"model_name"}, nil)
+	vllmKVUsage  = prometheus.NewDesc("vllm:kv_cache_usage_perc", "Fraction of the cache memory (KV blocks and recurrent state slots) held by sequences (0..1).", []string{"model_name"}, nil)
 	vllmGPUUsage = prometheus.NewDesc("vllm:gpu_cache_usage_perc", "Fraction of KV cache blocks held by sequences (0..1); the older name of vllm:kv_cache_usage_perc.", []string{"model_name"}, nil)
 	vllmQueries  = prometheus.NewDesc("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache at admission.", []string{"model_name"}, nil)
 	vllmHits     = prometheus.NewDesc("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache at admission.", []string{"model_name"}, nil)
@@ -146,10 +142,7 @@ func (c vllmCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	snap := m.Engine.Snapshot()
-	usage := 0.0
-	if snap.KVBlocksTotal > 0 {
-		usage = float64(snap.KVBlocksUsed) / float64(snap.KVBlocksTotal)
-	}
+	usage := snap.CacheUsage()
 	ch <- prometheus.MustNewConstMetric(vllmRunning, prometheus.GaugeValue, float64(snap.Running), m.ID)
 	ch <- prometheus.MustNewConstMetric(vllmWaiting, prometheus.GaugeValue, float64(snap.Waiting), m.ID)
 	ch <- prometheus.MustNewConstMetric(vllmKVUsage, prometheus.GaugeValue, usage, m.ID)

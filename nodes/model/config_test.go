@@ -73,3 +73,57 @@ func TestMissingTensorsAreCounted(t *testing.T) {
 		t.Errorf("one block too many: %v", err)
 	}
 }
+
+// A hybrid GGUF with a missing Gated DeltaNet tensor, an inconsistent
+// state size or an unknown architecture gets an error naming the tensor or
+// the key.
+func TestHybridBadFiles(t *testing.T) {
+	path := sharedModel(t, "tiny-qwen35-f32.gguf")
+	drop := func(name string) func([]weights.KV, []*weights.Tensor) ([]weights.KV, []*weights.Tensor) {
+		return func(kvs []weights.KV, ts []*weights.Tensor) ([]weights.KV, []*weights.Tensor) {
+			return kvs, slices.DeleteFunc(slices.Clone(ts), func(t *weights.Tensor) bool { return t.Name == name })
+		}
+	}
+	set := func(key string, v weights.Value) func([]weights.KV, []*weights.Tensor) ([]weights.KV, []*weights.Tensor) {
+		return func(kvs []weights.KV, ts []*weights.Tensor) ([]weights.KV, []*weights.Tensor) {
+			kvs = slices.Clone(kvs)
+			for i := range kvs {
+				if kvs[i].Key == key {
+					kvs[i].Value = v
+				}
+			}
+			return kvs, ts
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func([]weights.KV, []*weights.Tensor) ([]weights.KV, []*weights.Tensor)
+		want string
+	}{
+		{"a missing ssm tensor", drop("blk.4.ssm_conv1d.weight"), `tensor "blk.4.ssm_conv1d.weight": not found`},
+		{"a missing gated-attention tensor", drop("blk.7.attn_q_norm.weight"), `"blk.7.attn_q_norm.weight"`},
+		{"a state size the inner size contradicts", set("qwen35.ssm.state_size", weights.U32(8)), "ssm.inner_size = 64, want time_step_rank 4 x state_size 8"},
+		{"value heads not a multiple of key heads", set("qwen35.ssm.time_step_rank", weights.U32(3)), "ssm.inner_size"},
+		{"an unknown architecture", set("general.architecture", weights.Str("qwen99")), `architecture "qwen99" not supported`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := rewrite(t, path, tc.edit)
+			_, err := ReadConfig(f)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	f, err := weights.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := ReadConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Layers != 8 || c.Hybrid.NextN != 1 || c.AttentionLayers() != 2 || !c.Recurrent(0) || c.Recurrent(3) || c.Recurrent(7) {
+		t.Errorf("config %+v hybrid %+v", c, c.Hybrid)
+	}
+}

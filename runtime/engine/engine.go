@@ -187,6 +187,7 @@ type Engine struct {
 	// prefixCacheOff says why prefix caching is off for the model, if it is.
 	state          exec.StateLayout
 	prefixCacheOff string
+	kvBlockBytes   int64
 }
 
 // execKey names a prepared graph: a plan segment ("seg0", ...) or a host
@@ -329,6 +330,9 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: load: %w", err)
 	}
 	layout := exec.KVLayout{Layers: layers, KVDim: kvDim, BlockTokens: pol.KVBlockTokens, Blocks: blocks, DType: pol.KVDType, State: state}
+	if f, err := kv.LookupFormat(pol.KVDType); err == nil {
+		e.kvBlockBytes = kv.BytesPerToken(f, layers, kvDim) * int64(pol.KVBlockTokens)
+	}
 	if err := e.backend.Reserve(layout); err != nil {
 		return nil, fmt.Errorf("engine: reserve: %w", err)
 	}
@@ -383,6 +387,20 @@ type Snapshot struct {
 	// state slots (0 without one), StateSlotBytes the memory of one.
 	StateSlotsUsed, StateSlotsTotal int
 	StateSlotBytes                  int64
+	KVBlockBytes                    int64 // K and V of one block, every layer, in the KV format
+}
+
+// CacheUsage is the fraction (0..1) of the cache memory held by sequences:
+// KV blocks and recurrent state slots together, by bytes.
+func (s Snapshot) CacheUsage() float64 {
+	total := float64(s.KVBlocksTotal)*float64(s.KVBlockBytes) + float64(s.StateSlotsTotal)*float64(s.StateSlotBytes)
+	if total == 0 {
+		if s.KVBlocksTotal == 0 {
+			return 0
+		}
+		return float64(s.KVBlocksUsed) / float64(s.KVBlocksTotal)
+	}
+	return (float64(s.KVBlocksUsed)*float64(s.KVBlockBytes) + float64(s.StateSlotsUsed)*float64(s.StateSlotBytes)) / total
 }
 
 // Snapshot reports the engine's current load: what the loop published
@@ -403,7 +421,8 @@ func (e *Engine) publish() {
 		KVBlocksUsed: e.kv.Used(), KVBlocksTotal: e.kv.Total(), KVBlockTokens: e.kv.BlockTokens(),
 		MaxRunning: e.maxRunning, PrefixCache: e.kv.PrefixCaching(), KVBlocksCached: e.kv.Cached(),
 		PrefixQueries: ps.Queries, PrefixHits: ps.Hits,
-		StateSlotsUsed: e.state.Slots - e.sched.StateSlotsFree(), StateSlotsTotal: e.state.Slots, StateSlotBytes: e.state.BytesPerSlot()})
+		StateSlotsUsed: e.state.Slots - e.sched.StateSlotsFree(), StateSlotsTotal: e.state.Slots, StateSlotBytes: e.state.BytesPerSlot(),
+		KVBlockBytes: e.kvBlockBytes})
 }
 
 // PrefixCacheOff says why prefix caching is off for the model ("" when it

@@ -77,3 +77,20 @@ func TestHybridRefusesSpeculation(t *testing.T) {
 		}
 	}
 }
+
+// A hybrid model's snapshot counts state slots, and the cache usage it
+// reports weighs KV blocks and state slots by their bytes.
+func TestHybridSnapshotCountsStateSlots(t *testing.T) {
+	in := open(t, instance.Options{Model: modelPath(t, "tiny-qwen35-f32.gguf"), MaxRunning: 2, Threads: 1})
+	s := in.Engine.Snapshot()
+	// 6 Gated DeltaNet layers: conv window 3 x 128 and 4 heads of 16 x 16, f32.
+	if s.StateSlotsTotal != 2 || s.StateSlotBytes != 6*4*(3*128+4*16*16) || s.KVBlockBytes == 0 || s.CacheUsage() != 0 {
+		t.Errorf("idle snapshot %+v, usage %g", s, s.CacheUsage())
+	}
+	busy := s
+	busy.StateSlotsUsed, busy.KVBlocksUsed = 1, 0
+	want := float64(s.StateSlotBytes) / (float64(s.KVBlocksTotal)*float64(s.KVBlockBytes) + 2*float64(s.StateSlotBytes))
+	if got := busy.CacheUsage(); got != want {
+		t.Errorf("one slot held: usage %g, want %g", got, want)
+	}
+}
