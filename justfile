@@ -46,6 +46,16 @@ tokenizers:
 serve model="stories260K.gguf" *flags="": build
     {{bin}} serve --model {{models}}/{{model}} {{flags}}
 
+# N replicas of a bundled model on free loopback ports behind HAProxy on 127.0.0.1:8080
+# (deploy/haproxy: leastconn, /ready checks, agent checks); Ctrl-C stops them all.
+cluster n="3" model="stories260K.gguf" *flags="": build
+    bash deploy/haproxy/cluster.sh {{bin}} {{models}}/{{model}} {{n}} {{flags}}
+
+# End to end through a real HAProxy: 300 mixed requests to 3 replicas while one is SIGTERMed and
+# restarted; no failures, exact usage, load-aware shares, unbuffered SSE (cmd/ninfer/cluster_test.go).
+cluster-test: build
+    NINFER_BIN={{bin}} go test -tags cluster -count=1 -timeout 90s -run '^TestCluster$' -v ./cmd/ninfer
+
 # Aggregate decode tok/s through the HTTP server at C = 1, 2, 4, 8, 16 on the largest bundled model.
 bench-serve:
     go test ./httpfront -run '^$' -bench ServeDecode -benchtime 20x -count 3
