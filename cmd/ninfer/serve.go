@@ -175,6 +175,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if inst.ChatErr != nil {
 		fmt.Fprintf(stderr, "ninfer serve: warning: %v: /v1/chat/completions will answer 400\n", inst.ChatErr)
 	}
+	if why := inst.Engine.PrefixCacheOff(); why != "" {
+		fmt.Fprintf(stderr, "ninfer serve: %s\n", why)
+	}
 	srv.SetModel(&httpfront.Model{ID: id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat,
 		ChatErr: inst.ChatErr, Created: time.Now(), TrainContext: trainContext(inst.File)})
 	snap := inst.Engine.Snapshot()
