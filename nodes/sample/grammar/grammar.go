@@ -1,0 +1,541 @@
+// Package grammar constrains generation to a context-free grammar: GBNF
+// (llama.cpp's grammar format) is compiled to rules, a State tracks every
+// way the bytes generated so far can continue (a set of pushdown stacks,
+// as llama.cpp's grammar sampler), and a Vocab turns a State into the mask
+// of tokens that keep the output inside the grammar. JSON Schemas compile
+// to GBNF (FromSchema).
+package grammar
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Grammar is a compiled grammar: rules of alternatives of symbols, the
+// start rule first. It is immutable and safe for concurrent use.
+type Grammar struct {
+	rules  [][]alt // by rule index; rules[0] is the root
+	names  []string
+	minLen []int // shortest expansion of each rule, in bytes
+}
+
+type alt []sym
+
+// sym is a rule reference (ref >= 0) or a code point class.
+type sym struct {
+	ref    int
+	ranges []rng // class: code points in any range (or in none when neg)
+	neg    bool
+}
+
+type rng struct{ lo, hi rune }
+
+func (s sym) isRef() bool { return s.ref >= 0 }
+
+// matches reports whether the class admits c.
+func (s sym) matches(c rune) bool {
+	in := false
+	for _, r := range s.ranges {
+		if c >= r.lo && c <= r.hi {
+			in = true
+			break
+		}
+	}
+	return in != s.neg
+}
+
+// admitsRange reports whether the class admits some code point in
+// [lo, hi].
+func (s sym) admitsRange(lo, hi rune) bool {
+	if !s.neg {
+		for _, r := range s.ranges {
+			if r.lo <= hi && r.hi >= lo {
+				return true
+			}
+		}
+		return false
+	}
+	// Negated: some point of [lo, hi] lies outside every range.
+	rs := append([]rng(nil), s.ranges...)
+	sort.Slice(rs, func(a, b int) bool { return rs[a].lo < rs[b].lo })
+	next := lo
+	for _, r := range rs {
+		if r.lo > next {
+			return next <= hi
+		}
+		if r.hi >= next {
+			next = r.hi + 1
+		}
+		if next > hi {
+			return false
+		}
+	}
+	return next <= hi
+}
+
+// minBytes is the UTF-8 length of the smallest code point the class admits.
+func (s sym) minBytes() int {
+	if s.neg {
+		if s.matches(0) || s.admitsRange(0, 0x7f) {
+			return 1
+		}
+		return 2
+	}
+	best := 4
+	for _, r := range s.ranges {
+		best = min(best, utf8.RuneLen(max(r.lo, 0)))
+	}
+	return max(best, 1)
+}
+
+// Parse compiles GBNF source; the rule named root is the start. Errors
+// name the line and column.
+func Parse(src string) (*Grammar, error) {
+	p := &parser{src: src, line: 1, col: 1, index: map[string]int{}, gen: map[int]bool{}}
+	root := p.ruleIndex("root")
+	defined := map[int]bool{}
+	for {
+		p.skipSpace(true)
+		if p.eof() {
+			break
+		}
+		name := p.ident()
+		if name == "" {
+			return nil, p.errorf("expected a rule name")
+		}
+		p.skipSpace(false)
+		if !p.consume("::=") {
+			return nil, p.errorf("expected '::=' after %q", name)
+		}
+		i := p.ruleIndex(name)
+		if defined[i] {
+			return nil, p.errorf("rule %q defined twice", name)
+		}
+		defined[i] = true
+		alts, err := p.alternatives(false)
+		if err != nil {
+			return nil, err
+		}
+		p.rules[i] = alts
+	}
+	for i, n := range p.names {
+		if !defined[i] && !p.gen[i] {
+			if i == root {
+				return nil, fmt.Errorf("grammar: no rule named root")
+			}
+			return nil, fmt.Errorf("grammar: rule %q is used but not defined", n)
+		}
+	}
+	g := &Grammar{rules: p.rules, names: p.names}
+	if err := g.check(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+type parser struct {
+	src       string
+	pos       int
+	line, col int
+	index     map[string]int
+	gen       map[int]bool // generated rules
+	names     []string
+	rules     [][]alt
+}
+
+func (p *parser) errorf(format string, args ...any) error {
+	return fmt.Errorf("grammar:%d:%d: %s", p.line, p.col, fmt.Sprintf(format, args...))
+}
+
+func (p *parser) eof() bool { return p.pos >= len(p.src) }
+
+func (p *parser) peek() byte {
+	if p.eof() {
+		return 0
+	}
+	return p.src[p.pos]
+}
+
+func (p *parser) advance(n int) {
+	for range n {
+		if p.src[p.pos] == '\n' {
+			p.line, p.col = p.line+1, 1
+		} else {
+			p.col++
+		}
+		p.pos++
+	}
+}
+
+func (p *parser) consume(s string) bool {
+	if strings.HasPrefix(p.src[p.pos:], s) {
+		p.advance(len(s))
+		return true
+	}
+	return false
+}
+
+// skipSpace skips blanks and comments, and newlines when newlines is set.
+func (p *parser) skipSpace(newlines bool) {
+	for !p.eof() {
+		switch c := p.peek(); {
+		case c == '#':
+			for !p.eof() && p.peek() != '\n' {
+				p.advance(1)
+			}
+		case c == ' ' || c == '\t' || c == '\r' || (newlines && c == '\n'):
+			p.advance(1)
+		default:
+			return
+		}
+	}
+}
+
+func isIdent(c byte) bool {
+	return c == '-' || c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func (p *parser) ident() string {
+	start := p.pos
+	for !p.eof() && isIdent(p.peek()) {
+		p.advance(1)
+	}
+	return p.src[start:p.pos]
+}
+
+func (p *parser) ruleIndex(name string) int {
+	if i, ok := p.index[name]; ok {
+		return i
+	}
+	i := len(p.names)
+	p.index[name] = i
+	p.names = append(p.names, name)
+	p.rules = append(p.rules, nil)
+	return i
+}
+
+// genRule adds an unnamed rule (a group or repetition); its name cannot
+// clash with a GBNF identifier.
+func (p *parser) genRule() int {
+	i := p.ruleIndex(fmt.Sprintf("(%d)", len(p.names)))
+	p.gen[i] = true
+	return i
+}
+
+// newRule adds a rule for a group or repetition.
+func (p *parser) newRule(alts []alt) int {
+	i := p.genRule()
+	p.rules[i] = alts
+	return i
+}
+
+// alternatives parses a | b | c up to the end of the rule (nested: up to
+// the closing parenthesis).
+func (p *parser) alternatives(nested bool) ([]alt, error) {
+	var alts []alt
+	for {
+		seq, err := p.sequence(nested)
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, seq)
+		p.skipSpace(nested)
+		if !p.consume("|") {
+			return alts, nil
+		}
+		p.skipSpace(true)
+	}
+}
+
+func (p *parser) sequence(nested bool) (alt, error) {
+	var seq alt
+	for {
+		p.skipSpace(nested)
+		if p.peek() == '\n' { // a rule ends at the end of its line (llama.cpp)
+			return seq, nil
+		}
+		if p.eof() {
+			return seq, nil
+		}
+		var item []sym
+		switch c := p.peek(); {
+		case c == '"':
+			s, err := p.literal()
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range s {
+				item = append(item, sym{ref: -1, ranges: []rng{{r, r}}})
+			}
+		case c == '[':
+			s, err := p.class()
+			if err != nil {
+				return nil, err
+			}
+			item = []sym{s}
+		case c == '.':
+			p.advance(1)
+			item = []sym{{ref: -1, neg: true}}
+		case c == '(':
+			p.advance(1)
+			alts, err := p.alternatives(true)
+			if err != nil {
+				return nil, err
+			}
+			p.skipSpace(true)
+			if !p.consume(")") {
+				return nil, p.errorf("expected ')'")
+			}
+			item = []sym{{ref: p.newRule(alts)}}
+		case isIdent(c):
+			item = []sym{{ref: p.ruleIndex(p.ident())}}
+		default:
+			return seq, nil
+		}
+		item, err := p.repetition(item)
+		if err != nil {
+			return nil, err
+		}
+		seq = append(seq, item...)
+	}
+}
+
+// repetition applies a postfix *, +, ? or {m,n} to item.
+func (p *parser) repetition(item []sym) ([]sym, error) {
+	lo, hi := -1, -1
+	switch {
+	case p.consume("*"):
+		lo, hi = 0, -2
+	case p.consume("+"):
+		lo, hi = 1, -2
+	case p.consume("?"):
+		lo, hi = 0, 1
+	case p.peek() == '{':
+		p.advance(1)
+		m := p.number()
+		if m < 0 {
+			return nil, p.errorf("expected a count after '{'")
+		}
+		lo, hi = m, m
+		if p.consume(",") {
+			hi = p.number()
+			if hi < 0 {
+				hi = -2
+			}
+		}
+		if !p.consume("}") {
+			return nil, p.errorf("expected '}'")
+		}
+		if hi != -2 && hi < lo {
+			return nil, p.errorf("repetition {%d,%d}: the maximum is below the minimum", lo, hi)
+		}
+		if lo > 1000 || hi > 1000 {
+			return nil, p.errorf("repetition counts above 1000 are not supported")
+		}
+	default:
+		return item, nil
+	}
+	var out []sym
+	for range lo {
+		out = append(out, item...)
+	}
+	if hi == -2 { // x*: R ::= x R | ""
+		r := p.genRule()
+		p.rules[r] = []alt{append(append(alt{}, item...), sym{ref: r}), {}}
+		return append(out, sym{ref: r}), nil
+	}
+	// Up to hi-lo optional items, nested: R1 ::= x R2 | "" ...
+	next := -1
+	for range hi - lo {
+		a := append(alt{}, item...)
+		if next >= 0 {
+			a = append(a, sym{ref: next})
+		}
+		next = p.newRule([]alt{a, {}})
+	}
+	if next >= 0 {
+		out = append(out, sym{ref: next})
+	}
+	return out, nil
+}
+
+func (p *parser) number() int {
+	start := p.pos
+	for !p.eof() && p.peek() >= '0' && p.peek() <= '9' {
+		p.advance(1)
+	}
+	if start == p.pos {
+		return -1
+	}
+	n, _ := strconv.Atoi(p.src[start:p.pos])
+	return n
+}
+
+func (p *parser) literal() (string, error) {
+	p.advance(1)
+	var b strings.Builder
+	for {
+		if p.eof() || p.peek() == '\n' {
+			return "", p.errorf("unterminated string")
+		}
+		if p.consume(`"`) {
+			return b.String(), nil
+		}
+		r, err := p.char()
+		if err != nil {
+			return "", err
+		}
+		b.WriteRune(r)
+	}
+}
+
+// char reads one possibly escaped code point.
+func (p *parser) char() (rune, error) {
+	if p.peek() == '\\' {
+		p.advance(1)
+		if p.eof() {
+			return 0, p.errorf("unterminated escape")
+		}
+		c := p.peek()
+		p.advance(1)
+		switch c {
+		case 'n':
+			return '\n', nil
+		case 'r':
+			return '\r', nil
+		case 't':
+			return '\t', nil
+		case '\\', '"', '[', ']', '-', '^':
+			return rune(c), nil
+		case 'x', 'u', 'U':
+			n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
+			if p.pos+n > len(p.src) {
+				return 0, p.errorf("short \\%c escape", c)
+			}
+			v, err := strconv.ParseUint(p.src[p.pos:p.pos+n], 16, 32)
+			if err != nil {
+				return 0, p.errorf("bad \\%c escape", c)
+			}
+			p.advance(n)
+			return rune(v), nil
+		}
+		return 0, p.errorf("unknown escape \\%c", c)
+	}
+	r, n := utf8.DecodeRuneInString(p.src[p.pos:])
+	if r == utf8.RuneError && n <= 1 {
+		return 0, p.errorf("invalid UTF-8")
+	}
+	p.advance(n)
+	return r, nil
+}
+
+func (p *parser) class() (sym, error) {
+	p.advance(1)
+	s := sym{ref: -1}
+	if p.consume("^") {
+		s.neg = true
+	}
+	for {
+		if p.eof() || p.peek() == '\n' {
+			return s, p.errorf("unterminated character class")
+		}
+		if p.consume("]") {
+			return s, nil
+		}
+		lo, err := p.char()
+		if err != nil {
+			return s, err
+		}
+		hi := lo
+		if p.peek() == '-' && p.pos+1 < len(p.src) && p.src[p.pos+1] != ']' {
+			p.advance(1)
+			if hi, err = p.char(); err != nil {
+				return s, err
+			}
+			if hi < lo {
+				return s, p.errorf("range %q-%q is backwards", lo, hi)
+			}
+		}
+		s.ranges = append(s.ranges, rng{lo, hi})
+	}
+}
+
+// check computes the rules' shortest expansions and rejects left
+// recursion and rules that match nothing finite.
+func (g *Grammar) check() error {
+	const inf = 1 << 30
+	n := len(g.rules)
+	g.minLen = make([]int, n)
+	for i := range g.minLen {
+		g.minLen[i] = inf
+	}
+	for changed := true; changed; {
+		changed = false
+		for i, alts := range g.rules {
+			for _, a := range alts {
+				if l := g.altLen(a, 0); l < g.minLen[i] {
+					g.minLen[i], changed = l, true
+				}
+			}
+		}
+	}
+	for i, l := range g.minLen {
+		if l >= inf {
+			return fmt.Errorf("grammar: rule %q never ends", g.names[i])
+		}
+	}
+	// Left recursion: a rule reachable from itself through nullable
+	// prefixes would expand forever.
+	nullable := func(s sym) bool { return s.isRef() && g.minLen[s.ref] == 0 }
+	state := make([]uint8, n) // 0 new, 1 on the path, 2 done
+	var visit func(i int) error
+	visit = func(i int) error {
+		switch state[i] {
+		case 1:
+			return fmt.Errorf("grammar: rule %q is left-recursive", g.names[i])
+		case 2:
+			return nil
+		}
+		state[i] = 1
+		for _, a := range g.rules[i] {
+			for _, s := range a {
+				if s.isRef() {
+					if err := visit(s.ref); err != nil {
+						return err
+					}
+				}
+				if !nullable(s) {
+					break
+				}
+			}
+		}
+		state[i] = 2
+		return nil
+	}
+	for i := range g.rules {
+		if err := visit(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// altLen is the shortest expansion of a[from:].
+func (g *Grammar) altLen(a alt, from int) int {
+	const inf = 1 << 30
+	total := 0
+	for _, s := range a[from:] {
+		if s.isRef() {
+			if g.minLen == nil || g.minLen[s.ref] >= inf {
+				return inf
+			}
+			total += g.minLen[s.ref]
+		} else {
+			total += s.minBytes()
+		}
+	}
+	return total
+}

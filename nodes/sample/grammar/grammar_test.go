@@ -1,0 +1,83 @@
+package grammar
+
+import (
+	"strings"
+	"testing"
+)
+
+func accepts(g *Grammar, s string) (ok, prefix bool) {
+	st := g.Start().AdvanceBytes([]byte(s))
+	if st == nil {
+		return false, false
+	}
+	return st.Accepting(), true
+}
+
+func TestParseAndMatch(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		yes, no   []string
+		prefixes  []string // valid prefixes that are not sentences
+	}{
+		{"literals and alternatives", `root ::= "yes" | "no"`, []string{"yes", "no"}, []string{"", "y", "yess", "maybe"}, []string{"y", "n"}},
+		{"classes, negation and repetition", `root ::= [a-c]+ [^a-c]? "!"`, []string{"a!", "abcx!", "ccc!"}, []string{"!", "ad", "x!"}, []string{"ab", "abx"}},
+		{"bounded repetition", `root ::= "x"{2,3}`, []string{"xx", "xxx"}, []string{"x", "xxxx"}, []string{"x"}},
+		{"rules, groups and multi-line rules", "root ::= item (\",\" item)*\nitem ::= \"a\" |\n  \"bb\"  # comment\n", []string{"a", "a,bb,a"}, []string{"a,", "b"}, []string{"a,", "a,b"}},
+		{"escapes and unicode", `root ::= "\x41\u00e9" [α-ω]`, []string{"Aéβ"}, []string{"Ae", "AéA"}, []string{"A", "A\xc3"}},
+		{"any character", `root ::= . .`, []string{"ab", "é€"}, []string{"a", "abc"}, []string{"\xe2\x82"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := Parse(tc.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.yes {
+				if ok, _ := accepts(g, s); !ok {
+					t.Errorf("%q rejected", s)
+				}
+			}
+			for _, s := range tc.no {
+				if ok, _ := accepts(g, s); ok {
+					t.Errorf("%q accepted", s)
+				}
+			}
+			for _, s := range tc.prefixes {
+				if ok, prefix := accepts(g, s); ok || !prefix {
+					t.Errorf("%q: sentence %v prefix %v, want a prefix only", s, ok, prefix)
+				}
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{`item ::= "a"`, "no rule named root"},
+		{`root ::= missing`, `"missing" is used but not defined`},
+		{`root ::= root "a" | "b"`, "left-recursive"},
+		{`root ::= "a`, "grammar:1:"},
+		{`root ::= [b-a]`, "backwards"},
+		{`root ::= "a" root`, "never ends"},
+		{"root ::= \"a\"\nroot ::= \"b\"", "defined twice"},
+	} {
+		_, err := Parse(tc.src)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want an error with %q", tc.src, err, tc.want)
+		}
+	}
+}
+
+func TestRemaining(t *testing.T) {
+	g, err := Parse(`root ::= "{" [a-z]* "}" | "[]"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{{"", 2}, {"{", 1}, {"{abc", 1}, {"{}", 0}, {"[", 1}} {
+		if got := g.Start().AdvanceBytes([]byte(tc.in)).Remaining(); got != tc.want {
+			t.Errorf("Remaining after %q = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}

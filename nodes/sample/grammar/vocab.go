@@ -1,0 +1,80 @@
+package grammar
+
+import "sort"
+
+// Vocab is a vocabulary as a byte trie of its tokens' pieces, for
+// computing which tokens a State allows. It is immutable and safe for
+// concurrent use.
+type Vocab struct {
+	nodes []trieNode // nodes[0] is the root
+	size  int
+}
+
+type trieNode struct {
+	kids   []trieEdge // by byte
+	tokens []int32    // tokens whose piece ends here
+}
+
+type trieEdge struct {
+	b    byte
+	node int32
+}
+
+// NewVocab builds the trie of size tokens; piece returns a token's bytes,
+// or nil for tokens the grammar never produces (control tokens, empty
+// pieces).
+func NewVocab(size int, piece func(id int32) []byte) *Vocab {
+	v := &Vocab{nodes: []trieNode{{}}, size: size}
+	for id := range int32(size) {
+		p := piece(id)
+		if len(p) == 0 {
+			continue
+		}
+		n := 0
+		for _, b := range p {
+			kids := v.nodes[n].kids
+			k := sort.Search(len(kids), func(i int) bool { return kids[i].b >= b })
+			if k < len(kids) && kids[k].b == b {
+				n = int(kids[k].node)
+				continue
+			}
+			v.nodes = append(v.nodes, trieNode{})
+			child := int32(len(v.nodes) - 1)
+			kids = append(kids, trieEdge{})
+			copy(kids[k+1:], kids[k:])
+			kids[k] = trieEdge{b, child}
+			v.nodes[n].kids = kids
+			n = int(child)
+		}
+		v.nodes[n].tokens = append(v.nodes[n].tokens, id)
+	}
+	return v
+}
+
+// Size is the number of token ids.
+func (v *Vocab) Size() int { return v.size }
+
+// Allow calls allow for every token whose piece s accepts and after which
+// a sentence can still be completed within budget-1 more tokens of one
+// byte each (budget is how many tokens may still be generated, this one
+// included; <= 0 means unbounded). End-of-generation tokens are the
+// caller's: they are allowed when s.Accepting().
+func (v *Vocab) Allow(s *State, budget int, allow func(id int32)) {
+	v.walk(0, s, budget, allow)
+}
+
+func (v *Vocab) walk(n int, s *State, budget int, allow func(id int32)) {
+	for _, e := range v.nodes[n].kids {
+		next := s.Advance(e.b)
+		if next == nil {
+			continue
+		}
+		child := &v.nodes[e.node]
+		if len(child.tokens) > 0 && (budget <= 0 || next.Remaining() <= budget-1) {
+			for _, id := range child.tokens {
+				allow(id)
+			}
+		}
+		v.walk(int(e.node), next, budget, allow)
+	}
+}
