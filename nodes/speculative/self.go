@@ -44,6 +44,11 @@ type Self struct {
 // DraftTokens implements exec.Proposer.
 func (s *Self) DraftTokens() int { return s.K }
 
+// DraftsWithTargetState implements exec.StateRollbacker: the draft passes
+// run the target's first layers, so on a model with recurrent state they
+// would advance it.
+func (s *Self) DraftsWithTargetState() bool { return true }
+
 // Bind implements exec.Binder: it resolves the early-exit depth against the
 // model, which must have more blocks than it.
 func (s *Self) Bind(f *weights.File) error {

@@ -77,6 +77,9 @@ type program struct {
 	fused    [][]int           // per op: matmuls run together (fuseMatmuls); nil on the reference path
 	trig     [][]float32       // per worker rope cos/sin
 	stateful bool              // the graph has short_conv or delta_rule ops
+	// stateRead and stateWrite are the state slot each row of the batch
+	// being run reads and writes (hybrid.go).
+	stateRead, stateWrite []int32
 }
 
 // Prepare implements exec.Backend.
@@ -135,7 +138,7 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 		return err
 	}
 	if p.stateful {
-		if err := p.checkStateSlots(batch); err != nil {
+		if err := p.bindStateRows(batch); err != nil {
 			return err
 		}
 	}

@@ -58,20 +58,54 @@ func (b *Backend) checkState(op tensor.Op) error {
 	return nil
 }
 
-// stateSlot is the state slot of row r's sequence.
-func stateSlot(b *exec.Batch, r int) int { return int(b.StateSlots[b.RowSeq[r]]) }
-
-// checkStateSlots reports whether every sequence of b has a slot in range.
-func (p *program) checkStateSlots(b *exec.Batch) error {
+// bindStateRows checks b's state slots and records the slot each row
+// reads and writes (exec.Batch.StateRows) for the stateful ops.
+func (p *program) bindStateRows(b *exec.Batch) error {
+	n := p.b.state.layout.Slots
 	if len(b.StateSlots) != len(b.Tables) {
 		return fmt.Errorf("cpu: %d state slots for %d sequences", len(b.StateSlots), len(b.Tables))
 	}
+	inRange := func(s int, slot int32) error {
+		if slot < 0 || int(slot) >= n {
+			return fmt.Errorf("cpu: sequence %d: state slot %d out of range [0,%d)", s, slot, n)
+		}
+		return nil
+	}
+	rows := make([]int, len(b.Tables))
+	for _, s := range b.RowSeq {
+		rows[s]++
+	}
 	for s, slot := range b.StateSlots {
-		if slot < 0 || int(slot) >= p.b.state.layout.Slots {
-			return fmt.Errorf("cpu: sequence %d: state slot %d out of range [0,%d)", s, slot, p.b.state.layout.Slots)
+		if err := inRange(s, slot); err != nil {
+			return err
+		}
+		if s < len(b.StateSnapshots) && b.StateSnapshots[s] != nil {
+			if len(b.StateSnapshots[s]) < rows[s] {
+				return fmt.Errorf("cpu: sequence %d: %d state snapshots for %d rows", s, len(b.StateSnapshots[s]), rows[s])
+			}
+			for _, snap := range b.StateSnapshots[s] {
+				if err := inRange(s, snap); err != nil {
+					return err
+				}
+			}
 		}
 	}
+	p.stateRead, p.stateWrite = b.StateRows()
 	return nil
+}
+
+// rowState returns row r's state of per floats in mem, in the slot the row
+// writes: zero at position 0, else a copy of the slot the row reads.
+func (p *program) rowState(mem []float32, per, r int, pos int32) []float32 {
+	src, dst := int(p.stateRead[r]), int(p.stateWrite[r])
+	st := mem[dst*per : (dst+1)*per]
+	switch {
+	case pos == 0:
+		clear(st)
+	case src != dst:
+		copy(st, mem[src*per:(src+1)*per])
+	}
+	return st
 }
 
 // runHybrid computes the hybrid ops; ok is false for any other op.
@@ -173,11 +207,7 @@ func (p *program) shortConv(out []float32, op tensor.Op, batch *exec.Batch) {
 	per := (k - 1) * c
 	mem := p.b.state.conv[op.State.Layer]
 	for r := range op.Out.Rows() {
-		slot := stateSlot(batch, r)
-		win := mem[slot*per : (slot+1)*per] // [K-1, C]
-		if batch.Positions[r] == 0 {
-			clear(win)
-		}
+		win := p.rowState(mem, per, r, batch.Positions[r]) // [K-1, C]
 		xr, o := x[r*c:(r+1)*c], out[r*c:(r+1)*c]
 		for ch := range c {
 			taps := w[ch*k : (ch+1)*k]
@@ -205,11 +235,7 @@ func (p *program) deltaRule(out []float32, op tensor.Op, batch *exec.Batch) {
 	mem := p.b.state.delta[a.Layer]
 	pred := make([]float32, dv)
 	for r := range op.Out.Rows() {
-		slot := stateSlot(batch, r)
-		st := mem[slot*per : (slot+1)*per]
-		if batch.Positions[r] == 0 {
-			clear(st)
-		}
+		st := p.rowState(mem, per, r, batch.Positions[r])
 		for h := range a.ValueHeads {
 			kh := h % a.KeyHeads
 			s := st[h*dk*dv : (h+1)*dk*dv] // [dk, dv]

@@ -32,6 +32,7 @@ func statefulRun(t *testing.T, b *Backend, kind tensor.OpKind, a tensor.StateArg
 		batch.RowSeq = append(batch.RowSeq, r[0])
 		batch.Positions = append(batch.Positions, r[1])
 	}
+	p.stateRead, p.stateWrite = batch.StateRows()
 	if kind == tensor.OpShortConv {
 		p.shortConv(out, op, batch)
 	} else {

@@ -265,10 +265,16 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	snapshots := 0
 	if state.Layers() > 0 && e.draftK > 0 {
-		// A verify step would advance the recurrent state past rejected
-		// drafts: it needs per-row state snapshots to roll back to.
-		return nil, errors.New("engine: the model keeps recurrent state (a hybrid model), which this engine cannot roll back after rejected drafts yet: use a graph that does not speculate")
+		// A verify step writes the state after each of its 1+k rows into a
+		// snapshot slot; commit keeps the last accepted row's.
+		snapshots = e.draftK + 1
+		for _, st := range p.Steps {
+			if r, ok := st.Node.(exec.StateRollbacker); ok && r.DraftsWithTargetState() {
+				return nil, fmt.Errorf("engine: step %s (%s) drafts with the target's own layers, which would advance the model's recurrent state (a hybrid model): use a proposer that does not run the target (ngram, draft)", st.ID, st.Op)
+			}
+		}
 	}
 	e.context = cfg.Context
 	if e.context <= 0 {
@@ -288,7 +294,7 @@ func New(cfg Config) (*Engine, error) {
 	if state.Layers() > 0 {
 		// State slots are sized first (one per running sequence); the KV
 		// pages get the rest of KVMemory.
-		state.Slots = maxRunning
+		state.Slots = maxRunning * (1 + snapshots)
 		e.state = state
 		if cfg.KVMemory > 0 {
 			if cfg.KVMemory -= int64(state.Slots) * state.BytesPerSlot(); cfg.KVMemory <= 0 {
@@ -322,7 +328,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.kv = m
 	e.sched, err = sched.New(sched.Config{Chunk: pol.PrefillChunk, StepTokens: pol.PrefillChunk + maxRunning*(1+e.draftK),
-		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch, StateSlots: state.Slots}, m)
+		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch, StateSlots: state.Slots, Snapshots: snapshots}, m)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
@@ -644,6 +650,11 @@ func (e *Engine) Step(ctx context.Context) error {
 		batch.Tables = append(batch.Tables, w.Seq.KV.Blocks)
 		if e.state.Slots > 0 {
 			batch.StateSlots = append(batch.StateSlots, w.Seq.StateSlot)
+			var snaps []int32
+			if w.Draft > 0 {
+				snaps = w.Seq.Snapshots
+			}
+			batch.StateSnapshots = append(batch.StateSnapshots, snaps)
 		}
 		for i := 0; i < w.N; i++ {
 			batch.Tokens = append(batch.Tokens, w.Seq.Tokens[w.Start+i])

@@ -191,11 +191,12 @@ func TestLogprobs(t *testing.T) {
 	}
 }
 
-// Snapshot counts waiting and running requests and the KV they hold.
+// Snapshot counts waiting and running requests and the KV they hold
+// (stories260K: a block is 5 layers x K and V x 32 f32 x 16 tokens).
 func TestSnapshot(t *testing.T) {
 	m := modelPath(t, "stories260K.gguf")
 	in := open(t, instance.Options{Model: m, Threads: 1, MaxRunning: 1})
-	if diff := cmp.Diff(engine.Snapshot{KVBlocksTotal: 32, KVBlockTokens: 16, MaxRunning: 1, PrefixCache: true}, in.Engine.Snapshot()); diff != "" {
+	if diff := cmp.Diff(engine.Snapshot{KVBlocksTotal: 32, KVBlockTokens: 16, MaxRunning: 1, PrefixCache: true, KVBlockBytes: 5 * 2 * 32 * 4 * 16}, in.Engine.Snapshot()); diff != "" {
 		t.Errorf("idle snapshot (-want +got):\n%s", diff)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -112,6 +112,7 @@ type modelDevice struct {
 func newModelDevice(newBackend func() (exec.Backend, error), mb modelBinding, target exec.KVLayout) (*modelDevice, error) {
 	layout := target
 	layout.Layers, layout.KVDim = mb.layers, mb.kvD
+	layout.State = exec.StateLayout{} // the target's; a draft model keeps none
 	m, err := kv.New(layout.Blocks, layout.BlockTokens)
 	if err != nil {
 		return nil, err

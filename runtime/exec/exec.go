@@ -71,8 +71,43 @@ type Batch struct {
 	Tables    [][]int32 // [S][blocks] KV block ids of each sequence, in position order
 	LogitRows []int32   // [R] rows whose logits the step needs
 	// StateSlots [S] is each sequence's recurrent state slot (a model
-	// with StateLayout); nil otherwise.
+	// with StateLayout); nil otherwise. A row reads and writes its
+	// sequence's slot, unless the sequence has StateSnapshots.
 	StateSlots []int32
+	// StateSnapshots [S], for a sequence that verifies drafts, are the
+	// slots its rows write in order: row j reads the state row j-1 wrote
+	// (row 0 the StateSlots slot, left unchanged) and writes slot j, so
+	// the state after any accepted prefix of the drafts is kept; nil for
+	// the other sequences.
+	StateSnapshots [][]int32
+}
+
+// StateRows returns, for every row of b, the state slot it reads and the
+// one it writes (see StateSlots and StateSnapshots). Rows of a sequence
+// are in position order.
+func (b *Batch) StateRows() (read, write []int32) {
+	read, write = make([]int32, len(b.RowSeq)), make([]int32, len(b.RowSeq))
+	seen := make([]int, len(b.StateSlots)) // rows of each sequence so far
+	for r, s := range b.RowSeq {
+		cur := b.StateSlots[s]
+		read[r], write[r] = cur, cur
+		if s := int(s); s < len(b.StateSnapshots) && b.StateSnapshots[s] != nil {
+			j := seen[s]
+			if j > 0 {
+				read[r] = b.StateSnapshots[s][j-1]
+			}
+			write[r] = b.StateSnapshots[s][j]
+		}
+		seen[s]++
+	}
+	return read, write
+}
+
+// StateRollbacker is implemented by nodes that draft with the target's own
+// layers (speculative.self): on a model with recurrent state their
+// drafting would advance the state, so the engine refuses such a plan.
+type StateRollbacker interface {
+	DraftsWithTargetState() bool
 }
 
 // Inputs returns the named int32 bindings the recorded graph may declare.

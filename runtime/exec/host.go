@@ -49,6 +49,13 @@ type Sampling struct {
 	// id may be chosen; 0 = off. Suppress is shared, never modified.
 	SuppressUntil int
 	Suppress      []int32
+	// Mask, when not nil, constrains the next token (grammar-constrained
+	// decoding): it sets to -Inf the logits of the tokens that may not
+	// follow generated, the tokens generated so far. It runs after the
+	// penalties, once per chosen position (speculative verify calls it for
+	// each draft position, with that position's prefix), on the engine's
+	// goroutine; it may keep state between calls.
+	Mask func(generated []int32, logits []float32)
 }
 
 // Greedy reports whether s always picks the argmax (of the penalized logits).
@@ -57,7 +64,7 @@ func (s Sampling) Greedy() bool { return s.Temperature <= 0 || s.TopK == 1 }
 // Penalized reports whether s changes logits before choosing.
 func (s Sampling) Penalized() bool {
 	return s.PresencePenalty != 0 || s.FrequencyPenalty != 0 || (s.RepetitionPenalty != 0 && s.RepetitionPenalty != 1) ||
-		len(s.LogitBias) > 0 || (s.SuppressUntil > 0 && len(s.Suppress) > 0)
+		len(s.LogitBias) > 0 || (s.SuppressUntil > 0 && len(s.Suppress) > 0) || s.Mask != nil
 }
 
 // SeqState is what host nodes know of one sequence that needs a token this step.

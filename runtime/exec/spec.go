@@ -48,7 +48,7 @@ func (b *Batch) WithDrafts(d Drafts) (*Batch, error) {
 		return b, nil
 	}
 	extra := d.Total()
-	out := &Batch{Tables: b.Tables, StateSlots: b.StateSlots,
+	out := &Batch{Tables: b.Tables, StateSlots: b.StateSlots, StateSnapshots: b.StateSnapshots,
 		Tokens:    make([]int32, 0, len(b.Tokens)+extra),
 		Positions: make([]int32, 0, len(b.Tokens)+extra),
 		RowSeq:    make([]int32, 0, len(b.Tokens)+extra),

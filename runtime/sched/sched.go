@@ -9,6 +9,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ninfer/ninfer-go/runtime/kv"
 )
@@ -28,6 +29,12 @@ type Seq struct {
 	// runs (Config.StateSlots > 0); a preempted sequence gives it up and
 	// recomputes from position 0, which starts from a zeroed state.
 	StateSlot int32
+	// Snapshots are the Config.Snapshots further slots a running sequence
+	// holds when the model has state and the plan speculates: a verify
+	// step writes the state after each of its rows into them
+	// (exec.Batch.StateSnapshots), and Update makes the one after the last
+	// accepted row the sequence's StateSlot by swapping slot ids (no copy).
+	Snapshots []int32
 	// Prompt is how many leading Tokens are the prompt: a sequence drafts
 	// only once it holds generated tokens (it decodes).
 	Prompt int
@@ -76,8 +83,12 @@ type Config struct {
 	// than this are running; 0 means no limit.
 	DraftMaxBatch int
 	// StateSlots is the number of recurrent state slots (a hybrid model's
-	// state cache group); admission needs a free one. 0: no state.
+	// state cache group); admission needs 1 + Snapshots free ones. 0: no
+	// state.
 	StateSlots int
+	// Snapshots is how many snapshot slots each running sequence holds
+	// besides its own (Draft + 1 when speculating on a model with state).
+	Snapshots int
 }
 
 // Scheduler holds waiting and running sequences. Not safe for concurrent use.
@@ -108,7 +119,7 @@ func New(cfg Config, m *kv.Manager) (*Scheduler, error) {
 	if cfg.StepTokens < cfg.Chunk {
 		cfg.StepTokens = cfg.Chunk
 	}
-	if cfg.StateSlots < 0 {
+	if cfg.StateSlots < 0 || cfg.Snapshots < 0 || (cfg.Snapshots > 0 && cfg.Snapshots < cfg.Draft+1) {
 		return nil, fmt.Errorf("sched: bad config %+v", cfg)
 	}
 	sc := &Scheduler{cfg: cfg, kv: m}
@@ -147,6 +158,8 @@ func (sc *Scheduler) stopRunning(s *Seq) {
 	sc.running = without(sc.running, s)
 	if len(sc.running) < n && sc.cfg.StateSlots > 0 {
 		sc.slots = append(sc.slots, s.StateSlot)
+		sc.slots = append(sc.slots, s.Snapshots...)
+		s.Snapshots = nil
 	}
 }
 
@@ -192,7 +205,7 @@ func (sc *Scheduler) Schedule() []Work {
 		budget -= n + d
 	}
 	// Admit waiting sequences while blocks and budget last.
-	for len(sc.waiting) > 0 && budget > 0 && len(sc.running) < sc.cfg.MaxRunning && (sc.cfg.StateSlots == 0 || len(sc.slots) > 0) {
+	for len(sc.waiting) > 0 && budget > 0 && len(sc.running) < sc.cfg.MaxRunning && (sc.cfg.StateSlots == 0 || len(sc.slots) > sc.cfg.Snapshots) {
 		s := sc.waiting[0]
 		// The longest cached prefix of whole blocks, short of the last
 		// token: the step must compute at least that one to sample.
@@ -205,8 +218,10 @@ func (sc *Scheduler) Schedule() []Work {
 		sc.waiting = sc.waiting[1:]
 		sc.running = append(sc.running, s)
 		if sc.cfg.StateSlots > 0 {
+			take := len(sc.slots) - 1 - sc.cfg.Snapshots
 			s.StateSlot = sc.slots[len(sc.slots)-1]
-			sc.slots = sc.slots[:len(sc.slots)-1]
+			s.Snapshots = slices.Clone(sc.slots[take : len(sc.slots)-1])
+			sc.slots = sc.slots[:take]
 		}
 		if sc.kv.PrefixCaching() {
 			sc.kv.Adopt(&s.KV, hit)
@@ -289,6 +304,12 @@ func (sc *Scheduler) Update(work []Work, res []Result) []Outcome {
 		s := w.Seq
 		s.Computed = w.Start + w.N + res[i].Accepted
 		sc.kv.Truncate(&s.KV, s.Computed)
+		if w.Draft > 0 && len(s.Snapshots) > res[i].Accepted {
+			// The verify step wrote the state after its row a into
+			// snapshot a: keep that one, roll the rest back for free.
+			a := res[i].Accepted
+			s.StateSlot, s.Snapshots[a] = s.Snapshots[a], s.StateSlot
+		}
 		if !w.Sample {
 			sc.kv.Publish(&s.KV, s.Tokens, s.Computed)
 			continue

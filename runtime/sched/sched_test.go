@@ -22,8 +22,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 // "----" and the command's expected output, then a blank line. Commands:
 //
 //	config chunk=N step=N running=N blocks=N block=N [draft=K maxbatch=M] [prefix=SALT] [slots=N]
-//	                    (prefix: a prefix cache whose hashes use salt SALT;
-//	                     slots: N recurrent state slots)
+//	                    [snapshots=N] (prefix: a prefix cache whose hashes use
+//	                     salt SALT; slots: N recurrent state slots, of which
+//	                     each running sequence holds 1 + snapshots)
 //	add ID PROMPT_TOKENS [limit=N] [stop=TOK] [text=B] [diverge=K]
 //	                    (stop: Seq.Stop matches token TOK; prompt token i is
 //	                     B*1000+i, plus 500 from position K on)
@@ -124,7 +125,7 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 			(*m).EnablePrefixCache([]byte(strconv.Itoa(salt)))
 		}
 		if *sc, err = New(Config{Chunk: args["chunk"], StepTokens: args["step"], MaxRunning: args["running"],
-			Draft: args["draft"], DraftMaxBatch: args["maxbatch"], StateSlots: args["slots"]}, *m); err != nil {
+			Draft: args["draft"], DraftMaxBatch: args["maxbatch"], StateSlots: args["slots"], Snapshots: args["snapshots"]}, *m); err != nil {
 			return err.Error() + "\n"
 		}
 	case "add":
@@ -215,6 +216,9 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 				}
 				if (*sc).cfg.StateSlots > 0 && slices.Contains((*sc).running, s) {
 					fmt.Fprintf(&b, " slot=%d", s.StateSlot)
+					if s.Snapshots != nil {
+						fmt.Fprintf(&b, " snapshots=%v", s.Snapshots)
+					}
 				}
 				b.WriteString("\n")
 			}
