@@ -679,7 +679,7 @@ type sseCheck struct {
 // gateway with curl -N and timestamps each event as curl prints it. A
 // stream that is not buffered on the way spreads its events over about
 // the time the replica took to generate them (the test wants an eighth of
-// it at least, against scheduling noise; it sees a half or more); a
+// it at least, against scheduling noise; it sees a third to a half); a
 // buffered one arrives in one piece, the first event with the last. The
 // tokens received (one logprob each) must be the usage.
 func streamThroughCurl(gateway string) (out sseCheck) {
