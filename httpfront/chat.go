@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/ninfer/ninfer-go/nodes/sample/grammar"
 	"github.com/ninfer/ninfer-go/runtime/tok"
 )
 
@@ -37,9 +38,20 @@ func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
 	if !r.ContinueFinal {
 		r.Params.Reasoning = reasoningOf(m.Chat.Source(), text)
 	}
-	if r.ToolChoice == "auto" {
+	if r.ToolChoice != "none" {
 		r.Params.ToolFormat = toolFormatOf(m.Chat.Source())
 		r.Params.SingleToolCall = !r.ParallelToolCalls
+	}
+	if r.ToolChoice == "required" || r.ToolChoice == "function" {
+		if r.Params.Constraint, e = toolCallGrammar(r.Tools, r.ToolName, r.Params.ToolFormat, r.ParallelToolCalls); e != nil {
+			s.fail(ctx, e)
+			return
+		}
+		r.Params.ConstraintField = "tool_choice"
+	}
+	if r.Params.Grammar, e = compileParams(&r.Params); e != nil {
+		s.fail(ctx, e)
+		return
 	}
 	s.generate(ctx, m, true, r.Params, [][]int32{m.Tokenizer.EncodeChat(text)}, received)
 }
@@ -126,7 +138,7 @@ func (s *Server) completion(ctx *fasthttp.RequestCtx, m *Model) {
 		}
 	}
 	if r.Echo {
-		r.Params.Echo = make([]string, len(r.Prompts))
+		r.Params.Echo = make([]string, len(r.Prompts)) // before the constraint
 		for i, p := range r.Prompts {
 			r.Params.Echo[i] = p.Text
 			if p.IDs != nil {
@@ -134,5 +146,22 @@ func (s *Server) completion(ctx *fasthttp.RequestCtx, m *Model) {
 			}
 		}
 	}
+	if r.Params.Grammar, e = compileParams(&r.Params); e != nil {
+		s.fail(ctx, e)
+		return
+	}
 	s.generate(ctx, m, false, r.Params, prompts, received)
+}
+
+// compileParams compiles p's output constraint, after the reasoning block
+// when the reply thinks; nil when there is none.
+func compileParams(p *Params) (*grammar.Grammar, *Error) {
+	if p.Constraint == "" {
+		return nil, nil
+	}
+	src, err := withThinking(p.Constraint, p.Reasoning)
+	if err != nil {
+		return compileConstraint(p.Constraint, p.ConstraintField)
+	}
+	return compileConstraint(src, p.ConstraintField)
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ninfer/ninfer-go/nodes/sample/grammar"
 	"github.com/ninfer/ninfer-go/runtime/tok"
 )
 
@@ -75,6 +76,12 @@ type Params struct {
 	// SingleToolCall keeps only the first call (parallel_tool_calls false).
 	ToolFormat     string
 	SingleToolCall bool
+	// Constraint is the GBNF the output must follow (response_format,
+	// grammar, json_schema, guided_*), "" for none; ConstraintField names
+	// the field it came from. The handler compiles it into Grammar.
+	Constraint      string
+	ConstraintField string
+	Grammar         *grammar.Grammar
 }
 
 // ChatRequest is a validated /v1/chat/completions request.
@@ -91,10 +98,13 @@ type ChatRequest struct {
 	// chat template (e.g. enable_thinking), as JSON values by name.
 	TemplateKwargs map[string]json.RawMessage
 	// Tools are the request's tools as sent (the template's tools), nil
-	// when none; ToolChoice is "auto" (the default with tools) or "none".
-	// ParallelToolCalls (default true) allows several calls in a reply.
+	// when none; ToolChoice is "auto" (the default with tools), "none",
+	// "required" (a call of some tool is forced) or "function" (a call of
+	// ToolName is forced). ParallelToolCalls (default true) allows several
+	// calls in a reply.
 	Tools             json.RawMessage
 	ToolChoice        string
+	ToolName          string
 	ParallelToolCalls bool
 	Params
 }
@@ -140,7 +150,9 @@ var commonFields = map[string]fieldKind{
 	"ignore_eos": fieldUsed, "min_tokens": fieldUsed, "stop_token_ids": fieldUsed, "skip_special_tokens": fieldUsed,
 	"logit_bias": fieldUsed, "n_probs": fieldUsed,
 	"user": fieldIgnored, "metadata": fieldIgnored, "store": fieldIgnored, "service_tier": fieldIgnored,
-	"cache_prompt": fieldIgnored,
+	"cache_prompt":    fieldIgnored,
+	"response_format": fieldUsed, "grammar": fieldUsed, "json_schema": fieldUsed, "guided_json": fieldUsed,
+	"guided_grammar": fieldUsed, "guided_choice": fieldUsed,
 }
 
 var chatFields = merged(commonFields, map[string]fieldKind{
@@ -148,7 +160,7 @@ var chatFields = merged(commonFields, map[string]fieldKind{
 	"add_generation_prompt": fieldUsed, "continue_final_message": fieldUsed, "chat_template_kwargs": fieldUsed,
 	"parallel_tool_calls": fieldUsed, "tools": fieldUsed, "tool_choice": fieldUsed,
 	"functions": fieldRejected, "function_call": fieldRejected,
-	"response_format": fieldRejected, "audio": fieldRejected, "modalities": fieldRejected, "prediction": fieldRejected,
+	"audio": fieldRejected, "modalities": fieldRejected, "prediction": fieldRejected,
 	"reasoning_effort": fieldUsed, "web_search_options": fieldRejected,
 })
 
@@ -712,15 +724,17 @@ func params(f fields, chat, strict bool) (Params, *Error) {
 	if e := stops(f, &p); e != nil {
 		return p, e
 	}
+	if p.Constraint, p.ConstraintField, e = constraintOf(f); e != nil {
+		return p, e
+	}
 	if e := logitBias(f, &p); e != nil {
 		return p, e
 	}
 	return p, p.ranges()
 }
 
-// tools reads tools, tool_choice and parallel_tool_calls. tool_choice
-// "required" or a named function would need the reply constrained to a
-// call, which the sampler cannot do yet: those are rejected.
+// tools reads tools, tool_choice and parallel_tool_calls; "required" and
+// a named function force the call through the grammar constraint.
 func tools(f fields, r *ChatRequest) *Error {
 	if e := f.decode("parallel_tool_calls", "a boolean", &r.ParallelToolCalls); e != nil {
 		return e
@@ -756,16 +770,25 @@ func tools(f fields, r *ChatRequest) *Error {
 		if !slices.Contains(names, named.Function.Name) {
 			return badParam("tool_choice", "Invalid 'tool_choice': no tool is named '%.64s'.", named.Function.Name)
 		}
-		return badParam("tool_choice", "'tool_choice' naming a function needs constrained decoding, which this server does not implement; use 'auto'.")
+		r.ToolChoice, r.ToolName = "function", named.Function.Name
+	} else {
+		switch choice {
+		case "none", "auto":
+			r.ToolChoice = choice
+		case "required":
+			if len(names) == 0 {
+				return badParam("tool_choice", "Invalid 'tool_choice': 'required' needs 'tools'.")
+			}
+			r.ToolChoice = "required"
+		default:
+			return badParam("tool_choice", "Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or a named function, got '%.32s'.", choice)
+		}
 	}
-	switch choice {
-	case "none":
+	if len(names) == 0 && r.ToolChoice == "auto" {
 		r.ToolChoice = "none"
-	case "auto":
-	case "required":
-		return badParam("tool_choice", "'tool_choice' 'required' needs constrained decoding, which this server does not implement; use 'auto'.")
-	default:
-		return badParam("tool_choice", "Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or a named function, got '%.32s'.", choice)
+	}
+	if (r.ToolChoice == "required" || r.ToolChoice == "function") && r.Constraint != "" {
+		return badParam("tool_choice", "Invalid request: a forced tool call and '%s' both constrain the output; send one.", r.ConstraintField)
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ func init() {
 		Summary:   "Pick the next token of each sequence with its request's sampling parameters.",
 		Doc: "Penalties apply first (the request's logit bias, then presence and frequency over generated tokens, as OpenAI; " +
 			"repetition over prompt and generated tokens, as Hugging Face; then, until min_tokens are generated, " +
-			"end-of-generation and stop tokens are masked). Temperature 0 (or top_k 1) is " +
+			"end-of-generation and stop tokens are masked; last a request's grammar masks the tokens that may not follow). Temperature 0 (or top_k 1) is " +
 			"greedy: the argmax, ties to the lower id. Otherwise the filters run in llama.cpp's order: " +
 			"top_k, top_p, min_p, then temperature, then a draw from the request's seeded generator.",
 		New: func(node.Params) (any, error) { return Token{}, nil },
@@ -56,7 +56,8 @@ func (Token) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, e
 // frequency and repetition penalties applied, in that order, for a
 // sequence whose tokens so far are history, of which the first prompt are
 // the prompt (see exec.Sampling); then, while fewer than s.SuppressUntil
-// tokens have been generated, s.Suppress ids get -Inf. Ids in history,
+// tokens have been generated, s.Suppress ids get -Inf, and last s.Mask
+// constrains the next token. Ids in history,
 // LogitBias and Suppress outside logits are ignored; logits is not
 // modified.
 func Penalize(logits []float32, s exec.Sampling, history []int32, prompt int) []float32 {
@@ -98,6 +99,9 @@ func Penalize(logits []float32, s exec.Sampling, history []int32, prompt int) []
 				out[id] = float32(math.Inf(-1))
 			}
 		}
+	}
+	if s.Mask != nil {
+		s.Mask(history[prompt:], out)
 	}
 	return out
 }

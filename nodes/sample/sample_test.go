@@ -106,6 +106,29 @@ func TestPenalize(t *testing.T) {
 
 func inf(sign int) float32 { return float32(math.Inf(sign)) }
 
+// Mask runs last, with the generated tokens only, and its -Inf wins over
+// the argmax.
+func TestPenalizeAppliesTheMaskLast(t *testing.T) {
+	var seen []int32
+	s := exec.Sampling{LogitBias: map[int32]float32{3: 10}, Mask: func(gen []int32, l []float32) {
+		seen = append([]int32(nil), gen...)
+		if l[3] != 14 {
+			t.Errorf("mask saw logit %g for token 3, want the biased 14", l[3])
+		}
+		l[3] = inf(-1)
+	}}
+	got := Penalize([]float32{1, 2, -1, 4}, s, []int32{7, 8, 9}, 1)
+	if diff := cmp.Diff([]float32{1, 2, -1, inf(-1)}, got); diff != "" {
+		t.Errorf("Penalize (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int32{8, 9}, seen); diff != "" {
+		t.Errorf("mask saw generated (-want +got):\n%s", diff)
+	}
+	if Pick(got, s, nil) != 1 {
+		t.Errorf("greedy pick %d, want 1 once 3 is masked", Pick(got, s, nil))
+	}
+}
+
 // A repetition penalty steers greedy decoding away from a token it would
 // otherwise pick again.
 func TestRunHostAppliesPenalties(t *testing.T) {

@@ -20,23 +20,31 @@ import (
 // does not make (pattern, minimum, maximum, multipleOf, not, uniqueItems
 // ...) are an error naming them, rather than output that may not validate.
 func FromSchema(schema json.RawMessage) (string, error) {
-	c := &schemaCompiler{names: map[string]bool{}, refs: map[string]string{}}
-	root, err := decodeOrdered(schema)
-	if err != nil {
-		return "", fmt.Errorf("schema: %w", err)
-	}
-	c.root = root
-	name, err := c.rule("root-value", root, "")
+	name, rules, err := SchemaRules(schema, "")
 	if err != nil {
 		return "", err
 	}
+	return "root ::= " + name + "\n" + JSONRules + rules, nil
+}
+
+// SchemaRules compiles a JSON Schema (as FromSchema) to GBNF rules whose
+// names start with prefix (letters, digits and '-'), to be combined with
+// JSONRules and a root of the caller's; name is the schema's rule.
+func SchemaRules(schema json.RawMessage, prefix string) (name, rules string, err error) {
+	c := &schemaCompiler{names: map[string]bool{}, refs: map[string]string{}, prefix: prefix}
+	root, err := decodeOrdered(schema)
+	if err != nil {
+		return "", "", fmt.Errorf("schema: %w", err)
+	}
+	c.root = root
+	if name, err = c.rule("value", root, ""); err != nil {
+		return "", "", err
+	}
 	var b strings.Builder
-	b.WriteString("root ::= " + name + "\n")
-	b.WriteString(JSONRules)
 	for _, r := range c.out {
 		b.WriteString(r + "\n")
 	}
-	return b.String(), nil
+	return name, b.String(), nil
 }
 
 // object is a JSON object with its members in order.
@@ -101,6 +109,8 @@ type schemaCompiler struct {
 	out   []string
 	names map[string]bool
 	refs  map[string]string // $ref -> rule name
+	// prefix starts every rule name.
+	prefix string
 }
 
 // ruleName is a fresh rule name from hint.
@@ -113,7 +123,7 @@ func (c *schemaCompiler) ruleName(hint string) string {
 			b.WriteByte('-')
 		}
 	}
-	base := "s-" + b.String()
+	base := c.prefix + "s-" + b.String()
 	name := base
 	for i := 2; c.names[name]; i++ {
 		name = base + "-" + strconv.Itoa(i)

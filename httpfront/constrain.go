@@ -1,0 +1,313 @@
+package httpfront
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/ninfer/ninfer-go/nodes/sample/grammar"
+	"github.com/ninfer/ninfer-go/runtime/tok"
+)
+
+// Constraint requests: the fields that ask for output constrained by a
+// grammar. At most one per request.
+var constraintFields = []string{"response_format", "grammar", "json_schema", "guided_json", "guided_grammar", "guided_choice"}
+
+// constraintOf reads the request's output constraint as GBNF: "" when it
+// has none (or response_format text).
+func constraintOf(f fields) (src, field string, e *Error) {
+	var set []string
+	for _, k := range constraintFields {
+		if f.has(k) {
+			set = append(set, k)
+		}
+	}
+	if len(set) > 1 {
+		return "", "", badParam(set[1], "Invalid request: '%s' and '%s' both constrain the output; send one.", set[0], set[1])
+	}
+	if len(set) == 0 {
+		return "", "", nil
+	}
+	field = set[0]
+	schema := func(param string, raw json.RawMessage) (string, string, *Error) {
+		g, err := grammar.FromSchema(raw)
+		if err != nil {
+			return "", "", badParam(param, "Invalid '%s': %v", param, err)
+		}
+		return g, field, nil
+	}
+	switch field {
+	case "response_format":
+		var rf struct {
+			Type       string          `json:"type"`
+			Schema     json.RawMessage `json:"schema"` // llama-server's form
+			JSONSchema *struct {
+				Name   string          `json:"name"`
+				Schema json.RawMessage `json:"schema"`
+				Strict *bool           `json:"strict"`
+			} `json:"json_schema"`
+		}
+		if err := json.Unmarshal(f[field], &rf); err != nil {
+			return "", "", badParam(field, "Invalid type for 'response_format': expected an object with a 'type'.")
+		}
+		switch rf.Type {
+		case "text":
+			return "", "", nil
+		case "json_object":
+			if len(rf.Schema) > 0 {
+				return schema("response_format.schema", rf.Schema)
+			}
+			return "root ::= object\n" + grammar.JSONRules, field, nil
+		case "json_schema":
+			if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 {
+				return "", "", badParam("response_format.json_schema.schema", "Missing required parameter: 'response_format.json_schema.schema'.")
+			}
+			return schema("response_format.json_schema.schema", rf.JSONSchema.Schema)
+		}
+		return "", "", badParam("response_format.type", "Invalid value for 'response_format.type': expected 'text', 'json_object' or 'json_schema', got '%.32s'.", rf.Type)
+	case "json_schema", "guided_json":
+		raw := f[field]
+		var s string
+		if json.Unmarshal(raw, &s) == nil { // vLLM takes the schema as a string too
+			raw = json.RawMessage(s)
+		}
+		return schema(field, raw)
+	case "grammar", "guided_grammar":
+		var s string
+		if e := f.decode(field, "a string (GBNF)", &s); e != nil {
+			return "", "", e
+		}
+		return s, field, nil
+	case "guided_choice":
+		var choices []string
+		if e := f.decode(field, "an array of strings", &choices); e != nil {
+			return "", "", e
+		}
+		if len(choices) == 0 {
+			return "", "", badParam(field, "Invalid 'guided_choice': expected at least one choice.")
+		}
+		alts := make([]string, len(choices))
+		for i, c := range choices {
+			b, _ := json.Marshal(c)
+			alts[i] = string(b)
+		}
+		return "root ::= " + strings.Join(alts, " | ") + "\n", field, nil
+	}
+	return "", "", nil
+}
+
+// compileConstraint compiles src, naming field in errors.
+func compileConstraint(src, field string) (*grammar.Grammar, *Error) {
+	g, err := grammar.Parse(src)
+	if err != nil {
+		if field == "grammar" || field == "guided_grammar" {
+			return nil, badParam(field, "Invalid '%s': %v", field, err)
+		}
+		return nil, &Error{Status: 500, Type: typeServer, Message: fmt.Sprintf("The grammar compiled from '%s' does not parse: %v", field, err)}
+	}
+	return g, nil
+}
+
+// thinkPrefix is the GBNF of the reasoning a thinking template's reply
+// may start with, before the constrained part: the constraint starts
+// after </think>. open: the prompt opened the block.
+func thinkPrefix(mode Reasoning) string {
+	body := `think-body ::= ( [^<] | "<" [^/] | "</" [^t] | "</t" [^h] | "</th" [^i] | "</thi" [^n] | "</thin" [^k] | "</think" [^>] )*` + "\n"
+	switch mode {
+	case ReasoningOpen:
+		return "think ::= think-body \"</think>\" [ \\n]{0,4}\n" + body
+	case ReasoningTagged:
+		return "think ::= ( [ \\n]{0,2} \"<think>\" think-body \"</think>\" [ \\n]{0,4} )?\n" + body
+	}
+	return ""
+}
+
+// withThinking wraps a grammar's GBNF so that a reasoning block may come
+// first (its root renamed).
+func withThinking(src string, mode Reasoning) (string, error) {
+	if mode == ReasoningOff {
+		return src, nil
+	}
+	g, err := grammar.Parse(src)
+	if err != nil || g == nil {
+		return src, err
+	}
+	renamed := renameRoot(src)
+	return "root ::= think constrained-root\n" + renamed + thinkPrefix(mode), nil
+}
+
+// renameRoot renames rule root to constrained-root in GBNF source (its
+// definition and references).
+func renameRoot(src string) string {
+	var b strings.Builder
+	inStr, inClass, comment := false, false, false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case comment:
+			if c == '\n' {
+				comment = false
+			}
+		case inStr:
+			if c == '\\' && i+1 < len(src) {
+				b.WriteByte(c)
+				i++
+				c = src[i]
+			} else if c == '"' {
+				inStr = false
+			}
+		case inClass:
+			if c == '\\' && i+1 < len(src) {
+				b.WriteByte(c)
+				i++
+				c = src[i]
+			} else if c == ']' {
+				inClass = false
+			}
+		case c == '#':
+			comment = true
+		case c == '"':
+			inStr = true
+		case c == '[':
+			inClass = true
+		case strings.HasPrefix(src[i:], "root") && (i == 0 || !isIdentByte(src[i-1])) && (i+4 == len(src) || !isIdentByte(src[i+4])):
+			b.WriteString("constrained-root")
+			i += 3
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func isIdentByte(c byte) bool {
+	return c == '-' || c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// toolCallGrammar is the GBNF of replies that call one of tools (all, or
+// only the named one), in format: the call markup with the function's
+// name and arguments valid against its parameters schema; several calls
+// when parallel.
+func toolCallGrammar(raw json.RawMessage, only, format string, parallel bool) (string, *Error) {
+	var tools []struct {
+		Function struct {
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return "", badParam("tools", "Invalid type for 'tools': expected an array of tools.")
+	}
+	var b strings.Builder
+	var calls []string
+	for i, t := range tools {
+		if only != "" && t.Function.Name != only {
+			continue
+		}
+		args := "object"
+		if len(t.Function.Parameters) > 0 {
+			name, rules, err := grammar.SchemaRules(t.Function.Parameters, fmt.Sprintf("t%d-", i))
+			if err != nil {
+				return "", badParam(fmt.Sprintf("tools[%d].function.parameters", i), "Invalid 'tools[%d].function.parameters' for a forced call: %v", i, err)
+			}
+			args = name
+			b.WriteString(rules)
+		}
+		nameJSON, _ := json.Marshal(t.Function.Name)
+		call := fmt.Sprintf("call-%d", i)
+		switch format {
+		case "llama3_json":
+			fmt.Fprintf(&b, "%s ::= %s %s %s\n", call, lit(`{"name": `+string(nameJSON)+`, "parameters": `), args, lit("}"))
+		default:
+			fmt.Fprintf(&b, "%s ::= %s %s %s\n", call, lit("<tool_call>\n"+`{"name": `+string(nameJSON)+`, "arguments": `), args, lit("}\n</tool_call>"))
+		}
+		calls = append(calls, call)
+	}
+	sep := `"\n"`
+	if format == "llama3_json" {
+		sep = `"; "`
+	}
+	root := "root ::= call\n"
+	if parallel {
+		root = "root ::= call ( " + sep + " call )*\n"
+	}
+	return root + "call ::= " + strings.Join(calls, " | ") + "\n" + b.String() + grammar.JSONRules, nil
+}
+
+// lit is s as a GBNF literal.
+func lit(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// vocabs caches each tokenizer's grammar vocabulary: every token but the
+// control and end-of-generation ones, by its bytes.
+var vocabs sync.Map // *tok.Tokenizer -> *grammar.Vocab
+
+func vocabOf(tk *tok.Tokenizer) *grammar.Vocab {
+	if v, ok := vocabs.Load(tk); ok {
+		return v.(*grammar.Vocab)
+	}
+	v := grammar.NewVocab(tk.VocabSize(), func(id int32) []byte {
+		if tk.IsControl(id) || tk.IsEOG(id) {
+			return nil
+		}
+		return tk.Piece(id)
+	})
+	got, _ := vocabs.LoadOrStore(tk, v)
+	return got.(*grammar.Vocab)
+}
+
+// grammarMask is one choice's exec.Sampling.Mask: it keeps the states the
+// grammar reached after each generated token (so verify's per-position
+// calls and rollbacks replay nothing twice) and allows the tokens that keep
+// the output completable within the choice's token budget, and
+// end-of-generation tokens once the output is a sentence.
+type grammarMask struct {
+	g         *grammar.Grammar
+	v         *grammar.Vocab
+	tk        *tok.Tokenizer
+	eog       []int32
+	maxTokens int
+	toks      []int32
+	states    []*grammar.State // states[i]: after toks[:i]; nil once a token left the grammar
+	allowed   []bool
+}
+
+func newGrammarMask(g *grammar.Grammar, tk *tok.Tokenizer, eog []int32, maxTokens int) *grammarMask {
+	return &grammarMask{g: g, v: vocabOf(tk), tk: tk, eog: eog, maxTokens: maxTokens,
+		states: []*grammar.State{g.Start()}, allowed: make([]bool, tk.VocabSize())}
+}
+
+func (m *grammarMask) mask(gen []int32, logits []float32) {
+	k := 0
+	for k < len(m.toks) && k < len(gen) && m.toks[k] == gen[k] {
+		k++
+	}
+	m.toks, m.states = m.toks[:k], m.states[:k+1]
+	for _, id := range gen[k:] {
+		st := m.states[len(m.states)-1]
+		if st != nil {
+			st = st.AdvanceBytes(m.tk.Piece(id))
+		}
+		m.toks, m.states = append(m.toks, id), append(m.states, st)
+	}
+	st := m.states[len(m.states)-1]
+	clear(m.allowed)
+	if st != nil {
+		m.v.Allow(st, m.maxTokens-len(gen), func(id int32) { m.allowed[id] = true })
+	}
+	if st == nil || st.Accepting() {
+		for _, id := range m.eog {
+			m.allowed[id] = true
+		}
+	}
+	neg := float32(math.Inf(-1))
+	for i := range logits {
+		if i >= len(m.allowed) || !m.allowed[i] {
+			logits[i] = neg
+		}
+	}
+}
