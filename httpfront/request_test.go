@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ninfer/ninfer-go/nodes/sample/grammar"
 	"github.com/ninfer/ninfer-go/runtime/tok"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
@@ -72,6 +73,17 @@ func TestDecodeChatAcceptsValidRequests(t *testing.T) {
 			&ChatRequest{Model: "m", ToolChoice: "none", ParallelToolCalls: true, AddGenerationPrompt: true, Messages: []tok.Message{hi[0],
 				{Role: "assistant", Extra: map[string]json.RawMessage{"tool_calls": json.RawMessage(`[{"id":"c1","type":"function","function":{"name":"f","arguments":{"x":1}}}]`)}},
 				{Role: "tool", Content: "42", Extra: map[string]json.RawMessage{"tool_call_id": json.RawMessage(`"c1"`)}}}, Params: defaults()}},
+		{"a forced call of a named function",
+			`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`,
+			&ChatRequest{Model: "m", AddGenerationPrompt: true, Messages: hi, Tools: json.RawMessage(`[{"type":"function","function":{"name":"f"}}]`),
+				ToolChoice: "function", ToolName: "f", ParallelToolCalls: true, Params: defaults()}},
+		{"a json_object response format is a grammar",
+			`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}`,
+			&ChatRequest{Model: "m", AddGenerationPrompt: true, Messages: hi, ToolChoice: "none", ParallelToolCalls: true, Params: func() Params {
+				p := defaults()
+				p.Constraint, p.ConstraintField = "root ::= object\n"+grammar.JSONRules, "response_format"
+				return p
+			}()}},
 		{"tools with tool_choice auto and no parallel calls",
 			`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{}}}],"tool_choice":"auto","parallel_tool_calls":false}`,
 			&ChatRequest{Model: "m", AddGenerationPrompt: true, Messages: hi, Tools: json.RawMessage(`[{"type":"function","function":{"name":"get_weather","parameters":{}}}]`),
@@ -108,12 +120,15 @@ func TestDecodeRejectsBadRequestsNamingTheField(t *testing.T) {
 		{"a tool without a function name", true, `{"model":"m",` + msg + `,"tools":[{"type":"function"}]}`, "tools[0].function.name"},
 		{"tools that are not an array", true, `{"model":"m",` + msg + `,"tools":{"type":"function"}}`, "tools"},
 		{"a tool of another type", true, `{"model":"m",` + msg + `,"tools":[{"type":"code_interpreter"}]}`, "tools[0].type"},
-		{"tool_choice required", true, `{"model":"m",` + msg + `,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`, "tool_choice"},
-		{"tool_choice naming a function", true, `{"model":"m",` + msg + `,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`, "tool_choice"},
+		{"tool_choice required without tools", true, `{"model":"m",` + msg + `,"tool_choice":"required"}`, "tool_choice"},
+		{"a forced tool call and a response format", true, `{"model":"m",` + msg + `,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required","response_format":{"type":"json_object"}}`, "tool_choice"},
 		{"tool_choice naming an unknown function", true, `{"model":"m",` + msg + `,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}}`, "tool_choice"},
 		{"an unknown tool_choice", true, `{"model":"m",` + msg + `,"tool_choice":"sometimes"}`, "tool_choice"},
 		{"a string parallel_tool_calls", true, `{"model":"m",` + msg + `,"parallel_tool_calls":"no"}`, "parallel_tool_calls"},
-		{"a json_schema response format", true, `{"model":"m",` + msg + `,"response_format":{"type":"json_schema"}}`, "response_format"},
+		{"a json_schema response format without a schema", true, `{"model":"m",` + msg + `,"response_format":{"type":"json_schema"}}`, "response_format.json_schema.schema"},
+		{"a response format that is not an object", true, `{"model":"m",` + msg + `,"response_format":"json"}`, "response_format"},
+		{"a grammar that is not a string", true, `{"model":"m",` + msg + `,"grammar":5}`, "grammar"},
+		{"an empty guided_choice", true, `{"model":"m",` + msg + `,"guided_choice":[]}`, "guided_choice"},
 		{"a logit_bias above 100", true, `{"model":"m",` + msg + `,"logit_bias":{"5":101}}`, "logit_bias"},
 		{"a logit_bias key that is not a token id", true, `{"model":"m",` + msg + `,"logit_bias":{"a":1}}`, "logit_bias"},
 		{"a negative logit_bias key", true, `{"model":"m",` + msg + `,"logit_bias":{"-1":1}}`, "logit_bias"},
