@@ -269,7 +269,7 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 	prog := newProgress(o.progressOut, work)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	kvPerToken := kv.BytesPerToken(format, cfg.Layers, cfg.KVDim())
+	kvPerToken := kv.BytesPerToken(format, cfg.AttentionLayers(), cfg.KVDim())
 	blockTokens := pol.KVBlockTokens
 	peakBlocks := 0
 	primed := 0
@@ -367,7 +367,7 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, cfg *mod
 	}
 	sig := sha256.Sum256([]byte(inst.Plan.String()))
 	_, blocks := inst.Engine.KVBlocks()
-	kvPerToken := kv.BytesPerToken(format, cfg.Layers, cfg.KVDim())
+	kvPerToken := kv.BytesPerToken(format, cfg.AttentionLayers(), cfg.KVDim())
 	payload := int64(blocks) * int64(pol.KVBlockTokens) * kvPerToken
 	increment := int64(pol.KVBlockTokens) * kvPerToken
 	mode := "automatic"
@@ -389,8 +389,9 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, cfg *mod
 			KVCache: format.Name, Weights: bench.Arena{CapacityBytes: weightBytes, UsedBytes: weightBytes, PeakUsedBytes: weightBytes},
 			Sequence:                 bench.Arena{CapacityBytes: payload},
 			KVCapacityIncrementBytes: &increment, KVPayloadBytes: payload, KVBlockTokens: pol.KVBlockTokens,
-			KVBytesPerToken: kvPerToken, KVTokensPerGiB: kv.CapacityTokens(1<<30, format, cfg.Layers, cfg.KVDim(), pol.KVBlockTokens),
-			KVAccounting: "runtime/kv: " + format.Name + ", " + strconv.Itoa(cfg.Layers) + " layers x K,V x " + strconv.Itoa(cfg.KVDim()) + " values"},
+			KVBytesPerToken: kvPerToken, KVTokensPerGiB: kv.CapacityTokens(1<<30, format, cfg.AttentionLayers(), cfg.KVDim(), pol.KVBlockTokens),
+			KVAccounting:          "runtime/kv: " + format.Name + ", " + strconv.Itoa(cfg.AttentionLayers()) + " attending layers x K,V x " + strconv.Itoa(cfg.KVDim()) + " values",
+			StateBytesPerSequence: inst.Engine.Snapshot().StateSlotBytes, StateSlots: inst.Engine.Snapshot().StateSlotsTotal},
 		Config: bench.Config{MaxContext: inst.Engine.ContextLength(), PrefillChunk: pol.PrefillChunk, KVCache: format.Name,
 			DecodePath: "cpu_op_list", Repetitions: o.reps, Warmup: o.warmup, CorpusPath: corpusPath, CorpusTokens: corpusTokens,
 			Graph: inst.Plan.Name, Backend: o.mf.backend, Threads: threads, Sampling: "greedy"},

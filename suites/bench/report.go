@@ -117,6 +117,10 @@ type Memory struct {
 	KVBlockTokens  int   `json:"kv_block_tokens"`
 	// KVBytesPerToken is K+V for one token over all layers, scales included.
 	KVBytesPerToken int64 `json:"kv_bytes_per_token"`
+	// StateBytesPerSequence is a hybrid model's recurrent state per
+	// sequence and StateSlots the slots reserved (0 without state).
+	StateBytesPerSequence int64 `json:"state_bytes_per_sequence"`
+	StateSlots            int   `json:"state_slots"`
 	// KVTokensPerGiB is how many tokens of KV one GiB holds in this format.
 	KVTokensPerGiB int64 `json:"kv_tokens_per_gib"`
 	// KVAccounting names the source of the KV figures.
