@@ -100,7 +100,21 @@ func constraintOf(f fields) (src, field string, e *Error) {
 
 // compileConstraint compiles src, naming field in errors.
 func compileConstraint(src, field string) (*grammar.Grammar, *Error) {
+	compiledMu.Lock()
+	g, ok := compiled[src]
+	compiledMu.Unlock()
+	if ok {
+		return g, nil
+	}
 	g, err := grammar.Parse(src)
+	if err == nil {
+		compiledMu.Lock()
+		if len(compiled) >= maxSharedGrammars {
+			clear(compiled)
+		}
+		compiled[src] = g
+		compiledMu.Unlock()
+	}
 	if err != nil {
 		if field == "grammar" || field == "guided_grammar" {
 			return nil, badParam(field, "Invalid '%s': %v", field, err)
@@ -266,22 +280,69 @@ func vocabOf(tk *tok.Tokenizer) *grammar.Vocab {
 // the output completable within the choice's token budget, and
 // end-of-generation tokens once the output is a sentence.
 type grammarMask struct {
-	g         *grammar.Grammar
+	shared    *sharedGrammar
 	v         *grammar.Vocab
 	tk        *tok.Tokenizer
-	eog       []int32
 	maxTokens int
 	toks      []int32
-	states    []*grammar.State // states[i]: after toks[:i]; nil once a token left the grammar
-	allowed   []bool
+	states    []*grammar.State // states[i]: after toks[:i] (interned); nil once a token left the grammar
 }
 
-func newGrammarMask(g *grammar.Grammar, tk *tok.Tokenizer, eog []int32, maxTokens int) *grammarMask {
-	return &grammarMask{g: g, v: vocabOf(tk), tk: tk, eog: eog, maxTokens: maxTokens,
-		states: []*grammar.State{g.Start()}, allowed: make([]bool, tk.VocabSize())}
+func newGrammarMask(g *grammar.Grammar, tk *tok.Tokenizer, maxTokens int) *grammarMask {
+	sg := sharedOf(g)
+	sg.mu.Lock()
+	start := sg.cache.Start()
+	sg.mu.Unlock()
+	return &grammarMask{shared: sg, v: vocabOf(tk), tk: tk, maxTokens: maxTokens, states: []*grammar.State{start}}
 }
+
+// sharedGrammar is a grammar's state cache, shared by the requests that
+// use the grammar so that a state's mask is computed once for all; mu
+// guards it. A cache that grows past maxSharedStates is replaced (states
+// of the old one stay valid for the requests holding them).
+type sharedGrammar struct {
+	g     *grammar.Grammar
+	mu    sync.Mutex
+	cache *grammar.Cache
+}
+
+const (
+	maxSharedStates   = 1 << 14
+	maxSharedGrammars = 64
+)
+
+var (
+	sharedMu       sync.Mutex
+	sharedGrammars = map[*grammar.Grammar]*sharedGrammar{}
+)
+
+func sharedOf(g *grammar.Grammar) *sharedGrammar {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	sg, ok := sharedGrammars[g]
+	if !ok {
+		if len(sharedGrammars) >= maxSharedGrammars {
+			clear(sharedGrammars)
+		}
+		sg = &sharedGrammar{g: g, cache: g.NewCache()}
+		sharedGrammars[g] = sg
+	}
+	return sg
+}
+
+// compiled caches grammars by source, so that requests with the same
+// constraint share one grammar (and its state cache).
+var (
+	compiledMu sync.Mutex
+	compiled   = map[string]*grammar.Grammar{}
+)
 
 func (m *grammarMask) mask(gen []int32, logits []float32) {
+	m.shared.mu.Lock()
+	defer m.shared.mu.Unlock()
+	if m.shared.cache.Len() > maxSharedStates {
+		m.shared.cache = m.shared.g.NewCache()
+	}
 	k := 0
 	for k < len(m.toks) && k < len(gen) && m.toks[k] == gen[k] {
 		k++
@@ -295,19 +356,17 @@ func (m *grammarMask) mask(gen []int32, logits []float32) {
 		m.toks, m.states = append(m.toks, id), append(m.states, st)
 	}
 	st := m.states[len(m.states)-1]
-	clear(m.allowed)
+	var bits []uint64
 	if st != nil {
-		m.v.Allow(st, m.maxTokens-len(gen), func(id int32) { m.allowed[id] = true })
+		bits = m.v.Mask(st, m.maxTokens-len(gen))
 	}
-	if st == nil || st.Accepting() {
-		for _, id := range m.eog {
-			m.allowed[id] = true
-		}
-	}
+	eogOK := st == nil || st.Accepting()
 	neg := float32(math.Inf(-1))
 	for i := range logits {
-		if i >= len(m.allowed) || !m.allowed[i] {
-			logits[i] = neg
+		if w := i / 64; w >= len(bits) || bits[w]&(1<<(i%64)) == 0 {
+			if !(eogOK && m.tk.IsEOG(int32(i))) {
+				logits[i] = neg
+			}
 		}
 	}
 }

@@ -170,7 +170,7 @@ func (j *job) engineRequest(prompt []int32, k int) (engine.Request, *Error) {
 		if need := p.Grammar.Start().Remaining(); need > maxTokens {
 			return engine.Request{}, badParam("max_tokens", "The output constraint ('%s') needs at least %d tokens, but max_tokens allows %d.", p.ConstraintField, need, maxTokens)
 		}
-		req.Sampling.Mask = newGrammarMask(p.Grammar, j.m.Tokenizer, suppressed(j.m.Tokenizer, Params{}), maxTokens).mask
+		req.Sampling.Mask = newGrammarMask(p.Grammar, j.m.Tokenizer, maxTokens).mask
 	}
 	if p.MinTokens > 0 {
 		req.Sampling.SuppressUntil = p.MinTokens

@@ -5,12 +5,25 @@ import (
 	"testing"
 )
 
+// accepts runs s through a fresh state and through a cached one (which
+// must agree), twice for the cache so that its memoized transitions are
+// used too.
 func accepts(g *Grammar, s string) (ok, prefix bool) {
-	st := g.Start().AdvanceBytes([]byte(s))
-	if st == nil {
-		return false, false
+	run := func(st *State) (bool, bool) {
+		st = st.AdvanceBytes([]byte(s))
+		if st == nil {
+			return false, false
+		}
+		return st.Accepting(), true
 	}
-	return st.Accepting(), true
+	ok, prefix = run(g.Start())
+	c := g.NewCache()
+	for range 2 {
+		if cok, cprefix := run(c.Start()); cok != ok || cprefix != prefix {
+			return !ok, !prefix // disagreement fails every expectation
+		}
+	}
+	return ok, prefix
 }
 
 func TestParseAndMatch(t *testing.T) {

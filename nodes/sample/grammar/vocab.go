@@ -63,18 +63,56 @@ func (v *Vocab) Allow(s *State, budget int, allow func(id int32)) {
 	v.walk(0, s, budget, allow)
 }
 
-func (v *Vocab) walk(n int, s *State, budget int, allow func(id int32)) {
+func (v *Vocab) walk(n int, s *State, budget int, allow func(id int32)) (cut bool) {
 	for _, e := range v.nodes[n].kids {
 		next := s.Advance(e.b)
 		if next == nil {
 			continue
 		}
 		child := &v.nodes[e.node]
-		if len(child.tokens) > 0 && (budget <= 0 || next.Remaining() <= budget-1) {
-			for _, id := range child.tokens {
-				allow(id)
+		if len(child.tokens) > 0 {
+			if budget <= 0 || next.Remaining() <= budget-1 {
+				for _, id := range child.tokens {
+					allow(id)
+				}
+			} else {
+				cut = true
 			}
 		}
-		v.walk(int(e.node), next, budget, allow)
+		if v.walk(int(e.node), next, budget, allow) {
+			cut = true
+		}
 	}
+	return cut
+}
+
+// maxMasks bounds the masks a Cache keeps.
+const maxMasks = 1024
+
+type maskEntry struct {
+	v      *Vocab
+	budget int // the mask holds for every budget >= this one
+	bits   []uint64
+}
+
+// Mask returns the tokens Allow allows as a bitset (bit id%64 of word
+// id/64). The caller must not modify it. For an interned state (see
+// Cache) the mask is kept and reused at larger budgets when the budget
+// excluded no token.
+func (v *Vocab) Mask(s *State, budget int) []uint64 {
+	c := s.c
+	if c != nil {
+		if e, ok := c.masks[s]; ok && e.v == v && (budget <= 0 && e.budget <= 0 || budget >= e.budget && e.budget > 0) {
+			return e.bits
+		}
+	}
+	bits := make([]uint64, (v.size+63)/64)
+	cut := v.walk(0, s, budget, func(id int32) { bits[id/64] |= 1 << (id % 64) })
+	if c != nil && !cut && len(c.masks) < maxMasks {
+		if c.masks == nil {
+			c.masks = map[*State]maskEntry{}
+		}
+		c.masks[s] = maskEntry{v: v, budget: budget, bits: bits}
+	}
+	return bits
 }
