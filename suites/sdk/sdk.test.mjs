@@ -6,11 +6,14 @@
 // drain and exit 0.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
+import { makeParseableResponseFormat } from 'openai/lib/parser';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const bin = process.env.NINFER ?? path.join(here, '..', '..', 'bin', 'ninfer');
@@ -19,27 +22,41 @@ const model = path.basename(modelFile, '.gguf');
 const apiKey = 'sdk-suite-key';
 
 let server, exited, baseURL, client;
+// The tool-calling server: the same model with Qwen3's chat template
+// (tools, tool calls, thinking), written by ./toolmodel with the Go GGUF writer.
+let tools;
+const toolModel = 'tiny-qwen3-tools';
 
-before(async () => {
-  server = spawn(bin, ['serve', '--model', modelFile, '--port', '0', '--api-key', apiKey, '--max-concurrency', '16', '--threads', '1'],
+async function startServer(file) {
+  const proc = spawn(bin, ['serve', '--model', file, '--port', '0', '--api-key', apiKey, '--max-concurrency', '16', '--threads', '1'],
     { stdio: ['ignore', 'pipe', 'inherit'] });
-  exited = new Promise((resolve) => server.on('exit', (code, signal) => resolve({ code, signal })));
-  const lines = createInterface({ input: server.stdout });
-  baseURL = await new Promise((resolve, reject) => {
+  const done = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  const lines = createInterface({ input: proc.stdout });
+  const url = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('no ready line from ninfer serve within 30s')), 30000);
     lines.on('line', (line) => {
       const m = /^ninfer serve: ready on (\S+)/.exec(line);
       if (m) { clearTimeout(timer); resolve(m[1]); }
     });
-    server.on('exit', (code) => reject(new Error(`ninfer serve exited with ${code} before it was ready`)));
+    proc.on('exit', (code) => reject(new Error(`ninfer serve exited with ${code} before it was ready`)));
   });
-  client = new OpenAI({ baseURL: `${baseURL}/v1`, apiKey, maxRetries: 0 });
+  return { proc, exited: done, baseURL: url, client: new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0 }) };
+}
+
+before(async () => {
+  ({ proc: server, exited, baseURL, client } = await startServer(modelFile));
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'ninfer-sdk-')), `${toolModel}.gguf`);
+  execFileSync('go', ['run', './toolmodel', '-in', modelFile, '-template',
+    path.join(here, '..', '..', 'runtime', 'tok', 'testdata', 'chat', 'qwen3.jinja'), '-out', file], { cwd: here, stdio: 'inherit' });
+  tools = await startServer(file);
 });
 
 after(async () => {
-  server.kill('SIGTERM');
-  const { code, signal } = await exited;
-  assert.equal(code, 0, `ninfer serve exited with code ${code} signal ${signal} after SIGTERM`);
+  for (const s of [{ proc: server, exited }, tools]) {
+    s.proc.kill('SIGTERM');
+    const { code, signal } = await s.exited;
+    assert.equal(code, 0, `ninfer serve exited with code ${code} signal ${signal} after SIGTERM`);
+  }
 });
 
 const user = [{ role: 'user', content: 'Tell me a story.' }];
@@ -189,4 +206,101 @@ test('an aborted stream frees its KV', async () => {
 test('models', async () => {
   const list = await client.models.list();
   assert.deepEqual(list.data.map((m) => m.id), [model]);
+});
+
+// Tool calling on a model whose template uses tools. The random-weight
+// model never calls a tool by itself: tool_choice 'required' and a named
+// function force the call through the grammar-constrained sampler.
+const weatherTool = {
+  type: 'function',
+  function: {
+    name: 'get_weather', description: 'The weather in a city', strict: true,
+    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['c', 'f'] } },
+      required: ['city'], additionalProperties: false },
+  },
+};
+const timeTool = { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } };
+const ask = [{ role: 'user', content: 'What is the weather in Paris?' }];
+
+function checkWeatherArgs(args) {
+  const v = JSON.parse(args);
+  assert.equal(typeof v.city, 'string');
+  assert.ok(v.city.length <= 12);
+  assert.ok(v.unit === undefined || ['c', 'f'].includes(v.unit));
+  assert.deepEqual(Object.keys(v).filter((k) => !['city', 'unit'].includes(k)), []);
+}
+
+test('a tool call round trip: call, tool result, final answer', async () => {
+  const c = tools.client;
+  const r = await c.chat.completions.create({ model: toolModel, messages: ask, tools: [weatherTool, timeTool],
+    tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 120, temperature: 0 });
+  const msg = r.choices[0].message;
+  assert.equal(r.choices[0].finish_reason, 'tool_calls');
+  assert.equal(msg.content, null);
+  assert.equal(msg.tool_calls.length, 1);
+  const call = msg.tool_calls[0];
+  assert.equal(call.type, 'function');
+  assert.equal(call.function.name, 'get_weather');
+  assert.match(call.id, /^call_/);
+  checkWeatherArgs(call.function.arguments);
+
+  const final = await c.chat.completions.create({ model: toolModel, tools: [weatherTool, timeTool], max_tokens: 12, temperature: 0,
+    messages: [...ask, msg, { role: 'tool', tool_call_id: call.id, content: '{"temperature": 22}' }] });
+  assert.equal(typeof final.choices[0].message.content, 'string');
+  assert.ok(['stop', 'length', 'tool_calls'].includes(final.choices[0].finish_reason));
+  assert.ok(final.usage.prompt_tokens > r.usage.prompt_tokens, 'the call and its result are in the prompt');
+});
+
+test('tool_choice required, streaming, through the .stream() helper', async () => {
+  const runner = tools.client.chat.completions.stream({ model: toolModel, messages: ask, tools: [weatherTool, timeTool],
+    tool_choice: 'required', parallel_tool_calls: false, max_tokens: 120, temperature: 0.8, seed: 3 });
+  const done = await runner.finalChatCompletion();
+  const msg = done.choices[0].message;
+  assert.equal(done.choices[0].finish_reason, 'tool_calls');
+  assert.equal(msg.tool_calls.length, 1);
+  assert.ok(['get_weather', 'get_time'].includes(msg.tool_calls[0].function.name));
+  if (msg.tool_calls[0].function.name === 'get_weather') checkWeatherArgs(msg.tool_calls[0].function.arguments);
+  else assert.deepEqual(JSON.parse(msg.tool_calls[0].function.arguments), {});
+  assert.ok(!(msg.content ?? '').includes('<tool_call>'), 'no markup in content');
+});
+
+test('parse() with a strict tool parses the arguments', async () => {
+  const r = await tools.client.chat.completions.parse({ model: toolModel, messages: ask, tools: [weatherTool],
+    tool_choice: 'required', max_tokens: 120, temperature: 0 });
+  const call = r.choices[0].message.tool_calls[0];
+  assert.equal(call.function.parsed_arguments.city, JSON.parse(call.function.arguments).city);
+});
+
+test('structured output: parse() with a JSON schema', async () => {
+  const schema = { type: 'object', properties: { title: { type: 'string', maxLength: 20 }, year: { type: 'integer' },
+    genres: { type: 'array', items: { enum: ['drama', 'comedy'] }, maxItems: 2 } }, required: ['title', 'year'], additionalProperties: false };
+  const format = makeParseableResponseFormat({ type: 'json_schema', json_schema: { name: 'movie', strict: true, schema } },
+    (content) => JSON.parse(content));
+  for (const seed of [1, 2, 3]) {
+    const r = await client.chat.completions.parse({ model, messages: user, response_format: format, max_tokens: 80, temperature: 1, seed });
+    const v = r.choices[0].message.parsed;
+    assert.equal(typeof v.title, 'string');
+    assert.ok(Number.isInteger(v.year));
+    assert.ok(v.genres === undefined || v.genres.every((g) => ['drama', 'comedy'].includes(g)));
+  }
+  const obj = await client.chat.completions.create({ model, messages: user, response_format: { type: 'json_object' }, max_tokens: 120, temperature: 0 });
+  assert.equal(typeof JSON.parse(obj.choices[0].message.content), 'object');
+});
+
+test('the fields vLLM and llama.cpp clients send', async () => {
+  const r = await client.chat.completions.create({ model, messages: user, max_tokens: 9, min_tokens: 9, ignore_eos: true, temperature: 0,
+    x_unknown_field: 'ignored' });
+  assert.equal(r.usage.completion_tokens, 9);
+  assert.equal(r.choices[0].finish_reason, 'length');
+  const off = await tools.client.chat.completions.create({ model: toolModel, messages: user, max_tokens: 4,
+    chat_template_kwargs: { enable_thinking: false } });
+  assert.equal(typeof off.choices[0].message.content, 'string');
+  const tok = await fetch(`${baseURL}/tokenize`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify({ content: 'Hello world' }) });
+  const { tokens } = await tok.json();
+  const detok = await fetch(`${baseURL}/detokenize`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify({ tokens }) });
+  assert.equal((await detok.json()).content, 'Hello world');
+  const list = await client.models.list();
+  assert.ok(list.data[0].max_model_len > 0);
 });
