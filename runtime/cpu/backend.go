@@ -80,6 +80,10 @@ type program struct {
 	// stateRead and stateWrite are the state slot each row of the batch
 	// being run reads and writes (hybrid.go).
 	stateRead, stateWrite []int32
+	// hy is the hybrid ops' scratch (hybrid_fast.go) and moeScr the MoE op's
+	// (moe_fast.go).
+	hy     hybridState
+	moeScr moeState
 }
 
 // Prepare implements exec.Backend.

@@ -120,39 +120,10 @@ func (p *program) runHybrid(out []float32, op tensor.Op, batch *exec.Batch) (ok 
 				copy(o[g*op.Width:(g+1)*op.Width], xr[g*op.Group+op.Offset:g*op.Group+op.Offset+op.Width])
 			}
 		}
-	case tensor.OpUnary:
-		x := p.f32[op.Args[0].ID]
-		f := unaryFn(op.Fn)
-		for i, v := range x {
-			out[i] = f(v)
-		}
-	case tensor.OpMul:
-		x, y := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID]
-		if op.Args[1].Cols() == 1 && op.Out.Cols() != 1 { // y [T, 1] scales each row
-			d := op.Out.Cols()
-			for i := range out {
-				out[i] = x[i] * y[i/d]
-			}
-			break
-		}
-		for i := range out {
-			out[i] = x[i] * y[i]
-		}
+	case tensor.OpUnary, tensor.OpMul, tensor.OpMulRow, tensor.OpL2Norm:
+		p.elementwiseHybrid(out, op)
 	case tensor.OpMoE:
 		p.moe(out, op)
-	case tensor.OpMulRow:
-		x, row, d := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID], op.Out.Cols()
-		for r := 0; r+d <= len(out); r += d {
-			o, xr := out[r:r+d], x[r:r+d]
-			for j := range o {
-				o[j] = xr[j] * row[j]
-			}
-		}
-	case tensor.OpL2Norm:
-		x := p.f32[op.Args[0].ID]
-		for s := 0; s+op.Group <= len(out); s += op.Group {
-			l2Norm(out[s:s+op.Group], x[s:s+op.Group], op.Eps)
-		}
 	case tensor.OpShortConv:
 		p.shortConv(out, op, batch)
 	case tensor.OpDeltaRule:
@@ -199,9 +170,10 @@ func l2Norm(dst, x []float32, eps float32) {
 	}
 }
 
-// shortConv runs the causal depthwise conv row by row; each sequence's
+// shortConvRef is short_conv's reference loop (shortConv in
+// hybrid_fast.go is the fast path): the causal depthwise conv row by row; each sequence's
 // window (its last K-1 inputs, oldest first) lives in its state slot.
-func (p *program) shortConv(out []float32, op tensor.Op, batch *exec.Batch) {
+func (p *program) shortConvRef(out []float32, op tensor.Op, batch *exec.Batch) {
 	x, w := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID] // [T, C], [C, K]
 	c, k := op.Out.Cols(), op.State.Kernel
 	per := (k - 1) * c
@@ -224,9 +196,10 @@ func (p *program) shortConv(out []float32, op tensor.Op, batch *exec.Batch) {
 	}
 }
 
-// deltaRule runs the gated delta rule row by row; each sequence's
+// deltaRuleRef is delta_rule's reference loop (deltaRule in
+// hybrid_fast.go is the fast path): the gated delta rule row by row; each sequence's
 // per-head KeyDim x ValueDim matrices live in its state slot.
-func (p *program) deltaRule(out []float32, op tensor.Op, batch *exec.Batch) {
+func (p *program) deltaRuleRef(out []float32, op tensor.Op, batch *exec.Batch) {
 	a := op.State
 	q, k, v := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID], p.f32[op.Args[2].ID]
 	g, beta := p.f32[op.Args[3].ID], p.f32[op.Args[4].ID]
@@ -250,7 +223,7 @@ func (p *program) deltaRule(out []float32, op tensor.Op, batch *exec.Batch) {
 			for i := range dk { // pred = S^T k
 				ki, row := kr[i], s[i*dv:(i+1)*dv]
 				for j := range dv {
-					pred[j] += row[j] * ki
+					pred[j] += float32(row[j] * ki)
 				}
 			}
 			for j := range dv {
@@ -260,8 +233,8 @@ func (p *program) deltaRule(out []float32, op tensor.Op, batch *exec.Batch) {
 			for i := range dk { // S += k delta^T; o = S^T (scale q)
 				ki, qi, row := kr[i], qh[i]*a.Scale, s[i*dv:(i+1)*dv]
 				for j := range dv {
-					row[j] += ki * pred[j]
-					o[j] += row[j] * qi
+					row[j] += float32(ki * pred[j])
+					o[j] += float32(row[j] * qi)
 				}
 			}
 		}

@@ -49,7 +49,8 @@ func TestShortConvMatchesTheDirectConvolution(t *testing.T) {
 	w := randVec(rng, C*K)
 	xs := [2][]float32{randVec(rng, T*C), randVec(rng, T*C)}
 	a := tensor.StateArgs{Layer: 0, Kernel: K}
-	b := &Backend{}
+	b := &Backend{pool: newPool(2)}
+	defer b.pool.close()
 	var err error
 	if b.state, err = newStateMemory(exec.StateLayout{Slots: 2, Conv: []int{a.ConvStateFloats(C)}}); err != nil {
 		t.Fatal(err)
@@ -137,7 +138,8 @@ func TestDeltaRuleMatchesTheReference(t *testing.T) {
 		beta[i] = 1 / (1 + float32(math.Exp(float64(-beta[i]))))
 	}
 	want := deltaRef(a, q, k, v, g, beta, T)
-	b := &Backend{}
+	b := &Backend{pool: newPool(2)}
+	defer b.pool.close()
 	var err error
 	if b.state, err = newStateMemory(exec.StateLayout{Slots: 2, Delta: []int{0, a.DeltaStateFloats()}}); err != nil {
 		t.Fatal(err)
@@ -165,8 +167,10 @@ func TestDeltaRuleMatchesTheReference(t *testing.T) {
 func TestElementwiseHybridOps(t *testing.T) {
 	x := []float32{1, -2, 3, 4, -5, 6, 0.5, -0.25}
 	y := []float32{2, 2, 2, 2, -1, -1, -1, -1}
+	b := &Backend{pool: newPool(2)}
+	defer b.pool.close()
 	run := func(op tensor.Op, args ...[]float32) []float32 {
-		p := &program{}
+		p := &program{b: b}
 		for i, a := range args {
 			p.f32 = append(p.f32, a)
 			op.Args = append(op.Args, tensor.Tensor{ID: i, Shape: [2]int{2, len(a) / 2}})

@@ -9,11 +9,21 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// moe computes a mixture-of-experts FFN (tensor.Builder.MoE): the rows are
+// moe computes a mixture-of-experts FFN: with the AVX-512 kernels on the
+// fast matmul path (moeFast), otherwise with the reference loop moeRef.
+func (p *program) moe(out []float32, op tensor.Op) {
+	if useSIMD {
+		p.moeFast(out, op)
+		return
+	}
+	p.moeRef(out, op)
+}
+
+// moeRef computes a mixture-of-experts FFN (tensor.Builder.MoE): the rows are
 // routed first, then each expert runs once over the rows routed to it
 // (gathered), its gate, up and down matmuls on that expert's rows of the
 // stacked weights; rows then sum their experts' outputs in routing order.
-func (p *program) moe(out []float32, op tensor.Op) {
+func (p *program) moeRef(out []float32, op tensor.Op) {
 	a := op.MoE
 	h, router := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID]
 	gate, up, down := p.w[op.Args[2].ID], p.w[op.Args[3].ID], p.w[op.Args[4].ID]
@@ -21,25 +31,7 @@ func (p *program) moe(out []float32, op tensor.Op) {
 	// Routing: per row, TopK (expert, weight) pairs in routing order.
 	choice := make([]int, T*a.TopK)
 	weight := make([]float32, T*a.TopK)
-	prob := make([]float32, a.Experts)
-	order := make([]int, a.Experts)
-	for t := range T {
-		softmaxRow(prob, router[t*a.Experts:(t+1)*a.Experts])
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(prob[y], prob[x]) })
-		var sum float32
-		for k := range a.TopK {
-			choice[t*a.TopK+k], weight[t*a.TopK+k] = order[k], prob[order[k]]
-			sum += prob[order[k]]
-		}
-		if a.Normalize {
-			for k := range a.TopK {
-				weight[t*a.TopK+k] /= sum
-			}
-		}
-	}
+	route(choice, weight, router, a, T, make([]float32, a.Experts), make([]int, a.Experts))
 	// Each expert over its rows: results[t*TopK+k] is row t's k-th expert output.
 	results := make([]float32, T*a.TopK*E)
 	var rows []int // slots t*TopK+k routed to the expert
@@ -70,11 +62,40 @@ func (p *program) moe(out []float32, op tensor.Op) {
 			copy(results[s*E:(s+1)*E], y[i*E:(i+1)*E])
 		}
 	}
+	combine(out, results, weight, T, a.TopK, E)
+}
+
+// route writes, per row t of router [T, Experts], its TopK experts in
+// routing order (highest probability first, ties by index) and their
+// weights (renormalised to sum 1 with a.Normalize); prob and order are
+// scratch of Experts.
+func route(choice []int, weight, router []float32, a tensor.MoEArgs, T int, prob []float32, order []int) {
+	for t := range T {
+		softmaxRow(prob, router[t*a.Experts:(t+1)*a.Experts])
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(prob[y], prob[x]) })
+		var sum float32
+		for k := range a.TopK {
+			choice[t*a.TopK+k], weight[t*a.TopK+k] = order[k], prob[order[k]]
+			sum += prob[order[k]]
+		}
+		if a.Normalize {
+			for k := range a.TopK {
+				weight[t*a.TopK+k] /= sum
+			}
+		}
+	}
+}
+
+// combine writes out[t] = sum over k in order of weight[t,k] * results[t,k].
+func combine(out, results, weight []float32, T, topK, E int) {
 	for t := range T {
 		o := out[t*E : (t+1)*E]
 		clear(o)
-		for k := range a.TopK {
-			s, w := t*a.TopK+k, weight[t*a.TopK+k]
+		for k := range topK {
+			s, w := t*topK+k, weight[t*topK+k]
 			for j := range o {
 				o[j] += w * results[s*E+j]
 			}

@@ -1,0 +1,464 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// The fast paths of the hybrid ops: the stateful ops split across the
+// worker pool (delta_rule by (sequence, value head), short_conv by
+// channel), their inner loops on the AVX-512 kernels of hybrid_amd64.s,
+// and the delta rule's chunked form for prefill rows.
+//
+// Exactness: the recurrent delta rule and short_conv compute every output
+// with the same float32 operations, in the same order, as the reference
+// loops of hybrid.go (the kernels equal the Go references below bit for
+// bit), so the fast path gives the reference's results whatever the thread
+// count. The chunked form reassociates the recurrence (see deltaChunk) and
+// agrees with it within a tolerance (hybrid_fast_test.go).
+
+// hybridState is a program's scratch for the hybrid ops, reused across
+// steps.
+type hybridState struct {
+	seqStart []int       // [S+1]: rows of sequence s are seqRows[seqStart[s]:seqStart[s+1]]
+	seqRows  []int       // the batch's rows grouped by sequence, in order
+	scr      [][]float32 // per worker scratch
+	delta    deltaTask
+	conv     convTask
+	unary    unaryTask
+	// recurrent turns the chunked form off (tests compare the two forms).
+	recurrent bool
+}
+
+// deltaChunkLen is the chunk of the delta rule's chunked form (as
+// llama.cpp and flash-linear-attention); deltaChunkMin is the fewest
+// consecutive rows of one sequence the chunked form is used for.
+const (
+	deltaChunkLen = 64
+	deltaChunkMin = 16
+)
+
+// groupRows fills h.seqStart and h.seqRows for b's rows.
+func (h *hybridState) groupRows(b *exec.Batch, rows int) {
+	s := len(b.StateSlots)
+	for _, q := range b.RowSeq[:rows] {
+		s = max(s, int(q)+1)
+	}
+	h.seqStart = growInts(h.seqStart, s+1)
+	clear(h.seqStart)
+	for _, q := range b.RowSeq[:rows] {
+		h.seqStart[q+1]++
+	}
+	for i := 1; i <= s; i++ {
+		h.seqStart[i] += h.seqStart[i-1]
+	}
+	h.seqRows = growInts(h.seqRows, rows)
+	fill := h.seqStart[:s] // reused as write cursors, then restored
+	for r, q := range b.RowSeq[:rows] {
+		h.seqRows[fill[q]] = r
+		fill[q]++
+	}
+	for i := s; i > 0; i-- {
+		h.seqStart[i] = h.seqStart[i-1]
+	}
+	h.seqStart[0] = 0
+}
+
+func growInts(s []int, n int) []int {
+	if cap(s) < n {
+		return make([]int, n)
+	}
+	return s[:n]
+}
+
+func (h *hybridState) scratch(workers, worker, n int) []float32 {
+	if len(h.scr) < workers {
+		h.scr = append(h.scr, make([][]float32, workers-len(h.scr))...)
+	}
+	if cap(h.scr[worker]) < n {
+		h.scr[worker] = make([]float32, n)
+	}
+	return h.scr[worker][:n]
+}
+
+// deltaRule runs the gated delta rule (see deltaRuleRef) on the worker
+// pool: one item per (sequence, value head).
+func (p *program) deltaRule(out []float32, op tensor.Op, batch *exec.Batch) {
+	h := &p.hy
+	h.groupRows(batch, op.Out.Rows())
+	s := len(h.seqStart) - 1
+	t := &h.delta
+	*t = deltaTask{p: p, a: op.State, out: out, pos: batch.Positions,
+		q: p.f32[op.Args[0].ID], k: p.f32[op.Args[1].ID], v: p.f32[op.Args[2].ID],
+		g: p.f32[op.Args[3].ID], beta: p.f32[op.Args[4].ID],
+		mem: p.b.state.delta[op.State.Layer], chunk: useSIMD && !h.recurrent}
+	p.b.pool.run(s*op.State.ValueHeads, 1, p.b.pool.n, t)
+}
+
+// deltaTask runs the delta rule for items [lo, hi) = sequence*ValueHeads +
+// value head.
+type deltaTask struct {
+	p            *program
+	a            tensor.StateArgs
+	out, q, k, v []float32
+	g, beta, mem []float32
+	pos          []int32
+	chunk        bool // use the chunked form where it applies
+}
+
+func (t *deltaTask) run(worker, lo, hi int) {
+	h, a := &t.p.hy, t.a
+	dk, dv := a.KeyDim, a.ValueDim
+	per, hd := a.DeltaStateFloats(), dk*dv
+	for it := lo; it < hi; it++ {
+		s, vh := it/a.ValueHeads, it%a.ValueHeads
+		rows := h.seqRows[h.seqStart[s]:h.seqStart[s+1]]
+		if t.chunk && len(rows) >= deltaChunkMin && t.chunkable(rows) {
+			r0 := rows[0]
+			st := t.mem[int(t.p.stateWrite[r0])*per+vh*hd:][:hd]
+			if t.pos[r0] == 0 {
+				clear(st)
+			}
+			scr := h.scratch(t.p.b.pool.n, worker, deltaChunkScratch(dk, dv))
+			for c := 0; c < len(rows); c += deltaChunkLen {
+				t.headChunk(st, vh, rows[c:min(c+deltaChunkLen, len(rows))], scr)
+			}
+			continue
+		}
+		pred := h.scratch(t.p.b.pool.n, worker, dv)
+		for _, r := range rows {
+			src, dst := int(t.p.stateRead[r]), int(t.p.stateWrite[r])
+			st := t.mem[dst*per+vh*hd:][:hd]
+			switch {
+			case t.pos[r] == 0:
+				clear(st)
+			case src != dst:
+				copy(st, t.mem[src*per+vh*hd:][:hd])
+			}
+			t.headStep(st, r, vh, pred)
+		}
+	}
+}
+
+// chunkable reports whether rows (one sequence's, in order) keep their
+// state in one slot, reset only before the first: no snapshots.
+func (t *deltaTask) chunkable(rows []int) bool {
+	slot := t.p.stateWrite[rows[0]]
+	for i, r := range rows {
+		if t.p.stateRead[r] != slot || t.p.stateWrite[r] != slot || (i > 0 && t.pos[r] == 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// headStep advances value head vh's state st [dk, dv] by row r and writes
+// the row's output: the reference's loop, in two passes over st.
+func (t *deltaTask) headStep(st []float32, r, vh int, pred []float32) {
+	a := t.a
+	kd, vd, dk, dv := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim, a.KeyDim, a.ValueDim
+	kh := vh % a.KeyHeads
+	qh, kr := t.q[r*kd+kh*dk:][:dk], t.k[r*kd+kh*dk:][:dk]
+	v, o := t.v[r*vd+vh*dv:][:dv], t.out[r*vd+vh*dv:][:dv]
+	decay := float32(math.Exp(float64(t.g[r*a.ValueHeads+vh])))
+	b := t.beta[r*a.ValueHeads+vh]
+	fast := useSIMD && dv%16 == 0 && dk > 0
+	if fast {
+		deltaDecayPred(&st[0], &kr[0], &pred[0], dk, dv, decay)
+	} else {
+		deltaDecayPredGo(st, kr, pred, dk, dv, decay)
+	}
+	for j := range pred {
+		pred[j] = b * (v[j] - pred[j])
+	}
+	if fast {
+		deltaUpdateOut(&st[0], &kr[0], &qh[0], &pred[0], &o[0], dk, dv, a.Scale)
+	} else {
+		deltaUpdateOutGo(st, kr, qh, pred, o, dk, dv, a.Scale)
+	}
+}
+
+// deltaDecayPredGo is deltaDecayPred: s *= decay, then pred = s^T k.
+func deltaDecayPredGo(s, k, pred []float32, dk, dv int, decay float32) {
+	clear(pred[:dv])
+	for i := range dk {
+		ki, row := k[i], s[i*dv:(i+1)*dv]
+		for j := range row {
+			row[j] *= decay
+			pred[j] += float32(row[j] * ki)
+		}
+	}
+}
+
+// deltaUpdateOutGo is deltaUpdateOut: s += k d^T, then o = s^T (scale q).
+func deltaUpdateOutGo(s, k, q, d, o []float32, dk, dv int, scale float32) {
+	clear(o[:dv])
+	for i := range dk {
+		ki, qi, row := k[i], q[i]*scale, s[i*dv:(i+1)*dv]
+		for j := range row {
+			row[j] += float32(ki * d[j])
+			o[j] += float32(row[j] * qi)
+		}
+	}
+}
+
+// vecMatAccGo is vecMatAcc: y[j] += a[i]*x[i*n+j] for i < m in order.
+func vecMatAccGo(y, a, x []float32, m, n int) {
+	for i := range m {
+		ai, row := a[i], x[i*n:(i+1)*n]
+		for j := range n {
+			y[j] += float32(ai * row[j])
+		}
+	}
+}
+
+// vma is vecMatAcc on the kernel where it applies.
+func vma(y, a, x []float32, m, n int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if useSIMD && n%16 == 0 {
+		_ = y[n-1]
+		_ = a[m-1]
+		_ = x[m*n-1]
+		vecMatAcc(&y[0], &a[0], &x[0], m, n)
+		return
+	}
+	vecMatAccGo(y, a, x, m, n)
+}
+
+// deltaChunkScratch is the scratch headChunk needs, in floats.
+func deltaChunkScratch(dk, dv int) int {
+	const c = deltaChunkLen
+	return dk*c + // kT [dk, c]
+		c*dk + // qs [c, dk]
+		2*c*c + // kk, qk [c, c]
+		c*dv + // u [c, dv]
+		dv + // w
+		c + // coef
+		dk*c // the state update's coefficients [dk, c]
+}
+
+// headChunk advances value head vh's state st [dk, dv] over rows (at most
+// deltaChunkLen consecutive rows of one sequence) with the chunked form of
+// the gated delta rule, writing the rows' outputs. With G_t the
+// cumulative sum of g over the chunk up to row t, S0 the state before it,
+// q'_t = Scale*q_t, and u_t = beta_t (v_t - exp(g_t) S_{t-1}^T k_t) (the
+// recurrence's delta):
+//
+//	u_t = beta_t (v_t - exp(G_t) S0^T k_t) - sum_{i<t} beta_t exp(G_t-G_i) (k_t.k_i) u_i
+//	o_t = exp(G_t) S0^T q'_t + sum_{i<=t} exp(G_t-G_i) (q'_t.k_i) u_i
+//	S   = exp(G_last) S0 + sum_t exp(G_last-G_t) k_t u_t^T
+//
+// which is the recurrence unrolled over the chunk: the state is read twice
+// per row and written once per chunk (the recurrence reads and writes it
+// twice per row), and every product runs on vecMatAcc.
+func (t *deltaTask) headChunk(st []float32, vh int, rows []int, scr []float32) {
+	a := t.a
+	kd, vd, dk, dv := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim, a.KeyDim, a.ValueDim
+	kh := vh % a.KeyHeads
+	n := len(rows)
+	kT, scr := scr[:dk*n], scr[dk*n:]
+	qs, scr := scr[:n*dk], scr[n*dk:]
+	kk, scr := scr[:n*n], scr[n*n:]
+	qk, scr := scr[:n*n], scr[n*n:]
+	u, scr := scr[:n*dv], scr[n*dv:]
+	w, scr := scr[:dv], scr[dv:]
+	coef, scr := scr[:n], scr[n:]
+	sc := scr[:dk*n]
+	var G [deltaChunkLen]float64
+	var acc float64
+	for c, r := range rows {
+		acc += float64(t.g[r*a.ValueHeads+vh])
+		G[c] = acc
+		kr, qr := t.k[r*kd+kh*dk:][:dk], t.q[r*kd+kh*dk:][:dk]
+		qc := qs[c*dk : (c+1)*dk]
+		for i := range dk {
+			kT[i*n+c] = kr[i]
+			qc[i] = qr[i] * a.Scale
+		}
+	}
+	// kk[c, i] = k_c.k_i and qk[c, i] = q'_c.k_i (only i <= c are used).
+	clear(kk)
+	clear(qk)
+	for c, r := range rows {
+		vma(kk[c*n:(c+1)*n], t.k[r*kd+kh*dk:][:dk], kT, dk, n)
+		vma(qk[c*n:(c+1)*n], qs[c*dk:(c+1)*dk], kT, dk, n)
+	}
+	for c, r := range rows {
+		kr := t.k[r*kd+kh*dk:][:dk]
+		v, o := t.v[r*vd+vh*dv:][:dv], t.out[r*vd+vh*dv:][:dv]
+		b := t.beta[r*a.ValueHeads+vh]
+		gc := float32(math.Exp(G[c]))
+		clear(w)
+		vma(w, kr, st, dk, dv) // S0^T k_c
+		uc := u[c*dv : (c+1)*dv]
+		for j := range uc {
+			uc[j] = b * (v[j] - gc*w[j])
+		}
+		for i := range c {
+			coef[i] = -b * float32(math.Exp(G[c]-G[i])) * kk[c*n+i]
+		}
+		vma(uc, coef[:c], u, c, dv)
+		clear(w)
+		vma(w, qs[c*dk:(c+1)*dk], st, dk, dv) // S0^T q'_c
+		for j := range o {
+			o[j] = gc * w[j]
+		}
+		for i := 0; i <= c; i++ {
+			coef[i] = float32(math.Exp(G[c]-G[i])) * qk[c*n+i]
+		}
+		vma(o, coef[:c+1], u, c+1, dv)
+	}
+	last := G[n-1]
+	gl := float32(math.Exp(last))
+	for c := range n {
+		coef[c] = float32(math.Exp(last - G[c]))
+	}
+	for i := range dk {
+		row, ci := st[i*dv:(i+1)*dv], sc[i*n:(i+1)*n]
+		for j := range row {
+			row[j] *= gl
+		}
+		for c := range n {
+			ci[c] = coef[c] * kT[i*n+c]
+		}
+		vma(row, ci, u, n, dv)
+	}
+}
+
+// shortConv runs short_conv (see shortConvRef) on the worker pool, split
+// by channel: each channel's outputs and window are computed as the
+// reference does, rows in order.
+func (p *program) shortConv(out []float32, op tensor.Op, batch *exec.Batch) {
+	t := &p.hy.conv
+	*t = convTask{p: p, out: out, x: p.f32[op.Args[0].ID], w: p.f32[op.Args[1].ID],
+		c: op.Out.Cols(), k: op.State.Kernel, rows: op.Out.Rows(), pos: batch.Positions,
+		mem: p.b.state.conv[op.State.Layer]}
+	workers := p.b.pool.n
+	if len(out) < parallelElems {
+		workers = 1
+	}
+	p.b.pool.run(t.c, 64, workers, t)
+}
+
+// convTask runs short_conv for channels [lo, hi).
+type convTask struct {
+	p          *program
+	out, x, w  []float32
+	mem        []float32
+	c, k, rows int
+	pos        []int32
+}
+
+func (t *convTask) run(_, lo, hi int) {
+	c, k := t.c, t.k
+	per := (k - 1) * c
+	for r := range t.rows {
+		src, dst := int(t.p.stateRead[r]), int(t.p.stateWrite[r])
+		win := t.mem[dst*per : (dst+1)*per] // [K-1, C]
+		switch {
+		case t.pos[r] == 0:
+			for j := 0; j < k-1; j++ {
+				clear(win[j*c+lo : j*c+hi])
+			}
+		case src != dst:
+			from := t.mem[src*per : (src+1)*per]
+			for j := 0; j < k-1; j++ {
+				copy(win[j*c+lo:j*c+hi], from[j*c+lo:j*c+hi])
+			}
+		}
+		xr, o := t.x[r*c:(r+1)*c], t.out[r*c:(r+1)*c]
+		for ch := lo; ch < hi; ch++ {
+			taps := t.w[ch*k : (ch+1)*k]
+			var sum float32
+			for j := 0; j < k-1; j++ {
+				sum += win[j*c+ch] * taps[j]
+			}
+			o[ch] = sum + xr[ch]*taps[k-1]
+		}
+		if k > 1 {
+			for j := 0; j < k-2; j++ {
+				copy(win[j*c+lo:j*c+hi], win[(j+1)*c+lo:(j+1)*c+hi])
+			}
+			copy(win[(k-2)*c+lo:(k-2)*c+hi], xr[lo:hi])
+		}
+	}
+}
+
+// unaryTask runs the element-wise hybrid ops over items [lo, hi):
+// elements for unary and mul, rows for mul_row, groups for l2_norm; each
+// element is computed as the reference loop of runHybrid does.
+type unaryTask struct {
+	kind  tensor.OpKind
+	fn    func(float32) float32
+	out   []float32
+	x, y  []float32
+	d     int // mul with y [T, 1], mul_row: row width; l2_norm: group
+	eps   float32
+	scale bool // mul: y scales rows
+}
+
+func (t *unaryTask) run(_, lo, hi int) {
+	switch t.kind {
+	case tensor.OpUnary:
+		out, x := t.out[lo:hi], t.x[lo:hi]
+		for i, v := range x {
+			out[i] = t.fn(v)
+		}
+	case tensor.OpMul:
+		if t.scale {
+			for i := lo; i < hi; i++ {
+				t.out[i] = t.x[i] * t.y[i/t.d]
+			}
+			return
+		}
+		out, x, y := t.out[lo:hi], t.x[lo:hi], t.y[lo:hi]
+		for i := range out {
+			out[i] = x[i] * y[i]
+		}
+	case tensor.OpMulRow:
+		d := t.d
+		for r := lo; r < hi; r++ {
+			o, xr := t.out[r*d:(r+1)*d], t.x[r*d:(r+1)*d]
+			for j := range o {
+				o[j] = xr[j] * t.y[j]
+			}
+		}
+	case tensor.OpL2Norm:
+		g := t.d
+		for s := lo; s < hi; s++ {
+			l2Norm(t.out[s*g:(s+1)*g], t.x[s*g:(s+1)*g], t.eps)
+		}
+	}
+}
+
+// elementwiseHybrid runs a unary, mul, mul_row or l2_norm op, split across
+// workers when it is large.
+func (p *program) elementwiseHybrid(out []float32, op tensor.Op) {
+	t := &p.hy.unary
+	*t = unaryTask{kind: op.Kind, out: out, x: p.f32[op.Args[0].ID]}
+	n, grain := len(out), 1024
+	switch op.Kind {
+	case tensor.OpUnary:
+		t.fn = unaryFn(op.Fn)
+	case tensor.OpMul:
+		t.y = p.f32[op.Args[1].ID]
+		if op.Args[1].Cols() == 1 && op.Out.Cols() != 1 {
+			t.scale, t.d = true, op.Out.Cols()
+		}
+	case tensor.OpMulRow:
+		t.y, t.d = p.f32[op.Args[1].ID], op.Out.Cols()
+		n, grain = len(out)/t.d, max(1, 1024/t.d)
+	case tensor.OpL2Norm:
+		t.d, t.eps = op.Group, op.Eps
+		n, grain = len(out)/op.Group, max(1, 1024/op.Group)
+	}
+	workers := p.b.pool.n
+	if len(out) < parallelElems {
+		workers = 1
+	}
+	p.b.pool.run(n, grain, workers, t)
+}

@@ -1,0 +1,310 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// The AVX-512 kernels of hybrid_amd64.s equal their Go references bit for
+// bit on random inputs.
+func TestHybridKernelsMatchTheirGoReferences(t *testing.T) {
+	if !useSIMD {
+		t.Skip("no AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, dk := range []int{1, 3, 64, 128} {
+		for _, dv := range []int{16, 48, 64, 128, 144, 320} {
+			s0, k, q, d := randVec(rng, dk*dv), randVec(rng, dk), randVec(rng, dk), randVec(rng, dv)
+			decay, scale := float32(rng.Float64()), float32(rng.Float64())
+			s1, s2 := slices.Clone(s0), slices.Clone(s0)
+			p1, p2 := randVec(rng, dv), randVec(rng, dv) // overwritten
+			deltaDecayPredGo(s1, k, p1, dk, dv, decay)
+			deltaDecayPred(&s2[0], &k[0], &p2[0], dk, dv, decay)
+			bitsEqual(t, fmt.Sprintf("deltaDecayPred %dx%d state", dk, dv), s1, s2)
+			bitsEqual(t, fmt.Sprintf("deltaDecayPred %dx%d pred", dk, dv), p1, p2)
+			o1, o2 := randVec(rng, dv), randVec(rng, dv)
+			deltaUpdateOutGo(s1, k, q, d, o1, dk, dv, scale)
+			deltaUpdateOut(&s2[0], &k[0], &q[0], &d[0], &o2[0], dk, dv, scale)
+			bitsEqual(t, fmt.Sprintf("deltaUpdateOut %dx%d state", dk, dv), s1, s2)
+			bitsEqual(t, fmt.Sprintf("deltaUpdateOut %dx%d out", dk, dv), o1, o2)
+			y1 := randVec(rng, dv)
+			y2 := slices.Clone(y1)
+			vecMatAccGo(y1, k, s0, dk, dv)
+			vecMatAcc(&y2[0], &k[0], &s0[0], dk, dv)
+			bitsEqual(t, fmt.Sprintf("vecMatAcc %dx%d", dk, dv), y1, y2)
+		}
+	}
+}
+
+func bitsEqual(t *testing.T, what string, want, got []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+			t.Errorf("%s: [%d] = %v, the reference %v", what, i, got[i], want[i])
+			return
+		}
+	}
+}
+
+// deltaCase is a delta_rule op over a batch, with its inputs: q and k
+// L2-normalised per head and g, beta as Qwen3.5 makes them (g =
+// -softplus * a, beta = sigmoid), as the model feeds the op.
+type deltaCase struct {
+	a                tensor.StateArgs
+	q, k, v, g, beta []float32
+	batch            *exec.Batch
+	slots            int
+}
+
+func newDeltaCase(rng *rand.Rand, a tensor.StateArgs, batch *exec.Batch, slots int) deltaCase {
+	T := len(batch.RowSeq)
+	c := deltaCase{a: a, batch: batch, slots: slots}
+	kd, vd := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim
+	c.q, c.k, c.v = randVec(rng, T*kd), randVec(rng, T*kd), randVec(rng, T*vd)
+	for _, x := range [][]float32{c.q, c.k} {
+		for s := 0; s < len(x); s += a.KeyDim {
+			l2Norm(x[s:s+a.KeyDim], x[s:s+a.KeyDim], 1e-6)
+		}
+	}
+	c.g, c.beta = randVec(rng, T*a.ValueHeads), randVec(rng, T*a.ValueHeads)
+	for i := range c.g {
+		c.g[i] = -softplus(c.g[i]) * float32(0.05+0.5*rng.Float64())
+		c.beta[i] = sigmoid(c.beta[i])
+	}
+	return c
+}
+
+// run runs the case on a fresh program of b (whose state it uses):
+// reference loop, or the fast path with or without the chunked form.
+func (c deltaCase) run(b *Backend, mode string) []float32 {
+	p := &program{b: b}
+	p.f32 = [][]float32{c.q, c.k, c.v, c.g, c.beta}
+	T, a := len(c.batch.RowSeq), c.a
+	op := tensor.Op{Kind: tensor.OpDeltaRule, State: a, Out: tensor.Tensor{ID: 5, Shape: [2]int{T, a.ValueHeads * a.ValueDim}}}
+	for i := range 5 {
+		op.Args = append(op.Args, tensor.Tensor{ID: i})
+	}
+	p.stateRead, p.stateWrite = c.batch.StateRows()
+	out := make([]float32, T*a.ValueHeads*a.ValueDim)
+	switch mode {
+	case "ref":
+		p.deltaRuleRef(out, op, c.batch)
+	case "recurrent":
+		p.hy.recurrent = true
+		p.deltaRule(out, op, c.batch)
+	case "chunked":
+		p.deltaRule(out, op, c.batch)
+	}
+	return out
+}
+
+func deltaBackend(t *testing.T, a tensor.StateArgs, slots int, init []float32) *Backend {
+	t.Helper()
+	b := &Backend{pool: newPool(2)}
+	t.Cleanup(b.pool.close)
+	var err error
+	if b.state, err = newStateMemory(exec.StateLayout{Slots: slots, Delta: []int{0, a.DeltaStateFloats()}}); err != nil {
+		t.Fatal(err)
+	}
+	copy(b.state.delta[1], init)
+	return b
+}
+
+// seqBatch is a batch of sequences with the given row counts, rows of a
+// sequence consecutive from position start[s], sequence s in slot s+1 (slot
+// 0 unused), sequences listed in snap verifying drafts (their rows writing
+// the slots after the others').
+func seqBatch(rows, start []int, snap map[int]bool) (*exec.Batch, int) {
+	b := &exec.Batch{StateSlots: make([]int32, len(rows)), StateSnapshots: make([][]int32, len(rows))}
+	next := int32(len(rows) + 1)
+	for s, n := range rows {
+		b.StateSlots[s] = int32(s + 1)
+		for j := range n {
+			b.RowSeq = append(b.RowSeq, int32(s))
+			b.Positions = append(b.Positions, int32(start[s]+j))
+			if snap[s] {
+				b.StateSnapshots[s] = append(b.StateSnapshots[s], next)
+				next++
+			}
+		}
+	}
+	return b, int(next)
+}
+
+var deltaShapes = []tensor.StateArgs{
+	{Layer: 1, KeyHeads: 2, KeyDim: 128, ValueHeads: 4, ValueDim: 128, Scale: 1 / float32(math.Sqrt(128))},
+	{Layer: 1, KeyHeads: 3, KeyDim: 32, ValueHeads: 3, ValueDim: 48, Scale: 0.2},
+	{Layer: 1, KeyHeads: 1, KeyDim: 16, ValueHeads: 2, ValueDim: 20, Scale: 0.25}, // dv not a multiple of 16: Go loops
+}
+
+// The fast recurrent delta rule (split by sequence and head, AVX-512
+// passes) gives the reference loop's outputs and states bit for bit,
+// over sequences that start, continue from their state, and verify drafts
+// into snapshot slots.
+func TestDeltaRuleFastRecurrentEqualsTheReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, a := range deltaShapes {
+		batch, slots := seqBatch([]int{1, 5, 3, 20}, []int{7, 0, 4, 9}, map[int]bool{2: true})
+		c := newDeltaCase(rng, a, batch, slots)
+		init := randVec(rng, slots*a.DeltaStateFloats())
+		for i := range init {
+			init[i] *= 0.1
+		}
+		br, bf := deltaBackend(t, a, slots, init), deltaBackend(t, a, slots, init)
+		want, got := c.run(br, "ref"), c.run(bf, "recurrent")
+		bitsEqual(t, fmt.Sprintf("%+v outputs", a), want, got)
+		bitsEqual(t, fmt.Sprintf("%+v states", a), br.state.delta[1], bf.state.delta[1])
+	}
+}
+
+// The chunked form (prefill runs of at least deltaChunkMin rows, chunks of
+// deltaChunkLen) agrees with the recurrence: over 150-row prompts from
+// position 0 and from a carried state, and a 16-row continuation, every
+// output and state element is within 2e-5 of the recurrent form's, relative
+// to the largest magnitude of its head's output (state) in the case (the
+// values are O(0.1..1); the two forms only reassociate float32 sums).
+func TestDeltaRuleChunkedAgreesWithTheRecurrentForm(t *testing.T) {
+	if !useSIMD {
+		t.Skip("the chunked form runs with the AVX-512 kernels")
+	}
+	const tol = 2e-5
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, a := range deltaShapes {
+		batch, slots := seqBatch([]int{150, 3, 150, 16}, []int{0, 5, 30, 200}, nil)
+		c := newDeltaCase(rng, a, batch, slots)
+		init := randVec(rng, slots*a.DeltaStateFloats())
+		for i := range init {
+			init[i] *= 0.1
+		}
+		br, bc := deltaBackend(t, a, slots, init), deltaBackend(t, a, slots, init)
+		want, got := c.run(br, "recurrent"), c.run(bc, "chunked")
+		worst := func(want, got []float32) float64 {
+			var m, d float64
+			for i := range want {
+				m = max(m, math.Abs(float64(want[i])))
+				d = max(d, math.Abs(float64(want[i]-got[i])))
+			}
+			return d / m
+		}
+		if e := worst(want, got); e > tol || math.IsNaN(e) {
+			t.Errorf("%+v: outputs differ by %.3g of their largest magnitude, want <= %g", a, e, tol)
+		} else {
+			t.Logf("%+v: outputs within %.3g", a, e)
+		}
+		if e := worst(br.state.delta[1], bc.state.delta[1]); e > tol || math.IsNaN(e) {
+			t.Errorf("%+v: states differ by %.3g of their largest magnitude, want <= %g", a, e, tol)
+		} else {
+			t.Logf("%+v: states within %.3g", a, e)
+		}
+		// The chunked form did run: its outputs are not the recurrence's bits.
+		if slices.Equal(want, got) && a.ValueDim%16 == 0 {
+			t.Errorf("%+v: the chunked run equals the recurrent one bit for bit; was it used?", a)
+		}
+	}
+}
+
+// The fast short_conv (split by channel) gives the reference's outputs and
+// windows bit for bit, snapshots included.
+func TestShortConvFastEqualsTheReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, C := range []int{6, 200, 6144} {
+		const K = 4
+		batch, slots := seqBatch([]int{1, 5, 3, 9}, []int{7, 0, 4, 9}, map[int]bool{2: true})
+		T := len(batch.RowSeq)
+		x, w := randVec(rng, T*C), randVec(rng, C*K)
+		a := tensor.StateArgs{Layer: 0, Kernel: K}
+		init := randVec(rng, slots*a.ConvStateFloats(C))
+		var outs [2][]float32
+		var states [2][]float32
+		for i := range 2 {
+			b := &Backend{pool: newPool(2)}
+			defer b.pool.close()
+			var err error
+			if b.state, err = newStateMemory(exec.StateLayout{Slots: slots, Conv: []int{a.ConvStateFloats(C)}}); err != nil {
+				t.Fatal(err)
+			}
+			copy(b.state.conv[0], init)
+			p := &program{b: b, f32: [][]float32{x, w}}
+			p.stateRead, p.stateWrite = batch.StateRows()
+			op := tensor.Op{Kind: tensor.OpShortConv, State: a, Args: []tensor.Tensor{{ID: 0}, {ID: 1}}, Out: tensor.Tensor{ID: 2, Shape: [2]int{T, C}}}
+			outs[i] = make([]float32, T*C)
+			if i == 0 {
+				p.shortConvRef(outs[i], op, batch)
+			} else {
+				p.shortConv(outs[i], op, batch)
+			}
+			states[i] = b.state.conv[0]
+		}
+		bitsEqual(t, fmt.Sprintf("C=%d outputs", C), outs[0], outs[1])
+		bitsEqual(t, fmt.Sprintf("C=%d windows", C), states[0], states[1])
+	}
+}
+
+// The fast MoE (per-expert views on the fast matmul kernels, scratch kept
+// in the program) agrees with the reference MoE over steps of 1, 5 and 37
+// rows: q8_0 bit for bit (the quantized kernels give the reference's
+// bits); f32 within 1e-5 and f16 within 2e-3 of the largest output
+// magnitude (the float kernels use 16 fused lanes, and for f16 a last-bit
+// difference in the gate/up outputs can move the f16 rounding of the down
+// projection's input by one f16 step, 2^-11 relative). It allocates
+// nothing once its scratch has grown.
+func TestMoEFastAgreesWithTheReference(t *testing.T) {
+	if !useSIMD {
+		t.Skip("the fast MoE runs with the AVX-512 kernels")
+	}
+	const E, X, F, K = 64, 8, 96, 3
+	rng := rand.New(rand.NewPCG(15, 16))
+	gw, uw, dw := randVec(rng, X*F*E), randVec(rng, X*F*E), randVec(rng, X*E*F)
+	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.Q8_0} {
+		b := &Backend{pool: newPool(2)}
+		defer b.pool.close()
+		mk := func(name string, v []float32, rowLen int) *weights.Tensor {
+			rows := len(v) / rowLen
+			rb, err := dt.RowBytes(rowLen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := make([]byte, rows*rb)
+			for r := range rows {
+				if err := tensor.QuantizeRow(dt, v[r*rowLen:(r+1)*rowLen], data[r*rb:(r+1)*rb]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return &weights.Tensor{Name: name, DType: dt, Shape: []int{rowLen, rows}, Data: data}
+		}
+		ws := []*weights.Tensor{nil, nil, mk("gate", gw, E), mk("up", uw, E), mk("down", dw, F)}
+		for _, T := range []int{1, 5, 37} {
+			h, router := randVec(rng, T*E), randVec(rng, T*X)
+			op := tensor.Op{Kind: tensor.OpMoE, MoE: tensor.MoEArgs{Experts: X, TopK: K, FFN: F, Normalize: true}, Out: tensor.Tensor{ID: 5, Shape: [2]int{T, E}},
+				Args: []tensor.Tensor{{ID: 0, Shape: [2]int{T, E}}, {ID: 1, Shape: [2]int{T, X}}, {ID: 2}, {ID: 3}, {ID: 4}}}
+			p := &program{b: b, f32: [][]float32{h, router, nil, nil, nil}, w: ws}
+			want, got := make([]float32, T*E), make([]float32, T*E)
+			p.moeRef(want, op)
+			p.moeFast(got, op)
+			if dt == tensor.Q8_0 {
+				bitsEqual(t, fmt.Sprintf("%v T=%d", dt, T), want, got)
+			} else {
+				tol := map[tensor.DType]float64{tensor.F32: 1e-5, tensor.F16: 2e-3}[dt]
+				var m float64
+				for _, v := range want {
+					m = max(m, math.Abs(float64(v)))
+				}
+				for i := range want {
+					if d := math.Abs(float64(want[i] - got[i])); d > tol*m || math.IsNaN(d) {
+						t.Fatalf("%v T=%d: [%d] = %v, the reference %v (largest %v)", dt, T, i, got[i], want[i], m)
+					}
+				}
+			}
+			if n := testing.AllocsPerRun(3, func() { p.moeFast(got, op) }); n > 0 {
+				t.Errorf("%v T=%d: moeFast allocates %v times per call", dt, T, n)
+			}
+		}
+	}
+}
