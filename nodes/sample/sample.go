@@ -42,6 +42,14 @@ func (Token) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, e
 		return nil, fmt.Errorf("sample.token: %d logit rows for %d sequences", l.Rows, len(hc.Rows))
 	}
 	out := make([]int32, l.Rows)
+	if l.Data == nil && l.Argmax != nil { // reduced on the device
+		for i, row := range hc.Rows {
+			if !row.Sampling.Greedy() || row.Sampling.Penalized() {
+				return nil, fmt.Errorf("sample.token: row %d samples with %+v from device argmax ids", i, row.Sampling)
+			}
+		}
+		return map[string]any{"tokens": append(out[:0], l.Argmax...)}, nil
+	}
 	for i, row := range hc.Rows {
 		logits := l.Row(i)
 		if row.Sampling.Penalized() {

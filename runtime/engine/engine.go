@@ -816,19 +816,52 @@ func (e *Engine) runDevice(ctx context.Context, si int, seg plan.Segment, batch 
 	if err := x.Run(ctx, feed); err != nil {
 		return err
 	}
+	ax, reduces := x.(exec.ArgmaxOutputter)
+	greedy := reduces && e.greedyStep(hc)
 	for _, idx := range seg.Steps {
 		st := e.plan.Steps[idx]
 		for _, p := range st.Spec.Out {
-			data, rows, cols, err := x.Output(st.ID + "." + p.Name)
+			if p.Type != node.Logits {
+				continue
+			}
+			name := st.ID + "." + p.Name
+			if greedy && ax.HasArgmax(name) {
+				ids, err := ax.OutputArgmax(name) // ids, not [rows, vocab] floats, come back
+				if err != nil {
+					return err
+				}
+				values[plan.Ref{Node: st.ID, Port: p.Name}] = exec.Logits{Rows: len(ids), Argmax: ids}
+				continue
+			}
+			data, rows, cols, err := x.Output(name)
 			if err != nil {
 				continue // not consumed outside the segment
 			}
-			if p.Type == node.Logits {
-				values[plan.Ref{Node: st.ID, Port: p.Name}] = exec.Logits{Data: data, Rows: rows, Vocab: cols}
-			}
+			values[plan.Ref{Node: st.ID, Port: p.Name}] = exec.Logits{Data: data, Rows: rows, Vocab: cols}
 		}
 	}
 	return nil
+}
+
+// greedyStep reports whether a step's logits may be reduced to argmax ids
+// on the device: the plan does not speculate (verify reads whole rows) and
+// every sampled sequence picks greedily, without penalties, and asks for
+// no logprobs.
+func (e *Engine) greedyStep(hc *exec.HostContext) bool {
+	if e.draftK > 0 || len(hc.Rows) == 0 {
+		return false
+	}
+	for _, row := range hc.Rows {
+		if !row.Sampling.Greedy() || row.Sampling.Penalized() {
+			return false
+		}
+	}
+	for _, r := range e.reqs {
+		if r.seq.KV.Blocks != nil && (r.Logprobs || r.TopLogits > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // warmup prepares, on a Bucketer backend, every device segment at every

@@ -13,6 +13,11 @@ type Logits struct {
 	Data  []float32
 	Rows  int
 	Vocab int
+	// Argmax, when Data is nil, is each row's argmax (ties to the lower
+	// id) as the device reduced it (ArgmaxOutputter): the engine reduces
+	// only for steps whose every row picks greedily, unpenalized, without
+	// logprobs, so the rows themselves were never copied to the host.
+	Argmax []int32
 }
 
 // Row returns row i, [Vocab].
