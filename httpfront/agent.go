@@ -25,10 +25,11 @@ import (
 // back once the health checks pass too. P is agentWeight.
 
 // agentWeight is the share of the configured HAProxy weight, in percent,
-// that a ready replica asks for: its free KV capacity times its free batch
-// capacity,
+// that a ready replica asks for: its free cache capacity (KV blocks and, for
+// a hybrid model, recurrent state slots: engine.Snapshot.CacheUsage) times
+// its free batch capacity,
 //
-//	P = round(100 * (1 - kv_used/kv_total) * max_running / (max_running + running + waiting))
+//	P = round(100 * (1 - cache_usage) * max_running / (max_running + running + waiting))
 //
 // clamped to [1, 100]. KV blocks that only hold a cached prefix count as
 // free (they are reclaimed on demand). An idle replica answers 100%; one
@@ -37,10 +38,7 @@ import (
 // same load. The floor of 1% keeps a ready replica in the farm: 0% is kept
 // for a full queue.
 func agentWeight(s engine.Snapshot) int {
-	kvFree := 1.0
-	if s.KVBlocksTotal > 0 {
-		kvFree = 1 - float64(min(s.KVBlocksUsed, s.KVBlocksTotal))/float64(s.KVBlocksTotal)
-	}
+	kvFree := 1 - min(s.CacheUsage(), 1) // KV blocks and a hybrid model's state slots, by bytes
 	slots := float64(max(s.MaxRunning, 1))
 	p := int(100*kvFree*slots/(slots+float64(s.Running+s.Waiting)) + 0.5)
 	return min(max(p, 1), 100)
