@@ -162,9 +162,10 @@ func (r *response) complete(j *job, res []*choiceResult) any {
 				ch.Message.ReasoningContent = &reasoning
 			}
 			if tp := newToolParser(j.p.ToolFormat); tp != nil {
-				content, calls := tp.push(text)
+				content, deltas := tp.push(text)
 				rest, more := tp.flush()
-				content, calls = content+rest, append(calls, more...)
+				content = content + rest
+				calls := collectCalls(nil, append(deltas, more...))
 				if j.p.SingleToolCall && len(calls) > 1 {
 					calls = calls[:1]
 				}
@@ -352,9 +353,9 @@ type chatPipe struct {
 }
 
 // streamChat sends a chat delta's text through p: reasoning_content and
-// content in one chunk, then each completed tool call as OpenAI streams
-// one (callDeltas). Text that may still be markup is held back; a final
-// delta flushes it.
+// content in one chunk, then the tool call deltas as OpenAI streams them
+// (deltaDocs). Text that may still be markup is held back; a final delta
+// flushes it.
 func (r *response) streamChat(out *sse, p *chatPipe, d delta, u *usage) bool {
 	reasoning, content := "", d.text
 	if p.sp != nil {
@@ -364,7 +365,7 @@ func (r *response) streamChat(out *sse, p *chatPipe, d delta, u *usage) bool {
 			reasoning, content = reasoning+fr, content+fc
 		}
 	}
-	var calls []toolCall
+	var calls []toolDelta
 	if p.tp != nil {
 		content, calls = p.tp.push(content)
 		if d.final {
@@ -389,15 +390,17 @@ func (r *response) streamChat(out *sse, p *chatPipe, d delta, u *usage) bool {
 		}
 	}
 	for _, c := range calls {
-		if p.single && p.calls > 0 {
+		if p.single && c.index > 0 {
 			break
 		}
-		for _, doc := range callDeltas(p.calls, c) {
+		if c.name != "" {
+			p.calls++
+		}
+		for _, doc := range deltaDocs(c) {
 			if !out.event(r.chatChunk(d.index, &chatMessage{ToolCalls: []toolCallDoc{doc}}, nil, nil, u)) {
 				return false
 			}
 		}
-		p.calls++
 	}
 	return true
 }

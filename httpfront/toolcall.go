@@ -15,13 +15,40 @@ type toolCall struct {
 	Arguments string
 }
 
-// toolParser turns a reply's streamed text into content and tool calls.
-// push returns the content it lets out and the calls completed by the
-// text; text that may still become a call is held back. flush returns what
-// is held at the end of the reply.
+// toolDelta is a piece of a reply's tool calls, in order: a call's first
+// delta has its name, later ones (and maybe the first) pieces of its
+// arguments, which joined are the compact JSON text of the arguments.
+type toolDelta struct {
+	index int // the call's position in the reply
+	name  string
+	args  string
+}
+
+// toolParser turns a reply's streamed text into content and tool call
+// deltas. push returns the content it lets out and the deltas the text
+// completes; text that may still be markup is held back. flush returns
+// what is held at the end of the reply.
 type toolParser interface {
-	push(text string) (content string, calls []toolCall)
-	flush() (content string, calls []toolCall)
+	push(text string) (content string, deltas []toolDelta)
+	flush() (content string, deltas []toolDelta)
+}
+
+// callDeltasOf is a whole call as deltas: its name, then its arguments.
+func callDeltasOf(index int, c toolCall) []toolDelta {
+	return []toolDelta{{index: index, name: c.Name, args: c.Arguments}}
+}
+
+// collectCalls joins deltas into calls.
+func collectCalls(calls []toolCall, deltas []toolDelta) []toolCall {
+	for _, d := range deltas {
+		if d.name != "" {
+			calls = append(calls, toolCall{Name: d.name})
+		}
+		if len(calls) > 0 {
+			calls[len(calls)-1].Arguments += d.args
+		}
+	}
+	return calls
 }
 
 // toolFormat is one tool call format: its name, whether a chat template
@@ -131,16 +158,20 @@ func callDoc(c toolCall) toolCallDoc {
 	return toolCallDoc{ID: newID("call_"), Type: "function", Function: toolFunctionDoc{Name: c.Name, Arguments: &args}}
 }
 
-// callDeltas are call number index streamed as OpenAI streams one: a
-// first delta with its id, type, name and empty arguments, then its
-// arguments.
-func callDeltas(index int, c toolCall) []toolCallDoc {
-	empty, args := "", c.Arguments
-	i := index
-	return []toolCallDoc{
-		{Index: &i, ID: newID("call_"), Type: "function", Function: toolFunctionDoc{Name: c.Name, Arguments: &empty}},
-		{Index: &i, Function: toolFunctionDoc{Arguments: &args}},
+// deltaDocs is d as OpenAI streams a call: a call's first delta with its
+// id, type, name and empty arguments, then its argument pieces.
+func deltaDocs(d toolDelta) []toolCallDoc {
+	i := d.index
+	var out []toolCallDoc
+	if d.name != "" {
+		empty := ""
+		out = append(out, toolCallDoc{Index: &i, ID: newID("call_"), Type: "function", Function: toolFunctionDoc{Name: d.name, Arguments: &empty}})
 	}
+	if d.args != "" {
+		args := d.args
+		out = append(out, toolCallDoc{Index: &i, Function: toolFunctionDoc{Arguments: &args}})
+	}
+	return out
 }
 
 // toolNames checks a request's tools and returns their function names.

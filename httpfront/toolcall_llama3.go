@@ -28,7 +28,7 @@ type llama3Parser struct {
 	held  string
 }
 
-func (p *llama3Parser) push(text string) (string, []toolCall) {
+func (p *llama3Parser) push(text string) (string, []toolDelta) {
 	if p.state == 2 {
 		return text, nil
 	}
@@ -54,14 +54,14 @@ func (p *llama3Parser) push(text string) (string, []toolCall) {
 	return h, nil
 }
 
-func (p *llama3Parser) flush() (string, []toolCall) {
+func (p *llama3Parser) flush() (string, []toolDelta) {
 	h := p.held
 	p.held = ""
 	if p.state != 1 {
 		return h, nil
 	}
 	body := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(h), pythonTag))
-	var calls []toolCall
+	var calls []toolDelta
 	dec := json.NewDecoder(strings.NewReader(body))
 	for {
 		var raw json.RawMessage
@@ -72,7 +72,7 @@ func (p *llama3Parser) flush() (string, []toolCall) {
 		if !ok {
 			return h, nil
 		}
-		calls = append(calls, c)
+		calls = append(calls, callDeltasOf(len(calls), c)...)
 		rest := strings.TrimLeft(body[dec.InputOffset():], " \t\r\n")
 		if rest == "" {
 			return "", calls

@@ -45,13 +45,13 @@ func TestToolCallParsers(t *testing.T) {
 				var content string
 				var calls []toolCall
 				for _, piece := range pieces {
-					c, cs := p.push(piece)
+					c, ds := p.push(piece)
 					content += c
-					calls = append(calls, cs...)
+					calls = collectCalls(calls, ds)
 				}
-				c, cs := p.flush()
+				c, ds := p.flush()
 				content += c
-				calls = append(calls, cs...)
+				calls = collectCalls(calls, ds)
 				if diff := cmp.Diff(tc.calls, calls, cmp.AllowUnexported(toolCall{})); diff != "" || content != tc.content {
 					t.Fatalf("pieces %q: content %q (want %q), calls (-want +got):\n%s", pieces, content, tc.content, diff)
 				}
@@ -69,5 +69,23 @@ func TestToolFormatOf(t *testing.T) {
 		if got := toolFormatOf(tc.template); got != tc.want {
 			t.Errorf("toolFormatOf(%q) = %s, want %s", tc.template, got, tc.want)
 		}
+	}
+}
+
+// A Hermes call's arguments stream as the model writes them, compacted,
+// once its header ("name", then "arguments") is complete.
+func TestHermesArgumentsStream(t *testing.T) {
+	p := newToolParser("hermes")
+	var got []toolDelta
+	for _, piece := range []string{"<tool_call>\n{\"name\": \"f\", ", "\"arguments\": {\"a\": ", "\"x y", "\"}}\n</tool_call>"} {
+		c, ds := p.push(piece)
+		if c != "" {
+			t.Errorf("content %q", c)
+		}
+		got = append(got, ds...)
+	}
+	want := []toolDelta{{index: 0, name: "f", args: `{"a":`}, {index: 0, args: `"x y`}, {index: 0, args: `"}`}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(toolDelta{})); diff != "" {
+		t.Errorf("deltas (-want +got):\n%s", diff)
 	}
 }
