@@ -115,11 +115,8 @@ func compileConstraint(src, field string) (*grammar.Grammar, *Error) {
 		compiled[src] = g
 		compiledMu.Unlock()
 	}
-	if err != nil {
-		if field == "grammar" || field == "guided_grammar" {
-			return nil, badParam(field, "Invalid '%s': %v", field, err)
-		}
-		return nil, &Error{Status: 500, Type: typeServer, Message: fmt.Sprintf("The grammar compiled from '%s' does not parse: %v", field, err)}
+	if err != nil { // a GBNF error, or a schema that recurses before any output
+		return nil, badParam(field, "Invalid '%s': %v", field, err)
 	}
 	return g, nil
 }

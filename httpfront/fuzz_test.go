@@ -13,6 +13,8 @@ func FuzzDecode(f *testing.F) {
 		`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"n":2,"stop":["x"],"logprobs":true,"top_logprobs":3}`,
 		`{"model":"m","prompt":[[1,2],[3]],"stream":true,"stream_options":{"include_usage":true},"logprobs":2}`,
 		`{"model":"m","prompt":"x","temperature":2,"top_k":-1,"seed":9007199254740993}`,
+		`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required","min_tokens":2,"max_tokens":3,"ignore_eos":true,"logit_bias":{"1":-5}}`,
+		`{"model":"m","prompt":"x","echo":true,"stop_token_ids":[1],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object"}}},"n_probs":2,"chat_template_kwargs":{"a":1}}`,
 		`{"model":1}`, `[]`, `null`, `{"model":"m","messages":[null]}`, `{"model":"m","prompt":["a",1]}`,
 	} {
 		f.Add([]byte(seed))
@@ -46,6 +48,47 @@ func FuzzDecode(f *testing.F) {
 			check(&r.Params, nil)
 		} else {
 			check(nil, e)
+		}
+	})
+}
+
+// FuzzReplyParsers: the reasoning splitter and the tool call parsers never
+// panic, and give the same result for a reply whole or cut in two.
+func FuzzReplyParsers(f *testing.F) {
+	for _, s := range []string{"<think>\nx\n</think>\n\nHi", "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": \"}\"}}\n</tool_call>",
+		`<|python_tag|>{"name": "a", "parameters": {}}; {"name": "b"}`, "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": [1, {\"b\": \"\\\"\"}]}}"} {
+		f.Add(s, uint(len(s)/2))
+	}
+	f.Fuzz(func(t *testing.T, reply string, cut uint) {
+		at := int(cut % uint(len(reply)+1))
+		for _, mode := range []Reasoning{ReasoningTagged, ReasoningOpen} {
+			r1, c1 := splitReasoning(mode, reply)
+			s := newReasoningSplitter(mode)
+			ra, ca := s.push(reply[:at])
+			rb, cb := s.push(reply[at:])
+			rc, cc := s.flush()
+			if r1 != ra+rb+rc || c1 != ca+cb+cc {
+				t.Fatalf("reasoning split of %q differs when cut at %d", reply, at)
+			}
+		}
+		for format := range toolFormats {
+			whole := newToolParser(format)
+			c1, d1 := whole.push(reply)
+			c1b, d1b := whole.flush()
+			cut := newToolParser(format)
+			ca, da := cut.push(reply[:at])
+			cb, db := cut.push(reply[at:])
+			cc, dc := cut.flush()
+			calls1 := collectCalls(nil, append(d1, d1b...))
+			calls2 := collectCalls(nil, append(append(da, db...), dc...))
+			if c1+c1b != ca+cb+cc || len(calls1) != len(calls2) {
+				t.Fatalf("%s: parse of %q differs when cut at %d", format, reply, at)
+			}
+			for i := range calls1 {
+				if calls1[i] != calls2[i] {
+					t.Fatalf("%s: call %d of %q differs when cut at %d: %+v vs %+v", format, i, reply, at, calls1[i], calls2[i])
+				}
+			}
 		}
 	})
 }

@@ -91,6 +91,9 @@ func (s sym) minBytes() int {
 	return max(best, 1)
 }
 
+// maxSymbols bounds a grammar's size once {m,n} repetitions are expanded.
+const maxSymbols = 1 << 16
+
 // Parse compiles GBNF source; the rule named root is the start. Errors
 // name the line and column.
 func Parse(src string) (*Grammar, error) {
@@ -142,6 +145,7 @@ type parser struct {
 	line, col int
 	index     map[string]int
 	gen       map[int]bool // generated rules
+	size      int          // symbols added by repetitions
 	names     []string
 	rules     [][]alt
 }
@@ -337,6 +341,10 @@ func (p *parser) repetition(item []sym) ([]sym, error) {
 		}
 	default:
 		return item, nil
+	}
+	p.size += len(item) * max(lo, hi, 1)
+	if p.size > maxSymbols {
+		return nil, p.errorf("the grammar is too large (more than %d symbols once repetitions are expanded)", maxSymbols)
 	}
 	var out []sym
 	for range lo {

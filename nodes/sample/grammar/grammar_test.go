@@ -72,6 +72,7 @@ func TestParseErrors(t *testing.T) {
 		{`root ::= [b-a]`, "backwards"},
 		{`root ::= "a" root`, "never ends"},
 		{"root ::= \"a\"\nroot ::= \"b\"", "defined twice"},
+		{"root ::= " + strings.Repeat(`"abcdefghij"{1000} `, 7), "too large"},
 	} {
 		_, err := Parse(tc.src)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -24,7 +24,11 @@ func FromSchema(schema json.RawMessage) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "root ::= " + name + "\n" + JSONRules + rules, nil
+	src := "root ::= " + name + "\n" + JSONRules + rules
+	if _, err := Parse(src); err != nil { // a schema that refers to itself before any output
+		return "", fmt.Errorf("schema: %w", err)
+	}
+	return src, nil
 }
 
 // SchemaRules compiles a JSON Schema (as FromSchema) to GBNF rules whose
