@@ -259,11 +259,6 @@ func noOp(name string, v json.RawMessage) bool {
 	switch name {
 	case "function_call":
 		return s == `"none"`
-	case "response_format":
-		var rf struct {
-			Type string `json:"type"`
-		}
-		return json.Unmarshal(v, &rf) == nil && rf.Type == "text" && len(fieldsOf(v)) == 1
 	case "modalities":
 		return s == `["text"]`
 	case "best_of":
@@ -272,12 +267,6 @@ func noOp(name string, v json.RawMessage) bool {
 		return s == `""`
 	}
 	return false
-}
-
-func fieldsOf(v json.RawMessage) fields {
-	var f fields
-	json.Unmarshal(v, &f) //nolint:errcheck // callers validated v
-	return f
 }
 
 // DecodeChat parses and validates a /v1/chat/completions body. Errors are
