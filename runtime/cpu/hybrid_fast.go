@@ -66,6 +66,14 @@ func (h *hybridState) groupRows(b *exec.Batch, rows int) {
 	h.seqStart[0] = 0
 }
 
+// sizeScratch gives h.scr one slot per worker; it runs on the calling
+// goroutine before the pool does, so the workers only touch their own slot.
+func (h *hybridState) sizeScratch(workers int) {
+	if len(h.scr) < workers {
+		h.scr = append(h.scr, make([][]float32, workers-len(h.scr))...)
+	}
+}
+
 func growInts(s []int, n int) []int {
 	if cap(s) < n {
 		return make([]int, n)
@@ -73,10 +81,9 @@ func growInts(s []int, n int) []int {
 	return s[:n]
 }
 
+// scratch is worker's scratch of n floats; the caller sized h.scr for the
+// pool's workers (sizeScratch) before the workers started.
 func (h *hybridState) scratch(workers, worker, n int) []float32 {
-	if len(h.scr) < workers {
-		h.scr = append(h.scr, make([][]float32, workers-len(h.scr))...)
-	}
 	if cap(h.scr[worker]) < n {
 		h.scr[worker] = make([]float32, n)
 	}
@@ -87,6 +94,7 @@ func (h *hybridState) scratch(workers, worker, n int) []float32 {
 // pool: one item per (sequence, value head).
 func (p *program) deltaRule(out []float32, op tensor.Op, batch *exec.Batch) {
 	h := &p.hy
+	h.sizeScratch(p.b.pool.n)
 	h.groupRows(batch, op.Out.Rows())
 	s := len(h.seqStart) - 1
 	t := &h.delta
