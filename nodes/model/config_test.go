@@ -1,7 +1,6 @@
 package model
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -22,34 +21,22 @@ func sharedModel(t *testing.T, name string) string {
 	return p
 }
 
-// withKey writes a copy of the GGUF at path with key set to v.
+// setKey is a rewrite edit that sets key to v.
+func setKey(key string, v weights.Value) func([]weights.KV, []*weights.Tensor) ([]weights.KV, []*weights.Tensor) {
+	return func(kvs []weights.KV, ts []*weights.Tensor) ([]weights.KV, []*weights.Tensor) {
+		for i := range kvs {
+			if kvs[i].Key == key {
+				kvs[i].Value = v
+			}
+		}
+		return kvs, ts
+	}
+}
+
+// withKey writes a copy of the GGUF at path with key set to v (rewrite).
 func withKey(t *testing.T, path, key string, v weights.Value) *weights.File {
 	t.Helper()
-	f, err := weights.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	kvs := slices.Clone(f.KV)
-	for i, e := range kvs {
-		if e.Key == key {
-			kvs[i] = weights.KV{Key: key, Value: v}
-		}
-	}
-	var buf bytes.Buffer
-	if err := weights.Write(&buf, f.Version, kvs, f.Tensors); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "changed.gguf")
-	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	g, err := weights.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	return g
+	return rewrite(t, path, setKey(key, v))
 }
 
 // A block_count far past the blocks in the file is one error with a count,
@@ -84,17 +71,7 @@ func TestHybridBadFiles(t *testing.T) {
 			return kvs, slices.DeleteFunc(slices.Clone(ts), func(t *weights.Tensor) bool { return t.Name == name })
 		}
 	}
-	set := func(key string, v weights.Value) func([]weights.KV, []*weights.Tensor) ([]weights.KV, []*weights.Tensor) {
-		return func(kvs []weights.KV, ts []*weights.Tensor) ([]weights.KV, []*weights.Tensor) {
-			kvs = slices.Clone(kvs)
-			for i := range kvs {
-				if kvs[i].Key == key {
-					kvs[i].Value = v
-				}
-			}
-			return kvs, ts
-		}
-	}
+	set := setKey
 	for _, tc := range []struct {
 		name string
 		edit func([]weights.KV, []*weights.Tensor) ([]weights.KV, []*weights.Tensor)

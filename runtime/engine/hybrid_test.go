@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -87,12 +86,7 @@ func TestHybridSpeculationIsLossless(t *testing.T) {
 			plain := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2})
 			prompts := goldenPrompts(t, plain)
 			want, _ := generateAll(t, plain, prompts, n, 8)
-			oracleMu.Lock()
-			oracleRefs = nil
-			for i, p := range prompts {
-				oracleRefs = append(oracleRefs, append(slices.Clone(p), want[i]...))
-			}
-			oracleMu.Unlock()
+			setOracleRefs(prompts, want)
 			for _, g := range []string{"ngram", "draft", "oracle"} {
 				for _, k := range []int{1, 3, 5} {
 					in := open(t, instance.Options{Model: m, Models: map[string]string{"draft": modelPath(t, "tiny-qwen3-q8_0.gguf")},

@@ -109,6 +109,17 @@ func specGraphs(t *testing.T) map[string]string {
 	return out
 }
 
+// setOracleRefs gives the oracle proposer the reference continuation of
+// each prompt: the prompt followed by its plain greedy ids.
+func setOracleRefs(prompts, want [][]int32) {
+	oracleMu.Lock()
+	defer oracleMu.Unlock()
+	oracleRefs = nil
+	for i, p := range prompts {
+		oracleRefs = append(oracleRefs, append(slices.Clone(p), want[i]...))
+	}
+}
+
 // goldenPrompts tokenizes ../shared/golden/prompts.json with in's tokenizer.
 func goldenPrompts(t *testing.T, in *instance.Instance) [][]int32 {
 	t.Helper()
@@ -208,12 +219,7 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 			plain := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true})
 			prompts := goldenPrompts(t, plain)
 			want, _ := generateAll(t, plain, prompts, n, 8)
-			oracleMu.Lock()
-			oracleRefs = nil
-			for i, p := range prompts {
-				oracleRefs = append(oracleRefs, append(slices.Clone(p), want[i]...))
-			}
-			oracleMu.Unlock()
+			setOracleRefs(prompts, want)
 			chunks := []int{1, 3, 7, 16, 512}
 			ks := []int{1, 2, 3, 4, 5, 6, 7, 8}
 			if raceDetector {

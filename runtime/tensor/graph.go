@@ -311,14 +311,18 @@ func (b *Builder) Add(x, y Tensor) Tensor {
 
 // AddRow returns x [T, d] with the f32 weight w (d elements, a bias) added
 // to every row.
-func (b *Builder) AddRow(x, w Tensor) Tensor {
+func (b *Builder) AddRow(x, w Tensor) Tensor { return b.rowOp(OpAddRow, x, w) }
+
+// rowOp records kind (add_row, mul_row) of x [T, d] and the f32 weight w of
+// d elements, applied to every row.
+func (b *Builder) rowOp(kind OpKind, x, w Tensor) Tensor {
 	if b.bad(x, w) {
 		return Tensor{ID: -1}
 	}
 	if w.DType != F32 || w.Rows()*w.Cols() != x.Cols() {
-		return b.fail("add_row: row is %v [%d,%d], want f32 with %d elements", w.DType, w.Rows(), w.Cols(), x.Cols())
+		return b.fail("%v: row is %v [%d,%d], want f32 with %d elements", kind, w.DType, w.Rows(), w.Cols(), x.Cols())
 	}
-	return b.push(Op{Kind: OpAddRow, Args: []Tensor{x, w}, Out: Tensor{Shape: x.Shape, DType: F32}})
+	return b.push(Op{Kind: kind, Args: []Tensor{x, w}, Out: Tensor{Shape: x.Shape, DType: F32}})
 }
 
 // SwiGLU returns silu(gate) * up, both [T, d].

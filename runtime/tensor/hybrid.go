@@ -94,15 +94,7 @@ func (b *Builder) Mul(x, y Tensor) Tensor {
 
 // MulRow returns x [T, d] with every row multiplied element-wise by the
 // f32 weight w (d elements).
-func (b *Builder) MulRow(x, w Tensor) Tensor {
-	if b.bad(x, w) {
-		return Tensor{ID: -1}
-	}
-	if w.DType != F32 || w.Rows()*w.Cols() != x.Cols() {
-		return b.fail("mul_row: row is %v [%d,%d], want f32 with %d elements", w.DType, w.Rows(), w.Cols(), x.Cols())
-	}
-	return b.push(Op{Kind: OpMulRow, Args: []Tensor{x, w}, Out: Tensor{Shape: x.Shape, DType: F32}})
-}
+func (b *Builder) MulRow(x, w Tensor) Tensor { return b.rowOp(OpMulRow, x, w) }
 
 // L2Norm divides each contiguous group of `group` elements of x [T, d] by
 // max(its L2 norm, eps), as ggml_l2_norm.
