@@ -1,0 +1,104 @@
+package cpu_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/instance"
+)
+
+// stepLog keeps the engine's steps (engine.StepObserver).
+type stepLog struct {
+	mu    sync.Mutex
+	steps []engine.StepInfo
+}
+
+func (l *stepLog) ObserveStep(s engine.StepInfo) {
+	l.mu.Lock()
+	l.steps = append(l.steps, s)
+	l.mu.Unlock()
+}
+
+// BenchmarkStep reports the cost of one engine step by batch: "decode" is
+// a step of R decode rows (R sequences decoding together), "mixed" the same
+// with one 64-token prefill chunk in the step (chunked prefill sharing the
+// step with decode rows). ms/step and ms/row are means over the steps of
+// that exact shape, so a regression in batched decode shows per size.
+func BenchmarkStep(b *testing.B) {
+	for _, m := range benchModels(b) {
+		for _, mixed := range []bool{false, true} {
+			for _, rows := range []int{1, 2, 4, 8, 16} {
+				name := fmt.Sprintf("%s/decode/rows=%d", filepath.Base(m), rows)
+				if mixed {
+					name = fmt.Sprintf("%s/mixed/rows=%d", filepath.Base(m), rows)
+				}
+				b.Run(name, func(b *testing.B) { benchStep(b, m, rows, mixed) })
+			}
+		}
+	}
+}
+
+func benchStep(b *testing.B, model string, rows int, mixed bool) {
+	log := &stepLog{}
+	in, err := instance.Open(instance.Options{Model: model, MaxRunning: rows + 1, Observer: log,
+		Set: map[string]any{"chunk": int64(64)}, NoPrefixCache: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	const n = 32
+	var total time.Duration
+	var count int
+	b.ResetTimer()
+	for range b.N {
+		log.mu.Lock()
+		log.steps = nil
+		log.mu.Unlock()
+		// Submitted in order from one goroutine: the decoders are admitted
+		// first, and the long prompt's chunks then share steps with them.
+		var wg sync.WaitGroup
+		submit := func(prompt []int32, max int) {
+			ch, err := in.Engine.Submit(context.Background(), engine.Request{Prompt: prompt, MaxTokens: max})
+			if err != nil {
+				b.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range ch {
+				}
+			}()
+		}
+		for i := range rows {
+			submit([]int32{int32(3 + i), int32(4 + i)}, n)
+		}
+		if mixed {
+			long := make([]int32, 64*(n/2))
+			for i := range long {
+				long[i] = int32(3 + i%200)
+			}
+			submit(long, 1)
+		}
+		wg.Wait()
+		log.mu.Lock()
+		for _, s := range log.steps {
+			if s.DecodeRows == rows && (s.PrefillTokens > 0) == mixed && (!mixed || s.PrefillTokens == 64) {
+				total += s.End.Sub(s.Start)
+				count++
+			}
+		}
+		log.mu.Unlock()
+	}
+	if count == 0 {
+		b.Skipf("no step had %d decode rows (mixed %v)", rows, mixed)
+	}
+	per := total.Seconds() * 1000 / float64(count)
+	b.ReportMetric(per, "ms/step")
+	b.ReportMetric(per/float64(rows), "ms/row")
+	b.ReportMetric(float64(count)/float64(b.N), "steps/op")
+}
