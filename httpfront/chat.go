@@ -16,24 +16,35 @@ import (
 func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
 	received := time.Now()
 	r, e := DecodeChat(ctx.PostBody(), DecodeOptions{Strict: s.cfg.StrictFields})
-	if e == nil && r.Model != m.ID {
-		e = unknownModel(r.Model)
-	}
+	var prompt []int32
 	if e == nil {
-		e = checkTokenIDs(m.Tokenizer, &r.Params)
+		prompt, e = prepareChat(m, r)
 	}
 	if e != nil {
 		s.fail(ctx, e)
 		return
 	}
+	s.generate(ctx, m, true, r.Params, [][]int32{prompt}, received)
+}
+
+// prepareChat turns a decoded chat request into its prompt: it checks the
+// model and the token ids, renders the messages with the model's template,
+// and sets r.Params' reasoning split, tool call format and compiled
+// constraint (a forced tool call's included). /v1/chat/completions and
+// /v1/responses both serve through it.
+func prepareChat(m *Model, r *ChatRequest) ([]int32, *Error) {
+	if r.Model != m.ID {
+		return nil, unknownModel(r.Model)
+	}
+	if e := checkTokenIDs(m.Tokenizer, &r.Params); e != nil {
+		return nil, e
+	}
 	if m.Chat == nil {
-		s.fail(ctx, badRequest("chat_template_unsupported", "This model's chat template cannot be rendered (%v); use /v1/completions.", m.ChatErr))
-		return
+		return nil, badRequest("chat_template_unsupported", "This model's chat template cannot be rendered (%v); use /v1/completions.", m.ChatErr)
 	}
 	text, e := renderChat(m.Chat, r)
 	if e != nil {
-		s.fail(ctx, e)
-		return
+		return nil, e
 	}
 	if !r.ContinueFinal {
 		r.Params.Reasoning = reasoningOf(m.Chat.Source(), text)
@@ -44,16 +55,14 @@ func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
 	}
 	if r.ToolChoice == "required" || r.ToolChoice == "function" {
 		if r.Params.Constraint, e = toolCallGrammar(r.Tools, r.ToolName, r.Params.ToolFormat, r.ParallelToolCalls); e != nil {
-			s.fail(ctx, e)
-			return
+			return nil, e
 		}
 		r.Params.ConstraintField = "tool_choice"
 	}
 	if r.Params.Grammar, e = compileParams(&r.Params); e != nil {
-		s.fail(ctx, e)
-		return
+		return nil, e
 	}
-	s.generate(ctx, m, true, r.Params, [][]int32{m.Tokenizer.EncodeChat(text)}, received)
+	return m.Tokenizer.EncodeChat(text), nil
 }
 
 // renderChat renders r's messages with the model's template: with the

@@ -155,31 +155,21 @@ func (r *response) complete(j *job, res []*choiceResult) any {
 		doc := chatCompletion{ID: r.id, Object: "chat.completion", Created: r.created, Model: r.model,
 			SystemFingerprint: fingerprint, Usage: &u, Timings: &t}
 		for i, c := range res {
-			reasoning, text := splitReasoning(j.p.Reasoning, c.text.String())
+			reasoning, content, calls := replyParts(&j.p, c.text.String())
 			finish := c.finish
-			ch := chatChoice{Index: i, Message: &chatReply{Role: "assistant", Content: &text}, FinishReason: &finish}
+			ch := chatChoice{Index: i, Message: &chatReply{Role: "assistant", Content: &content}, FinishReason: &finish}
 			if reasoning != "" {
 				ch.Message.ReasoningContent = &reasoning
 			}
-			if tp := newToolParser(j.p.ToolFormat); tp != nil {
-				content, deltas := tp.push(text)
-				rest, more := tp.flush()
-				content = content + rest
-				calls := collectCalls(nil, append(deltas, more...))
-				if j.p.SingleToolCall && len(calls) > 1 {
-					calls = calls[:1]
+			for _, call := range calls {
+				ch.Message.ToolCalls = append(ch.Message.ToolCalls, callDoc(call))
+			}
+			if len(calls) > 0 {
+				if strings.TrimSpace(content) == "" {
+					ch.Message.Content = nil
 				}
-				for _, call := range calls {
-					ch.Message.ToolCalls = append(ch.Message.ToolCalls, callDoc(call))
-				}
-				ch.Message.Content = &content
-				if len(calls) > 0 {
-					if strings.TrimSpace(content) == "" {
-						ch.Message.Content = nil
-					}
-					if finish == "stop" {
-						finish = "tool_calls"
-					}
+				if finish == "stop" {
+					finish = "tool_calls"
 				}
 			}
 			if j.p.Logprobs {
@@ -200,6 +190,25 @@ func (r *response) complete(j *job, res []*choiceResult) any {
 		doc.Choices = append(doc.Choices, ch)
 	}
 	return doc
+}
+
+// replyParts splits a whole chat reply as p asks: its reasoning, its
+// content, and the tool calls parsed out of the content (only the first
+// with p.SingleToolCall).
+func replyParts(p *Params, text string) (reasoning, content string, calls []toolCall) {
+	reasoning, content = splitReasoning(p.Reasoning, text)
+	if tp := newToolParser(p.ToolFormat); tp != nil {
+		var deltas, more []toolDelta
+		content, deltas = tp.push(content)
+		var rest string
+		rest, more = tp.flush()
+		content += rest
+		calls = collectCalls(nil, append(deltas, more...))
+		if p.SingleToolCall && len(calls) > 1 {
+			calls = calls[:1]
+		}
+	}
+	return reasoning, content, calls
 }
 
 // sse writes documents as server-sent events and reports whether the
@@ -352,12 +361,11 @@ type chatPipe struct {
 	calls  int  // tool calls streamed
 }
 
-// streamChat sends a chat delta's text through p: reasoning_content and
-// content in one chunk, then the tool call deltas as OpenAI streams them
-// (deltaDocs). Text that may still be markup is held back; a final delta
-// flushes it.
-func (r *response) streamChat(out *sse, p *chatPipe, d delta, u *usage) bool {
-	reasoning, content := "", d.text
+// push sends a delta's text through p: the reasoning and the content it
+// lets out, and the tool call deltas it completes (a final delta flushes
+// what was held back).
+func (p *chatPipe) push(d delta) (reasoning, content string, calls []toolDelta) {
+	reasoning, content = "", d.text
 	if p.sp != nil {
 		reasoning, content = p.sp.push(d.text)
 		if d.final {
@@ -365,7 +373,6 @@ func (r *response) streamChat(out *sse, p *chatPipe, d delta, u *usage) bool {
 			reasoning, content = reasoning+fr, content+fc
 		}
 	}
-	var calls []toolDelta
 	if p.tp != nil {
 		content, calls = p.tp.push(content)
 		if d.final {
@@ -373,6 +380,15 @@ func (r *response) streamChat(out *sse, p *chatPipe, d delta, u *usage) bool {
 			content, calls = content+fc, append(calls, more...)
 		}
 	}
+	return reasoning, content, calls
+}
+
+// streamChat sends a chat delta's text through p: reasoning_content and
+// content in one chunk, then the tool call deltas as OpenAI streams them
+// (deltaDocs). Text that may still be markup is held back; a final delta
+// flushes it.
+func (r *response) streamChat(out *sse, p *chatPipe, d delta, u *usage) bool {
+	reasoning, content, calls := p.push(d)
 	var lp *chatLogprobs
 	if d.logprobs != nil {
 		lp = r.chatLogprobs(d.logprobs)

@@ -1,6 +1,6 @@
 // Package httpfront serves a model over an OpenAI-compatible HTTP API on
 // fasthttp: POST /v1/chat/completions and /v1/completions (JSON or SSE
-// streaming), GET /v1/models, POST /tokenize and /detokenize, and GET
+// streaming), POST /v1/responses (the stateless Responses API), GET /v1/models, POST /tokenize and /detokenize, and GET
 // /health. It decodes and validates
 // requests, renders chat templates, tokenizes, submits each choice to the
 // engine and turns the engine's token events into responses. It talks to
@@ -219,7 +219,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		s.intervals(ctx, m)
-	case "/v1/chat/completions", "/v1/completions":
+	case "/v1/chat/completions", "/v1/completions", "/v1/responses":
 		if !ctx.IsPost() {
 			s.fail(ctx, methodNotAllowed(ctx, "POST"))
 			return
@@ -234,9 +234,12 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 				Message: "The server is shutting down."})
 			return
 		}
-		if path == "/v1/chat/completions" {
+		switch path {
+		case "/v1/chat/completions":
 			s.chat(ctx, m)
-		} else {
+		case "/v1/responses":
+			s.responses(ctx, m)
+		default:
 			s.completion(ctx, m)
 		}
 	default:
@@ -429,8 +432,38 @@ func newID(prefix string) string {
 }
 
 // generate admits the request against the queue limit, starts its choices
-// and answers with one JSON response or an SSE stream.
+// and answers with one JSON response or an SSE stream of chat or text
+// completions.
 func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Params, prompts [][]int32, received time.Time) {
+	resp := &response{id: newID("chatcmpl-"), created: time.Now().Unix(), model: m.ID, chat: chat, tk: m.Tokenizer}
+	promptParam := "messages"
+	if !chat {
+		resp.id, promptParam = newID("cmpl-"), "prompt"
+	}
+	s.serveAnswer(ctx, m, resp, promptParam, p, prompts, received)
+}
+
+// answer builds the documents of one request's answer: response (chat and
+// text completions) or responsesAnswer (/v1/responses).
+type answer interface {
+	// ident is the answer's id (it names the request's trace).
+	ident() string
+	// complete is the non-streaming document of a finished job.
+	complete(j *job, res []*choiceResult) any
+	// stream writes the job's output as SSE and reports whether the
+	// client received it all.
+	stream(w *bufio.Writer, j *job) bool
+	// rename gives e the endpoint's name of the field it names.
+	rename(e *Error) *Error
+}
+
+func (r *response) ident() string          { return r.id }
+func (r *response) rename(e *Error) *Error { return e }
+
+// serveAnswer admits the request against the queue limit, starts its
+// choices and answers with a's JSON document or SSE stream; promptParam
+// names the field the prompts came from in errors.
+func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promptParam string, p Params, prompts [][]int32, received time.Time) {
 	k := int64(len(prompts) * p.N)
 	limit := int64(m.Engine.Snapshot().MaxRunning + s.cfg.MaxQueue)
 	if k > limit {
@@ -438,8 +471,8 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Param
 		if p.N == 1 {
 			param = "prompt"
 		}
-		s.fail(ctx, badParam(param, "The request asks for %d sequences (%d prompts x n=%d), more than the server ever holds at once (%d running + %d queued); send fewer prompts or a smaller n.",
-			k, len(prompts), p.N, m.Engine.Snapshot().MaxRunning, s.cfg.MaxQueue))
+		s.fail(ctx, a.rename(badParam(param, "The request asks for %d sequences (%d prompts x n=%d), more than the server ever holds at once (%d running + %d queued); send fewer prompts or a smaller n.",
+			k, len(prompts), p.N, m.Engine.Snapshot().MaxRunning, s.cfg.MaxQueue)))
 		return
 	}
 	if s.inflight.Add(k) > limit {
@@ -449,23 +482,16 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Param
 			Message: fmt.Sprintf("The server's queue is full (%d sequences); retry later.", limit)})
 		return
 	}
-	resp := response{id: newID("chatcmpl-"), created: time.Now().Unix(), model: m.ID, chat: chat, tk: m.Tokenizer}
-	if !chat {
-		resp.id = newID("cmpl-")
-	}
-	rt, traceID := s.startTrace(ctx, received, resp.id, m.ID, p)
+	rt, traceID := s.startTrace(ctx, received, a.ident(), m.ID, p)
 	if traceID != "" {
 		ctx.Response.Header.Set(TraceIDHeader, traceID)
 	}
 	jctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: "prompt", tag: trace.SpanContextFromContext(rt.ctx)}
-	if chat {
-		j.promptParam = "messages"
-	}
+	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: promptParam, tag: trace.SpanContextFromContext(rt.ctx)}
 	if e := s.start(j); e != nil {
 		s.inflight.Add(-k)
 		s.finishTrace(rt, prompts, nil, nil, e)
-		s.fail(ctx, e)
+		s.fail(ctx, a.rename(e))
 		return
 	}
 	go func() {
@@ -479,7 +505,7 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Param
 		ctx.Response.Header.Set("Cache-Control", "no-cache")
 		ctx.Response.Header.Set("X-Accel-Buffering", "no")
 		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-			if !resp.stream(w, j) {
+			if !a.stream(w, j) {
 				s.aborted.Add(1)
 			}
 		})
@@ -489,10 +515,10 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, m *Model, chat bool, p Param
 	res, e := j.collect()
 	stop()
 	if e != nil {
-		s.fail(ctx, e)
+		s.fail(ctx, a.rename(e))
 		return
 	}
-	s.writeJSON(ctx, http.StatusOK, resp.complete(j, res))
+	s.writeJSON(ctx, http.StatusOK, a.complete(j, res))
 }
 
 // peerPollInterval is how often a non-streaming request checks that its
