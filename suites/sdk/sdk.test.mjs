@@ -304,3 +304,67 @@ test('the fields vLLM and llama.cpp clients send', async () => {
   const list = await client.models.list();
   assert.ok(list.data[0].max_model_len > 0);
 });
+
+// The stateless Responses API.
+test('responses.create', async () => {
+  const r = await client.responses.create({ model, instructions: 'Tell stories.', input: 'Once upon a time', max_output_tokens: 16, temperature: 0 });
+  assert.equal(r.object, 'response');
+  assert.match(r.id, /^resp_/);
+  assert.ok(['completed', 'incomplete'].includes(r.status));
+  assert.equal(r.output[0].type, 'message');
+  assert.equal(r.output[0].content[0].type, 'output_text');
+  assert.equal(r.output_text, r.output[0].content[0].text);
+  assert.ok(r.usage.input_tokens > 0);
+  assert.ok(r.usage.output_tokens >= 1 && r.usage.output_tokens <= 16);
+  assert.equal(r.usage.total_tokens, r.usage.input_tokens + r.usage.output_tokens);
+  await assert.rejects(client.responses.create({ model, input: 'hi', previous_response_id: 'resp_1' }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'previous_response_id');
+});
+
+test('responses.create streaming', async () => {
+  const want = await client.responses.create({ model, input: [{ role: 'user', content: [{ type: 'input_text', text: 'Tell me a story.' }] }],
+    max_output_tokens: 16, temperature: 0 });
+  const stream = await client.responses.create({ model, input: [{ role: 'user', content: [{ type: 'input_text', text: 'Tell me a story.' }] }],
+    max_output_tokens: 16, temperature: 0, stream: true });
+  let text = '';
+  let seq = 0;
+  let final = null;
+  for await (const ev of stream) {
+    assert.equal(ev.sequence_number, seq++);
+    if (ev.type === 'response.output_text.delta') text += ev.delta;
+    if (ev.type === 'response.completed' || ev.type === 'response.incomplete') final = ev.response;
+  }
+  assert.equal(text, want.output_text);
+  assert.equal(final.status, want.status);
+  assert.equal(final.output[0].content[0].text, text);
+  assert.deepEqual(final.usage, want.usage);
+});
+
+test('responses: a tool call round trip', async () => {
+  const c = tools.client;
+  const tool = { type: 'function', name: 'get_weather', description: 'The weather in a city', strict: true,
+    parameters: weatherTool.function.parameters };
+  const r = await c.responses.create({ model: toolModel, input: 'What is the weather in Paris?', tools: [tool],
+    tool_choice: { type: 'function', name: 'get_weather' }, max_output_tokens: 120, temperature: 0 });
+  const calls = r.output.filter((it) => it.type === 'function_call');
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0].name, 'get_weather');
+  checkWeatherArgs(calls[0].arguments);
+  const final = await c.responses.create({ model: toolModel, tools: [tool], max_output_tokens: 12, temperature: 0,
+    input: [{ role: 'user', content: 'What is the weather in Paris?' }, ...r.output,
+      { type: 'function_call_output', call_id: calls[0].call_id, output: '{"temperature": 22}' }] });
+  assert.ok(final.usage.input_tokens > r.usage.input_tokens, 'the call and its result are in the prompt');
+  assert.ok(final.output.length > 0);
+
+  const stream = await c.responses.create({ model: toolModel, input: 'What is the weather in Paris?', tools: [tool],
+    tool_choice: 'required', max_output_tokens: 120, temperature: 0, stream: true });
+  let args = '';
+  let done = null;
+  for await (const ev of stream) {
+    if (ev.type === 'response.function_call_arguments.delta') args += ev.delta;
+    if (ev.type === 'response.completed') done = ev.response;
+  }
+  const call = done.output.find((it) => it.type === 'function_call');
+  assert.equal(call.arguments, args);
+  checkWeatherArgs(args);
+});
