@@ -1,7 +1,7 @@
 // Package httpfront serves a model over an OpenAI-compatible HTTP API on
 // fasthttp: POST /v1/chat/completions and /v1/completions (JSON or SSE
-// streaming), POST /v1/responses (the stateless Responses API), GET /v1/models, POST /tokenize and /detokenize, and GET
-// /health. It decodes and validates
+// streaming), POST /v1/responses (the stateless Responses API), GET
+// /v1/models, POST /tokenize and /detokenize, and GET /health. It decodes and validates
 // requests, renders chat templates, tokenizes, submits each choice to the
 // engine and turns the engine's token events into responses. It talks to
 // nothing but the engine and the tokenizer.
