@@ -219,7 +219,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		s.intervals(ctx, m)
-	case "/v1/chat/completions", "/v1/completions", "/v1/responses":
+	case "/v1/chat/completions", "/v1/completions", "/v1/responses", EmbeddingsPath:
 		if !ctx.IsPost() {
 			s.fail(ctx, methodNotAllowed(ctx, "POST"))
 			return
@@ -239,6 +239,8 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 			s.chat(ctx, m)
 		case "/v1/responses":
 			s.responses(ctx, m)
+		case EmbeddingsPath:
+			s.embeddings(ctx, m)
 		default:
 			s.completion(ctx, m)
 		}
@@ -463,6 +465,19 @@ func (r *response) rename(e *Error) *Error { return e }
 // serveAnswer admits the request against the queue limit, starts its
 // choices and answers with a's JSON document or SSE stream; promptParam
 // names the field the prompts came from in errors.
+// takeSlots counts k more sequences in flight, or answers 429 (false) when
+// that would pass limit (--max-concurrency + --max-queue).
+func (s *Server) takeSlots(ctx *fasthttp.RequestCtx, k, limit int64) bool {
+	if s.inflight.Add(k) > limit {
+		s.inflight.Add(-k)
+		ctx.Response.Header.Set("Retry-After", "1")
+		s.fail(ctx, &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "queue_full",
+			Message: fmt.Sprintf("The server's queue is full (%d sequences); retry later.", limit)})
+		return false
+	}
+	return true
+}
+
 func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promptParam string, p Params, prompts [][]int32, received time.Time) {
 	k := int64(len(prompts) * p.N)
 	limit := int64(m.Engine.Snapshot().MaxRunning + s.cfg.MaxQueue)
@@ -475,11 +490,7 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 			k, len(prompts), p.N, m.Engine.Snapshot().MaxRunning, s.cfg.MaxQueue)))
 		return
 	}
-	if s.inflight.Add(k) > limit {
-		s.inflight.Add(-k)
-		ctx.Response.Header.Set("Retry-After", "1")
-		s.fail(ctx, &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "queue_full",
-			Message: fmt.Sprintf("The server's queue is full (%d sequences); retry later.", limit)})
+	if !s.takeSlots(ctx, k, limit) {
 		return
 	}
 	rt, traceID := s.startTrace(ctx, received, a.ident(), m.ID, p)

@@ -23,6 +23,7 @@ func init() {
 		},
 		Out: []node.Port{
 			{Name: "logits", Type: node.Logits, Doc: "next-token logits of the rows that need a token [R, vocab]"},
+			{Name: "hidden", Type: node.Hidden, Doc: "the final norm's hidden state of the same rows [R, E] (embeddings: the last prompt token's)"},
 		},
 		Summary: "Run the model (llama, qwen2, qwen3, qwen35) over the step's tokens, appending their K/V to the cache.",
 		Doc: "Reads the architecture from the GGUF metadata and binds weights by name. " +
@@ -79,11 +80,12 @@ func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[s
 	if fw.Config == nil {
 		return nil, errors.New("model.forward: no model bound")
 	}
-	logits, err := RecordLayers(b, fw.Config, in["tokens"], in["positions"], fw.Config.Layers)
+	hidden, err := RecordHidden(b, fw.Config, in["tokens"], in["positions"], fw.Config.Layers)
 	if err != nil {
 		return nil, fmt.Errorf("model.forward: %w", err)
 	}
-	return map[string]tensor.Tensor{"logits": logits}, nil
+	logits := b.MatMul(hidden, b.Weight(fw.Config.OutputName)) // [R, vocab]
+	return map[string]tensor.Tensor{"logits": logits, "hidden": hidden}, b.Err()
 }
 
 // RecordLayers records the forward pass of c's first layers blocks (all of
@@ -92,6 +94,16 @@ func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[s
 // projection of the step's "logit_rows" input rows: logits [R, vocab]. The
 // blocks write their K/V into KV layers 0..layers-1.
 func RecordLayers(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor, layers int) (tensor.Tensor, error) {
+	hidden, err := RecordHidden(b, c, tokens, positions, layers)
+	if err != nil {
+		return tensor.Tensor{}, err
+	}
+	return b.MatMul(hidden, b.Weight(c.OutputName)), b.Err() // [R, vocab]
+}
+
+// RecordHidden is RecordLayers without the output projection: the final
+// norm's hidden state of the step's "logit_rows" rows, [R, E].
+func RecordHidden(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor, layers int) (tensor.Tensor, error) {
 	if layers < 1 || layers > c.Layers {
 		return tensor.Tensor{}, fmt.Errorf("layers %d out of range [1, %d]", layers, c.Layers)
 	}
@@ -134,6 +146,5 @@ func RecordLayers(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor,
 	}
 	rows := b.SelectRows(x, b.Input("logit_rows", -1)) // [R, E]
 	rows = b.RMSNorm(rows, b.Weight("output_norm.weight"), c.Embed, c.NormEps)
-	logits := b.MatMul(rows, b.Weight(c.OutputName)) // [R, vocab]
-	return logits, b.Err()
+	return rows, b.Err()
 }

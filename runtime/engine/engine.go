@@ -83,6 +83,12 @@ type Request struct {
 	// own choice at that position); sampling resumes after them. Plans that
 	// speculate cannot force tokens.
 	Force []int32
+	// Embed asks for the prompt's embedding instead of generated tokens:
+	// the final norm's hidden state at the last prompt token (last-token
+	// pooling, as vLLM pools causal models), L2-normalised, in the final
+	// Event.Embedding. The request generates nothing (MaxTokens >= 1 still
+	// reserves room for the step that computes it).
+	Embed bool
 }
 
 // TokenLogit is a token id and its raw logit.
@@ -114,6 +120,8 @@ type Event struct {
 	Finish  string
 	Err     error
 	Stats   Stats // filled on the final event
+	// Embedding is an Embed request's embedding, on its final event.
+	Embedding []float32
 }
 
 // Stats are one request's timings and counts.
@@ -159,6 +167,7 @@ type Engine struct {
 	sched      *sched.Scheduler
 	context    int
 	vocab      int
+	embed      int // hidden size (token_embd's row length)
 	maxRunning int
 	execs      map[execKey]exec.Executable
 	planHash   string
@@ -188,6 +197,9 @@ type Engine struct {
 	state          exec.StateLayout
 	prefixCacheOff string
 	kvBlockBytes   int64
+	// stepEmbeds is set while a step runs whose sampled sequences include
+	// an Embed request: only then are hidden rows copied back.
+	stepEmbeds bool
 }
 
 // execKey names a prepared graph: a plan segment ("seg0", ...) or a host
@@ -216,6 +228,7 @@ type request struct {
 	chunks    []Chunk
 	rounds    int
 	spec      SpecStats
+	embedding []float32 // an Embed request's result
 }
 
 // New binds the plan's nodes to the model, loads the backend and reserves
@@ -351,7 +364,7 @@ func New(cfg Config) (*Engine, error) {
 		e.closeModels()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e.vocab = emb.Rows()
+	e.vocab, e.embed = emb.Rows(), emb.RowLen()
 	e.publish()
 	if err := e.warmup(maxRunning * (1 + e.draftK)); err != nil {
 		e.closeModels()
@@ -363,6 +376,10 @@ func New(cfg Config) (*Engine, error) {
 
 // Vocab is the model's vocabulary size.
 func (e *Engine) Vocab() int { return e.vocab }
+
+// EmbeddingLength is the width of an Embed request's embedding (the
+// model's hidden size).
+func (e *Engine) EmbeddingLength() int { return e.embed }
 
 // ContextLength is the most tokens (prompt + generated) one request may use.
 func (e *Engine) ContextLength() int { return e.context }
@@ -461,6 +478,9 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 		if id < 0 || int(id) >= e.vocab {
 			return nil, fmt.Errorf("engine: prompt token %d at %d out of vocabulary [0,%d)", id, i, e.vocab)
 		}
+	}
+	if r.Embed && len(r.Force) > 0 {
+		return nil, errors.New("engine: an embedding request cannot force tokens")
 	}
 	if len(r.Force) > 0 && e.draftK > 0 {
 		return nil, errors.New("engine: a plan that speculates cannot teacher-force tokens")
@@ -593,7 +613,7 @@ func (e *Engine) finish(r *request, reason string, err error) {
 	}
 	delete(e.reqs, r.seq)
 	e.publish() // a reader that sees the final event sees the freed KV
-	r.events.put(Event{Done: true, Finish: reason, Err: err, Stats: st})
+	r.events.put(Event{Done: true, Finish: reason, Err: err, Stats: st, Embedding: r.embedding})
 }
 
 // Step runs one engine step: schedule, execute the plan, and hand the
@@ -671,6 +691,7 @@ func (e *Engine) Step(ctx context.Context) error {
 			history = append(history, w.Seq.Tokens)
 		}
 	}
+	e.stepEmbeds = slices.ContainsFunc(sampled, func(r *request) bool { return r.Embed })
 	out, values, err := e.runPlan(ctx, batch, hc, history)
 	if err != nil {
 		return err
@@ -690,6 +711,9 @@ func (e *Engine) Step(ctx context.Context) error {
 			tokens[i] = sampled[i].Force[g : g+1] // teacher-forced (plans without drafts yield one token)
 		}
 		res[si] = sched.Result{Tokens: tokens[i], Accepted: a}
+		if sampled[i].Embed {
+			res[si].Tokens = nil // the prompt is computed: nothing to append
+		}
 	}
 	logits, _ := values[e.sampledFrom()].(exec.Logits)
 	first, _ := drafts.Spans() // each sequence's first logit row
@@ -727,8 +751,17 @@ func (e *Engine) Step(ctx context.Context) error {
 	if e.cfg.Observer != nil {
 		e.cfg.Observer.ObserveStep(info)
 	}
+	hidden, _ := values[e.hiddenOf()].(exec.Logits)
 	for i, o := range outcomes {
 		r := sampled[i]
+		if r.Embed {
+			if hidden.Data == nil || first[i] >= hidden.Rows {
+				return fmt.Errorf("engine: the plan's %s gave no hidden rows for an embedding request", e.hiddenOf().Node)
+			}
+			r.embedding = normalized(hidden.Row(first[i]))
+			e.finish(r, FinishStop, nil)
+			continue
+		}
 		if r.firstTok.IsZero() {
 			r.firstTok = done
 		}
@@ -821,6 +854,13 @@ func (e *Engine) runDevice(ctx context.Context, si int, seg plan.Segment, batch 
 	for _, idx := range seg.Steps {
 		st := e.plan.Steps[idx]
 		for _, p := range st.Spec.Out {
+			if p.Type == node.Hidden && e.stepEmbeds {
+				data, rows, cols, err := x.Output(st.ID + "." + p.Name)
+				if err == nil {
+					values[plan.Ref{Node: st.ID, Port: p.Name}] = exec.Logits{Data: data, Rows: rows, Vocab: cols}
+				}
+				continue
+			}
 			if p.Type != node.Logits {
 				continue
 			}
@@ -988,6 +1028,30 @@ func weightInfo(f *weights.File) tensor.WeightInfo {
 		}
 		return t.DType, t.Rows(), t.RowLen(), true
 	}
+}
+
+// hiddenOf is the hidden output of the step whose logits the plan samples
+// from (model.forward's "hidden"), which Embed requests read.
+func (e *Engine) hiddenOf() plan.Ref {
+	return plan.Ref{Node: e.sampledFrom().Node, Port: "hidden"}
+}
+
+// normalized returns v / |v| (float64 norm), or v itself when it is zero.
+func normalized(v []float32) []float32 {
+	var sum float64
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	out := make([]float32, len(v))
+	if sum == 0 {
+		copy(out, v)
+		return out
+	}
+	inv := 1 / math.Sqrt(sum)
+	for i, x := range v {
+		out[i] = float32(float64(x) * inv)
+	}
+	return out
 }
 
 // sampledFrom is the logits value the plan's output tokens were chosen from:

@@ -208,6 +208,20 @@ test('models', async () => {
   assert.deepEqual(list.data.map((m) => m.id), [model]);
 });
 
+test('embeddings.create', async () => {
+  // The SDK asks for base64 by default and decodes it; float must agree.
+  const r = await client.embeddings.create({ model, input: ['hello world', 'a second input'] });
+  assert.equal(r.data.length, 2);
+  const first = r.data[0].embedding;
+  assert.ok(first.length > 0);
+  const norm = first.reduce((s, v) => s + v * v, 0);
+  assert.ok(Math.abs(norm - 1) < 1e-4, `|embedding|^2 = ${norm}`);
+  assert.ok(r.usage.prompt_tokens > 0 && r.usage.total_tokens === r.usage.prompt_tokens);
+  const f = await client.embeddings.create({ model, input: 'hello world', encoding_format: 'float' });
+  assert.deepEqual(f.data[0].embedding.map((v) => Math.fround(v)), first.map((v) => Math.fround(v)));
+  await assert.rejects(client.embeddings.create({ model, input: 'x', dimensions: 3 }), OpenAI.BadRequestError);
+});
+
 // Tool calling on a model whose template uses tools. The random-weight
 // model never calls a tool by itself: tool_choice 'required' and a named
 // function force the call through the grammar-constrained sampler.
