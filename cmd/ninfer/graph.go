@@ -1,19 +1,81 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/ninfer/ninfer-go/graphs"
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/graphdef/hint"
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/weights"
 )
+
+// checkOnModel reports what plan p (compiled from the graph at path) cannot
+// do on the model file at modelPath: on a model with recurrent state (a
+// hybrid model), a step that drafts with the target's own layers would
+// advance that state (exec.StateRollbacker); the error is positioned at the
+// node in the graph file, as the compiler's are.
+func checkOnModel(path string, p *plan.Plan, modelPath string) error {
+	f, err := weights.Open(modelPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	stateful := false
+	for _, st := range p.Steps {
+		if b, ok := st.Node.(exec.Binder); ok {
+			if err := b.Bind(f); err != nil {
+				return fmt.Errorf("%s: step %s (%s): %w", path, st.ID, st.Op, err)
+			}
+		}
+		if s, ok := st.Node.(exec.StateShaper); ok && s.StateShape().Layers() > 0 {
+			stateful = true
+		}
+	}
+	if !stateful {
+		return nil
+	}
+	var errs []error
+	for _, st := range p.Steps {
+		if r, ok := st.Node.(exec.StateRollbacker); ok && r.DraftsWithTargetState() {
+			errs = append(errs, fmt.Errorf("%s: node %s (%s) drafts with the target's own layers, which would advance the recurrent state of %s (a hybrid model): use a proposer that does not run the target (ngram, draft)",
+				nodePos(path, st.ID), st.ID, st.Op, filepath.Base(modelPath)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// nodePos is the file:line:col of node id in the graph at path (a file or
+// an embedded graph's name), or path when it cannot be found.
+func nodePos(path, id string) string {
+	file, src := path, []byte(nil)
+	if data, err := os.ReadFile(path); err == nil {
+		src = data
+	} else if f, s, err := graphs.Source(path); err == nil {
+		file, src = f, s
+	}
+	g, err := graphdef.Parse(file, src)
+	if err != nil {
+		return path
+	}
+	for _, n := range g.Nodes {
+		if n.ID == id {
+			return n.Pos.String()
+		}
+	}
+	return path
+}
 
 // graphRegistry is the registry `ninfer graph` compiles against: the one the
 // nodes/* packages register into. Tests swap in their own.
@@ -22,7 +84,8 @@ var graphRegistry = node.Default
 const graphUsage = `usage: ninfer graph <command> [arguments]
 
 commands:
-  check FILE...              report every problem in each graph; "FILE: ok" when none
+  check [--model M] FILE...  report every problem in each graph; "FILE: ok" when none (with --model,
+                             also what the graph cannot do on model M, e.g. roll back a hybrid model's state)
   plan FILE [--set k=v]...   print the compiled plan
   dot FILE [--set k=v]...    print the compiled plan as a Graphviz digraph
   docs                       print the node reference (Markdown)
@@ -44,6 +107,16 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 	if cmd == "test" {
 		return runGraphTest(rest, stdout, stderr)
 	}
+	var checkModel string
+	if cmd == "check" {
+		for i := 0; i < len(rest); i++ {
+			if rest[i] == "--model" && i+1 < len(rest) {
+				checkModel = rest[i+1]
+				rest = append(slices.Clone(rest[:i]), rest[i+2:]...)
+				break
+			}
+		}
+	}
 	files, set, err := graphArgs(rest)
 	if err != nil {
 		fmt.Fprintf(stderr, "ninfer graph %s: %v\n%s", cmd, err, usage)
@@ -57,7 +130,11 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 		}
 		status := 0
 		for _, f := range files {
-			if _, err := loadPlan(f, nil); err != nil {
+			p, err := loadPlan(f, nil)
+			if err == nil && checkModel != "" {
+				err = checkOnModel(f, p, checkModel)
+			}
+			if err != nil {
 				fmt.Fprintln(stderr, err)
 				status = 1
 				continue

@@ -195,3 +195,20 @@ func TestGraphEmbeddedWithRealNodes(t *testing.T) {
 		t.Errorf("ninfer graph check plain: exit %d\n%s", code, errOut.String())
 	}
 }
+
+// graph check --model refuses, positioned at the node, a graph that would
+// advance a hybrid model's recurrent state while drafting; the same graph
+// is fine on a transformer, and other speculative graphs are fine on both.
+func TestGraphCheckOnAHybridModel(t *testing.T) {
+	hybrid := sharedPath(t, "models", "tiny-qwen35-f32.gguf")
+	dense := sharedPath(t, "models", "tiny-qwen3-f32.gguf")
+	code, _, stderr := runCLI("graph", "check", "--model", hybrid, "self")
+	if code != 1 || !strings.Contains(stderr, "self.yaml:14:5: node draft (speculative.self) drafts with the target's own layers") {
+		t.Errorf("self on a hybrid model: exit %d, stderr %q", code, stderr)
+	}
+	for _, tc := range []struct{ model, graph string }{{dense, "self"}, {hybrid, "ngram"}, {hybrid, "plain"}} {
+		if code, stdout, stderr := runCLI("graph", "check", "--model", tc.model, tc.graph); code != 0 || !strings.HasSuffix(strings.TrimSpace(stdout), ": ok") {
+			t.Errorf("%s on %s: exit %d, stdout %q, stderr %q", tc.graph, tc.model, code, stdout, stderr)
+		}
+	}
+}
