@@ -12,10 +12,12 @@ import (
 	"strings"
 
 	"github.com/ninfer/ninfer-go/graphs"
+	"github.com/ninfer/ninfer-go/nodes/model"
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/graphdef/hint"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/kv"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/weights"
@@ -27,18 +29,11 @@ import (
 // advance that state (exec.StateRollbacker); the error is positioned at the
 // node in the graph file, as the compiler's are.
 func checkOnModel(path string, p *plan.Plan, modelPath string) error {
-	f, err := weights.Open(modelPath)
-	if err != nil {
-		return err
+	if err := bindPlan(p, modelPath); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	defer f.Close()
 	stateful := false
 	for _, st := range p.Steps {
-		if b, ok := st.Node.(exec.Binder); ok {
-			if err := b.Bind(f); err != nil {
-				return fmt.Errorf("%s: step %s (%s): %w", path, st.ID, st.Op, err)
-			}
-		}
 		if s, ok := st.Node.(exec.StateShaper); ok && s.StateShape().Layers() > 0 {
 			stateful = true
 		}
@@ -54,6 +49,61 @@ func checkOnModel(path string, p *plan.Plan, modelPath string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// bindPlan binds p's steps to the model file at modelPath (exec.Binder),
+// as the engine does when it loads the plan.
+func bindPlan(p *plan.Plan, modelPath string) error {
+	f, err := weights.Open(modelPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, st := range p.Steps {
+		if b, ok := st.Node.(exec.Binder); ok {
+			if err := b.Bind(f); err != nil {
+				return fmt.Errorf("step %s (%s): %w", st.ID, st.Op, err)
+			}
+		}
+	}
+	return nil
+}
+
+// cacheGroups describes the caches p keeps on the model at modelPath: the
+// paged KV group of the layers that attend and, for a hybrid model, the
+// recurrent state group (per-sequence slots), with their sizes.
+func cacheGroups(p *plan.Plan, modelPath string) (string, error) {
+	if err := bindPlan(p, modelPath); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "cache groups on %s:\n", filepath.Base(modelPath))
+	for _, st := range p.Steps {
+		fw, ok := st.Node.(*model.Forward)
+		if !ok {
+			continue
+		}
+		c := fw.Config
+		var attn, rec []int
+		for l := range c.Layers {
+			if c.Recurrent(l) {
+				rec = append(rec, l)
+			} else {
+				attn = append(attn, l)
+			}
+		}
+		f, err := kv.LookupFormat(p.Policy.KVDType)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "  kv (paged, step %s): layers %v, kv dim %d, %s, %d tokens per block, %d bytes per token\n",
+			st.ID, attn, c.KVDim(), f.Name, p.Policy.KVBlockTokens, kv.BytesPerToken(f, len(attn), c.KVDim()))
+		if state := fw.StateShape(); state.Layers() > 0 {
+			fmt.Fprintf(&b, "  state (a slot per running sequence, +k+1 snapshot slots when speculating): layers %v, f32, %d bytes per slot (conv window %v + delta rule %v floats per layer)\n",
+				rec, state.BytesPerSlot(), state.Conv, state.Delta)
+		}
+	}
+	return b.String(), nil
 }
 
 // nodePos is the file:line:col of node id in the graph at path (a file or
@@ -86,7 +136,8 @@ const graphUsage = `usage: ninfer graph <command> [arguments]
 commands:
   check [--model M] FILE...  report every problem in each graph; "FILE: ok" when none (with --model,
                              also what the graph cannot do on model M, e.g. roll back a hybrid model's state)
-  plan FILE [--set k=v]...   print the compiled plan
+  plan [--model M] FILE [--set k=v]...
+                             print the compiled plan (with --model, also its cache groups on model M)
   dot FILE [--set k=v]...    print the compiled plan as a Graphviz digraph
   docs                       print the node reference (Markdown)
   test --model M FILE...     run each graph's inline tests on model M (same_as: identical greedy ids)
@@ -108,7 +159,7 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 		return runGraphTest(rest, stdout, stderr)
 	}
 	var checkModel string
-	if cmd == "check" {
+	if cmd == "check" || cmd == "plan" {
 		for i := 0; i < len(rest); i++ {
 			if rest[i] == "--model" && i+1 < len(rest) {
 				checkModel = rest[i+1]
@@ -154,6 +205,14 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 		}
 		if cmd == "plan" {
 			fmt.Fprint(stdout, p.String())
+			if checkModel != "" {
+				groups, err := cacheGroups(p, checkModel)
+				if err != nil {
+					fmt.Fprintln(stderr, err)
+					return 1
+				}
+				fmt.Fprint(stdout, groups)
+			}
 		} else {
 			fmt.Fprint(stdout, dot(p))
 		}

@@ -212,3 +212,17 @@ func TestGraphCheckOnAHybridModel(t *testing.T) {
 		}
 	}
 }
+
+// graph plan --model prints the plan's cache groups on the model: paged KV
+// for the attending layers, and a hybrid model's recurrent state slots.
+func TestGraphPlanCacheGroups(t *testing.T) {
+	code, stdout, stderr := runCLI("graph", "plan", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "plain")
+	if code != 0 || !strings.Contains(stdout, "kv (paged, step fwd): layers [3 7], kv dim 64, f32, 16 tokens per block, 1024 bytes per token") ||
+		!strings.Contains(stdout, "layers [0 1 2 4 5 6], f32, 33792 bytes per slot") {
+		t.Errorf("exit %d, stdout:\n%s\nstderr %q", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI("graph", "plan", "--model", sharedPath(t, "models", "tiny-qwen3-f32.gguf"), "plain")
+	if code != 0 || !strings.Contains(stdout, "kv (paged, step fwd): layers [0 1]") || strings.Contains(stdout, "state (") {
+		t.Errorf("a transformer: exit %d, stdout:\n%s", code, stdout)
+	}
+}
