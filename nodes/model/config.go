@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 	"github.com/ninfer/ninfer-go/runtime/weights"
@@ -102,35 +103,50 @@ const RopeFreqsName = "rope_freqs.weight"
 // KVDim is the width of one layer's K (or V) row: KVHeads*HeadDim.
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
 
+// archSpec is what an architecture decides before the keys every
+// architecture shares are read; the per-layer tensors it binds follow from
+// it (checkTensors, ffnTensors, hybridTensors).
+type archSpec struct {
+	rope    tensor.RoPEMode
+	qkNorm  bool                     // per-head RMSNorm of q and k
+	qkvBias func(*weights.File) bool // whether the layers add q/k/v biases; nil: never
+	hybrid  bool                     // Gated DeltaNet layers beside gated attention (Hybrid)
+	moe     bool                     // mixture-of-experts FFNs (MoE)
+}
+
+func always(*weights.File) bool { return true }
+
+// architectures is the registry of supported general.architecture values.
+var architectures = map[string]archSpec{
+	"llama":    {rope: tensor.RoPENorm, qkvBias: func(f *weights.File) bool { return hasTensor(f, "blk.0.attn_q.bias") }},
+	"qwen2":    {rope: tensor.RoPENeox, qkvBias: always},
+	"qwen3":    {rope: tensor.RoPENeox, qkNorm: true},
+	"qwen3moe": {rope: tensor.RoPENeox, qkNorm: true, moe: true},
+	// IMROPE with one position for every section (text): NEOX pairs.
+	"qwen35":    {rope: tensor.RoPENeox, qkNorm: true, hybrid: true},
+	"qwen35moe": {rope: tensor.RoPENeox, qkNorm: true, hybrid: true, moe: true},
+}
+
 // ReadConfig reads and validates the model architecture of f.
 func ReadConfig(f *weights.File) (*Config, error) {
 	arch := f.Arch()
 	c := &Config{Arch: arch}
-	switch arch {
-	case "llama":
-		c.RopeMode = tensor.RoPENorm
-		c.QKVBias = hasTensor(f, "blk.0.attn_q.bias")
-	case "qwen2":
-		c.RopeMode = tensor.RoPENeox
-		c.QKVBias = true
-	case "qwen3":
-		c.RopeMode = tensor.RoPENeox
-		c.QKNorm = true
-	case "qwen3moe":
-		c.RopeMode = tensor.RoPENeox
-		c.QKNorm = true
-		c.MoE = &MoE{}
-	case "qwen35", "qwen35moe":
-		c.RopeMode = tensor.RoPENeox // IMROPE with one position for every section: NEOX pairs
-		c.QKNorm = true
-		c.Hybrid = &Hybrid{}
-		if arch == "qwen35moe" {
-			c.MoE = &MoE{}
-		}
-	case "":
+	spec, ok := architectures[arch]
+	switch {
+	case arch == "":
 		return nil, errors.New("model: general.architecture missing")
-	default:
-		return nil, fmt.Errorf("model: architecture %q not supported (have llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe)", arch)
+	case !ok:
+		return nil, fmt.Errorf("model: architecture %q not supported (have %s)", arch, strings.Join(slices.Sorted(maps.Keys(architectures)), ", "))
+	}
+	c.RopeMode, c.QKNorm = spec.rope, spec.qkNorm
+	if spec.qkvBias != nil {
+		c.QKVBias = spec.qkvBias(f)
+	}
+	if spec.hybrid {
+		c.Hybrid = &Hybrid{}
+	}
+	if spec.moe {
+		c.MoE = &MoE{}
 	}
 	var errs []error
 	req := func(key string) int {
