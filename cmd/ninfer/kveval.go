@@ -401,6 +401,8 @@ type kvRunner struct {
 	execs   map[int]exec.Executable // by step rows
 	decode  time.Duration           // time running one-row (decode) steps
 	decoded int
+	// stateful: the model keeps recurrent state (a hybrid model), in slot 0.
+	stateful bool
 }
 
 func newKVRunner(f *weights.File, fwd exec.DeviceNode, format string, layers, kvDim, maxTokens, threads int) (*kvRunner, error) {
@@ -418,7 +420,14 @@ func newKVRunner(f *weights.File, fwd exec.DeviceNode, format string, layers, kv
 		be.Close()
 		return nil, err
 	}
-	if err := be.Reserve(exec.KVLayout{Layers: layers, KVDim: kvDim, BlockTokens: blockTokens, Blocks: blocks, DType: format}); err != nil {
+	layout := exec.KVLayout{Layers: layers, KVDim: kvDim, BlockTokens: blockTokens, Blocks: blocks, DType: format}
+	if s, ok := fwd.(exec.StateShaper); ok && s.StateShape().Layers() > 0 {
+		// A hybrid model: one recurrent state slot for the one sequence.
+		layout.State = s.StateShape()
+		layout.State.Slots = 1
+		r.stateful = true
+	}
+	if err := be.Reserve(layout); err != nil {
 		be.Close()
 		return nil, err
 	}
@@ -494,6 +503,9 @@ func (r *kvRunner) step(tokens []int32, start int) ([]float32, error) {
 	}
 	batch := &exec.Batch{Tokens: tokens, Positions: pos, RowSeq: make([]int32, len(tokens)),
 		Tables: [][]int32{r.table}, LogitRows: []int32{int32(len(tokens) - 1)}}
+	if r.stateful {
+		batch.StateSlots = []int32{0} // reset at position 0, as the stateful ops do
+	}
 	started := time.Now()
 	if err := x.Run(context.Background(), batch); err != nil {
 		return nil, err

@@ -212,3 +212,28 @@ func TestKVMemoryFlag(t *testing.T) {
 		})
 	}
 }
+
+// kv-eval runs on a hybrid model: its runners reserve a recurrent state
+// slot beside the KV pages of the attending layers.
+func TestKVEvalOnAHybridModel(t *testing.T) {
+	code, stdout, stderr := runCLI("kv-eval", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "--kv", "f16",
+		"--prompts", sharedPath(t, "golden", "prompts.json"), "--n", "8", "--speed-rounds", "0", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Layers  int `json:"layers"`
+		Formats []struct {
+			Format string `json:"format"`
+			Stats  struct {
+				Agreement float64 `json:"top1_agreement"`
+			} `json:"stats"`
+		} `json:"formats"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	if rep.Layers != 2 || len(rep.Formats) != 1 || rep.Formats[0].Format != "f16" || rep.Formats[0].Stats.Agreement < 0.9 {
+		t.Errorf("kv layers %d (want tiny-qwen35's 2 attending layers), formats %+v:\n%s", rep.Layers, rep.Formats, stdout)
+	}
+}
