@@ -99,8 +99,9 @@ func cacheGroups(p *plan.Plan, modelPath string) (string, error) {
 		fmt.Fprintf(&b, "  kv (paged, step %s): layers %v, kv dim %d, %s, %d tokens per block, %d bytes per token\n",
 			st.ID, attn, c.KVDim(), f.Name, p.Policy.KVBlockTokens, kv.BytesPerToken(f, len(attn), c.KVDim()))
 		if state := fw.StateShape(); state.Layers() > 0 {
-			fmt.Fprintf(&b, "  state (a slot per running sequence, +k+1 snapshot slots when speculating): layers %v, f32, %d bytes per slot (conv window %v + delta rule %v floats per layer)\n",
-				rec, state.BytesPerSlot(), state.Conv, state.Delta)
+			state.DType = p.Policy.StateDType
+			fmt.Fprintf(&b, "  state (a slot per running sequence, +k+1 snapshot slots when speculating): layers %v, %s, %d bytes per slot (conv window %v + delta rule %v values per layer)\n",
+				rec, state.DType, state.BytesPerSlot(), state.Conv, state.Delta)
 		}
 	}
 	return b.String(), nil

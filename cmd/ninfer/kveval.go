@@ -33,6 +33,8 @@ same tokens through a KV cache in each FORMAT and compares, position by position
   max|dl|, mean|dl|  absolute logit error; KL  KL(p_f32 || p_FORMAT) of next-token distributions
 and reports bytes per token (K+V, all layers, scales included), tokens per GiB,
 and decode tokens/s with its ratio to f32 measured in the same run.
+FORMAT state-bf16 (hybrid models) keeps f32 KV pages and stores the recurrent
+state slots as bf16 instead (kv.cache's state param), to measure what that costs.
 `
 
 // kvEvalReport is the --json output of `ninfer kv-eval`.
@@ -236,6 +238,10 @@ func runKVEval(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// stateBF16 is the kv-eval "format" that stores a hybrid model's recurrent
+// state as bf16, with f32 KV pages.
+const stateBF16 = "state-bf16"
+
 // parseKVFormats splits a --kv value into known format names; "all" is
 // every format but f32.
 func parseKVFormats(s string) ([]string, error) {
@@ -244,9 +250,15 @@ func parseKVFormats(s string) ([]string, error) {
 	}
 	var out []string
 	for _, name := range strings.Split(s, ",") {
+		if strings.TrimSpace(name) == stateBF16 {
+			if !slices.Contains(out, stateBF16) {
+				out = append(out, stateBF16)
+			}
+			continue
+		}
 		f, err := kv.LookupFormat(strings.TrimSpace(name))
 		if err != nil || strings.TrimSpace(name) == "" {
-			return nil, fmt.Errorf("--kv %q: unknown format %q (have %s, or all)", s, name, strings.Join(kv.FormatNames(), ", "))
+			return nil, fmt.Errorf("--kv %q: unknown format %q (have %s, %s, or all)", s, name, strings.Join(kv.FormatNames(), ", "), stateBF16)
 		}
 		if !slices.Contains(out, f.Name) {
 			out = append(out, f.Name)
@@ -295,9 +307,11 @@ func kvEval(model string, formats []string, prompts []golden.Prompt, n, threads,
 		}
 	}()
 	for _, format := range append([]string{kv.F32.Name}, formats...) {
-		if runners[format], err = newKVRunner(f, fwd, format, layers, kvDim, longest, threads); err != nil {
+		r, err := newKVRunner(f, fwd, format, layers, kvDim, longest, threads)
+		if err != nil {
 			return nil, err
 		}
+		runners[format] = r
 	}
 	type refCase struct {
 		tokens []int32
@@ -354,7 +368,10 @@ func kvEval(model string, formats []string, prompts []golden.Prompt, n, threads,
 		}
 	}
 	speed := func(format string) kvSpeed {
-		fm, _ := kv.LookupFormat(format)
+		fm, err := kv.LookupFormat(format)
+		if err != nil { // state-bf16: f32 pages
+			fm = kv.F32
+		}
 		return kvSpeed{BytesPerToken: kv.BytesPerToken(fm, layers, kvDim),
 			TokensPerGiB: kv.CapacityTokens(1<<30, fm, layers, kvDim, 1), DecodeTPS: best[format]}
 	}
@@ -421,11 +438,20 @@ func newKVRunner(f *weights.File, fwd exec.DeviceNode, format string, layers, kv
 		return nil, err
 	}
 	layout := exec.KVLayout{Layers: layers, KVDim: kvDim, BlockTokens: blockTokens, Blocks: blocks, DType: format}
+	if format == stateBF16 {
+		layout.DType = kv.F32.Name
+	}
 	if s, ok := fwd.(exec.StateShaper); ok && s.StateShape().Layers() > 0 {
 		// A hybrid model: one recurrent state slot for the one sequence.
 		layout.State = s.StateShape()
 		layout.State.Slots = 1
+		if format == stateBF16 {
+			layout.State.DType = "bf16"
+		}
 		r.stateful = true
+	} else if format == stateBF16 {
+		be.Close()
+		return nil, fmt.Errorf("--kv %s: the model keeps no recurrent state", stateBF16)
 	}
 	if err := be.Reserve(layout); err != nil {
 		be.Close()

@@ -216,7 +216,7 @@ func TestKVMemoryFlag(t *testing.T) {
 // kv-eval runs on a hybrid model: its runners reserve a recurrent state
 // slot beside the KV pages of the attending layers.
 func TestKVEvalOnAHybridModel(t *testing.T) {
-	code, stdout, stderr := runCLI("kv-eval", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "--kv", "f16",
+	code, stdout, stderr := runCLI("kv-eval", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "--kv", "f16,state-bf16",
 		"--prompts", sharedPath(t, "golden", "prompts.json"), "--n", "8", "--speed-rounds", "0", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -227,13 +227,21 @@ func TestKVEvalOnAHybridModel(t *testing.T) {
 			Format string `json:"format"`
 			Stats  struct {
 				Agreement float64 `json:"top1_agreement"`
+				MaxAbs    float64 `json:"max_abs_logit_error"`
 			} `json:"stats"`
 		} `json:"formats"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("%v:\n%s", err, stdout)
 	}
-	if rep.Layers != 2 || len(rep.Formats) != 1 || rep.Formats[0].Format != "f16" || rep.Formats[0].Stats.Agreement < 0.9 {
+	if rep.Layers != 2 || len(rep.Formats) != 2 || rep.Formats[0].Format != "f16" || rep.Formats[0].Stats.Agreement < 0.9 ||
+		rep.Formats[1].Format != "state-bf16" || rep.Formats[1].Stats.Agreement < 0.9 || rep.Formats[1].Stats.Agreement == 1 && rep.Formats[1].Stats.MaxAbs == 0 {
 		t.Errorf("kv layers %d (want tiny-qwen35's 2 attending layers), formats %+v:\n%s", rep.Layers, rep.Formats, stdout)
+	}
+	// A model without recurrent state has no state to store as bf16.
+	code, _, stderr = runCLI("kv-eval", "--model", sharedPath(t, "models", "tiny-qwen3-f32.gguf"), "--kv", "state-bf16",
+		"--prompts", sharedPath(t, "golden", "prompts.json"), "--n", "4", "--speed-rounds", "0")
+	if code == 0 || !strings.Contains(stderr, "keeps no recurrent state") {
+		t.Errorf("state-bf16 on a transformer: exit %d, %s", code, stderr)
 	}
 }

@@ -24,13 +24,17 @@ func init() {
 				Doc: "format of the K and V rows stored in the cache pages"},
 			{Name: "block", Kind: node.Int, Default: int64(16), Min: &one, Max: &most,
 				Doc: "tokens per KV cache block (the unit of allocation)"},
+			{Name: "state", Kind: node.Enum, Default: "f32", Enum: []string{"f32", "bf16"},
+				Doc: "how a hybrid model's recurrent state slots are stored: bf16 halves them, computed in f32 and rounded back every step (`ninfer kv-eval --kv state-bf16` measures the error)"},
 		},
 		Summary: "Choose the KV cache page format and block size.",
 		Doc: "K and V rows are quantized as they are written into the cache and dequantized in attention. " +
 			"Scales cover groups of contiguous values of one token's K or V row in one layer; groups never " +
 			"span tokens, and a row shorter than the group is one group. Formats: " + strings.Join(formats, "; ") +
 			". `ninfer kv-eval` measures what a format costs in accuracy against f32.",
-		New: func(p node.Params) (any, error) { return Cache{DType: p.String("dtype"), Block: p.Int("block")}, nil },
+		New: func(p node.Params) (any, error) {
+			return Cache{DType: p.String("dtype"), Block: p.Int("block"), State: p.String("state")}, nil
+		},
 	})
 }
 
@@ -38,11 +42,15 @@ func init() {
 type Cache struct {
 	DType string // a kv.Format name
 	Block int    // tokens per block, >= 1
+	State string // recurrent state storage: "f32" or "bf16"
 }
 
 // Fold implements node.PolicyNode: it sets KVDType and KVBlockTokens.
 func (c Cache) Fold(p *node.PlanPolicy) error {
 	p.KVDType = c.DType
 	p.KVBlockTokens = c.Block
+	if c.State != "" {
+		p.StateDType = c.State
+	}
 	return nil
 }

@@ -29,7 +29,7 @@ func TestGraphsFoldKVPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := node.PlanPolicy{PrefillChunk: 512, KVDType: f.Name, KVBlockTokens: 32}
+			want := node.PlanPolicy{PrefillChunk: 512, KVDType: f.Name, KVBlockTokens: 32, StateDType: "f32"}
 			if diff := cmp.Diff(want, p.Policy); diff != "" {
 				t.Errorf("policy (-want +got):\n%s", diff)
 			}

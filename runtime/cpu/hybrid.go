@@ -13,18 +13,33 @@ import (
 // sequence's state in its slot of the reserved state memory.
 
 // stateMemory is the reserved recurrent state: per state layer, Slots
-// slots of Conv[l] (or Delta[l]) floats.
+// slots of Conv[l] (or Delta[l]) values. The ops read and write conv and
+// delta as f32; with a bf16 layout those hold, while one op runs, only the
+// slots its batch touches (staged from conv16/delta16, see stage).
 type stateMemory struct {
 	layout exec.StateLayout
 	conv   [][]float32 // [layer][slot*Conv[l] ...]
 	delta  [][]float32 // [layer][slot*Delta[l] ...]
+	// bf16 storage and the f32 staging area of the op running.
+	conv16, delta16 [][]uint16
+	staging         []float32
 }
 
 func newStateMemory(l exec.StateLayout) (stateMemory, error) {
-	if l.Slots < 0 {
-		return stateMemory{}, fmt.Errorf("cpu: bad state layout %+v", l)
+	if l.Slots < 0 || (l.DType != "" && l.DType != "f32" && l.DType != "bf16") {
+		return stateMemory{}, fmt.Errorf("cpu: bad state layout %+v (dtype f32 or bf16)", l)
 	}
 	m := stateMemory{layout: l, conv: make([][]float32, len(l.Conv)), delta: make([][]float32, len(l.Delta))}
+	if l.DType == "bf16" {
+		m.conv16, m.delta16 = make([][]uint16, len(l.Conv)), make([][]uint16, len(l.Delta))
+		for i, n := range l.Conv {
+			m.conv16[i] = make([]uint16, l.Slots*n)
+		}
+		for i, n := range l.Delta {
+			m.delta16[i] = make([]uint16, l.Slots*n)
+		}
+		return m, nil
+	}
 	for i, n := range l.Conv {
 		m.conv[i] = make([]float32, l.Slots*n)
 	}
@@ -32,6 +47,68 @@ func newStateMemory(l exec.StateLayout) (stateMemory, error) {
 		m.delta[i] = make([]float32, l.Slots*n)
 	}
 	return m, nil
+}
+
+// stage prepares a stateful op on a bf16 layout: the slots the batch's rows
+// read or write are widened to f32 into a staging area that the op sees as
+// the layer's memory, with the rows' slots renumbered into it; the returned
+// func rounds the written slots back to bf16 and restores the numbering.
+// On an f32 layout it does nothing.
+func (p *program) stage(op tensor.Op) (unstage func()) {
+	m := &p.b.state
+	if m.layout.DType != "bf16" {
+		return func() {}
+	}
+	l := op.State.Layer
+	store, view, per := m.delta16[l], &m.delta[l], m.layout.Delta[l]
+	if op.Kind == tensor.OpShortConv {
+		store, view, per = m.conv16[l], &m.conv[l], m.layout.Conv[l]
+	}
+	read, write := p.stateRead, p.stateWrite
+	index := map[int32]int32{}
+	var slots []int32
+	renumber := func(s []int32) []int32 {
+		out := make([]int32, len(s))
+		for i, slot := range s {
+			j, ok := index[slot]
+			if !ok {
+				j = int32(len(slots))
+				index[slot] = j
+				slots = append(slots, slot)
+			}
+			out[i] = j
+		}
+		return out
+	}
+	p.stateRead, p.stateWrite = renumber(read), renumber(write)
+	if cap(m.staging) < len(slots)*per {
+		m.staging = make([]float32, len(slots)*per)
+	}
+	stage := m.staging[:len(slots)*per]
+	for j, slot := range slots {
+		src, dst := store[int(slot)*per:][:per], stage[j*per:][:per]
+		for i, h := range src {
+			dst[i] = tensor.BF16ToF32(h)
+		}
+	}
+	*view = stage
+	return func() {
+		written := map[int32]bool{}
+		for _, slot := range write {
+			written[slot] = true
+		}
+		for j, slot := range slots {
+			if !written[slot] {
+				continue
+			}
+			src, dst := stage[j*per:][:per], store[int(slot)*per:][:per]
+			for i, f := range src {
+				dst[i] = tensor.F32ToBF16(f)
+			}
+		}
+		*view = nil
+		p.stateRead, p.stateWrite = read, write
+	}
 }
 
 // StateBytes is the memory Reserve allocated for recurrent state.
@@ -125,9 +202,13 @@ func (p *program) runHybrid(out []float32, op tensor.Op, batch *exec.Batch) (ok 
 	case tensor.OpMoE:
 		p.moe(out, op)
 	case tensor.OpShortConv:
+		unstage := p.stage(op)
 		p.shortConv(out, op, batch)
+		unstage()
 	case tensor.OpDeltaRule:
+		unstage := p.stage(op)
 		p.deltaRule(out, op, batch)
+		unstage()
 	default:
 		return false
 	}

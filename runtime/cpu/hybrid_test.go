@@ -264,3 +264,72 @@ func TestMoEMatchesAPerRowReference(t *testing.T) {
 		t.Errorf("moe (-reference +got):\n%s", diff)
 	}
 }
+
+// A bf16 state layout computes in f32 and rounds the state it writes back:
+// from a zero state its first step equals the f32 layout's exactly, and a
+// second step equals the f32 layout's run from the first state rounded to
+// bf16 (so the staging renumbers, widens and narrows the right slots).
+func TestBF16StateRoundsOnlyWhatItStores(t *testing.T) {
+	a := tensor.StateArgs{Layer: 0, KeyHeads: 1, KeyDim: 4, ValueHeads: 2, ValueDim: 3, Scale: 0.5}
+	rng := rand.New(rand.NewPCG(7, 8))
+	kd, vd := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim
+	const T = 3
+	q, k, v := randVec(rng, 2*T*kd), randVec(rng, 2*T*kd), randVec(rng, 2*T*vd)
+	g, beta := make([]float32, 2*T*a.ValueHeads), make([]float32, 2*T*a.ValueHeads)
+	for i := range g {
+		g[i], beta[i] = -0.1*float32(i%3+1), 0.5
+	}
+	run := func(b *Backend, step int) []float32 {
+		lo, hi := step*T, (step+1)*T
+		var rows [][2]int32
+		for p := lo; p < hi; p++ {
+			rows = append(rows, [2]int32{0, int32(p)})
+		}
+		p := &program{b: b}
+		op := tensor.Op{Kind: tensor.OpDeltaRule, State: a}
+		args := [][]float32{q[lo*kd : hi*kd], k[lo*kd : hi*kd], v[lo*vd : hi*vd], g[lo*a.ValueHeads : hi*a.ValueHeads], beta[lo*a.ValueHeads : hi*a.ValueHeads]}
+		for i, x := range args {
+			p.f32 = append(p.f32, x)
+			op.Args = append(op.Args, tensor.Tensor{ID: i, Shape: [2]int{T, len(x) / T}})
+		}
+		out := make([]float32, T*vd)
+		op.Out = tensor.Tensor{ID: len(args), Shape: [2]int{T, vd}}
+		batch := &exec.Batch{StateSlots: []int32{1, 0}}
+		for _, r := range rows {
+			batch.RowSeq = append(batch.RowSeq, r[0])
+			batch.Positions = append(batch.Positions, r[1])
+		}
+		p.stateRead, p.stateWrite = batch.StateRows()
+		unstage := p.stage(op)
+		p.deltaRuleRef(out, op, batch)
+		unstage()
+		return out
+	}
+	layout := exec.StateLayout{Slots: 2, Delta: []int{a.DeltaStateFloats()}}
+	f32, half := &Backend{}, &Backend{}
+	var err error
+	if f32.state, err = newStateMemory(layout); err != nil {
+		t.Fatal(err)
+	}
+	layout.DType = "bf16"
+	if half.state, err = newStateMemory(layout); err != nil {
+		t.Fatal(err)
+	}
+	if diff := gocmp.Diff(run(f32, 0), run(half, 0)); diff != "" {
+		t.Fatalf("first step (-f32 +bf16 state):\n%s", diff)
+	}
+	per := a.DeltaStateFloats()
+	st := f32.state.delta[0][per : 2*per] // sequence 0's slot is 1
+	for i, x := range st {
+		if want := tensor.BF16ToF32(half.state.delta16[0][per+i]); tensor.BF16ToF32(tensor.F32ToBF16(x)) != want {
+			t.Fatalf("stored state %d: %g, want %g rounded (%g)", i, want, x, tensor.BF16ToF32(tensor.F32ToBF16(x)))
+		}
+		st[i] = tensor.BF16ToF32(tensor.F32ToBF16(x))
+	}
+	if diff := gocmp.Diff(run(f32, 1), run(half, 1)); diff != "" {
+		t.Errorf("second step from the rounded state (-f32 +bf16 state):\n%s", diff)
+	}
+	if half.state.delta[0] != nil || half.StateBytes() != 2*int64(per)*2 {
+		t.Errorf("after the op: staging view %v, %d state bytes", half.state.delta[0] != nil, half.StateBytes())
+	}
+}

@@ -308,6 +308,12 @@ func New(cfg Config) (*Engine, error) {
 		// State slots are sized first (one per running sequence); the KV
 		// pages get the rest of KVMemory.
 		state.Slots = maxRunning * (1 + snapshots)
+		state.DType = pol.StateDType
+		if state.DType == "bf16" && snapshots > 0 {
+			// A verify step's rows chain through unrounded f32 state, plain
+			// decoding rounds after every token: not the same tokens.
+			return nil, errors.New("engine: recurrent state stored as bf16 is rounded once per step, so a speculative verify step would not give plain decoding's tokens: use f32 state (kv.cache state: f32) with a speculative graph")
+		}
 		e.state = state
 		if cfg.KVMemory > 0 {
 			if cfg.KVMemory -= int64(state.Slots) * state.BytesPerSlot(); cfg.KVMemory <= 0 {

@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -132,5 +134,53 @@ func TestHybridSnapshotCountsStateSlots(t *testing.T) {
 	want := float64(s.StateSlotBytes) / (float64(s.KVBlocksTotal)*float64(s.KVBlockBytes) + 2*float64(s.StateSlotBytes))
 	if got := busy.CacheUsage(); got != want {
 		t.Errorf("one slot held: usage %g, want %g", got, want)
+	}
+}
+
+// The state-bf16 graph stores a hybrid model's state slots in half the
+// memory and runs plain and batched decoding (the same ids either way);
+// its ids follow f32 state at first and may part later (bf16 keeps 8 bits
+// of mantissa: `ninfer kv-eval --kv state-bf16` measures the cost). A
+// speculative plan with bf16 state is refused: the state is rounded once
+// per step, so verify would not reproduce plain decoding.
+func TestHybridBF16State(t *testing.T) {
+	m := modelPath(t, "tiny-qwen35-f32.gguf")
+	f32 := open(t, instance.Options{Model: m, MaxRunning: 4, Threads: 2})
+	half := open(t, instance.Options{Model: m, MaxRunning: 4, Threads: 2, Graph: "../../graphs/state-bf16.yaml"})
+	if a, b := f32.Engine.Snapshot().StateSlotBytes, half.Engine.Snapshot().StateSlotBytes; b*2 != a {
+		t.Errorf("state slot bytes: f32 %d, bf16 %d", a, b)
+	}
+	prompts := goldenPrompts(t, f32)
+	want, _ := generateAll(t, f32, prompts, 16, 4)
+	got, _ := generateAll(t, half, prompts, 16, 4)
+	same := 0
+	for i := range want {
+		if want[i][0] == got[i][0] {
+			same++
+		}
+	}
+	if same < len(want)*3/4 {
+		t.Errorf("first tokens: %d of %d agree with f32 state:\nf32  %v\nbf16 %v", same, len(want), want, got)
+	}
+	alone, _ := generateAll(t, half, prompts, 16, 1)
+	if diff := cmp.Diff(got, alone); diff != "" {
+		t.Errorf("bf16 state: batched and one at a time differ (-batched +alone):\n%s", diff)
+	}
+	if s := half.Engine.Snapshot(); s.StateSlotsUsed != 0 || s.KVBlocksUsed != 0 {
+		t.Errorf("after every request: %+v", s)
+	}
+	spec := filepath.Join(t.TempDir(), "ngram-half-state.yaml")
+	src, err := os.ReadFile("../../graphs/ngram.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), "op: kv.cache") {
+		src = []byte(strings.Replace(string(src), "nodes:\n", "nodes:\n  - {id: cache, op: kv.cache, with: {state: bf16}}\n", 1))
+	}
+	if err := os.WriteFile(spec, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := instance.Open(instance.Options{Model: m, Graph: spec, Threads: 1}); err == nil || !strings.Contains(err.Error(), "rounded once per step") {
+		t.Errorf("a speculative graph with bf16 state: %v", err)
 	}
 }

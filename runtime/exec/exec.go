@@ -36,12 +36,15 @@ type StateLayout struct {
 	Slots int
 	Conv  []int // per state layer: floats of the conv window (tensor.StateArgs.ConvStateFloats)
 	Delta []int // per state layer: floats of the delta-rule state (tensor.StateArgs.DeltaStateFloats)
+	// DType is how the slots are stored: "" or "f32", or "bf16" (computed
+	// in f32, rounded to bf16 when a step writes them back).
+	DType string
 }
 
 // Layers is the number of state layers.
 func (l StateLayout) Layers() int { return max(len(l.Conv), len(l.Delta)) }
 
-// BytesPerSlot is the memory of one slot: every layer's state, f32.
+// BytesPerSlot is the memory of one slot: every layer's state, in DType.
 func (l StateLayout) BytesPerSlot() int64 {
 	var n int64
 	for _, c := range l.Conv {
@@ -49,6 +52,9 @@ func (l StateLayout) BytesPerSlot() int64 {
 	}
 	for _, d := range l.Delta {
 		n += int64(d)
+	}
+	if l.DType == "bf16" {
+		return 2 * n
 	}
 	return 4 * n
 }

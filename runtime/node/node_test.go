@@ -319,7 +319,7 @@ func TestPlacementAndKindNames(t *testing.T) {
 
 func TestDefaultPolicyAndFold(t *testing.T) {
 	p := DefaultPolicy()
-	if diff := cmp.Diff(PlanPolicy{PrefillChunk: 512, KVDType: "f32", KVBlockTokens: 16}, p); diff != "" {
+	if diff := cmp.Diff(PlanPolicy{PrefillChunk: 512, KVDType: "f32", KVBlockTokens: 16, StateDType: "f32"}, p); diff != "" {
 		t.Errorf("DefaultPolicy (-want +got):\n%s", diff)
 	}
 	s, _ := testRegistry().Lookup("prefill.chunk")

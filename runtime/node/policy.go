@@ -11,12 +11,16 @@ type PlanPolicy struct {
 	KVDType string
 	// KVBlockTokens is the number of tokens per KV cache block.
 	KVBlockTokens int
+	// StateDType is how a hybrid model's recurrent state slots are stored
+	// ("f32", or "bf16": half the memory, computed in f32 and rounded back
+	// after every step).
+	StateDType string
 }
 
 // DefaultPolicy returns the policy of a graph with no policy nodes:
-// {PrefillChunk: 512, KVDType: "f32", KVBlockTokens: 16}.
+// {PrefillChunk: 512, KVDType: "f32", KVBlockTokens: 16, StateDType: "f32"}.
 func DefaultPolicy() PlanPolicy {
-	return PlanPolicy{PrefillChunk: 512, KVDType: "f32", KVBlockTokens: 16}
+	return PlanPolicy{PrefillChunk: 512, KVDType: "f32", KVBlockTokens: 16, StateDType: "f32"}
 }
 
 // PolicyNode is implemented by the instances that Spec.New returns for specs

@@ -110,8 +110,11 @@ func (p *Plan) String() string {
 			fmt.Fprintf(&b, "  %s = %s\n", k, node.FormatValue(p.Params[k]))
 		}
 	}
-	fmt.Fprintf(&b, "policy: prefill_chunk=%d kv_dtype=%s kv_block_tokens=%d\n",
-		p.Policy.PrefillChunk, p.Policy.KVDType, p.Policy.KVBlockTokens)
+	fmt.Fprintf(&b, "policy: prefill_chunk=%d kv_dtype=%s kv_block_tokens=%d", p.Policy.PrefillChunk, p.Policy.KVDType, p.Policy.KVBlockTokens)
+	if d := p.Policy.StateDType; d != "" && d != "f32" {
+		fmt.Fprintf(&b, " state_dtype=%s", d)
+	}
+	b.WriteString("\n")
 	b.WriteString("steps:\n")
 	for i, s := range p.Steps {
 		fmt.Fprintf(&b, "  %d %s: %s [%s]\n", i, s.ID, s.Op, s.Placement)
