@@ -76,7 +76,8 @@ func hybridInvariance(t *testing.T, m string) {
 // state after each row into a snapshot slot and commit keeps the last
 // accepted row's, so greedy ids equal plain decoding's under prompt lookup,
 // a draft model (tiny-qwen3-q8_0 shares the vocabulary) and the oracle
-// that rejects at every draft position in turn, one and eight at a time.
+// that rejects at every draft position in turn, one and eight at a time,
+// at every prefill chunk size and after preemption.
 // Self-drafting, which would run the target's layers over its state, is
 // refused at load.
 func TestHybridSpeculationIsLossless(t *testing.T) {
@@ -90,9 +91,10 @@ func TestHybridSpeculationIsLossless(t *testing.T) {
 			want, _ := generateAll(t, plain, prompts, n, 8)
 			setOracleRefs(prompts, want)
 			for _, g := range []string{"ngram", "draft", "oracle"} {
-				for _, k := range []int{1, 3, 5} {
+				for i, k := range []int{1, 2, 3, 4, 5} {
+					chunk := []int{1, 3, 7, 64, 512}[(i+len(g))%5] // every chunk size under each graph
 					in := open(t, instance.Options{Model: m, Models: map[string]string{"draft": modelPath(t, "tiny-qwen3-q8_0.gguf")},
-						Graph: graphs[g], MaxRunning: 8, Threads: 2, Set: node.Params{"k": int64(k), "chunk": int64(7)}})
+						Graph: graphs[g], MaxRunning: 8, Threads: 2, Set: node.Params{"k": int64(k), "chunk": int64(chunk)}})
 					for _, conc := range []int{1, 8} {
 						got, stats := generateAll(t, in, prompts, n, conc)
 						if diff := cmp.Diff(want, got); diff != "" {
@@ -111,6 +113,17 @@ func TestHybridSpeculationIsLossless(t *testing.T) {
 					}
 					in.Close()
 				}
+			}
+			// After preemption: a cache too small for all eight, submitted at once.
+			in := open(t, instance.Options{Model: m, Graph: graphs["ngram"], MaxRunning: 8, Threads: 2, KVTokens: 352,
+				Set: node.Params{"k": int64(3)}})
+			got, stats := submitAll(t, in, prompts, n)
+			preempted := 0
+			for _, st := range stats {
+				preempted += st.Preempted
+			}
+			if diff := cmp.Diff(want, got); diff != "" || preempted == 0 {
+				t.Errorf("ngram under preemption (%d preemptions): ids differ from plain (-plain +ngram):\n%s", preempted, diff)
 			}
 			_, err := instance.Open(instance.Options{Model: m, Graph: graphs["self"], Threads: 1})
 			if err == nil || !strings.Contains(err.Error(), "recurrent state") {
