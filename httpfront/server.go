@@ -160,6 +160,24 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // InFlight reports the choices submitted to the engine and not yet finished.
 func (s *Server) InFlight() int { return int(s.inflight.Load()) }
 
+// servingModel gates an API request: it answers 401 when an API key is set
+// and the request does not carry it, 503 while no model is loaded, and
+// otherwise returns the loaded model. A nil result means the request has
+// been answered.
+func (s *Server) servingModel(ctx *fasthttp.RequestCtx) *Model {
+	if s.cfg.APIKey != "" && !s.authorized(ctx) {
+		s.fail(ctx, &Error{Status: http.StatusUnauthorized, Type: typeInvalid, Code: "invalid_api_key",
+			Message: "Incorrect API key provided. Send it as 'Authorization: Bearer KEY'."})
+		return nil
+	}
+	m := s.model.Load()
+	if m == nil {
+		s.fail(ctx, &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "model_loading",
+			Message: "The model is still loading; retry shortly."})
+	}
+	return m
+}
+
 // Handle serves one HTTP request (the fasthttp handler).
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
@@ -195,15 +213,8 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, notFound(path))
 		return
 	}
-	if s.cfg.APIKey != "" && !s.authorized(ctx) {
-		s.fail(ctx, &Error{Status: http.StatusUnauthorized, Type: typeInvalid, Code: "invalid_api_key",
-			Message: "Incorrect API key provided. Send it as 'Authorization: Bearer KEY'."})
-		return
-	}
-	m := s.model.Load()
+	m := s.servingModel(ctx)
 	if m == nil {
-		s.fail(ctx, &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "model_loading",
-			Message: "The model is still loading; retry shortly."})
 		return
 	}
 	switch path {

@@ -27,15 +27,8 @@ func (s *Server) tokenizer(ctx *fasthttp.RequestCtx, path string) {
 		s.fail(ctx, methodNotAllowed(ctx, "POST"))
 		return
 	}
-	if s.cfg.APIKey != "" && !s.authorized(ctx) {
-		s.fail(ctx, &Error{Status: http.StatusUnauthorized, Type: typeInvalid, Code: "invalid_api_key",
-			Message: "Incorrect API key provided. Send it as 'Authorization: Bearer KEY'."})
-		return
-	}
-	m := s.model.Load()
+	m := s.servingModel(ctx)
 	if m == nil {
-		s.fail(ctx, &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "model_loading",
-			Message: "The model is still loading; retry shortly."})
 		return
 	}
 	if e := jsonContentType(ctx); e != nil {
