@@ -218,7 +218,12 @@ type sse struct {
 	err error
 }
 
-func (s *sse) event(v any) bool {
+// event writes v as an unnamed SSE event (the Chat Completions stream).
+func (s *sse) event(v any) bool { return s.named("", v) }
+
+// named writes v as an SSE event, with an "event: name" line unless name
+// is empty (the Responses stream names every event).
+func (s *sse) named(name string, v any) bool {
 	if s.err != nil {
 		return false
 	}
@@ -226,6 +231,11 @@ func (s *sse) event(v any) bool {
 	if err != nil {
 		s.err = err
 		return false
+	}
+	if name != "" {
+		s.w.WriteString("event: ")
+		s.w.WriteString(name)
+		s.w.WriteString("\n")
 	}
 	s.w.WriteString("data: ")
 	s.w.Write(b)

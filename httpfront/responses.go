@@ -220,25 +220,6 @@ func (a *responsesAnswer) stream(w *bufio.Writer, j *job) bool {
 	return true
 }
 
-// named writes v as an SSE event named name.
-func (s *sse) named(name string, v any) bool {
-	if s.err != nil {
-		return false
-	}
-	b, err := marshal(v)
-	if err != nil {
-		s.err = err
-		return false
-	}
-	s.w.WriteString("event: ")
-	s.w.WriteString(name)
-	s.w.WriteString("\ndata: ")
-	s.w.Write(b)
-	s.w.WriteString("\n\n")
-	s.err = s.w.Flush()
-	return s.err == nil
-}
-
 // outputBuilder turns a reply's reasoning, content and tool call deltas,
 // in order, into the response's output items: a reasoning item, message
 // items (output_text) and function_call items. With emit set it streams
