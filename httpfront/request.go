@@ -372,6 +372,30 @@ func model(f fields) (string, *Error) {
 // messageFields are the members of a chat message the server knows; all
 // but role and content reach the chat template as they are (tool_calls
 // with their arguments parsed, as vLLM gives them to templates).
+// nestedFields checks the member names of a nested request object: at
+// names it in errors ("messages[2]"), logAs in the unknown-field log
+// ("messages[]"). Under strict the first unknown name, in sorted order, is
+// a 400; otherwise each is noted and ignored.
+func nestedFields(obj fields, known map[string]bool, at, logAs string, strict bool) *Error {
+	names := make([]string, 0, len(obj))
+	for k := range obj {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if known[k] {
+			continue
+		}
+		if strict {
+			return badParam(at+"."+k, "Unrecognized request argument supplied: %s.%s", at, k)
+		}
+		unknown.note(logAs + "." + k)
+	}
+	return nil
+}
+
+var streamOptionsFields = map[string]bool{"include_usage": true}
+
 var messageFields = map[string]bool{"role": true, "content": true, "name": true, "tool_calls": true,
 	"tool_call_id": true, "reasoning_content": true}
 
@@ -392,19 +416,8 @@ func messages(f fields, strict bool) ([]tok.Message, *Error) {
 		if m == nil {
 			return nil, badParam(at, "Invalid type for '%s': expected an object.", at)
 		}
-		names := make([]string, 0, len(m))
-		for k := range m {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			if messageFields[k] {
-				continue
-			}
-			if strict {
-				return nil, badParam(at+"."+k, "Unrecognized request argument supplied: %s.%s", at, k)
-			}
-			unknown.note("messages[]." + k)
+		if e := nestedFields(m, messageFields, at, "messages[]", strict); e != nil {
+			return nil, e
 		}
 		var role, name string
 		if e := m.decode("role", "a string", &role); e != nil {
@@ -658,14 +671,8 @@ func params(f fields, chat, strict bool) (Params, *Error) {
 		if e := f.decode("stream_options", "an object", &so); e != nil {
 			return p, e
 		}
-		for k := range so {
-			if k == "include_usage" {
-				continue
-			}
-			if strict {
-				return p, badParam("stream_options."+k, "Unrecognized request argument supplied: stream_options.%s", k)
-			}
-			unknown.note("stream_options." + k)
+		if e := nestedFields(so, streamOptionsFields, "stream_options", "stream_options", strict); e != nil {
+			return p, e
 		}
 		if e := so.decode("include_usage", "a boolean", &p.IncludeUsage); e != nil {
 			e.Param = "stream_options.include_usage"

@@ -3,7 +3,6 @@ package httpfront
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -262,19 +261,8 @@ func responsesInput(f fields, strict bool) ([]map[string]any, []string, *Error) 
 		if !ok {
 			return nil, nil, badParam(where+".type", "Invalid value for '%s.type': '%.32s' items are not supported; use 'message', 'function_call', 'function_call_output' or 'reasoning'.", where, typ)
 		}
-		names := make([]string, 0, len(it))
-		for k := range it {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			if known[k] {
-				continue
-			}
-			if strict {
-				return nil, nil, badParam(where+"."+k, "Unrecognized request argument supplied: %s.%s", where, k)
-			}
-			unknown.note("input[]." + k)
+		if e := nestedFields(it, known, where, "input[]", strict); e != nil {
+			return nil, nil, e
 		}
 		str := func(k string, required bool) (string, *Error) {
 			var v string
