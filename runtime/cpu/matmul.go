@@ -228,14 +228,7 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 		}
 		t.x = m.rx[:len(x)]
 		if T >= 4 {
-			if len(m.tiles) != p.b.pool.n {
-				m.tiles = make([][]float32, p.b.pool.n)
-			}
-			for i := range m.tiles {
-				if len(m.tiles[i]) < 4*K {
-					m.tiles[i] = make([]float32, 4*K)
-				}
-			}
+			m.tiles = growTiles(m.tiles, p.b.pool.n, K)
 			t.tiles = m.tiles
 		}
 	case tensor.Q8_0, tensor.Q4_0:
@@ -648,4 +641,18 @@ func quantDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xq, xd unsa
 		return
 	}
 	q8Dot4x1(w, wstride, xq, xd, nb, out, ostride)
+}
+
+// growTiles returns per-worker tile buffers, workers of them, each holding at
+// least 4 weight rows of K floats, reusing tiles where it already fits.
+func growTiles(tiles [][]float32, workers, K int) [][]float32 {
+	if len(tiles) != workers {
+		tiles = make([][]float32, workers)
+	}
+	for i := range tiles {
+		if len(tiles[i]) < 4*K {
+			tiles[i] = make([]float32, 4*K)
+		}
+	}
+	return tiles
 }

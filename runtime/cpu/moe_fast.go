@@ -131,16 +131,8 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 		p.b.pool.run(T, 1, min(parts, T), &m.prep)
 		t.x = m.rx
 		if T >= 4 {
-			mm := &p.mm
-			if len(mm.tiles) != p.b.pool.n {
-				mm.tiles = make([][]float32, p.b.pool.n)
-			}
-			for i := range mm.tiles {
-				if len(mm.tiles[i]) < 4*K {
-					mm.tiles[i] = make([]float32, 4*K)
-				}
-			}
-			t.tiles = mm.tiles
+			p.mm.tiles = growTiles(p.mm.tiles, p.b.pool.n, K)
+			t.tiles = p.mm.tiles
 		}
 	case tensor.Q8_0, tensor.Q4_0:
 		pairs := T >= 4 && w.DType == tensor.Q8_0
