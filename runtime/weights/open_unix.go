@@ -17,7 +17,8 @@ import (
 // with the page cache: the choice for backends that copy the weights
 // elsewhere (a GPU) or processes that share one model file.
 func Open(path string) (*File, error) {
-	fd, size, err := openRegular(path)
+	label := "gguf " + path
+	fd, size, err := openRegular(path, label)
 	if err != nil {
 		return nil, err
 	}
@@ -25,9 +26,9 @@ func Open(path string) (*File, error) {
 	if size == 0 {
 		return Parse(nil, path)
 	}
-	data, err := syscall.Mmap(int(fd.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	data, err := mapShared(fd, size, label)
 	if err != nil {
-		return nil, fmt.Errorf("gguf %s: mmap: %w", path, err)
+		return nil, err
 	}
 	return parseOwned(data, data, path)
 }
@@ -42,7 +43,8 @@ const hugePage = 2 << 20
 // rather than per 4 KiB, which decode pays for in bandwidth. The whole file
 // is resident until Close.
 func Load(path string) (*File, error) {
-	fd, size, err := openRegular(path)
+	label := "gguf " + path
+	fd, size, err := openRegular(path, label)
 	if err != nil {
 		return nil, err
 	}
@@ -50,27 +52,16 @@ func Load(path string) (*File, error) {
 	if size == 0 {
 		return Parse(nil, path)
 	}
-	// Over-allocate by one huge page so the data can start on a boundary.
-	region, err := syscall.Mmap(-1, 0, int(size)+hugePage, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	data, region, err := readAligned(fd, size, label)
 	if err != nil {
-		return nil, fmt.Errorf("gguf %s: allocating %d bytes: %w", path, size, err)
-	}
-	skip := 0
-	if rem := int(uintptr(unsafe.Pointer(&region[0])) % hugePage); rem != 0 {
-		skip = hugePage - rem
-	}
-	data := region[skip : skip+int(size)]
-	adviseHugePages(data)
-	if _, err := io.ReadFull(fd, data); err != nil {
-		syscall.Munmap(region)
-		return nil, fmt.Errorf("gguf %s: read: %w", path, err)
+		return nil, err
 	}
 	return parseOwned(data, region, path)
 }
 
-// openRegular opens path and returns its size, failing for anything but a
-// regular file whose size fits in an int.
-func openRegular(path string) (*os.File, int64, error) {
+// openRegular opens path, which must be a regular file whose size fits an
+// int; label prefixes its errors.
+func openRegular(path, label string) (*os.File, int64, error) {
 	fd, err := os.Open(path)
 	if err != nil {
 		return nil, 0, err
@@ -82,14 +73,47 @@ func openRegular(path string) (*os.File, int64, error) {
 	}
 	if !st.Mode().IsRegular() {
 		fd.Close()
-		return nil, 0, fmt.Errorf("gguf %s: not a regular file", path)
+		return nil, 0, fmt.Errorf("%s: not a regular file", label)
 	}
 	size := st.Size()
 	if int64(int(size)) != size {
 		fd.Close()
-		return nil, 0, fmt.Errorf("gguf %s: file of %d bytes is too large to map", path, size)
+		return nil, 0, fmt.Errorf("%s: file of %d bytes is too large to map", label, size)
 	}
 	return fd, size, nil
+}
+
+// mapShared maps the size (> 0) bytes of fd read-only, shared with the page
+// cache; label prefixes its errors.
+func mapShared(fd *os.File, size int64, label string) ([]byte, error) {
+	data, err := syscall.Mmap(int(fd.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("%s: mmap: %w", label, err)
+	}
+	return data, nil
+}
+
+// readAligned reads the size (> 0) bytes of fd into private memory that
+// starts on a huge page boundary and is advised for huge pages. data lies
+// in region, the mapping to unmap once data is no longer used; label
+// prefixes its errors.
+func readAligned(fd *os.File, size int64, label string) (data, region []byte, err error) {
+	// Over-allocate by one huge page so the data can start on a boundary.
+	region, err = syscall.Mmap(-1, 0, int(size)+hugePage, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: allocating %d bytes: %w", label, size, err)
+	}
+	skip := 0
+	if rem := int(uintptr(unsafe.Pointer(&region[0])) % hugePage); rem != 0 {
+		skip = hugePage - rem
+	}
+	data = region[skip : skip+int(size)]
+	adviseHugePages(data)
+	if _, err := io.ReadFull(fd, data); err != nil {
+		syscall.Munmap(region)
+		return nil, nil, fmt.Errorf("%s: read: %w", label, err)
+	}
+	return data, region, nil
 }
 
 // parseOwned parses data, which lies in the mapping region; the File
