@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"gopkg.in/yaml.v3"
@@ -118,16 +119,7 @@ func TestK8sManifestsMatchServe(t *testing.T) {
 	defer func() { cancel(); <-exit }()
 	waitFor(t, "the ready line", func() bool { return strings.HasPrefix(stdout.String(), serveReady) })
 	url := strings.Fields(strings.TrimPrefix(stdout.String(), serveReady))[0]
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := scrapeMetrics(t, url)
 	for _, name := range metrics {
 		f, ok := fams[name]
 		if !ok || len(f.GetMetric()) == 0 {
@@ -142,4 +134,20 @@ func TestK8sManifestsMatchServe(t *testing.T) {
 			t.Errorf("%s has labels %v, want model_name=\"model\"", name, f.GetMetric()[0].GetLabel())
 		}
 	}
+}
+
+// scrapeMetrics fetches and parses base's /metrics.
+func scrapeMetrics(t *testing.T, base string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
 }

@@ -20,8 +20,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // TestLoadWithDisconnects runs a real `ninfer serve` (NINFER_BIN) under 64
@@ -356,17 +354,7 @@ func (c *loadClient) waitIdle(t *testing.T) loadHealth {
 
 func (c *loadClient) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(c.base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fams
+	return scrapeMetrics(t, c.base)
 }
 
 // metric sums a family's counter values whose labels include the given
