@@ -56,6 +56,11 @@ cluster n="3" model="stories260K.gguf" *flags="": build
 cluster-test: build
     NINFER_BIN={{bin}} go test -tags cluster -count=1 -timeout 90s -run '^TestCluster$' -v ./cmd/ninfer
 
+# 64 streaming and 16 non-streaming clients with random hang-ups against a real `ninfer serve` for
+# `duration`: exact usage, /metrics counts, KV back to 0, RSS back within 10% (cmd/ninfer/load_test.go).
+load-test duration="60s": build
+    NINFER_BIN={{bin}} LOAD_DURATION={{duration}} go test -tags load -count=1 -timeout 15m -run '^TestLoadWithDisconnects$' -v ./cmd/ninfer
+
 # Aggregate decode tok/s through the HTTP server at C = 1, 2, 4, 8, 16 on the largest bundled model.
 bench-serve:
     go test ./httpfront -run '^$' -bench ServeDecode -benchtime 20x -count 3
