@@ -81,10 +81,8 @@ func (p *program) stage(op tensor.Op) (unstage func()) {
 		return out
 	}
 	p.stateRead, p.stateWrite = renumber(read), renumber(write)
-	if cap(m.staging) < len(slots)*per {
-		m.staging = make([]float32, len(slots)*per)
-	}
-	stage := m.staging[:len(slots)*per]
+	m.staging = grow(m.staging, len(slots)*per)
+	stage := m.staging
 	for j, slot := range slots {
 		src, dst := store[int(slot)*per:][:per], stage[j*per:][:per]
 		for i, h := range src {

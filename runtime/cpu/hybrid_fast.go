@@ -46,7 +46,7 @@ func (h *hybridState) groupRows(b *exec.Batch, rows int) {
 	for _, q := range b.RowSeq[:rows] {
 		s = max(s, int(q)+1)
 	}
-	h.seqStart = growInts(h.seqStart, s+1)
+	h.seqStart = grow(h.seqStart, s+1)
 	clear(h.seqStart)
 	for _, q := range b.RowSeq[:rows] {
 		h.seqStart[q+1]++
@@ -54,7 +54,7 @@ func (h *hybridState) groupRows(b *exec.Batch, rows int) {
 	for i := 1; i <= s; i++ {
 		h.seqStart[i] += h.seqStart[i-1]
 	}
-	h.seqRows = growInts(h.seqRows, rows)
+	h.seqRows = grow(h.seqRows, rows)
 	fill := h.seqStart[:s] // reused as write cursors, then restored
 	for r, q := range b.RowSeq[:rows] {
 		h.seqRows[fill[q]] = r
@@ -74,20 +74,11 @@ func (h *hybridState) sizeScratch(workers int) {
 	}
 }
 
-func growInts(s []int, n int) []int {
-	if cap(s) < n {
-		return make([]int, n)
-	}
-	return s[:n]
-}
-
 // scratch is worker's scratch of n floats; the caller sized h.scr for the
 // pool's workers (sizeScratch) before the workers started.
 func (h *hybridState) scratch(workers, worker, n int) []float32 {
-	if cap(h.scr[worker]) < n {
-		h.scr[worker] = make([]float32, n)
-	}
-	return h.scr[worker][:n]
+	h.scr[worker] = grow(h.scr[worker], n)
+	return h.scr[worker]
 }
 
 // deltaRule runs the gated delta rule (see deltaRuleRef) on the worker

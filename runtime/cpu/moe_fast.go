@@ -41,12 +41,12 @@ func (p *program) moeFast(out []float32, op tensor.Op) {
 	h, router := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID]
 	T, E, F := op.Out.Rows(), op.Out.Cols(), a.FFN
 	slots := T * a.TopK
-	m.choice = growInts(m.choice, slots)
-	m.order = growInts(m.order, a.Experts)
-	m.weight = growF32(m.weight, slots)
-	m.prob = growF32(m.prob, a.Experts)
+	m.choice = grow(m.choice, slots)
+	m.order = grow(m.order, a.Experts)
+	m.weight = grow(m.weight, slots)
+	m.prob = grow(m.prob, a.Experts)
 	route(m.choice, m.weight, router, a, T, m.prob, m.order)
-	m.results = growF32(m.results, slots*E)
+	m.results = grow(m.results, slots*E)
 	ex := p.expertViews(op)
 	for e := range a.Experts {
 		m.rows = m.rows[:0]
@@ -59,7 +59,7 @@ func (p *program) moeFast(out []float32, op tensor.Op) {
 		if n == 0 {
 			continue
 		}
-		m.x, m.g, m.u, m.y = growF32(m.x, n*E), growF32(m.g, n*F), growF32(m.u, n*F), growF32(m.y, n*E)
+		m.x, m.g, m.u, m.y = grow(m.x, n*E), grow(m.g, n*F), grow(m.u, n*F), grow(m.y, n*E)
 		for i, s := range m.rows {
 			copy(m.x[i*E:(i+1)*E], h[(s/a.TopK)*E:(s/a.TopK+1)*E])
 		}
@@ -83,13 +83,6 @@ func (p *program) moeFast(out []float32, op tensor.Op) {
 		}
 	}
 	combine(out, m.results, m.weight, T, a.TopK, E)
-}
-
-func growF32(s []float32, n int) []float32 {
-	if cap(s) < n {
-		return make([]float32, n)
-	}
-	return s[:n]
 }
 
 // expertViews returns op's per-expert weight views (gate, up, down of
@@ -126,7 +119,7 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out[:T*N], T: T, K: K, N: N, x: x, tiles: p.mm.tiles}
 	switch w.DType {
 	case tensor.F16, tensor.BF16:
-		m.rx = growF32(m.rx, len(x))
+		m.rx = grow(m.rx, len(x))
 		m.prep = prepTask{dt: w.DType, x: x, K: K, rx: m.rx}
 		p.b.pool.run(T, 1, min(parts, T), &m.prep)
 		t.x = m.rx
@@ -136,16 +129,10 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 		}
 	case tensor.Q8_0, tensor.Q4_0:
 		pairs := T >= 4 && w.DType == tensor.Q8_0
-		if cap(m.qx) < len(x) {
-			m.qx = make([]int8, len(x))
-		}
-		m.qx, m.qd = m.qx[:len(x)], growF32(m.qd, len(x)/32)
+		m.qx, m.qd = grow(m.qx, len(x)), grow(m.qd, len(x)/32)
 		m.prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: m.qx, qd: m.qd}
 		if pairs {
-			if cap(m.qp) < 2*len(x) {
-				m.qp = make([]byte, 2*len(x))
-			}
-			m.qp = m.qp[:2*len(x)]
+			m.qp = grow(m.qp, 2*len(x))
 			m.prep.qp = m.qp
 		}
 		p.b.pool.run(T, 1, min(parts, T), &m.prep)

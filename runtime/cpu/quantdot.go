@@ -40,24 +40,12 @@ func (a *actQuant) resize(dt tensor.DType, T, K int) {
 	a.dt, a.K = dt, K
 	n := T * K
 	bs := dt.BlockSize()
-	if cap(a.qs) < n {
-		a.qs = make([]int8, n)
-	}
-	if cap(a.d) < n/bs {
-		a.d = make([]float32, n/bs)
-	}
-	a.qs, a.d = a.qs[:n], a.d[:n/bs]
+	a.qs, a.d = grow(a.qs, n), grow(a.d, n/bs)
 	if dt == tensor.Q8_1 {
-		if cap(a.s) < n/32 {
-			a.s = make([]float32, n/32)
-		}
-		a.s = a.s[:n/32]
+		a.s = grow(a.s, n/32)
 	}
 	if dt == tensor.Q8_K {
-		if cap(a.bsums) < n/16 {
-			a.bsums = make([]int16, n/16)
-		}
-		a.bsums = a.bsums[:n/16]
+		a.bsums = grow(a.bsums, n/16)
 	}
 }
 
