@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/ninfer/ninfer-go/httpfront"
@@ -311,4 +312,37 @@ func TestResponsesToolCalls(t *testing.T) {
 func mustQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// A reasoning input item becomes the reasoning_content of the assistant
+// message after it: its content parts, or its summary parts when it has no
+// content; anything but arrays of text parts is a 400 naming the item.
+func TestDecodeResponsesReasoningItem(t *testing.T) {
+	for _, tc := range []struct {
+		name, item, want string
+	}{
+		{"content", `{"type":"reasoning","content":[{"type":"reasoning_text","text":"Think "},{"type":"reasoning_text","text":"twice."}],"summary":[{"type":"summary_text","text":"short"}]}`, `"Think twice."`},
+		{"summary", `{"type":"reasoning","summary":[{"type":"summary_text","text":"short"}]}`, `"short"`},
+		{"null content", `{"type":"reasoning","content":null,"summary":[{"type":"summary_text","text":"s"}]}`, `"s"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, e := httpfront.DecodeResponses([]byte(`{"model":"m","input":[{"role":"user","content":"Hi"},`+tc.item+`,{"role":"assistant","content":"Hello."},{"role":"user","content":"Again"}]}`), httpfront.DecodeOptions{Strict: true})
+			if e != nil {
+				t.Fatal(e)
+			}
+			got := string(r.Chat.Messages[1].Extra["reasoning_content"])
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("reasoning_content (-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, item := range []string{
+		`{"type":"reasoning","content":"not parts"}`,
+		`{"type":"reasoning","summary":{"text":"x"}}`,
+	} {
+		_, e := httpfront.DecodeResponses([]byte(`{"model":"m","input":[`+item+`,{"role":"assistant","content":"Hello."}]}`), httpfront.DecodeOptions{})
+		if e == nil || e.Status != 400 || e.Param != "input[0]" {
+			t.Errorf("%s: got %v, want a 400 naming input[0]", item, e)
+		}
+	}
 }
