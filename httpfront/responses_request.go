@@ -337,20 +337,15 @@ func responsesInput(f fields, strict bool) ([]map[string]any, []string, *Error) 
 			}
 			msgs, at = append(msgs, map[string]any{"role": "tool", "tool_call_id": callID, "content": out}), append(at, where)
 		case "reasoning":
-			var rs struct {
-				Content []struct {
-					Text string `json:"text"`
-				} `json:"content"`
-				Summary []struct {
-					Text string `json:"text"`
-				} `json:"summary"`
+			var content, summary []struct {
+				Text string `json:"text"`
 			}
-			if err := json.Unmarshal(mustJSON(it), &rs); err != nil {
+			if it.decode("content", "", &content) != nil || it.decode("summary", "", &summary) != nil {
 				return nil, nil, badParam(where, "Invalid '%s': expected a reasoning item with 'content' and 'summary' arrays of text parts.", where)
 			}
-			parts := rs.Content
+			parts := content
 			if len(parts) == 0 {
-				parts = rs.Summary
+				parts = summary
 			}
 			var b strings.Builder
 			for _, p := range parts {
