@@ -128,23 +128,10 @@ func (s *Server) completion(ctx *fasthttp.RequestCtx, m *Model) {
 		s.fail(ctx, e)
 		return
 	}
-	prompts := make([][]int32, len(r.Prompts))
-	for i, p := range r.Prompts {
-		if p.IDs != nil {
-			for _, id := range p.IDs {
-				if id < 0 || int(id) >= m.Tokenizer.VocabSize() {
-					s.fail(ctx, badParam("prompt", "Invalid token id %d in prompt %d: the vocabulary has %d tokens.", id, i, m.Tokenizer.VocabSize()))
-					return
-				}
-			}
-			prompts[i] = p.IDs
-			continue
-		}
-		prompts[i] = m.Tokenizer.Encode(p.Text, true, true)
-		if len(prompts[i]) == 0 {
-			s.fail(ctx, badParam("prompt", "Prompt %d encodes to no tokens.", i))
-			return
-		}
+	prompts, e := promptTokens(m.Tokenizer, r.Prompts, "prompt")
+	if e != nil {
+		s.fail(ctx, e)
+		return
 	}
 	if r.Echo {
 		r.Params.Echo = make([]string, len(r.Prompts)) // before the constraint
@@ -173,4 +160,27 @@ func compileParams(p *Params) (*grammar.Grammar, *Error) {
 		return compileConstraint(p.Constraint, p.ConstraintField)
 	}
 	return compileConstraint(src, p.ConstraintField)
+}
+
+// promptTokens is each prompt's token ids: token id prompts as sent, each
+// id inside the vocabulary, text prompts encoded with BOS and special
+// tokens, none empty. param ("prompt", "input") names the field in errors.
+func promptTokens(tk *tok.Tokenizer, ps []Prompt, param string) ([][]int32, *Error) {
+	out := make([][]int32, len(ps))
+	for i, p := range ps {
+		if p.IDs != nil {
+			for _, id := range p.IDs {
+				if id < 0 || int(id) >= tk.VocabSize() {
+					return nil, badParam(param, "Invalid token id %d in %s %d: the vocabulary has %d tokens.", id, param, i, tk.VocabSize())
+				}
+			}
+			out[i] = p.IDs
+			continue
+		}
+		out[i] = tk.Encode(p.Text, true, true)
+		if len(out[i]) == 0 {
+			return nil, badParam(param, "%s%s %d encodes to no tokens.", strings.ToUpper(param[:1]), param[1:], i)
+		}
+	}
+	return out, nil
 }

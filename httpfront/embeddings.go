@@ -72,22 +72,10 @@ func (s *Server) embeddings(ctx *fasthttp.RequestCtx, m *Model) {
 		s.fail(ctx, e)
 		return
 	}
-	ids := make([][]int32, len(ps))
-	for i, p := range ps {
-		if p.IDs == nil {
-			p.IDs = m.Tokenizer.Encode(p.Text, true, true)
-		}
-		for _, t := range p.IDs {
-			if t < 0 || int(t) >= m.Tokenizer.VocabSize() {
-				s.fail(ctx, badParam("input", "Invalid token id %d in input %d: the vocabulary has %d tokens.", t, i, m.Tokenizer.VocabSize()))
-				return
-			}
-		}
-		if len(p.IDs) == 0 {
-			s.fail(ctx, badParam("input", "Input %d encodes to no tokens.", i))
-			return
-		}
-		ids[i] = p.IDs
+	ids, e := promptTokens(m.Tokenizer, ps, "input")
+	if e != nil {
+		s.fail(ctx, e)
+		return
 	}
 	k, limit := int64(len(ids)), int64(m.Engine.Snapshot().MaxRunning+s.cfg.MaxQueue)
 	if k > limit {
