@@ -628,13 +628,13 @@ func (e *Engine) finish(r *request, reason string, err error) {
 // It is called by the loop goroutine; tests may call it on an engine they
 // drive.
 func (e *Engine) Step(ctx context.Context) error {
-	defer e.publish()
 	for _, r := range e.reqs {
 		if r.ctx.Err() != nil {
 			e.finish(r, FinishAbort, r.ctx.Err())
 		}
 	}
 	work := e.sched.Schedule()
+	e.publish() // admitted and preempted sequences, while the step runs
 	if len(work) == 0 {
 		if !e.sched.Idle() && e.sched.Running() == 0 {
 			return errors.New("engine: no request fits the kv cache")
@@ -738,6 +738,7 @@ func (e *Engine) Step(ctx context.Context) error {
 		}
 	}
 	outcomes := e.sched.Update(work, res)
+	e.publish() // before any event: a reader of an event sees the load after it
 	done := time.Now()
 	for si, w := range work {
 		if !decodeRow[si] {
