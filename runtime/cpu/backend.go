@@ -24,7 +24,7 @@ type Backend struct {
 	cache   kvPages
 	state   stateMemory // hybrid.go
 	// scales4 holds, per Q8_0 weight a prefill has multiplied, its block
-	// scales regrouped for q8Gemm4x4 (q8Scales4): made on first use.
+	// scales regrouped for the pair kernels (q8Scales4): made on first use.
 	scales4 map[*weights.Tensor][]float32
 }
 

@@ -53,10 +53,9 @@ type matmulState struct {
 	// produced them (see cached).
 	qx []int8    // [T*K]
 	qd []float32 // [T*K/32]
-	qp []byte    // [T*2K] qx for q8Gemm4x4 (q8Pairs), made for Q8_0 weights when T >= 4
-	qs []float32 // [T/4, K/32+q8Ahead, 16] qd for q8Gemm4x4 (q8TokenScales), made with qp
+	qz []byte    // [T/2, K/32, q8PairBlock] qx and qd for the pair kernels (q8PairLayout), made for Q8_0 weights when T >= 2
 	q  actKey
-	// qPairs reports whether the activations q names also have qp.
+	// qPairs reports whether the activations q names also have qz.
 	qPairs bool
 	rx     []float32 // [T*K]
 	r      actKey
@@ -232,7 +231,7 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			t.tiles = m.tiles
 		}
 	case tensor.Q8_0, tensor.Q4_0:
-		pairs := T >= 4 && w.DType == tensor.Q8_0 // only q8Gemm4x4 reads them
+		pairs := T >= 2 && w.DType == tensor.Q8_0 // only the pair kernels read them
 		if !m.q.cached(src, cur) || pairs && !m.qPairs {
 			if cap(m.qx) < len(x) {
 				m.qx = make([]int8, len(x))
@@ -240,20 +239,15 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			}
 			m.prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: m.qx[:len(x)], qd: m.qd[:len(x)/32]}
 			if pairs {
-				if cap(m.qp) < 2*len(x) {
-					m.qp = make([]byte, 2*len(x))
-				}
-				m.prep.qp = m.qp[:2*len(x)]
+				m.qz = grow64(m.qz, T/2*(K/32)*q8PairBlock)
+				m.prep.qz = m.qz
 			}
-			p.b.pool.run(T, 1, min(parts, T), &m.prep)
-			if pairs {
-				m.qs = q8TokenScales(m.qs, m.qd[:len(x)/32], T, K/32)
-			}
+			p.b.pool.run(T, 2, min(parts, T/2+T%2), &m.prep)
 			m.q, m.qPairs = actKey{src: src, at: cur, ok: true}, pairs
 		}
 		t.qx, t.qd = m.qx[:len(x)], m.qd[:len(x)/32]
 		if pairs {
-			t.qp, t.qs, t.ws = m.qp[:2*len(x)], m.qs, p.b.q8Scales4(w)
+			t.qz, t.ws = m.qz, p.b.q8Scales4(w)
 		}
 	}
 	if kernelOf(w.DType).kind == kindBlock {
@@ -354,7 +348,7 @@ type prepTask struct {
 	K  int
 	qx []int8    // [T, K]
 	qd []float32 // [T, K/32]
-	qp []byte    // [T, 2K] or nil: qx rewritten by q8Pairs
+	qz []byte    // [T/2, K/32, q8PairBlock] or nil: qx and qd as q8PairLayout writes them
 	rx []float32 // [T, K]
 }
 
@@ -376,8 +370,8 @@ func (t *prepTask) run(_, lo, hi int) {
 			}
 		}
 	}
-	if t.qp != nil && nb > 0 {
-		q8Pairs((*byte)(unsafe.Pointer(&t.qx[lo*K])), (hi-lo)*nb, &t.qp[2*lo*K])
+	if t.qz != nil {
+		q8PairLayout(t.qz, t.qx, t.qd, lo/2, hi/2, K)
 	}
 }
 
@@ -390,9 +384,8 @@ type matmulTask struct {
 	x        []float32 // [T, K] activations (f16/bf16: rounded)
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
-	qp       []byte    // [T, 2K] set for Q8_0 weights when T >= 4: qx as q8Pairs writes it
-	qs       []float32 // [T/4, K/32+q8Ahead, 16] set with qp: qd as q8TokenScales writes it
-	ws       []float32 // [N/4, K/32+q8Ahead, 4] set with qp: the weight's scales as q8Scales4 writes them
+	qz       []byte    // [T/2, K/32, q8PairBlock] set for Q8_0 weights when T >= 2: qx and qd as q8PairLayout writes them
+	ws       []float32 // [N/4, K/32+q8Ahead, 4] set with qz: the weight's scales as q8Scales4 writes them
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [4*K]; set when T >= 4 for f16/bf16
@@ -519,26 +512,24 @@ func (t *matmulTask) runQuant(lo, hi int) {
 	tb := tokenBlock(2 * K)
 	for t0 := 0; t0 < T; t0 += tb {
 		t1 := min(t0+tb, T)
-		if t1-t0 < 4 {
+		if t.qz == nil {
 			t.gemvQuant(lo, hi, t0, t1)
 			continue
 		}
+		// The pair kernels take the quads of rows q8Scales4 groups.
 		r := lo
-		if t.qp != nil {
-			// q8Gemm4x4 takes the quads of rows q8Scales4 groups.
-			for ; r < hi && r%4 != 0; r++ {
-				t.quantRow(r, t0, t1)
-			}
+		for ; r < hi && r%4 != 0; r++ {
+			t.quantRow(r, t0, t1)
 		}
 		for ; r+4 <= hi; r += 4 {
-			wp := unsafe.Pointer(&t.w[r*rb])
+			wp, ws := unsafe.Pointer(&t.w[r*rb]), unsafe.Pointer(&t.ws[r*(nb+q8Ahead)])
+			pair := func(tt int) unsafe.Pointer { return unsafe.Pointer(&t.qz[tt/2*nb*q8PairBlock]) }
 			tt := t0
-			if t.qp != nil {
-				ws := unsafe.Pointer(&t.ws[r*(nb+q8Ahead)])
-				for ; tt+4 <= t1; tt += 4 {
-					q8Gemm4x4(wp, uintptr(rb), unsafe.Pointer(&t.qp[2*tt*K]), uintptr(2*K), ws, unsafe.Pointer(&t.qs[tt*4*(nb+q8Ahead)]), nb,
-						unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
-				}
+			for ; tt+8 <= t1; tt += 8 {
+				q8Gemm4x8(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
+			}
+			for ; tt+2 <= t1; tt += 2 {
+				q8Gemm4x2(wp, uintptr(rb), pair(tt), 0, ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
 			}
 			for ; tt < t1; tt++ {
 				quantDot4x1(t.dt, wp, uintptr(rb), unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, unsafe.Pointer(&t.out[tt*N+r]), 4)
@@ -578,36 +569,40 @@ func (t *matmulTask) gemvQuant(lo, hi, t0, t1 int) {
 	}
 }
 
-// q8Ahead is how many blocks ahead q8Gemm4x4 makes its scale products: the
-// scale arrays it reads carry that many zero blocks past the last.
+// q8Ahead is how many zero blocks q8Scales4 pads each group of rows with.
 const q8Ahead = 2
 
-// q8TokenScales lays out the block scales qd [T, nb] of the tokens in
-// groups of 4 for q8Gemm4x4, reusing dst: [T/4, nb+q8Ahead, 16], where
-// block b of group g holds d(4g+j, b) at lanes 4j..4j+3 and the blocks from
-// nb on are zero (the kernel's read-ahead pad). Tokens past the last group
-// of 4 are left out.
-func q8TokenScales(dst, qd []float32, T, nb int) []float32 {
-	n := T / 4 * (nb + q8Ahead) * 16
-	if cap(dst) < n {
-		dst = make([]float32, n)
+// q8PairBlock is the bytes of one block of one pair of tokens in the pair
+// kernels' activation layout (see simd_amd64.s): 64 of quants, 64 of
+// corrections, 64 of scales.
+const q8PairBlock = 192
+
+// q8PairLayout writes pairs [p0, p1) of Q8_0 activations qx [T, K] (stored
+// as x+128, unsigned) and qd [T, K/32] into dst [T/2, K/32, q8PairBlock]
+// in the pair kernels' layout (q8PairToken; q8PairLayoutRef spells it out).
+func q8PairLayout(dst []byte, qx []int8, qd []float32, p0, p1, K int) {
+	nb := K / 32
+	if nb == 0 {
+		return
 	}
-	dst = dst[:n]
-	for g := range T / 4 {
-		grp := dst[g*(nb+q8Ahead)*16 : (g+1)*(nb+q8Ahead)*16]
-		for b := range nb {
-			for j := range 4 {
-				d := qd[(4*g+j)*nb+b]
-				grp[16*b+4*j], grp[16*b+4*j+1], grp[16*b+4*j+2], grp[16*b+4*j+3] = d, d, d, d
-			}
-		}
-		clear(grp[16*nb:])
+	for tok := 2 * p0; tok < 2*p1; tok++ {
+		q8PairToken((*byte)(unsafe.Pointer(&qx[tok*K])), &qd[tok*nb], nb, &dst[tok/2*nb*q8PairBlock+32*(tok%2)])
 	}
-	return dst
+}
+
+// grow64 is grow for bytes the kernels read in 64-byte pieces: the result
+// starts on a 64-byte boundary, so none of them straddles two cache lines.
+func grow64(s []byte, n int) []byte {
+	if cap(s) >= n && uintptr(unsafe.Pointer(unsafe.SliceData(s)))%64 == 0 {
+		return s[:n]
+	}
+	buf := make([]byte, n+63)
+	off := (64 - int(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%64)) % 64
+	return buf[off : off+n : off+n]
 }
 
 // q8Scales4 returns the block scales of Q8_0 weight w [N, K] as float32 in
-// groups of 4 rows for q8Gemm4x4, [N/4, K/32+q8Ahead, 4]: block b of group g
+// groups of 4 rows for the pair kernels, [N/4, K/32+q8Ahead, 4]: block b of group g
 // holds the scales of rows 4g..4g+3, and the blocks from K/32 on are zero
 // (the kernel's read-ahead pad). Rows past the last group of 4 are left
 // out. They are made on first use and kept: 4 bytes per 34-byte block.

@@ -12,19 +12,25 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
+// benchTokens are BenchmarkMatMul's activation rows: decode batches of
+// 1..16 rows and a prefill chunk of 64.
+var benchTokens = []int{1, 2, 4, 8, 16, 64}
+
 // BenchmarkMatMul times one matmul for each weight dtype, with the fast
-// kernels and the reference ones side by side: decode (T=1) on a weight of
-// 36864x1024, larger than the caches as a model's weights are, and a
-// prefill chunk (T=64) on the 0.6B-shape FFN size, 3072x1024. GB/s is weight
-// bytes read per second (meaningful for T=1, where weights dominate).
+// kernels and the reference ones side by side: decode batches (T <= 16) on
+// a weight of 36864x1024, larger than the caches as a model's weights are,
+// and a prefill chunk (T=64) on the 0.6B-shape FFN size, 3072x1024. GB/s is
+// weight bytes read per second (what bounds small T: a batch of T rows
+// should cost little more than one while it stays near the machine's
+// bandwidth), GMAC/s the multiply-adds (what bounds large T).
 // NINFER_BENCH_DTYPES limits the dtypes (see benchDTypes).
 func BenchmarkMatMul(b *testing.B) {
 	const k = 1024
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, dt := range benchDTypes(b) {
-		for _, T := range []int{1, 64} {
+		for _, T := range benchTokens {
 			n := 3072
-			if T == 1 {
+			if T <= 16 && os.Getenv("NINFER_BENCH_SMALLW") == "" {
 				n = 36864
 			}
 			w := randWeight(r, dt, n, k)

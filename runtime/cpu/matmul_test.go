@@ -7,7 +7,9 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
@@ -157,7 +159,7 @@ func TestQuantMatMulBitExact(t *testing.T) {
 		for _, k := range []int{32, 64, 96, 1024} {
 			for _, n := range []int{1, 3, 4, 7, 13, 64} {
 				w := randWeight(r, dt, n, k)
-				for _, T := range []int{1, 2, 4, 5, 9, 13} {
+				for _, T := range []int{1, 2, 3, 4, 5, 8, 9, 13, 16, 17} {
 					x := randActivations(r, T, k)
 					want := runMatMul(w, x, T, 1, false)
 					for _, threads := range []int{1, 2, 3} {
@@ -176,7 +178,7 @@ func TestQuantMatMulBitExact(t *testing.T) {
 }
 
 // TestQuantMatMulRanges runs a Q8_0 matmul task over row ranges that start
-// and end off the quads q8Gemm4x4 works on, as a fused group hands a
+// and end off the quads the pair kernels work on, as a fused group hands a
 // matmul whose predecessor's rows are not a multiple of 4, and checks each
 // range against the reference.
 func TestQuantMatMulRanges(t *testing.T) {
@@ -431,5 +433,62 @@ func TestMatMulTokenBlockTail(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// q8PairLayoutRef is q8PairLayout spelled out: per pair p (tokens 2p and
+// 2p+1) and block b, 192 bytes: both tokens' signed quants (32 each), their
+// corrections -128*(sum of each lane of 4 quants) as int32 (8 lanes each),
+// their scales over 8 lanes each.
+func q8PairLayoutRef(dst []byte, qx []int8, qd []float32, p0, p1, K int) {
+	nb := K / 32
+	for p := p0; p < p1; p++ {
+		for b := range nb {
+			blk := dst[(p*nb+b)*q8PairBlock : (p*nb+b+1)*q8PairBlock]
+			for h := range 2 {
+				tok := 2*p + h
+				xs := qx[tok*K+32*b : tok*K+32*b+32]
+				d := math.Float32bits(qd[tok*nb+b])
+				for l := range 8 {
+					var sum int32
+					for j := range 4 {
+						v := xs[4*l+j] ^ -0x80
+						blk[32*h+4*l+j] = byte(v)
+						sum += int32(v)
+					}
+					binary.LittleEndian.PutUint32(blk[64+32*h+4*l:], uint32(-128*sum))
+					binary.LittleEndian.PutUint32(blk[128+32*h+4*l:], d)
+				}
+			}
+		}
+	}
+}
+
+// TestQ8PairLayout checks the pair kernels' activation layout against its
+// spelled-out definition, including extreme quants.
+func TestQ8PairLayout(t *testing.T) {
+	requireSIMD(t)
+	r := rand.New(rand.NewPCG(17, 18))
+	const T, K = 7, 96
+	qx := make([]int8, T*K)
+	for i := range qx {
+		qx[i] = int8(r.IntN(256) - 128)
+	}
+	qx[0], qx[1], qx[2], qx[3] = -128, -128, -128, -128 // x = 0 stored as 0x80... and its extremes
+	qx[4], qx[5], qx[6], qx[7] = 127, 127, 127, 127
+	qd := make([]float32, T*K/32)
+	for i := range qd {
+		qd[i] = r.Float32()
+	}
+	want := make([]byte, T/2*(K/32)*q8PairBlock)
+	q8PairLayoutRef(want, qx, qd, 0, T/2, K)
+	got := grow64(nil, len(want))
+	q8PairLayout(got, qx, qd, 0, 1, K)
+	q8PairLayout(got, qx, qd, 1, T/2, K)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("layout (-want +got):\n%s", diff)
+	}
+	if uintptr(unsafe.Pointer(&got[0]))%64 != 0 {
+		t.Errorf("grow64 result not 64-byte aligned")
 	}
 }

@@ -22,8 +22,8 @@ type moeState struct {
 	// matmul path's caches (matmulState).
 	rx     []float32
 	qx     []int8
-	qd, qs []float32
-	qp     []byte
+	qd     []float32
+	qz     []byte
 	aq     actQuant
 	prep   prepTask
 	aPre   blockPrepTask
@@ -128,18 +128,17 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 			t.tiles = p.mm.tiles
 		}
 	case tensor.Q8_0, tensor.Q4_0:
-		pairs := T >= 4 && w.DType == tensor.Q8_0
+		pairs := T >= 2 && w.DType == tensor.Q8_0
 		m.qx, m.qd = grow(m.qx, len(x)), grow(m.qd, len(x)/32)
 		m.prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: m.qx, qd: m.qd}
 		if pairs {
-			m.qp = grow(m.qp, 2*len(x))
-			m.prep.qp = m.qp
+			m.qz = grow64(m.qz, T/2*(K/32)*q8PairBlock)
+			m.prep.qz = m.qz
 		}
-		p.b.pool.run(T, 1, min(parts, T), &m.prep)
+		p.b.pool.run(T, 2, min(parts, T/2+T%2), &m.prep)
 		t.qx, t.qd = m.qx, m.qd
 		if pairs {
-			m.qs = q8TokenScales(m.qs, m.qd, T, K/32)
-			t.qp, t.qs, t.ws = m.qp, m.qs, p.b.q8Scales4(w)
+			t.qz, t.ws = m.qz, p.b.q8Scales4(w)
 		}
 	}
 	if kernelOf(w.DType).kind == kindBlock {

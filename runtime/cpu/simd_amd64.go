@@ -58,7 +58,10 @@ func cvtBF16(dst *float32, src unsafe.Pointer, n int)
 func fmaChain(x, y *float32, n int) float32
 
 //go:noescape
-func q8Pairs(xu *byte, nb int, dst *byte)
+func q8PairToken(xu *byte, xd *float32, nb int, dst *byte)
 
 //go:noescape
-func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, xpstride uintptr, ws unsafe.Pointer, xs unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+func q8Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+
+//go:noescape
+func q8Gemm4x2(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)

@@ -349,7 +349,7 @@ f32g4done:
 // dx1 x8] (Y5 = dx0 x8 for a single block), Z11 = 0x80 bytes. The Q8_0
 // kernels instead flip the weights to unsigned and correct by the
 // activations' sums, which they share across rows: one VPDPBUSD per row,
-// token and block (see Q8ROWY, and q8Pairs for the prefill kernels).
+// token and block (see Q8ROWY, and the pair kernels for batches).
 
 // Q8SCALE2 leaves [d0 x8 | d1 x8] (d = d_w * d_x as float32) in Z6 for the
 // two Q8_0 blocks at (row) and stride(row). Clobbers X10.
@@ -587,18 +587,6 @@ q4d4done:
 	VZEROUPPER
 	RET
 
-// G4STORE reduces the accumulators a0..a3 (HSUM8; rows 0..3 of one token)
-// and stores them at (BX), 4(BX), 8(BX), 12(BX).
-#define G4STORE(a0, x0, a1, x1, a2, x2, a3, x3) \
-	HSUM8(a0, x0); \
-	VMOVSS X0, 0(BX); \
-	HSUM8(a1, x1); \
-	VMOVSS X0, 4(BX); \
-	HSUM8(a2, x2); \
-	VMOVSS X0, 8(BX); \
-	HSUM8(a3, x3); \
-	VMOVSS X0, 12(BX)
-
 // func cvtF16(dst *float32, src unsafe.Pointer, n int)
 // dst[i] = f16 src[i] as float32 for i < n rounded down to a multiple of 16.
 TEXT ·cvtF16(SB), NOSPLIT, $0-24
@@ -658,153 +646,212 @@ fmachaindone:
 	VMOVSS X0, ret+24(FP)
 	RET
 
-// func q8Pairs(xu *byte, nb int, dst *byte)
-// Rewrites nb blocks of Q8_0 activations stored as x+128 (xu, 32 bytes each)
-// for q8Gemm4x4: 64 bytes per block, the signed quants x, then -128 * (sum
-// of x) for each lane of 4 as int32 (the correction that turns
-// dot(w+128, x) into dot(w, x)).
-TEXT ·q8Pairs(SB), NOSPLIT, $0-24
+// func q8PairToken(xu *byte, xd *float32, nb int, dst *byte)
+// Writes one token's nb blocks of Q8_0 activations (quants stored as x+128
+// at xu, 32 bytes per block; scales at xd) into the pair kernels' layout:
+// block k at dst + k*192 gets the signed quants (32 bytes), at +64 the
+// corrections -128*(sum of each lane of 4 quants) as int32, at +128 the
+// scale over 8 lanes. dst is the pair's first block plus 32 for the pair's
+// second token.
+TEXT ·q8PairToken(SB), NOSPLIT, $0-32
 	MOVQ xu+0(FP), SI
-	MOVQ nb+8(FP), CX
-	MOVQ dst+16(FP), DI
+	MOVQ xd+8(FP), DX
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Y14
 	MOVL $0x01010101, AX
 	VPBROADCASTD AX, Y13
+	VPXOR Y15, Y15, Y15
 	TESTQ CX, CX
-	JEQ   q8pdone
-q8ploop:
-	VPXOR    (SI), Y14, Y0
-	VMOVDQU  Y0, (DI)
-	VPXOR    Y1, Y1, Y1
-	VPDPBUSD Y0, Y13, Y1
-	VPSLLD   $7, Y1, Y1
-	VPXOR    Y2, Y2, Y2
-	VPSUBD   Y1, Y2, Y2
-	VMOVDQU  Y2, 32(DI)
+	JEQ   q8ptdone
+q8ptloop:
+	VPXOR        (SI), Y14, Y0
+	VMOVDQU      Y0, (DI)
+	VPXOR        Y1, Y1, Y1
+	VPDPBUSD     Y0, Y13, Y1
+	VPSLLD       $7, Y1, Y1
+	VPSUBD       Y1, Y15, Y2
+	VMOVDQU      Y2, 64(DI)
+	VBROADCASTSS (DX), Y3
+	VMOVUPS      Y3, 128(DI)
 	ADDQ $32, SI
-	ADDQ $64, DI
+	ADDQ $4, DX
+	ADDQ $192, DI
 	DECQ CX
-	JNZ  q8ploop
-q8pdone:
+	JNZ  q8ptloop
+q8ptdone:
 	VZEROUPPER
 	RET
 
-// G44TOK accumulates one block of token j (its x at xp and correction at
-// xc, laid out by q8Pairs) against the 4 rows' unsigned weights in Y0..Y3
-// into a0..a3: per row one VPDPBUSD onto the correction, a conversion and a
-// fused multiply-add by the row's scale product d_w*d_x, broadcast from
-// p0..p3. This is dotQ8's lane arithmetic.
-#define G44TOK(xp, xc, p0, p1, p2, p3, a0, a1, a2, a3) \
-	VMOVDQU          xp, Y4; \
-	VMOVDQU          xc, Y5; \
-	VMOVDQA          Y5, Y6; \
-	VPDPBUSD         Y4, Y0, Y6; \
-	VMOVDQA          Y5, Y7; \
-	VPDPBUSD         Y4, Y1, Y7; \
-	VMOVDQA          Y5, Y8; \
-	VPDPBUSD         Y4, Y2, Y8; \
-	VMOVDQA          Y5, Y9; \
-	VPDPBUSD         Y4, Y3, Y9; \
-	VCVTDQ2PS        Y6, Y6; \
-	VCVTDQ2PS        Y7, Y7; \
-	VCVTDQ2PS        Y8, Y8; \
-	VCVTDQ2PS        Y9, Y9; \
-	VFMADD231PS.BCST p0, Y6, a0; \
-	VFMADD231PS.BCST p1, Y7, a1; \
-	VFMADD231PS.BCST p2, Y8, a2; \
-	VFMADD231PS.BCST p3, Y9, a3
+// The pair kernels below take Q8_0 activations two tokens to a 512-bit
+// register, laid out by q8PairLayout: for the pair of tokens (a, b) and
+// block k, 192 bytes at k*192: the signed quants of a then of b (64), the
+// corrections -128*(sum of each lane of 4 quants) of a then b as int32
+// (64), and the scales d_a x8 then d_b x8 as float32 (64). Against 4 rows
+// of Q8_0 weights flipped to unsigned and broadcast to both halves, one
+// VPDPBUSD gives both tokens' 8 lane sums, so each (row, pair, block) is
+// one VPDPBUSD, one conversion, one scale product d_w*d_x and one fused
+// multiply-add: dotQ8's lane arithmetic for two tokens at once.
 
-// func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, xpstride uintptr, ws unsafe.Pointer, xs unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
-// For the 4 Q8_0 rows w + i*wstride and the 4 tokens j (laid out by q8Pairs
-// at xp + j*xpstride; strides in bytes): out + j*ostride + 4*i =
-// dotQ8(row i, token j), bit for bit, as q8Dot4x1 computes it. ws holds the
-// rows' block scales as float32, 4 per block (q8Scales4), and xs the
-// tokens', 16 per block with d_x(j) at lanes 4j..4j+3 (q8TokenScales); both
-// have 2 blocks of padding past nb. One multiply per block makes its 16
-// products d_w*d_x (lane 4j+i) into a ring of 4 64-byte slots on the stack
-// (R15, slot R14), 2 blocks ahead of the fused multiply-adds that broadcast
-// them, so that no load waits on the store before it. The weights are made
-// unsigned once per block for all 4 tokens.
-TEXT ·q8Gemm4x4(SB), NOSPLIT, $320-72
+// ZPAIR accumulates one block of one pair (quants at xq, corrections at
+// xc, scales at xs) against the weights in Z0..Z3 (row scales at 0..12(DX))
+// into a0..a3. Clobbers Z4..Z12.
+#define ZPAIR(xq, xc, xs, a0, a1, a2, a3) \
+	VMOVUPS          xs, Z4; \
+	VMOVDQU32        xc, Z5; \
+	VPDPBUSD         xq, Z0, Z5; \
+	VMOVDQU32        xc, Z7; \
+	VPDPBUSD         xq, Z1, Z7; \
+	VMOVDQU32        xc, Z9; \
+	VPDPBUSD         xq, Z2, Z9; \
+	VMOVDQU32        xc, Z11; \
+	VPDPBUSD         xq, Z3, Z11; \
+	VCVTDQ2PS        Z5, Z5; \
+	VCVTDQ2PS        Z7, Z7; \
+	VCVTDQ2PS        Z9, Z9; \
+	VCVTDQ2PS        Z11, Z11; \
+	VMULPS.BCST      0(DX), Z4, Z6; \
+	VMULPS.BCST      4(DX), Z4, Z8; \
+	VMULPS.BCST      8(DX), Z4, Z10; \
+	VMULPS.BCST      12(DX), Z4, Z12; \
+	VFMADD231PS      Z6, Z5, a0; \
+	VFMADD231PS      Z8, Z7, a1; \
+	VFMADD231PS      Z10, Z9, a2; \
+	VFMADD231PS      Z12, Z11, a3
+
+// ZWEIGHTS loads the next block of the 4 rows at SI, R10, R11, R12 into
+// Z0..Z3 as unsigned bytes (w XOR 0x80, both halves), and prefetches the
+// same block of the next 4 rows (R8 = wstride): a worker's rows are one
+// stream that the hardware prefetchers alone do not keep far enough ahead
+// of kernels this slow to consume it. Needs Z15 = 0x80s.
+#define ZWEIGHTS \
+	PREFETCHT0      (SI)(R8*4); \
+	PREFETCHT0      (R10)(R8*4); \
+	PREFETCHT0      (R11)(R8*4); \
+	PREFETCHT0      (R12)(R8*4); \
+	VBROADCASTI64X4 2(SI), Z0; \
+	VPXORD          Z15, Z0, Z0; \
+	VBROADCASTI64X4 2(R10), Z1; \
+	VPXORD          Z15, Z1, Z1; \
+	VBROADCASTI64X4 2(R11), Z2; \
+	VPXORD          Z15, Z2, Z2; \
+	VBROADCASTI64X4 2(R12), Z3; \
+	VPXORD          Z15, Z3, Z3
+
+// ZSTORE reduces pair accumulators a0..a3 (rows 0..3) into the outputs of
+// its first token at (BX) and its second at (BX)(R9*1), 4 floats each.
+// Clobbers X0, X1, Y4, X4.
+#define ZSTORE(a0, y0, x0, a1, y1, x1, a2, y2, x2, a3, y3, x3) \
+	HSUM8(y0, x0); VMOVSS X0, 0(BX); \
+	HSUM8(y1, x1); VMOVSS X0, 4(BX); \
+	HSUM8(y2, x2); VMOVSS X0, 8(BX); \
+	HSUM8(y3, x3); VMOVSS X0, 12(BX); \
+	VEXTRACTF32X8 $1, a0, Y4; HSUM8(Y4, X4); VMOVSS X0, 0(BX)(R9*1); \
+	VEXTRACTF32X8 $1, a1, Y4; HSUM8(Y4, X4); VMOVSS X0, 4(BX)(R9*1); \
+	VEXTRACTF32X8 $1, a2, Y4; HSUM8(Y4, X4); VMOVSS X0, 8(BX)(R9*1); \
+	VEXTRACTF32X8 $1, a3, Y4; HSUM8(Y4, X4); VMOVSS X0, 12(BX)(R9*1)
+
+// ZSETUP sets up the pair kernels after their arguments are loaded (SI =
+// w, R8 = wstride): R10..R12 = weight rows 1..3, Z15 = 0x80s.
+#define ZSETUP \
+	LEAQ (SI)(R8*1), R10; \
+	LEAQ (SI)(R8*2), R11; \
+	LEAQ (R11)(R8*1), R12; \
+	MOVL $0x80808080, AX; \
+	VPBROADCASTD AX, Z15
+
+// func q8Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// For the 4 Q8_0 rows w + i*wstride (row scales ws: 4 float32 per block,
+// as q8Scales4 groups them) and the 8 tokens of 4 pairs laid out by
+// q8PairLayout at xp + p*pstride: out + j*ostride + 4*i = dotQ8(row i,
+// token j).
+TEXT ·q8Gemm4x8(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R8
 	MOVQ xp+16(FP), DI
-	MOVQ xpstride+24(FP), R9
+	MOVQ pstride+24(FP), R9
 	MOVQ ws+32(FP), DX
-	MOVQ xs+40(FP), BX
-	MOVQ nb+48(FP), CX
-	LEAQ (SI)(R8*1), R10
-	LEAQ (SI)(R8*2), R11
-	LEAQ (R11)(R8*1), R12
+	MOVQ nb+40(FP), CX
+	ZSETUP
 	LEAQ (DI)(R9*2), R13
 	ADDQ R9, R13
-	MOVQ SP, R15
-	ADDQ $63, R15
-	ANDQ $~63, R15
-	MOVL $0x80808080, R8
-	VPBROADCASTD R8, Y11
-	VXORPS Y16, Y16, Y16
-	VXORPS Y17, Y17, Y17
-	VXORPS Y18, Y18, Y18
-	VXORPS Y19, Y19, Y19
-	VXORPS Y20, Y20, Y20
-	VXORPS Y21, Y21, Y21
-	VXORPS Y22, Y22, Y22
-	VXORPS Y23, Y23, Y23
-	VXORPS Y24, Y24, Y24
-	VXORPS Y25, Y25, Y25
-	VXORPS Y26, Y26, Y26
-	VXORPS Y27, Y27, Y27
-	VXORPS Y28, Y28, Y28
-	VXORPS Y29, Y29, Y29
-	VXORPS Y30, Y30, Y30
-	VXORPS Y31, Y31, Y31
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
 	TESTQ CX, CX
-	JEQ   g44done
-	VBROADCASTF32X4 (DX), Z12
-	VMULPS    (BX), Z12, Z12
-	VMOVAPS   Z12, (R15)
-	VBROADCASTF32X4 16(DX), Z12
-	VMULPS    64(BX), Z12, Z12
-	VMOVAPS   Z12, 64(R15)
-	XORQ      R14, R14
-g44loop:
-	VBROADCASTF32X4 32(DX), Z12
-	VMULPS    128(BX), Z12, Z12
-	LEAQ      128(R14), R8
-	ANDQ      $192, R8
-	VMOVAPS   Z12, (R15)(R8*1)
-	LEAQ      (R15)(R14*1), R8
-	VPXOR 2(SI), Y11, Y0
-	VPXOR 2(R10), Y11, Y1
-	VPXOR 2(R11), Y11, Y2
-	VPXOR 2(R12), Y11, Y3
-	G44TOK((DI), 32(DI), (R8), 4(R8), 8(R8), 12(R8), Y16, Y17, Y18, Y19)
-	G44TOK((DI)(R9*1), 32(DI)(R9*1), 16(R8), 20(R8), 24(R8), 28(R8), Y20, Y21, Y22, Y23)
-	G44TOK((DI)(R9*2), 32(DI)(R9*2), 32(R8), 36(R8), 40(R8), 44(R8), Y24, Y25, Y26, Y27)
-	G44TOK((R13), 32(R13), 48(R8), 52(R8), 56(R8), 60(R8), Y28, Y29, Y30, Y31)
+	JEQ   z48done
+z48loop:
+	ZWEIGHTS
+	ZPAIR((DI), 64(DI), 128(DI), Z16, Z17, Z18, Z19)
+	ZPAIR((DI)(R9*1), 64(DI)(R9*1), 128(DI)(R9*1), Z20, Z21, Z22, Z23)
+	ZPAIR((DI)(R9*2), 64(DI)(R9*2), 128(DI)(R9*2), Z24, Z25, Z26, Z27)
+	ZPAIR((R13), 64(R13), 128(R13), Z28, Z29, Z30, Z31)
 	ADDQ $34, SI
 	ADDQ $34, R10
 	ADDQ $34, R11
 	ADDQ $34, R12
-	ADDQ $64, DI
-	ADDQ $64, R13
+	ADDQ $192, DI
+	ADDQ $192, R13
 	ADDQ $16, DX
-	ADDQ $64, BX
-	ADDQ $64, R14
-	ANDQ $192, R14
 	DECQ CX
-	JNZ  g44loop
-g44done:
-	MOVQ out+56(FP), BX
-	MOVQ ostride+64(FP), R9
-	G4STORE(Y16, X16, Y17, X17, Y18, X18, Y19, X19)
-	ADDQ R9, BX
-	G4STORE(Y20, X20, Y21, X21, Y22, X22, Y23, X23)
-	ADDQ R9, BX
-	G4STORE(Y24, X24, Y25, X25, Y26, X26, Y27, X27)
-	ADDQ R9, BX
-	G4STORE(Y28, X28, Y29, X29, Y30, X30, Y31, X31)
+	JNZ  z48loop
+z48done:
+	MOVQ out+48(FP), BX
+	MOVQ ostride+56(FP), R9
+	ZSTORE(Z16, Y16, X16, Z17, Y17, X17, Z18, Y18, X18, Z19, Y19, X19)
+	LEAQ (BX)(R9*2), BX
+	ZSTORE(Z20, Y20, X20, Z21, Y21, X21, Z22, Y22, X22, Z23, Y23, X23)
+	LEAQ (BX)(R9*2), BX
+	ZSTORE(Z24, Y24, X24, Z25, Y25, X25, Z26, Y26, X26, Z27, Y27, X27)
+	LEAQ (BX)(R9*2), BX
+	ZSTORE(Z28, Y28, X28, Z29, Y29, X29, Z30, Y30, X30, Z31, Y31, X31)
+	VZEROUPPER
+	RET
+
+// func q8Gemm4x2(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// q8Gemm4x8 for one pair of tokens (pstride unused).
+TEXT ·q8Gemm4x2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xp+16(FP), DI
+	MOVQ pstride+24(FP), R9
+	MOVQ ws+32(FP), DX
+	MOVQ nb+40(FP), CX
+	ZSETUP
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	TESTQ CX, CX
+	JEQ   z42done
+z42loop:
+	ZWEIGHTS
+	ZPAIR((DI), 64(DI), 128(DI), Z16, Z17, Z18, Z19)
+	ADDQ $34, SI
+	ADDQ $34, R10
+	ADDQ $34, R11
+	ADDQ $34, R12
+	ADDQ $192, DI
+	ADDQ $16, DX
+	DECQ CX
+	JNZ  z42loop
+z42done:
+	MOVQ out+48(FP), BX
+	MOVQ ostride+56(FP), R9
+	ZSTORE(Z16, Y16, X16, Z17, Y17, X17, Z18, Y18, X18, Z19, Y19, X19)
 	VZEROUPPER
 	RET
