@@ -49,6 +49,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	host := fs.String("host", "127.0.0.1", "address to listen on (0.0.0.0 exposes the server to the network)")
 	port := fs.Int("port", 8080, "TCP port (0 = any free port; the ready line names it)")
 	maxConc := fs.Int("max-concurrency", 16, "most sequences that share an engine step")
+	stepTokens := fs.Int("step-tokens", 0, "most tokens one engine step computes: decode rows first, then prefill chunks (vLLM's max_num_batched_tokens); smaller trades time to first token for steadier inter-token latency (default the graph's prefill chunk + one decode row per --max-concurrency)")
 	apiKey := fs.String("api-key", "", "require 'Authorization: Bearer KEY' on /v1/ calls (visible in ps: prefer --api-key-file or $"+apiKeyEnv+")")
 	apiKeyFile := fs.String("api-key-file", "", "read the API key from this file (its first line)")
 	modelID := fs.String("model-id", "", "model name clients pass (default: the file name without .gguf)")
@@ -75,6 +76,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("--port %d must be in [0, 65535]", *port))
 	case *maxConc < 1:
 		return fail(fmt.Errorf("--max-concurrency %d must be >= 1", *maxConc))
+	case *stepTokens < 0:
+		return fail(fmt.Errorf("--step-tokens %d must be >= 0", *stepTokens))
 	case *maxQueue < 1:
 		return fail(fmt.Errorf("--max-queue %d must be >= 1", *maxQueue))
 	case *timeout <= 0:
@@ -109,7 +112,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	opts.MaxRunning = *maxConc
+	opts.MaxRunning, opts.StepTokens = *maxConc, *stepTokens
 	if tp.Enabled {
 		opts.Observer = tp
 	}

@@ -38,6 +38,15 @@ type Config struct {
 	KVMemory int64
 	// MaxRunning bounds the sequences that hold KV at once; 0 means 8.
 	MaxRunning int
+	// StepTokens bounds the tokens one step computes across sequences
+	// (sched.Config.StepTokens): decode rows and their drafts first, then
+	// prefill chunks. 0 means the plan's prefill chunk plus a decode row
+	// (and its drafts) for each of MaxRunning sequences. Smaller values
+	// shorten the steps decode rows share with prefill (inter-token
+	// latency) at the cost of slower prefill (time to first token); it may
+	// not be less than MaxRunning*(1+draft), or decoding sequences would
+	// skip steps.
+	StepTokens int
 	// Context bounds prompt + generated tokens of one request; 0 means the model's.
 	Context int
 	// Observer, if not nil, is told about every step (traces, metrics).
@@ -346,7 +355,15 @@ func New(cfg Config) (*Engine, error) {
 		m.EnablePrefixCache(prefixSalt(cfg.Model, p, pol.KVDType))
 	}
 	e.kv = m
-	e.sched, err = sched.New(sched.Config{Chunk: pol.PrefillChunk, StepTokens: pol.PrefillChunk + maxRunning*(1+e.draftK),
+	stepTokens := cfg.StepTokens
+	switch {
+	case stepTokens == 0:
+		stepTokens = pol.PrefillChunk + maxRunning*(1+e.draftK)
+	case stepTokens < maxRunning*(1+e.draftK):
+		return nil, fmt.Errorf("engine: step tokens %d is less than %d: %d running sequences x %d tokens per decode step",
+			stepTokens, maxRunning*(1+e.draftK), maxRunning, 1+e.draftK)
+	}
+	e.sched, err = sched.New(sched.Config{Chunk: pol.PrefillChunk, StepTokens: stepTokens,
 		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch, StateSlots: state.Slots, Snapshots: snapshots}, m)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -218,5 +219,78 @@ func TestSnapshot(t *testing.T) {
 	for range first {
 	}
 	for range second {
+	}
+}
+
+// stepRecorder keeps the engine's steps.
+type stepRecorder struct {
+	mu    sync.Mutex
+	steps []engine.StepInfo
+}
+
+func (r *stepRecorder) ObserveStep(s engine.StepInfo) {
+	r.mu.Lock()
+	r.steps = append(r.steps, s)
+	r.mu.Unlock()
+}
+
+// With a step budget smaller than the prompt, every step stays within the
+// budget, a sequence that decodes gets its row in every step while another
+// prefills, and the tokens equal those generated alone; a budget below one
+// row per running sequence is refused.
+func TestStepTokens(t *testing.T) {
+	m := modelPath(t, "stories260K.gguf")
+	if _, err := instance.Open(instance.Options{Model: m, MaxRunning: 4, StepTokens: 3, Threads: 1}); err == nil ||
+		!strings.Contains(err.Error(), "step tokens 3 is less than 4") {
+		t.Fatalf("StepTokens 3 with MaxRunning 4: err = %v, want the budget refused", err)
+	}
+	rec := &stepRecorder{}
+	const budget = 6
+	in := open(t, instance.Options{Model: m, MaxRunning: 2, StepTokens: budget, Threads: 1, Observer: rec, NoPrefixCache: true})
+	short := engine.Request{Prompt: in.Tokenizer.Encode("The cat", true, true), MaxTokens: 40}
+	long := engine.Request{Prompt: in.Tokenizer.Encode("Once upon a time there was a little girl named Lily who loved to play outside in the park with her friends every day", true, true), MaxTokens: 4}
+	wantShort, wantLong := generate(t, in, short), generate(t, in, long)
+	rec.mu.Lock()
+	rec.steps = nil
+	rec.mu.Unlock()
+	shortCh, err := in.Engine.Submit(context.Background(), short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotShort []int32
+	for ev := range shortCh {
+		if ev.Done {
+			continue
+		}
+		gotShort = append(gotShort, ev.Token)
+		if len(gotShort) == 2 { // decoding: now the long prompt arrives
+			res, err := in.Generate(context.Background(), long, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(wantLong, res.IDs); diff != "" {
+				t.Errorf("long prompt beside a decoder (-alone +together):\n%s", diff)
+			}
+		}
+	}
+	if diff := cmp.Diff(wantShort, gotShort); diff != "" {
+		t.Errorf("decoder beside a long prefill (-alone +together):\n%s", diff)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	prefillSteps := 0
+	for i, s := range rec.steps {
+		if s.Rows > budget {
+			t.Errorf("step %d: %d rows > budget %d", i, s.Rows, budget)
+		}
+		if s.PrefillTokens > 0 && s.DecodeReady > 0 && s.DecodeRows == 0 {
+			t.Errorf("step %d: %d prefill tokens and no decode row while %d sequences were ready to decode", i, s.PrefillTokens, s.DecodeReady)
+		}
+		if s.PrefillTokens > 0 && s.DecodeRows > 0 {
+			prefillSteps++
+		}
+	}
+	if min := (len(long.Prompt) + budget - 2) / (budget - 1); prefillSteps < min {
+		t.Errorf("%d steps mixed prefill with decode, want at least %d (the long prompt in chunks of %d beside one decode row)", prefillSteps, min, budget-1)
 	}
 }

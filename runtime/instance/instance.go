@@ -42,6 +42,7 @@ type Options struct {
 	KVTokens   int         // KV capacity in tokens; 0 = engine default
 	KVMemory   int64       // KV capacity in bytes when KVTokens is 0; 0 = engine default
 	MaxRunning int         // concurrent sequences; 0 = engine default
+	StepTokens int         // most tokens per engine step; 0 = engine default (engine.Config)
 	Context    int         // per-request token limit; 0 = the model's
 	// Mmap maps the model files (weights.Open) for every backend. Without
 	// it, files for a backend that streams host weights (exec.HostStreamer,
@@ -139,7 +140,7 @@ func Open(o Options) (*Instance, error) {
 		}
 	}
 	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory,
-		MaxRunning: o.MaxRunning, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend,
+		MaxRunning: o.MaxRunning, StepTokens: o.StepTokens, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend,
 		NoPrefixCache: o.NoPrefixCache})
 	if err != nil {
 		closeAll()

@@ -52,6 +52,10 @@ type Seq struct {
 // Pending is the number of known tokens not yet in the cache.
 func (s *Seq) Pending() int { return len(s.Tokens) - s.Computed }
 
+// decodes reports whether the sequence's next step feeds one generated
+// token (it decodes) rather than prompt tokens or a recomputed prefix.
+func (s *Seq) decodes() bool { return s.Pending() == 1 && len(s.Tokens) > s.Prompt }
+
 // Generated is the number of tokens after the prompt.
 func (s *Seq) Generated() int { return len(s.Tokens) - s.Prompt }
 
@@ -73,8 +77,11 @@ type Work struct {
 
 // Config bounds a step.
 type Config struct {
-	Chunk      int // most prompt tokens of one sequence per step
-	StepTokens int // most tokens per step across sequences (>= Chunk)
+	Chunk int // most prompt tokens of one sequence per step
+	// StepTokens is the most tokens one step computes across sequences
+	// (decode rows, their drafts, prefill chunks): the knob that trades
+	// time to first token against inter-token latency.
+	StepTokens int
 	MaxRunning int // most sequences holding KV blocks at once
 	// Draft is the most draft tokens a decoding sequence may verify per
 	// step; 0 turns speculation off.
@@ -113,11 +120,8 @@ func (sc *Scheduler) PrefixStats() PrefixStats { return sc.stats }
 
 // New returns a scheduler over the block manager m.
 func New(cfg Config, m *kv.Manager) (*Scheduler, error) {
-	if cfg.Chunk <= 0 || cfg.MaxRunning <= 0 || cfg.Draft < 0 || cfg.DraftMaxBatch < 0 {
+	if cfg.Chunk <= 0 || cfg.MaxRunning <= 0 || cfg.Draft < 0 || cfg.DraftMaxBatch < 0 || cfg.StepTokens <= 0 {
 		return nil, fmt.Errorf("sched: bad config %+v", cfg)
-	}
-	if cfg.StepTokens < cfg.Chunk {
-		cfg.StepTokens = cfg.Chunk
 	}
 	if cfg.StateSlots < 0 || cfg.Snapshots < 0 || (cfg.Snapshots > 0 && cfg.Snapshots < cfg.Draft+1) {
 		return nil, fmt.Errorf("sched: bad config %+v", cfg)
@@ -174,36 +178,54 @@ func without(list []*Seq, s *Seq) []*Seq {
 
 // Schedule returns the next step's work, reserving KV slots for it. An
 // empty result with work queued means nothing fits until a sequence ends.
+//
+// The step's token budget (Config.StepTokens) goes first to the running
+// sequences that decode (one token each, plus drafts), then to the prefill
+// chunks of running sequences, then to admitting waiting ones, each group
+// oldest first (vLLM's chunked-prefill policy): a long prompt never delays
+// the sequences that are already generating. KV blocks go by age: a
+// sequence that cannot grow preempts the youngest running one, even one
+// already given work this step. The work is listed in running order.
 func (sc *Scheduler) Schedule() []Work {
 	budget := sc.cfg.StepTokens
 	var out []Work
 	speculate := sc.cfg.Draft > 0 && (sc.cfg.DraftMaxBatch == 0 || len(sc.running) <= sc.cfg.DraftMaxBatch)
-	// Running sequences first, oldest first: decode tokens and prefill chunks.
-	for i := 0; i < len(sc.running) && budget > 0; i++ {
-		s := sc.running[i]
-		n := min(s.Pending(), sc.cfg.Chunk, budget)
-		if n <= 0 {
-			continue
-		}
-		for !sc.kv.CanGrow(&s.KV, s.Computed+n) {
-			// Preempt the youngest other running sequence to make room.
-			victim := sc.running[len(sc.running)-1]
-			if victim == s {
-				break
+	for _, decoding := range []bool{true, false} {
+		for i := 0; i < len(sc.running) && budget > 0; i++ {
+			s := sc.running[i]
+			if s.decodes() != decoding {
+				continue
 			}
-			sc.preempt(victim)
+			n := min(s.Pending(), sc.cfg.Chunk, budget)
+			if n <= 0 {
+				continue
+			}
+			for !sc.kv.CanGrow(&s.KV, s.Computed+n) {
+				// Preempt the youngest other running sequence to make room.
+				victim := sc.running[len(sc.running)-1]
+				if victim == s {
+					break
+				}
+				if k := slices.IndexFunc(out, func(w Work) bool { return w.Seq == victim }); k >= 0 {
+					budget += out[k].N + out[k].Draft
+					out = slices.Delete(out, k, k+1)
+				}
+				sc.preempt(victim)
+			}
+			if !sc.kv.CanGrow(&s.KV, s.Computed+n) {
+				continue
+			}
+			d := 0
+			if speculate && decoding {
+				d = sc.drafts(s, budget-n)
+			}
+			sc.kv.Grow(&s.KV, s.Computed+n+d) //nolint:errcheck // checked by CanGrow
+			out = append(out, Work{Seq: s, Start: s.Computed, N: n, Sample: s.Computed+n == len(s.Tokens), Draft: d})
+			budget -= n + d
 		}
-		if !sc.kv.CanGrow(&s.KV, s.Computed+n) {
-			continue
-		}
-		d := 0
-		if speculate && n == 1 && s.Pending() == 1 && len(s.Tokens) > s.Prompt {
-			d = sc.drafts(s, budget-n)
-		}
-		sc.kv.Grow(&s.KV, s.Computed+n+d) //nolint:errcheck // checked by CanGrow
-		out = append(out, Work{Seq: s, Start: s.Computed, N: n, Sample: s.Computed+n == len(s.Tokens), Draft: d})
-		budget -= n + d
 	}
+	order := func(s *Seq) int { return slices.Index(sc.running, s) }
+	slices.SortStableFunc(out, func(a, b Work) int { return order(a.Seq) - order(b.Seq) })
 	// Admit waiting sequences while blocks and budget last.
 	for len(sc.waiting) > 0 && budget > 0 && len(sc.running) < sc.cfg.MaxRunning && (sc.cfg.StateSlots == 0 || len(sc.slots) > sc.cfg.Snapshots) {
 		s := sc.waiting[0]
