@@ -21,6 +21,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/sched"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/vec"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
@@ -796,7 +797,7 @@ func (e *Engine) Step(ctx context.Context) error {
 				if r.TopLogits > 0 {
 					ev.Top = topLogits(row, r.TopLogits)
 				}
-				ev.LogZ = logSumExp(row)
+				ev.LogZ = vec.LogSumExp(row)
 				ev.Logprob = row[tok] - ev.LogZ
 			}
 			r.events.put(ev)
@@ -1085,19 +1086,6 @@ func (e *Engine) sampledFrom() plan.Ref {
 		return st.In["logits"]
 	}
 	return plan.Ref{}
-}
-
-// logSumExp returns log(sum(exp(row))), computed stably.
-func logSumExp(row []float32) float32 {
-	m := float32(math.Inf(-1))
-	for _, v := range row {
-		m = max(m, v)
-	}
-	var sum float64
-	for _, v := range row {
-		sum += math.Exp(float64(v - m))
-	}
-	return m + float32(math.Log(sum))
 }
 
 // topLogits returns the n largest logits of row, descending, ties to the lower id.
