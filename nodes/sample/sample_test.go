@@ -3,6 +3,7 @@ package sample
 import (
 	"math"
 	"math/rand/v2"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -154,5 +155,53 @@ func TestRunHostAppliesPenalties(t *testing.T) {
 				t.Errorf("tokens (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// candidatesBySort is candidates by its definition: the stable sort of all
+// logits by descending value, cut to k.
+func candidatesBySort(logits []float32, k int) []cand {
+	cs := make([]cand, len(logits))
+	for i, v := range logits {
+		cs[i] = cand{int32(i), float64(v)}
+	}
+	sort.SliceStable(cs, func(a, b int) bool { return cs[a].p > cs[b].p })
+	if k > 0 && k < len(cs) {
+		cs = cs[:k]
+	}
+	return cs
+}
+
+// The one-pass top_k equals the sorted cut, ties included (logits drawn
+// from a few values so that many are equal, and -Inf from a mask).
+func TestCandidatesTopK(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{1, 2, 7, 100, 5000} {
+		logits := make([]float32, n)
+		for i := range logits {
+			logits[i] = float32(r.IntN(9)) - 4
+			if r.IntN(10) == 0 {
+				logits[i] = float32(math.Inf(-1))
+			}
+		}
+		for _, k := range []int{0, 1, 2, 3, 20, 40, n - 1, n, n + 5} {
+			if diff := cmp.Diff(candidatesBySort(logits, k), candidates(logits, k), cmp.AllowUnexported(cand{})); diff != "" {
+				t.Fatalf("n=%d k=%d (-sorted +one pass):\n%s", n, k, diff)
+			}
+		}
+	}
+}
+
+// BenchmarkDist times the seed's stochastic settings (top_k 20, top_p
+// 0.95, temperature 0.6) on a Qwen3-sized vocabulary.
+func BenchmarkDist(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	logits := make([]float32, 151936)
+	for i := range logits {
+		logits[i] = float32(r.NormFloat64() * 3)
+	}
+	s := exec.Sampling{Temperature: 0.6, TopP: 0.95, TopK: 20}
+	for range b.N {
+		Dist(logits, s)
 	}
 }
