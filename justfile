@@ -168,3 +168,8 @@ corpus model="stories260K.gguf" c="1,2,4,8": build
 # Jaeger with its phase spans (builds Jaeger once, ~15 min).
 e2e: build jaeger-build
     NINFER_E2E_JAEGER={{justfile_directory()}}/.cache/jaeger NINFER_BIN={{bin}} go test -count=1 -run TestE2EJaeger -v ./cmd/ninfer
+
+# Serving throughput side by side with llama-server (issue 20): the corpus runner's short and ~120-token
+# prompt workloads at C = 1..16, alternating ninfer serve and llama-server --parallel C on MODEL.
+serve-sbs model llama_server out=".cache/sbs": build
+    NINFER_BIN={{bin}} suites/corpus/serving/sbs.sh {{model}} {{out}} {{llama_server}}

@@ -23,6 +23,9 @@ var benchTokens = []int{1, 2, 4, 8, 16, 64}
 // weight bytes read per second (what bounds small T: a batch of T rows
 // should cost little more than one while it stays near the machine's
 // bandwidth), GMAC/s the multiply-adds (what bounds large T).
+// NINFER_BENCH_SMALLW=1 runs the decode batches on the 3072x1024 weight
+// too, which stays in cache: the kernels' compute rate without the weight
+// stream.
 // NINFER_BENCH_DTYPES limits the dtypes (see benchDTypes).
 func BenchmarkMatMul(b *testing.B) {
 	const k = 1024

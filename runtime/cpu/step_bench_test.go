@@ -28,7 +28,9 @@ func (l *stepLog) ObserveStep(s engine.StepInfo) {
 // a step of R decode rows (R sequences decoding together), "mixed" the same
 // with one 64-token prefill chunk in the step (chunked prefill sharing the
 // step with decode rows). ms/step and ms/row are means over the steps of
-// that exact shape, so a regression in batched decode shows per size.
+// that exact shape, so a regression in batched decode shows per size;
+// gap-ms is the engine's host time between two such steps (sampling,
+// scheduling, event delivery), which the step time does not include.
 func BenchmarkStep(b *testing.B) {
 	for _, m := range benchModels(b) {
 		for _, mixed := range []bool{false, true} {
@@ -52,8 +54,8 @@ func benchStep(b *testing.B, model string, rows int, mixed bool) {
 	}
 	defer in.Close()
 	const n = 32
-	var total time.Duration
-	var count int
+	var total, gap time.Duration
+	var count, gaps int
 	b.ResetTimer()
 	for range b.N {
 		log.mu.Lock()
@@ -86,10 +88,17 @@ func benchStep(b *testing.B, model string, rows int, mixed bool) {
 		}
 		wg.Wait()
 		log.mu.Lock()
-		for _, s := range log.steps {
-			if s.DecodeRows == rows && (s.PrefillTokens > 0) == mixed && (!mixed || s.PrefillTokens == 64) {
+		match := func(s engine.StepInfo) bool {
+			return s.DecodeRows == rows && (s.PrefillTokens > 0) == mixed && (!mixed || s.PrefillTokens == 64)
+		}
+		for i, s := range log.steps {
+			if match(s) {
 				total += s.End.Sub(s.Start)
 				count++
+				if i+1 < len(log.steps) && match(log.steps[i+1]) {
+					gap += log.steps[i+1].Start.Sub(s.End)
+					gaps++
+				}
 			}
 		}
 		log.mu.Unlock()
@@ -101,4 +110,7 @@ func benchStep(b *testing.B, model string, rows int, mixed bool) {
 	b.ReportMetric(per, "ms/step")
 	b.ReportMetric(per/float64(rows), "ms/row")
 	b.ReportMetric(float64(count)/float64(b.N), "steps/op")
+	if gaps > 0 {
+		b.ReportMetric(gap.Seconds()*1000/float64(gaps), "gap-ms")
+	}
 }

@@ -53,6 +53,10 @@ type Interval struct {
 	DecodeRounds    int `json:"decode_rounds"`
 	RowsPerRoundMin int `json:"rows_per_round_min"`
 	RowsPerRoundMax int `json:"rows_per_round_max"`
+	// StepSeconds is the time the interval's steps took from scheduling to
+	// their tokens (StepInfo.Start to End); Seconds minus it is the engine's
+	// time between steps (event delivery, waiting for work).
+	StepSeconds float64 `json:"step_seconds"`
 }
 
 // Steady reports whether iv is a steady interval at concurrency c, as the
@@ -92,6 +96,7 @@ func (iv *intervals) observe(s StepInfo) {
 	c := &iv.list[n-1]
 	c.PrefillTokens += s.PrefillTokens
 	c.DecodeTokens += s.DecodeTokens
+	c.StepSeconds += s.End.Sub(s.Start).Seconds()
 	c.RunningMin, c.RunningMax = min(c.RunningMin, s.Running), max(c.RunningMax, s.Running)
 	c.PrefillingMax = max(c.PrefillingMax, s.Prefilling)
 	c.DecodeReadyMin, c.DecodeReadyMax = min(c.DecodeReadyMin, s.DecodeReady), max(c.DecodeReadyMax, s.DecodeReady)

@@ -174,6 +174,11 @@ func (c *Client) Send(ctx context.Context, r Request, release time.Time) Result 
 		return res
 	}
 	req.Header.Set("Content-Type", "application/json")
+	// Marks the POST as safe to resend, so that net/http retries it on a
+	// fresh connection when the kept-alive one it picked dies before any
+	// response byte (llama-server closes idle connections between
+	// requests); once a response has begun nothing is resent.
+	req.Header.Set("X-Idempotency-Key", fmt.Sprintf("%s-%d-%d", r.Fixture, r.Seed, time.Now().UnixNano()))
 	res.Start = since()
 	resp, err := hc.Do(req)
 	if err != nil {
