@@ -114,3 +114,64 @@ func benchStep(b *testing.B, model string, rows int, mixed bool) {
 		b.ReportMetric(gap.Seconds()*1000/float64(gaps), "gap-ms")
 	}
 }
+
+// BenchmarkPrefillShare reports the cost per prompt token when several
+// prompts prefill in the same steps (P prompts of L tokens, submitted
+// together) against one prompt of P*L tokens: batching prompts should cost
+// no more per token than one long prompt. ms/token is the steps' time over
+// the prompt tokens they computed; steps/op shows how they were grouped.
+func BenchmarkPrefillShare(b *testing.B) {
+	for _, m := range benchModels(b) {
+		for _, shape := range [][2]int{{1, 256}, {2, 128}, {4, 64}, {8, 32}} {
+			b.Run(fmt.Sprintf("%s/prompts=%d/len=%d", filepath.Base(m), shape[0], shape[1]), func(b *testing.B) {
+				benchPrefillShare(b, m, shape[0], shape[1])
+			})
+		}
+	}
+}
+
+func benchPrefillShare(b *testing.B, model string, prompts, length int) {
+	log := &stepLog{}
+	in, err := instance.Open(instance.Options{Model: model, MaxRunning: prompts, Observer: log, NoPrefixCache: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	var total time.Duration
+	var tokens, steps int
+	b.ResetTimer()
+	for it := range b.N {
+		log.mu.Lock()
+		log.steps = nil
+		log.mu.Unlock()
+		var wg sync.WaitGroup
+		for p := range prompts {
+			prompt := make([]int32, length)
+			for i := range prompt {
+				prompt[i] = int32(3 + (i*7+p*31+it)%200)
+			}
+			ch, err := in.Engine.Submit(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range ch {
+				}
+			}()
+		}
+		wg.Wait()
+		log.mu.Lock()
+		for _, s := range log.steps {
+			if s.PrefillTokens > 0 {
+				total += s.End.Sub(s.Start)
+				tokens += s.PrefillTokens
+				steps++
+			}
+		}
+		log.mu.Unlock()
+	}
+	b.ReportMetric(total.Seconds()*1000/float64(tokens), "ms/token")
+	b.ReportMetric(float64(steps)/float64(b.N), "steps/op")
+}
