@@ -67,6 +67,35 @@ func writeGraphFile(t *testing.T, name, src string) string {
 	return path
 }
 
+// Graphs that type-check but could not run: the compiler rejects them with
+// the position of the binding at fault (real node registry).
+const (
+	graphTestTwoDrafts = `graph: twodrafts
+nodes:
+  - {id: d1, op: speculative.ngram, with: {k: 4}, in: {history: $in.history}}
+  - {id: d2, op: speculative.ngram, with: {k: 2}, in: {history: $in.history}}
+  - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, draft: d1.draft}}
+  - {id: verify, op: speculative.verify, in: {draft: d2.draft, logits: fwd.logits}}
+out: {tokens: verify.tokens}
+`
+	graphTestHostFed = `graph: hostfed
+nodes:
+  - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions}}
+  - {id: pick, op: sample.token, in: {logits: fwd.logits}}
+  - {id: fwd2, op: model.forward, in: {tokens: pick.tokens, positions: $in.positions}}
+  - {id: pick2, op: sample.token, in: {logits: fwd2.logits}}
+out: {tokens: pick2.tokens}
+`
+	graphTestSampledDraft = `graph: sampleddraft
+nodes:
+  - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions}}
+  - {id: pick, op: sample.token, in: {logits: fwd.logits}}
+  - {id: fwd2, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, draft: pick.tokens}}
+  - {id: verify, op: speculative.verify, in: {draft: pick.tokens, logits: fwd2.logits}}
+out: {tokens: verify.tokens}
+`
+)
+
 func TestGraphCheck(t *testing.T) {
 	broken := writeGraphFile(t, "broken.yaml", graphTestBroken)
 	tests := []struct {
@@ -182,6 +211,47 @@ func TestGraphUsageErrors(t *testing.T) {
 			code, _, stderr := runGraphForTest(t, tt.args...)
 			if code != 2 || !strings.Contains(stderr, tt.want) {
 				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr, tt.want)
+			}
+		})
+	}
+}
+
+// TestGraphCheckRejectsGraphsThatCannotRun checks, with the registry the
+// binary uses, the graphs that type-check but that the engine could not
+// run: each fails graph check at the binding at fault.
+func TestGraphCheckRejectsGraphsThatCannotRun(t *testing.T) {
+	twoDrafts := writeGraphFile(t, "twodrafts.yaml", graphTestTwoDrafts)
+	hostFed := writeGraphFile(t, "hostfed.yaml", graphTestHostFed)
+	sampled := writeGraphFile(t, "sampleddraft.yaml", graphTestSampledDraft)
+	for _, tt := range []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStderr []string
+	}{
+		{
+			name: "a verify wired to other drafts than its forward's", args: []string{"check", twoDrafts},
+			wantCode: 1, wantStderr: []string{twoDrafts + ":6:54: node verify verifies d2.draft, but its logits fwd.logits are fwd's, computed for d1.draft"},
+		},
+		{
+			name: "a device input fed from a host node", args: []string{"check", hostFed},
+			wantCode: 1, wantStderr: []string{hostFed + ":5:48: node fwd2 (model.forward) runs on the device, but its input tokens reads pick.tokens, a host value (sample.token)"},
+		},
+		{
+			name: "sample.token output used as drafts", args: []string{"check", sampled},
+			wantCode: 1, wantStderr: []string{sampled + ":5:93: type mismatch: pick.tokens is tokens, but input draft of model.forward wants draft"},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := runGraph(tt.args, &out, &errOut)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, errOut.String())
+			}
+			for _, w := range tt.wantStderr {
+				if !strings.Contains(errOut.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut.String())
+				}
 			}
 		})
 	}

@@ -218,6 +218,9 @@ func compile(g *graphdef.Graph, reg *node.Registry, overrides node.Params) (*pla
 		})
 	}
 	p.Segments = segments(p.Steps)
+	if c.dataflow(p, order); len(c.errs) > 0 {
+		return nil, c.errs
+	}
 	return p, nil
 }
 

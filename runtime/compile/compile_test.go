@@ -63,7 +63,8 @@ func testRegistry() *node.Registry {
 	})
 	r.Register(node.Spec{
 		Op: "model.forward", Placement: node.Device, Summary: "Run the model.",
-		In:  []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}},
+		In: []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions},
+			{Name: "draft", Type: node.Draft, Optional: true}},
 		Out: []node.Port{{Name: "logits", Type: node.Logits}, {Name: "hidden", Type: node.Hidden}},
 		Params: []node.Param{
 			{Name: "model", Kind: node.String, Default: "target"},

@@ -1,0 +1,168 @@
+package compile
+
+import (
+	"slices"
+
+	"github.com/ninfer/ninfer-go/runtime/graphdef"
+	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/plan"
+)
+
+// dataflow checks the rules the engine relies on to run a plan, so that a
+// graph that compiles runs:
+//
+//   - A device node reads $in.tokens, $in.positions and the outputs of the
+//     device nodes before it in its segment; drafts (a draft input) are the
+//     one host value it takes, as extra rows of its batch.
+//   - One device segment verifies one set of drafts.
+//   - At most one node verifies drafts (a host node with a draft and a
+//     logits input), and its logits come from the forward that was fed the
+//     same drafts.
+//   - A graph that drafts outputs its verifier's tokens: drafts that no
+//     verifier accepts or rejects would never be checked against the target.
+func (c *compiler) dataflow(p *plan.Plan, order []*cnode) {
+	byStep := map[string]*cnode{}
+	for _, cn := range order {
+		byStep[cn.n.ID] = cn
+	}
+	stepByID := map[string]*plan.Step{}
+	for _, st := range p.Steps {
+		stepByID[st.ID] = st
+	}
+	segOf := map[string]int{}
+	for si, seg := range p.Segments {
+		for _, idx := range seg.Steps {
+			segOf[p.Steps[idx].ID] = si
+		}
+	}
+	placement := func(id string) node.Placement { return byStep[id].spec.Placement }
+
+	var verifier *plan.Step
+	var drafting *plan.Step // a step that produces drafts that are read
+	for si, seg := range p.Segments {
+		var segDraft plan.Ref
+		var segDraftStep *plan.Step
+		for _, idx := range seg.Steps {
+			st := p.Steps[idx]
+			if seg.Placement != node.Device {
+				continue
+			}
+			for _, port := range sortedPorts(st.In) {
+				ref := st.In[port]
+				in := st.Spec.Input(port)
+				if in == nil {
+					continue
+				}
+				at := c.inputPos(byStep[st.ID], port)
+				if in.Type == node.Draft {
+					if segDraftStep != nil && ref != segDraft {
+						c.errorf(at, "node %s verifies %s, but %s in the same device segment verifies %s: one forward pass verifies one set of drafts",
+							st.ID, ref, segDraftStep.ID, segDraft)
+					}
+					segDraft, segDraftStep = ref, st
+					continue
+				}
+				switch {
+				case ref.Node == "$in" && (ref.Port == "tokens" || ref.Port == "positions"):
+				case ref.Node == "$in":
+					c.errorf(at, "node %s (%s) runs on the device, but its input %s reads $in.%s, which only host nodes can read",
+						st.ID, st.Op, port, ref.Port)
+				case placement(ref.Node) != node.Device:
+					c.errorf(at, "node %s (%s) runs on the device, but its input %s reads %s, a host value (%s): device nodes read $in.tokens, $in.positions and device outputs of their segment",
+						st.ID, st.Op, port, ref, byStep[ref.Node].spec.Op)
+				case segOf[ref.Node] != si:
+					c.errorf(at, "node %s (%s) reads %s across a host step: device values do not outlive their segment, so %s must run with the nodes it reads",
+						st.ID, st.Op, ref, st.ID)
+				}
+			}
+		}
+	}
+	for _, st := range p.Steps {
+		var draftIn, logitsIn string
+		for _, port := range sortedPorts(st.In) {
+			switch in := st.Spec.Input(port); {
+			case in == nil:
+			case in.Type == node.Draft:
+				draftIn = port
+				if drafting == nil {
+					drafting = stepByID[st.In[port].Node]
+				}
+			case in.Type == node.Logits:
+				logitsIn = port
+			}
+		}
+		if st.Placement != node.Host || draftIn == "" || logitsIn == "" {
+			continue
+		}
+		at := c.inputPos(byStep[st.ID], draftIn)
+		if verifier != nil {
+			vp := byStep[verifier.ID].n.Pos
+			c.errorf(at, "node %s verifies drafts, but so does %s (at %d:%d): a step has one verifier", st.ID, verifier.ID, vp.Line, vp.Col)
+			continue
+		}
+		verifier = st
+		lref, dref := st.In[logitsIn], st.In[draftIn]
+		fwd := byStep[lref.Node]
+		if fwd == nil || fwd.spec.Placement != node.Device {
+			continue
+		}
+		fed, ok := "", false
+		for _, port := range sortedPorts(fwd.in) {
+			if in := fwd.spec.Input(port); in != nil && in.Type == node.Draft {
+				fed, ok = fwd.in[port].String(), true
+				if fwd.in[port] == dref {
+					fed = ""
+				}
+			}
+		}
+		switch {
+		case !ok:
+			c.errorf(at, "node %s verifies %s against %s, but %s was fed no drafts: wire its draft input to %s",
+				st.ID, dref, lref, lref.Node, dref)
+		case fed != "":
+			c.errorf(at, "node %s verifies %s, but its logits %s are %s's, computed for %s: verify the drafts the forward was fed",
+				st.ID, dref, lref, lref.Node, fed)
+		}
+	}
+	if drafting == nil {
+		return
+	}
+	tokens := p.Out["tokens"]
+	if verifier == nil || tokens.Node != verifier.ID {
+		at := c.at(c.g.OutPos, c.g.NamePos)
+		for _, b := range c.g.Out {
+			if b.Name == "tokens" {
+				at = c.at(b.RefPos, b.NamePos, c.g.OutPos)
+			}
+		}
+		dp := byStep[drafting.ID].n.Pos
+		if verifier == nil {
+			c.errorf(at, "the graph drafts tokens (node %s at %d:%d) but no node verifies them: add a verify node (a draft and a logits input) and output its tokens",
+				drafting.ID, dp.Line, dp.Col)
+		} else {
+			c.errorf(at, "out.tokens reads %s, but the graph drafts tokens (node %s at %d:%d): output the tokens of its verifier %s",
+				tokens, drafting.ID, dp.Line, dp.Col, verifier.ID)
+		}
+	}
+}
+
+// inputPos is the position of cn's binding of input port.
+func (c *compiler) inputPos(cn *cnode, port string) graphdef.Pos {
+	for _, b := range cn.n.In {
+		if b.Name == port {
+			return c.at(b.RefPos, b.NamePos, cn.n.Pos)
+		}
+	}
+	return c.at(cn.n.InPos, cn.n.Pos)
+}
+
+// sortedPorts returns the keys of in in a fixed order, so that errors come
+// out the same every time.
+func sortedPorts(in map[string]plan.Ref) []string {
+	ports := make([]string, 0, len(in))
+	for p := range in {
+		ports = append(ports, p)
+	}
+	slices.Sort(ports)
+	return ports
+}
