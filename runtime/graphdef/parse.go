@@ -5,18 +5,14 @@
 package graphdef
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/ninfer/ninfer-go/runtime/graphdef/hint"
-	"gopkg.in/yaml.v3"
 )
 
 // Keys allowed in each kind of mapping, in canonical order.
@@ -71,108 +67,76 @@ type decoder struct {
 	bad map[Pos]bool
 }
 
-func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
+func (d *decoder) pos(n *yamlNode) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
 
-func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
+// parseYAMLFloat reads a YAML float: a decimal, or .inf, -.inf, .nan in any
+// of their spellings.
+func parseYAMLFloat(s string) (float64, error) {
+	switch strings.ToLower(strings.TrimPrefix(s, "+")) {
+	case ".inf":
+		return math.Inf(1), nil
+	case "-.inf":
+		return math.Inf(-1), nil
+	case ".nan":
+		return math.NaN(), nil
+	}
+	return strconv.ParseFloat(s, 64)
+}
+
+func (d *decoder) errorf(n *yamlNode, format string, args ...any) {
 	d.errs.Addf(d.pos(n), format, args...)
 }
 
 // reject reports a problem with a value and remembers its position as bad.
-func (d *decoder) reject(n *yaml.Node, format string, args ...any) {
+func (d *decoder) reject(n *yamlNode, format string, args ...any) {
 	d.bad[d.pos(n)] = true
 	d.errorf(n, format, args...)
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// document decodes src into the root mapping node of its single document.
-func (d *decoder) document(src []byte) (root *yaml.Node, ok bool) {
+// document parses src into the root mapping node of its single document.
+func (d *decoder) document(src []byte) (root *yamlNode, ok bool) {
 	defer func() {
-		// yaml.v3 is not known to panic on input, but a parser must not
-		// take the process down if it ever does.
+		// The YAML library is not known to panic on input, but a parser
+		// must not take the process down if it ever does.
 		if r := recover(); r != nil {
 			d.errs.Addf(Pos{File: d.file}, "yaml: internal error: %v", r)
 			root, ok = nil, false
 		}
 	}()
-	dec := yaml.NewDecoder(bytes.NewReader(src))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			d.errs.Add(Pos{File: d.file, Line: 1, Col: 1}, "empty graph file")
+	docs, err := parseYAML(src)
+	if err != nil {
+		var se *yamlSyntaxError
+		if errors.As(err, &se) {
+			d.errs.Add(Pos{File: d.file, Line: se.Line, Col: se.Column}, "yaml: "+se.Message)
 		} else {
-			d.yamlError(err)
+			d.errs.Add(Pos{File: d.file}, "yaml: "+err.Error())
 		}
 		return nil, false
 	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case err == nil:
-		d.errorf(&next, "a graph file holds one YAML document; found another")
-	case !errors.Is(err, io.EOF):
-		d.yamlError(err)
+	if len(docs) > 1 && docs[1] != nil {
+		d.errorf(docs[1], "a graph file holds one YAML document; found another")
 	}
-	if len(doc.Content) != 1 {
+	if len(docs) == 0 || docs[0] == nil || docs[0].Kind == scalarNode && docs[0].ShortTag() == "!!null" {
 		d.errs.Add(Pos{File: d.file, Line: 1, Col: 1}, "empty graph file")
 		return nil, false
 	}
-	root = doc.Content[0]
-	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
-		d.errs.Add(Pos{File: d.file, Line: 1, Col: 1}, "empty graph file")
-		return nil, false
-	}
-	if !d.expect(root, yaml.MappingNode, "graph file") {
+	root = docs[0]
+	if !d.expect(root, mappingNode, "graph file") {
 		return nil, false
 	}
 	return root, true
 }
 
-// parserProblems are the YAML parser's (as opposed to its scanner's) error
-// messages. yaml.v3 reports their line 0-based, and leaves out line 0.
-var parserProblems = map[string]bool{
-	"did not find expected <stream-start>":   true,
-	"did not find expected <document start>": true,
-	"found undefined tag handle":             true,
-	"did not find expected node content":     true,
-	"did not find expected '-' indicator":    true,
-	"did not find expected key":              true,
-	"did not find expected ',' or ']'":       true,
-	"did not find expected ',' or '}'":       true,
-	"found duplicate %YAML directive":        true,
-	"found incompatible YAML document":       true,
-	"found duplicate %TAG directive":         true,
-}
-
-// yamlError turns a yaml.v3 syntax error into an Error with the (1-based)
-// line it concerns. The library gives no column; errors it gives no line for
-// (invalid UTF-8, unknown anchors) get a position without a line.
-func (d *decoder) yamlError(err error) {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		if parserProblems[m[2]] {
-			line++
-		}
-		d.errs.Add(Pos{File: d.file, Line: line}, "yaml: "+m[2])
-		return
-	}
-	if parserProblems[strings.TrimPrefix(msg, "yaml: ")] {
-		d.errs.Add(Pos{File: d.file, Line: 1}, msg)
-		return
-	}
-	d.errs.Add(Pos{File: d.file}, msg)
-}
-
 // describe names the YAML kind of n for messages: "a mapping", "an int" ...
-func describe(n *yaml.Node) string {
+func describe(n *yamlNode) string {
 	switch n.Kind {
-	case yaml.MappingNode:
+	case mappingNode:
 		return "a mapping"
-	case yaml.SequenceNode:
+	case sequenceNode:
 		return "a sequence"
-	case yaml.AliasNode:
+	case aliasNode:
 		return "an alias"
-	case yaml.ScalarNode:
+	case scalarNode:
 		switch n.ShortTag() {
 		case "!!null":
 			return "null"
@@ -190,12 +154,12 @@ func describe(n *yaml.Node) string {
 	return "nothing"
 }
 
-var kindNames = map[yaml.Kind]string{yaml.MappingNode: "a mapping", yaml.SequenceNode: "a sequence", yaml.ScalarNode: "a scalar"}
+var kindNames = map[yamlKind]string{mappingNode: "a mapping", sequenceNode: "a sequence", scalarNode: "a scalar"}
 
 // expect reports n unless it has the given kind. Aliases are never accepted:
 // positions inside an aliased value would point somewhere else.
-func (d *decoder) expect(n *yaml.Node, kind yaml.Kind, what string) bool {
-	if n.Kind == yaml.AliasNode {
+func (d *decoder) expect(n *yamlNode, kind yamlKind, what string) bool {
+	if n.Kind == aliasNode {
 		d.reject(n, "%s: YAML aliases are not supported in graph files", what)
 		return false
 	}
@@ -208,11 +172,11 @@ func (d *decoder) expect(n *yaml.Node, kind yaml.Kind, what string) bool {
 
 // entries walks a mapping, reporting keys that are not plain strings and
 // duplicate keys (the first one wins), and calls fn for each usable entry.
-func (d *decoder) entries(n *yaml.Node, what string, fn func(key string, k, v *yaml.Node)) {
-	first := map[string]*yaml.Node{}
+func (d *decoder) entries(n *yamlNode, what string, fn func(key string, k, v *yamlNode)) {
+	first := map[string]*yamlNode{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode || (k.ShortTag() != "!!str" && k.ShortTag() != "!!int" && k.ShortTag() != "!!bool" && k.ShortTag() != "!!float") {
+		if k.Kind != scalarNode || (k.ShortTag() != "!!str" && k.ShortTag() != "!!int" && k.ShortTag() != "!!bool" && k.ShortTag() != "!!float") {
 			d.errorf(k, "%s: a key must be a name, got %s", what, describe(k))
 			continue
 		}
@@ -227,8 +191,8 @@ func (d *decoder) entries(n *yaml.Node, what string, fn func(key string, k, v *y
 
 // fields is entries for a mapping with a fixed set of keys; others are
 // reported with the closest known key.
-func (d *decoder) fields(n *yaml.Node, what string, known []string, fn func(key string, k, v *yaml.Node)) {
-	d.entries(n, what, func(key string, k, v *yaml.Node) {
+func (d *decoder) fields(n *yamlNode, what string, known []string, fn func(key string, k, v *yamlNode)) {
+	d.entries(n, what, func(key string, k, v *yamlNode) {
 		for _, kk := range known {
 			if kk == key {
 				fn(key, k, v)
@@ -245,8 +209,8 @@ func (d *decoder) fields(n *yaml.Node, what string, known []string, fn func(key 
 
 // str reads a string value. Only YAML strings are accepted; a number or bool
 // where a string belongs is reported with a hint to quote it.
-func (d *decoder) str(n *yaml.Node, what string) (string, bool) {
-	if !d.expect(n, yaml.ScalarNode, what) {
+func (d *decoder) str(n *yamlNode, what string) (string, bool) {
+	if !d.expect(n, scalarNode, what) {
 		return "", false
 	}
 	switch n.ShortTag() {
@@ -261,30 +225,34 @@ func (d *decoder) str(n *yaml.Node, what string) (string, bool) {
 }
 
 // scalar reads an int64, float64, string or bool value.
-func (d *decoder) scalar(n *yaml.Node, what string) (any, bool) {
-	if !d.expect(n, yaml.ScalarNode, what) {
+func (d *decoder) scalar(n *yamlNode, what string) (any, bool) {
+	if !d.expect(n, scalarNode, what) {
 		return nil, false
 	}
 	switch n.ShortTag() {
 	case "!!str", "!!timestamp":
 		return n.Value, true
 	case "!!bool":
-		var b bool
-		if err := n.Decode(&b); err != nil {
+		b, err := strconv.ParseBool(strings.ToLower(n.Value))
+		if err != nil {
 			d.reject(n, "%s: invalid bool %q", what, n.Value)
 			return nil, false
 		}
 		return b, true
 	case "!!int":
-		var i int64
-		if err := n.Decode(&i); err != nil {
-			d.reject(n, "%s: integer %s does not fit in 64 bits", what, n.Value)
+		i, err := strconv.ParseInt(n.Value, 0, 64)
+		if err != nil {
+			if errors.Is(err, strconv.ErrRange) {
+				d.reject(n, "%s: integer %s does not fit in 64 bits", what, n.Value)
+			} else {
+				d.reject(n, "%s: invalid int %q", what, n.Value)
+			}
 			return nil, false
 		}
 		return i, true
 	case "!!float":
-		var f float64
-		if err := n.Decode(&f); err != nil {
+		f, err := parseYAMLFloat(n.Value)
+		if err != nil {
 			d.reject(n, "%s: invalid float %q", what, n.Value)
 			return nil, false
 		}
@@ -302,7 +270,7 @@ func (d *decoder) scalar(n *yaml.Node, what string) (any, bool) {
 }
 
 // number reads an int or float as a float64.
-func (d *decoder) number(n *yaml.Node, what string) (float64, bool) {
+func (d *decoder) number(n *yamlNode, what string) (float64, bool) {
 	v, ok := d.scalar(n, what)
 	if !ok {
 		return 0, false
@@ -318,7 +286,7 @@ func (d *decoder) number(n *yaml.Node, what string) (float64, bool) {
 }
 
 // integer reads an int.
-func (d *decoder) integer(n *yaml.Node, what string) (int64, bool) {
+func (d *decoder) integer(n *yamlNode, what string) (int64, bool) {
 	v, ok := d.scalar(n, what)
 	if !ok {
 		return 0, false
@@ -330,9 +298,9 @@ func (d *decoder) integer(n *yaml.Node, what string) (int64, bool) {
 	return 0, false
 }
 
-func (d *decoder) graph(root *yaml.Node) *Graph {
+func (d *decoder) graph(root *yamlNode) *Graph {
 	g := &Graph{File: d.file, Pos: d.pos(root)}
-	d.fields(root, "graph", graphKeys, func(key string, k, v *yaml.Node) {
+	d.fields(root, "graph", graphKeys, func(key string, k, v *yamlNode) {
 		switch key {
 		case "graph":
 			g.NamePos = d.pos(v)
@@ -342,32 +310,32 @@ func (d *decoder) graph(root *yaml.Node) *Graph {
 			g.Doc, _ = d.str(v, "doc")
 		case "params":
 			g.ParamsPos = d.pos(k)
-			if d.expect(v, yaml.MappingNode, "params") {
-				d.entries(v, "params", func(name string, k, v *yaml.Node) {
+			if d.expect(v, mappingNode, "params") {
+				d.entries(v, "params", func(name string, k, v *yamlNode) {
 					g.Params = append(g.Params, d.param(name, k, v))
 				})
 			}
 		case "nodes":
 			g.NodesPos = d.pos(k)
-			if !d.expect(v, yaml.SequenceNode, "nodes") {
+			if !d.expect(v, sequenceNode, "nodes") {
 				d.bad[g.NodesPos] = true
 			} else {
 				for _, item := range v.Content {
-					if d.expect(item, yaml.MappingNode, "nodes entry") {
+					if d.expect(item, mappingNode, "nodes entry") {
 						g.Nodes = append(g.Nodes, d.node(item))
 					}
 				}
 			}
 		case "out":
 			g.OutPos = d.pos(k)
-			if d.expect(v, yaml.MappingNode, "out") {
+			if d.expect(v, mappingNode, "out") {
 				g.Out = d.bindings(v, "out")
 			}
 		case "tests":
 			g.TestsPos = d.pos(k)
-			if d.expect(v, yaml.SequenceNode, "tests") {
+			if d.expect(v, sequenceNode, "tests") {
 				for _, item := range v.Content {
-					if d.expect(item, yaml.MappingNode, "tests entry") {
+					if d.expect(item, mappingNode, "tests entry") {
 						g.Tests = append(g.Tests, d.test(item))
 					}
 				}
@@ -377,16 +345,16 @@ func (d *decoder) graph(root *yaml.Node) *Graph {
 	return g
 }
 
-func (d *decoder) param(name string, k, v *yaml.Node) *ParamDecl {
+func (d *decoder) param(name string, k, v *yamlNode) *ParamDecl {
 	p := &ParamDecl{Name: name, Pos: d.pos(k)}
 	what := "param " + name
-	if !d.expect(v, yaml.MappingNode, what) {
+	if !d.expect(v, mappingNode, what) {
 		// Count the declaration's type and default as reported, so the
 		// checks do not add "missing" errors for them.
 		p.TypePos, p.DefaultPos = d.pos(v), d.pos(v)
 		return p
 	}
-	d.fields(v, what, paramKeys, func(key string, k, v *yaml.Node) {
+	d.fields(v, what, paramKeys, func(key string, k, v *yamlNode) {
 		at := d.pos(v)
 		switch key {
 		case "type":
@@ -407,7 +375,7 @@ func (d *decoder) param(name string, k, v *yaml.Node) *ParamDecl {
 			}
 		case "values":
 			p.ValuesPos = at
-			if d.expect(v, yaml.SequenceNode, what+": values") {
+			if d.expect(v, sequenceNode, what+": values") {
 				p.Values = []string{}
 				for _, item := range v.Content {
 					if s, ok := d.str(item, what+": values entry"); ok {
@@ -423,9 +391,9 @@ func (d *decoder) param(name string, k, v *yaml.Node) *ParamDecl {
 	return p
 }
 
-func (d *decoder) node(n *yaml.Node) *Node {
+func (d *decoder) node(n *yamlNode) *Node {
 	nd := &Node{Pos: d.pos(n)}
-	d.fields(n, "node", nodeKeys, func(key string, k, v *yaml.Node) {
+	d.fields(n, "node", nodeKeys, func(key string, k, v *yamlNode) {
 		switch key {
 		case "id":
 			nd.IDPos = d.pos(v)
@@ -435,8 +403,8 @@ func (d *decoder) node(n *yaml.Node) *Node {
 			nd.Op, _ = d.str(v, "op")
 		case "with":
 			nd.WithPos = d.pos(k)
-			if d.expect(v, yaml.MappingNode, "with") {
-				d.entries(v, "with", func(name string, k, v *yaml.Node) {
+			if d.expect(v, mappingNode, "with") {
+				d.entries(v, "with", func(name string, k, v *yamlNode) {
 					a := &Arg{Name: name, NamePos: d.pos(k), ValuePos: d.pos(v)}
 					a.Value, _ = d.scalar(v, "with "+name)
 					nd.With = append(nd.With, a)
@@ -444,7 +412,7 @@ func (d *decoder) node(n *yaml.Node) *Node {
 			}
 		case "in":
 			nd.InPos = d.pos(k)
-			if d.expect(v, yaml.MappingNode, "in") {
+			if d.expect(v, mappingNode, "in") {
 				nd.In = d.bindings(v, "in")
 			}
 		}
@@ -452,9 +420,9 @@ func (d *decoder) node(n *yaml.Node) *Node {
 	return nd
 }
 
-func (d *decoder) bindings(n *yaml.Node, what string) []*Binding {
+func (d *decoder) bindings(n *yamlNode, what string) []*Binding {
 	var out []*Binding
-	d.entries(n, what, func(name string, k, v *yaml.Node) {
+	d.entries(n, what, func(name string, k, v *yamlNode) {
 		b := &Binding{Name: name, NamePos: d.pos(k), RefPos: d.pos(v)}
 		b.Ref, _ = d.str(v, what+" "+name)
 		out = append(out, b)
@@ -462,9 +430,9 @@ func (d *decoder) bindings(n *yaml.Node, what string) []*Binding {
 	return out
 }
 
-func (d *decoder) test(n *yaml.Node) *Test {
+func (d *decoder) test(n *yamlNode) *Test {
 	t := &Test{Pos: d.pos(n)}
-	d.fields(n, "test", testKeys, func(key string, k, v *yaml.Node) {
+	d.fields(n, "test", testKeys, func(key string, k, v *yamlNode) {
 		at := d.pos(v)
 		switch key {
 		case "name":

@@ -113,9 +113,14 @@ func TestErrorPositions(t *testing.T) {
 			want: []string{`g.yaml:3:7: node without an id (id: NAME)`},
 		},
 		{
-			name: "a syntax error has a line but no column",
+			name: "a syntax error has its line and column",
 			src:  "graph: a\n  nodes: x\n",
-			want: []string{`g.yaml:2: yaml: mapping values are not allowed in this context`},
+			want: []string{`g.yaml:2:8: yaml: mapping value is not allowed in this context`},
+		},
+		{
+			name: "an indentation error is reported at the line it is on",
+			src:  "graph: g\nnodes:\n  - id: fwd\n    op: model.forward\n    in:\n      tokens: $in.tokens\n     positions: $in.positions\n",
+			want: []string{`g.yaml:7:6: yaml: value is not allowed in this context`},
 		},
 		{
 			name: "errors come sorted by position",

@@ -4,8 +4,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"gopkg.in/yaml.v3"
 )
 
 // Print writes g in canonical form: keys in a fixed order (graph, doc,
@@ -134,8 +132,7 @@ var plainString = regexp.MustCompile(`^[A-Za-z0-9_$(/][A-Za-z0-9_$./()' +-]*$`)
 // string, double-quoted otherwise.
 func str(s string) string {
 	if plainString.MatchString(s) && !strings.HasSuffix(s, " ") {
-		n := yaml.Node{Kind: yaml.ScalarNode, Value: s}
-		if n.ShortTag() == "!!str" {
+		if resolve(s) == "!!str" {
 			return s
 		}
 	}
