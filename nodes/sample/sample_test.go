@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -180,8 +181,13 @@ func TestCandidatesTopK(t *testing.T) {
 		logits := make([]float32, n)
 		for i := range logits {
 			logits[i] = float32(r.IntN(9)) - 4
-			if r.IntN(10) == 0 {
+			switch r.IntN(10) {
+			case 0:
 				logits[i] = float32(math.Inf(-1))
+			case 1:
+				logits[i] = float32(math.Copysign(0, -1)) // equal to the zeros
+			case 2:
+				logits[i] = float32(r.NormFloat64() * 1e3)
 			}
 		}
 		for _, k := range []int{0, 1, 2, 3, 20, 40, n - 1, n, n + 5} {
@@ -189,6 +195,31 @@ func TestCandidatesTopK(t *testing.T) {
 				t.Fatalf("n=%d k=%d (-sorted +one pass):\n%s", n, k, diff)
 			}
 		}
+	}
+}
+
+// The full sort (no top_k) equals the stable sort on a vocabulary-sized
+// row, and puts NaN logits last in id order.
+func TestCandidatesSorted(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	logits := make([]float32, 151936)
+	for i := range logits {
+		logits[i] = float32(r.NormFloat64() * 3)
+	}
+	if diff := cmp.Diff(candidatesBySort(logits, 0), candidates(logits, 0), cmp.AllowUnexported(cand{})); diff != "" {
+		t.Fatalf("(-sorted +radix):\n%s", diff)
+	}
+	nan := float32(math.NaN())
+	got := candidates([]float32{nan, 1, nan, -2, 3}, 0)
+	var ids []int32
+	for _, c := range got {
+		ids = append(ids, c.id)
+	}
+	if diff := cmp.Diff([]int32{4, 1, 3, 0, 2}, ids); diff != "" {
+		t.Errorf("order with NaN (-want +got):\n%s", diff)
+	}
+	if len(candidates(nil, 0)) != 0 {
+		t.Error("candidates of no logits are not empty")
 	}
 }
 
@@ -200,8 +231,34 @@ func BenchmarkDist(b *testing.B) {
 	for i := range logits {
 		logits[i] = float32(r.NormFloat64() * 3)
 	}
-	s := exec.Sampling{Temperature: 0.6, TopP: 0.95, TopK: 20}
-	for range b.N {
-		Dist(logits, s)
+	for _, s := range []exec.Sampling{
+		{Temperature: 0.6, TopP: 0.95, TopK: 20},
+		{Temperature: 0.7, TopP: 1}, // an OpenAI client's default: no filter, the whole vocabulary sorted
+	} {
+		b.Run(fmt.Sprintf("top_k=%d/top_p=%g", s.TopK, s.TopP), func(b *testing.B) {
+			for range b.N {
+				Dist(logits, s)
+			}
+		})
 	}
+}
+
+// BenchmarkCandidates times ordering a Qwen3-sized vocabulary without
+// top_k: the radix sort against the stable comparison sort it replaces.
+func BenchmarkCandidates(b *testing.B) {
+	r := rand.New(rand.NewPCG(11, 12))
+	logits := make([]float32, 151936)
+	for i := range logits {
+		logits[i] = float32(r.NormFloat64() * 3)
+	}
+	b.Run("radix", func(b *testing.B) {
+		for range b.N {
+			candidates(logits, 0)
+		}
+	})
+	b.Run("sort.SliceStable", func(b *testing.B) {
+		for range b.N {
+			candidatesBySort(logits, 0)
+		}
+	})
 }
