@@ -18,16 +18,13 @@ import (
 //   - At most one node verifies drafts (a host node with a draft and a
 //     logits input), and its logits come from the forward that was fed the
 //     same drafts.
-//   - A graph that drafts outputs its verifier's tokens: drafts that no
-//     verifier accepts or rejects would never be checked against the target.
+//   - A graph with a proposer (a node with a draft output) outputs its
+//     verifier's tokens: drafts that no verifier accepts or rejects would
+//     never be checked against the target.
 func (c *compiler) dataflow(p *plan.Plan, order []*cnode) {
 	byStep := map[string]*cnode{}
 	for _, cn := range order {
 		byStep[cn.n.ID] = cn
-	}
-	stepByID := map[string]*plan.Step{}
-	for _, st := range p.Steps {
-		stepByID[st.ID] = st
 	}
 	segOf := map[string]int{}
 	for si, seg := range p.Segments {
@@ -35,62 +32,17 @@ func (c *compiler) dataflow(p *plan.Plan, order []*cnode) {
 			segOf[p.Steps[idx].ID] = si
 		}
 	}
-	placement := func(id string) node.Placement { return byStep[id].spec.Placement }
-
-	var verifier *plan.Step
-	var drafting *plan.Step // a step that produces drafts that are read
 	for si, seg := range p.Segments {
-		var segDraft plan.Ref
-		var segDraftStep *plan.Step
-		for _, idx := range seg.Steps {
-			st := p.Steps[idx]
-			if seg.Placement != node.Device {
-				continue
-			}
-			for _, port := range sortedPorts(st.In) {
-				ref := st.In[port]
-				in := st.Spec.Input(port)
-				if in == nil {
-					continue
-				}
-				at := c.inputPos(byStep[st.ID], port)
-				if in.Type == node.Draft {
-					if segDraftStep != nil && ref != segDraft {
-						c.errorf(at, "node %s verifies %s, but %s in the same device segment verifies %s: one forward pass verifies one set of drafts",
-							st.ID, ref, segDraftStep.ID, segDraft)
-					}
-					segDraft, segDraftStep = ref, st
-					continue
-				}
-				switch {
-				case ref.Node == "$in" && (ref.Port == "tokens" || ref.Port == "positions"):
-				case ref.Node == "$in":
-					c.errorf(at, "node %s (%s) runs on the device, but its input %s reads $in.%s, which only host nodes can read",
-						st.ID, st.Op, port, ref.Port)
-				case placement(ref.Node) != node.Device:
-					c.errorf(at, "node %s (%s) runs on the device, but its input %s reads %s, a host value (%s): device nodes read $in.tokens, $in.positions and device outputs of their segment",
-						st.ID, st.Op, port, ref, byStep[ref.Node].spec.Op)
-				case segOf[ref.Node] != si:
-					c.errorf(at, "node %s (%s) reads %s across a host step: device values do not outlive their segment, so %s must run with the nodes it reads",
-						st.ID, st.Op, ref, st.ID)
-				}
-			}
+		if seg.Placement == node.Device {
+			c.deviceInputs(p, si, byStep, segOf)
 		}
 	}
+	var verifier, proposer *plan.Step
 	for _, st := range p.Steps {
-		var draftIn, logitsIn string
-		for _, port := range sortedPorts(st.In) {
-			switch in := st.Spec.Input(port); {
-			case in == nil:
-			case in.Type == node.Draft:
-				draftIn = port
-				if drafting == nil {
-					drafting = stepByID[st.In[port].Node]
-				}
-			case in.Type == node.Logits:
-				logitsIn = port
-			}
+		if proposer == nil && slices.ContainsFunc(st.Spec.Out, func(o node.Port) bool { return o.Type == node.Draft }) {
+			proposer = st
 		}
+		draftIn, logitsIn := portOfType(st.In, st.Spec, node.Draft), portOfType(st.In, st.Spec, node.Logits)
 		if st.Placement != node.Host || draftIn == "" || logitsIn == "" {
 			continue
 		}
@@ -106,44 +58,84 @@ func (c *compiler) dataflow(p *plan.Plan, order []*cnode) {
 		if fwd == nil || fwd.spec.Placement != node.Device {
 			continue
 		}
-		fed, ok := "", false
-		for _, port := range sortedPorts(fwd.in) {
-			if in := fwd.spec.Input(port); in != nil && in.Type == node.Draft {
-				fed, ok = fwd.in[port].String(), true
-				if fwd.in[port] == dref {
-					fed = ""
-				}
-			}
-		}
+		fed, ok := fwd.in[portOfType(fwd.in, fwd.spec, node.Draft)]
 		switch {
 		case !ok:
 			c.errorf(at, "node %s verifies %s against %s, but %s was fed no drafts: wire its draft input to %s",
 				st.ID, dref, lref, lref.Node, dref)
-		case fed != "":
+		case fed != dref:
 			c.errorf(at, "node %s verifies %s, but its logits %s are %s's, computed for %s: verify the drafts the forward was fed",
 				st.ID, dref, lref, lref.Node, fed)
 		}
 	}
-	if drafting == nil {
+	if proposer == nil {
 		return
 	}
 	tokens := p.Out["tokens"]
-	if verifier == nil || tokens.Node != verifier.ID {
-		at := c.at(c.g.OutPos, c.g.NamePos)
-		for _, b := range c.g.Out {
-			if b.Name == "tokens" {
-				at = c.at(b.RefPos, b.NamePos, c.g.OutPos)
-			}
-		}
-		dp := byStep[drafting.ID].n.Pos
-		if verifier == nil {
-			c.errorf(at, "the graph drafts tokens (node %s at %d:%d) but no node verifies them: add a verify node (a draft and a logits input) and output its tokens",
-				drafting.ID, dp.Line, dp.Col)
-		} else {
-			c.errorf(at, "out.tokens reads %s, but the graph drafts tokens (node %s at %d:%d): output the tokens of its verifier %s",
-				tokens, drafting.ID, dp.Line, dp.Col, verifier.ID)
+	if verifier != nil && tokens.Node == verifier.ID {
+		return
+	}
+	at := c.at(c.g.OutPos, c.g.NamePos)
+	for _, b := range c.g.Out {
+		if b.Name == "tokens" {
+			at = c.at(b.RefPos, b.NamePos, c.g.OutPos)
 		}
 	}
+	pp := byStep[proposer.ID].n.Pos
+	if verifier == nil {
+		c.errorf(at, "the graph drafts tokens (node %s at %d:%d) but no node verifies them: add a verify node (a draft and a logits input) and output its tokens",
+			proposer.ID, pp.Line, pp.Col)
+	} else {
+		c.errorf(at, "out.tokens reads %s, but the graph drafts tokens (node %s at %d:%d): output the tokens of its verifier %s",
+			tokens, proposer.ID, pp.Line, pp.Col, verifier.ID)
+	}
+}
+
+// deviceInputs checks the inputs of the steps of device segment si: drafts
+// (one set per segment), $in.tokens, $in.positions, or device outputs of
+// the same segment.
+func (c *compiler) deviceInputs(p *plan.Plan, si int, byStep map[string]*cnode, segOf map[string]int) {
+	var draft plan.Ref
+	var drafted *plan.Step
+	for _, idx := range p.Segments[si].Steps {
+		st := p.Steps[idx]
+		for _, port := range sortedPorts(st.In) {
+			ref, in := st.In[port], st.Spec.Input(port)
+			if in == nil {
+				continue
+			}
+			at := c.inputPos(byStep[st.ID], port)
+			switch {
+			case in.Type == node.Draft:
+				if drafted != nil && ref != draft {
+					c.errorf(at, "node %s verifies %s, but %s in the same device segment verifies %s: one forward pass verifies one set of drafts",
+						st.ID, ref, drafted.ID, draft)
+				}
+				draft, drafted = ref, st
+			case ref.Node == "$in" && (ref.Port == "tokens" || ref.Port == "positions"):
+			case ref.Node == "$in":
+				c.errorf(at, "node %s (%s) runs on the device, but its input %s reads $in.%s, which only host nodes can read",
+					st.ID, st.Op, port, ref.Port)
+			case byStep[ref.Node].spec.Placement != node.Device:
+				c.errorf(at, "node %s (%s) runs on the device, but its input %s reads %s, a host value (%s): device nodes read $in.tokens, $in.positions and device outputs of their segment",
+					st.ID, st.Op, port, ref, byStep[ref.Node].spec.Op)
+			case segOf[ref.Node] != si:
+				c.errorf(at, "node %s (%s) reads %s across a host step: device values do not outlive their segment, so %s must run with the nodes it reads",
+					st.ID, st.Op, ref, st.ID)
+			}
+		}
+	}
+}
+
+// portOfType is the first (by name) of the wired inputs in of a node of
+// spec whose type is typ, or "".
+func portOfType(in map[string]plan.Ref, spec *node.Spec, typ node.PortType) string {
+	for _, port := range sortedPorts(in) {
+		if p := spec.Input(port); p != nil && p.Type == typ {
+			return port
+		}
+	}
+	return ""
 }
 
 // inputPos is the position of cn's binding of input port.
