@@ -178,15 +178,17 @@ func (p *program) assignBuffers() {
 				last[j] = i // never read: free after it is written
 			}
 		}
-		for _, a := range ops[i].Args {
-			if last[a.ID] == i && p.f32[a.ID] != nil && ops[a.ID].Kind != tensor.OpWeight {
-				free = append(free, p.f32[a.ID])
-				last[a.ID] = -1 // freed once even if op i reads it twice
+		release := func(id int) {
+			if last[id] == i && p.f32[id] != nil && ops[id].Kind != tensor.OpWeight {
+				free = append(free, p.f32[id])
+				last[id] = -1 // freed once even if op i reads it twice
 			}
 		}
-		if last[i] == i && p.f32[i] != nil && ops[i].Kind != tensor.OpWeight {
-			free = append(free, p.f32[i])
-			last[i] = -1
+		for _, a := range ops[i].Args {
+			release(a.ID)
+		}
+		for _, j := range byDef[i] {
+			release(j)
 		}
 	}
 }

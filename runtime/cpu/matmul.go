@@ -231,21 +231,12 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			t.tiles = m.tiles
 		}
 	case tensor.Q8_0, tensor.Q4_0:
-		pairs := T >= 2 && w.DType == tensor.Q8_0 // only the pair kernels read them
+		pairs := usesPairs(w.DType, T)
 		if !m.q.cached(src, cur) || pairs && !m.qPairs {
-			if cap(m.qx) < len(x) {
-				m.qx = make([]int8, len(x))
-				m.qd = make([]float32, len(x)/32)
-			}
-			m.prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: m.qx[:len(x)], qd: m.qd[:len(x)/32]}
-			if pairs {
-				m.qz = grow64(m.qz, T/2*(K/32)*q8PairBlock)
-				m.prep.qz = m.qz
-			}
-			p.b.pool.run(T, 2, min(parts, T/2+T%2), &m.prep)
+			p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, pairs)
 			m.q, m.qPairs = actKey{src: src, at: cur, ok: true}, pairs
 		}
-		t.qx, t.qd = m.qx[:len(x)], m.qd[:len(x)/32]
+		t.qx, t.qd = m.qx, m.qd
 		if pairs {
 			t.qz, t.ws = m.qz, p.b.q8Scales4(w)
 		}
@@ -340,6 +331,24 @@ func (p *program) matmulFused(ops []int) {
 	p.b.pool.run(total, 4, parts, g)
 }
 
+// usesPairs reports whether a matmul of T tokens by weights of dtype dt
+// runs the pair kernels (Q8_0, 2 tokens or more), which read the pair
+// layout of the activations.
+func usesPairs(dt tensor.DType, T int) bool { return T >= 2 && dt == tensor.Q8_0 }
+
+// quantizeQ8 quantizes x [T, K] to Q8_0 into *qx and *qd, and with pairs
+// also into the pair kernels' layout *qz, reusing their memory, on up to
+// parts workers (in pairs of tokens, which the layout keeps together).
+func (p *program) quantizeQ8(prep *prepTask, qx *[]int8, qd *[]float32, qz *[]byte, x []float32, T, K, parts int, pairs bool) {
+	*qx, *qd = grow(*qx, len(x)), grow(*qd, len(x)/32)
+	*prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: *qx, qd: *qd}
+	if pairs {
+		*qz = grow64(*qz, T/2*(K/32)*q8PairBlock)
+		prep.qz = *qz
+	}
+	p.b.pool.run(T, 2, min(parts, T/2+T%2), prep)
+}
+
 // prepTask prepares activation rows [lo, hi) for a matmul: quantizes them to
 // Q8_0 (dt Q8_0) or rounds them to f16/bf16 values.
 type prepTask struct {
@@ -385,7 +394,7 @@ type matmulTask struct {
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
 	qz       []byte    // [T/2, K/32, q8PairBlock] set for Q8_0 weights when T >= 2: qx and qd as q8PairLayout writes them
-	ws       []float32 // [N/4, K/32+q8Ahead, 4] set with qz: the weight's scales as q8Scales4 writes them
+	ws       []float32 // [N/4, K/32, 4] set with qz: the weight's scales as q8Scales4 writes them
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [4*K]; set when T >= 4 for f16/bf16
@@ -521,9 +530,9 @@ func (t *matmulTask) runQuant(lo, hi int) {
 		for ; r < hi && r%4 != 0; r++ {
 			t.quantRow(r, t0, t1)
 		}
+		pair := func(tt int) unsafe.Pointer { return unsafe.Pointer(&t.qz[tt/2*nb*q8PairBlock]) }
 		for ; r+4 <= hi; r += 4 {
-			wp, ws := unsafe.Pointer(&t.w[r*rb]), unsafe.Pointer(&t.ws[r*(nb+q8Ahead)])
-			pair := func(tt int) unsafe.Pointer { return unsafe.Pointer(&t.qz[tt/2*nb*q8PairBlock]) }
+			wp, ws := unsafe.Pointer(&t.w[r*rb]), unsafe.Pointer(&t.ws[r*nb])
 			tt := t0
 			for ; tt+8 <= t1; tt += 8 {
 				q8Gemm4x8(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
@@ -569,9 +578,6 @@ func (t *matmulTask) gemvQuant(lo, hi, t0, t1 int) {
 	}
 }
 
-// q8Ahead is how many zero blocks q8Scales4 pads each group of rows with.
-const q8Ahead = 2
-
 // q8PairBlock is the bytes of one block of one pair of tokens in the pair
 // kernels' activation layout (see simd_amd64.s): 64 of quants, 64 of
 // corrections, 64 of scales.
@@ -602,19 +608,18 @@ func grow64(s []byte, n int) []byte {
 }
 
 // q8Scales4 returns the block scales of Q8_0 weight w [N, K] as float32 in
-// groups of 4 rows for the pair kernels, [N/4, K/32+q8Ahead, 4]: block b of group g
-// holds the scales of rows 4g..4g+3, and the blocks from K/32 on are zero
-// (the kernel's read-ahead pad). Rows past the last group of 4 are left
-// out. They are made on first use and kept: 4 bytes per 34-byte block.
+// groups of 4 rows for the pair kernels, [N/4, K/32, 4]: block b of group
+// g holds the scales of rows 4g..4g+3. Rows past the last group of 4 are
+// left out. They are made on first use and kept: 4 bytes per 34-byte block.
 func (b *Backend) q8Scales4(w *weights.Tensor) []float32 {
 	if s, ok := b.scales4[w]; ok {
 		return s
 	}
 	N, rb := w.Rows(), w.RowBytes()
 	nb := rb / 34
-	s := make([]float32, N/4*(nb+q8Ahead)*4)
+	s := make([]float32, N/4*nb*4)
 	for g := range N / 4 {
-		grp := s[g*(nb+q8Ahead)*4 : (g+1)*(nb+q8Ahead)*4]
+		grp := s[g*nb*4 : (g+1)*nb*4]
 		for i := range 4 {
 			row := w.Data[(4*g+i)*rb : (4*g+i+1)*rb]
 			for blk := range nb {

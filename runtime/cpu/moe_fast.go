@@ -128,14 +128,8 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 			t.tiles = p.mm.tiles
 		}
 	case tensor.Q8_0, tensor.Q4_0:
-		pairs := T >= 2 && w.DType == tensor.Q8_0
-		m.qx, m.qd = grow(m.qx, len(x)), grow(m.qd, len(x)/32)
-		m.prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: m.qx, qd: m.qd}
-		if pairs {
-			m.qz = grow64(m.qz, T/2*(K/32)*q8PairBlock)
-			m.prep.qz = m.qz
-		}
-		p.b.pool.run(T, 2, min(parts, T/2+T%2), &m.prep)
+		pairs := usesPairs(w.DType, T)
+		p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, pairs)
 		t.qx, t.qd = m.qx, m.qd
 		if pairs {
 			t.qz, t.ws = m.qz, p.b.q8Scales4(w)
