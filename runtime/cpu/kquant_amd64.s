@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "lanes_amd64.h"
 
 // AVX-512 (F, BW, VL) decode kernels for Q4_K and Q6_K weights against Q8_K
 // activations: 4 weight rows and one token per call, bit for bit dotQ4K and
@@ -81,16 +82,6 @@ DATA q6kidx<>+240(SB)/8, $0x000f000f000f000f
 DATA q6kidx<>+248(SB)/8, $0x000f000f000f000f
 GLOBL q6kidx<>(SB), RODATA|NOPTR, $256
 
-// KHSUM8 reduces Y register ysrc into the low lane of X0 (clobbers X0, X1)
-// in hsum8's order.
-#define KHSUM8(ysrc, xsrc) \
-	VEXTRACTF32X4 $1, ysrc, X1; \
-	VADDPS        X1, xsrc, X0; \
-	VMOVHLPS      X0, X0, X1; \
-	VADDPS        X1, X0, X0; \
-	VMOVSHDUP     X0, X1; \
-	VADDSS        X1, X0, X0
-
 // Q4KPAIR adds the scaled lanes of chunks 2j and 2j+1 of the Q4_K row at
 // (row) (nibbles at off(row): low for chunk 2j, high for 2j+1) into Z31.
 // Needs Z10 = the 8 scales as words, Z30 = 0x0f bytes; clobbers Z8, Z9.
@@ -155,7 +146,7 @@ GLOBL q6kidx<>(SB), RODATA|NOPTR, $256
 // Q4KOUT leaves hsum8(acc) + ((m0+m2)+(m1+m3)) of accm in X0 (clobbers
 // X1, X2).
 #define Q4KOUT(acc, xacc, accm) \
-	KHSUM8(acc, xacc); \
+	HSUM8(acc, xacc); \
 	VMOVHLPS  accm, accm, X1; \
 	VADDPS    X1, accm, X1; \
 	VMOVSHDUP X1, X2; \
@@ -329,14 +320,14 @@ q6kloop:
 q6kdone:
 	MOVQ out+48(FP), BX
 	MOVQ ostride+56(FP), R9
-	KHSUM8(Y16, X16)
+	HSUM8(Y16, X16)
 	VMOVSS X0, (BX)
-	KHSUM8(Y17, X17)
+	HSUM8(Y17, X17)
 	VMOVSS X0, (BX)(R9*1)
-	KHSUM8(Y18, X18)
+	HSUM8(Y18, X18)
 	VMOVSS X0, (BX)(R9*2)
 	LEAQ (BX)(R9*2), BX
-	KHSUM8(Y19, X19)
+	HSUM8(Y19, X19)
 	VMOVSS X0, (BX)(R9*1)
 	VZEROUPPER
 	RET

@@ -1,4 +1,5 @@
-// Shared macros of the amd64 kernels (simd_amd64.s, attn_amd64.s).
+// Shared macros of the amd64 kernels (simd_amd64.s, attn_amd64.s,
+// kquant_amd64.s).
 
 // TAILMASK(tmp) sets K1 to the low (CX - AX) bits, the lanes of the last
 // partial chunk of 16 (clobbers DX and tmp).
@@ -9,3 +10,13 @@
 	SHLXL DX, tmp, tmp; \
 	SUBL  $1, tmp; \
 	KMOVW tmp, K1
+
+// HSUM8 reduces Y register ysrc into the low lane of X0 (clobbers X0, X1):
+// the order of hsum8 in kernels.go.
+#define HSUM8(ysrc, xsrc) \
+	VEXTRACTF32X4 $1, ysrc, X1; \
+	VADDPS        X1, xsrc, X0; \
+	VMOVHLPS      X0, X0, X1; \
+	VADDPS        X1, X0, X0; \
+	VMOVSHDUP     X0, X1; \
+	VADDSS        X1, X0, X0

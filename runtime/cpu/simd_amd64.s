@@ -42,16 +42,6 @@ TEXT ·xgetbv0(SB), NOSPLIT, $0-4
 	VMOVSHDUP     X0, X1; \
 	VADDSS        X1, X0, X0
 
-// HSUM8 reduces Y register ysrc into the low lane of X0 (clobbers X0, X1):
-// the order of hsum8 in kernels.go.
-#define HSUM8(ysrc, xsrc) \
-	VEXTRACTF32X4 $1, ysrc, X1; \
-	VADDPS        X1, xsrc, X0; \
-	VMOVHLPS      X0, X0, X1; \
-	VADDPS        X1, X0, X0; \
-	VMOVSHDUP     X0, X1; \
-	VADDSS        X1, X0, X0
-
 // STORE4S reduces the accumulators a0..a3 (HSUM16) and stores them at
 // (BX), (BX)(R9), (BX)(2*R9), (BX)(3*R9): the outputs of 4 rows whose
 // stride in bytes is R9 (clobbers BX).
