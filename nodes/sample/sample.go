@@ -215,7 +215,7 @@ func sortedCandidates(logits []float32) []cand {
 		b := math.Float32bits(v)
 		switch {
 		case v != v:
-			b = 0 // NaN: after every number
+			b = 0 // NaN: the largest key, after every number
 		case v == 0:
 			b = 0x80000000
 		case b&0x80000000 != 0:
@@ -224,11 +224,6 @@ func sortedCandidates(logits []float32) []cand {
 			b |= 0x80000000
 		}
 		keys[i], ids[i] = ^b, int32(i) // ascending keys: descending logits
-	}
-	for i, v := range logits {
-		if v != v {
-			keys[i] = math.MaxUint32
-		}
 	}
 	k2, i2 := make([]uint32, n), make([]int32, n)
 	for shift := 0; shift < 32; shift += 8 {
