@@ -44,6 +44,7 @@ var opSupport = map[string]string{
 	"short_conv": noOpKernelYet + "; the backend reserves no recurrent state",
 	"delta_rule": noOpKernelYet + "; the backend reserves no recurrent state",
 	"moe":        noOpKernelYet,
+	"concat":     noOpKernelYet,
 }
 
 // noOpKernelYet is why an op the CPU backend runs has no CUDA kernel.

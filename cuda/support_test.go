@@ -190,6 +190,8 @@ func opGraph(t *testing.T, k tensor.OpKind, dt tensor.DType) (g *tensor.Graph, w
 	case tensor.OpDeltaRule:
 		gate := b.MatMul(x, b.Weight("heads")) // [rows, 4]: supported, so the refusal names delta_rule
 		y = b.DeltaRule(x, x, x, gate, gate, tensor.StateArgs{KeyHeads: 4, KeyDim: 64, ValueHeads: 4, ValueDim: 64, Scale: 0.125})
+	case tensor.OpConcat:
+		y = b.Concat(x, x)
 	case tensor.OpMoE:
 		router := b.MatMul(x, b.Weight("heads")) // [rows, 4 experts]
 		y = b.MoE(x, router, b.Weight("experts"), b.Weight("experts"), b.Weight("experts_down"), tensor.MoEArgs{Experts: 4, TopK: 2, FFN: 8})

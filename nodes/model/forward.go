@@ -23,7 +23,13 @@ func init() {
 		},
 		Out: []node.Port{
 			{Name: "logits", Type: node.Logits, Doc: "next-token logits of the rows that need a token [R, vocab]"},
-			{Name: "hidden", Type: node.Hidden, Doc: "the final norm's hidden state of the same rows [R, E] (embeddings: the last prompt token's)"},
+			{Name: "hidden", Type: node.Hidden, Doc: "hidden states [R, E] of the sampled rows, or [T, E] of every row with hidden_rows: all (embeddings: the last prompt token's; an MTP head: every accepted token's)"},
+		},
+		Params: []node.Param{
+			{Name: "hidden_rows", Kind: node.Enum, Enum: []string{"sampled", "all"}, Default: "sampled",
+				Doc: "rows of `hidden`: the rows that get logits, or every row of the step (what an MTP head carried to the next step reads)"},
+			{Name: "hidden_norm", Kind: node.Enum, Enum: []string{"final", "none"}, Default: "final",
+				Doc: "`hidden` after the final norm (Qwen3.5's MTP head reads it so) or before it (DeepSeek-style heads)"},
 		},
 		Summary: "Run the model (llama, qwen2, qwen3, qwen35) over the step's tokens, appending their K/V to the cache.",
 		Doc: "Reads the architecture from the GGUF metadata and binds weights by name. " +
@@ -33,14 +39,26 @@ func init() {
 			"With `draft` wired (a proposer's output), the engine feeds the step's tokens with each decoding " +
 			"sequence's drafts inserted after its last token, so `logits` has 1 + drafts rows per sequence " +
 			"(the input of `speculative.verify`).",
-		New: func(node.Params) (any, error) { return &Forward{}, nil },
+		New: func(p node.Params) (any, error) {
+			return &Forward{AllRows: p.String("hidden_rows") == "all", PreNorm: p.String("hidden_norm") == "none"}, nil
+		},
 	})
 }
 
 // Forward is the model.forward node. Bind must be called before Record.
 type Forward struct {
 	Config *Config
+	// AllRows makes the hidden output every row's, [T, E], not only the
+	// sampled rows' [R, E].
+	AllRows bool
+	// PreNorm makes the hidden output the last block's, before the final
+	// norm.
+	PreNorm bool
 }
+
+// HiddenAllRows reports whether the hidden output has a row per fed
+// token (hidden_rows: all) rather than per logit row.
+func (fw *Forward) HiddenAllRows() bool { return fw.AllRows }
 
 // Bind implements exec.Binder.
 func (fw *Forward) Bind(f *weights.File) error {
@@ -80,11 +98,30 @@ func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[s
 	if fw.Config == nil {
 		return nil, errors.New("model.forward: no model bound")
 	}
-	hidden, err := RecordHidden(b, fw.Config, in["tokens"], in["positions"], fw.Config.Layers)
+	c := fw.Config
+	x, err := recordTrunk(b, c, in["tokens"], in["positions"], c.Layers) // [T, E]
 	if err != nil {
 		return nil, fmt.Errorf("model.forward: %w", err)
 	}
-	logits := b.MatMul(hidden, b.Weight(fw.Config.OutputName)) // [R, vocab]
+	logitRows := b.Input("logit_rows", -1)
+	norm := func(t tensor.Tensor) tensor.Tensor {
+		return b.RMSNorm(t, b.Weight("output_norm.weight"), c.Embed, c.NormEps)
+	}
+	var hidden, sampled tensor.Tensor // hidden: the output; sampled: [R, E] after the final norm
+	switch {
+	case fw.AllRows && !fw.PreNorm:
+		hidden = norm(x)
+		sampled = b.SelectRows(hidden, logitRows) // norm is per row: the same values as norm(select)
+	case fw.AllRows:
+		hidden, sampled = x, norm(b.SelectRows(x, logitRows))
+	case fw.PreNorm:
+		hidden = b.SelectRows(x, logitRows)
+		sampled = norm(hidden)
+	default:
+		sampled = norm(b.SelectRows(x, logitRows))
+		hidden = sampled
+	}
+	logits := b.MatMul(sampled, b.Weight(c.OutputName)) // [R, vocab]
 	return map[string]tensor.Tensor{"logits": logits, "hidden": hidden}, b.Err()
 }
 
@@ -104,6 +141,18 @@ func RecordLayers(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor,
 // RecordHidden is RecordLayers without the output projection: the final
 // norm's hidden state of the step's "logit_rows" rows, [R, E].
 func RecordHidden(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor, layers int) (tensor.Tensor, error) {
+	x, err := recordTrunk(b, c, tokens, positions, layers)
+	if err != nil {
+		return tensor.Tensor{}, err
+	}
+	rows := b.SelectRows(x, b.Input("logit_rows", -1)) // [R, E]
+	rows = b.RMSNorm(rows, b.Weight("output_norm.weight"), c.Embed, c.NormEps)
+	return rows, b.Err()
+}
+
+// recordTrunk records c's first layers blocks over tokens [T] at
+// positions [T]: the last block's output [T, E], before the final norm.
+func recordTrunk(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor, layers int) (tensor.Tensor, error) {
 	if layers < 1 || layers > c.Layers {
 		return tensor.Tensor{}, fmt.Errorf("layers %d out of range [1, %d]", layers, c.Layers)
 	}
@@ -144,7 +193,5 @@ func RecordHidden(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor,
 		h = b.RMSNorm(x, w("ffn_norm"), c.Embed, c.NormEps)
 		x = b.Add(x, recordFFN(b, c, h, l)) // [T, E]
 	}
-	rows := b.SelectRows(x, b.Input("logit_rows", -1)) // [R, E]
-	rows = b.RMSNorm(rows, b.Weight("output_norm.weight"), c.Embed, c.NormEps)
-	return rows, b.Err()
+	return x, b.Err()
 }

@@ -32,6 +32,18 @@ func recordHybridLayers(b *tensor.Builder, c *Config, x, positions tensor.Tensor
 	return x
 }
 
+// RecordAttentionBlock records block l of a hybrid model as a full gated
+// attention block over x [T, E] writing KV layer kvLayer: x +=
+// attention(attn_norm(x)); x += ffn(post_attention_norm(x)). [T, E]. The
+// MTP block of a qwen35 file is such a block.
+func RecordAttentionBlock(b *tensor.Builder, c *Config, x, positions tensor.Tensor, l, kvLayer int) tensor.Tensor {
+	w := func(name string) tensor.Tensor { return b.Weight(fmt.Sprintf("blk.%d.%s", l, name)) }
+	h := b.RMSNorm(x, w("attn_norm.weight"), c.Embed, c.NormEps)
+	x = b.Add(x, recordGatedAttention(b, c, h, positions, w, kvLayer))
+	h = b.RMSNorm(x, w("post_attention_norm.weight"), c.Embed, c.NormEps)
+	return b.Add(x, recordFFN(b, c, h, l))
+}
+
 // recordDeltaNet is a Gated DeltaNet mixer over h [T, E]: [T, E].
 func recordDeltaNet(b *tensor.Builder, c *Config, h tensor.Tensor, w func(string) tensor.Tensor, stateLayer int) tensor.Tensor {
 	hy := c.Hybrid

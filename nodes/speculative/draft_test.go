@@ -3,6 +3,7 @@ package speculative
 import (
 	"bytes"
 	"context"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -39,6 +40,10 @@ func (f *fakeDevice) Forward(_ context.Context, _ string, _ exec.Recorder, b *ex
 		l.Row(i)[(b.Tokens[r]+1)%fakeVocab] = 1
 	}
 	return l, nil
+}
+
+func (f *fakeDevice) Pass(context.Context, string, exec.PassRecorder, *exec.Batch, ...string) (map[string]exec.Logits, error) {
+	return nil, errors.New("fakeDevice: no multi-output passes")
 }
 
 func (f *fakeDevice) KV() exec.KVBlocks           { return f }

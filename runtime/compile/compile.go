@@ -9,6 +9,7 @@ package compile
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -142,6 +143,15 @@ type compiler struct {
 	nodes  []*cnode
 	byID   map[string]*cnode
 	ids    []string
+	// carry holds the resolved carry: bindings (see resolveCarry).
+	carry map[string]carried
+}
+
+// carried is one value of carry:, read in the next step as $prev.NAME.
+type carried struct {
+	ref   plan.Ref
+	typ   node.PortType
+	known bool
 }
 
 func (c *compiler) errorf(pos graphdef.Pos, format string, args ...any) {
@@ -191,6 +201,7 @@ func compile(g *graphdef.Graph, reg *node.Registry, overrides node.Params) (*pla
 		c.resolveOp(cn)
 		c.resolveParams(cn)
 	}
+	c.resolveCarry()
 	for _, cn := range c.nodes {
 		c.resolveInputs(cn)
 	}
@@ -207,6 +218,12 @@ func compile(g *graphdef.Graph, reg *node.Registry, overrides node.Params) (*pla
 		Policy: policy,
 		Out:    out,
 		Tests:  g.Tests,
+	}
+	for name, cv := range c.carry {
+		if p.Carry == nil {
+			p.Carry = map[string]plan.Ref{}
+		}
+		p.Carry[name] = cv.ref
 	}
 	for _, name := range c.pnames {
 		p.Params[name] = c.params[name].value
@@ -436,6 +453,19 @@ func (c *compiler) source(ref string, at graphdef.Pos) (r plan.Ref, typ node.Por
 		c.errorf(at, "unknown graph input $in.%s (have $in.%s)%s", port, strings.Join(names, ", $in."), didYouMean(port, names, "$in.%s"))
 		return r, "", false, -1
 	}
+	if nodeID == plan.PrevNode {
+		cv, ok := c.carry[port]
+		if !ok {
+			names := slices.Sorted(maps.Keys(c.carry))
+			have := "the graph carries nothing: declare carry: {" + port + ": NODE.PORT}"
+			if len(names) > 0 {
+				have = "have $prev." + strings.Join(names, ", $prev.")
+			}
+			c.errorf(at, "unknown carried value $prev.%s (%s)%s", port, have, didYouMean(port, names, "$prev.%s"))
+			return r, "", false, -1
+		}
+		return r, cv.typ, cv.known, -1 // the previous step's value: no dependency
+	}
 	src := c.byID[nodeID]
 	if src == nil {
 		if strings.HasPrefix(nodeID, "$") {
@@ -508,6 +538,37 @@ func (c *compiler) resolveInputs(cn *cnode) {
 	for _, p := range spec.In {
 		if !p.Optional && !bound[p.Name] {
 			c.errorf(c.at(n.InPos, n.Pos), "node %s: missing input %s (%s) of %s", n.ID, p.Name, p.Type, spec.Op)
+		}
+	}
+}
+
+// resolveCarry resolves carry: (values kept per sequence for the next
+// step). The engine carries device rows, one per token the step accepted,
+// so a carried value must be a device node's hidden output.
+func (c *compiler) resolveCarry() {
+	c.carry = map[string]carried{}
+	for _, b := range c.g.Carry {
+		if b.Name == "" || b.Ref == "" {
+			continue // reported by graphdef
+		}
+		if _, dup := c.carry[b.Name]; dup {
+			continue // reported by graphdef
+		}
+		at := c.at(b.RefPos, b.NamePos, c.g.CarryPos)
+		ref, typ, known, from := c.source(b.Ref, at)
+		c.carry[b.Name] = carried{ref: ref, typ: typ, known: known}
+		if !known || from < 0 {
+			continue
+		}
+		src := c.nodes[from]
+		switch {
+		case src.spec == nil:
+		case src.spec.Placement != node.Device || typ != node.Hidden:
+			c.errorf(at, "carry %s: %s is %s (%s, %s): the engine carries a device node's hidden rows, one per accepted token",
+				b.Name, b.Ref, typ, src.spec.Op, src.spec.Placement)
+		case src.spec.Param("hidden_rows") != nil && src.params["hidden_rows"] != "all":
+			c.errorf(at, "carry %s: %s has only the sampled rows (hidden_rows: %v): a carried value needs every row, set hidden_rows: all on node %s",
+				b.Name, b.Ref, src.params["hidden_rows"], src.n.ID)
 		}
 	}
 }

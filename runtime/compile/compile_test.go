@@ -69,7 +69,14 @@ func testRegistry() *node.Registry {
 		Params: []node.Param{
 			{Name: "model", Kind: node.String, Default: "target"},
 			{Name: "layers", Kind: node.Int, Default: int64(0), Min: bound(0)},
+			{Name: "hidden_rows", Kind: node.Enum, Default: "sampled", Enum: []string{"sampled", "all"}},
 		},
+		New: build,
+	})
+	r.Register(node.Spec{
+		Op: "speculative.mtp", Placement: node.Host, Summary: "Propose tokens from carried hidden states.",
+		In:  []node.Port{{Name: "history", Type: node.Tokens}, {Name: "hidden", Type: node.Hidden}},
+		Out: []node.Port{{Name: "draft", Type: node.Draft}},
 		New: build,
 	})
 	r.Register(node.Spec{

@@ -221,6 +221,17 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 		out := p.f32[i]
 		switch op.Kind {
 		case tensor.OpInput:
+			if op.Out.DType == tensor.F32 {
+				v, ok := batch.Floats[op.Name]
+				if !ok {
+					return fmt.Errorf("cpu: no binding for f32 input %q", op.Name)
+				}
+				if len(v) != op.Out.Rows()*op.Out.Cols() {
+					return fmt.Errorf("cpu: f32 input %q has %d values, graph recorded %dx%d", op.Name, len(v), op.Out.Rows(), op.Out.Cols())
+				}
+				p.f32[i] = v
+				break
+			}
 			v, ok := inputs[op.Name]
 			if !ok {
 				return fmt.Errorf("cpu: no binding for input %q", op.Name)

@@ -195,6 +195,13 @@ func (p *program) runHybrid(out []float32, op tensor.Op, batch *exec.Batch) (ok 
 				copy(o[g*op.Width:(g+1)*op.Width], xr[g*op.Group+op.Offset:g*op.Group+op.Offset+op.Width])
 			}
 		}
+	case tensor.OpConcat:
+		x, y := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID]
+		a, c, w := op.Args[0].Cols(), op.Args[1].Cols(), op.Out.Cols()
+		for r := range op.Out.Rows() {
+			copy(out[r*w:r*w+a], x[r*a:(r+1)*a])
+			copy(out[r*w+a:(r+1)*w], y[r*c:(r+1)*c])
+		}
 	case tensor.OpUnary, tensor.OpMul, tensor.OpMulRow, tensor.OpL2Norm:
 		p.elementwiseHybrid(out, op)
 	case tensor.OpMoE:

@@ -210,6 +210,9 @@ type Engine struct {
 	// stepEmbeds is set while a step runs whose sampled sequences include
 	// an Embed request: only then are hidden rows copied back.
 	stepEmbeds bool
+	// stepCarry holds, while a step runs, the carried values its device
+	// segments computed, by name.
+	stepCarry map[string]carryRows
 }
 
 // execKey names a prepared graph: a plan segment ("seg0", ...) or a host
@@ -239,6 +242,9 @@ type request struct {
 	rounds    int
 	spec      SpecStats
 	embedding []float32 // an Embed request's result
+	// carry holds the plan's carried values (Plan.Carry) for the
+	// sequence's next sampled step, by name.
+	carry map[string]exec.Carried
 }
 
 // New binds the plan's nodes to the model, loads the backend and reserves
@@ -250,7 +256,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, plan: p, backend: cfg.Backend, execs: map[execKey]exec.Executable{}, planHash: p.Hash(),
 		wake: make(chan struct{}, 1), closed: make(chan struct{}), loopDone: make(chan struct{}),
-		reqs: map[*sched.Seq]*request{}, models: map[string]*modelDevice{}}
+		reqs: map[*sched.Seq]*request{}, models: map[string]*modelDevice{}, stepCarry: map[string]carryRows{}}
 	layers, kvDim := 0, 0
 	var state exec.StateLayout
 	var binders []modelBinding
@@ -352,6 +358,8 @@ func New(cfg Config) (*Engine, error) {
 	switch {
 	case state.Layers() > 0:
 		e.prefixCacheOff = "prefix caching is off for this model: its recurrent state has no checkpoints at block boundaries to resume from"
+	case len(p.Carry) > 0:
+		e.prefixCacheOff = "prefix caching is off for this plan: it carries hidden states ($prev) that the cache does not keep"
 	case !cfg.NoPrefixCache:
 		m.EnablePrefixCache(prefixSalt(cfg.Model, p, pol.KVDType))
 	}
@@ -652,6 +660,7 @@ func (e *Engine) Step(ctx context.Context) error {
 		}
 	}
 	work := e.sched.Schedule()
+	e.dropCarry()
 	e.publish() // admitted and preempted sequences, while the step runs
 	if len(work) == 0 {
 		if !e.sched.Idle() && e.sched.Running() == 0 {
@@ -716,7 +725,7 @@ func (e *Engine) Step(ctx context.Context) error {
 		}
 	}
 	e.stepEmbeds = slices.ContainsFunc(sampled, func(r *request) bool { return r.Embed })
-	out, values, err := e.runPlan(ctx, batch, hc, history)
+	out, values, err := e.runPlan(ctx, batch, hc, history, sampled)
 	if err != nil {
 		return err
 	}
@@ -755,6 +764,7 @@ func (e *Engine) Step(ctx context.Context) error {
 			info.DraftAccepted += res[sampledAt[i]].Accepted
 		}
 	}
+	e.keepCarry(work, res)
 	outcomes := e.sched.Update(work, res)
 	e.publish() // before any event: a reader of an event sees the load after it
 	done := time.Now()
@@ -783,7 +793,11 @@ func (e *Engine) Step(ctx context.Context) error {
 			if hidden.Data == nil || first[i] >= hidden.Rows {
 				return fmt.Errorf("engine: the plan's %s gave no hidden rows for an embedding request", e.hiddenOf().Node)
 			}
-			r.embedding = normalized(hidden.Row(first[i]))
+			row := first[i]
+			if hidden.Rows == len(batch.Tokens) && hidden.Rows != len(batch.LogitRows) {
+				row = int(batch.LogitRows[first[i]]) // hidden_rows: all (an embedding step verifies no drafts)
+			}
+			r.embedding = normalized(hidden.Row(row))
 			e.finish(r, FinishStop, nil)
 			continue
 		}
@@ -814,12 +828,14 @@ func (e *Engine) Step(ctx context.Context) error {
 
 // runPlan executes the plan's segments in order for one batch and returns
 // the plan's outputs.
-func (e *Engine) runPlan(ctx context.Context, batch *exec.Batch, hc *exec.HostContext, history [][]int32) (map[string]any, map[plan.Ref]any, error) {
+func (e *Engine) runPlan(ctx context.Context, batch *exec.Batch, hc *exec.HostContext, history [][]int32, sampled []*request) (map[string]any, map[plan.Ref]any, error) {
 	values := map[plan.Ref]any{
 		{Node: "$in", Port: "tokens"}:    batch.Tokens,
 		{Node: "$in", Port: "positions"}: batch.Positions,
 		{Node: "$in", Port: "history"}:   history,
 	}
+	clear(e.stepCarry) // a failed step's
+	e.takeCarry(sampled, values)
 	for si, seg := range e.plan.Segments {
 		switch seg.Placement {
 		case node.Device:
@@ -879,6 +895,11 @@ func (e *Engine) runDevice(ctx context.Context, si int, seg plan.Segment, batch 
 	for _, idx := range seg.Steps {
 		st := e.plan.Steps[idx]
 		for _, p := range st.Spec.Out {
+			if p.Type == node.Hidden {
+				if err := e.recordCarry(x, plan.Ref{Node: st.ID, Port: p.Name}, feed); err != nil {
+					return err
+				}
+			}
 			if p.Type == node.Hidden && e.stepEmbeds {
 				data, rows, cols, err := x.Output(st.ID + "." + p.Name)
 				if err == nil {

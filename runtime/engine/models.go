@@ -137,6 +137,11 @@ func (d *modelDevice) Forward(ctx context.Context, name string, rec exec.Recorde
 	return forward(ctx, d.backend, d.execs, d.file, name, rec, b)
 }
 
+// Pass implements exec.Device on the model's own backend and cache.
+func (d *modelDevice) Pass(ctx context.Context, name string, rec exec.PassRecorder, b *exec.Batch, want ...string) (map[string]exec.Logits, error) {
+	return pass(ctx, d.backend, d.execs, d.file, name, rec, b, want)
+}
+
 // KV implements exec.ModelDevice.
 func (d *modelDevice) KV() exec.KVBlocks { return d }
 

@@ -193,20 +193,41 @@ func (d device) Forward(ctx context.Context, name string, rec exec.Recorder, b *
 	return forward(ctx, d.e.backend, d.e.execs, d.e.cfg.Model, name, rec, b)
 }
 
+// Pass implements exec.Device.
+func (d device) Pass(ctx context.Context, name string, rec exec.PassRecorder, b *exec.Batch, want ...string) (map[string]exec.Logits, error) {
+	return pass(ctx, d.e.backend, d.e.execs, d.e.cfg.Model, name, rec, b, want)
+}
+
 // forward runs rec's pass over b on be (the model f loaded), preparing it
 // once per name and batch shape in execs.
 func forward(ctx context.Context, be exec.Backend, execs map[execKey]exec.Executable, f *weights.File,
 	name string, rec exec.Recorder, b *exec.Batch) (exec.Logits, error) {
+	out, err := pass(ctx, be, execs, f, name, func(tb *tensor.Builder, tokens, positions tensor.Tensor) (map[string]tensor.Tensor, error) {
+		logits, err := rec(tb, tokens, positions)
+		return map[string]tensor.Tensor{"logits": logits}, err
+	}, b, []string{"logits"})
+	if err != nil {
+		return exec.Logits{}, err
+	}
+	return out["logits"], nil
+}
+
+// pass runs rec's pass over b on be (the model f loaded), preparing it
+// once per name and batch shape in execs, and returns its outputs.
+func pass(ctx context.Context, be exec.Backend, execs map[execKey]exec.Executable, f *weights.File,
+	name string, rec exec.PassRecorder, b *exec.Batch, want []string) (map[string]exec.Logits, error) {
 	key := newExecKey(be, name, b)
 	x, err := prepare(be, execs, key, func() (*tensor.Graph, error) {
 		tb := tensor.NewBuilder(weightInfo(f))
 		tokens, positions := tb.Input("tokens", key.rows), tb.Input("positions", key.rows)
 		tb.Input("logit_rows", key.logitRows)
-		logits, err := rec(tb, tokens, positions)
+		outs, err := rec(tb, tokens, positions)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		tb.Output("logits", logits)
+		for n, t := range outs {
+			tb.Output(n, t)
+		}
 		g, err := tb.Finish()
 		if err != nil {
 			return nil, err
@@ -215,14 +236,18 @@ func forward(ctx context.Context, be exec.Backend, execs map[execKey]exec.Execut
 		return g, nil
 	})
 	if err != nil {
-		return exec.Logits{}, err
+		return nil, err
 	}
 	if err := x.Run(ctx, b); err != nil {
-		return exec.Logits{}, err
+		return nil, err
 	}
-	data, rows, cols, err := x.Output("logits")
-	if err != nil {
-		return exec.Logits{}, err
+	out := map[string]exec.Logits{}
+	for _, n := range want {
+		data, rows, cols, err := x.Output(n)
+		if err != nil {
+			return nil, err
+		}
+		out[n] = exec.Logits{Data: data, Rows: rows, Vocab: cols}
 	}
-	return exec.Logits{Data: data, Rows: rows, Vocab: cols}, nil
+	return out, nil
 }

@@ -86,6 +86,9 @@ type Batch struct {
 	// the state after any accepted prefix of the drafts is kept; nil for
 	// the other sequences.
 	StateSnapshots [][]int32
+	// Floats are the float32 bindings of tensor.Builder.InputF32 inputs,
+	// by name: rows x cols values, row-major; nil for a step without any.
+	Floats map[string][]float32
 }
 
 // StateRows returns, for every row of b, the state slot it reads and the

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
@@ -106,4 +107,48 @@ type Recorder func(b *tensor.Builder, tokens, positions tensor.Tensor) (tensor.T
 // The batch's block tables must be ones the scheduler reserved this step.
 type Device interface {
 	Forward(ctx context.Context, name string, rec Recorder, b *Batch) (Logits, error)
+	// Pass is Forward for a pass with several outputs (an MTP head's
+	// logits and its hidden state): rec records them by name, and the
+	// outputs named in want come back as [rows, cols] host data, valid
+	// until the next pass of the same name and shape.
+	Pass(ctx context.Context, name string, rec PassRecorder, b *Batch, want ...string) (map[string]Logits, error)
+}
+
+// PassRecorder records a pass over tokens [T] and positions [T] with named
+// outputs. It may read the declared "logit_rows" input (Input with n < 0)
+// and declare float32 inputs
+// (tensor.Builder.InputF32) bound from Batch.Floats.
+type PassRecorder func(b *tensor.Builder, tokens, positions tensor.Tensor) (map[string]tensor.Tensor, error)
+
+// Carried is one sequence's value of a carried port ($prev.NAME, a plan's
+// carry:): the device rows of the tokens at positions Pos, Pos+1, ... that
+// the sequence's steps since its last sampled step accepted (a prefill
+// chunk's every row; a verify step's last token and accepted drafts). A
+// host node gets one per HostContext row; a sequence whose KV was
+// preempted starts again from its recomputed rows.
+type Carried struct {
+	Pos   int       // position of the first row
+	Width int       // floats per row
+	Data  []float32 // [rows, Width]
+}
+
+// Rows is the number of carried rows.
+func (c Carried) Rows() int {
+	if c.Width == 0 {
+		return 0
+	}
+	return len(c.Data) / c.Width
+}
+
+// Row returns row i, [Width].
+func (c Carried) Row(i int) []float32 { return c.Data[i*c.Width : (i+1)*c.Width] }
+
+// Append returns c followed by rows of o when o starts where c ends, or
+// o alone otherwise (a sequence recomputed from an earlier position).
+func (c Carried) Append(o Carried) Carried {
+	if c.Rows() == 0 || o.Width != c.Width || o.Pos != c.Pos+c.Rows() {
+		return Carried{Pos: o.Pos, Width: o.Width, Data: slices.Clone(o.Data)}
+	}
+	c.Data = append(c.Data, o.Data...)
+	return c
 }

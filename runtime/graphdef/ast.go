@@ -27,6 +27,11 @@ type Graph struct {
 	// Out binds the graph's outputs to node outputs, in file order.
 	Out    []*Binding
 	OutPos Pos
+	// Carry names values kept per sequence from one step to the next, in
+	// file order: carry NAME: NODE.PORT is read in the next step as
+	// $prev.NAME.
+	Carry    []*Binding
+	CarryPos Pos
 	// Tests are the graph's inline test cases, in file order.
 	Tests    []*Test
 	TestsPos Pos
@@ -91,6 +96,10 @@ const ParamsPrefix = "$params."
 
 // InputNode is the node part of a reference to a graph input ("$in.tokens").
 const InputNode = "$in"
+
+// PrevNode is the node part of a reference to a value carried from the
+// sequence's previous step ("$prev.h", declared under carry:).
+const PrevNode = "$prev"
 
 // ParamRef returns the graph param that the value refers to, if it is a
 // "$params.NAME" reference.

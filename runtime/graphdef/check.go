@@ -7,9 +7,11 @@ import (
 )
 
 var (
-	identPattern = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-	graphPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
-	refPattern   = regexp.MustCompile(`^(\$in|[a-z][a-z0-9_]*)\.[a-z][a-z0-9_]*$`)
+	identPattern   = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	graphPattern   = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	refPattern     = regexp.MustCompile(`^(\$in|[a-z][a-z0-9_]*)\.[a-z][a-z0-9_]*$`)
+	inRefPattern   = regexp.MustCompile(`^(\$in|\$prev|[a-z][a-z0-9_]*)\.[a-z][a-z0-9_]*$`)
+	nodeRefPattern = regexp.MustCompile(`^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$`)
 )
 
 // Check reports the problems in g that need no node registry: names and ids
@@ -96,6 +98,7 @@ func check(g *Graph, bad map[Pos]bool) ErrorList {
 		c.node(n, ids)
 	}
 	c.bindings(g.Out, "out", g.OutPos, "output name")
+	c.bindings(g.Carry, "carry", g.CarryPos, "carried value")
 	tests := map[string]*Test{}
 	for _, t := range g.Tests {
 		c.test(t, tests)
@@ -175,8 +178,14 @@ func (c *checker) bindings(bs []*Binding, what string, owner Pos, nameWhat strin
 		}
 		seen[b.Name] = b
 		c.field(b.Ref, b.RefPos, b.NamePos, fmt.Sprintf("%s %s: missing reference", what, b.Name), func(s string) string {
-			if refPattern.MatchString(s) {
+			switch {
+			case what == "in" && inRefPattern.MatchString(s), what == "carry" && nodeRefPattern.MatchString(s),
+				what != "in" && what != "carry" && refPattern.MatchString(s):
 				return ""
+			case what == "in":
+				return fmt.Sprintf("%s %s: invalid reference %q: want NODE.PORT, $in.NAME or $prev.NAME", what, b.Name, s)
+			case what == "carry":
+				return fmt.Sprintf("%s %s: invalid reference %q: want NODE.PORT", what, b.Name, s)
 			}
 			return fmt.Sprintf("%s %s: invalid reference %q: want NODE.PORT or $in.NAME", what, b.Name, s)
 		})

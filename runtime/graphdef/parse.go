@@ -17,7 +17,7 @@ import (
 
 // Keys allowed in each kind of mapping, in canonical order.
 var (
-	graphKeys = []string{"graph", "doc", "params", "nodes", "out", "tests"}
+	graphKeys = []string{"graph", "doc", "params", "nodes", "out", "carry", "tests"}
 	paramKeys = []string{"type", "default", "min", "max", "values", "doc"}
 	nodeKeys  = []string{"id", "op", "with", "in"}
 	testKeys  = []string{"name", "prompt", "temperature", "max_tokens", "same_as"}
@@ -330,6 +330,11 @@ func (d *decoder) graph(root *yamlNode) *Graph {
 			g.OutPos = d.pos(k)
 			if d.expect(v, mappingNode, "out") {
 				g.Out = d.bindings(v, "out")
+			}
+		case "carry":
+			g.CarryPos = d.pos(k)
+			if d.expect(v, mappingNode, "carry") {
+				g.Carry = d.bindings(v, "carry")
 			}
 		case "tests":
 			g.TestsPos = d.pos(k)

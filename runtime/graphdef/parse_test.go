@@ -105,7 +105,7 @@ func TestErrorPositions(t *testing.T) {
 		{
 			name: "a bad reference points at the value",
 			src:  "graph: a\nnodes:\n  - id: x\n    op: a.b\n    in:\n      tokens:   fwd\n",
-			want: []string{`g.yaml:6:17: in tokens: invalid reference "fwd": want NODE.PORT or $in.NAME`},
+			want: []string{`g.yaml:6:17: in tokens: invalid reference "fwd": want NODE.PORT, $in.NAME or $prev.NAME`},
 		},
 		{
 			name: "a missing id points at the node",
@@ -255,7 +255,7 @@ func TestCheckHandBuiltGraph(t *testing.T) {
 	}
 	want := []string{
 		"mem: duplicate node id \"a\"",
-		"mem: in t: invalid reference \"nowhere\": want NODE.PORT or $in.NAME",
+		"mem: in t: invalid reference \"nowhere\": want NODE.PORT, $in.NAME or $prev.NAME",
 		"mem: missing graph name (graph: NAME)",
 		"mem: node a has no op (op: FAMILY.NAME)",
 		"mem: test \"t\": missing max_tokens",

@@ -67,6 +67,9 @@ func Print(g *Graph) string {
 	if len(g.Out) > 0 {
 		b.WriteString("out: " + bindings(g.Out) + "\n")
 	}
+	if len(g.Carry) > 0 {
+		b.WriteString("carry: " + bindings(g.Carry) + "\n")
+	}
 	if len(g.Tests) > 0 {
 		b.WriteString("tests:\n")
 		for _, t := range g.Tests {

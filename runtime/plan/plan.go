@@ -26,6 +26,10 @@ type Ref struct {
 // InputNode is the Ref.Node of graph inputs.
 const InputNode = graphdef.InputNode
 
+// PrevNode is the Ref.Node of values carried from a sequence's previous
+// step ($prev.NAME, see Plan.Carry).
+const PrevNode = graphdef.PrevNode
+
 // String returns "node.port" ("$in.tokens" for inputs).
 func (r Ref) String() string { return r.Node + "." + r.Port }
 
@@ -76,6 +80,11 @@ type Plan struct {
 	Segments []Segment
 	// Out maps each graph output ("tokens", ...) to its source.
 	Out map[string]Ref
+	// Carry maps each carried value NAME (read as $prev.NAME) to the
+	// device output the engine keeps per sequence: the rows of the tokens
+	// a step accepted, handed to the sequence's next sampled step; nil
+	// when the graph carries nothing.
+	Carry map[string]Ref
 	// Tests are the graph's inline test cases, as parsed.
 	Tests []*graphdef.Test
 }
@@ -136,6 +145,12 @@ func (p *Plan) String() string {
 	b.WriteString("out:\n")
 	for _, k := range slices.Sorted(maps.Keys(p.Out)) {
 		fmt.Fprintf(&b, "  %s <- %s\n", k, p.Out[k])
+	}
+	if len(p.Carry) > 0 {
+		b.WriteString("carry:\n")
+		for _, k := range slices.Sorted(maps.Keys(p.Carry)) {
+			fmt.Fprintf(&b, "  %s <- %s\n", k, p.Carry[k])
+		}
 	}
 	if len(p.Tests) > 0 {
 		b.WriteString("tests:\n")

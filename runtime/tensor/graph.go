@@ -43,6 +43,7 @@ const (
 	OpShortConv // hybrid.go
 	OpDeltaRule // hybrid.go
 	OpMoE       // moe.go
+	OpConcat    // hybrid.go
 )
 
 var opNames = [...]string{
@@ -50,7 +51,7 @@ var opNames = [...]string{
 	OpMatMul: "matmul", OpRoPE: "rope", OpAttention: "attention", OpAdd: "add",
 	OpSwiGLU: "swiglu", OpSelectRows: "select_rows", OpAddRow: "add_row",
 	OpColumns: "columns", OpUnary: "unary", OpMul: "mul", OpMulRow: "mul_row", OpL2Norm: "l2_norm",
-	OpShortConv: "short_conv", OpDeltaRule: "delta_rule", OpMoE: "moe",
+	OpShortConv: "short_conv", OpDeltaRule: "delta_rule", OpMoE: "moe", OpConcat: "concat",
 }
 
 func (k OpKind) String() string {
@@ -178,6 +179,25 @@ func (b *Builder) Input(name string, n int) Tensor {
 		return b.fail("input %q not declared", name)
 	}
 	t := b.push(Op{Kind: OpInput, Name: name, Out: Tensor{Shape: [2]int{n, 1}, DType: I32}})
+	b.inputs[name] = t
+	return t
+}
+
+// InputF32 declares a per-step float32 binding of n rows of cols values
+// ([n, cols], row-major): hidden states a host node hands a pass (an MTP
+// head reads the target's). Declaring the same name twice with the same
+// shape returns the same tensor.
+func (b *Builder) InputF32(name string, n, cols int) Tensor {
+	if t, ok := b.inputs[name]; ok {
+		if t.Rows() != n || t.Cols() != cols || t.DType != F32 {
+			return b.fail("input %q declared as %v %dx%d and f32 %dx%d", name, t.DType, t.Rows(), t.Cols(), n, cols)
+		}
+		return t
+	}
+	if n < 0 || cols < 1 {
+		return b.fail("input %q: bad shape %dx%d", name, n, cols)
+	}
+	t := b.push(Op{Kind: OpInput, Name: name, Out: Tensor{Shape: [2]int{n, cols}, DType: F32}})
 	b.inputs[name] = t
 	return t
 }

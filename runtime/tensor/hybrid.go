@@ -69,6 +69,18 @@ func (b *Builder) Columns(x Tensor, group, offset, width int) Tensor {
 		Out: Tensor{Shape: [2]int{x.Rows(), x.Cols() / group * width}, DType: F32}})
 }
 
+// Concat joins the columns of x [T, a] and y [T, b] into [T, a+b]: each
+// row is x's row followed by y's (an MTP head's [enorm(embed) ; hnorm(h)]).
+func (b *Builder) Concat(x, y Tensor) Tensor {
+	if b.bad(x, y) {
+		return Tensor{ID: -1}
+	}
+	if x.Rows() != y.Rows() || x.DType != F32 || y.DType != F32 {
+		return b.fail("concat: %v %v and %v %v", x.DType, x.Shape, y.DType, y.Shape)
+	}
+	return b.push(Op{Kind: OpConcat, Args: []Tensor{x, y}, Out: Tensor{Shape: [2]int{x.Rows(), x.Cols() + y.Cols()}, DType: F32}})
+}
+
 // Unary applies fn to every element of x [T, d].
 func (b *Builder) Unary(x Tensor, fn UnaryFn) Tensor {
 	if b.bad(x) {
