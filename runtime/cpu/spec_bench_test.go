@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/ninfer/ninfer-go/nodes/speculative"
+
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
