@@ -343,7 +343,7 @@ func (p *program) quantizeQ8(prep *prepTask, qx *[]int8, qd *[]float32, qz *[]by
 	*qx, *qd = grow(*qx, len(x)), grow(*qd, len(x)/32)
 	*prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: *qx, qd: *qd}
 	if pairs {
-		*qz = grow64(*qz, T/2*(K/32)*q8PairBlock)
+		*qz = grow64(*qz, (T+7)/8*4*(K/32)*q8PairBlock) // whole 4x8 tiles: runQuant pads a tail of 6 or 7 tokens
 		prep.qz = *qz
 	}
 	p.b.pool.run(T, 2, min(parts, T/2+T%2), prep)
@@ -536,6 +536,17 @@ func (t *matmulTask) runQuant(lo, hi int) {
 			tt := t0
 			for ; tt+8 <= t1; tt += 8 {
 				q8Gemm4x8(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
+			}
+			if n := (t1 - tt) &^ 1; n >= 6 {
+				// Three pairs or more: one 4x8 tile over padding pairs
+				// (quantizeQ8 allocates them) costs less than 4x2 tiles;
+				// the padding tokens' outputs are dropped.
+				var tile [8 * 4]float32
+				q8Gemm4x8(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&tile[0]), 16)
+				for j := range n {
+					copy(t.out[(tt+j)*N+r:(tt+j)*N+r+4], tile[4*j:4*j+4])
+				}
+				tt += n
 			}
 			for ; tt+2 <= t1; tt += 2 {
 				q8Gemm4x2(wp, uintptr(rb), pair(tt), 0, ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
