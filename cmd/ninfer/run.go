@@ -149,6 +149,32 @@ type samplingFlags struct {
 	temperature, topP, minP float64
 	topK                    int
 	seed                    uint64
+	logitBias               logitBiasFlag
+}
+
+// logitBiasFlag is --logit-bias: ID=BIAS pairs, comma-separated or
+// repeated; BIAS may be -inf (the token is never chosen).
+type logitBiasFlag map[int32]float32
+
+func (f *logitBiasFlag) String() string { return fmt.Sprint(map[int32]float32(*f)) }
+
+func (f *logitBiasFlag) Set(v string) error {
+	if *f == nil {
+		*f = map[int32]float32{}
+	}
+	for _, pair := range strings.Split(v, ",") {
+		id, bias, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		n, err := strconv.ParseInt(id, 10, 32)
+		if !ok || err != nil || n < 0 {
+			return fmt.Errorf("%q: want TOKEN_ID=BIAS", pair)
+		}
+		b, err := strconv.ParseFloat(bias, 32)
+		if err != nil || math.IsNaN(b) || math.IsInf(b, 1) {
+			return fmt.Errorf("%q: the bias must be a number or -inf", pair)
+		}
+		(*f)[int32(n)] = float32(b)
+	}
+	return nil
 }
 
 func (s *samplingFlags) register(fs *flag.FlagSet) {
@@ -157,6 +183,7 @@ func (s *samplingFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&s.topP, "top-p", 1, "keep the smallest set of tokens with probability >= P (1 = off)")
 	fs.Float64Var(&s.minP, "min-p", 0, "drop tokens less likely than P x the most likely (0 = off)")
 	fs.Uint64Var(&s.seed, "seed", 0, "random seed for stochastic sampling")
+	fs.Var(&s.logitBias, "logit-bias", "add BIAS to token ID's logit before choosing: ID=BIAS[,ID=BIAS...], repeatable; -inf bans the token")
 }
 
 func (s *samplingFlags) sampling() (exec.Sampling, error) {
@@ -170,7 +197,11 @@ func (s *samplingFlags) sampling() (exec.Sampling, error) {
 	case math.IsNaN(s.minP) || s.minP < 0 || s.minP > 1:
 		return exec.Sampling{}, fmt.Errorf("--min-p %g must be in [0, 1]", s.minP)
 	}
-	return exec.Sampling{Temperature: float32(s.temperature), TopK: s.topK, TopP: float32(s.topP), MinP: float32(s.minP), Seed: s.seed}, nil
+	out := exec.Sampling{Temperature: float32(s.temperature), TopK: s.topK, TopP: float32(s.topP), MinP: float32(s.minP), Seed: s.seed}
+	if len(s.logitBias) > 0 {
+		out.LogitBias = s.logitBias
+	}
+	return out, nil
 }
 
 // runOutput is the --json contract of `ninfer run`.

@@ -168,6 +168,8 @@ out: {tokens: pick.tokens}
 		{"graph with three mistakes", append(ok, "--graph", badGraph), []string{
 			"bad.yaml:3:", "0 is out of range [1, 64]", "bad.yaml:6:", `unknown key "colour"`, "bad.yaml:7:", `unknown op "sample.tokn"`, `did you mean "sample.token"`}},
 		{"unknown graph", append(ok, "--graph", "nosuch"), []string{"nosuch"}},
+		{"logit bias without a bias", append(ok, "--logit-bias", "5"), []string{`"5": want TOKEN_ID=BIAS`}},
+		{"logit bias of +inf", append(ok, "--logit-bias", "5=inf"), []string{"must be a number or -inf"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCLI(append([]string{"run"}, tc.args...)...)
@@ -183,6 +185,28 @@ out: {tokens: pick.tokens}
 				t.Errorf("stderr shows a panic:\n%s", stderr)
 			}
 		})
+	}
+}
+
+// --logit-bias ID=-inf bans a token: greedy decoding's first token, once
+// banned, is not generated first, and the rest of the flags still apply.
+func TestRunLogitBias(t *testing.T) {
+	model := sharedPath(t, "models", "stories260K.gguf")
+	first := func(args ...string) int32 {
+		t.Helper()
+		code, stdout, stderr := runCLI(append([]string{"run", "--model", model, "--prompt", "Once upon a time", "--max-tokens", "2", "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var out struct{ IDs []int32 }
+		if err := json.Unmarshal([]byte(stdout), &out); err != nil || len(out.IDs) == 0 {
+			t.Fatalf("%v: %s", err, stdout)
+		}
+		return out.IDs[0]
+	}
+	greedy := first()
+	if banned := first("--logit-bias", fmt.Sprintf("%d=-inf,1=0.5", greedy)); banned == greedy {
+		t.Errorf("token %d was banned and still chosen", greedy)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
@@ -24,12 +26,15 @@ func init() {
 		Out: []node.Port{
 			{Name: "logits", Type: node.Logits, Doc: "next-token logits of the rows that need a token [R, vocab]"},
 			{Name: "hidden", Type: node.Hidden, Doc: "hidden states [R, E] of the sampled rows, or [T, E] of every row with hidden_rows: all (embeddings: the last prompt token's; an MTP head: every accepted token's)"},
+			{Name: "taps", Type: node.Hidden, Doc: "the hidden states of the `taps` layer inputs, side by side, of every row [T, len(taps)*E] (what an EAGLE-3 drafter carried to the next step reads)"},
 		},
 		Params: []node.Param{
 			{Name: "hidden_rows", Kind: node.Enum, Enum: []string{"sampled", "all"}, Default: "sampled",
 				Doc: "rows of `hidden`: the rows that get logits, or every row of the step (what an MTP head carried to the next step reads)"},
 			{Name: "hidden_norm", Kind: node.Enum, Enum: []string{"final", "none"}, Default: "final",
 				Doc: "`hidden` after the final norm (Qwen3.5's MTP head reads it so) or before it (DeepSeek-style heads)"},
+			{Name: "taps", Kind: node.String, Default: "",
+				Doc: "comma-separated layer-input ids whose hidden states `taps` outputs, llama.cpp's convention: id l < layers is the input of block l (0: the token embeddings), id = layers the final norm's output; \"\" = none (an EAGLE-3 drafter's target_layers)"},
 		},
 		Summary: "Run the model (llama, qwen2, qwen3, qwen35) over the step's tokens, appending their K/V to the cache.",
 		Doc: "Reads the architecture from the GGUF metadata and binds weights by name. " +
@@ -40,7 +45,11 @@ func init() {
 			"sequence's drafts inserted after its last token, so `logits` has 1 + drafts rows per sequence " +
 			"(the input of `speculative.verify`).",
 		New: func(p node.Params) (any, error) {
-			return &Forward{AllRows: p.String("hidden_rows") == "all", PreNorm: p.String("hidden_norm") == "none"}, nil
+			taps, err := ParseTaps(p.String("taps"))
+			if err != nil {
+				return nil, err
+			}
+			return &Forward{AllRows: p.String("hidden_rows") == "all", PreNorm: p.String("hidden_norm") == "none", TapIDs: taps}, nil
 		},
 	})
 }
@@ -54,7 +63,29 @@ type Forward struct {
 	// PreNorm makes the hidden output the last block's, before the final
 	// norm.
 	PreNorm bool
+	// TapIDs are the layer-input ids of the taps output (ParseTaps).
+	TapIDs []int
 }
+
+// ParseTaps parses a taps param: comma-separated non-negative layer-input
+// ids ("0,1,1"), "" for none.
+func ParseTaps(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var ids []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("taps %q: want comma-separated layer-input ids such as \"0,1,1\"", s)
+		}
+		ids = append(ids, n)
+	}
+	return ids, nil
+}
+
+// Taps reports the layer-input ids the taps output holds.
+func (fw *Forward) Taps() []int { return fw.TapIDs }
 
 // HiddenAllRows reports whether the hidden output has a row per fed
 // token (hidden_rows: all) rather than per logit row.
@@ -99,7 +130,13 @@ func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[s
 		return nil, errors.New("model.forward: no model bound")
 	}
 	c := fw.Config
-	x, err := recordTrunk(b, c, in["tokens"], in["positions"], c.Layers) // [T, E]
+	for _, id := range fw.TapIDs {
+		if id > c.Layers {
+			return nil, fmt.Errorf("model.forward: tap %d: the model has %d layers (ids 0..%d)", id, c.Layers, c.Layers)
+		}
+	}
+	inputs := make([]tensor.Tensor, c.Layers) // [T, E] each: the input of each block
+	x, err := recordTrunk(b, c, in["tokens"], in["positions"], c.Layers, func(l int, x tensor.Tensor) { inputs[l] = x })
 	if err != nil {
 		return nil, fmt.Errorf("model.forward: %w", err)
 	}
@@ -122,7 +159,23 @@ func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[s
 		hidden = sampled
 	}
 	logits := b.MatMul(sampled, b.Weight(c.OutputName)) // [R, vocab]
-	return map[string]tensor.Tensor{"logits": logits, "hidden": hidden}, b.Err()
+	out := map[string]tensor.Tensor{"logits": logits, "hidden": hidden}
+	var taps tensor.Tensor
+	for i, id := range fw.TapIDs {
+		t := norm(x)
+		if id < c.Layers {
+			t = inputs[id]
+		}
+		if i == 0 {
+			taps = t
+		} else {
+			taps = b.Concat(taps, t)
+		}
+	}
+	if len(fw.TapIDs) > 0 {
+		out["taps"] = taps // [T, len(taps)*E]
+	}
+	return out, b.Err()
 }
 
 // RecordLayers records the forward pass of c's first layers blocks (all of
@@ -141,7 +194,7 @@ func RecordLayers(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor,
 // RecordHidden is RecordLayers without the output projection: the final
 // norm's hidden state of the step's "logit_rows" rows, [R, E].
 func RecordHidden(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor, layers int) (tensor.Tensor, error) {
-	x, err := recordTrunk(b, c, tokens, positions, layers)
+	x, err := recordTrunk(b, c, tokens, positions, layers, nil)
 	if err != nil {
 		return tensor.Tensor{}, err
 	}
@@ -152,7 +205,11 @@ func RecordHidden(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor,
 
 // recordTrunk records c's first layers blocks over tokens [T] at
 // positions [T]: the last block's output [T, E], before the final norm.
-func recordTrunk(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor, layers int) (tensor.Tensor, error) {
+// tap, when not nil, is told each block's input x [T, E].
+func recordTrunk(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor, layers int, tap func(l int, x tensor.Tensor)) (tensor.Tensor, error) {
+	if tap == nil {
+		tap = func(int, tensor.Tensor) {}
+	}
 	if layers < 1 || layers > c.Layers {
 		return tensor.Tensor{}, fmt.Errorf("layers %d out of range [1, %d]", layers, c.Layers)
 	}
@@ -162,9 +219,10 @@ func recordTrunk(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor, 
 
 	x := b.GetRows(b.Weight("token_embd.weight"), tokens) // [T, E]
 	if c.Hybrid != nil {
-		x = recordHybridLayers(b, c, x, positions, layers)
+		x = recordHybridLayers(b, c, x, positions, layers, tap)
 	}
 	for l := 0; l < layers && c.Hybrid == nil; l++ {
+		tap(l, x)
 		w := func(name string) tensor.Tensor { return b.Weight(fmt.Sprintf("blk.%d.%s.weight", l, name)) }
 		h := b.RMSNorm(x, w("attn_norm"), c.Embed, c.NormEps) // [T, E]
 		q := b.MatMul(h, w("attn_q"))                         // [T, H*D]

@@ -12,9 +12,10 @@ import (
 // ffn(post_attention_norm(x)), the mixer a Gated DeltaNet (recurrent
 // layers, state layer = recurrent layers before it) or gated full
 // attention (KV layer = attending layers before it).
-func recordHybridLayers(b *tensor.Builder, c *Config, x, positions tensor.Tensor, layers int) tensor.Tensor {
+func recordHybridLayers(b *tensor.Builder, c *Config, x, positions tensor.Tensor, layers int, tap func(int, tensor.Tensor)) tensor.Tensor {
 	kvLayer, stateLayer := 0, 0
 	for l := range layers {
+		tap(l, x)
 		w := func(name string) tensor.Tensor { return b.Weight(fmt.Sprintf("blk.%d.%s", l, name)) }
 		h := b.RMSNorm(x, w("attn_norm.weight"), c.Embed, c.NormEps) // [T, E]
 		var mixed tensor.Tensor

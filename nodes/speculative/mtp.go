@@ -51,11 +51,12 @@ type MTP struct {
 	head  string
 	norm  string
 	dev   exec.ModelDevice
-	seqs  map[uint64]*mtpSeq
+	seqs  map[uint64]*headSeq
 }
 
-// mtpSeq is one sequence's state in the head's cache.
-type mtpSeq struct {
+// headSeq is one sequence's state in a drafter's cache (speculative.mtp,
+// speculative.eagle3).
+type headSeq struct {
 	kv   kv.Seq
 	next int // positions [0, next) hold the head's entries of accepted tokens
 	// lost is set when the head missed positions (its cache was full): the
@@ -98,7 +99,7 @@ func (m *MTP) BindModel(f, _ *weights.File) (layers, kvDim int, err error) {
 	if has(name("nextn.shared_head_norm.weight")) {
 		m.norm = name("nextn.shared_head_norm.weight")
 	}
-	m.seqs = map[uint64]*mtpSeq{}
+	m.seqs = map[uint64]*headSeq{}
 	return 1, c.KVDim(), nil
 }
 
@@ -153,7 +154,7 @@ func (m *MTP) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, 
 	E := m.cfg.Embed
 	type drafting struct {
 		row  int
-		seq  *mtpSeq
+		seq  *headSeq
 		want int
 		pos  int // position of the token the next pass feeds
 	}
@@ -165,7 +166,7 @@ func (m *MTP) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, 
 		c, h := hidden[i], history[i]
 		s := m.seqs[row.ID]
 		if s == nil {
-			s = &mtpSeq{}
+			s = &headSeq{}
 			m.seqs[row.ID] = s
 		}
 		if c.Rows() > 0 && c.Width != E {
@@ -189,7 +190,7 @@ func (m *MTP) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, 
 		if start >= end || s.lost {
 			continue
 		}
-		if !m.grow(hc, s, end+max(0, want-1)) {
+		if !growSeq(kvb, hc, m.seqs, s, end+max(0, want-1)) {
 			s.lost = true
 			kvb.Release(&s.kv)
 			continue
@@ -242,12 +243,12 @@ func (m *MTP) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, 
 	return map[string]any{"draft": out}, nil
 }
 
-// grow reserves n tokens of the head's cache for s, first evicting the
-// sequences that are not in this step when the cache is full (a sequence
-// the target preempted still holds blocks); an evicted sequence drafts no
-// more until it is recomputed. It reports whether s has the room.
-func (m *MTP) grow(hc *exec.HostContext, s *mtpSeq, n int) bool {
-	kvb := m.dev.KV()
+// growSeq reserves n tokens of a drafter's cache (kvb) for s, first
+// evicting the sequences of seqs that are not in this step when the cache
+// is full (a sequence the target preempted still holds blocks); an evicted
+// sequence drafts no more until it is recomputed. It reports whether s has
+// the room.
+func growSeq(kvb exec.KVBlocks, hc *exec.HostContext, seqs map[uint64]*headSeq, s *headSeq, n int) bool {
 	if kvb.Grow(&s.kv, n) == nil {
 		return true
 	}
@@ -255,7 +256,7 @@ func (m *MTP) grow(hc *exec.HostContext, s *mtpSeq, n int) bool {
 	for _, row := range hc.Rows {
 		inStep[row.ID] = true
 	}
-	for id, o := range m.seqs {
+	for id, o := range seqs {
 		if !inStep[id] && len(o.kv.Blocks) > 0 {
 			kvb.Release(&o.kv)
 			o.lost = true

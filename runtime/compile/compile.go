@@ -566,7 +566,7 @@ func (c *compiler) resolveCarry() {
 		case src.spec.Placement != node.Device || typ != node.Hidden:
 			c.errorf(at, "carry %s: %s is %s (%s, %s): the engine carries a device node's hidden rows, one per accepted token",
 				b.Name, b.Ref, typ, src.spec.Op, src.spec.Placement)
-		case src.spec.Param("hidden_rows") != nil && src.params["hidden_rows"] != "all":
+		case ref.Port == "hidden" && src.spec.Param("hidden_rows") != nil && src.params["hidden_rows"] != "all":
 			c.errorf(at, "carry %s: %s has only the sampled rows (hidden_rows: %v): a carried value needs every row, set hidden_rows: all on node %s",
 				b.Name, b.Ref, src.params["hidden_rows"], src.n.ID)
 		}

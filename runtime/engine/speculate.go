@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
@@ -103,7 +104,46 @@ func (e *Engine) speculation() (maxBatch int, err error) {
 	if e.draftK > 0 && (verifier == nil || e.plan.Out["tokens"].Node != verifier.ID) {
 		return 0, errors.New("engine: a plan that drafts tokens must output the tokens of its verify step (out.tokens)")
 	}
-	return maxBatch, nil
+	return maxBatch, e.checkTaps()
+}
+
+// checkTaps checks that a drafter that reads target layers (an EAGLE-3
+// drafter's target_layers, known once its model is bound) is fed the taps
+// of those layers: the hidden states it reads must be the ones the
+// forward taps.
+func (e *Engine) checkTaps() error {
+	type tapper interface{ Taps() []int }
+	type tapReader interface{ TargetLayers() []int }
+	for _, st := range e.plan.Steps {
+		r, ok := st.Node.(tapReader)
+		if !ok {
+			continue
+		}
+		for port, ref := range st.In {
+			if ref.Node != plan.PrevNode {
+				continue
+			}
+			src := e.plan.Carry[ref.Port]
+			fw, ok := e.plan.Step(src.Node).Node.(tapper)
+			if !ok || src.Port != "taps" {
+				return fmt.Errorf("engine: step %s (%s): input %s reads %s, carried from %s, which are not a forward's taps of layers %v",
+					st.ID, st.Op, port, ref, src, r.TargetLayers())
+			}
+			if !slices.Equal(fw.Taps(), r.TargetLayers()) {
+				return fmt.Errorf("engine: step %s (%s) reads the target's layer inputs %v (its model's target_layers), but %s taps %v: set taps: \"%s\" on %s",
+					st.ID, st.Op, r.TargetLayers(), src.Node, fw.Taps(), joinInts(r.TargetLayers()), src.Node)
+			}
+		}
+	}
+	return nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
 }
 
 // feed is the batch a device segment computes over: batch itself, or, when

@@ -1,0 +1,180 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/node"
+)
+
+const (
+	mtpGraph    = "../../graphs/mtp.yaml"
+	eagle3Graph = "../../graphs/eagle3.yaml"
+)
+
+// specGolden is one of ../shared/golden/spec-*.json: llama-server's greedy
+// output and draft counts per prompt.
+type specGolden struct {
+	Banned  []int32 `json:"banned_token_ids"`
+	Results []struct {
+		ID          string  `json:"id"`
+		Prompt      string  `json:"prompt"`
+		TokensPlain []int32 `json:"tokens_plain"`
+		DraftN      int     `json:"draft_n"`
+		Accepted    int     `json:"draft_n_accepted"`
+	} `json:"results"`
+}
+
+func readSpecGolden(t *testing.T, name string) specGolden {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(modelPath(t, "stories260K.gguf")), "..", "golden", name))
+	if err != nil {
+		t.Skip(err)
+	}
+	var g specGolden
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// The model-native drafters draft what llama.cpp's do: on every prompt of
+// the speculative goldens (llama-server --spec-type draft-mtp or
+// draft-eagle3, --spec-draft-n-max 3, greedy, 64 tokens, the golden's
+// banned ids given a -inf bias) the tokens are plain decoding's and the
+// drafted and accepted counts are the server's exactly.
+func TestDraftersEqualLlamaCpp(t *testing.T) {
+	for _, tc := range []struct{ name, model, drafter, graph, golden string }{
+		{"mtp", "tiny-qwen35-f32.gguf", "", mtpGraph, "spec-tiny-qwen35-mtp.json"},
+		{"mtp moe", "tiny-qwen35moe-f32.gguf", "", mtpGraph, "spec-tiny-qwen35moe-mtp.json"},
+		{"eagle3", "tiny-qwen3-f32.gguf", "tiny-qwen3-eagle3-f32.gguf", eagle3Graph, "spec-tiny-qwen3-eagle3.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := readSpecGolden(t, tc.golden)
+			o := instance.Options{Model: modelPath(t, tc.model), Graph: tc.graph, MaxRunning: 1, Threads: 2,
+				Set: node.Params{"k": int64(3)}}
+			if tc.drafter != "" {
+				o.Models = map[string]string{"draft": modelPath(t, tc.drafter)}
+			}
+			in := open(t, o)
+			var bias map[int32]float32
+			if len(g.Banned) > 0 {
+				bias = map[int32]float32{}
+				for _, id := range g.Banned {
+					bias[id] = float32(math.Inf(-1))
+				}
+			}
+			for _, r := range g.Results {
+				res, err := in.Generate(context.Background(), engine.Request{Prompt: in.Tokenizer.Encode(r.Prompt, true, true),
+					MaxTokens: len(r.TokensPlain), Sampling: exec.Sampling{LogitBias: bias}}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(r.TokensPlain, res.IDs); diff != "" {
+					t.Errorf("%s: ids differ from llama.cpp's (-llama.cpp +%s):\n%s", r.ID, tc.name, diff)
+				}
+				s := res.Stats.Speculative
+				if s.Drafted != r.DraftN || s.Accepted != r.Accepted {
+					t.Errorf("%s: drafted %d, accepted %d; llama-server drafted %d, accepted %d", r.ID, s.Drafted, s.Accepted, r.DraftN, r.Accepted)
+				}
+			}
+		})
+	}
+}
+
+// Greedy decoding under the model-native drafters' graphs gives plain
+// decoding's tokens (MTP on both hybrid models, EAGLE-3 on tiny-qwen3) for
+// k = 1..8, prefill chunks 1, 7 and 512, one or eight sequences at a time,
+// int8 KV, and after preemption (sequences lose their KV, state and
+// carried rows and are recomputed); the target's cache and the drafter's
+// are empty afterwards.
+func TestDraftersAreLossless(t *testing.T) {
+	for _, tc := range []struct{ model, drafter, graph string }{
+		{"tiny-qwen35-f32.gguf", "", mtpGraph},
+		{"tiny-qwen35moe-f32.gguf", "", mtpGraph},
+		{"tiny-qwen3-f32.gguf", "tiny-qwen3-eagle3-f32.gguf", eagle3Graph},
+	} {
+		t.Run(tc.model+" "+filepath.Base(tc.graph), func(t *testing.T) { drafterLossless(t, tc.model, tc.drafter, tc.graph) })
+	}
+}
+
+func drafterLossless(t *testing.T, model, drafter, graph string) {
+	const n = 24
+	m := modelPath(t, model)
+	alias := "target" // the MTP head is the target's
+	var models map[string]string
+	if drafter != "" {
+		alias, models = "draft", map[string]string{"draft": modelPath(t, drafter)}
+	}
+	plain := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2})
+	prompts := goldenPrompts(t, plain)
+	want, _ := generateAll(t, plain, prompts, n, 8)
+	check := func(name string, in *instance.Instance, got [][]int32, stats []engine.Stats) {
+		t.Helper()
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%s: ids differ from plain (-plain +%s):\n%s", name, graph, diff)
+		}
+		var sum engine.SpecStats
+		for _, st := range stats {
+			sum = sum.Add(st.Speculative)
+		}
+		if sum.Rounds == 0 || sum.Accepted == sum.Drafted {
+			t.Errorf("%s: implausible counts %+v", name, sum)
+		}
+		if s := in.Engine.Snapshot(); s.KVBlocksUsed != 0 || s.StateSlotsUsed != 0 {
+			t.Errorf("%s: after every request %+v", name, s)
+		}
+		if u := in.Engine.ModelKVBlocks()[alias]; u.Used != 0 || u.Total == 0 {
+			t.Errorf("%s: the drafter's cache after every request: %+v", name, u)
+		}
+	}
+	for k := 1; k <= 8; k++ {
+		chunk := []int{1, 7, 512}[k%3]
+		in := open(t, instance.Options{Model: m, Models: models, Graph: graph, MaxRunning: 8, Threads: 2,
+			Set: node.Params{"k": int64(k), "chunk": int64(chunk)}})
+		for _, conc := range []int{1, 8} {
+			got, stats := generateAll(t, in, prompts, n, conc)
+			check(fmt.Sprintf("k=%d chunk %d concurrency %d", k, chunk, conc), in, got, stats)
+		}
+		in.Close()
+	}
+	// int8 KV pages, for the target and the drafter: the ids of plain decoding over the same pages.
+	src, err := os.ReadFile(graph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	int8Graph := filepath.Join(t.TempDir(), "int8.yaml")
+	src = []byte(strings.Replace(string(src), "  - {id: draft,", "  - {id: cache, op: kv.cache, with: {dtype: int8-g64}}\n  - {id: draft,", 1))
+	if err := os.WriteFile(int8Graph, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref := open(t, instance.Options{Model: m, Graph: "../../graphs/kv-int8-g64.yaml", MaxRunning: 8, Threads: 2})
+	wantInt8, _ := generateAll(t, ref, prompts, n, 8)
+	q := open(t, instance.Options{Model: m, Models: models, Graph: int8Graph, MaxRunning: 8, Threads: 2, Set: node.Params{"k": int64(3)}})
+	got, stats := generateAll(t, q, prompts, n, 8)
+	if diff := cmp.Diff(wantInt8, got); diff != "" {
+		t.Fatalf("int8 kv: ids differ from plain's (-plain +%s):\n%s", graph, diff)
+	}
+	in := open(t, instance.Options{Model: m, Models: models, Graph: graph, MaxRunning: 8, Threads: 2, KVTokens: 352,
+		Set: node.Params{"k": int64(3)}})
+	got, stats = submitAll(t, in, prompts, n)
+	preempted := 0
+	for _, st := range stats {
+		preempted += st.Preempted
+	}
+	if preempted == 0 {
+		t.Errorf("no sequence was preempted")
+	}
+	check("preemption", in, got, stats)
+}
