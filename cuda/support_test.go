@@ -269,6 +269,23 @@ func TestCheckGraphRefusesRoPEFactors(t *testing.T) {
 	}
 }
 
+// TestCheckGraphRefusesNonCausalAttention: the attention kernel is causal,
+// so a block drafter's non-causal attention is refused by name.
+func TestCheckGraphRefusesNonCausalAttention(t *testing.T) {
+	g, _, _ := opGraph(t, tensor.OpAttention, tensor.F32)
+	if err := checkGraph(g); err != nil {
+		t.Fatalf("causal attention: %v", err)
+	}
+	for i, op := range g.Ops {
+		if op.Kind == tensor.OpAttention {
+			g.Ops[i].Attn.NonCausal = true
+		}
+	}
+	if err := checkGraph(g); err == nil || !strings.Contains(err.Error(), "non-causal attention") {
+		t.Fatalf("non-causal attention: %v", err)
+	}
+}
+
 // TestCheckGraphRefusesUnknownOp: an op kind outside the table is refused
 // by name, not run.
 func TestCheckGraphRefusesUnknownOp(t *testing.T) {

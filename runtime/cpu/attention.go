@@ -89,6 +89,7 @@ func (b *Backend) checkAttention(op tensor.Op) error {
 // softmaxInPlace, then o = sum over positions j in order of w_j * v_j.
 func (p *program) attention(out []float32, op tensor.Op, b *exec.Batch) {
 	p.writeKV(op, b)
+	p.visible = visibleRows(p.visible, op.Attn, b)
 	switch {
 	case useSIMD:
 		p.attentionFast(out, op, b)
@@ -97,6 +98,27 @@ func (p *program) attention(out []float32, op tensor.Op, b *exec.Batch) {
 	default:
 		p.attentionRef(out, op, b)
 	}
+}
+
+// visibleRows returns, for each row of b, how many positions of its
+// sequence it attends to: its position + 1, or with a.NonCausal its
+// sequence's last row's position + 1. vis is reused.
+func visibleRows(vis []int, a tensor.AttentionArgs, b *exec.Batch) []int {
+	vis = vis[:0]
+	for _, pos := range b.Positions {
+		vis = append(vis, int(pos)+1)
+	}
+	if !a.NonCausal {
+		return vis
+	}
+	last := map[int32]int{}
+	for t, s := range b.RowSeq {
+		last[s] = max(last[s], vis[t])
+	}
+	for t, s := range b.RowSeq {
+		vis[t] = last[s]
+	}
+	return vis
 }
 
 // writeKV stores the K and V rows of the step's tokens at their slots.
@@ -143,7 +165,7 @@ func (p *program) attentionRef(out []float32, op tensor.Op, b *exec.Batch) {
 	p.b.pool.parallel(op.Out.Rows()*a.Heads, 1, func(worker, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			t, h := i/a.Heads, i%a.Heads
-			table, n := b.Tables[b.RowSeq[t]], int(b.Positions[t])+1
+			table, n := b.Tables[b.RowSeq[t]], p.visible[t]
 			c0 := h / group * hd // the head's first column of K and V rows
 			qh := q[t*qd+h*hd : t*qd+(h+1)*hd]
 			scores := p.scratch(p.score, worker, n)
@@ -180,7 +202,7 @@ func (p *program) attentionCodedRef(out []float32, op tensor.Op, b *exec.Batch) 
 	p.b.pool.parallel(op.Out.Rows()*a.KVHeads, 1, func(worker, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			t, kvh := i/a.KVHeads, i%a.KVHeads
-			table, n := b.Tables[b.RowSeq[t]], int(b.Positions[t])+1
+			table, n := b.Tables[b.RowSeq[t]], p.visible[t]
 			buf := p.scratch(p.score, worker, n+2*n*hd)
 			scores, ks, vs := buf[:n], buf[n:n+n*hd], buf[n+n*hd:] // [n], [n, hd], [n, hd]
 			for j := 0; j < n; j += bt {
@@ -268,9 +290,9 @@ func (p *program) attentionFast(out []float32, op tensor.Op, b *exec.Batch) {
 	rows := max(1, 4/(a.Heads/a.KVHeads))
 	T, work := op.Out.Rows(), 0
 	for r := 0; r < T; {
-		e, n := r+1, int(b.Positions[r])+1
+		e, n := r+1, p.visible[r]
 		for e < T && e-r < rows && b.RowSeq[e] == b.RowSeq[r] {
-			n = max(n, int(b.Positions[e])+1)
+			n = max(n, p.visible[e])
 			e++
 		}
 		t.tiles = append(t.tiles, attnTile{t0: r, t1: e, n: n})
@@ -353,7 +375,7 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 		for u := range 4 {
 			v := v0 + min(u, m-1) // fewer than 4: repeat the last one
 			row, h := tile.t0+v/group, kvh*group+v%group
-			qoff[u], ns[u] = row*qd+h*hd, int(t.b.Positions[row])+1
+			qoff[u], ns[u] = row*qd+h*hd, t.p.visible[row]
 			sc := unsafe.Pointer(&w.scores[min(u, m-1)*stride])
 			sa.q[u], sa.out[u], va.w[u] = unsafe.Pointer(&t.q[qoff[u]]), sc, sc
 		}

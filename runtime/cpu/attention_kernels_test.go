@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
@@ -146,6 +147,7 @@ type attnCase struct {
 	heads, kvHeads, hd, bt int
 	dtype                  string
 	seqs                   [][2]int // per sequence: first position of this step's rows, row count
+	nonCausal              bool     // rows also see their sequence's later rows of the step
 }
 
 // runAttention computes attention for c (random q, k, v; KV pages filled
@@ -207,7 +209,8 @@ func setupAttention(t testing.TB, c attnCase, threads int) (*program, tensor.Op,
 	p := &program{b: be, f32: make([][]float32, 4), score: make([][]float32, be.pool.n), attnScr: make([]attnScratch, be.pool.n)}
 	op := tensor.Op{Kind: tensor.OpAttention, Out: tensor.Tensor{ID: 3, Shape: [2]int{T, qd}},
 		Args: []tensor.Tensor{{ID: 0, Shape: [2]int{T, qd}}, {ID: 1, Shape: [2]int{T, kvd}}, {ID: 2, Shape: [2]int{T, kvd}}},
-		Attn: tensor.AttentionArgs{Layer: 1, Heads: c.heads, KVHeads: c.kvHeads, HeadDim: c.hd, Scale: float32(1 / math.Sqrt(float64(c.hd)))}}
+		Attn: tensor.AttentionArgs{Layer: 1, Heads: c.heads, KVHeads: c.kvHeads, HeadDim: c.hd, Scale: float32(1 / math.Sqrt(float64(c.hd))),
+			NonCausal: c.nonCausal}}
 	for si, s := range c.seqs {
 		if s[0] == 0 {
 			continue
@@ -281,9 +284,11 @@ func TestAttentionFastMatchesRef(t *testing.T) {
 		{heads: 4, kvHeads: 2, hd: 64, bt: 16, dtype: "int8-g64", seqs: [][2]int{{0, 33}, {50, 1}}},
 		{heads: 4, kvHeads: 2, hd: 64, bt: 16, dtype: "fp8-e4m3-row256", seqs: [][2]int{{0, 2}, {60, 4}}},
 		{heads: 2, kvHeads: 1, hd: 16, bt: 4, dtype: "bf16", seqs: [][2]int{{0, 19}}},
+		{heads: 4, kvHeads: 2, hd: 32, bt: 16, dtype: "f32", seqs: [][2]int{{20, 4}, {3, 9}}, nonCausal: true},
+		{heads: 4, kvHeads: 2, hd: 32, bt: 16, dtype: "int8-g64", seqs: [][2]int{{7, 4}}, nonCausal: true},
 	}
 	for _, c := range cases {
-		t.Run(fmt.Sprintf("h%d-kv%d-hd%d-bt%d-%s-%v", c.heads, c.kvHeads, c.hd, c.bt, c.dtype, c.seqs), func(t *testing.T) {
+		t.Run(fmt.Sprintf("h%d-kv%d-hd%d-bt%d-%s-%v-noncausal=%v", c.heads, c.kvHeads, c.hd, c.bt, c.dtype, c.seqs, c.nonCausal), func(t *testing.T) {
 			want := runAttention(t, c, false, 2)
 			for _, threads := range []int{1, 2, 3} {
 				got := runAttention(t, c, true, threads)
@@ -294,6 +299,27 @@ func TestAttentionFastMatchesRef(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Non-causal attention lets a row see its sequence's later rows of the
+// step: its first row's output changes with the last row's value, which
+// causal attention never reads.
+func TestAttentionNonCausalSeesLaterRows(t *testing.T) {
+	for _, nonCausal := range []bool{false, true} {
+		c := attnCase{heads: 2, kvHeads: 1, hd: 16, bt: 16, dtype: "f32", seqs: [][2]int{{3, 4}}, nonCausal: nonCausal}
+		p, op, b, out := setupAttention(t, c, 1)
+		p.attention(out, op, b)
+		first := slices.Clone(out[:c.heads*c.hd])
+		v := p.f32[2]
+		for i := 3 * c.kvHeads * c.hd; i < len(v); i++ {
+			v[i] += 1 // the last row's value
+		}
+		p.attention(out, op, b)
+		p.b.Close()
+		if changed := !slices.Equal(first, out[:c.heads*c.hd]); changed != nonCausal {
+			t.Errorf("nonCausal=%v: the first row's output changed with the last row's value: %v", nonCausal, changed)
+		}
 	}
 }
 

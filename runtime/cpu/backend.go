@@ -69,6 +69,7 @@ type program struct {
 	i32      [][]int32         // per op: bound int32 input
 	w        []*weights.Tensor // per op: weight
 	mm       matmulState       // matmul scratch (matmul.go)
+	visible  []int             // per row of the attention op in flight: positions it attends to (attention.go)
 	elem     elemTask          // element-wise op in flight (elementwise.go)
 	ropeTask ropeTask          // rope op in flight
 	score    [][]float32       // per worker attention scores (reference path)

@@ -21,6 +21,7 @@ import (
 const (
 	mtpGraph    = "../../graphs/mtp.yaml"
 	eagle3Graph = "../../graphs/eagle3.yaml"
+	dflashGraph = "../../graphs/dflash.yaml"
 )
 
 // specGolden is one of ../shared/golden/spec-*.json: llama-server's greedy
@@ -50,8 +51,8 @@ func readSpecGolden(t *testing.T, name string) specGolden {
 }
 
 // The model-native drafters draft what llama.cpp's do: on every prompt of
-// the speculative goldens (llama-server --spec-type draft-mtp or
-// draft-eagle3, --spec-draft-n-max 3, greedy, 64 tokens, the golden's
+// the speculative goldens (llama-server --spec-type draft-mtp,
+// draft-eagle3 or draft-dflash, --spec-draft-n-max 3, greedy, 64 tokens, the golden's
 // banned ids given a -inf bias) the tokens are plain decoding's and the
 // drafted and accepted counts are the server's exactly.
 func TestDraftersEqualLlamaCpp(t *testing.T) {
@@ -59,6 +60,7 @@ func TestDraftersEqualLlamaCpp(t *testing.T) {
 		{"mtp", "tiny-qwen35-f32.gguf", "", mtpGraph, "spec-tiny-qwen35-mtp.json"},
 		{"mtp moe", "tiny-qwen35moe-f32.gguf", "", mtpGraph, "spec-tiny-qwen35moe-mtp.json"},
 		{"eagle3", "tiny-qwen3-f32.gguf", "tiny-qwen3-eagle3-f32.gguf", eagle3Graph, "spec-tiny-qwen3-eagle3.json"},
+		{"dflash", "tiny-qwen3-f32.gguf", "tiny-qwen3-dflash-f32.gguf", dflashGraph, "spec-tiny-qwen3-dflash.json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := readSpecGolden(t, tc.golden)
@@ -94,7 +96,8 @@ func TestDraftersEqualLlamaCpp(t *testing.T) {
 }
 
 // Greedy decoding under the model-native drafters' graphs gives plain
-// decoding's tokens (MTP on both hybrid models, EAGLE-3 on tiny-qwen3) for
+// decoding's tokens (MTP on both hybrid models, EAGLE-3 and DFlash on
+// tiny-qwen3) for
 // k = 1..8, prefill chunks 1, 7 and 512, one or eight sequences at a time,
 // int8 KV, and after preemption (sequences lose their KV, state and
 // carried rows and are recomputed); the target's cache and the drafter's
@@ -104,6 +107,7 @@ func TestDraftersAreLossless(t *testing.T) {
 		{"tiny-qwen35-f32.gguf", "", mtpGraph},
 		{"tiny-qwen35moe-f32.gguf", "", mtpGraph},
 		{"tiny-qwen3-f32.gguf", "tiny-qwen3-eagle3-f32.gguf", eagle3Graph},
+		{"tiny-qwen3-f32.gguf", "tiny-qwen3-dflash-f32.gguf", dflashGraph},
 	} {
 		t.Run(tc.model+" "+filepath.Base(tc.graph), func(t *testing.T) { drafterLossless(t, tc.model, tc.drafter, tc.graph) })
 	}

@@ -44,6 +44,19 @@ func bindModel(cfg Config, st *plan.Step, b exec.ModelBinder) (modelBinding, err
 	if err != nil {
 		return modelBinding{}, fmt.Errorf("engine: bind %s (%s) to model %q: %w", st.ID, st.Op, alias, err)
 	}
+	if wb, ok := b.(exec.WeightBorrower); ok {
+		var extra []*weights.Tensor
+		for _, name := range wb.TargetWeights() {
+			t, err := cfg.Model.Tensor(name)
+			if err != nil {
+				return modelBinding{}, fmt.Errorf("engine: step %s (%s) borrows the target's %s: %w", st.ID, st.Op, name, err)
+			}
+			extra = append(extra, t)
+		}
+		if f, err = f.With(extra...); err != nil {
+			return modelBinding{}, fmt.Errorf("engine: step %s (%s): %w", st.ID, st.Op, err)
+		}
+	}
 	if layers < 1 || kvDim < 1 {
 		return modelBinding{}, fmt.Errorf("engine: step %s (%s): model %q has kv shape %dx%d", st.ID, st.Op, alias, layers, kvDim)
 	}

@@ -32,6 +32,14 @@ type ModelBinder interface {
 	Attach(d ModelDevice)
 }
 
+// WeightBorrower is implemented by ModelBinders whose model reads tensors
+// of the target (a block drafter without token embeddings or an output
+// head of its own): the engine loads the node's device with its model and
+// the target's tensors of these names (weights.File.With).
+type WeightBorrower interface {
+	TargetWeights() []string
+}
+
 // ModelDevice runs one model's forward passes (Device.Forward) on a
 // backend of its own, over a paged KV cache of its own whose blocks the
 // node allocates per sequence with KV. The batch's block tables must be

@@ -78,6 +78,11 @@ type AttentionArgs struct {
 	KVHeads int     // key/value heads; Heads % KVHeads == 0
 	HeadDim int     // elements per head
 	Scale   float32 // applied to q.k before softmax, usually 1/sqrt(HeadDim)
+	// NonCausal lets each row also attend to the later rows of its
+	// sequence in the step: a row sees every position up to its
+	// sequence's last row (a block drafter's mask block); causal
+	// otherwise.
+	NonCausal bool
 }
 
 // RoPEArgs configures an OpRoPE.

@@ -18,8 +18,10 @@ package weights
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
@@ -282,6 +284,24 @@ func (f *File) Tensor(name string) (*Tensor, error) {
 		return nil, fmt.Errorf("gguf %s: tensor %q: %w", f.Path, name, ErrNotFound)
 	}
 	return f.Tensors[i], nil
+}
+
+// With returns a view of f that also holds extra, tensors of another open
+// file (a drafter that borrows its target's token embeddings and output
+// head): the same metadata and tensors, and the extra tensors under their
+// own names, which must not be f's. Both files stay owned by whoever
+// opened them: do not Close the view (Close clears every tensor's Data).
+func (f *File) With(extra ...*Tensor) (*File, error) {
+	v := &File{Path: f.Path, Version: f.Version, Alignment: f.Alignment, DataOffset: f.DataOffset, KV: f.KV,
+		Tensors: slices.Clip(f.Tensors), keys: f.keys, tensors: maps.Clone(f.tensors)}
+	for _, t := range extra {
+		if _, dup := v.tensors[t.Name]; dup {
+			return nil, fmt.Errorf("gguf %s: tensor %q is already in the file", f.Path, t.Name)
+		}
+		v.tensors[t.Name] = len(v.Tensors)
+		v.Tensors = append(v.Tensors, t)
+	}
+	return v, nil
 }
 
 // parser decodes a GGUF header from data, tracking the read position and
