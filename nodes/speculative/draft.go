@@ -21,10 +21,15 @@ func init() {
 		Op:        "speculative.draft",
 		Placement: node.Host,
 		In:        []node.Port{historyPort, priorPort},
-		Out:       []node.Port{draftOut},
+		Out: []node.Port{draftOut,
+			{Name: "probs", Type: node.DraftProbs, Doc: "the distribution each draft was drawn from (with sample: true; greedy drafts are point masses): wire it to verify's draft_probs"}},
 		Params: []node.Param{kParam,
 			{Name: "model", Kind: node.String, Default: "draft",
 				Doc: "alias of the draft model (`--model ALIAS=FILE`); `target` drafts with the target model itself"},
+			{Name: "sample", Kind: node.Bool, Default: false,
+				Doc: "draw the drafts of a sampling request from the draft model's distribution under the request's temperature, top_k, top_p and min_p (output probs) instead of its argmax; greedy requests always draft greedily"},
+			{Name: "temperature", Kind: node.Float, Default: 0.0, Min: bound(0), Max: bound(100),
+				Doc: "with sample: the drafts' temperature instead of the request's (0 = the request's)"},
 		},
 		Summary: "Draft tokens with a second, smaller model of the same vocabulary, run autoregressively with its own KV cache.",
 		Doc: "The draft model (any llama or qwen3 GGUF whose vocabulary is the target's: same size and the same " +
@@ -35,7 +40,7 @@ func init() {
 			"longest prefix of its tokens that the history still holds (rejected drafts drop out), and its blocks " +
 			"are freed when the request ends or is aborted.",
 		New: func(p node.Params) (any, error) {
-			d := &Draft{K: p.Int("k"), Alias: p.String("model")}
+			d := &Draft{K: p.Int("k"), Alias: p.String("model"), Sample: p.Bool("sample"), Temperature: float32(p.Float("temperature"))}
 			if !aliasPattern.MatchString(d.Alias) {
 				return nil, fmt.Errorf("model alias %q: want ^[a-z][a-z0-9_-]*$", d.Alias)
 			}
@@ -53,6 +58,11 @@ var aliasPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 type Draft struct {
 	K     int
 	Alias string // the model alias (exec.Models key) the node runs
+	// Sample draws a sampling request's drafts from the draft model's
+	// distribution (reported as probs) instead of taking its argmax, at
+	// Temperature when it is not 0.
+	Sample      bool
+	Temperature float32
 
 	cfg  *model.Config
 	dev  exec.ModelDevice
@@ -160,6 +170,7 @@ func (d *Draft) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any
 		return nil, err
 	}
 	out := make(exec.Drafts, len(hc.Rows))
+	probs := make(exec.DraftProbs, len(hc.Rows))
 	var active []int
 	for i, need := range keepPrior(hc, prior, out) {
 		if need {
@@ -167,7 +178,7 @@ func (d *Draft) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any
 		}
 	}
 	if len(active) == 0 {
-		return map[string]any{"draft": out}, nil
+		return map[string]any{"draft": out, "probs": probs}, nil
 	}
 	if d.cfg == nil || d.dev == nil {
 		return nil, errors.New("speculative.draft: needs a bound model and its device")
@@ -218,6 +229,15 @@ func (d *Draft) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any
 		var still []drafting
 		for j, r := range rows {
 			t := sample.Argmax(logits.Row(j))
+			if row := hc.Rows[r.row]; d.Sample && !row.Sampling.Greedy() && row.RNG != nil {
+				sp := row.Sampling
+				if d.Temperature > 0 {
+					sp.Temperature = d.Temperature
+				}
+				ids, ps := sample.Dist(logits.Row(j), sp)
+				t = draw(ids, ps, row.RNG.Float64())
+				probs[r.row] = append(probs[r.row], exec.DraftDist{IDs: ids, Probs: ps})
+			}
 			out[r.row] = append(out[r.row], t)
 			if len(out[r.row]) == r.want {
 				continue
@@ -232,7 +252,18 @@ func (d *Draft) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any
 		}
 		rows, b = still, next
 	}
-	return map[string]any{"draft": out}, nil
+	return map[string]any{"draft": out, "probs": probs}, nil
+}
+
+// draw picks from ids/probs with r uniform in [0, 1).
+func draw(ids []int32, probs []float64, r float64) int32 {
+	var cum float64
+	for i, id := range ids {
+		if cum += probs[i]; r < cum {
+			return id
+		}
+	}
+	return ids[len(ids)-1]
 }
 
 // seq returns the state of sequence id, creating it empty.

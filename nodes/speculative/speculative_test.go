@@ -80,7 +80,7 @@ func TestAcceptGreedy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &exec.SeqState{Sampling: tt.s, History: tt.hist, Prompt: 1, RNG: rand.New(rand.NewPCG(1, 2))}
-			got := Accept(tt.rows, tt.draft, s)
+			got := Accept(tt.rows, tt.draft, nil, s)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Accept (-want +got):\n%s", diff)
 			}
@@ -117,7 +117,7 @@ func TestAcceptSamplesTheTargetDistribution(t *testing.T) {
 			var accepted float64
 			for seed := range uint64(n) {
 				s.RNG = rand.New(rand.NewPCG(seed, 7))
-				out := Accept(rows, tc.draft, s)
+				out := Accept(rows, tc.draft, nil, s)
 				first[out[0]]++
 				if len(out) == 2 {
 					accepted++
@@ -136,6 +136,74 @@ func TestAcceptSamplesTheTargetDistribution(t *testing.T) {
 			}
 			if got, want := accepted/n, want[tc.draft[0]]; math.Abs(got-want) > 0.012 {
 				t.Errorf("acceptance %.4f, want p(draft) = %.4f", got, want)
+			}
+		})
+	}
+}
+
+// With a proposal distribution q wired (a drafter that samples), a draft x
+// drawn from q is accepted with min(1, p(x)/q(x)) and a rejection draws
+// from max(0, p - q): the first token is distributed as the target's p,
+// the acceptance rate is sum min(p, q), and after an accepted draft the
+// next token follows the target again.
+func TestAcceptWithAProposalDistribution(t *testing.T) {
+	rows := logitRows(
+		[]float32{1.0, 2.0, 0.5, 1.5, -1, 0.2},
+		[]float32{0.3, -0.4, 2.2, 1.1, 0.9, 0.0},
+	)
+	const n = 60000
+	for _, tc := range []struct {
+		name string
+		s    exec.Sampling
+		q    exec.DraftDist
+	}{
+		{"q close to p", exec.Sampling{Temperature: 1}, exec.DraftDist{IDs: []int32{1, 3, 0, 2}, Probs: []float64{0.4, 0.3, 0.2, 0.1}}},
+		{"q far from p", exec.Sampling{Temperature: 0.8}, exec.DraftDist{IDs: []int32{4, 5, 2}, Probs: []float64{0.5, 0.3, 0.2}}},
+		{"q beyond top_k", exec.Sampling{Temperature: 1.2, TopK: 3}, exec.DraftDist{IDs: []int32{5, 1, 3}, Probs: []float64{0.3, 0.3, 0.4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hist := []int32{0, 3}
+			s := &exec.SeqState{Sampling: tc.s, History: hist, Prompt: 1}
+			first := make([]float64, 6)
+			second := make([]float64, 6)
+			var accepted float64
+			drawQ := func(r float64) int32 {
+				var cum float64
+				for i, id := range tc.q.IDs {
+					if cum += tc.q.Probs[i]; r < cum {
+						return id
+					}
+				}
+				return tc.q.IDs[len(tc.q.IDs)-1]
+			}
+			for seed := range uint64(n) {
+				s.RNG = rand.New(rand.NewPCG(seed, 11))
+				x := drawQ(s.RNG.Float64())
+				out := Accept(rows, []int32{x}, []exec.DraftDist{tc.q}, s)
+				first[out[0]]++
+				if len(out) == 2 {
+					accepted++
+					if out[0] == 1 {
+						second[out[1]]++
+					}
+				}
+			}
+			want := target(rows[0], tc.s, hist)
+			if tv := tvDistance(want, first); tv > 0.01 {
+				t.Errorf("first token: TV distance %.4f from the target; got %v want %v", tv, norm(first), want)
+			}
+			var overlap float64
+			for id, p := range want {
+				overlap += min(p, tc.q.Prob(int32(id)))
+			}
+			if got := accepted / n; math.Abs(got-overlap) > 0.01 {
+				t.Errorf("acceptance %.4f, want sum min(p, q) = %.4f", got, overlap)
+			}
+			if want[1]*tc.q.Prob(1) > 0.05 {
+				want2 := target(rows[1], tc.s, append(hist, 1))
+				if tv := tvDistance(want2, second); tv > 0.03 {
+					t.Errorf("second token after an accepted 1: TV distance %.4f; got %v want %v", tv, norm(second), want2)
+				}
 			}
 		})
 	}

@@ -16,6 +16,8 @@ func init() {
 		In: []node.Port{
 			{Name: "draft", Type: node.Draft, Doc: "the drafts the forward verified"},
 			{Name: "logits", Type: node.Logits, Doc: "the target's logits: each sequence's last token, then each draft [R, vocab]"},
+			{Name: "draft_probs", Type: node.DraftProbs, Optional: true,
+				Doc: "the distributions the drafts were drawn from (the same proposer's probs); unwired, drafts are point masses"},
 		},
 		Out: []node.Port{{Name: "tokens", Type: node.Tokens,
 			Doc: "per sequence: the accepted drafts, then one token of the target's own (1 to k+1 tokens)"}},
@@ -25,9 +27,10 @@ func init() {
 		Doc: "Greedy requests (temperature 0 or top_k 1): draft i is accepted while it equals the target's choice " +
 			"at its position (the argmax of the penalized logits, as sample.token picks), and the first " +
 			"disagreement or the position after the last draft yields the target's own token, so the output is " +
-			"exactly plain decoding's. Other requests: speculative rejection sampling; draft x is accepted with " +
-			"probability p(x) (drafts are greedy, so the proposal is a point mass), a rejection draws from p " +
-			"without x renormalised, and a fully accepted draft is followed by a draw from p; p is the request's " +
+			"exactly plain decoding's. Other requests: speculative rejection sampling; draft x, drawn from q, is " +
+			"accepted with probability min(1, p(x)/q(x)), a rejection draws from max(0, p - q) renormalised, and a " +
+			"fully accepted draft is followed by a draw from p. q is the proposer's distribution when `draft_probs` " +
+			"is wired, otherwise a point mass on x (greedy drafts: accept with p(x), reject to p without x); p is the request's " +
 			"sampling distribution (penalties, top_k, top_p, min_p, temperature), so the output distribution is " +
 			"the target's. The engine truncates the KV cache after the last accepted draft.",
 		New: func(p node.Params) (any, error) { return &Verify{Batch: p.Int("max_batch")}, nil },
@@ -51,6 +54,12 @@ func (v *Verify) RunHost(hc *exec.HostContext, in map[string]any) (map[string]an
 	if !ok || l.Rows != len(d)+d.Total() {
 		return nil, fmt.Errorf("speculative.verify: logits input %T with %d rows for %d sequences and %d drafts", in["logits"], l.Rows, len(d), d.Total())
 	}
+	var q exec.DraftProbs
+	if v, wired := in["draft_probs"]; wired {
+		if q, ok = v.(exec.DraftProbs); !ok || len(q) != len(d) {
+			return nil, fmt.Errorf("speculative.verify: draft_probs input is %T for %d sequences", v, len(d))
+		}
+	}
 	first, n := d.Spans()
 	out := make([][]int32, len(hc.Rows))
 	for i, row := range hc.Rows {
@@ -58,7 +67,13 @@ func (v *Verify) RunHost(hc *exec.HostContext, in map[string]any) (map[string]an
 		for j := range rows {
 			rows[j] = l.Row(first[i] + j)
 		}
-		out[i] = Accept(rows, d[i], row)
+		var qi []exec.DraftDist
+		if q != nil {
+			if qi = q[i]; qi != nil && len(qi) != len(d[i]) {
+				return nil, fmt.Errorf("speculative.verify: sequence %d: %d draft distributions for %d drafts", row.ID, len(qi), len(d[i]))
+			}
+		}
+		out[i] = Accept(rows, d[i], qi, row)
 	}
 	return map[string]any{"tokens": out}, nil
 }
@@ -66,8 +81,10 @@ func (v *Verify) RunHost(hc *exec.HostContext, in map[string]any) (map[string]an
 // Accept verifies draft against the target's logits rows (rows[j] scores
 // the token after draft[:j]; len(rows) == len(draft)+1) for the sequence s
 // (its sampling, generator and history before the draft), and returns the
-// accepted prefix of draft followed by one token of the target's own.
-func Accept(rows [][]float32, draft []int32, s *exec.SeqState) []int32 {
+// accepted prefix of draft followed by one token of the target's own. q,
+// when not nil, has the distribution each draft token was drawn from (a
+// zero DraftDist is a point mass); nil means every draft is a point mass.
+func Accept(rows [][]float32, draft []int32, q []exec.DraftDist, s *exec.SeqState) []int32 {
 	hist := slices.Clip(s.History)
 	out := make([]int32, 0, len(draft)+1)
 	greedy := s.Sampling.Greedy() || s.RNG == nil
@@ -90,13 +107,46 @@ func Accept(rows [][]float32, draft []int32, s *exec.SeqState) []int32 {
 			if k := slices.Index(ids, x); k >= 0 {
 				px = probs[k]
 			}
-			if s.RNG.Float64() >= px {
-				return append(out, residual(ids, probs, x, px, s.RNG.Float64()))
+			var qj exec.DraftDist
+			if q != nil {
+				qj = q[j]
+			}
+			if len(qj.IDs) == 0 { // a point mass: accept with p(x), reject to p without x
+				if s.RNG.Float64() >= px {
+					return append(out, residual(ids, probs, x, px, s.RNG.Float64()))
+				}
+			} else if qx := qj.Prob(x); qx <= 0 || s.RNG.Float64()*qx >= px { // accept with min(1, p(x)/q(x))
+				return append(out, residualOf(ids, probs, qj, s.RNG.Float64()))
 			}
 		}
 		out = append(out, x)
 		hist = append(hist, x)
 	}
+}
+
+// residualOf draws (with r uniform in [0, 1)) from max(0, p - q)
+// renormalised, p being ids/probs: the distribution of the target's token
+// after it rejected a draft drawn from q. When p <= q everywhere (only
+// rounding can make it so after a rejection) it draws from p.
+func residualOf(ids []int32, probs []float64, q exec.DraftDist, r float64) int32 {
+	w := make([]float64, len(ids))
+	var sum float64
+	for i, id := range ids {
+		w[i] = max(0, probs[i]-q.Prob(id))
+		sum += w[i]
+	}
+	if sum <= 0 {
+		w, sum = probs, 1
+	}
+	r *= sum
+	var cum float64
+	for i, id := range ids {
+		cum += w[i]
+		if r < cum {
+			return id
+		}
+	}
+	return ids[len(ids)-1]
 }
 
 // residual draws (with r uniform in [0, 1)) from the distribution ids/probs

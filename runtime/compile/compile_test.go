@@ -92,8 +92,9 @@ func testRegistry() *node.Registry {
 	})
 	r.Register(node.Spec{
 		Op: "speculative.ngram", Placement: node.Host, Summary: "Propose tokens by prompt lookup.",
-		In:  []node.Port{{Name: "history", Type: node.Tokens}, {Name: "tokens", Type: node.Tokens}},
-		Out: []node.Port{{Name: "draft", Type: node.Draft}, {Name: "with_last", Type: node.Tokens}, {Name: "positions", Type: node.Positions}},
+		In: []node.Port{{Name: "history", Type: node.Tokens}, {Name: "tokens", Type: node.Tokens}},
+		Out: []node.Port{{Name: "draft", Type: node.Draft}, {Name: "with_last", Type: node.Tokens}, {Name: "positions", Type: node.Positions},
+			{Name: "probs", Type: node.DraftProbs}},
 		Params: []node.Param{
 			{Name: "k", Kind: node.Int, Min: bound(1), Max: bound(16)},
 			{Name: "min_match", Kind: node.Int, Default: int64(2), Min: bound(1), Max: bound(8)},
@@ -102,7 +103,8 @@ func testRegistry() *node.Registry {
 	})
 	r.Register(node.Spec{
 		Op: "speculative.verify", Placement: node.Host, Summary: "Accept the longest matching draft prefix.",
-		In:  []node.Port{{Name: "draft", Type: node.Draft}, {Name: "logits", Type: node.Logits}},
+		In: []node.Port{{Name: "draft", Type: node.Draft}, {Name: "logits", Type: node.Logits},
+			{Name: "draft_probs", Type: node.DraftProbs, Optional: true}},
 		Out: []node.Port{{Name: "accepted", Type: node.Tokens}, {Name: "rejected_at", Type: node.Positions}},
 		Params: []node.Param{
 			{Name: "method", Kind: node.Enum, Default: "auto", Enum: []string{"auto", "greedy", "rejection"}},

@@ -17,7 +17,8 @@ import (
 //   - One device segment verifies one set of drafts.
 //   - At most one node verifies drafts (a host node with a draft and a
 //     logits input), and its logits come from the forward that was fed the
-//     same drafts.
+//     same drafts; the draft distributions it reads, if any, are the same
+//     proposer's.
 //   - A graph with a proposer (a node with a draft output) outputs its
 //     verifier's tokens: drafts that no verifier accepts or rejects would
 //     never be checked against the target.
@@ -54,6 +55,10 @@ func (c *compiler) dataflow(p *plan.Plan, order []*cnode) {
 		}
 		verifier = st
 		lref, dref := st.In[logitsIn], st.In[draftIn]
+		if probsIn := portOfType(st.In, st.Spec, node.DraftProbs); probsIn != "" && st.In[probsIn].Node != dref.Node {
+			c.errorf(c.inputPos(byStep[st.ID], probsIn), "node %s verifies %s with the distributions %s of another node: wire the probs of %s",
+				st.ID, dref, st.In[probsIn], dref.Node)
+		}
 		fwd := byStep[lref.Node]
 		if fwd == nil || fwd.spec.Placement != node.Device {
 			continue

@@ -9,6 +9,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/node"
 )
 
 // TestSpeculativeSamplingDistribution checks end to end, on stories260K at
@@ -22,7 +23,32 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 	if testing.Short() || raceDetector {
 		t.Skip("statistical test: too slow with -short or -race")
 	}
-	m := modelPath(t, "stories260K.gguf")
+	samplingTV(t, instance.Options{Model: modelPath(t, "stories260K.gguf"), Graph: "ngram"},
+		"the cat sat on the mat. the cat sat on the mat. the cat sat on the", 0.8)
+}
+
+// TestSampledDraftsKeepTheDistribution is the same check for a drafter
+// that samples (draft.yaml with sample: true: tiny-qwen3-q8_0 draws its
+// drafts from its own distribution at temperature 5, much flatter than
+// the target's at 2, and verify accepts with min(1, p/q) and resamples from
+// max(0, p - q)). That the acceptance is the most a correct verifier can
+// have, sum min(p, q), is TestAcceptWithAProposalDistribution's part.
+func TestSampledDraftsKeepTheDistribution(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("statistical test: too slow with -short or -race")
+	}
+	samplingTV(t, instance.Options{Model: modelPath(t, "tiny-qwen3-f32.gguf"), Graph: "../../graphs/draft.yaml",
+		Models: map[string]string{"draft": modelPath(t, "tiny-qwen3-q8_0.gguf")}, Set: node.Params{"sample": true, "k": int64(2), "draft_temperature": 5.0}},
+		"Once upon a time", 2)
+}
+
+// samplingTV compares, at temperature temp with top_k 5, the distribution
+// of the second generated token, conditioned on the first one, between
+// plain.yaml and the speculative instance o, for the first token after
+// which o drafts most often: there the second token goes through verify,
+// and a verifier that kept drafts without the right accept test would
+// move mass to the drafted tokens.
+func samplingTV(t *testing.T, o instance.Options, text string, temp float32) {
 	const runs = 4000
 	type run struct {
 		first, second int32
@@ -30,14 +56,15 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 	}
 	// Independent seeds per graph: with shared seeds, runs without drafts
 	// would repeat plain's draws exactly and hide any difference.
-	sample := func(graph string, seedBase uint64) ([]run, engine.SpecStats) {
-		in := open(t, instance.Options{Model: m, Graph: graph, Threads: 1, MaxRunning: 8})
-		prompt := in.Tokenizer.Encode("the cat sat on the mat. the cat sat on the mat. the cat sat on the", true, true)
+	sample := func(o instance.Options, seedBase uint64) ([]run, engine.SpecStats) {
+		o.Threads, o.MaxRunning = 1, 8
+		in := open(t, o)
+		prompt := in.Tokenizer.Encode(text, true, true)
 		var out []run
 		var spec engine.SpecStats
 		for seed := range runs {
 			res, err := in.Generate(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 3,
-				Sampling: exec.Sampling{Temperature: 0.8, TopK: 5, Seed: seedBase + uint64(seed)}}, nil)
+				Sampling: exec.Sampling{Temperature: temp, TopK: 5, Seed: seedBase + uint64(seed)}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,10 +75,11 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 		}
 		return out, spec
 	}
-	plain, _ := sample("plain", 0)
-	spec, st := sample("ngram", 1<<32)
+	plain, _ := sample(instance.Options{Model: o.Model, Graph: "plain"}, 0)
+	spec, st := sample(o, 1<<32)
+	name := o.Graph
 	if st.Drafted == 0 || st.Accepted == 0 || st.Accepted == st.Drafted {
-		t.Fatalf("ngram drafted %d, accepted %d: the test needs both accepted and rejected drafts", st.Drafted, st.Accepted)
+		t.Fatalf("%s drafted %d, accepted %d: the test needs both accepted and rejected drafts", name, st.Drafted, st.Accepted)
 	}
 	draftsAfter := map[int32]int{}
 	for _, r := range spec {
@@ -81,7 +109,7 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 	p, np := cond(plain)
 	q, nq := cond(spec)
 	if np < 200 || nq < 200 || draftsAfter[first] < nq/2 {
-		t.Fatalf("too few samples after token %d: plain %d, ngram %d (%d drafted)", first, np, nq, draftsAfter[first])
+		t.Fatalf("too few samples after token %d: plain %d, %s %d (%d drafted)", first, np, name, nq, draftsAfter[first])
 	}
 	tv := 0.0
 	for id := range p {
@@ -96,8 +124,8 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 	// Independent samples of a few hundred draws over <= 5 tokens differ by
 	// TV ~0.05; keeping every draft moves the drafted token's mass to 1.
 	if tv > 0.12 {
-		t.Errorf("second token after %d: total variation between plain and ngram sampling %.3f > 0.12", first, tv)
+		t.Errorf("second token after %d: total variation between plain and %s sampling %.3f > 0.12", first, name, tv)
 	}
-	t.Logf("second token after %d: TV %.3f (plain n=%d, ngram n=%d, %d drafted); ngram drafted %d accepted %d",
-		first, tv, np, nq, draftsAfter[first], st.Drafted, st.Accepted)
+	t.Logf("second token after %d: TV %.3f (plain n=%d, %s n=%d, %d drafted); drafted %d accepted %d",
+		first, tv, np, name, nq, draftsAfter[first], st.Drafted, st.Accepted)
 }

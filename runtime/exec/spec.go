@@ -120,6 +120,34 @@ type Device interface {
 // (tensor.Builder.InputF32) bound from Batch.Floats.
 type PassRecorder func(b *tensor.Builder, tokens, positions tensor.Tensor) (map[string]tensor.Tensor, error)
 
+// DraftDist is the distribution a proposer drew one draft token from: ids
+// and their probabilities, summing to 1; other tokens have probability 0.
+// The zero value is a point mass on the drafted token (a greedy draft).
+type DraftDist struct {
+	IDs   []int32
+	Probs []float64
+}
+
+// Prob is the probability of id, or, for the zero DraftDist, 1 (the
+// drafted token's).
+func (d DraftDist) Prob(id int32) float64 {
+	if len(d.IDs) == 0 {
+		return 1
+	}
+	for i, x := range d.IDs {
+		if x == id {
+			return d.Probs[i]
+		}
+	}
+	return 0
+}
+
+// DraftProbs are the proposal distributions of a step's drafts: per
+// sampled sequence (HostContext.Rows order), one DraftDist per draft token
+// of the same proposer's Drafts; a sequence's slice is nil when its drafts
+// are greedy.
+type DraftProbs [][]DraftDist
+
 // Carried is one sequence's value of a carried port ($prev.NAME, a plan's
 // carry:): the device rows of the tokens at positions Pos, Pos+1, ... that
 // the sequence's steps since its last sampled step accepted (a prefill

@@ -52,6 +52,8 @@ const (
 	Hidden PortType = "hidden"
 	// Draft are proposed (speculative) tokens awaiting verification.
 	Draft PortType = "draft"
+	// DraftProbs are the distributions drafts were drawn from.
+	DraftProbs PortType = "draft_probs"
 )
 
 // Port is a named, typed input or output of a node.
