@@ -22,7 +22,9 @@ func init() {
 		Out: []node.Port{{Name: "tokens", Type: node.Tokens,
 			Doc: "per sequence: the accepted drafts, then one token of the target's own (1 to k+1 tokens)"}},
 		Params: []node.Param{{Name: "max_batch", Kind: node.Int, Default: int64(0), Min: bound(0), Max: bound(65536),
-			Doc: "speculate only while at most this many sequences run (0 = always); above it steps decode one token"}},
+			Doc: "speculate only while at most this many sequences run (0 = always); above it steps decode one token"},
+			{Name: "min_acceptance", Kind: node.Float, Default: 0.0, Min: bound(0), Max: bound(1),
+				Doc: "when a sequence's recent acceptance (accepted/drafted, averaged over its last rounds) falls below this, it decodes without drafts for 1, 2, 4, ... up to 64 steps while its probe rounds keep failing (0 = always draft)"}},
 		Summary: "Accept the drafts the target agrees with, plus the target's next token; roll back the rest.",
 		Doc: "Greedy requests (temperature 0 or top_k 1): draft i is accepted while it equals the target's choice " +
 			"at its position (the argmax of the penalized logits, as sample.token picks), and the first " +
@@ -33,15 +35,23 @@ func init() {
 			"is wired, otherwise a point mass on x (greedy drafts: accept with p(x), reject to p without x); p is the request's " +
 			"sampling distribution (penalties, top_k, top_p, min_p, temperature), so the output distribution is " +
 			"the target's. The engine truncates the KV cache after the last accepted draft.",
-		New: func(p node.Params) (any, error) { return &Verify{Batch: p.Int("max_batch")}, nil },
+		New: func(p node.Params) (any, error) {
+			return &Verify{Batch: p.Int("max_batch"), MinAccept: p.Float("min_acceptance")}, nil
+		},
 	})
 }
 
 // Verify is the speculative.verify node.
-type Verify struct{ Batch int }
+type Verify struct {
+	Batch     int
+	MinAccept float64
+}
 
 // MaxBatch implements exec.Verifier.
 func (v *Verify) MaxBatch() int { return v.Batch }
+
+// MinAcceptance implements exec.AdaptiveVerifier.
+func (v *Verify) MinAcceptance() float64 { return v.MinAccept }
 
 // RunHost implements exec.HostNode: draft, logits -> tokens ([][]int32, one
 // slice per sequence).

@@ -51,10 +51,11 @@ func (k rejecter) RunHost(hc *exec.HostContext, in map[string]any) (map[string]a
 const rejectGraph = `graph: reject
 params:
   k: {type: int, default: 3, min: 1, max: 16}
+  min_acceptance: {type: float, default: 0, min: 0, max: 1}
 nodes:
   - {id: draft, op: bench.reject, with: {k: $params.k}, in: {history: $in.history}}
   - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, draft: draft.draft}}
-  - {id: verify, op: speculative.verify, in: {draft: draft.draft, logits: fwd.logits}}
+  - {id: verify, op: speculative.verify, with: {min_acceptance: $params.min_acceptance}, in: {draft: draft.draft, logits: fwd.logits}}
 out: {tokens: verify.tokens}
 `
 
@@ -65,7 +66,9 @@ out: {tokens: verify.tokens}
 // (the step's rows over the weights once), tok/s the end-to-end decode
 // rate of a 48-token generation, accepted the drafts the target took
 // (almost always 0). The ratio of a k's tok/s to k=0's is the overhead of
-// speculating for nothing.
+// speculating for nothing; k=3/adaptive is k=3 with verify's
+// min_acceptance 0.3, which stops drafting for a sequence whose drafts
+// keep failing.
 func BenchmarkSpeculateForNothing(b *testing.B) {
 	dir := b.TempDir()
 	graph := filepath.Join(dir, "reject.yaml")
@@ -82,6 +85,10 @@ func BenchmarkSpeculateForNothing(b *testing.B) {
 				benchReject(b, o)
 			})
 		}
+		b.Run(filepath.Base(m)+"/k=3/adaptive", func(b *testing.B) {
+			benchReject(b, instance.Options{Model: m, MaxRunning: 1, NoPrefixCache: true, Graph: graph,
+				Set: node.Params{"k": int64(3), "min_acceptance": 0.3}})
+		})
 	}
 }
 

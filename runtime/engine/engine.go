@@ -197,7 +197,9 @@ type Engine struct {
 	intervals intervals
 	// draftK is the most drafts a decoding sequence verifies per step (the
 	// plan's proposers' largest k); 0 when the plan does not speculate.
-	draftK int
+	// minAccept is the verifier's MinAcceptance (0: always draft).
+	draftK    int
+	minAccept float64
 	// models are the devices of the models nodes run besides the target,
 	// by alias; releasers are the nodes told when a sequence ends.
 	models    map[string]*modelDevice
@@ -244,7 +246,8 @@ type request struct {
 	embedding []float32 // an Embed request's result
 	// carry holds the plan's carried values (Plan.Carry) for the
 	// sequence's next sampled step, by name.
-	carry map[string]exec.Carried
+	carry   map[string]exec.Carried
+	backoff backoff
 }
 
 // New binds the plan's nodes to the model, loads the backend and reserves
@@ -611,6 +614,7 @@ func (e *Engine) admit() {
 		if e.draftK > 0 {
 			r.spec.AcceptedPerPosition = make([]int, e.draftK)
 		}
+		r.backoff = backoff{ema: 1, next: 1}
 		e.reqs[r.seq] = r
 		e.sched.Add(r.seq)
 	}
@@ -717,7 +721,7 @@ func (e *Engine) Step(ctx context.Context) error {
 		if w.Sample {
 			batch.LogitRows = append(batch.LogitRows, int32(len(batch.Tokens)-1))
 			r.state.History = w.Seq.Tokens
-			r.state.Lookahead = w.Draft
+			r.state.Lookahead = e.lookahead(r, w.Draft)
 			hc.Rows = append(hc.Rows, &r.state)
 			sampled = append(sampled, r)
 			sampledAt = append(sampledAt, si)
@@ -760,6 +764,7 @@ func (e *Engine) Step(ctx context.Context) error {
 		decoding[i] = w.Seq.Generated() > 0
 		if decoding[i] && e.draftK > 0 && w.N == 1 {
 			r.spec.count(drafts[i], res[sampledAt[i]].Accepted, min(e.draftK, r.seq.Limit-len(r.seq.Tokens)-1))
+			e.observeRound(r, len(drafts[i]), res[sampledAt[i]].Accepted)
 			info.Drafted += len(drafts[i])
 			info.DraftAccepted += res[sampledAt[i]].Accepted
 		}

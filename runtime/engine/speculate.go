@@ -80,6 +80,45 @@ func (s *SpecStats) count(draft []int32, accepted, room int) {
 	}
 }
 
+// backoff is one request's adaptive speculation state (the verifier's
+// MinAcceptance): ema averages its rounds' acceptance, skip counts the
+// steps it still decodes without drafts, next is the skip after the next
+// failing probe.
+type backoff struct {
+	ema        float64
+	skip, next int
+}
+
+// lookahead is how many drafts a request with room for room gets this
+// step: none while it backs off.
+func (e *Engine) lookahead(r *request, room int) int {
+	if e.minAccept <= 0 || room == 0 || r.backoff.skip == 0 {
+		return room
+	}
+	r.backoff.skip--
+	return 0
+}
+
+// observeRound updates r's backoff after a round that verified drafted
+// tokens, accepted of them: below the verifier's MinAcceptance it backs
+// off for next steps (1, 2, 4, ... 64 while its probes keep failing).
+func (e *Engine) observeRound(r *request, drafted, accepted int) {
+	b := &r.backoff
+	if e.minAccept <= 0 || drafted == 0 {
+		return
+	}
+	acc := float64(accepted) / float64(drafted)
+	b.ema = 0.5*b.ema + 0.5*acc
+	switch {
+	case b.ema < e.minAccept:
+		b.skip = max(1, b.next)
+		b.next = min(2*b.skip, 64)
+		b.ema = e.minAccept // the probe after the pause decides afresh
+	case acc >= e.minAccept:
+		b.next = 1
+	}
+}
+
 // DraftWindow is the most draft tokens a sequence verifies per step (the
 // plan's k); 0 when the plan does not speculate.
 func (e *Engine) DraftWindow() int { return e.draftK }
@@ -99,6 +138,9 @@ func (e *Engine) speculation() (maxBatch int, err error) {
 				return 0, fmt.Errorf("engine: steps %s and %s both verify drafts", verifier.ID, st.ID)
 			}
 			verifier, maxBatch = st, v.MaxBatch()
+			if av, ok := v.(exec.AdaptiveVerifier); ok {
+				e.minAccept = av.MinAcceptance()
+			}
 		}
 	}
 	if e.draftK > 0 && (verifier == nil || e.plan.Out["tokens"].Node != verifier.ID) {

@@ -32,6 +32,101 @@ func init() {
 	})
 }
 
+func init() {
+	one, most := 1.0, 16.0
+	node.Register(node.Spec{
+		Op:        "test.wrong",
+		Placement: node.Host,
+		In:        []node.Port{{Name: "history", Type: node.Tokens}},
+		Out:       []node.Port{{Name: "draft", Type: node.Draft}},
+		Params:    []node.Param{{Name: "k", Kind: node.Int, Default: int64(3), Min: &one, Max: &most}},
+		Summary:   "Draft plain decoding's next tokens, each one off by one bit: every draft is rejected (tests only).",
+		New:       func(p node.Params) (any, error) { return wrong(p.Int("k")), nil },
+	})
+}
+
+// wrong drafts the oracle's tokens with every one corrupted.
+type wrong int
+
+func (w wrong) DraftTokens() int { return int(w) }
+
+func (w wrong) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+	res, err := (&oracle{k: int(w)}).RunHost(hc, in)
+	if err != nil {
+		return nil, err
+	}
+	d := res["draft"].(exec.Drafts)
+	for i := range d {
+		d[i] = slices.Clone(d[i])
+		for j := range d[i] {
+			d[i][j] = oracleRefToken(hc, in, i, j) ^ 1
+		}
+	}
+	return res, nil
+}
+
+// oracleRefToken is the reference token at draft position j of row i.
+func oracleRefToken(hc *exec.HostContext, in map[string]any, i, j int) int32 {
+	h := in["history"].([][]int32)[i]
+	oracleMu.Lock()
+	defer oracleMu.Unlock()
+	for _, ref := range oracleRefs {
+		if len(ref) > len(h)+j && slices.Equal(ref[:len(h)], h) {
+			return ref[len(h)+j]
+		}
+	}
+	return 0
+}
+
+// With min_acceptance, a sequence whose drafts keep failing stops
+// drafting: against a proposer that is always wrong it verifies drafts in
+// a few probe rounds only, decodes the rest without drafts (fallback
+// steps), and its tokens stay plain decoding's; without it, every step
+// verifies k drafts.
+func TestAdaptiveSpeculationBacksOff(t *testing.T) {
+	m := modelPath(t, "tiny-qwen3-f32.gguf")
+	plain := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2})
+	prompts := goldenPrompts(t, plain)
+	const n = 48
+	want, _ := generateAll(t, plain, prompts, n, 8)
+	setOracleRefs(prompts, want)
+	dir := t.TempDir()
+	rounds := map[float64]int{}
+	for _, minAccept := range []float64{0, 0.3} {
+		src := fmt.Sprintf(`graph: wrong
+nodes:
+  - {id: draft, op: test.wrong, with: {k: 3}, in: {history: $in.history}}
+  - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, draft: draft.draft}}
+  - {id: verify, op: speculative.verify, with: {min_acceptance: %g}, in: {draft: draft.draft, logits: fwd.logits}}
+out: {tokens: verify.tokens}
+`, minAccept)
+		g := filepath.Join(dir, fmt.Sprintf("wrong%g.yaml", minAccept))
+		if err := os.WriteFile(g, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		in := open(t, instance.Options{Model: m, Graph: g, MaxRunning: 8, Threads: 2})
+		got, stats := generateAll(t, in, prompts, n, 8)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("min_acceptance %g: ids differ from plain (-plain +wrong):\n%s", minAccept, diff)
+		}
+		var sum engine.SpecStats
+		for _, st := range stats {
+			sum = sum.Add(st.Speculative)
+		}
+		if sum.Accepted != 0 {
+			t.Fatalf("min_acceptance %g: %d drafts accepted from an always-wrong proposer", minAccept, sum.Accepted)
+		}
+		rounds[minAccept] = sum.Rounds
+		t.Logf("min_acceptance %g: %d rounds, %d drafted, %d fallback steps", minAccept, sum.Rounds, sum.Drafted, sum.Fallback)
+		if minAccept > 0 && (sum.Fallback == 0 || sum.Rounds*4 > sum.Rounds+sum.Fallback) {
+			t.Errorf("min_acceptance %g: %d rounds and %d fallback steps: want most steps without drafts", minAccept, sum.Rounds, sum.Fallback)
+		}
+	}
+	if rounds[0] == 0 || rounds[0.3] >= rounds[0]/4 {
+		t.Errorf("rounds that verified drafts: %d always, %d adaptive", rounds[0], rounds[0.3])
+	}
+}
+
 // oracleRefs are the plain greedy sequences (prompt and output) the oracle
 // drafts from.
 var (

@@ -96,6 +96,16 @@ type Verifier interface {
 	MaxBatch() int
 }
 
+// AdaptiveVerifier is a Verifier that turns speculation off for a
+// sequence whose drafts keep failing: below MinAcceptance (an average of
+// its recent rounds' accepted/drafted), the sequence decodes without
+// drafts for a number of steps that doubles while its probes keep
+// failing; 0 means always draft.
+type AdaptiveVerifier interface {
+	Verifier
+	MinAcceptance() float64
+}
+
 // Recorder records a forward pass over tokens [T] at positions [T] (the
 // batch's "tokens" and "positions" inputs; "logit_rows" is declared too)
 // and returns the logits of the batch's logit rows [R, vocab].
