@@ -380,7 +380,7 @@ func (t *prepTask) run(_, lo, hi int) {
 		}
 	}
 	if t.qz != nil {
-		q8PairLayout(t.qz, t.qx, t.qd, lo/2, hi/2, K)
+		q8PairLayout(t.qz, t.qx, t.qd, lo, hi, K)
 	}
 }
 
@@ -393,7 +393,7 @@ type matmulTask struct {
 	x        []float32 // [T, K] activations (f16/bf16: rounded)
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
-	qz       []byte    // [T/2, K/32, q8PairBlock] set for Q8_0 weights when T >= 2: qx and qd as q8PairLayout writes them
+	qz       []byte    // [whole 4x8 tiles of pairs, K/32, q8PairBlock] set for Q8_0 weights when T >= 2: qx and qd as q8PairLayout writes them
 	ws       []float32 // [N/4, K/32, 4] set with qz: the weight's scales as q8Scales4 writes them
 	out      []float32 // [T, N]
 	T, K, N  int
@@ -537,10 +537,10 @@ func (t *matmulTask) runQuant(lo, hi int) {
 			for ; tt+8 <= t1; tt += 8 {
 				q8Gemm4x8(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
 			}
-			if n := (t1 - tt) &^ 1; n >= 6 {
-				// Three pairs or more: one 4x8 tile over padding pairs
-				// (quantizeQ8 allocates them) costs less than 4x2 tiles;
-				// the padding tokens' outputs are dropped.
+			if n := t1 - tt; n >= 5 {
+				// Five tokens or more: one 4x8 tile over padding (quantizeQ8
+				// allocates whole tiles) costs less than 4x2 tiles and a
+				// single token; the padding tokens' outputs are dropped.
 				var tile [8 * 4]float32
 				q8Gemm4x8(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&tile[0]), 16)
 				for j := range n {
@@ -594,15 +594,18 @@ func (t *matmulTask) gemvQuant(lo, hi, t0, t1 int) {
 // corrections, 64 of scales.
 const q8PairBlock = 192
 
-// q8PairLayout writes pairs [p0, p1) of Q8_0 activations qx [T, K] (stored
-// as x+128, unsigned) and qd [T, K/32] into dst [T/2, K/32, q8PairBlock]
-// in the pair kernels' layout (q8PairToken; q8PairLayoutRef spells it out).
-func q8PairLayout(dst []byte, qx []int8, qd []float32, p0, p1, K int) {
+// q8PairLayout writes tokens [t0, t1) (t0 even) of Q8_0 activations qx
+// [T, K] (stored as x+128, unsigned) and qd [T, K/32] into dst
+// [T/2 rounded up, K/32, q8PairBlock] in the pair kernels' layout
+// (q8PairToken; q8PairLayoutRef spells it out). An odd last token fills
+// half of its pair; the other half is left as it was (its outputs are
+// dropped).
+func q8PairLayout(dst []byte, qx []int8, qd []float32, t0, t1, K int) {
 	nb := K / 32
 	if nb == 0 {
 		return
 	}
-	for tok := 2 * p0; tok < 2*p1; tok++ {
+	for tok := t0; tok < t1; tok++ {
 		q8PairToken((*byte)(unsafe.Pointer(&qx[tok*K])), &qd[tok*nb], nb, &dst[tok/2*nb*q8PairBlock+32*(tok%2)])
 	}
 }

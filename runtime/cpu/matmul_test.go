@@ -483,8 +483,8 @@ func TestQ8PairLayout(t *testing.T) {
 	want := make([]byte, T/2*(K/32)*q8PairBlock)
 	q8PairLayoutRef(want, qx, qd, 0, T/2, K)
 	got := grow64(nil, len(want))
-	q8PairLayout(got, qx, qd, 0, 1, K)
-	q8PairLayout(got, qx, qd, 1, T/2, K)
+	q8PairLayout(got, qx, qd, 0, 2, K)
+	q8PairLayout(got, qx, qd, 2, T/2*2, K)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("layout (-want +got):\n%s", diff)
 	}
