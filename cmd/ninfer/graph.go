@@ -26,11 +26,27 @@ import (
 // checkOnModel reports what plan p (compiled from the graph at path) cannot
 // do on the model file at modelPath: on a model with recurrent state (a
 // hybrid model), a step that drafts with the target's own layers would
-// advance that state (exec.StateRollbacker); the error is positioned at the
-// node in the graph file, as the compiler's are.
+// advance that state (exec.StateRollbacker), and a node that runs a head
+// of the target (an MTP block) needs the file to have one; each error is
+// positioned at the node in the graph file, as the compiler's are.
 func checkOnModel(path string, p *plan.Plan, modelPath string) error {
 	if err := bindPlan(p, modelPath); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	var errs []error
+	// A node that runs a head of the target itself (speculative.mtp) must
+	// find it in the file.
+	f, err := weights.Open(modelPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, st := range p.Steps {
+		if mb, ok := st.Node.(exec.ModelBinder); ok && mb.ModelAlias() == exec.Target {
+			if _, _, err := mb.BindModel(f, f); err != nil {
+				errs = append(errs, fmt.Errorf("%s: node %s (%s) cannot run on %s: %w", nodePos(path, st.ID), st.ID, st.Op, filepath.Base(modelPath), err))
+			}
+		}
 	}
 	stateful := false
 	for _, st := range p.Steps {
@@ -39,9 +55,8 @@ func checkOnModel(path string, p *plan.Plan, modelPath string) error {
 		}
 	}
 	if !stateful {
-		return nil
+		return errors.Join(errs...)
 	}
-	var errs []error
 	for _, st := range p.Steps {
 		if r, ok := st.Node.(exec.StateRollbacker); ok && r.DraftsWithTargetState() {
 			errs = append(errs, fmt.Errorf("%s: node %s (%s) drafts with the target's own layers, which would advance the recurrent state of %s (a hybrid model): use a proposer that does not run the target (ngram, draft)",

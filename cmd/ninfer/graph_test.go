@@ -267,8 +267,9 @@ func TestGraphEmbeddedWithRealNodes(t *testing.T) {
 }
 
 // graph check --model refuses, positioned at the node, a graph that would
-// advance a hybrid model's recurrent state while drafting; the same graph
-// is fine on a transformer, and other speculative graphs are fine on both.
+// advance a hybrid model's recurrent state while drafting, and an MTP graph
+// on a model without an MTP block; the same graphs are fine on the models
+// they suit, and other speculative graphs are fine on both.
 func TestGraphCheckOnAHybridModel(t *testing.T) {
 	hybrid := sharedPath(t, "models", "tiny-qwen35-f32.gguf")
 	dense := sharedPath(t, "models", "tiny-qwen3-f32.gguf")
@@ -276,7 +277,12 @@ func TestGraphCheckOnAHybridModel(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "self.yaml:15:5: node draft (speculative.self) drafts with the target's own layers") {
 		t.Errorf("self on a hybrid model: exit %d, stderr %q", code, stderr)
 	}
-	for _, tc := range []struct{ model, graph string }{{dense, "self"}, {hybrid, "ngram"}, {hybrid, "plain"}} {
+	code, _, stderr = runCLI("graph", "check", "--model", dense, "mtp")
+	if code != 1 || !strings.Contains(stderr, "mtp.yaml:15:5: node draft (speculative.mtp) cannot run on tiny-qwen3-f32.gguf") ||
+		!strings.Contains(stderr, "has no MTP block") {
+		t.Errorf("mtp on a model without an MTP block: exit %d, stderr %q", code, stderr)
+	}
+	for _, tc := range []struct{ model, graph string }{{dense, "self"}, {hybrid, "ngram"}, {hybrid, "plain"}, {hybrid, "mtp"}} {
 		if code, stdout, stderr := runCLI("graph", "check", "--model", tc.model, tc.graph); code != 0 || !strings.HasSuffix(strings.TrimSpace(stdout), ": ok") {
 			t.Errorf("%s on %s: exit %d, stdout %q, stderr %q", tc.graph, tc.model, code, stdout, stderr)
 		}
