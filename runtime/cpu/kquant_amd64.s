@@ -331,3 +331,277 @@ q6kdone:
 	VMOVSS X0, (BX)(R9*1)
 	VZEROUPPER
 	RET
+
+// Q4KPAIR2 is Q4KPAIR for two tokens: the nibbles and scale words of chunks
+// 2j, 2j+1 are unpacked once, multiplied with token A's activations at
+// actoff(DI) into Z31 and token B's at actoff(BX) into Z0. Needs Z10, Z30;
+// clobbers Z1, Z8, Z9, Z12.
+#define Q4KPAIR2(row, off, actoff, idx) \
+	VMOVDQU      off(row), Y8; \
+	VPSRLW       $4, Y8, Y9; \
+	VINSERTI64X4 $1, Y9, Z8, Z8; \
+	VPANDQ       Z30, Z8, Z8; \
+	VPERMW       Z10, idx, Z9; \
+	VPMADDUBSW   actoff(DI), Z8, Z12; \
+	VPMADDWD     Z9, Z12, Z12; \
+	VPADDD       Z12, Z31, Z31; \
+	VPMADDUBSW   actoff(BX), Z8, Z1; \
+	VPMADDWD     Z9, Z1, Z1; \
+	VPADDD       Z1, Z0, Z0
+
+// Q4KROW2 is Q4KROW for two tokens: the Q4_K super-block at (row) into
+// accA/accmA against token A (activations at DI, X13 = its
+// [y.d, -y.d, y.d, y.d], X14 = its chunk sums as words) and into
+// accB/accmB against token B (BX, X24, X25); every lane operation is
+// Q4KROW's. Clobbers AX, R8, R9, R14, R15, Z0..Z3, Z8..Z12, Z31.
+#define Q4KROW2(row, accA, accmA, accB, accmB) \
+	MOVL      4(row), AX; \
+	MOVL      8(row), R8; \
+	MOVL      12(row), R9; \
+	MOVL      AX, R14; \
+	ANDL      $0x3f3f3f3f, R14; \
+	MOVL      R9, R15; \
+	ANDL      $0x0f0f0f0f, R15; \
+	SHRL      $6, AX; \
+	ANDL      $0x03030303, AX; \
+	SHLL      $4, AX; \
+	ORL       AX, R15; \
+	VMOVD     R14, X10; \
+	VPINSRD   $1, R15, X10, X10; \
+	VPMOVZXBW X10, X10; \
+	MOVL      R8, R14; \
+	ANDL      $0x3f3f3f3f, R14; \
+	SHRL      $4, R9; \
+	ANDL      $0x0f0f0f0f, R9; \
+	SHRL      $6, R8; \
+	ANDL      $0x03030303, R8; \
+	SHLL      $4, R8; \
+	ORL       R8, R9; \
+	VMOVD     R14, X11; \
+	VPINSRD   $1, R9, X11, X11; \
+	VPMOVZXBW X11, X11; \
+	VPMADDWD  X14, X11, X12; \
+	VCVTDQ2PS X12, X12; \
+	VPMADDWD  X25, X11, X11; \
+	VCVTDQ2PS X11, X11; \
+	VMOVD     (row), X9; \
+	VCVTPH2PS X9, X9; \
+	VMULPS    X13, X9, X8; \
+	VSHUFPS   $0x55, X8, X8, X1; \
+	VFMADD231PS X12, X1, accmA; \
+	VBROADCASTSS X8, Y2; \
+	VMULPS    X24, X9, X8; \
+	VSHUFPS   $0x55, X8, X8, X1; \
+	VFMADD231PS X11, X1, accmB; \
+	VBROADCASTSS X8, Y3; \
+	VPXORD    Z31, Z31, Z31; \
+	VPXORD    Z0, Z0, Z0; \
+	Q4KPAIR2(row, 16, 0, Z26); \
+	Q4KPAIR2(row, 48, 64, Z27); \
+	Q4KPAIR2(row, 80, 128, Z28); \
+	Q4KPAIR2(row, 112, 192, Z29); \
+	VEXTRACTI64X4 $1, Z31, Y8; \
+	VPADDD    Y8, Y31, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VFMADD231PS Y8, Y2, accA; \
+	VEXTRACTI64X4 $1, Z0, Y8; \
+	VPADDD    Y8, Y0, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VFMADD231PS Y8, Y3, accB
+
+// func q4KDot2x2(w unsafe.Pointer, wstride uintptr, xqa, xda, xba, xqb, xdb, xbb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
+// Two Q4_K rows (w, w + wstride) against two tokens (A: xqa, xda, xba; B:
+// xqb, xdb, xbb): out + r*ostride + t*otok = dotQ4K(row r, token t), bit
+// for bit q4KDot4x1's, with each super-block's scales and nibbles unpacked
+// once for both tokens.
+TEXT ·q4KDot2x2(SB), NOSPLIT, $0-96
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R10
+	ADDQ SI, R10
+	MOVQ xqa+16(FP), DI
+	MOVQ xda+24(FP), DX
+	MOVQ xba+32(FP), R13
+	MOVQ xqb+40(FP), BX
+	MOVQ xdb+48(FP), R11
+	MOVQ xbb+56(FP), R12
+	MOVQ nb+64(FP), CX
+	VMOVDQU64 q4kidx<>+0(SB), Z26
+	VMOVDQU64 q4kidx<>+64(SB), Z27
+	VMOVDQU64 q4kidx<>+128(SB), Z28
+	VMOVDQU64 q4kidx<>+192(SB), Z29
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVQ $0x8000000000000000, AX
+	VMOVQ AX, X15
+	VXORPS Y16, Y16, Y16
+	VXORPS Y17, Y17, Y17
+	VXORPS Y18, Y18, Y18
+	VXORPS Y19, Y19, Y19
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	TESTQ CX, CX
+	JEQ   q4k22done
+q4k22loop:
+	VMOVDQU   (R13), X8
+	VMOVDQU   16(R13), X9
+	VPHADDW   X9, X8, X14
+	VBROADCASTSS (DX), X13
+	VXORPS    X15, X13, X13
+	VMOVDQU   (R12), X8
+	VMOVDQU   16(R12), X9
+	VPHADDW   X9, X8, X1
+	VMOVAPS   X1, X25
+	VBROADCASTSS (R11), X1
+	VXORPS    X15, X1, X1
+	VMOVAPS   X1, X24
+	Q4KROW2(SI, Y16, X4, Y18, X6)
+	Q4KROW2(R10, Y17, X5, Y19, X7)
+	ADDQ $144, SI
+	ADDQ $144, R10
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $4, R11
+	ADDQ $32, R13
+	ADDQ $32, R12
+	DECQ CX
+	JNZ  q4k22loop
+q4k22done:
+	MOVQ out+72(FP), BX
+	MOVQ ostride+80(FP), R9
+	MOVQ otok+88(FP), R8
+	Q4KOUT(Y16, X16, X4)
+	VMOVSS X0, (BX)
+	Q4KOUT(Y17, X17, X5)
+	VMOVSS X0, (BX)(R9*1)
+	ADDQ R8, BX
+	Q4KOUT(Y18, X18, X6)
+	VMOVSS X0, (BX)
+	Q4KOUT(Y19, X19, X7)
+	VMOVSS X0, (BX)(R9*1)
+	VZEROUPPER
+	RET
+
+// Q6KHALF2 is Q6KHALF for two tokens: the half's weights and scale words
+// are unpacked once, multiplied with token A's activations at
+// lo(DI)/hi(DI) into Z15 and token B's at lo(BX)/hi(BX) into Z0. Needs
+// Z11, Z30, Z31; clobbers Z1, Z8, Z9, Z10, Z14.
+#define Q6KHALF2(row, qloff, qhoff, lo, idxlo, hi, idxhi) \
+	VMOVDQU64    qloff(row), Z8; \
+	VMOVDQU      qhoff(row), Y9; \
+	VPSRLW       $2, Y9, Y10; \
+	VINSERTI64X4 $1, Y10, Z9, Z9; \
+	VPANDQ       Z30, Z8, Z10; \
+	VPSLLW       $4, Z9, Z14; \
+	VPANDQ       Z31, Z14, Z14; \
+	VPORQ        Z14, Z10, Z10; \
+	VPERMW       Z11, idxlo, Z14; \
+	VPMADDUBSW   lo(DI), Z10, Z1; \
+	VPMADDWD     Z14, Z1, Z1; \
+	VPADDD       Z1, Z15, Z15; \
+	VPMADDUBSW   lo(BX), Z10, Z1; \
+	VPMADDWD     Z14, Z1, Z1; \
+	VPADDD       Z1, Z0, Z0; \
+	VPSRLW       $4, Z8, Z10; \
+	VPANDQ       Z30, Z10, Z10; \
+	VPANDQ       Z31, Z9, Z14; \
+	VPORQ        Z14, Z10, Z10; \
+	VPERMW       Z11, idxhi, Z14; \
+	VPMADDUBSW   hi(DI), Z10, Z1; \
+	VPMADDWD     Z14, Z1, Z1; \
+	VPADDD       Z1, Z15, Z15; \
+	VPMADDUBSW   hi(BX), Z10, Z1; \
+	VPMADDWD     Z14, Z1, Z1; \
+	VPADDD       Z1, Z0, Z0
+
+// Q6KROW2 is Q6KROW for two tokens: the Q6_K super-block at (row) into
+// accA against token A (activations at DI, its 16 sums as words in Y24,
+// y.d in Y25) and into accB against token B (BX, Y22, Y23); every lane
+// operation is Q6KROW's. Clobbers Z0, Z1, Z3, Z8..Z15.
+#define Q6KROW2(row, accA, accB) \
+	VPMOVSXBW 192(row), Y11; \
+	VPMADDWD  Y24, Y11, Y12; \
+	VPSLLD    $5, Y12, Y12; \
+	VPMADDWD  Y22, Y11, Y3; \
+	VPSLLD    $5, Y3, Y3; \
+	VPXORD    Z15, Z15, Z15; \
+	VPXORD    Z0, Z0, Z0; \
+	Q6KHALF2(row, 0, 128, 0, Z26, 64, Z27); \
+	Q6KHALF2(row, 64, 160, 128, Z28, 192, Z29); \
+	VPBROADCASTW 208(row), X13; \
+	VCVTPH2PS X13, Y13; \
+	VEXTRACTI64X4 $1, Z15, Y8; \
+	VPADDD    Y8, Y15, Y8; \
+	VPSUBD    Y12, Y8, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VMULPS    Y25, Y13, Y9; \
+	VFMADD231PS Y8, Y9, accA; \
+	VEXTRACTI64X4 $1, Z0, Y8; \
+	VPADDD    Y8, Y0, Y8; \
+	VPSUBD    Y3, Y8, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VMULPS    Y23, Y13, Y9; \
+	VFMADD231PS Y8, Y9, accB
+
+// func q6KDot2x2(w unsafe.Pointer, wstride uintptr, xqa, xda, xba, xqb, xdb, xbb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
+// q4KDot2x2 for Q6_K rows: out + r*ostride + t*otok = dotQ6K(row r,
+// token t), bit for bit q6KDot4x1's.
+TEXT ·q6KDot2x2(SB), NOSPLIT, $0-96
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R10
+	ADDQ SI, R10
+	MOVQ xqa+16(FP), DI
+	MOVQ xda+24(FP), DX
+	MOVQ xba+32(FP), R13
+	MOVQ xqb+40(FP), BX
+	MOVQ xdb+48(FP), R11
+	MOVQ xbb+56(FP), R12
+	MOVQ nb+64(FP), CX
+	VMOVDQU64 q6kidx<>+0(SB), Z26
+	VMOVDQU64 q6kidx<>+64(SB), Z27
+	VMOVDQU64 q6kidx<>+128(SB), Z28
+	VMOVDQU64 q6kidx<>+192(SB), Z29
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z31
+	VXORPS Y16, Y16, Y16
+	VXORPS Y17, Y17, Y17
+	VXORPS Y18, Y18, Y18
+	VXORPS Y19, Y19, Y19
+	TESTQ CX, CX
+	JEQ   q6k22done
+q6k22loop:
+	VMOVDQU64 (R13), Y24
+	VBROADCASTSS (DX), Y25
+	VMOVDQU64 (R12), Y22
+	VBROADCASTSS (R11), Y23
+	Q6KROW2(SI, Y16, Y18)
+	Q6KROW2(R10, Y17, Y19)
+	ADDQ $210, SI
+	ADDQ $210, R10
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $4, R11
+	ADDQ $32, R13
+	ADDQ $32, R12
+	DECQ CX
+	JNZ  q6k22loop
+q6k22done:
+	MOVQ out+72(FP), BX
+	MOVQ ostride+80(FP), R9
+	MOVQ otok+88(FP), R8
+	HSUM8(Y16, X16)
+	VMOVSS X0, (BX)
+	HSUM8(Y17, X17)
+	VMOVSS X0, (BX)(R9*1)
+	ADDQ R8, BX
+	HSUM8(Y18, X18)
+	VMOVSS X0, (BX)
+	HSUM8(Y19, X19)
+	VMOVSS X0, (BX)(R9*1)
+	VZEROUPPER
+	RET

@@ -131,7 +131,7 @@ func TestBlockMatMulBitExact(t *testing.T) {
 		for _, k := range []int{256, 512, 768} {
 			for _, n := range []int{1, 4, 7, 13} {
 				w := randWeight(r, dt, n, k)
-				for _, T := range []int{1, 2, 5} {
+				for _, T := range []int{1, 2, 5, 8, 37, 70} {
 					x := randActivations(r, T, k)
 					want := runMatMul(w, x, T, 1, false)
 					for _, threads := range []int{1, 3} {

@@ -19,6 +19,10 @@ type weightKernel struct {
 	// dot4, if not nil, is the fast kernel for 4 rows (w + i*wstride, in
 	// bytes) and one token, writing out + i*ostride; bit for bit dot.
 	dot4 func(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr)
+	// dot2x2, if not nil, is the fast kernel for 2 rows and 2 tokens (a,
+	// b), writing out + r*ostride + t*otok; bit for bit dot. Batches of
+	// two tokens or more use it: each row's unpacking serves both tokens.
+	dot2x2 func(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer, ostride, otok uintptr)
 }
 
 const (
@@ -42,9 +46,9 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL}
 	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K}
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K}
-	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, dot4: q4KDot4}
+	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, dot4: q4KDot4, dot2x2: q4KDot22}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K}
-	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4}
+	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22}
 	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS}
 	for dt, k := range t {
 		if k.kind != kindNone && tensor.DType(dt).DotType() == 0 {
@@ -72,24 +76,53 @@ type blockPrepTask struct {
 func (t *blockPrepTask) run(_, lo, hi int) { t.a.quantizeRows(t.x, lo, hi) }
 
 // runBlock computes output columns (weight rows) [lo, hi) of a matmul whose
-// weights are a kindBlock dtype, against activations t.aq. With a fast
+// weights are a kindBlock dtype, against activations t.aq. With a 2x2
+// kernel, pairs of rows take pairs of tokens, a block of tokens at a time
+// so that the block's activations stay in cache across the rows; the
+// rows and tokens left over, or all of them without one, go to
+// blockRange.
+func (t *matmulTask) runBlock(lo, hi int) {
+	k := kernelOf(t.dt)
+	t0 := 0
+	if k.dot2x2 != nil && useSIMD && t.T >= 2 {
+		T2, N, rb := t.T&^1, t.N, t.rowBytes
+		const tb = 32 // tokens per block: 32 rows of Q8_K activations are ~40 KB at K = 1024
+		for b0 := 0; b0 < T2; b0 += tb {
+			b1 := min(b0+tb, T2)
+			r := lo
+			for ; r+2 <= hi; r += 2 {
+				for tt := b0; tt < b1; tt += 2 {
+					k.dot2x2(unsafe.Pointer(&t.w[r*rb]), uintptr(rb), t.aq.row(tt), t.aq.row(tt+1),
+						unsafe.Pointer(&t.out[tt*N+r]), 4, uintptr(4*N))
+				}
+			}
+			if r < hi {
+				t.blockRange(r, hi, b0, b1)
+			}
+		}
+		t0 = T2
+	}
+	t.blockRange(lo, hi, t0, t.T)
+}
+
+// blockRange computes rows [lo, hi) for tokens [t0, t1). With a fast
 // kernel, each call takes one row from each quarter of [lo, hi) (the four
 // streams of gemvFloat); the rows left over, or all rows without one, use
 // the reference dot.
-func (t *matmulTask) runBlock(lo, hi int) {
-	T, N, rb := t.T, t.N, t.rowBytes
+func (t *matmulTask) blockRange(lo, hi, t0, t1 int) {
+	N, rb := t.N, t.rowBytes
 	k := kernelOf(t.dt)
 	if k.dot4 != nil && useSIMD {
 		q := (hi - lo) / 4
 		for r := lo; r < lo+q; r++ {
-			for tt := 0; tt < T; tt++ {
+			for tt := t0; tt < t1; tt++ {
 				x := t.aq.row(tt)
 				k.dot4(unsafe.Pointer(&t.w[r*rb]), uintptr(q*rb), x, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*q))
 			}
 		}
 		var one [4]float32
 		for r := lo + 4*q; r < hi; r++ {
-			for tt := 0; tt < T; tt++ {
+			for tt := t0; tt < t1; tt++ {
 				x := t.aq.row(tt)
 				k.dot4(unsafe.Pointer(&t.w[r*rb]), 0, x, unsafe.Pointer(&one[0]), 4)
 				t.out[tt*N+r] = one[0]
@@ -99,7 +132,7 @@ func (t *matmulTask) runBlock(lo, hi int) {
 	}
 	for r := lo; r < hi; r++ {
 		row := t.w[r*rb : (r+1)*rb]
-		for tt := 0; tt < T; tt++ {
+		for tt := t0; tt < t1; tt++ {
 			x := t.aq.row(tt)
 			t.out[tt*N+r] = k.dot(row, x)
 		}
@@ -109,6 +142,18 @@ func (t *matmulTask) runBlock(lo, hi int) {
 // q4KDot4 is the weightKernel.dot4 of Q4_K (q4KDot4x1).
 func q4KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
 	q4KDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), unsafe.Pointer(&x.bsums[0]), len(x.d), out, ostride)
+}
+
+// q4KDot22 is the weightKernel.dot2x2 of Q4_K (q4KDot2x2).
+func q4KDot22(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer, ostride, otok uintptr) {
+	q4KDot2x2(w, wstride, unsafe.Pointer(&a.qs[0]), unsafe.Pointer(&a.d[0]), unsafe.Pointer(&a.bsums[0]),
+		unsafe.Pointer(&b.qs[0]), unsafe.Pointer(&b.d[0]), unsafe.Pointer(&b.bsums[0]), len(a.d), out, ostride, otok)
+}
+
+// q6KDot22 is the weightKernel.dot2x2 of Q6_K (q6KDot2x2).
+func q6KDot22(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer, ostride, otok uintptr) {
+	q6KDot2x2(w, wstride, unsafe.Pointer(&a.qs[0]), unsafe.Pointer(&a.d[0]), unsafe.Pointer(&a.bsums[0]),
+		unsafe.Pointer(&b.qs[0]), unsafe.Pointer(&b.d[0]), unsafe.Pointer(&b.bsums[0]), len(a.d), out, ostride, otok)
 }
 
 // q6KDot4 is the weightKernel.dot4 of Q6_K (q6KDot4x1).
