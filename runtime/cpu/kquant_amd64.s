@@ -605,3 +605,150 @@ q6k22done:
 	VMOVSS X0, (BX)(R9*1)
 	VZEROUPPER
 	RET
+
+// Q5KPAIR is Q4KPAIR for Q5_K: chunks 2j and 2j+1 also take their fifth
+// bit, bit 2j (sh) and 2j+1 (sh+1) of each of the super-block's 32 qh
+// bytes (in Y25). Needs Z10, Z24 = 0x01 bytes, Z30; clobbers Z8, Z9, Z11.
+#define Q5KPAIR(row, off, act, idx, sh, sh1) \
+	VMOVDQU      off(row), Y8; \
+	VPSRLW       $4, Y8, Y9; \
+	VINSERTI64X4 $1, Y9, Z8, Z8; \
+	VPANDQ       Z30, Z8, Z8; \
+	VPSRLW       $sh, Y25, Y9; \
+	VPSRLW       $sh1, Y25, Y11; \
+	VINSERTI64X4 $1, Y11, Z9, Z9; \
+	VPANDQ       Z24, Z9, Z9; \
+	VPSLLW       $4, Z9, Z9; \
+	VPORQ        Z9, Z8, Z8; \
+	VPMADDUBSW   act, Z8, Z8; \
+	VPERMW       Z10, idx, Z9; \
+	VPMADDWD     Z9, Z8, Z8; \
+	VPADDD       Z8, Z31, Z31
+
+// Q5KROW accumulates the Q5_K super-block at (row) into acc (8 lanes) and
+// its mins term, dotQ5K's scalar summs, into lane 0 of accm: the mins'
+// products with the chunk sums are added as one integer, then
+// summs = fma(-dmin*y.d, float(sum), summs). Needs what Q4KROW needs and
+// Z24; clobbers AX, R8, R9, R14, R15, Z8..Z12, Y25, Z31.
+#define Q5KROW(row, acc, accm) \
+	MOVL      4(row), AX; \
+	MOVL      8(row), R8; \
+	MOVL      12(row), R9; \
+	MOVL      AX, R14; \
+	ANDL      $0x3f3f3f3f, R14; \
+	MOVL      R9, R15; \
+	ANDL      $0x0f0f0f0f, R15; \
+	SHRL      $6, AX; \
+	ANDL      $0x03030303, AX; \
+	SHLL      $4, AX; \
+	ORL       AX, R15; \
+	VMOVD     R14, X10; \
+	VPINSRD   $1, R15, X10, X10; \
+	VPMOVZXBW X10, X10; \
+	MOVL      R8, R14; \
+	ANDL      $0x3f3f3f3f, R14; \
+	SHRL      $4, R9; \
+	ANDL      $0x0f0f0f0f, R9; \
+	SHRL      $6, R8; \
+	ANDL      $0x03030303, R8; \
+	SHLL      $4, R8; \
+	ORL       R8, R9; \
+	VMOVD     R14, X11; \
+	VPINSRD   $1, R9, X11, X11; \
+	VPMOVZXBW X11, X11; \
+	VPMADDWD  X14, X11, X11; \
+	VPSHUFD   $0x4e, X11, X9; \
+	VPADDD    X9, X11, X11; \
+	VPSHUFD   $0xb1, X11, X9; \
+	VPADDD    X9, X11, X11; \
+	VCVTDQ2PS X11, X11; \
+	VMOVD     (row), X12; \
+	VCVTPH2PS X12, X12; \
+	VMULPS    X13, X12, X12; \
+	VSHUFPS   $0x55, X12, X12, X9; \
+	VFMADD231SS X11, X9, accm; \
+	VBROADCASTSS X12, Y12; \
+	VMOVDQU64 16(row), Y25; \
+	VPXORD    Z31, Z31, Z31; \
+	Q5KPAIR(row, 48, Z20, Z26, 0, 1); \
+	Q5KPAIR(row, 80, Z21, Z27, 2, 3); \
+	Q5KPAIR(row, 112, Z22, Z28, 4, 5); \
+	Q5KPAIR(row, 144, Z23, Z29, 6, 7); \
+	VEXTRACTI64X4 $1, Z31, Y8; \
+	VPADDD    Y8, Y31, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VFMADD231PS Y8, Y12, acc
+
+// func q5KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// q4KDot4x1 for Q5_K rows: out + i*ostride = dotQ5K(row i, x).
+TEXT ·q5KDot4x1(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ xb+32(FP), R13
+	MOVQ nb+40(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	VMOVDQU64 q4kidx<>+0(SB), Z26
+	VMOVDQU64 q4kidx<>+64(SB), Z27
+	VMOVDQU64 q4kidx<>+128(SB), Z28
+	VMOVDQU64 q4kidx<>+192(SB), Z29
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x01010101, AX
+	VPBROADCASTD AX, Z24
+	MOVQ $0x8000000000000000, AX
+	VMOVQ AX, X15
+	VXORPS Y16, Y16, Y16
+	VXORPS Y17, Y17, Y17
+	VXORPS Y18, Y18, Y18
+	VXORPS Y19, Y19, Y19
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	TESTQ CX, CX
+	JEQ   q5kdone
+q5kloop:
+	VMOVDQU64 (DI), Z20
+	VMOVDQU64 64(DI), Z21
+	VMOVDQU64 128(DI), Z22
+	VMOVDQU64 192(DI), Z23
+	VMOVDQU   (R13), X8
+	VMOVDQU   16(R13), X9
+	VPHADDW   X9, X8, X14
+	VBROADCASTSS (DX), X13
+	VXORPS    X15, X13, X13
+	Q5KROW(SI, Y16, X4)
+	Q5KROW(R10, Y17, X5)
+	Q5KROW(R11, Y18, X6)
+	Q5KROW(R12, Y19, X7)
+	ADDQ $176, SI
+	ADDQ $176, R10
+	ADDQ $176, R11
+	ADDQ $176, R12
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q5kloop
+q5kdone:
+	MOVQ out+48(FP), BX
+	MOVQ ostride+56(FP), R9
+	HSUM8(Y16, X16)
+	VADDSS X4, X0, X0
+	VMOVSS X0, (BX)
+	HSUM8(Y17, X17)
+	VADDSS X5, X0, X0
+	VMOVSS X0, (BX)(R9*1)
+	HSUM8(Y18, X18)
+	VADDSS X6, X0, X0
+	VMOVSS X0, (BX)(R9*2)
+	LEAQ (BX)(R9*2), BX
+	HSUM8(Y19, X19)
+	VADDSS X7, X0, X0
+	VMOVSS X0, (BX)(R9*1)
+	VZEROUPPER
+	RET
