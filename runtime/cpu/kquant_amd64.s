@@ -752,3 +752,177 @@ q5kdone:
 	VMOVSS X0, (BX)(R9*1)
 	VZEROUPPER
 	RET
+
+// Q4KSC unpacks the 8 scales and 8 mins of the K-quant super-block at
+// (row) (12 packed bytes at 4(row), get_scale_min_k4) into X10 and X11 as
+// words, as Q4KROW does. Clobbers AX, R8, R9, R14, R15.
+#define Q4KSC(row) \
+	MOVL      4(row), AX; \
+	MOVL      8(row), R8; \
+	MOVL      12(row), R9; \
+	MOVL      AX, R14; \
+	ANDL      $0x3f3f3f3f, R14; \
+	MOVL      R9, R15; \
+	ANDL      $0x0f0f0f0f, R15; \
+	SHRL      $6, AX; \
+	ANDL      $0x03030303, AX; \
+	SHLL      $4, AX; \
+	ORL       AX, R15; \
+	VMOVD     R14, X10; \
+	VPINSRD   $1, R15, X10, X10; \
+	VPMOVZXBW X10, X10; \
+	MOVL      R8, R14; \
+	ANDL      $0x3f3f3f3f, R14; \
+	SHRL      $4, R9; \
+	ANDL      $0x0f0f0f0f, R9; \
+	SHRL      $6, R8; \
+	ANDL      $0x03030303, R8; \
+	SHLL      $4, R8; \
+	ORL       R8, R9; \
+	VMOVD     R14, X11; \
+	VPINSRD   $1, R9, X11, X11; \
+	VPMOVZXBW X11, X11
+
+// Q5KPAIR2 is Q5KPAIR for two tokens (Q4KPAIR2's layout), the qh bytes in
+// Y21 and 0x01 bytes in Z20. Clobbers Z1, Z8, Z9, Z12, Z22.
+#define Q5KPAIR2(row, off, actoff, idx, sh, sh1) \
+	VMOVDQU      off(row), Y8; \
+	VPSRLW       $4, Y8, Y9; \
+	VINSERTI64X4 $1, Y9, Z8, Z8; \
+	VPANDQ       Z30, Z8, Z8; \
+	VPSRLW       $sh, Y21, Y9; \
+	VPSRLW       $sh1, Y21, Y22; \
+	VINSERTI64X4 $1, Y22, Z9, Z9; \
+	VPANDQ       Z20, Z9, Z9; \
+	VPSLLW       $4, Z9, Z9; \
+	VPORQ        Z9, Z8, Z8; \
+	VPERMW       Z10, idx, Z9; \
+	VPMADDUBSW   actoff(DI), Z8, Z12; \
+	VPMADDWD     Z9, Z12, Z12; \
+	VPADDD       Z12, Z31, Z31; \
+	VPMADDUBSW   actoff(BX), Z8, Z1; \
+	VPMADDWD     Z9, Z1, Z1; \
+	VPADDD       Z1, Z0, Z0
+
+// Q5KROW2 is Q5KROW for two tokens (Q4KROW2's registers; the scales and
+// mins in X10 and X11 from Q4KSC). Clobbers Z0..Z3, Z8, Z9, Z11, Z12,
+// Y21, Z22, Z31.
+#define Q5KROW2(row, accA, accmA, accB, accmB) \
+	VPMADDWD  X14, X11, X12; \
+	VPSHUFD   $0x4e, X12, X9; \
+	VPADDD    X9, X12, X12; \
+	VPSHUFD   $0xb1, X12, X9; \
+	VPADDD    X9, X12, X12; \
+	VCVTDQ2PS X12, X12; \
+	VPMADDWD  X25, X11, X11; \
+	VPSHUFD   $0x4e, X11, X9; \
+	VPADDD    X9, X11, X11; \
+	VPSHUFD   $0xb1, X11, X9; \
+	VPADDD    X9, X11, X11; \
+	VCVTDQ2PS X11, X11; \
+	VMOVD     (row), X9; \
+	VCVTPH2PS X9, X9; \
+	VMULPS    X13, X9, X8; \
+	VSHUFPS   $0x55, X8, X8, X1; \
+	VFMADD231SS X12, X1, accmA; \
+	VBROADCASTSS X8, Y2; \
+	VMULPS    X24, X9, X8; \
+	VSHUFPS   $0x55, X8, X8, X1; \
+	VFMADD231SS X11, X1, accmB; \
+	VBROADCASTSS X8, Y3; \
+	VMOVDQU64 16(row), Y21; \
+	VPXORD    Z31, Z31, Z31; \
+	VPXORD    Z0, Z0, Z0; \
+	Q5KPAIR2(row, 48, 0, Z26, 0, 1); \
+	Q5KPAIR2(row, 80, 64, Z27, 2, 3); \
+	Q5KPAIR2(row, 112, 128, Z28, 4, 5); \
+	Q5KPAIR2(row, 144, 192, Z29, 6, 7); \
+	VEXTRACTI64X4 $1, Z31, Y8; \
+	VPADDD    Y8, Y31, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VFMADD231PS Y8, Y2, accA; \
+	VEXTRACTI64X4 $1, Z0, Y8; \
+	VPADDD    Y8, Y0, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VFMADD231PS Y8, Y3, accB
+
+// func q5KDot2x2(w unsafe.Pointer, wstride uintptr, xqa, xda, xba, xqb, xdb, xbb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
+// q4KDot2x2 for Q5_K rows: out + r*ostride + t*otok = dotQ5K(row r,
+// token t), bit for bit q5KDot4x1's.
+TEXT ·q5KDot2x2(SB), NOSPLIT, $0-96
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R10
+	ADDQ SI, R10
+	MOVQ xqa+16(FP), DI
+	MOVQ xda+24(FP), DX
+	MOVQ xba+32(FP), R13
+	MOVQ xqb+40(FP), BX
+	MOVQ xdb+48(FP), R11
+	MOVQ xbb+56(FP), R12
+	MOVQ nb+64(FP), CX
+	VMOVDQU64 q4kidx<>+0(SB), Z26
+	VMOVDQU64 q4kidx<>+64(SB), Z27
+	VMOVDQU64 q4kidx<>+128(SB), Z28
+	VMOVDQU64 q4kidx<>+192(SB), Z29
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x01010101, AX
+	VPBROADCASTD AX, Z20
+	MOVQ $0x8000000000000000, AX
+	VMOVQ AX, X15
+	VXORPS Y16, Y16, Y16
+	VXORPS Y17, Y17, Y17
+	VXORPS Y18, Y18, Y18
+	VXORPS Y19, Y19, Y19
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	TESTQ CX, CX
+	JEQ   q5k22done
+q5k22loop:
+	VMOVDQU   (R13), X8
+	VMOVDQU   16(R13), X9
+	VPHADDW   X9, X8, X14
+	VBROADCASTSS (DX), X13
+	VXORPS    X15, X13, X13
+	VMOVDQU   (R12), X8
+	VMOVDQU   16(R12), X9
+	VPHADDW   X9, X8, X1
+	VMOVAPS   X1, X25
+	VBROADCASTSS (R11), X1
+	VXORPS    X15, X1, X1
+	VMOVAPS   X1, X24
+	Q4KSC(SI)
+	Q5KROW2(SI, Y16, X4, Y18, X6)
+	Q4KSC(R10)
+	Q5KROW2(R10, Y17, X5, Y19, X7)
+	ADDQ $176, SI
+	ADDQ $176, R10
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $4, R11
+	ADDQ $32, R13
+	ADDQ $32, R12
+	DECQ CX
+	JNZ  q5k22loop
+q5k22done:
+	MOVQ out+72(FP), BX
+	MOVQ ostride+80(FP), R9
+	MOVQ otok+88(FP), R8
+	HSUM8(Y16, X16)
+	VADDSS X4, X0, X0
+	VMOVSS X0, (BX)
+	HSUM8(Y17, X17)
+	VADDSS X5, X0, X0
+	VMOVSS X0, (BX)(R9*1)
+	ADDQ R8, BX
+	HSUM8(Y18, X18)
+	VADDSS X6, X0, X0
+	VMOVSS X0, (BX)
+	HSUM8(Y19, X19)
+	VADDSS X7, X0, X0
+	VMOVSS X0, (BX)(R9*1)
+	VZEROUPPER
+	RET

@@ -47,7 +47,7 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K}
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K}
 	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, dot4: q4KDot4, dot2x2: q4KDot22}
-	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4}
+	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4, dot2x2: q5KDot22}
 	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22}
 	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS}
 	for dt, k := range t {
@@ -159,6 +159,12 @@ func q6KDot22(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer
 // q5KDot4 is the weightKernel.dot4 of Q5_K (q5KDot4x1).
 func q5KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
 	q5KDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), unsafe.Pointer(&x.bsums[0]), len(x.d), out, ostride)
+}
+
+// q5KDot22 is the weightKernel.dot2x2 of Q5_K (q5KDot2x2).
+func q5KDot22(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer, ostride, otok uintptr) {
+	q5KDot2x2(w, wstride, unsafe.Pointer(&a.qs[0]), unsafe.Pointer(&a.d[0]), unsafe.Pointer(&a.bsums[0]),
+		unsafe.Pointer(&b.qs[0]), unsafe.Pointer(&b.d[0]), unsafe.Pointer(&b.bsums[0]), len(a.d), out, ostride, otok)
 }
 
 // q6KDot4 is the weightKernel.dot4 of Q6_K (q6KDot4x1).
