@@ -160,11 +160,18 @@ func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[s
 	}
 	logits := b.MatMul(sampled, b.Weight(c.OutputName)) // [R, vocab]
 	out := map[string]tensor.Tensor{"logits": logits, "hidden": hidden}
+	normed, haveNormed := hidden, fw.AllRows && !fw.PreNorm // norm(x) [T, E], recorded once when a tap needs it
 	var taps tensor.Tensor
 	for i, id := range fw.TapIDs {
-		t := norm(x)
-		if id < c.Layers {
+		var t tensor.Tensor
+		switch {
+		case id < c.Layers:
 			t = inputs[id]
+		case haveNormed:
+			t = normed
+		default:
+			normed, haveNormed = norm(x), true
+			t = normed
 		}
 		if i == 0 {
 			taps = t
