@@ -82,24 +82,10 @@ DATA q6kidx<>+240(SB)/8, $0x000f000f000f000f
 DATA q6kidx<>+248(SB)/8, $0x000f000f000f000f
 GLOBL q6kidx<>(SB), RODATA|NOPTR, $256
 
-// Q4KPAIR adds the scaled lanes of chunks 2j and 2j+1 of the Q4_K row at
-// (row) (nibbles at off(row): low for chunk 2j, high for 2j+1) into Z31.
-// Needs Z10 = the 8 scales as words, Z30 = 0x0f bytes; clobbers Z8, Z9.
-#define Q4KPAIR(row, off, act, idx) \
-	VMOVDQU      off(row), Y8; \
-	VPSRLW       $4, Y8, Y9; \
-	VINSERTI64X4 $1, Y9, Z8, Z8; \
-	VPANDQ       Z30, Z8, Z8; \
-	VPMADDUBSW   act, Z8, Z8; \
-	VPERMW       Z10, idx, Z9; \
-	VPMADDWD     Z9, Z8, Z8; \
-	VPADDD       Z8, Z31, Z31
-
-// Q4KROW accumulates the Q4_K super-block at (row) into acc (8 lanes) and
-// its mins term into accm (4 lanes). Needs the token's activations in
-// Z20..Z23, X13 = [y.d, -y.d, y.d, y.d], X14 = the sums of its 8 chunks as
-// words. Clobbers AX, R8, R9, R14, R15, Z8..Z12, Z31.
-#define Q4KROW(row, acc, accm) \
+// Q4KSC unpacks the 8 scales and 8 mins of the K-quant super-block at
+// (row) (12 packed bytes at 4(row), get_scale_min_k4) into X10 and X11 as
+// words, as Q4KROW does. Clobbers AX, R8, R9, R14, R15.
+#define Q4KSC(row) \
 	MOVL      4(row), AX; \
 	MOVL      8(row), R8; \
 	MOVL      12(row), R9; \
@@ -124,7 +110,27 @@ GLOBL q6kidx<>(SB), RODATA|NOPTR, $256
 	ORL       R8, R9; \
 	VMOVD     R14, X11; \
 	VPINSRD   $1, R9, X11, X11; \
-	VPMOVZXBW X11, X11; \
+	VPMOVZXBW X11, X11
+
+// Q4KPAIR adds the scaled lanes of chunks 2j and 2j+1 of the Q4_K row at
+// (row) (nibbles at off(row): low for chunk 2j, high for 2j+1) into Z31.
+// Needs Z10 = the 8 scales as words, Z30 = 0x0f bytes; clobbers Z8, Z9.
+#define Q4KPAIR(row, off, act, idx) \
+	VMOVDQU      off(row), Y8; \
+	VPSRLW       $4, Y8, Y9; \
+	VINSERTI64X4 $1, Y9, Z8, Z8; \
+	VPANDQ       Z30, Z8, Z8; \
+	VPMADDUBSW   act, Z8, Z8; \
+	VPERMW       Z10, idx, Z9; \
+	VPMADDWD     Z9, Z8, Z8; \
+	VPADDD       Z8, Z31, Z31
+
+// Q4KROW accumulates the Q4_K super-block at (row) into acc (8 lanes) and
+// its mins term into accm (4 lanes). Needs the token's activations in
+// Z20..Z23, X13 = [y.d, -y.d, y.d, y.d], X14 = the sums of its 8 chunks as
+// words. Clobbers AX, R8, R9, R14, R15, Z8..Z12, Z31.
+#define Q4KROW(row, acc, accm) \
+	Q4KSC(row); \
 	VPMADDWD  X14, X11, X11; \
 	VCVTDQ2PS X11, X11; \
 	VMOVD     (row), X12; \
@@ -355,31 +361,7 @@ q6kdone:
 // accB/accmB against token B (BX, X24, X25); every lane operation is
 // Q4KROW's. Clobbers AX, R8, R9, R14, R15, Z0..Z3, Z8..Z12, Z31.
 #define Q4KROW2(row, accA, accmA, accB, accmB) \
-	MOVL      4(row), AX; \
-	MOVL      8(row), R8; \
-	MOVL      12(row), R9; \
-	MOVL      AX, R14; \
-	ANDL      $0x3f3f3f3f, R14; \
-	MOVL      R9, R15; \
-	ANDL      $0x0f0f0f0f, R15; \
-	SHRL      $6, AX; \
-	ANDL      $0x03030303, AX; \
-	SHLL      $4, AX; \
-	ORL       AX, R15; \
-	VMOVD     R14, X10; \
-	VPINSRD   $1, R15, X10, X10; \
-	VPMOVZXBW X10, X10; \
-	MOVL      R8, R14; \
-	ANDL      $0x3f3f3f3f, R14; \
-	SHRL      $4, R9; \
-	ANDL      $0x0f0f0f0f, R9; \
-	SHRL      $6, R8; \
-	ANDL      $0x03030303, R8; \
-	SHLL      $4, R8; \
-	ORL       R8, R9; \
-	VMOVD     R14, X11; \
-	VPINSRD   $1, R9, X11, X11; \
-	VPMOVZXBW X11, X11; \
+	Q4KSC(row); \
 	VPMADDWD  X14, X11, X12; \
 	VCVTDQ2PS X12, X12; \
 	VPMADDWD  X25, X11, X11; \
@@ -631,31 +613,7 @@ q6k22done:
 // summs = fma(-dmin*y.d, float(sum), summs). Needs what Q4KROW needs and
 // Z24; clobbers AX, R8, R9, R14, R15, Z8..Z12, Y25, Z31.
 #define Q5KROW(row, acc, accm) \
-	MOVL      4(row), AX; \
-	MOVL      8(row), R8; \
-	MOVL      12(row), R9; \
-	MOVL      AX, R14; \
-	ANDL      $0x3f3f3f3f, R14; \
-	MOVL      R9, R15; \
-	ANDL      $0x0f0f0f0f, R15; \
-	SHRL      $6, AX; \
-	ANDL      $0x03030303, AX; \
-	SHLL      $4, AX; \
-	ORL       AX, R15; \
-	VMOVD     R14, X10; \
-	VPINSRD   $1, R15, X10, X10; \
-	VPMOVZXBW X10, X10; \
-	MOVL      R8, R14; \
-	ANDL      $0x3f3f3f3f, R14; \
-	SHRL      $4, R9; \
-	ANDL      $0x0f0f0f0f, R9; \
-	SHRL      $6, R8; \
-	ANDL      $0x03030303, R8; \
-	SHLL      $4, R8; \
-	ORL       R8, R9; \
-	VMOVD     R14, X11; \
-	VPINSRD   $1, R9, X11, X11; \
-	VPMOVZXBW X11, X11; \
+	Q4KSC(row); \
 	VPMADDWD  X14, X11, X11; \
 	VPSHUFD   $0x4e, X11, X9; \
 	VPADDD    X9, X11, X11; \
@@ -752,36 +710,6 @@ q5kdone:
 	VMOVSS X0, (BX)(R9*1)
 	VZEROUPPER
 	RET
-
-// Q4KSC unpacks the 8 scales and 8 mins of the K-quant super-block at
-// (row) (12 packed bytes at 4(row), get_scale_min_k4) into X10 and X11 as
-// words, as Q4KROW does. Clobbers AX, R8, R9, R14, R15.
-#define Q4KSC(row) \
-	MOVL      4(row), AX; \
-	MOVL      8(row), R8; \
-	MOVL      12(row), R9; \
-	MOVL      AX, R14; \
-	ANDL      $0x3f3f3f3f, R14; \
-	MOVL      R9, R15; \
-	ANDL      $0x0f0f0f0f, R15; \
-	SHRL      $6, AX; \
-	ANDL      $0x03030303, AX; \
-	SHLL      $4, AX; \
-	ORL       AX, R15; \
-	VMOVD     R14, X10; \
-	VPINSRD   $1, R15, X10, X10; \
-	VPMOVZXBW X10, X10; \
-	MOVL      R8, R14; \
-	ANDL      $0x3f3f3f3f, R14; \
-	SHRL      $4, R9; \
-	ANDL      $0x0f0f0f0f, R9; \
-	SHRL      $6, R8; \
-	ANDL      $0x03030303, R8; \
-	SHLL      $4, R8; \
-	ORL       R8, R9; \
-	VMOVD     R14, X11; \
-	VPINSRD   $1, R9, X11, X11; \
-	VPMOVZXBW X11, X11
 
 // Q5KPAIR2 is Q5KPAIR for two tokens (Q4KPAIR2's layout), the qh bytes in
 // Y21 and 0x01 bytes in Z20. Clobbers Z1, Z8, Z9, Z12, Z22.
