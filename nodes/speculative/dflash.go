@@ -53,10 +53,9 @@ type DFlash struct {
 	K     int
 	Alias string
 
+	heads
 	cfg      dflashConfig
 	borrowed []string // the target's tensors the drafter reads
-	dev      exec.ModelDevice
-	seqs     map[uint64]*headSeq
 }
 
 // dflashConfig is a DFlash drafter's shape, from its GGUF metadata.
@@ -114,7 +113,7 @@ func (d *DFlash) BindModel(f, target *weights.File) (layers, kvDim int, err erro
 		}
 	}
 	d.K = min(d.K, c.BlockSize-1)
-	d.cfg, d.seqs = c, map[uint64]*headSeq{}
+	d.cfg = c
 	d.borrowed = slices.Compact([]string{"token_embd.weight", c.Output})
 	return c.Layers, c.KVHeads * c.HeadDim, nil
 }
@@ -124,67 +123,30 @@ func readDFlashConfig(f *weights.File) (dflashConfig, error) {
 	if a := f.Arch(); a != "dflash" {
 		return c, fmt.Errorf("speculative.dflash: drafter %s is %q, not a dflash GGUF", f.Path, a)
 	}
-	var errs []error
-	u := func(key string, def int) int {
-		if def >= 0 && !f.Has("dflash."+key) {
-			return def
-		}
-		v, err := f.Uint("dflash." + key)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return int(v)
-	}
-	fl := func(key string, def float32) float32 {
-		if !f.Has("dflash." + key) {
-			return def
-		}
-		v, err := f.Float("dflash." + key)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return float32(v)
-	}
-	c.Embed, c.Layers = u("embedding_length", -1), u("block_count", -1)
-	c.Heads, c.KVHeads, c.HeadDim = u("attention.head_count", -1), u("attention.head_count_kv", -1), u("attention.key_length", -1)
-	c.RopeDims, c.BlockSize = u("rope.dimension_count", c.HeadDim), u("block_size", 16)
-	c.RopeBase, c.NormEps = fl("rope.freq_base", 10000), fl("attention.layer_norm_rms_epsilon", 1e-6)
-	ids, err := f.Int32s("dflash.target_layers")
-	if err != nil {
-		errs = append(errs, err)
-	}
-	for _, id := range ids {
-		c.TargetLayers = append(c.TargetLayers, int(id))
-	}
+	m := &meta{f: f, arch: "dflash"}
+	c.Embed, c.Layers = m.uint("embedding_length", -1), m.uint("block_count", -1)
+	c.Heads, c.KVHeads, c.HeadDim = m.uint("attention.head_count", -1), m.uint("attention.head_count_kv", -1), m.uint("attention.key_length", -1)
+	c.RopeDims, c.BlockSize = m.uint("rope.dimension_count", c.HeadDim), m.uint("block_size", 16)
+	c.RopeBase, c.NormEps = m.float("rope.freq_base", 10000), m.float("attention.layer_norm_rms_epsilon", 1e-6)
+	c.TargetLayers = m.ints("target_layers")
 	mask, err := f.Uint("tokenizer.ggml.mask_token_id")
 	if err != nil {
-		errs = append(errs, err)
+		m.errs = append(m.errs, err)
 	}
 	c.Mask = int32(mask)
 	for _, key := range []string{"selector_top_k", "hyper_connection_count", "conv_kernel_size"} {
 		if f.Has("dflash." + key) {
-			errs = append(errs, fmt.Errorf("dflash.%s: DFlash2/DSpark/DSV4 drafters are not supported", key))
+			m.errorf("dflash.%s: DFlash2/DSpark/DSV4 drafters are not supported", key)
 		}
 	}
 	if c.Heads < 1 || c.KVHeads < 1 || c.Heads%c.KVHeads != 0 || c.HeadDim < 1 || c.Embed < 1 || c.Layers < 1 || c.BlockSize < 2 {
-		errs = append(errs, fmt.Errorf("dflash: %d layers, %d heads, %d kv heads of %d, width %d, block %d",
-			c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.Embed, c.BlockSize))
+		m.errorf("dflash: %d layers, %d heads, %d kv heads of %d, width %d, block %d",
+			c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.Embed, c.BlockSize)
 	}
-	if len(errs) > 0 {
-		return c, fmt.Errorf("speculative.dflash: drafter %s: %w", f.Path, errors.Join(errs...))
+	if len(m.errs) > 0 {
+		return c, fmt.Errorf("speculative.dflash: drafter %s: %w", f.Path, errors.Join(m.errs...))
 	}
 	return c, nil
-}
-
-// Attach implements exec.ModelBinder.
-func (d *DFlash) Attach(dev exec.ModelDevice) { d.dev = dev }
-
-// ReleaseSeq implements exec.SeqReleaser.
-func (d *DFlash) ReleaseSeq(id uint64) {
-	if s, ok := d.seqs[id]; ok {
-		d.dev.KV().Release(&s.kv)
-		delete(d.seqs, id)
-	}
 }
 
 func (d *DFlash) attnArgs(l int) tensor.AttentionArgs {
@@ -264,11 +226,7 @@ func (d *DFlash) RunHost(hc *exec.HostContext, in map[string]any) (map[string]an
 	var fs []float32
 	for i, row := range hc.Rows {
 		c, h := feats[i], history[i]
-		s := d.seqs[row.ID]
-		if s == nil {
-			s = &headSeq{}
-			d.seqs[row.ID] = s
-		}
+		s := d.seq(row.ID)
 		if c.Rows() > 0 {
 			if c.Width != width {
 				return nil, fmt.Errorf("speculative.dflash: sequence %d: features of %d floats, the drafter reads %d (%d target layers of %d): tap its target_layers",
@@ -293,9 +251,7 @@ func (d *DFlash) RunHost(hc *exec.HostContext, in map[string]any) (map[string]an
 		if s.lost || (c.Rows() == 0 && !drafts) {
 			continue
 		}
-		if !growSeq(d.dev.KV(), hc, d.seqs, s, n) {
-			s.lost = true
-			d.dev.KV().Release(&s.kv)
+		if !d.grow(hc, s, n) {
 			continue
 		}
 		if c.Rows() > 0 {

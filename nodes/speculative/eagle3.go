@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/ninfer/ninfer-go/nodes/sample"
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -54,10 +53,9 @@ type Eagle3 struct {
 	K     int
 	Alias string
 
+	heads
 	cfg  eagle3Config
 	embd *weights.Tensor // the target's token embeddings
-	dev  exec.ModelDevice
-	seqs map[uint64]*headSeq
 }
 
 // eagle3Config is an EAGLE-3 drafter's shape, from its GGUF metadata.
@@ -102,7 +100,7 @@ func (e *Eagle3) BindModel(f, target *weights.File) (layers, kvDim int, err erro
 	if out.Rows() != embd.Rows() {
 		return 0, 0, fmt.Errorf("speculative.eagle3: drafter %s scores %d tokens, the target %s has %d", f.Path, out.Rows(), target.Path, embd.Rows())
 	}
-	e.cfg, e.embd, e.seqs = c, embd, map[uint64]*headSeq{}
+	e.cfg, e.embd = c, embd
 	return 1, c.KVHeads * c.HeadDim, nil
 }
 
@@ -111,73 +109,26 @@ func readEagle3Config(f *weights.File) (eagle3Config, error) {
 	if a := f.Arch(); a != "eagle3" {
 		return c, fmt.Errorf("speculative.eagle3: drafter %s is %q, not an eagle3 GGUF", f.Path, a)
 	}
-	var errs []error
-	u := func(key string) int {
-		v, err := f.Uint("eagle3." + key)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return int(v)
-	}
-	fl := func(key string, def float32) float32 {
-		if !f.Has("eagle3." + key) {
-			return def
-		}
-		v, err := f.Float("eagle3." + key)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return float32(v)
-	}
-	bo := func(key string) bool {
-		if !f.Has("eagle3." + key) {
-			return false
-		}
-		v, err := f.Bool("eagle3." + key)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return v
-	}
-	c.Embed, c.Heads, c.KVHeads = u("embedding_length"), u("attention.head_count"), u("attention.head_count_kv")
-	c.HeadDim, c.TargetEmbed = u("attention.key_length"), u("target_hidden_size")
-	c.RopeDims = c.HeadDim
-	if f.Has("eagle3.rope.dimension_count") {
-		c.RopeDims = u("rope.dimension_count")
-	}
-	c.RopeBase, c.NormEps = fl("rope.freq_base", 10000), fl("attention.layer_norm_rms_epsilon", 1e-6)
-	c.NormBeforeResidual, c.NormBeforeFC = bo("norm_before_residual"), bo("norm_before_fc")
-	ids, err := f.Int32s("eagle3.target_layers")
-	if err != nil {
-		errs = append(errs, err)
-	}
-	for _, id := range ids {
-		c.TargetLayers = append(c.TargetLayers, int(id))
-	}
-	if n := u("block_count"); n != 1 {
-		errs = append(errs, fmt.Errorf("eagle3.block_count = %d: EAGLE-3 has one decoder layer", n))
+	m := &meta{f: f, arch: "eagle3"}
+	c.Embed, c.Heads, c.KVHeads = m.uint("embedding_length", -1), m.uint("attention.head_count", -1), m.uint("attention.head_count_kv", -1)
+	c.HeadDim, c.TargetEmbed = m.uint("attention.key_length", -1), m.uint("target_hidden_size", -1)
+	c.RopeDims = m.uint("rope.dimension_count", c.HeadDim)
+	c.RopeBase, c.NormEps = m.float("rope.freq_base", 10000), m.float("attention.layer_norm_rms_epsilon", 1e-6)
+	c.NormBeforeResidual, c.NormBeforeFC = m.bool("norm_before_residual"), m.bool("norm_before_fc")
+	c.TargetLayers = m.ints("target_layers")
+	if n := m.uint("block_count", -1); n != 1 {
+		m.errorf("eagle3.block_count = %d: EAGLE-3 has one decoder layer", n)
 	}
 	if len(c.TargetLayers) != 3 {
-		errs = append(errs, fmt.Errorf("eagle3.target_layers = %v: EAGLE-3 reads 3 target layers", c.TargetLayers))
+		m.errorf("eagle3.target_layers = %v: EAGLE-3 reads 3 target layers", c.TargetLayers)
 	}
 	if c.Heads < 1 || c.KVHeads < 1 || c.Heads%c.KVHeads != 0 || c.HeadDim < 1 || c.Embed < 1 {
-		errs = append(errs, fmt.Errorf("eagle3: %d heads, %d kv heads of %d, width %d", c.Heads, c.KVHeads, c.HeadDim, c.Embed))
+		m.errorf("eagle3: %d heads, %d kv heads of %d, width %d", c.Heads, c.KVHeads, c.HeadDim, c.Embed)
 	}
-	if len(errs) > 0 {
-		return c, fmt.Errorf("speculative.eagle3: drafter %s: %w", f.Path, errors.Join(errs...))
+	if len(m.errs) > 0 {
+		return c, fmt.Errorf("speculative.eagle3: drafter %s: %w", f.Path, errors.Join(m.errs...))
 	}
 	return c, nil
-}
-
-// Attach implements exec.ModelBinder.
-func (e *Eagle3) Attach(dev exec.ModelDevice) { e.dev = dev }
-
-// ReleaseSeq implements exec.SeqReleaser.
-func (e *Eagle3) ReleaseSeq(id uint64) {
-	if s, ok := e.seqs[id]; ok {
-		e.dev.KV().Release(&s.kv)
-		delete(e.seqs, id)
-	}
 }
 
 // recorder is the drafter's pass over tokens [T] at positions [T]: with
@@ -251,20 +202,12 @@ func (e *Eagle3) RunHost(hc *exec.HostContext, in map[string]any) (map[string]an
 	out := make(exec.Drafts, len(hc.Rows))
 	need := keepPrior(hc, prior, out)
 	width := len(e.cfg.TargetLayers) * e.cfg.TargetEmbed
-	type drafting struct {
-		row, want, pos int
-		seq            *headSeq
-	}
-	var rows []drafting
+	var rows []chainRow
 	b := &exec.Batch{Floats: map[string][]float32{}}
 	var fs, embs []float32
 	for i, row := range hc.Rows {
 		c, h := feats[i], history[i]
-		s := e.seqs[row.ID]
-		if s == nil {
-			s = &headSeq{}
-			e.seqs[row.ID] = s
-		}
+		s := e.seq(row.ID)
 		if c.Rows() == 0 {
 			continue
 		}
@@ -286,9 +229,7 @@ func (e *Eagle3) RunHost(hc *exec.HostContext, in map[string]any) (map[string]an
 		if start >= end || s.lost {
 			continue
 		}
-		if !growSeq(e.dev.KV(), hc, e.seqs, s, end+max(0, want-1)) {
-			s.lost = true
-			e.dev.KV().Release(&s.kv)
+		if !e.grow(hc, s, end+max(0, want-1)) {
 			continue
 		}
 		b.Tables = append(b.Tables, s.kv.Blocks)
@@ -303,47 +244,23 @@ func (e *Eagle3) RunHost(hc *exec.HostContext, in map[string]any) (map[string]an
 		}
 		b.LogitRows = append(b.LogitRows, int32(len(b.Tokens)-1))
 		s.next = end
-		rows = append(rows, drafting{row: i, want: want, pos: end, seq: s})
+		rows = append(rows, chainRow{row: i, want: want, pos: end, seq: s})
 	}
 	b.Floats["e3_features"], b.Floats["e3_embd"] = fs, embs
-	encode := true
-	for len(rows) > 0 {
+	err = chainDrafts(out, rows, b, func(b *exec.Batch, first bool) (exec.Logits, exec.Logits, error) {
 		name := "speculative.eagle3/draft"
-		if encode {
-			name = "speculative.eagle3/enter"
+		if first {
+			name = "speculative.eagle3/enter" // features through fc; later passes feed the pre-norm state
 		}
-		res, err := e.dev.Pass(hc.Ctx, name, e.recorder(encode), b, "logits", "hidden")
-		if err != nil {
-			return nil, fmt.Errorf("speculative.eagle3: %w", err)
-		}
-		encode = false
-		logits, pre := res["logits"], res["hidden"]
-		next := &exec.Batch{Floats: map[string][]float32{}}
-		var gs, es []float32
-		var still []drafting
-		for j, r := range rows {
-			if len(out[r.row]) >= r.want {
-				continue
-			}
-			t := sample.Argmax(logits.Row(j))
-			out[r.row] = append(out[r.row], t)
-			if len(out[r.row]) == r.want {
-				continue
-			}
-			next.Tables = append(next.Tables, r.seq.kv.Blocks)
-			next.Tokens = append(next.Tokens, t)
-			next.Positions = append(next.Positions, int32(r.pos))
-			next.RowSeq = append(next.RowSeq, int32(len(still)))
-			next.LogitRows = append(next.LogitRows, int32(len(still)))
-			gs = append(gs, pre.Row(j)...)
-			if es, err = e.embed(es, t); err != nil {
-				return nil, err
-			}
-			r.pos++
-			still = append(still, r)
-		}
-		next.Floats["e3_g"], next.Floats["e3_embd"] = gs, es
-		rows, b = still, next
+		res, err := e.dev.Pass(hc.Ctx, name, e.recorder(first), b, "logits", "hidden")
+		return res["logits"], res["hidden"], err
+	}, func(next *exec.Batch, t int32, pre []float32) (err error) {
+		next.Floats["e3_g"] = append(next.Floats["e3_g"], pre...)
+		next.Floats["e3_embd"], err = e.embed(next.Floats["e3_embd"], t)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("speculative.eagle3: %w", err)
 	}
 	return map[string]any{"draft": out}, nil
 }

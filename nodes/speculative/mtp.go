@@ -5,9 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ninfer/ninfer-go/nodes/model"
-	"github.com/ninfer/ninfer-go/nodes/sample"
 	"github.com/ninfer/ninfer-go/runtime/exec"
-	"github.com/ninfer/ninfer-go/runtime/kv"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 	"github.com/ninfer/ninfer-go/runtime/weights"
@@ -45,23 +43,12 @@ func init() {
 type MTP struct {
 	K int
 
+	heads
 	cfg   *model.Config
 	block int // the MTP block's index (blk.N)
 	embd  string
 	head  string
 	norm  string
-	dev   exec.ModelDevice
-	seqs  map[uint64]*headSeq
-}
-
-// headSeq is one sequence's state in a drafter's cache (speculative.mtp,
-// speculative.eagle3).
-type headSeq struct {
-	kv   kv.Seq
-	next int // positions [0, next) hold the head's entries of accepted tokens
-	// lost is set when the head missed positions (its cache was full): the
-	// sequence drafts no more until it is recomputed from position 0.
-	lost bool
 }
 
 // DraftTokens implements exec.Proposer.
@@ -99,20 +86,7 @@ func (m *MTP) BindModel(f, _ *weights.File) (layers, kvDim int, err error) {
 	if has(name("nextn.shared_head_norm.weight")) {
 		m.norm = name("nextn.shared_head_norm.weight")
 	}
-	m.seqs = map[uint64]*headSeq{}
 	return 1, c.KVDim(), nil
-}
-
-// Attach implements exec.ModelBinder.
-func (m *MTP) Attach(dev exec.ModelDevice) { m.dev = dev }
-
-// ReleaseSeq implements exec.SeqReleaser: the sequence's head KV blocks
-// are freed.
-func (m *MTP) ReleaseSeq(id uint64) {
-	if s, ok := m.seqs[id]; ok {
-		m.dev.KV().Release(&s.kv)
-		delete(m.seqs, id)
-	}
 }
 
 // record is the head's pass: tokens [T], positions [T] and the hidden
@@ -152,23 +126,12 @@ func (m *MTP) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, 
 	out := make(exec.Drafts, len(hc.Rows))
 	need := keepPrior(hc, prior, out)
 	E := m.cfg.Embed
-	type drafting struct {
-		row  int
-		seq  *headSeq
-		want int
-		pos  int // position of the token the next pass feeds
-	}
-	var rows []drafting
+	var rows []chainRow
 	b := &exec.Batch{Floats: map[string][]float32{}}
 	var hs []float32
-	kvb := m.dev.KV()
 	for i, row := range hc.Rows {
 		c, h := hidden[i], history[i]
-		s := m.seqs[row.ID]
-		if s == nil {
-			s = &headSeq{}
-			m.seqs[row.ID] = s
-		}
+		s := m.seq(row.ID)
 		if c.Rows() > 0 && c.Width != E {
 			return nil, fmt.Errorf("speculative.mtp: sequence %d: hidden rows of %d floats, the head takes %d", row.ID, c.Width, E)
 		}
@@ -190,9 +153,7 @@ func (m *MTP) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, 
 		if start >= end || s.lost {
 			continue
 		}
-		if !growSeq(kvb, hc, m.seqs, s, end+max(0, want-1)) {
-			s.lost = true
-			kvb.Release(&s.kv)
+		if !m.grow(hc, s, end+max(0, want-1)) {
 			continue
 		}
 		b.Tables = append(b.Tables, s.kv.Blocks)
@@ -208,62 +169,18 @@ func (m *MTP) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, 
 		}
 		b.LogitRows = append(b.LogitRows, int32(len(b.Tokens)-1))
 		s.next = end
-		rows = append(rows, drafting{row: i, seq: s, want: want, pos: end})
+		rows = append(rows, chainRow{row: i, want: want, pos: end, seq: s})
 	}
-	for len(rows) > 0 {
-		b.Floats["mtp_hidden"] = hs
+	b.Floats["mtp_hidden"] = hs
+	err = chainDrafts(out, rows, b, func(b *exec.Batch, _ bool) (exec.Logits, exec.Logits, error) {
 		res, err := m.dev.Pass(hc.Ctx, "speculative.mtp", m.record, b, "logits", "hidden")
-		if err != nil {
-			return nil, fmt.Errorf("speculative.mtp: %w", err)
-		}
-		logits, own := res["logits"], res["hidden"]
-		next := &exec.Batch{Floats: map[string][]float32{}}
-		hs = nil
-		var still []drafting
-		for j, r := range rows {
-			if len(out[r.row]) >= r.want {
-				continue
-			}
-			t := sample.Argmax(logits.Row(j))
-			out[r.row] = append(out[r.row], t)
-			if len(out[r.row]) == r.want {
-				continue
-			}
-			next.Tables = append(next.Tables, r.seq.kv.Blocks)
-			next.Tokens = append(next.Tokens, t)
-			next.Positions = append(next.Positions, int32(r.pos))
-			next.RowSeq = append(next.RowSeq, int32(len(still)))
-			next.LogitRows = append(next.LogitRows, int32(len(still)))
-			hs = append(hs, own.Data[j*own.Vocab:(j+1)*own.Vocab]...)
-			r.pos++
-			still = append(still, r)
-		}
-		rows, b = still, next
+		return res["logits"], res["hidden"], err
+	}, func(next *exec.Batch, _ int32, own []float32) error {
+		next.Floats["mtp_hidden"] = append(next.Floats["mtp_hidden"], own...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("speculative.mtp: %w", err)
 	}
 	return map[string]any{"draft": out}, nil
-}
-
-// growSeq reserves n tokens of a drafter's cache (kvb) for s, first
-// evicting the sequences of seqs that are not in this step when the cache
-// is full (a sequence the target preempted still holds blocks); an evicted
-// sequence drafts no more until it is recomputed. It reports whether s has
-// the room.
-func growSeq(kvb exec.KVBlocks, hc *exec.HostContext, seqs map[uint64]*headSeq, s *headSeq, n int) bool {
-	if kvb.Grow(&s.kv, n) == nil {
-		return true
-	}
-	inStep := map[uint64]bool{}
-	for _, row := range hc.Rows {
-		inStep[row.ID] = true
-	}
-	for id, o := range seqs {
-		if !inStep[id] && len(o.kv.Blocks) > 0 {
-			kvb.Release(&o.kv)
-			o.lost = true
-			if kvb.Grow(&s.kv, n) == nil {
-				return true
-			}
-		}
-	}
-	return false
 }
