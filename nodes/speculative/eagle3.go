@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
@@ -33,7 +32,8 @@ func init() {
 			"at p) -> `+ g_p` -> FFN -> the pre-norm state, then `output_norm` -> `output`. Each step it enters the " +
 			"positions the carried features cover; the last entry (the last accepted position, paired with the " +
 			"token the target just chose) drafts the first token, and each further pass feeds the previous draft " +
-			"with the decoder's own pre-norm state as g. The token embeddings are the target's. This is " +
+			"with the decoder's own pre-norm state as g. The token embeddings are the target's unless the drafter " +
+			"has its own. This is " +
 			"llama.cpp's `--spec-type draft-eagle3` with p_min 0. The graph's model.forward must tap the drafter's " +
 			"target_layers (`taps`); the engine checks it at load.",
 		New: func(p node.Params) (any, error) {
@@ -54,8 +54,8 @@ type Eagle3 struct {
 	Alias string
 
 	heads
-	cfg  eagle3Config
-	embd *weights.Tensor // the target's token embeddings
+	cfg      eagle3Config
+	borrowed []string // the target's tensors the drafter reads
 }
 
 // eagle3Config is an EAGLE-3 drafter's shape, from its GGUF metadata.
@@ -70,6 +70,10 @@ type eagle3Config struct {
 // TargetLayers reports the target layer inputs the drafter reads, which
 // the graph's model.forward must tap.
 func (e *Eagle3) TargetLayers() []int { return e.cfg.TargetLayers }
+
+// TargetWeights implements exec.WeightBorrower: a drafter without token
+// embeddings of its own uses the target's.
+func (e *Eagle3) TargetWeights() []string { return e.borrowed }
 
 // DraftTokens implements exec.Proposer.
 func (e *Eagle3) DraftTokens() int { return e.K }
@@ -100,7 +104,10 @@ func (e *Eagle3) BindModel(f, target *weights.File) (layers, kvDim int, err erro
 	if out.Rows() != embd.Rows() {
 		return 0, 0, fmt.Errorf("speculative.eagle3: drafter %s scores %d tokens, the target %s has %d", f.Path, out.Rows(), target.Path, embd.Rows())
 	}
-	e.cfg, e.embd = c, embd
+	e.cfg, e.borrowed = c, nil
+	if _, err := f.Tensor("token_embd.weight"); err != nil {
+		e.borrowed = []string{"token_embd.weight"} // the drafter embeds with the target's
+	}
 	return 1, c.KVHeads * c.HeadDim, nil
 }
 
@@ -133,8 +140,8 @@ func readEagle3Config(f *weights.File) (eagle3Config, error) {
 
 // recorder is the drafter's pass over tokens [T] at positions [T]: with
 // encode, the fused features "e3_features" [T, 3E'] go through fc to give
-// g, otherwise g is "e3_g" [T, E]; the token embeddings are "e3_embd"
-// [T, E]. Outputs: "logits" [R, vocab] and the pre-norm state "hidden"
+// g, otherwise g is "e3_g" [T, E]; the tokens are embedded with
+// token_embd (the drafter's, or the target's it borrows). Outputs: "logits" [R, vocab] and the pre-norm state "hidden"
 // [R, E] of the "logit_rows" rows.
 func (e *Eagle3) recorder(encode bool) exec.PassRecorder {
 	return func(b *tensor.Builder, tokens, positions tensor.Tensor) (map[string]tensor.Tensor, error) {
@@ -151,7 +158,7 @@ func (e *Eagle3) recorder(encode bool) exec.PassRecorder {
 		} else {
 			g = b.InputF32("e3_g", T, c.Embed)
 		}
-		en := b.RMSNorm(b.InputF32("e3_embd", T, c.Embed), w("attn_norm"), c.Embed, c.NormEps)
+		en := b.RMSNorm(b.GetRows(b.Weight("token_embd.weight"), tokens), w("attn_norm"), c.Embed, c.NormEps)
 		gn := b.RMSNorm(g, w("attn_norm_2"), c.Embed, c.NormEps)
 		cur := b.Concat(en, gn) // [T, 2E]
 		rope := tensor.RoPEArgs{HeadDim: c.HeadDim, Dims: c.RopeDims, Base: c.RopeBase, Mode: tensor.RoPENorm}
@@ -171,16 +178,6 @@ func (e *Eagle3) recorder(encode bool) exec.PassRecorder {
 		logits := b.MatMul(b.RMSNorm(pre, b.Weight("output_norm.weight"), c.Embed, c.NormEps), b.Weight("output.weight"))
 		return map[string]tensor.Tensor{"logits": logits, "hidden": pre}, b.Err()
 	}
-}
-
-// embed appends the target's token embedding of t to dst.
-func (e *Eagle3) embed(dst []float32, t int32) ([]float32, error) {
-	if t < 0 || int(t) >= e.embd.Rows() {
-		return nil, fmt.Errorf("speculative.eagle3: token %d outside the vocabulary", t)
-	}
-	n := len(dst)
-	dst = slices.Grow(dst, e.cfg.Embed)[:n+e.cfg.Embed]
-	return dst, tensor.DequantizeRow(e.embd.DType, e.embd.Row(int(t)), dst[n:])
 }
 
 // RunHost implements exec.HostNode: history, features (and prior) ->
@@ -204,7 +201,7 @@ func (e *Eagle3) RunHost(hc *exec.HostContext, in map[string]any) (map[string]an
 	width := len(e.cfg.TargetLayers) * e.cfg.TargetEmbed
 	var rows []chainRow
 	b := &exec.Batch{Floats: map[string][]float32{}}
-	var fs, embs []float32
+	var fs []float32
 	for i, row := range hc.Rows {
 		c, h := feats[i], history[i]
 		s := e.seq(row.ID)
@@ -238,15 +235,12 @@ func (e *Eagle3) RunHost(hc *exec.HostContext, in map[string]any) (map[string]an
 			b.Positions = append(b.Positions, int32(p))
 			b.RowSeq = append(b.RowSeq, int32(len(b.Tables)-1))
 			fs = append(fs, c.Row(p-c.Pos)...)
-			if embs, err = e.embed(embs, h[p+1]); err != nil {
-				return nil, err
-			}
 		}
 		b.LogitRows = append(b.LogitRows, int32(len(b.Tokens)-1))
 		s.next = end
 		rows = append(rows, chainRow{row: i, want: want, pos: end, seq: s})
 	}
-	b.Floats["e3_features"], b.Floats["e3_embd"] = fs, embs
+	b.Floats["e3_features"] = fs
 	err = chainDrafts(out, rows, b, func(b *exec.Batch, first bool) (exec.Logits, exec.Logits, error) {
 		name := "speculative.eagle3/draft"
 		if first {
@@ -254,10 +248,9 @@ func (e *Eagle3) RunHost(hc *exec.HostContext, in map[string]any) (map[string]an
 		}
 		res, err := e.dev.Pass(hc.Ctx, name, e.recorder(first), b, "logits", "hidden")
 		return res["logits"], res["hidden"], err
-	}, func(next *exec.Batch, t int32, pre []float32) (err error) {
+	}, func(next *exec.Batch, _ int32, pre []float32) error {
 		next.Floats["e3_g"] = append(next.Floats["e3_g"], pre...)
-		next.Floats["e3_embd"], err = e.embed(next.Floats["e3_embd"], t)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("speculative.eagle3: %w", err)
