@@ -854,3 +854,139 @@ q5k22done:
 	VMOVSS X0, (BX)(R9*1)
 	VZEROUPPER
 	RET
+
+// Lane 1's sign bit: [y.d, -y.d, y.d, y.d] from a broadcast y.d.
+DATA q4ksign<>+0(SB)/8, $0x8000000000000000
+DATA q4ksign<>+8(SB)/8, $0x0000000000000000
+GLOBL q4ksign<>(SB), RODATA|NOPTR, $16
+
+// Q4KPAIR4 is Q4KPAIR for four tokens: the nibbles and scale words of
+// chunks 2j, 2j+1 of the row at SI are unpacked once and multiplied with
+// the activations of tokens 0..3 at actoff(DI), actoff(DI)(R10*1),
+// actoff(DI)(R10*2) and actoff(BX), into Z0, Z31, Z13 and Z14. VPDPWSSD
+// adds the same pair products VPMADDWD and VPADDD do. Needs Z10, Z30;
+// clobbers Z8, Z9, Z12.
+#define Q4KPAIR4(off, actoff, idx) \
+	VMOVDQU      off(SI), Y8; \
+	VPSRLW       $4, Y8, Y9; \
+	VINSERTI64X4 $1, Y9, Z8, Z8; \
+	VPANDQ       Z30, Z8, Z8; \
+	VPERMW       Z10, idx, Z9; \
+	VPMADDUBSW   actoff(DI), Z8, Z12; \
+	VPDPWSSD     Z9, Z12, Z0; \
+	VPMADDUBSW   actoff(DI)(R10*1), Z8, Z12; \
+	VPDPWSSD     Z9, Z12, Z31; \
+	VPMADDUBSW   actoff(DI)(R10*2), Z8, Z12; \
+	VPDPWSSD     Z9, Z12, Z13; \
+	VPMADDUBSW   actoff(BX), Z8, Z12; \
+	VPDPWSSD     Z9, Z12, Z14
+
+// Q4KTOK4 finishes one token's share of a Q4_K super-block, as Q4KROW's
+// float work: the mins term (its chunk sums as words in sums, its
+// [y.d, -y.d, y.d, y.d] in dconst) into accm and the lanes in zacc into
+// acc. Needs X11 = the mins as words, X15 = the row's [d, dmin] as float32;
+// clobbers X1, Z8, Z12.
+#define Q4KTOK4(zacc, yacc, dconst, sums, acc, accm) \
+	VPMADDWD  sums, X11, X12; \
+	VCVTDQ2PS X12, X12; \
+	VMULPS    dconst, X15, X8; \
+	VSHUFPS   $0x55, X8, X8, X1; \
+	VFMADD231PS X12, X1, accm; \
+	VBROADCASTSS X8, Y8; \
+	VEXTRACTI64X4 $1, zacc, Y12; \
+	VPADDD    Y12, yacc, Y12; \
+	VCVTDQ2PS Y12, Y12; \
+	VFMADD231PS Y12, Y8, acc
+
+// Q4KCONST loads one token's per-super-block constants: [y.d, -y.d, y.d,
+// y.d] from (AX) into dconst and the sums of its 8 chunks as words from
+// (R9) into sums, then steps AX by R11 and R9 by R12 to the next token.
+// Clobbers X8, X9.
+#define Q4KCONST(dconst, sums) \
+	VBROADCASTSS (AX), dconst; \
+	VPXORD    q4ksign<>(SB), dconst, dconst; \
+	VMOVDQU   (R9), X8; \
+	VMOVDQU   16(R9), X9; \
+	VPHADDW   X9, X8, X8; \
+	VMOVDQA64 X8, sums; \
+	ADDQ      R11, AX; \
+	ADDQ      R12, R9
+
+// func q4KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+// One Q4_K row (w) against four tokens of Q8_K activations, token t's
+// quants at xq + t*xqstride, scales at xd + t*xdstride and sums at
+// xb + t*xbstride (strides in bytes): out + t*otok = dotQ4K(row, token t),
+// bit for bit q4KDot4x1's, with each super-block's scales and nibbles
+// unpacked once for the four tokens.
+TEXT ·q4KDot1x4(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xqstride+16(FP), R10
+	MOVQ xd+24(FP), DX
+	MOVQ xdstride+32(FP), R11
+	MOVQ xb+40(FP), R13
+	MOVQ xbstride+48(FP), R12
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	VMOVDQU64 q4kidx<>+0(SB), Z26
+	VMOVDQU64 q4kidx<>+64(SB), Z27
+	VMOVDQU64 q4kidx<>+128(SB), Z28
+	VMOVDQU64 q4kidx<>+192(SB), Z29
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	TESTQ CX, CX
+	JEQ   q4k14done
+q4k14loop:
+	MOVQ DX, AX
+	MOVQ R13, R9
+	Q4KCONST(X20, X24)
+	Q4KCONST(X21, X25)
+	Q4KCONST(X22, X2)
+	Q4KCONST(X23, X3)
+	Q4KSC(SI)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z31, Z31, Z31
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	Q4KPAIR4(16, 0, Z26)
+	Q4KPAIR4(48, 64, Z27)
+	Q4KPAIR4(80, 128, Z28)
+	Q4KPAIR4(112, 192, Z29)
+	VMOVD     (SI), X15
+	VCVTPH2PS X15, X15
+	Q4KTOK4(Z0, Y0, X20, X24, Y16, X4)
+	Q4KTOK4(Z31, Y31, X21, X25, Y17, X5)
+	Q4KTOK4(Z13, Y13, X22, X2, Y18, X6)
+	Q4KTOK4(Z14, Y14, X23, X3, Y19, X7)
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q4k14loop
+q4k14done:
+	MOVQ out+64(FP), BX
+	MOVQ otok+72(FP), R9
+	Q4KOUT(Y16, X16, X4)
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	Q4KOUT(Y17, X17, X5)
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	Q4KOUT(Y18, X18, X6)
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	Q4KOUT(Y19, X19, X7)
+	VMOVSS X0, (BX)
+	VZEROUPPER
+	RET

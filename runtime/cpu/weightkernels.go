@@ -23,6 +23,10 @@ type weightKernel struct {
 	// b), writing out + r*ostride + t*otok; bit for bit dot. Batches of
 	// two tokens or more use it: each row's unpacking serves both tokens.
 	dot2x2 func(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer, ostride, otok uintptr)
+	// dot1x4, if not nil, is the fast kernel for one row and tokens t..t+3
+	// of a, writing out + i*otok for token t+i; bit for bit dot. Batches
+	// of four tokens or more use it: each row's unpacking serves four.
+	dot1x4 func(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr)
 }
 
 const (
@@ -46,7 +50,7 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL}
 	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K}
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K}
-	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, dot4: q4KDot4, dot2x2: q4KDot22}
+	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, dot4: q4KDot4, dot2x2: q4KDot22, dot1x4: q4KDot14}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4, dot2x2: q5KDot22}
 	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22}
 	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS}
@@ -76,18 +80,31 @@ type blockPrepTask struct {
 func (t *blockPrepTask) run(_, lo, hi int) { t.a.quantizeRows(t.x, lo, hi) }
 
 // runBlock computes output columns (weight rows) [lo, hi) of a matmul whose
-// weights are a kindBlock dtype, against activations t.aq. With a 2x2
-// kernel, pairs of rows take pairs of tokens, a block of tokens at a time
-// so that the block's activations stay in cache across the rows; the
-// rows and tokens left over, or all of them without one, go to
-// blockRange.
+// weights are a kindBlock dtype, against activations t.aq. With a 1x4
+// kernel, each row takes quads of tokens, and with a 2x2 kernel pairs of
+// rows take pairs of tokens, a block of tokens at a time so that the
+// block's activations stay in cache across the rows; the rows and tokens
+// left over, or all of them without one, go to blockRange.
 func (t *matmulTask) runBlock(lo, hi int) {
 	k := kernelOf(t.dt)
+	N, rb := t.N, t.rowBytes
+	const tb = 32 // tokens per block: 32 rows of Q8_K activations are ~40 KB at K = 1024
 	t0 := 0
-	if k.dot2x2 != nil && useSIMD && t.T >= 2 {
-		T2, N, rb := t.T&^1, t.N, t.rowBytes
-		const tb = 32 // tokens per block: 32 rows of Q8_K activations are ~40 KB at K = 1024
-		for b0 := 0; b0 < T2; b0 += tb {
+	if k.dot1x4 != nil && useSIMD && t.T >= 4 {
+		T4 := t.T &^ 3
+		for b0 := 0; b0 < T4; b0 += tb {
+			b1 := min(b0+tb, T4)
+			for r := lo; r < hi; r++ {
+				for tt := b0; tt < b1; tt += 4 {
+					k.dot1x4(unsafe.Pointer(&t.w[r*rb]), t.aq, tt, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
+				}
+			}
+		}
+		t0 = T4
+	}
+	if k.dot2x2 != nil && useSIMD && t.T-t0 >= 2 {
+		T2 := t0 + (t.T-t0)&^1
+		for b0 := t0; b0 < T2; b0 += tb {
 			b1 := min(b0+tb, T2)
 			r := lo
 			for ; r+2 <= hi; r += 2 {
@@ -142,6 +159,14 @@ func (t *matmulTask) blockRange(lo, hi, t0, t1 int) {
 // q4KDot4 is the weightKernel.dot4 of Q4_K (q4KDot4x1).
 func q4KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
 	q4KDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), unsafe.Pointer(&x.bsums[0]), len(x.d), out, ostride)
+}
+
+// q4KDot14 is the weightKernel.dot1x4 of Q4_K (q4KDot1x4).
+func q4KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
+	x := a.row(t)
+	nb := len(x.d)
+	q4KDot1x4(w, unsafe.Pointer(&x.qs[0]), uintptr(a.K), unsafe.Pointer(&x.d[0]), uintptr(4*nb),
+		unsafe.Pointer(&x.bsums[0]), uintptr(2*a.K/16), nb, out, otok)
 }
 
 // q4KDot22 is the weightKernel.dot2x2 of Q4_K (q4KDot2x2).
