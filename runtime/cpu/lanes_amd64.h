@@ -1,5 +1,5 @@
 // Shared macros of the amd64 kernels (simd_amd64.s, attn_amd64.s,
-// kquant_amd64.s).
+// kquant_amd64.s, kquant2_amd64.s).
 
 // TAILMASK(tmp) sets K1 to the low (CX - AX) bits, the lanes of the last
 // partial chunk of 16 (clobbers DX and tmp).

@@ -48,12 +48,12 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.Q5_0] = weightKernel{kind: kindBlock, dot: dotQ5_0}
 	t[tensor.Q5_1] = weightKernel{kind: kindBlock, dot: dotQ5_1}
 	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL}
-	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K}
-	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K}
+	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K, dot4: q2KDot4}
+	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K, dot4: q3KDot4}
 	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, dot4: q4KDot4, dot2x2: q4KDot22, dot1x4: q4KDot14}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4, dot2x2: q5KDot22}
 	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22}
-	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS}
+	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS, dot4: iq4XSDot4}
 	for dt, k := range t {
 		if k.kind != kindNone && tensor.DType(dt).DotType() == 0 {
 			panic("cpu: weight kernel for a dtype without a dot type")
@@ -195,4 +195,19 @@ func q5KDot22(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer
 // q6KDot4 is the weightKernel.dot4 of Q6_K (q6KDot4x1).
 func q6KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
 	q6KDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), unsafe.Pointer(&x.bsums[0]), len(x.d), out, ostride)
+}
+
+// q3KDot4 is the weightKernel.dot4 of Q3_K (q3KDot4x1).
+func q3KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
+	q3KDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), len(x.d), out, ostride)
+}
+
+// iq4XSDot4 is the weightKernel.dot4 of IQ4_XS (iq4XSDot4x1).
+func iq4XSDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
+	iq4XSDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), len(x.d), out, ostride)
+}
+
+// q2KDot4 is the weightKernel.dot4 of Q2_K (q2KDot4x1).
+func q2KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
+	q2KDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), unsafe.Pointer(&x.bsums[0]), len(x.d), out, ostride)
 }

@@ -1,0 +1,14 @@
+package cpu
+
+import "unsafe"
+
+// Kernels in kquant2_amd64.s; they need the features hasAVX512 checks.
+
+//go:noescape
+func q3KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+
+//go:noescape
+func iq4XSDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+
+//go:noescape
+func q2KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)

@@ -1,0 +1,542 @@
+#include "textflag.h"
+#include "lanes_amd64.h"
+
+// AVX-512 (F, BW, VL; IQ4_XS also BMI2's PDEP) decode kernels for Q3_K,
+// IQ4_XS and Q2_K weights against Q8_K activations: 4 weight rows and one
+// token per call, bit for bit dotQ3K, dotIQ4XS and dotQ2K. As in
+// kquant_amd64.s, a super-block's weights are unpacked two 32-element
+// chunks per 512-bit register (chunk 2p in the low 256 bits, 2p+1 in the
+// high), multiplied with the signed activations by VPMADDUBSW (pairs of
+// products as int16, exact: no pair can saturate) and weighted by the
+// sub-block scales, as words picked by VPERMW, with VPMADDWD; each int32
+// lane then holds the 4 products of one chunk at 4l..4l+3, and adding the
+// chunks' lanes and the two halves gives exactly kLanes. The float work is
+// the reference's, lane for lane: the super-block's d (and Q2_K's dmin) as
+// the float32 product of the activations' d and the fp16 weight scale, one
+// fused multiply-add per lane and super-block in super-block order, and
+// hsum8 (HSUM8) at the end.
+
+// Word indices for VPERMW. kq16idx: chunk pair p takes scale 4p+w/8 for
+// word w (one scale per 16 elements: Q3_K, Q2_K); kq8idx: scale 2p+w/16
+// (one per 32 elements: IQ4_XS).
+DATA kq16idx<>+0(SB)/8, $0x0000000000000000
+DATA kq16idx<>+8(SB)/8, $0x0000000000000000
+DATA kq16idx<>+16(SB)/8, $0x0001000100010001
+DATA kq16idx<>+24(SB)/8, $0x0001000100010001
+DATA kq16idx<>+32(SB)/8, $0x0002000200020002
+DATA kq16idx<>+40(SB)/8, $0x0002000200020002
+DATA kq16idx<>+48(SB)/8, $0x0003000300030003
+DATA kq16idx<>+56(SB)/8, $0x0003000300030003
+DATA kq16idx<>+64(SB)/8, $0x0004000400040004
+DATA kq16idx<>+72(SB)/8, $0x0004000400040004
+DATA kq16idx<>+80(SB)/8, $0x0005000500050005
+DATA kq16idx<>+88(SB)/8, $0x0005000500050005
+DATA kq16idx<>+96(SB)/8, $0x0006000600060006
+DATA kq16idx<>+104(SB)/8, $0x0006000600060006
+DATA kq16idx<>+112(SB)/8, $0x0007000700070007
+DATA kq16idx<>+120(SB)/8, $0x0007000700070007
+DATA kq16idx<>+128(SB)/8, $0x0008000800080008
+DATA kq16idx<>+136(SB)/8, $0x0008000800080008
+DATA kq16idx<>+144(SB)/8, $0x0009000900090009
+DATA kq16idx<>+152(SB)/8, $0x0009000900090009
+DATA kq16idx<>+160(SB)/8, $0x000a000a000a000a
+DATA kq16idx<>+168(SB)/8, $0x000a000a000a000a
+DATA kq16idx<>+176(SB)/8, $0x000b000b000b000b
+DATA kq16idx<>+184(SB)/8, $0x000b000b000b000b
+DATA kq16idx<>+192(SB)/8, $0x000c000c000c000c
+DATA kq16idx<>+200(SB)/8, $0x000c000c000c000c
+DATA kq16idx<>+208(SB)/8, $0x000d000d000d000d
+DATA kq16idx<>+216(SB)/8, $0x000d000d000d000d
+DATA kq16idx<>+224(SB)/8, $0x000e000e000e000e
+DATA kq16idx<>+232(SB)/8, $0x000e000e000e000e
+DATA kq16idx<>+240(SB)/8, $0x000f000f000f000f
+DATA kq16idx<>+248(SB)/8, $0x000f000f000f000f
+GLOBL kq16idx<>(SB), RODATA|NOPTR, $256
+
+DATA kq8idx<>+0(SB)/8, $0x0000000000000000
+DATA kq8idx<>+8(SB)/8, $0x0000000000000000
+DATA kq8idx<>+16(SB)/8, $0x0000000000000000
+DATA kq8idx<>+24(SB)/8, $0x0000000000000000
+DATA kq8idx<>+32(SB)/8, $0x0001000100010001
+DATA kq8idx<>+40(SB)/8, $0x0001000100010001
+DATA kq8idx<>+48(SB)/8, $0x0001000100010001
+DATA kq8idx<>+56(SB)/8, $0x0001000100010001
+DATA kq8idx<>+64(SB)/8, $0x0002000200020002
+DATA kq8idx<>+72(SB)/8, $0x0002000200020002
+DATA kq8idx<>+80(SB)/8, $0x0002000200020002
+DATA kq8idx<>+88(SB)/8, $0x0002000200020002
+DATA kq8idx<>+96(SB)/8, $0x0003000300030003
+DATA kq8idx<>+104(SB)/8, $0x0003000300030003
+DATA kq8idx<>+112(SB)/8, $0x0003000300030003
+DATA kq8idx<>+120(SB)/8, $0x0003000300030003
+DATA kq8idx<>+128(SB)/8, $0x0004000400040004
+DATA kq8idx<>+136(SB)/8, $0x0004000400040004
+DATA kq8idx<>+144(SB)/8, $0x0004000400040004
+DATA kq8idx<>+152(SB)/8, $0x0004000400040004
+DATA kq8idx<>+160(SB)/8, $0x0005000500050005
+DATA kq8idx<>+168(SB)/8, $0x0005000500050005
+DATA kq8idx<>+176(SB)/8, $0x0005000500050005
+DATA kq8idx<>+184(SB)/8, $0x0005000500050005
+DATA kq8idx<>+192(SB)/8, $0x0006000600060006
+DATA kq8idx<>+200(SB)/8, $0x0006000600060006
+DATA kq8idx<>+208(SB)/8, $0x0006000600060006
+DATA kq8idx<>+216(SB)/8, $0x0006000600060006
+DATA kq8idx<>+224(SB)/8, $0x0007000700070007
+DATA kq8idx<>+232(SB)/8, $0x0007000700070007
+DATA kq8idx<>+240(SB)/8, $0x0007000700070007
+DATA kq8idx<>+248(SB)/8, $0x0007000700070007
+GLOBL kq8idx<>(SB), RODATA|NOPTR, $256
+
+// kq2shift: word shift counts for VPSRLVW that bring the 2-bit quants of a
+// chunk pair to bits 0-1 of each byte: chunks 0,1 of a 128-element half
+// (0 for the low 16 words, 2 for the high), then chunks 2,3 (4, 6).
+DATA kq2shift<>+0(SB)/8, $0x0000000000000000
+DATA kq2shift<>+8(SB)/8, $0x0000000000000000
+DATA kq2shift<>+16(SB)/8, $0x0000000000000000
+DATA kq2shift<>+24(SB)/8, $0x0000000000000000
+DATA kq2shift<>+32(SB)/8, $0x0002000200020002
+DATA kq2shift<>+40(SB)/8, $0x0002000200020002
+DATA kq2shift<>+48(SB)/8, $0x0002000200020002
+DATA kq2shift<>+56(SB)/8, $0x0002000200020002
+DATA kq2shift<>+64(SB)/8, $0x0004000400040004
+DATA kq2shift<>+72(SB)/8, $0x0004000400040004
+DATA kq2shift<>+80(SB)/8, $0x0004000400040004
+DATA kq2shift<>+88(SB)/8, $0x0004000400040004
+DATA kq2shift<>+96(SB)/8, $0x0006000600060006
+DATA kq2shift<>+104(SB)/8, $0x0006000600060006
+DATA kq2shift<>+112(SB)/8, $0x0006000600060006
+DATA kq2shift<>+120(SB)/8, $0x0006000600060006
+GLOBL kq2shift<>(SB), RODATA|NOPTR, $128
+
+// kq3hbit: for Q3_K chunk pair p, the hmask bit of chunk 2p in the low 32
+// bytes and of chunk 2p+1 in the high 32 (bit c for chunk c).
+DATA kq3hbit<>+0(SB)/8, $0x0101010101010101
+DATA kq3hbit<>+8(SB)/8, $0x0101010101010101
+DATA kq3hbit<>+16(SB)/8, $0x0101010101010101
+DATA kq3hbit<>+24(SB)/8, $0x0101010101010101
+DATA kq3hbit<>+32(SB)/8, $0x0202020202020202
+DATA kq3hbit<>+40(SB)/8, $0x0202020202020202
+DATA kq3hbit<>+48(SB)/8, $0x0202020202020202
+DATA kq3hbit<>+56(SB)/8, $0x0202020202020202
+DATA kq3hbit<>+64(SB)/8, $0x0404040404040404
+DATA kq3hbit<>+72(SB)/8, $0x0404040404040404
+DATA kq3hbit<>+80(SB)/8, $0x0404040404040404
+DATA kq3hbit<>+88(SB)/8, $0x0404040404040404
+DATA kq3hbit<>+96(SB)/8, $0x0808080808080808
+DATA kq3hbit<>+104(SB)/8, $0x0808080808080808
+DATA kq3hbit<>+112(SB)/8, $0x0808080808080808
+DATA kq3hbit<>+120(SB)/8, $0x0808080808080808
+DATA kq3hbit<>+128(SB)/8, $0x1010101010101010
+DATA kq3hbit<>+136(SB)/8, $0x1010101010101010
+DATA kq3hbit<>+144(SB)/8, $0x1010101010101010
+DATA kq3hbit<>+152(SB)/8, $0x1010101010101010
+DATA kq3hbit<>+160(SB)/8, $0x2020202020202020
+DATA kq3hbit<>+168(SB)/8, $0x2020202020202020
+DATA kq3hbit<>+176(SB)/8, $0x2020202020202020
+DATA kq3hbit<>+184(SB)/8, $0x2020202020202020
+DATA kq3hbit<>+192(SB)/8, $0x4040404040404040
+DATA kq3hbit<>+200(SB)/8, $0x4040404040404040
+DATA kq3hbit<>+208(SB)/8, $0x4040404040404040
+DATA kq3hbit<>+216(SB)/8, $0x4040404040404040
+DATA kq3hbit<>+224(SB)/8, $0x8080808080808080
+DATA kq3hbit<>+232(SB)/8, $0x8080808080808080
+DATA kq3hbit<>+240(SB)/8, $0x8080808080808080
+DATA kq3hbit<>+248(SB)/8, $0x8080808080808080
+GLOBL kq3hbit<>(SB), RODATA|NOPTR, $256
+
+// kiq4shift: word shift counts that bring IQ4_XS's high nibbles down in
+// 128-bit lanes 1 and 3 (the second 16 elements of each chunk).
+DATA kiq4shift<>+0(SB)/8, $0x0000000000000000
+DATA kiq4shift<>+8(SB)/8, $0x0000000000000000
+DATA kiq4shift<>+16(SB)/8, $0x0004000400040004
+DATA kiq4shift<>+24(SB)/8, $0x0004000400040004
+DATA kiq4shift<>+32(SB)/8, $0x0000000000000000
+DATA kiq4shift<>+40(SB)/8, $0x0000000000000000
+DATA kiq4shift<>+48(SB)/8, $0x0004000400040004
+DATA kiq4shift<>+56(SB)/8, $0x0004000400040004
+GLOBL kiq4shift<>(SB), RODATA|NOPTR, $64
+
+// kiq4lev: the 16 IQ4_NL levels (tensor.IQ4NLLevel) as bytes, in every
+// 128-bit lane, for VPSHUFB.
+DATA kiq4lev<>+0(SB)/8, $0xf6eaddcfbfad9881
+DATA kiq4lev<>+8(SB)/8, $0x7159453526190d01
+DATA kiq4lev<>+16(SB)/8, $0xf6eaddcfbfad9881
+DATA kiq4lev<>+24(SB)/8, $0x7159453526190d01
+DATA kiq4lev<>+32(SB)/8, $0xf6eaddcfbfad9881
+DATA kiq4lev<>+40(SB)/8, $0x7159453526190d01
+DATA kiq4lev<>+48(SB)/8, $0xf6eaddcfbfad9881
+DATA kiq4lev<>+56(SB)/8, $0x7159453526190d01
+GLOBL kiq4lev<>(SB), RODATA|NOPTR, $64
+
+// KQOUT stores hsum8 of the accumulators Y16..Y19 to BX + i*R9
+// (clobbers BX, X0, X1).
+#define KQOUT \
+	HSUM8(Y16, X16); \
+	VMOVSS X0, (BX); \
+	HSUM8(Y17, X17); \
+	VMOVSS X0, (BX)(R9*1); \
+	HSUM8(Y18, X18); \
+	VMOVSS X0, (BX)(R9*2); \
+	LEAQ (BX)(R9*2), BX; \
+	HSUM8(Y19, X19); \
+	VMOVSS X0, (BX)(R9*1)
+
+// Q3KSC unpacks the 16 signed 6-bit scales of the Q3_K super-block at
+// (row) (12 bytes at 96(row), tensor.Q3KScales) into Y25 as words. Needs
+// X0 = 0x20 bytes; clobbers AX, R8, R9, R14, R15, X9.
+#define Q3KSC(row) \
+	MOVL      96(row), AX; \
+	MOVL      100(row), R8; \
+	MOVL      104(row), R9; \
+	MOVL      AX, R14; \
+	ANDL      $0x0f0f0f0f, R14; \
+	MOVL      R9, R15; \
+	SHLL      $4, R15; \
+	ANDL      $0x30303030, R15; \
+	ORL       R15, R14; \
+	VMOVD     R14, X9; \
+	MOVL      R8, R14; \
+	ANDL      $0x0f0f0f0f, R14; \
+	MOVL      R9, R15; \
+	SHLL      $2, R15; \
+	ANDL      $0x30303030, R15; \
+	ORL       R15, R14; \
+	VPINSRD   $1, R14, X9, X9; \
+	SHRL      $4, AX; \
+	ANDL      $0x0f0f0f0f, AX; \
+	MOVL      R9, R15; \
+	ANDL      $0x30303030, R15; \
+	ORL       R15, AX; \
+	VPINSRD   $2, AX, X9, X9; \
+	SHRL      $4, R8; \
+	ANDL      $0x0f0f0f0f, R8; \
+	SHRL      $2, R9; \
+	ANDL      $0x30303030, R9; \
+	ORL       R9, R8; \
+	VPINSRD   $3, R8, X9, X9; \
+	VPSUBB    X0, X9, X9; \
+	VPMOVSXBW X9, Y25
+
+// Q3KPAIR adds the scaled lanes of one chunk pair of a Q3_K super-block
+// into Z1. q holds the pair's 32 quant bytes in both halves, shift its
+// kq2shift counts, hbit its kq3hbit bits; Z10 = the hmask in both halves.
+// The unsigned weights w+4 = q2 | hbit<<2 (0..7) go through VPMADDUBSW,
+// and p4 (4 times the activations' pair sums) is subtracted from the int16
+// pair sums, which leaves w's exactly. Needs Y25 = the scales as words,
+// Z30 = 0x03 bytes, Z31 = 0x04 bytes; clobbers K1, Z8, Z9.
+#define Q3KPAIR(q, shift, hbit, act, p4, idx) \
+	VPSRLVW    shift, q, Z8; \
+	VPANDQ     Z30, Z8, Z8; \
+	VPTESTMB   hbit, Z10, K1; \
+	VPADDB     Z31, Z8, K1, Z8; \
+	VPMADDUBSW act, Z8, Z8; \
+	VPSUBW     p4, Z8, Z8; \
+	VPERMW     Z25, idx, Z9; \
+	VPMADDWD   Z9, Z8, Z8; \
+	VPADDD     Z8, Z1, Z1
+
+// Q3KROW accumulates the Q3_K super-block at (row) into acc. Needs the
+// token's activations in Z20..Z23, their p4 in Z4..Z7, y.d in Y24, Z2, Z3
+// = kq2shift, Z12..Z15 = kq3hbit, Z26..Z29 = kq16idx, X0, Z30, Z31.
+// Clobbers AX, R8, R9, R14, R15, K1, Z1, Z8..Z11, Z25.
+#define Q3KROW(row, acc) \
+	Q3KSC(row); \
+	VBROADCASTI64X4 (row), Z10; \
+	VBROADCASTI64X4 32(row), Z11; \
+	VPXORD    Z1, Z1, Z1; \
+	Q3KPAIR(Z11, Z2, Z12, Z20, Z4, Z26); \
+	Q3KPAIR(Z11, Z3, Z13, Z21, Z5, Z27); \
+	VBROADCASTI64X4 64(row), Z11; \
+	Q3KPAIR(Z11, Z2, Z14, Z22, Z6, Z28); \
+	Q3KPAIR(Z11, Z3, Z15, Z23, Z7, Z29); \
+	VEXTRACTI64X4 $1, Z1, Y8; \
+	VPADDD    Y8, Y1, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VPBROADCASTW 108(row), X9; \
+	VCVTPH2PS X9, Y9; \
+	VMULPS    Y24, Y9, Y9; \
+	VFMADD231PS Y8, Y9, acc
+
+// func q3KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// out + i*ostride = dotQ3K(row i, x), bit for bit, for the 4 Q3_K rows
+// w + i*wstride (strides in bytes), x being nb Q8_K blocks: quants xq (256
+// per block) and scales xd (float32).
+TEXT ·q3KDot4x1(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ nb+32(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	VMOVDQU64 kq16idx<>+0(SB), Z26
+	VMOVDQU64 kq16idx<>+64(SB), Z27
+	VMOVDQU64 kq16idx<>+128(SB), Z28
+	VMOVDQU64 kq16idx<>+192(SB), Z29
+	VMOVDQU64 kq2shift<>+0(SB), Z2
+	VMOVDQU64 kq2shift<>+64(SB), Z3
+	VMOVDQU64 kq3hbit<>+0(SB), Z12
+	VMOVDQU64 kq3hbit<>+64(SB), Z13
+	VMOVDQU64 kq3hbit<>+128(SB), Z14
+	VMOVDQU64 kq3hbit<>+192(SB), Z15
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x04040404, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x20202020, AX
+	VMOVD AX, X0
+	VPBROADCASTD X0, X0
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	TESTQ CX, CX
+	JEQ   q3kdone
+q3kloop:
+	VMOVDQU64 (DI), Z20
+	VMOVDQU64 64(DI), Z21
+	VMOVDQU64 128(DI), Z22
+	VMOVDQU64 192(DI), Z23
+	VPMADDUBSW Z20, Z31, Z4
+	VPMADDUBSW Z21, Z31, Z5
+	VPMADDUBSW Z22, Z31, Z6
+	VPMADDUBSW Z23, Z31, Z7
+	VBROADCASTSS (DX), Y24
+	Q3KROW(SI, Y16)
+	Q3KROW(R10, Y17)
+	Q3KROW(R11, Y18)
+	Q3KROW(R12, Y19)
+	ADDQ $110, SI
+	ADDQ $110, R10
+	ADDQ $110, R11
+	ADDQ $110, R12
+	ADDQ $256, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q3kloop
+q3kdone:
+	MOVQ out+40(FP), BX
+	MOVQ ostride+48(FP), R9
+	KQOUT
+	VZEROUPPER
+	RET
+
+// IQ4SC unpacks the 8 6-bit scales of the IQ4_XS super-block at (row)
+// (low nibbles at 4(row), high bit pairs at 2(row); tensor.IQ4XSScale,
+// minus 32) into X25 as words. Needs X0 = 0x20 bytes; clobbers AX, R8,
+// R14, R15, X9.
+#define IQ4SC(row) \
+	MOVL      4(row), AX; \
+	MOVWLZX   2(row), R8; \
+	MOVQ      $0x0f0f0f0f0f0f0f0f, R14; \
+	PDEPQ     R14, AX, AX; \
+	MOVQ      $0x3030303030303030, R15; \
+	PDEPQ     R15, R8, R8; \
+	ORQ       R8, AX; \
+	VMOVQ     AX, X9; \
+	VPSUBB    X0, X9, X9; \
+	VPMOVSXBW X9, X25
+
+// IQ4PAIR adds the scaled lanes of chunks 2p, 2p+1 of the IQ4_XS
+// super-block at (row) (their 32 nibble bytes at off(row)) into Z1. The
+// nibbles are spread to 128-bit lanes [lo, hi] of chunk 2p and [lo, hi] of
+// chunk 2p+1 and looked up as signed levels; VPMADDUBSW takes their
+// magnitudes (at most 127) against the activations negated where the
+// level is negative (nact = -act), so the int16 pair sums are exact. Needs
+// X25 = the scales as words, Z2 = kiq4shift, Z30 = 0x0f bytes, Z31 =
+// kiq4lev; clobbers K1, Z8, Z9.
+#define IQ4PAIR(row, off, act, nact, idx) \
+	VMOVDQU    off(row), Y8; \
+	VSHUFI64X2 $0x50, Z8, Z8, Z8; \
+	VPSRLVW    Z2, Z8, Z8; \
+	VPANDQ     Z30, Z8, Z8; \
+	VPSHUFB    Z8, Z31, Z8; \
+	VPMOVB2M   Z8, K1; \
+	VPABSB     Z8, Z8; \
+	VPBLENDMB  nact, act, K1, Z9; \
+	VPMADDUBSW Z9, Z8, Z8; \
+	VPERMW     Z25, idx, Z9; \
+	VPMADDWD   Z9, Z8, Z8; \
+	VPADDD     Z8, Z1, Z1
+
+// IQ4ROW accumulates the IQ4_XS super-block at (row) into acc. Needs the
+// token's activations in Z20..Z23, their negations in Z4..Z7, y.d in Y24,
+// Z26..Z29 = kq8idx, X0, Z2, Z30, Z31. Clobbers AX, R8, R14, R15, K1, Z1,
+// Z8, Z9, Z25.
+#define IQ4ROW(row, acc) \
+	IQ4SC(row); \
+	VPXORD    Z1, Z1, Z1; \
+	IQ4PAIR(row, 8, Z20, Z4, Z26); \
+	IQ4PAIR(row, 40, Z21, Z5, Z27); \
+	IQ4PAIR(row, 72, Z22, Z6, Z28); \
+	IQ4PAIR(row, 104, Z23, Z7, Z29); \
+	VEXTRACTI64X4 $1, Z1, Y8; \
+	VPADDD    Y8, Y1, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VPBROADCASTW (row), X9; \
+	VCVTPH2PS X9, Y9; \
+	VMULPS    Y24, Y9, Y9; \
+	VFMADD231PS Y8, Y9, acc
+
+// func iq4XSDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// q3KDot4x1 for IQ4_XS rows: out + i*ostride = dotIQ4XS(row i, x), bit for
+// bit.
+TEXT ·iq4XSDot4x1(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ nb+32(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	VMOVDQU64 kq8idx<>+0(SB), Z26
+	VMOVDQU64 kq8idx<>+64(SB), Z27
+	VMOVDQU64 kq8idx<>+128(SB), Z28
+	VMOVDQU64 kq8idx<>+192(SB), Z29
+	VMOVDQU64 kiq4shift<>+0(SB), Z2
+	VMOVDQU64 kiq4lev<>+0(SB), Z31
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x20202020, AX
+	VMOVD AX, X0
+	VPBROADCASTD X0, X0
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	TESTQ CX, CX
+	JEQ   iq4done
+iq4loop:
+	VMOVDQU64 (DI), Z20
+	VMOVDQU64 64(DI), Z21
+	VMOVDQU64 128(DI), Z22
+	VMOVDQU64 192(DI), Z23
+	VPXORD Z8, Z8, Z8
+	VPSUBB Z20, Z8, Z4
+	VPSUBB Z21, Z8, Z5
+	VPSUBB Z22, Z8, Z6
+	VPSUBB Z23, Z8, Z7
+	VBROADCASTSS (DX), Y24
+	IQ4ROW(SI, Y16)
+	IQ4ROW(R10, Y17)
+	IQ4ROW(R11, Y18)
+	IQ4ROW(R12, Y19)
+	ADDQ $136, SI
+	ADDQ $136, R10
+	ADDQ $136, R11
+	ADDQ $136, R12
+	ADDQ $256, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  iq4loop
+iq4done:
+	MOVQ out+40(FP), BX
+	MOVQ ostride+48(FP), R9
+	KQOUT
+	VZEROUPPER
+	RET
+
+// Q2KPAIR adds the scaled lanes of one chunk pair of a Q2_K super-block
+// into Z1: q holds the pair's 32 quant bytes in both halves, shift its
+// kq2shift counts. Needs Y25 = the scales as words, Z30 = 0x03 bytes;
+// clobbers Z8, Z9.
+#define Q2KPAIR(q, shift, act, idx) \
+	VPSRLVW    shift, q, Z8; \
+	VPANDQ     Z30, Z8, Z8; \
+	VPMADDUBSW act, Z8, Z8; \
+	VPERMW     Z25, idx, Z9; \
+	VPMADDWD   Z9, Z8, Z8; \
+	VPADDD     Z8, Z1, Z1
+
+// Q2KROW accumulates the Q2_K super-block at (row) into acc: first its
+// mins term, fma(dmin, mins·bsums of two sub-blocks per lane), then its
+// scaled quants, fma(d, lane). Needs the token's activations in Z20..Z23,
+// its 16 sums as words in Y4, y.d in Y5 and -y.d in Y6, Y7 = 0x000f
+// words, Z2, Z3 = kq2shift, Z26..Z29 = kq16idx, Z30. Clobbers Z1, Z8..Z11,
+// Z25.
+#define Q2KROW(row, acc) \
+	VPMOVZXBW (row), Y25; \
+	VPSRLW    $4, Y25, Y9; \
+	VPMADDWD  Y4, Y9, Y9; \
+	VCVTDQ2PS Y9, Y9; \
+	VPBROADCASTW 82(row), X10; \
+	VCVTPH2PS X10, Y10; \
+	VMULPS    Y6, Y10, Y10; \
+	VFMADD231PS Y9, Y10, acc; \
+	VPANDD    Y7, Y25, Y25; \
+	VBROADCASTI64X4 16(row), Z11; \
+	VPXORD    Z1, Z1, Z1; \
+	Q2KPAIR(Z11, Z2, Z20, Z26); \
+	Q2KPAIR(Z11, Z3, Z21, Z27); \
+	VBROADCASTI64X4 48(row), Z11; \
+	Q2KPAIR(Z11, Z2, Z22, Z28); \
+	Q2KPAIR(Z11, Z3, Z23, Z29); \
+	VEXTRACTI64X4 $1, Z1, Y8; \
+	VPADDD    Y8, Y1, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VPBROADCASTW 80(row), X10; \
+	VCVTPH2PS X10, Y10; \
+	VMULPS    Y5, Y10, Y10; \
+	VFMADD231PS Y8, Y10, acc
+
+// func q2KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// q3KDot4x1 for Q2_K rows, with the activations' sums xb (16 int16 per
+// block): out + i*ostride = dotQ2K(row i, x), bit for bit. dmin is
+// -y.d * fp16(dmin), the sign flipped on y.d as in the reference.
+TEXT ·q2KDot4x1(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ xb+32(FP), R13
+	MOVQ nb+40(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	VMOVDQU64 kq16idx<>+0(SB), Z26
+	VMOVDQU64 kq16idx<>+64(SB), Z27
+	VMOVDQU64 kq16idx<>+128(SB), Z28
+	VMOVDQU64 kq16idx<>+192(SB), Z29
+	VMOVDQU64 kq2shift<>+0(SB), Z2
+	VMOVDQU64 kq2shift<>+64(SB), Z3
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x000f000f, AX
+	VPBROADCASTD AX, Y7
+	MOVL $0x80000000, AX
+	VPBROADCASTD AX, Y24
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	TESTQ CX, CX
+	JEQ   q2kdone
+q2kloop:
+	VMOVDQU64 (DI), Z20
+	VMOVDQU64 64(DI), Z21
+	VMOVDQU64 128(DI), Z22
+	VMOVDQU64 192(DI), Z23
+	VMOVDQU   (R13), Y4
+	VBROADCASTSS (DX), Y5
+	VPXORD    Y24, Y5, Y6
+	Q2KROW(SI, Y16)
+	Q2KROW(R10, Y17)
+	Q2KROW(R11, Y18)
+	Q2KROW(R12, Y19)
+	ADDQ $84, SI
+	ADDQ $84, R10
+	ADDQ $84, R11
+	ADDQ $84, R12
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q2kloop
+q2kdone:
+	MOVQ out+48(FP), BX
+	MOVQ ostride+56(FP), R9
+	KQOUT
+	VZEROUPPER
+	RET

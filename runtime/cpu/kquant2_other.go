@@ -1,0 +1,18 @@
+//go:build !amd64
+
+package cpu
+
+import "unsafe"
+
+// Without amd64 assembly the fast kernels are never selected; these stubs
+// only satisfy the compiler.
+
+func q3KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+	panic("cpu: no simd kernels")
+}
+func iq4XSDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+	panic("cpu: no simd kernels")
+}
+func q2KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+	panic("cpu: no simd kernels")
+}
