@@ -149,6 +149,32 @@ func TestBlockMatMulBitExact(t *testing.T) {
 	}
 }
 
+// TestBlock32MatMulBitExact is TestBlockMatMulBitExact for the dtypes of
+// 32-element blocks at K of an odd number of blocks, which leaves the fast
+// kernels' last block outside their two-block steps.
+func TestBlock32MatMulBitExact(t *testing.T) {
+	requireSIMD(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, dt := range []tensor.DType{tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.IQ4_NL} {
+		for _, k := range []int{32, 96, 288} {
+			for _, n := range []int{1, 4, 9} {
+				w := randWeight(r, dt, n, k)
+				for _, T := range []int{1, 3} {
+					x := randActivations(r, T, k)
+					want := runMatMul(w, x, T, 1, false)
+					got := runMatMul(w, x, T, 2, true)
+					for i := range want {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%v k=%d n=%d T=%d: out[%d] = %g (%#x), reference %g (%#x)",
+								dt, k, n, T, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestQuantMatMulBitExact checks that the fast Q8_0 and Q4_0 kernels give
 // bit for bit the reference dotQ8/dotQ4 results, for every thread count and
 // batch size, including row counts that leave partial quads.

@@ -1,0 +1,21 @@
+//go:build !amd64
+
+package cpu
+
+import "unsafe"
+
+// Without amd64 assembly the fast kernels are never selected; these stubs
+// only satisfy the compiler.
+
+func q4_1Dot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xs unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+	panic("cpu: no simd kernels")
+}
+func q5_1Dot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xs unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+	panic("cpu: no simd kernels")
+}
+func q5_0Dot4x1(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+	panic("cpu: no simd kernels")
+}
+func iq4NLDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+	panic("cpu: no simd kernels")
+}
