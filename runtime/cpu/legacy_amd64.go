@@ -15,3 +15,9 @@ func q5_0Dot4x1(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int
 
 //go:noescape
 func iq4NLDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+
+//go:noescape
+func q5_0Dot2x2(w unsafe.Pointer, wstride uintptr, xqa, xda, xqb, xdb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
+
+//go:noescape
+func iq4NLDot2x2(w unsafe.Pointer, wstride uintptr, xqa, xda, xqb, xdb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)

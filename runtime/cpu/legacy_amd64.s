@@ -1,9 +1,10 @@
 #include "textflag.h"
 #include "lanes_amd64.h"
 
-// AVX-512 (F, BW, VL, VNNI) decode kernels for the 32-element block types
-// Q4_1, Q5_0, Q5_1 and IQ4_NL: 4 weight rows and one token per call, bit for
-// bit dotQ4_1, dotQ5_0, dotQ5_1 and dotIQ4NL. Per block, the 32 weights are
+// AVX-512 (F, BW, VL, VNNI) kernels for the 32-element block types Q4_1,
+// Q5_0, Q5_1 and IQ4_NL: 4 weight rows and one token per call (and, for
+// Q5_0 and IQ4_NL, 2 rows and 2 tokens), bit for bit dotQ4_1, dotQ5_0,
+// dotQ5_1 and dotIQ4NL. Per block, the 32 weights are
 // unpacked to unsigned bytes in one 256-bit register (element j < 16 the low
 // nibble of qs byte j, element j+16 its high nibble), and one VPDPBUSD (u8
 // weights by s8 activations, 4 products summed into each int32 lane, no
@@ -355,5 +356,171 @@ iq4done:
 	MOVQ out+40(FP), BX
 	MOVQ ostride+48(FP), R9
 	LSTORE
+	VZEROUPPER
+	RET
+
+// The 2x2 kernels take 2 rows (SI, R10) and 2 tokens: A (quants DI, scales
+// DX) in Y4, Y5, Y13 as above and B (quants BX, scales R11) in Y20, Y21,
+// Y22; accumulators Y16, Y17 (rows 0, 1 of A) and Y18, Y19 (of B). Each
+// row's block is unpacked once for both tokens, and every lane operation
+// of each (row, token) is the 4x1 kernel's.
+
+// XBLKC2 is XBLKC for both tokens' activation blocks at xoff and doff.
+// Clobbers Y9.
+#define XBLKC2(xoff, doff) \
+	XBLKC(xoff, doff); \
+	VMOVDQU64    xoff(BX), Y20; \
+	VBROADCASTSS doff(R11), Y21; \
+	VPXORD       Y22, Y22, Y22; \
+	VPDPBUSD     Y20, Y14, Y22; \
+	VPSUBD       Y22, Y9, Y22
+
+// LANEACC2 adds the lanes of the unsigned weights Y7 (fp16 d_w x8 as
+// float32 in Y10) to accA against token A and accB against token B, each
+// as LANEACCC. Clobbers Y8, Y9.
+#define LANEACC2(accA, accB) \
+	VMULPS      Y5, Y10, Y9; \
+	VMOVDQA     Y13, Y8; \
+	VPDPBUSD    Y4, Y7, Y8; \
+	VCVTDQ2PS   Y8, Y8; \
+	VFMADD231PS Y8, Y9, accA; \
+	VMULPS      Y21, Y10, Y9; \
+	VMOVDQA64   Y22, Y8; \
+	VPDPBUSD    Y20, Y7, Y8; \
+	VCVTDQ2PS   Y8, Y8; \
+	VFMADD231PS Y8, Y9, accB
+
+// Q50ROW2 is Q50ROW for both tokens.
+#define Q50ROW2(row, off, accA, accB) \
+	VPBROADCASTW off(row), X10; \
+	VCVTPH2PS    X10, Y10; \
+	NIB32(off+6(row), Y7); \
+	KMOVD  off+2(row), K1; \
+	VPADDB Y14, Y7, K1, Y7; \
+	LANEACC2(accA, accB)
+
+// IQ4ROW2 is IQ4ROW for both tokens.
+#define IQ4ROW2(row, off, accA, accB) \
+	VPBROADCASTW off(row), X10; \
+	VCVTPH2PS    X10, Y10; \
+	NIB32(off+2(row), Y7); \
+	VPSHUFB Y7, Y15, Y7; \
+	LANEACC2(accA, accB)
+
+#define Q50BLK22(off, xoff, doff) \
+	XBLKC2(xoff, doff); \
+	Q50ROW2(SI, off, Y16, Y18); \
+	Q50ROW2(R10, off, Y17, Y19)
+
+#define IQ4BLK22(off, xoff, doff) \
+	XBLKC2(xoff, doff); \
+	IQ4ROW2(SI, off, Y16, Y18); \
+	IQ4ROW2(R10, off, Y17, Y19)
+
+// LSETUP22 loads the nibble constants Y11, Y12 and zeroes the accumulators
+// Y16..Y19.
+#define LSETUP22 \
+	VMOVDQU nibshift<>(SB), Y11; \
+	MOVL $0x0f0f0f0f, AX; \
+	VPBROADCASTD AX, Y12; \
+	VPXORD Y16, Y16, Y16; \
+	VPXORD Y17, Y17, Y17; \
+	VPXORD Y18, Y18, Y18; \
+	VPXORD Y19, Y19, Y19
+
+// LSTORE22 stores hsum8 of Y16..Y19 at BX + r*R9 + t*R8, row r and token
+// t (clobbers BX, X0, X1).
+#define LSTORE22 \
+	HSUM8(Y16, X16); \
+	VMOVSS X0, (BX); \
+	HSUM8(Y17, X17); \
+	VMOVSS X0, (BX)(R9*1); \
+	ADDQ   R8, BX; \
+	HSUM8(Y18, X18); \
+	VMOVSS X0, (BX); \
+	HSUM8(Y19, X19); \
+	VMOVSS X0, (BX)(R9*1)
+
+// func q5_0Dot2x2(w unsafe.Pointer, wstride uintptr, xqa, xda, xqb, xdb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
+// Two Q5_0 rows (w, w + wstride) against two tokens of nb Q8_0 blocks (A:
+// quants xqa, scales xda; B: xqb, xdb): out + r*ostride + t*otok =
+// dotQ5_0(row r, token t), bit for bit q5_0Dot4x1's.
+TEXT ·q5_0Dot2x2(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R10
+	ADDQ SI, R10
+	MOVQ xqa+16(FP), DI
+	MOVQ xda+24(FP), DX
+	MOVQ xqb+32(FP), BX
+	MOVQ xdb+40(FP), R11
+	MOVQ nb+48(FP), CX
+	LSETUP22
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Y14
+	CMPQ CX, $2
+	JLT  q50x22one
+q50x22loop:
+	Q50BLK22(0, 0, 0)
+	Q50BLK22(22, 32, 4)
+	ADDQ $44, SI
+	ADDQ $44, R10
+	ADDQ $64, DI
+	ADDQ $64, BX
+	ADDQ $8, DX
+	ADDQ $8, R11
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  q50x22loop
+q50x22one:
+	TESTQ CX, CX
+	JEQ   q50x22done
+	Q50BLK22(0, 0, 0)
+q50x22done:
+	MOVQ out+56(FP), BX
+	MOVQ ostride+64(FP), R9
+	MOVQ otok+72(FP), R8
+	LSTORE22
+	VZEROUPPER
+	RET
+
+// func iq4NLDot2x2(w unsafe.Pointer, wstride uintptr, xqa, xda, xqb, xdb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
+// q5_0Dot2x2 for IQ4_NL rows: out + r*ostride + t*otok = dotIQ4NL(row r,
+// token t), bit for bit iq4NLDot4x1's.
+TEXT ·iq4NLDot2x2(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R10
+	ADDQ SI, R10
+	MOVQ xqa+16(FP), DI
+	MOVQ xda+24(FP), DX
+	MOVQ xqb+32(FP), BX
+	MOVQ xdb+40(FP), R11
+	MOVQ nb+48(FP), CX
+	LSETUP22
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Y14
+	VBROADCASTI128 iq4nlu<>(SB), Y15
+	CMPQ CX, $2
+	JLT  iq4x22one
+iq4x22loop:
+	IQ4BLK22(0, 0, 0)
+	IQ4BLK22(18, 32, 4)
+	ADDQ $36, SI
+	ADDQ $36, R10
+	ADDQ $64, DI
+	ADDQ $64, BX
+	ADDQ $8, DX
+	ADDQ $8, R11
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  iq4x22loop
+iq4x22one:
+	TESTQ CX, CX
+	JEQ   iq4x22done
+	IQ4BLK22(0, 0, 0)
+iq4x22done:
+	MOVQ out+56(FP), BX
+	MOVQ ostride+64(FP), R9
+	MOVQ otok+72(FP), R8
+	LSTORE22
 	VZEROUPPER
 	RET

@@ -45,9 +45,9 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.Q8_0] = weightKernel{kind: kindQ8}
 	t[tensor.Q4_0] = weightKernel{kind: kindQ8}
 	t[tensor.Q4_1] = weightKernel{kind: kindBlock, dot: dotQ4_1, dot4: q4_1Dot4}
-	t[tensor.Q5_0] = weightKernel{kind: kindBlock, dot: dotQ5_0, dot4: q5_0Dot4}
+	t[tensor.Q5_0] = weightKernel{kind: kindBlock, dot: dotQ5_0, dot4: q5_0Dot4, dot2x2: q5_0Dot22}
 	t[tensor.Q5_1] = weightKernel{kind: kindBlock, dot: dotQ5_1, dot4: q5_1Dot4}
-	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL, dot4: iq4NLDot4}
+	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL, dot4: iq4NLDot4, dot2x2: iq4NLDot22}
 	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K, dot4: q2KDot4}
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K, dot4: q3KDot4}
 	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, dot4: q4KDot4, dot2x2: q4KDot22, dot1x4: q4KDot14}
@@ -217,6 +217,12 @@ func q4_1Dot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, o
 	q4_1Dot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), unsafe.Pointer(&x.s[0]), len(x.d), out, ostride)
 }
 
+// q5_0Dot22 is the weightKernel.dot2x2 of Q5_0 (q5_0Dot2x2).
+func q5_0Dot22(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer, ostride, otok uintptr) {
+	q5_0Dot2x2(w, wstride, unsafe.Pointer(&a.qs[0]), unsafe.Pointer(&a.d[0]),
+		unsafe.Pointer(&b.qs[0]), unsafe.Pointer(&b.d[0]), len(a.d), out, ostride, otok)
+}
+
 // q5_1Dot4 is the weightKernel.dot4 of Q5_1 (q5_1Dot4x1).
 func q5_1Dot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
 	q5_1Dot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), unsafe.Pointer(&x.s[0]), len(x.d), out, ostride)
@@ -230,4 +236,10 @@ func q5_0Dot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, o
 // iq4NLDot4 is the weightKernel.dot4 of IQ4_NL (iq4NLDot4x1).
 func iq4NLDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
 	iq4NLDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), len(x.d), out, ostride)
+}
+
+// iq4NLDot22 is the weightKernel.dot2x2 of IQ4_NL (iq4NLDot2x2).
+func iq4NLDot22(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer, ostride, otok uintptr) {
+	iq4NLDot2x2(w, wstride, unsafe.Pointer(&a.qs[0]), unsafe.Pointer(&a.d[0]),
+		unsafe.Pointer(&b.qs[0]), unsafe.Pointer(&b.d[0]), len(a.d), out, ostride, otok)
 }
