@@ -990,3 +990,249 @@ q4k14done:
 	VMOVSS X0, (BX)
 	VZEROUPPER
 	RET
+
+// Q6KMUL4 multiplies the unpacked weights w (two chunks) with the
+// activations of tokens 0..3 at aoff(DI), aoff(DI)(R10*1),
+// aoff(DI)(R10*2) and aoff(BX), weighted by the scale words sc, into Z0..Z3.
+// Clobbers Z12.
+#define Q6KMUL4(aoff, w, sc) \
+	VPMADDUBSW aoff(DI), w, Z12; \
+	VPDPWSSD   sc, Z12, Z0; \
+	VPMADDUBSW aoff(DI)(R10*1), w, Z12; \
+	VPDPWSSD   sc, Z12, Z1; \
+	VPMADDUBSW aoff(DI)(R10*2), w, Z12; \
+	VPDPWSSD   sc, Z12, Z2; \
+	VPMADDUBSW aoff(BX), w, Z12; \
+	VPDPWSSD   sc, Z12, Z3
+
+// Q6KHALF4 is Q6KHALF for four tokens: one half of the Q6_K super-block at
+// SI, unpacked once (as Q6KHALF does), into Z0..Z3 (Q6KMUL4). Needs Y11,
+// Z30, Z31; clobbers Z8, Z9, Z10, Z12, Z14.
+#define Q6KHALF4(qloff, qhoff, alo, idxlo, ahi, idxhi) \
+	VMOVDQU64    qloff(SI), Z8; \
+	VMOVDQU      qhoff(SI), Y9; \
+	VPSRLW       $2, Y9, Y10; \
+	VINSERTI64X4 $1, Y10, Z9, Z9; \
+	VPANDQ       Z30, Z8, Z10; \
+	VPSLLW       $4, Z9, Z14; \
+	VPANDQ       Z31, Z14, Z14; \
+	VPORQ        Z14, Z10, Z10; \
+	VPERMW       Z11, idxlo, Z14; \
+	Q6KMUL4(alo, Z10, Z14); \
+	VPSRLW       $4, Z8, Z10; \
+	VPANDQ       Z30, Z10, Z10; \
+	VPANDQ       Z31, Z9, Z14; \
+	VPORQ        Z14, Z10, Z10; \
+	VPERMW       Z11, idxhi, Z14; \
+	Q6KMUL4(ahi, Z10, Z14)
+
+// Q6KTOK4 finishes one token's share of a Q6_K super-block, as Q6KROW's
+// lane and float work: the lanes in zacc minus 32 times its scaled sums
+// (16 words at sums), times d = the row's fp16 d (Y13, as float32) times
+// the token's y.d (at dptr), into acc. Needs Y11; clobbers Z8, Y9, Y12.
+#define Q6KTOK4(zacc, yacc, sums, dptr, acc) \
+	VPMADDWD  sums, Y11, Y12; \
+	VPSLLD    $5, Y12, Y12; \
+	VEXTRACTI64X4 $1, zacc, Y8; \
+	VPADDD    Y8, yacc, Y8; \
+	VPSUBD    Y12, Y8, Y8; \
+	VCVTDQ2PS Y8, Y8; \
+	VBROADCASTSS dptr, Y9; \
+	VMULPS    Y9, Y13, Y9; \
+	VFMADD231PS Y8, Y9, acc
+
+// func q6KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+// q4KDot1x4 for a Q6_K row: out + t*otok = dotQ6K(row, token t), bit for
+// bit q6KDot4x1's.
+TEXT ·q6KDot1x4(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xqstride+16(FP), R10
+	MOVQ xd+24(FP), DX
+	MOVQ xdstride+32(FP), R11
+	MOVQ xb+40(FP), R13
+	MOVQ xbstride+48(FP), R12
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	LEAQ (DX)(R11*2), R8
+	ADDQ R11, R8
+	LEAQ (R13)(R12*2), AX
+	ADDQ R12, AX
+	VMOVDQU64 q6kidx<>+0(SB), Z26
+	VMOVDQU64 q6kidx<>+64(SB), Z27
+	VMOVDQU64 q6kidx<>+128(SB), Z28
+	VMOVDQU64 q6kidx<>+192(SB), Z29
+	MOVL $0x0f0f0f0f, R9
+	VPBROADCASTD R9, Z30
+	MOVL $0x30303030, R9
+	VPBROADCASTD R9, Z31
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	TESTQ CX, CX
+	JEQ   q6k14done
+q6k14loop:
+	VPMOVSXBW 192(SI), Y11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	Q6KHALF4(0, 128, 0, Z26, 64, Z27)
+	Q6KHALF4(64, 160, 128, Z28, 192, Z29)
+	VPBROADCASTW 208(SI), X13
+	VCVTPH2PS X13, Y13
+	Q6KTOK4(Z0, Y0, (R13), (DX), Y16)
+	Q6KTOK4(Z1, Y1, (R13)(R12*1), (DX)(R11*1), Y17)
+	Q6KTOK4(Z2, Y2, (R13)(R12*2), (DX)(R11*2), Y18)
+	Q6KTOK4(Z3, Y3, (AX), (R8), Y19)
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $4, R8
+	ADDQ $32, R13
+	ADDQ $32, AX
+	DECQ CX
+	JNZ  q6k14loop
+q6k14done:
+	MOVQ out+64(FP), BX
+	MOVQ otok+72(FP), R9
+	HSUM8(Y16, X16)
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	HSUM8(Y17, X17)
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	HSUM8(Y18, X18)
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	HSUM8(Y19, X19)
+	VMOVSS X0, (BX)
+	VZEROUPPER
+	RET
+
+// Q5KPAIR4 is Q5KPAIR for four tokens: chunks 2j and 2j+1 of the Q5_K row
+// at SI, their fifth bits from the qh bytes in Y25, unpacked once and
+// multiplied with the four tokens' activations at actoff into Z0..Z3
+// (Q6KMUL4). Needs Z10, Z24 = 0x01 bytes, Z30; clobbers Z8, Z9, Z12, Y20.
+#define Q5KPAIR4(off, actoff, idx, sh, sh1) \
+	VMOVDQU      off(SI), Y8; \
+	VPSRLW       $4, Y8, Y9; \
+	VINSERTI64X4 $1, Y9, Z8, Z8; \
+	VPANDQ       Z30, Z8, Z8; \
+	VPSRLW       $sh, Y25, Y9; \
+	VPSRLW       $sh1, Y25, Y20; \
+	VINSERTI64X4 $1, Y20, Z9, Z9; \
+	VPANDQ       Z24, Z9, Z9; \
+	VPSLLW       $4, Z9, Z9; \
+	VPORQ        Z9, Z8, Z8; \
+	VPERMW       Z10, idx, Z9; \
+	Q6KMUL4(actoff, Z8, Z9)
+
+// Q5KTOK4 finishes one token's share of a Q5_K super-block, as Q5KROW's
+// float work: the mins' products with its chunk sums (its 16 bsums at s0
+// and s16) as one integer into summs = lane 0 of accm, and the lanes in
+// zacc into acc, with its y.d at dptr. Needs X11 = the mins as words,
+// X15 = the row's [d, dmin] as float32; clobbers Z8, X9, Z12.
+#define Q5KTOK4(zacc, yacc, s0, s16, dptr, acc, accm) \
+	VMOVDQU   s0, X8; \
+	VPHADDW   s16, X8, X8; \
+	VPMADDWD  X8, X11, X12; \
+	VPSHUFD   $0x4e, X12, X9; \
+	VPADDD    X9, X12, X12; \
+	VPSHUFD   $0xb1, X12, X9; \
+	VPADDD    X9, X12, X12; \
+	VCVTDQ2PS X12, X12; \
+	VBROADCASTSS dptr, X9; \
+	VXORPS    q4ksign<>(SB), X9, X9; \
+	VMULPS    X9, X15, X8; \
+	VSHUFPS   $0x55, X8, X8, X9; \
+	VFMADD231SS X12, X9, accm; \
+	VBROADCASTSS X8, Y8; \
+	VEXTRACTI64X4 $1, zacc, Y12; \
+	VPADDD    Y12, yacc, Y12; \
+	VCVTDQ2PS Y12, Y12; \
+	VFMADD231PS Y12, Y8, acc
+
+// func q5KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+// q4KDot1x4 for a Q5_K row: out + t*otok = dotQ5K(row, token t), bit for
+// bit q5KDot4x1's.
+TEXT ·q5KDot1x4(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xqstride+16(FP), R10
+	MOVQ xd+24(FP), DX
+	MOVQ xdstride+32(FP), R11
+	MOVQ xb+40(FP), R13
+	MOVQ xbstride+48(FP), R12
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	VMOVDQU64 q4kidx<>+0(SB), Z26
+	VMOVDQU64 q4kidx<>+64(SB), Z27
+	VMOVDQU64 q4kidx<>+128(SB), Z28
+	VMOVDQU64 q4kidx<>+192(SB), Z29
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x01010101, AX
+	VPBROADCASTD AX, Z24
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+	VXORPS X7, X7, X7
+	TESTQ CX, CX
+	JEQ   q5k14done
+q5k14loop:
+	Q4KSC(SI)
+	VMOVDQU64 16(SI), Y25
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	Q5KPAIR4(48, 0, Z26, 0, 1)
+	Q5KPAIR4(80, 64, Z27, 2, 3)
+	Q5KPAIR4(112, 128, Z28, 4, 5)
+	Q5KPAIR4(144, 192, Z29, 6, 7)
+	VMOVD     (SI), X15
+	VCVTPH2PS X15, X15
+	LEAQ (R13)(R12*2), AX
+	ADDQ R12, AX
+	LEAQ (DX)(R11*2), R8
+	ADDQ R11, R8
+	Q5KTOK4(Z0, Y0, (R13), 16(R13), (DX), Y16, X4)
+	Q5KTOK4(Z1, Y1, (R13)(R12*1), 16(R13)(R12*1), (DX)(R11*1), Y17, X5)
+	Q5KTOK4(Z2, Y2, (R13)(R12*2), 16(R13)(R12*2), (DX)(R11*2), Y18, X6)
+	Q5KTOK4(Z3, Y3, (AX), 16(AX), (R8), Y19, X7)
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q5k14loop
+q5k14done:
+	MOVQ out+64(FP), BX
+	MOVQ otok+72(FP), R9
+	HSUM8(Y16, X16)
+	VADDSS X4, X0, X0
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	HSUM8(Y17, X17)
+	VADDSS X5, X0, X0
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	HSUM8(Y18, X18)
+	VADDSS X6, X0, X0
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	HSUM8(Y19, X19)
+	VADDSS X7, X0, X0
+	VMOVSS X0, (BX)
+	VZEROUPPER
+	RET

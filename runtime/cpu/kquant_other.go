@@ -28,3 +28,9 @@ func q5KDot2x2(w unsafe.Pointer, wstride uintptr, xqa, xda, xba, xqb, xdb, xbb u
 func q4KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr) {
 	panic("cpu: no simd kernels")
 }
+func q6KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr) {
+	panic("cpu: no simd kernels")
+}
+func q5KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr) {
+	panic("cpu: no simd kernels")
+}

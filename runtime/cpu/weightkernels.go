@@ -51,8 +51,8 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K, dot4: q2KDot4}
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K, dot4: q3KDot4}
 	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, dot4: q4KDot4, dot2x2: q4KDot22, dot1x4: q4KDot14}
-	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4, dot2x2: q5KDot22}
-	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22}
+	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4, dot2x2: q5KDot22, dot1x4: q5KDot14}
+	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14}
 	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS, dot4: iq4XSDot4}
 	for dt, k := range t {
 		if k.kind != kindNone && tensor.DType(dt).DotType() == 0 {
@@ -163,9 +163,27 @@ func q4KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, os
 
 // q4KDot14 is the weightKernel.dot1x4 of Q4_K (q4KDot1x4).
 func q4KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
+	kquantDot1x4(q4KDot1x4, w, a, t, out, otok)
+}
+
+// q5KDot14 is the weightKernel.dot1x4 of Q5_K (q5KDot1x4).
+func q5KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
+	kquantDot1x4(q5KDot1x4, w, a, t, out, otok)
+}
+
+// q6KDot14 is the weightKernel.dot1x4 of Q6_K (q6KDot1x4).
+func q6KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
+	kquantDot1x4(q6KDot1x4, w, a, t, out, otok)
+}
+
+// kquantDot1x4 calls a 1x4 kernel of a Q8_K dot type on tokens t..t+3 of
+// a, passing token t's quants, scales and sums and the strides between
+// consecutive tokens' (in bytes).
+func kquantDot1x4(kernel func(w, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr),
+	w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
 	x := a.row(t)
 	nb := len(x.d)
-	q4KDot1x4(w, unsafe.Pointer(&x.qs[0]), uintptr(a.K), unsafe.Pointer(&x.d[0]), uintptr(4*nb),
+	kernel(w, unsafe.Pointer(&x.qs[0]), uintptr(a.K), unsafe.Pointer(&x.d[0]), uintptr(4*nb),
 		unsafe.Pointer(&x.bsums[0]), uintptr(2*a.K/16), nb, out, otok)
 }
 
