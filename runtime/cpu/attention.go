@@ -14,6 +14,9 @@ import (
 // once, one per lane.
 const attnChunk = 16
 
+// attnFastExact is whether attentionFast computes attentionRef's order.
+const attnFastExact = false
+
 // kvPages is the backend's KV cache, reserved once by Reserve.
 //
 // Direct f32 pages (k, v: format f32 with BlockTokens a multiple of
@@ -84,14 +87,12 @@ func (b *Backend) checkAttention(op tensor.Op) error {
 }
 
 // attention writes this step's K and V rows into the cache, then computes
-// causal attention for every row and head: scores[j] = (q . k_j) * scale as
-// one sequential fused multiply-add chain over the head's dimensions,
-// softmaxInPlace, then o = sum over positions j in order of w_j * v_j.
+// causal attention for every row and head in ggml's order (attentionRef).
 func (p *program) attention(out []float32, op tensor.Op, b *exec.Batch) {
 	p.writeKV(op, b)
 	p.visible = visibleRows(p.visible, op.Attn, b)
 	switch {
-	case useSIMD:
+	case useSIMD && attnFastExact:
 		p.attentionFast(out, op, b)
 	case p.b.cache.codec != nil:
 		p.attentionCodedRef(out, op, b)
@@ -154,15 +155,58 @@ func accumulate(o []float32, w float32, v []float32) {
 	}
 }
 
+// attnValues writes o[d] = sum over positions j < len(w) of w[j] * v(j)[d]
+// in the order of ggml's kqv product over a KV row padded with zero
+// weights to a whole number of 64 positions: for a batch of two rows or
+// more (tinyBLAS), position j is fused into lane j%16 and the lanes are
+// reduced by reduce16; for one row (ggml_vec_dot_f32), into accumulator
+// (j/16)%4, lane j%16, reduced by reduce4x16. acc is scratch of at least
+// 64*len(o).
+func attnValues(o, w []float32, v func(j int) []float32, batch bool, acc []float32) {
+	hd := len(o)
+	acc = acc[:64*hd]
+	clear(acc)
+	for j, p := range w {
+		vj := v(j)[:hd]
+		c := j % 16
+		if !batch {
+			c = j % 64
+		}
+		a := acc[c*hd : (c+1)*hd]
+		for d, x := range vj {
+			a[d] = fma32(x, p, a[d])
+		}
+	}
+	for d := range o {
+		if batch {
+			var l [16]float32
+			for c := range 16 {
+				l[c] = acc[c*hd+d]
+			}
+			o[d] = reduce16(&l)
+			continue
+		}
+		var s [4][16]float32
+		for c := range 64 {
+			s[c/16][c%16] = acc[c*hd+d]
+		}
+		o[d] = reduce4x16(&s)
+	}
+}
+
 // attentionRef is attention over direct f32 pages with the reference
-// loops, one (row, head) pair at a time: the oracle of attentionFast.
+// loops, one (row, head) pair at a time, in ggml's order (the oracle of
+// attentionFast): scores (q . k_j) * scale by dotVecF32 over the head's
+// dimensions, softmaxInPlace, then attnValues.
 func (p *program) attentionRef(out []float32, op tensor.Op, b *exec.Batch) {
 	a, l := op.Attn, p.b.kv
 	q := p.f32[op.Args[0].ID]
 	kc, vc := p.b.cache.k[a.Layer], p.b.cache.v[a.Layer]
 	kvd, qd, bt, hd := l.KVDim, a.Heads*a.HeadDim, l.BlockTokens, a.HeadDim
 	group := a.Heads / a.KVHeads
+	batch := op.Out.Rows() >= 2
 	p.b.pool.parallel(op.Out.Rows()*a.Heads, 1, func(worker, lo, hi int) {
+		acc := make([]float32, 64*hd)
 		for i := lo; i < hi; i++ {
 			t, h := i/a.Heads, i%a.Heads
 			table, n := b.Tables[b.RowSeq[t]], p.visible[t]
@@ -171,19 +215,13 @@ func (p *program) attentionRef(out []float32, op tensor.Op, b *exec.Batch) {
 			scores := p.scratch(p.score, worker, n)
 			for j := range scores {
 				kb := kc[int(table[j/bt])*bt*kvd+c0*bt+j%bt:] // dimension i at kb[i*bt]
-				var s float32
-				for i, x := range qh {
-					s = fma32(x, kb[i*bt], s)
-				}
-				scores[j] = s * a.Scale
+				scores[j] = dotVecF32(kb, bt, qh, hd) * a.Scale
 			}
 			softmaxInPlace(scores)
-			o := out[t*qd+h*hd : t*qd+(h+1)*hd]
-			clear(o)
-			for j, w := range scores {
+			attnValues(out[t*qd+h*hd:t*qd+(h+1)*hd], scores, func(j int) []float32 {
 				s := int(table[j/bt])*bt + j%bt
-				accumulate(o, w, vc[s*kvd+c0:s*kvd+c0+hd])
-			}
+				return vc[s*kvd+c0 : s*kvd+c0+hd]
+			}, batch, acc)
 		}
 	})
 }
@@ -199,7 +237,9 @@ func (p *program) attentionCodedRef(out []float32, op tensor.Op, b *exec.Batch) 
 	qd, bt := a.Heads*a.HeadDim, l.BlockTokens
 	group := a.Heads / a.KVHeads
 	hd := a.HeadDim
+	batch := op.Out.Rows() >= 2
 	p.b.pool.parallel(op.Out.Rows()*a.KVHeads, 1, func(worker, lo, hi int) {
+		acc := make([]float32, 64*hd)
 		for i := lo; i < hi; i++ {
 			t, kvh := i/a.KVHeads, i%a.KVHeads
 			table, n := b.Tables[b.RowSeq[t]], p.visible[t]
@@ -213,18 +253,10 @@ func (p *program) attentionCodedRef(out []float32, op tensor.Op, b *exec.Batch) 
 			for h := kvh * group; h < (kvh+1)*group; h++ {
 				qh := q[t*qd+h*hd : t*qd+(h+1)*hd]
 				for j := range scores {
-					var s float32
-					for i, x := range ks[j*hd : (j+1)*hd] {
-						s = fma32(qh[i], x, s)
-					}
-					scores[j] = s * a.Scale
+					scores[j] = dotVecF32(ks[j*hd:], 1, qh, hd) * a.Scale
 				}
 				softmaxInPlace(scores)
-				o := out[t*qd+h*hd : t*qd+(h+1)*hd]
-				clear(o)
-				for j, w := range scores {
-					accumulate(o, w, vs[j*hd:(j+1)*hd])
-				}
+				attnValues(out[t*qd+h*hd:t*qd+(h+1)*hd], scores, func(j int) []float32 { return vs[j*hd : (j+1)*hd] }, batch, acc)
 			}
 		}
 	})

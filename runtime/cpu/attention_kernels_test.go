@@ -323,31 +323,34 @@ func TestAttentionNonCausalSeesLaterRows(t *testing.T) {
 	}
 }
 
-// TestSwiGLUFast checks swigluFast against silu(g)*u bit for bit.
+// TestSwiGLUFast checks swigluFast against swigluRows bit for bit, over
+// row widths with and without a tail past their last whole 16 and ranges
+// that start and end inside rows, on values out to where expfV saturates.
 func TestSwiGLUFast(t *testing.T) {
 	needSIMD(t)
 	rng := rand.New(rand.NewPCG(9, 10))
-	g := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 3e-39, 80, -80, 80.0001, -80.0001, 100, -100,
-		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1, -1}
-	for len(g) < 1<<20 {
-		g = append(g, float32(rng.NormFloat64()*math.Ldexp(1, rng.IntN(14)-8)))
+	g := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 3e-39, 80, -80, 88.8, -88.8, 100, -100, 200, -200,
+		float32(math.Inf(1)), float32(math.Inf(-1)), 1, -1}
+	for len(g) < 1<<16 {
+		g = append(g, float32(rng.NormFloat64()*math.Ldexp(1, rng.IntN(16)-8)))
 	}
 	u := make([]float32, len(g))
 	for i := range u {
 		u[i] = float32(rng.NormFloat64())
 	}
-	// The kernel itself (not the fallback) handles ordinary values.
-	tmp := make([]float32, 256)
-	if done := swigluF32(&tmp[0], &g[100], &u[100], 256); done < 128 {
-		t.Errorf("swigluF32 did %d of 256 ordinary elements", done)
-	}
-	for _, n := range []int{len(g), 1, 15, 17, 1000} {
-		got := make([]float32, n)
-		swigluFast(got, g[:n], u[:n])
-		for i := range got {
-			want := silu(g[i]) * u[i]
-			if math.Float32bits(got[i]) != math.Float32bits(want) && !(got[i] != got[i] && want != want) {
-				t.Fatalf("silu(%v)*%v = %v, want %v", g[i], u[i], got[i], want)
+	for _, cols := range []int{768, 16, 17, 40, 1, 3072} {
+		for _, r := range [][2]int{{0, len(g)}, {5, 1000}, {17, 18}, {cols - 1, 3 * cols}} {
+			lo, hi := r[0], min(r[1], len(g))
+			if lo >= hi {
+				continue
+			}
+			got, want := make([]float32, len(g)), make([]float32, len(g))
+			swigluFast(got, g, u, lo, hi, cols)
+			swigluRows(want[lo:hi], g[lo:hi], u[lo:hi], lo, cols)
+			for i := lo; i < hi; i++ {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+					t.Fatalf("cols %d [%d,%d): silu(%v)*%v = %v, want %v", cols, lo, hi, g[i], u[i], got[i], want[i])
+				}
 			}
 		}
 	}
@@ -400,9 +403,9 @@ func TestSwiGLUExhaustive(t *testing.T) {
 		for i := range g {
 			g[i] = math.Float32frombits(uint32(hi) + uint32(i))
 		}
-		swigluFast(out, g, u)
+		swigluFast(out, g, u, 0, len(g), len(g))
 		for i, x := range g {
-			if want := silu(x); math.Float32bits(out[i]) != math.Float32bits(want) && x == x {
+			if want := siluV(x); math.Float32bits(out[i]) != math.Float32bits(want) && x == x {
 				t.Fatalf("silu(%v) = %v, want %v", x, out[i], want)
 			}
 		}

@@ -30,7 +30,7 @@ func maxF32(s *float32, n int) float32
 func mulF32(s *float32, n int, c float32)
 
 //go:noescape
-func swigluF32(out, gate, up *float32, n int) int
+func swigluV16(out, gate, up *float32, n16 int)
 
 //go:noescape
 func roundF16(dst, src *float32, n int)

@@ -632,91 +632,94 @@ mldone:
 	VZEROUPPER
 	RET
 
-// func swigluF32(out, gate, up *float32, n int) int
-// For chunks of 16 elements in order: out[i] = float32(silu(gate[i])) * up[i]
-// with silu(x) = float64(x) / (1 + math.Exp(-float64(x))), exactly as silu
-// in kernels.go. It stops before the first chunk holding an element it
-// cannot compute exactly that way (|gate[i]| > 80 or NaN, or a float64 result
-// too close to a float32 rounding midpoint) and returns the number of
-// elements done (n if all).
-TEXT ·swigluF32(SB), NOSPLIT, $0-40
+// expfV's constants (kernels.go): the 1.5*2^23 shift, 1/ln2, ln2's low
+// and high parts, the |n| bound, the polynomial's p0..p4, 1 and +Inf.
+DATA expfvTab<>+0(SB)/4, $0x4b400000
+DATA expfvTab<>+4(SB)/4, $0x3fb8aa3b
+DATA expfvTab<>+8(SB)/4, $0x35bfbe8e
+DATA expfvTab<>+12(SB)/4, $0x3f317200
+DATA expfvTab<>+16(SB)/4, $0x43400000
+DATA expfvTab<>+20(SB)/4, $0x3c072010
+DATA expfvTab<>+24(SB)/4, $0x3d2b9f17
+DATA expfvTab<>+28(SB)/4, $0x3e2aaf33
+DATA expfvTab<>+32(SB)/4, $0x3efffedb
+DATA expfvTab<>+36(SB)/4, $0x3f7ffff6
+DATA expfvTab<>+40(SB)/4, $0x3f800000
+DATA expfvTab<>+44(SB)/4, $0x7f800000
+DATA expfvTab<>+48(SB)/4, $0x7fffffff
+GLOBL expfvTab<>(SB), RODATA|NOPTR, $52
+
+// EXPFVSETUP broadcasts expfvTab into Z20..Z31 (Z20 shift, Z21 1/ln2,
+// Z22 ln2 low, Z23 ln2 high, Z24 192, Z25..Z29 p0..p4, Z30 1, Z31 +Inf)
+// and the |x| mask into Z19.
+#define EXPFVSETUP \
+	VBROADCASTSS expfvTab<>+0(SB), Z20; \
+	VBROADCASTSS expfvTab<>+4(SB), Z21; \
+	VBROADCASTSS expfvTab<>+8(SB), Z22; \
+	VBROADCASTSS expfvTab<>+12(SB), Z23; \
+	VBROADCASTSS expfvTab<>+16(SB), Z24; \
+	VBROADCASTSS expfvTab<>+20(SB), Z25; \
+	VBROADCASTSS expfvTab<>+24(SB), Z26; \
+	VBROADCASTSS expfvTab<>+28(SB), Z27; \
+	VBROADCASTSS expfvTab<>+32(SB), Z28; \
+	VBROADCASTSS expfvTab<>+36(SB), Z29; \
+	VBROADCASTSS expfvTab<>+40(SB), Z30; \
+	VBROADCASTSS expfvTab<>+44(SB), Z31; \
+	VPBROADCASTD expfvTab<>+48(SB), Z19
+
+// EXPFV leaves expfV(x) of the 16 lanes of x in res, every operation
+// expfV's (ggml_v_expf's), lanes with |n| > 192 set to 0 (n <= 0) or +Inf.
+// Needs EXPFVSETUP's registers and Z18 = 0; clobbers Z1..Z6, K2, K3.
+#define EXPFV(x, res) \
+	VMOVAPS      Z20, Z1; \
+	VFMADD231PS  Z21, x, Z1; \
+	VSUBPS       Z20, Z1, Z1; \
+	VMOVAPS      x, Z2; \
+	VFNMADD231PS Z23, Z1, Z2; \
+	VFNMADD231PS Z22, Z1, Z2; \
+	VPANDD       Z19, Z1, Z3; \
+	VCMPPS       $0x1e, Z24, Z3, K2; \
+	VMULPS       Z2, Z2, Z3; \
+	VMOVAPS      Z26, Z4; \
+	VFMADD231PS  Z2, Z25, Z4; \
+	VMOVAPS      Z28, Z5; \
+	VFMADD231PS  Z2, Z27, Z5; \
+	VFMADD213PS  Z5, Z3, Z4; \
+	VMOVAPS      Z30, Z6; \
+	VFMADD231PS  Z2, Z29, Z6; \
+	VFMADD213PS  Z6, Z3, Z4; \
+	VSCALEFPS    Z1, Z4, res; \
+	VCMPPS       $0x12, Z18, Z1, K3; \
+	VMOVAPS      Z31, Z5; \
+	VMOVAPS      Z18, K3, Z5; \
+	VMOVAPS      Z5, K2, res
+
+// func swigluV16(out, gate, up *float32, n16 int)
+// out[i] = siluV(gate[i]) * up[i] for i < 16*n16, bit for bit siluV's
+// (ggml_v_silu's) operations.
+TEXT ·swigluV16(SB), NOSPLIT, $0-32
 	MOVQ out+0(FP), DI
 	MOVQ gate+8(FP), SI
 	MOVQ up+16(FP), BX
-	MOVQ n+24(FP), CX
-	VBROADCASTSD expTab<>+96(SB), Z30
-	VBROADCASTSD expTab<>+104(SB), Z29
-	VBROADCASTSD expTab<>+112(SB), Z28
-	VPBROADCASTQ expTab<>+120(SB), Z27
-	VPBROADCASTQ expTab<>+128(SB), Z26
-	VPBROADCASTQ expTab<>+136(SB), Z25
-	VBROADCASTSS expTab<>+160(SB), Z24
-	VBROADCASTSS expTab<>+164(SB), Z23
-	VBROADCASTSD expTab<>+88(SB), Z21
-	VBROADCASTSD expTab<>+80(SB), Z20
-	VBROADCASTSD expTab<>+72(SB), Z19
-	VBROADCASTSD expTab<>+64(SB), Z18
-	VBROADCASTSD expTab<>+56(SB), Z17
-	VBROADCASTSD expTab<>+48(SB), Z16
-	VBROADCASTSD expTab<>+40(SB), Z15
-	VBROADCASTSD expTab<>+32(SB), Z14
-	VBROADCASTSD expTab<>+24(SB), Z13
-	VBROADCASTSD expTab<>+16(SB), Z12
-	VBROADCASTSD expTab<>+8(SB), Z11
-	VBROADCASTSD expTab<>+0(SB), Z10
-	XORQ AX, AX
-
-swloop:
-	MOVQ CX, DX
-	SUBQ AX, DX
-	JLE  swdone
-	MOVL $0xffff, R8
-	CMPQ DX, $16
-	JGE  swfull
-	MOVL  $1, R8
-	SHLXL DX, R8, R8
-	SUBL  $1, R8
-
-swfull:
-	KMOVW R8, K1
-	VMOVUPS.Z (SI)(AX*4), K1, Z0
-	VCMPPS    $0x1d, Z24, Z0, K2
-	VCMPPS    $0x12, Z23, Z0, K3
-	KANDW     K2, K3, K2
-	VXORPS    Z9, Z9, Z9
-	VSUBPS    Z0, Z9, Z9
-	VCVTPS2PD Y9, Z1
-	VEXTRACTF32X8 $1, Z9, Y2
-	VCVTPS2PD Y2, Z2
-	EXPHALF(Z1, Z3, Z5, Z7)
-	EXPHALF(Z2, Z4, Z6, Z8)
-	VADDPD    Z10, Z7, Z7
-	VADDPD    Z10, Z8, Z8
-	VCVTPS2PD Y0, Z3
-	VEXTRACTF32X8 $1, Z0, Y4
-	VCVTPS2PD Y4, Z4
-	VDIVPD    Z7, Z3, Z7
-	VDIVPD    Z8, Z4, Z8
-	MIDPOINT(Z7, Z1, K4)
-	MIDPOINT(Z8, Z2, K5)
-	KUNPCKBW K4, K5, K4
-	VCVTPD2PS Z7, Y7
-	VCVTPD2PS Z8, Y8
-	VINSERTF32X8 $1, Y8, Z7, Z7
-	KANDNW    K2, K4, K2
-	KANDNW    K1, K2, K5
-	KORTESTW  K5, K5
-	JNE       swdone
-	VMOVUPS.Z (BX)(AX*4), K1, Z1
-	VMULPS    Z1, Z7, Z7
-	VMOVUPS   Z7, K1, (DI)(AX*4)
-	ADDQ      $16, AX
-	JMP       swloop
-
-swdone:
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	MOVQ    AX, ret+32(FP)
+	MOVQ n16+24(FP), CX
+	EXPFVSETUP
+	VPXORD Z18, Z18, Z18
+	TESTQ  CX, CX
+	JEQ    swvdone
+swvloop:
+	VMOVUPS (SI), Z0
+	VSUBPS  Z0, Z18, Z7
+	EXPFV(Z7, Z8)
+	VADDPS  Z30, Z8, Z8
+	VDIVPS  Z8, Z0, Z8
+	VMULPS  (BX), Z8, Z8
+	VMOVUPS Z8, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, BX
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     swvloop
+swvdone:
 	VZEROUPPER
 	RET
 

@@ -15,7 +15,7 @@ func attnValues1x1(a *valueArgs) { panic("cpu: no simd kernels") }
 func softmaxExp(s *float32, n int, m float32, sum *float64) int { panic("cpu: no simd kernels") }
 func maxF32(s *float32, n int) float32                          { panic("cpu: no simd kernels") }
 func mulF32(s *float32, n int, c float32)                       { panic("cpu: no simd kernels") }
-func swigluF32(out, gate, up *float32, n int) int               { panic("cpu: no simd kernels") }
+func swigluV16(out, gate, up *float32, n16 int)                 { panic("cpu: no simd kernels") }
 func roundF16(dst, src *float32, n int)                         { panic("cpu: no simd kernels") }
 func quantQ8(x *float32, nb int, xu *byte, d *float32)          { panic("cpu: no simd kernels") }
 

@@ -13,6 +13,7 @@ type elemTask struct {
 	kind  tensor.OpKind
 	out   []float32
 	x, y  []float32 // add: x + y; swiglu: silu(x) * y; rms_norm: x, weight y
+	cols  int       // swiglu: the row width (ggml's SiLU treats each row's last cols%16 apart)
 	group int
 	eps   float32
 }
@@ -25,14 +26,11 @@ func (t *elemTask) run(_, lo, hi int) {
 			out[j] = x[j] + y[j]
 		}
 	case tensor.OpSwiGLU:
-		out, g, u := t.out[lo:hi], t.x[lo:hi], t.y[lo:hi]
 		if useSIMD {
-			swigluFast(out, g, u)
+			swigluFast(t.out, t.x, t.y, lo, hi, t.cols)
 			return
 		}
-		for j := range out {
-			out[j] = silu(g[j]) * u[j]
-		}
+		swigluRows(t.out[lo:hi], t.x[lo:hi], t.y[lo:hi], lo, t.cols)
 	case tensor.OpRMSNorm:
 		for s := lo * t.group; s < hi*t.group; s += t.group {
 			if useSIMD {
@@ -55,7 +53,7 @@ func (p *program) elementwise(out []float32, op tensor.Op) {
 		t.y, t.group, t.eps = p.f32[op.Args[1].ID], op.Group, op.Eps
 		n, grain = len(out)/op.Group, 1
 	default:
-		t.y = p.f32[op.Args[1].ID]
+		t.y, t.cols = p.f32[op.Args[1].ID], op.Out.Cols()
 	}
 	workers := p.b.pool.n
 	if len(out) < parallelElems {
@@ -64,18 +62,20 @@ func (p *program) elementwise(out []float32, op tensor.Op) {
 	p.b.pool.run(n, grain, workers, t)
 }
 
-// swigluFast is out[j] = silu(g[j]) * u[j] with the AVX-512 kernel, bit for
-// bit: the elements swigluF32 cannot guarantee are computed with silu.
-func swigluFast(out, g, u []float32) {
-	n := len(out)
-	if n == 0 {
-		return
-	}
-	g, u = g[:n], u[:n]
-	for i := 0; i < n; {
-		i += swigluF32(&out[i], &g[i], &u[i], n-i)
-		for end := min(i+16, n); i < end; i++ {
-			out[i] = silu(g[i]) * u[i]
+// swigluFast is swigluRows over elements [lo, hi) of out, g and u, bit
+// for bit, with the AVX-512 kernel swigluV16 for 16s of elements in their
+// rows' whole 16s (siluV is lane by lane, so their alignment is free).
+func swigluFast(out, g, u []float32, lo, hi, cols int) {
+	whole := cols - cols%16
+	for s := lo; s < hi; {
+		r0 := s - s%cols
+		e := min(hi, r0+cols)
+		if w := min(e, r0+whole); w-s >= 16 {
+			n := (w - s) &^ 15
+			swigluV16(&out[s], &g[s], &u[s], n/16)
+			s += n
 		}
+		swigluRows(out[s:e], g[s:e], u[s:e], s, cols)
+		s = e
 	}
 }

@@ -225,17 +225,15 @@ func unaryFn(fn tensor.UnaryFn) func(float32) float32 {
 	case tensor.Sigmoid:
 		return sigmoid
 	case tensor.SiLU:
-		return siluF32
+		return nil // unaryTask: siluV and siluTail by rows
 	case tensor.Softplus:
 		return softplus
 	}
 	panic(fmt.Sprintf("cpu: unary function %v", fn)) // the builder admits only the three
 }
 
-// sigmoid, siluF32 and softplus are ggml's float32 formulas.
+// sigmoid and softplus are ggml's float32 formulas.
 func sigmoid(x float32) float32 { return 1 / (1 + float32(math.Exp(float64(-x)))) }
-
-func siluF32(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
 
 func softplus(x float32) float32 {
 	if x > 20 {

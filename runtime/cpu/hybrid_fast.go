@@ -392,7 +392,7 @@ func (t *convTask) run(_, lo, hi int) {
 // element is computed as the reference loop of runHybrid does.
 type unaryTask struct {
 	kind  tensor.OpKind
-	fn    func(float32) float32
+	fn    func(float32) float32 // unary; nil for SiLU (by rows, as ggml)
 	out   []float32
 	x, y  []float32
 	d     int // mul with y [T, 1], mul_row: row width; l2_norm: group
@@ -404,6 +404,17 @@ func (t *unaryTask) run(_, lo, hi int) {
 	switch t.kind {
 	case tensor.OpUnary:
 		out, x := t.out[lo:hi], t.x[lo:hi]
+		if t.fn == nil { // SiLU: ggml_vec_silu_f32, by rows of d
+			whole := t.d - t.d%16
+			for i, v := range x {
+				if (lo+i)%t.d < whole {
+					out[i] = siluV(v)
+				} else {
+					out[i] = siluTail(v)
+				}
+			}
+			break
+		}
 		for i, v := range x {
 			out[i] = t.fn(v)
 		}
@@ -442,7 +453,7 @@ func (p *program) elementwiseHybrid(out []float32, op tensor.Op) {
 	n, grain := len(out), 1024
 	switch op.Kind {
 	case tensor.OpUnary:
-		t.fn = unaryFn(op.Fn)
+		t.fn, t.d = unaryFn(op.Fn), op.Out.Cols()
 	case tensor.OpMul:
 		t.y = p.f32[op.Args[1].ID]
 		if op.Args[1].Cols() == 1 && op.Out.Cols() != 1 {

@@ -234,9 +234,12 @@ func rmsNormFast(dst, x, w []float32, eps float32) {
 	scaleMul(&dst[0], &x[0], &w[0], n, scale)
 }
 
-// ropeRow rotates the heads of one row in place. Angles follow ggml: the
-// angle of pair i is pos * base^(-2i/dims), built as a running float32
-// product, divided by factors[i] when factors is not nil (freq_factors).
+// ropeRow rotates the heads of one row in place as ggml does: the angle of
+// pair i is pos * base^(-2i/dims), built as a running float32 product,
+// divided by factors[i] when factors is not nil (freq_factors); its cosine
+// and sine are glibc's (cosf32, sinf32); the rotation is
+// x0' = fma(x0, cos, -(x1*sin)), x1' = fma(x0, sin, x1*cos), the
+// contraction GCC makes of ggml's rotate_pairs.
 func ropeRow(x []float32, pos int32, a tensor.RoPEArgs, factors, cos, sin []float32) {
 	half := a.Dims / 2
 	thetaScale := float32(math.Pow(float64(a.Base), float64(float32(-2.0)/float32(a.Dims))))
@@ -246,8 +249,8 @@ func ropeRow(x []float32, pos int32, a tensor.RoPEArgs, factors, cos, sin []floa
 		if factors != nil {
 			t /= factors[i]
 		}
-		cos[i] = float32(math.Cos(float64(t)))
-		sin[i] = float32(math.Sin(float64(t)))
+		cos[i] = cosf32(t)
+		sin[i] = sinf32(t)
 		theta *= thetaScale
 	}
 	for h := 0; h+a.HeadDim <= len(x); h += a.HeadDim {
@@ -260,28 +263,123 @@ func ropeRow(x []float32, pos int32, a tensor.RoPEArgs, factors, cos, sin []floa
 				i0, i1 = 2*i, 2*i+1
 			}
 			x0, x1 := head[i0], head[i1]
-			head[i0] = x0*cos[i] - x1*sin[i]
-			head[i1] = x0*sin[i] + x1*cos[i]
+			head[i0] = fma32(x0, cos[i], -(x1 * sin[i]))
+			head[i1] = fma32(x0, sin[i], x1*cos[i])
 		}
 	}
 }
 
-// silu returns x * sigmoid(x).
-func silu(x float32) float32 {
-	return float32(float64(x) / (1 + math.Exp(-float64(x))))
+// expfV is exp(x) as ggml_v_expf computes it in each lane of its AVX-512
+// build: x = n ln2 + b with n = round(x / ln2) by the 1.5*2^23 shift and
+// ln2 split in two, a degree-5 polynomial in b, scaled by 2^n; beyond
+// |n| > 192 it is 0 or +Inf. ggml's SiLU and softmax take their
+// exponentials from it for every whole 16 of a row.
+func expfV(x float32) float32 {
+	const shift = 0x1.8p23
+	z := fma32(x, 0x1.715476p+0, shift)
+	n := z - shift
+	b := fma32(-n, 0x1.7f7d1cp-20, fma32(-n, 0x1.62e4p-1, x))
+	if abs32(n) > 192 {
+		if n <= 0 {
+			return 0
+		}
+		return float32(math.Inf(1))
+	}
+	u := b * b
+	j := fma32(fma32(fma32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fma32(0x1.555e66p-3, b, 0x1.fffdb6p-2)), u,
+		fma32(0x1.ffffecp-1, b, 1))
+	return float32(math.Ldexp(float64(j), int(n)))
 }
 
-// softmaxInPlace scales, exponentiates and normalises s; the sum is float64.
+// siluV is ggml_v_silu in one lane: x / (1 + expfV(0 - x)).
+func siluV(x float32) float32 { return x / (1 + expfV(0-x)) }
+
+// siluTail is ggml_silu_f32, which ggml uses past the last whole 16 of a
+// row: x / (1 + expf(-x)), expf taken as float32(math.Exp) (glibc's expf
+// is off correct rounding in rare cases this does not reproduce).
+func siluTail(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
+
+// swigluRows writes out[i] = silu(g[i]) * u[i] for the elements
+// [lo, lo+len(out)) of rows of cols elements, as ggml_vec_swiglu_f32 does
+// per row: siluV for the row's whole 16s, siluTail after them.
+func swigluRows(out, g, u []float32, lo, cols int) {
+	whole := cols - cols%16
+	for j := range out {
+		if (lo+j)%cols < whole {
+			out[j] = siluV(g[j]) * u[j]
+		} else {
+			out[j] = siluTail(g[j]) * u[j]
+		}
+	}
+}
+
+// reduce16 is _mm512_reduce_add_ps: the upper 8 lanes added to the lower
+// 8, then the upper 4 of those to the lower 4, then (0+2) + (1+3).
+func reduce16(a *[16]float32) float32 {
+	var t [8]float32
+	for i := range 8 {
+		t[i] = a[8+i] + a[i]
+	}
+	for i := range 4 {
+		t[i] = t[4+i] + t[i]
+	}
+	return (t[0] + t[2]) + (t[1] + t[3])
+}
+
+// reduce4x16 folds ggml's four 16-lane accumulators as GGML_F32x16_REDUCE
+// does ((0+2) + (1+3), lane by lane) and reduces the result (reduce16).
+func reduce4x16(s *[4][16]float32) float32 {
+	for l := range 16 {
+		s[0][l] += s[2][l]
+		s[1][l] += s[3][l]
+	}
+	for l := range 16 {
+		s[0][l] += s[1][l]
+	}
+	return reduce16(&s[0])
+}
+
+// dotVecF32 returns sum(x[i*xstride] * y[i]) for i < n as ggml_vec_dot_f32
+// (AVX-512) does: element i of each step of 64 is fused into accumulator
+// (i%64)/16, lane i%16; the accumulators are reduced by reduce4x16; the
+// elements past the last whole 64 are then fused in order.
+func dotVecF32(x []float32, xstride int, y []float32, n int) float32 {
+	np := n &^ 63
+	var sum [4][16]float32
+	for i := 0; i < np; i += 64 {
+		for e := i; e < i+64; e++ {
+			a := &sum[(e-i)/16][e%16]
+			*a = fma32(x[e*xstride], y[e], *a)
+		}
+	}
+	var s float32
+	if np > 0 {
+		s = reduce4x16(&sum)
+	}
+	for i := np; i < n; i++ {
+		s = fma32(x[i*xstride], y[i], s)
+	}
+	return s
+}
+
+// softmaxInPlace normalises s as ggml's soft_max does over a row padded
+// with -Inf to a whole number of 16s: e = expfV(s - max); the sum of each
+// 16 of them (reduce16, padding lanes 0) is added in float64; each e is
+// then scaled by float32(1/sum).
 func softmaxInPlace(s []float32) {
 	m := float32(math.Inf(-1))
 	for _, v := range s {
 		m = max(m, v)
 	}
 	var sum float64
-	for i, v := range s {
-		e := float32(math.Exp(float64(v - m)))
-		s[i] = e
-		sum += float64(e)
+	for c := 0; c < len(s); c += 16 {
+		var a [16]float32
+		for l := 0; l < 16 && c+l < len(s); l++ {
+			e := expfV(s[c+l] - m)
+			s[c+l] = e
+			a[l] = e
+		}
+		sum += float64(reduce16(&a))
 	}
 	inv := float32(1 / sum)
 	for i := range s {

@@ -161,13 +161,12 @@ func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 		m.a = actKey{} // m.aq no longer holds what m.a names
 		m.aq.resize(w.DType.DotType(), T, K)
 		m.aq.quantizeRows(x, 0, T)
-		dot := kernelOf(w.DType).dot
+		k := kernelOf(w.DType)
 		p.b.pool.parallel(N, 16, func(_, lo, hi int) {
 			for r := lo; r < hi; r++ {
 				row := w.Row(r)
 				for t := 0; t < T; t++ {
-					xt := m.aq.row(t)
-					out[t*N+r] = dot(row, xt)
+					out[t*N+r] = k.dotAt(row, m.aq.row(t), t, T)
 				}
 			}
 		})

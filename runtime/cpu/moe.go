@@ -53,9 +53,7 @@ func (p *program) moeRef(out []float32, op tensor.Op) {
 		g, u := make([]float32, n*a.FFN), make([]float32, n*a.FFN)
 		p.matmulInto(g, x, n, rowsOf(gate, e*a.FFN, a.FFN))
 		p.matmulInto(u, x, n, rowsOf(up, e*a.FFN, a.FFN))
-		for i := range g {
-			g[i] = silu(g[i]) * u[i]
-		}
+		swigluRows(g, g, u, 0, a.FFN)
 		y := make([]float32, n*E)
 		p.matmulInto(y, g, n, rowsOf(down, e*E, E))
 		for i, s := range rows {

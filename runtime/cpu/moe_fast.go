@@ -70,7 +70,7 @@ func (p *program) moeFast(out []float32, op tensor.Op) {
 		p.moeShare(&grp.tasks[1], &grp.tasks[0], m.u, uw)
 		grp.ends[0], grp.ends[1] = F, 2*F
 		p.b.pool.run(2*F, 4, parts, grp)
-		m.swiglu = elemTask{kind: tensor.OpSwiGLU, out: m.g, x: m.g, y: m.u}
+		m.swiglu = elemTask{kind: tensor.OpSwiGLU, out: m.g, x: m.g, y: m.u, cols: F}
 		workers := p.b.pool.n
 		if n*F < parallelElems {
 			workers = 1

@@ -268,26 +268,60 @@ func q4KWeights(w *[256]int8, qs []byte) {
 	}
 }
 
-// dotQ4K is ggml_vec_dot_q4_K_q8_K: the mins go into a separate 4-lane
-// accumulator, reduced as (m0+m2)+(m1+m3) and added after hsum8.
-func dotQ4K(row []byte, x actRow) float32 {
-	var acc [8]float32
-	var accm [4]float32
+// q4KSums returns, for the Q4_K super-block blk against activations qs
+// (256 quants) and bs (16 sums), the integer sums of each 64 elements
+// (chunk pair g): sum of the sub-block scale times weight times quant over
+// its 64 elements, and its mins term mins[2g]*(bs[4g]+bs[4g+1]) +
+// mins[2g+1]*(bs[4g+2]+bs[4g+3]).
+func q4KSums(blk []byte, qs []int8, bs []int16) (q, m [4]int32) {
 	var w [256]int8
+	sc, mins := k4Scales(blk[4:16])
+	q4KWeights(&w, blk[16:144])
+	for g := range 4 {
+		for e := 64 * g; e < 64*g+64; e++ {
+			q[g] += sc[e/16] * int32(w[e]) * int32(qs[e])
+		}
+		m[g] = mins[2*g]*(int32(bs[4*g])+int32(bs[4*g+1])) + mins[2*g+1]*(int32(bs[4*g+2])+int32(bs[4*g+3]))
+	}
+	return q, m
+}
+
+// dotQ4K is the Q4_K x Q8_K dot product of ggml's repacked Q4_K kernel
+// for one token (ggml_gemv_q4_K_8x8_q8_K), which llama.cpp's CPU backend
+// runs for Q4_K weights (of a multiple of 8 rows) on AVX2 and AVX-512
+// machines: per super-block, the whole block's integer sums, scaled once:
+// acc = fma(float(q), d_w*d_x, acc) and accm = fma(float(m), dmin_w*d_x,
+// accm); the result is acc - accm.
+func dotQ4K(row []byte, x actRow) float32 {
+	var acc, accm float32
 	for b := range x.d {
 		blk := row[b*144 : b*144+144]
-		d := x.d[b] * f16tab[binary.LittleEndian.Uint16(blk[0:])]
-		dmin := -x.d[b] * f16tab[binary.LittleEndian.Uint16(blk[2:])]
-		sc, mins := k4Scales(blk[4:16])
-		p := k4Mins(&mins, x.bsums[16*b:16*b+16])
-		for k := range 4 {
-			accm[k] = fma32(dmin, float32(p[k]), accm[k])
-		}
-		q4KWeights(&w, blk[16:144])
-		s := kLanes(&w, &sc, x.qs[256*b:])
-		fmaLanes(&acc, d, &s)
+		q, m := q4KSums(blk, x.qs[256*b:256*b+256], x.bsums[16*b:16*b+16])
+		d := f16tab[binary.LittleEndian.Uint16(blk[0:])] * x.d[b]
+		dm := f16tab[binary.LittleEndian.Uint16(blk[2:])] * x.d[b]
+		acc = fma32(float32(q[0]+q[1]+q[2]+q[3]), d, acc)
+		accm = fma32(float32(m[0]+m[1]+m[2]+m[3]), dm, accm)
 	}
-	return hsum8(&acc) + ((accm[0] + accm[2]) + (accm[1] + accm[3]))
+	return acc - accm
+}
+
+// dotQ4KGemm is dotQ4K as ggml's repacked kernel for groups of 4 tokens
+// computes it (ggml_gemm_q4_K_8x8_q8_K, which a batch's first T - T%4
+// tokens take when T > 3): each 64 elements' sums are scaled on their own,
+// four fused multiply-adds per super-block into acc and four into accm.
+func dotQ4KGemm(row []byte, x actRow) float32 {
+	var acc, accm float32
+	for b := range x.d {
+		blk := row[b*144 : b*144+144]
+		q, m := q4KSums(blk, x.qs[256*b:256*b+256], x.bsums[16*b:16*b+16])
+		d := f16tab[binary.LittleEndian.Uint16(blk[0:])] * x.d[b]
+		dm := f16tab[binary.LittleEndian.Uint16(blk[2:])] * x.d[b]
+		for g := range 4 {
+			acc = fma32(float32(q[g]), d, acc)
+			accm = fma32(float32(m[g]), dm, accm)
+		}
+	}
+	return acc - accm
 }
 
 // dotQ5K is ggml_vec_dot_q5_K_q8_K: the mins are summed as one integer per

@@ -16,6 +16,10 @@ type weightKernel struct {
 	// dot is the reference dot product of one weight row and one token of
 	// activations in the dot type (kindBlock only).
 	dot func(row []byte, x actRow) float32
+	// gemm, if not nil, is dot for the tokens ggml's repacked kernels
+	// take in groups of 4 (inGemm), whose float order differs from the
+	// single-token kernel's; the fast kernels follow the same split.
+	gemm func(row []byte, x actRow) float32
 	// dot4, if not nil, is the fast kernel for 4 rows (w + i*wstride, in
 	// bytes) and one token, writing out + i*ostride; bit for bit dot.
 	dot4 func(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr)
@@ -50,7 +54,7 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL, dot4: iq4NLDot4, dot2x2: iq4NLDot22}
 	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K, dot4: q2KDot4}
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K, dot4: q3KDot4}
-	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, dot4: q4KDot4, dot2x2: q4KDot22, dot1x4: q4KDot14}
+	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4, dot2x2: q5KDot22, dot1x4: q5KDot14}
 	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14}
 	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS, dot4: iq4XSDot4}
@@ -61,6 +65,18 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	}
 	return t
 }()
+
+// inGemm reports whether token t of a batch of T is one of those ggml's
+// repacked kernels take in groups of 4: the first T - T%4 when T > 3.
+func inGemm(t, T int) bool { return T > 3 && t < T-T%4 }
+
+// dotAt is k's reference dot of row and token t of a batch of T.
+func (k *weightKernel) dotAt(row []byte, x actRow, t, T int) float32 {
+	if k.gemm != nil && inGemm(t, T) {
+		return k.gemm(row, x)
+	}
+	return k.dot(row, x)
+}
 
 // kernelOf returns the kernel table entry of dt (kind kindNone if the
 // backend cannot multiply it).
@@ -150,8 +166,7 @@ func (t *matmulTask) blockRange(lo, hi, t0, t1 int) {
 	for r := lo; r < hi; r++ {
 		row := t.w[r*rb : (r+1)*rb]
 		for tt := t0; tt < t1; tt++ {
-			x := t.aq.row(tt)
-			t.out[tt*N+r] = k.dot(row, x)
+			t.out[tt*N+r] = k.dotAt(row, t.aq.row(tt), tt, t.T)
 		}
 	}
 }
