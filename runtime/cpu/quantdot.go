@@ -200,33 +200,57 @@ func k4Mins(mins *[8]int32, bsums []int16) (p [4]int32) {
 	return p
 }
 
-// dotQ2K is ggml_vec_dot_q2_K_q8_K: per super-block, the mins term
-// (dmin * mins·bsums in 8 lanes of two sub-blocks) then the scaled quants,
-// both into the same float lanes.
+// q2KSums returns, for the Q2_K super-block blk against activations qs
+// (256 quants) and bs (16 sums), the integer sums of each half of 128
+// elements: the sub-block scale times weight times quant, and the
+// sub-block min times its activation sum.
+func q2KSums(blk []byte, qs []int8, bs []int16) (q, m [2]int32) {
+	for e := range 256 {
+		w := int32((blk[16+32*(e/128)+e%32] >> (2 * ((e / 32) % 4))) & 3)
+		q[e/128] += int32(blk[e/16]&0xf) * w * int32(qs[e])
+	}
+	for j := range 16 {
+		m[j/8] += int32(blk[j]>>4) * int32(bs[j])
+	}
+	return q, m
+}
+
+// dotQ2K is the Q2_K x Q8_K dot product of ggml's repacked Q2_K kernel
+// for one token (ggml_gemv_q2_K_8x8_q8_K, which llama.cpp's CPU backend
+// runs for Q2_K weights of a multiple of 8 rows on AVX-512 machines): per
+// super-block, acc = fma(float(q), d_w*d_x, acc) and accm =
+// fma(float(m), dmin_w*d_x, accm) with the whole block's sums; the result
+// is acc - accm.
 func dotQ2K(row []byte, x actRow) float32 {
-	var acc [8]float32
-	var w [256]int8
-	var sc [16]int32
+	var acc, accm float32
 	for b := range x.d {
 		blk := row[b*84 : b*84+84]
-		d := x.d[b] * f16tab[binary.LittleEndian.Uint16(blk[80:])]
-		dmin := -x.d[b] * f16tab[binary.LittleEndian.Uint16(blk[82:])]
-		var mn [8]int32
-		for l := range 8 {
-			bs := x.bsums[16*b : 16*b+16]
-			mn[l] = int32(blk[2*l]>>4)*int32(bs[2*l]) + int32(blk[2*l+1]>>4)*int32(bs[2*l+1])
-		}
-		fmaLanes(&acc, dmin, &mn)
-		for i := range 16 {
-			sc[i] = int32(blk[i] & 0xf)
-		}
-		for e := range 256 {
-			w[e] = int8((blk[16+32*(e/128)+e%32] >> (2 * ((e / 32) % 4))) & 3)
-		}
-		s := kLanes(&w, &sc, x.qs[256*b:])
-		fmaLanes(&acc, d, &s)
+		q, m := q2KSums(blk, x.qs[256*b:256*b+256], x.bsums[16*b:16*b+16])
+		d := f16tab[binary.LittleEndian.Uint16(blk[80:])] * x.d[b]
+		dm := f16tab[binary.LittleEndian.Uint16(blk[82:])] * x.d[b]
+		acc = fma32(float32(q[0]+q[1]), d, acc)
+		accm = fma32(float32(m[0]+m[1]), dm, accm)
 	}
-	return hsum8(&acc)
+	return acc - accm
+}
+
+// dotQ2KGemm is dotQ2K as the repacked kernel for groups of 4 tokens
+// (ggml_gemm_q2_K_8x8_q8_K) computes it: each half of 128 elements scaled
+// on its own, two fused multiply-adds per super-block into acc and two
+// into accm.
+func dotQ2KGemm(row []byte, x actRow) float32 {
+	var acc, accm float32
+	for b := range x.d {
+		blk := row[b*84 : b*84+84]
+		q, m := q2KSums(blk, x.qs[256*b:256*b+256], x.bsums[16*b:16*b+16])
+		d := f16tab[binary.LittleEndian.Uint16(blk[80:])] * x.d[b]
+		dm := f16tab[binary.LittleEndian.Uint16(blk[82:])] * x.d[b]
+		for h := range 2 {
+			acc = fma32(float32(q[h]), d, acc)
+			accm = fma32(float32(m[h]), dm, accm)
+		}
+	}
+	return acc - accm
 }
 
 // dotQ3K is ggml_vec_dot_q3_K_q8_K.
@@ -439,25 +463,23 @@ func dotQ5_0(row []byte, x actRow) float32 {
 	return hsum8(&acc)
 }
 
-// dotIQ4NL is the IQ4_NL x Q8_0 dot product of ggml's tinyBLAS (llamafile
-// sgemm), which llama.cpp's plain mul_mat takes for IQ4_NL on x86: per
-// block fma(d_w*d_x, lane, acc) into one accumulator, as dotQ5_0. (ggml's
-// own vec_dot alternates two accumulators; matmul-quant.json is bit for bit
-// the single one.)
+// dotIQ4NL is the IQ4_NL x Q8_0 dot product of ggml's repacked IQ4_NL
+// kernels (ggml_gemv/gemm_iq4_nl_8x8_q8_0, which llama.cpp's CPU backend
+// runs for IQ4_NL weights of a multiple of 8 rows on AVX2 machines, one
+// token or four alike): per block of 32, acc = fma(float(sum), d_w*d_x,
+// acc) with the block's whole integer sum.
 func dotIQ4NL(row []byte, x actRow) float32 {
-	var acc [8]float32
-	var w [32]int8
+	var acc float32
 	for b := range x.d {
 		blk := row[b*18 : b*18+18]
-		d := x.d[b] * f16tab[binary.LittleEndian.Uint16(blk)]
+		var sum int32
 		for j := range 16 {
-			w[j] = tensor.IQ4NLLevel(blk[2+j] & 0xf)
-			w[j+16] = tensor.IQ4NLLevel(blk[2+j] >> 4)
+			sum += int32(tensor.IQ4NLLevel(blk[2+j]&0xf))*int32(x.qs[32*b+j]) +
+				int32(tensor.IQ4NLLevel(blk[2+j]>>4))*int32(x.qs[32*b+j+16])
 		}
-		s := lanes32(&w, x.qs[32*b:])
-		fmaLanes(&acc, d, &s)
+		acc = fma32(float32(sum), f16tab[binary.LittleEndian.Uint16(blk)]*x.d[b], acc)
 	}
-	return hsum8(&acc)
+	return acc
 }
 
 // dotQ4_1 is ggml_vec_dot_q4_1_q8_1: unsigned nibbles, fma(d_w*d_x, lane,
