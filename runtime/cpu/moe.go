@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"cmp"
-	"math"
 	"slices"
 
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -107,19 +106,9 @@ func rowsOf(w *weights.Tensor, lo, n int) *weights.Tensor {
 	return &weights.Tensor{Name: w.Name, DType: w.DType, Shape: []int{w.RowLen(), n}, Data: w.Data[lo*rb : (lo+n)*rb]}
 }
 
-// softmaxRow writes the softmax of x to dst; the sum is float64.
+// softmaxRow writes the softmax of x to dst as ggml's soft_max does
+// (softmaxInPlace).
 func softmaxRow(dst, x []float32) {
-	m := float32(math.Inf(-1))
-	for _, v := range x {
-		m = max(m, v)
-	}
-	var sum float64
-	for i, v := range x {
-		dst[i] = float32(math.Exp(float64(v - m)))
-		sum += float64(dst[i])
-	}
-	inv := float32(1 / sum)
-	for i := range dst {
-		dst[i] *= inv
-	}
+	copy(dst, x)
+	softmaxInPlace(dst)
 }
