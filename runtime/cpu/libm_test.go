@@ -45,3 +45,37 @@ func TestSinCosF32(t *testing.T) {
 		t.Fatalf("%d values, %d of them off correct rounding: the table does not test what it should", n, offRounding)
 	}
 }
+
+// TestExpfV checks expfV and siluV against ggml's own AVX-512 ggml_v_expf
+// and ggml_v_silu (testdata/expfv.txt, from that code built with gcc),
+// out to where they saturate.
+func TestExpfV(t *testing.T) {
+	f, err := os.Open("testdata/expfv.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		var x, e, s uint32
+		if _, err := fmt.Sscanf(line, "%x %x %x", &x, &e, &s); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		v := math.Float32frombits(x)
+		if got := math.Float32bits(expfV(v)); got != e {
+			t.Errorf("expfV(%g) = %#x, ggml %#x", v, got, e)
+		}
+		if got := math.Float32bits(siluV(v)); got != s && !(got&0x7fffffff > 0x7f800000 && s&0x7fffffff > 0x7f800000) {
+			t.Errorf("siluV(%g) = %#x, ggml %#x", v, got, s)
+		}
+		n++
+	}
+	if n < 300 {
+		t.Fatalf("%d values", n)
+	}
+}
