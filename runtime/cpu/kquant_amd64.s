@@ -1,15 +1,17 @@
 #include "textflag.h"
 #include "lanes_amd64.h"
 
-// AVX-512 (F, BW, VL) decode kernels for Q4_K and Q6_K weights against Q8_K
-// activations: 4 weight rows and one token per call, bit for bit dotQ4K and
-// dotQ6K. Per super-block of 256, the weights are unpacked to unsigned bytes
-// two 32-element chunks per 512-bit register, multiplied with the signed
-// activations by VPMADDUBSW (pairs of products as int16, which cannot
-// saturate: weights are at most 63), and weighted by the chunk's sub-block
-// scales with VPMADDWD, so each int32 lane holds 4 products: the lanes of
-// the two chunks are added, giving exactly kLanes. The float work is then
-// dotQ4K's / dotQ6K's, lane for lane.
+// AVX-512 (F, BW, VL, VNNI) kernels for Q4_K, Q5_K and Q6_K weights against
+// Q8_K activations: 4 weight rows and one token per call (dot4), 2 rows and
+// 2 tokens (dot2x2) or one row and 4 tokens (dot1x4), bit for bit the
+// reference dots. Per super-block of 256, the weights are unpacked to
+// unsigned bytes two 32-element chunks per 512-bit register, multiplied
+// with the signed activations by VPMADDUBSW (pairs of products as int16,
+// which cannot saturate: weights are at most 63), and weighted by the
+// chunk's sub-block scales with VPMADDWD, so each int32 lane holds 4
+// products. For Q5_K and Q6_K the lanes of the two chunks are added, giving
+// exactly kLanes, and the float work is dotQ5K's / dotQ6K's, lane for lane;
+// Q4_K's integer sums are reduced further (see q4KDot4x1).
 
 // Word indices for VPERMW: Q4_K chunk pair j takes scale 2j for its first
 // 16 words and 2j+1 for the next 16; Q6_K chunk pair p takes scale 4p+w/8
@@ -84,7 +86,8 @@ GLOBL q6kidx<>(SB), RODATA|NOPTR, $256
 
 // Q4KSC unpacks the 8 scales and 8 mins of the K-quant super-block at
 // (row) (12 packed bytes at 4(row), get_scale_min_k4) into X10 and X11 as
-// words, as Q4KROW does. Clobbers AX, R8, R9, R14, R15.
+// words (the upper lanes of Z10 and Z11 zeroed). Clobbers AX, R8, R9, R14,
+// R15.
 #define Q4KSC(row) \
 	MOVL      4(row), AX; \
 	MOVL      8(row), R8; \
@@ -112,57 +115,120 @@ GLOBL q6kidx<>(SB), RODATA|NOPTR, $256
 	VPINSRD   $1, R9, X11, X11; \
 	VPMOVZXBW X11, X11
 
-// Q4KPAIR adds the scaled lanes of chunks 2j and 2j+1 of the Q4_K row at
-// (row) (nibbles at off(row): low for chunk 2j, high for 2j+1) into Z31.
-// Needs Z10 = the 8 scales as words, Z30 = 0x0f bytes; clobbers Z8, Z9.
-#define Q4KPAIR(row, off, act, idx) \
+// The Q4_K kernels follow ggml's repacked Q4_K kernels (dotQ4K and
+// dotQ4KGemm): the integer sums of a super-block (or of each of its four
+// groups of 64 elements) are reduced to one int32 per row and token
+// before any float work, which is then a 4-lane fused multiply-add per
+// super-block (or per group), lane for lane the reference's.
+
+// Word indices for VPSHUFB: the [d, dmin] fp16 pairs of 4 rows to the 4
+// d's, then the 4 dmin's.
+DATA q4kdsh<>+0(SB)/8, $0x0d0c090805040100
+DATA q4kdsh<>+8(SB)/8, $0x0f0e0b0a07060302
+GLOBL q4kdsh<>(SB), RODATA|NOPTR, $16
+
+// Dword indices for VPERMD. q4kgemv: [q, ., m, .] in each 128-bit lane r
+// (row r) to [q0..q3, m0..m3]. q4kgemq: lane t holding groups 0..3 of
+// token t to lane g holding tokens 0..3 of group g. q4kgemm: the mins'
+// layout after Q4KMINS4 (see there) to the same.
+DATA q4kgemv<>+0(SB)/8, $0x0000000400000000
+DATA q4kgemv<>+8(SB)/8, $0x0000000c00000008
+DATA q4kgemv<>+16(SB)/8, $0x0000000600000002
+DATA q4kgemv<>+24(SB)/8, $0x0000000e0000000a
+DATA q4kgemv<>+32(SB)/8, $0
+DATA q4kgemv<>+40(SB)/8, $0
+DATA q4kgemv<>+48(SB)/8, $0
+DATA q4kgemv<>+56(SB)/8, $0
+GLOBL q4kgemv<>(SB), RODATA|NOPTR, $64
+
+DATA q4kgemq<>+0(SB)/8, $0x0000000400000000
+DATA q4kgemq<>+8(SB)/8, $0x0000000c00000008
+DATA q4kgemq<>+16(SB)/8, $0x0000000500000001
+DATA q4kgemq<>+24(SB)/8, $0x0000000d00000009
+DATA q4kgemq<>+32(SB)/8, $0x0000000600000002
+DATA q4kgemq<>+40(SB)/8, $0x0000000e0000000a
+DATA q4kgemq<>+48(SB)/8, $0x0000000700000003
+DATA q4kgemq<>+56(SB)/8, $0x0000000f0000000b
+GLOBL q4kgemq<>(SB), RODATA|NOPTR, $64
+
+DATA q4kgemm<>+0(SB)/8, $0x0000000800000000
+DATA q4kgemm<>+8(SB)/8, $0x0000000a00000002
+DATA q4kgemm<>+16(SB)/8, $0x0000000900000001
+DATA q4kgemm<>+24(SB)/8, $0x0000000b00000003
+DATA q4kgemm<>+32(SB)/8, $0x0000000c00000004
+DATA q4kgemm<>+40(SB)/8, $0x0000000e00000006
+DATA q4kgemm<>+48(SB)/8, $0x0000000d00000005
+DATA q4kgemm<>+56(SB)/8, $0x0000000f00000007
+GLOBL q4kgemm<>(SB), RODATA|NOPTR, $64
+
+// Word indices for VPERMW: each of the 16 bsums of a token (twice, for
+// two tokens) takes the min of its 32-element sub-block, mins[w%16/2].
+DATA q4kmdup<>+0(SB)/8, $0x0001000100000000
+DATA q4kmdup<>+8(SB)/8, $0x0003000300020002
+DATA q4kmdup<>+16(SB)/8, $0x0005000500040004
+DATA q4kmdup<>+24(SB)/8, $0x0007000700060006
+DATA q4kmdup<>+32(SB)/8, $0x0001000100000000
+DATA q4kmdup<>+40(SB)/8, $0x0003000300020002
+DATA q4kmdup<>+48(SB)/8, $0x0005000500040004
+DATA q4kmdup<>+56(SB)/8, $0x0007000700060006
+GLOBL q4kmdup<>(SB), RODATA|NOPTR, $64
+
+// Q4KUNPACK unpacks chunks 2j and 2j+1 of the Q4_K row at (row) (nibbles
+// at off(row): low for chunk 2j, high for 2j+1) into Z8 as bytes and their
+// scale words (index vector idx) into Z9. Needs Z10 = the 8 scales as
+// words, Z30 = 0x0f bytes.
+#define Q4KUNPACK(row, off, idx) \
 	VMOVDQU      off(row), Y8; \
 	VPSRLW       $4, Y8, Y9; \
 	VINSERTI64X4 $1, Y9, Z8, Z8; \
 	VPANDQ       Z30, Z8, Z8; \
-	VPMADDUBSW   act, Z8, Z8; \
-	VPERMW       Z10, idx, Z9; \
-	VPMADDWD     Z9, Z8, Z8; \
-	VPADDD       Z8, Z31, Z31
+	VPERMW       Z10, idx, Z9
 
-// Q4KROW accumulates the Q4_K super-block at (row) into acc (8 lanes) and
-// its mins term into accm (4 lanes). Needs the token's activations in
-// Z20..Z23, X13 = [y.d, -y.d, y.d, y.d], X14 = the sums of its 8 chunks as
-// words. Clobbers AX, R8, R9, R14, R15, Z8..Z12, Z31.
-#define Q4KROW(row, acc, accm) \
+// Q4KRED4 reduces the 16 int32 lanes of each of Z0..Z3 to 4 partial sums:
+// dst's 128-bit lane i holds 4 lanes adding up to the lanes of Zi.
+// Clobbers Z4..Z7.
+#define Q4KRED4(dst) \
+	VSHUFI64X2 $0x44, Z1, Z0, Z4; \
+	VSHUFI64X2 $0xee, Z1, Z0, Z5; \
+	VPADDD     Z5, Z4, Z4; \
+	VSHUFI64X2 $0x44, Z3, Z2, Z5; \
+	VSHUFI64X2 $0xee, Z3, Z2, Z6; \
+	VPADDD     Z6, Z5, Z5; \
+	VSHUFI64X2 $0x88, Z5, Z4, Z6; \
+	VSHUFI64X2 $0xdd, Z5, Z4, Z7; \
+	VPADDD     Z7, Z6, dst
+
+// Q4KROW sums the products of the Q4_K super-block at (row) with the
+// token's activations (Z20..Z23), weighted by the sub-block scales, into
+// the 16 lanes of zacc, and puts its 4 groups' mins terms (X14 = the
+// token's 8 chunk sums as words) into 128-bit lane `lane` of Z15. VPDPWSSD
+// adds the same pair products VPMADDWD and VPADDD do. Clobbers AX, R8, R9,
+// R14, R15, Z8..Z11.
+#define Q4KROW(row, zacc, lane) \
 	Q4KSC(row); \
-	VPMADDWD  X14, X11, X11; \
-	VCVTDQ2PS X11, X11; \
-	VMOVD     (row), X12; \
-	VCVTPH2PS X12, X12; \
-	VMULPS    X13, X12, X12; \
-	VSHUFPS   $0x55, X12, X12, X9; \
-	VFMADD231PS X11, X9, accm; \
-	VBROADCASTSS X12, Y12; \
-	VPXORD    Z31, Z31, Z31; \
-	Q4KPAIR(row, 16, Z20, Z26); \
-	Q4KPAIR(row, 48, Z21, Z27); \
-	Q4KPAIR(row, 80, Z22, Z28); \
-	Q4KPAIR(row, 112, Z23, Z29); \
-	VEXTRACTI64X4 $1, Z31, Y8; \
-	VPADDD    Y8, Y31, Y8; \
-	VCVTDQ2PS Y8, Y8; \
-	VFMADD231PS Y8, Y12, acc
-
-// Q4KOUT leaves hsum8(acc) + ((m0+m2)+(m1+m3)) of accm in X0 (clobbers
-// X1, X2).
-#define Q4KOUT(acc, xacc, accm) \
-	HSUM8(acc, xacc); \
-	VMOVHLPS  accm, accm, X1; \
-	VADDPS    X1, accm, X1; \
-	VMOVSHDUP X1, X2; \
-	VADDSS    X2, X1, X1; \
-	VADDSS    X1, X0, X0
+	VPMADDWD     X14, X11, X11; \
+	VINSERTI32X4 $lane, X11, Z15, Z15; \
+	Q4KUNPACK(row, 16, Z26); \
+	VPMADDUBSW   Z20, Z8, Z8; \
+	VPMADDWD     Z9, Z8, zacc; \
+	Q4KUNPACK(row, 48, Z27); \
+	VPMADDUBSW   Z21, Z8, Z8; \
+	VPDPWSSD     Z9, Z8, zacc; \
+	Q4KUNPACK(row, 80, Z28); \
+	VPMADDUBSW   Z22, Z8, Z8; \
+	VPDPWSSD     Z9, Z8, zacc; \
+	Q4KUNPACK(row, 112, Z29); \
+	VPMADDUBSW   Z23, Z8, Z8; \
+	VPDPWSSD     Z9, Z8, zacc
 
 // func q4KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 // out + i*ostride = dotQ4K(row i, x) for the 4 Q4_K rows w + i*wstride
 // (strides in bytes), x being nb Q8_K blocks: quants xq (256 per block),
-// scales xd (float32) and sums xb (16 int16 per block).
+// scales xd (float32) and sums xb (16 int16 per block). Per super-block,
+// each row's integer sums q and m are reduced to one int32 each, and one
+// 8-lane fused multiply-add takes [q0..q3, m0..m3] times
+// [d0..d3, dm0..dm3] (d = fp16 d * x.d, dm = fp16 dmin * x.d) into
+// Y16 = [acc0..acc3, accm0..accm3]; at the end out = acc - accm.
 TEXT ·q4KDot4x1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R8
@@ -177,18 +243,11 @@ TEXT ·q4KDot4x1(SB), NOSPLIT, $0-64
 	VMOVDQU64 q4kidx<>+64(SB), Z27
 	VMOVDQU64 q4kidx<>+128(SB), Z28
 	VMOVDQU64 q4kidx<>+192(SB), Z29
+	VMOVDQU64 q4kgemv<>(SB), Z24
+	VMOVDQU64 q4kdsh<>(SB), X25
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z30
-	MOVQ $0x8000000000000000, AX
-	VMOVQ AX, X15
-	VXORPS Y16, Y16, Y16
-	VXORPS Y17, Y17, Y17
-	VXORPS Y18, Y18, Y18
-	VXORPS Y19, Y19, Y19
-	VXORPS X4, X4, X4
-	VXORPS X5, X5, X5
-	VXORPS X6, X6, X6
-	VXORPS X7, X7, X7
+	VPXORD Y16, Y16, Y16
 	TESTQ CX, CX
 	JEQ   q4kdone
 q4kloop:
@@ -199,12 +258,27 @@ q4kloop:
 	VMOVDQU   (R13), X8
 	VMOVDQU   16(R13), X9
 	VPHADDW   X9, X8, X14
-	VBROADCASTSS (DX), X13
-	VXORPS    X15, X13, X13
-	Q4KROW(SI, Y16, X4)
-	Q4KROW(R10, Y17, X5)
-	Q4KROW(R11, Y18, X6)
-	Q4KROW(R12, Y19, X7)
+	Q4KROW(SI, Z0, 0)
+	Q4KROW(R10, Z1, 1)
+	Q4KROW(R11, Z2, 2)
+	Q4KROW(R12, Z3, 3)
+	Q4KRED4(Z6)
+	VPUNPCKLQDQ Z15, Z6, Z4 // lane r: [c0, c1, m0, m1]
+	VPUNPCKHQDQ Z15, Z6, Z5 // [c2, c3, m2, m3]
+	VPADDD    Z5, Z4, Z4
+	VPSHUFD   $0xb1, Z4, Z5
+	VPADDD    Z5, Z4, Z4    // [q, q, m, m]
+	VPERMD    Z4, Z24, Z4   // [q0..q3, m0..m3]
+	VCVTDQ2PS Y4, Y4
+	VMOVD     (SI), X5
+	VPINSRD   $1, (R10), X5, X5
+	VPINSRD   $2, (R11), X5, X5
+	VPINSRD   $3, (R12), X5, X5
+	VPSHUFB   X25, X5, X5
+	VCVTPH2PS X5, Y5
+	VBROADCASTSS (DX), Y6
+	VMULPS    Y6, Y5, Y5    // [d0..d3, dm0..dm3]
+	VFMADD231PS Y4, Y5, Y16
 	ADDQ $144, SI
 	ADDQ $144, R10
 	ADDQ $144, R11
@@ -217,15 +291,143 @@ q4kloop:
 q4kdone:
 	MOVQ out+48(FP), BX
 	MOVQ ostride+56(FP), R9
-	Q4KOUT(Y16, X16, X4)
+	VEXTRACTF32X4 $1, Y16, X1
+	VSUBPS X1, X16, X0
 	VMOVSS X0, (BX)
-	Q4KOUT(Y17, X17, X5)
-	VMOVSS X0, (BX)(R9*1)
-	Q4KOUT(Y18, X18, X6)
-	VMOVSS X0, (BX)(R9*2)
+	VEXTRACTPS $1, X0, (BX)(R9*1)
+	VEXTRACTPS $2, X0, (BX)(R9*2)
 	LEAQ (BX)(R9*2), BX
-	Q4KOUT(Y19, X19, X7)
-	VMOVSS X0, (BX)(R9*1)
+	VEXTRACTPS $3, X0, (BX)(R9*1)
+	VZEROUPPER
+	RET
+
+// Q4KGROUP4 multiplies chunks 2j and 2j+1 (group j) of the row at SI with
+// the activations of tokens 0..3 at actoff(DI), actoff(DI)(R10*1),
+// actoff(DI)(R10*2) and actoff(BX), weighted by the scales, and leaves in
+// 128-bit lane t of dst 4 lanes adding up to token t's group sum. Needs
+// Z10, Z30; clobbers Z0..Z9.
+#define Q4KGROUP4(off, actoff, idx, dst) \
+	Q4KUNPACK(SI, off, idx); \
+	VPMADDUBSW actoff(DI), Z8, Z0; \
+	VPMADDWD   Z9, Z0, Z0; \
+	VPMADDUBSW actoff(DI)(R10*1), Z8, Z1; \
+	VPMADDWD   Z9, Z1, Z1; \
+	VPMADDUBSW actoff(DI)(R10*2), Z8, Z2; \
+	VPMADDWD   Z9, Z2, Z2; \
+	VPMADDUBSW actoff(BX), Z8, Z3; \
+	VPMADDWD   Z9, Z3, Z3; \
+	Q4KRED4(dst)
+
+// func q4KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+// One Q4_K row (w) against four tokens of Q8_K activations, token t's
+// quants at xq + t*xqstride, scales at xd + t*xdstride and sums at
+// xb + t*xbstride (strides in bytes): out + t*otok = dotQ4KGemm(row,
+// token t), the order of the tokens ggml takes in groups of four. Per
+// super-block, the 16 group sums q[g][t] and mins terms m[g][t] are
+// reduced to int32 with lane t of 128-bit lane g, then for g = 0..3 in
+// order acc = fma(float(q[g]), d, acc) and accm = fma(float(m[g]), dm,
+// accm), 4 lanes = 4 tokens; at the end out = acc - accm.
+TEXT ·q4KDot1x4(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xqstride+16(FP), R10
+	MOVQ xd+24(FP), DX
+	MOVQ xdstride+32(FP), R11
+	MOVQ xb+40(FP), R13
+	MOVQ xbstride+48(FP), R12
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	VMOVDQU64 q4kidx<>+0(SB), Z26
+	VMOVDQU64 q4kidx<>+64(SB), Z27
+	VMOVDQU64 q4kidx<>+128(SB), Z28
+	VMOVDQU64 q4kidx<>+192(SB), Z29
+	VMOVDQU64 q4kgemm<>(SB), Z23
+	VMOVDQU64 q4kgemq<>(SB), Z24
+	VMOVDQU64 q4kmdup<>(SB), Z25
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	VXORPS X14, X14, X14
+	VXORPS X15, X15, X15
+	TESTQ CX, CX
+	JEQ   q4k14done
+q4k14loop:
+	Q4KSC(SI)
+	Q4KGROUP4(16, 0, Z26, Z16)
+	Q4KGROUP4(48, 64, Z27, Z17)
+	Q4KGROUP4(80, 128, Z28, Z18)
+	Q4KGROUP4(112, 192, Z29, Z19)
+	// q: lane t of Z16..Z19 (group g) to lane t = [g0..g3] of Z12, then
+	// lane g = [t0..t3].
+	VPUNPCKLQDQ Z17, Z16, Z4
+	VPUNPCKHQDQ Z17, Z16, Z5
+	VPADDD    Z5, Z4, Z4    // lane t: [g0 a, g0 b, g1 a, g1 b]
+	VPUNPCKLQDQ Z19, Z18, Z5
+	VPUNPCKHQDQ Z19, Z18, Z6
+	VPADDD    Z6, Z5, Z5    // [g2 a, g2 b, g3 a, g3 b]
+	VSHUFPS   $0x88, Z5, Z4, Z6
+	VSHUFPS   $0xdd, Z5, Z4, Z7
+	VPADDD    Z7, Z6, Z6
+	VPERMD    Z6, Z24, Z12
+	VCVTDQ2PS Z12, Z12
+	// m: mins[c]*(bs[2c]+bs[2c+1]) per dword, two tokens per register,
+	// lane pairs added: 128-bit lanes [t0 g0 g1, t2 g0 g1], [t0 g2 g3,
+	// t2 g2 g3], [t1 g0 g1, t3 g0 g1], [t1 g2 g3, t3 g2 g3].
+	LEAQ (R13)(R12*2), AX
+	VMOVDQU   (R13), Y4
+	VINSERTI64X4 $1, (R13)(R12*1), Z4, Z4
+	VMOVDQU   (AX), Y5
+	VINSERTI64X4 $1, (AX)(R12*1), Z5, Z5
+	VPERMW    Z11, Z25, Z7
+	VPMADDWD  Z7, Z4, Z4
+	VPMADDWD  Z7, Z5, Z5
+	VSHUFPS   $0x88, Z5, Z4, Z6
+	VSHUFPS   $0xdd, Z5, Z4, Z7
+	VPADDD    Z7, Z6, Z6
+	VPERMD    Z6, Z23, Z13
+	VCVTDQ2PS Z13, Z13
+	// d = fp16 d * x.d and dm = fp16 dmin * x.d of tokens 0..3.
+	LEAQ (DX)(R11*2), AX
+	VMOVSS    (DX), X4
+	VINSERTPS $0x10, (DX)(R11*1), X4, X4
+	VINSERTPS $0x20, (AX), X4, X4
+	VINSERTPS $0x30, (AX)(R11*1), X4, X4
+	VMOVD     (SI), X5
+	VCVTPH2PS X5, X5
+	VBROADCASTSS X5, X6
+	VMULPS    X4, X6, X6
+	VSHUFPS   $0x55, X5, X5, X7
+	VMULPS    X4, X7, X7
+	VFMADD231PS X12, X6, X14
+	VFMADD231PS X13, X7, X15
+	VEXTRACTF32X4 $1, Z12, X8
+	VEXTRACTF32X4 $1, Z13, X9
+	VFMADD231PS X8, X6, X14
+	VFMADD231PS X9, X7, X15
+	VEXTRACTF32X4 $2, Z12, X8
+	VEXTRACTF32X4 $2, Z13, X9
+	VFMADD231PS X8, X6, X14
+	VFMADD231PS X9, X7, X15
+	VEXTRACTF32X4 $3, Z12, X8
+	VEXTRACTF32X4 $3, Z13, X9
+	VFMADD231PS X8, X6, X14
+	VFMADD231PS X9, X7, X15
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q4k14loop
+q4k14done:
+	MOVQ out+64(FP), BX
+	MOVQ otok+72(FP), R9
+	VSUBPS X15, X14, X0
+	VMOVSS X0, (BX)
+	VEXTRACTPS $1, X0, (BX)(R9*1)
+	VEXTRACTPS $2, X0, (BX)(R9*2)
+	LEAQ (BX)(R9*2), BX
+	VEXTRACTPS $3, X0, (BX)(R9*1)
 	VZEROUPPER
 	RET
 
@@ -338,134 +540,6 @@ q6kdone:
 	VZEROUPPER
 	RET
 
-// Q4KPAIR2 is Q4KPAIR for two tokens: the nibbles and scale words of chunks
-// 2j, 2j+1 are unpacked once, multiplied with token A's activations at
-// actoff(DI) into Z31 and token B's at actoff(BX) into Z0. Needs Z10, Z30;
-// clobbers Z1, Z8, Z9, Z12.
-#define Q4KPAIR2(row, off, actoff, idx) \
-	VMOVDQU      off(row), Y8; \
-	VPSRLW       $4, Y8, Y9; \
-	VINSERTI64X4 $1, Y9, Z8, Z8; \
-	VPANDQ       Z30, Z8, Z8; \
-	VPERMW       Z10, idx, Z9; \
-	VPMADDUBSW   actoff(DI), Z8, Z12; \
-	VPMADDWD     Z9, Z12, Z12; \
-	VPADDD       Z12, Z31, Z31; \
-	VPMADDUBSW   actoff(BX), Z8, Z1; \
-	VPMADDWD     Z9, Z1, Z1; \
-	VPADDD       Z1, Z0, Z0
-
-// Q4KROW2 is Q4KROW for two tokens: the Q4_K super-block at (row) into
-// accA/accmA against token A (activations at DI, X13 = its
-// [y.d, -y.d, y.d, y.d], X14 = its chunk sums as words) and into
-// accB/accmB against token B (BX, X24, X25); every lane operation is
-// Q4KROW's. Clobbers AX, R8, R9, R14, R15, Z0..Z3, Z8..Z12, Z31.
-#define Q4KROW2(row, accA, accmA, accB, accmB) \
-	Q4KSC(row); \
-	VPMADDWD  X14, X11, X12; \
-	VCVTDQ2PS X12, X12; \
-	VPMADDWD  X25, X11, X11; \
-	VCVTDQ2PS X11, X11; \
-	VMOVD     (row), X9; \
-	VCVTPH2PS X9, X9; \
-	VMULPS    X13, X9, X8; \
-	VSHUFPS   $0x55, X8, X8, X1; \
-	VFMADD231PS X12, X1, accmA; \
-	VBROADCASTSS X8, Y2; \
-	VMULPS    X24, X9, X8; \
-	VSHUFPS   $0x55, X8, X8, X1; \
-	VFMADD231PS X11, X1, accmB; \
-	VBROADCASTSS X8, Y3; \
-	VPXORD    Z31, Z31, Z31; \
-	VPXORD    Z0, Z0, Z0; \
-	Q4KPAIR2(row, 16, 0, Z26); \
-	Q4KPAIR2(row, 48, 64, Z27); \
-	Q4KPAIR2(row, 80, 128, Z28); \
-	Q4KPAIR2(row, 112, 192, Z29); \
-	VEXTRACTI64X4 $1, Z31, Y8; \
-	VPADDD    Y8, Y31, Y8; \
-	VCVTDQ2PS Y8, Y8; \
-	VFMADD231PS Y8, Y2, accA; \
-	VEXTRACTI64X4 $1, Z0, Y8; \
-	VPADDD    Y8, Y0, Y8; \
-	VCVTDQ2PS Y8, Y8; \
-	VFMADD231PS Y8, Y3, accB
-
-// func q4KDot2x2(w unsafe.Pointer, wstride uintptr, xqa, xda, xba, xqb, xdb, xbb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
-// Two Q4_K rows (w, w + wstride) against two tokens (A: xqa, xda, xba; B:
-// xqb, xdb, xbb): out + r*ostride + t*otok = dotQ4K(row r, token t), bit
-// for bit q4KDot4x1's, with each super-block's scales and nibbles unpacked
-// once for both tokens.
-TEXT ·q4KDot2x2(SB), NOSPLIT, $0-96
-	MOVQ w+0(FP), SI
-	MOVQ wstride+8(FP), R10
-	ADDQ SI, R10
-	MOVQ xqa+16(FP), DI
-	MOVQ xda+24(FP), DX
-	MOVQ xba+32(FP), R13
-	MOVQ xqb+40(FP), BX
-	MOVQ xdb+48(FP), R11
-	MOVQ xbb+56(FP), R12
-	MOVQ nb+64(FP), CX
-	VMOVDQU64 q4kidx<>+0(SB), Z26
-	VMOVDQU64 q4kidx<>+64(SB), Z27
-	VMOVDQU64 q4kidx<>+128(SB), Z28
-	VMOVDQU64 q4kidx<>+192(SB), Z29
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z30
-	MOVQ $0x8000000000000000, AX
-	VMOVQ AX, X15
-	VXORPS Y16, Y16, Y16
-	VXORPS Y17, Y17, Y17
-	VXORPS Y18, Y18, Y18
-	VXORPS Y19, Y19, Y19
-	VXORPS X4, X4, X4
-	VXORPS X5, X5, X5
-	VXORPS X6, X6, X6
-	VXORPS X7, X7, X7
-	TESTQ CX, CX
-	JEQ   q4k22done
-q4k22loop:
-	VMOVDQU   (R13), X8
-	VMOVDQU   16(R13), X9
-	VPHADDW   X9, X8, X14
-	VBROADCASTSS (DX), X13
-	VXORPS    X15, X13, X13
-	VMOVDQU   (R12), X8
-	VMOVDQU   16(R12), X9
-	VPHADDW   X9, X8, X1
-	VMOVAPS   X1, X25
-	VBROADCASTSS (R11), X1
-	VXORPS    X15, X1, X1
-	VMOVAPS   X1, X24
-	Q4KROW2(SI, Y16, X4, Y18, X6)
-	Q4KROW2(R10, Y17, X5, Y19, X7)
-	ADDQ $144, SI
-	ADDQ $144, R10
-	ADDQ $256, DI
-	ADDQ $256, BX
-	ADDQ $4, DX
-	ADDQ $4, R11
-	ADDQ $32, R13
-	ADDQ $32, R12
-	DECQ CX
-	JNZ  q4k22loop
-q4k22done:
-	MOVQ out+72(FP), BX
-	MOVQ ostride+80(FP), R9
-	MOVQ otok+88(FP), R8
-	Q4KOUT(Y16, X16, X4)
-	VMOVSS X0, (BX)
-	Q4KOUT(Y17, X17, X5)
-	VMOVSS X0, (BX)(R9*1)
-	ADDQ R8, BX
-	Q4KOUT(Y18, X18, X6)
-	VMOVSS X0, (BX)
-	Q4KOUT(Y19, X19, X7)
-	VMOVSS X0, (BX)(R9*1)
-	VZEROUPPER
-	RET
-
 // Q6KHALF2 is Q6KHALF for two tokens: the half's weights and scale words
 // are unpacked once, multiplied with token A's activations at
 // lo(DI)/hi(DI) into Z15 and token B's at lo(BX)/hi(BX) into Z0. Needs
@@ -528,8 +602,10 @@ q4k22done:
 	VFMADD231PS Y8, Y9, accB
 
 // func q6KDot2x2(w unsafe.Pointer, wstride uintptr, xqa, xda, xba, xqb, xdb, xbb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
-// q4KDot2x2 for Q6_K rows: out + r*ostride + t*otok = dotQ6K(row r,
-// token t), bit for bit q6KDot4x1's.
+// Two Q6_K rows (w, w + wstride) against two tokens (A: xqa, xda, xba; B:
+// xqb, xdb, xbb): out + r*ostride + t*otok = dotQ6K(row r, token t), bit
+// for bit q6KDot4x1's, with each super-block's scales and weights unpacked
+// once for both tokens.
 TEXT ·q6KDot2x2(SB), NOSPLIT, $0-96
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R10
@@ -588,9 +664,11 @@ q6k22done:
 	VZEROUPPER
 	RET
 
-// Q5KPAIR is Q4KPAIR for Q5_K: chunks 2j and 2j+1 also take their fifth
-// bit, bit 2j (sh) and 2j+1 (sh+1) of each of the super-block's 32 qh
-// bytes (in Y25). Needs Z10, Z24 = 0x01 bytes, Z30; clobbers Z8, Z9, Z11.
+// Q5KPAIR adds the scaled lanes of chunks 2j and 2j+1 of the Q5_K row at
+// (row) into Z31: their low 4 bits as Q4KUNPACK unpacks them (nibbles at
+// off(row)), their fifth bit bit 2j (sh) and 2j+1 (sh+1) of each of the
+// super-block's 32 qh bytes (in Y25). Needs Z10 = the 8 scales as words,
+// Z24 = 0x01 bytes, Z30 = 0x0f bytes; clobbers Z8, Z9, Z11.
 #define Q5KPAIR(row, off, act, idx, sh, sh1) \
 	VMOVDQU      off(row), Y8; \
 	VPSRLW       $4, Y8, Y9; \
@@ -610,8 +688,10 @@ q6k22done:
 // Q5KROW accumulates the Q5_K super-block at (row) into acc (8 lanes) and
 // its mins term, dotQ5K's scalar summs, into lane 0 of accm: the mins'
 // products with the chunk sums are added as one integer, then
-// summs = fma(-dmin*y.d, float(sum), summs). Needs what Q4KROW needs and
-// Z24; clobbers AX, R8, R9, R14, R15, Z8..Z12, Y25, Z31.
+// summs = fma(-dmin*y.d, float(sum), summs). Needs the token's
+// activations in Z20..Z23, X13 = [y.d, -y.d, y.d, y.d], X14 = the sums of
+// its 8 chunks as words, Z24, Z26..Z29 = q4kidx, Z30; clobbers AX, R8, R9,
+// R14, R15, Z8..Z12, Y25, Z31.
 #define Q5KROW(row, acc, accm) \
 	Q4KSC(row); \
 	VPMADDWD  X14, X11, X11; \
@@ -711,8 +791,10 @@ q5kdone:
 	VZEROUPPER
 	RET
 
-// Q5KPAIR2 is Q5KPAIR for two tokens (Q4KPAIR2's layout), the qh bytes in
-// Y21 and 0x01 bytes in Z20. Clobbers Z1, Z8, Z9, Z12, Z22.
+// Q5KPAIR2 is Q5KPAIR for two tokens: the weights and scale words of
+// chunks 2j, 2j+1 are unpacked once, multiplied with token A's activations
+// at actoff(DI) into Z31 and token B's at actoff(BX) into Z0; the qh bytes
+// in Y21 and 0x01 bytes in Z20. Clobbers Z1, Z8, Z9, Z12, Z22.
 #define Q5KPAIR2(row, off, actoff, idx, sh, sh1) \
 	VMOVDQU      off(row), Y8; \
 	VPSRLW       $4, Y8, Y9; \
@@ -732,9 +814,11 @@ q5kdone:
 	VPMADDWD     Z9, Z1, Z1; \
 	VPADDD       Z1, Z0, Z0
 
-// Q5KROW2 is Q5KROW for two tokens (Q4KROW2's registers; the scales and
-// mins in X10 and X11 from Q4KSC). Clobbers Z0..Z3, Z8, Z9, Z11, Z12,
-// Y21, Z22, Z31.
+// Q5KROW2 is Q5KROW for two tokens: the Q5_K super-block at (row) into
+// accA/accmA against token A (activations at DI, X13 = its [y.d, -y.d,
+// y.d, y.d], X14 = its chunk sums as words) and into accB/accmB against
+// token B (BX, X24, X25); the scales and mins in X10 and X11 from Q4KSC.
+// Clobbers Z0..Z3, Z8, Z9, Z11, Z12, Y21, Z22, Z31.
 #define Q5KROW2(row, accA, accmA, accB, accmB) \
 	VPMADDWD  X14, X11, X12; \
 	VPSHUFD   $0x4e, X12, X9; \
@@ -775,7 +859,7 @@ q5kdone:
 	VFMADD231PS Y8, Y3, accB
 
 // func q5KDot2x2(w unsafe.Pointer, wstride uintptr, xqa, xda, xba, xqb, xdb, xbb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
-// q4KDot2x2 for Q5_K rows: out + r*ostride + t*otok = dotQ5K(row r,
+// q6KDot2x2 for Q5_K rows: out + r*ostride + t*otok = dotQ5K(row r,
 // token t), bit for bit q5KDot4x1's.
 TEXT ·q5KDot2x2(SB), NOSPLIT, $0-96
 	MOVQ w+0(FP), SI
@@ -859,137 +943,6 @@ q5k22done:
 DATA q4ksign<>+0(SB)/8, $0x8000000000000000
 DATA q4ksign<>+8(SB)/8, $0x0000000000000000
 GLOBL q4ksign<>(SB), RODATA|NOPTR, $16
-
-// Q4KPAIR4 is Q4KPAIR for four tokens: the nibbles and scale words of
-// chunks 2j, 2j+1 of the row at SI are unpacked once and multiplied with
-// the activations of tokens 0..3 at actoff(DI), actoff(DI)(R10*1),
-// actoff(DI)(R10*2) and actoff(BX), into Z0, Z31, Z13 and Z14. VPDPWSSD
-// adds the same pair products VPMADDWD and VPADDD do. Needs Z10, Z30;
-// clobbers Z8, Z9, Z12.
-#define Q4KPAIR4(off, actoff, idx) \
-	VMOVDQU      off(SI), Y8; \
-	VPSRLW       $4, Y8, Y9; \
-	VINSERTI64X4 $1, Y9, Z8, Z8; \
-	VPANDQ       Z30, Z8, Z8; \
-	VPERMW       Z10, idx, Z9; \
-	VPMADDUBSW   actoff(DI), Z8, Z12; \
-	VPDPWSSD     Z9, Z12, Z0; \
-	VPMADDUBSW   actoff(DI)(R10*1), Z8, Z12; \
-	VPDPWSSD     Z9, Z12, Z31; \
-	VPMADDUBSW   actoff(DI)(R10*2), Z8, Z12; \
-	VPDPWSSD     Z9, Z12, Z13; \
-	VPMADDUBSW   actoff(BX), Z8, Z12; \
-	VPDPWSSD     Z9, Z12, Z14
-
-// Q4KTOK4 finishes one token's share of a Q4_K super-block, as Q4KROW's
-// float work: the mins term (its chunk sums as words in sums, its
-// [y.d, -y.d, y.d, y.d] in dconst) into accm and the lanes in zacc into
-// acc. Needs X11 = the mins as words, X15 = the row's [d, dmin] as float32;
-// clobbers X1, Z8, Z12.
-#define Q4KTOK4(zacc, yacc, dconst, sums, acc, accm) \
-	VPMADDWD  sums, X11, X12; \
-	VCVTDQ2PS X12, X12; \
-	VMULPS    dconst, X15, X8; \
-	VSHUFPS   $0x55, X8, X8, X1; \
-	VFMADD231PS X12, X1, accm; \
-	VBROADCASTSS X8, Y8; \
-	VEXTRACTI64X4 $1, zacc, Y12; \
-	VPADDD    Y12, yacc, Y12; \
-	VCVTDQ2PS Y12, Y12; \
-	VFMADD231PS Y12, Y8, acc
-
-// Q4KCONST loads one token's per-super-block constants: [y.d, -y.d, y.d,
-// y.d] from (AX) into dconst and the sums of its 8 chunks as words from
-// (R9) into sums, then steps AX by R11 and R9 by R12 to the next token.
-// Clobbers X8, X9.
-#define Q4KCONST(dconst, sums) \
-	VBROADCASTSS (AX), dconst; \
-	VPXORD    q4ksign<>(SB), dconst, dconst; \
-	VMOVDQU   (R9), X8; \
-	VMOVDQU   16(R9), X9; \
-	VPHADDW   X9, X8, X8; \
-	VMOVDQA64 X8, sums; \
-	ADDQ      R11, AX; \
-	ADDQ      R12, R9
-
-// func q4KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
-// One Q4_K row (w) against four tokens of Q8_K activations, token t's
-// quants at xq + t*xqstride, scales at xd + t*xdstride and sums at
-// xb + t*xbstride (strides in bytes): out + t*otok = dotQ4K(row, token t),
-// bit for bit q4KDot4x1's, with each super-block's scales and nibbles
-// unpacked once for the four tokens.
-TEXT ·q4KDot1x4(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ xq+8(FP), DI
-	MOVQ xqstride+16(FP), R10
-	MOVQ xd+24(FP), DX
-	MOVQ xdstride+32(FP), R11
-	MOVQ xb+40(FP), R13
-	MOVQ xbstride+48(FP), R12
-	MOVQ nb+56(FP), CX
-	LEAQ (DI)(R10*2), BX
-	ADDQ R10, BX
-	VMOVDQU64 q4kidx<>+0(SB), Z26
-	VMOVDQU64 q4kidx<>+64(SB), Z27
-	VMOVDQU64 q4kidx<>+128(SB), Z28
-	VMOVDQU64 q4kidx<>+192(SB), Z29
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z30
-	VPXORD Y16, Y16, Y16
-	VPXORD Y17, Y17, Y17
-	VPXORD Y18, Y18, Y18
-	VPXORD Y19, Y19, Y19
-	VXORPS X4, X4, X4
-	VXORPS X5, X5, X5
-	VXORPS X6, X6, X6
-	VXORPS X7, X7, X7
-	TESTQ CX, CX
-	JEQ   q4k14done
-q4k14loop:
-	MOVQ DX, AX
-	MOVQ R13, R9
-	Q4KCONST(X20, X24)
-	Q4KCONST(X21, X25)
-	Q4KCONST(X22, X2)
-	Q4KCONST(X23, X3)
-	Q4KSC(SI)
-	VPXORD Z0, Z0, Z0
-	VPXORD Z31, Z31, Z31
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	Q4KPAIR4(16, 0, Z26)
-	Q4KPAIR4(48, 64, Z27)
-	Q4KPAIR4(80, 128, Z28)
-	Q4KPAIR4(112, 192, Z29)
-	VMOVD     (SI), X15
-	VCVTPH2PS X15, X15
-	Q4KTOK4(Z0, Y0, X20, X24, Y16, X4)
-	Q4KTOK4(Z31, Y31, X21, X25, Y17, X5)
-	Q4KTOK4(Z13, Y13, X22, X2, Y18, X6)
-	Q4KTOK4(Z14, Y14, X23, X3, Y19, X7)
-	ADDQ $144, SI
-	ADDQ $256, DI
-	ADDQ $256, BX
-	ADDQ $4, DX
-	ADDQ $32, R13
-	DECQ CX
-	JNZ  q4k14loop
-q4k14done:
-	MOVQ out+64(FP), BX
-	MOVQ otok+72(FP), R9
-	Q4KOUT(Y16, X16, X4)
-	VMOVSS X0, (BX)
-	ADDQ R9, BX
-	Q4KOUT(Y17, X17, X5)
-	VMOVSS X0, (BX)
-	ADDQ R9, BX
-	Q4KOUT(Y18, X18, X6)
-	VMOVSS X0, (BX)
-	ADDQ R9, BX
-	Q4KOUT(Y19, X19, X7)
-	VMOVSS X0, (BX)
-	VZEROUPPER
-	RET
 
 // Q6KMUL4 multiplies the unpacked weights w (two chunks) with the
 // activations of tokens 0..3 at aoff(DI), aoff(DI)(R10*1),

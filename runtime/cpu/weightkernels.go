@@ -21,15 +21,18 @@ type weightKernel struct {
 	// single-token kernel's; the fast kernels follow the same split.
 	gemm func(row []byte, x actRow) float32
 	// dot4, if not nil, is the fast kernel for 4 rows (w + i*wstride, in
-	// bytes) and one token, writing out + i*ostride; bit for bit dot.
+	// bytes) and one token, writing out + i*ostride; bit for bit dot. With
+	// a gemm, dot1x4 takes the gemm tokens and dot4 and dot2x2 the rest.
 	dot4 func(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr)
 	// dot2x2, if not nil, is the fast kernel for 2 rows and 2 tokens (a,
 	// b), writing out + r*ostride + t*otok; bit for bit dot. Batches of
 	// two tokens or more use it: each row's unpacking serves both tokens.
 	dot2x2 func(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer, ostride, otok uintptr)
 	// dot1x4, if not nil, is the fast kernel for one row and tokens t..t+3
-	// of a, writing out + i*otok for token t+i; bit for bit dot. Batches
-	// of four tokens or more use it: each row's unpacking serves four.
+	// of a, writing out + i*otok for token t+i; bit for bit gemm (dot
+	// without one). Batches of four tokens or more use it, for their
+	// first T&^3 tokens, which are inGemm's: each row's unpacking serves
+	// four.
 	dot1x4 func(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr)
 }
 
@@ -54,13 +57,16 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL}
 	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K, gemm: dotQ2KGemm}
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K, dot4: q3KDot4}
-	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm}
+	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm, dot4: q4KDot4, dot1x4: q4KDot14}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4, dot2x2: q5KDot22, dot1x4: q5KDot14}
 	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14}
 	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS, dot4: iq4XSDot4}
 	for dt, k := range t {
 		if k.kind != kindNone && tensor.DType(dt).DotType() == 0 {
 			panic("cpu: weight kernel for a dtype without a dot type")
+		}
+		if k.gemm != nil && (k.dot4 != nil || k.dot2x2 != nil) && k.dot1x4 == nil {
+			panic("cpu: fast kernels of a dtype with a gemm order but no dot1x4")
 		}
 	}
 	return t
@@ -200,12 +206,6 @@ func kquantDot1x4(kernel func(w, xq unsafe.Pointer, xqstride uintptr, xd unsafe.
 	nb := len(x.d)
 	kernel(w, unsafe.Pointer(&x.qs[0]), uintptr(a.K), unsafe.Pointer(&x.d[0]), uintptr(4*nb),
 		unsafe.Pointer(&x.bsums[0]), uintptr(2*a.K/16), nb, out, otok)
-}
-
-// q4KDot22 is the weightKernel.dot2x2 of Q4_K (q4KDot2x2).
-func q4KDot22(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer, ostride, otok uintptr) {
-	q4KDot2x2(w, wstride, unsafe.Pointer(&a.qs[0]), unsafe.Pointer(&a.d[0]), unsafe.Pointer(&a.bsums[0]),
-		unsafe.Pointer(&b.qs[0]), unsafe.Pointer(&b.d[0]), unsafe.Pointer(&b.bsums[0]), len(a.d), out, ostride, otok)
 }
 
 // q6KDot22 is the weightKernel.dot2x2 of Q6_K (q6KDot2x2).
