@@ -8,14 +8,20 @@ import (
 )
 
 // Reference kernels of the quantized weight types beyond Q8_0 and Q4_0. Each
-// copies the arithmetic of ggml's x86 (AVX2) vec_dot for its type: the
-// activations are quantized to the weight's dot type (tensor.DType.DotType:
-// Q8_0, Q8_1 or Q8_K), integer products are summed exactly in 8 int32
-// lanes, and the lanes are scaled and accumulated in 8 float32 lanes with
-// fused multiply-adds in ggml's order, then reduced as hsum8. The integer
-// lane sums of a super-block of 256 (kLanes) follow the AVX2 register
-// layout: lane l gathers, from every 32-element chunk, the 4 elements at
-// 4l..4l+3, each chunk's group weighted by its sub-block scale.
+// copies the arithmetic llama.cpp's CPU backend runs for its type on x86:
+// the activations are quantized to the weight's dot type
+// (tensor.DType.DotType: Q8_0, Q8_1 or Q8_K) and integer products are
+// summed exactly; then
+//   - for Q3_K, Q5_K, Q6_K, IQ4_XS, Q4_1, Q5_0 and Q5_1, ggml's AVX2
+//     vec_dot: 8 int32 lanes scaled and accumulated in 8 float32 lanes with
+//     fused multiply-adds in ggml's order, reduced as hsum8 (the integer lane
+//     sums of a super-block of 256, kLanes, follow the AVX2 register layout:
+//     lane l gathers, from every 32-element chunk, the 4 elements at
+//     4l..4l+3, each chunk's group weighted by its sub-block scale);
+//   - for Q4_K, Q2_K and IQ4_NL, which llama.cpp repacks into interleaved
+//     8-row blocks, its repacked kernels: one integer sum per block (or per
+//     group of it, for the tokens a batch takes in fours: weightKernel.gemm)
+//     scaled by one fused multiply-add.
 
 // actQuant holds activations [T, K] quantized to a dot type.
 type actQuant struct {
