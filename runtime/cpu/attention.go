@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 	"unsafe"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
@@ -13,9 +12,6 @@ import (
 // attnChunk is the number of key positions the score kernels compute at
 // once, one per lane.
 const attnChunk = 16
-
-// attnFastExact is whether attentionFast computes attentionRef's order.
-const attnFastExact = false
 
 // kvPages is the backend's KV cache, reserved once by Reserve.
 //
@@ -92,7 +88,7 @@ func (p *program) attention(out []float32, op tensor.Op, b *exec.Batch) {
 	p.writeKV(op, b)
 	p.visible = visibleRows(p.visible, op.Attn, b)
 	switch {
-	case useSIMD && attnFastExact:
+	case useSIMD:
 		p.attentionFast(out, op, b)
 	case p.b.cache.codec != nil:
 		p.attentionCodedRef(out, op, b)
@@ -262,29 +258,38 @@ func (p *program) attentionCodedRef(out []float32, op tensor.Op, b *exec.Batch) 
 	})
 }
 
-// scoreArgs is the argument block of attnScores4 and attnScores1 (the
-// assembly reads its fields at fixed offsets: keep the layout).
+// scoreArgs is the argument block of attnScores (the assembly reads its
+// fields at fixed offsets: keep the layout). The kernel computes 4 (query,
+// chunk) pairs at a time: pairs 0 and 1 take q[0], pairs 2 and 3 q[1]; at
+// chunk step c, pair p scores chunk c+pchunk[p] into out[p].
 type scoreArgs struct {
-	q       [4]unsafe.Pointer // query vectors [hd]
-	out     [4]unsafe.Pointer // scores [nc*attnChunk]
+	q       [2]unsafe.Pointer // query vectors [hd]
+	out     [4]unsafe.Pointer // scores by pair [nc*attnChunk]
+	pchunk  [4]int            // chunk of each pair, from the step's first
 	k       unsafe.Pointer    // K base
 	koffs   *int              // [nc] float offset from k of chunk c's first key element
-	nc      int               // chunks
+	nc      int               // chunks, a multiple of cstep
+	cstep   int               // chunks per step (2 or 4)
 	kstride uintptr           // bytes from one key dimension of a chunk to the next
-	hd      int               // head dimension
+	steps   int               // hd / 64
+	rest    int               // hd % 64
 	scale   float32
 }
 
-// valueArgs is the argument block of the attnValues kernels (the assembly
-// reads its fields at fixed offsets: keep the layout).
+// valueArgs is the argument block of the value kernels (the assembly reads
+// its fields at fixed offsets: keep the layout). attnValues4q takes 4 query
+// vectors, attnValues2q 2, attnValues4 and attnValues1 the first.
 type valueArgs struct {
-	w      [4]unsafe.Pointer // softmax weights by position
-	o      [4]unsafe.Pointer // outputs: the dims of this call
-	v      unsafe.Pointer    // V base, at the dims of this call
-	voffs  *int              // [chunks] float offset from v of chunk c's first row
-	vrow   uintptr           // bytes between the rows of one chunk
-	j0, j1 int               // positions [j0, j1)
-	mask   uint64            // one-vector kernels: the lanes (dims) to compute
+	w          [4]unsafe.Pointer // softmax weights by position
+	acc        [4]unsafe.Pointer // class accumulators of the call's first dim vector
+	n          [4]int            // positions [0, n)
+	v          unsafe.Pointer    // V base, at the dims of this call
+	voffs      *int              // [chunks] float offset from v of chunk c's first row
+	vrow       uintptr           // bytes between the rows of one chunk
+	nmin, nmax int               // the smallest and largest n
+	phases     int               // 1 (classes j%16) or 4 (classes j%64)
+	accStride  uintptr           // bytes from one dim vector's accumulators to the next
+	mask       uint64            // attnValues1: the lanes (dims) to compute
 }
 
 // attnTile is up to a few rows of one sequence whose query heads attend
@@ -294,6 +299,7 @@ type attnTile struct{ t0, t1, n int }
 // attnScratch is one worker's attention scratch, grown as needed.
 type attnScratch struct {
 	scores       []float32 // [4][stride]
+	acc          []float32 // value class accumulators [4][ceil(hd/16)][classes][16]
 	koffs, voffs []int     // [chunks]
 	ks, vs, rows []float32 // coded pages: K [chunks][hd][attnChunk], V [positions][hd], one block's K rows
 }
@@ -306,19 +312,26 @@ type attnTask struct {
 	a      tensor.AttentionArgs
 	q, out []float32
 	tiles  []attnTile
+	batch  bool // two rows or more: ggml's tinyBLAS order for the values
 }
 
-// attentionFast is attention with the AVX-512 kernels, bit for bit the
-// reference loops. Rows of one sequence are grouped in tiles of up to 4
-// query vectors per KV head (rows x the heads sharing it); a work item is
-// one (KV head, tile) pair, whose key and value rows are read once for all
-// its query vectors, 16 positions at a time (located through the block
-// table). Scratch is per worker and O(positions): scores of at most 4 query
-// vectors, and for encoded pages one KV head's decoded K and V.
+// attentionFast is attention with the AVX-512 kernels, bit for bit
+// attentionRef (f32 pages) and attentionCodedRef (encoded pages, decoded
+// into float scratch first). Rows of one sequence are grouped in tiles of
+// up to 4 query vectors per KV head (rows x the heads sharing it); a work
+// item is one (KV head, tile) pair. Its key rows are scored for two query
+// vectors at a time, 16 positions a vector (located through the block
+// table), in dotVecF32's order; softmaxV normalises each query vector's
+// scores; the value kernels then read each V row once for up to 4 query
+// vectors, keeping one fma chain per position class (attnValues' j%16 or
+// j%64) and dim, which attnReduce folds in reduce16's or reduce4x16's
+// order. Scratch is per worker and O(positions): scores of 4 query
+// vectors, their value class accumulators, and for encoded pages one KV
+// head's decoded K and V.
 func (p *program) attentionFast(out []float32, op tensor.Op, b *exec.Batch) {
 	t := &p.attn
 	a := op.Attn
-	*t = attnTask{p: p, b: b, a: a, q: p.f32[op.Args[0].ID], out: out, tiles: t.tiles[:0]}
+	*t = attnTask{p: p, b: b, a: a, q: p.f32[op.Args[0].ID], out: out, tiles: t.tiles[:0], batch: op.Out.Rows() >= 2}
 	rows := max(1, 4/(a.Heads/a.KVHeads))
 	T, work := op.Out.Rows(), 0
 	for r := 0; r < T; {
@@ -368,11 +381,17 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 	hd, group, qd := a.HeadDim, a.Heads/a.KVHeads, a.Heads*a.HeadDim
 	kvd, bt := l.KVDim, l.BlockTokens
 	nc := (tile.n + attnChunk - 1) / attnChunk
-	ncPad := (nc + 3) &^ 3 // attnScores1 takes 4 chunks at a time
+	ncPad := (nc + 3) &^ 3 // attnScores takes 2 or 4 chunks at a time
 	stride := ncPad * attnChunk
 	table := t.b.Tables[t.b.RowSeq[tile.t0]]
 	w.koffs, w.voffs = grow(w.koffs, ncPad), grow(w.voffs, ncPad)
 	w.scores = grow(w.scores, 4*stride)
+	classes, phases := 16, 1
+	if !t.batch {
+		classes, phases = 64, 4
+	}
+	nvec := (hd + 15) / 16
+	w.acc = grow(w.acc, 4*nvec*classes*16)
 
 	var kbase, vbase unsafe.Pointer
 	var kstride, vrow uintptr
@@ -399,62 +418,65 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 	}
 
 	nq := (tile.t1 - tile.t0) * group
+	accN := nvec * classes * 16
 	for v0 := 0; v0 < nq; v0 += 4 {
 		m := min(4, nq-v0)
-		sa := scoreArgs{k: kbase, koffs: &w.koffs[0], nc: ncPad, kstride: kstride, hd: hd, scale: a.Scale}
-		va := valueArgs{voffs: &w.voffs[0], vrow: vrow}
 		var qoff, ns [4]int
-		for u := range 4 {
-			v := v0 + min(u, m-1) // fewer than 4: repeat the last one
+		for u := range m {
+			v := v0 + u
 			row, h := tile.t0+v/group, kvh*group+v%group
 			qoff[u], ns[u] = row*qd+h*hd, t.p.visible[row]
-			sc := unsafe.Pointer(&w.scores[min(u, m-1)*stride])
-			sa.q[u], sa.out[u], va.w[u] = unsafe.Pointer(&t.q[qoff[u]]), sc, sc
 		}
-		if m == 1 {
-			attnScores1(&sa)
-		} else {
-			attnScores4(&sa)
+		for u0 := 0; u0 < m; u0 += 2 {
+			sa := scoreArgs{k: kbase, koffs: &w.koffs[0], nc: ncPad, kstride: kstride, steps: hd / 64, rest: hd % 64, scale: a.Scale}
+			sc0 := unsafe.Pointer(&w.scores[u0*stride])
+			q0 := unsafe.Pointer(&t.q[qoff[u0]])
+			if m-u0 >= 2 {
+				sc1 := unsafe.Pointer(&w.scores[(u0+1)*stride])
+				sa.q = [2]unsafe.Pointer{q0, unsafe.Pointer(&t.q[qoff[u0+1]])}
+				sa.out, sa.pchunk, sa.cstep = [4]unsafe.Pointer{sc0, sc0, sc1, sc1}, [4]int{0, 1, 0, 1}, 2
+			} else {
+				sa.q = [2]unsafe.Pointer{q0, q0}
+				sa.out, sa.pchunk, sa.cstep = [4]unsafe.Pointer{sc0, sc0, sc0, sc0}, [4]int{0, 1, 2, 3}, 4
+			}
+			attnScores(&sa)
 		}
-		nmin := ns[0]
-		for u := range m {
-			softmaxFast(w.scores[u*stride : u*stride+ns[u]])
-			clear(t.out[qoff[u] : qoff[u]+hd])
-			nmin = min(nmin, ns[u])
+		va := valueArgs{voffs: &w.voffs[0], vrow: vrow, phases: phases, accStride: uintptr(64 * classes), nmin: ns[0]}
+		for u := range 4 {
+			x := min(u, m-1) // fewer than 4: repeat the last one
+			va.w[u], va.n[u] = unsafe.Pointer(&w.scores[x*stride]), ns[x]
+			if u < m {
+				softmaxV(&w.scores[u*stride], ns[u])
+			}
+			va.nmin, va.nmax = min(va.nmin, ns[x]), max(va.nmax, ns[x])
 		}
 		for d0 := 0; d0 < hd; {
-			dims := min(64, hd-d0)
-			if dims < 64 {
-				dims = min(16, dims)
-			}
 			va.v = unsafe.Add(vbase, 4*d0)
-			va.mask = 1<<dims - 1
 			for u := range 4 {
-				va.o[u] = unsafe.Pointer(&t.out[qoff[u]+d0])
+				va.acc[u] = unsafe.Pointer(&w.acc[min(u, m-1)*accN+d0*classes])
 			}
-			j0 := 0
-			if m > 1 {
-				// All query vectors together up to the shortest, then each alone.
-				va.j0, va.j1, j0 = 0, nmin, nmin
-				if dims == 64 {
-					attnValues4x4(&va)
-				} else {
-					attnValues4x1(&va)
+			if hd-d0 >= 64 {
+				switch m {
+				case 1:
+					attnValues4(&va)
+				case 2:
+					attnValues2q(&va)
+				default:
+					attnValues4q(&va)
 				}
+				d0 += 64
+				continue
 			}
+			va.mask = 1<<min(16, hd-d0) - 1
 			for u := range m {
-				if ns[u] <= j0 {
-					continue
-				}
 				one := va
-				one.w[0], one.o[0], one.j0, one.j1 = va.w[u], va.o[u], j0, ns[u]
-				if dims == 64 {
-					attnValues1x4(&one)
-				} else {
-					attnValues1x1(&one)
-				}
+				one.w[0], one.acc[0], one.n[0] = va.w[u], va.acc[u], va.n[u]
+				attnValues1(&one)
 			}
-			d0 += dims
+			d0 += 16
+		}
+		for u := range m {
+			attnReduce(&w.acc[u*accN], &t.out[qoff[u]], nvec, classes, 1<<(hd-16*(nvec-1))-1)
 		}
 	}
 }
@@ -481,24 +503,4 @@ func (t *attnTask) decode(w *attnScratch, table []int32, n, ncPad, kvh int) {
 			}
 		}
 	}
-}
-
-// softmaxFast is softmaxInPlace with the AVX-512 kernels, bit for bit: the
-// exponentials softmaxExp cannot guarantee are computed with math.Exp.
-func softmaxFast(s []float32) {
-	n := len(s)
-	m := maxF32(&s[0], n)
-	var sum float64
-	for i := 0; i < n; {
-		i += softmaxExp(&s[i], n-i, m, &sum)
-		if i == n {
-			break
-		}
-		for end := min(i+attnChunk, n); i < end; i++ {
-			e := float32(math.Exp(float64(s[i] - m)))
-			s[i] = e
-			sum += float64(e)
-		}
-	}
-	mulF32(&s[0], n, float32(1/sum))
 }

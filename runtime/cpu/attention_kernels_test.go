@@ -19,126 +19,44 @@ func needSIMD(t testing.TB) {
 	}
 }
 
-// expInputs are values of x = s - max that softmax exponentiates: the
-// whole range, the edges of softmaxExp's fast range and special values.
-func expInputs(rng *rand.Rand, n int) []float32 {
-	x := []float32{0, float32(math.Copysign(0, -1)), -87, -87.00001, -86.99999, -103.97, -103.972, -104, -104.0001,
-		-110, -1e30, float32(math.Inf(-1)), float32(math.NaN()), 88, -1e-30, -1.4e-45}
-	for len(x) < n {
-		switch rng.IntN(3) {
-		case 0:
-			x = append(x, -rng.Float32()*110)
-		case 1:
-			x = append(x, -rng.Float32()*2)
-		default:
-			x = append(x, -float32(math.Exp(rng.Float64()*-40)))
-		}
-	}
-	return x
-}
-
-// TestSoftmaxExp checks softmaxExp against float32(math.Exp(float64(x))) and
-// the float64 sum in order, bit for bit, and that it stops only where
-// it says it cannot be exact.
-func TestSoftmaxExp(t *testing.T) {
-	needSIMD(t)
-	rng := rand.New(rand.NewPCG(1, 2))
-	x := expInputs(rng, 1<<20)
-	// The kernel itself (not the fallback) handles ordinary values.
-	ord := make([]float32, 256)
-	for i := range ord {
-		ord[i] = -rng.Float32() * 20
-	}
-	var osum float64
-	if done := softmaxExp(&ord[0], len(ord), 0, &osum); done < 128 {
-		t.Errorf("softmaxExp did %d of 256 ordinary elements", done)
-	}
-	for start := 0; start < len(x); {
-		end := min(start+1+rng.IntN(200), len(x))
-		s := append([]float32(nil), x[start:end]...)
-		var sum, want float64
-		done := softmaxExp(&s[0], len(s), 0, &sum)
-		for i := range done {
-			e := float32(math.Exp(float64(x[start+i])))
-			want += float64(e)
-			if math.Float32bits(s[i]) != math.Float32bits(e) {
-				t.Fatalf("exp(%v) = %v (%#x), want %v (%#x)", x[start+i], s[i], math.Float32bits(s[i]), e, math.Float32bits(e))
-			}
-		}
-		if sum != want {
-			t.Fatalf("sum = %v, want %v", sum, want)
-		}
-		if done < len(s) {
-			if done%attnChunk != 0 {
-				t.Fatalf("stopped at %d", done)
-			}
-			bad := false
-			for _, v := range x[start+done : min(start+done+attnChunk, end)] {
-				bad = bad || v != v || v < -87 && v >= -104
-			}
-			if !bad {
-				t.Logf("stopped at a chunk without out-of-range values (a midpoint): %v", x[start+done:min(start+done+attnChunk, end)])
-			}
-			end = start + done + attnChunk
-		}
-		start = end
-	}
-}
-
-// TestSoftmaxExpExhaustive checks every float32 x in [-104, 0] (minutes;
-// set NINFER_EXHAUSTIVE=1).
-func TestSoftmaxExpExhaustive(t *testing.T) {
-	needSIMD(t)
-	if os.Getenv("NINFER_EXHAUSTIVE") == "" {
-		t.Skip("set NINFER_EXHAUSTIVE=1")
-	}
-	lo, hi := math.Float32bits(float32(math.Copysign(0, -1))), math.Float32bits(-104)
-	buf := make([]float32, 4096)
-	fallbacks := 0
-	for b := lo; b <= hi; b += uint32(len(buf)) {
-		n := min(len(buf), int(hi-b)+1)
-		for i := range n {
-			buf[i] = math.Float32frombits(b + uint32(i))
-		}
-		s := buf[:n]
-		for i := 0; i < n; {
-			var sum float64
-			done := softmaxExp(&s[i], n-i, 0, &sum)
-			for j := i; j < i+done; j++ {
-				x := math.Float32frombits(b + uint32(j))
-				if e := float32(math.Exp(float64(x))); math.Float32bits(e) != math.Float32bits(s[j]) {
-					t.Fatalf("exp(%v) = %v, want %v", x, s[j], e)
-				}
-			}
-			i += done
-			if i < n {
-				fallbacks++
-				i += attnChunk
-			}
-		}
-	}
-	t.Logf("%d chunks fell back", fallbacks)
-}
-
-// TestSoftmaxFast checks softmaxFast against softmaxInPlace, bit for bit.
+// TestSoftmaxFast checks softmaxV against softmaxInPlace, bit for bit, on
+// lengths around whole 16s and spreads out to where expfV underflows, and
+// on rows with ties, zeros and -Inf.
 func TestSoftmaxFast(t *testing.T) {
 	needSIMD(t)
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{1, 2, 15, 16, 17, 31, 33, 100, 512, 1000} {
-		for _, spread := range []float32{0.1, 5, 30, 120} {
+	check := func(s []float32, what string) {
+		t.Helper()
+		want := append([]float32(nil), s...)
+		softmaxInPlace(want)
+		softmaxV(&s[0], len(s))
+		for i := range s {
+			if math.Float32bits(s[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s n=%d: [%d] = %v, want %v", what, len(s), i, s[i], want[i])
+			}
+		}
+	}
+	for _, n := range []int{1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 512, 1000, 4097} {
+		for _, spread := range []float32{0.1, 5, 30, 120, 1e4} {
 			s := make([]float32, n)
 			for i := range s {
 				s[i] = float32(rng.NormFloat64()) * spread
 			}
-			want := append([]float32(nil), s...)
-			softmaxInPlace(want)
-			softmaxFast(s)
-			for i := range s {
-				if math.Float32bits(s[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("n=%d spread=%v: [%d] = %v, want %v", n, spread, i, s[i], want[i])
-				}
+			check(s, fmt.Sprintf("spread=%v", spread))
+		}
+		s := make([]float32, n)
+		for i := range s {
+			switch rng.IntN(4) {
+			case 0:
+				s[i] = float32(math.Inf(-1))
+			case 1:
+				s[i] = float32(math.Copysign(0, -1))
+			case 2:
+				s[i] = -87 - rng.Float32()*20
 			}
 		}
+		s[rng.IntN(n)] = 0
+		check(s, "special")
 	}
 }
 
@@ -299,6 +217,53 @@ func TestAttentionFastMatchesRef(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAttentionFastPositions checks the AVX-512 attention against the
+// reference loops bit for bit for every head dimension the kernels treat
+// differently (no whole 64, whole 64s, 64s and a rest), visible positions
+// around multiples of 16 and 64 up to 300, one row (the single-row value
+// order) and batches of rows (tinyBLAS's), GQA groups of 1, 2 and 4 (odd
+// and even query vectors per tile), f32 and int8-g64 pages.
+func TestAttentionFastPositions(t *testing.T) {
+	needSIMD(t)
+	ns := []int{1, 2, 15, 16, 17, 33, 63, 64, 65, 100, 127, 128, 129, 191, 257, 300}
+	if testing.Short() {
+		ns = []int{1, 17, 64, 129, 300}
+	}
+	type shape struct{ heads, kvHeads, hd int }
+	shapes := []shape{{4, 4, 16}, {4, 2, 64}, {8, 2, 128}, {2, 2, 256}, {6, 2, 80}, {3, 1, 24}}
+	for _, sh := range shapes {
+		for _, dtype := range []string{"f32", "int8-g64"} {
+			if dtype != "f32" && sh.hd%64 != 0 {
+				continue
+			}
+			for _, n := range ns {
+				rows := []int{1, 3}
+				if n >= 6 {
+					rows = append(rows, 6)
+				}
+				for _, r := range rows {
+					if r > n {
+						continue
+					}
+					c := attnCase{heads: sh.heads, kvHeads: sh.kvHeads, hd: sh.hd, bt: 16, dtype: dtype, seqs: [][2]int{{n - r, r}}}
+					if r == 3 {
+						// a second sequence in the batch, with a single row
+						c.seqs = append(c.seqs, [2]int{n/2 + 1, 1})
+						c.bt = 32
+					}
+					want := runAttention(t, c, false, 1)
+					got := runAttention(t, c, true, 2)
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("heads %d/%d hd %d %s seqs %v: out[%d] = %v, want %v", sh.heads, sh.kvHeads, sh.hd, dtype, c.seqs, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
 	}
 }
 

@@ -3,31 +3,19 @@ package cpu
 // Attention kernels in attn_amd64.s; they need the features hasAVX512 checks.
 
 //go:noescape
-func attnScores4(a *scoreArgs)
+func attnScores(a *scoreArgs)
 
 //go:noescape
-func attnScores1(a *scoreArgs)
+func softmaxV(s *float32, n int)
 
 //go:noescape
-func attnValues4x4(a *valueArgs)
+func attnValues4(a *valueArgs)
 
 //go:noescape
-func attnValues1x4(a *valueArgs)
+func attnValues1(a *valueArgs)
 
 //go:noescape
-func attnValues4x1(a *valueArgs)
-
-//go:noescape
-func attnValues1x1(a *valueArgs)
-
-//go:noescape
-func softmaxExp(s *float32, n int, m float32, sum *float64) int
-
-//go:noescape
-func maxF32(s *float32, n int) float32
-
-//go:noescape
-func mulF32(s *float32, n int, c float32)
+func attnReduce(acc, out *float32, nvec, classes int, mask uint64)
 
 //go:noescape
 func swigluV16(out, gate, up *float32, n16 int)
@@ -43,3 +31,9 @@ func sumSquares(x *float32, n int) float64
 
 //go:noescape
 func scaleMul(dst, x, w *float32, n int, s float32)
+
+//go:noescape
+func attnValues4q(a *valueArgs)
+
+//go:noescape
+func attnValues2q(a *valueArgs)

@@ -1,636 +1,20 @@
 #include "textflag.h"
 #include "lanes_amd64.h"
 
-// AVX-512 attention kernels (see attention.go). Each computes every output
-// with the same sequence of float32 operations as the reference loops:
-//   - scores: 16 key positions in 16 lanes; per lane one sequential chain
-//     s = fma(q[i], k[i], s) over the head dimension, then s * scale;
-//   - values: 16 head dimensions in 16 lanes; per lane o += w_j * v_j
-//     (a rounded multiply, then an add) over positions j in order;
-//   - softmax: exp(x) as float32(math.Exp(float64(x))), the float64 sum in
-//     index order, then one float32 multiply by float32(1/sum).
-
-// Argument blocks (struct offsets; see scoreArgs and valueArgs in attention.go).
-#define SA_Q 0
-#define SA_OUT 32
-#define SA_K 64
-#define SA_KOFFS 72
-#define SA_NC 80
-#define SA_KSTRIDE 88
-#define SA_HD 96
-#define SA_SCALE 104
-
-#define VA_W 0
-#define VA_O 32
-#define VA_V 64
-#define VA_VOFFS 72
-#define VA_VROW 80
-#define VA_J0 88
-#define VA_J1 96
-#define VA_MASK 104
-
-// func attnScores4(a *scoreArgs)
-// For the 4 query vectors a.q[v] and chunks c < a.nc (a multiple of 2) of 16
-// key positions whose dimension i lies at a.k + 4*a.koffs[c] + i*a.kstride:
-// a.out[v][16c+l] = chain(q_v, k lane l) * a.scale.
-TEXT ·attnScores4(SB), NOSPLIT, $0-8
-	MOVQ a+0(FP), BX
-	MOVQ SA_Q+0(BX), R8
-	MOVQ SA_Q+8(BX), R9
-	MOVQ SA_Q+16(BX), R10
-	MOVQ SA_Q+24(BX), R11
-	MOVQ SA_K(BX), SI
-	MOVQ SA_KOFFS(BX), DI
-	MOVQ SA_KSTRIDE(BX), DX
-	VBROADCASTSS SA_SCALE(BX), Z31
-	XORQ CX, CX
-
-s4chunk:
-	CMPQ CX, SA_NC(BX)
-	JGE  s4done
-	MOVQ (DI)(CX*8), R12
-	LEAQ (SI)(R12*4), R12
-	MOVQ 8(DI)(CX*8), R13
-	LEAQ (SI)(R13*4), R13
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	XORQ AX, AX
-	MOVQ SA_HD(BX), R14
-
-s4dim:
-	VMOVUPS      (R12), Z8
-	VMOVUPS      (R13), Z9
-	VBROADCASTSS (R8)(AX*4), Z10
-	VBROADCASTSS (R9)(AX*4), Z11
-	VBROADCASTSS (R10)(AX*4), Z12
-	VBROADCASTSS (R11)(AX*4), Z13
-	VFMADD231PS  Z10, Z8, Z0
-	VFMADD231PS  Z10, Z9, Z1
-	VFMADD231PS  Z11, Z8, Z2
-	VFMADD231PS  Z11, Z9, Z3
-	VFMADD231PS  Z12, Z8, Z4
-	VFMADD231PS  Z12, Z9, Z5
-	VFMADD231PS  Z13, Z8, Z6
-	VFMADD231PS  Z13, Z9, Z7
-	ADDQ DX, R12
-	ADDQ DX, R13
-	INCQ AX
-	CMPQ AX, R14
-	JLT  s4dim
-
-	VMULPS Z31, Z0, Z0
-	VMULPS Z31, Z1, Z1
-	VMULPS Z31, Z2, Z2
-	VMULPS Z31, Z3, Z3
-	VMULPS Z31, Z4, Z4
-	VMULPS Z31, Z5, Z5
-	VMULPS Z31, Z6, Z6
-	VMULPS Z31, Z7, Z7
-	MOVQ    CX, R14
-	SHLQ    $6, R14
-	MOVQ    SA_OUT+0(BX), R12
-	VMOVUPS Z0, (R12)(R14*1)
-	VMOVUPS Z1, 64(R12)(R14*1)
-	MOVQ    SA_OUT+8(BX), R12
-	VMOVUPS Z2, (R12)(R14*1)
-	VMOVUPS Z3, 64(R12)(R14*1)
-	MOVQ    SA_OUT+16(BX), R12
-	VMOVUPS Z4, (R12)(R14*1)
-	VMOVUPS Z5, 64(R12)(R14*1)
-	MOVQ    SA_OUT+24(BX), R12
-	VMOVUPS Z6, (R12)(R14*1)
-	VMOVUPS Z7, 64(R12)(R14*1)
-	ADDQ    $2, CX
-	JMP     s4chunk
-
-s4done:
-	VZEROUPPER
-	RET
-
-// func attnScores1(a *scoreArgs)
-// attnScores4 for the one query vector a.q[0] (output a.out[0]), four
-// chunks at a time: a.nc must be a multiple of 4.
-TEXT ·attnScores1(SB), NOSPLIT, $0-8
-	MOVQ a+0(FP), BX
-	MOVQ SA_Q+0(BX), R8
-	MOVQ SA_OUT+0(BX), R9
-	MOVQ SA_K(BX), SI
-	MOVQ SA_KOFFS(BX), DI
-	MOVQ SA_KSTRIDE(BX), DX
-	VBROADCASTSS SA_SCALE(BX), Z31
-	XORQ CX, CX
-
-s1chunk:
-	CMPQ CX, SA_NC(BX)
-	JGE  s1done
-	MOVQ (DI)(CX*8), R10
-	LEAQ (SI)(R10*4), R10
-	MOVQ 8(DI)(CX*8), R11
-	LEAQ (SI)(R11*4), R11
-	MOVQ 16(DI)(CX*8), R12
-	LEAQ (SI)(R12*4), R12
-	MOVQ 24(DI)(CX*8), R13
-	LEAQ (SI)(R13*4), R13
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	XORQ AX, AX
-	MOVQ SA_HD(BX), R14
-
-s1dim:
-	VBROADCASTSS (R8)(AX*4), Z10
-	VFMADD231PS  (R10), Z10, Z0
-	VFMADD231PS  (R11), Z10, Z1
-	VFMADD231PS  (R12), Z10, Z2
-	VFMADD231PS  (R13), Z10, Z3
-	ADDQ DX, R10
-	ADDQ DX, R11
-	ADDQ DX, R12
-	ADDQ DX, R13
-	INCQ AX
-	CMPQ AX, R14
-	JLT  s1dim
-
-	VMULPS  Z31, Z0, Z0
-	VMULPS  Z31, Z1, Z1
-	VMULPS  Z31, Z2, Z2
-	VMULPS  Z31, Z3, Z3
-	MOVQ    CX, R14
-	SHLQ    $6, R14
-	VMOVUPS Z0, (R9)(R14*1)
-	VMOVUPS Z1, 64(R9)(R14*1)
-	VMOVUPS Z2, 128(R9)(R14*1)
-	VMOVUPS Z3, 192(R9)(R14*1)
-	ADDQ    $4, CX
-	JMP     s1chunk
-
-s1done:
-	VZEROUPPER
-	RET
-
-// VROW sets R12 to the V row of position AX: chunk AX/16 starts at
-// SI + 4*voffs[AX/16] (DI = voffs), rows are DX bytes apart. Clobbers R13.
-#define VROW \
-	MOVQ  AX, R12; \
-	SHRQ  $4, R12; \
-	MOVQ  (DI)(R12*8), R12; \
-	LEAQ  (SI)(R12*4), R12; \
-	MOVQ  AX, R13; \
-	ANDQ  $15, R13; \
-	IMULQ DX, R13; \
-	ADDQ  R13, R12
-
-// VSETUP loads the common arguments of the value kernels: SI = v,
-// DI = voffs, DX = vrow, AX = j0, CX = j1.
-#define VSETUP \
-	MOVQ VA_V(BX), SI; \
-	MOVQ VA_VOFFS(BX), DI; \
-	MOVQ VA_VROW(BX), DX; \
-	MOVQ VA_J0(BX), AX; \
-	MOVQ VA_J1(BX), CX
-
-// VACC adds w * v into acc (w broadcast in wreg, v in vreg; tmp clobbered).
-#define VACC(wreg, vreg, tmp, acc) \
-	VMULPS wreg, vreg, tmp; \
-	VADDPS tmp, acc, acc
-
-// func attnValues4x4(a *valueArgs)
-// For the 4 query vectors v < 4 and positions j in [a.j0, a.j1) in order:
-// a.o[v][d] += a.w[v][j] * V_j[d] for the 64 dims d at the row of position
-// j (chunk j/16 at a.v + 4*a.voffs[j/16], rows a.vrow bytes apart).
-TEXT ·attnValues4x4(SB), NOSPLIT, $0-8
-	MOVQ a+0(FP), BX
-	MOVQ VA_W+0(BX), R8
-	MOVQ VA_W+8(BX), R9
-	MOVQ VA_W+16(BX), R10
-	MOVQ VA_W+24(BX), R11
-	MOVQ VA_O+0(BX), R14
-	VMOVUPS (R14), Z0
-	VMOVUPS 64(R14), Z1
-	VMOVUPS 128(R14), Z2
-	VMOVUPS 192(R14), Z3
-	MOVQ VA_O+8(BX), R14
-	VMOVUPS (R14), Z4
-	VMOVUPS 64(R14), Z5
-	VMOVUPS 128(R14), Z6
-	VMOVUPS 192(R14), Z7
-	MOVQ VA_O+16(BX), R14
-	VMOVUPS (R14), Z8
-	VMOVUPS 64(R14), Z9
-	VMOVUPS 128(R14), Z10
-	VMOVUPS 192(R14), Z11
-	MOVQ VA_O+24(BX), R14
-	VMOVUPS (R14), Z12
-	VMOVUPS 64(R14), Z13
-	VMOVUPS 128(R14), Z14
-	VMOVUPS 192(R14), Z15
-	VSETUP
-	CMPQ AX, CX
-	JGE  v44done
-
-v44loop:
-	VROW
-	VMOVUPS (R12), Z16
-	VMOVUPS 64(R12), Z17
-	VMOVUPS 128(R12), Z18
-	VMOVUPS 192(R12), Z19
-	VBROADCASTSS (R8)(AX*4), Z20
-	VBROADCASTSS (R9)(AX*4), Z21
-	VBROADCASTSS (R10)(AX*4), Z22
-	VBROADCASTSS (R11)(AX*4), Z23
-	VACC(Z20, Z16, Z24, Z0)
-	VACC(Z20, Z17, Z25, Z1)
-	VACC(Z20, Z18, Z26, Z2)
-	VACC(Z20, Z19, Z27, Z3)
-	VACC(Z21, Z16, Z28, Z4)
-	VACC(Z21, Z17, Z29, Z5)
-	VACC(Z21, Z18, Z30, Z6)
-	VACC(Z21, Z19, Z31, Z7)
-	VACC(Z22, Z16, Z24, Z8)
-	VACC(Z22, Z17, Z25, Z9)
-	VACC(Z22, Z18, Z26, Z10)
-	VACC(Z22, Z19, Z27, Z11)
-	VACC(Z23, Z16, Z28, Z12)
-	VACC(Z23, Z17, Z29, Z13)
-	VACC(Z23, Z18, Z30, Z14)
-	VACC(Z23, Z19, Z31, Z15)
-	INCQ AX
-	CMPQ AX, CX
-	JLT  v44loop
-
-v44done:
-	MOVQ VA_O+0(BX), R14
-	VMOVUPS Z0, (R14)
-	VMOVUPS Z1, 64(R14)
-	VMOVUPS Z2, 128(R14)
-	VMOVUPS Z3, 192(R14)
-	MOVQ VA_O+8(BX), R14
-	VMOVUPS Z4, (R14)
-	VMOVUPS Z5, 64(R14)
-	VMOVUPS Z6, 128(R14)
-	VMOVUPS Z7, 192(R14)
-	MOVQ VA_O+16(BX), R14
-	VMOVUPS Z8, (R14)
-	VMOVUPS Z9, 64(R14)
-	VMOVUPS Z10, 128(R14)
-	VMOVUPS Z11, 192(R14)
-	MOVQ VA_O+24(BX), R14
-	VMOVUPS Z12, (R14)
-	VMOVUPS Z13, 64(R14)
-	VMOVUPS Z14, 128(R14)
-	VMOVUPS Z15, 192(R14)
-	VZEROUPPER
-	RET
-
-// func attnValues1x4(a *valueArgs)
-// attnValues4x4 for the one query vector a.w[0], a.o[0].
-TEXT ·attnValues1x4(SB), NOSPLIT, $0-8
-	MOVQ a+0(FP), BX
-	MOVQ VA_W+0(BX), R8
-	MOVQ VA_O+0(BX), R14
-	VMOVUPS (R14), Z0
-	VMOVUPS 64(R14), Z1
-	VMOVUPS 128(R14), Z2
-	VMOVUPS 192(R14), Z3
-	VSETUP
-	CMPQ AX, CX
-	JGE  v14done
-
-v14loop:
-	VROW
-	VBROADCASTSS (R8)(AX*4), Z20
-	VMULPS (R12), Z20, Z24
-	VADDPS Z24, Z0, Z0
-	VMULPS 64(R12), Z20, Z25
-	VADDPS Z25, Z1, Z1
-	VMULPS 128(R12), Z20, Z26
-	VADDPS Z26, Z2, Z2
-	VMULPS 192(R12), Z20, Z27
-	VADDPS Z27, Z3, Z3
-	INCQ AX
-	CMPQ AX, CX
-	JLT  v14loop
-
-v14done:
-	VMOVUPS Z0, (R14)
-	VMOVUPS Z1, 64(R14)
-	VMOVUPS Z2, 128(R14)
-	VMOVUPS Z3, 192(R14)
-	VZEROUPPER
-	RET
-
-// func attnValues4x1(a *valueArgs)
-// attnValues4x4 for the dims of one vector of 16 whose lanes a.mask selects.
-TEXT ·attnValues4x1(SB), NOSPLIT, $0-8
-	MOVQ a+0(FP), BX
-	MOVQ  VA_MASK(BX), R12
-	KMOVW R12, K1
-	MOVQ VA_W+0(BX), R8
-	MOVQ VA_W+8(BX), R9
-	MOVQ VA_W+16(BX), R10
-	MOVQ VA_W+24(BX), R11
-	MOVQ VA_O+0(BX), R14
-	VMOVUPS.Z (R14), K1, Z0
-	MOVQ VA_O+8(BX), R14
-	VMOVUPS.Z (R14), K1, Z1
-	MOVQ VA_O+16(BX), R14
-	VMOVUPS.Z (R14), K1, Z2
-	MOVQ VA_O+24(BX), R14
-	VMOVUPS.Z (R14), K1, Z3
-	VSETUP
-	CMPQ AX, CX
-	JGE  v41done
-
-v41loop:
-	VROW
-	VMOVUPS.Z    (R12), K1, Z16
-	VBROADCASTSS (R8)(AX*4), Z20
-	VBROADCASTSS (R9)(AX*4), Z21
-	VBROADCASTSS (R10)(AX*4), Z22
-	VBROADCASTSS (R11)(AX*4), Z23
-	VACC(Z20, Z16, Z24, Z0)
-	VACC(Z21, Z16, Z25, Z1)
-	VACC(Z22, Z16, Z26, Z2)
-	VACC(Z23, Z16, Z27, Z3)
-	INCQ AX
-	CMPQ AX, CX
-	JLT  v41loop
-
-v41done:
-	MOVQ VA_O+0(BX), R14
-	VMOVUPS Z0, K1, (R14)
-	MOVQ VA_O+8(BX), R14
-	VMOVUPS Z1, K1, (R14)
-	MOVQ VA_O+16(BX), R14
-	VMOVUPS Z2, K1, (R14)
-	MOVQ VA_O+24(BX), R14
-	VMOVUPS Z3, K1, (R14)
-	VZEROUPPER
-	RET
-
-// func attnValues1x1(a *valueArgs)
-// attnValues4x1 for the one query vector a.w[0], a.o[0].
-TEXT ·attnValues1x1(SB), NOSPLIT, $0-8
-	MOVQ a+0(FP), BX
-	MOVQ  VA_MASK(BX), R12
-	KMOVW R12, K1
-	MOVQ VA_W+0(BX), R8
-	MOVQ VA_O+0(BX), R14
-	VMOVUPS.Z (R14), K1, Z0
-	VSETUP
-	CMPQ AX, CX
-	JGE  v11done
-
-v11loop:
-	VROW
-	VMOVUPS.Z    (R12), K1, Z16
-	VBROADCASTSS (R8)(AX*4), Z20
-	VACC(Z20, Z16, Z24, Z0)
-	INCQ AX
-	CMPQ AX, CX
-	JLT  v11loop
-
-v11done:
-	VMOVUPS Z0, K1, (R14)
-	VZEROUPPER
-	RET
-
-// Constants of softmaxExp: the Taylor coefficients 1/j! of exp (j <= 11),
-// log2(e), ln(2) split in two, the midpoint test (see softmaxExp) and the
-// float32 range bounds.
-DATA expTab<>+0(SB)/8, $0x3ff0000000000000
-DATA expTab<>+8(SB)/8, $0x3ff0000000000000
-DATA expTab<>+16(SB)/8, $0x3fe0000000000000
-DATA expTab<>+24(SB)/8, $0x3fc5555555555555
-DATA expTab<>+32(SB)/8, $0x3fa5555555555555
-DATA expTab<>+40(SB)/8, $0x3f81111111111111
-DATA expTab<>+48(SB)/8, $0x3f56c16c16c16c17
-DATA expTab<>+56(SB)/8, $0x3f2a01a01a01a01a
-DATA expTab<>+64(SB)/8, $0x3efa01a01a01a01a
-DATA expTab<>+72(SB)/8, $0x3ec71de3a556c734
-DATA expTab<>+80(SB)/8, $0x3e927e4fb7789f5c
-DATA expTab<>+88(SB)/8, $0x3e5ae64567f544e4
-DATA expTab<>+96(SB)/8, $0x3ff71547652b82fe
-DATA expTab<>+104(SB)/8, $0x3fe62e42fee00000
-DATA expTab<>+112(SB)/8, $0x3dea39ef35793c76
-DATA expTab<>+120(SB)/8, $0x000000000ffff000
-DATA expTab<>+128(SB)/8, $0x000000001fffffff
-DATA expTab<>+136(SB)/8, $0x0000000000002000
-DATA expTab<>+144(SB)/4, $0xc2ae0000
-DATA expTab<>+148(SB)/4, $0x42b00000
-DATA expTab<>+152(SB)/4, $0xc2d00000
-DATA expTab<>+156(SB)/4, $0xff800000
-DATA expTab<>+160(SB)/4, $0xc2a00000
-DATA expTab<>+164(SB)/4, $0x42a00000
-GLOBL expTab<>(SB), RODATA|NOPTR, $168
-
-// EXPHALF computes y = exp(x) for the 8 float64 lanes of x (k, r, p are
-// scratch; p holds the result): k = round(x*log2e), r = x - k*ln2 (two
-// steps), p = the degree-11 Taylor polynomial of exp(r) by Horner's rule,
-// then p * 2^k. The relative error is below 2^-46.
-#define EXPHALF(x, k, r, p) \
-	VMULPD       Z30, x, k; \
-	VRNDSCALEPD  $0, k, k; \
-	VMOVAPD      x, r; \
-	VFNMADD231PD Z29, k, r; \
-	VFNMADD231PD Z28, k, r; \
-	VMOVAPD      Z21, p; \
-	VFMADD213PD  Z20, r, p; \
-	VFMADD213PD  Z19, r, p; \
-	VFMADD213PD  Z18, r, p; \
-	VFMADD213PD  Z17, r, p; \
-	VFMADD213PD  Z16, r, p; \
-	VFMADD213PD  Z15, r, p; \
-	VFMADD213PD  Z14, r, p; \
-	VFMADD213PD  Z13, r, p; \
-	VFMADD213PD  Z12, r, p; \
-	VFMADD213PD  Z11, r, p; \
-	VFMADD213PD  Z10, r, p; \
-	VSCALEFPD    k, p, p
-
-// MIDPOINT sets kdst to the lanes of the float64 values y whose float32
-// rounding is uncertain: the 29 bits below float32 precision lie within
-// 2^12 units of the rounding midpoint 2^28 (t clobbered).
-#define MIDPOINT(y, t, kdst) \
-	VPSUBQ  Z27, y, t; \
-	VPANDQ  Z26, t, t; \
-	VPCMPUQ $2, Z25, t, kdst
-
-// func softmaxExp(s *float32, n int, m float32, sum *float64) int
-// For chunks of 16 elements in order: s[i] = float32(math.Exp(float64(s[i]-m)))
-// and *sum += float64(s[i]) for each i in order. It stops before the first
-// chunk holding an element it cannot compute exactly that way (x = s[i]-m
-// NaN, outside [-87, 88] but not below -104, whose exp rounds to 0; or whose
-// float64 approximation lies too close to a float32 rounding midpoint) and
-// returns the number of elements done (n if all).
-TEXT ·softmaxExp(SB), NOSPLIT, $128-40
-	MOVQ s+0(FP), SI
-	MOVQ n+8(FP), CX
-	VBROADCASTSS m+16(FP), Z31
-	MOVQ sum+24(FP), DI
-	VMOVSD (DI), X9
-	VBROADCASTSD expTab<>+96(SB), Z30
-	VBROADCASTSD expTab<>+104(SB), Z29
-	VBROADCASTSD expTab<>+112(SB), Z28
-	VPBROADCASTQ expTab<>+120(SB), Z27
-	VPBROADCASTQ expTab<>+128(SB), Z26
-	VPBROADCASTQ expTab<>+136(SB), Z25
-	VBROADCASTSS expTab<>+144(SB), Z24
-	VBROADCASTSS expTab<>+148(SB), Z23
-	VBROADCASTSS expTab<>+152(SB), Z22
-	VBROADCASTSD expTab<>+88(SB), Z21
-	VBROADCASTSD expTab<>+80(SB), Z20
-	VBROADCASTSD expTab<>+72(SB), Z19
-	VBROADCASTSD expTab<>+64(SB), Z18
-	VBROADCASTSD expTab<>+56(SB), Z17
-	VBROADCASTSD expTab<>+48(SB), Z16
-	VBROADCASTSD expTab<>+40(SB), Z15
-	VBROADCASTSD expTab<>+32(SB), Z14
-	VBROADCASTSD expTab<>+24(SB), Z13
-	VBROADCASTSD expTab<>+16(SB), Z12
-	VBROADCASTSD expTab<>+8(SB), Z11
-	VBROADCASTSD expTab<>+0(SB), Z10
-	XORQ AX, AX
-
-sxloop:
-	MOVQ CX, DX
-	SUBQ AX, DX
-	JLE  sxdone
-	MOVL $0xffff, R8
-	CMPQ DX, $16
-	JGE  sxfull
-	MOVL  $1, R8
-	SHLXL DX, R8, R8
-	SUBL  $1, R8
-
-sxfull:
-	KMOVW R8, K1
-	VMOVUPS.Z (SI)(AX*4), K1, Z0
-	VSUBPS    Z31, Z0, Z0
-	VCMPPS    $0x1d, Z24, Z0, K2
-	VCMPPS    $0x12, Z23, Z0, K3
-	KANDW     K2, K3, K2
-	VCMPPS    $0x11, Z22, Z0, K3
-	VCVTPS2PD Y0, Z1
-	VEXTRACTF32X8 $1, Z0, Y2
-	VCVTPS2PD Y2, Z2
-	EXPHALF(Z1, Z3, Z5, Z7)
-	EXPHALF(Z2, Z4, Z6, Z8)
-	MIDPOINT(Z7, Z1, K4)
-	MIDPOINT(Z8, Z2, K5)
-	KUNPCKBW K4, K5, K4
-	VCVTPD2PS Z7, Y7
-	VCVTPD2PS Z8, Y8
-	VINSERTF32X8 $1, Y8, Z7, Z7
-	VXORPS    Z0, Z0, Z0
-	VMOVAPS   Z0, K3, Z7
-	// exact lanes: (in range and not near a midpoint) or below -104.
-	KANDNW    K2, K4, K2
-	KORW      K3, K2, K2
-	KANDNW    K1, K2, K5
-	KORTESTW  K5, K5
-	JNE       sxdone
-	VMOVUPS   Z7, K1, (SI)(AX*4)
-	VCVTPS2PD Y7, Z1
-	VEXTRACTF32X8 $1, Z7, Y2
-	VCVTPS2PD Y2, Z2
-	VMOVUPD   Z1, 0(SP)
-	VMOVUPD   Z2, 64(SP)
-	MOVQ      $16, R9
-	CMPQ      DX, R9
-	CMOVQLT   DX, R9
-	XORQ      R10, R10
-
-sxsum:
-	VADDSD (SP)(R10*8), X9, X9
-	INCQ   R10
-	CMPQ   R10, R9
-	JLT    sxsum
-	ADDQ   $16, AX
-	JMP    sxloop
-
-sxdone:
-	CMPQ    AX, CX
-	CMOVQGT CX, AX
-	VMOVSD  X9, (DI)
-	MOVQ    AX, ret+32(FP)
-	VZEROUPPER
-	RET
-
-// func maxF32(s *float32, n int) float32
-// The largest of s[:n] (n >= 1), as VMAXPS finds it.
-TEXT ·maxF32(SB), NOSPLIT, $0-20
-	MOVQ s+0(FP), SI
-	MOVQ n+8(FP), CX
-	VBROADCASTSS expTab<>+156(SB), Z0
-	VMOVAPS Z0, Z2
-	XORQ AX, AX
-	MOVQ CX, R9
-	ANDQ $-16, R9
-
-mxloop:
-	CMPQ   AX, R9
-	JGE    mxtail
-	VMAXPS (SI)(AX*4), Z0, Z0
-	ADDQ   $16, AX
-	JMP    mxloop
-
-mxtail:
-	CMPQ AX, CX
-	JGE  mxreduce
-	TAILMASK(R8)
-	VMOVUPS (SI)(AX*4), K1, Z2
-	VMAXPS  Z2, Z0, Z0
-
-mxreduce:
-	VEXTRACTF32X8 $1, Z0, Y1
-	VMAXPS        Y1, Y0, Y0
-	VEXTRACTF128  $1, Y0, X1
-	VMAXPS        X1, X0, X0
-	VMOVHLPS      X0, X0, X1
-	VMAXPS        X1, X0, X0
-	VMOVSHDUP     X0, X1
-	VMAXSS        X1, X0, X0
-	VMOVSS        X0, ret+16(FP)
-	VZEROUPPER
-	RET
-
-// func mulF32(s *float32, n int, c float32)
-// s[i] *= c for i < n.
-TEXT ·mulF32(SB), NOSPLIT, $0-20
-	MOVQ s+0(FP), SI
-	MOVQ n+8(FP), CX
-	VBROADCASTSS c+16(FP), Z1
-	XORQ AX, AX
-	MOVQ CX, R9
-	ANDQ $-16, R9
-
-mlloop:
-	CMPQ    AX, R9
-	JGE     mltail
-	VMULPS  (SI)(AX*4), Z1, Z0
-	VMOVUPS Z0, (SI)(AX*4)
-	ADDQ    $16, AX
-	JMP     mlloop
-
-mltail:
-	CMPQ AX, CX
-	JGE  mldone
-	TAILMASK(R8)
-	VMOVUPS.Z (SI)(AX*4), K1, Z0
-	VMULPS    Z1, Z0, Z0
-	VMOVUPS   Z0, K1, (SI)(AX*4)
-
-mldone:
-	VZEROUPPER
-	RET
+// AVX-512 attention kernels (see attention.go), bit for bit the reference's
+// order (attentionRef: dotVecF32, softmaxInPlace, attnValues), and the
+// other elementwise kernels.
+//   - scores: 16 key positions in 16 lanes; per lane dotVecF32's order:
+//     for each dimension residue r < 16 and accumulator k < 4, the fma
+//     chain over the steps of 64 of dimension 64s+16k+r, folded as
+//     (c0+c2)+(c1+c3) and reduced over r by reduce16's tree; then the
+//     dimensions past the last 64 as one fma chain, then * scale;
+//   - softmax: max, expfV per 16 (EXPFV), each 16's reduce16 added in
+//     float64 in order, then * float32(1/sum);
+//   - values: 16 head dimensions in 16 lanes; per position class (j%16 for
+//     a batch, j%64 for one row) one fma chain over its positions in order,
+//     stored per class; attnReduce then folds the classes as reduce16 or
+//     reduce4x16 do.
 
 // expfV's constants (kernels.go): the 1.5*2^23 shift, 1/ln2, ln2's low
 // and high parts, the |n| bound, the polynomial's p0..p4, 1 and +Inf.
@@ -693,6 +77,890 @@ GLOBL expfvTab<>(SB), RODATA|NOPTR, $52
 	VMOVAPS      Z31, Z5; \
 	VMOVAPS      Z18, K3, Z5; \
 	VMOVAPS      Z5, K2, res
+
+// Argument blocks (struct offsets; see scoreArgs and valueArgs in attention.go).
+#define SA_Q 0
+#define SA_OUT 16
+#define SA_PCHUNK 48
+#define SA_K 80
+#define SA_KOFFS 88
+#define SA_NC 96
+#define SA_CSTEP 104
+#define SA_KSTRIDE 112
+#define SA_STEPS 120
+#define SA_REST 128
+#define SA_SCALE 136
+
+#define VA_W 0
+#define VA_ACC 32
+#define VA_N 64
+#define VA_V 96
+#define VA_VOFFS 104
+#define VA_VROW 112
+#define VA_NMIN 120
+#define VA_NMAX 128
+#define VA_PHASES 136
+#define VA_ACCSTRIDE 144
+#define VA_MASK 152
+
+// The score kernel's 4 pairs p (query, chunk): K of pair p's chunk at
+// 8p(SP) (dimension i at +i*kstride), pairs 0 and 1 take query a.q[0],
+// pairs 2 and 3 a.q[1]. Per dimension residue r, the chains of pair p are
+// Z(4p+k), k < 4; tree partials are Z20+p, Z24+p, Z28+p.
+
+// SSTEP is one step of 64 dims for the 4 pairs: R8, R9 the queries at the
+// step's dim r, R10..R13 the pairs' K there, DX = 16 kstride, SI = 48 kstride.
+#define SSTEP \
+	VBROADCASTSS 0(R8), Z16; \
+	VBROADCASTSS 0(R9), Z17; \
+	VFMADD231PS  (R10), Z16, Z0; \
+	VFMADD231PS  (R11), Z16, Z4; \
+	VFMADD231PS  (R12), Z17, Z8; \
+	VFMADD231PS  (R13), Z17, Z12; \
+	VBROADCASTSS 64(R8), Z16; \
+	VBROADCASTSS 64(R9), Z17; \
+	VFMADD231PS  (R10)(DX*1), Z16, Z1; \
+	VFMADD231PS  (R11)(DX*1), Z16, Z5; \
+	VFMADD231PS  (R12)(DX*1), Z17, Z9; \
+	VFMADD231PS  (R13)(DX*1), Z17, Z13; \
+	VBROADCASTSS 128(R8), Z16; \
+	VBROADCASTSS 128(R9), Z17; \
+	VFMADD231PS  (R10)(DX*2), Z16, Z2; \
+	VFMADD231PS  (R11)(DX*2), Z16, Z6; \
+	VFMADD231PS  (R12)(DX*2), Z17, Z10; \
+	VFMADD231PS  (R13)(DX*2), Z17, Z14; \
+	VBROADCASTSS 192(R8), Z16; \
+	VBROADCASTSS 192(R9), Z17; \
+	VFMADD231PS  (R10)(SI*1), Z16, Z3; \
+	VFMADD231PS  (R11)(SI*1), Z16, Z7; \
+	VFMADD231PS  (R12)(SI*1), Z17, Z11; \
+	VFMADD231PS  (R13)(SI*1), Z17, Z15
+
+// SCHAIN(lbl, r) leaves in Z0, Z4, Z8, Z12 the 4 pairs' (c0+c2)+(c1+c3)
+// for dimension residue r, ck = the fma chain (from zero) over the steps s
+// of dim 64s+16k+r. DI = 64 kstride. Clobbers AX, R8..R14, Z0..Z17.
+#define SCHAIN(lbl, r) \
+	MOVQ   $r, R14; \
+	IMULQ  SA_KSTRIDE(BX), R14; \
+	MOVQ   0(SP), R10; \
+	ADDQ   R14, R10; \
+	MOVQ   8(SP), R11; \
+	ADDQ   R14, R11; \
+	MOVQ   16(SP), R12; \
+	ADDQ   R14, R12; \
+	MOVQ   24(SP), R13; \
+	ADDQ   R14, R13; \
+	MOVQ   SA_Q+0(BX), R8; \
+	ADDQ   $(4*r), R8; \
+	MOVQ   SA_Q+8(BX), R9; \
+	ADDQ   $(4*r), R9; \
+	MOVQ   SA_STEPS(BX), AX; \
+	VXORPS Z0, Z0, Z0; \
+	VXORPS Z1, Z1, Z1; \
+	VXORPS Z2, Z2, Z2; \
+	VXORPS Z3, Z3, Z3; \
+	VXORPS Z4, Z4, Z4; \
+	VXORPS Z5, Z5, Z5; \
+	VXORPS Z6, Z6, Z6; \
+	VXORPS Z7, Z7, Z7; \
+	VXORPS Z8, Z8, Z8; \
+	VXORPS Z9, Z9, Z9; \
+	VXORPS Z10, Z10, Z10; \
+	VXORPS Z11, Z11, Z11; \
+	VXORPS Z12, Z12, Z12; \
+	VXORPS Z13, Z13, Z13; \
+	VXORPS Z14, Z14, Z14; \
+	VXORPS Z15, Z15, Z15; \
+lbl: \
+	SSTEP; \
+	ADDQ   DI, R10; \
+	ADDQ   DI, R11; \
+	ADDQ   DI, R12; \
+	ADDQ   DI, R13; \
+	ADDQ   $256, R8; \
+	ADDQ   $256, R9; \
+	DECQ   AX; \
+	JNZ    lbl; \
+	VADDPS Z2, Z0, Z0; \
+	VADDPS Z3, Z1, Z1; \
+	VADDPS Z1, Z0, Z0; \
+	VADDPS Z6, Z4, Z4; \
+	VADDPS Z7, Z5, Z5; \
+	VADDPS Z5, Z4, Z4; \
+	VADDPS Z10, Z8, Z8; \
+	VADDPS Z11, Z9, Z9; \
+	VADDPS Z9, Z8, Z8; \
+	VADDPS Z14, Z12, Z12; \
+	VADDPS Z15, Z13, Z13; \
+	VADDPS Z13, Z12, Z12
+
+// TSET(a, b, c, d) sets the pairs' partial to SCHAIN's result; TADD adds
+// the result to it; TCOMB(a..d, e..h) adds partial e..h into a..d.
+#define TSET(a, b, c, d) \
+	VMOVAPS Z0, a; \
+	VMOVAPS Z4, b; \
+	VMOVAPS Z8, c; \
+	VMOVAPS Z12, d
+
+#define TADD(a, b, c, d) \
+	VADDPS Z0, a, a; \
+	VADDPS Z4, b, b; \
+	VADDPS Z8, c, c; \
+	VADDPS Z12, d, d
+
+#define TCOMB(a, b, c, d, e, f, g, h) \
+	VADDPS e, a, a; \
+	VADDPS f, b, b; \
+	VADDPS g, c, c; \
+	VADDPS h, d, d
+
+// The partials below: P1 = Z20..Z23, P2 = Z24..Z27, P3 = Z28..Z31.
+
+// SPAIRK(p) stores pair p's K base (a.k + 4*a.koffs[CX + a.pchunk[p]]) at 8p(SP).
+#define SPAIRK(p) \
+	MOVQ CX, R14; \
+	ADDQ SA_PCHUNK+(8*p)(BX), R14; \
+	MOVQ (R8)(R14*8), R14; \
+	LEAQ (R9)(R14*4), R14; \
+	MOVQ R14, (8*p)(SP)
+
+// SSTORE(p, z) stores pair p's 16 scores z at a.out[p] + 64*(CX + a.pchunk[p]).
+#define SSTORE(p, z) \
+	MOVQ    CX, R14; \
+	ADDQ    SA_PCHUNK+(8*p)(BX), R14; \
+	SHLQ    $6, R14; \
+	ADDQ    SA_OUT+(8*p)(BX), R14; \
+	VMOVUPS z, (R14)
+
+// func attnScores(a *scoreArgs)
+// For chunks c = 0, a.cstep, ... below a.nc and the 4 pairs p: a.out[p][16(c+a.pchunk[p]) + l]
+// = dotVecF32(K lane l, q) * a.scale, where K of chunk c' has dimension i
+// of its 16 positions at a.k + 4*a.koffs[c'] + i*a.kstride, q = a.q[p/2]
+// and hd = 64*a.steps + a.rest.
+TEXT ·attnScores(SB), NOSPLIT, $288-8
+	MOVQ a+0(FP), BX
+	XORQ CX, CX
+
+schunk:
+	CMPQ CX, SA_NC(BX)
+	JGE  sdone
+	MOVQ SA_KOFFS(BX), R8
+	MOVQ SA_K(BX), R9
+	SPAIRK(0)
+	SPAIRK(1)
+	SPAIRK(2)
+	SPAIRK(3)
+	MOVQ SA_KSTRIDE(BX), DX
+	SHLQ $4, DX
+	LEAQ (DX)(DX*2), SI
+	MOVQ DX, DI
+	SHLQ $2, DI
+	CMPQ SA_STEPS(BX), $0
+	JEQ  snotree
+
+	// reduce16 over r of u_r: ((u12+u4) + (u8+u0)) + ... in the order
+	// (T0 + T2) + (T1 + T3), T_i = (u_{12+i} + u_{4+i}) + (u_{8+i} + u_i).
+	SCHAIN(sr0, 0)
+	TSET(Z20, Z21, Z22, Z23)
+	SCHAIN(sr8, 8)
+	TADD(Z20, Z21, Z22, Z23)
+	SCHAIN(sr4, 4)
+	TSET(Z24, Z25, Z26, Z27)
+	SCHAIN(sr12, 12)
+	TADD(Z24, Z25, Z26, Z27)
+	TCOMB(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
+	SCHAIN(sr2, 2)
+	TSET(Z24, Z25, Z26, Z27)
+	SCHAIN(sr10, 10)
+	TADD(Z24, Z25, Z26, Z27)
+	SCHAIN(sr6, 6)
+	TSET(Z28, Z29, Z30, Z31)
+	SCHAIN(sr14, 14)
+	TADD(Z28, Z29, Z30, Z31)
+	TCOMB(Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
+	TCOMB(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
+	VMOVUPS Z20, 32(SP)
+	VMOVUPS Z21, 96(SP)
+	VMOVUPS Z22, 160(SP)
+	VMOVUPS Z23, 224(SP)
+	SCHAIN(sr1, 1)
+	TSET(Z20, Z21, Z22, Z23)
+	SCHAIN(sr9, 9)
+	TADD(Z20, Z21, Z22, Z23)
+	SCHAIN(sr5, 5)
+	TSET(Z24, Z25, Z26, Z27)
+	SCHAIN(sr13, 13)
+	TADD(Z24, Z25, Z26, Z27)
+	TCOMB(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
+	SCHAIN(sr3, 3)
+	TSET(Z24, Z25, Z26, Z27)
+	SCHAIN(sr11, 11)
+	TADD(Z24, Z25, Z26, Z27)
+	SCHAIN(sr7, 7)
+	TSET(Z28, Z29, Z30, Z31)
+	SCHAIN(sr15, 15)
+	TADD(Z28, Z29, Z30, Z31)
+	TCOMB(Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
+	TCOMB(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
+	VMOVUPS 32(SP), Z16
+	VADDPS  Z20, Z16, Z20
+	VMOVUPS 96(SP), Z16
+	VADDPS  Z21, Z16, Z21
+	VMOVUPS 160(SP), Z16
+	VADDPS  Z22, Z16, Z22
+	VMOVUPS 224(SP), Z16
+	VADDPS  Z23, Z16, Z23
+	JMP     srest
+
+snotree:
+	VXORPS Z20, Z20, Z20
+	VXORPS Z21, Z21, Z21
+	VXORPS Z22, Z22, Z22
+	VXORPS Z23, Z23, Z23
+
+srest:
+	// The dims from np = 64*steps on: one fma chain each.
+	MOVQ  SA_REST(BX), AX
+	TESTQ AX, AX
+	JEQ   sscale
+	MOVQ  SA_STEPS(BX), R14
+	SHLQ  $6, R14
+	MOVQ  SA_Q+0(BX), R8
+	LEAQ  (R8)(R14*4), R8
+	MOVQ  SA_Q+8(BX), R9
+	LEAQ  (R9)(R14*4), R9
+	MOVQ  SA_KSTRIDE(BX), DX
+	IMULQ DX, R14
+	MOVQ  0(SP), R10
+	ADDQ  R14, R10
+	MOVQ  8(SP), R11
+	ADDQ  R14, R11
+	MOVQ  16(SP), R12
+	ADDQ  R14, R12
+	MOVQ  24(SP), R13
+	ADDQ  R14, R13
+
+srestloop:
+	VBROADCASTSS (R8), Z16
+	VBROADCASTSS (R9), Z17
+	VFMADD231PS  (R10), Z16, Z20
+	VFMADD231PS  (R11), Z16, Z21
+	VFMADD231PS  (R12), Z17, Z22
+	VFMADD231PS  (R13), Z17, Z23
+	ADDQ         $4, R8
+	ADDQ         $4, R9
+	ADDQ         DX, R10
+	ADDQ         DX, R11
+	ADDQ         DX, R12
+	ADDQ         DX, R13
+	DECQ         AX
+	JNZ          srestloop
+
+sscale:
+	VBROADCASTSS SA_SCALE(BX), Z16
+	VMULPS       Z16, Z20, Z20
+	VMULPS       Z16, Z21, Z21
+	VMULPS       Z16, Z22, Z22
+	VMULPS       Z16, Z23, Z23
+	SSTORE(0, Z20)
+	SSTORE(1, Z21)
+	SSTORE(2, Z22)
+	SSTORE(3, Z23)
+	ADDQ SA_CSTEP(BX), CX
+	JMP  schunk
+
+sdone:
+	VZEROUPPER
+	RET
+
+// func softmaxV(s *float32, n int)
+// softmaxInPlace(s[:n]) (n >= 1), bit for bit.
+TEXT ·softmaxV(SB), NOSPLIT, $0-16
+	MOVQ s+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVL $0xff800000, AX
+	VPBROADCASTD AX, Z0
+	VMOVAPS Z0, Z8
+	XORQ AX, AX
+	MOVQ CX, R9
+	ANDQ $-16, R9
+
+smxloop:
+	CMPQ   AX, R9
+	JGE    smxtail
+	VMAXPS (SI)(AX*4), Z0, Z0
+	ADDQ   $16, AX
+	JMP    smxloop
+
+smxtail:
+	CMPQ AX, CX
+	JGE  smxreduce
+	TAILMASK(R8)
+	VMOVUPS (SI)(AX*4), K1, Z8
+	VMAXPS  Z8, Z0, Z0
+
+smxreduce:
+	VEXTRACTF32X8 $1, Z0, Y1
+	VMAXPS        Y1, Y0, Y0
+	VEXTRACTF128  $1, Y0, X1
+	VMAXPS        X1, X0, X0
+	VMOVHLPS      X0, X0, X1
+	VMAXPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VMAXSS        X1, X0, X0
+	VBROADCASTSS  X0, Z7
+
+	EXPFVSETUP
+	VPXORD Z18, Z18, Z18
+	VXORPD X11, X11, X11
+	XORQ   AX, AX
+
+sexloop:
+	CMPQ AX, CX
+	JGE  sexdone
+	MOVL $0xffff, R8
+	KMOVW R8, K1
+	MOVQ CX, DX
+	SUBQ AX, DX
+	CMPQ DX, $16
+	JGE  sexfull
+	TAILMASK(R8)
+
+sexfull:
+	VMOVUPS.Z     (SI)(AX*4), K1, Z0
+	VSUBPS        Z7, Z0, Z0
+	EXPFV(Z0, Z8)
+	VMOVAPS.Z     Z8, K1, Z8
+	VMOVUPS       Z8, K1, (SI)(AX*4)
+	VEXTRACTF32X8 $1, Z8, Y9
+	VADDPS        Y9, Y8, Y9
+	VEXTRACTF128  $1, Y9, X10
+	VADDPS        X10, X9, X9
+	VMOVHLPS      X9, X9, X10
+	VADDPS        X10, X9, X9
+	VMOVSHDUP     X9, X10
+	VADDSS        X10, X9, X9
+	VCVTSS2SD     X9, X9, X9
+	VADDSD        X9, X11, X11
+	ADDQ          $16, AX
+	JMP           sexloop
+
+sexdone:
+	MOVQ         $0x3ff0000000000000, R8
+	VMOVQ        R8, X12
+	VDIVSD       X11, X12, X12
+	VCVTSD2SS    X12, X12, X12
+	VBROADCASTSS X12, Z12
+	XORQ         AX, AX
+
+smlloop:
+	CMPQ    AX, R9
+	JGE     smltail
+	VMULPS  (SI)(AX*4), Z12, Z0
+	VMOVUPS Z0, (SI)(AX*4)
+	ADDQ    $16, AX
+	JMP     smlloop
+
+smltail:
+	CMPQ AX, CX
+	JGE  smldone
+	TAILMASK(R8)
+	VMOVUPS.Z (SI)(AX*4), K1, Z0
+	VMULPS    Z12, Z0, Z0
+	VMOVUPS   Z0, K1, (SI)(AX*4)
+
+smldone:
+	VZEROUPPER
+	RET
+
+// The value kernels: position j = 16m + r (chunk m, row r) is class
+// 16(m % phases) + r; its V row is at a.v + 4*a.voffs[m] + r*a.vrow, its
+// weight a.w[j]. A pass takes rows 4g..4g+3 (R8 = g) of the chunks
+// m = ph, ph+phases, ... (R9 = ph) with each class's chain in a register.
+
+// VPOS4(o0..o3, wd, a, b, c, d) fuses the row whose 4 dim vectors are o0..o3 (weight wd(R12))
+// into accumulators a..d (64 dims).
+#define VPOS4(o0, o1, o2, o3, wd, a, b, c, d) \
+	VBROADCASTSS wd(R12), Z16; \
+	VFMADD231PS  o0, Z16, a; \
+	VFMADD231PS  o1, Z16, b; \
+	VFMADD231PS  o2, Z16, c; \
+	VFMADD231PS  o3, Z16, d
+
+// VPOS1 is VPOS4 for one vector of dims, lanes K1.
+#define VPOS1(off, wd, a) \
+	VBROADCASTSS wd(R12), Z16; \
+	VFMADD231PS  off, Z16, K1, a
+
+// VCHUNK sets, for chunk R10 of pass (R8, R9): R13 = positions of the
+// pass's rows left (n - 16m - 4g; jumps to done if none), R12 = their
+// weights, R11 = the V row of row 4g. Clobbers R14.
+#define VCHUNK(done) \
+	MOVQ  R10, R11; \
+	SHLQ  $4, R11; \
+	LEAQ  (R11)(R8*4), R11; \
+	MOVQ  VA_N(BX), R13; \
+	SUBQ  R11, R13; \
+	JLE   done; \
+	MOVQ  VA_W(BX), R12; \
+	LEAQ  (R12)(R11*4), R12; \
+	MOVQ  VA_VOFFS(BX), R11; \
+	MOVQ  (R11)(R10*8), R11; \
+	MOVQ  VA_V(BX), R14; \
+	LEAQ  (R14)(R11*4), R11; \
+	MOVQ  R8, R14; \
+	SHLQ  $2, R14; \
+	IMULQ DX, R14; \
+	ADDQ  R14, R11
+
+// VACCP sets R14 to the accumulators of class 16ph + 4g (64 bytes a class).
+#define VACCP \
+	MOVQ R9, R14; \
+	SHLQ $4, R14; \
+	LEAQ (R14)(R8*4), R14; \
+	SHLQ $6, R14; \
+	ADDQ VA_ACC(BX), R14
+
+// func attnValues4(a *valueArgs)
+// For the 64 dims at a.v and each class c: a.acc + 64c + k*a.accStride
+// (dim vector k < 4) = the fma chain (from zero) of w_j * V_j over the
+// class's positions j < a.n in order.
+TEXT ·attnValues4(SB), NOSPLIT, $0-8
+	MOVQ a+0(FP), BX
+	MOVQ VA_VROW(BX), DX
+	LEAQ (DX)(DX*2), SI
+	MOVQ VA_ACCSTRIDE(BX), DI
+	XORQ R8, R8
+
+v4group:
+	XORQ R9, R9
+
+v4phase:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	VXORPS Z11, Z11, Z11
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	MOVQ   R9, R10
+
+v4chunk:
+	VCHUNK(v4store)
+	CMPQ R13, $4
+	JLT  v4part
+	VPOS4((R11), 64(R11), 128(R11), 192(R11), 0, Z0, Z1, Z2, Z3)
+	VPOS4((R11)(DX*1), 64(R11)(DX*1), 128(R11)(DX*1), 192(R11)(DX*1), 4, Z4, Z5, Z6, Z7)
+	VPOS4((R11)(DX*2), 64(R11)(DX*2), 128(R11)(DX*2), 192(R11)(DX*2), 8, Z8, Z9, Z10, Z11)
+	VPOS4((R11)(SI*1), 64(R11)(SI*1), 128(R11)(SI*1), 192(R11)(SI*1), 12, Z12, Z13, Z14, Z15)
+	ADDQ VA_PHASES(BX), R10
+	JMP  v4chunk
+
+v4part:
+	VPOS4((R11), 64(R11), 128(R11), 192(R11), 0, Z0, Z1, Z2, Z3)
+	CMPQ R13, $1
+	JEQ  v4store
+	VPOS4((R11)(DX*1), 64(R11)(DX*1), 128(R11)(DX*1), 192(R11)(DX*1), 4, Z4, Z5, Z6, Z7)
+	CMPQ R13, $2
+	JEQ  v4store
+	VPOS4((R11)(DX*2), 64(R11)(DX*2), 128(R11)(DX*2), 192(R11)(DX*2), 8, Z8, Z9, Z10, Z11)
+
+v4store:
+	VACCP
+	LEAQ    (DI)(DI*2), R11
+	VMOVUPS Z0, (R14)
+	VMOVUPS Z1, (R14)(DI*1)
+	VMOVUPS Z2, (R14)(DI*2)
+	VMOVUPS Z3, (R14)(R11*1)
+	VMOVUPS Z4, 64(R14)
+	VMOVUPS Z5, 64(R14)(DI*1)
+	VMOVUPS Z6, 64(R14)(DI*2)
+	VMOVUPS Z7, 64(R14)(R11*1)
+	VMOVUPS Z8, 128(R14)
+	VMOVUPS Z9, 128(R14)(DI*1)
+	VMOVUPS Z10, 128(R14)(DI*2)
+	VMOVUPS Z11, 128(R14)(R11*1)
+	VMOVUPS Z12, 192(R14)
+	VMOVUPS Z13, 192(R14)(DI*1)
+	VMOVUPS Z14, 192(R14)(DI*2)
+	VMOVUPS Z15, 192(R14)(R11*1)
+	INCQ    R9
+	CMPQ    R9, VA_PHASES(BX)
+	JLT     v4phase
+	INCQ    R8
+	CMPQ    R8, $4
+	JLT     v4group
+	VZEROUPPER
+	RET
+
+// func attnValues1(a *valueArgs)
+// attnValues4 for the one vector of dims at a.v whose lanes a.mask selects
+// (the others stay 0).
+TEXT ·attnValues1(SB), NOSPLIT, $0-8
+	MOVQ  a+0(FP), BX
+	MOVQ  VA_MASK(BX), R8
+	KMOVW R8, K1
+	MOVQ  VA_VROW(BX), DX
+	LEAQ  (DX)(DX*2), SI
+	XORQ  R8, R8
+
+v1group:
+	XORQ R9, R9
+
+v1phase:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	MOVQ   R9, R10
+
+v1chunk:
+	VCHUNK(v1store)
+	CMPQ R13, $4
+	JLT  v1part
+	VPOS1((R11), 0, Z0)
+	VPOS1((R11)(DX*1), 4, Z1)
+	VPOS1((R11)(DX*2), 8, Z2)
+	VPOS1((R11)(SI*1), 12, Z3)
+	ADDQ VA_PHASES(BX), R10
+	JMP  v1chunk
+
+v1part:
+	VPOS1((R11), 0, Z0)
+	CMPQ R13, $1
+	JEQ  v1store
+	VPOS1((R11)(DX*1), 4, Z1)
+	CMPQ R13, $2
+	JEQ  v1store
+	VPOS1((R11)(DX*2), 8, Z2)
+
+v1store:
+	VACCP
+	VMOVUPS Z0, (R14)
+	VMOVUPS Z1, 64(R14)
+	VMOVUPS Z2, 128(R14)
+	VMOVUPS Z3, 192(R14)
+	INCQ    R9
+	CMPQ    R9, VA_PHASES(BX)
+	JLT     v1phase
+	INCQ    R8
+	CMPQ    R8, $4
+	JLT     v1group
+	VZEROUPPER
+	RET
+
+// The multi-query value kernels: a pass takes rows R*g..R*g+R-1 (R8 = g)
+// of the chunks m = ph, ph+phases, ... (R9 = ph, R10 = m) for Q query
+// vectors (R*Q = 4), the V row in registers shared by the queries; query
+// u's weights a.w[u] (CX, AX, R13, R14), its positions below a.n[u], its
+// class accumulators at a.acc[u].
+
+// VQCHUNK(rowsh, done, slow) sets R12 = 16m + R*g (R = 1<<rowsh), jumps to
+// done if no query has positions there, sets R11 to the V row of row R*g
+// of chunk m and jumps to slow unless every query has all R rows.
+#define VQCHUNK(rowsh, done, slow) \
+	MOVQ  R8, R12; \
+	SHLQ  $rowsh, R12; \
+	MOVQ  R10, DI; \
+	SHLQ  $4, DI; \
+	ADDQ  DI, R12; \
+	MOVQ  VA_NMAX(BX), R11; \
+	SUBQ  R12, R11; \
+	JLE   done; \
+	MOVQ  VA_VOFFS(BX), R11; \
+	MOVQ  (R11)(R10*8), R11; \
+	MOVQ  VA_V(BX), DI; \
+	LEAQ  (DI)(R11*4), R11; \
+	MOVQ  R8, DI; \
+	SHLQ  $rowsh, DI; \
+	IMULQ DX, DI; \
+	ADDQ  DI, R11; \
+	MOVQ  VA_NMIN(BX), DI; \
+	SUBQ  R12, DI; \
+	CMPQ  DI, $(1<<rowsh); \
+	JLT   slow
+
+// VQSETUP loads the weights' pointers and DX = vrow.
+#define VQSETUP \
+	MOVQ a+0(FP), BX; \
+	MOVQ VA_W+0(BX), CX; \
+	MOVQ VA_W+8(BX), AX; \
+	MOVQ VA_W+16(BX), R13; \
+	MOVQ VA_W+24(BX), R14; \
+	MOVQ VA_VROW(BX), DX; \
+	XORQ R8, R8
+
+// VQSTORE(u, rowsh, disp, a, b, c, d) stores accumulators a..d (dim
+// vectors 0..3) of query u's class 16ph + R*g + disp/64.
+#define VQSTORE(u, rowsh, disp, a, b, c, d) \
+	MOVQ    R9, DI; \
+	SHLQ    $4, DI; \
+	MOVQ    R8, SI; \
+	SHLQ    $rowsh, SI; \
+	ADDQ    SI, DI; \
+	SHLQ    $6, DI; \
+	MOVQ    VA_ACC+(8*u)(BX), SI; \
+	ADDQ    DI, SI; \
+	MOVQ    VA_ACCSTRIDE(BX), DI; \
+	VMOVUPS a, disp(SI); \
+	VMOVUPS b, disp(SI)(DI*1); \
+	VMOVUPS c, disp(SI)(DI*2); \
+	ADDQ    DI, SI; \
+	VMOVUPS d, disp(SI)(DI*2)
+
+#define VZERO16 \
+	VXORPS Z0, Z0, Z0; \
+	VXORPS Z1, Z1, Z1; \
+	VXORPS Z2, Z2, Z2; \
+	VXORPS Z3, Z3, Z3; \
+	VXORPS Z4, Z4, Z4; \
+	VXORPS Z5, Z5, Z5; \
+	VXORPS Z6, Z6, Z6; \
+	VXORPS Z7, Z7, Z7; \
+	VXORPS Z8, Z8, Z8; \
+	VXORPS Z9, Z9, Z9; \
+	VXORPS Z10, Z10, Z10; \
+	VXORPS Z11, Z11, Z11; \
+	VXORPS Z12, Z12, Z12; \
+	VXORPS Z13, Z13, Z13; \
+	VXORPS Z14, Z14, Z14; \
+	VXORPS Z15, Z15, Z15
+
+// VROWLD(base, x0, x1, x2, x3) loads the 4 dim vectors of a V row.
+#define VROWLD(o0, o1, o2, o3, x0, x1, x2, x3) \
+	VMOVUPS o0, x0; \
+	VMOVUPS o1, x1; \
+	VMOVUPS o2, x2; \
+	VMOVUPS o3, x3
+
+// VQFMA(wp, wdisp, wz, x0..x3, a..d): a..d += x0..x3 * the weight at
+// wdisp(wp)(R12*4).
+#define VQFMA(wp, wdisp, wz, x0, x1, x2, x3, a, b, c, d) \
+	VBROADCASTSS wdisp(wp)(R12*4), wz; \
+	VFMADD231PS  x0, wz, a; \
+	VFMADD231PS  x1, wz, b; \
+	VFMADD231PS  x2, wz, c; \
+	VFMADD231PS  x3, wz, d
+
+// func attnValues4q(a *valueArgs)
+// attnValues4 for 4 query vectors, one row a pass.
+TEXT ·attnValues4q(SB), NOSPLIT, $0-8
+	VQSETUP
+
+vq4group:
+	XORQ R9, R9
+
+vq4phase:
+	VZERO16
+	MOVQ R9, R10
+
+vq4chunk:
+	VQCHUNK(0, vq4store, vq4slow)
+	VROWLD((R11), 64(R11), 128(R11), 192(R11), Z16, Z17, Z18, Z19)
+	VQFMA(CX, 0, Z20, Z16, Z17, Z18, Z19, Z0, Z1, Z2, Z3)
+	VQFMA(AX, 0, Z21, Z16, Z17, Z18, Z19, Z4, Z5, Z6, Z7)
+	VQFMA(R13, 0, Z22, Z16, Z17, Z18, Z19, Z8, Z9, Z10, Z11)
+	VQFMA(R14, 0, Z23, Z16, Z17, Z18, Z19, Z12, Z13, Z14, Z15)
+	ADDQ VA_PHASES(BX), R10
+	JMP  vq4chunk
+
+vq4slow:
+	VROWLD((R11), 64(R11), 128(R11), 192(R11), Z16, Z17, Z18, Z19)
+	CMPQ R12, VA_N+0(BX)
+	JGE  vq4s1
+	VQFMA(CX, 0, Z20, Z16, Z17, Z18, Z19, Z0, Z1, Z2, Z3)
+
+vq4s1:
+	CMPQ R12, VA_N+8(BX)
+	JGE  vq4s2
+	VQFMA(AX, 0, Z21, Z16, Z17, Z18, Z19, Z4, Z5, Z6, Z7)
+
+vq4s2:
+	CMPQ R12, VA_N+16(BX)
+	JGE  vq4s3
+	VQFMA(R13, 0, Z22, Z16, Z17, Z18, Z19, Z8, Z9, Z10, Z11)
+
+vq4s3:
+	CMPQ R12, VA_N+24(BX)
+	JGE  vq4snext
+	VQFMA(R14, 0, Z23, Z16, Z17, Z18, Z19, Z12, Z13, Z14, Z15)
+
+vq4snext:
+	ADDQ VA_PHASES(BX), R10
+	JMP  vq4chunk
+
+vq4store:
+	VQSTORE(0, 0, 0, Z0, Z1, Z2, Z3)
+	VQSTORE(1, 0, 0, Z4, Z5, Z6, Z7)
+	VQSTORE(2, 0, 0, Z8, Z9, Z10, Z11)
+	VQSTORE(3, 0, 0, Z12, Z13, Z14, Z15)
+	INCQ R9
+	CMPQ R9, VA_PHASES(BX)
+	JLT  vq4phase
+	INCQ R8
+	CMPQ R8, $16
+	JLT  vq4group
+	VZEROUPPER
+	RET
+
+// func attnValues2q(a *valueArgs)
+// attnValues4 for 2 query vectors, two rows a pass.
+TEXT ·attnValues2q(SB), NOSPLIT, $0-8
+	VQSETUP
+
+vq2group:
+	XORQ R9, R9
+
+vq2phase:
+	VZERO16
+	MOVQ R9, R10
+
+vq2chunk:
+	VQCHUNK(1, vq2store, vq2slow)
+	VROWLD((R11), 64(R11), 128(R11), 192(R11), Z16, Z17, Z18, Z19)
+	VROWLD((R11)(DX*1), 64(R11)(DX*1), 128(R11)(DX*1), 192(R11)(DX*1), Z24, Z25, Z26, Z27)
+	VQFMA(CX, 0, Z20, Z16, Z17, Z18, Z19, Z0, Z1, Z2, Z3)
+	VQFMA(AX, 0, Z21, Z16, Z17, Z18, Z19, Z4, Z5, Z6, Z7)
+	VQFMA(CX, 4, Z22, Z24, Z25, Z26, Z27, Z8, Z9, Z10, Z11)
+	VQFMA(AX, 4, Z23, Z24, Z25, Z26, Z27, Z12, Z13, Z14, Z15)
+	ADDQ VA_PHASES(BX), R10
+	JMP  vq2chunk
+
+vq2slow:
+	VROWLD((R11), 64(R11), 128(R11), 192(R11), Z16, Z17, Z18, Z19)
+	VROWLD((R11)(DX*1), 64(R11)(DX*1), 128(R11)(DX*1), 192(R11)(DX*1), Z24, Z25, Z26, Z27)
+	LEAQ 1(R12), SI
+	CMPQ R12, VA_N+0(BX)
+	JGE  vq2s1
+	VQFMA(CX, 0, Z20, Z16, Z17, Z18, Z19, Z0, Z1, Z2, Z3)
+
+vq2s1:
+	CMPQ R12, VA_N+8(BX)
+	JGE  vq2s2
+	VQFMA(AX, 0, Z21, Z16, Z17, Z18, Z19, Z4, Z5, Z6, Z7)
+
+vq2s2:
+	CMPQ SI, VA_N+0(BX)
+	JGE  vq2s3
+	VQFMA(CX, 4, Z22, Z24, Z25, Z26, Z27, Z8, Z9, Z10, Z11)
+
+vq2s3:
+	CMPQ SI, VA_N+8(BX)
+	JGE  vq2snext
+	VQFMA(AX, 4, Z23, Z24, Z25, Z26, Z27, Z12, Z13, Z14, Z15)
+
+vq2snext:
+	ADDQ VA_PHASES(BX), R10
+	JMP  vq2chunk
+
+vq2store:
+	VQSTORE(0, 1, 0, Z0, Z1, Z2, Z3)
+	VQSTORE(1, 1, 0, Z4, Z5, Z6, Z7)
+	VQSTORE(0, 1, 64, Z8, Z9, Z10, Z11)
+	VQSTORE(1, 1, 64, Z12, Z13, Z14, Z15)
+	INCQ R9
+	CMPQ R9, VA_PHASES(BX)
+	JLT  vq2phase
+	INCQ R8
+	CMPQ R8, $8
+	JLT  vq2group
+	VZEROUPPER
+	RET
+
+// RED16 reduces the 16 vectors Z0..Z15 as reduce16 reduces lanes, into Z0.
+#define RED16 \
+	VADDPS Z8, Z0, Z0; \
+	VADDPS Z9, Z1, Z1; \
+	VADDPS Z10, Z2, Z2; \
+	VADDPS Z11, Z3, Z3; \
+	VADDPS Z12, Z4, Z4; \
+	VADDPS Z13, Z5, Z5; \
+	VADDPS Z14, Z6, Z6; \
+	VADDPS Z15, Z7, Z7; \
+	VADDPS Z4, Z0, Z0; \
+	VADDPS Z5, Z1, Z1; \
+	VADDPS Z6, Z2, Z2; \
+	VADDPS Z7, Z3, Z3; \
+	VADDPS Z2, Z0, Z0; \
+	VADDPS Z3, Z1, Z1; \
+	VADDPS Z1, Z0, Z0
+
+// LD16(l, z) loads class l of the dim vector at SI into z.
+#define LD16(l, z) VMOVUPS (64*l)(SI), z
+
+// LD64(l, z) sets z to (C[l] + C[32+l]) + (C[16+l] + C[48+l]), the classes
+// of the dim vector at SI as reduce4x16 folds them (Z16 clobbered).
+#define LD64(l, z) \
+	VMOVUPS (64*l)(SI), z; \
+	VADDPS  (64*(32+l))(SI), z, z; \
+	VMOVUPS (64*(16+l))(SI), Z16; \
+	VADDPS  (64*(48+l))(SI), Z16, Z16; \
+	VADDPS  Z16, z, z
+
+#define LDALL(LD) \
+	LD(0, Z0); \
+	LD(1, Z1); \
+	LD(2, Z2); \
+	LD(3, Z3); \
+	LD(4, Z4); \
+	LD(5, Z5); \
+	LD(6, Z6); \
+	LD(7, Z7); \
+	LD(8, Z8); \
+	LD(9, Z9); \
+	LD(10, Z10); \
+	LD(11, Z11); \
+	LD(12, Z12); \
+	LD(13, Z13); \
+	LD(14, Z14); \
+	LD(15, Z15)
+
+// func attnReduce(acc, out *float32, nvec, classes int, mask uint64)
+// For each dim vector k < nvec (classes 16 or 64 at acc + 64*(k*classes + c)):
+// out[16k:16k+16] = reduce16 (16 classes) or reduce4x16 (64) of the
+// classes, lane by lane; the last vector's lanes by mask.
+TEXT ·attnReduce(SB), NOSPLIT, $0-40
+	MOVQ acc+0(FP), SI
+	MOVQ out+8(FP), DI
+	MOVQ nvec+16(FP), CX
+	MOVQ classes+24(FP), DX
+	MOVQ DX, R9
+	SHLQ $6, R9
+	KXNORW K1, K1, K1
+
+rdloop:
+	CMPQ  CX, $1
+	JNE   rdfull
+	MOVQ  mask+32(FP), AX
+	KMOVW AX, K1
+
+rdfull:
+	CMPQ DX, $64
+	JEQ  rd64
+	LDALL(LD16)
+	JMP  rdred
+
+rd64:
+	LDALL(LD64)
+
+rdred:
+	RED16
+	VMOVUPS Z0, K1, (DI)
+	ADDQ    R9, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     rdloop
+	VZEROUPPER
+	RET
 
 // func swigluV16(out, gate, up *float32, n16 int)
 // out[i] = siluV(gate[i]) * up[i] for i < 16*n16, bit for bit siluV's
