@@ -395,21 +395,3 @@ func bytesAsF32(b []byte) []float32 {
 	}
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
-
-// dotFMA returns sum(x[i]*y[i]) as one sequential chain of fused
-// multiply-adds: the order ggml's f32 dot product takes for rows shorter
-// than its SIMD step, which attention scores over small heads use.
-func dotFMA(x, y []float32) float32 {
-	if len(x) == 0 {
-		return 0
-	}
-	y = y[:len(x)]
-	if useSIMD {
-		return fmaChain(&x[0], &y[0], len(x))
-	}
-	var s float32
-	for i := range x {
-		s = fma32(x[i], y[i], s)
-	}
-	return s
-}

@@ -329,21 +329,6 @@ func TestFMA32(t *testing.T) {
 	}
 }
 
-// TestDotFMA checks the assembly FMA chain against fma32.
-func TestDotFMA(t *testing.T) {
-	r := rand.New(rand.NewPCG(15, 16))
-	for _, n := range []int{1, 2, 8, 128, 1000} {
-		x, y := randActivations(r, 1, n), randActivations(r, 1, n)
-		var want float32
-		for i := range x {
-			want = fma32(x[i], y[i], want)
-		}
-		if got := dotFMA(x, y); math.Float32bits(got) != math.Float32bits(want) {
-			t.Errorf("n=%d: dotFMA = %g, fma32 chain %g", n, got, want)
-		}
-	}
-}
-
 // TestElementwiseThreadInvariant checks that add, swiglu and rms_norm give
 // the same bits on one thread and split across three.
 func TestElementwiseThreadInvariant(t *testing.T) {

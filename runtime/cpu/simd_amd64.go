@@ -55,9 +55,6 @@ func cvtF16(dst *float32, src unsafe.Pointer, n int)
 func cvtBF16(dst *float32, src unsafe.Pointer, n int)
 
 //go:noescape
-func fmaChain(x, y *float32, n int) float32
-
-//go:noescape
 func q8PairToken(xu *byte, xd *float32, nb int, dst *byte)
 
 //go:noescape

@@ -616,26 +616,6 @@ cvtbf16done:
 	VZEROUPPER
 	RET
 
-// func fmaChain(x, y *float32, n int) float32
-// s = fma(x[i], y[i], s) for i < n in order, in float32: dotFMA.
-TEXT ·fmaChain(SB), NOSPLIT, $0-28
-	MOVQ   x+0(FP), SI
-	MOVQ   y+8(FP), DI
-	MOVQ   n+16(FP), CX
-	VXORPS X0, X0, X0
-	TESTQ  CX, CX
-	JEQ    fmachaindone
-fmachainloop:
-	VMOVSS      (SI), X1
-	VFMADD231SS (DI), X1, X0
-	ADDQ $4, SI
-	ADDQ $4, DI
-	DECQ CX
-	JNZ  fmachainloop
-fmachaindone:
-	VMOVSS X0, ret+24(FP)
-	RET
-
 // func q8PairToken(xu *byte, xd *float32, nb int, dst *byte)
 // Writes one token's nb blocks of Q8_0 activations (quants stored as x+128
 // at xu, 32 bytes per block; scales at xd) into the pair kernels' layout:

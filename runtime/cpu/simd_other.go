@@ -29,7 +29,6 @@ func q4Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Po
 }
 func cvtF16(dst *float32, src unsafe.Pointer, n int)       { panic("cpu: no simd kernels") }
 func cvtBF16(dst *float32, src unsafe.Pointer, n int)      { panic("cpu: no simd kernels") }
-func fmaChain(x, y *float32, n int) float32                { panic("cpu: no simd kernels") }
 func q8PairToken(xu *byte, xd *float32, nb int, dst *byte) { panic("cpu: no simd kernels") }
 func q8Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
