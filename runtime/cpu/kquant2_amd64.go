@@ -12,3 +12,6 @@ func iq4XSDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb in
 
 //go:noescape
 func q2KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+
+//go:noescape
+func q2KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)

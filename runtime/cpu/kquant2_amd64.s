@@ -3,7 +3,8 @@
 
 // AVX-512 (F, BW, VL; IQ4_XS also BMI2's PDEP) decode kernels for Q3_K,
 // IQ4_XS and Q2_K weights against Q8_K activations: 4 weight rows and one
-// token per call, bit for bit dotQ3K, dotIQ4XS and dotQ2K. As in
+// token per call, bit for bit dotQ3K, dotIQ4XS and dotQ2K, and for Q2_K
+// also one row and four tokens (dotQ2KGemm). As in
 // kquant_amd64.s, a super-block's weights are unpacked two 32-element
 // chunks per 512-bit register (chunk 2p in the low 256 bits, 2p+1 in the
 // high), multiplied with the signed activations by VPMADDUBSW (pairs of
@@ -11,10 +12,14 @@
 // sub-block scales, as words picked by VPERMW, with VPMADDWD; each int32
 // lane then holds the 4 products of one chunk at 4l..4l+3, and adding the
 // chunks' lanes and the two halves gives exactly kLanes. The float work is
-// the reference's, lane for lane: the super-block's d (and Q2_K's dmin) as
-// the float32 product of the activations' d and the fp16 weight scale, one
+// the reference's. Q3_K, IQ4_XS, lane for lane: the super-block's d as the
+// float32 product of the activations' d and the fp16 weight scale, one
 // fused multiply-add per lane and super-block in super-block order, and
-// hsum8 (HSUM8) at the end.
+// hsum8 (HSUM8) at the end. Q2_K (the order of ggml's repacked kernels):
+// the lanes are reduced to whole integer sums, of the super-block (one
+// token) or of each half of 128 elements (four tokens), and go into one
+// float lane per row or token for the scaled quants (acc) and one for the
+// mins (accm), the result acc - accm.
 
 // Word indices for VPERMW. kq16idx: chunk pair p takes scale 4p+w/8 for
 // word w (one scale per 16 elements: Q3_K, Q2_K); kq8idx: scale 2p+w/16
@@ -438,53 +443,74 @@ iq4done:
 	VZEROUPPER
 	RET
 
-// Q2KPAIR adds the scaled lanes of one chunk pair of a Q2_K super-block
-// into Z1: q holds the pair's 32 quant bytes in both halves, shift its
-// kq2shift counts. Needs Y25 = the scales as words, Z30 = 0x03 bytes;
-// clobbers Z8, Z9.
-#define Q2KPAIR(q, shift, act, idx) \
-	VPSRLVW    shift, q, Z8; \
-	VPANDQ     Z30, Z8, Z8; \
-	VPMADDUBSW act, Z8, Z8; \
-	VPERMW     Z25, idx, Z9; \
-	VPMADDWD   Z9, Z8, Z8; \
-	VPADDD     Z8, Z1, Z1
+// Q2KSC unpacks the 16 scale bytes of the Q2_K super-block at (row): the
+// mins (high nibbles) as words into mins, the scales (low nibbles) as
+// words into Y31.
+#define Q2KSC(row, mins) \
+	VPMOVZXBW (row), Y31; \
+	VPSRLW    $4, Y31, mins; \
+	VPSLLW    $12, Y31, Y31; \
+	VPSRLW    $12, Y31, Y31
 
-// Q2KROW accumulates the Q2_K super-block at (row) into acc: first its
-// mins term, fma(dmin, mins·bsums of two sub-blocks per lane), then its
-// scaled quants, fma(d, lane). Needs the token's activations in Z20..Z23,
-// its 16 sums as words in Y4, y.d in Y5 and -y.d in Y6, Y7 = 0x000f
-// words, Z2, Z3 = kq2shift, Z26..Z29 = kq16idx, Z30. Clobbers Z1, Z8..Z11,
-// Z25.
-#define Q2KROW(row, acc) \
-	VPMOVZXBW (row), Y25; \
-	VPSRLW    $4, Y25, Y9; \
-	VPMADDWD  Y4, Y9, Y9; \
-	VCVTDQ2PS Y9, Y9; \
-	VPBROADCASTW 82(row), X10; \
-	VCVTPH2PS X10, Y10; \
-	VMULPS    Y6, Y10, Y10; \
-	VFMADD231PS Y9, Y10, acc; \
-	VPANDD    Y7, Y25, Y25; \
+// Q2KW leaves in Z12 the 2-bit quants of one chunk pair of a Q2_K
+// super-block, as unsigned bytes, and in Z13 the pair's scales as words
+// (one per 16 elements): q holds the pair's 32 quant bytes in both halves,
+// shift its kq2shift counts, idx its kq16idx words. Needs Y31 = the scales
+// as words (Q2KSC), Z30 = 0x03 bytes.
+#define Q2KW(q, shift, idx) \
+	VPSRLVW shift, q, Z12; \
+	VPANDQ  Z30, Z12, Z12; \
+	VPERMW  Z31, idx, Z13
+
+// Q2KMUL adds (op VPDPWSSD) or sets (op VPMADDWD) in acc the scaled
+// products of Q2KW's chunk pair with the activations act: 16 int32 lanes of
+// 4 products each. Clobbers Z14.
+#define Q2KMUL(op, act, acc) \
+	VPMADDUBSW act, Z12, Z14; \
+	op         Z13, Z14, acc
+
+// Q2KROW leaves in qdst and mdst 8 int32 lanes each of the Q2_K
+// super-block at (row) against the token's activations Z20..Z23 and sums
+// Y18 (words): lanes that add up to the whole block's sum of scale*w*x
+// (qdst) and of min*bsum (mdst). Needs Z24, Z25 = kq2shift, Z26..Z29 =
+// kq16idx, Z30; clobbers Y9, Z1, Z11..Z14, Y31.
+#define Q2KROW(row, qdst, mdst) \
+	Q2KSC(row, Y9); \
+	VPMADDWD  Y18, Y9, mdst; \
 	VBROADCASTI64X4 16(row), Z11; \
-	VPXORD    Z1, Z1, Z1; \
-	Q2KPAIR(Z11, Z2, Z20, Z26); \
-	Q2KPAIR(Z11, Z3, Z21, Z27); \
+	Q2KW(Z11, Z24, Z26); \
+	Q2KMUL(VPMADDWD, Z20, Z1); \
+	Q2KW(Z11, Z25, Z27); \
+	Q2KMUL(VPDPWSSD, Z21, Z1); \
 	VBROADCASTI64X4 48(row), Z11; \
-	Q2KPAIR(Z11, Z2, Z22, Z28); \
-	Q2KPAIR(Z11, Z3, Z23, Z29); \
-	VEXTRACTI64X4 $1, Z1, Y8; \
-	VPADDD    Y8, Y1, Y8; \
-	VCVTDQ2PS Y8, Y8; \
-	VPBROADCASTW 80(row), X10; \
-	VCVTPH2PS X10, Y10; \
-	VMULPS    Y5, Y10, Y10; \
-	VFMADD231PS Y8, Y10, acc
+	Q2KW(Z11, Z24, Z28); \
+	Q2KMUL(VPDPWSSD, Z22, Z1); \
+	Q2KW(Z11, Z25, Z29); \
+	Q2KMUL(VPDPWSSD, Z23, Z1); \
+	VEXTRACTI64X4 $1, Z1, Y14; \
+	VPADDD    Y14, Y1, qdst
+
+// Q2KCONST loads the constants of the Q2_K kernels: Z24, Z25 = kq2shift,
+// Z26..Z29 = kq16idx, Z30 = 0x03 bytes.
+#define Q2KCONST \
+	VMOVDQU64 kq16idx<>+0(SB), Z26; \
+	VMOVDQU64 kq16idx<>+64(SB), Z27; \
+	VMOVDQU64 kq16idx<>+128(SB), Z28; \
+	VMOVDQU64 kq16idx<>+192(SB), Z29; \
+	VMOVDQU64 kq2shift<>+0(SB), Z24; \
+	VMOVDQU64 kq2shift<>+64(SB), Z25; \
+	MOVL $0x03030303, AX; \
+	VPBROADCASTD AX, Z30
 
 // func q2KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
-// q3KDot4x1 for Q2_K rows, with the activations' sums xb (16 int16 per
-// block): out + i*ostride = dotQ2K(row i, x), bit for bit. dmin is
-// -y.d * fp16(dmin), the sign flipped on y.d as in the reference.
+// out + i*ostride = dotQ2K(row i, x), bit for bit, for the 4 Q2_K rows
+// w + i*wstride (strides in bytes), x being nb Q8_K blocks: quants xq (256
+// per block), scales xd (float32) and sums xb (16 int16 per block). Per
+// super-block each row's lanes are reduced (VPHADDD) to one int32 q and
+// one m, the 4 rows' in the lanes of Y2 as [q0, m0, q1, m1, ...]; their
+// fp16 [d, dmin] words, in the same order, times d_x give the factors of
+// one VFMADD231PS into Y15 = [acc0, accm0, acc1, accm1, ...]; the outputs
+// are acc - accm.
 TEXT ·q2KDot4x1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R8
@@ -495,22 +521,8 @@ TEXT ·q2KDot4x1(SB), NOSPLIT, $0-64
 	LEAQ (SI)(R8*1), R10
 	LEAQ (SI)(R8*2), R11
 	LEAQ (R11)(R8*1), R12
-	VMOVDQU64 kq16idx<>+0(SB), Z26
-	VMOVDQU64 kq16idx<>+64(SB), Z27
-	VMOVDQU64 kq16idx<>+128(SB), Z28
-	VMOVDQU64 kq16idx<>+192(SB), Z29
-	VMOVDQU64 kq2shift<>+0(SB), Z2
-	VMOVDQU64 kq2shift<>+64(SB), Z3
-	MOVL $0x03030303, AX
-	VPBROADCASTD AX, Z30
-	MOVL $0x000f000f, AX
-	VPBROADCASTD AX, Y7
-	MOVL $0x80000000, AX
-	VPBROADCASTD AX, Y24
-	VPXORD Y16, Y16, Y16
-	VPXORD Y17, Y17, Y17
-	VPXORD Y18, Y18, Y18
-	VPXORD Y19, Y19, Y19
+	Q2KCONST
+	VXORPS Y15, Y15, Y15
 	TESTQ CX, CX
 	JEQ   q2kdone
 q2kloop:
@@ -518,13 +530,29 @@ q2kloop:
 	VMOVDQU64 64(DI), Z21
 	VMOVDQU64 128(DI), Z22
 	VMOVDQU64 192(DI), Z23
-	VMOVDQU   (R13), Y4
-	VBROADCASTSS (DX), Y5
-	VPXORD    Y24, Y5, Y6
-	Q2KROW(SI, Y16)
-	Q2KROW(R10, Y17)
-	Q2KROW(R11, Y18)
-	Q2KROW(R12, Y19)
+	VMOVDQU64 (R13), Y18
+	VBROADCASTSS (DX), Y19
+	Q2KROW(SI, Y2, Y3)
+	Q2KROW(R10, Y4, Y5)
+	VPHADDD   Y3, Y2, Y2
+	VPHADDD   Y5, Y4, Y4
+	VPHADDD   Y4, Y2, Y0
+	Q2KROW(R11, Y2, Y3)
+	Q2KROW(R12, Y4, Y5)
+	VPHADDD   Y3, Y2, Y2
+	VPHADDD   Y5, Y4, Y4
+	VPHADDD   Y4, Y2, Y6
+	VINSERTI128 $1, X6, Y0, Y2
+	VPERM2I128  $0x31, Y6, Y0, Y3
+	VPADDD    Y3, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMOVD     80(SI), X3
+	VPINSRD   $1, 80(R10), X3, X3
+	VPINSRD   $2, 80(R11), X3, X3
+	VPINSRD   $3, 80(R12), X3, X3
+	VCVTPH2PS X3, Y3
+	VMULPS    Y19, Y3, Y3
+	VFMADD231PS Y2, Y3, Y15
 	ADDQ $84, SI
 	ADDQ $84, R10
 	ADDQ $84, R11
@@ -537,6 +565,138 @@ q2kloop:
 q2kdone:
 	MOVQ out+48(FP), BX
 	MOVQ ostride+56(FP), R9
-	KQOUT
+	VMOVSHDUP Y15, Y13
+	VSUBPS    Y13, Y15, Y15
+	VMOVSS     X15, (BX)
+	VEXTRACTPS $2, X15, (BX)(R9*1)
+	VEXTRACTF128 $1, Y15, X15
+	VMOVSS     X15, (BX)(R9*2)
+	LEAQ       (BX)(R9*2), BX
+	VEXTRACTPS $2, X15, (BX)(R9*1)
+	VZEROUPPER
+	RET
+
+// func q2KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+// One Q2_K row (w) against four tokens of Q8_K activations, token t's
+// quants at xq + t*xqstride, scales at xd + t*xdstride and sums at
+// xb + t*xbstride (strides in bytes): out + t*otok = dotQ2KGemm(row, token
+// t), bit for bit, each super-block's scales and quants unpacked once for
+// the four tokens. Per token and half of 128 elements the lanes are
+// reduced (VPHADDD) to one int32 q and one m; Y0 = [q of half 0 of tokens
+// 0..3, m of half 0 of tokens 0..3] and Y4 the same for half 1, and two
+// VFMADD231PS (half 0, then half 1) with [d*d_x(t), dmin*d_x(t)] go into
+// Y15 = [acc(t), accm(t)]; the outputs are acc - accm.
+TEXT ·q2KDot1x4(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xqstride+16(FP), R10
+	MOVQ xd+24(FP), DX
+	MOVQ xdstride+32(FP), R11
+	MOVQ xb+40(FP), R13
+	MOVQ xbstride+48(FP), R12
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	Q2KCONST
+	VXORPS Y15, Y15, Y15
+	TESTQ CX, CX
+	JEQ   q2k14done
+q2k14loop:
+	Q2KSC(SI, Y0)
+	MOVQ      R13, R9
+	VPMADDWD  (R9), Y0, Y8
+	ADDQ      R12, R9
+	VPMADDWD  (R9), Y0, Y9
+	ADDQ      R12, R9
+	VPMADDWD  (R9), Y0, Y10
+	ADDQ      R12, R9
+	VPMADDWD  (R9), Y0, Y11
+	VBROADCASTI64X4 16(SI), Z0
+	Q2KW(Z0, Z24, Z26)
+	Q2KMUL(VPMADDWD, (DI), Z16)
+	Q2KMUL(VPMADDWD, (DI)(R10*1), Z17)
+	Q2KMUL(VPMADDWD, (DI)(R10*2), Z18)
+	Q2KMUL(VPMADDWD, (BX), Z19)
+	Q2KW(Z0, Z25, Z27)
+	Q2KMUL(VPDPWSSD, 64(DI), Z16)
+	Q2KMUL(VPDPWSSD, 64(DI)(R10*1), Z17)
+	Q2KMUL(VPDPWSSD, 64(DI)(R10*2), Z18)
+	Q2KMUL(VPDPWSSD, 64(BX), Z19)
+	VBROADCASTI64X4 48(SI), Z0
+	Q2KW(Z0, Z24, Z28)
+	Q2KMUL(VPMADDWD, 128(DI), Z20)
+	Q2KMUL(VPMADDWD, 128(DI)(R10*1), Z21)
+	Q2KMUL(VPMADDWD, 128(DI)(R10*2), Z22)
+	Q2KMUL(VPMADDWD, 128(BX), Z23)
+	Q2KW(Z0, Z25, Z29)
+	Q2KMUL(VPDPWSSD, 192(DI), Z20)
+	Q2KMUL(VPDPWSSD, 192(DI)(R10*1), Z21)
+	Q2KMUL(VPDPWSSD, 192(DI)(R10*2), Z22)
+	Q2KMUL(VPDPWSSD, 192(BX), Z23)
+	VEXTRACTI64X4 $1, Z16, Y0
+	VPADDD    Y0, Y16, Y0
+	VEXTRACTI64X4 $1, Z17, Y1
+	VPADDD    Y1, Y17, Y1
+	VEXTRACTI64X4 $1, Z18, Y2
+	VPADDD    Y2, Y18, Y2
+	VEXTRACTI64X4 $1, Z19, Y3
+	VPADDD    Y3, Y19, Y3
+	VEXTRACTI64X4 $1, Z20, Y4
+	VPADDD    Y4, Y20, Y4
+	VEXTRACTI64X4 $1, Z21, Y5
+	VPADDD    Y5, Y21, Y5
+	VEXTRACTI64X4 $1, Z22, Y6
+	VPADDD    Y6, Y22, Y6
+	VEXTRACTI64X4 $1, Z23, Y7
+	VPADDD    Y7, Y23, Y7
+	VPHADDD   Y1, Y0, Y0
+	VPHADDD   Y3, Y2, Y2
+	VPHADDD   Y2, Y0, Y0
+	VPHADDD   Y5, Y4, Y4
+	VPHADDD   Y7, Y6, Y6
+	VPHADDD   Y6, Y4, Y4
+	VPHADDD   Y9, Y8, Y8
+	VPHADDD   Y11, Y10, Y10
+	VPHADDD   Y10, Y8, Y8
+	VINSERTI128 $1, X4, Y0, Y12
+	VPERM2I128  $0x31, Y4, Y0, Y13
+	VPADDD    Y13, Y12, Y12
+	VINSERTI128 $1, X8, Y12, Y0
+	VPERM2I128  $0x31, Y8, Y12, Y4
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y4, Y4
+	MOVQ      DX, AX
+	VMOVSS    (AX), X1
+	VINSERTPS $0x10, (AX)(R11*1), X1, X1
+	VINSERTPS $0x20, (AX)(R11*2), X1, X1
+	LEAQ      (AX)(R11*2), AX
+	VINSERTPS $0x30, (AX)(R11*1), X1, X1
+	VINSERTF128 $1, X1, Y1, Y1
+	VMOVD     80(SI), X2
+	VPUNPCKLWD X2, X2, X2
+	VPUNPCKLDQ X2, X2, X2
+	VCVTPH2PS X2, Y2
+	VMULPS    Y1, Y2, Y2
+	VFMADD231PS Y0, Y2, Y15
+	VFMADD231PS Y4, Y2, Y15
+	ADDQ $84, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q2k14loop
+q2k14done:
+	MOVQ out+64(FP), BX
+	MOVQ otok+72(FP), R9
+	VEXTRACTF128 $1, Y15, X0
+	VSUBPS     X0, X15, X0
+	VMOVSS     X0, (BX)
+	ADDQ       R9, BX
+	VEXTRACTPS $1, X0, (BX)
+	ADDQ       R9, BX
+	VEXTRACTPS $2, X0, (BX)
+	ADDQ       R9, BX
+	VEXTRACTPS $3, X0, (BX)
 	VZEROUPPER
 	RET

@@ -16,3 +16,6 @@ func iq4XSDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb in
 func q2KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
+func q2KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr) {
+	panic("cpu: no simd kernels")
+}

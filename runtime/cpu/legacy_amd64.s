@@ -14,17 +14,21 @@
 //     start from -16 * (sum of the lane's 4 activations);
 //   - IQ4_NL: the levels (-127..113) are looked up by VPSHUFB as level+128
 //     (unsigned) and the lanes start from -128 * (sum of the 4 activations).
-// The float work is then the reference's: d = fp16 d_w (VCVTPH2PS) * d_x,
-// acc = fma(d, float(lane), acc) in 8 lanes, block by block; for Q4_1 and
-// Q5_1 summs = fma(m_w, s_x, summs) per block; at the end hsum8(acc)
-// (+ summs).
+// The float work is then the reference's. Q4_1, Q5_0, Q5_1: d = fp16 d_w
+// (VCVTPH2PS) * d_x, acc = fma(d, float(lane), acc) in 8 lanes, block by
+// block; for Q4_1 and Q5_1 summs = fma(m_w, s_x, summs) per block; at the
+// end hsum8(acc) (+ summs). IQ4_NL (the order of ggml's repacked kernels):
+// each row's 8 lanes are reduced to the block's whole integer sum, and
+// acc = fma(float(sum), d_w*d_x, acc) in one float lane per row (per row
+// and token in the 2x2 kernel), block by block; no hsum.
 //
 // Registers of the 4x1 kernels: SI, R10, R11, R12 = the 4 rows' current
 // block, DI = the token's quants, DX = its block scales, R13 = its block
 // sums s (Q8_1); Y4 = the block's activations, Y5 = d_x x8, X6 = s_x x4,
 // Y13 = the lanes' starting value (Q5_0, IQ4_NL), Y11 = VPSRLVD counts,
 // Y12 = 0x0f bytes, Y14 = 0x10 (Q5) or 0x80 (IQ4_NL) bytes, Y15 = the
-// IQ4_NL table; accumulators Y16..Y19, summs in lane 1 of X20..X23.
+// IQ4_NL table; accumulators Y16..Y19, summs in lane 1 of X20..X23
+// (IQ4_NL: the rows' lanes in Y0..Y3, the accumulator X6).
 
 // Dword shift counts: 0 for the low 128 bits (low nibbles, elements 0..15),
 // 4 for the high 128 bits (high nibbles, elements 16..31), after a
@@ -142,13 +146,25 @@ GLOBL iq4nlu<>(SB), RODATA|NOPTR, $16
 	VPADDB Y14, Y7, K1, Y7; \
 	LANEACCC(acc)
 
-// IQ4ROW accumulates the IQ4_NL block at off(row) (18 bytes: fp16 d, 16 qs)
-// into acc: level+128 against lanes started from Y13.
-#define IQ4ROW(row, off, acc) \
-	DROW(row, off); \
+// IQ4LANES leaves in dst the 8 int32 lanes of the IQ4_NL block at
+// off(row) (18 bytes: fp16 d, 16 qs) against the activations act: level+128
+// against lanes started from start. Needs Y11, Y12, Y15; clobbers Y7.
+#define IQ4LANES(row, off, act, start, dst) \
 	NIB32(off+2(row), Y7); \
-	VPSHUFB Y7, Y15, Y7; \
-	LANEACCC(acc)
+	VPSHUFB   Y7, Y15, Y7; \
+	VMOVDQA64 start, dst; \
+	VPDPBUSD  act, Y7, dst
+
+// IQ4SUM4 reduces the lanes Y0..Y3 (VEX registers, for VPHADDD) to their
+// 4 whole-block sums, in that order, as float32 in X0 (exact: the integer
+// sums are). Clobbers Y1, Y2.
+#define IQ4SUM4 \
+	VPHADDD      Y1, Y0, Y0; \
+	VPHADDD      Y3, Y2, Y2; \
+	VPHADDD      Y2, Y0, Y0; \
+	VEXTRACTI128 $1, Y0, X1; \
+	VPADDD       X1, X0, X0; \
+	VCVTDQ2PS    X0, X0
 
 #define Q41BLK4(off, xoff, doff) \
 	XBLK1(xoff, doff); \
@@ -171,12 +187,24 @@ GLOBL iq4nlu<>(SB), RODATA|NOPTR, $16
 	Q50ROW(R11, off, Y18); \
 	Q50ROW(R12, off, Y19)
 
+// IQ4BLK4 accumulates one IQ4_NL block of the 4 rows into X6, lane i =
+// row i: acc = fma(float(sum), d_w*d_x, acc) with each row's whole-block
+// sum and d_w*d_x in float32 first, as dotIQ4NL. Clobbers Y0..Y4, Y7..Y9,
+// Y13.
 #define IQ4BLK4(off, xoff, doff) \
 	XBLKC(xoff, doff); \
-	IQ4ROW(SI, off, Y16); \
-	IQ4ROW(R10, off, Y17); \
-	IQ4ROW(R11, off, Y18); \
-	IQ4ROW(R12, off, Y19)
+	IQ4LANES(SI, off, Y4, Y13, Y0); \
+	IQ4LANES(R10, off, Y4, Y13, Y1); \
+	IQ4LANES(R11, off, Y4, Y13, Y2); \
+	IQ4LANES(R12, off, Y4, Y13, Y3); \
+	IQ4SUM4; \
+	VPINSRW      $0, off(SI), X8, X8; \
+	VPINSRW      $1, off(R10), X8, X8; \
+	VPINSRW      $2, off(R11), X8, X8; \
+	VPINSRW      $3, off(R12), X8, X8; \
+	VCVTPH2PS    X8, X8; \
+	VMULPS       X5, X8, X8; \
+	VFMADD231PS  X0, X8, X6
 
 // LSTORE stores hsum8 of Y16..Y19 at BX + i*R9 (clobbers BX, X0, X1).
 #define LSTORE \
@@ -322,8 +350,20 @@ q50done:
 	VZEROUPPER
 	RET
 
+// LSTORE4 stores the 4 lanes of X6 at BX + i*R9 (clobbers BX).
+#define LSTORE4 \
+	VMOVSS     X6, (BX); \
+	VEXTRACTPS $1, X6, (BX)(R9*1); \
+	VEXTRACTPS $2, X6, (BX)(R9*2); \
+	LEAQ       (BX)(R9*2), BX; \
+	VEXTRACTPS $3, X6, (BX)(R9*1)
+
 // func iq4NLDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
-// q5_0Dot4x1 for IQ4_NL rows: out + i*ostride = dotIQ4NL(row i, x).
+// out + i*ostride = dotIQ4NL(row i, x), bit for bit, for the 4 IQ4_NL rows
+// w + i*wstride (strides in bytes), x being nb Q8_0 blocks: quants xq (32
+// per block) and scales xd (float32 per block). Each row's block sum is
+// reduced to one int32, and the 4 rows take the lanes of one 4-lane
+// accumulator (X6).
 TEXT ·iq4NLDot4x1(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R8
@@ -331,6 +371,7 @@ TEXT ·iq4NLDot4x1(SB), NOSPLIT, $0-56
 	MOVQ xd+24(FP), DX
 	MOVQ nb+32(FP), CX
 	LSETUP
+	VXORPS X6, X6, X6
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Y14
 	VBROADCASTI128 iq4nlu<>(SB), Y15
@@ -355,7 +396,7 @@ iq4one:
 iq4done:
 	MOVQ out+40(FP), BX
 	MOVQ ostride+48(FP), R9
-	LSTORE
+	LSTORE4
 	VZEROUPPER
 	RET
 
@@ -399,23 +440,38 @@ iq4done:
 	VPADDB Y14, Y7, K1, Y7; \
 	LANEACC2(accA, accB)
 
-// IQ4ROW2 is IQ4ROW for both tokens.
-#define IQ4ROW2(row, off, accA, accB) \
-	VPBROADCASTW off(row), X10; \
-	VCVTPH2PS    X10, Y10; \
-	NIB32(off+2(row), Y7); \
-	VPSHUFB Y7, Y15, Y7; \
-	LANEACC2(accA, accB)
-
 #define Q50BLK22(off, xoff, doff) \
 	XBLKC2(xoff, doff); \
 	Q50ROW2(SI, off, Y16, Y18); \
 	Q50ROW2(R10, off, Y17, Y19)
 
+// IQ4BLK22 accumulates one IQ4_NL block of the 2 rows against the 2
+// tokens into X6, lanes (row 0, A), (row 1, A), (row 0, B), (row 1, B),
+// each lane as IQ4BLK4's. Clobbers Y0..Y4, Y7..Y10, Y13, Y20..Y22.
 #define IQ4BLK22(off, xoff, doff) \
 	XBLKC2(xoff, doff); \
-	IQ4ROW2(SI, off, Y16, Y18); \
-	IQ4ROW2(R10, off, Y17, Y19)
+	NIB32(off+2(SI), Y7); \
+	VPSHUFB      Y7, Y15, Y7; \
+	VMOVDQA64    Y13, Y0; \
+	VPDPBUSD     Y4, Y7, Y0; \
+	VMOVDQA64    Y22, Y2; \
+	VPDPBUSD     Y20, Y7, Y2; \
+	NIB32(off+2(R10), Y7); \
+	VPSHUFB      Y7, Y15, Y7; \
+	VMOVDQA64    Y13, Y1; \
+	VPDPBUSD     Y4, Y7, Y1; \
+	VMOVDQA64    Y22, Y3; \
+	VPDPBUSD     Y20, Y7, Y3; \
+	IQ4SUM4; \
+	VPINSRW      $0, off(SI), X8, X8; \
+	VPINSRW      $1, off(R10), X8, X8; \
+	VPBROADCASTD X8, X8; \
+	VCVTPH2PS    X8, X8; \
+	VMOVSS       doff(DX), X10; \
+	VINSERTPS    $0x10, doff(R11), X10, X10; \
+	VUNPCKLPS    X10, X10, X10; \
+	VMULPS       X10, X8, X8; \
+	VFMADD231PS  X0, X8, X6
 
 // LSETUP22 loads the nibble constants Y11, Y12 and zeroes the accumulators
 // Y16..Y19.
@@ -483,9 +539,20 @@ q50x22done:
 	VZEROUPPER
 	RET
 
+// LSTORE22X stores the lanes of X6 at BX + r*R9 + t*R8, row r and token
+// t (IQ4BLK22's lanes; clobbers BX).
+#define LSTORE22X \
+	VMOVSS     X6, (BX); \
+	VEXTRACTPS $1, X6, (BX)(R9*1); \
+	ADDQ       R8, BX; \
+	VEXTRACTPS $2, X6, (BX); \
+	VEXTRACTPS $3, X6, (BX)(R9*1)
+
 // func iq4NLDot2x2(w unsafe.Pointer, wstride uintptr, xqa, xda, xqb, xdb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
-// q5_0Dot2x2 for IQ4_NL rows: out + r*ostride + t*otok = dotIQ4NL(row r,
-// token t), bit for bit iq4NLDot4x1's.
+// Two IQ4_NL rows (w, w + wstride) against two tokens of nb Q8_0 blocks
+// (A: quants xqa, scales xda; B: xqb, xdb): out + r*ostride + t*otok =
+// dotIQ4NL(row r, token t), bit for bit, the 4 (row, token) pairs in the
+// lanes of one accumulator (X6).
 TEXT ·iq4NLDot2x2(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R10
@@ -495,7 +562,10 @@ TEXT ·iq4NLDot2x2(SB), NOSPLIT, $0-80
 	MOVQ xqb+32(FP), BX
 	MOVQ xdb+40(FP), R11
 	MOVQ nb+48(FP), CX
-	LSETUP22
+	VMOVDQU nibshift<>(SB), Y11
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Y12
+	VXORPS X6, X6, X6
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Y14
 	VBROADCASTI128 iq4nlu<>(SB), Y15
@@ -521,6 +591,6 @@ iq4x22done:
 	MOVQ out+56(FP), BX
 	MOVQ ostride+64(FP), R9
 	MOVQ otok+72(FP), R8
-	LSTORE22
+	LSTORE22X
 	VZEROUPPER
 	RET

@@ -54,8 +54,8 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.Q4_1] = weightKernel{kind: kindBlock, dot: dotQ4_1, dot4: q4_1Dot4}
 	t[tensor.Q5_0] = weightKernel{kind: kindBlock, dot: dotQ5_0, dot4: q5_0Dot4, dot2x2: q5_0Dot22}
 	t[tensor.Q5_1] = weightKernel{kind: kindBlock, dot: dotQ5_1, dot4: q5_1Dot4}
-	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL}
-	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K, gemm: dotQ2KGemm}
+	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL, dot4: iq4NLDot4, dot2x2: iq4NLDot22}
+	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K, gemm: dotQ2KGemm, dot4: q2KDot4, dot1x4: q2KDot14}
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K, dot4: q3KDot4}
 	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm, dot4: q4KDot4, dot1x4: q4KDot14}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4, dot2x2: q5KDot22, dot1x4: q5KDot14}
@@ -243,6 +243,11 @@ func iq4XSDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, 
 // q2KDot4 is the weightKernel.dot4 of Q2_K (q2KDot4x1).
 func q2KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
 	q2KDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), unsafe.Pointer(&x.bsums[0]), len(x.d), out, ostride)
+}
+
+// q2KDot14 is the weightKernel.dot1x4 of Q2_K (q2KDot1x4).
+func q2KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
+	kquantDot1x4(q2KDot1x4, w, a, t, out, otok)
 }
 
 // q4_1Dot4 is the weightKernel.dot4 of Q4_1 (q4_1Dot4x1).
