@@ -198,7 +198,8 @@ GLOBL iq4nlu<>(SB), RODATA|NOPTR, $16
 	IQ4LANES(R11, off, Y4, Y13, Y2); \
 	IQ4LANES(R12, off, Y4, Y13, Y3); \
 	IQ4SUM4; \
-	VPINSRW      $0, off(SI), X8, X8; \
+	MOVWLZX      off(SI), AX; \
+	VMOVD        AX, X8; \
 	VPINSRW      $1, off(R10), X8, X8; \
 	VPINSRW      $2, off(R11), X8, X8; \
 	VPINSRW      $3, off(R12), X8, X8; \
@@ -463,7 +464,8 @@ iq4done:
 	VMOVDQA64    Y22, Y3; \
 	VPDPBUSD     Y20, Y7, Y3; \
 	IQ4SUM4; \
-	VPINSRW      $0, off(SI), X8, X8; \
+	MOVWLZX      off(SI), AX; \
+	VMOVD        AX, X8; \
 	VPINSRW      $1, off(R10), X8, X8; \
 	VPBROADCASTD X8, X8; \
 	VCVTPH2PS    X8, X8; \
