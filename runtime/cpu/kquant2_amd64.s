@@ -700,3 +700,118 @@ q2k14done:
 	VEXTRACTPS $3, X0, (BX)
 	VZEROUPPER
 	RET
+
+// IQ4TOK4 multiplies one token's activations at act with the unpacked
+// level magnitudes Z8 (K1: the negative levels), weighted by the scale
+// words Z9, into zacc: the activations are negated where the level is
+// negative, as IQ4PAIR does. Needs Z18 = 0; clobbers Z10, Z11.
+#define IQ4TOK4(act, zacc) \
+	VMOVDQU64  act, Z10; \
+	VPSUBB     Z10, Z18, K1, Z10; \
+	VPMADDUBSW Z10, Z8, Z11; \
+	VPDPWSSD   Z9, Z11, zacc
+
+// IQ4PAIR4 is IQ4PAIR for four tokens: chunks 2p, 2p+1 of the IQ4_XS row
+// at SI (nibbles at off(SI)) unpacked once and multiplied with the
+// activations of tokens 0..3 at aoff(DI), aoff(DI)(R10*1),
+// aoff(DI)(R10*2) and aoff(BX) into Z1, Z3, Z4 and Z5. Needs X25, Z2,
+// Z18, Z30, Z31; clobbers K1, Z8..Z11.
+#define IQ4PAIR4(off, aoff, idx) \
+	VMOVDQU    off(SI), Y8; \
+	VSHUFI64X2 $0x50, Z8, Z8, Z8; \
+	VPSRLVW    Z2, Z8, Z8; \
+	VPANDQ     Z30, Z8, Z8; \
+	VPSHUFB    Z8, Z31, Z8; \
+	VPMOVB2M   Z8, K1; \
+	VPABSB     Z8, Z8; \
+	VPERMW     Z25, idx, Z9; \
+	IQ4TOK4(aoff(DI), Z1); \
+	IQ4TOK4(aoff(DI)(R10*1), Z3); \
+	IQ4TOK4(aoff(DI)(R10*2), Z4); \
+	IQ4TOK4(aoff(BX), Z5)
+
+// IQ4FIN4 adds one token's super-block lanes zacc into acc as IQ4ROW's
+// float work, with the token's y.d at dptr. Needs Y13 = the row's d as
+// float32; clobbers Y12, Y14.
+#define IQ4FIN4(zacc, yacc, dptr, acc) \
+	VEXTRACTI64X4 $1, zacc, Y12; \
+	VPADDD    Y12, yacc, Y12; \
+	VCVTDQ2PS Y12, Y12; \
+	VBROADCASTSS dptr, Y14; \
+	VMULPS    Y14, Y13, Y14; \
+	VFMADD231PS Y12, Y14, acc
+
+// func iq4XSDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+// One IQ4_XS row (w) against four tokens of Q8_K activations (token t's
+// quants at xq + t*xqstride, scale at xd + t*xdstride; the sums are not
+// used): out + t*otok = dotIQ4XS(row, token t), bit for bit
+// iq4XSDot4x1's, each super-block's scales and levels unpacked once for
+// the four tokens.
+TEXT ·iq4XSDot1x4(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xqstride+16(FP), R10
+	MOVQ xd+24(FP), DX
+	MOVQ xdstride+32(FP), R11
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	LEAQ (DX)(R11*2), R12
+	ADDQ R11, R12
+	VMOVDQU64 kq8idx<>+0(SB), Z26
+	VMOVDQU64 kq8idx<>+64(SB), Z27
+	VMOVDQU64 kq8idx<>+128(SB), Z28
+	VMOVDQU64 kq8idx<>+192(SB), Z29
+	VMOVDQU64 kiq4shift<>+0(SB), Z2
+	VMOVDQU64 kiq4lev<>+0(SB), Z31
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x20202020, AX
+	VMOVD AX, X0
+	VPBROADCASTD X0, X0
+	VPXORD Z18, Z18, Z18
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y19, Y19, Y19
+	VPXORD Y20, Y20, Y20
+	TESTQ CX, CX
+	JEQ   iq414done
+iq414loop:
+	IQ4SC(SI)
+	VPXORD Z1, Z1, Z1
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	IQ4PAIR4(8, 0, Z26)
+	IQ4PAIR4(40, 64, Z27)
+	IQ4PAIR4(72, 128, Z28)
+	IQ4PAIR4(104, 192, Z29)
+	VPBROADCASTW (SI), X13
+	VCVTPH2PS X13, Y13
+	IQ4FIN4(Z1, Y1, (DX), Y16)
+	IQ4FIN4(Z3, Y3, (DX)(R11*1), Y17)
+	IQ4FIN4(Z4, Y4, (DX)(R11*2), Y19)
+	IQ4FIN4(Z5, Y5, (R12), Y20)
+	ADDQ $136, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $4, R12
+	DECQ CX
+	JNZ  iq414loop
+iq414done:
+	MOVQ out+64(FP), BX
+	MOVQ otok+72(FP), R9
+	HSUM8(Y16, X16)
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	HSUM8(Y17, X17)
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	HSUM8(Y19, X19)
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	HSUM8(Y20, X20)
+	VMOVSS X0, (BX)
+	VZEROUPPER
+	RET

@@ -60,7 +60,7 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm, dot4: q4KDot4, dot1x4: q4KDot14}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4, dot2x2: q5KDot22, dot1x4: q5KDot14}
 	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14}
-	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS, dot4: iq4XSDot4}
+	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS, dot4: iq4XSDot4, dot1x4: iq4XSDot14}
 	for dt, k := range t {
 		if k.kind != kindNone && tensor.DType(dt).DotType() == 0 {
 			panic("cpu: weight kernel for a dtype without a dot type")
@@ -233,6 +233,11 @@ func q6KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, os
 // q3KDot4 is the weightKernel.dot4 of Q3_K (q3KDot4x1).
 func q3KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
 	q3KDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), len(x.d), out, ostride)
+}
+
+// iq4XSDot14 is the weightKernel.dot1x4 of IQ4_XS (iq4XSDot1x4).
+func iq4XSDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
+	kquantDot1x4(iq4XSDot1x4, w, a, t, out, otok)
 }
 
 // iq4XSDot4 is the weightKernel.dot4 of IQ4_XS (iq4XSDot4x1).
