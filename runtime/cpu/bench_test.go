@@ -74,11 +74,13 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 // BenchmarkPrefill reports prompt tokens/s for a 512-token prompt (or the
-// context length, if shorter) in one chunk.
+// context length, if shorter) in one chunk. Prefix caching is off: every
+// iteration repeats the prompt, which would otherwise be served from the
+// cache after the first.
 func BenchmarkPrefill(b *testing.B) {
 	for _, m := range benchModels(b) {
 		b.Run(filepath.Base(m), func(b *testing.B) {
-			in, err := instance.Open(instance.Options{Model: m, MaxRunning: 1})
+			in, err := instance.Open(instance.Options{Model: m, MaxRunning: 1, NoPrefixCache: true})
 			if err != nil {
 				b.Fatal(err)
 			}
