@@ -202,10 +202,11 @@ func q6KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uin
 // consecutive tokens' (in bytes).
 func kquantDot1x4(kernel func(w, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr),
 	w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
-	x := a.row(t)
-	nb := len(x.d)
-	kernel(w, unsafe.Pointer(&x.qs[0]), uintptr(a.K), unsafe.Pointer(&x.d[0]), uintptr(4*nb),
-		unsafe.Pointer(&x.bsums[0]), uintptr(2*a.K/16), nb, out, otok)
+	K := a.K
+	nb := K / 256
+	_ = a.qs[(t+4)*K-1] // the four tokens are there
+	kernel(w, unsafe.Pointer(&a.qs[t*K]), uintptr(K), unsafe.Pointer(&a.d[t*nb]), uintptr(4*nb),
+		unsafe.Pointer(&a.bsums[t*K/16]), uintptr(2*K/16), nb, out, otok)
 }
 
 // q6KDot22 is the weightKernel.dot2x2 of Q6_K (q6KDot2x2).
