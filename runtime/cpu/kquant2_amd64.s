@@ -815,3 +815,123 @@ iq414done:
 	VMOVSS X0, (BX)
 	VZEROUPPER
 	RET
+
+// Q3KTOK4 multiplies one token's activations at act with the unpacked
+// weights w+4 in Z8, subtracts 4 times the activations' pair sums (as
+// Q3KPAIR's p4) and adds the pairs weighted by the scale words Z9 into
+// zacc. Needs Z31 = 0x04 bytes; clobbers Z7, Z20.
+#define Q3KTOK4(act, zacc) \
+	VPMADDUBSW act, Z8, Z7; \
+	VPMADDUBSW act, Z31, Z20; \
+	VPSUBW     Z20, Z7, Z7; \
+	VPDPWSSD   Z9, Z7, zacc
+
+// Q3KPAIR4 is Q3KPAIR for four tokens: one chunk pair of the Q3_K row at
+// SI unpacked once (q, shift, hbit as Q3KPAIR's) and multiplied with the
+// activations of tokens 0..3 at aoff(DI), aoff(DI)(R10*1),
+// aoff(DI)(R10*2) and aoff(BX) into Z1, Z4, Z5 and Z6. Needs Y25, Z10,
+// Z30, Z31; clobbers K1, Z7..Z9, Z20.
+#define Q3KPAIR4(q, shift, hbit, aoff, idx) \
+	VPSRLVW    shift, q, Z8; \
+	VPANDQ     Z30, Z8, Z8; \
+	VPTESTMB   hbit, Z10, K1; \
+	VPADDB     Z31, Z8, K1, Z8; \
+	VPERMW     Z25, idx, Z9; \
+	Q3KTOK4(aoff(DI), Z1); \
+	Q3KTOK4(aoff(DI)(R10*1), Z4); \
+	Q3KTOK4(aoff(DI)(R10*2), Z5); \
+	Q3KTOK4(aoff(BX), Z6)
+
+// Q3KFIN4 adds one token's super-block lanes zacc into acc as Q3KROW's
+// float work, with the token's y.d at dptr. Needs Y22 = the row's d as
+// float32; clobbers Y21, Y23.
+#define Q3KFIN4(zacc, yacc, dptr, acc) \
+	VEXTRACTI64X4 $1, zacc, Y21; \
+	VPADDD    Y21, yacc, Y21; \
+	VCVTDQ2PS Y21, Y21; \
+	VBROADCASTSS dptr, Y23; \
+	VMULPS    Y23, Y22, Y23; \
+	VFMADD231PS Y21, Y23, acc
+
+// func q3KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+// One Q3_K row (w) against four tokens of Q8_K activations (token t's
+// quants at xq + t*xqstride, scale at xd + t*xdstride; the sums are not
+// used): out + t*otok = dotQ3K(row, token t), bit for bit q3KDot4x1's,
+// each super-block's scales, quants and high bits unpacked once for the
+// four tokens.
+TEXT ·q3KDot1x4(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xqstride+16(FP), R10
+	MOVQ xd+24(FP), DX
+	MOVQ xdstride+32(FP), R11
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	LEAQ (DX)(R11*2), R12
+	ADDQ R11, R12
+	VMOVDQU64 kq16idx<>+0(SB), Z26
+	VMOVDQU64 kq16idx<>+64(SB), Z27
+	VMOVDQU64 kq16idx<>+128(SB), Z28
+	VMOVDQU64 kq16idx<>+192(SB), Z29
+	VMOVDQU64 kq2shift<>+0(SB), Z2
+	VMOVDQU64 kq2shift<>+64(SB), Z3
+	VMOVDQU64 kq3hbit<>+0(SB), Z12
+	VMOVDQU64 kq3hbit<>+64(SB), Z13
+	VMOVDQU64 kq3hbit<>+128(SB), Z14
+	VMOVDQU64 kq3hbit<>+192(SB), Z15
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0x04040404, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x20202020, AX
+	VMOVD AX, X0
+	VPBROADCASTD X0, X0
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	TESTQ CX, CX
+	JEQ   q3k14done
+q3k14loop:
+	Q3KSC(SI)
+	VBROADCASTI64X4 (SI), Z10
+	VBROADCASTI64X4 32(SI), Z11
+	VPXORD Z1, Z1, Z1
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	Q3KPAIR4(Z11, Z2, Z12, 0, Z26)
+	Q3KPAIR4(Z11, Z3, Z13, 64, Z27)
+	VBROADCASTI64X4 64(SI), Z11
+	Q3KPAIR4(Z11, Z2, Z14, 128, Z28)
+	Q3KPAIR4(Z11, Z3, Z15, 192, Z29)
+	VPBROADCASTW 108(SI), X22
+	VCVTPH2PS X22, Y22
+	Q3KFIN4(Z1, Y1, (DX), Y16)
+	Q3KFIN4(Z4, Y4, (DX)(R11*1), Y17)
+	Q3KFIN4(Z5, Y5, (DX)(R11*2), Y18)
+	Q3KFIN4(Z6, Y6, (R12), Y19)
+	ADDQ $110, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $4, R12
+	DECQ CX
+	JNZ  q3k14loop
+q3k14done:
+	MOVQ out+64(FP), BX
+	MOVQ otok+72(FP), R9
+	HSUM8(Y16, X16)
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	HSUM8(Y17, X17)
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	HSUM8(Y18, X18)
+	VMOVSS X0, (BX)
+	ADDQ R9, BX
+	HSUM8(Y19, X19)
+	VMOVSS X0, (BX)
+	VZEROUPPER
+	RET

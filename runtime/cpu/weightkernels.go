@@ -56,7 +56,7 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.Q5_1] = weightKernel{kind: kindBlock, dot: dotQ5_1, dot4: q5_1Dot4}
 	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL, dot4: iq4NLDot4, dot2x2: iq4NLDot22}
 	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K, gemm: dotQ2KGemm, dot4: q2KDot4, dot1x4: q2KDot14}
-	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K, dot4: q3KDot4}
+	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K, dot4: q3KDot4, dot1x4: q3KDot14}
 	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm, dot4: q4KDot4, dot1x4: q4KDot14}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4, dot2x2: q5KDot22, dot1x4: q5KDot14}
 	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14}
@@ -234,6 +234,11 @@ func q6KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, os
 // q3KDot4 is the weightKernel.dot4 of Q3_K (q3KDot4x1).
 func q3KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
 	q3KDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), len(x.d), out, ostride)
+}
+
+// q3KDot14 is the weightKernel.dot1x4 of Q3_K (q3KDot1x4).
+func q3KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
+	kquantDot1x4(q3KDot1x4, w, a, t, out, otok)
 }
 
 // iq4XSDot14 is the weightKernel.dot1x4 of IQ4_XS (iq4XSDot1x4).
