@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
@@ -433,6 +435,46 @@ func TestQuantQ8(t *testing.T) {
 		if xu[i] != byte(q.qs[i])^0x80 {
 			t.Fatalf("x[%d] = %v: quant %d, want %d", i, x[i], int8(xu[i]^0x80), q.qs[i])
 		}
+	}
+}
+
+// TestQuantQ8K checks the AVX-512 Q8_K quantizer against quantizeQ8K bit
+// for bit: zero blocks, a largest magnitude that occurs twice (the first
+// one wins, with its sign), negative and tiny maxima, spreads of
+// magnitude.
+func TestQuantQ8K(t *testing.T) {
+	needSIMD(t)
+	rng := rand.New(rand.NewPCG(21, 22))
+	const nb = 64
+	x := make([]float32, nb*256)
+	for b := range nb {
+		scale := math.Ldexp(1, rng.IntN(40)-20)
+		for i := range 256 {
+			x[b*256+i] = float32(rng.NormFloat64() * scale)
+		}
+		switch b % 5 {
+		case 0:
+			clear(x[b*256 : b*256+256])
+		case 1:
+			x[b*256+17], x[b*256+200] = -1e3, 1e3 // equal magnitudes: the first, negative, one is m
+		case 2:
+			x[b*256+255] = float32(-scale * 9)
+		}
+	}
+	var want, got actQuant
+	want.resize(tensor.Q8_K, 1, len(x))
+	got.resize(tensor.Q8_K, 1, len(x))
+	quantizeQ8K(x, want.row(0))
+	w, g := want.row(0), got.row(0)
+	quantQ8K(&x[0], nb, &g.qs[0], &g.d[0], &g.bsums[0])
+	if d := cmp.Diff(w.d, g.d); d != "" {
+		t.Errorf("scales (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(w.qs, g.qs); d != "" {
+		t.Errorf("quants (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(w.bsums, g.bsums); d != "" {
+		t.Errorf("sums (-want +got):\n%s", d)
 	}
 }
 

@@ -27,6 +27,9 @@ func roundF16(dst, src *float32, n int)
 func quantQ8(x *float32, nb int, xu *byte, d *float32)
 
 //go:noescape
+func quantQ8K(x *float32, nb int, qs *int8, d *float32, bsums *int16)
+
+//go:noescape
 func sumSquares(x *float32, n int) float64
 
 //go:noescape

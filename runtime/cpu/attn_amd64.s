@@ -1077,6 +1077,109 @@ qqdone:
 	VZEROUPPER
 	RET
 
+// func quantQ8K(x *float32, nb int, qs *int8, d *float32, bsums *int16)
+// quantizeQ8K of the nb blocks of 256 finite values at x, bit for bit:
+// m = the first element of largest magnitude, iscale = -127/m, q =
+// min(127, round-half-even(iscale*x)), d = 1/iscale, and the sums of each
+// 16 quants; an all-zero block gets d = 0 and zero quants and sums.
+TEXT ·quantQ8K(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ bsums+32(FP), R8
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z13
+	MOVL $127, AX
+	VPBROADCASTD AX, Z14
+	TESTQ CX, CX
+	JEQ   qkdone
+
+qkloop:
+	VPXORD Z0, Z0, Z0
+	XORQ   AX, AX
+qkmax:
+	VANDPS (SI)(AX*4), Z13, Z1
+	VMAXPS Z1, Z0, Z0
+	ADDQ   $16, AX
+	CMPQ   AX, $256
+	JLT    qkmax
+	VEXTRACTF32X8 $1, Z0, Y1
+	VMAXPS        Y1, Y0, Y0
+	VEXTRACTF128  $1, Y0, X1
+	VMAXPS        X1, X0, X0
+	VMOVHLPS      X0, X0, X1
+	VMAXPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VMAXSS        X1, X0, X0
+	VXORPS        X1, X1, X1
+	VUCOMISS      X1, X0
+	JEQ           qkzero
+	VBROADCASTSS  X0, Z2
+	XORQ          AX, AX
+qkfind:
+	VANDPS   (SI)(AX*4), Z13, Z1
+	VCMPPS   $0, Z2, Z1, K1
+	KMOVW    K1, R9
+	TESTL    R9, R9
+	JNE      qkfound
+	ADDQ     $16, AX
+	JMP      qkfind
+qkfound:
+	TZCNTL   R9, R9
+	ADDQ     R9, AX
+	MOVL     $0xc2fe0000, R9
+	VMOVD    R9, X3
+	VDIVSS   (SI)(AX*4), X3, X3
+	MOVL     $0x3f800000, R9
+	VMOVD    R9, X4
+	VDIVSS   X3, X4, X4
+	VMOVSS   X4, (DX)
+	VBROADCASTSS X3, Z3
+	XORQ     AX, AX
+qkquant:
+	VMULPS    (SI)(AX*4), Z3, Z5
+	VCVTPS2DQ Z5, Z5
+	VPMINSD   Z14, Z5, Z5
+	VPMOVDB   Z5, (DI)(AX*1)
+	VEXTRACTI64X4 $1, Z5, Y6
+	VPADDD    Y6, Y5, Y5
+	VEXTRACTI128  $1, Y5, X6
+	VPADDD    X6, X5, X5
+	VPSHUFD   $0x4e, X5, X6
+	VPADDD    X6, X5, X5
+	VPSHUFD   $0xb1, X5, X6
+	VPADDD    X6, X5, X5
+	VMOVD     X5, R9
+	MOVQ      AX, R10
+	SHRQ      $3, R10
+	MOVW      R9, (R8)(R10*1)
+	ADDQ      $16, AX
+	CMPQ      AX, $256
+	JLT       qkquant
+	JMP       qknext
+
+qkzero:
+	VMOVSS  X1, (DX)
+	VPXORD  Z1, Z1, Z1
+	VMOVDQU64 Z1, (DI)
+	VMOVDQU64 Z1, 64(DI)
+	VMOVDQU64 Z1, 128(DI)
+	VMOVDQU64 Z1, 192(DI)
+	VMOVDQU64 Y1, (R8)
+
+qknext:
+	ADDQ $1024, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R8
+	DECQ CX
+	JNZ  qkloop
+
+qkdone:
+	VZEROUPPER
+	RET
+
 // func sumSquares(x *float32, n int) float64
 // The float64 sum of float64(x[i]*x[i]) for i < n, added in order, as
 // rmsNorm does (one add chain; the products and conversions run ahead).

@@ -14,6 +14,9 @@ func attnReduce(acc, out *float32, nvec, classes int, mask uint64) { panic("cpu:
 func swigluV16(out, gate, up *float32, n16 int)        { panic("cpu: no simd kernels") }
 func roundF16(dst, src *float32, n int)                { panic("cpu: no simd kernels") }
 func quantQ8(x *float32, nb int, xu *byte, d *float32) { panic("cpu: no simd kernels") }
+func quantQ8K(x *float32, nb int, qs *int8, d *float32, bsums *int16) {
+	panic("cpu: no simd kernels")
+}
 
 func sumSquares(x *float32, n int) float64          { panic("cpu: no simd kernels") }
 func scaleMul(dst, x, w *float32, n int, s float32) { panic("cpu: no simd kernels") }

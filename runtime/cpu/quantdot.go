@@ -82,6 +82,10 @@ func (a *actQuant) quantizeRows(x []float32, lo, hi int) {
 		case tensor.Q8_1:
 			quantizeQ8_1(xs, r)
 		case tensor.Q8_K:
+			if useSIMD && K > 0 {
+				quantQ8K(&xs[0], K/256, &r.qs[0], &r.d[0], &r.bsums[0])
+				break
+			}
 			quantizeQ8K(xs, r)
 		}
 	}
