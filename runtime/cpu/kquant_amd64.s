@@ -128,9 +128,7 @@ DATA q4kdsh<>+8(SB)/8, $0x0f0e0b0a07060302
 GLOBL q4kdsh<>(SB), RODATA|NOPTR, $16
 
 // Dword indices for VPERMD. q4kgemv: [q, ., m, .] in each 128-bit lane r
-// (row r) to [q0..q3, m0..m3]. q4kgemq: lane t holding groups 0..3 of
-// token t to lane g holding tokens 0..3 of group g. q4kgemm: the mins'
-// layout after Q4KMINS4 (see there) to the same.
+// (row r) to [q0..q3, m0..m3].
 DATA q4kgemv<>+0(SB)/8, $0x0000000400000000
 DATA q4kgemv<>+8(SB)/8, $0x0000000c00000008
 DATA q4kgemv<>+16(SB)/8, $0x0000000600000002
@@ -140,26 +138,6 @@ DATA q4kgemv<>+40(SB)/8, $0
 DATA q4kgemv<>+48(SB)/8, $0
 DATA q4kgemv<>+56(SB)/8, $0
 GLOBL q4kgemv<>(SB), RODATA|NOPTR, $64
-
-DATA q4kgemq<>+0(SB)/8, $0x0000000400000000
-DATA q4kgemq<>+8(SB)/8, $0x0000000c00000008
-DATA q4kgemq<>+16(SB)/8, $0x0000000500000001
-DATA q4kgemq<>+24(SB)/8, $0x0000000d00000009
-DATA q4kgemq<>+32(SB)/8, $0x0000000600000002
-DATA q4kgemq<>+40(SB)/8, $0x0000000e0000000a
-DATA q4kgemq<>+48(SB)/8, $0x0000000700000003
-DATA q4kgemq<>+56(SB)/8, $0x0000000f0000000b
-GLOBL q4kgemq<>(SB), RODATA|NOPTR, $64
-
-DATA q4kgemm<>+0(SB)/8, $0x0000000800000000
-DATA q4kgemm<>+8(SB)/8, $0x0000000a00000002
-DATA q4kgemm<>+16(SB)/8, $0x0000000900000001
-DATA q4kgemm<>+24(SB)/8, $0x0000000b00000003
-DATA q4kgemm<>+32(SB)/8, $0x0000000c00000004
-DATA q4kgemm<>+40(SB)/8, $0x0000000e00000006
-DATA q4kgemm<>+48(SB)/8, $0x0000000d00000005
-DATA q4kgemm<>+56(SB)/8, $0x0000000f00000007
-GLOBL q4kgemm<>(SB), RODATA|NOPTR, $64
 
 // Word indices for VPERMW: each of the 16 bsums of a token (twice, for
 // two tokens) takes the min of its 32-element sub-block, mins[w%16/2].
@@ -301,32 +279,108 @@ q4kdone:
 	VZEROUPPER
 	RET
 
-// Q4KGROUP4 multiplies chunks 2j and 2j+1 (group j) of the row at SI with
+// Tables of q4KDot1x4 (see there). q4kx0 and q4kx2: dword indices for
+// VPERMT2D, lane i taking lane i^1 (i^4) of the first table when bit 0
+// (bit 2) of i is clear, of the second when set. q4ksc01 and q4ksc23:
+// word indices for VPERMW, the scale of each dword after the third
+// level. q4kfa and q4kfb: dword indices for VPERMI2D, groups 0,1 (2,3) of
+// the q sums (first table) and the mins terms (second) as
+// [q t0, m t0, q t1, m t1, ..., q t3, m t3] per group.
+DATA q4kx0<>+0(SB)/8, $0x0000001000000001
+DATA q4kx0<>+8(SB)/8, $0x0000001200000003
+DATA q4kx0<>+16(SB)/8, $0x0000001400000005
+DATA q4kx0<>+24(SB)/8, $0x0000001600000007
+DATA q4kx0<>+32(SB)/8, $0x0000001800000009
+DATA q4kx0<>+40(SB)/8, $0x0000001a0000000b
+DATA q4kx0<>+48(SB)/8, $0x0000001c0000000d
+DATA q4kx0<>+56(SB)/8, $0x0000001e0000000f
+GLOBL q4kx0<>(SB), RODATA|NOPTR, $64
+DATA q4kx2<>+0(SB)/8, $0x0000000500000004
+DATA q4kx2<>+8(SB)/8, $0x0000000700000006
+DATA q4kx2<>+16(SB)/8, $0x0000001100000010
+DATA q4kx2<>+24(SB)/8, $0x0000001300000012
+DATA q4kx2<>+32(SB)/8, $0x0000000d0000000c
+DATA q4kx2<>+40(SB)/8, $0x0000000f0000000e
+DATA q4kx2<>+48(SB)/8, $0x0000001900000018
+DATA q4kx2<>+56(SB)/8, $0x0000001b0000001a
+GLOBL q4kx2<>(SB), RODATA|NOPTR, $64
+DATA q4ksc01<>+0(SB)/8, $0x0000000000000000
+DATA q4ksc01<>+8(SB)/8, $0x0000000000000000
+DATA q4ksc01<>+16(SB)/8, $0x0002000200020002
+DATA q4ksc01<>+24(SB)/8, $0x0002000200020002
+DATA q4ksc01<>+32(SB)/8, $0x0001000100010001
+DATA q4ksc01<>+40(SB)/8, $0x0001000100010001
+DATA q4ksc01<>+48(SB)/8, $0x0003000300030003
+DATA q4ksc01<>+56(SB)/8, $0x0003000300030003
+GLOBL q4ksc01<>(SB), RODATA|NOPTR, $64
+DATA q4ksc23<>+0(SB)/8, $0x0004000400040004
+DATA q4ksc23<>+8(SB)/8, $0x0004000400040004
+DATA q4ksc23<>+16(SB)/8, $0x0006000600060006
+DATA q4ksc23<>+24(SB)/8, $0x0006000600060006
+DATA q4ksc23<>+32(SB)/8, $0x0005000500050005
+DATA q4ksc23<>+40(SB)/8, $0x0005000500050005
+DATA q4ksc23<>+48(SB)/8, $0x0007000700070007
+DATA q4ksc23<>+56(SB)/8, $0x0007000700070007
+GLOBL q4ksc23<>(SB), RODATA|NOPTR, $64
+DATA q4kfa<>+0(SB)/8, $0x0000001000000000
+DATA q4kfa<>+8(SB)/8, $0x0000001800000001
+DATA q4kfa<>+16(SB)/8, $0x0000001100000002
+DATA q4kfa<>+24(SB)/8, $0x0000001900000003
+DATA q4kfa<>+32(SB)/8, $0x0000001200000004
+DATA q4kfa<>+40(SB)/8, $0x0000001a00000005
+DATA q4kfa<>+48(SB)/8, $0x0000001300000006
+DATA q4kfa<>+56(SB)/8, $0x0000001b00000007
+GLOBL q4kfa<>(SB), RODATA|NOPTR, $64
+DATA q4kfb<>+0(SB)/8, $0x0000001400000008
+DATA q4kfb<>+8(SB)/8, $0x0000001c00000009
+DATA q4kfb<>+16(SB)/8, $0x000000150000000a
+DATA q4kfb<>+24(SB)/8, $0x0000001d0000000b
+DATA q4kfb<>+32(SB)/8, $0x000000160000000c
+DATA q4kfb<>+40(SB)/8, $0x0000001e0000000d
+DATA q4kfb<>+48(SB)/8, $0x000000170000000e
+DATA q4kfb<>+56(SB)/8, $0x0000001f0000000f
+GLOBL q4kfb<>(SB), RODATA|NOPTR, $64
+
+
+// Q4KGRP multiplies chunks 2j and 2j+1 (group j, nibbles at off(SI)) with
 // the activations of tokens 0..3 at actoff(DI), actoff(DI)(R10*1),
-// actoff(DI)(R10*2) and actoff(BX), weighted by the scales, and leaves in
-// 128-bit lane t of dst 4 lanes adding up to token t's group sum. Needs
-// Z10, Z30; clobbers Z0..Z9.
-#define Q4KGROUP4(off, actoff, idx, dst) \
-	Q4KUNPACK(SI, off, idx); \
+// actoff(DI)(R10*2) and actoff(BX) and adds the int16 pair products in two
+// levels of a tree (dst word sums of 4 products' pairs each). Dword i of
+// dst holds token 2*bit1(i) + bit0(i), chunk 2j + bit3(i). Needs Z26,
+// Z30, K1, K2, K5; clobbers Z0..Z8.
+#define Q4KGRP(off, actoff, dst) \
+	VBROADCASTI64X4 off(SI), Z8; \
+	VPSRLW     $4, Z8, K5, Z8; \
+	VPANDQ     Z30, Z8, Z8; \
 	VPMADDUBSW actoff(DI), Z8, Z0; \
-	VPMADDWD   Z9, Z0, Z0; \
 	VPMADDUBSW actoff(DI)(R10*1), Z8, Z1; \
-	VPMADDWD   Z9, Z1, Z1; \
 	VPMADDUBSW actoff(DI)(R10*2), Z8, Z2; \
-	VPMADDWD   Z9, Z2, Z2; \
 	VPMADDUBSW actoff(BX), Z8, Z3; \
-	VPMADDWD   Z9, Z3, Z3; \
-	Q4KRED4(dst)
+	VPBLENDMD  Z1, Z0, K1, Z4; \
+	VPERMT2D   Z1, Z26, Z0; \
+	VPADDW     Z0, Z4, Z4; \
+	VPBLENDMD  Z3, Z2, K1, Z5; \
+	VPERMT2D   Z3, Z26, Z2; \
+	VPADDW     Z2, Z5, Z5; \
+	VPBLENDMD  Z5, Z4, K2, Z6; \
+	VSHUFPS    $0x4e, Z5, Z4, Z7; \
+	VPADDW     Z7, Z6, dst
 
 // func q4KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
 // One Q4_K row (w) against four tokens of Q8_K activations, token t's
 // quants at xq + t*xqstride, scales at xd + t*xdstride and sums at
 // xb + t*xbstride (strides in bytes): out + t*otok = dotQ4KGemm(row,
 // token t), the order of the tokens ggml takes in groups of four. Per
-// super-block, the 16 group sums q[g][t] and mins terms m[g][t] are
-// reduced to int32 with lane t of 128-bit lane g, then for g = 0..3 in
-// order acc = fma(float(q[g]), d, acc) and accm = fma(float(m[g]), dm,
-// accm), 4 lanes = 4 tokens; at the end out = acc - accm.
+// super-block, the 16 VPMADDUBSW results (4 groups x 4 tokens) are added
+// in a tree: each level k blends two vectors (lanes with bit k set from
+// the second) and adds the lanes i^k of the same sources, so that every
+// lane sums elements of one token and one chunk. The first three levels
+// add int16 (at most 8 words of |2*15*128| = 30720, no overflow), then the
+// chunks' scales are applied (VPMADDWD) and the last level adds the two
+// chunks of each group as int32: q[g][t] in lane t + 4g. The mins terms
+// m[g][t] likewise; then for g = 0..3 in order acc = fma(float(q[g]), d,
+// acc) and accm = fma(float(m[g]), dm, accm), [acc, accm] interleaved in
+// the 8 lanes of Y24 for the 4 tokens; at the end out = acc - accm.
 TEXT ·q4KDot1x4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ xq+8(FP), DI
@@ -338,41 +392,51 @@ TEXT ·q4KDot1x4(SB), NOSPLIT, $0-80
 	MOVQ nb+56(FP), CX
 	LEAQ (DI)(R10*2), BX
 	ADDQ R10, BX
-	VMOVDQU64 q4kidx<>+0(SB), Z26
-	VMOVDQU64 q4kidx<>+64(SB), Z27
-	VMOVDQU64 q4kidx<>+128(SB), Z28
-	VMOVDQU64 q4kidx<>+192(SB), Z29
-	VMOVDQU64 q4kgemm<>(SB), Z23
-	VMOVDQU64 q4kgemq<>(SB), Z24
+	VMOVDQU64 q4kx0<>(SB), Z26
+	VMOVDQU64 q4kx2<>(SB), Z27
+	VMOVDQU64 q4ksc01<>(SB), Z28
+	VMOVDQU64 q4ksc23<>(SB), Z29
 	VMOVDQU64 q4kmdup<>(SB), Z25
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z30
-	VXORPS X14, X14, X14
-	VXORPS X15, X15, X15
+	MOVL $0xaaaa, AX
+	KMOVW AX, K1
+	MOVL $0xcccc, AX
+	KMOVW AX, K2
+	MOVL $0xf0f0, AX
+	KMOVW AX, K3
+	MOVL $0xff00, AX
+	KMOVW AX, K4
+	MOVL $0xffff0000, AX
+	KMOVD AX, K5
+	MOVL $0xc0, AX
+	KMOVW AX, K6
+	VPXORD Y24, Y24, Y24
 	TESTQ CX, CX
 	JEQ   q4k14done
 q4k14loop:
 	Q4KSC(SI)
-	Q4KGROUP4(16, 0, Z26, Z16)
-	Q4KGROUP4(48, 64, Z27, Z17)
-	Q4KGROUP4(80, 128, Z28, Z18)
-	Q4KGROUP4(112, 192, Z29, Z19)
-	// q: lane t of Z16..Z19 (group g) to lane t = [g0..g3] of Z12, then
-	// lane g = [t0..t3].
-	VPUNPCKLQDQ Z17, Z16, Z4
-	VPUNPCKHQDQ Z17, Z16, Z5
-	VPADDD    Z5, Z4, Z4    // lane t: [g0 a, g0 b, g1 a, g1 b]
-	VPUNPCKLQDQ Z19, Z18, Z5
-	VPUNPCKHQDQ Z19, Z18, Z6
-	VPADDD    Z6, Z5, Z5    // [g2 a, g2 b, g3 a, g3 b]
-	VSHUFPS   $0x88, Z5, Z4, Z6
-	VSHUFPS   $0xdd, Z5, Z4, Z7
-	VPADDD    Z7, Z6, Z6
-	VPERMD    Z6, Z24, Z12
-	VCVTDQ2PS Z12, Z12
-	// m: mins[c]*(bs[2c]+bs[2c+1]) per dword, two tokens per register,
-	// lane pairs added: 128-bit lanes [t0 g0 g1, t2 g0 g1], [t0 g2 g3,
-	// t2 g2 g3], [t1 g0 g1, t3 g0 g1], [t1 g2 g3, t3 g2 g3].
+	Q4KGRP(16, 0, Z16)
+	Q4KGRP(48, 64, Z17)
+	Q4KGRP(80, 128, Z18)
+	Q4KGRP(112, 192, Z19)
+	// Level 3 (bit 2): groups 0,1 and 2,3; then the scales.
+	VPBLENDMD Z17, Z16, K3, Z20
+	VPERMT2D  Z17, Z27, Z16
+	VPADDW    Z16, Z20, Z20
+	VPBLENDMD Z19, Z18, K3, Z21
+	VPERMT2D  Z19, Z27, Z18
+	VPADDW    Z18, Z21, Z21
+	VPERMW    Z10, Z28, Z9
+	VPMADDWD  Z9, Z20, Z20
+	VPERMW    Z10, Z29, Z9
+	VPMADDWD  Z9, Z21, Z21
+	// Level 4 (bit 3): the two chunks of each group, q[g][t] in lane t+4g.
+	VPBLENDMD  Z21, Z20, K4, Z22
+	VSHUFI64X2 $0x4e, Z21, Z20, Z23
+	VPADDD     Z23, Z22, Z12
+	// m: mins[c]*(bs[2c]+bs[2c+1]) per dword, tokens 0,1 and 2,3, lanes
+	// 2g, 2g+1 added: m[g][t] in lane (t>>1) + 2g + 8(t&1).
 	LEAQ (R13)(R12*2), AX
 	VMOVDQU   (R13), Y4
 	VINSERTI64X4 $1, (R13)(R12*1), Z4, Z4
@@ -381,37 +445,30 @@ q4k14loop:
 	VPERMW    Z11, Z25, Z7
 	VPMADDWD  Z7, Z4, Z4
 	VPMADDWD  Z7, Z5, Z5
-	VSHUFPS   $0x88, Z5, Z4, Z6
-	VSHUFPS   $0xdd, Z5, Z4, Z7
-	VPADDD    Z7, Z6, Z6
-	VPERMD    Z6, Z23, Z13
-	VCVTDQ2PS Z13, Z13
-	// d = fp16 d * x.d and dm = fp16 dmin * x.d of tokens 0..3.
+	VPBLENDMD Z5, Z4, K1, Z6
+	VPERMT2D  Z5, Z26, Z4
+	VPADDD    Z4, Z6, Z13
+	VMOVDQU64 q4kfa<>(SB), Z14
+	VPERMI2D  Z13, Z12, Z14
+	VMOVDQU64 q4kfb<>(SB), Z15
+	VPERMI2D  Z13, Z12, Z15
+	VCVTDQ2PS Z14, Z14
+	VCVTDQ2PS Z15, Z15
+	// [d, dm] * x.d of tokens 0..3, d = fp16 d, dm = fp16 dmin.
 	LEAQ (DX)(R11*2), AX
-	VMOVSS    (DX), X4
-	VINSERTPS $0x10, (DX)(R11*1), X4, X4
-	VINSERTPS $0x20, (AX), X4, X4
-	VINSERTPS $0x30, (AX)(R11*1), X4, X4
-	VMOVD     (SI), X5
-	VCVTPH2PS X5, X5
-	VBROADCASTSS X5, X6
-	VMULPS    X4, X6, X6
-	VSHUFPS   $0x55, X5, X5, X7
-	VMULPS    X4, X7, X7
-	VFMADD231PS X12, X6, X14
-	VFMADD231PS X13, X7, X15
-	VEXTRACTF32X4 $1, Z12, X8
-	VEXTRACTF32X4 $1, Z13, X9
-	VFMADD231PS X8, X6, X14
-	VFMADD231PS X9, X7, X15
-	VEXTRACTF32X4 $2, Z12, X8
-	VEXTRACTF32X4 $2, Z13, X9
-	VFMADD231PS X8, X6, X14
-	VFMADD231PS X9, X7, X15
-	VEXTRACTF32X4 $3, Z12, X8
-	VEXTRACTF32X4 $3, Z13, X9
-	VFMADD231PS X8, X6, X14
-	VFMADD231PS X9, X7, X15
+	VBROADCASTSS (DX), Y4
+	VBROADCASTSS (DX)(R11*1), K2, Y4
+	VBROADCASTSS (AX), K3, Y4
+	VBROADCASTSS (AX)(R11*1), K6, Y4
+	VPBROADCASTD (SI), X5
+	VCVTPH2PS X5, Y5
+	VMULPS    Y4, Y5, Y5
+	VFMADD231PS Y14, Y5, Y24
+	VEXTRACTF64X4 $1, Z14, Y14
+	VFMADD231PS Y14, Y5, Y24
+	VFMADD231PS Y15, Y5, Y24
+	VEXTRACTF64X4 $1, Z15, Y15
+	VFMADD231PS Y15, Y5, Y24
 	ADDQ $144, SI
 	ADDQ $256, DI
 	ADDQ $256, BX
@@ -422,12 +479,14 @@ q4k14loop:
 q4k14done:
 	MOVQ out+64(FP), BX
 	MOVQ otok+72(FP), R9
-	VSUBPS X15, X14, X0
+	VMOVSHDUP Y24, Y1
+	VSUBPS Y1, Y24, Y0
 	VMOVSS X0, (BX)
-	VEXTRACTPS $1, X0, (BX)(R9*1)
-	VEXTRACTPS $2, X0, (BX)(R9*2)
+	VEXTRACTPS $2, X0, (BX)(R9*1)
+	VEXTRACTF32X4 $1, Y0, X1
 	LEAQ (BX)(R9*2), BX
-	VEXTRACTPS $3, X0, (BX)(R9*1)
+	VMOVSS X1, (BX)
+	VEXTRACTPS $2, X1, (BX)(R9*1)
 	VZEROUPPER
 	RET
 
