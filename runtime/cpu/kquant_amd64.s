@@ -115,6 +115,37 @@ GLOBL q6kidx<>(SB), RODATA|NOPTR, $256
 	VPINSRD   $1, R9, X11, X11; \
 	VPMOVZXBW X11, X11
 
+// Q4KSC2 is Q4KSC with the 8 scales and 8 mins both in Y10 as words
+// (scales 0..7, mins 8..15; the upper lanes of Z10 zeroed). Clobbers AX,
+// R8, R9, R14, R15.
+#define Q4KSC2(row) \
+	MOVL      4(row), AX; \
+	MOVL      8(row), R8; \
+	MOVL      12(row), R9; \
+	MOVL      AX, R14; \
+	ANDL      $0x3f3f3f3f, R14; \
+	MOVL      R9, R15; \
+	ANDL      $0x0f0f0f0f, R15; \
+	SHRL      $6, AX; \
+	ANDL      $0x03030303, AX; \
+	SHLL      $4, AX; \
+	ORL       AX, R15; \
+	SHLQ      $32, R15; \
+	ORQ       R15, R14; \
+	MOVL      R8, AX; \
+	ANDL      $0x3f3f3f3f, AX; \
+	SHRL      $4, R9; \
+	ANDL      $0x0f0f0f0f, R9; \
+	SHRL      $6, R8; \
+	ANDL      $0x03030303, R8; \
+	SHLL      $4, R8; \
+	ORL       R8, R9; \
+	SHLQ      $32, R9; \
+	ORQ       R9, AX; \
+	VMOVQ     R14, X10; \
+	VPINSRQ   $1, AX, X10, X10; \
+	VPMOVZXBW X10, Y10
+
 // The Q4_K kernels follow ggml's repacked Q4_K kernels (dotQ4K and
 // dotQ4KGemm): the integer sums of a super-block (or of each of its four
 // groups of 64 elements) are reduced to one int32 per row and token
@@ -342,6 +373,17 @@ DATA q4kfb<>+56(SB)/8, $0x0000001f0000000f
 GLOBL q4kfb<>(SB), RODATA|NOPTR, $64
 
 
+// q4kmdup with the mins at words 8..15 (Q4KSC2).
+DATA q4kmdup8<>+0(SB)/8, $0x0009000900080008
+DATA q4kmdup8<>+8(SB)/8, $0x000b000b000a000a
+DATA q4kmdup8<>+16(SB)/8, $0x000d000d000c000c
+DATA q4kmdup8<>+24(SB)/8, $0x000f000f000e000e
+DATA q4kmdup8<>+32(SB)/8, $0x0009000900080008
+DATA q4kmdup8<>+40(SB)/8, $0x000b000b000a000a
+DATA q4kmdup8<>+48(SB)/8, $0x000d000d000c000c
+DATA q4kmdup8<>+56(SB)/8, $0x000f000f000e000e
+GLOBL q4kmdup8<>(SB), RODATA|NOPTR, $64
+
 // Q4KGRP multiplies chunks 2j and 2j+1 (group j, nibbles at off(SI)) with
 // the activations of tokens 0..3 at actoff(DI), actoff(DI)(R10*1),
 // actoff(DI)(R10*2) and actoff(BX) and adds the int16 pair products in two
@@ -366,11 +408,12 @@ GLOBL q4kfb<>(SB), RODATA|NOPTR, $64
 	VSHUFPS    $0x4e, Z5, Z4, Z7; \
 	VPADDW     Z7, Z6, dst
 
-// func q4KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
-// One Q4_K row (w) against four tokens of Q8_K activations, token t's
+// func q4KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr, n int)
+// One Q4_K row (w) against 4n tokens of Q8_K activations, token t's
 // quants at xq + t*xqstride, scales at xd + t*xdstride and sums at
 // xb + t*xbstride (strides in bytes): out + t*otok = dotQ4KGemm(row,
-// token t), the order of the tokens ggml takes in groups of four. Per
+// token t), the order of the tokens ggml takes in groups of four (n >= 1
+// groups per call, which saves the setup and the Go calls). Per
 // super-block, the 16 VPMADDUBSW results (4 groups x 4 tokens) are added
 // in a tree: each level k blends two vectors (lanes with bit k set from
 // the second) and adds the lanes i^k of the same sources, so that every
@@ -381,22 +424,15 @@ GLOBL q4kfb<>(SB), RODATA|NOPTR, $64
 // m[g][t] likewise; then for g = 0..3 in order acc = fma(float(q[g]), d,
 // acc) and accm = fma(float(m[g]), dm, accm), [acc, accm] interleaved in
 // the 8 lanes of Y24 for the 4 tokens; at the end out = acc - accm.
-TEXT ·q4KDot1x4(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ xq+8(FP), DI
+TEXT ·q4KDot1x4(SB), NOSPLIT, $0-88
 	MOVQ xqstride+16(FP), R10
-	MOVQ xd+24(FP), DX
 	MOVQ xdstride+32(FP), R11
-	MOVQ xb+40(FP), R13
 	MOVQ xbstride+48(FP), R12
-	MOVQ nb+56(FP), CX
-	LEAQ (DI)(R10*2), BX
-	ADDQ R10, BX
 	VMOVDQU64 q4kx0<>(SB), Z26
 	VMOVDQU64 q4kx2<>(SB), Z27
 	VMOVDQU64 q4ksc01<>(SB), Z28
 	VMOVDQU64 q4ksc23<>(SB), Z29
-	VMOVDQU64 q4kmdup<>(SB), Z25
+	VMOVDQU64 q4kmdup8<>(SB), Z25
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z30
 	MOVL $0xaaaa, AX
@@ -411,11 +447,19 @@ TEXT ·q4KDot1x4(SB), NOSPLIT, $0-80
 	KMOVD AX, K5
 	MOVL $0xc0, AX
 	KMOVW AX, K6
+q4k14group:
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ xb+40(FP), R13
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
 	VPXORD Y24, Y24, Y24
 	TESTQ CX, CX
 	JEQ   q4k14done
 q4k14loop:
-	Q4KSC(SI)
+	Q4KSC2(SI)
 	Q4KGRP(16, 0, Z16)
 	Q4KGRP(48, 64, Z17)
 	Q4KGRP(80, 128, Z18)
@@ -442,7 +486,7 @@ q4k14loop:
 	VINSERTI64X4 $1, (R13)(R12*1), Z4, Z4
 	VMOVDQU   (AX), Y5
 	VINSERTI64X4 $1, (AX)(R12*1), Z5, Z5
-	VPERMW    Z11, Z25, Z7
+	VPERMW    Z10, Z25, Z7
 	VPMADDWD  Z7, Z4, Z4
 	VPMADDWD  Z7, Z5, Z5
 	VPBLENDMD Z5, Z4, K1, Z6
@@ -487,6 +531,20 @@ q4k14done:
 	LEAQ (BX)(R9*2), BX
 	VMOVSS X1, (BX)
 	VEXTRACTPS $2, X1, (BX)(R9*1)
+	// The next 4 tokens.
+	SHLQ $2, R9
+	ADDQ R9, out+64(FP)
+	MOVQ xq+8(FP), DI
+	LEAQ (DI)(R10*4), DI
+	MOVQ DI, xq+8(FP)
+	MOVQ xd+24(FP), DX
+	LEAQ (DX)(R11*4), DX
+	MOVQ DX, xd+24(FP)
+	MOVQ xb+40(FP), R13
+	LEAQ (R13)(R12*4), R13
+	MOVQ R13, xb+40(FP)
+	DECQ n+80(FP)
+	JNZ  q4k14group
 	VZEROUPPER
 	RET
 

@@ -34,6 +34,9 @@ type weightKernel struct {
 	// first T&^3 tokens, which are inGemm's: each row's unpacking serves
 	// four.
 	dot1x4 func(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr)
+	// dot1x4n, if not nil, is dot1x4 for n groups of four tokens
+	// t..t+4n-1 in one call; runBlock prefers it.
+	dot1x4n func(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr)
 }
 
 const (
@@ -57,7 +60,7 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL, dot4: iq4NLDot4, dot2x2: iq4NLDot22}
 	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K, gemm: dotQ2KGemm, dot4: q2KDot4, dot1x4: q2KDot14}
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K, dot4: q3KDot4, dot1x4: q3KDot14}
-	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm, dot4: q4KDot4, dot1x4: q4KDot14}
+	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm, dot4: q4KDot4, dot1x4: q4KDot14, dot1x4n: q4KDot14n}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4, dot2x2: q5KDot22, dot1x4: q5KDot14}
 	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14}
 	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS, dot4: iq4XSDot4, dot1x4: iq4XSDot14}
@@ -116,6 +119,12 @@ func (t *matmulTask) runBlock(lo, hi int) {
 		T4 := t.T &^ 3
 		for b0 := 0; b0 < T4; b0 += tb {
 			b1 := min(b0+tb, T4)
+			if k.dot1x4n != nil {
+				for r := lo; r < hi; r++ {
+					k.dot1x4n(unsafe.Pointer(&t.w[r*rb]), t.aq, b0, (b1-b0)/4, unsafe.Pointer(&t.out[b0*N+r]), uintptr(4*N))
+				}
+				continue
+			}
 			for r := lo; r < hi; r++ {
 				for tt := b0; tt < b1; tt += 4 {
 					k.dot1x4(unsafe.Pointer(&t.w[r*rb]), t.aq, tt, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
@@ -184,7 +193,15 @@ func q4KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, os
 
 // q4KDot14 is the weightKernel.dot1x4 of Q4_K (q4KDot1x4).
 func q4KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
-	kquantDot1x4(q4KDot1x4, w, a, t, out, otok)
+	q4KDot14n(w, a, t, 1, out, otok)
+}
+
+// q4KDot14n is the weightKernel.dot1x4n of Q4_K (q4KDot1x4).
+func q4KDot14n(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr) {
+	x := a.row(t)
+	nb := len(x.d)
+	q4KDot1x4(w, unsafe.Pointer(&x.qs[0]), uintptr(a.K), unsafe.Pointer(&x.d[0]), uintptr(4*nb),
+		unsafe.Pointer(&x.bsums[0]), uintptr(2*a.K/16), nb, out, otok, n)
 }
 
 // q5KDot14 is the weightKernel.dot1x4 of Q5_K (q5KDot1x4).
