@@ -1111,24 +1111,15 @@ GLOBL q4ksign<>(SB), RODATA|NOPTR, $16
 	VMULPS    Y9, Y13, Y9; \
 	VFMADD231PS Y8, Y9, acc
 
-// func q6KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
-// q4KDot1x4 for a Q6_K row: out + t*otok = dotQ6K(row, token t), bit for
-// bit q6KDot4x1's.
-TEXT ·q6KDot1x4(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ xq+8(FP), DI
+// func q6KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr, n int)
+// One Q6_K row against n groups of four tokens (group g's token t at
+// xq + (4g+t)*xqstride, and so on): out + (4g+t)*otok = dotQ6K(row, token
+// 4g+t), bit for bit q6KDot4x1's, each super-block unpacked once per
+// group.
+TEXT ·q6KDot1x4(SB), NOSPLIT, $0-88
 	MOVQ xqstride+16(FP), R10
-	MOVQ xd+24(FP), DX
 	MOVQ xdstride+32(FP), R11
-	MOVQ xb+40(FP), R13
 	MOVQ xbstride+48(FP), R12
-	MOVQ nb+56(FP), CX
-	LEAQ (DI)(R10*2), BX
-	ADDQ R10, BX
-	LEAQ (DX)(R11*2), R8
-	ADDQ R11, R8
-	LEAQ (R13)(R12*2), AX
-	ADDQ R12, AX
 	VMOVDQU64 q6kidx<>+0(SB), Z26
 	VMOVDQU64 q6kidx<>+64(SB), Z27
 	VMOVDQU64 q6kidx<>+128(SB), Z28
@@ -1137,6 +1128,18 @@ TEXT ·q6KDot1x4(SB), NOSPLIT, $0-80
 	VPBROADCASTD R9, Z30
 	MOVL $0x30303030, R9
 	VPBROADCASTD R9, Z31
+q6k14group:
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ xb+40(FP), R13
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	LEAQ (DX)(R11*2), R8
+	ADDQ R11, R8
+	LEAQ (R13)(R12*2), AX
+	ADDQ R12, AX
 	VPXORD Y16, Y16, Y16
 	VPXORD Y17, Y17, Y17
 	VPXORD Y18, Y18, Y18
@@ -1180,6 +1183,20 @@ q6k14done:
 	ADDQ R9, BX
 	HSUM8(Y19, X19)
 	VMOVSS X0, (BX)
+	// The next 4 tokens.
+	SHLQ $2, R9
+	ADDQ R9, out+64(FP)
+	MOVQ xq+8(FP), DI
+	LEAQ (DI)(R10*4), DI
+	MOVQ DI, xq+8(FP)
+	MOVQ xd+24(FP), DX
+	LEAQ (DX)(R11*4), DX
+	MOVQ DX, xd+24(FP)
+	MOVQ xb+40(FP), R13
+	LEAQ (R13)(R12*4), R13
+	MOVQ R13, xb+40(FP)
+	DECQ n+80(FP)
+	JNZ  q6k14group
 	VZEROUPPER
 	RET
 

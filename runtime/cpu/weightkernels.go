@@ -62,7 +62,7 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K, dot4: q3KDot4, dot1x4: q3KDot14}
 	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm, dot4: q4KDot4, dot1x4: q4KDot14, dot1x4n: q4KDot14n}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4, dot2x2: q5KDot22, dot1x4: q5KDot14}
-	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14}
+	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14, dot1x4n: q6KDot14n}
 	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS, dot4: iq4XSDot4, dot1x4: iq4XSDot14}
 	for dt, k := range t {
 		if k.kind != kindNone && tensor.DType(dt).DotType() == 0 {
@@ -211,7 +211,16 @@ func q5KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uin
 
 // q6KDot14 is the weightKernel.dot1x4 of Q6_K (q6KDot1x4).
 func q6KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
-	kquantDot1x4(q6KDot1x4, w, a, t, out, otok)
+	q6KDot14n(w, a, t, 1, out, otok)
+}
+
+// q6KDot14n is the weightKernel.dot1x4n of Q6_K (q6KDot1x4).
+func q6KDot14n(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr) {
+	K := a.K
+	nb := K / 256
+	_ = a.qs[(t+4*n)*K-1] // the 4n tokens are there
+	q6KDot1x4(w, unsafe.Pointer(&a.qs[t*K]), uintptr(K), unsafe.Pointer(&a.d[t*nb]), uintptr(4*nb),
+		unsafe.Pointer(&a.bsums[t*K/16]), uintptr(2*K/16), nb, out, otok, n)
 }
 
 // kquantDot1x4 calls a 1x4 kernel of a Q8_K dot type on tokens t..t+3 of
