@@ -198,10 +198,11 @@ func q4KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uin
 
 // q4KDot14n is the weightKernel.dot1x4n of Q4_K (q4KDot1x4).
 func q4KDot14n(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr) {
-	x := a.row(t)
-	nb := len(x.d)
-	q4KDot1x4(w, unsafe.Pointer(&x.qs[0]), uintptr(a.K), unsafe.Pointer(&x.d[0]), uintptr(4*nb),
-		unsafe.Pointer(&x.bsums[0]), uintptr(2*a.K/16), nb, out, otok, n)
+	K := a.K
+	nb := K / 256
+	_ = a.qs[(t+4*n)*K-1] // the 4n tokens are there
+	q4KDot1x4(w, unsafe.Pointer(&a.qs[t*K]), uintptr(K), unsafe.Pointer(&a.d[t*nb]), uintptr(4*nb),
+		unsafe.Pointer(&a.bsums[t*K/16]), uintptr(2*K/16), nb, out, otok, n)
 }
 
 // q5KDot14 is the weightKernel.dot1x4 of Q5_K (q5KDot1x4).
