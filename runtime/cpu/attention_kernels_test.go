@@ -493,3 +493,33 @@ func TestAttentionNoAllocs(t *testing.T) {
 		p.b.Close()
 	}
 }
+
+// TestRoPENeoxFast checks ropeRow's AVX-512 NEOX rotation against its Go
+// loop bit for bit, for rotary widths with and without pairs past the last
+// 16 and several heads per row.
+func TestRoPENeoxFast(t *testing.T) {
+	needSIMD(t)
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, hd := range []int{16, 32, 64, 80, 128, 256} {
+		for _, pos := range []int32{0, 1, 7, 300, 4000} {
+			a := tensor.RoPEArgs{Dims: hd, HeadDim: hd, Base: 1e6, Mode: tensor.RoPENeox}
+			x := make([]float32, 3*hd)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * 3)
+			}
+			want, got := slices.Clone(x), slices.Clone(x)
+			trig := make([]float32, hd)
+			func() {
+				defer func(u bool) { useSIMD = u }(useSIMD)
+				useSIMD = false
+				ropeRow(want, pos, a, nil, trig[:hd/2], trig[hd/2:])
+			}()
+			ropeRow(got, pos, a, nil, trig[:hd/2], trig[hd/2:])
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("hd %d pos %d: x[%d] = %v, want %v", hd, pos, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -253,9 +253,17 @@ func ropeRow(x []float32, pos int32, a tensor.RoPEArgs, factors, cos, sin []floa
 		sin[i] = sinf32(t)
 		theta *= thetaScale
 	}
+	fast := 0 // the pairs ropeNeox16 rotates
+	if useSIMD && a.Mode == tensor.RoPENeox {
+		fast = half &^ 15
+	}
 	for h := 0; h+a.HeadDim <= len(x); h += a.HeadDim {
 		head := x[h : h+a.HeadDim]
-		for i := 0; i < half; i++ {
+		if fast > 0 {
+			_ = head[half+fast-1]
+			ropeNeox16(&head[0], &cos[0], &sin[0], half, fast/16)
+		}
+		for i := fast; i < half; i++ {
 			var i0, i1 int
 			if a.Mode == tensor.RoPENeox {
 				i0, i1 = i, i+half

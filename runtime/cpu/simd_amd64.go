@@ -62,3 +62,6 @@ func q8Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uin
 
 //go:noescape
 func q8Gemm4x2(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+
+//go:noescape
+func ropeNeox16(head, cos, sin *float32, half, n16 int)

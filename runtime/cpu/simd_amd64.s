@@ -825,3 +825,37 @@ z42done:
 	ZSTORE(Z16, Y16, X16, Z17, Y17, X17, Z18, Y18, X18, Z19, Y19, X19)
 	VZEROUPPER
 	RET
+
+// func ropeNeox16(head, cos, sin *float32, half, n16 int)
+// For i < 16*n16: x0 = head[i], x1 = head[i+half];
+// head[i] = fma(x0, cos[i], -(x1*sin[i])), head[i+half] = fma(x0, sin[i],
+// x1*cos[i]), the operations of ropeRow's NEOX rotation.
+TEXT ·ropeNeox16(SB), NOSPLIT, $0-40
+	MOVQ head+0(FP), DI
+	MOVQ cos+8(FP), SI
+	MOVQ sin+16(FP), DX
+	MOVQ half+24(FP), AX
+	MOVQ n16+32(FP), CX
+	LEAQ (DI)(AX*4), BX
+	TESTQ CX, CX
+	JEQ   ropedone
+ropeloop:
+	VMOVUPS (DI), Z0
+	VMOVUPS (BX), Z1
+	VMOVUPS (SI), Z2
+	VMOVUPS (DX), Z3
+	VMULPS  Z3, Z1, Z4
+	VFMSUB231PS Z2, Z0, Z4
+	VMULPS  Z2, Z1, Z5
+	VFMADD231PS Z3, Z0, Z5
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z5, (BX)
+	ADDQ $64, DI
+	ADDQ $64, BX
+	ADDQ $64, SI
+	ADDQ $64, DX
+	DECQ CX
+	JNZ  ropeloop
+ropedone:
+	VZEROUPPER
+	RET
