@@ -142,15 +142,6 @@ func (p *program) writeKV(op tensor.Op, b *exec.Batch) {
 	}
 }
 
-// accumulate adds w*v[d] to o[d] for every d, rounding the product before
-// the add.
-func accumulate(o []float32, w float32, v []float32) {
-	v = v[:len(o)]
-	for d, x := range v {
-		o[d] += float32(w * x)
-	}
-}
-
 // attnValues writes o[d] = sum over positions j < len(w) of w[j] * v(j)[d]
 // in the order of ggml's kqv product over a KV row padded with zero
 // weights to a whole number of 64 positions: for a batch of two rows or
