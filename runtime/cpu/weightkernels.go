@@ -198,11 +198,8 @@ func q4KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uin
 
 // q4KDot14n is the weightKernel.dot1x4n of Q4_K (q4KDot1x4).
 func q4KDot14n(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr) {
-	K := a.K
-	nb := K / 256
-	_ = a.qs[(t+4*n)*K-1] // the 4n tokens are there
-	q4KDot1x4(w, unsafe.Pointer(&a.qs[t*K]), uintptr(K), unsafe.Pointer(&a.d[t*nb]), uintptr(4*nb),
-		unsafe.Pointer(&a.bsums[t*K/16]), uintptr(2*K/16), nb, out, otok, n)
+	xq, xd, xb, nb := q8KTokens(a, t, 4*n)
+	q4KDot1x4(w, xq, uintptr(a.K), xd, uintptr(4*nb), xb, uintptr(2*a.K/16), nb, out, otok, n)
 }
 
 // q5KDot14 is the weightKernel.dot1x4 of Q5_K (q5KDot1x4).
@@ -217,11 +214,8 @@ func q6KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uin
 
 // q6KDot14n is the weightKernel.dot1x4n of Q6_K (q6KDot1x4).
 func q6KDot14n(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr) {
-	K := a.K
-	nb := K / 256
-	_ = a.qs[(t+4*n)*K-1] // the 4n tokens are there
-	q6KDot1x4(w, unsafe.Pointer(&a.qs[t*K]), uintptr(K), unsafe.Pointer(&a.d[t*nb]), uintptr(4*nb),
-		unsafe.Pointer(&a.bsums[t*K/16]), uintptr(2*K/16), nb, out, otok, n)
+	xq, xd, xb, nb := q8KTokens(a, t, 4*n)
+	q6KDot1x4(w, xq, uintptr(a.K), xd, uintptr(4*nb), xb, uintptr(2*a.K/16), nb, out, otok, n)
 }
 
 // kquantDot1x4 calls a 1x4 kernel of a Q8_K dot type on tokens t..t+3 of
@@ -229,11 +223,19 @@ func q6KDot14n(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok
 // consecutive tokens' (in bytes).
 func kquantDot1x4(kernel func(w, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr),
 	w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
+	xq, xd, xb, nb := q8KTokens(a, t, 4)
+	kernel(w, xq, uintptr(a.K), xd, uintptr(4*nb), xb, uintptr(2*a.K/16), nb, out, otok)
+}
+
+// q8KTokens returns token t's quants, scales and sums in a (Q8_K
+// activations) and its super-blocks per token, checking that tokens
+// t..t+n-1 are there; consecutive tokens are K, 4*nb and 2*K/16 bytes
+// apart.
+func q8KTokens(a *actQuant, t, n int) (xq, xd, xb unsafe.Pointer, nb int) {
 	K := a.K
-	nb := K / 256
-	_ = a.qs[(t+4)*K-1] // the four tokens are there
-	kernel(w, unsafe.Pointer(&a.qs[t*K]), uintptr(K), unsafe.Pointer(&a.d[t*nb]), uintptr(4*nb),
-		unsafe.Pointer(&a.bsums[t*K/16]), uintptr(2*K/16), nb, out, otok)
+	nb = K / 256
+	_ = a.qs[(t+n)*K-1]
+	return unsafe.Pointer(&a.qs[t*K]), unsafe.Pointer(&a.d[t*nb]), unsafe.Pointer(&a.bsums[t*K/16]), nb
 }
 
 // q6KDot22 is the weightKernel.dot2x2 of Q6_K (q6KDot2x2).
