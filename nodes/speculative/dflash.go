@@ -38,8 +38,8 @@ func init() {
 			"p_min 0. The graph's model.forward must tap the drafter's target_layers (`taps`).",
 		New: func(p node.Params) (any, error) {
 			d := &DFlash{K: p.Int("k"), Alias: p.String("model")}
-			if !aliasPattern.MatchString(d.Alias) {
-				return nil, fmt.Errorf("model alias %q: want ^[a-z][a-z0-9_-]*$", d.Alias)
+			if err := checkAlias(d.Alias); err != nil {
+				return nil, err
 			}
 			return d, nil
 		},

@@ -41,8 +41,8 @@ func init() {
 			"are freed when the request ends or is aborted.",
 		New: func(p node.Params) (any, error) {
 			d := &Draft{K: p.Int("k"), Alias: p.String("model"), Sample: p.Bool("sample"), Temperature: float32(p.Float("temperature"))}
-			if !aliasPattern.MatchString(d.Alias) {
-				return nil, fmt.Errorf("model alias %q: want ^[a-z][a-z0-9_-]*$", d.Alias)
+			if err := checkAlias(d.Alias); err != nil {
+				return nil, err
 			}
 			return d, nil
 		},
@@ -50,6 +50,15 @@ func init() {
 }
 
 var aliasPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+
+// checkAlias reports, as an error, a model alias param that aliasPattern
+// does not match.
+func checkAlias(alias string) error {
+	if !aliasPattern.MatchString(alias) {
+		return fmt.Errorf("model alias %q: want %s", alias, aliasPattern)
+	}
+	return nil
+}
 
 // Draft is the speculative.draft node: a draft model with its own KV cache
 // proposes up to K tokens per sequence. The engine binds it (BindModel,

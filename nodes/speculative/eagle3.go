@@ -38,8 +38,8 @@ func init() {
 			"target_layers (`taps`); the engine checks it at load.",
 		New: func(p node.Params) (any, error) {
 			e := &Eagle3{K: p.Int("k"), Alias: p.String("model")}
-			if !aliasPattern.MatchString(e.Alias) {
-				return nil, fmt.Errorf("model alias %q: want ^[a-z][a-z0-9_-]*$", e.Alias)
+			if err := checkAlias(e.Alias); err != nil {
+				return nil, err
 			}
 			return e, nil
 		},
