@@ -173,19 +173,6 @@ DATA kiq4lev<>+48(SB)/8, $0xf6eaddcfbfad9881
 DATA kiq4lev<>+56(SB)/8, $0x7159453526190d01
 GLOBL kiq4lev<>(SB), RODATA|NOPTR, $64
 
-// KQOUT stores hsum8 of the accumulators Y16..Y19 to BX + i*R9
-// (clobbers BX, X0, X1).
-#define KQOUT \
-	HSUM8(Y16, X16); \
-	VMOVSS X0, (BX); \
-	HSUM8(Y17, X17); \
-	VMOVSS X0, (BX)(R9*1); \
-	HSUM8(Y18, X18); \
-	VMOVSS X0, (BX)(R9*2); \
-	LEAQ (BX)(R9*2), BX; \
-	HSUM8(Y19, X19); \
-	VMOVSS X0, (BX)(R9*1)
-
 // Q3KSC unpacks the 16 signed 6-bit scales of the Q3_K super-block at
 // (row) (12 bytes at 96(row), tensor.Q3KScales) into Y25 as words. Needs
 // X0 = 0x20 bytes; clobbers AX, R8, R9, R14, R15, X9.
@@ -922,16 +909,6 @@ q3k14loop:
 q3k14done:
 	MOVQ out+64(FP), BX
 	MOVQ otok+72(FP), R9
-	HSUM8(Y16, X16)
-	VMOVSS X0, (BX)
-	ADDQ R9, BX
-	HSUM8(Y17, X17)
-	VMOVSS X0, (BX)
-	ADDQ R9, BX
-	HSUM8(Y18, X18)
-	VMOVSS X0, (BX)
-	ADDQ R9, BX
-	HSUM8(Y19, X19)
-	VMOVSS X0, (BX)
+	KQOUT
 	VZEROUPPER
 	RET

@@ -645,15 +645,7 @@ q6kloop:
 q6kdone:
 	MOVQ out+48(FP), BX
 	MOVQ ostride+56(FP), R9
-	HSUM8(Y16, X16)
-	VMOVSS X0, (BX)
-	HSUM8(Y17, X17)
-	VMOVSS X0, (BX)(R9*1)
-	HSUM8(Y18, X18)
-	VMOVSS X0, (BX)(R9*2)
-	LEAQ (BX)(R9*2), BX
-	HSUM8(Y19, X19)
-	VMOVSS X0, (BX)(R9*1)
+	KQOUT
 	VZEROUPPER
 	RET
 
@@ -1172,17 +1164,7 @@ q6k14loop:
 q6k14done:
 	MOVQ out+64(FP), BX
 	MOVQ otok+72(FP), R9
-	HSUM8(Y16, X16)
-	VMOVSS X0, (BX)
-	ADDQ R9, BX
-	HSUM8(Y17, X17)
-	VMOVSS X0, (BX)
-	ADDQ R9, BX
-	HSUM8(Y18, X18)
-	VMOVSS X0, (BX)
-	ADDQ R9, BX
-	HSUM8(Y19, X19)
-	VMOVSS X0, (BX)
+	KQOUT
 	// The next 4 tokens.
 	SHLQ $2, R9
 	ADDQ R9, out+64(FP)

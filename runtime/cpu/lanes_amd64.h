@@ -20,3 +20,16 @@
 	VADDPS        X1, X0, X0; \
 	VMOVSHDUP     X0, X1; \
 	VADDSS        X1, X0, X0
+
+// KQOUT stores hsum8 of the accumulators Y16..Y19 to BX + i*R9
+// (clobbers BX, X0, X1).
+#define KQOUT \
+	HSUM8(Y16, X16); \
+	VMOVSS X0, (BX); \
+	HSUM8(Y17, X17); \
+	VMOVSS X0, (BX)(R9*1); \
+	HSUM8(Y18, X18); \
+	VMOVSS X0, (BX)(R9*2); \
+	LEAQ (BX)(R9*2), BX; \
+	HSUM8(Y19, X19); \
+	VMOVSS X0, (BX)(R9*1)
