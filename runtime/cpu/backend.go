@@ -112,7 +112,7 @@ func (b *Backend) Prepare(g *tensor.Graph) (exec.Executable, error) {
 			p.stateful = true
 		}
 	}
-	if useSIMD {
+	if level != levelRef {
 		p.fused = fuseMatmuls(g, p.w)
 	}
 	p.assignBuffers()

@@ -11,14 +11,17 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// Kernel selection. The fast matmul kernels (simd_amd64.s, kquant_amd64.s)
-// run when the CPU has AVX-512 with VNNI; otherwise, or with
-// NINFER_CPU_KERNELS=ref in the environment, the readable reference loops
-// in kernels.go and quantdot.go run.
+// Kernel selection. The CPU's instruction set picks a kernel level: with
+// AVX-512 and VNNI (levelAVX512) every fast kernel runs; with AVX2, FMA and
+// F16C only (levelAVX2) the matmul kernels of the *_avx2_amd64.s files run
+// and everything else takes the reference loops; otherwise, or with
+// NINFER_CPU_KERNELS=ref in the environment, the readable reference loops in
+// kernels.go and quantdot.go run. NINFER_CPU_KERNELS=avx2 caps an AVX-512
+// machine at levelAVX2 (the tests use it).
 //
 // The quantized dtypes' results (Q8_0, Q4_0, and the kindBlock dtypes of
 // weightkernels.go: K-quants, IQ4, Q4_1, Q5_0, Q5_1) are bit for bit the
-// same either way. For F32, F16 and BF16 the fast kernels use 16 float32
+// same at every level. For F32, F16 and BF16 the fast kernels use 16 float32
 // lanes with fused multiply-adds (reduced as HSUM16 in simd_amd64.s)
 // instead of the reference's 8 unfused lanes, so results differ in the last bits; on one machine they never
 // depend on the thread count or on how tokens are batched, because each
@@ -26,11 +29,50 @@ import (
 //
 // The other fast kernels (attn_amd64.s: attention, softmax, SwiGLU, the f16
 // rounding and Q8_0 quantization of activations) give bit for bit the
-// reference results.
-var useSIMD = hasAVX512() && os.Getenv("NINFER_CPU_KERNELS") != "ref"
+// reference results; they run at levelAVX512 only (useSIMD).
+var level = chooseLevel(os.Getenv("NINFER_CPU_KERNELS"))
+
+// useSIMD reports whether the AVX-512 kernels run.
+var useSIMD = level == levelAVX512
+
+// kernelLevel is an instruction-set level of the CPU kernels.
+type kernelLevel int
+
+const (
+	levelRef    kernelLevel = iota // the Go reference loops
+	levelAVX2                      // AVX2, FMA, F16C and BMI2: the matmul kernels of *_avx2_amd64.s
+	levelAVX512                    // AVX-512 F, BW and VL with VNNI: every fast kernel
+)
+
+func (l kernelLevel) String() string {
+	return [...]string{"ref", "avx2", "avx512"}[l]
+}
+
+// chooseLevel returns the best level the CPU supports, capped by env
+// ("ref" or "avx2"; anything else leaves it uncapped).
+func chooseLevel(env string) kernelLevel {
+	best := levelRef
+	switch {
+	case hasAVX512():
+		best = levelAVX512
+	case hasAVX2():
+		best = levelAVX2
+	}
+	switch env {
+	case "ref":
+		return levelRef
+	case "avx2":
+		return min(best, levelAVX2)
+	}
+	return best
+}
 
 // SIMD reports whether the backend uses its AVX-512 matmul kernels.
 func SIMD() bool { return useSIMD }
+
+// KernelLevel names the kernel level the backend runs: "avx512", "avx2" or
+// "ref".
+func KernelLevel() string { return level.String() }
 
 // parallelMACs is the smallest matmul (in multiply-adds) worth splitting
 // across workers; smaller ones run on the calling goroutine.
@@ -91,7 +133,7 @@ func (p *program) matmul(out []float32, op tensor.Op) error {
 	if kernelOf(w.DType).kind == kindNone {
 		return fmt.Errorf("cpu: matmul: weight dtype %v not supported", w.DType)
 	}
-	if !useSIMD {
+	if !fastMatmul(w.DType) {
 		p.matmulRef(out, op)
 		return nil
 	}
@@ -193,7 +235,7 @@ func roundActivations(dst, x []float32, dt tensor.DType) {
 	}
 }
 
-// matmulFast is matmul with the AVX-512 kernels: activations are prepared
+// matmulFast is matmul with the fast kernels of the level: activations are prepared
 // once (quantized to Q8_0 or rounded to f16/bf16, shared by the matmuls that
 // read the same tensor), then rows are split across workers in quads.
 func (p *program) matmulFast(out []float32, op tensor.Op) {
@@ -287,7 +329,7 @@ func fuseMatmuls(g *tensor.Graph, w []*weights.Tensor) [][]int {
 		if op.Kind != tensor.OpMatMul || w[op.Args[1].ID] == nil {
 			return false
 		}
-		return kernelOf(w[op.Args[1].ID].DType).kind != kindNone
+		return fastMatmul(w[op.Args[1].ID].DType)
 	}
 	for i := 0; i < len(g.Ops); i++ {
 		if !ok(i) {
@@ -317,7 +359,7 @@ func fuseMatmuls(g *tensor.Graph, w []*weights.Tensor) [][]int {
 }
 
 // matmulFused computes the matmul ops ops (a group from fuseMatmuls) with
-// the AVX-512 kernels as one parallel job.
+// the fast kernels as one parallel job.
 func (p *program) matmulFused(ops []int) {
 	g := &p.mm.group
 	g.n = len(ops)
@@ -333,7 +375,9 @@ func (p *program) matmulFused(ops []int) {
 // usesPairs reports whether a matmul of T tokens by weights of dtype dt
 // runs the pair kernels (Q8_0, 2 tokens or more), which read the pair
 // layout of the activations.
-func usesPairs(dt tensor.DType, T int) bool { return T >= 2 && dt == tensor.Q8_0 }
+func usesPairs(dt tensor.DType, T int) bool {
+	return level == levelAVX512 && T >= 2 && dt == tensor.Q8_0
+}
 
 // quantizeQ8 quantizes x [T, K] to Q8_0 into *qx and *qd, and with pairs
 // also into the pair kernels' layout *qz, reusing their memory, on up to
@@ -384,7 +428,7 @@ func (t *prepTask) run(_, lo, hi int) {
 }
 
 // matmulTask computes output columns (weight rows) [lo, hi) of one matmul
-// with the AVX-512 kernels.
+// with the fast kernels of the level.
 type matmulTask struct {
 	dt       tensor.DType
 	w        []byte // [N rows of rowBytes]

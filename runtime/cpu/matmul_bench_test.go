@@ -38,16 +38,10 @@ func BenchmarkMatMul(b *testing.B) {
 			}
 			w := randWeight(r, dt, n, k)
 			x := randActivations(r, T, k)
-			for _, simd := range []bool{true, false} {
-				if simd && !hasAVX512() {
-					continue
-				}
-				name := "ref"
-				if simd {
-					name = "simd"
-				}
-				b.Run(fmt.Sprintf("%v/T=%d/%s", dt, T, name), func(b *testing.B) {
-					benchMatMul(b, w, x, T, simd)
+			for _, lv := range testLevels() {
+				b.Run(fmt.Sprintf("%v/T=%d/%v", dt, T, lv), func(b *testing.B) {
+					defer setLevel(lv)()
+					benchMatMul(b, w, x, T, lv != levelRef)
 				})
 			}
 		}
@@ -89,7 +83,7 @@ func benchMatMul(b *testing.B, w *weights.Tensor, x []float32, T int, simd bool)
 	b.ResetTimer()
 	for range b.N {
 		p.mm.q, p.mm.r, p.mm.a = actKey{}, actKey{}, actKey{} // prepare activations every time, as a new step would
-		if simd {
+		if simd && fastMatmul(w.DType) {
 			p.matmulFast(p.f32[2], op)
 		} else {
 			p.matmulRef(p.f32[2], op)

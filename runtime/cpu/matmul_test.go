@@ -94,7 +94,8 @@ func randActivations(r *rand.Rand, T, k int) []float32 {
 }
 
 // runMatMul runs one matmul op through a program with the given threads and
-// kernels and returns its output [T, N].
+// kernels (simd: the running level's fast path, where the dtype has one)
+// and returns its output [T, N].
 func runMatMul(w *weights.Tensor, x []float32, T, threads int, simd bool) []float32 {
 	b := &Backend{pool: newPool(threads)}
 	defer b.pool.close()
@@ -103,7 +104,7 @@ func runMatMul(w *weights.Tensor, x []float32, T, threads int, simd bool) []floa
 	wt := tensor.Tensor{ID: 1, Shape: [2]int{N, K}, DType: w.DType}
 	op := tensor.Op{Kind: tensor.OpMatMul, Args: []tensor.Tensor{xt, wt}, Out: tensor.Tensor{ID: 2, Shape: [2]int{T, N}, DType: tensor.F32}}
 	p := &program{b: b, f32: [][]float32{x, nil, make([]float32, T*N)}, w: []*weights.Tensor{nil, w, nil}}
-	if simd {
+	if simd && fastMatmul(w.DType) {
 		p.matmulFast(p.f32[2], op)
 	} else {
 		p.matmulRef(p.f32[2], op)
@@ -111,9 +112,29 @@ func runMatMul(w *weights.Tensor, x []float32, T, threads int, simd bool) []floa
 	return p.f32[2]
 }
 
+// testLevels returns the kernel levels this CPU can run, best first, down
+// to the reference.
+func testLevels() []kernelLevel {
+	var ls []kernelLevel
+	for lv := chooseLevel(""); lv >= levelRef; lv-- {
+		ls = append(ls, lv)
+	}
+	return ls
+}
+
+// setLevel makes lv the running kernel level and returns the function that
+// restores the previous one.
+func setLevel(lv kernelLevel) (restore func()) {
+	l, u := level, useSIMD
+	level, useSIMD = lv, lv == levelAVX512
+	return func() { level, useSIMD = l, u }
+}
+
+// requireSIMD skips tests of the fast matmul kernels at the reference
+// level (NINFER_CPU_KERNELS=ref, or a CPU without AVX2).
 func requireSIMD(t *testing.T) {
-	if !hasAVX512() {
-		t.Skip("no AVX-512 VNNI: the fast kernels are not used on this CPU")
+	if level == levelRef {
+		t.Skip("reference kernels: the fast kernels are not used on this CPU")
 	}
 }
 
@@ -364,6 +385,9 @@ func TestFusedMatMuls(t *testing.T) {
 	requireSIMD(t)
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0} {
+		if !fastMatmul(dt) {
+			continue
+		}
 		for _, T := range []int{1, 5} {
 			const K = 64
 			ns := []int{36, 8, 21}
@@ -478,7 +502,9 @@ func q8PairLayoutRef(dst []byte, qx []int8, qd []float32, p0, p1, K int) {
 // TestQ8PairLayout checks the pair kernels' activation layout against its
 // spelled-out definition, including extreme quants.
 func TestQ8PairLayout(t *testing.T) {
-	requireSIMD(t)
+	if !useSIMD {
+		t.Skip("the pair kernels run at levelAVX512 only")
+	}
 	r := rand.New(rand.NewPCG(17, 18))
 	const T, K = 7, 96
 	qx := make([]int8, T*K)

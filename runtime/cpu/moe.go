@@ -8,10 +8,11 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// moe computes a mixture-of-experts FFN: with the AVX-512 kernels on the
-// fast matmul path (moeFast), otherwise with the reference loop moeRef.
+// moe computes a mixture-of-experts FFN: on the fast matmul path (moeFast)
+// where the level has the experts' kernels, otherwise with the reference
+// loop moeRef.
 func (p *program) moe(out []float32, op tensor.Op) {
-	if useSIMD {
+	if fastMatmul(p.w[op.Args[2].ID].DType) && fastMatmul(p.w[op.Args[4].ID].DType) {
 		p.moeFast(out, op)
 		return
 	}

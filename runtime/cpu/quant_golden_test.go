@@ -86,7 +86,7 @@ func TestMatMulQuantGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			modes := []bool{false}
-			if hasAVX512() {
+			if level != levelRef {
 				modes = append(modes, true)
 			}
 			var rel, relDeq float64

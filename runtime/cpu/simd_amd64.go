@@ -48,6 +48,27 @@ func hasAVX512() bool {
 	return b7&want == want && c7&vnni != 0
 }
 
+// hasAVX2 reports whether the CPU and OS support the kernels of levelAVX2:
+// AVX2 with FMA, F16C and BMI2.
+func hasAVX2() bool {
+	maxID, _, _, _ := cpuid(0, 0)
+	if maxID < 7 {
+		return false
+	}
+	_, _, c1, _ := cpuid(1, 0)
+	const fma, osxsave, avx, f16c = 1 << 12, 1 << 27, 1 << 28, 1 << 29
+	if c1&(fma|osxsave|avx|f16c) != fma|osxsave|avx|f16c {
+		return false
+	}
+	// XCR0: SSE and AVX state enabled by the OS.
+	if xgetbv0()&0x6 != 0x6 {
+		return false
+	}
+	_, b7, _, _ := cpuid(7, 0)
+	const avx2, bmi2 = 1 << 5, 1 << 8
+	return b7&(avx2|bmi2) == avx2|bmi2
+}
+
 //go:noescape
 func cvtF16(dst *float32, src unsafe.Pointer, n int)
 

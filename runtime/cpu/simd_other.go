@@ -8,6 +8,7 @@ import "unsafe"
 // only satisfy the compiler.
 
 func hasAVX512() bool { return false }
+func hasAVX2() bool   { return false }
 
 func f32Dot4x1(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")

@@ -11,7 +11,8 @@ import (
 type weightKernel struct {
 	// kind selects the matmul path: kindFloat (F32, F16, BF16: matmulRef's
 	// and runFloat's float kernels), kindQ8 (Q8_0, Q4_0: the Q8_0 kernels of
-	// runQuant), or kindBlock (every other quantized type: dot and dot4).
+	// runQuant), or kindBlock (every other quantized type: dot and the fast
+	// kernels' dot4 and friends).
 	kind int
 	// dot is the reference dot product of one weight row and one token of
 	// activations in the dot type (kindBlock only).
@@ -20,23 +21,58 @@ type weightKernel struct {
 	// take in groups of 4 (inGemm), whose float order differs from the
 	// single-token kernel's; the fast kernels follow the same split.
 	gemm func(row []byte, x actRow) float32
-	// dot4, if not nil, is the fast kernel for 4 rows (w + i*wstride, in
+	// avx512 and avx2 are the fast kernels of each level (fast).
+	avx512, avx2 fastKernels
+}
+
+// fastKernels are a dtype's fast matmul kernels at one kernel level.
+type fastKernels struct {
+	// direct reports (kindFloat and kindQ8) that the kernels runFloat and
+	// runQuant call exist at this level; without them matmuls of the dtype
+	// take the reference path.
+	direct bool
+	// dot4, if not nil, is the kernel for 4 rows (w + i*wstride, in
 	// bytes) and one token, writing out + i*ostride; bit for bit dot. With
 	// a gemm, dot1x4 takes the gemm tokens and dot4 and dot2x2 the rest.
 	dot4 func(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr)
-	// dot2x2, if not nil, is the fast kernel for 2 rows and 2 tokens (a,
-	// b), writing out + r*ostride + t*otok; bit for bit dot. Batches of
-	// two tokens or more use it: each row's unpacking serves both tokens.
+	// dot2x2, if not nil, is the kernel for 2 rows and 2 tokens (a, b),
+	// writing out + r*ostride + t*otok; bit for bit dot. Batches of two
+	// tokens or more use it: each row's unpacking serves both tokens.
 	dot2x2 func(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer, ostride, otok uintptr)
-	// dot1x4, if not nil, is the fast kernel for one row and tokens t..t+3
-	// of a, writing out + i*otok for token t+i; bit for bit gemm (dot
-	// without one). Batches of four tokens or more use it, for their
-	// first T&^3 tokens, which are inGemm's: each row's unpacking serves
-	// four.
+	// dot1x4, if not nil, is the kernel for one row and tokens t..t+3 of
+	// a, writing out + i*otok for token t+i; bit for bit gemm (dot without
+	// one). Batches of four tokens or more use it, for their first T&^3
+	// tokens, which are inGemm's: each row's unpacking serves four.
 	dot1x4 func(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr)
 	// dot1x4n, if not nil, is dot1x4 for n groups of four tokens
 	// t..t+4n-1 in one call; runBlock prefers it.
 	dot1x4n func(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr)
+}
+
+// noKernels is the kernel set of the reference level.
+var noKernels fastKernels
+
+// fast returns k's kernels at the running level.
+func (k *weightKernel) fast() *fastKernels {
+	switch level {
+	case levelAVX512:
+		return &k.avx512
+	case levelAVX2:
+		return &k.avx2
+	}
+	return &noKernels
+}
+
+// fastMatmul reports whether matmuls by weights of dtype dt take the fast
+// path (matmulFast) at the running level: kindBlock dtypes always do above
+// the reference level (runBlock falls back to the reference dot per row
+// where a kernel is missing), the others where their direct kernels exist.
+func fastMatmul(dt tensor.DType) bool {
+	k := kernelOf(dt)
+	if level == levelRef || k.kind == kindNone {
+		return false
+	}
+	return k.kind == kindBlock || k.fast().direct
 }
 
 const (
@@ -49,27 +85,44 @@ const (
 // weightKernels is the table of the dtypes a matmul can take as weights.
 var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	var t [tensor.NumDTypes]weightKernel
-	t[tensor.F32] = weightKernel{kind: kindFloat}
-	t[tensor.F16] = weightKernel{kind: kindFloat}
-	t[tensor.BF16] = weightKernel{kind: kindFloat}
-	t[tensor.Q8_0] = weightKernel{kind: kindQ8}
-	t[tensor.Q4_0] = weightKernel{kind: kindQ8}
-	t[tensor.Q4_1] = weightKernel{kind: kindBlock, dot: dotQ4_1, dot4: q4_1Dot4}
-	t[tensor.Q5_0] = weightKernel{kind: kindBlock, dot: dotQ5_0, dot4: q5_0Dot4, dot2x2: q5_0Dot22}
-	t[tensor.Q5_1] = weightKernel{kind: kindBlock, dot: dotQ5_1, dot4: q5_1Dot4}
-	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL, dot4: iq4NLDot4, dot2x2: iq4NLDot22}
-	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K, gemm: dotQ2KGemm, dot4: q2KDot4, dot1x4: q2KDot14}
-	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K, dot4: q3KDot4, dot1x4: q3KDot14}
-	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm, dot4: q4KDot4, dot1x4: q4KDot14, dot1x4n: q4KDot14n}
-	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K, dot4: q5KDot4, dot2x2: q5KDot22, dot1x4: q5KDot14}
-	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K, dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14, dot1x4n: q6KDot14n}
-	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS, dot4: iq4XSDot4, dot1x4: iq4XSDot14}
+	direct := fastKernels{direct: true}
+	t[tensor.F32] = weightKernel{kind: kindFloat, avx512: direct}
+	t[tensor.F16] = weightKernel{kind: kindFloat, avx512: direct}
+	t[tensor.BF16] = weightKernel{kind: kindFloat, avx512: direct}
+	t[tensor.Q8_0] = weightKernel{kind: kindQ8, avx512: direct}
+	t[tensor.Q4_0] = weightKernel{kind: kindQ8, avx512: direct}
+	t[tensor.Q4_1] = weightKernel{kind: kindBlock, dot: dotQ4_1,
+		avx512: fastKernels{dot4: q4_1Dot4}}
+	t[tensor.Q5_0] = weightKernel{kind: kindBlock, dot: dotQ5_0,
+		avx512: fastKernels{dot4: q5_0Dot4, dot2x2: q5_0Dot22}}
+	t[tensor.Q5_1] = weightKernel{kind: kindBlock, dot: dotQ5_1,
+		avx512: fastKernels{dot4: q5_1Dot4}}
+	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL,
+		avx512: fastKernels{dot4: iq4NLDot4, dot2x2: iq4NLDot22}}
+	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K, gemm: dotQ2KGemm,
+		avx512: fastKernels{dot4: q2KDot4, dot1x4: q2KDot14}}
+	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K,
+		avx512: fastKernels{dot4: q3KDot4, dot1x4: q3KDot14}}
+	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm,
+		avx512: fastKernels{dot4: q4KDot4, dot1x4: q4KDot14, dot1x4n: q4KDot14n}}
+	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K,
+		avx512: fastKernels{dot4: q5KDot4, dot2x2: q5KDot22, dot1x4: q5KDot14}}
+	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K,
+		avx512: fastKernels{dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14, dot1x4n: q6KDot14n}}
+	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS,
+		avx512: fastKernels{dot4: iq4XSDot4, dot1x4: iq4XSDot14}}
 	for dt, k := range t {
 		if k.kind != kindNone && tensor.DType(dt).DotType() == 0 {
 			panic("cpu: weight kernel for a dtype without a dot type")
 		}
-		if k.gemm != nil && (k.dot4 != nil || k.dot2x2 != nil) && k.dot1x4 == nil {
-			panic("cpu: fast kernels of a dtype with a gemm order but no dot1x4")
+		for _, f := range []fastKernels{k.avx512, k.avx2} {
+			if k.gemm != nil && (f.dot4 != nil || f.dot2x2 != nil) && f.dot1x4 == nil {
+				panic("cpu: fast kernels of a dtype with a gemm order but no dot1x4")
+			}
+			blockKernels := f.dot4 != nil || f.dot2x2 != nil || f.dot1x4 != nil || f.dot1x4n != nil
+			if f.direct && k.kind != kindFloat && k.kind != kindQ8 || blockKernels && k.kind != kindBlock {
+				panic("cpu: direct kernels of a kindBlock dtype, or block kernels of another kind")
+			}
 		}
 	}
 	return t
@@ -111,11 +164,11 @@ func (t *blockPrepTask) run(_, lo, hi int) { t.a.quantizeRows(t.x, lo, hi) }
 // block's activations stay in cache across the rows; the rows and tokens
 // left over, or all of them without one, go to blockRange.
 func (t *matmulTask) runBlock(lo, hi int) {
-	k := kernelOf(t.dt)
+	k := kernelOf(t.dt).fast()
 	N, rb := t.N, t.rowBytes
 	const tb = 32 // tokens per block: 32 rows of Q8_K activations are ~40 KB at K = 1024
 	t0 := 0
-	if k.dot1x4 != nil && useSIMD && t.T >= 4 {
+	if k.dot1x4 != nil && t.T >= 4 {
 		T4 := t.T &^ 3
 		for b0 := 0; b0 < T4; b0 += tb {
 			b1 := min(b0+tb, T4)
@@ -133,7 +186,7 @@ func (t *matmulTask) runBlock(lo, hi int) {
 		}
 		t0 = T4
 	}
-	if k.dot2x2 != nil && useSIMD && t.T-t0 >= 2 {
+	if k.dot2x2 != nil && t.T-t0 >= 2 {
 		T2 := t0 + (t.T-t0)&^1
 		for b0 := t0; b0 < T2; b0 += tb {
 			b1 := min(b0+tb, T2)
@@ -160,19 +213,19 @@ func (t *matmulTask) runBlock(lo, hi int) {
 func (t *matmulTask) blockRange(lo, hi, t0, t1 int) {
 	N, rb := t.N, t.rowBytes
 	k := kernelOf(t.dt)
-	if k.dot4 != nil && useSIMD {
+	if f := k.fast(); f.dot4 != nil {
 		q := (hi - lo) / 4
 		for r := lo; r < lo+q; r++ {
 			for tt := t0; tt < t1; tt++ {
 				x := t.aq.row(tt)
-				k.dot4(unsafe.Pointer(&t.w[r*rb]), uintptr(q*rb), x, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*q))
+				f.dot4(unsafe.Pointer(&t.w[r*rb]), uintptr(q*rb), x, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*q))
 			}
 		}
 		var one [4]float32
 		for r := lo + 4*q; r < hi; r++ {
 			for tt := t0; tt < t1; tt++ {
 				x := t.aq.row(tt)
-				k.dot4(unsafe.Pointer(&t.w[r*rb]), 0, x, unsafe.Pointer(&one[0]), 4)
+				f.dot4(unsafe.Pointer(&t.w[r*rb]), 0, x, unsafe.Pointer(&one[0]), 4)
 				t.out[tt*N+r] = one[0]
 			}
 		}
