@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ninfer/ninfer-go/nodes/model"
+	"github.com/ninfer/ninfer-go/runtime/cpu"
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/runtime/kv"
@@ -377,10 +378,9 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, cfg *mod
 	threads := o.mf.threads
 	r := &bench.Report{
 		SchemaVersion: bench.SchemaVersion, ArtifactType: "ninfer_bench_report", Tool: "ninfer_bench",
-		Command: commandLine(append([]string{"ninfer", "bench"}, args...)),
-		Environment: bench.Environment{Backend: o.mf.backend, CPUModel: cpuModel(), CPUCores: runtime.NumCPU(),
-			Threads: threads, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH},
-		Artifact: bench.Artifact{Path: f.Path, FileSizeBytes: size},
+		Command:     commandLine(append([]string{"ninfer", "bench"}, args...)),
+		Environment: hostEnvironment(o.mf.backend, threads),
+		Artifact:    bench.Artifact{Path: f.Path, FileSizeBytes: size},
 		Load: bench.Load{Architecture: f.Arch(), Name: name, Formats: slices.Sorted(maps.Keys(formats)),
 			PrefillSignature: hex.EncodeToString(sig[:]), LoadSeconds: inst.LoadTime.Seconds(),
 			ArtifactBytesRead: f.DataOffset, ArtifactBytesMapped: size, HostObjectCount: len(f.Tensors)},
@@ -430,6 +430,13 @@ func peakBandwidth(o *benchOptions) bench.Bandwidth {
 	elems := o.triadMiB << 20 / 24
 	p, moved := bench.Triad(elems, threads, 5)
 	return bench.Bandwidth{PeakBytesPerSecond: &p, PeakSource: "triad", TriadBytes: moved, TriadThreads: threads}
+}
+
+// hostEnvironment describes this machine and process for a report of the
+// given backend and backend threads.
+func hostEnvironment(backend string, threads int) bench.Environment {
+	return bench.Environment{Backend: backend, CPUModel: cpuModel(), CPUCores: runtime.NumCPU(), CPUKernels: cpu.KernelLevel(),
+		Threads: threads, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 }
 
 // cpuModel is /proc/cpuinfo's first "model name", or "".

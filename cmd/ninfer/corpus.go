@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -143,7 +142,7 @@ func corpusRun(ctx context.Context, o *corpusOptions, args []string, log io.Writ
 	rep := &corpus.Report{Tool: "ninfer_corpus", SchemaVersion: 1, Command: commandLine(append([]string{"ninfer", "corpus"}, args...)),
 		Model: filepath.Base(o.model), Manifest: name + " (" + m.Name + ")", Endpoint: endpoint, Sampling: samp, Seeds: m.Seeds,
 		ShuffleSeed: m.ShuffleSeed, FreshServer: o.url == "", Notes: []string{},
-		Environment: bench.Environment{Backend: "cpu", CPUModel: cpuModel(), CPUCores: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}}
+		Environment: hostEnvironment("cpu", 0)}
 	for _, r := range reqs {
 		rep.SendOrder = append(rep.SendOrder, fmt.Sprintf("%s:%d", r.Fixture, r.Seed))
 	}

@@ -11,10 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"time"
 
-	"github.com/ninfer/ninfer-go/suites/bench"
 	"github.com/ninfer/ninfer-go/suites/corpus"
 )
 
@@ -90,7 +88,7 @@ func runMultiTurn(args []string, stdout, stderr io.Writer) int {
 	}
 	rep := &corpus.MultiTurnReport{Tool: "ninfer_multiturn", Command: commandLine(append([]string{"ninfer", "multiturn"}, args...)),
 		Model: filepath.Base(o.model), Workload: mt, Notes: []string{},
-		Environment: bench.Environment{Backend: "cpu", CPUModel: cpuModel(), CPUCores: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}}
+		Environment: hostEnvironment("cpu", 0)}
 	hc := &http.Client{Timeout: o.timeout}
 	measure := func(label, base, model string) {
 		fmt.Fprintf(stderr, "ninfer multiturn: %s: %d conversations x %d turns\n", label, mt.Conversations, mt.Turns)

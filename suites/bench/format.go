@@ -83,6 +83,9 @@ func (r *Report) Markdown() string {
 	if cpu == "" {
 		cpu = "unknown CPU"
 	}
+	if e.CPUKernels != "" {
+		cpu += ", " + e.CPUKernels + " kernels"
+	}
 	threads := "all cores"
 	if e.Threads > 0 {
 		threads = fmt.Sprintf("%d threads", e.Threads)

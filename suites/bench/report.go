@@ -40,10 +40,13 @@ type Environment struct {
 	Backend            string  `json:"backend"`              // "cpu", "cuda"
 	CPUModel           string  `json:"cpu_model"`            // /proc/cpuinfo "model name", "" if unknown
 	CPUCores           int     `json:"cpu_cores"`            // logical CPUs usable by the process
-	Threads            int     `json:"threads"`              // backend threads (0 = all cores)
-	GoVersion          string  `json:"go_version"`
-	OS                 string  `json:"os"`
-	Arch               string  `json:"arch"`
+	// CPUKernels is the CPU backend's kernel level on this machine:
+	// "avx512" (AVX-512 VNNI), "avx2" or "ref" (the Go reference loops).
+	CPUKernels string `json:"cpu_kernels"`
+	Threads    int    `json:"threads"` // backend threads (0 = all cores)
+	GoVersion  string `json:"go_version"`
+	OS         string `json:"os"`
+	Arch       string `json:"arch"`
 }
 
 // Artifact is the model file.

@@ -85,7 +85,7 @@ func sortedKeys(m map[string]bool) []string {
 var ours = []string{
 	"bandwidth", "bandwidth.peak_bytes_per_second", "bandwidth.peak_source", "bandwidth.triad_bytes", "bandwidth.triad_threads",
 	"config.backend", "config.graph", "config.prefix_reuse", "config.sampling", "config.threads",
-	"environment.arch", "environment.backend", "environment.cpu_cores", "environment.cpu_model", "environment.go_version",
+	"environment.arch", "environment.backend", "environment.cpu_cores", "environment.cpu_kernels", "environment.cpu_model", "environment.go_version",
 	"environment.os", "environment.threads",
 	"load.artifact_bytes_mapped",
 	"memory.kv_accounting", "memory.kv_block_tokens", "memory.kv_bytes_per_token", "memory.kv_tokens_per_gib",
@@ -195,7 +195,7 @@ func sampleReport(t *testing.T) Report {
 	if err := json.Unmarshal(seedReport(t), &r); err != nil {
 		t.Fatal(err)
 	}
-	r.Environment = Environment{Backend: "cpu", CPUModel: "Test CPU", CPUCores: 2, GoVersion: "go1.26", OS: "linux", Arch: "amd64"}
+	r.Environment = Environment{Backend: "cpu", CPUModel: "Test CPU", CPUCores: 2, CPUKernels: "avx2", GoVersion: "go1.26", OS: "linux", Arch: "amd64"}
 	r.Memory.Device = nil
 	r.Memory.KVAccounting, r.Memory.KVBlockTokens, r.Memory.KVBytesPerToken, r.Memory.KVTokensPerGiB = "runtime/kv", 64, 35096, 30594
 	r.Config.Graph, r.Config.Backend, r.Config.Sampling = "plain", "cpu", "greedy"
