@@ -1305,3 +1305,232 @@ q5k14done:
 	VMOVSS X0, (BX)
 	VZEROUPPER
 	RET
+
+// Tables of q4KDot1x8 (see there). q4kt0 and q4kt1: dword indices for
+// VPERMI2D, lane 4p+g taking position p (p+4) of group g from the two
+// registers of a super-block's unpacked nibbles (groups 0,1 and 2,3).
+// q4kslo and q4kshi: word indices for VPERMW, dword lane 4t+g taking the
+// scale of chunk 2g (2g+1) and a zero word. q4kfa8 and q4kfb8: q4kfa and
+// q4kfb for q sums in lane 4t+g.
+DATA q4kt0<>+0(SB)/8, $0x0000000800000000
+DATA q4kt0<>+8(SB)/8, $0x0000001800000010
+DATA q4kt0<>+16(SB)/8, $0x0000000900000001
+DATA q4kt0<>+24(SB)/8, $0x0000001900000011
+DATA q4kt0<>+32(SB)/8, $0x0000000a00000002
+DATA q4kt0<>+40(SB)/8, $0x0000001a00000012
+DATA q4kt0<>+48(SB)/8, $0x0000000b00000003
+DATA q4kt0<>+56(SB)/8, $0x0000001b00000013
+GLOBL q4kt0<>(SB), RODATA|NOPTR, $64
+DATA q4kt1<>+0(SB)/8, $0x0000000c00000004
+DATA q4kt1<>+8(SB)/8, $0x0000001c00000014
+DATA q4kt1<>+16(SB)/8, $0x0000000d00000005
+DATA q4kt1<>+24(SB)/8, $0x0000001d00000015
+DATA q4kt1<>+32(SB)/8, $0x0000000e00000006
+DATA q4kt1<>+40(SB)/8, $0x0000001e00000016
+DATA q4kt1<>+48(SB)/8, $0x0000000f00000007
+DATA q4kt1<>+56(SB)/8, $0x0000001f00000017
+GLOBL q4kt1<>(SB), RODATA|NOPTR, $64
+DATA q4kslo<>+0(SB)/8, $0x0010000200100000
+DATA q4kslo<>+8(SB)/8, $0x0010000600100004
+DATA q4kslo<>+16(SB)/8, $0x0010000200100000
+DATA q4kslo<>+24(SB)/8, $0x0010000600100004
+DATA q4kslo<>+32(SB)/8, $0x0010000200100000
+DATA q4kslo<>+40(SB)/8, $0x0010000600100004
+DATA q4kslo<>+48(SB)/8, $0x0010000200100000
+DATA q4kslo<>+56(SB)/8, $0x0010000600100004
+GLOBL q4kslo<>(SB), RODATA|NOPTR, $64
+DATA q4kshi<>+0(SB)/8, $0x0010000300100001
+DATA q4kshi<>+8(SB)/8, $0x0010000700100005
+DATA q4kshi<>+16(SB)/8, $0x0010000300100001
+DATA q4kshi<>+24(SB)/8, $0x0010000700100005
+DATA q4kshi<>+32(SB)/8, $0x0010000300100001
+DATA q4kshi<>+40(SB)/8, $0x0010000700100005
+DATA q4kshi<>+48(SB)/8, $0x0010000300100001
+DATA q4kshi<>+56(SB)/8, $0x0010000700100005
+GLOBL q4kshi<>(SB), RODATA|NOPTR, $64
+DATA q4kfa8<>+0(SB)/8, $0x0000001000000000
+DATA q4kfa8<>+8(SB)/8, $0x0000001800000004
+DATA q4kfa8<>+16(SB)/8, $0x0000001100000008
+DATA q4kfa8<>+24(SB)/8, $0x000000190000000c
+DATA q4kfa8<>+32(SB)/8, $0x0000001200000001
+DATA q4kfa8<>+40(SB)/8, $0x0000001a00000005
+DATA q4kfa8<>+48(SB)/8, $0x0000001300000009
+DATA q4kfa8<>+56(SB)/8, $0x0000001b0000000d
+GLOBL q4kfa8<>(SB), RODATA|NOPTR, $64
+DATA q4kfb8<>+0(SB)/8, $0x0000001400000002
+DATA q4kfb8<>+8(SB)/8, $0x0000001c00000006
+DATA q4kfb8<>+16(SB)/8, $0x000000150000000a
+DATA q4kfb8<>+24(SB)/8, $0x0000001d0000000e
+DATA q4kfb8<>+32(SB)/8, $0x0000001600000003
+DATA q4kfb8<>+40(SB)/8, $0x0000001e00000007
+DATA q4kfb8<>+48(SB)/8, $0x000000170000000b
+DATA q4kfb8<>+56(SB)/8, $0x0000001f0000000f
+GLOBL q4kfb8<>(SB), RODATA|NOPTR, $64
+
+// Q4K8STEP multiplies position p of one chunk parity, the row's 4 bytes
+// of each group at woff(SP) (broadcast to the 4 tokens' lanes), with the
+// activations at off(DI) (tokens 0..3) and off(DI)(BX*1) (tokens 4..7)
+// into accA and accB.
+#define Q4K8STEP(woff, off, accA, accB) \
+	VBROADCASTI32X4 woff(SP), Z20; \
+	VPDPBUSD   off(DI), Z20, accA; \
+	VPDPBUSD   off(DI)(BX*1), Z20, accB
+
+// Q4K8MINS computes the mins terms of the 4 tokens whose group block is
+// at (x) into dst, in q4KDot1x4's lanes: m[g][t] in lane (t>>1) + 2g +
+// 8(t&1). Needs Z8 = the mins as q4kmdup8 spreads them, Z26 = q4kx0, K1;
+// clobbers Z12, Z14.
+#define Q4K8MINS(x, dst) \
+	VPMADDWD 1024(x), Z8, Z12; \
+	VPMADDWD 1088(x), Z8, Z14; \
+	VPBLENDMD Z14, Z12, K1, dst; \
+	VPERMT2D Z14, Z26, Z12; \
+	VPADDD Z12, dst, dst
+
+// Q4K8FLOAT scales the q sums q (lane 4t+g) and mins terms m of the 4
+// tokens whose group block is at (x) and accumulates them into acc as
+// q4KDot1x4 does: [acc, accm] per token, groups 0..3 in order. Needs Y16
+// = [d, dmin] of the super-block; clobbers Z14, Z15, Y17.
+#define Q4K8FLOAT(q, m, x, acc) \
+	VMOVDQU64 q4kfa8<>(SB), Z14; \
+	VPERMI2D  m, q, Z14; \
+	VMOVDQU64 q4kfb8<>(SB), Z15; \
+	VPERMI2D  m, q, Z15; \
+	VCVTDQ2PS Z14, Z14; \
+	VCVTDQ2PS Z15, Z15; \
+	VMULPS    1152(x), Y16, Y17; \
+	VFMADD231PS Y14, Y17, acc; \
+	VEXTRACTF64X4 $1, Z14, Y14; \
+	VFMADD231PS Y14, Y17, acc; \
+	VFMADD231PS Y15, Y17, acc; \
+	VEXTRACTF64X4 $1, Z15, Y15; \
+	VFMADD231PS Y15, Y17, acc
+
+// Q4K8STORE writes acc - accm of the 4 tokens in acc to (out), R9 apart.
+// Clobbers AX, Y0, Y1, X2.
+#define Q4K8STORE(acc, out) \
+	VMOVSHDUP acc, Y1; \
+	VSUBPS Y1, acc, Y0; \
+	VMOVSS X0, (out); \
+	VEXTRACTPS $2, X0, (out)(R9*1); \
+	VEXTRACTF32X4 $1, Y0, X2; \
+	LEAQ (out)(R9*2), AX; \
+	VMOVSS X2, (AX); \
+	VEXTRACTPS $2, X2, (AX)(R9*1)
+
+// func q4KDot1x8(w, x4 unsafe.Pointer, nb int, out unsafe.Pointer, otok uintptr, n int)
+// q4KDot1x4 for n groups of 8 tokens whose activations are laid out by 4
+// (actQuant.interleave4) from x4 (tokens 4..7 nb*q8KGroupBlock bytes after
+// 0..3). The same integer sums and float operations as q4KDot1x4, computed
+// another way: the row's nibbles are transposed so that 16 bytes hold
+// position p of all 4 groups (VPERMI2D), stored and broadcast to the 4
+// tokens' lanes (VBROADCASTI32X4), and VPDPBUSD adds each chunk's 32
+// products in lane 4t+g over its 8 positions; the chunk sums are scaled by
+// VPMULLD. No reduction tree, and the row's unpacking serves 8 tokens.
+TEXT ·q4KDot1x8(SB), NOSPLIT, $256-48
+	MOVQ out+24(FP), R10
+	MOVQ nb+16(FP), BX
+	IMULQ $1184, BX
+	VMOVDQU64 q4kx0<>(SB), Z26
+	VMOVDQU64 q4kslo<>(SB), Z27
+	VMOVDQU64 q4kshi<>(SB), Z28
+	VMOVDQU64 q4kmdup8<>(SB), Z25
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	MOVL $0xaaaa, AX
+	KMOVW AX, K1
+q4k18group:
+	MOVQ w+0(FP), SI
+	MOVQ x4+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VPXORD Y24, Y24, Y24
+	VPXORD Y23, Y23, Y23
+	TESTQ CX, CX
+	JEQ   q4k18done
+q4k18loop:
+	Q4KSC2(SI)
+	VPERMW    Z10, Z27, Z11
+	VPERMW    Z10, Z28, Z9
+	VPERMW    Z10, Z25, Z8
+	VMOVDQU64 16(SI), Z12
+	VMOVDQU64 80(SI), Z13
+	VPSRLW    $4, Z12, Z14
+	VPSRLW    $4, Z13, Z15
+	VPANDQ    Z30, Z12, Z12
+	VPANDQ    Z30, Z13, Z13
+	VPANDQ    Z30, Z14, Z14
+	VPANDQ    Z30, Z15, Z15
+	VMOVDQU64 q4kt0<>(SB), Z16
+	VPERMI2D  Z13, Z12, Z16
+	VMOVDQU64 q4kt1<>(SB), Z17
+	VPERMI2D  Z13, Z12, Z17
+	VMOVDQU64 q4kt0<>(SB), Z18
+	VPERMI2D  Z15, Z14, Z18
+	VMOVDQU64 q4kt1<>(SB), Z19
+	VPERMI2D  Z15, Z14, Z19
+	VMOVDQU64 Z16, 0(SP)
+	VMOVDQU64 Z17, 64(SP)
+	VMOVDQU64 Z18, 128(SP)
+	VMOVDQU64 Z19, 192(SP)
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VPXORD    Z4, Z4, Z4
+	VPXORD    Z5, Z5, Z5
+	VPXORD    Z6, Z6, Z6
+	VPXORD    Z7, Z7, Z7
+	// Low nibbles (chunks 2g), positions 0..7: even into Z0/Z4, odd Z1/Z5.
+	Q4K8STEP(0, 0, Z0, Z4)
+	Q4K8STEP(16, 64, Z1, Z5)
+	Q4K8STEP(32, 128, Z0, Z4)
+	Q4K8STEP(48, 192, Z1, Z5)
+	Q4K8STEP(64, 256, Z0, Z4)
+	Q4K8STEP(80, 320, Z1, Z5)
+	Q4K8STEP(96, 384, Z0, Z4)
+	Q4K8STEP(112, 448, Z1, Z5)
+	// High nibbles (chunks 2g+1) into Z2/Z6 and Z3/Z7.
+	Q4K8STEP(128, 512, Z2, Z6)
+	Q4K8STEP(144, 576, Z3, Z7)
+	Q4K8STEP(160, 640, Z2, Z6)
+	Q4K8STEP(176, 704, Z3, Z7)
+	Q4K8STEP(192, 768, Z2, Z6)
+	Q4K8STEP(208, 832, Z3, Z7)
+	Q4K8STEP(224, 896, Z2, Z6)
+	Q4K8STEP(240, 960, Z3, Z7)
+	// q[g][t] = sc[2g]*chunk 2g + sc[2g+1]*chunk 2g+1, lane 4t+g.
+	VPADDD    Z1, Z0, Z0
+	VPADDD    Z3, Z2, Z2
+	VPMULLD   Z11, Z0, Z0
+	VPMULLD   Z9, Z2, Z2
+	VPADDD    Z2, Z0, Z0
+	VPADDD    Z5, Z4, Z4
+	VPADDD    Z7, Z6, Z6
+	VPMULLD   Z11, Z4, Z4
+	VPMULLD   Z9, Z6, Z6
+	VPADDD    Z6, Z4, Z4
+	Q4K8MINS(DI, Z13)
+	LEAQ      (DI)(BX*1), R8
+	Q4K8MINS(R8, Z21)
+	VPBROADCASTD (SI), X16
+	VCVTPH2PS X16, Y16
+	Q4K8FLOAT(Z0, Z13, DI, Y24)
+	Q4K8FLOAT(Z4, Z21, R8, Y23)
+	ADDQ $144, SI
+	ADDQ $1184, DI
+	DECQ CX
+	JNZ  q4k18loop
+q4k18done:
+	MOVQ otok+32(FP), R9
+	Q4K8STORE(Y24, R10)
+	LEAQ (R10)(R9*4), R8
+	Q4K8STORE(Y23, R8)
+	// The next 8 tokens.
+	LEAQ (R8)(R9*4), R10
+	MOVQ x4+8(FP), DI
+	LEAQ (DI)(BX*2), DI
+	MOVQ DI, x4+8(FP)
+	DECQ n+40(FP)
+	JNZ  q4k18group
+	VZEROUPPER
+	RET

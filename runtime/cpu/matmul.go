@@ -283,10 +283,10 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 		}
 	}
 	if kernelOf(w.DType).kind == kindBlock {
-		if dot := w.DType.DotType(); !m.a.cached(src, cur) || m.aq.dt != dot {
-			m.aq.resize(dot, T, K)
-			m.aPre = blockPrepTask{a: &m.aq, x: x}
-			p.b.pool.run(T, 1, min(parts, T), &m.aPre)
+		dot := w.DType.DotType()
+		fresh := m.a.cached(src, cur) && m.aq.dt == dot
+		p.prepareBlock(&m.aPre, &m.aq, x, dot, T, K, parts, fresh, kernelOf(w.DType).fast())
+		if !fresh {
 			m.a = actKey{src: src, at: cur, ok: true}
 		}
 		t.aq = &m.aq

@@ -136,9 +136,7 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 		}
 	}
 	if kernelOf(w.DType).kind == kindBlock {
-		m.aq.resize(w.DType.DotType(), T, K)
-		m.aPre = blockPrepTask{a: &m.aq, x: x}
-		p.b.pool.run(T, 1, min(parts, T), &m.aPre)
+		p.prepareBlock(&m.aPre, &m.aq, x, w.DType.DotType(), T, K, parts, false, kernelOf(w.DType).fast())
 		t.aq = &m.aq
 	}
 	return parts

@@ -31,6 +31,13 @@ type actQuant struct {
 	d     []float32 // [T*K/bs] block scales (Q8_0, Q8_1: the fp16 value as float32)
 	s     []float32 // [T*K/32] Q8_1 only: fp16(d*sum(q)) as float32
 	bsums []int16   // [T*K/16] Q8_K only: sums of 16 quants
+	// x4 holds, for the first interleaved tokens (a multiple of 4; 0
+	// until interleave4 runs), the Q8_K activations of each group of four
+	// tokens laid out for the kernels that take a row's 4 groups of 64 for
+	// 4 tokens in one register (q4KDot1x8): [T/4, K/256, q8KGroupBlock],
+	// see interleave4.
+	x4          []byte
+	interleaved int
 }
 
 // actRow is one token of an actQuant.
@@ -52,6 +59,48 @@ func (a *actQuant) resize(dt tensor.DType, T, K int) {
 	}
 	if dt == tensor.Q8_K {
 		a.bsums = grow(a.bsums, n/16)
+	}
+	a.interleaved = 0
+}
+
+// q8KGroupBlock is the bytes of one super-block of four tokens in
+// actQuant.x4: 1024 of quants, 128 of sums, 32 of scales.
+const q8KGroupBlock = 1184
+
+// interleave4 writes the token groups s of [lo/4, hi/4) (lo a multiple of
+// 4) into x4 (which must have room: q8KGroupBlock per super-block and 4
+// tokens). For super-block b of group s, q8KGroupBlock bytes: first, for
+// chunk parity c and position p (0..7) of the 4-byte pieces of a
+// 32-element chunk, 64 bytes in which byte 16t+4g+j is token 4s+t's quant
+// 256b + 64g + 32c + 4p + j, so that each 32-bit lane 4t+g meets, in
+// turn, the 32 quants of chunk 2g+c of token t; then the 16 sums of tokens
+// 0..3 (int16) and their scales, each twice (float32: d0, d0, d1, d1, ...).
+func (a *actQuant) interleave4(lo, hi int) {
+	K, nb := a.K, a.K/256
+	for s := lo / 4; 4*s+4 <= hi; s++ {
+		for b := range nb {
+			dst := a.x4[(s*nb+b)*q8KGroupBlock : (s*nb+b+1)*q8KGroupBlock]
+			for t := range 4 {
+				tok := 4*s + t
+				src := a.qs[tok*K+256*b : tok*K+256*b+256]
+				for g := range 4 {
+					for c := range 2 {
+						for p := range 8 {
+							o := 64*(8*c+p) + 16*t + 4*g
+							for j := range 4 {
+								dst[o+j] = byte(src[64*g+32*c+4*p+j])
+							}
+						}
+					}
+				}
+				for i, v := range a.bsums[16*(tok*nb+b) : 16*(tok*nb+b)+16] {
+					binary.LittleEndian.PutUint16(dst[1024+32*t+2*i:], uint16(v))
+				}
+				d := math.Float32bits(a.d[tok*nb+b])
+				binary.LittleEndian.PutUint32(dst[1152+8*t:], d)
+				binary.LittleEndian.PutUint32(dst[1156+8*t:], d)
+			}
+		}
 	}
 }
 

@@ -47,6 +47,11 @@ type fastKernels struct {
 	// dot1x4n, if not nil, is dot1x4 for n groups of four tokens
 	// t..t+4n-1 in one call; runBlock prefers it.
 	dot1x4n func(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr)
+	// dot1x8n, if not nil, is dot1x4n for n groups of eight tokens
+	// t..t+8n-1 (t a multiple of 8) read from the activations' groups of
+	// four (actQuant.interleave4); runBlock prefers it for the tokens that
+	// were interleaved.
+	dot1x8n func(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr)
 }
 
 // noKernels is the kernel set of the reference level.
@@ -104,7 +109,7 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K,
 		avx512: fastKernels{dot4: q3KDot4, dot1x4: q3KDot14}}
 	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm,
-		avx512: fastKernels{dot4: q4KDot4, dot1x4: q4KDot14, dot1x4n: q4KDot14n}}
+		avx512: fastKernels{dot4: q4KDot4, dot1x4: q4KDot14, dot1x4n: q4KDot14n, dot1x8n: q4KDot18n}}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K,
 		avx512: fastKernels{dot4: q5KDot4, dot2x2: q5KDot22, dot1x4: q5KDot14}}
 	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K,
@@ -149,13 +154,47 @@ func kernelOf(dt tensor.DType) *weightKernel {
 	return &weightKernels[dt]
 }
 
-// blockPrepTask quantizes activation rows [lo, hi) into a.
+// blockPrepTask quantizes activation rows [lo, hi) into a (quantize) and
+// interleaves their whole groups of four (interleave: ranges start at
+// multiples of 4).
 type blockPrepTask struct {
-	a *actQuant
-	x []float32
+	a                    *actQuant
+	x                    []float32
+	quantize, interleave bool
 }
 
-func (t *blockPrepTask) run(_, lo, hi int) { t.a.quantizeRows(t.x, lo, hi) }
+func (t *blockPrepTask) run(_, lo, hi int) {
+	if t.quantize {
+		t.a.quantizeRows(t.x, lo, hi)
+	}
+	if t.interleave {
+		t.a.interleave4(lo, hi)
+	}
+}
+
+// prepareBlock quantizes x [T, K] into a on up to parts workers, unless
+// fresh says a already holds it, and interleaves it where the kernels k
+// read interleaved tokens and a lacks them.
+func (p *program) prepareBlock(pre *blockPrepTask, a *actQuant, x []float32, dot tensor.DType, T, K, parts int, fresh bool, k *fastKernels) {
+	quantize := !fresh
+	if quantize {
+		a.resize(dot, T, K)
+	}
+	interleave := k.dot1x8n != nil && T >= 8 && a.interleaved < T&^3
+	if !quantize && !interleave {
+		return
+	}
+	*pre = blockPrepTask{a: a, x: x, quantize: quantize, interleave: interleave}
+	grain := 1
+	if interleave {
+		grain = 4
+		a.x4 = grow(a.x4, T/4*(K/256)*q8KGroupBlock)
+	}
+	p.b.pool.run(T, grain, min(parts, T), pre)
+	if interleave {
+		a.interleaved = T &^ 3
+	}
+}
 
 // runBlock computes output columns (weight rows) [lo, hi) of a matmul whose
 // weights are a kindBlock dtype, against activations t.aq. With a 1x4
@@ -172,6 +211,19 @@ func (t *matmulTask) runBlock(lo, hi int) {
 		T4 := t.T &^ 3
 		for b0 := 0; b0 < T4; b0 += tb {
 			b1 := min(b0+tb, T4)
+			if k.dot1x8n != nil && t.aq.interleaved >= b1 {
+				n8 := (b1 - b0) / 8
+				for r := lo; r < hi; r++ {
+					o := unsafe.Pointer(&t.out[b0*N+r])
+					if n8 > 0 {
+						k.dot1x8n(unsafe.Pointer(&t.w[r*rb]), t.aq, b0, n8, o, uintptr(4*N))
+					}
+					if b0+8*n8 < b1 {
+						k.dot1x4(unsafe.Pointer(&t.w[r*rb]), t.aq, b0+8*n8, unsafe.Pointer(&t.out[(b0+8*n8)*N+r]), uintptr(4*N))
+					}
+				}
+				continue
+			}
 			if k.dot1x4n != nil {
 				for r := lo; r < hi; r++ {
 					k.dot1x4n(unsafe.Pointer(&t.w[r*rb]), t.aq, b0, (b1-b0)/4, unsafe.Pointer(&t.out[b0*N+r]), uintptr(4*N))
@@ -253,6 +305,13 @@ func q4KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uin
 func q4KDot14n(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr) {
 	xq, xd, xb, nb := q8KTokens(a, t, 4*n)
 	q4KDot1x4(w, xq, uintptr(a.K), xd, uintptr(4*nb), xb, uintptr(2*a.K/16), nb, out, otok, n)
+}
+
+// q4KDot18n is the weightKernel.dot1x8n of Q4_K (q4KDot1x8).
+func q4KDot18n(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr) {
+	nb := a.K / 256
+	_ = a.x4[((t+8*n)/4*nb)*q8KGroupBlock-1]
+	q4KDot1x8(w, unsafe.Pointer(&a.x4[t/4*nb*q8KGroupBlock]), nb, out, otok, n)
 }
 
 // q5KDot14 is the weightKernel.dot1x4 of Q5_K (q5KDot1x4).
