@@ -1,0 +1,327 @@
+#include "textflag.h"
+
+// AVX2 kernels (with FMA, F16C and BMI2) for Q2_K, Q3_K and IQ4_XS weights
+// against Q8_K activations, bit for bit the references dotQ2K, dotQ2KGemm,
+// dotQ3K and dotIQ4XS, as the AVX-512 kernels of kquant2_amd64.s are. A
+// super-block's weights are unpacked one 32-element chunk per 256-bit
+// register, multiplied with the signed activations by VPMADDUBSW (int16
+// pair sums, exact: no pair can saturate) and weighted by the sub-block
+// scales, as words picked by VPSHUFB, with VPMADDWD; each int32 lane then
+// holds the 4 products of the chunk at 4l..4l+3, and adding the chunks'
+// lanes gives exactly kLanes. The float work is the reference's, as
+// kquant2_amd64.s describes it.
+
+// kq2const: 32-byte constants. +0: 0x03 bytes; +32: 0x000f words; +64:
+// 0x04 bytes; +96: 0x20 bytes; +128: 0x0f bytes.
+DATA kq2const<>+0(SB)/8, $0x0303030303030303
+DATA kq2const<>+8(SB)/8, $0x0303030303030303
+DATA kq2const<>+16(SB)/8, $0x0303030303030303
+DATA kq2const<>+24(SB)/8, $0x0303030303030303
+DATA kq2const<>+32(SB)/8, $0x000f000f000f000f
+DATA kq2const<>+40(SB)/8, $0x000f000f000f000f
+DATA kq2const<>+48(SB)/8, $0x000f000f000f000f
+DATA kq2const<>+56(SB)/8, $0x000f000f000f000f
+DATA kq2const<>+64(SB)/8, $0x0404040404040404
+DATA kq2const<>+72(SB)/8, $0x0404040404040404
+DATA kq2const<>+80(SB)/8, $0x0404040404040404
+DATA kq2const<>+88(SB)/8, $0x0404040404040404
+DATA kq2const<>+96(SB)/8, $0x2020202020202020
+DATA kq2const<>+104(SB)/8, $0x2020202020202020
+DATA kq2const<>+112(SB)/8, $0x2020202020202020
+DATA kq2const<>+120(SB)/8, $0x2020202020202020
+DATA kq2const<>+128(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kq2const<>+136(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kq2const<>+144(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kq2const<>+152(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL kq2const<>(SB), RODATA|NOPTR, $160
+
+// kq2scshuf: VPSHUFB controls for the scales of chunk j (0..3) of a half
+// of 128 elements (one scale per 16 elements: Q2_K, Q3_K), from a register
+// holding the half's 8 scales as words in both 128-bit lanes: the low lane
+// takes word 2j (elements 0..15 of the chunk), the high lane word 2j+1.
+DATA kq2scshuf<>+0(SB)/8, $0x0100010001000100
+DATA kq2scshuf<>+8(SB)/8, $0x0100010001000100
+DATA kq2scshuf<>+16(SB)/8, $0x0302030203020302
+DATA kq2scshuf<>+24(SB)/8, $0x0302030203020302
+DATA kq2scshuf<>+32(SB)/8, $0x0504050405040504
+DATA kq2scshuf<>+40(SB)/8, $0x0504050405040504
+DATA kq2scshuf<>+48(SB)/8, $0x0706070607060706
+DATA kq2scshuf<>+56(SB)/8, $0x0706070607060706
+DATA kq2scshuf<>+64(SB)/8, $0x0908090809080908
+DATA kq2scshuf<>+72(SB)/8, $0x0908090809080908
+DATA kq2scshuf<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kq2scshuf<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kq2scshuf<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kq2scshuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kq2scshuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA kq2scshuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL kq2scshuf<>(SB), RODATA|NOPTR, $128
+
+// KQ2HSUM reduces Y register ysrc into the low lane of X14 (clobbers X14,
+// X15): the order of hsum8 in kernels.go.
+#define KQ2HSUM(ysrc, xsrc) \
+	VEXTRACTF128 $1, ysrc, X15; \
+	VADDPS       X15, xsrc, X14; \
+	VMOVHLPS     X14, X14, X15; \
+	VADDPS       X15, X14, X14; \
+	VMOVSHDUP    X14, X15; \
+	VADDSS       X15, X14, X14
+
+// Q2KCH adds into acc the scaled products of chunk j of a Q2_K half with
+// the activations at xmem: w holds the chunk's 2-bit quants as bytes,
+// ctrl is chunk j's kq2scshuf control and sc the half's scales (words, in
+// both lanes). Clobbers w, Y11.
+#define Q2KCH(w, sc, ctrl, xmem, acc) \
+	VPMADDUBSW xmem, w, w; \
+	VPSHUFB    ctrl, sc, Y11; \
+	VPMADDWD   Y11, w, w; \
+	VPADDD     w, acc, acc
+
+// Q2KROWX leaves in qdst and mdst 8 int32 lanes each of the Q2_K
+// super-block at (row) against the activations at (DI) and sums at (R13):
+// lanes that add up to the whole block's sum of scale*w*x (qdst) and of
+// min*bsum (mdst). Needs Y13 = 0x03 bytes, Y14 = 0x000f words; clobbers
+// Y7..Y11.
+#define Q2KROWX(row, qdst, mdst) \
+	VPMOVZXBW  (row), Y7; \
+	VPSRLW     $4, Y7, Y8; \
+	VPMADDWD   (R13), Y8, mdst; \
+	VPAND      Y14, Y7, Y7; \
+	VPERMQ     $0x44, Y7, Y8; \
+	VPERMQ     $0xee, Y7, Y7; \
+	VMOVDQU    16(row), Y9; \
+	VPAND      Y13, Y9, Y10; \
+	VPMADDUBSW (DI), Y10, Y10; \
+	VPSHUFB    kq2scshuf<>+0(SB), Y8, Y11; \
+	VPMADDWD   Y11, Y10, qdst; \
+	VPSRLW     $2, Y9, Y10; \
+	VPAND      Y13, Y10, Y10; \
+	Q2KCH(Y10, Y8, kq2scshuf<>+32(SB), 32(DI), qdst); \
+	VPSRLW     $4, Y9, Y10; \
+	VPAND      Y13, Y10, Y10; \
+	Q2KCH(Y10, Y8, kq2scshuf<>+64(SB), 64(DI), qdst); \
+	VPSRLW     $6, Y9, Y10; \
+	VPAND      Y13, Y10, Y10; \
+	Q2KCH(Y10, Y8, kq2scshuf<>+96(SB), 96(DI), qdst); \
+	VMOVDQU    48(row), Y9; \
+	VPAND      Y13, Y9, Y10; \
+	Q2KCH(Y10, Y7, kq2scshuf<>+0(SB), 128(DI), qdst); \
+	VPSRLW     $2, Y9, Y10; \
+	VPAND      Y13, Y10, Y10; \
+	Q2KCH(Y10, Y7, kq2scshuf<>+32(SB), 160(DI), qdst); \
+	VPSRLW     $4, Y9, Y10; \
+	VPAND      Y13, Y10, Y10; \
+	Q2KCH(Y10, Y7, kq2scshuf<>+64(SB), 192(DI), qdst); \
+	VPSRLW     $6, Y9, Y10; \
+	VPAND      Y13, Y10, Y10; \
+	Q2KCH(Y10, Y7, kq2scshuf<>+96(SB), 224(DI), qdst)
+
+// func q2KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// out + i*ostride = dotQ2K(row i, x), bit for bit, for the 4 Q2_K rows
+// w + i*wstride (strides in bytes), x being nb Q8_K blocks: quants xq (256
+// per block), scales xd (float32) and sums xb (16 int16 per block). The
+// float work is q2KDot4x1's: per super-block the 4 rows' whole sums in the
+// lanes of Y2 as [q0, m0, q1, m1, ...] times [d, dmin]*d_x, one
+// VFMADD231PS into Y15 = [acc0, accm0, acc1, accm1, ...]; the outputs are
+// acc - accm.
+TEXT ·q2KDot4x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ xb+32(FP), R13
+	MOVQ nb+40(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	VMOVDQU kq2const<>+0(SB), Y13
+	VMOVDQU kq2const<>+32(SB), Y14
+	VXORPS  Y15, Y15, Y15
+	TESTQ   CX, CX
+	JEQ     q2kdone
+q2kloop:
+	Q2KROWX(SI, Y2, Y3)
+	Q2KROWX(R10, Y4, Y5)
+	VPHADDD Y3, Y2, Y2
+	VPHADDD Y5, Y4, Y4
+	VPHADDD Y4, Y2, Y0
+	Q2KROWX(R11, Y2, Y3)
+	Q2KROWX(R12, Y4, Y5)
+	VPHADDD Y3, Y2, Y2
+	VPHADDD Y5, Y4, Y4
+	VPHADDD Y4, Y2, Y6
+	VINSERTI128 $1, X6, Y0, Y2
+	VPERM2I128  $0x31, Y6, Y0, Y3
+	VPADDD      Y3, Y2, Y2
+	VCVTDQ2PS   Y2, Y2
+	VMOVD       80(SI), X3
+	VPINSRD     $1, 80(R10), X3, X3
+	VPINSRD     $2, 80(R11), X3, X3
+	VPINSRD     $3, 80(R12), X3, X3
+	VCVTPH2PS   X3, Y3
+	VBROADCASTSS (DX), Y1
+	VMULPS      Y1, Y3, Y3
+	VFMADD231PS Y2, Y3, Y15
+	ADDQ $84, SI
+	ADDQ $84, R10
+	ADDQ $84, R11
+	ADDQ $84, R12
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q2kloop
+q2kdone:
+	MOVQ out+48(FP), BX
+	MOVQ ostride+56(FP), R9
+	VMOVSHDUP    Y15, Y13
+	VSUBPS       Y13, Y15, Y15
+	VMOVSS       X15, (BX)
+	VEXTRACTPS   $2, X15, (BX)(R9*1)
+	VEXTRACTF128 $1, Y15, X15
+	VMOVSS       X15, (BX)(R9*2)
+	LEAQ         (BX)(R9*2), BX
+	VEXTRACTPS   $2, X15, (BX)(R9*1)
+	VZEROUPPER
+	RET
+
+// Q2KTOK adds into acc the scaled products of one chunk of a Q2_K half
+// with one token's activations at xmem (Q2KTOKSET sets acc to them).
+// Needs Y11 = the chunk's quants as bytes, Y12 = its scale words;
+// clobbers Y8.
+#define Q2KTOK(xmem, acc) \
+	VPMADDUBSW xmem, Y11, Y8; \
+	VPMADDWD   Y12, Y8, Y8; \
+	VPADDD     Y8, acc, acc
+
+#define Q2KTOKSET(xmem, acc) \
+	VPMADDUBSW xmem, Y11, Y8; \
+	VPMADDWD   Y12, Y8, acc
+
+// Q2KHALF4 leaves in dst the lanes of one half (128 elements) of a Q2_K
+// super-block against tokens 0..3: the low 128-bit lane holds 4 int32
+// partial sums (tokens 0..3) of the half's chunks' lanes 0..3, the high
+// lane those of lanes 4..7. q is the half's 32 quant bytes, sc its scales
+// (words in both lanes), xo the half's offset in the activations. Needs
+// Y13 = 0x03 bytes; clobbers Y0..Y3, Y8, Y11, Y12.
+#define Q2KHALF4(q, sc, xo0, xo1, xo2, xo3, dst) \
+	VPAND      Y13, q, Y11; \
+	VPSHUFB    kq2scshuf<>+0(SB), sc, Y12; \
+	Q2KTOKSET(xo0(DI), Y0); \
+	Q2KTOKSET(xo0(DI)(R10*1), Y1); \
+	Q2KTOKSET(xo0(DI)(R10*2), Y2); \
+	Q2KTOKSET(xo0(BX), Y3); \
+	VPSRLW     $2, q, Y11; \
+	VPAND      Y13, Y11, Y11; \
+	VPSHUFB    kq2scshuf<>+32(SB), sc, Y12; \
+	Q2KTOK(xo1(DI), Y0); \
+	Q2KTOK(xo1(DI)(R10*1), Y1); \
+	Q2KTOK(xo1(DI)(R10*2), Y2); \
+	Q2KTOK(xo1(BX), Y3); \
+	VPSRLW     $4, q, Y11; \
+	VPAND      Y13, Y11, Y11; \
+	VPSHUFB    kq2scshuf<>+64(SB), sc, Y12; \
+	Q2KTOK(xo2(DI), Y0); \
+	Q2KTOK(xo2(DI)(R10*1), Y1); \
+	Q2KTOK(xo2(DI)(R10*2), Y2); \
+	Q2KTOK(xo2(BX), Y3); \
+	VPSRLW     $6, q, Y11; \
+	VPAND      Y13, Y11, Y11; \
+	VPSHUFB    kq2scshuf<>+96(SB), sc, Y12; \
+	Q2KTOK(xo3(DI), Y0); \
+	Q2KTOK(xo3(DI)(R10*1), Y1); \
+	Q2KTOK(xo3(DI)(R10*2), Y2); \
+	Q2KTOK(xo3(BX), Y3); \
+	VPHADDD    Y1, Y0, Y0; \
+	VPHADDD    Y3, Y2, Y2; \
+	VPHADDD    Y2, Y0, dst
+
+// func q2KDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+// One Q2_K row (w) against four tokens of Q8_K activations, token t's
+// quants at xq + t*xqstride, scales at xd + t*xdstride and sums at
+// xb + t*xbstride (strides in bytes): out + t*otok = dotQ2KGemm(row, token
+// t), bit for bit, each super-block's scales and quants unpacked once for
+// the four tokens. The float work is q2KDot1x4's: per super-block Y1 =
+// [q of half 0 of tokens 0..3, m of half 0 of tokens 0..3] and Y2 the
+// same for half 1, two VFMADD231PS (half 0, then half 1) with
+// [d*d_x(t), dmin*d_x(t)] into Y15 = [acc(t), accm(t)]; the outputs are
+// acc - accm.
+TEXT ·q2KDot1x4AVX2(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xqstride+16(FP), R10
+	MOVQ xd+24(FP), DX
+	MOVQ xdstride+32(FP), R11
+	MOVQ xb+40(FP), R13
+	MOVQ xbstride+48(FP), R12
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	VMOVDQU kq2const<>+0(SB), Y13
+	VMOVDQU kq2const<>+32(SB), Y14
+	VXORPS  Y15, Y15, Y15
+	TESTQ   CX, CX
+	JEQ     q2k14done
+q2k14loop:
+	VPMOVZXBW (SI), Y7
+	VPSRLW    $4, Y7, Y8
+	MOVQ      R13, R9
+	VPMADDWD  (R9), Y8, Y0
+	ADDQ      R12, R9
+	VPMADDWD  (R9), Y8, Y1
+	ADDQ      R12, R9
+	VPMADDWD  (R9), Y8, Y2
+	ADDQ      R12, R9
+	VPMADDWD  (R9), Y8, Y3
+	VPHADDD   Y1, Y0, Y0
+	VPHADDD   Y3, Y2, Y2
+	VPHADDD   Y2, Y0, Y5
+	VPAND     Y14, Y7, Y7
+	VPERMQ    $0x44, Y7, Y9
+	VPERMQ    $0xee, Y7, Y7
+	VMOVDQU   16(SI), Y10
+	Q2KHALF4(Y10, Y9, 0, 32, 64, 96, Y4)
+	VMOVDQU   48(SI), Y10
+	Q2KHALF4(Y10, Y7, 128, 160, 192, 224, Y6)
+	VINSERTI128 $1, X6, Y4, Y0
+	VPERM2I128  $0x31, Y6, Y4, Y1
+	VPADDD      Y1, Y0, Y0
+	VINSERTI128 $1, X5, Y0, Y1
+	VPERM2I128  $0x31, Y5, Y0, Y2
+	VCVTDQ2PS   Y1, Y1
+	VCVTDQ2PS   Y2, Y2
+	MOVQ        DX, AX
+	VMOVSS      (AX), X3
+	VINSERTPS   $0x10, (AX)(R11*1), X3, X3
+	VINSERTPS   $0x20, (AX)(R11*2), X3, X3
+	LEAQ        (AX)(R11*2), AX
+	VINSERTPS   $0x30, (AX)(R11*1), X3, X3
+	VINSERTF128 $1, X3, Y3, Y3
+	VMOVD       80(SI), X8
+	VPUNPCKLWD  X8, X8, X8
+	VPUNPCKLDQ  X8, X8, X8
+	VCVTPH2PS   X8, Y8
+	VMULPS      Y3, Y8, Y8
+	VFMADD231PS Y1, Y8, Y15
+	VFMADD231PS Y2, Y8, Y15
+	ADDQ $84, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q2k14loop
+q2k14done:
+	MOVQ out+64(FP), BX
+	MOVQ otok+72(FP), R9
+	VEXTRACTF128 $1, Y15, X0
+	VSUBPS       X0, X15, X0
+	VMOVSS       X0, (BX)
+	ADDQ         R9, BX
+	VEXTRACTPS   $1, X0, (BX)
+	ADDQ         R9, BX
+	VEXTRACTPS   $2, X0, (BX)
+	ADDQ         R9, BX
+	VEXTRACTPS   $3, X0, (BX)
+	VZEROUPPER
+	RET
