@@ -15,3 +15,14 @@ func q2KDot4AVX2(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer
 func q2KDot14AVX2(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
 	kquantDot1x4(q2KDot1x4AVX2, w, a, t, out, otok)
 }
+
+// q3KDot4AVX2 is the weightKernel.dot4 of Q3_K at levelAVX2 (q3KDot4x1AVX2).
+func q3KDot4AVX2(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
+	q3KDot4x1AVX2(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), len(x.d), out, ostride)
+}
+
+// q3KDot14AVX2 is the weightKernel.dot1x4 of Q3_K at levelAVX2
+// (q3KDot1x4AVX2).
+func q3KDot14AVX2(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
+	kquantDot1x4(q3KDot1x4AVX2, w, a, t, out, otok)
+}

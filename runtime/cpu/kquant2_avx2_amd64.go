@@ -19,3 +19,17 @@ func q2KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer,
 //
 //go:noescape
 func q2KDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+
+// q3KDot4x1AVX2 sets out + i*ostride = dotQ3K(row i, x) for the 4 Q3_K rows
+// w + i*wstride (strides in bytes) and the nb Q8_K blocks of x: quants xq,
+// scales xd.
+//
+//go:noescape
+func q3KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+
+// q3KDot1x4AVX2 sets out + t*otok = dotQ3K(row, token t) for one Q3_K row
+// w and tokens t = 0..3 of Q8_K activations, token t's quants and scales
+// at xq + t*xqstride and xd + t*xdstride (xb is not read).
+//
+//go:noescape
+func q3KDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)

@@ -325,3 +325,284 @@ q2k14done:
 	VEXTRACTPS   $3, X0, (BX)
 	VZEROUPPER
 	RET
+
+// Q3KSCX unpacks the 16 signed 6-bit scales of the Q3_K super-block at
+// (row) (12 bytes at 96(row), tensor.Q3KScales) into dst as words, by way
+// of xtmp. Clobbers AX, R8, R9, R14, R15.
+#define Q3KSCX(row, xtmp, dst) \
+	MOVL      96(row), AX; \
+	MOVL      100(row), R8; \
+	MOVL      104(row), R9; \
+	MOVL      AX, R14; \
+	ANDL      $0x0f0f0f0f, R14; \
+	MOVL      R9, R15; \
+	SHLL      $4, R15; \
+	ANDL      $0x30303030, R15; \
+	ORL       R15, R14; \
+	VMOVD     R14, xtmp; \
+	MOVL      R8, R14; \
+	ANDL      $0x0f0f0f0f, R14; \
+	MOVL      R9, R15; \
+	SHLL      $2, R15; \
+	ANDL      $0x30303030, R15; \
+	ORL       R15, R14; \
+	VPINSRD   $1, R14, xtmp, xtmp; \
+	SHRL      $4, AX; \
+	ANDL      $0x0f0f0f0f, AX; \
+	MOVL      R9, R15; \
+	ANDL      $0x30303030, R15; \
+	ORL       R15, AX; \
+	VPINSRD   $2, AX, xtmp, xtmp; \
+	SHRL      $4, R8; \
+	ANDL      $0x0f0f0f0f, R8; \
+	SHRL      $2, R9; \
+	ANDL      $0x30303030, R9; \
+	ORL       R9, R8; \
+	VPINSRD   $3, R8, xtmp, xtmp; \
+	VPSUBB    kq2const<>+96(SB), xtmp, xtmp; \
+	VPMOVSXBW xtmp, dst
+
+// Q3KU leaves in Y13 the unsigned weights w+4 = q2 | hbit<<2 (0..7) of
+// chunk c of a Q3_K super-block: Y12 holds the quant bytes of c's half,
+// qsh = 2*(c%4) brings c's 2-bit quants down, hop $hsh (a word shift)
+// brings hmask bit c (of Y11) to bit 2. Needs Y5 = 0x03 bytes, Y6 = 0x04
+// bytes; clobbers Y14.
+#define Q3KU(qsh, hop, hsh) \
+	VPSRLW $qsh, Y12, Y13; \
+	VPAND  Y5, Y13, Y13; \
+	hop    $hsh, Y11, Y14; \
+	VPAND  Y6, Y14, Y14; \
+	VPOR   Y14, Y13, Y13
+
+// Q3KMUL adds into Y8 the scaled lanes of chunk c from Q3KU's weights Y13
+// against the activations at xoff(DI): VPMADDUBSW, minus 4 times the
+// activations' pair sums (p4, at xoff(SP)), leaves w's int16 pair sums
+// exactly; sc is the half's scales (words in both lanes) and ctrl c's
+// kq2scshuf control. Clobbers Y13, Y14.
+#define Q3KMUL(xoff, sc, ctrl) \
+	VPMADDUBSW xoff(DI), Y13, Y13; \
+	VPSUBW     xoff(SP), Y13, Y13; \
+	VPSHUFB    ctrl, sc, Y14; \
+	VPMADDWD   Y14, Y13, Y13; \
+	VPADDD     Y13, Y8, Y8
+
+// Q3KROWX accumulates the Q3_K super-block at (row) into acc: the lanes
+// of kLanes, converted to float32 and fused-multiply-added with the
+// block's d = d_x*d_w. Needs the token's activations at (DI), their p4 at
+// (SP), d_x in Y4, Y5 = 0x03 bytes, Y6 = 0x04 bytes. Clobbers AX, R8, R9,
+// R14, R15, Y7..Y14.
+#define Q3KROWX(row, acc) \
+	Q3KSCX(row, X7, Y9); \
+	VPERMQ  $0x44, Y9, Y10; \
+	VPERMQ  $0xee, Y9, Y9; \
+	VMOVDQU (row), Y11; \
+	VMOVDQU 32(row), Y12; \
+	VPXOR   Y8, Y8, Y8; \
+	Q3KU(0, VPSLLW, 2); \
+	Q3KMUL(0, Y10, kq2scshuf<>+0(SB)); \
+	Q3KU(2, VPSLLW, 1); \
+	Q3KMUL(32, Y10, kq2scshuf<>+32(SB)); \
+	Q3KU(4, VPSRLW, 0); \
+	Q3KMUL(64, Y10, kq2scshuf<>+64(SB)); \
+	Q3KU(6, VPSRLW, 1); \
+	Q3KMUL(96, Y10, kq2scshuf<>+96(SB)); \
+	VMOVDQU 64(row), Y12; \
+	Q3KU(0, VPSRLW, 2); \
+	Q3KMUL(128, Y9, kq2scshuf<>+0(SB)); \
+	Q3KU(2, VPSRLW, 3); \
+	Q3KMUL(160, Y9, kq2scshuf<>+32(SB)); \
+	Q3KU(4, VPSRLW, 4); \
+	Q3KMUL(192, Y9, kq2scshuf<>+64(SB)); \
+	Q3KU(6, VPSRLW, 5); \
+	Q3KMUL(224, Y9, kq2scshuf<>+96(SB)); \
+	VCVTDQ2PS    Y8, Y8; \
+	VPBROADCASTW 108(row), X13; \
+	VCVTPH2PS    X13, Y13; \
+	VMULPS       Y4, Y13, Y13; \
+	VFMADD231PS  Y8, Y13, acc
+
+// Q3KP4 stores at off(SP) 4 times the pair sums of the activations at
+// off(DI) (int16). Needs Y6 = 0x04 bytes; clobbers Y7.
+#define Q3KP4(off) \
+	VPMADDUBSW off(DI), Y6, Y7; \
+	VMOVDQU    Y7, off(SP)
+
+// func q3KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// out + i*ostride = dotQ3K(row i, x), bit for bit, for the 4 Q3_K rows
+// w + i*wstride (strides in bytes), x being nb Q8_K blocks: quants xq (256
+// per block) and scales xd (float32). The frame holds the token's p4 of
+// the current super-block.
+TEXT ·q3KDot4x1AVX2(SB), NOSPLIT, $256-56
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ nb+32(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	VMOVDQU kq2const<>+0(SB), Y5
+	VMOVDQU kq2const<>+64(SB), Y6
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	TESTQ   CX, CX
+	JEQ     q3kdone
+q3kloop:
+	Q3KP4(0)
+	Q3KP4(32)
+	Q3KP4(64)
+	Q3KP4(96)
+	Q3KP4(128)
+	Q3KP4(160)
+	Q3KP4(192)
+	Q3KP4(224)
+	VBROADCASTSS (DX), Y4
+	Q3KROWX(SI, Y0)
+	Q3KROWX(R10, Y1)
+	Q3KROWX(R11, Y2)
+	Q3KROWX(R12, Y3)
+	ADDQ $110, SI
+	ADDQ $110, R10
+	ADDQ $110, R11
+	ADDQ $110, R12
+	ADDQ $256, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q3kloop
+q3kdone:
+	MOVQ out+40(FP), BX
+	MOVQ ostride+48(FP), R9
+	KQ2HSUM(Y0, X0)
+	VMOVSS X14, (BX)
+	KQ2HSUM(Y1, X1)
+	VMOVSS X14, (BX)(R9*1)
+	KQ2HSUM(Y2, X2)
+	VMOVSS X14, (BX)(R9*2)
+	LEAQ   (BX)(R9*2), BX
+	KQ2HSUM(Y3, X3)
+	VMOVSS X14, (BX)(R9*1)
+	VZEROUPPER
+	RET
+
+// Q3KU4 is Q3KU for q3KDot1x4AVX2: w+4 of chunk c into Y11, from the
+// half's quant bytes Y9 and the hmask Y8. Needs Y14 = 0x04 bytes;
+// clobbers Y13.
+#define Q3KU4(qsh, hop, hsh) \
+	VPSRLW $qsh, Y9, Y11; \
+	VPAND  kq2const<>+0(SB), Y11, Y11; \
+	hop    $hsh, Y8, Y13; \
+	VPAND  Y14, Y13, Y13; \
+	VPOR   Y13, Y11, Y11
+
+// Q3KTOK adds into acc the scaled lanes of one chunk (w+4 in Y11, scale
+// words in Y12) against one token's activations at xmem, less 4 times
+// their pair sums. Needs Y14 = 0x04 bytes; clobbers Y13, Y15.
+#define Q3KTOK(xmem, acc) \
+	VPMADDUBSW xmem, Y11, Y13; \
+	VPMADDUBSW xmem, Y14, Y15; \
+	VPSUBW     Y15, Y13, Y13; \
+	VPMADDWD   Y12, Y13, Y13; \
+	VPADDD     Y13, acc, acc
+
+// Q3KCH4 adds chunk c's scaled lanes against tokens 0..3 (activations at
+// xoff(DI), xoff(DI)(R10*1), xoff(DI)(R10*2), xoff(BX)) into Y4..Y7:
+// sc is the half's scales and ctrl c's kq2scshuf control.
+#define Q3KCH4(xoff, sc, ctrl) \
+	VPSHUFB ctrl, sc, Y12; \
+	Q3KTOK(xoff(DI), Y4); \
+	Q3KTOK(xoff(DI)(R10*1), Y5); \
+	Q3KTOK(xoff(DI)(R10*2), Y6); \
+	Q3KTOK(xoff(BX), Y7)
+
+// Q3KFIN adds one token's super-block lanes into acc as Q3KROWX's float
+// work, with the token's d_x at dptr. Needs Y8 = the row's d as float32;
+// clobbers lanes, Y9.
+#define Q3KFIN(lanes, dptr, acc) \
+	VCVTDQ2PS    lanes, lanes; \
+	VBROADCASTSS dptr, Y9; \
+	VMULPS       Y9, Y8, Y9; \
+	VFMADD231PS  lanes, Y9, acc
+
+// func q3KDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+// One Q3_K row (w) against four tokens of Q8_K activations (token t's
+// quants at xq + t*xqstride, scale at xd + t*xdstride; the sums are not
+// used): out + t*otok = dotQ3K(row, token t), bit for bit, each
+// super-block's scales, quants and high bits unpacked once for the four
+// tokens. The frame holds the super-block's scales as words.
+TEXT ·q3KDot1x4AVX2(SB), NOSPLIT, $32-80
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xqstride+16(FP), R10
+	MOVQ xd+24(FP), DX
+	MOVQ xdstride+32(FP), R11
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	LEAQ (DX)(R11*2), R12
+	ADDQ R11, R12
+	VMOVDQU kq2const<>+64(SB), Y14
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	TESTQ   CX, CX
+	JEQ     q3k14done
+q3k14loop:
+	Q3KSCX(SI, X10, Y10)
+	VMOVDQU Y10, (SP)
+	VPERMQ  $0x44, Y10, Y10
+	VMOVDQU (SI), Y8
+	VMOVDQU 32(SI), Y9
+	VPXOR   Y4, Y4, Y4
+	VPXOR   Y5, Y5, Y5
+	VPXOR   Y6, Y6, Y6
+	VPXOR   Y7, Y7, Y7
+	Q3KU4(0, VPSLLW, 2)
+	Q3KCH4(0, Y10, kq2scshuf<>+0(SB))
+	Q3KU4(2, VPSLLW, 1)
+	Q3KCH4(32, Y10, kq2scshuf<>+32(SB))
+	Q3KU4(4, VPSRLW, 0)
+	Q3KCH4(64, Y10, kq2scshuf<>+64(SB))
+	Q3KU4(6, VPSRLW, 1)
+	Q3KCH4(96, Y10, kq2scshuf<>+96(SB))
+	VPERMQ  $0xee, (SP), Y10
+	VMOVDQU 64(SI), Y9
+	Q3KU4(0, VPSRLW, 2)
+	Q3KCH4(128, Y10, kq2scshuf<>+0(SB))
+	Q3KU4(2, VPSRLW, 3)
+	Q3KCH4(160, Y10, kq2scshuf<>+32(SB))
+	Q3KU4(4, VPSRLW, 4)
+	Q3KCH4(192, Y10, kq2scshuf<>+64(SB))
+	Q3KU4(6, VPSRLW, 5)
+	Q3KCH4(224, Y10, kq2scshuf<>+96(SB))
+	VPBROADCASTW 108(SI), X8
+	VCVTPH2PS    X8, Y8
+	Q3KFIN(Y4, (DX), Y0)
+	Q3KFIN(Y5, (DX)(R11*1), Y1)
+	Q3KFIN(Y6, (DX)(R11*2), Y2)
+	Q3KFIN(Y7, (R12), Y3)
+	ADDQ $110, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $4, R12
+	DECQ CX
+	JNZ  q3k14loop
+q3k14done:
+	MOVQ out+64(FP), BX
+	MOVQ otok+72(FP), R9
+	KQ2HSUM(Y0, X0)
+	VMOVSS X14, (BX)
+	ADDQ   R9, BX
+	KQ2HSUM(Y1, X1)
+	VMOVSS X14, (BX)
+	ADDQ   R9, BX
+	KQ2HSUM(Y2, X2)
+	VMOVSS X14, (BX)
+	ADDQ   R9, BX
+	KQ2HSUM(Y3, X3)
+	VMOVSS X14, (BX)
+	VZEROUPPER
+	RET

@@ -108,7 +108,8 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 		avx512: fastKernels{dot4: q2KDot4, dot1x4: q2KDot14},
 		avx2:   fastKernels{dot4: q2KDot4AVX2, dot1x4: q2KDot14AVX2}}
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K,
-		avx512: fastKernels{dot4: q3KDot4, dot1x4: q3KDot14}}
+		avx512: fastKernels{dot4: q3KDot4, dot1x4: q3KDot14},
+		avx2:   fastKernels{dot4: q3KDot4AVX2, dot1x4: q3KDot14AVX2}}
 	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm,
 		avx512: fastKernels{dot4: q4KDot4, dot1x4: q4KDot14, dot1x4n: q4KDot14n, dot1x8n: q4KDot18n}}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K,
