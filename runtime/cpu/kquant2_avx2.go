@@ -26,3 +26,15 @@ func q3KDot4AVX2(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer
 func q3KDot14AVX2(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
 	kquantDot1x4(q3KDot1x4AVX2, w, a, t, out, otok)
 }
+
+// iq4XSDot4AVX2 is the weightKernel.dot4 of IQ4_XS at levelAVX2
+// (iq4XSDot4x1AVX2).
+func iq4XSDot4AVX2(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
+	iq4XSDot4x1AVX2(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), len(x.d), out, ostride)
+}
+
+// iq4XSDot14AVX2 is the weightKernel.dot1x4 of IQ4_XS at levelAVX2
+// (iq4XSDot1x4AVX2).
+func iq4XSDot14AVX2(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
+	kquantDot1x4(iq4XSDot1x4AVX2, w, a, t, out, otok)
+}

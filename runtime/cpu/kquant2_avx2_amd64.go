@@ -33,3 +33,17 @@ func q3KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb 
 //
 //go:noescape
 func q3KDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+
+// iq4XSDot4x1AVX2 sets out + i*ostride = dotIQ4XS(row i, x) for the 4
+// IQ4_XS rows w + i*wstride (strides in bytes) and the nb Q8_K blocks of
+// x: quants xq, scales xd.
+//
+//go:noescape
+func iq4XSDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+
+// iq4XSDot1x4AVX2 sets out + t*otok = dotIQ4XS(row, token t) for one
+// IQ4_XS row w and tokens t = 0..3 of Q8_K activations, token t's quants
+// and scales at xq + t*xqstride and xd + t*xdstride (xb is not read).
+//
+//go:noescape
+func iq4XSDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)

@@ -606,3 +606,270 @@ q3k14done:
 	VMOVSS X14, (BX)
 	VZEROUPPER
 	RET
+
+// kiq4scshuf: VPSHUFB controls that spread word ib (0..7) of a register
+// holding IQ4_XS's 8 scales as words in both 128-bit lanes to all 16
+// words (one scale per 32-element chunk).
+DATA kiq4scshuf<>+0(SB)/8, $0x0100010001000100
+DATA kiq4scshuf<>+8(SB)/8, $0x0100010001000100
+DATA kiq4scshuf<>+16(SB)/8, $0x0100010001000100
+DATA kiq4scshuf<>+24(SB)/8, $0x0100010001000100
+DATA kiq4scshuf<>+32(SB)/8, $0x0302030203020302
+DATA kiq4scshuf<>+40(SB)/8, $0x0302030203020302
+DATA kiq4scshuf<>+48(SB)/8, $0x0302030203020302
+DATA kiq4scshuf<>+56(SB)/8, $0x0302030203020302
+DATA kiq4scshuf<>+64(SB)/8, $0x0504050405040504
+DATA kiq4scshuf<>+72(SB)/8, $0x0504050405040504
+DATA kiq4scshuf<>+80(SB)/8, $0x0504050405040504
+DATA kiq4scshuf<>+88(SB)/8, $0x0504050405040504
+DATA kiq4scshuf<>+96(SB)/8, $0x0706070607060706
+DATA kiq4scshuf<>+104(SB)/8, $0x0706070607060706
+DATA kiq4scshuf<>+112(SB)/8, $0x0706070607060706
+DATA kiq4scshuf<>+120(SB)/8, $0x0706070607060706
+DATA kiq4scshuf<>+128(SB)/8, $0x0908090809080908
+DATA kiq4scshuf<>+136(SB)/8, $0x0908090809080908
+DATA kiq4scshuf<>+144(SB)/8, $0x0908090809080908
+DATA kiq4scshuf<>+152(SB)/8, $0x0908090809080908
+DATA kiq4scshuf<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kiq4scshuf<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kiq4scshuf<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kiq4scshuf<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kiq4scshuf<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kiq4scshuf<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kiq4scshuf<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kiq4scshuf<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kiq4scshuf<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA kiq4scshuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA kiq4scshuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA kiq4scshuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL kiq4scshuf<>(SB), RODATA|NOPTR, $256
+
+// kiq4levx: the 16 IQ4_NL levels (tensor.IQ4NLLevel) as signed bytes, in
+// both 128-bit lanes, for VPSHUFB.
+DATA kiq4levx<>+0(SB)/8, $0xf6eaddcfbfad9881
+DATA kiq4levx<>+8(SB)/8, $0x7159453526190d01
+DATA kiq4levx<>+16(SB)/8, $0xf6eaddcfbfad9881
+DATA kiq4levx<>+24(SB)/8, $0x7159453526190d01
+GLOBL kiq4levx<>(SB), RODATA|NOPTR, $32
+
+// IQ4SCX unpacks the 8 6-bit scales of the IQ4_XS super-block at (row)
+// (low nibbles at 4(row), high bit pairs at 2(row); tensor.IQ4XSScale,
+// minus 32) into ydst as words, in both 128-bit lanes. Clobbers AX, R8,
+// R14, R15.
+#define IQ4SCX(row, xdst, ydst) \
+	MOVL        4(row), AX; \
+	MOVWLZX     2(row), R8; \
+	MOVQ        $0x0f0f0f0f0f0f0f0f, R14; \
+	PDEPQ       R14, AX, AX; \
+	MOVQ        $0x3030303030303030, R15; \
+	PDEPQ       R15, R8, R8; \
+	ORQ         R8, AX; \
+	VMOVQ       AX, xdst; \
+	VPSUBB      kq2const<>+96(SB), xdst, xdst; \
+	VPMOVSXBW   xdst, xdst; \
+	VINSERTI128 $1, xdst, ydst, ydst
+
+// IQ4LEV leaves in Y13 and Y11 the signed levels of chunks 2p and 2p+1 of
+// the IQ4_XS row at (row), their 32 nibble bytes at off(row): the 16 low
+// nibbles of a chunk are its elements 0..15 (low 128-bit lane), the high
+// nibbles 16..31. Needs nib = 0x0f bytes, lev = kiq4levx; clobbers Y12.
+#define IQ4LEV(row, off, nib, lev) \
+	VMOVDQU    off(row), Y11; \
+	VPSRLW     $4, Y11, Y12; \
+	VPAND      nib, Y11, Y11; \
+	VPAND      nib, Y12, Y12; \
+	VPSHUFB    Y11, lev, Y11; \
+	VPSHUFB    Y12, lev, Y12; \
+	VPERM2I128 $0x20, Y12, Y11, Y13; \
+	VPERM2I128 $0x31, Y12, Y11, Y11
+
+// IQ4CHX adds into Y8 the scaled lanes of one chunk with signed levels w
+// (destroyed) against the activations at xmem: VPMADDUBSW takes the
+// levels' magnitudes (at most 127) against the activations signed by the
+// levels (VPSIGNB), so the int16 pair sums are exact. Needs Y10 = the
+// scales (IQ4SCX); ctrl is the chunk's kiq4scshuf control. Clobbers Y14.
+#define IQ4CHX(w, xmem, ctrl) \
+	VMOVDQU    xmem, Y14; \
+	VPSIGNB    w, Y14, Y14; \
+	VPABSB     w, w; \
+	VPMADDUBSW Y14, w, w; \
+	VPSHUFB    ctrl, Y10, Y14; \
+	VPMADDWD   Y14, w, w; \
+	VPADDD     w, Y8, Y8
+
+// IQ4ROWX accumulates the IQ4_XS super-block at (row) into acc: the lanes
+// of kLanes, converted to float32 and fused-multiply-added with the
+// block's d = d_w*d_x. Needs the token's activations at (DI), d_x in Y4,
+// Y5 = 0x0f bytes, Y6 = kiq4levx. Clobbers AX, R8, R14, R15, Y8, Y10..Y14.
+#define IQ4ROWX(row, acc) \
+	IQ4SCX(row, X10, Y10); \
+	VPXOR Y8, Y8, Y8; \
+	IQ4LEV(row, 8, Y5, Y6); \
+	IQ4CHX(Y13, 0(DI), kiq4scshuf<>+0(SB)); \
+	IQ4CHX(Y11, 32(DI), kiq4scshuf<>+32(SB)); \
+	IQ4LEV(row, 40, Y5, Y6); \
+	IQ4CHX(Y13, 64(DI), kiq4scshuf<>+64(SB)); \
+	IQ4CHX(Y11, 96(DI), kiq4scshuf<>+96(SB)); \
+	IQ4LEV(row, 72, Y5, Y6); \
+	IQ4CHX(Y13, 128(DI), kiq4scshuf<>+128(SB)); \
+	IQ4CHX(Y11, 160(DI), kiq4scshuf<>+160(SB)); \
+	IQ4LEV(row, 104, Y5, Y6); \
+	IQ4CHX(Y13, 192(DI), kiq4scshuf<>+192(SB)); \
+	IQ4CHX(Y11, 224(DI), kiq4scshuf<>+224(SB)); \
+	VCVTDQ2PS    Y8, Y8; \
+	VPBROADCASTW (row), X13; \
+	VCVTPH2PS    X13, Y13; \
+	VMULPS       Y4, Y13, Y13; \
+	VFMADD231PS  Y8, Y13, acc
+
+// func iq4XSDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// q3KDot4x1AVX2 for IQ4_XS rows: out + i*ostride = dotIQ4XS(row i, x), bit
+// for bit.
+TEXT ·iq4XSDot4x1AVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R9
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ nb+32(FP), CX
+	LEAQ (SI)(R9*1), R10
+	LEAQ (SI)(R9*2), R11
+	LEAQ (R11)(R9*1), R12
+	VMOVDQU kq2const<>+128(SB), Y5
+	VMOVDQU kiq4levx<>+0(SB), Y6
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	TESTQ   CX, CX
+	JEQ     iq4done
+iq4loop:
+	VBROADCASTSS (DX), Y4
+	IQ4ROWX(SI, Y0)
+	IQ4ROWX(R10, Y1)
+	IQ4ROWX(R11, Y2)
+	IQ4ROWX(R12, Y3)
+	ADDQ $136, SI
+	ADDQ $136, R10
+	ADDQ $136, R11
+	ADDQ $136, R12
+	ADDQ $256, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  iq4loop
+iq4done:
+	MOVQ out+40(FP), BX
+	MOVQ ostride+48(FP), R9
+	KQ2HSUM(Y0, X0)
+	VMOVSS X14, (BX)
+	KQ2HSUM(Y1, X1)
+	VMOVSS X14, (BX)(R9*1)
+	KQ2HSUM(Y2, X2)
+	VMOVSS X14, (BX)(R9*2)
+	LEAQ   (BX)(R9*2), BX
+	KQ2HSUM(Y3, X3)
+	VMOVSS X14, (BX)(R9*1)
+	VZEROUPPER
+	RET
+
+// IQ4TOK adds into acc the scaled lanes of one chunk (signed levels w,
+// their magnitudes in Y12, scale words in Y14) against one token's
+// activations at xmem, as IQ4CHX. Clobbers Y15.
+#define IQ4TOK(w, xmem, acc) \
+	VMOVDQU    xmem, Y15; \
+	VPSIGNB    w, Y15, Y15; \
+	VPMADDUBSW Y15, Y12, Y15; \
+	VPMADDWD   Y14, Y15, Y15; \
+	VPADDD     Y15, acc, acc
+
+// IQ4CH4 adds one chunk's scaled lanes (signed levels w) against tokens
+// 0..3 (activations at xoff(DI), xoff(DI)(R10*1), xoff(DI)(R10*2),
+// xoff(BX)) into Y4..Y7. Needs Y8 = the scales (IQ4SCX); ctrl is the
+// chunk's kiq4scshuf control. Clobbers Y12, Y14, Y15.
+#define IQ4CH4(w, xoff, ctrl) \
+	VPABSB  w, Y12; \
+	VPSHUFB ctrl, Y8, Y14; \
+	IQ4TOK(w, xoff(DI), Y4); \
+	IQ4TOK(w, xoff(DI)(R10*1), Y5); \
+	IQ4TOK(w, xoff(DI)(R10*2), Y6); \
+	IQ4TOK(w, xoff(BX), Y7)
+
+// IQ4FIN adds one token's super-block lanes into acc as IQ4ROWX's float
+// work, with the token's d_x at dptr. Needs Y12 = the row's d as float32;
+// clobbers lanes, Y13.
+#define IQ4FIN(lanes, dptr, acc) \
+	VCVTDQ2PS    lanes, lanes; \
+	VBROADCASTSS dptr, Y13; \
+	VMULPS       Y13, Y12, Y13; \
+	VFMADD231PS  lanes, Y13, acc
+
+// func iq4XSDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+// One IQ4_XS row (w) against four tokens of Q8_K activations (token t's
+// quants at xq + t*xqstride, scale at xd + t*xdstride; the sums are not
+// used): out + t*otok = dotIQ4XS(row, token t), bit for bit, each
+// super-block's scales and levels unpacked once for the four tokens.
+TEXT ·iq4XSDot1x4AVX2(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xqstride+16(FP), R10
+	MOVQ xd+24(FP), DX
+	MOVQ xdstride+32(FP), R11
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	LEAQ (DX)(R11*2), R12
+	ADDQ R11, R12
+	VMOVDQU kiq4levx<>+0(SB), Y9
+	VMOVDQU kq2const<>+128(SB), Y10
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	TESTQ   CX, CX
+	JEQ     iq414done
+iq414loop:
+	IQ4SCX(SI, X8, Y8)
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	IQ4LEV(SI, 8, Y10, Y9)
+	IQ4CH4(Y13, 0, kiq4scshuf<>+0(SB))
+	IQ4CH4(Y11, 32, kiq4scshuf<>+32(SB))
+	IQ4LEV(SI, 40, Y10, Y9)
+	IQ4CH4(Y13, 64, kiq4scshuf<>+64(SB))
+	IQ4CH4(Y11, 96, kiq4scshuf<>+96(SB))
+	IQ4LEV(SI, 72, Y10, Y9)
+	IQ4CH4(Y13, 128, kiq4scshuf<>+128(SB))
+	IQ4CH4(Y11, 160, kiq4scshuf<>+160(SB))
+	IQ4LEV(SI, 104, Y10, Y9)
+	IQ4CH4(Y13, 192, kiq4scshuf<>+192(SB))
+	IQ4CH4(Y11, 224, kiq4scshuf<>+224(SB))
+	VPBROADCASTW (SI), X12
+	VCVTPH2PS    X12, Y12
+	IQ4FIN(Y4, (DX), Y0)
+	IQ4FIN(Y5, (DX)(R11*1), Y1)
+	IQ4FIN(Y6, (DX)(R11*2), Y2)
+	IQ4FIN(Y7, (R12), Y3)
+	ADDQ $136, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $4, R12
+	DECQ CX
+	JNZ  iq414loop
+iq414done:
+	MOVQ out+64(FP), BX
+	MOVQ otok+72(FP), R9
+	KQ2HSUM(Y0, X0)
+	VMOVSS X14, (BX)
+	ADDQ   R9, BX
+	KQ2HSUM(Y1, X1)
+	VMOVSS X14, (BX)
+	ADDQ   R9, BX
+	KQ2HSUM(Y2, X2)
+	VMOVSS X14, (BX)
+	ADDQ   R9, BX
+	KQ2HSUM(Y3, X3)
+	VMOVSS X14, (BX)
+	VZEROUPPER
+	RET

@@ -117,7 +117,8 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K,
 		avx512: fastKernels{dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14, dot1x4n: q6KDot14n}}
 	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS,
-		avx512: fastKernels{dot4: iq4XSDot4, dot1x4: iq4XSDot14}}
+		avx512: fastKernels{dot4: iq4XSDot4, dot1x4: iq4XSDot14},
+		avx2:   fastKernels{dot4: iq4XSDot4AVX2, dot1x4: iq4XSDot14AVX2}}
 	for dt, k := range t {
 		if k.kind != kindNone && tensor.DType(dt).DotType() == 0 {
 			panic("cpu: weight kernel for a dtype without a dot type")
