@@ -1,0 +1,395 @@
+#include "textflag.h"
+
+// AVX2 (with FMA and F16C) kernels for Q4_K, Q5_K and Q6_K weights against
+// Q8_K activations, bit for bit the reference dots: 4 weight rows and one
+// token per call (dot4) or one row and 4 tokens (dot1x4). Only VEX-encoded
+// instructions and Y0..Y15. Per super-block of 256, each 32-element chunk
+// of weights is unpacked to unsigned bytes in one register, multiplied with
+// the signed activations by VPMADDUBSW (pairs of products as int16, which
+// cannot saturate: weights are at most 63) and weighted by its sub-block
+// scales with VPMADDWD, so int32 lane l holds the chunk's elements 4l..4l+3
+// (kLanes' layout). The integer sums are exact in any order; the float work
+// is the reference's, lane for lane.
+
+// a2k4bc: VPSHUFB controls (entry c at 32c) that spread byte c of each
+// 128-bit lane (the Q4_K/Q5_K scale of chunk c, the 8 scales as bytes in
+// both lanes) to 16 words, zero-extended.
+DATA a2k4bc<>+0(SB)/8, $0x8000800080008000
+DATA a2k4bc<>+8(SB)/8, $0x8000800080008000
+DATA a2k4bc<>+16(SB)/8, $0x8000800080008000
+DATA a2k4bc<>+24(SB)/8, $0x8000800080008000
+DATA a2k4bc<>+32(SB)/8, $0x8001800180018001
+DATA a2k4bc<>+40(SB)/8, $0x8001800180018001
+DATA a2k4bc<>+48(SB)/8, $0x8001800180018001
+DATA a2k4bc<>+56(SB)/8, $0x8001800180018001
+DATA a2k4bc<>+64(SB)/8, $0x8002800280028002
+DATA a2k4bc<>+72(SB)/8, $0x8002800280028002
+DATA a2k4bc<>+80(SB)/8, $0x8002800280028002
+DATA a2k4bc<>+88(SB)/8, $0x8002800280028002
+DATA a2k4bc<>+96(SB)/8, $0x8003800380038003
+DATA a2k4bc<>+104(SB)/8, $0x8003800380038003
+DATA a2k4bc<>+112(SB)/8, $0x8003800380038003
+DATA a2k4bc<>+120(SB)/8, $0x8003800380038003
+DATA a2k4bc<>+128(SB)/8, $0x8004800480048004
+DATA a2k4bc<>+136(SB)/8, $0x8004800480048004
+DATA a2k4bc<>+144(SB)/8, $0x8004800480048004
+DATA a2k4bc<>+152(SB)/8, $0x8004800480048004
+DATA a2k4bc<>+160(SB)/8, $0x8005800580058005
+DATA a2k4bc<>+168(SB)/8, $0x8005800580058005
+DATA a2k4bc<>+176(SB)/8, $0x8005800580058005
+DATA a2k4bc<>+184(SB)/8, $0x8005800580058005
+DATA a2k4bc<>+192(SB)/8, $0x8006800680068006
+DATA a2k4bc<>+200(SB)/8, $0x8006800680068006
+DATA a2k4bc<>+208(SB)/8, $0x8006800680068006
+DATA a2k4bc<>+216(SB)/8, $0x8006800680068006
+DATA a2k4bc<>+224(SB)/8, $0x8007800780078007
+DATA a2k4bc<>+232(SB)/8, $0x8007800780078007
+DATA a2k4bc<>+240(SB)/8, $0x8007800780078007
+DATA a2k4bc<>+248(SB)/8, $0x8007800780078007
+GLOBL a2k4bc<>(SB), RODATA|NOPTR, $256
+
+// a2q6bc: VPSHUFB controls (entry k at 32k) that take, from 8 scale words
+// repeated in both 128-bit lanes, word 2k to the 8 words of the low lane
+// and word 2k+1 to the high lane's: the scales of the two 16-element
+// sub-blocks of Q6_K chunk k of a half.
+DATA a2q6bc<>+0(SB)/8, $0x0100010001000100
+DATA a2q6bc<>+8(SB)/8, $0x0100010001000100
+DATA a2q6bc<>+16(SB)/8, $0x0302030203020302
+DATA a2q6bc<>+24(SB)/8, $0x0302030203020302
+DATA a2q6bc<>+32(SB)/8, $0x0504050405040504
+DATA a2q6bc<>+40(SB)/8, $0x0504050405040504
+DATA a2q6bc<>+48(SB)/8, $0x0706070607060706
+DATA a2q6bc<>+56(SB)/8, $0x0706070607060706
+DATA a2q6bc<>+64(SB)/8, $0x0908090809080908
+DATA a2q6bc<>+72(SB)/8, $0x0908090809080908
+DATA a2q6bc<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA a2q6bc<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA a2q6bc<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA a2q6bc<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA a2q6bc<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA a2q6bc<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL a2q6bc<>(SB), RODATA|NOPTR, $128
+
+// a2dsh: VPSHUFB control, the [d, dmin] fp16 pairs of 4 rows (one dword
+// each) to the 4 d's, then the 4 dmin's.
+DATA a2dsh<>+0(SB)/8, $0x0d0c090805040100
+DATA a2dsh<>+8(SB)/8, $0x0f0e0b0a07060302
+GLOBL a2dsh<>(SB), RODATA|NOPTR, $16
+
+// a2dd: VPSHUFB control, one row's [d, dmin] fp16 pair to [d x4, dmin x4].
+DATA a2dd<>+0(SB)/8, $0x0100010001000100
+DATA a2dd<>+8(SB)/8, $0x0302030203020302
+GLOBL a2dd<>(SB), RODATA|NOPTR, $16
+
+// Byte masks.
+DATA a2m0f<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA a2m0f<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA a2m0f<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA a2m0f<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL a2m0f<>(SB), RODATA|NOPTR, $32
+DATA a2m10<>+0(SB)/8, $0x1010101010101010
+DATA a2m10<>+8(SB)/8, $0x1010101010101010
+DATA a2m10<>+16(SB)/8, $0x1010101010101010
+DATA a2m10<>+24(SB)/8, $0x1010101010101010
+GLOBL a2m10<>(SB), RODATA|NOPTR, $32
+DATA a2m30<>+0(SB)/8, $0x3030303030303030
+DATA a2m30<>+8(SB)/8, $0x3030303030303030
+DATA a2m30<>+16(SB)/8, $0x3030303030303030
+DATA a2m30<>+24(SB)/8, $0x3030303030303030
+GLOBL a2m30<>(SB), RODATA|NOPTR, $32
+
+// The sign bit of every float32 lane.
+DATA a2sign<>+0(SB)/8, $0x8000000080000000
+DATA a2sign<>+8(SB)/8, $0x8000000080000000
+GLOBL a2sign<>(SB), RODATA|NOPTR, $16
+
+// A2HSUM8 reduces Y register ysrc into the low lane of X0 (clobbers X0,
+// X1): the order of hsum8 in kernels.go.
+#define A2HSUM8(ysrc, xsrc) \
+	VEXTRACTF128 $1, ysrc, X1; \
+	VADDPS       X1, xsrc, X0; \
+	VMOVHLPS     X0, X0, X1; \
+	VADDPS       X1, X0, X0; \
+	VMOVSHDUP    X0, X1; \
+	VADDSS       X1, X0, X0
+
+// A2K4SC unpacks the 8 6-bit scales and 8 mins of the Q4_K/Q5_K
+// super-block at (row) (12 packed bytes at 4(row), get_scale_min_k4) into
+// R14 (scales, one byte each) and AX (mins). Clobbers R8, R9, R15.
+#define A2K4SC(row) \
+	MOVL 4(row), AX; \
+	MOVL 8(row), R8; \
+	MOVL 12(row), R9; \
+	MOVL AX, R14; \
+	ANDL $0x3f3f3f3f, R14; \
+	MOVL R9, R15; \
+	ANDL $0x0f0f0f0f, R15; \
+	SHRL $6, AX; \
+	ANDL $0x03030303, AX; \
+	SHLL $4, AX; \
+	ORL  AX, R15; \
+	SHLQ $32, R15; \
+	ORQ  R15, R14; \
+	MOVL R8, AX; \
+	ANDL $0x3f3f3f3f, AX; \
+	SHRL $4, R9; \
+	ANDL $0x0f0f0f0f, R9; \
+	SHRL $6, R8; \
+	ANDL $0x03030303, R8; \
+	SHLL $4, R8; \
+	ORL  R8, R9; \
+	SHLQ $32, R9; \
+	ORQ  R9, AX
+
+// A2Q4KPAIR adds chunks 2j and 2j+1 of a Q4_K row (nibbles at off(row):
+// low for chunk 2j, high for 2j+1) against the activations at act(DI) and
+// act+32(DI), weighted by their scales (a2k4bc entries s0 and s1 applied
+// to Y11 = the 8 scale bytes in both lanes), into the 8 int32 lanes of
+// acc. Needs Y15 = 0x0f bytes; clobbers Y8, Y9, Y10.
+#define A2Q4KPAIR(row, off, act, s0, s1, acc) \
+	VMOVDQU    off(row), Y8; \
+	VPSRLW     $4, Y8, Y9; \
+	VPAND      Y15, Y8, Y8; \
+	VPAND      Y15, Y9, Y9; \
+	VPSHUFB    a2k4bc<>+s0(SB), Y11, Y10; \
+	VPMADDUBSW act(DI), Y8, Y8; \
+	VPMADDWD   Y10, Y8, Y8; \
+	VPADDD     Y8, acc, acc; \
+	VPSHUFB    a2k4bc<>+s1(SB), Y11, Y10; \
+	VPMADDUBSW act+32(DI), Y9, Y9; \
+	VPMADDWD   Y10, Y9, Y9; \
+	VPADDD     Y9, acc, acc
+
+// A2Q4KROW sums the products of the Q4_K super-block at (row) with the
+// token's activations (DI), weighted by the sub-block scales, into the 8
+// int32 lanes of acc, and its 4 groups' mins terms (X13 = the token's 8
+// chunk sums as words) into the 4 lanes of mins. Clobbers AX, R8, R9, R14,
+// R15, Y8..Y12.
+#define A2Q4KROW(row, acc, mins) \
+	A2K4SC(row); \
+	VMOVQ        R14, X11; \
+	VPBROADCASTQ X11, Y11; \
+	VMOVQ        AX, X12; \
+	VPMOVZXBW    X12, X12; \
+	VPMADDWD     X13, X12, mins; \
+	VPXOR        acc, acc, acc; \
+	A2Q4KPAIR(row, 16, 0, 0, 32, acc); \
+	A2Q4KPAIR(row, 48, 64, 64, 96, acc); \
+	A2Q4KPAIR(row, 80, 128, 128, 160, acc); \
+	A2Q4KPAIR(row, 112, 192, 192, 224, acc)
+
+// func q4KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// out + i*ostride = dotQ4K(row i, x) for the 4 Q4_K rows w + i*wstride
+// (strides in bytes), x being nb Q8_K blocks: quants xq (256 per block),
+// scales xd (float32) and sums xb (16 int16 per block). Per super-block,
+// each row's integer sums q and m are reduced to one int32 each, and one
+// 8-lane fused multiply-add takes [q0..q3, m0..m3] times
+// [d0..d3, dm0..dm3] (d = fp16 d * x.d, dm = fp16 dmin * x.d) into
+// Y14 = [acc0..acc3, accm0..accm3]; at the end out = acc - accm.
+TEXT ·q4KDot4x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ xb+32(FP), R13
+	MOVQ nb+40(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	VMOVDQU a2m0f<>(SB), Y15
+	VXORPS  Y14, Y14, Y14
+	TESTQ   CX, CX
+	JEQ     q4kdone
+q4kloop:
+	VMOVDQU (R13), X13
+	VPHADDW 16(R13), X13, X13
+	A2Q4KROW(SI, Y0, X4)
+	A2Q4KROW(R10, Y1, X5)
+	A2Q4KROW(R11, Y2, X6)
+	A2Q4KROW(R12, Y3, X7)
+	// [q0..q3, m0..m3] in Y0.
+	VPHADDD      Y1, Y0, Y0
+	VPHADDD      Y3, Y2, Y2
+	VPHADDD      Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD       X1, X0, X0
+	VPHADDD      X5, X4, X4
+	VPHADDD      X7, X6, X6
+	VPHADDD      X6, X4, X4
+	VINSERTI128  $1, X4, Y0, Y0
+	VCVTDQ2PS    Y0, Y0
+	// [d0..d3, dm0..dm3].
+	VMOVD        (SI), X8
+	VPINSRD      $1, (R10), X8, X8
+	VPINSRD      $2, (R11), X8, X8
+	VPINSRD      $3, (R12), X8, X8
+	VPSHUFB      a2dsh<>(SB), X8, X8
+	VCVTPH2PS    X8, Y8
+	VBROADCASTSS (DX), Y9
+	VMULPS       Y9, Y8, Y8
+	VFMADD231PS  Y0, Y8, Y14
+	ADDQ $144, SI
+	ADDQ $144, R10
+	ADDQ $144, R11
+	ADDQ $144, R12
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q4kloop
+q4kdone:
+	MOVQ out+48(FP), BX
+	MOVQ ostride+56(FP), R9
+	VEXTRACTF128 $1, Y14, X1
+	VSUBPS       X1, X14, X0
+	VMOVSS       X0, (BX)
+	VEXTRACTPS   $1, X0, (BX)(R9*1)
+	VEXTRACTPS   $2, X0, (BX)(R9*2)
+	LEAQ         (BX)(R9*2), BX
+	VEXTRACTPS   $3, X0, (BX)(R9*1)
+	VZEROUPPER
+	RET
+
+// A2Q4KGRP computes group g of a Q4_K super-block (chunks 2g and 2g+1,
+// nibbles at off(SI)) against the activations of tokens 0..3 at act(DI),
+// act(DI)(R10*1), act(DI)(R10*2) and act(BX): X0 = [q t0..t3], each q the
+// group's sum of the sub-block scale times weight times quant. Needs Y11 =
+// the scale bytes in both lanes, Y15 = 0x0f bytes; clobbers Y0..Y3, Y8..Y10,
+// Y12, Y13.
+#define A2Q4KGRP(off, act, s0, s1) \
+	VMOVDQU      off(SI), Y8; \
+	VPSRLW       $4, Y8, Y9; \
+	VPAND        Y15, Y8, Y8; \
+	VPAND        Y15, Y9, Y9; \
+	VPSHUFB      a2k4bc<>+s0(SB), Y11, Y10; \
+	VPSHUFB      a2k4bc<>+s1(SB), Y11, Y12; \
+	VPMADDUBSW   act(DI), Y8, Y0; \
+	VPMADDWD     Y10, Y0, Y0; \
+	VPMADDUBSW   act+32(DI), Y9, Y13; \
+	VPMADDWD     Y12, Y13, Y13; \
+	VPADDD       Y13, Y0, Y0; \
+	VPMADDUBSW   act(DI)(R10*1), Y8, Y1; \
+	VPMADDWD     Y10, Y1, Y1; \
+	VPMADDUBSW   act+32(DI)(R10*1), Y9, Y13; \
+	VPMADDWD     Y12, Y13, Y13; \
+	VPADDD       Y13, Y1, Y1; \
+	VPMADDUBSW   act(DI)(R10*2), Y8, Y2; \
+	VPMADDWD     Y10, Y2, Y2; \
+	VPMADDUBSW   act+32(DI)(R10*2), Y9, Y13; \
+	VPMADDWD     Y12, Y13, Y13; \
+	VPADDD       Y13, Y2, Y2; \
+	VPMADDUBSW   act(BX), Y8, Y3; \
+	VPMADDWD     Y10, Y3, Y3; \
+	VPMADDUBSW   act+32(BX), Y9, Y13; \
+	VPMADDWD     Y12, Y13, Y13; \
+	VPADDD       Y13, Y3, Y3; \
+	VPHADDD      Y1, Y0, Y0; \
+	VPHADDD      Y3, Y2, Y2; \
+	VPHADDD      Y2, Y0, Y0; \
+	VEXTRACTI128 $1, Y0, X1; \
+	VPADDD       X1, X0, X0
+
+// func q4KDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr, n int)
+// One Q4_K row (w) against 4n tokens of Q8_K activations, token t's
+// quants at xq + t*xqstride, scales at xd + t*xdstride and sums at
+// xb + t*xbstride (strides in bytes): out + t*otok = dotQ4KGemm(row,
+// token t), the order of the tokens ggml takes in groups of four (n >= 1
+// groups per call). Per super-block and group g = 0..3 of 64 elements in
+// order, one 8-lane fused multiply-add takes [q[g] t0..t3, m[g] t0..t3]
+// times [d t0..t3, dm t0..t3] (d = fp16 d * x.d, dm = fp16 dmin * x.d) into
+// Y14 = [acc t0..t3, accm t0..t3]; at the end out = acc - accm.
+TEXT ·q4KDot1x4AVX2(SB), NOSPLIT, $0-88
+	MOVQ xqstride+16(FP), R10
+	MOVQ xdstride+32(FP), R11
+	MOVQ xbstride+48(FP), R12
+	VMOVDQU a2m0f<>(SB), Y15
+q4k14group:
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ xb+40(FP), R13
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	VXORPS Y14, Y14, Y14
+	TESTQ  CX, CX
+	JEQ    q4k14done
+q4k14loop:
+	A2K4SC(SI)
+	VMOVQ        R14, X11
+	VPBROADCASTQ X11, Y11
+	// Mins terms: Y4 = [m[0] t0..t3, m[2] t0..t3], Y5 = [m[1], m[3]].
+	VMOVQ        AX, X0
+	VPMOVZXBW    X0, X0
+	VPERMQ       $0x50, Y0, Y0 // [mins 0..3 twice, mins 4..7 twice]
+	LEAQ         (R13)(R12*2), R9
+	VMOVDQU      (R13), Y1
+	VPHADDW      (R13)(R12*1), Y1, Y1 // [c0..c3 t0, c0..c3 t1, c4..c7 t0, c4..c7 t1]
+	VMOVDQU      (R9), Y2
+	VPHADDW      (R9)(R12*1), Y2, Y2
+	VPMADDWD     Y0, Y1, Y1 // [m[0] t0, m[1] t0, m[0] t1, m[1] t1, m[2] t0, ...]
+	VPMADDWD     Y0, Y2, Y2
+	VPUNPCKLDQ   Y2, Y1, Y3
+	VPUNPCKHDQ   Y2, Y1, Y1
+	VPUNPCKLDQ   Y1, Y3, Y4
+	VPUNPCKHDQ   Y1, Y3, Y5
+	// Y6 = [d t0..t3, dm t0..t3].
+	LEAQ         (DX)(R11*2), R9
+	VMOVSS       (DX), X6
+	VINSERTPS    $0x10, (DX)(R11*1), X6, X6
+	VINSERTPS    $0x20, (R9), X6, X6
+	VINSERTPS    $0x30, (R9)(R11*1), X6, X6
+	VINSERTF128  $1, X6, Y6, Y6
+	VMOVD        (SI), X7
+	VPSHUFB      a2dd<>(SB), X7, X7
+	VCVTPH2PS    X7, Y7
+	VMULPS       Y6, Y7, Y6
+	A2Q4KGRP(16, 0, 0, 32)
+	VINSERTI128  $1, X4, Y0, Y0
+	VCVTDQ2PS    Y0, Y0
+	VFMADD231PS  Y0, Y6, Y14
+	A2Q4KGRP(48, 64, 64, 96)
+	VINSERTI128  $1, X5, Y0, Y0
+	VCVTDQ2PS    Y0, Y0
+	VFMADD231PS  Y0, Y6, Y14
+	A2Q4KGRP(80, 128, 128, 160)
+	VPBLENDD     $0xf0, Y4, Y0, Y0
+	VCVTDQ2PS    Y0, Y0
+	VFMADD231PS  Y0, Y6, Y14
+	A2Q4KGRP(112, 192, 192, 224)
+	VPBLENDD     $0xf0, Y5, Y0, Y0
+	VCVTDQ2PS    Y0, Y0
+	VFMADD231PS  Y0, Y6, Y14
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q4k14loop
+q4k14done:
+	MOVQ out+64(FP), BX
+	MOVQ otok+72(FP), R9
+	VEXTRACTF128 $1, Y14, X1
+	VSUBPS       X1, X14, X0
+	VMOVSS       X0, (BX)
+	VEXTRACTPS   $1, X0, (BX)(R9*1)
+	VEXTRACTPS   $2, X0, (BX)(R9*2)
+	LEAQ         (BX)(R9*2), AX
+	VEXTRACTPS   $3, X0, (AX)(R9*1)
+	// The next 4 tokens.
+	SHLQ $2, R9
+	ADDQ R9, out+64(FP)
+	MOVQ xq+8(FP), DI
+	LEAQ (DI)(R10*4), DI
+	MOVQ DI, xq+8(FP)
+	MOVQ xd+24(FP), DX
+	LEAQ (DX)(R11*4), DX
+	MOVQ DX, xd+24(FP)
+	MOVQ xb+40(FP), R13
+	LEAQ (R13)(R12*4), R13
+	MOVQ R13, xb+40(FP)
+	DECQ n+80(FP)
+	JNZ  q4k14group
+	VZEROUPPER
+	RET
