@@ -393,3 +393,269 @@ q4k14done:
 	JNZ  q4k14group
 	VZEROUPPER
 	RET
+
+// The Q6_K kernels follow dotQ6K: per super-block and token, the 8 lanes
+// of kLanes (each chunk's unsigned 6-bit weights against the quants, the
+// low 128-bit lane weighted by the chunk's first sub-block scale and the
+// high lane by its second) minus 32 times the scaled bsums of two
+// sub-blocks per lane, converted to float32 and accumulated as
+// acc = fma(d, s, acc) with d = x.d * fp16 d; out = hsum8(acc).
+
+// A2Q6KCHUNK adds chunk k of a half (its weights in Y5) against the
+// activations at act(DI) into Y2, weighted by the scales of a2q6bc entry k
+// applied to Y1 = the half's 8 scale words in both lanes. Clobbers Y5, Y7.
+#define A2Q6KCHUNK(act, k) \
+	VPSHUFB    a2q6bc<>+k(SB), Y1, Y7; \
+	VPMADDUBSW act(DI), Y5, Y5; \
+	VPMADDWD   Y7, Y5, Y5; \
+	VPADDD     Y5, Y2, Y2
+
+// A2Q6KHALF adds the 4 chunks of one half of the Q6_K super-block at
+// (row) into Y2: low nibbles ql at qlo(row) (64 bytes), high bit pairs qh
+// at qh(row) (32 bytes), activations from act(DI). Chunk k of the half
+// takes the low nibbles of ql bytes 32(k&1).. (k < 2) or their high ones
+// (k >= 2), and qh bits 2k, 2k+1. Needs Y1, Y14 = 0x30 bytes, Y15 = 0x0f
+// bytes; clobbers Y3..Y7.
+#define A2Q6KHALF(row, qlo, qh, act) \
+	VMOVDQU qh(row), Y4; \
+	VMOVDQU qlo(row), Y3; \
+	VPAND   Y15, Y3, Y5; \
+	VPSLLW  $4, Y4, Y6; \
+	VPAND   Y14, Y6, Y6; \
+	VPOR    Y6, Y5, Y5; \
+	A2Q6KCHUNK(act, 0); \
+	VPSRLW  $4, Y3, Y5; \
+	VPAND   Y15, Y5, Y5; \
+	VPAND   Y14, Y4, Y6; \
+	VPOR    Y6, Y5, Y5; \
+	A2Q6KCHUNK(act+64, 64); \
+	VMOVDQU qlo+32(row), Y3; \
+	VPAND   Y15, Y3, Y5; \
+	VPSLLW  $2, Y4, Y6; \
+	VPAND   Y14, Y6, Y6; \
+	VPOR    Y6, Y5, Y5; \
+	A2Q6KCHUNK(act+32, 32); \
+	VPSRLW  $4, Y3, Y5; \
+	VPAND   Y15, Y5, Y5; \
+	VPSRLW  $2, Y4, Y6; \
+	VPAND   Y14, Y6, Y6; \
+	VPOR    Y6, Y5, Y5; \
+	A2Q6KCHUNK(act+96, 96)
+
+// A2Q6KROW accumulates the Q6_K super-block at (row) against the token
+// (activations at DI, sums at R13, Y9 = x.d in 8 lanes) into facc.
+// Clobbers Y0..Y7.
+#define A2Q6KROW(row, facc) \
+	VPMOVSXBW    192(row), Y0; \
+	VPMADDWD     (R13), Y0, Y6; \
+	VPSLLD       $5, Y6, Y6; \
+	VPXOR        Y2, Y2, Y2; \
+	VPSUBD       Y6, Y2, Y2; \
+	VPERMQ       $0x44, Y0, Y1; \
+	A2Q6KHALF(row, 0, 128, 0); \
+	VPERMQ       $0xee, Y0, Y1; \
+	A2Q6KHALF(row, 64, 160, 128); \
+	VCVTDQ2PS    Y2, Y2; \
+	VPBROADCASTW 208(row), X6; \
+	VCVTPH2PS    X6, Y6; \
+	VMULPS       Y9, Y6, Y6; \
+	VFMADD231PS  Y2, Y6, facc
+
+// func q6KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// q4KDot4x1AVX2 for Q6_K rows: out + i*ostride = dotQ6K(row i, x).
+TEXT ·q6KDot4x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ xb+32(FP), R13
+	MOVQ nb+40(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	VMOVDQU a2m0f<>(SB), Y15
+	VMOVDQU a2m30<>(SB), Y14
+	VXORPS  Y10, Y10, Y10
+	VXORPS  Y11, Y11, Y11
+	VXORPS  Y12, Y12, Y12
+	VXORPS  Y13, Y13, Y13
+	TESTQ   CX, CX
+	JEQ     q6kdone
+q6kloop:
+	VBROADCASTSS (DX), Y9
+	A2Q6KROW(SI, Y10)
+	A2Q6KROW(R10, Y11)
+	A2Q6KROW(R11, Y12)
+	A2Q6KROW(R12, Y13)
+	ADDQ $210, SI
+	ADDQ $210, R10
+	ADDQ $210, R11
+	ADDQ $210, R12
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q6kloop
+q6kdone:
+	MOVQ out+48(FP), BX
+	MOVQ ostride+56(FP), R9
+	A2HSUM8(Y10, X10)
+	VMOVSS X0, (BX)
+	A2HSUM8(Y11, X11)
+	VMOVSS X0, (BX)(R9*1)
+	A2HSUM8(Y12, X12)
+	VMOVSS X0, (BX)(R9*2)
+	LEAQ   (BX)(R9*2), BX
+	A2HSUM8(Y13, X13)
+	VMOVSS X0, (BX)(R9*1)
+	VZEROUPPER
+	RET
+
+// A2Q6KCH4 is A2Q6KCHUNK for four tokens: the chunk's weights (Y11) and
+// scale words (a2q6bc entry k applied to Y8) against the activations of
+// tokens 0..3 at act(DI), act(DI)(R10*1), act(DI)(R10*2) and act(BX) into
+// Y0..Y3. Clobbers Y13, Y14.
+#define A2Q6KCH4(act, k) \
+	VPSHUFB    a2q6bc<>+k(SB), Y8, Y13; \
+	VPMADDUBSW act(DI), Y11, Y14; \
+	VPMADDWD   Y13, Y14, Y14; \
+	VPADDD     Y14, Y0, Y0; \
+	VPMADDUBSW act(DI)(R10*1), Y11, Y14; \
+	VPMADDWD   Y13, Y14, Y14; \
+	VPADDD     Y14, Y1, Y1; \
+	VPMADDUBSW act(DI)(R10*2), Y11, Y14; \
+	VPMADDWD   Y13, Y14, Y14; \
+	VPADDD     Y14, Y2, Y2; \
+	VPMADDUBSW act(BX), Y11, Y14; \
+	VPMADDWD   Y13, Y14, Y14; \
+	VPADDD     Y14, Y3, Y3
+
+// A2Q6KHALF4 is A2Q6KHALF for four tokens: one half of the Q6_K
+// super-block at SI, each chunk unpacked once (as A2Q6KHALF does) into
+// Y11 and multiplied into Y0..Y3 (A2Q6KCH4). Needs Y8 = the half's scale
+// words in both lanes, Y15 = 0x0f bytes; clobbers Y9..Y14.
+#define A2Q6KHALF4(qlo, qh, act) \
+	VMOVDQU qh(SI), Y10; \
+	VMOVDQU qlo(SI), Y9; \
+	VPAND   Y15, Y9, Y11; \
+	VPSLLW  $4, Y10, Y12; \
+	VPAND   a2m30<>(SB), Y12, Y12; \
+	VPOR    Y12, Y11, Y11; \
+	A2Q6KCH4(act, 0); \
+	VPSRLW  $4, Y9, Y11; \
+	VPAND   Y15, Y11, Y11; \
+	VPAND   a2m30<>(SB), Y10, Y12; \
+	VPOR    Y12, Y11, Y11; \
+	A2Q6KCH4(act+64, 64); \
+	VMOVDQU qlo+32(SI), Y9; \
+	VPAND   Y15, Y9, Y11; \
+	VPSLLW  $2, Y10, Y12; \
+	VPAND   a2m30<>(SB), Y12, Y12; \
+	VPOR    Y12, Y11, Y11; \
+	A2Q6KCH4(act+32, 32); \
+	VPSRLW  $4, Y9, Y11; \
+	VPAND   Y15, Y11, Y11; \
+	VPSRLW  $2, Y10, Y12; \
+	VPAND   a2m30<>(SB), Y12, Y12; \
+	VPOR    Y12, Y11, Y11; \
+	A2Q6KCH4(act+96, 96)
+
+// A2Q6KCORR starts token lane sums acc at minus 32 times the token's
+// scaled sums (16 words at sums; Y8 = the 16 scale words, Y9 = 0).
+#define A2Q6KCORR(sums, acc) \
+	VPMADDWD sums, Y8, acc; \
+	VPSLLD   $5, acc, acc; \
+	VPSUBD   acc, Y9, acc
+
+// A2Q6KTOK4 finishes one token's share of a Q6_K super-block: its lanes
+// in acc as float32, times d = the row's fp16 d (Y9, as float32) times the
+// token's x.d (at dptr), into facc. Clobbers Y10.
+#define A2Q6KTOK4(acc, dptr, facc) \
+	VCVTDQ2PS    acc, acc; \
+	VBROADCASTSS dptr, Y10; \
+	VMULPS       Y9, Y10, Y10; \
+	VFMADD231PS  acc, Y10, facc
+
+// func q6KDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr, n int)
+// One Q6_K row against n groups of four tokens (group g's token t at
+// xq + (4g+t)*xqstride, and so on): out + (4g+t)*otok = dotQ6K(row, token
+// 4g+t), bit for bit q6KDot4x1AVX2's, each super-block unpacked once per
+// group.
+TEXT ·q6KDot1x4AVX2(SB), NOSPLIT, $0-88
+	MOVQ xqstride+16(FP), R10
+	MOVQ xdstride+32(FP), R11
+	MOVQ xbstride+48(FP), R12
+	VMOVDQU a2m0f<>(SB), Y15
+q6k14group:
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ xb+40(FP), R13
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	LEAQ (DX)(R11*2), R8
+	ADDQ R11, R8
+	LEAQ (R13)(R12*2), AX
+	ADDQ R12, AX
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ  CX, CX
+	JEQ    q6k14done
+q6k14loop:
+	VPMOVSXBW 192(SI), Y8
+	VPXOR     Y9, Y9, Y9
+	A2Q6KCORR((R13), Y0)
+	A2Q6KCORR((R13)(R12*1), Y1)
+	A2Q6KCORR((R13)(R12*2), Y2)
+	A2Q6KCORR((AX), Y3)
+	VPERMQ    $0x44, Y8, Y8
+	A2Q6KHALF4(0, 128, 0)
+	VPMOVSXBW 200(SI), X8
+	VPERMQ    $0x44, Y8, Y8
+	A2Q6KHALF4(64, 160, 128)
+	VPBROADCASTW 208(SI), X9
+	VCVTPH2PS    X9, Y9
+	A2Q6KTOK4(Y0, (DX), Y4)
+	A2Q6KTOK4(Y1, (DX)(R11*1), Y5)
+	A2Q6KTOK4(Y2, (DX)(R11*2), Y6)
+	A2Q6KTOK4(Y3, (R8), Y7)
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $4, R8
+	ADDQ $32, R13
+	ADDQ $32, AX
+	DECQ CX
+	JNZ  q6k14loop
+q6k14done:
+	MOVQ out+64(FP), BX
+	MOVQ otok+72(FP), R9
+	A2HSUM8(Y4, X4)
+	VMOVSS X0, (BX)
+	A2HSUM8(Y5, X5)
+	VMOVSS X0, (BX)(R9*1)
+	A2HSUM8(Y6, X6)
+	VMOVSS X0, (BX)(R9*2)
+	LEAQ   (BX)(R9*2), BX
+	A2HSUM8(Y7, X7)
+	VMOVSS X0, (BX)(R9*1)
+	// The next 4 tokens.
+	SHLQ $2, R9
+	ADDQ R9, out+64(FP)
+	MOVQ xq+8(FP), DI
+	LEAQ (DI)(R10*4), DI
+	MOVQ DI, xq+8(FP)
+	MOVQ xd+24(FP), DX
+	LEAQ (DX)(R11*4), DX
+	MOVQ DX, xd+24(FP)
+	MOVQ xb+40(FP), R13
+	LEAQ (R13)(R12*4), R13
+	MOVQ R13, xb+40(FP)
+	DECQ n+80(FP)
+	JNZ  q6k14group
+	VZEROUPPER
+	RET

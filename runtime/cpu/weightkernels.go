@@ -116,7 +116,8 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K,
 		avx512: fastKernels{dot4: q5KDot4, dot2x2: q5KDot22, dot1x4: q5KDot14}}
 	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K,
-		avx512: fastKernels{dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14, dot1x4n: q6KDot14n}}
+		avx512: fastKernels{dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14, dot1x4n: q6KDot14n},
+		avx2:   fastKernels{dot4: q6KDot4AVX2, dot1x4: q6KDot14AVX2, dot1x4n: q6KDot14nAVX2}}
 	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS,
 		avx512: fastKernels{dot4: iq4XSDot4, dot1x4: iq4XSDot14},
 		avx2:   fastKernels{dot4: iq4XSDot4AVX2, dot1x4: iq4XSDot14AVX2}}
