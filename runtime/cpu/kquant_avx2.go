@@ -36,3 +36,8 @@ func q6KDot14nAVX2(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, 
 	xq, xd, xb, nb := q8KTokens(a, t, 4*n)
 	q6KDot1x4AVX2(w, xq, uintptr(a.K), xd, uintptr(4*nb), xb, uintptr(2*a.K/16), nb, out, otok, n)
 }
+
+// q5KDot4AVX2 is the avx2 weightKernel.dot4 of Q5_K (q5KDot4x1AVX2).
+func q5KDot4AVX2(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
+	q5KDot4x1AVX2(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), unsafe.Pointer(&x.bsums[0]), len(x.d), out, ostride)
+}

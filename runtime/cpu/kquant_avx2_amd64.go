@@ -31,3 +31,9 @@ func q6KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer,
 //
 //go:noescape
 func q6KDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr, n int)
+
+// q5KDot4x1AVX2 writes out + i*ostride = dotQ5K(row i, x) for the 4 Q5_K
+// rows w + i*wstride (as q4KDot4x1AVX2).
+//
+//go:noescape
+func q5KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)

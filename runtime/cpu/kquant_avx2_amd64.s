@@ -659,3 +659,141 @@ q6k14done:
 	JNZ  q6k14group
 	VZEROUPPER
 	RET
+
+// The Q5_K kernels follow dotQ5K: per super-block and token, kLanes of the
+// 5-bit weights (Q4_K's nibbles plus bit c of each of the 32 qh bytes for
+// chunk c) scaled as acc = fma(d, s, acc) with d = x.d * fp16 d, and the
+// mins' products with the chunk sums added as one integer p into
+// summs = fma(dmin, float(p), summs) with dmin = -x.d * fp16 dmin;
+// out = hsum8(acc) + summs.
+
+// A2Q5KHI puts bit c of each byte of src at bit 4 (0x10), the rest zero,
+// into dst: sh is VPSLLW with n = 4-c, or VPSRLW with n = c-4 (word
+// shifts: bits crossing into the other byte of a word never land on bit 4).
+#define A2Q5KHI(sh, n, src, dst) \
+	sh    $n, src, dst; \
+	VPAND a2m10<>(SB), dst, dst
+
+// A2Q5KPAIR adds chunks 2j and 2j+1 of a Q5_K row (nibbles at off(row),
+// fifth bits from Y1 = the 32 qh bytes by A2Q5KHI(sh0, n0) and (sh1, n1))
+// against the activations at act(DI) and act+32(DI), weighted by their
+// scales (a2k4bc entries s0 and s1 applied to Y0), into Y2. Needs Y15 =
+// 0x0f bytes; clobbers Y3..Y6.
+#define A2Q5KPAIR(row, off, act, s0, s1, sh0, n0, sh1, n1) \
+	VMOVDQU    off(row), Y3; \
+	VPSRLW     $4, Y3, Y4; \
+	VPAND      Y15, Y3, Y3; \
+	VPAND      Y15, Y4, Y4; \
+	A2Q5KHI(sh0, n0, Y1, Y5); \
+	VPOR       Y5, Y3, Y3; \
+	A2Q5KHI(sh1, n1, Y1, Y5); \
+	VPOR       Y5, Y4, Y4; \
+	VPSHUFB    a2k4bc<>+s0(SB), Y0, Y6; \
+	VPMADDUBSW act(DI), Y3, Y3; \
+	VPMADDWD   Y6, Y3, Y3; \
+	VPADDD     Y3, Y2, Y2; \
+	VPSHUFB    a2k4bc<>+s1(SB), Y0, Y6; \
+	VPMADDUBSW act+32(DI), Y4, Y4; \
+	VPMADDWD   Y6, Y4, Y4; \
+	VPADDD     Y4, Y2, Y2
+
+// A2Q5KROW accumulates the Q5_K super-block at (row) against the token
+// (activations at DI, Y7 = x.d in 8 lanes, X14 = the sums of its 8 chunks
+// as words) into facc, and puts its mins' integer p into lane lane of X9
+// (blend = 1<<lane). Clobbers AX, R8, R9, R14, R15, Y0..Y6.
+#define A2Q5KROW(row, facc, blend) \
+	A2K4SC(row); \
+	VMOVQ        R14, X0; \
+	VPBROADCASTQ X0, Y0; \
+	VMOVDQU      16(row), Y1; \
+	VPXOR        Y2, Y2, Y2; \
+	A2Q5KPAIR(row, 48, 0, 0, 32, VPSLLW, 4, VPSLLW, 3); \
+	A2Q5KPAIR(row, 80, 64, 64, 96, VPSLLW, 2, VPSLLW, 1); \
+	A2Q5KPAIR(row, 112, 128, 128, 160, VPSRLW, 0, VPSRLW, 1); \
+	A2Q5KPAIR(row, 144, 192, 192, 224, VPSRLW, 2, VPSRLW, 3); \
+	VMOVQ        AX, X3; \
+	VPMOVZXBW    X3, X3; \
+	VPMADDWD     X14, X3, X3; \
+	VPSHUFD      $0x4e, X3, X4; \
+	VPADDD       X4, X3, X3; \
+	VPSHUFD      $0xb1, X3, X4; \
+	VPADDD       X4, X3, X3; \
+	VPBLENDD     $blend, X3, X9, X9; \
+	VCVTDQ2PS    Y2, Y2; \
+	VPBROADCASTW (row), X3; \
+	VCVTPH2PS    X3, Y3; \
+	VMULPS       Y7, Y3, Y3; \
+	VFMADD231PS  Y2, Y3, facc
+
+// func q5KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// q4KDot4x1AVX2 for Q5_K rows: out + i*ostride = dotQ5K(row i, x). The 4
+// rows' summs are the 4 lanes of X8, updated by one 4-lane fused
+// multiply-add per super-block.
+TEXT ·q5KDot4x1AVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), DX
+	MOVQ xb+32(FP), R13
+	MOVQ nb+40(FP), CX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	VMOVDQU a2m0f<>(SB), Y15
+	VXORPS  X8, X8, X8
+	VXORPS  Y10, Y10, Y10
+	VXORPS  Y11, Y11, Y11
+	VXORPS  Y12, Y12, Y12
+	VXORPS  Y13, Y13, Y13
+	TESTQ   CX, CX
+	JEQ     q5kdone
+q5kloop:
+	VMOVDQU      (R13), X14
+	VPHADDW      16(R13), X14, X14
+	VBROADCASTSS (DX), Y7
+	A2Q5KROW(SI, Y10, 1)
+	A2Q5KROW(R10, Y11, 2)
+	A2Q5KROW(R11, Y12, 4)
+	A2Q5KROW(R12, Y13, 8)
+	// summs = fma(-x.d * fp16 dmin, float(p), summs), row r in lane r.
+	VCVTDQ2PS   X9, X9
+	VMOVD       (SI), X3
+	VPINSRD     $1, (R10), X3, X3
+	VPINSRD     $2, (R11), X3, X3
+	VPINSRD     $3, (R12), X3, X3
+	VPSHUFB     a2dsh<>(SB), X3, X3
+	VPSHUFD     $0xee, X3, X3
+	VCVTPH2PS   X3, X3
+	VXORPS      a2sign<>(SB), X7, X4
+	VMULPS      X4, X3, X3
+	VFMADD231PS X9, X3, X8
+	ADDQ $176, SI
+	ADDQ $176, R10
+	ADDQ $176, R11
+	ADDQ $176, R12
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q5kloop
+q5kdone:
+	MOVQ out+48(FP), BX
+	MOVQ ostride+56(FP), R9
+	A2HSUM8(Y10, X10)
+	VADDSS  X8, X0, X0
+	VMOVSS  X0, (BX)
+	A2HSUM8(Y11, X11)
+	VPSHUFD $0x55, X8, X2
+	VADDSS  X2, X0, X0
+	VMOVSS  X0, (BX)(R9*1)
+	A2HSUM8(Y12, X12)
+	VPSHUFD $0xaa, X8, X2
+	VADDSS  X2, X0, X0
+	VMOVSS  X0, (BX)(R9*2)
+	LEAQ    (BX)(R9*2), BX
+	A2HSUM8(Y13, X13)
+	VPSHUFD $0xff, X8, X2
+	VADDSS  X2, X0, X0
+	VMOVSS  X0, (BX)(R9*1)
+	VZEROUPPER
+	RET
