@@ -41,3 +41,8 @@ func q6KDot14nAVX2(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, 
 func q5KDot4AVX2(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr) {
 	q5KDot4x1AVX2(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), unsafe.Pointer(&x.bsums[0]), len(x.d), out, ostride)
 }
+
+// q5KDot14AVX2 is the avx2 weightKernel.dot1x4 of Q5_K (q5KDot1x4AVX2).
+func q5KDot14AVX2(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
+	kquantDot1x4(q5KDot1x4AVX2, w, a, t, out, otok)
+}

@@ -37,3 +37,9 @@ func q6KDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd uns
 //
 //go:noescape
 func q5KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+
+// q5KDot1x4AVX2 writes out + t*otok = dotQ5K(row w, token t) for 4 tokens
+// (as q4KDot1x4AVX2 with n = 1).
+//
+//go:noescape
+func q5KDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)

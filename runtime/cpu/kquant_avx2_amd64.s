@@ -797,3 +797,147 @@ q5kdone:
 	VMOVSS  X0, (BX)(R9*1)
 	VZEROUPPER
 	RET
+
+// A2Q5KCH4 multiplies one chunk of Q5_K weights (Y11) weighted by its
+// scale (a2k4bc entry s applied to Y9) with the activations of tokens
+// 0..3 at act(DI), act(DI)(R10*1), act(DI)(R10*2) and act(BX) into
+// Y0..Y3. Clobbers Y13, Y14.
+#define A2Q5KCH4(act, s) \
+	VPSHUFB    a2k4bc<>+s(SB), Y9, Y13; \
+	VPMADDUBSW act(DI), Y11, Y14; \
+	VPMADDWD   Y13, Y14, Y14; \
+	VPADDD     Y14, Y0, Y0; \
+	VPMADDUBSW act(DI)(R10*1), Y11, Y14; \
+	VPMADDWD   Y13, Y14, Y14; \
+	VPADDD     Y14, Y1, Y1; \
+	VPMADDUBSW act(DI)(R10*2), Y11, Y14; \
+	VPMADDWD   Y13, Y14, Y14; \
+	VPADDD     Y14, Y2, Y2; \
+	VPMADDUBSW act(BX), Y11, Y14; \
+	VPMADDWD   Y13, Y14, Y14; \
+	VPADDD     Y14, Y3, Y3
+
+// A2Q5KPAIR4 is A2Q5KPAIR for four tokens: chunks 2j and 2j+1 of the Q5_K
+// row at SI (nibbles at off(SI), fifth bits from Y10 = the qh bytes),
+// each unpacked once into Y11 and multiplied into Y0..Y3 (A2Q5KCH4).
+// Needs Y15 = 0x0f bytes; clobbers Y11..Y14.
+#define A2Q5KPAIR4(off, act, s0, s1, sh0, n0, sh1, n1) \
+	VMOVDQU off(SI), Y11; \
+	VPAND   Y15, Y11, Y11; \
+	A2Q5KHI(sh0, n0, Y10, Y12); \
+	VPOR    Y12, Y11, Y11; \
+	A2Q5KCH4(act, s0); \
+	VMOVDQU off(SI), Y11; \
+	VPSRLW  $4, Y11, Y11; \
+	VPAND   Y15, Y11, Y11; \
+	A2Q5KHI(sh1, n1, Y10, Y12); \
+	VPOR    Y12, Y11, Y11; \
+	A2Q5KCH4(act+32, s1)
+
+// A2Q5KTOK4 finishes one token's lanes of a Q5_K super-block: acc as
+// float32 times d = the row's fp16 d (Y14, as float32) times the token's
+// x.d (at dptr), into facc. Clobbers Y11.
+#define A2Q5KTOK4(acc, dptr, facc) \
+	VCVTDQ2PS    acc, acc; \
+	VBROADCASTSS dptr, Y11; \
+	VMULPS       Y14, Y11, Y11; \
+	VFMADD231PS  acc, Y11, facc
+
+// func q5KDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+// One Q5_K row against 4 tokens (token t at xq + t*xqstride, and so on):
+// out + t*otok = dotQ5K(row, token t), bit for bit q5KDot4x1AVX2's, each
+// super-block unpacked once. The 4 tokens' summs are the lanes of X8.
+TEXT ·q5KDot1x4AVX2(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xqstride+16(FP), R10
+	MOVQ xd+24(FP), DX
+	MOVQ xdstride+32(FP), R11
+	MOVQ xb+40(FP), R13
+	MOVQ xbstride+48(FP), R12
+	MOVQ nb+56(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	VMOVDQU a2m0f<>(SB), Y15
+	VXORPS  X8, X8, X8
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	TESTQ   CX, CX
+	JEQ     q5k14done
+q5k14loop:
+	A2K4SC(SI)
+	VMOVQ        R14, X9
+	VPBROADCASTQ X9, Y9
+	VMOVDQU      16(SI), Y10
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	A2Q5KPAIR4(48, 0, 0, 32, VPSLLW, 4, VPSLLW, 3)
+	A2Q5KPAIR4(80, 64, 64, 96, VPSLLW, 2, VPSLLW, 1)
+	A2Q5KPAIR4(112, 128, 128, 160, VPSRLW, 0, VPSRLW, 1)
+	A2Q5KPAIR4(144, 192, 192, 224, VPSRLW, 2, VPSRLW, 3)
+	// p of tokens 0..3: the mins' products with the chunk sums, tokens
+	// 0, 1 in Y12 and 2, 3 in Y13 ([t0 lo, t0 lo, t1 lo, t1 lo, t0 hi,
+	// ...]), then added per token.
+	VMOVQ        AX, X11
+	VPMOVZXBW    X11, X11
+	VPERMQ       $0x50, Y11, Y11
+	LEAQ         (R13)(R12*2), R9
+	VMOVDQU      (R13), Y12
+	VPHADDW      (R13)(R12*1), Y12, Y12
+	VPMADDWD     Y11, Y12, Y12
+	VMOVDQU      (R9), Y13
+	VPHADDW      (R9)(R12*1), Y13, Y13
+	VPMADDWD     Y11, Y13, Y13
+	VPHADDD      Y13, Y12, Y12
+	VEXTRACTI128 $1, Y12, X13
+	VPADDD       X13, X12, X12
+	VCVTDQ2PS    X12, X12
+	// summs = fma(-x.d * fp16 dmin, float(p), summs), token t in lane t.
+	LEAQ         (DX)(R11*2), R9
+	VMOVSS       (DX), X13
+	VINSERTPS    $0x10, (DX)(R11*1), X13, X13
+	VINSERTPS    $0x20, (R9), X13, X13
+	VINSERTPS    $0x30, (R9)(R11*1), X13, X13
+	VXORPS       a2sign<>(SB), X13, X13
+	VPBROADCASTW 2(SI), X14
+	VCVTPH2PS    X14, X14
+	VMULPS       X13, X14, X13
+	VFMADD231PS  X12, X13, X8
+	VPBROADCASTW (SI), X14
+	VCVTPH2PS    X14, Y14
+	A2Q5KTOK4(Y0, (DX), Y4)
+	A2Q5KTOK4(Y1, (DX)(R11*1), Y5)
+	A2Q5KTOK4(Y2, (R9), Y6)
+	A2Q5KTOK4(Y3, (R9)(R11*1), Y7)
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q5k14loop
+q5k14done:
+	MOVQ out+64(FP), BX
+	MOVQ otok+72(FP), R9
+	A2HSUM8(Y4, X4)
+	VADDSS  X8, X0, X0
+	VMOVSS  X0, (BX)
+	A2HSUM8(Y5, X5)
+	VPSHUFD $0x55, X8, X2
+	VADDSS  X2, X0, X0
+	VMOVSS  X0, (BX)(R9*1)
+	A2HSUM8(Y6, X6)
+	VPSHUFD $0xaa, X8, X2
+	VADDSS  X2, X0, X0
+	VMOVSS  X0, (BX)(R9*2)
+	LEAQ    (BX)(R9*2), BX
+	A2HSUM8(Y7, X7)
+	VPSHUFD $0xff, X8, X2
+	VADDSS  X2, X0, X0
+	VMOVSS  X0, (BX)(R9*1)
+	VZEROUPPER
+	RET

@@ -115,7 +115,7 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 		avx2:   fastKernels{dot4: q4KDot4AVX2, dot1x4: q4KDot14AVX2, dot1x4n: q4KDot14nAVX2}}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K,
 		avx512: fastKernels{dot4: q5KDot4, dot2x2: q5KDot22, dot1x4: q5KDot14},
-		avx2:   fastKernels{dot4: q5KDot4AVX2}}
+		avx2:   fastKernels{dot4: q5KDot4AVX2, dot1x4: q5KDot14AVX2}}
 	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K,
 		avx512: fastKernels{dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14, dot1x4n: q6KDot14n},
 		avx2:   fastKernels{dot4: q6KDot4AVX2, dot1x4: q6KDot14AVX2, dot1x4n: q6KDot14nAVX2}}
