@@ -35,3 +35,15 @@ func iq4NLDot22AVX2(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.P
 	iq4NLDot2x2AVX2(w, wstride, unsafe.Pointer(&a.qs[0]), unsafe.Pointer(&a.d[0]),
 		unsafe.Pointer(&b.qs[0]), unsafe.Pointer(&b.d[0]), len(a.d), out, ostride, otok)
 }
+
+// q4_1Dot22AVX2 is the avx2 weightKernel.dot2x2 of Q4_1 (q4_1Dot2x2AVX2).
+func q4_1Dot22AVX2(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer, ostride, otok uintptr) {
+	q4_1Dot2x2AVX2(w, wstride, unsafe.Pointer(&a.qs[0]), unsafe.Pointer(&a.d[0]), unsafe.Pointer(&a.s[0]),
+		unsafe.Pointer(&b.qs[0]), unsafe.Pointer(&b.d[0]), unsafe.Pointer(&b.s[0]), len(a.d), out, ostride, otok)
+}
+
+// q5_1Dot22AVX2 is the avx2 weightKernel.dot2x2 of Q5_1 (q5_1Dot2x2AVX2).
+func q5_1Dot22AVX2(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer, ostride, otok uintptr) {
+	q5_1Dot2x2AVX2(w, wstride, unsafe.Pointer(&a.qs[0]), unsafe.Pointer(&a.d[0]), unsafe.Pointer(&a.s[0]),
+		unsafe.Pointer(&b.qs[0]), unsafe.Pointer(&b.d[0]), unsafe.Pointer(&b.s[0]), len(a.d), out, ostride, otok)
+}

@@ -44,3 +44,17 @@ func q5_0Dot2x2AVX2(w unsafe.Pointer, wstride uintptr, xqa, xda, xqb, xdb unsafe
 //
 //go:noescape
 func iq4NLDot2x2AVX2(w unsafe.Pointer, wstride uintptr, xqa, xda, xqb, xdb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
+
+// q4_1Dot2x2AVX2 sets out + r*ostride + t*otok = dotQ4_1(row r, token t)
+// for the two Q4_1 rows w, w + wstride and two tokens of nb Q8_1 blocks
+// (A: quants xqa, scales xda, sums xsa; B: xqb, xdb, xsb); strides in
+// bytes.
+//
+//go:noescape
+func q4_1Dot2x2AVX2(w unsafe.Pointer, wstride uintptr, xqa, xda, xsa, xqb, xdb, xsb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
+
+// q5_1Dot2x2AVX2 is q4_1Dot2x2AVX2 for Q5_1 rows: out + r*ostride +
+// t*otok = dotQ5_1(row r, token t).
+//
+//go:noescape
+func q5_1Dot2x2AVX2(w unsafe.Pointer, wstride uintptr, xqa, xda, xsa, xqb, xdb, xsb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)

@@ -146,13 +146,13 @@ GLOBL a2iq4nl<>(SB), RODATA|NOPTR, $16
 
 // A2DM leaves d = d_w*d_x x8 in Y10 and accumulates summ = fma(m_w, s_x,
 // summ) in lane 1 of summ, for the block whose fp16 d_w and m_w are at
-// off(row) and the activations' d_x, s_x in Y9.
+// off(row) and the activations' d_x, s_x in Y9. (VCVTPH2PS converts the
+// block's first 4 fp16 words; lanes 2 and 3 are unused.)
 #define A2DM(row, off, summ) \
-	VPBROADCASTD off(row), X10; \
-	VCVTPH2PS    X10, Y10; \
+	VCVTPH2PS    off(row), X10; \
 	VFMADD231PS  X9, X10, summ; \
-	VMULPS       Y9, Y10, Y10; \
-	VMOVSLDUP    Y10, Y10
+	VMULPS       X9, X10, X10; \
+	VBROADCASTSS X10, Y10
 
 // A2Q41ROW accumulates the Q4_1 block at off(row) (20 bytes: fp16 d, fp16
 // m, 16 qs) into acc and summ.
@@ -317,11 +317,12 @@ q51done:
 	VPMADDUBSW   Y4, Y12, Y6
 
 // A2Q50ROW accumulates the Q5_0 block at off(row) (22 bytes: fp16 d, qh
-// uint32, 16 qs) into acc.
+// uint32, 16 qs) into acc. (VCVTPH2PS converts the block's first 4 fp16
+// words; lane 0 is d_w.)
 #define A2Q50ROW(row, off, acc) \
-	VPBROADCASTW off(row), X7; \
-	VCVTPH2PS    X7, Y7; \
-	VMULPS       Y5, Y7, Y7; \
+	VCVTPH2PS    off(row), X7; \
+	VMULPS       X5, X7, X7; \
+	VBROADCASTSS X7, Y7; \
 	A2NIB(off+6(row), Y8, Y14, Y13); \
 	A2QH(off+2(row), Y8, Y9, Y15, Y11, Y12); \
 	A2LANEACCC(Y8, Y4, Y6, Y10, Y7, acc, Y9)
@@ -496,7 +497,7 @@ iq4done:
 //
 // Y0, Y1 = rows 0, 1 of token A, Y2, Y3 = of token B; Y4, Y5, Y6 = token
 // A's activations, d_x and offsets (as A2XBLKC), Y7, Y8, Y9 = token B's;
-// Y10 = int16 ones, Y11 = fp16 d_w as float32, Y12 = weights, Y13..Y15 =
+// Y10 = int16 ones, Y11 = d_w as float32 (lane 0), Y12 = weights, Y13..Y15 =
 // scratch; the other constants are memory operands. Each row's block is
 // unpacked once for both tokens, and every lane operation of each (row,
 // token) is the 4x1 kernel's.
@@ -514,13 +515,14 @@ iq4done:
 
 // A2Q50ROW2 is A2Q50ROW for both tokens.
 #define A2Q50ROW2(row, off, accA, accB) \
-	VPBROADCASTW off(row), X11; \
-	VCVTPH2PS    X11, Y11; \
+	VCVTPH2PS    off(row), X11; \
 	A2NIB(off+6(row), Y12, a2nibshift<>(SB), a2b0f<>(SB)); \
 	A2QH(off+2(row), Y12, Y13, a2qhshuf<>(SB), a2bitsel<>(SB), a2b10<>(SB)); \
-	VMULPS       Y5, Y11, Y14; \
+	VMULPS       X5, X11, X14; \
+	VBROADCASTSS X14, Y14; \
 	A2LANEACCC(Y12, Y4, Y6, Y10, Y14, accA, Y13); \
-	VMULPS       Y8, Y11, Y15; \
+	VMULPS       X8, X11, X15; \
+	VBROADCASTSS X15, Y15; \
 	A2LANEACCC(Y12, Y7, Y9, Y10, Y15, accB, Y14)
 
 #define A2Q50BLK22(off, xoff, doff) \
@@ -659,5 +661,169 @@ iq4x22done:
 	MOVQ ostride+64(FP), R9
 	MOVQ otok+72(FP), R8
 	A2STORE22X
+	VZEROUPPER
+	RET
+
+// ---- Q4_1 and Q5_1, 2 rows x 2 tokens ----
+//
+// Y0, Y1 = rows 0, 1 of token A, Y2, Y3 = of token B; Y4, Y5 = the summs
+// of rows 0, 1 (lane 1: token A, lane 5: token B); Y6, Y7 = tokens A's
+// and B's activations; Y8 = d_x, s_x interleaved, token A in the low 128
+// bits and B in the high; Y9 = int16 ones; Y10 = d_w, m_w, then d
+// products; Y11, Y12 = d for A and B; Y13 = weights; Y14, Y15 = products.
+// The other constants are memory operands. Each row's block is unpacked
+// once for both tokens, and every lane operation of each (row, token) is
+// the 4x1 kernel's.
+
+// A2XBLK12 loads both tokens' Q8_1 activation blocks at xoff (quants),
+// doff (scales and sums) into Y6, Y7 and Y8. Clobbers Y10, Y11.
+#define A2XBLK12(xoff, doff) \
+	VMOVDQU      xoff(DI), Y6; \
+	VMOVDQU      xoff(BX), Y7; \
+	VBROADCASTSS doff(DX), X8; \
+	VBROADCASTSS doff(R13), X10; \
+	VUNPCKLPS    X10, X8, X8; \
+	VBROADCASTSS doff(R11), X10; \
+	VBROADCASTSS doff(R12), X11; \
+	VUNPCKLPS    X11, X10, X10; \
+	VINSERTF128  $1, X10, Y8, Y8
+
+// A2DM2 is A2DM for both tokens: d in Y11 (token A) and Y12 (token B),
+// the summs in lanes 1 and 5 of summ. Clobbers Y10.
+#define A2DM2(row, off, summ) \
+	VCVTPH2PS    off(row), X10; \
+	VBROADCASTSD X10, Y10; \
+	VFMADD231PS  Y8, Y10, summ; \
+	VMULPS       Y8, Y10, Y10; \
+	VBROADCASTSS X10, Y11; \
+	VEXTRACTF128 $1, Y10, X10; \
+	VBROADCASTSS X10, Y12
+
+// A2Q41ROW2 is A2Q41ROW for both tokens.
+#define A2Q41ROW2(row, off, accA, accB, summ) \
+	A2DM2(row, off, summ); \
+	A2NIB(off+4(row), Y13, a2nibshift<>(SB), a2b0f<>(SB)); \
+	A2LANEACC(Y13, Y6, Y9, Y11, accA, Y14); \
+	A2LANEACC(Y13, Y7, Y9, Y12, accB, Y15)
+
+// A2Q51ROW2 is A2Q51ROW for both tokens.
+#define A2Q51ROW2(row, off, accA, accB, summ) \
+	A2DM2(row, off, summ); \
+	A2NIB(off+8(row), Y13, a2nibshift<>(SB), a2b0f<>(SB)); \
+	A2QH(off+4(row), Y13, Y14, a2qhshuf<>(SB), a2bitsel<>(SB), a2b10<>(SB)); \
+	A2LANEACC(Y13, Y6, Y9, Y11, accA, Y14); \
+	A2LANEACC(Y13, Y7, Y9, Y12, accB, Y15)
+
+#define A2Q41BLK22(off, xoff, doff) \
+	A2XBLK12(xoff, doff); \
+	A2Q41ROW2(SI, off, Y0, Y2, Y4); \
+	A2Q41ROW2(R10, off, Y1, Y3, Y5)
+
+#define A2Q51BLK22(off, xoff, doff) \
+	A2XBLK12(xoff, doff); \
+	A2Q51ROW2(SI, off, Y0, Y2, Y4); \
+	A2Q51ROW2(R10, off, Y1, Y3, Y5)
+
+// A2STORES22 stores hsum8 of Y0..Y3 plus the summs at BX + r*R9 + t*R8,
+// row r and token t (clobbers BX, X4..X9).
+#define A2STORES22 \
+	VEXTRACTF128 $1, Y4, X6; \
+	VEXTRACTF128 $1, Y5, X7; \
+	A2SUMMOUT(Y0, X0, X4); \
+	VMOVSS X8, (BX); \
+	A2SUMMOUT(Y1, X1, X5); \
+	VMOVSS X8, (BX)(R9*1); \
+	ADDQ   R8, BX; \
+	A2SUMMOUT(Y2, X2, X6); \
+	VMOVSS X8, (BX); \
+	A2SUMMOUT(Y3, X3, X7); \
+	VMOVSS X8, (BX)(R9*1)
+
+// A2ZERO12 zeroes the accumulators and summs and loads the int16 ones.
+#define A2ZERO12 \
+	A2ZERO4; \
+	VPXOR Y4, Y4, Y4; \
+	VPXOR Y5, Y5, Y5; \
+	VMOVDQU a2ones16<>(SB), Y9
+
+// func q4_1Dot2x2AVX2(w unsafe.Pointer, wstride uintptr, xqa, xda, xsa, xqb, xdb, xsb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
+TEXT ·q4_1Dot2x2AVX2(SB), NOSPLIT, $0-96
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R10
+	ADDQ SI, R10
+	MOVQ xqa+16(FP), DI
+	MOVQ xda+24(FP), DX
+	MOVQ xsa+32(FP), R13
+	MOVQ xqb+40(FP), BX
+	MOVQ xdb+48(FP), R11
+	MOVQ xsb+56(FP), R12
+	MOVQ nb+64(FP), CX
+	A2ZERO12
+	CMPQ CX, $2
+	JLT  q41x22one
+q41x22loop:
+	A2Q41BLK22(0, 0, 0)
+	A2Q41BLK22(20, 32, 4)
+	ADDQ $40, SI
+	ADDQ $40, R10
+	ADDQ $64, DI
+	ADDQ $64, BX
+	ADDQ $8, DX
+	ADDQ $8, R13
+	ADDQ $8, R11
+	ADDQ $8, R12
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  q41x22loop
+q41x22one:
+	TESTQ CX, CX
+	JEQ   q41x22done
+	A2Q41BLK22(0, 0, 0)
+q41x22done:
+	MOVQ out+72(FP), BX
+	MOVQ ostride+80(FP), R9
+	MOVQ otok+88(FP), R8
+	A2STORES22
+	VZEROUPPER
+	RET
+
+// func q5_1Dot2x2AVX2(w unsafe.Pointer, wstride uintptr, xqa, xda, xsa, xqb, xdb, xsb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
+TEXT ·q5_1Dot2x2AVX2(SB), NOSPLIT, $0-96
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R10
+	ADDQ SI, R10
+	MOVQ xqa+16(FP), DI
+	MOVQ xda+24(FP), DX
+	MOVQ xsa+32(FP), R13
+	MOVQ xqb+40(FP), BX
+	MOVQ xdb+48(FP), R11
+	MOVQ xsb+56(FP), R12
+	MOVQ nb+64(FP), CX
+	A2ZERO12
+	CMPQ CX, $2
+	JLT  q51x22one
+q51x22loop:
+	A2Q51BLK22(0, 0, 0)
+	A2Q51BLK22(24, 32, 4)
+	ADDQ $48, SI
+	ADDQ $48, R10
+	ADDQ $64, DI
+	ADDQ $64, BX
+	ADDQ $8, DX
+	ADDQ $8, R13
+	ADDQ $8, R11
+	ADDQ $8, R12
+	SUBQ $2, CX
+	CMPQ CX, $2
+	JGE  q51x22loop
+q51x22one:
+	TESTQ CX, CX
+	JEQ   q51x22done
+	A2Q51BLK22(0, 0, 0)
+q51x22done:
+	MOVQ out+72(FP), BX
+	MOVQ ostride+80(FP), R9
+	MOVQ otok+88(FP), R8
+	A2STORES22
 	VZEROUPPER
 	RET

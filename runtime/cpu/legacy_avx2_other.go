@@ -25,3 +25,9 @@ func q5_0Dot2x2AVX2(w unsafe.Pointer, wstride uintptr, xqa, xda, xqb, xdb unsafe
 func iq4NLDot2x2AVX2(w unsafe.Pointer, wstride uintptr, xqa, xda, xqb, xdb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr) {
 	panic("cpu: no simd kernels")
 }
+func q4_1Dot2x2AVX2(w unsafe.Pointer, wstride uintptr, xqa, xda, xsa, xqb, xdb, xsb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr) {
+	panic("cpu: no simd kernels")
+}
+func q5_1Dot2x2AVX2(w unsafe.Pointer, wstride uintptr, xqa, xda, xsa, xqb, xdb, xsb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr) {
+	panic("cpu: no simd kernels")
+}

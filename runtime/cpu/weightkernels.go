@@ -98,13 +98,13 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.Q4_0] = weightKernel{kind: kindQ8, avx512: direct}
 	t[tensor.Q4_1] = weightKernel{kind: kindBlock, dot: dotQ4_1,
 		avx512: fastKernels{dot4: q4_1Dot4},
-		avx2:   fastKernels{dot4: q4_1Dot4AVX2}}
+		avx2:   fastKernels{dot4: q4_1Dot4AVX2, dot2x2: q4_1Dot22AVX2}}
 	t[tensor.Q5_0] = weightKernel{kind: kindBlock, dot: dotQ5_0,
 		avx512: fastKernels{dot4: q5_0Dot4, dot2x2: q5_0Dot22},
 		avx2:   fastKernels{dot4: q5_0Dot4AVX2, dot2x2: q5_0Dot22AVX2}}
 	t[tensor.Q5_1] = weightKernel{kind: kindBlock, dot: dotQ5_1,
 		avx512: fastKernels{dot4: q5_1Dot4},
-		avx2:   fastKernels{dot4: q5_1Dot4AVX2}}
+		avx2:   fastKernels{dot4: q5_1Dot4AVX2, dot2x2: q5_1Dot22AVX2}}
 	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL,
 		avx512: fastKernels{dot4: iq4NLDot4, dot2x2: iq4NLDot22},
 		avx2:   fastKernels{dot4: iq4NLDot4AVX2, dot2x2: iq4NLDot22AVX2}}
