@@ -411,9 +411,12 @@ func (t *prepTask) run(_, lo, hi int) {
 		return
 	}
 	nb := K / 32
-	if useSIMD && nb > 0 {
+	switch {
+	case useSIMD && nb > 0:
 		quantQ8(&t.x[lo*K], (hi-lo)*nb, (*byte)(unsafe.Pointer(&t.qx[lo*K])), &t.qd[lo*nb])
-	} else {
+	case level == levelAVX2 && nb > 0:
+		quantQ8AVX2(&t.x[lo*K], (hi-lo)*nb, (*byte)(unsafe.Pointer(&t.qx[lo*K])), &t.qd[lo*nb])
+	default:
 		for r := lo; r < hi; r++ {
 			q := q8Blocks{d: t.qd[r*nb : (r+1)*nb : (r+1)*nb], qs: t.qx[r*K : (r+1)*K : (r+1)*K]}
 			quantizeQ8(t.x[r*K:(r+1)*K], &q)
@@ -485,7 +488,7 @@ func (t *matmulTask) runFloat(worker, lo, hi int) {
 			}
 			tt := t0
 			for ; tt+4 <= t1; tt += 4 {
-				f32Dot4x4(wp, ws, unsafe.Pointer(&t.x[tt*K]), uintptr(4*K), K, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
+				floatDot4x4(wp, ws, unsafe.Pointer(&t.x[tt*K]), uintptr(4*K), K, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
 			}
 			for ; tt < t1; tt++ {
 				floatDot4x1(dt, wp, ws, unsafe.Pointer(&t.x[tt*K]), K, unsafe.Pointer(&t.out[tt*N+r]), 4)
@@ -527,9 +530,20 @@ func (t *matmulTask) gemvFloat(lo, hi, t0, t1 int) {
 	}
 }
 
-// floatDot4x1 calls the 4-row decode kernel for rows of dtype dt (called
-// directly, not through a function value, so out does not escape).
+// floatDot4x1 calls the level's 4-row decode kernel for rows of dtype dt
+// (called directly, not through a function value, so out does not escape).
 func floatDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr) {
+	if level == levelAVX2 {
+		switch dt {
+		case tensor.F16:
+			f16Dot4x1AVX2(w, wstride, x, k, out, ostride)
+		case tensor.BF16:
+			bf16Dot4x1AVX2(w, wstride, x, k, out, ostride)
+		default:
+			f32Dot4x1AVX2(w, wstride, x, k, out, ostride)
+		}
+		return
+	}
 	switch dt {
 	case tensor.F16:
 		f16Dot4x1(w, wstride, x, k, out, ostride)
@@ -540,17 +554,37 @@ func floatDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, x unsafe.Po
 	}
 }
 
-// convertRow converts an f16 or bf16 row to float32 (exactly).
+// floatDot4x4 calls the level's 4-row, 4-token kernel for float32 rows
+// (f32Dot4x4).
+func floatDot4x4(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, xstride uintptr, k int, out unsafe.Pointer, ostride uintptr) {
+	if level == levelAVX2 {
+		f32Dot4x4AVX2(w, wstride, x, xstride, k, out, ostride)
+		return
+	}
+	f32Dot4x4(w, wstride, x, xstride, k, out, ostride)
+}
+
+// convertRow converts an f16 or bf16 row to float32 (exactly) with the
+// level's kernels.
 func convertRow(dt tensor.DType, dst []float32, src []byte) {
 	n := len(dst)
+	avx2 := level == levelAVX2
 	if dt == tensor.F16 {
-		cvtF16(&dst[0], unsafe.Pointer(&src[0]), n)
+		if avx2 {
+			cvtF16AVX2(&dst[0], unsafe.Pointer(&src[0]), n)
+		} else {
+			cvtF16(&dst[0], unsafe.Pointer(&src[0]), n)
+		}
 		for i := n &^ 15; i < n; i++ {
 			dst[i] = f16tab[uint16(src[2*i])|uint16(src[2*i+1])<<8]
 		}
 		return
 	}
-	cvtBF16(&dst[0], unsafe.Pointer(&src[0]), n)
+	if avx2 {
+		cvtBF16AVX2(&dst[0], unsafe.Pointer(&src[0]), n)
+	} else {
+		cvtBF16(&dst[0], unsafe.Pointer(&src[0]), n)
+	}
 	for i := n &^ 15; i < n; i++ {
 		dst[i] = math.Float32frombits(uint32(src[2*i])<<16 | uint32(src[2*i+1])<<24)
 	}
@@ -691,8 +725,16 @@ func (b *Backend) q8Scales4(w *weights.Tensor) []float32 {
 	return s
 }
 
-// quantDot4x1 calls the 4-row decode kernel for Q8_0 or Q4_0 rows.
+// quantDot4x1 calls the level's 4-row decode kernel for Q8_0 or Q4_0 rows.
 func quantDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+	if level == levelAVX2 {
+		if dt == tensor.Q4_0 {
+			q4Dot4x1AVX2(w, wstride, xq, xd, nb, out, ostride)
+			return
+		}
+		q8Dot4x1AVX2(w, wstride, xq, xd, nb, out, ostride)
+		return
+	}
 	if dt == tensor.Q4_0 {
 		q4Dot4x1(w, wstride, xq, xd, nb, out, ostride)
 		return

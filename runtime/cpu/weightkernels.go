@@ -91,11 +91,11 @@ const (
 var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	var t [tensor.NumDTypes]weightKernel
 	direct := fastKernels{direct: true}
-	t[tensor.F32] = weightKernel{kind: kindFloat, avx512: direct}
-	t[tensor.F16] = weightKernel{kind: kindFloat, avx512: direct}
-	t[tensor.BF16] = weightKernel{kind: kindFloat, avx512: direct}
-	t[tensor.Q8_0] = weightKernel{kind: kindQ8, avx512: direct}
-	t[tensor.Q4_0] = weightKernel{kind: kindQ8, avx512: direct}
+	t[tensor.F32] = weightKernel{kind: kindFloat, avx512: direct, avx2: direct}
+	t[tensor.F16] = weightKernel{kind: kindFloat, avx512: direct, avx2: direct}
+	t[tensor.BF16] = weightKernel{kind: kindFloat, avx512: direct, avx2: direct}
+	t[tensor.Q8_0] = weightKernel{kind: kindQ8, avx512: direct, avx2: direct}
+	t[tensor.Q4_0] = weightKernel{kind: kindQ8, avx512: direct, avx2: direct}
 	t[tensor.Q4_1] = weightKernel{kind: kindBlock, dot: dotQ4_1,
 		avx512: fastKernels{dot4: q4_1Dot4},
 		avx2:   fastKernels{dot4: q4_1Dot4AVX2, dot2x2: q4_1Dot22AVX2}}
