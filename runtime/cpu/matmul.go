@@ -599,7 +599,11 @@ func (t *matmulTask) runQuant(lo, hi int) {
 	for t0 := 0; t0 < T; t0 += tb {
 		t1 := min(t0+tb, T)
 		if t.qz == nil {
-			t.gemvQuant(lo, hi, t0, t1)
+			if level == levelAVX2 && t1-t0 >= 2 {
+				t.tileQuant(lo, hi, t0, t1)
+			} else {
+				t.gemvQuant(lo, hi, t0, t1)
+			}
 			continue
 		}
 		// The pair kernels take the quads of rows q8Scales4 groups.
@@ -649,8 +653,36 @@ func (t *matmulTask) quantRow(r, t0, t1 int) {
 	}
 }
 
-// gemvQuant is runQuant for tokens [t0, t1), fewer than 4, walking the rows
-// as four streams like gemvFloat.
+// tileQuant is runQuant for tokens [t0, t1), two or more, at levelAVX2:
+// quads of adjacent rows take the tokens in pairs (q8Dot4x2AVX2,
+// q4Dot4x2AVX2), each weight block loaded once for both, and an odd last
+// token alone.
+func (t *matmulTask) tileQuant(lo, hi, t0, t1 int) {
+	K, N, rb := t.K, t.N, t.rowBytes
+	nb := K / 32
+	r := lo
+	for ; r+4 <= hi; r += 4 {
+		wp := unsafe.Pointer(&t.w[r*rb])
+		tt := t0
+		for ; tt+2 <= t1; tt += 2 {
+			xq, xd, out := unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), unsafe.Pointer(&t.out[tt*N+r])
+			if t.dt == tensor.Q4_0 {
+				q4Dot4x2AVX2(wp, uintptr(rb), xq, xd, nb, out, 4, uintptr(4*N))
+			} else {
+				q8Dot4x2AVX2(wp, uintptr(rb), xq, xd, nb, out, 4, uintptr(4*N))
+			}
+		}
+		if tt < t1 {
+			quantDot4x1(t.dt, wp, uintptr(rb), unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, unsafe.Pointer(&t.out[tt*N+r]), 4)
+		}
+	}
+	for ; r < hi; r++ {
+		t.quantRow(r, t0, t1)
+	}
+}
+
+// gemvQuant is runQuant for tokens [t0, t1) with the 4x1 kernels, walking
+// the rows as four streams like gemvFloat.
 func (t *matmulTask) gemvQuant(lo, hi, t0, t1 int) {
 	K, N, rb := t.K, t.N, t.rowBytes
 	nb := K / 32

@@ -57,6 +57,19 @@ func q8Dot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsaf
 //go:noescape
 func q4Dot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 
+// q8Dot4x2AVX2 is q8Dot4x1AVX2 for two tokens: token a's activations at
+// xq, xd and token b's right after them (xq + nb*32, xd + nb*4, as
+// consecutive rows of prepTask's qx and qd); out + i*ostride + t*otok =
+// dotQ8(row i, token t) for t = 0 (a), 1 (b).
+//
+//go:noescape
+func q8Dot4x2AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr, otok uintptr)
+
+// q4Dot4x2AVX2 is q8Dot4x2AVX2 for Q4_0 rows: dotQ4(row i, token t).
+//
+//go:noescape
+func q4Dot4x2AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr, otok uintptr)
+
 // quantQ8AVX2 is quantQ8: quantizeQ8 of the nb blocks of 32 values at x,
 // bit for bit, each quant stored plus 128 as an unsigned byte (xu, nb*32
 // bytes) and each block scale in d (nb float32).

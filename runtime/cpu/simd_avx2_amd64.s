@@ -49,6 +49,21 @@ DATA avx2Ones16<>+16(SB)/8, $0x0001000100010001
 DATA avx2Ones16<>+24(SB)/8, $0x0001000100010001
 GLOBL avx2Ones16<>(SB), RODATA|NOPTR, $32
 
+// avx2Ones8 is 32 bytes of 1: VPMADDUBSW by it adds pairs of int8 into
+// int16.
+DATA avx2Ones8<>+0(SB)/8, $0x0101010101010101
+DATA avx2Ones8<>+8(SB)/8, $0x0101010101010101
+DATA avx2Ones8<>+16(SB)/8, $0x0101010101010101
+DATA avx2Ones8<>+24(SB)/8, $0x0101010101010101
+GLOBL avx2Ones8<>(SB), RODATA|NOPTR, $32
+
+// avx2Nib is 32 bytes of 0x0f, the low nibble mask.
+DATA avx2Nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA avx2Nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA avx2Nib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA avx2Nib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL avx2Nib<>(SB), RODATA|NOPTR, $32
+
 // avx2Perm8 is the VPERMD order that undoes VPACK*'s per-128-bit-lane
 // interleave of four registers of 8 int32: dwords 0, 4, 1, 5, 2, 6, 3, 7.
 DATA avx2Perm8<>+0(SB)/4, $0
@@ -340,6 +355,137 @@ done: \
 	VCVTDQ2PS   yw, yw; \
 	VFMADD231PS yw, ys, acc
 
+// HSUM8T reduces ysrc into the low lane of xd in hsum8's order (clobbers
+// xd, xt).
+#define HSUM8T(ysrc, xsrc, xd, xt) \
+	VEXTRACTF128 $1, ysrc, xt; \
+	VADDPS       xt, xsrc, xd; \
+	VMOVHLPS     xd, xd, xt; \
+	VADDPS       xt, xd, xd; \
+	VMOVSHDUP    xd, xt; \
+	VADDSS       xt, xd, xd
+
+// Q42ARGS loads the arguments of the 4x2 quant kernels: SI, R10, R11, R12 =
+// rows 0..3, DI = token a's quants, DI+R13 token b's, DX = token a's
+// scales, DX+R14 token b's, CX = nb; zeroes the accumulators Y0..Y7 (row
+// i, token a: Y(2i); token b: Y(2i+1)) and sets Y15 = int16 ones.
+#define Q42ARGS \
+	MOVQ    w+0(FP), SI; \
+	MOVQ    wstride+8(FP), R8; \
+	MOVQ    xq+16(FP), DI; \
+	MOVQ    xd+24(FP), DX; \
+	MOVQ    nb+32(FP), CX; \
+	LEAQ    (SI)(R8*1), R10; \
+	LEAQ    (SI)(R8*2), R11; \
+	LEAQ    (R11)(R8*1), R12; \
+	MOVQ    CX, R13; \
+	SHLQ    $5, R13; \
+	MOVQ    CX, R14; \
+	SHLQ    $2, R14; \
+	VXORPS  Y0, Y0, Y0; \
+	VXORPS  Y1, Y1, Y1; \
+	VXORPS  Y2, Y2, Y2; \
+	VXORPS  Y3, Y3, Y3; \
+	VXORPS  Y4, Y4, Y4; \
+	VXORPS  Y5, Y5, Y5; \
+	VXORPS  Y6, Y6, Y6; \
+	VXORPS  Y7, Y7, Y7; \
+	VMOVDQU avx2Ones16<>(SB), Y15
+
+// Q42SCALES stores the 8 scale products d_w*d_x of the current block, rows
+// 0..3 against token a at 0(SP)..12(SP) and against token b at
+// 16(SP)..28(SP) (clobbers AX, BX, R9, X8, X9).
+#define Q42SCALES \
+	MOVWLZX      (SI), AX; \
+	MOVWLZX      (R10), BX; \
+	SHLL         $16, BX; \
+	ORL          BX, AX; \
+	MOVWLZX      (R11), BX; \
+	MOVWLZX      (R12), R9; \
+	SHLL         $16, R9; \
+	ORL          R9, BX; \
+	SHLQ         $32, BX; \
+	ORQ          BX, AX; \
+	VMOVQ        AX, X8; \
+	VCVTPH2PS    X8, X8; \
+	VBROADCASTSS (DX), X9; \
+	VMULPS       X9, X8, X9; \
+	VMOVUPS      X9, 0(SP); \
+	VBROADCASTSS (DX)(R14*1), X9; \
+	VMULPS       X9, X8, X9; \
+	VMOVUPS      X9, 16(SP)
+
+// Q42X loads both tokens' quants of the current block, signed, into Y8
+// (token a) and Y9 (token b).
+#define Q42X \
+	VMOVDQU (DI), Y8; \
+	VPXOR   avx2Flip<>(SB), Y8, Y8; \
+	VMOVDQU (DI)(R13*1), Y9; \
+	VPXOR   avx2Flip<>(SB), Y9, Y9
+
+// Q42ACC converts the int32 lanes in ysum and accumulates fma(scale at
+// soff(SP), lanes, acc) (clobbers Y14).
+#define Q42ACC(ysum, soff, acc) \
+	VCVTDQ2PS    ysum, ysum; \
+	VBROADCASTSS soff(SP), Y14; \
+	VFMADD231PS  ysum, Y14, acc
+
+// Q8ROW42 accumulates the Q8_0 block at (row) against both tokens into
+// acca, accb, with the scales at sa(SP), sb(SP) (clobbers Y10..Y14).
+#define Q8ROW42(row, sa, sb, acca, accb) \
+	VMOVDQU    2(row), Y10; \
+	VPABSB     Y10, Y11; \
+	VPSIGNB    Y10, Y8, Y12; \
+	VPMADDUBSW Y12, Y11, Y12; \
+	VPMADDWD   Y15, Y12, Y12; \
+	Q42ACC(Y12, sa, acca); \
+	VPSIGNB    Y10, Y9, Y13; \
+	VPMADDUBSW Y13, Y11, Y13; \
+	VPMADDWD   Y15, Y13, Y13; \
+	Q42ACC(Y13, sb, accb)
+
+// Q4ROW42 is Q8ROW42 for the Q4_0 block at (row), with 8*(lane sums of x)
+// in Y10 (token a) and Y11 (token b) (clobbers Y12..Y14).
+#define Q4ROW42(row, sa, sb, acca, accb) \
+	VMOVDQU     2(row), X12; \
+	VPSRLW      $4, X12, X13; \
+	VINSERTI128 $1, X13, Y12, Y12; \
+	VPAND       avx2Nib<>(SB), Y12, Y12; \
+	VPMADDUBSW  Y8, Y12, Y13; \
+	VPMADDWD    Y15, Y13, Y13; \
+	VPSUBD      Y10, Y13, Y13; \
+	Q42ACC(Y13, sa, acca); \
+	VPMADDUBSW  Y9, Y12, Y13; \
+	VPMADDWD    Y15, Y13, Y13; \
+	VPSUBD      Y11, Y13, Y13; \
+	Q42ACC(Y13, sb, accb)
+
+// Q42STORE reduces the accumulators (hsum8) into out + i*ostride +
+// t*otok for row i and token t (clobbers BX, R9, R13, X8, X9).
+#define Q42STORE \
+	MOVQ   out+40(FP), BX; \
+	MOVQ   ostride+48(FP), R9; \
+	MOVQ   otok+56(FP), R13; \
+	HSUM8T(Y0, X0, X8, X9); \
+	VMOVSS X8, (BX); \
+	HSUM8T(Y1, X1, X8, X9); \
+	VMOVSS X8, (BX)(R13*1); \
+	ADDQ   R9, BX; \
+	HSUM8T(Y2, X2, X8, X9); \
+	VMOVSS X8, (BX); \
+	HSUM8T(Y3, X3, X8, X9); \
+	VMOVSS X8, (BX)(R13*1); \
+	ADDQ   R9, BX; \
+	HSUM8T(Y4, X4, X8, X9); \
+	VMOVSS X8, (BX); \
+	HSUM8T(Y5, X5, X8, X9); \
+	VMOVSS X8, (BX)(R13*1); \
+	ADDQ   R9, BX; \
+	HSUM8T(Y6, X6, X8, X9); \
+	VMOVSS X8, (BX); \
+	HSUM8T(Y7, X7, X8, X9); \
+	VMOVSS X8, (BX)(R13*1)
+
 // func f32Dot4x1AVX2(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr)
 TEXT ·f32Dot4x1AVX2(SB), NOSPLIT, $0-48
 	FSETUP
@@ -607,6 +753,69 @@ q4a4loop:
 
 q4a4done:
 	QSTORE4Y
+	VZEROUPPER
+	RET
+
+// func q8Dot4x2AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr, otok uintptr)
+// q8Dot4x1AVX2 for two tokens, each block's weights loaded once for both.
+TEXT ·q8Dot4x2AVX2(SB), NOSPLIT, $32-64
+	Q42ARGS
+	TESTQ CX, CX
+	JEQ   q8a42done
+
+q8a42loop:
+	Q42SCALES
+	Q42X
+	Q8ROW42(SI, 0, 16, Y0, Y1)
+	Q8ROW42(R10, 4, 20, Y2, Y3)
+	Q8ROW42(R11, 8, 24, Y4, Y5)
+	Q8ROW42(R12, 12, 28, Y6, Y7)
+	ADDQ $34, SI
+	ADDQ $34, R10
+	ADDQ $34, R11
+	ADDQ $34, R12
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q8a42loop
+
+q8a42done:
+	Q42STORE
+	VZEROUPPER
+	RET
+
+// func q4Dot4x2AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr, otok uintptr)
+// q8Dot4x2AVX2 for Q4_0 rows.
+TEXT ·q4Dot4x2AVX2(SB), NOSPLIT, $32-64
+	Q42ARGS
+	TESTQ CX, CX
+	JEQ   q4a42done
+
+q4a42loop:
+	Q42SCALES
+	Q42X
+	VMOVDQU    avx2Ones8<>(SB), Y12
+	VPMADDUBSW Y8, Y12, Y10
+	VPMADDWD   Y15, Y10, Y10
+	VPSLLD     $3, Y10, Y10
+	VPMADDUBSW Y9, Y12, Y11
+	VPMADDWD   Y15, Y11, Y11
+	VPSLLD     $3, Y11, Y11
+	Q4ROW42(SI, 0, 16, Y0, Y1)
+	Q4ROW42(R10, 4, 20, Y2, Y3)
+	Q4ROW42(R11, 8, 24, Y4, Y5)
+	Q4ROW42(R12, 12, 28, Y6, Y7)
+	ADDQ $18, SI
+	ADDQ $18, R10
+	ADDQ $18, R11
+	ADDQ $18, R12
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q4a42loop
+
+q4a42done:
+	Q42STORE
 	VZEROUPPER
 	RET
 

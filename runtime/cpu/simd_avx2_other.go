@@ -27,4 +27,10 @@ func q8Dot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsaf
 func q4Dot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
+func q8Dot4x2AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr, otok uintptr) {
+	panic("cpu: no simd kernels")
+}
+func q4Dot4x2AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr, otok uintptr) {
+	panic("cpu: no simd kernels")
+}
 func quantQ8AVX2(x *float32, nb int, xu *byte, d *float32) { panic("cpu: no simd kernels") }

@@ -156,8 +156,9 @@ func TestAVX2FloatMatMul(t *testing.T) {
 	}
 }
 
-// TestAVX2QuantKernels checks q8Dot4x1AVX2 and q4Dot4x1AVX2 against
-// dotQ8/dotQ4 bit for bit on extreme quants, where VPMADDUBSW would
+// TestAVX2QuantKernels checks the AVX2 Q8_0 and Q4_0 kernels (4x1 on each
+// of two tokens, 4x2 on both) against dotQ8/dotQ4 bit for bit on extreme
+// quants, where VPMADDUBSW would
 // saturate without the sign handling: weights -128 and 127 (Q8_0) or 0 and
 // 15 (Q4_0 nibbles) against activations -127 and 127, then random blocks.
 func TestAVX2QuantKernels(t *testing.T) {
@@ -166,15 +167,15 @@ func TestAVX2QuantKernels(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(35, 36))
 	for _, dt := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
-		bb, dot, kernel := 34, dotQ8, q8Dot4x1AVX2
+		bb, dot, kernel, kernel2 := 34, dotQ8, q8Dot4x1AVX2, q8Dot4x2AVX2
 		if dt == tensor.Q4_0 {
-			bb, dot, kernel = 18, dotQ4, q4Dot4x1AVX2
+			bb, dot, kernel, kernel2 = 18, dotQ4, q4Dot4x1AVX2, q4Dot4x2AVX2
 		}
 		for _, nb := range []int{1, 2, 3, 8, 33} {
 			for pattern := range 5 {
 				w := make([]byte, 4*nb*bb)
-				var x q8Blocks
-				x.resize(32 * nb)
+				var x q8Blocks // both tokens, one after the other
+				x.resize(2 * 32 * nb)
 				for b := 0; b < 4*nb; b++ {
 					binary.LittleEndian.PutUint16(w[b*bb:], tensor.F32ToF16(float32(math.Ldexp(0.5+r.Float64(), -r.IntN(8)))))
 					for i := 2; i < bb; i++ {
@@ -205,13 +206,19 @@ func TestAVX2QuantKernels(t *testing.T) {
 				for i, v := range x.qs {
 					xu[i] = byte(v) ^ 0x80
 				}
-				var got [4]float32
-				kernel(unsafe.Pointer(&w[0]), uintptr(nb*bb), unsafe.Pointer(&xu[0]), unsafe.Pointer(&x.d[0]), nb, unsafe.Pointer(&got[0]), 4)
-				var want [4]float32
-				for i := range 4 {
-					want[i] = dot(w[i*nb*bb:(i+1)*nb*bb], &x)
+				// want[4*tok+i] = dot(row i, token tok).
+				var want, got, got2 [8]float32
+				for tok := range 2 {
+					xt := q8Blocks{d: x.d[tok*nb : (tok+1)*nb], qs: x.qs[tok*32*nb : (tok+1)*32*nb]}
+					for i := range 4 {
+						want[4*tok+i] = dot(w[i*nb*bb:(i+1)*nb*bb], &xt)
+					}
+					kernel(unsafe.Pointer(&w[0]), uintptr(nb*bb), unsafe.Pointer(&xu[tok*32*nb]), unsafe.Pointer(&x.d[tok*nb]), nb, unsafe.Pointer(&got[4*tok]), 4)
 				}
-				sameBits(t, fmt.Sprintf("%v nb=%d pattern %d", dt, nb, pattern), got[:], want[:])
+				kernel2(unsafe.Pointer(&w[0]), uintptr(nb*bb), unsafe.Pointer(&xu[0]), unsafe.Pointer(&x.d[0]), nb, unsafe.Pointer(&got2[0]), 4, 16)
+				name := fmt.Sprintf("%v nb=%d pattern %d", dt, nb, pattern)
+				sameBits(t, name+" 4x1", got[:], want[:])
+				sameBits(t, name+" 4x2", got2[:], want[:])
 			}
 		}
 	}
