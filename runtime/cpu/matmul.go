@@ -26,10 +26,14 @@ import (
 // instead of the reference's 8 unfused lanes, so results differ in the last bits; on one machine they never
 // depend on the thread count or on how tokens are batched, because each
 // output element is always computed by the same sequence of operations.
+// Their levelAVX2 versions (simd_avx2_amd64.s) run that same sequence, so
+// both levels give the same bits.
 //
 // The other fast kernels (attn_amd64.s: attention, softmax, SwiGLU, the f16
 // rounding and Q8_0 quantization of activations) give bit for bit the
-// reference results; they run at levelAVX512 only (useSIMD).
+// reference results; they run at levelAVX512 only (useSIMD), except the
+// f16 rounding and Q8_0 quantization of activations, which have levelAVX2
+// versions too (roundF16AVX2, quantQ8AVX2).
 var level = chooseLevel(os.Getenv("NINFER_CPU_KERNELS"))
 
 // useSIMD reports whether the AVX-512 kernels run.
@@ -221,8 +225,12 @@ func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 func roundActivations(dst, x []float32, dt tensor.DType) {
 	if dt == tensor.F16 {
 		i := 0
-		if useSIMD && len(x) >= 16 {
-			roundF16(&dst[0], &x[0], len(x))
+		if level != levelRef && len(x) >= 16 {
+			if useSIMD {
+				roundF16(&dst[0], &x[0], len(x))
+			} else {
+				roundF16AVX2(&dst[0], &x[0], len(x))
+			}
 			i = len(x) &^ 15
 		}
 		for ; i < len(x); i++ {

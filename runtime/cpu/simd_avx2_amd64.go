@@ -70,6 +70,13 @@ func q8Dot4x2AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsaf
 //go:noescape
 func q4Dot4x2AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr, otok uintptr)
 
+// roundF16AVX2 is roundF16: dst[i] = src[i] rounded to the nearest f16
+// value (ties to even), as a float32, for i < n rounded down to a multiple
+// of 16.
+//
+//go:noescape
+func roundF16AVX2(dst, src *float32, n int)
+
 // quantQ8AVX2 is quantQ8: quantizeQ8 of the nb blocks of 32 values at x,
 // bit for bit, each quant stored plus 128 as an unsigned byte (xu, nb*32
 // bytes) and each block scale in d (nb float32).

@@ -819,6 +819,32 @@ q4a42done:
 	VZEROUPPER
 	RET
 
+// func roundF16AVX2(dst, src *float32, n int)
+TEXT ·roundF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JEQ  rf16a2done
+
+rf16a2loop:
+	VMOVUPS   (SI), Y0
+	VMOVUPS   32(SI), Y1
+	VCVTPS2PH $0, Y0, X2
+	VCVTPS2PH $0, Y1, X3
+	VCVTPH2PS X2, Y0
+	VCVTPH2PS X3, Y1
+	VMOVUPS   Y0, (DI)
+	VMOVUPS   Y1, 32(DI)
+	ADDQ      $64, SI
+	ADDQ      $64, DI
+	DECQ      CX
+	JNZ       rf16a2loop
+
+rf16a2done:
+	VZEROUPPER
+	RET
+
 // func quantQ8AVX2(x *float32, nb int, xu *byte, d *float32)
 // quantQ8 with AVX2: the same maximum, scale and products, and each quant
 // the low byte of its int32 conversion (VPMOVDB's truncation, as an AND

@@ -283,6 +283,35 @@ func TestQuantQ8AVX2(t *testing.T) {
 	}
 }
 
+// TestRoundF16AVX2 checks roundF16AVX2 against tensor.F32ToF16 on a sweep
+// of float32 bit patterns (NaNs need only stay NaNs), and against the
+// AVX-512 roundF16 bit for bit.
+func TestRoundF16AVX2(t *testing.T) {
+	if !hasAVX2() {
+		t.Skip("no AVX2")
+	}
+	src := make([]float32, 0, 1<<20)
+	for b := uint64(0); b < 1<<32; b += 4093 {
+		src = append(src, math.Float32frombits(uint32(b)))
+	}
+	for len(src)%16 != 0 {
+		src = append(src, 1)
+	}
+	dst := make([]float32, len(src))
+	roundF16AVX2(&dst[0], &src[0], len(src))
+	for i, v := range src {
+		want := tensor.F16ToF32(tensor.F32ToF16(v))
+		if math.Float32bits(dst[i]) != math.Float32bits(want) && !(v != v && dst[i] != dst[i]) {
+			t.Fatalf("round %v (%#x) = %v, want %v", v, math.Float32bits(v), dst[i], want)
+		}
+	}
+	if hasAVX512() {
+		d5 := make([]float32, len(src))
+		roundF16(&d5[0], &src[0], len(src))
+		sameBits(t, "roundF16", dst, d5)
+	}
+}
+
 // sameBits fails t unless got and want hold the same float32 bits.
 func sameBits(t *testing.T, name string, got, want []float32) {
 	t.Helper()
