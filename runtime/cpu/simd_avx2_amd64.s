@@ -1,7 +1,8 @@
 #include "textflag.h"
 
-// AVX2 (with FMA and F16C) kernels of the direct matmul paths at levelAVX2:
-// YMM registers only. Each computes every output element with the same
+// AVX2 (with FMA and F16C) kernels of the direct matmul paths at levelAVX2,
+// and of their activations' preparation (roundF16AVX2, quantQ8AVX2): YMM
+// registers only. Each computes every output element with the same
 // operations as its AVX-512 counterpart in simd_amd64.s, so results are the
 // same bits at both levels:
 //   - float kernels: the 16 float32 lanes of a zmm accumulator are two ymm
@@ -13,6 +14,9 @@
 //   - Q8_0/Q4_0 kernels: per 32-element block an exact int32 dot in 8 lanes
 //     of 4 products (VPMADDUBSW then VPMADDWD by ones), acc[l] =
 //     fma(d_w*d_x, float(lane), acc[l]), then hsum8: bit for bit dotQ8/dotQ4.
+//
+// The macros all come before the first TEXT: go vet's asmdecl reads a
+// macro's FP and SP references as those of the function above it.
 
 // avx2TailMask is 16 int32 of -1 then 16 of 0: the 16 at byte offset
 // 4*(16-r) are the mask of the first r lanes of a chunk.
