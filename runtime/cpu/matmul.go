@@ -607,7 +607,7 @@ func (t *matmulTask) runQuant(lo, hi int) {
 	for t0 := 0; t0 < T; t0 += tb {
 		t1 := min(t0+tb, T)
 		if t.qz == nil {
-			if level == levelAVX2 && t1-t0 >= 2 {
+			if (level == levelAVX2 || t.dt == tensor.Q4_0) && t1-t0 >= 2 {
 				t.tileQuant(lo, hi, t0, t1)
 			} else {
 				t.gemvQuant(lo, hi, t0, t1)
@@ -661,7 +661,8 @@ func (t *matmulTask) quantRow(r, t0, t1 int) {
 	}
 }
 
-// tileQuant is runQuant for tokens [t0, t1), two or more, at levelAVX2:
+// tileQuant is runQuant for tokens [t0, t1), two or more, at levelAVX2
+// and for Q4_0 at both levels:
 // quads of adjacent rows take the tokens in pairs (q8Dot4x2AVX2,
 // q4Dot4x2AVX2), each weight block loaded once for both, and an odd last
 // token alone.
@@ -765,18 +766,17 @@ func (b *Backend) q8Scales4(w *weights.Tensor) []float32 {
 	return s
 }
 
-// quantDot4x1 calls the level's 4-row decode kernel for Q8_0 or Q4_0 rows.
+// quantDot4x1 calls the level's 4-row decode kernel for Q8_0 or Q4_0
+// rows. Q4_0 takes the AVX2 kernel at both levels: the VPMADDUBSW of its
+// nibbles against the unsigned activations needs no sign trick, and it
+// ran 1.5x an AVX-512 VNNI kernel.
 func quantDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
-	if level == levelAVX2 {
-		if dt == tensor.Q4_0 {
-			q4Dot4x1AVX2(w, wstride, xq, xd, nb, out, ostride)
-			return
-		}
-		q8Dot4x1AVX2(w, wstride, xq, xd, nb, out, ostride)
+	if dt == tensor.Q4_0 {
+		q4Dot4x1AVX2(w, wstride, xq, xd, nb, out, ostride)
 		return
 	}
-	if dt == tensor.Q4_0 {
-		q4Dot4x1(w, wstride, xq, xd, nb, out, ostride)
+	if level == levelAVX2 {
+		q8Dot4x1AVX2(w, wstride, xq, xd, nb, out, ostride)
 		return
 	}
 	q8Dot4x1(w, wstride, xq, xd, nb, out, ostride)

@@ -22,9 +22,6 @@ func f32Dot4x4(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, xstride uint
 //go:noescape
 func q8Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 
-//go:noescape
-func q4Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
-
 // hasAVX512 reports whether the CPU and OS support the AVX-512 subsets the
 // kernels use (F, BW, VL, VNNI, with F16C, FMA, AVX2 and BMI2).
 func hasAVX512() bool {

@@ -8,9 +8,9 @@
 //   - float kernels: 16 float32 lanes, acc[l] = fma(w[16c+l], x[16c+l], acc[l])
 //     over 16-element chunks c, the last chunk zero-padded by a masked load,
 //     then the HSUM16 order below;
-//   - Q8_0/Q4_0 kernels: per 32-element block an exact int32 dot in 8 lanes of
-//     4 products, acc[l] = fma(d_w*d_x, float(lane), acc[l]), then hsum8:
-//     bit for bit the reference dotQ8/dotQ4.
+//   - Q8_0 kernels: per 32-element block an exact int32 dot in 8 lanes of 4
+//     products, acc[l] = fma(d_w*d_x, float(lane), acc[l]), then hsum8: bit
+//     for bit the reference dotQ8.
 
 // func cpuid(eax, ecx uint32) (a, b, c, d uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
@@ -332,77 +332,14 @@ f32g4done:
 	VZEROUPPER
 	RET
 
-// The Q8_0/Q4_0 kernels take activations as unsigned bytes xu = x+128 (x
-// the Q8_0 quant, so xu = x XOR 0x80). q4Dot4x1 recovers the exact signed
-// dot per lane of 4 as dot(xu, w) - dot(128, w) with VPDPBUSD (u8 x s8), two
-// blocks per 512-bit step. Registers: Z4 = xu of two blocks, Z5 = [dx0 x8 |
-// dx1 x8] (Y5 = dx0 x8 for a single block), Z11 = 0x80 bytes. The Q8_0
-// kernels instead flip the weights to unsigned and correct by the
-// activations' sums, which they share across rows: one VPDPBUSD per row,
-// token and block (see Q8ROWY, and the pair kernels for batches).
+// The Q8_0 kernels take activations as unsigned bytes xu = x+128 (x the
+// Q8_0 quant, so xu = x XOR 0x80). They flip the weights to unsigned and
+// correct by the activations' sums, which they share across rows: one
+// VPDPBUSD per row, token and block (see Q8ROWY, and the pair kernels for
+// batches). Q4_0 weights take the AVX2
+// kernels of simd_avx2_amd64.s at both levels (quantDot4x1).
 
-// Q8SCALE2 leaves [d0 x8 | d1 x8] (d = d_w * d_x as float32) in Z6 for the
-// two Q8_0 blocks at (row) and stride(row). Clobbers X10.
-#define Q8SCALE2(row, stride) \
-	VPBROADCASTW (row), X6; \
-	VPBROADCASTW stride(row), X10; \
-	VINSERTI128  $1, X10, Y6, Y6; \
-	VCVTPH2PS    Y6, Z6; \
-	VMULPS       Z5, Z6, Z6
-
-// QDOT2 turns the signed weights in Z7 (two blocks) into the exact lane sums
-// of w*x as float32 in Z8, and accumulates fma(d0, lanes 0-7, acc) then
-// fma(d1, lanes 8-15, acc) with the scales in Z6. Clobbers Z8, Z9.
-#define QDOT2(acc) \
-	VPXORD        Z8, Z8, Z8; \
-	VPDPBUSD      Z7, Z4, Z8; \
-	VPXORD        Z9, Z9, Z9; \
-	VPDPBUSD      Z7, Z11, Z9; \
-	VPSUBD        Z9, Z8, Z8; \
-	VCVTDQ2PS     Z8, Z8; \
-	VFMADD231PS   Y8, Y6, acc; \
-	VEXTRACTF32X8 $1, Z8, Y8; \
-	VEXTRACTF32X8 $1, Z6, Y6; \
-	VFMADD231PS   Y8, Y6, acc
-
-// QDOT1 is QDOT2 for one block: weights in Y7, xu in Y4, scale in Y6.
-#define QDOT1(acc) \
-	VPXORD      Y8, Y8, Y8; \
-	VPDPBUSD    Y7, Y4, Y8; \
-	VPXORD      Y9, Y9, Y9; \
-	VPDPBUSD    Y7, Y11, Y9; \
-	VPSUBD      Y9, Y8, Y8; \
-	VCVTDQ2PS   Y8, Y8; \
-	VFMADD231PS Y8, Y6, acc
-
-// Q4W loads the 32 weights of the Q4_0 block at (row) as signed bytes into
-// ydst (element i < 16: low nibble of byte i, element 16+i: high nibble, both
-// minus 8). Needs Y12 = 0x0f bytes, Y13 = 0x08 bytes; clobbers X14.
-#define Q4W(row, off, ydst, xdst) \
-	VMOVDQU     off+2(row), xdst; \
-	VPSRLW      $4, xdst, X14; \
-	VINSERTI128 $1, X14, ydst, ydst; \
-	VPAND       Y12, ydst, ydst; \
-	VPSUBB      Y13, ydst, ydst
-
-// Q4ROW2 accumulates two Q4_0 blocks (18 bytes each: fp16 d, 16 bytes of
-// nibbles) at (row) into acc. Clobbers Y15.
-#define Q4ROW2(row, acc) \
-	Q8SCALE2(row, 18); \
-	Q4W(row, 0, Y7, X7); \
-	Q4W(row, 18, Y15, X15); \
-	VINSERTI32X8 $1, Y15, Z7, Z7; \
-	QDOT2(acc)
-
-// Q4ROW1 accumulates one Q4_0 block at (row) into acc.
-#define Q4ROW1(row, acc) \
-	VPBROADCASTW (row), X6; \
-	VCVTPH2PS    X6, Y6; \
-	VMULPS       Y5, Y6, Y6; \
-	Q4W(row, 0, Y7, X7); \
-	QDOT1(acc)
-
-// QSETUP sets up q8Dot4x1 and q4Dot4x1 after their arguments are loaded
+// QSETUP sets up q8Dot4x1 after its arguments are loaded
 // (SI = w, R8 = wstride, DI = xu, DX = xd, CX = nb, BX = out): R10, R11,
 // R12 = rows 1..3, Z11 = 0x80 bytes, accumulators Y0..Y3 = 0.
 #define QSETUP \
@@ -527,51 +464,6 @@ q8d4one:
 	JEQ   q8d4done
 	Q8BLK4(0, 0, 0)
 q8d4done:
-	MOVQ ostride+48(FP), R9
-	QSTORE
-	VZEROUPPER
-	RET
-
-// func q4Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
-// q8Dot4x1 for Q4_0 rows: out + i*ostride = dotQ4(row i, x).
-TEXT ·q4Dot4x1(SB), NOSPLIT, $0-56
-	MOVQ w+0(FP), SI
-	MOVQ wstride+8(FP), R8
-	MOVQ xq+16(FP), DI
-	MOVQ xd+24(FP), DX
-	MOVQ nb+32(FP), CX
-	MOVQ out+40(FP), BX
-	QSETUP
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Y12
-	MOVL $0x08080808, AX
-	VPBROADCASTD AX, Y13
-	CMPQ CX, $2
-	JLT  q4d4one
-q4d4loop:
-	QLOADX2
-	Q4ROW2(SI, Y0)
-	Q4ROW2(R10, Y1)
-	Q4ROW2(R11, Y2)
-	Q4ROW2(R12, Y3)
-	ADDQ $36, SI
-	ADDQ $36, R10
-	ADDQ $36, R11
-	ADDQ $36, R12
-	ADDQ $64, DI
-	ADDQ $8, DX
-	SUBQ $2, CX
-	CMPQ CX, $2
-	JGE  q4d4loop
-q4d4one:
-	TESTQ CX, CX
-	JEQ   q4d4done
-	QLOADX1
-	Q4ROW1(SI, Y0)
-	Q4ROW1(R10, Y1)
-	Q4ROW1(R11, Y2)
-	Q4ROW1(R12, Y3)
-q4d4done:
 	MOVQ ostride+48(FP), R9
 	QSTORE
 	VZEROUPPER

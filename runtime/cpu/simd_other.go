@@ -25,9 +25,6 @@ func f32Dot4x4(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, xstride uint
 func q8Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
-func q4Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
-	panic("cpu: no simd kernels")
-}
 func cvtF16(dst *float32, src unsafe.Pointer, n int)       { panic("cpu: no simd kernels") }
 func cvtBF16(dst *float32, src unsafe.Pointer, n int)      { panic("cpu: no simd kernels") }
 func q8PairToken(xu *byte, xd *float32, nb int, dst *byte) { panic("cpu: no simd kernels") }
