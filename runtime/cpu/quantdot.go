@@ -3,6 +3,7 @@ package cpu
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
@@ -77,22 +78,27 @@ const q8KGroupBlock = 1184
 // 0..3 (int16) and their scales, each twice (float32: d0, d0, d1, d1, ...).
 func (a *actQuant) interleave4(lo, hi int) {
 	K, nb := a.K, a.K/256
+	qs := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a.qs))), len(a.qs))
 	for s := lo / 4; 4*s+4 <= hi; s++ {
 		for b := range nb {
 			dst := a.x4[(s*nb+b)*q8KGroupBlock : (s*nb+b+1)*q8KGroupBlock]
+			var src [4][]byte
 			for t := range 4 {
-				tok := 4*s + t
-				src := a.qs[tok*K+256*b : tok*K+256*b+256]
-				for g := range 4 {
-					for c := range 2 {
-						for p := range 8 {
-							o := 64*(8*c+p) + 16*t + 4*g
-							for j := range 4 {
-								dst[o+j] = byte(src[64*g+32*c+4*p+j])
-							}
+				src[t] = qs[(4*s+t)*K+256*b : (4*s+t)*K+256*b+256]
+			}
+			o := 0
+			for c := range 2 {
+				for p := range 8 {
+					for t := range 4 {
+						for g := range 4 {
+							binary.LittleEndian.PutUint32(dst[o:], binary.LittleEndian.Uint32(src[t][64*g+32*c+4*p:]))
+							o += 4
 						}
 					}
 				}
+			}
+			for t := range 4 {
+				tok := 4*s + t
 				for i, v := range a.bsums[16*(tok*nb+b) : 16*(tok*nb+b)+16] {
 					binary.LittleEndian.PutUint16(dst[1024+32*t+2*i:], uint16(v))
 				}
