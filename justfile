@@ -14,13 +14,15 @@ build:
 run prompt="Once upon a time" n="128": build
     {{bin}} run --model {{models}}/stories260K.gguf --prompt "{{prompt}}" --max-tokens {{n}} --temperature 0
 
-# Vet, check formatting, run every test (includes the llama.cpp golden suite)
+# Vet, check formatting, run every test (includes the llama.cpp golden suite, also
+# on the AVX2 kernels: NINFER_CPU_KERNELS=avx2 caps an AVX-512 CPU at that level)
 # and check the bundled graphs and generated node docs.
 test: build
     test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)
     go vet ./...
     {{just_executable()}} tokenizers
     go test -count=1 ./...
+    NINFER_CPU_KERNELS=avx2 go test -count=1 ./runtime/cpu ./suites/golden
     {{just_executable()}} cuda-emu
     {{bin}} graph check graphs/*.yaml
     {{bin}} graph test --model {{models}}/stories260K.gguf $(ls graphs/*.yaml | grep -v -e '/mtp.yaml$' -e '/eagle3.yaml$' -e '/dflash.yaml$')
