@@ -83,12 +83,13 @@ func (b *Backend) checkAttention(op tensor.Op) error {
 }
 
 // attention writes this step's K and V rows into the cache, then computes
-// causal attention for every row and head in ggml's order (attentionRef).
+// causal attention for every row and head in ggml's order (attentionRef;
+// attentionFast above the reference level).
 func (p *program) attention(out []float32, op tensor.Op, b *exec.Batch) {
 	p.writeKV(op, b)
 	p.visible = visibleRows(p.visible, op.Attn, b)
 	switch {
-	case useSIMD:
+	case level != levelRef:
 		p.attentionFast(out, op, b)
 	case p.b.cache.codec != nil:
 		p.attentionCodedRef(out, op, b)
@@ -296,7 +297,7 @@ type attnScratch struct {
 }
 
 // attnTask computes attention for items (KV head, tile) with the AVX-512
-// kernels; see attentionFast.
+// or AVX2 kernels; see attentionFast.
 type attnTask struct {
 	p      *program
 	b      *exec.Batch
@@ -304,9 +305,64 @@ type attnTask struct {
 	q, out []float32
 	tiles  []attnTile
 	batch  bool // two rows or more: ggml's tinyBLAS order for the values
+	avx2   bool // levelAVX2: the kernels of attn_avx2_amd64.s
 }
 
-// attentionFast is attention with the AVX-512 kernels, bit for bit
+// The kernels of an attnTask at its level.
+
+func (t *attnTask) scores(a *scoreArgs) {
+	if t.avx2 {
+		attnScoresAVX2(a)
+	} else {
+		attnScores(a)
+	}
+}
+
+func (t *attnTask) softmax(s *float32, n int) {
+	if t.avx2 {
+		softmaxVAVX2(s, n)
+	} else {
+		softmaxV(s, n)
+	}
+}
+
+// values runs attnValues4, attnValues2q or attnValues4q for m = 1, 2 or
+// more query vectors.
+func (t *attnTask) values(a *valueArgs, m int) {
+	switch {
+	case m == 1 && t.avx2:
+		attnValues4AVX2(a)
+	case m == 1:
+		attnValues4(a)
+	case m == 2 && t.avx2:
+		attnValues2qAVX2(a)
+	case m == 2:
+		attnValues2q(a)
+	case t.avx2:
+		attnValues4qAVX2(a)
+	default:
+		attnValues4q(a)
+	}
+}
+
+func (t *attnTask) values1(a *valueArgs) {
+	if t.avx2 {
+		attnValues1AVX2(a)
+	} else {
+		attnValues1(a)
+	}
+}
+
+func (t *attnTask) reduce(acc, out *float32, nvec, classes int, mask uint64) {
+	if t.avx2 {
+		attnReduceAVX2(acc, out, nvec, classes, mask)
+	} else {
+		attnReduce(acc, out, nvec, classes, mask)
+	}
+}
+
+// attentionFast is attention with the AVX-512 kernels (the AVX2 ones of
+// attn_avx2_amd64.s at levelAVX2), bit for bit
 // attentionRef (f32 pages) and attentionCodedRef (encoded pages, decoded
 // into float scratch first). Rows of one sequence are grouped in tiles of
 // up to 4 query vectors per KV head (rows x the heads sharing it); a work
@@ -322,7 +378,8 @@ type attnTask struct {
 func (p *program) attentionFast(out []float32, op tensor.Op, b *exec.Batch) {
 	t := &p.attn
 	a := op.Attn
-	*t = attnTask{p: p, b: b, a: a, q: p.f32[op.Args[0].ID], out: out, tiles: t.tiles[:0], batch: op.Out.Rows() >= 2}
+	*t = attnTask{p: p, b: b, a: a, q: p.f32[op.Args[0].ID], out: out, tiles: t.tiles[:0], batch: op.Out.Rows() >= 2,
+		avx2: level == levelAVX2}
 	rows := max(1, 4/(a.Heads/a.KVHeads))
 	T, work := op.Out.Rows(), 0
 	for r := 0; r < T; {
@@ -430,14 +487,14 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 				sa.q = [2]unsafe.Pointer{q0, q0}
 				sa.out, sa.pchunk, sa.cstep = [4]unsafe.Pointer{sc0, sc0, sc0, sc0}, [4]int{0, 1, 2, 3}, 4
 			}
-			attnScores(&sa)
+			t.scores(&sa)
 		}
 		va := valueArgs{voffs: &w.voffs[0], vrow: vrow, phases: phases, accStride: uintptr(64 * classes), nmin: ns[0]}
 		for u := range 4 {
 			x := min(u, m-1) // fewer than 4: repeat the last one
 			va.w[u], va.n[u] = unsafe.Pointer(&w.scores[x*stride]), ns[x]
 			if u < m {
-				softmaxV(&w.scores[u*stride], ns[u])
+				t.softmax(&w.scores[u*stride], ns[u])
 			}
 			va.nmin, va.nmax = min(va.nmin, ns[x]), max(va.nmax, ns[x])
 		}
@@ -447,14 +504,7 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 				va.acc[u] = unsafe.Pointer(&w.acc[min(u, m-1)*accN+d0*classes])
 			}
 			if hd-d0 >= 64 {
-				switch m {
-				case 1:
-					attnValues4(&va)
-				case 2:
-					attnValues2q(&va)
-				default:
-					attnValues4q(&va)
-				}
+				t.values(&va, m)
 				d0 += 64
 				continue
 			}
@@ -462,12 +512,12 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 			for u := range m {
 				one := va
 				one.w[0], one.acc[0], one.n[0] = va.w[u], va.acc[u], va.n[u]
-				attnValues1(&one)
+				t.values1(&one)
 			}
 			d0 += 16
 		}
 		for u := range m {
-			attnReduce(&w.acc[u*accN], &t.out[qoff[u]], nvec, classes, 1<<(hd-16*(nvec-1))-1)
+			t.reduce(&w.acc[u*accN], &t.out[qoff[u]], nvec, classes, 1<<(hd-16*(nvec-1))-1)
 		}
 	}
 }

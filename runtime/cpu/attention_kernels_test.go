@@ -70,13 +70,31 @@ type attnCase struct {
 	nonCausal              bool     // rows also see their sequence's later rows of the step
 }
 
-// runAttention computes attention for c (random q, k, v; KV pages filled
-// by earlier steps with random rows) with the fast kernels or the
-// reference loops, on a pool of threads workers.
-func runAttention(t *testing.T, c attnCase, fast bool, threads int) []float32 {
+// fastLevels are the kernel levels above the reference that this CPU runs.
+func fastLevels() []kernelLevel {
+	var ls []kernelLevel
+	for _, lv := range testLevels() {
+		if lv != levelRef {
+			ls = append(ls, lv)
+		}
+	}
+	return ls
+}
+
+// needFast skips tests of the fast attention kernels on a CPU without them.
+func needFast(t testing.TB) {
 	t.Helper()
-	defer func(u bool) { useSIMD = u }(useSIMD)
-	useSIMD = fast
+	if len(fastLevels()) == 0 {
+		t.Skip("no AVX2 or AVX-512 kernels on this machine")
+	}
+}
+
+// runAttention computes attention for c (random q, k, v; KV pages filled
+// by earlier steps with random rows) at kernel level lv (levelRef: the
+// reference loops), on a pool of threads workers.
+func runAttention(t *testing.T, c attnCase, lv kernelLevel, threads int) []float32 {
+	t.Helper()
+	defer setLevel(lv)()
 	p, op, b, out := setupAttention(t, c, threads)
 	defer p.b.Close()
 	p.attention(out, op, b)
@@ -156,7 +174,8 @@ func setupAttention(t testing.TB, c attnCase, threads int) (*program, tensor.Op,
 // layer shape (16 query heads, 8 KV heads of 128) and of stories260K's (8
 // and 4 heads of 8), f32 pages on 2 threads: pp512 (a 512-row prompt
 // chunk) and tg (one row after 4096 or 511 positions), with the AVX-512
-// kernels and the reference loops. Compare them as ratios from one run.
+// kernels, the AVX2 ones and the reference loops (the levels the CPU
+// has). Compare them as ratios from one run.
 func BenchmarkAttention(b *testing.B) {
 	shapes := []struct {
 		name               string
@@ -167,14 +186,9 @@ func BenchmarkAttention(b *testing.B) {
 			name string
 			seq  [2]int
 		}{{"pp512", [2]int{0, 512}}, {"tg@512", [2]int{511, 1}}, {"tg@4096", [2]int{4095, 1}}} {
-			for _, fast := range []bool{true, false} {
-				if fast && !hasAVX512() {
-					continue
-				}
-				kern := map[bool]string{true: "simd", false: "ref"}[fast]
-				b.Run(sh.name+"/"+w.name+"/"+kern, func(b *testing.B) {
-					defer func(u bool) { useSIMD = u }(useSIMD)
-					useSIMD = fast
+			for _, lv := range testLevels() {
+				b.Run(sh.name+"/"+w.name+"/"+lv.String(), func(b *testing.B) {
+					defer setLevel(lv)()
 					c := attnCase{heads: sh.heads, kvHeads: sh.kvHeads, hd: sh.hd, bt: 16, dtype: "f32", seqs: [][2]int{w.seq}}
 					p, op, batch, out := setupAttention(b, c, 2)
 					defer p.b.Close()
@@ -188,11 +202,11 @@ func BenchmarkAttention(b *testing.B) {
 	}
 }
 
-// TestAttentionFastMatchesRef checks the AVX-512 attention against the
-// reference loops bit for bit, over head shapes, block sizes, KV formats,
-// batches of several sequences and thread counts.
+// TestAttentionFastMatchesRef checks the fast attention (at every level
+// the CPU has) against the reference loops bit for bit, over head shapes,
+// block sizes, KV formats, batches of several sequences and thread counts.
 func TestAttentionFastMatchesRef(t *testing.T) {
-	needSIMD(t)
+	needFast(t)
 	cases := []attnCase{
 		{heads: 8, kvHeads: 4, hd: 8, bt: 16, dtype: "f32", seqs: [][2]int{{0, 37}}},
 		{heads: 8, kvHeads: 4, hd: 8, bt: 16, dtype: "f32", seqs: [][2]int{{40, 1}, {3, 5}, {0, 1}}},
@@ -209,12 +223,14 @@ func TestAttentionFastMatchesRef(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("h%d-kv%d-hd%d-bt%d-%s-%v-noncausal=%v", c.heads, c.kvHeads, c.hd, c.bt, c.dtype, c.seqs, c.nonCausal), func(t *testing.T) {
-			want := runAttention(t, c, false, 2)
-			for _, threads := range []int{1, 2, 3} {
-				got := runAttention(t, c, true, threads)
-				for i := range got {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("threads=%d: out[%d] = %v, want %v", threads, i, got[i], want[i])
+			want := runAttention(t, c, levelRef, 2)
+			for _, lv := range fastLevels() {
+				for _, threads := range []int{1, 2, 3} {
+					got := runAttention(t, c, lv, threads)
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%v threads=%d: out[%d] = %v, want %v", lv, threads, i, got[i], want[i])
+						}
 					}
 				}
 			}
@@ -222,14 +238,15 @@ func TestAttentionFastMatchesRef(t *testing.T) {
 	}
 }
 
-// TestAttentionFastPositions checks the AVX-512 attention against the
-// reference loops bit for bit for every head dimension the kernels treat
+// TestAttentionFastPositions checks the fast attention (at every level the
+// CPU has) against the reference loops bit for bit for every head
+// dimension the kernels treat
 // differently (no whole 64, whole 64s, 64s and a rest), visible positions
 // around multiples of 16 and 64 up to 300, one row (the single-row value
 // order) and batches of rows (tinyBLAS's), GQA groups of 1, 2 and 4 (odd
 // and even query vectors per tile), f32 and int8-g64 pages.
 func TestAttentionFastPositions(t *testing.T) {
-	needSIMD(t)
+	needFast(t)
 	ns := []int{1, 2, 15, 16, 17, 33, 63, 64, 65, 100, 127, 128, 129, 191, 257, 300}
 	if testing.Short() {
 		ns = []int{1, 17, 64, 129, 300}
@@ -256,11 +273,13 @@ func TestAttentionFastPositions(t *testing.T) {
 						c.seqs = append(c.seqs, [2]int{n/2 + 1, 1})
 						c.bt = 32
 					}
-					want := runAttention(t, c, false, 1)
-					got := runAttention(t, c, true, 2)
-					for i := range got {
-						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-							t.Fatalf("heads %d/%d hd %d %s seqs %v: out[%d] = %v, want %v", sh.heads, sh.kvHeads, sh.hd, dtype, c.seqs, i, got[i], want[i])
+					want := runAttention(t, c, levelRef, 1)
+					for _, lv := range fastLevels() {
+						got := runAttention(t, c, lv, 2)
+						for i := range got {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("%v heads %d/%d hd %d %s seqs %v: out[%d] = %v, want %v", lv, sh.heads, sh.kvHeads, sh.hd, dtype, c.seqs, i, got[i], want[i])
+							}
 						}
 					}
 				}
@@ -481,16 +500,20 @@ func TestQuantQ8K(t *testing.T) {
 // TestAttentionNoAllocs checks that the fast attention path does not
 // allocate once its scratch has grown.
 func TestAttentionNoAllocs(t *testing.T) {
-	needSIMD(t)
+	needFast(t)
 	c := attnCase{heads: 16, kvHeads: 8, hd: 128, bt: 16, dtype: "f32", seqs: [][2]int{{0, 40}, {70, 1}}}
-	for _, dtype := range []string{"f32", "int8-g64"} {
-		c.dtype = dtype
-		p, op, b, out := setupAttention(t, c, 2)
-		p.attention(out, op, b)
-		if n := testing.AllocsPerRun(20, func() { p.attention(out, op, b) }); n != 0 {
-			t.Errorf("%s: %v allocations per attention op", dtype, n)
+	for _, lv := range fastLevels() {
+		restore := setLevel(lv)
+		for _, dtype := range []string{"f32", "int8-g64"} {
+			c.dtype = dtype
+			p, op, b, out := setupAttention(t, c, 2)
+			p.attention(out, op, b)
+			if n := testing.AllocsPerRun(20, func() { p.attention(out, op, b) }); n != 0 {
+				t.Errorf("%v %s: %v allocations per attention op", lv, dtype, n)
+			}
+			p.b.Close()
 		}
-		p.b.Close()
+		restore()
 	}
 }
 
