@@ -13,8 +13,8 @@ import (
 
 // Kernel selection. The CPU's instruction set picks a kernel level: with
 // AVX-512 and VNNI (levelAVX512) every fast kernel runs; with AVX2, FMA and
-// F16C only (levelAVX2) the matmul kernels of the *_avx2_amd64.s files run
-// and everything else takes the reference loops; otherwise, or with
+// F16C only (levelAVX2) the matmul and attention kernels of the
+// *_avx2_amd64.s files run and everything else takes the reference loops; otherwise, or with
 // NINFER_CPU_KERNELS=ref in the environment, the readable reference loops in
 // kernels.go and quantdot.go run. NINFER_CPU_KERNELS=avx2 caps an AVX-512
 // machine at levelAVX2 (the tests use it).
@@ -31,9 +31,10 @@ import (
 //
 // The other fast kernels (attn_amd64.s: attention, softmax, SwiGLU, the f16
 // rounding and Q8_0 quantization of activations) give bit for bit the
-// reference results; they run at levelAVX512 only (useSIMD), except the
-// f16 rounding and Q8_0 quantization of activations, which have levelAVX2
-// versions too (roundF16AVX2, quantQ8AVX2).
+// reference results; they run at levelAVX512 only (useSIMD), except
+// attention (attn_avx2_amd64.s) and the f16 rounding and Q8_0 quantization
+// of activations (roundF16AVX2, quantQ8AVX2), which have levelAVX2 versions
+// too.
 var level = chooseLevel(os.Getenv("NINFER_CPU_KERNELS"))
 
 // useSIMD reports whether the AVX-512 kernels run.
