@@ -309,11 +309,20 @@ func TestAttentionNonCausalSeesLaterRows(t *testing.T) {
 	}
 }
 
-// TestSwiGLUFast checks swigluFast against swigluRows bit for bit, over
+// TestSwiGLUFast checks swigluFast against swigluRows bit for bit at every
+// fast level, over
 // row widths with and without a tail past their last whole 16 and ranges
 // that start and end inside rows, on values out to where expfV saturates.
 func TestSwiGLUFast(t *testing.T) {
-	needSIMD(t)
+	for _, lv := range fastLevels() {
+		t.Run(lv.String(), func(t *testing.T) {
+			defer setLevel(lv)()
+			testSwiGLUFast(t)
+		})
+	}
+}
+
+func testSwiGLUFast(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	g := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 3e-39, 80, -80, 88.8, -88.8, 100, -100, 200, -200,
 		float32(math.Inf(1)), float32(math.Inf(-1)), 1, -1}

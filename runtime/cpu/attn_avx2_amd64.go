@@ -45,3 +45,8 @@ func attnValues2qAVX2(a *valueArgs)
 //
 //go:noescape
 func attnReduceAVX2(acc, out *float32, nvec, classes int, mask uint64)
+
+// swigluV16AVX2 is swigluV16 at levelAVX2.
+//
+//go:noescape
+func swigluV16AVX2(out, gate, up *float32, n16 int)

@@ -14,3 +14,5 @@ func attnValues2qAVX2(a *valueArgs)  { panic("cpu: no simd kernels") }
 func attnReduceAVX2(acc, out *float32, nvec, classes int, mask uint64) {
 	panic("cpu: no simd kernels")
 }
+
+func swigluV16AVX2(out, gate, up *float32, n16 int) { panic("cpu: no simd kernels") }

@@ -26,7 +26,7 @@ func (t *elemTask) run(_, lo, hi int) {
 			out[j] = x[j] + y[j]
 		}
 	case tensor.OpSwiGLU:
-		if useSIMD {
+		if level != levelRef {
 			swigluFast(t.out, t.x, t.y, lo, hi, t.cols)
 			return
 		}
@@ -63,7 +63,7 @@ func (p *program) elementwise(out []float32, op tensor.Op) {
 }
 
 // swigluFast is swigluRows over elements [lo, hi) of out, g and u, bit
-// for bit, with the AVX-512 kernel swigluV16 for 16s of elements in their
+// for bit, with the level's kernel swigluV16 for 16s of elements in their
 // rows' whole 16s (siluV is lane by lane, so their alignment is free).
 func swigluFast(out, g, u []float32, lo, hi, cols int) {
 	whole := cols - cols%16
@@ -72,7 +72,11 @@ func swigluFast(out, g, u []float32, lo, hi, cols int) {
 		e := min(hi, r0+cols)
 		if w := min(e, r0+whole); w-s >= 16 {
 			n := (w - s) &^ 15
-			swigluV16(&out[s], &g[s], &u[s], n/16)
+			if useSIMD {
+				swigluV16(&out[s], &g[s], &u[s], n/16)
+			} else {
+				swigluV16AVX2(&out[s], &g[s], &u[s], n/16)
+			}
 			s += n
 		}
 		swigluRows(out[s:e], g[s:e], u[s:e], s, cols)
