@@ -773,137 +773,14 @@ q6k22done:
 	VZEROUPPER
 	RET
 
-// Q5KPAIR adds the scaled lanes of chunks 2j and 2j+1 of the Q5_K row at
-// (row) into Z31: their low 4 bits as Q4KUNPACK unpacks them (nibbles at
-// off(row)), their fifth bit bit 2j (sh) and 2j+1 (sh+1) of each of the
-// super-block's 32 qh bytes (in Y25). Needs Z10 = the 8 scales as words,
-// Z24 = 0x01 bytes, Z30 = 0x0f bytes; clobbers Z8, Z9, Z11.
-#define Q5KPAIR(row, off, act, idx, sh, sh1) \
-	VMOVDQU      off(row), Y8; \
-	VPSRLW       $4, Y8, Y9; \
-	VINSERTI64X4 $1, Y9, Z8, Z8; \
-	VPANDQ       Z30, Z8, Z8; \
-	VPSRLW       $sh, Y25, Y9; \
-	VPSRLW       $sh1, Y25, Y11; \
-	VINSERTI64X4 $1, Y11, Z9, Z9; \
-	VPANDQ       Z24, Z9, Z9; \
-	VPSLLW       $4, Z9, Z9; \
-	VPORQ        Z9, Z8, Z8; \
-	VPMADDUBSW   act, Z8, Z8; \
-	VPERMW       Z10, idx, Z9; \
-	VPMADDWD     Z9, Z8, Z8; \
-	VPADDD       Z8, Z31, Z31
-
-// Q5KROW accumulates the Q5_K super-block at (row) into acc (8 lanes) and
-// its mins term, dotQ5K's scalar summs, into lane 0 of accm: the mins'
-// products with the chunk sums are added as one integer, then
-// summs = fma(-dmin*y.d, float(sum), summs). Needs the token's
-// activations in Z20..Z23, X13 = [y.d, -y.d, y.d, y.d], X14 = the sums of
-// its 8 chunks as words, Z24, Z26..Z29 = q4kidx, Z30; clobbers AX, R8, R9,
-// R14, R15, Z8..Z12, Y25, Z31.
-#define Q5KROW(row, acc, accm) \
-	Q4KSC(row); \
-	VPMADDWD  X14, X11, X11; \
-	VPSHUFD   $0x4e, X11, X9; \
-	VPADDD    X9, X11, X11; \
-	VPSHUFD   $0xb1, X11, X9; \
-	VPADDD    X9, X11, X11; \
-	VCVTDQ2PS X11, X11; \
-	VMOVD     (row), X12; \
-	VCVTPH2PS X12, X12; \
-	VMULPS    X13, X12, X12; \
-	VSHUFPS   $0x55, X12, X12, X9; \
-	VFMADD231SS X11, X9, accm; \
-	VBROADCASTSS X12, Y12; \
-	VMOVDQU64 16(row), Y25; \
-	VPXORD    Z31, Z31, Z31; \
-	Q5KPAIR(row, 48, Z20, Z26, 0, 1); \
-	Q5KPAIR(row, 80, Z21, Z27, 2, 3); \
-	Q5KPAIR(row, 112, Z22, Z28, 4, 5); \
-	Q5KPAIR(row, 144, Z23, Z29, 6, 7); \
-	VEXTRACTI64X4 $1, Z31, Y8; \
-	VPADDD    Y8, Y31, Y8; \
-	VCVTDQ2PS Y8, Y8; \
-	VFMADD231PS Y8, Y12, acc
-
-// func q5KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
-// q4KDot4x1 for Q5_K rows: out + i*ostride = dotQ5K(row i, x).
-TEXT ·q5KDot4x1(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), SI
-	MOVQ wstride+8(FP), R8
-	MOVQ xq+16(FP), DI
-	MOVQ xd+24(FP), DX
-	MOVQ xb+32(FP), R13
-	MOVQ nb+40(FP), CX
-	LEAQ (SI)(R8*1), R10
-	LEAQ (SI)(R8*2), R11
-	LEAQ (R11)(R8*1), R12
-	VMOVDQU64 q4kidx<>+0(SB), Z26
-	VMOVDQU64 q4kidx<>+64(SB), Z27
-	VMOVDQU64 q4kidx<>+128(SB), Z28
-	VMOVDQU64 q4kidx<>+192(SB), Z29
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z30
-	MOVL $0x01010101, AX
-	VPBROADCASTD AX, Z24
-	MOVQ $0x8000000000000000, AX
-	VMOVQ AX, X15
-	VXORPS Y16, Y16, Y16
-	VXORPS Y17, Y17, Y17
-	VXORPS Y18, Y18, Y18
-	VXORPS Y19, Y19, Y19
-	VXORPS X4, X4, X4
-	VXORPS X5, X5, X5
-	VXORPS X6, X6, X6
-	VXORPS X7, X7, X7
-	TESTQ CX, CX
-	JEQ   q5kdone
-q5kloop:
-	VMOVDQU64 (DI), Z20
-	VMOVDQU64 64(DI), Z21
-	VMOVDQU64 128(DI), Z22
-	VMOVDQU64 192(DI), Z23
-	VMOVDQU   (R13), X8
-	VMOVDQU   16(R13), X9
-	VPHADDW   X9, X8, X14
-	VBROADCASTSS (DX), X13
-	VXORPS    X15, X13, X13
-	Q5KROW(SI, Y16, X4)
-	Q5KROW(R10, Y17, X5)
-	Q5KROW(R11, Y18, X6)
-	Q5KROW(R12, Y19, X7)
-	ADDQ $176, SI
-	ADDQ $176, R10
-	ADDQ $176, R11
-	ADDQ $176, R12
-	ADDQ $256, DI
-	ADDQ $4, DX
-	ADDQ $32, R13
-	DECQ CX
-	JNZ  q5kloop
-q5kdone:
-	MOVQ out+48(FP), BX
-	MOVQ ostride+56(FP), R9
-	HSUM8(Y16, X16)
-	VADDSS X4, X0, X0
-	VMOVSS X0, (BX)
-	HSUM8(Y17, X17)
-	VADDSS X5, X0, X0
-	VMOVSS X0, (BX)(R9*1)
-	HSUM8(Y18, X18)
-	VADDSS X6, X0, X0
-	VMOVSS X0, (BX)(R9*2)
-	LEAQ (BX)(R9*2), BX
-	HSUM8(Y19, X19)
-	VADDSS X7, X0, X0
-	VMOVSS X0, (BX)(R9*1)
-	VZEROUPPER
-	RET
-
-// Q5KPAIR2 is Q5KPAIR for two tokens: the weights and scale words of
-// chunks 2j, 2j+1 are unpacked once, multiplied with token A's activations
-// at actoff(DI) into Z31 and token B's at actoff(BX) into Z0; the qh bytes
-// in Y21 and 0x01 bytes in Z20. Clobbers Z1, Z8, Z9, Z12, Z22.
+// Q5KPAIR2 adds the scaled lanes of chunks 2j and 2j+1 of the Q5_K row at
+// (row) for two tokens: the weights (their low 4 bits as Q4KUNPACK unpacks
+// them, nibbles at off(row); their fifth bit bit 2j (sh) and 2j+1 (sh1) of
+// each of the super-block's 32 qh bytes, in Y21) and the chunks' scale
+// words are unpacked once, multiplied (VPMADDUBSW, VPMADDWD) with token A's
+// activations at actoff(DI) into Z31 and token B's at actoff(BX) into Z0.
+// Needs Z10 = the 8 scales as words, Z20 = 0x01 bytes, Z30 = 0x0f bytes;
+// clobbers Z1, Z8, Z9, Z12, Z22.
 #define Q5KPAIR2(row, off, actoff, idx, sh, sh1) \
 	VMOVDQU      off(row), Y8; \
 	VPSRLW       $4, Y8, Y9; \
@@ -923,10 +800,13 @@ q5kdone:
 	VPMADDWD     Z9, Z1, Z1; \
 	VPADDD       Z1, Z0, Z0
 
-// Q5KROW2 is Q5KROW for two tokens: the Q5_K super-block at (row) into
-// accA/accmA against token A (activations at DI, X13 = its [y.d, -y.d,
-// y.d, y.d], X14 = its chunk sums as words) and into accB/accmB against
-// token B (BX, X24, X25); the scales and mins in X10 and X11 from Q4KSC.
+// Q5KROW2 accumulates the Q5_K super-block at (row) for two tokens, as
+// dotQ5K does: into accA (8 lanes) and lane 0 of accmA (the mins term,
+// dotQ5K's scalar summs: the mins' products with the chunk sums added as
+// one integer, then summs = fma(-dmin*y.d, float(sum), summs)) against
+// token A (activations at DI, X13 = its [y.d, -y.d, y.d, y.d], X14 = its
+// chunk sums as words), and into accB/accmB against token B (BX, X24,
+// X25); the scales and mins in X10 and X11 from Q4KSC.
 // Clobbers Z0..Z3, Z8, Z9, Z11, Z12, Y21, Z22, Z31.
 #define Q5KROW2(row, accA, accmA, accB, accmB) \
 	VPMADDWD  X14, X11, X12; \
@@ -969,7 +849,7 @@ q5kdone:
 
 // func q5KDot2x2(w unsafe.Pointer, wstride uintptr, xqa, xda, xba, xqb, xdb, xbb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)
 // q6KDot2x2 for Q5_K rows: out + r*ostride + t*otok = dotQ5K(row r,
-// token t), bit for bit q5KDot4x1's.
+// token t), bit for bit dotQ5K's.
 TEXT ·q5KDot2x2(SB), NOSPLIT, $0-96
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R10
@@ -1182,7 +1062,7 @@ q6k14done:
 	VZEROUPPER
 	RET
 
-// Q5KPAIR4 is Q5KPAIR for four tokens: chunks 2j and 2j+1 of the Q5_K row
+// Q5KPAIR4 is Q5KPAIR2 for four tokens: chunks 2j and 2j+1 of the Q5_K row
 // at SI, their fifth bits from the qh bytes in Y25, unpacked once and
 // multiplied with the four tokens' activations at actoff into Z0..Z3
 // (Q6KMUL4). Needs Z10, Z24 = 0x01 bytes, Z30; clobbers Z8, Z9, Z12, Y20.
@@ -1200,7 +1080,7 @@ q6k14done:
 	VPERMW       Z10, idx, Z9; \
 	Q6KMUL4(actoff, Z8, Z9)
 
-// Q5KTOK4 finishes one token's share of a Q5_K super-block, as Q5KROW's
+// Q5KTOK4 finishes one token's share of a Q5_K super-block, as Q5KROW2's
 // float work: the mins' products with its chunk sums (its 16 bsums at s0
 // and s16) as one integer into summs = lane 0 of accm, and the lanes in
 // zacc into acc, with its y.d at dptr. Needs X11 = the mins as words,
@@ -1227,7 +1107,7 @@ q6k14done:
 
 // func q5KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
 // q4KDot1x4 for a Q5_K row: out + t*otok = dotQ5K(row, token t), bit for
-// bit q5KDot4x1's.
+// bit dotQ5K's.
 TEXT ·q5KDot1x4(SB), NOSPLIT, $0-80
 	MOVQ w+0(FP), SI
 	MOVQ xq+8(FP), DI
