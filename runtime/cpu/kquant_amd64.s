@@ -11,7 +11,9 @@
 // chunk's sub-block scales with VPMADDWD, so each int32 lane holds 4
 // products. For Q5_K and Q6_K the lanes of the two chunks are added, giving
 // exactly kLanes, and the float work is dotQ5K's / dotQ6K's, lane for lane;
-// Q4_K's integer sums are reduced further (see q4KDot4x1).
+// Q4_K's integer sums are reduced further (see q4KDot4x1), and its 8-token
+// kernel q4KDot1x8 transposes the row instead. Q5_K's dot4 is the AVX2 one
+// (kquant_avx2_amd64.s), which is faster.
 
 // Word indices for VPERMW: Q4_K chunk pair j takes scale 2j for its first
 // 16 words and 2j+1 for the next 16; Q6_K chunk pair p takes scale 4p+w/8
