@@ -22,9 +22,6 @@ func q4KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.
 //go:noescape
 func q6KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr, n int)
 
-//go:noescape
-func q5KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
-
 // q4KDot1x8 is q4KDot1x4 for n groups of 8 tokens, their activations
 // from actQuant.x4 (interleave4) at x4; out + t*otok = dotQ4KGemm(row,
 // token t).

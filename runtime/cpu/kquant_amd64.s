@@ -12,8 +12,8 @@
 // products. For Q5_K and Q6_K the lanes of the two chunks are added, giving
 // exactly kLanes, and the float work is dotQ5K's / dotQ6K's, lane for lane;
 // Q4_K's integer sums are reduced further (see q4KDot4x1), and its 8-token
-// kernel q4KDot1x8 transposes the row instead. Q5_K's dot4 is the AVX2 one
-// (kquant_avx2_amd64.s), which is faster.
+// kernel q4KDot1x8 transposes the row instead. Q5_K's dot4 and dot1x4 are
+// the AVX2 ones (kquant_avx2_amd64.s), which are faster.
 
 // Word indices for VPERMW: Q4_K chunk pair j takes scale 2j for its first
 // 16 words and 2j+1 for the next 16; Q6_K chunk pair p takes scale 4p+w/8
@@ -1061,130 +1061,6 @@ q6k14done:
 	MOVQ R13, xb+40(FP)
 	DECQ n+80(FP)
 	JNZ  q6k14group
-	VZEROUPPER
-	RET
-
-// Q5KPAIR4 is Q5KPAIR2 for four tokens: chunks 2j and 2j+1 of the Q5_K row
-// at SI, their fifth bits from the qh bytes in Y25, unpacked once and
-// multiplied with the four tokens' activations at actoff into Z0..Z3
-// (Q6KMUL4). Needs Z10, Z24 = 0x01 bytes, Z30; clobbers Z8, Z9, Z12, Y20.
-#define Q5KPAIR4(off, actoff, idx, sh, sh1) \
-	VMOVDQU      off(SI), Y8; \
-	VPSRLW       $4, Y8, Y9; \
-	VINSERTI64X4 $1, Y9, Z8, Z8; \
-	VPANDQ       Z30, Z8, Z8; \
-	VPSRLW       $sh, Y25, Y9; \
-	VPSRLW       $sh1, Y25, Y20; \
-	VINSERTI64X4 $1, Y20, Z9, Z9; \
-	VPANDQ       Z24, Z9, Z9; \
-	VPSLLW       $4, Z9, Z9; \
-	VPORQ        Z9, Z8, Z8; \
-	VPERMW       Z10, idx, Z9; \
-	Q6KMUL4(actoff, Z8, Z9)
-
-// Q5KTOK4 finishes one token's share of a Q5_K super-block, as Q5KROW2's
-// float work: the mins' products with its chunk sums (its 16 bsums at s0
-// and s16) as one integer into summs = lane 0 of accm, and the lanes in
-// zacc into acc, with its y.d at dptr. Needs X11 = the mins as words,
-// X15 = the row's [d, dmin] as float32; clobbers Z8, X9, Z12.
-#define Q5KTOK4(zacc, yacc, s0, s16, dptr, acc, accm) \
-	VMOVDQU   s0, X8; \
-	VPHADDW   s16, X8, X8; \
-	VPMADDWD  X8, X11, X12; \
-	VPSHUFD   $0x4e, X12, X9; \
-	VPADDD    X9, X12, X12; \
-	VPSHUFD   $0xb1, X12, X9; \
-	VPADDD    X9, X12, X12; \
-	VCVTDQ2PS X12, X12; \
-	VBROADCASTSS dptr, X9; \
-	VXORPS    q4ksign<>(SB), X9, X9; \
-	VMULPS    X9, X15, X8; \
-	VSHUFPS   $0x55, X8, X8, X9; \
-	VFMADD231SS X12, X9, accm; \
-	VBROADCASTSS X8, Y8; \
-	VEXTRACTI64X4 $1, zacc, Y12; \
-	VPADDD    Y12, yacc, Y12; \
-	VCVTDQ2PS Y12, Y12; \
-	VFMADD231PS Y12, Y8, acc
-
-// func q5KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
-// q4KDot1x4 for a Q5_K row: out + t*otok = dotQ5K(row, token t), bit for
-// bit dotQ5K's.
-TEXT ·q5KDot1x4(SB), NOSPLIT, $0-80
-	MOVQ w+0(FP), SI
-	MOVQ xq+8(FP), DI
-	MOVQ xqstride+16(FP), R10
-	MOVQ xd+24(FP), DX
-	MOVQ xdstride+32(FP), R11
-	MOVQ xb+40(FP), R13
-	MOVQ xbstride+48(FP), R12
-	MOVQ nb+56(FP), CX
-	LEAQ (DI)(R10*2), BX
-	ADDQ R10, BX
-	VMOVDQU64 q4kidx<>+0(SB), Z26
-	VMOVDQU64 q4kidx<>+64(SB), Z27
-	VMOVDQU64 q4kidx<>+128(SB), Z28
-	VMOVDQU64 q4kidx<>+192(SB), Z29
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z30
-	MOVL $0x01010101, AX
-	VPBROADCASTD AX, Z24
-	VPXORD Y16, Y16, Y16
-	VPXORD Y17, Y17, Y17
-	VPXORD Y18, Y18, Y18
-	VPXORD Y19, Y19, Y19
-	VXORPS X4, X4, X4
-	VXORPS X5, X5, X5
-	VXORPS X6, X6, X6
-	VXORPS X7, X7, X7
-	TESTQ CX, CX
-	JEQ   q5k14done
-q5k14loop:
-	Q4KSC(SI)
-	VMOVDQU64 16(SI), Y25
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	Q5KPAIR4(48, 0, Z26, 0, 1)
-	Q5KPAIR4(80, 64, Z27, 2, 3)
-	Q5KPAIR4(112, 128, Z28, 4, 5)
-	Q5KPAIR4(144, 192, Z29, 6, 7)
-	VMOVD     (SI), X15
-	VCVTPH2PS X15, X15
-	LEAQ (R13)(R12*2), AX
-	ADDQ R12, AX
-	LEAQ (DX)(R11*2), R8
-	ADDQ R11, R8
-	Q5KTOK4(Z0, Y0, (R13), 16(R13), (DX), Y16, X4)
-	Q5KTOK4(Z1, Y1, (R13)(R12*1), 16(R13)(R12*1), (DX)(R11*1), Y17, X5)
-	Q5KTOK4(Z2, Y2, (R13)(R12*2), 16(R13)(R12*2), (DX)(R11*2), Y18, X6)
-	Q5KTOK4(Z3, Y3, (AX), 16(AX), (R8), Y19, X7)
-	ADDQ $176, SI
-	ADDQ $256, DI
-	ADDQ $256, BX
-	ADDQ $4, DX
-	ADDQ $32, R13
-	DECQ CX
-	JNZ  q5k14loop
-q5k14done:
-	MOVQ out+64(FP), BX
-	MOVQ otok+72(FP), R9
-	HSUM8(Y16, X16)
-	VADDSS X4, X0, X0
-	VMOVSS X0, (BX)
-	ADDQ R9, BX
-	HSUM8(Y17, X17)
-	VADDSS X5, X0, X0
-	VMOVSS X0, (BX)
-	ADDQ R9, BX
-	HSUM8(Y18, X18)
-	VADDSS X6, X0, X0
-	VMOVSS X0, (BX)
-	ADDQ R9, BX
-	HSUM8(Y19, X19)
-	VADDSS X7, X0, X0
-	VMOVSS X0, (BX)
 	VZEROUPPER
 	RET
 

@@ -25,9 +25,6 @@ func q4KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.
 func q6KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr, n int) {
 	panic("cpu: no simd kernels")
 }
-func q5KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr) {
-	panic("cpu: no simd kernels")
-}
 func q4KDot1x8(w, x4 unsafe.Pointer, nb int, out unsafe.Pointer, otok uintptr, n int) {
 	panic("cpu: no simd kernels")
 }
