@@ -466,12 +466,11 @@ func TestQuantQ8(t *testing.T) {
 	}
 }
 
-// TestQuantQ8K checks the AVX-512 Q8_K quantizer against quantizeQ8K bit
-// for bit: zero blocks, a largest magnitude that occurs twice (the first
-// one wins, with its sign), negative and tiny maxima, spreads of
-// magnitude.
+// TestQuantQ8K checks the AVX-512 and AVX2 Q8_K quantizers (those the CPU
+// runs) against quantizeQ8K bit for bit: zero blocks, a largest magnitude
+// that occurs twice (the first one wins, with its sign), negative and tiny
+// maxima, spreads of magnitude.
 func TestQuantQ8K(t *testing.T) {
-	needSIMD(t)
 	rng := rand.New(rand.NewPCG(21, 22))
 	const nb = 64
 	x := make([]float32, nb*256)
@@ -494,15 +493,33 @@ func TestQuantQ8K(t *testing.T) {
 	got.resize(tensor.Q8_K, 1, len(x))
 	quantizeQ8K(x, want.row(0))
 	w, g := want.row(0), got.row(0)
-	quantQ8K(&x[0], nb, &g.qs[0], &g.d[0], &g.bsums[0])
-	if d := cmp.Diff(w.d, g.d); d != "" {
-		t.Errorf("scales (-want +got):\n%s", d)
+	kernels := map[string]func(x *float32, nb int, qs *int8, d *float32, bsums *int16){}
+	if hasAVX512() {
+		kernels["avx512"] = quantQ8K
 	}
-	if d := cmp.Diff(w.qs, g.qs); d != "" {
-		t.Errorf("quants (-want +got):\n%s", d)
+	if hasAVX2() {
+		kernels["avx2"] = quantQ8KAVX2
 	}
-	if d := cmp.Diff(w.bsums, g.bsums); d != "" {
-		t.Errorf("sums (-want +got):\n%s", d)
+	for name, quant := range kernels {
+		for i := range g.qs {
+			g.qs[i] = 0x55
+		}
+		for i := range g.d {
+			g.d[i] = -1
+		}
+		for i := range g.bsums {
+			g.bsums[i] = 0x5555
+		}
+		quant(&x[0], nb, &g.qs[0], &g.d[0], &g.bsums[0])
+		if d := cmp.Diff(w.d, g.d); d != "" {
+			t.Errorf("%s: scales (-want +got):\n%s", name, d)
+		}
+		if d := cmp.Diff(w.qs, g.qs); d != "" {
+			t.Errorf("%s: quants (-want +got):\n%s", name, d)
+		}
+		if d := cmp.Diff(w.bsums, g.bsums); d != "" {
+			t.Errorf("%s: sums (-want +got):\n%s", name, d)
+		}
 	}
 }
 

@@ -50,3 +50,8 @@ func attnReduceAVX2(acc, out *float32, nvec, classes int, mask uint64)
 //
 //go:noescape
 func swigluV16AVX2(out, gate, up *float32, n16 int)
+
+// quantQ8KAVX2 is quantQ8K at levelAVX2.
+//
+//go:noescape
+func quantQ8KAVX2(x *float32, nb int, qs *int8, d *float32, bsums *int16)

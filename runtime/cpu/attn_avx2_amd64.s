@@ -950,3 +950,121 @@ swv2loop:
 swv2done:
 	VZEROUPPER
 	RET
+
+// func quantQ8KAVX2(x *float32, nb int, qs *int8, d *float32, bsums *int16)
+// quantQ8K at levelAVX2, bit for bit quantizeQ8K: m = the first element
+// of largest magnitude, iscale = -127/m, q = min(127,
+// round-half-even(iscale*x)), d = 1/iscale, the sums of each 16 quants; an
+// all-zero block gets d = 0 and zero quants and sums.
+TEXT ·quantQ8KAVX2(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), SI
+	MOVQ         nb+8(FP), CX
+	MOVQ         qs+16(FP), DI
+	MOVQ         d+24(FP), DX
+	MOVQ         bsums+32(FP), R8
+	MOVL         $0x7fffffff, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL         $127, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	TESTQ        CX, CX
+	JEQ          qk2done
+
+qk2loop:
+	VXORPS Y0, Y0, Y0
+	XORQ   AX, AX
+
+qk2max:
+	VANDPS (SI)(AX*4), Y13, Y1
+	VMAXPS Y1, Y0, Y0
+	ADDQ   $8, AX
+	CMPQ   AX, $256
+	JLT    qk2max
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VMAXSS       X1, X0, X0
+	VXORPS       X1, X1, X1
+	VUCOMISS     X1, X0
+	JEQ          qk2zero
+	VBROADCASTSS X0, Y2
+	XORQ         AX, AX
+
+qk2find:
+	VANDPS    (SI)(AX*4), Y13, Y1
+	VCMPPS    $0, Y2, Y1, Y1
+	VMOVMSKPS Y1, R9
+	TESTL     R9, R9
+	JNE       qk2found
+	ADDQ      $8, AX
+	JMP       qk2find
+
+qk2found:
+	BSFL         R9, R9
+	ADDQ         R9, AX
+	MOVL         $0xc2fe0000, R9
+	VMOVD        R9, X3
+	VDIVSS       (SI)(AX*4), X3, X3
+	MOVL         $0x3f800000, R9
+	VMOVD        R9, X4
+	VDIVSS       X3, X4, X4
+	VMOVSS       X4, (DX)
+	VBROADCASTSS X3, Y3
+	XORQ         AX, AX
+
+qk2quant:
+	// 16 quants and their sum per step.
+	VMULPS       (SI)(AX*4), Y3, Y5
+	VMULPS       32(SI)(AX*4), Y3, Y6
+	VCVTPS2DQ    Y5, Y5
+	VCVTPS2DQ    Y6, Y6
+	VPMINSD      Y14, Y5, Y5
+	VPMINSD      Y14, Y6, Y6
+	VPACKSSDW    Y6, Y5, Y7
+	VPERMQ       $0xd8, Y7, Y7
+	VEXTRACTI128 $1, Y7, X8
+	VPACKSSWB    X8, X7, X8
+	VMOVDQU      X8, (DI)(AX*1)
+	VPADDD       Y6, Y5, Y5
+	VEXTRACTI128 $1, Y5, X6
+	VPADDD       X6, X5, X5
+	VPSHUFD      $0x4e, X5, X6
+	VPADDD       X6, X5, X5
+	VPSHUFD      $0xb1, X5, X6
+	VPADDD       X6, X5, X5
+	VMOVD        X5, R9
+	MOVQ         AX, R10
+	SHRQ         $3, R10
+	MOVW         R9, (R8)(R10*1)
+	ADDQ         $16, AX
+	CMPQ         AX, $256
+	JLT          qk2quant
+	JMP          qk2next
+
+qk2zero:
+	VMOVSS  X1, (DX)
+	VXORPS  Y1, Y1, Y1
+	VMOVDQU Y1, (DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y1, 64(DI)
+	VMOVDQU Y1, 96(DI)
+	VMOVDQU Y1, 128(DI)
+	VMOVDQU Y1, 160(DI)
+	VMOVDQU Y1, 192(DI)
+	VMOVDQU Y1, 224(DI)
+	VMOVDQU Y1, (R8)
+
+qk2next:
+	ADDQ $1024, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, R8
+	DECQ CX
+	JNZ  qk2loop
+
+qk2done:
+	VZEROUPPER
+	RET

@@ -16,3 +16,7 @@ func attnReduceAVX2(acc, out *float32, nvec, classes int, mask uint64) {
 }
 
 func swigluV16AVX2(out, gate, up *float32, n16 int) { panic("cpu: no simd kernels") }
+
+func quantQ8KAVX2(x *float32, nb int, qs *int8, d *float32, bsums *int16) {
+	panic("cpu: no simd kernels")
+}

@@ -141,6 +141,10 @@ func (a *actQuant) quantizeRows(x []float32, lo, hi int) {
 				quantQ8K(&xs[0], K/256, &r.qs[0], &r.d[0], &r.bsums[0])
 				break
 			}
+			if level == levelAVX2 && K > 0 {
+				quantQ8KAVX2(&xs[0], K/256, &r.qs[0], &r.d[0], &r.bsums[0])
+				break
+			}
 			quantizeQ8K(xs, r)
 		}
 	}
