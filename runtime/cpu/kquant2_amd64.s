@@ -177,35 +177,7 @@ GLOBL kiq4lev<>(SB), RODATA|NOPTR, $64
 // (row) (12 bytes at 96(row), tensor.Q3KScales) into Y25 as words. Needs
 // X0 = 0x20 bytes; clobbers AX, R8, R9, R14, R15, X9.
 #define Q3KSC(row) \
-	MOVL      96(row), AX; \
-	MOVL      100(row), R8; \
-	MOVL      104(row), R9; \
-	MOVL      AX, R14; \
-	ANDL      $0x0f0f0f0f, R14; \
-	MOVL      R9, R15; \
-	SHLL      $4, R15; \
-	ANDL      $0x30303030, R15; \
-	ORL       R15, R14; \
-	VMOVD     R14, X9; \
-	MOVL      R8, R14; \
-	ANDL      $0x0f0f0f0f, R14; \
-	MOVL      R9, R15; \
-	SHLL      $2, R15; \
-	ANDL      $0x30303030, R15; \
-	ORL       R15, R14; \
-	VPINSRD   $1, R14, X9, X9; \
-	SHRL      $4, AX; \
-	ANDL      $0x0f0f0f0f, AX; \
-	MOVL      R9, R15; \
-	ANDL      $0x30303030, R15; \
-	ORL       R15, AX; \
-	VPINSRD   $2, AX, X9, X9; \
-	SHRL      $4, R8; \
-	ANDL      $0x0f0f0f0f, R8; \
-	SHRL      $2, R9; \
-	ANDL      $0x30303030, R9; \
-	ORL       R9, R8; \
-	VPINSRD   $3, R8, X9, X9; \
+	Q3KSCALEBYTES(row, X9); \
 	VPSUBB    X0, X9, X9; \
 	VPMOVSXBW X9, Y25
 
@@ -319,13 +291,7 @@ q3kdone:
 // minus 32) into X25 as words. Needs X0 = 0x20 bytes; clobbers AX, R8,
 // R14, R15, X9.
 #define IQ4SC(row) \
-	MOVL      4(row), AX; \
-	MOVWLZX   2(row), R8; \
-	MOVQ      $0x0f0f0f0f0f0f0f0f, R14; \
-	PDEPQ     R14, AX, AX; \
-	MOVQ      $0x3030303030303030, R15; \
-	PDEPQ     R15, R8, R8; \
-	ORQ       R8, AX; \
+	IQ4XSSCALEBYTES(row); \
 	VMOVQ     AX, X9; \
 	VPSUBB    X0, X9, X9; \
 	VPMOVSXBW X9, X25

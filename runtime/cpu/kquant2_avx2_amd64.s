@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "lanes_amd64.h"
 
 // AVX2 kernels (with FMA, F16C and BMI2) for Q2_K, Q3_K and IQ4_XS weights
 // against Q8_K activations, bit for bit the references dotQ2K, dotQ2KGemm,
@@ -56,16 +57,6 @@ DATA kq2scshuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
 DATA kq2scshuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA kq2scshuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL kq2scshuf<>(SB), RODATA|NOPTR, $128
-
-// KQ2HSUM reduces Y register ysrc into the low lane of X14 (clobbers X14,
-// X15): the order of hsum8 in kernels.go.
-#define KQ2HSUM(ysrc, xsrc) \
-	VEXTRACTF128 $1, ysrc, X15; \
-	VADDPS       X15, xsrc, X14; \
-	VMOVHLPS     X14, X14, X15; \
-	VADDPS       X15, X14, X14; \
-	VMOVSHDUP    X14, X15; \
-	VADDSS       X15, X14, X14
 
 // Q2KCH adds into acc the scaled products of chunk j of a Q2_K half with
 // the activations at xmem: w holds the chunk's 2-bit quants as bytes,
@@ -330,35 +321,7 @@ q2k14done:
 // (row) (12 bytes at 96(row), tensor.Q3KScales) into dst as words, by way
 // of xtmp. Clobbers AX, R8, R9, R14, R15.
 #define Q3KSCX(row, xtmp, dst) \
-	MOVL      96(row), AX; \
-	MOVL      100(row), R8; \
-	MOVL      104(row), R9; \
-	MOVL      AX, R14; \
-	ANDL      $0x0f0f0f0f, R14; \
-	MOVL      R9, R15; \
-	SHLL      $4, R15; \
-	ANDL      $0x30303030, R15; \
-	ORL       R15, R14; \
-	VMOVD     R14, xtmp; \
-	MOVL      R8, R14; \
-	ANDL      $0x0f0f0f0f, R14; \
-	MOVL      R9, R15; \
-	SHLL      $2, R15; \
-	ANDL      $0x30303030, R15; \
-	ORL       R15, R14; \
-	VPINSRD   $1, R14, xtmp, xtmp; \
-	SHRL      $4, AX; \
-	ANDL      $0x0f0f0f0f, AX; \
-	MOVL      R9, R15; \
-	ANDL      $0x30303030, R15; \
-	ORL       R15, AX; \
-	VPINSRD   $2, AX, xtmp, xtmp; \
-	SHRL      $4, R8; \
-	ANDL      $0x0f0f0f0f, R8; \
-	SHRL      $2, R9; \
-	ANDL      $0x30303030, R9; \
-	ORL       R9, R8; \
-	VPINSRD   $3, R8, xtmp, xtmp; \
+	Q3KSCALEBYTES(row, xtmp); \
 	VPSUBB    kq2const<>+96(SB), xtmp, xtmp; \
 	VPMOVSXBW xtmp, dst
 
@@ -474,14 +437,14 @@ q3kloop:
 q3kdone:
 	MOVQ out+40(FP), BX
 	MOVQ ostride+48(FP), R9
-	KQ2HSUM(Y0, X0)
+	HSUM8X(Y0, X0, X14, X15)
 	VMOVSS X14, (BX)
-	KQ2HSUM(Y1, X1)
+	HSUM8X(Y1, X1, X14, X15)
 	VMOVSS X14, (BX)(R9*1)
-	KQ2HSUM(Y2, X2)
+	HSUM8X(Y2, X2, X14, X15)
 	VMOVSS X14, (BX)(R9*2)
 	LEAQ   (BX)(R9*2), BX
-	KQ2HSUM(Y3, X3)
+	HSUM8X(Y3, X3, X14, X15)
 	VMOVSS X14, (BX)(R9*1)
 	VZEROUPPER
 	RET
@@ -593,16 +556,16 @@ q3k14loop:
 q3k14done:
 	MOVQ out+64(FP), BX
 	MOVQ otok+72(FP), R9
-	KQ2HSUM(Y0, X0)
+	HSUM8X(Y0, X0, X14, X15)
 	VMOVSS X14, (BX)
 	ADDQ   R9, BX
-	KQ2HSUM(Y1, X1)
+	HSUM8X(Y1, X1, X14, X15)
 	VMOVSS X14, (BX)
 	ADDQ   R9, BX
-	KQ2HSUM(Y2, X2)
+	HSUM8X(Y2, X2, X14, X15)
 	VMOVSS X14, (BX)
 	ADDQ   R9, BX
-	KQ2HSUM(Y3, X3)
+	HSUM8X(Y3, X3, X14, X15)
 	VMOVSS X14, (BX)
 	VZEROUPPER
 	RET
@@ -657,13 +620,7 @@ GLOBL kiq4levx<>(SB), RODATA|NOPTR, $32
 // minus 32) into ydst as words, in both 128-bit lanes. Clobbers AX, R8,
 // R14, R15.
 #define IQ4SCX(row, xdst, ydst) \
-	MOVL        4(row), AX; \
-	MOVWLZX     2(row), R8; \
-	MOVQ        $0x0f0f0f0f0f0f0f0f, R14; \
-	PDEPQ       R14, AX, AX; \
-	MOVQ        $0x3030303030303030, R15; \
-	PDEPQ       R15, R8, R8; \
-	ORQ         R8, AX; \
+	IQ4XSSCALEBYTES(row); \
 	VMOVQ       AX, xdst; \
 	VPSUBB      kq2const<>+96(SB), xdst, xdst; \
 	VPMOVSXBW   xdst, xdst; \
@@ -759,14 +716,14 @@ iq4loop:
 iq4done:
 	MOVQ out+40(FP), BX
 	MOVQ ostride+48(FP), R9
-	KQ2HSUM(Y0, X0)
+	HSUM8X(Y0, X0, X14, X15)
 	VMOVSS X14, (BX)
-	KQ2HSUM(Y1, X1)
+	HSUM8X(Y1, X1, X14, X15)
 	VMOVSS X14, (BX)(R9*1)
-	KQ2HSUM(Y2, X2)
+	HSUM8X(Y2, X2, X14, X15)
 	VMOVSS X14, (BX)(R9*2)
 	LEAQ   (BX)(R9*2), BX
-	KQ2HSUM(Y3, X3)
+	HSUM8X(Y3, X3, X14, X15)
 	VMOVSS X14, (BX)(R9*1)
 	VZEROUPPER
 	RET
@@ -860,16 +817,16 @@ iq414loop:
 iq414done:
 	MOVQ out+64(FP), BX
 	MOVQ otok+72(FP), R9
-	KQ2HSUM(Y0, X0)
+	HSUM8X(Y0, X0, X14, X15)
 	VMOVSS X14, (BX)
 	ADDQ   R9, BX
-	KQ2HSUM(Y1, X1)
+	HSUM8X(Y1, X1, X14, X15)
 	VMOVSS X14, (BX)
 	ADDQ   R9, BX
-	KQ2HSUM(Y2, X2)
+	HSUM8X(Y2, X2, X14, X15)
 	VMOVSS X14, (BX)
 	ADDQ   R9, BX
-	KQ2HSUM(Y3, X3)
+	HSUM8X(Y3, X3, X14, X15)
 	VMOVSS X14, (BX)
 	VZEROUPPER
 	RET

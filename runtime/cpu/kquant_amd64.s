@@ -91,59 +91,17 @@ GLOBL q6kidx<>(SB), RODATA|NOPTR, $256
 // words (the upper lanes of Z10 and Z11 zeroed). Clobbers AX, R8, R9, R14,
 // R15.
 #define Q4KSC(row) \
-	MOVL      4(row), AX; \
-	MOVL      8(row), R8; \
-	MOVL      12(row), R9; \
-	MOVL      AX, R14; \
-	ANDL      $0x3f3f3f3f, R14; \
-	MOVL      R9, R15; \
-	ANDL      $0x0f0f0f0f, R15; \
-	SHRL      $6, AX; \
-	ANDL      $0x03030303, AX; \
-	SHLL      $4, AX; \
-	ORL       AX, R15; \
-	VMOVD     R14, X10; \
-	VPINSRD   $1, R15, X10, X10; \
+	K4SCALEMIN(row); \
+	VMOVQ     R14, X10; \
 	VPMOVZXBW X10, X10; \
-	MOVL      R8, R14; \
-	ANDL      $0x3f3f3f3f, R14; \
-	SHRL      $4, R9; \
-	ANDL      $0x0f0f0f0f, R9; \
-	SHRL      $6, R8; \
-	ANDL      $0x03030303, R8; \
-	SHLL      $4, R8; \
-	ORL       R8, R9; \
-	VMOVD     R14, X11; \
-	VPINSRD   $1, R9, X11, X11; \
+	VMOVQ     AX, X11; \
 	VPMOVZXBW X11, X11
 
 // Q4KSC2 is Q4KSC with the 8 scales and 8 mins both in Y10 as words
 // (scales 0..7, mins 8..15; the upper lanes of Z10 zeroed). Clobbers AX,
 // R8, R9, R14, R15.
 #define Q4KSC2(row) \
-	MOVL      4(row), AX; \
-	MOVL      8(row), R8; \
-	MOVL      12(row), R9; \
-	MOVL      AX, R14; \
-	ANDL      $0x3f3f3f3f, R14; \
-	MOVL      R9, R15; \
-	ANDL      $0x0f0f0f0f, R15; \
-	SHRL      $6, AX; \
-	ANDL      $0x03030303, AX; \
-	SHLL      $4, AX; \
-	ORL       AX, R15; \
-	SHLQ      $32, R15; \
-	ORQ       R15, R14; \
-	MOVL      R8, AX; \
-	ANDL      $0x3f3f3f3f, AX; \
-	SHRL      $4, R9; \
-	ANDL      $0x0f0f0f0f, R9; \
-	SHRL      $6, R8; \
-	ANDL      $0x03030303, R8; \
-	SHLL      $4, R8; \
-	ORL       R8, R9; \
-	SHLQ      $32, R9; \
-	ORQ       R9, AX; \
+	K4SCALEMIN(row); \
 	VMOVQ     R14, X10; \
 	VPINSRQ   $1, AX, X10, X10; \
 	VPMOVZXBW X10, Y10

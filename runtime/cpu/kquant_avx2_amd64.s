@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "lanes_amd64.h"
 
 // AVX2 (with FMA and F16C) kernels for Q4_K, Q5_K and Q6_K weights against
 // Q8_K activations, bit for bit the reference dots: 4 weight rows and one
@@ -103,44 +104,6 @@ DATA a2sign<>+0(SB)/8, $0x8000000080000000
 DATA a2sign<>+8(SB)/8, $0x8000000080000000
 GLOBL a2sign<>(SB), RODATA|NOPTR, $16
 
-// A2HSUM8 reduces Y register ysrc into the low lane of X0 (clobbers X0,
-// X1): the order of hsum8 in kernels.go.
-#define A2HSUM8(ysrc, xsrc) \
-	VEXTRACTF128 $1, ysrc, X1; \
-	VADDPS       X1, xsrc, X0; \
-	VMOVHLPS     X0, X0, X1; \
-	VADDPS       X1, X0, X0; \
-	VMOVSHDUP    X0, X1; \
-	VADDSS       X1, X0, X0
-
-// A2K4SC unpacks the 8 6-bit scales and 8 mins of the Q4_K/Q5_K
-// super-block at (row) (12 packed bytes at 4(row), get_scale_min_k4) into
-// R14 (scales, one byte each) and AX (mins). Clobbers R8, R9, R15.
-#define A2K4SC(row) \
-	MOVL 4(row), AX; \
-	MOVL 8(row), R8; \
-	MOVL 12(row), R9; \
-	MOVL AX, R14; \
-	ANDL $0x3f3f3f3f, R14; \
-	MOVL R9, R15; \
-	ANDL $0x0f0f0f0f, R15; \
-	SHRL $6, AX; \
-	ANDL $0x03030303, AX; \
-	SHLL $4, AX; \
-	ORL  AX, R15; \
-	SHLQ $32, R15; \
-	ORQ  R15, R14; \
-	MOVL R8, AX; \
-	ANDL $0x3f3f3f3f, AX; \
-	SHRL $4, R9; \
-	ANDL $0x0f0f0f0f, R9; \
-	SHRL $6, R8; \
-	ANDL $0x03030303, R8; \
-	SHLL $4, R8; \
-	ORL  R8, R9; \
-	SHLQ $32, R9; \
-	ORQ  R9, AX
-
 // A2Q4KPAIR adds chunks 2j and 2j+1 of a Q4_K row (nibbles at off(row):
 // low for chunk 2j, high for 2j+1) against the activations at act(DI) and
 // act+32(DI), weighted by their scales (a2k4bc entries s0 and s1 applied
@@ -166,7 +129,7 @@ GLOBL a2sign<>(SB), RODATA|NOPTR, $16
 // chunk sums as words) into the 4 lanes of mins. Clobbers AX, R8, R9, R14,
 // R15, Y8..Y12.
 #define A2Q4KROW(row, acc, mins) \
-	A2K4SC(row); \
+	K4SCALEMIN(row); \
 	VMOVQ        R14, X11; \
 	VPBROADCASTQ X11, Y11; \
 	VMOVQ        AX, X12; \
@@ -315,7 +278,7 @@ q4k14group:
 	TESTQ  CX, CX
 	JEQ    q4k14done
 q4k14loop:
-	A2K4SC(SI)
+	K4SCALEMIN(SI)
 	VMOVQ        R14, X11
 	VPBROADCASTQ X11, Y11
 	// Mins terms: Y4 = [m[0] t0..t3, m[2] t0..t3], Y5 = [m[1], m[3]].
@@ -499,14 +462,14 @@ q6kloop:
 q6kdone:
 	MOVQ out+48(FP), BX
 	MOVQ ostride+56(FP), R9
-	A2HSUM8(Y10, X10)
+	HSUM8X(Y10, X10, X0, X1)
 	VMOVSS X0, (BX)
-	A2HSUM8(Y11, X11)
+	HSUM8X(Y11, X11, X0, X1)
 	VMOVSS X0, (BX)(R9*1)
-	A2HSUM8(Y12, X12)
+	HSUM8X(Y12, X12, X0, X1)
 	VMOVSS X0, (BX)(R9*2)
 	LEAQ   (BX)(R9*2), BX
-	A2HSUM8(Y13, X13)
+	HSUM8X(Y13, X13, X0, X1)
 	VMOVSS X0, (BX)(R9*1)
 	VZEROUPPER
 	RET
@@ -634,14 +597,14 @@ q6k14loop:
 q6k14done:
 	MOVQ out+64(FP), BX
 	MOVQ otok+72(FP), R9
-	A2HSUM8(Y4, X4)
+	HSUM8X(Y4, X4, X0, X1)
 	VMOVSS X0, (BX)
-	A2HSUM8(Y5, X5)
+	HSUM8X(Y5, X5, X0, X1)
 	VMOVSS X0, (BX)(R9*1)
-	A2HSUM8(Y6, X6)
+	HSUM8X(Y6, X6, X0, X1)
 	VMOVSS X0, (BX)(R9*2)
 	LEAQ   (BX)(R9*2), BX
-	A2HSUM8(Y7, X7)
+	HSUM8X(Y7, X7, X0, X1)
 	VMOVSS X0, (BX)(R9*1)
 	// The next 4 tokens.
 	SHLQ $2, R9
@@ -702,7 +665,7 @@ q6k14done:
 // as words) into facc, and puts its mins' integer p into lane lane of X9
 // (blend = 1<<lane). Clobbers AX, R8, R9, R14, R15, Y0..Y6.
 #define A2Q5KROW(row, facc, blend) \
-	A2K4SC(row); \
+	K4SCALEMIN(row); \
 	VMOVQ        R14, X0; \
 	VPBROADCASTQ X0, Y0; \
 	VMOVDQU      16(row), Y1; \
@@ -779,19 +742,19 @@ q5kloop:
 q5kdone:
 	MOVQ out+48(FP), BX
 	MOVQ ostride+56(FP), R9
-	A2HSUM8(Y10, X10)
+	HSUM8X(Y10, X10, X0, X1)
 	VADDSS  X8, X0, X0
 	VMOVSS  X0, (BX)
-	A2HSUM8(Y11, X11)
+	HSUM8X(Y11, X11, X0, X1)
 	VPSHUFD $0x55, X8, X2
 	VADDSS  X2, X0, X0
 	VMOVSS  X0, (BX)(R9*1)
-	A2HSUM8(Y12, X12)
+	HSUM8X(Y12, X12, X0, X1)
 	VPSHUFD $0xaa, X8, X2
 	VADDSS  X2, X0, X0
 	VMOVSS  X0, (BX)(R9*2)
 	LEAQ    (BX)(R9*2), BX
-	A2HSUM8(Y13, X13)
+	HSUM8X(Y13, X13, X0, X1)
 	VPSHUFD $0xff, X8, X2
 	VADDSS  X2, X0, X0
 	VMOVSS  X0, (BX)(R9*1)
@@ -867,7 +830,7 @@ TEXT ·q5KDot1x4AVX2(SB), NOSPLIT, $0-80
 	TESTQ   CX, CX
 	JEQ     q5k14done
 q5k14loop:
-	A2K4SC(SI)
+	K4SCALEMIN(SI)
 	VMOVQ        R14, X9
 	VPBROADCASTQ X9, Y9
 	VMOVDQU      16(SI), Y10
@@ -923,19 +886,19 @@ q5k14loop:
 q5k14done:
 	MOVQ out+64(FP), BX
 	MOVQ otok+72(FP), R9
-	A2HSUM8(Y4, X4)
+	HSUM8X(Y4, X4, X0, X1)
 	VADDSS  X8, X0, X0
 	VMOVSS  X0, (BX)
-	A2HSUM8(Y5, X5)
+	HSUM8X(Y5, X5, X0, X1)
 	VPSHUFD $0x55, X8, X2
 	VADDSS  X2, X0, X0
 	VMOVSS  X0, (BX)(R9*1)
-	A2HSUM8(Y6, X6)
+	HSUM8X(Y6, X6, X0, X1)
 	VPSHUFD $0xaa, X8, X2
 	VADDSS  X2, X0, X0
 	VMOVSS  X0, (BX)(R9*2)
 	LEAQ    (BX)(R9*2), BX
-	A2HSUM8(Y7, X7)
+	HSUM8X(Y7, X7, X0, X1)
 	VPSHUFD $0xff, X8, X2
 	VADDSS  X2, X0, X0
 	VMOVSS  X0, (BX)(R9*1)

@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "lanes_amd64.h"
 
 // AVX2 (with FMA and F16C) kernels for the 32-element block types Q4_1,
 // Q5_0, Q5_1 and IQ4_NL: 4 weight rows and one token per call, and 2 rows
@@ -82,16 +83,6 @@ GLOBL a2bitsel<>(SB), RODATA|NOPTR, $32
 DATA a2iq4nl<>+0(SB)/8, $0xf6eaddcfbfad9881
 DATA a2iq4nl<>+8(SB)/8, $0x7159453526190d01
 GLOBL a2iq4nl<>(SB), RODATA|NOPTR, $16
-
-// A2HSUM8 reduces ysrc (xsrc its low half) into the low lane of xd in
-// hsum8's order (kernels.go). Clobbers xt.
-#define A2HSUM8(ysrc, xsrc, xd, xt) \
-	VEXTRACTF128 $1, ysrc, xt; \
-	VADDPS       xt, xsrc, xd; \
-	VMOVHLPS     xd, xd, xt; \
-	VADDPS       xt, xd, xd; \
-	VMOVSHDUP    xd, xt; \
-	VADDSS       xt, xd, xd
 
 // A2NIB loads the 16 qs bytes at addr as the 32 unsigned nibbles of a
 // block into y; shift is a2nibshift and mask a2b0f (registers or memory).
@@ -199,7 +190,7 @@ GLOBL a2iq4nl<>(SB), RODATA|NOPTR, $16
 // A2SUMMOUT leaves hsum8(acc) + summs (lane 1 of summ) in X8 (clobbers
 // X9).
 #define A2SUMMOUT(acc, xacc, summ) \
-	A2HSUM8(acc, xacc, X8, X9); \
+	HSUM8X(acc, xacc, X8, X9); \
 	VMOVSHDUP summ, X9; \
 	VADDSS    X9, X8, X8
 
@@ -336,14 +327,14 @@ q51done:
 
 // A2STORE stores hsum8 of Y0..Y3 at BX + i*R9 (clobbers BX, X8, X9).
 #define A2STORE \
-	A2HSUM8(Y0, X0, X8, X9); \
+	HSUM8X(Y0, X0, X8, X9); \
 	VMOVSS X8, (BX); \
-	A2HSUM8(Y1, X1, X8, X9); \
+	HSUM8X(Y1, X1, X8, X9); \
 	VMOVSS X8, (BX)(R9*1); \
-	A2HSUM8(Y2, X2, X8, X9); \
+	HSUM8X(Y2, X2, X8, X9); \
 	VMOVSS X8, (BX)(R9*2); \
 	LEAQ   (BX)(R9*2), BX; \
-	A2HSUM8(Y3, X3, X8, X9); \
+	HSUM8X(Y3, X3, X8, X9); \
 	VMOVSS X8, (BX)(R9*1)
 
 // func q5_0Dot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
@@ -533,14 +524,14 @@ iq4done:
 // A2STORE22 stores hsum8 of Y0..Y3 at BX + r*R9 + t*R8, row r and token t
 // (Y0, Y1: token 0; clobbers BX, X8, X9).
 #define A2STORE22 \
-	A2HSUM8(Y0, X0, X8, X9); \
+	HSUM8X(Y0, X0, X8, X9); \
 	VMOVSS X8, (BX); \
-	A2HSUM8(Y1, X1, X8, X9); \
+	HSUM8X(Y1, X1, X8, X9); \
 	VMOVSS X8, (BX)(R9*1); \
 	ADDQ   R8, BX; \
-	A2HSUM8(Y2, X2, X8, X9); \
+	HSUM8X(Y2, X2, X8, X9); \
 	VMOVSS X8, (BX); \
-	A2HSUM8(Y3, X3, X8, X9); \
+	HSUM8X(Y3, X3, X8, X9); \
 	VMOVSS X8, (BX)(R9*1)
 
 // func q5_0Dot2x2AVX2(w unsafe.Pointer, wstride uintptr, xqa, xda, xqb, xdb unsafe.Pointer, nb int, out unsafe.Pointer, ostride, otok uintptr)

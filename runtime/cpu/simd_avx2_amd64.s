@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "lanes_amd64.h"
 
 // AVX2 (with FMA and F16C) kernels of the direct matmul paths at levelAVX2,
 // and of their activations' preparation (roundF16AVX2, quantQ8AVX2): YMM
@@ -318,30 +319,20 @@ done: \
 	VMOVDQU avx2Ones16<>(SB), Y14; \
 	VMOVDQU avx2Flip<>(SB), Y15
 
-// HSUM8Y reduces ysrc into the low lane of X0 in hsum8's order (clobbers
-// X0, X1).
-#define HSUM8Y(ysrc, xsrc) \
-	VEXTRACTF128 $1, ysrc, X1; \
-	VADDPS       X1, xsrc, X0; \
-	VMOVHLPS     X0, X0, X1; \
-	VADDPS       X1, X0, X0; \
-	VMOVSHDUP    X0, X1; \
-	VADDSS       X1, X0, X0
-
 // QSTORE4Y reduces the accumulators Y0..Y3 (hsum8) into the 4 outputs at
 // out, stride ostride bytes (clobbers BX, R9, Y0, Y1, Y4).
 #define QSTORE4Y \
 	MOVQ    out+40(FP), BX; \
 	MOVQ    ostride+48(FP), R9; \
 	VMOVAPS Y1, Y4; \
-	HSUM8Y(Y0, X0); \
+	HSUM8X(Y0, X0, X0, X1); \
 	VMOVSS  X0, (BX); \
-	HSUM8Y(Y4, X4); \
+	HSUM8X(Y4, X4, X0, X1); \
 	VMOVSS  X0, (BX)(R9*1); \
-	HSUM8Y(Y2, X2); \
+	HSUM8X(Y2, X2, X0, X1); \
 	VMOVSS  X0, (BX)(R9*2); \
 	LEAQ    (BX)(R9*2), BX; \
-	HSUM8Y(Y3, X3); \
+	HSUM8X(Y3, X3, X0, X1); \
 	VMOVSS  X0, (BX)(R9*1)
 
 // Q4ROWA accumulates the Q4_0 block at (row) into acc against the signed
@@ -358,16 +349,6 @@ done: \
 	VPSUBD      Y13, yw, yw; \
 	VCVTDQ2PS   yw, yw; \
 	VFMADD231PS yw, ys, acc
-
-// HSUM8T reduces ysrc into the low lane of xd in hsum8's order (clobbers
-// xd, xt).
-#define HSUM8T(ysrc, xsrc, xd, xt) \
-	VEXTRACTF128 $1, ysrc, xt; \
-	VADDPS       xt, xsrc, xd; \
-	VMOVHLPS     xd, xd, xt; \
-	VADDPS       xt, xd, xd; \
-	VMOVSHDUP    xd, xt; \
-	VADDSS       xt, xd, xd
 
 // Q42ARGS loads the arguments of the 4x2 quant kernels: SI, R10, R11, R12 =
 // rows 0..3, DI = token a's quants, DI+R13 token b's, DX = token a's
@@ -470,24 +451,24 @@ done: \
 	MOVQ   out+40(FP), BX; \
 	MOVQ   ostride+48(FP), R9; \
 	MOVQ   otok+56(FP), R13; \
-	HSUM8T(Y0, X0, X8, X9); \
+	HSUM8X(Y0, X0, X8, X9); \
 	VMOVSS X8, (BX); \
-	HSUM8T(Y1, X1, X8, X9); \
+	HSUM8X(Y1, X1, X8, X9); \
 	VMOVSS X8, (BX)(R13*1); \
 	ADDQ   R9, BX; \
-	HSUM8T(Y2, X2, X8, X9); \
+	HSUM8X(Y2, X2, X8, X9); \
 	VMOVSS X8, (BX); \
-	HSUM8T(Y3, X3, X8, X9); \
+	HSUM8X(Y3, X3, X8, X9); \
 	VMOVSS X8, (BX)(R13*1); \
 	ADDQ   R9, BX; \
-	HSUM8T(Y4, X4, X8, X9); \
+	HSUM8X(Y4, X4, X8, X9); \
 	VMOVSS X8, (BX); \
-	HSUM8T(Y5, X5, X8, X9); \
+	HSUM8X(Y5, X5, X8, X9); \
 	VMOVSS X8, (BX)(R13*1); \
 	ADDQ   R9, BX; \
-	HSUM8T(Y6, X6, X8, X9); \
+	HSUM8X(Y6, X6, X8, X9); \
 	VMOVSS X8, (BX); \
-	HSUM8T(Y7, X7, X8, X9); \
+	HSUM8X(Y7, X7, X8, X9); \
 	VMOVSS X8, (BX)(R13*1)
 
 // func f32Dot4x1AVX2(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, k int, out unsafe.Pointer, ostride uintptr)
