@@ -131,9 +131,9 @@ func TestKQuant2Extremes(t *testing.T) {
 							}
 						}
 					}
-					if f.dot1x4 != nil {
+					if f.hasQuad() {
 						var out [4]float32
-						f.dot1x4(unsafe.Pointer(&w.Data[0]), &a, 0, unsafe.Pointer(&out[0]), 4)
+						f.quad(unsafe.Pointer(&w.Data[0]), &a, 0, unsafe.Pointer(&out[0]), 4)
 						for tt := range T {
 							want := k.dotAt(w.Data[:rb], a.row(tt), tt, T)
 							if math.Float32bits(out[tt]) != math.Float32bits(want) {

@@ -45,13 +45,26 @@ type fastKernels struct {
 	// tokens, which are inGemm's: each row's unpacking serves four.
 	dot1x4 func(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr)
 	// dot1x4n, if not nil, is dot1x4 for n groups of four tokens
-	// t..t+4n-1 in one call; runBlock prefers it.
+	// t..t+4n-1 in one call, for kernels that take n; a set has dot1x4 or
+	// dot1x4n, not both (quad runs either on one group).
 	dot1x4n func(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr)
 	// dot1x8n, if not nil, is dot1x4n for n groups of eight tokens
 	// t..t+8n-1 (t a multiple of 8) read from the activations' groups of
 	// four (actQuant.interleave4); runBlock prefers it for the tokens that
 	// were interleaved.
 	dot1x8n func(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr)
+}
+
+// hasQuad reports whether f has a 1x4 kernel (dot1x4 or dot1x4n).
+func (f *fastKernels) hasQuad() bool { return f.dot1x4 != nil || f.dot1x4n != nil }
+
+// quad runs f's 1x4 kernel on tokens t..t+3 of a (hasQuad).
+func (f *fastKernels) quad(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
+	if f.dot1x4n != nil {
+		f.dot1x4n(w, a, t, 1, out, otok)
+		return
+	}
+	f.dot1x4(w, a, t, out, otok)
 }
 
 // noKernels is the kernel set of the reference level.
@@ -115,14 +128,14 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 		avx512: fastKernels{dot4: q3KDot4, dot1x4: q3KDot14},
 		avx2:   fastKernels{dot4: q3KDot4AVX2, dot1x4: q3KDot14AVX2}}
 	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm,
-		avx512: fastKernels{dot4: q4KDot4, dot1x4: q4KDot14, dot1x4n: q4KDot14n, dot1x8n: q4KDot18n},
-		avx2:   fastKernels{dot4: q4KDot4AVX2, dot1x4: q4KDot14AVX2, dot1x4n: q4KDot14nAVX2}}
+		avx512: fastKernels{dot4: q4KDot4, dot1x4n: q4KDot14n, dot1x8n: q4KDot18n},
+		avx2:   fastKernels{dot4: q4KDot4AVX2, dot1x4n: q4KDot14nAVX2}}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K,
 		avx512: fastKernels{dot4: q5KDot4AVX2, dot2x2: q5KDot22, dot1x4: q5KDot14AVX2}, // the AVX2 dot4 and dot1x4 are faster
 		avx2:   fastKernels{dot4: q5KDot4AVX2, dot1x4: q5KDot14AVX2}}
 	t[tensor.Q6_K] = weightKernel{kind: kindBlock, dot: dotQ6K,
-		avx512: fastKernels{dot4: q6KDot4, dot2x2: q6KDot22, dot1x4: q6KDot14, dot1x4n: q6KDot14n},
-		avx2:   fastKernels{dot4: q6KDot4AVX2, dot1x4: q6KDot14AVX2, dot1x4n: q6KDot14nAVX2}}
+		avx512: fastKernels{dot4: q6KDot4, dot2x2: q6KDot22, dot1x4n: q6KDot14n},
+		avx2:   fastKernels{dot4: q6KDot4AVX2, dot1x4n: q6KDot14nAVX2}}
 	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS,
 		avx512: fastKernels{dot4: iq4XSDot4, dot1x4: iq4XSDot14},
 		avx2:   fastKernels{dot4: iq4XSDot4AVX2, dot1x4: iq4XSDot14AVX2}}
@@ -131,8 +144,11 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 			panic("cpu: weight kernel for a dtype without a dot type")
 		}
 		for _, f := range []fastKernels{k.avx512, k.avx2} {
-			if k.gemm != nil && (f.dot4 != nil || f.dot2x2 != nil) && f.dot1x4 == nil {
-				panic("cpu: fast kernels of a dtype with a gemm order but no dot1x4")
+			if k.gemm != nil && (f.dot4 != nil || f.dot2x2 != nil) && !f.hasQuad() {
+				panic("cpu: fast kernels of a dtype with a gemm order but no 1x4 kernel")
+			}
+			if f.dot1x4 != nil && f.dot1x4n != nil {
+				panic("cpu: both dot1x4 and dot1x4n in one kernel set")
 			}
 			blockKernels := f.dot4 != nil || f.dot2x2 != nil || f.dot1x4 != nil || f.dot1x4n != nil
 			if f.direct && k.kind != kindFloat && k.kind != kindQ8 || blockKernels && k.kind != kindBlock {
@@ -217,7 +233,7 @@ func (t *matmulTask) runBlock(lo, hi int) {
 	N, rb := t.N, t.rowBytes
 	const tb = 32 // tokens per block: 32 rows of Q8_K activations are ~40 KB at K = 1024
 	t0 := 0
-	if k.dot1x4 != nil && t.T >= 4 {
+	if k.hasQuad() && t.T >= 4 {
 		T4 := t.T &^ 3
 		for b0 := 0; b0 < T4; b0 += tb {
 			b1 := min(b0+tb, T4)
@@ -229,7 +245,7 @@ func (t *matmulTask) runBlock(lo, hi int) {
 						k.dot1x8n(unsafe.Pointer(&t.w[r*rb]), t.aq, b0, n8, o, uintptr(4*N))
 					}
 					if b0+8*n8 < b1 {
-						k.dot1x4(unsafe.Pointer(&t.w[r*rb]), t.aq, b0+8*n8, unsafe.Pointer(&t.out[(b0+8*n8)*N+r]), uintptr(4*N))
+						k.quad(unsafe.Pointer(&t.w[r*rb]), t.aq, b0+8*n8, unsafe.Pointer(&t.out[(b0+8*n8)*N+r]), uintptr(4*N))
 					}
 				}
 				continue
@@ -306,15 +322,9 @@ func q4KDot4(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, os
 	q4KDot4x1(w, wstride, unsafe.Pointer(&x.qs[0]), unsafe.Pointer(&x.d[0]), unsafe.Pointer(&x.bsums[0]), len(x.d), out, ostride)
 }
 
-// q4KDot14 is the weightKernel.dot1x4 of Q4_K (q4KDot1x4).
-func q4KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
-	q4KDot14n(w, a, t, 1, out, otok)
-}
-
 // q4KDot14n is the weightKernel.dot1x4n of Q4_K (q4KDot1x4).
 func q4KDot14n(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr) {
-	xq, xd, xb, nb := q8KTokens(a, t, 4*n)
-	q4KDot1x4(w, xq, uintptr(a.K), xd, uintptr(4*nb), xb, uintptr(2*a.K/16), nb, out, otok, n)
+	kquantDot1x4n(q4KDot1x4, w, a, t, n, out, otok)
 }
 
 // q4KDot18n is the weightKernel.dot1x8n of Q4_K (q4KDot1x8).
@@ -324,15 +334,9 @@ func q4KDot18n(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok
 	q4KDot1x8(w, unsafe.Pointer(&a.x4[t/4*nb*q8KGroupBlock]), nb, out, otok, n)
 }
 
-// q6KDot14 is the weightKernel.dot1x4 of Q6_K (q6KDot1x4).
-func q6KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
-	q6KDot14n(w, a, t, 1, out, otok)
-}
-
 // q6KDot14n is the weightKernel.dot1x4n of Q6_K (q6KDot1x4).
 func q6KDot14n(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr) {
-	xq, xd, xb, nb := q8KTokens(a, t, 4*n)
-	q6KDot1x4(w, xq, uintptr(a.K), xd, uintptr(4*nb), xb, uintptr(2*a.K/16), nb, out, otok, n)
+	kquantDot1x4n(q6KDot1x4, w, a, t, n, out, otok)
 }
 
 // kquantDot1x4 calls a 1x4 kernel of a Q8_K dot type on tokens t..t+3 of
@@ -342,6 +346,14 @@ func kquantDot1x4(kernel func(w, xq unsafe.Pointer, xqstride uintptr, xd unsafe.
 	w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
 	xq, xd, xb, nb := q8KTokens(a, t, 4)
 	kernel(w, xq, uintptr(a.K), xd, uintptr(4*nb), xb, uintptr(2*a.K/16), nb, out, otok)
+}
+
+// kquantDot1x4n is kquantDot1x4 for a kernel that takes n groups of four
+// tokens t..t+4n-1.
+func kquantDot1x4n(kernel func(w, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr, n int),
+	w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr) {
+	xq, xd, xb, nb := q8KTokens(a, t, 4*n)
+	kernel(w, xq, uintptr(a.K), xd, uintptr(4*nb), xb, uintptr(2*a.K/16), nb, out, otok, n)
 }
 
 // q8KTokens returns token t's quants, scales and sums in a (Q8_K
