@@ -41,7 +41,7 @@ func checkOnModel(path string, p *plan.Plan, modelPath string) error {
 		return err
 	}
 	defer f.Close()
-	for _, st := range p.Steps {
+	for _, st := range p.AllSteps() {
 		if mb, ok := st.Node.(exec.ModelBinder); ok && mb.ModelAlias() == exec.Target {
 			if _, _, err := mb.BindModel(f, f); err != nil {
 				errs = append(errs, fmt.Errorf("%s: node %s (%s) cannot run on %s: %w", nodePos(path, st.ID), st.ID, st.Op, filepath.Base(modelPath), err))
@@ -49,7 +49,7 @@ func checkOnModel(path string, p *plan.Plan, modelPath string) error {
 		}
 	}
 	stateful := false
-	for _, st := range p.Steps {
+	for _, st := range p.AllSteps() {
 		if s, ok := st.Node.(exec.StateShaper); ok && s.StateShape().Layers() > 0 {
 			stateful = true
 		}
@@ -74,7 +74,7 @@ func bindPlan(p *plan.Plan, modelPath string) error {
 		return err
 	}
 	defer f.Close()
-	for _, st := range p.Steps {
+	for _, st := range p.AllSteps() {
 		if b, ok := st.Node.(exec.Binder); ok {
 			if err := b.Bind(f); err != nil {
 				return fmt.Errorf("step %s (%s): %w", st.ID, st.Op, err)
@@ -330,6 +330,9 @@ func dot(p *plan.Plan) string {
 				color = "#fff3cd"
 			}
 			fmt.Fprintf(&b, "    %s [shape=box, style=\"rounded,filled\", fillcolor=%s, label=%s];\n", q(s.ID), q(color), q(s.ID+"\n"+s.Op))
+			if l, ok := s.Node.(*plan.Loop); ok {
+				dotLoop(&b, s.ID, l)
+			}
 		}
 		b.WriteString("  }\n")
 	}
@@ -366,4 +369,39 @@ func dot(p *plan.Plan) string {
 	}
 	b.WriteString("}\n")
 	return b.String()
+}
+
+// dotLoop draws loop id's body inside the current cluster: a nested
+// cluster of its steps, $loop inputs as ellipses, the body's edges, the
+// next: feedback dashed, and out: into the loop's own box.
+func dotLoop(b *strings.Builder, id string, l *plan.Loop) {
+	q := strconv.Quote
+	fmt.Fprintf(b, "    subgraph %s {\n      label=%s; style=\"rounded,dotted\";\n", q("cluster_loop_"+id), q(fmt.Sprintf("loop %s: up to %d passes", id, l.Repeat)))
+	for _, in := range plan.LoopInputs {
+		fmt.Fprintf(b, "      %s [shape=ellipse, label=%s];\n", q(id+"/$loop."+in.Name), q("$loop."+in.Name))
+	}
+	for _, s := range l.Steps {
+		color := "#cfe2ff"
+		if s.Placement == node.Host {
+			color = "#fff3cd"
+		}
+		fmt.Fprintf(b, "      %s [shape=box, style=\"rounded,filled\", fillcolor=%s, label=%s];\n", q(s.ID), q(color), q(s.ID+"\n"+s.Op))
+	}
+	b.WriteString("    }\n")
+	for _, s := range l.Steps {
+		for _, port := range slices.Sorted(maps.Keys(s.In)) {
+			r := s.In[port]
+			from := r.Node
+			if r.Node == plan.LoopNode {
+				from = id + "/$loop." + r.Port
+			}
+			fmt.Fprintf(b, "    %s -> %s [label=%s];\n", q(from), q(s.ID), q(port))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(l.Next)) {
+		fmt.Fprintf(b, "    %s -> %s [style=dashed, label=%s];\n", q(l.Next[name].Node), q(id+"/$loop."+name), q("next"))
+	}
+	for _, name := range slices.Sorted(maps.Keys(l.Out)) {
+		fmt.Fprintf(b, "    %s -> %s [label=%s];\n", q(l.Out[name].Node), q(id), q(l.Out[name].Port+" → "+name))
+	}
 }

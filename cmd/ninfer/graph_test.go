@@ -274,7 +274,7 @@ func TestGraphCheckOnAHybridModel(t *testing.T) {
 	hybrid := sharedPath(t, "models", "tiny-qwen35-f32.gguf")
 	dense := sharedPath(t, "models", "tiny-qwen3-f32.gguf")
 	code, _, stderr := runCLI("graph", "check", "--model", hybrid, "self")
-	if code != 1 || !strings.Contains(stderr, "self.yaml:15:5: node draft (speculative.self) drafts with the target's own layers") {
+	if code != 1 || !strings.Contains(stderr, "self.yaml:15:5: node draft (loop) drafts with the target's own layers") {
 		t.Errorf("self on a hybrid model: exit %d, stderr %q", code, stderr)
 	}
 	code, _, stderr = runCLI("graph", "check", "--model", dense, "mtp")

@@ -33,6 +33,8 @@ func init() {
 				Doc: "rows of `hidden`: the rows that get logits, or every row of the step (what an MTP head carried to the next step reads)"},
 			{Name: "hidden_norm", Kind: node.Enum, Enum: []string{"final", "none"}, Default: "final",
 				Doc: "`hidden` after the final norm (Qwen3.5's MTP head reads it so) or before it (DeepSeek-style heads)"},
+			{Name: "layers", Kind: node.String, Default: "all",
+				Doc: "leading blocks to run: all, half (of the model's, at least 1) or a count N; fewer than all is an early exit (self-speculation's draft pass): those blocks, then the final norm and LM head, writing K/V into those layers only"},
 			{Name: "taps", Kind: node.String, Default: "",
 				Doc: "comma-separated layer-input ids whose hidden states `taps` outputs, llama.cpp's convention: id l < layers is the input of block l (0: the token embeddings), id = layers the final norm's output; \"\" = none (an EAGLE-3 drafter's target_layers)"},
 		},
@@ -49,7 +51,14 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return &Forward{AllRows: p.String("hidden_rows") == "all", PreNorm: p.String("hidden_norm") == "none", TapIDs: taps}, nil
+			depth := p.String("layers")
+			if _, err := resolveDepth(depth, 1<<20); err != nil {
+				return nil, err
+			}
+			if depth != "all" && len(taps) > 0 {
+				return nil, fmt.Errorf("taps %q need every layer: an early exit (layers: %s) has no taps", p.String("taps"), depth)
+			}
+			return &Forward{AllRows: p.String("hidden_rows") == "all", PreNorm: p.String("hidden_norm") == "none", TapIDs: taps, Depth: depth}, nil
 		},
 	})
 }
@@ -65,7 +74,33 @@ type Forward struct {
 	PreNorm bool
 	// TapIDs are the layer-input ids of the taps output (ParseTaps).
 	TapIDs []int
+	// Depth is the layers param ("all", "half" or a count); Bind resolves
+	// it into layers, the blocks Record runs.
+	Depth  string
+	layers int
 }
+
+// resolveDepth resolves a layers param for a model of n blocks: all, half
+// (n/2, at least 1) or a count from 1 to n.
+func resolveDepth(depth string, n int) (int, error) {
+	switch depth {
+	case "", "all":
+		return n, nil
+	case "half":
+		return max(1, n/2), nil
+	}
+	k, err := strconv.Atoi(depth)
+	if err != nil || k < 1 {
+		return 0, fmt.Errorf("layers %q: want all, half or a block count of at least 1", depth)
+	}
+	if k > n {
+		return 0, fmt.Errorf("layers %d: the model has %d blocks", k, n)
+	}
+	return k, nil
+}
+
+// Layers is the number of blocks Record runs (after Bind).
+func (fw *Forward) Layers() int { return fw.layers }
 
 // ParseTaps parses a taps param: comma-separated non-negative layer-input
 // ids ("0,1,1"), "" for none.
@@ -96,6 +131,9 @@ func (fw *Forward) Bind(f *weights.File) error {
 	c, err := ReadConfig(f)
 	if err != nil {
 		return err
+	}
+	if fw.layers, err = resolveDepth(fw.Depth, c.Layers); err != nil {
+		return fmt.Errorf("model.forward: %w", err)
 	}
 	fw.Config = c
 	return nil
@@ -136,7 +174,7 @@ func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[s
 		}
 	}
 	inputs := make([]tensor.Tensor, c.Layers) // [T, E] each: the input of each block
-	x, err := recordTrunk(b, c, in["tokens"], in["positions"], c.Layers, func(l int, x tensor.Tensor) { inputs[l] = x })
+	x, err := recordTrunk(b, c, in["tokens"], in["positions"], fw.layers, func(l int, x tensor.Tensor) { inputs[l] = x })
 	if err != nil {
 		return nil, fmt.Errorf("model.forward: %w", err)
 	}

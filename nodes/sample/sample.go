@@ -27,6 +27,36 @@ func init() {
 			"top_k, top_p, min_p, then temperature, then a draw from the request's seeded generator.",
 		New: func(node.Params) (any, error) { return Token{}, nil },
 	})
+	node.Register(node.Spec{
+		Op:        "sample.argmax",
+		Placement: node.Host,
+		In:        []node.Port{{Name: "logits", Type: node.Logits, Doc: "logits [R, vocab]"}},
+		Out:       []node.Port{{Name: "tokens", Type: node.Tokens, Doc: "the argmax of each row [R], ties to the lower id"}},
+		Summary:   "Pick each row's argmax, whatever the request's sampling parameters: a greedy draft.",
+		Doc: "The pick of a greedy draft pass (a draft loop's body): the argmax of each logits row, ties to the lower id, " +
+			"with no penalties, grammar or temperature. When every consumer of the logits is an argmax, the engine has " +
+			"the device reduce the rows and copies back only the ids.",
+		New: func(node.Params) (any, error) { return ArgmaxNode{}, nil },
+	})
+}
+
+// ArgmaxNode is the sample.argmax node.
+type ArgmaxNode struct{}
+
+// RunHost implements exec.HostNode: logits [R, vocab] -> tokens [R].
+func (ArgmaxNode) RunHost(_ *exec.HostContext, in map[string]any) (map[string]any, error) {
+	l, ok := in["logits"].(exec.Logits)
+	if !ok {
+		return nil, fmt.Errorf("sample.argmax: logits input is %T", in["logits"])
+	}
+	if l.Data == nil && len(l.Argmax) == l.Rows { // reduced on the device
+		return map[string]any{"tokens": append([]int32(nil), l.Argmax...)}, nil
+	}
+	out := make([]int32, l.Rows)
+	for i := range out {
+		out[i] = Argmax(l.Row(i))
+	}
+	return map[string]any{"tokens": out}, nil
 }
 
 // Token is the sample.token node.

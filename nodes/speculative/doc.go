@@ -1,10 +1,12 @@
 // Package speculative implements speculative decoding as graph nodes:
 // proposers that draft tokens (speculative.ngram: prompt lookup;
-// speculative.self: the target's first layers as an early-exit draft
-// model; speculative.draft: a second, smaller model with its own KV cache)
-// and speculative.verify, which checks the drafts against the target's
-// logits in one forward pass and keeps exactly the tokens the target would
-// have produced (greedy) or its output distribution (rejection sampling).
+// speculative.draft: a second, smaller model with its own KV cache; the
+// heads that read the target's hidden states) and speculative.verify,
+// which checks the drafts against the target's logits in one forward pass
+// and keeps exactly the tokens the target would have produced (greedy) or
+// its output distribution (rejection sampling). Early-exit
+// self-speculation is a graph (graphs/self.yaml: a draft loop over
+// model.forward and sample.argmax), not a node.
 //
 // Proposers draft greedily, so a draft token's proposal distribution is a
 // point mass; verify relies on that.

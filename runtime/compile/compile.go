@@ -145,6 +145,10 @@ type compiler struct {
 	ids    []string
 	// carry holds the resolved carry: bindings (see resolveCarry).
 	carry map[string]carried
+	// loop and outer are set on the compiler of a loop's body: the loop
+	// node and the graph's compiler.
+	loop  *graphdef.Node
+	outer *compiler
 }
 
 // carried is one value of carry:, read in the next step as $prev.NAME.
@@ -198,6 +202,10 @@ func compile(g *graphdef.Graph, reg *node.Registry, overrides node.Params) (*pla
 		}
 	}
 	for _, cn := range c.nodes {
+		if cn.n.IsLoop() {
+			c.compileLoop(cn)
+			continue
+		}
 		c.resolveOp(cn)
 		c.resolveParams(cn)
 	}
@@ -442,6 +450,10 @@ func (c *compiler) source(ref string, at graphdef.Pos) (r plan.Ref, typ node.Por
 		return r, "", false, -1 // malformed, reported by graphdef.Check
 	}
 	r = plan.Ref{Node: nodeID, Port: port}
+	if c.loop != nil && c.byID[nodeID] == nil {
+		typ, known := c.loopSource(nodeID, port, at)
+		return r, typ, known, -1
+	}
 	if nodeID == plan.InputNode {
 		names := make([]string, len(Inputs))
 		for i, in := range Inputs {
@@ -470,6 +482,10 @@ func (c *compiler) source(ref string, at graphdef.Pos) (r plan.Ref, typ node.Por
 	if src == nil {
 		if strings.HasPrefix(nodeID, "$") {
 			return r, "", false, -1 // reported by graphdef.Check
+		}
+		if l := c.bodyNode(nodeID); l != "" {
+			c.errorf(at, "%s reads node %s inside loop %s: outside the loop, read the loop's outputs (%s.PORT)", ref, nodeID, l, l)
+			return r, "", false, -1
 		}
 		c.errorf(at, "unknown node %q in %s%s", nodeID, ref, didYouMean(nodeID, c.ids, "%q"))
 		return r, "", false, -1
@@ -748,8 +764,8 @@ func sccs(n int, edges [][]int, done []bool) [][]int {
 // instantiate builds every node whose op and params resolved.
 func (c *compiler) instantiate() {
 	for _, cn := range c.nodes {
-		if cn.spec == nil || !cn.paramsOK {
-			continue
+		if cn.spec == nil || !cn.paramsOK || cn.n.IsLoop() {
+			continue // a loop's instance is its compiled body
 		}
 		inst, err := cn.spec.New(cn.params)
 		if err != nil {

@@ -113,6 +113,12 @@ func testRegistry() *node.Registry {
 		New: build,
 	})
 	r.Register(node.Spec{
+		Op: "sample.argmax", Placement: node.Host, Summary: "Pick each row's argmax.",
+		In:  []node.Port{{Name: "logits", Type: node.Logits}},
+		Out: []node.Port{{Name: "tokens", Type: node.Tokens}},
+		New: build,
+	})
+	r.Register(node.Spec{
 		Op: "test.broken", Placement: node.Host, Summary: "Fails to build.",
 		In:  []node.Port{{Name: "tokens", Type: node.Tokens}},
 		Out: []node.Port{{Name: "tokens", Type: node.Tokens}},

@@ -117,13 +117,15 @@ func (c *compiler) deviceInputs(p *plan.Plan, si int, byStep map[string]*cnode, 
 						st.ID, ref, drafted.ID, draft)
 				}
 				draft, drafted = ref, st
-			case ref.Node == "$in" && (ref.Port == "tokens" || ref.Port == "positions"):
+			case (ref.Node == plan.InputNode || ref.Node == plan.LoopNode) && (ref.Port == "tokens" || ref.Port == "positions"):
 			case ref.Node == "$in":
 				c.errorf(at, "node %s (%s) runs on the device, but its input %s reads $in.%s, which only host nodes can read",
 					st.ID, st.Op, port, ref.Port)
 			case ref.Node == plan.PrevNode:
 				c.errorf(at, "node %s (%s) runs on the device, but its input %s reads $prev.%s, a value carried on the host, which only host nodes can read",
 					st.ID, st.Op, port, ref.Port)
+			case byStep[ref.Node] == nil:
+				// A reference the compiler could not resolve (reported).
 			case byStep[ref.Node].spec.Placement != node.Device:
 				c.errorf(at, "node %s (%s) runs on the device, but its input %s reads %s, a host value (%s): device nodes read $in.tokens, $in.positions and device outputs of their segment",
 					st.ID, st.Op, port, ref, byStep[ref.Node].spec.Op)

@@ -136,16 +136,21 @@ func (x *paddedExec) Output(name string) ([]float32, int, int, error) {
 // The engine records steps at the backend's buckets, warms every decode
 // bucket up at start-up (largest first), runs batches unpadded and reads
 // the unpadded rows: generations equal the plain CPU backend's, alone and
-// batched, greedy and sampled, plain and speculative.
+// batched, greedy and sampled, plain and speculative. A draft loop's body
+// is warmed up after the plan's segments, at the buckets of 1 to
+// MaxRunning drafting sequences.
 func TestBucketedBackend(t *testing.T) {
 	m := modelPath(t, "stories260K.gguf")
-	for _, graph := range []string{"plain", "ngram"} {
+	for _, graph := range []string{"plain", "ngram", "self"} {
 		bucketedShapes, paddedRuns = nil, 0
 		plain := open(t, instance.Options{Model: m, Graph: graph, MaxRunning: 3, Threads: 2})
 		padded := open(t, instance.Options{Model: m, Graph: graph, MaxRunning: 3, Threads: 2, Backend: "cpu-bucketed"})
 		want := [][2]int{{4, 4}, {2, 2}, {1, 1}}
-		if graph == "ngram" { // 3 sequences verifying up to k drafts each
+		switch graph {
+		case "ngram": // 3 sequences verifying up to k drafts each
 			want = [][2]int{{8, 8}, {4, 4}, {2, 2}, {1, 1}}
+		case "self": // then the loop's pass over 1 to 3 sequences
+			want = [][2]int{{8, 8}, {4, 4}, {2, 2}, {1, 1}, {4, 4}, {2, 2}, {1, 1}}
 		}
 		if diff := cmp.Diff(want, bucketedShapes[:min(len(bucketedShapes), len(want))]); diff != "" {
 			t.Errorf("%s: warm-up shapes (-want +got):\n%s", graph, diff)

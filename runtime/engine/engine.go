@@ -263,7 +263,7 @@ func New(cfg Config) (*Engine, error) {
 	layers, kvDim := 0, 0
 	var state exec.StateLayout
 	var binders []modelBinding
-	for _, st := range p.Steps {
+	for _, st := range p.AllSteps() {
 		if b, ok := st.Node.(exec.Binder); ok {
 			if err := b.Bind(cfg.Model); err != nil {
 				return nil, fmt.Errorf("engine: bind %s (%s): %w", st.ID, st.Op, err)
@@ -849,25 +849,8 @@ func (e *Engine) runPlan(ctx context.Context, batch *exec.Batch, hc *exec.HostCo
 			}
 		case node.Host:
 			for _, idx := range seg.Steps {
-				st := e.plan.Steps[idx]
-				hn, ok := st.Node.(exec.HostNode)
-				if !ok {
-					return nil, nil, fmt.Errorf("engine: host step %s (%s) has no host implementation", st.ID, st.Op)
-				}
-				in := map[string]any{}
-				for port, ref := range st.In {
-					v, ok := values[ref]
-					if !ok {
-						return nil, nil, fmt.Errorf("engine: step %s: input %s has no value", st.ID, port)
-					}
-					in[port] = v
-				}
-				res, err := hn.RunHost(hc, in)
-				if err != nil {
+				if err := e.runHost(e.plan.Steps[idx], hc, values); err != nil {
 					return nil, nil, err
-				}
-				for port, v := range res {
-					values[plan.Ref{Node: st.ID, Port: port}] = v
 				}
 			}
 		}
@@ -879,6 +862,36 @@ func (e *Engine) runPlan(ctx context.Context, batch *exec.Batch, hc *exec.HostCo
 	return out, values, nil
 }
 
+// runHost runs host step st (a host node, or a loop) with its inputs
+// from values and stores its outputs there.
+func (e *Engine) runHost(st *plan.Step, hc *exec.HostContext, values map[plan.Ref]any) error {
+	in := map[string]any{}
+	for port, ref := range st.In {
+		v, ok := values[ref]
+		if !ok {
+			return fmt.Errorf("engine: step %s: input %s has no value", st.ID, port)
+		}
+		in[port] = v
+	}
+	var res map[string]any
+	var err error
+	switch n := st.Node.(type) {
+	case *plan.Loop:
+		res, err = e.runLoop(st, n, hc, in)
+	case exec.HostNode:
+		res, err = n.RunHost(hc, in)
+	default:
+		return fmt.Errorf("engine: host step %s (%s) has no host implementation", st.ID, st.Op)
+	}
+	if err != nil {
+		return err
+	}
+	for port, v := range res {
+		values[plan.Ref{Node: st.ID, Port: port}] = v
+	}
+	return nil
+}
+
 // runDevice records the segment's device steps for this batch shape (once
 // per shape), runs it, and stores the outputs later segments read. A
 // segment whose steps verify drafts (an input of type draft) runs over the
@@ -888,7 +901,7 @@ func (e *Engine) runDevice(ctx context.Context, si int, seg plan.Segment, batch 
 	if err != nil {
 		return err
 	}
-	x, err := e.preparedSegment(seg, newExecKey(e.backend, segmentName(si), feed))
+	x, err := e.preparedSegment(e.plan.Steps, seg, newExecKey(e.backend, segmentName(si), feed))
 	if err != nil {
 		return err
 	}
@@ -965,6 +978,24 @@ func (e *Engine) warmup(maxRows int) error {
 	if !ok {
 		return nil
 	}
+	for _, s := range bucketShapes(bk, maxRows) {
+		rows, logitRows := s[0], s[1]
+		for si, seg := range e.plan.Segments {
+			if seg.Placement != node.Device {
+				continue
+			}
+			key := execKey{segmentName(si), rows, logitRows}
+			if _, err := e.preparedSegment(e.plan.Steps, seg, key); err != nil {
+				return fmt.Errorf("engine: warm-up %s: %w", key, err)
+			}
+		}
+	}
+	return e.warmLoops(bk)
+}
+
+// bucketShapes are the distinct (rows, logit rows) buckets of steps of 1
+// to maxRows rows that all sample, largest first.
+func bucketShapes(bk exec.Bucketer, maxRows int) [][2]int {
 	var shapes [][2]int
 	for n := min(maxRows, bk.MaxBucket()); n >= 1; n-- {
 		rows, logitRows := bk.Bucket(n, n)
@@ -972,28 +1003,17 @@ func (e *Engine) warmup(maxRows int) error {
 			shapes = append(shapes, s)
 		}
 	}
-	for _, s := range shapes {
-		rows, logitRows := s[0], s[1]
-		for si, seg := range e.plan.Segments {
-			if seg.Placement != node.Device {
-				continue
-			}
-			key := execKey{segmentName(si), rows, logitRows}
-			if _, err := e.preparedSegment(seg, key); err != nil {
-				return fmt.Errorf("engine: warm-up %s: %w", key, err)
-			}
-		}
-	}
-	return nil
+	return shapes
 }
 
 // segmentName names device segment si in exec keys: "seg0", "seg1", ...
 func segmentName(si int) string { return fmt.Sprintf("seg%d", si) }
 
-// preparedSegment returns the executable of device segment seg at key,
-// recording and preparing it the first time.
-func (e *Engine) preparedSegment(seg plan.Segment, key execKey) (exec.Executable, error) {
-	return prepare(e.backend, e.execs, key, func() (*tensor.Graph, error) { return e.record(seg, key) })
+// preparedSegment returns the executable of device segment seg of steps
+// (the plan's or a loop body's) at key, recording and preparing it the
+// first time.
+func (e *Engine) preparedSegment(steps []*plan.Step, seg plan.Segment, key execKey) (exec.Executable, error) {
+	return prepare(e.backend, e.execs, key, func() (*tensor.Graph, error) { return e.record(steps, seg, key) })
 }
 
 // prepare returns the executable of key in execs, recording it with build
@@ -1024,15 +1044,19 @@ func prepare(be exec.Backend, execs map[execKey]exec.Executable, key execKey, bu
 // maxExecs bounds the prepared graphs kept (one per name and batch shape).
 const maxExecs = 32
 
-func (e *Engine) record(seg plan.Segment, key execKey) (*tensor.Graph, error) {
+// record records device segment seg of steps (the plan's, or a loop
+// body's, whose $loop.tokens and $loop.positions are the pass's rows) at
+// key's shape.
+func (e *Engine) record(steps []*plan.Step, seg plan.Segment, key execKey) (*tensor.Graph, error) {
 	b := tensor.NewBuilder(weightInfo(e.cfg.Model))
+	tokens, positions := b.Input("tokens", key.rows), b.Input("positions", key.rows)
 	vals := map[plan.Ref]tensor.Tensor{
-		{Node: "$in", Port: "tokens"}:    b.Input("tokens", key.rows),
-		{Node: "$in", Port: "positions"}: b.Input("positions", key.rows),
+		{Node: plan.InputNode, Port: "tokens"}: tokens, {Node: plan.InputNode, Port: "positions"}: positions,
+		{Node: plan.LoopNode, Port: "tokens"}: tokens, {Node: plan.LoopNode, Port: "positions"}: positions,
 	}
 	b.Input("logit_rows", key.logitRows)
 	for _, idx := range seg.Steps {
-		st := e.plan.Steps[idx]
+		st := steps[idx]
 		dn, ok := st.Node.(exec.DeviceNode)
 		if !ok {
 			return nil, fmt.Errorf("engine: device step %s (%s) cannot record ops", st.ID, st.Op)

@@ -78,7 +78,30 @@ type Node struct {
 	// In wires the node's input ports, in file order.
 	In    []*Binding
 	InPos Pos
+	// A loop node has no op: it runs the sub-graph Body (its "nodes:")
+	// up to Repeat times per step, each pass over one row per drafting
+	// sequence ($loop.tokens, $loop.positions), and outputs what Out
+	// collects from each pass. Next names, for each loop input, the body
+	// output that feeds the following pass. RepeatPos, BodyPos, NextPos
+	// and OutPos are the positions of their keys.
+	Repeat    *Arg
+	RepeatPos Pos
+	Body      []*Node
+	BodyPos   Pos
+	Next      []*Binding
+	NextPos   Pos
+	Out       []*Binding
+	OutPos    Pos
 }
+
+// IsLoop reports whether n is a loop node (repeat: or nodes: given).
+func (n *Node) IsLoop() bool {
+	return n.RepeatPos.IsValid() || n.BodyPos.IsValid() || n.Repeat != nil || n.Body != nil
+}
+
+// LoopNode is the node part of a reference, inside a loop's body, to the
+// loop's per-pass inputs ("$loop.tokens", "$loop.positions").
+const LoopNode = "$loop"
 
 // Arg sets one node param: Name under "with:" to Value.
 type Arg struct {

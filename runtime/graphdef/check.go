@@ -12,6 +12,7 @@ var (
 	refPattern     = regexp.MustCompile(`^(\$in|[a-z][a-z0-9_]*)\.[a-z][a-z0-9_]*$`)
 	inRefPattern   = regexp.MustCompile(`^(\$in|\$prev|[a-z][a-z0-9_]*)\.[a-z][a-z0-9_]*$`)
 	nodeRefPattern = regexp.MustCompile(`^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$`)
+	bodyRefPattern = regexp.MustCompile(`^(\$loop|[a-z][a-z0-9_]*)\.[a-z][a-z0-9_]*$`)
 )
 
 // Check reports the problems in g that need no node registry: names and ids
@@ -95,7 +96,7 @@ func check(g *Graph, bad map[Pos]bool) ErrorList {
 	}
 	ids := map[string]*Node{}
 	for _, n := range g.Nodes {
-		c.node(n, ids)
+		c.node(n, ids, false)
 	}
 	c.bindings(g.Out, "out", g.OutPos, "output name")
 	c.bindings(g.Carry, "carry", g.CarryPos, "carried value")
@@ -128,7 +129,8 @@ func (c *checker) param(p *ParamDecl, seen map[string]*ParamDecl) {
 	}
 }
 
-func (c *checker) node(n *Node, ids map[string]*Node) {
+// node checks n; body is true for the nodes of a loop's body.
+func (c *checker) node(n *Node, ids map[string]*Node, body bool) {
 	c.field(n.ID, n.IDPos, n.Pos, "node without an id (id: NAME)", nameRule("node id"))
 	if n.ID != "" {
 		if first, dup := ids[n.ID]; dup {
@@ -140,6 +142,18 @@ func (c *checker) node(n *Node, ids map[string]*Node) {
 	label := "node"
 	if n.ID != "" {
 		label = "node " + n.ID
+	}
+	if n.IsLoop() {
+		c.loop(n, label, ids, body)
+		return
+	}
+	for _, k := range []struct {
+		pos  Pos
+		name string
+	}{{n.NextPos, "next"}, {n.OutPos, "out"}} {
+		if k.pos.IsValid() {
+			c.errorf(k.pos, "%s: %s: belongs to a loop node (repeat: and nodes:)", label, k.name)
+		}
 	}
 	c.field(n.Op, n.OpPos, n.Pos, label+" has no op (op: FAMILY.NAME)", func(s string) string {
 		if s == "" {
@@ -166,25 +180,81 @@ func (c *checker) node(n *Node, ids map[string]*Node) {
 			}
 		}
 	}
-	c.bindings(n.In, "in", n.InPos, "input port")
+	if body {
+		c.bindings(n.In, "body in", n.InPos, "input port")
+	} else {
+		c.bindings(n.In, "in", n.InPos, "input port")
+	}
 }
 
+// loop checks a loop node: no op or with:, a repeat count (an int of at
+// least 1 or $params.NAME), a body of plain nodes (loops do not nest),
+// and next: and out: bindings of body outputs.
+func (c *checker) loop(n *Node, label string, ids map[string]*Node, body bool) {
+	if body {
+		c.errorf(c.at(n.RepeatPos, n.BodyPos, n.Pos), "%s: loops do not nest: a loop's nodes are plain nodes", label)
+		return
+	}
+	if n.OpPos.IsValid() {
+		c.errorf(n.OpPos, "%s: a loop node (repeat: and nodes:) has no op", label)
+	}
+	if n.WithPos.IsValid() {
+		c.errorf(n.WithPos, "%s: a loop node takes no with: params; its body's nodes do", label)
+	}
+	switch a := n.Repeat; {
+	case a == nil:
+		c.errorf(c.at(n.BodyPos, n.Pos), "%s: a loop needs repeat: N (an int of at least 1 or $params.NAME)", label)
+	case a.Value == nil:
+	default:
+		switch v := a.Value.(type) {
+		case int64:
+			if v < 1 {
+				c.errorf(c.at(a.ValuePos, a.NamePos), "%s: repeat %d is less than 1", label, v)
+			}
+		case string:
+			if name, ok := a.ParamRef(); !ok || !identPattern.MatchString(name) {
+				c.errorf(c.at(a.ValuePos, a.NamePos), "%s: repeat: invalid value %q: want an int or $params.NAME", label, v)
+			}
+		default:
+			c.errorf(c.at(a.ValuePos, a.NamePos), "%s: repeat: want an int or $params.NAME, got %v", label, v)
+		}
+	}
+	if len(n.Body) == 0 && !c.bad[n.BodyPos] {
+		c.errorf(c.at(n.BodyPos, n.Pos), "%s: a loop needs nodes: (its body, at least one node)", label)
+	}
+	for _, b := range n.Body {
+		c.node(b, ids, true)
+	}
+	c.bindings(n.In, "in", n.InPos, "input port")
+	c.bindings(n.Next, "next", n.NextPos, "loop input")
+	if len(n.Out) == 0 && !c.bad[c.at(n.OutPos)] {
+		c.errorf(c.at(n.OutPos, n.Pos), "%s: a loop needs out: (what it collects from each pass)", label)
+	}
+	c.bindings(n.Out, "loop out", n.OutPos, "output name")
+}
+
+// bindings checks the bindings of section what: "in", "out", "carry",
+// "next", "loop out", or "body in" (a loop body node's in:).
 func (c *checker) bindings(bs []*Binding, what string, owner Pos, nameWhat string) {
 	seen := map[string]*Binding{}
+	section := strings.TrimPrefix(what, "body ")
 	for _, b := range bs {
-		c.field(b.Name, b.NamePos, owner, what+": entry without a name", nameRule(nameWhat))
+		c.field(b.Name, b.NamePos, owner, section+": entry without a name", nameRule(nameWhat))
 		if first, dup := seen[b.Name]; dup {
-			c.errorf(c.at(b.NamePos, owner), "%s: duplicate %s %q%s", what, nameWhat, b.Name, firstAt(first.NamePos))
+			c.errorf(c.at(b.NamePos, owner), "%s: duplicate %s %q%s", section, nameWhat, b.Name, firstAt(first.NamePos))
 		}
 		seen[b.Name] = b
-		c.field(b.Ref, b.RefPos, b.NamePos, fmt.Sprintf("%s %s: missing reference", what, b.Name), func(s string) string {
+		c.field(b.Ref, b.RefPos, b.NamePos, fmt.Sprintf("%s %s: missing reference", section, b.Name), func(s string) string {
 			switch {
-			case what == "in" && inRefPattern.MatchString(s), what == "carry" && nodeRefPattern.MatchString(s),
-				what != "in" && what != "carry" && refPattern.MatchString(s):
+			case what == "in" && inRefPattern.MatchString(s), what == "body in" && bodyRefPattern.MatchString(s),
+				(what == "carry" || what == "next" || what == "loop out") && nodeRefPattern.MatchString(s),
+				what == "out" && refPattern.MatchString(s):
 				return ""
+			case what == "body in":
+				return fmt.Sprintf("in %s: invalid reference %q: a loop's nodes read NODE.PORT of the loop's nodes or $loop.NAME", b.Name, s)
 			case what == "in":
 				return fmt.Sprintf("%s %s: invalid reference %q: want NODE.PORT, $in.NAME or $prev.NAME", what, b.Name, s)
-			case what == "carry":
+			case what == "carry", what == "next", what == "loop out":
 				return fmt.Sprintf("%s %s: invalid reference %q: want NODE.PORT", what, b.Name, s)
 			}
 			return fmt.Sprintf("%s %s: invalid reference %q: want NODE.PORT or $in.NAME", what, b.Name, s)

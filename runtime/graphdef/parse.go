@@ -19,7 +19,7 @@ import (
 var (
 	graphKeys = []string{"graph", "doc", "params", "nodes", "out", "carry", "tests"}
 	paramKeys = []string{"type", "default", "min", "max", "values", "doc"}
-	nodeKeys  = []string{"id", "op", "with", "in"}
+	nodeKeys  = []string{"id", "op", "with", "in", "repeat", "nodes", "next", "out"}
 	testKeys  = []string{"name", "prompt", "temperature", "max_tokens", "same_as"}
 )
 
@@ -419,6 +419,33 @@ func (d *decoder) node(n *yamlNode) *Node {
 			nd.InPos = d.pos(k)
 			if d.expect(v, mappingNode, "in") {
 				nd.In = d.bindings(v, "in")
+			}
+		case "repeat":
+			nd.RepeatPos = d.pos(k)
+			a := &Arg{Name: "repeat", NamePos: d.pos(k), ValuePos: d.pos(v)}
+			a.Value, _ = d.scalar(v, "repeat")
+			nd.Repeat = a
+		case "nodes":
+			nd.BodyPos = d.pos(k)
+			if !d.expect(v, sequenceNode, "loop nodes") {
+				d.bad[nd.BodyPos] = true
+				return
+			}
+			nd.Body = []*Node{}
+			for _, item := range v.Content {
+				if d.expect(item, mappingNode, "loop nodes entry") {
+					nd.Body = append(nd.Body, d.node(item))
+				}
+			}
+		case "next":
+			nd.NextPos = d.pos(k)
+			if d.expect(v, mappingNode, "next") {
+				nd.Next = d.bindings(v, "next")
+			}
+		case "out":
+			nd.OutPos = d.pos(k)
+			if d.expect(v, mappingNode, "loop out") {
+				nd.Out = d.bindings(v, "loop out")
 			}
 		}
 	})

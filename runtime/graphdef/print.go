@@ -48,20 +48,7 @@ func Print(g *Graph) string {
 	if len(g.Nodes) > 0 {
 		b.WriteString("nodes:\n")
 		for _, n := range g.Nodes {
-			var f flow
-			f.add("id", str(n.ID))
-			f.add("op", str(n.Op))
-			if len(n.With) > 0 {
-				var w flow
-				for _, a := range n.With {
-					w.add(a.Name, value(a.Value))
-				}
-				f.add("with", w.String())
-			}
-			if len(n.In) > 0 {
-				f.add("in", bindings(n.In))
-			}
-			b.WriteString("  - " + f.String() + "\n")
+			b.WriteString("  - " + printNode(n) + "\n")
 		}
 	}
 	if len(g.Out) > 0 {
@@ -85,6 +72,44 @@ func Print(g *Graph) string {
 		}
 	}
 	return b.String()
+}
+
+// printNode formats n as one flow mapping; a loop's body nodes are a flow
+// sequence of them.
+func printNode(n *Node) string {
+	var f flow
+	f.add("id", str(n.ID))
+	if !n.IsLoop() {
+		f.add("op", str(n.Op))
+	}
+	if len(n.With) > 0 {
+		var w flow
+		for _, a := range n.With {
+			w.add(a.Name, value(a.Value))
+		}
+		f.add("with", w.String())
+	}
+	if len(n.In) > 0 {
+		f.add("in", bindings(n.In))
+	}
+	if !n.IsLoop() {
+		return f.String()
+	}
+	if n.Repeat != nil {
+		f.add("repeat", value(n.Repeat.Value))
+	}
+	body := make([]string, len(n.Body))
+	for i, bn := range n.Body {
+		body[i] = printNode(bn)
+	}
+	f.add("nodes", "["+strings.Join(body, ", ")+"]")
+	if len(n.Next) > 0 {
+		f.add("next", bindings(n.Next))
+	}
+	if len(n.Out) > 0 {
+		f.add("out", bindings(n.Out))
+	}
+	return f.String()
 }
 
 // flow builds a YAML flow mapping "{k: v, ...}" from already-formatted values.

@@ -124,24 +124,7 @@ func (p *Plan) String() string {
 		fmt.Fprintf(&b, " state_dtype=%s", d)
 	}
 	b.WriteString("\n")
-	b.WriteString("steps:\n")
-	for i, s := range p.Steps {
-		fmt.Fprintf(&b, "  %d %s: %s [%s]\n", i, s.ID, s.Op, s.Placement)
-		for _, k := range slices.Sorted(maps.Keys(s.In)) {
-			fmt.Fprintf(&b, "      in  %s <- %s\n", k, s.In[k])
-		}
-		for _, k := range slices.Sorted(maps.Keys(s.Params)) {
-			fmt.Fprintf(&b, "      with %s = %s\n", k, node.FormatValue(s.Params[k]))
-		}
-	}
-	b.WriteString("segments:\n")
-	for i, seg := range p.Segments {
-		ids := make([]string, len(seg.Steps))
-		for j, k := range seg.Steps {
-			ids[j] = p.Steps[k].ID
-		}
-		fmt.Fprintf(&b, "  %d %s: %s\n", i, seg.Placement, strings.Join(ids, " "))
-	}
+	writeSteps(&b, "", p.Steps, p.Segments)
 	b.WriteString("out:\n")
 	for _, k := range slices.Sorted(maps.Keys(p.Out)) {
 		fmt.Fprintf(&b, "  %s <- %s\n", k, p.Out[k])
@@ -163,4 +146,95 @@ func (p *Plan) String() string {
 		}
 	}
 	return b.String()
+}
+
+// writeSteps writes steps and their segments, each line indented by
+// indent; a loop step is followed by its body, indented further.
+func writeSteps(b *strings.Builder, indent string, steps []*Step, segs []Segment) {
+	b.WriteString(indent + "steps:\n")
+	for i, s := range steps {
+		fmt.Fprintf(b, "%s  %d %s: %s [%s]\n", indent, i, s.ID, s.Op, s.Placement)
+		for _, k := range slices.Sorted(maps.Keys(s.In)) {
+			fmt.Fprintf(b, "%s      in  %s <- %s\n", indent, k, s.In[k])
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Params)) {
+			fmt.Fprintf(b, "%s      with %s = %s\n", indent, k, node.FormatValue(s.Params[k]))
+		}
+		l, ok := s.Node.(*Loop)
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(b, "%s      repeat %d\n", indent, l.Repeat)
+		writeSteps(b, indent+"      ", l.Steps, l.Segments)
+		for _, k := range slices.Sorted(maps.Keys(l.Next)) {
+			fmt.Fprintf(b, "%s      next %s <- %s\n", indent, k, l.Next[k])
+		}
+		for _, k := range slices.Sorted(maps.Keys(l.Out)) {
+			fmt.Fprintf(b, "%s      out  %s <- %s\n", indent, k, l.Out[k])
+		}
+	}
+	b.WriteString(indent + "segments:\n")
+	for i, seg := range segs {
+		ids := make([]string, len(seg.Steps))
+		for j, k := range seg.Steps {
+			ids[j] = steps[k].ID
+		}
+		fmt.Fprintf(b, "%s  %d %s: %s\n", indent, i, seg.Placement, strings.Join(ids, " "))
+	}
+}
+
+// LoopOp is the Op of a loop step: its Node is a *Loop.
+const LoopOp = "loop"
+
+// LoopNode is the Ref.Node of a loop body's per-pass inputs ($loop.NAME,
+// see LoopInputs).
+const LoopNode = graphdef.LoopNode
+
+// LoopInputs are the per-pass inputs of a loop body: pass 0 feeds each
+// drafting sequence's last token at its position; each later pass feeds
+// the body output Next["tokens"] names, one position further.
+var LoopInputs = []node.Port{
+	{Name: "tokens", Type: node.Tokens, Doc: "one token per drafting sequence: its last token, then the previous pass's pick"},
+	{Name: "positions", Type: node.Positions, Doc: "the position of each of those tokens"},
+}
+
+// Loop is the compiled body of a loop step (a draft loop): the sub-plan
+// the engine runs up to Repeat times per step, each pass over one row per
+// sequence that still drafts, on the target's KV cache. Its steps and
+// segments are indexed like a Plan's; the engine prepares its device
+// segments per batch shape like the plan's own.
+type Loop struct {
+	// Repeat is the most passes per step: each drafting sequence gets
+	// min(Repeat, its lookahead) drafts.
+	Repeat   int
+	Steps    []*Step
+	Segments []Segment
+	// Next maps each loop input the body feeds back ("tokens") to the body
+	// output of the pass before.
+	Next map[string]Ref
+	// Out maps each output of the loop step (of type draft) to the body
+	// output (one token per row) it collects from every pass.
+	Out map[string]Ref
+}
+
+// DraftTokens is the loop's draft window, Repeat (exec.Proposer).
+func (l *Loop) DraftTokens() int { return l.Repeat }
+
+// DraftsWithTargetState reports whether the body runs device steps, which
+// run the target's own layers (exec.StateRollbacker): on a model with
+// recurrent state they would advance it.
+func (l *Loop) DraftsWithTargetState() bool {
+	return slices.ContainsFunc(l.Steps, func(s *Step) bool { return s.Placement == node.Device })
+}
+
+// AllSteps returns the plan's steps followed by the body steps of each of
+// its loops, in plan order: every node the engine binds.
+func (p *Plan) AllSteps() []*Step {
+	out := slices.Clone(p.Steps)
+	for _, s := range p.Steps {
+		if l, ok := s.Node.(*Loop); ok {
+			out = append(out, l.Steps...)
+		}
+	}
+	return out
 }

@@ -1,0 +1,207 @@
+package compile
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/ninfer/ninfer-go/runtime/graphdef"
+	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/plan"
+)
+
+// maxRepeat bounds a loop's repeat: the engine reserves KV for that many
+// drafts per sequence and step.
+const maxRepeat = 64
+
+// loopPrior is the one input of a loop step: an earlier proposer's
+// drafts, kept for the sequences that have one.
+var loopPrior = node.Port{Name: "prior", Type: node.Draft, Optional: true,
+	Doc: "an earlier proposer's drafts: a sequence that has one keeps it and is not drafted for again"}
+
+// compileLoop compiles the body of loop node cn into a plan.Loop and gives
+// cn the spec of a host step with the loop's outputs (type draft, one
+// collected token per pass) and its optional prior input. The body is
+// compiled by a compiler of its own that shares the graph's params and
+// reports into c: its nodes read $loop.tokens, $loop.positions and each
+// other's outputs, nothing outside the loop.
+func (c *compiler) compileLoop(cn *cnode) {
+	n := cn.n
+	sub := &compiler{g: &graphdef.Graph{File: c.g.File, Pos: c.g.Pos, Nodes: n.Body}, reg: c.reg,
+		params: c.params, pnames: c.pnames, byID: map[string]*cnode{}, loop: n, outer: c}
+	for i, bn := range n.Body {
+		bc := &cnode{n: bn, index: i, params: node.Params{}, paramsOK: true, in: map[string]plan.Ref{}}
+		sub.nodes = append(sub.nodes, bc)
+		if bn.ID != "" && sub.byID[bn.ID] == nil && !bn.IsLoop() {
+			sub.byID[bn.ID] = bc
+			sub.ids = append(sub.ids, bn.ID)
+		}
+	}
+	for _, bc := range sub.nodes {
+		if bc.n.IsLoop() {
+			bc.paramsOK = false // reported by graphdef.Check
+			continue
+		}
+		sub.resolveOp(bc)
+		sub.resolveParams(bc)
+		if bc.spec != nil && bc.spec.Placement == node.Policy {
+			sub.errorf(sub.at(bc.n.OpPos, bc.n.Pos), "node %s (%s) is a policy node: policy nodes belong to the graph, not to loop %s",
+				bc.n.ID, bc.spec.Op, n.ID)
+			bc.paramsOK = false
+		}
+	}
+	for _, bc := range sub.nodes {
+		sub.resolveInputs(bc)
+	}
+	l := &plan.Loop{Repeat: c.repeat(n), Next: map[string]plan.Ref{}, Out: map[string]plan.Ref{}}
+	for _, b := range n.Next {
+		if b.Name == "" || b.Ref == "" {
+			continue // reported by graphdef
+		}
+		at := c.at(b.RefPos, b.NamePos, n.NextPos)
+		if b.Name != "tokens" {
+			c.errorf(c.at(b.NamePos, n.NextPos), "loop %s: next %s: a loop feeds back only next.tokens ($loop.positions advance by one each pass)%s",
+				n.ID, b.Name, didYouMean(b.Name, []string{"tokens"}, "next.%s"))
+			continue
+		}
+		ref, typ, known, _ := sub.source(b.Ref, at)
+		l.Next[b.Name] = ref
+		if known && typ != node.Tokens {
+			c.errorf(at, "type mismatch: %s is %s, but next.tokens wants %s (one token per row)", b.Ref, typ, node.Tokens)
+		}
+	}
+	if _, ok := l.Next["tokens"]; !ok && len(n.Body) > 0 {
+		c.errorf(c.at(n.NextPos, n.BodyPos, n.Pos), "loop %s: missing next.tokens: the body output (one token per row) that the following pass feeds", n.ID)
+	}
+	var outs []node.Port
+	for _, b := range n.Out {
+		if b.Name == "" || b.Ref == "" || l.Out[b.Name] != (plan.Ref{}) {
+			continue // reported by graphdef
+		}
+		at := c.at(b.RefPos, b.NamePos, n.OutPos)
+		ref, typ, known, _ := sub.source(b.Ref, at)
+		l.Out[b.Name] = ref
+		if known && typ != node.Tokens {
+			c.errorf(at, "type mismatch: %s is %s, but a loop's out collects %s (one token per row and pass) into a draft", b.Ref, typ, node.Tokens)
+		}
+		outs = append(outs, node.Port{Name: b.Name, Type: node.Draft, Doc: "the tokens " + b.Ref + " picked, one per pass"})
+	}
+	order, acyclic := sub.order()
+	sub.instantiate()
+	cn.spec = &node.Spec{Op: plan.LoopOp, Placement: node.Host, In: []node.Port{loopPrior}, Out: outs,
+		Summary: "a loop of draft passes"}
+	c.errs = append(c.errs, sub.errs...)
+	if !acyclic || !sub.complete() || l.Repeat == 0 {
+		cn.paramsOK = false
+		return
+	}
+	for _, bc := range order {
+		l.Steps = append(l.Steps, &plan.Step{ID: bc.n.ID, Op: bc.spec.Op, Placement: bc.spec.Placement,
+			Params: bc.params, In: bc.in, Node: bc.inst, Spec: bc.spec})
+	}
+	l.Segments = segments(l.Steps)
+	byStep := map[string]*cnode{}
+	for _, bc := range order {
+		byStep[bc.n.ID] = bc
+	}
+	body := &plan.Plan{Steps: l.Steps, Segments: l.Segments}
+	segOf := map[string]int{}
+	for si, seg := range body.Segments {
+		for _, idx := range seg.Steps {
+			segOf[body.Steps[idx].ID] = si
+		}
+	}
+	for si, seg := range body.Segments {
+		if seg.Placement == node.Device {
+			c.deviceInputs(body, si, byStep, segOf)
+		}
+	}
+	for _, st := range l.Steps {
+		for port, ref := range st.In {
+			if p := st.Spec.Input(port); p != nil && p.Type == node.Draft {
+				c.errorf(c.inputPos(byStep[st.ID], port), "node %s (%s) in loop %s reads drafts (%s): a draft loop's passes verify nothing; the graph's forward verifies the loop's output",
+					st.ID, st.Op, n.ID, ref)
+			}
+		}
+	}
+	cn.inst = l
+}
+
+// repeat resolves a loop's repeat: an int or an int graph param, 1 to
+// maxRepeat; 0 when it is unusable (reported).
+func (c *compiler) repeat(n *graphdef.Node) int {
+	a := n.Repeat
+	if a == nil || a.Value == nil {
+		return 0 // reported by graphdef
+	}
+	at := c.at(a.ValuePos, a.NamePos, n.Pos)
+	var v int64
+	switch x := a.Value.(type) {
+	case int64:
+		v = x
+	case string:
+		name, ok := a.ParamRef()
+		if !ok {
+			return 0 // reported by graphdef
+		}
+		gp := c.params[name]
+		if gp == nil {
+			if node.ValidName(name) {
+				c.errorf(at, "undefined graph param $params.%s%s", name, didYouMean(name, c.pnames, "$params.%s"))
+			}
+			return 0
+		}
+		if !gp.ok {
+			return 0
+		}
+		i, isInt := gp.value.(int64)
+		if !isInt {
+			c.errorf(at, "loop %s: repeat: $params.%s is %s, want an int", n.ID, name, gp.param.Kind)
+			return 0
+		}
+		v = i
+	default:
+		return 0 // reported by graphdef
+	}
+	if v < 1 || v > maxRepeat {
+		if _, isRef := a.ParamRef(); isRef || v > maxRepeat { // a literal below 1 is graphdef's
+			c.errorf(at, "loop %s: repeat %d out of range [1, %d]", n.ID, v, maxRepeat)
+		}
+		return 0
+	}
+	return int(v)
+}
+
+// loopSource resolves a reference made inside a loop body (sub is the
+// body's compiler) that names no body node: $loop.NAME, or an error for
+// $in, $prev and the graph's other nodes, which a pass cannot read.
+func (sub *compiler) loopSource(nodeID, port string, at graphdef.Pos) (typ node.PortType, known bool) {
+	loopID := sub.loop.ID
+	switch {
+	case nodeID == plan.LoopNode:
+		names := make([]string, len(plan.LoopInputs))
+		for i, in := range plan.LoopInputs {
+			if in.Name == port {
+				return in.Type, true
+			}
+			names[i] = in.Name
+		}
+		sub.errorf(at, "unknown loop input $loop.%s (have $loop.%s)%s", port, strings.Join(names, ", $loop."), didYouMean(port, names, "$loop.%s"))
+	case nodeID == plan.InputNode || nodeID == plan.PrevNode:
+		sub.errorf(at, "a node of loop %s reads %s.%s: a pass reads $loop.tokens, $loop.positions and the outputs of the loop's nodes", loopID, nodeID, port)
+	case sub.outer.byID[nodeID] != nil:
+		sub.errorf(at, "a node of loop %s reads %s.%s, a node outside the loop: a pass reads $loop.tokens, $loop.positions and the outputs of the loop's nodes", loopID, nodeID, port)
+	default:
+		sub.errorf(at, "unknown node %q in %s.%s%s", nodeID, nodeID, port, didYouMean(nodeID, sub.ids, "%q"))
+	}
+	return "", false
+}
+
+// bodyNode names the loop whose body holds node id, or "".
+func (c *compiler) bodyNode(id string) string {
+	for _, cn := range c.nodes {
+		if cn.n.IsLoop() && slices.ContainsFunc(cn.n.Body, func(b *graphdef.Node) bool { return b.ID == id }) {
+			return cn.n.ID
+		}
+	}
+	return ""
+}
