@@ -16,6 +16,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/plan"
 )
 
 // graphTestSeed seeds the sampler of tests with a temperature above 0.
@@ -28,7 +29,7 @@ const graphTestSeed = 1
 // temperature 0: other graphs may sample differently at higher temperatures.
 //
 // --model FILE (or target=FILE) is the target model; --model ALIAS=FILE
-// gives a further model a graph runs (draft=FILE for speculative.draft).
+// gives a further model a graph runs (draft=FILE for graphs/draft.yaml).
 // An alias a graph runs but the command line does not give is the target
 // model itself (a draft model identical to the target).
 func runGraphTest(args []string, stdout, stderr io.Writer) int {
@@ -96,8 +97,7 @@ func (r *graphTester) instance(graph string) (*instance.Instance, error) {
 	}
 	models := map[string]string{}
 	for _, st := range p.Steps {
-		if mb, ok := st.Node.(exec.ModelBinder); ok && mb.ModelAlias() != exec.Target {
-			alias := mb.ModelAlias()
+		if alias := plan.StepModel(st); alias != exec.Target {
 			if models[alias] = r.models[alias]; models[alias] == "" {
 				models[alias] = r.model
 			}

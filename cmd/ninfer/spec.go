@@ -6,15 +6,25 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/suites/bench"
 )
 
 // specBackend names a plan's speculation: its proposers' ops without the
-// family ("ngram", "self", "ngram+draft"), or "none".
+// family, a draft loop as "self" (over the target) or its model's alias
+// ("ngram", "self", "ngram+draft"), or "none".
 func specBackend(inst *instance.Instance) string {
 	var names []string
 	for _, st := range inst.Plan.Steps {
-		if _, ok := st.Node.(exec.Proposer); ok {
+		if _, ok := st.Node.(exec.Proposer); !ok {
+			continue
+		}
+		switch l, loop := st.Node.(*plan.Loop); {
+		case loop && l.Model == exec.Target:
+			names = append(names, "self")
+		case loop:
+			names = append(names, l.Model)
+		default:
 			names = append(names, strings.TrimPrefix(st.Op, "speculative."))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -35,6 +36,8 @@ func init() {
 				Doc: "`hidden` after the final norm (Qwen3.5's MTP head reads it so) or before it (DeepSeek-style heads)"},
 			{Name: "layers", Kind: node.String, Default: "all",
 				Doc: "leading blocks to run: all, half (of the model's, at least 1) or a count N; fewer than all is an early exit (self-speculation's draft pass): those blocks, then the final norm and LM head, writing K/V into those layers only"},
+			{Name: "model", Kind: node.String, Default: exec.Target,
+				Doc: "alias of the model to run (`--model ALIAS=FILE`): target, or, in a draft loop's body, a draft model of the target's vocabulary, which runs on a device of its own with a KV cache of its own"},
 			{Name: "taps", Kind: node.String, Default: "",
 				Doc: "comma-separated layer-input ids whose hidden states `taps` outputs, llama.cpp's convention: id l < layers is the input of block l (0: the token embeddings), id = layers the final norm's output; \"\" = none (an EAGLE-3 drafter's target_layers)"},
 		},
@@ -58,14 +61,25 @@ func init() {
 			if depth != "all" && len(taps) > 0 {
 				return nil, fmt.Errorf("taps %q need every layer: an early exit (layers: %s) has no taps", p.String("taps"), depth)
 			}
-			return &Forward{AllRows: p.String("hidden_rows") == "all", PreNorm: p.String("hidden_norm") == "none", TapIDs: taps, Depth: depth}, nil
+			alias := p.String("model")
+			if !aliasPattern.MatchString(alias) {
+				return nil, fmt.Errorf("model alias %q: want %s", alias, aliasPattern)
+			}
+			return &Forward{Alias: alias, AllRows: p.String("hidden_rows") == "all", PreNorm: p.String("hidden_norm") == "none", TapIDs: taps, Depth: depth}, nil
 		},
 	})
 }
 
-// Forward is the model.forward node. Bind must be called before Record.
+// aliasPattern is what a model alias looks like ("draft", "small-1").
+var aliasPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+
+// Forward is the model.forward node. Bind must be called before Record,
+// with the file of the model Alias names.
 type Forward struct {
 	Config *Config
+	// Alias is the model the node runs (exec.Target, or a draft model's
+	// alias in a draft loop's body).
+	Alias string
 	// AllRows makes the hidden output every row's, [T, E], not only the
 	// sampled rows' [R, E].
 	AllRows bool
@@ -97,6 +111,14 @@ func resolveDepth(depth string, n int) (int, error) {
 		return 0, fmt.Errorf("layers %d: the model has %d blocks", k, n)
 	}
 	return k, nil
+}
+
+// ModelAlias implements exec.ModelUser.
+func (fw *Forward) ModelAlias() string {
+	if fw.Alias == "" {
+		return exec.Target
+	}
+	return fw.Alias
 }
 
 // Layers is the number of blocks Record runs (after Bind).

@@ -43,6 +43,9 @@ func init() {
 // ArgmaxNode is the sample.argmax node.
 type ArgmaxNode struct{}
 
+// ReadsArgmaxOnly implements exec.ArgmaxReader.
+func (ArgmaxNode) ReadsArgmaxOnly(*exec.HostContext) bool { return true }
+
 // RunHost implements exec.HostNode: logits [R, vocab] -> tokens [R].
 func (ArgmaxNode) RunHost(_ *exec.HostContext, in map[string]any) (map[string]any, error) {
 	l, ok := in["logits"].(exec.Logits)

@@ -1,12 +1,12 @@
 // Package speculative implements speculative decoding as graph nodes:
-// proposers that draft tokens (speculative.ngram: prompt lookup;
-// speculative.draft: a second, smaller model with its own KV cache; the
+// proposers that draft tokens (speculative.ngram: prompt lookup; the
 // heads that read the target's hidden states) and speculative.verify,
 // which checks the drafts against the target's logits in one forward pass
 // and keeps exactly the tokens the target would have produced (greedy) or
 // its output distribution (rejection sampling). Early-exit
-// self-speculation is a graph (graphs/self.yaml: a draft loop over
-// model.forward and sample.argmax), not a node.
+// self-speculation and draft-model speculation are graphs (graphs/self.yaml
+// and draft.yaml: draft loops over model.forward and sample.argmax or
+// sample.draft), not nodes.
 //
 // Proposers draft greedily, so a draft token's proposal distribution is a
 // point mass; verify relies on that.
@@ -14,6 +14,7 @@ package speculative
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
@@ -60,4 +61,15 @@ func keepPrior(hc *exec.HostContext, prior exec.Drafts, out exec.Drafts) []bool 
 		need[i] = row.Lookahead > 0
 	}
 	return need
+}
+
+var aliasPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+
+// checkAlias reports, as an error, a model alias param that aliasPattern
+// does not match.
+func checkAlias(alias string) error {
+	if !aliasPattern.MatchString(alias) {
+		return fmt.Errorf("model alias %q: want %s", alias, aliasPattern)
+	}
+	return nil
 }

@@ -44,6 +44,12 @@ type instance struct{ params node.Params }
 
 func build(p node.Params) (any, error) { return instance{p}, nil }
 
+// forwardInstance is the test model.forward: it runs its model param's
+// model (exec.ModelUser).
+type forwardInstance struct{ instance }
+
+func (f forwardInstance) ModelAlias() string { return f.params.String("model") }
+
 // testRegistry mirrors the shape of the real node specs without depending on
 // the nodes/* packages.
 func testRegistry() *node.Registry {
@@ -68,10 +74,11 @@ func testRegistry() *node.Registry {
 		Out: []node.Port{{Name: "logits", Type: node.Logits}, {Name: "hidden", Type: node.Hidden}},
 		Params: []node.Param{
 			{Name: "model", Kind: node.String, Default: "target"},
+			{Name: "label", Kind: node.String, Default: ""},
 			{Name: "layers", Kind: node.Int, Default: int64(0), Min: bound(0)},
 			{Name: "hidden_rows", Kind: node.Enum, Default: "sampled", Enum: []string{"sampled", "all"}},
 		},
-		New: build,
+		New: func(p node.Params) (any, error) { return forwardInstance{instance{p}}, nil },
 	})
 	r.Register(node.Spec{
 		Op: "speculative.mtp", Placement: node.Host, Summary: "Propose tokens from carried hidden states.",
@@ -221,10 +228,10 @@ params:
   chunk: {type: int, default: 512, min: 1, max: 65536}
   temp: {type: float, default: 0}
   method: {type: enum, default: auto, values: [auto, greedy]}
-  model: {type: string, default: target}
+  label: {type: string, default: target}
 nodes:
   - {id: chunking, op: prefill.chunk, with: {size: $params.chunk}}
-  - {id: fwd, op: model.forward, with: {model: $params.model}, in: {tokens: $in.tokens, positions: $in.positions}}
+  - {id: fwd, op: model.forward, with: {label: $params.label}, in: {tokens: $in.tokens, positions: $in.positions}}
   - {id: pick, op: sample.token, with: {temperature: $params.temp, method: $params.method}, in: {logits: fwd.logits}}
 out: {tokens: pick.tokens}
 `)
@@ -238,21 +245,21 @@ out: {tokens: pick.tokens}
 	}{
 		{
 			name:       "no overrides keep the defaults",
-			wantParams: node.Params{"chunk": int64(512), "temp": 0.0, "method": "auto", "model": "target"},
+			wantParams: node.Params{"chunk": int64(512), "temp": 0.0, "method": "auto", "label": "target"},
 			wantPick:   node.Params{"temperature": 0.0, "top_k": int64(0), "method": "auto"},
 			wantChunk:  512,
 		},
 		{
 			name:       "strings from the command line are parsed by type",
-			overrides:  node.Params{"chunk": "256", "temp": "0.7", "method": "greedy", "model": "draft"},
-			wantParams: node.Params{"chunk": int64(256), "temp": 0.7, "method": "greedy", "model": "draft"},
+			overrides:  node.Params{"chunk": "256", "temp": "0.7", "method": "greedy", "label": "draft"},
+			wantParams: node.Params{"chunk": int64(256), "temp": 0.7, "method": "greedy", "label": "draft"},
 			wantPick:   node.Params{"temperature": 0.7, "top_k": int64(0), "method": "greedy"},
 			wantChunk:  256,
 		},
 		{
 			name:       "typed values are accepted and widened",
-			overrides:  node.Params{"chunk": 64, "temp": int64(1), "model": int64(7)},
-			wantParams: node.Params{"chunk": int64(64), "temp": 1.0, "method": "auto", "model": "7"},
+			overrides:  node.Params{"chunk": 64, "temp": int64(1), "label": int64(7)},
+			wantParams: node.Params{"chunk": int64(64), "temp": 1.0, "method": "auto", "label": "7"},
 			wantPick:   node.Params{"temperature": 1.0, "top_k": int64(0), "method": "auto"},
 			wantChunk:  64,
 		},
@@ -321,6 +328,9 @@ func TestStepsCarryInstancesAndSpecs(t *testing.T) {
 			continue
 		}
 		inst, ok := s.Node.(instance)
+		if fw, isForward := s.Node.(forwardInstance); isForward {
+			inst, ok = fw.instance, true
+		}
 		if !ok {
 			t.Fatalf("step %s: instance %T", s.ID, s.Node)
 		}

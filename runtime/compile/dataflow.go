@@ -3,6 +3,7 @@ package compile
 import (
 	"slices"
 
+	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
@@ -36,6 +37,12 @@ func (c *compiler) dataflow(p *plan.Plan, order []*cnode) {
 	for si, seg := range p.Segments {
 		if seg.Placement == node.Device {
 			c.deviceInputs(p, si, byStep, segOf)
+		}
+	}
+	for _, st := range p.Steps {
+		if alias := plan.StepModel(st); st.Placement == node.Device && alias != exec.Target {
+			c.errorf(c.paramPos(byStep[st.ID], "model"), "node %s (%s) runs model %q: the step's own forward runs the target; another model runs only in a draft loop's body",
+				st.ID, st.Op, alias)
 		}
 	}
 	var verifier, proposer *plan.Step
@@ -156,6 +163,17 @@ func (c *compiler) inputPos(cn *cnode, port string) graphdef.Pos {
 		}
 	}
 	return c.at(cn.n.InPos, cn.n.Pos)
+}
+
+// paramPos is the position of cn's setting of param name (its node's
+// when the param is not set).
+func (c *compiler) paramPos(cn *cnode, name string) graphdef.Pos {
+	for _, a := range cn.n.With {
+		if a.Name == name {
+			return c.at(a.ValuePos, a.NamePos, cn.n.Pos)
+		}
+	}
+	return c.at(cn.n.WithPos, cn.n.Pos)
 }
 
 // sortedPorts returns the keys of in in a fixed order, so that errors come

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
@@ -80,8 +81,13 @@ func (c *compiler) compileLoop(cn *cnode) {
 		at := c.at(b.RefPos, b.NamePos, n.OutPos)
 		ref, typ, known, _ := sub.source(b.Ref, at)
 		l.Out[b.Name] = ref
-		if known && typ != node.Tokens {
-			c.errorf(at, "type mismatch: %s is %s, but a loop's out collects %s (one token per row and pass) into a draft", b.Ref, typ, node.Tokens)
+		switch {
+		case known && typ == node.DraftProbs:
+			outs = append(outs, node.Port{Name: b.Name, Type: node.DraftProbs, Doc: "the distributions " + b.Ref + " drew from, one per pass"})
+			continue
+		case known && typ != node.Tokens:
+			c.errorf(at, "type mismatch: %s is %s, but a loop's out collects %s (one token per row and pass) into a draft, or %s",
+				b.Ref, typ, node.Tokens, node.DraftProbs)
 		}
 		outs = append(outs, node.Port{Name: b.Name, Type: node.Draft, Doc: "the tokens " + b.Ref + " picked, one per pass"})
 	}
@@ -102,6 +108,22 @@ func (c *compiler) compileLoop(cn *cnode) {
 	byStep := map[string]*cnode{}
 	for _, bc := range order {
 		byStep[bc.n.ID] = bc
+	}
+	l.Model = exec.Target
+	var runs *cnode // the first body device step
+	for _, st := range l.Steps {
+		if st.Placement != node.Device {
+			continue
+		}
+		alias, bc := plan.StepModel(st), byStep[st.ID]
+		if runs == nil {
+			l.Model, runs = alias, bc
+			continue
+		}
+		if alias != l.Model {
+			c.errorf(c.paramPos(bc, "model"), "node %s (%s) in loop %s runs model %q, but %s (at %d:%d) runs %q: a loop's passes run one model",
+				st.ID, st.Op, n.ID, alias, runs.n.ID, runs.n.Pos.Line, runs.n.Pos.Col, l.Model)
+		}
 	}
 	body := &plan.Plan{Steps: l.Steps, Segments: l.Segments}
 	segOf := map[string]int{}

@@ -3,9 +3,6 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,16 +22,12 @@ func TestDraftModelIsTargetAcceptsEverything(t *testing.T) {
 	plain := open(t, instance.Options{Model: m, MaxRunning: 4, Threads: 2})
 	prompts := goldenPrompts(t, plain)
 	want, _ := generateAll(t, plain, prompts, 20, 4)
-	self := filepath.Join(t.TempDir(), "self-draft.yaml")
-	if err := os.WriteFile(self, []byte(fmt.Sprintf(specGraph, "selfdraft", "speculative.draft", ", model: target")), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	for name, o := range map[string]instance.Options{
-		"draft=same file": {Graph: g, Models: map[string]string{"draft": m}},
-		"model: target":   {Graph: self},
+		"draft=same file": {Graph: g, Models: map[string]string{"draft": m}, Set: node.Params{"k": int64(5)}},
+		"model: target":   {Graph: g, Set: node.Params{"k": int64(5), "model": "target"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			o.Model, o.MaxRunning, o.Threads, o.Set = m, 4, 2, node.Params{"k": int64(5)}
+			o.Model, o.MaxRunning, o.Threads = m, 4, 2
 			in := open(t, o)
 			got, stats := generateAll(t, in, prompts, 20, 4)
 			if diff := cmp.Diff(want, got); diff != "" {

@@ -204,6 +204,8 @@ type Engine struct {
 	// by alias; releasers are the nodes told when a sequence ends.
 	models    map[string]*modelDevice
 	releasers []exec.SeqReleaser
+	// modelLoops are the plan's draft loops over a draft model, by step id.
+	modelLoops map[string]*modelLoop
 	// state is the model's recurrent state cache group (zero without one);
 	// prefixCacheOff says why prefix caching is off for the model, if it is.
 	state          exec.StateLayout
@@ -259,11 +261,31 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, plan: p, backend: cfg.Backend, execs: map[execKey]exec.Executable{}, planHash: p.Hash(),
 		wake: make(chan struct{}, 1), closed: make(chan struct{}), loopDone: make(chan struct{}),
-		reqs: map[*sched.Seq]*request{}, models: map[string]*modelDevice{}, stepCarry: map[string]carryRows{}}
+		reqs: map[*sched.Seq]*request{}, models: map[string]*modelDevice{}, modelLoops: map[string]*modelLoop{},
+		stepCarry: map[string]carryRows{}}
 	layers, kvDim := 0, 0
 	var state exec.StateLayout
 	var binders []modelBinding
+	drafting := map[*plan.Step]bool{} // body steps of loops over a draft model: bound to it
+	for _, st := range p.Steps {
+		if l, ok := st.Node.(*plan.Loop); ok && l.Model != exec.Target {
+			ml := &modelLoop{step: st.ID, loop: l}
+			mb, err := bindModel(cfg, st, ml)
+			if err != nil {
+				return nil, err
+			}
+			binders = append(binders, mb)
+			e.releasers = append(e.releasers, ml)
+			e.modelLoops[st.ID] = ml
+			for _, bs := range l.Steps {
+				drafting[bs] = true
+			}
+		}
+	}
 	for _, st := range p.AllSteps() {
+		if drafting[st] {
+			continue
+		}
 		if b, ok := st.Node.(exec.Binder); ok {
 			if err := b.Bind(cfg.Model); err != nil {
 				return nil, fmt.Errorf("engine: bind %s (%s): %w", st.ID, st.Op, err)
@@ -1013,7 +1035,7 @@ func segmentName(si int) string { return fmt.Sprintf("seg%d", si) }
 // (the plan's or a loop body's) at key, recording and preparing it the
 // first time.
 func (e *Engine) preparedSegment(steps []*plan.Step, seg plan.Segment, key execKey) (exec.Executable, error) {
-	return prepare(e.backend, e.execs, key, func() (*tensor.Graph, error) { return e.record(steps, seg, key) })
+	return prepare(e.backend, e.execs, key, func() (*tensor.Graph, error) { return e.record(e.cfg.Model, steps, seg, key) })
 }
 
 // prepare returns the executable of key in execs, recording it with build
@@ -1046,9 +1068,9 @@ const maxExecs = 32
 
 // record records device segment seg of steps (the plan's, or a loop
 // body's, whose $loop.tokens and $loop.positions are the pass's rows) at
-// key's shape.
-func (e *Engine) record(steps []*plan.Step, seg plan.Segment, key execKey) (*tensor.Graph, error) {
-	b := tensor.NewBuilder(weightInfo(e.cfg.Model))
+// key's shape, over the weights of f (the target's, or a draft model's).
+func (e *Engine) record(f *weights.File, steps []*plan.Step, seg plan.Segment, key execKey) (*tensor.Graph, error) {
+	b := tensor.NewBuilder(weightInfo(f))
 	tokens, positions := b.Input("tokens", key.rows), b.Input("positions", key.rows)
 	vals := map[plan.Ref]tensor.Tensor{
 		{Node: plan.InputNode, Port: "tokens"}: tokens, {Node: plan.InputNode, Port: "positions"}: positions,

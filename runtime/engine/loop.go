@@ -8,21 +8,29 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
 // runLoop runs draft loop l (plan step st) for the step's sampled
 // sequences: each sequence with a lookahead and no prior draft gets
 // min(l.Repeat, lookahead) passes. Pass 0 feeds its last token at its
 // position; each later pass feeds the token l.Next["tokens"] picked, one
-// position further. The passes run on the target's KV cache through each
-// sequence's block table, which the scheduler reserved for the drafts.
-// Each output of l collects the token its body output picked per pass.
+// position further. A loop over the target runs on the target's KV cache
+// through each sequence's block table, which the scheduler reserved for
+// the drafts; a loop over a draft model (modelLoop) on that model's own
+// cache, its pass 0 feeding the tokens the cache lacks. Each output of l
+// collects what its body output gave each row in every pass: a token, or
+// the distribution it was drawn from.
 func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in map[string]any) (map[string]any, error) {
-	outs := map[string]exec.Drafts{}
-	for name := range l.Out {
-		outs[name] = make(exec.Drafts, len(hc.Rows))
+	drafts, probs := map[string]exec.Drafts{}, map[string]exec.DraftProbs{}
+	for _, p := range st.Spec.Out {
+		if p.Type == node.DraftProbs {
+			probs[p.Name] = make(exec.DraftProbs, len(hc.Rows))
+		} else {
+			drafts[p.Name] = make(exec.Drafts, len(hc.Rows))
+		}
 	}
-	var active []int // hc rows still drafting
+	var active, want []int // hc rows that draft, and their drafts
 	var prior exec.Drafts
 	if v, wired := in["prior"]; wired {
 		var ok bool
@@ -32,27 +40,37 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 	}
 	for i, row := range hc.Rows {
 		if prior != nil && len(prior[i]) > 0 {
-			for name := range outs {
-				outs[name][i] = prior[i][:min(len(prior[i]), row.Lookahead)]
+			for name := range drafts {
+				drafts[name][i] = prior[i][:min(len(prior[i]), row.Lookahead)]
 			}
 			continue
 		}
 		if row.Lookahead > 0 && len(row.History) > 0 {
 			active = append(active, i)
+			want = append(want, min(l.Repeat, row.Lookahead))
 		}
 	}
-	b := &exec.Batch{}
-	for _, i := range active {
-		h := hc.Rows[i].History
-		b.Tokens = append(b.Tokens, h[len(h)-1])
-		b.Positions = append(b.Positions, int32(len(h)-1))
+	ml := e.modelLoops[st.ID]
+	var b *exec.Batch
+	var tables [][]int32 // each active row's block table
+	if ml != nil {
+		b, active, tables = ml.firstPass(hc, active, want)
+	} else {
+		b = &exec.Batch{}
+		for _, i := range active {
+			h := hc.Rows[i].History
+			b.Tokens = append(b.Tokens, h[len(h)-1])
+			b.Positions = append(b.Positions, int32(len(h)-1))
+			b.RowSeq = append(b.RowSeq, int32(len(tables)))
+			b.LogitRows = append(b.LogitRows, int32(len(tables)))
+			tables = append(tables, hc.Batch.SeqTable(i))
+		}
+		b.Tables = tables
 	}
 	for pass := 0; len(active) > 0; pass++ {
 		n := len(active)
-		b.RowSeq, b.LogitRows, b.Tables = make([]int32, n), make([]int32, n), make([][]int32, n)
 		rows := make([]*exec.SeqState, n)
 		for j, i := range active {
-			b.RowSeq[j], b.LogitRows[j], b.Tables[j] = int32(j), int32(j), hc.Batch.SeqTable(i)
 			rows[j] = hc.Rows[i]
 		}
 		phc := &exec.HostContext{Ctx: hc.Ctx, Rows: rows, Batch: b, Device: hc.Device}
@@ -63,46 +81,76 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 		if err := e.runPass(st, l, phc, vals); err != nil {
 			return nil, err
 		}
-		picked := func(ref plan.Ref) ([]int32, error) {
-			t, ok := vals[ref].([]int32)
-			if !ok || len(t) != n {
-				return nil, fmt.Errorf("engine: loop %s: %s is %T for %d rows", st.ID, ref, vals[ref], n)
-			}
-			return t, nil
-		}
 		for name, ref := range l.Out {
-			t, err := picked(ref)
+			if d, ok := probs[name]; ok {
+				p, ok := vals[ref].(exec.DraftProbs)
+				if !ok || len(p) != n {
+					return nil, fmt.Errorf("engine: loop %s: %s is %T for %d rows", st.ID, ref, vals[ref], n)
+				}
+				for j, i := range active {
+					d[i] = append(d[i], p[j]...)
+				}
+				continue
+			}
+			t, err := passTokens(st, vals, ref, n)
 			if err != nil {
 				return nil, err
 			}
 			for j, i := range active {
-				outs[name][i] = append(outs[name][i], t[j])
+				drafts[name][i] = append(drafts[name][i], t[j])
 			}
 		}
-		fed, err := picked(l.Next["tokens"])
+		fed, err := passTokens(st, vals, l.Next["tokens"], n)
 		if err != nil {
 			return nil, err
 		}
+		last := make([]int32, n) // each row's position in this pass: its last row's
+		for j := range last {
+			last[j] = b.Positions[b.LogitRows[j]]
+		}
 		next := &exec.Batch{}
-		var still []int
+		var still, stillWant []int
+		var stillTables [][]int32
 		for j, i := range active {
-			if pass+1 < min(l.Repeat, hc.Rows[i].Lookahead) {
-				still = append(still, i)
-				next.Tokens = append(next.Tokens, fed[j])
-				next.Positions = append(next.Positions, b.Positions[j]+1)
+			if pass+1 >= want[j] {
+				continue
+			}
+			next.Tokens = append(next.Tokens, fed[j])
+			next.Positions = append(next.Positions, last[j]+1)
+			next.RowSeq = append(next.RowSeq, int32(len(still)))
+			next.LogitRows = append(next.LogitRows, int32(len(still)))
+			still, stillWant, stillTables = append(still, i), append(stillWant, want[j]), append(stillTables, tables[j])
+			if ml != nil {
+				ml.fed(hc.Rows[i], fed[j])
 			}
 		}
-		active, b = still, next
+		next.Tables = stillTables
+		active, want, tables, b = still, stillWant, stillTables, next
 	}
 	res := map[string]any{}
-	for name, d := range outs {
+	for name, d := range drafts {
 		res[name] = d
+	}
+	for name, p := range probs {
+		res[name] = p
 	}
 	return res, nil
 }
 
+// passTokens is the token per row that body output ref gave in a pass of
+// n rows.
+func passTokens(st *plan.Step, vals map[plan.Ref]any, ref plan.Ref, n int) ([]int32, error) {
+	t, ok := vals[ref].([]int32)
+	if !ok || len(t) != n {
+		return nil, fmt.Errorf("engine: loop %s: %s is %T for %d rows", st.ID, ref, vals[ref], n)
+	}
+	return t, nil
+}
+
 // runPass runs one pass of loop l's body over phc.Batch, with vals holding
-// the pass's inputs; it leaves the body's outputs in vals.
+// the pass's inputs; it leaves the body's outputs in vals. A device
+// output whose every reader reads only its argmax (exec.ArgmaxReader)
+// this pass is reduced on the device.
 func (e *Engine) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, vals map[plan.Ref]any) error {
 	for si, seg := range l.Segments {
 		if seg.Placement == node.Host {
@@ -113,8 +161,7 @@ func (e *Engine) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, val
 			}
 			continue
 		}
-		key := newExecKey(e.backend, loopSegmentName(st.ID, si), phc.Batch)
-		x, err := e.preparedSegment(l.Steps, seg, key)
+		x, err := e.loopSegment(st, l, si, phc.Batch)
 		if err != nil {
 			return err
 		}
@@ -131,7 +178,11 @@ func (e *Engine) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, val
 					continue // not read outside the segment
 				}
 				name := s.ID + "." + p.Name
-				if reduces && p.Type == node.Logits && ax.HasArgmax(name) && !slices.ContainsFunc(readers, func(op string) bool { return op != "sample.argmax" }) {
+				argmaxOnly := !slices.ContainsFunc(readers, func(r *plan.Step) bool {
+					ar, ok := r.Node.(exec.ArgmaxReader)
+					return !ok || !ar.ReadsArgmaxOnly(phc)
+				})
+				if reduces && p.Type == node.Logits && ax.HasArgmax(name) && argmaxOnly {
 					ids, err := ax.OutputArgmax(name) // ids, not [rows, vocab] floats, come back
 					if err != nil {
 						return err
@@ -150,15 +201,26 @@ func (e *Engine) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, val
 	return nil
 }
 
-// hostReaders are the ops of loop l's host steps that read ref.
-func hostReaders(l *plan.Loop, ref plan.Ref) []string {
-	var ops []string
+// loopSegment is the executable of device segment si of loop l (plan step
+// st) at batch b's shape, prepared on the device of the loop's model.
+func (e *Engine) loopSegment(st *plan.Step, l *plan.Loop, si int, b *exec.Batch) (exec.Executable, error) {
+	if ml := e.modelLoops[st.ID]; ml != nil {
+		d := ml.dev
+		key := newExecKey(d.backend, loopSegmentName(st.ID, si), b)
+		return prepare(d.backend, d.execs, key, func() (*tensor.Graph, error) { return e.record(d.file, l.Steps, l.Segments[si], key) })
+	}
+	return e.preparedSegment(l.Steps, l.Segments[si], newExecKey(e.backend, loopSegmentName(st.ID, si), b))
+}
+
+// hostReaders are loop l's host steps that read ref.
+func hostReaders(l *plan.Loop, ref plan.Ref) []*plan.Step {
+	var steps []*plan.Step
 	for _, s := range l.Steps {
 		if s.Placement == node.Host && slices.Contains(slices.Collect(maps.Values(s.In)), ref) {
-			ops = append(ops, s.Op)
+			steps = append(steps, s)
 		}
 	}
-	return ops
+	return steps
 }
 
 // loopSegmentName names device segment si of loop id's body in exec
@@ -166,21 +228,30 @@ func hostReaders(l *plan.Loop, ref plan.Ref) []string {
 func loopSegmentName(id string, si int) string { return id + "." + segmentName(si) }
 
 // warmLoops prepares, like warmup, each loop body's device segments at
-// every bucket a pass over 1 to maxRunning sequences can fall in.
+// every bucket a pass over 1 to maxRunning sequences can fall in, on the
+// device of the loop's model when that is a Bucketer too. (A draft
+// model's pass 0, which catches up on a sequence's unseen tokens, may
+// need larger shapes; those are prepared when first run.)
 func (e *Engine) warmLoops(bk exec.Bucketer) error {
 	for _, st := range e.plan.Steps {
 		l, ok := st.Node.(*plan.Loop)
 		if !ok {
 			continue
 		}
-		for _, s := range bucketShapes(bk, e.maxRunning) {
+		lbk := bk
+		if ml := e.modelLoops[st.ID]; ml != nil {
+			if lbk, ok = ml.dev.backend.(exec.Bucketer); !ok {
+				continue
+			}
+		}
+		for _, s := range bucketShapes(lbk, e.maxRunning) {
+			b := &exec.Batch{Tokens: make([]int32, s[0]), LogitRows: make([]int32, s[1])}
 			for si, seg := range l.Segments {
 				if seg.Placement != node.Device {
 					continue
 				}
-				key := execKey{loopSegmentName(st.ID, si), s[0], s[1]}
-				if _, err := e.preparedSegment(l.Steps, seg, key); err != nil {
-					return fmt.Errorf("engine: warm-up %s: %w", key, err)
+				if _, err := e.loopSegment(st, l, si, b); err != nil {
+					return fmt.Errorf("engine: warm-up %s: %w", execKey{loopSegmentName(st.ID, si), s[0], s[1]}, err)
 				}
 			}
 		}

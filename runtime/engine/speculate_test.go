@@ -188,7 +188,6 @@ func specGraphs(t *testing.T) map[string]string {
 	out := map[string]string{}
 	for name, op := range map[string]string{
 		"ngram":  "speculative.ngram, with: {k: $params.k, min_match: 1}",
-		"draft":  "speculative.draft",
 		"oracle": "test.oracle",
 	} {
 		src := fmt.Sprintf(specGraph, name, op, "")
@@ -201,13 +200,15 @@ func specGraphs(t *testing.T) map[string]string {
 		}
 		out[name] = p
 	}
-	_, src, err := graphs.Source("self") // the shipped draft loop
-	if err != nil {
-		t.Fatal(err)
-	}
-	out["self"] = filepath.Join(dir, "self.yaml")
-	if err := os.WriteFile(out["self"], src, 0o644); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"self", "draft"} { // the shipped draft loops
+		_, src, err := graphs.Source(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(out[name], src, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
 }

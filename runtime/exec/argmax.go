@@ -18,3 +18,12 @@ type ArgmaxOutputter interface {
 	// HasArgmax reports whether OutputArgmax serves the named output.
 	HasArgmax(name string) bool
 }
+
+// ArgmaxReader is implemented by host nodes that, for some steps, read of
+// their logits input only each row's argmax (sample.argmax always; a draft
+// sampler when no row of the pass samples). When every reader of a device
+// output says so, the engine has the device reduce it (ArgmaxOutputter)
+// and hands the readers Logits with Argmax set and Data nil.
+type ArgmaxReader interface {
+	ReadsArgmaxOnly(hc *HostContext) bool
+}

@@ -113,7 +113,7 @@ func (b *Batch) StateRows() (read, write []int32) {
 }
 
 // StateRollbacker is implemented by nodes that draft with the target's own
-// layers (speculative.self): on a model with recurrent state their
+// layers (a draft loop over the target): on a model with recurrent state their
 // drafting would advance the state, so the engine refuses such a plan.
 type StateRollbacker interface {
 	DraftsWithTargetState() bool

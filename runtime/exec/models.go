@@ -13,16 +13,23 @@ const Target = "target"
 // Models are model files by alias.
 type Models map[string]*weights.File
 
+// ModelUser is implemented by nodes that may run a model other than the
+// target: ModelBinders, and model.forward, whose model param names the
+// model of the draft loop its body step runs in.
+type ModelUser interface {
+	// ModelAlias names the model the node runs: a key of the engine's
+	// models, or Target for the target model itself.
+	ModelAlias() string
+}
+
 // ModelBinder is implemented by nodes that run a model other than the
 // plan's own forward on a device of their own, with a KV cache of their
-// own (speculative.draft). The engine binds such a node in three steps:
+// own (a draft loop over a draft model, speculative.eagle3). The engine binds such a node in three steps:
 // BindModel when it is constructed, then, once it has sized the target's
 // KV cache, Attach with a device that has the model loaded and a cache of
 // the same token capacity, block size and format as the target's.
 type ModelBinder interface {
-	// ModelAlias names the model the node runs: a key of the engine's
-	// models, or Target for the target model itself.
-	ModelAlias() string
+	ModelUser
 	// BindModel binds the node to its model f; target is the plan's model
 	// (to check that both share a vocabulary). It returns the KV cache
 	// shape f needs: layers, and K (or V) row width per layer.

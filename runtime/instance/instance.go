@@ -30,7 +30,7 @@ type Options struct {
 	// weights.OpenHF and tok.FromHF).
 	Model string
 	// Models are further model paths by alias ("draft"), for graph nodes
-	// that run a model of their own (speculative.draft); a path equal to
+	// that run a model of their own (a draft loop's model.forward); a path equal to
 	// Model shares its mapping. The alias "target" is Model and may not be
 	// given here.
 	Models     map[string]string

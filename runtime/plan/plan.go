@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/node"
 )
@@ -165,6 +166,9 @@ func writeSteps(b *strings.Builder, indent string, steps []*Step, segs []Segment
 			continue
 		}
 		fmt.Fprintf(b, "%s      repeat %d\n", indent, l.Repeat)
+		if l.Model != exec.Target {
+			fmt.Fprintf(b, "%s      model %s\n", indent, l.Model)
+		}
 		writeSteps(b, indent+"      ", l.Steps, l.Segments)
 		for _, k := range slices.Sorted(maps.Keys(l.Next)) {
 			fmt.Fprintf(b, "%s      next %s <- %s\n", indent, k, l.Next[k])
@@ -212,9 +216,26 @@ type Loop struct {
 	// Next maps each loop input the body feeds back ("tokens") to the body
 	// output of the pass before.
 	Next map[string]Ref
-	// Out maps each output of the loop step (of type draft) to the body
-	// output (one token per row) it collects from every pass.
+	// Out maps each output of the loop step to the body output it collects
+	// from every pass: tokens (one per row) into a draft, or draft_probs.
 	Out map[string]Ref
+	// Model is the alias of the model the body's device steps run
+	// (StepModel): exec.Target, whose KV cache and block tables the
+	// passes share, or a draft model with a cache of its own, which each
+	// step's first pass catches up on the tokens it has not seen.
+	Model string
+}
+
+// ModelAlias implements exec.ModelUser: the loop runs Model.
+func (l *Loop) ModelAlias() string { return l.Model }
+
+// StepModel is the alias of the model step s runs (exec.ModelUser: a
+// node's, or a loop's), or exec.Target.
+func StepModel(s *Step) string {
+	if mu, ok := s.Node.(exec.ModelUser); ok {
+		return mu.ModelAlias()
+	}
+	return exec.Target
 }
 
 // DraftTokens is the loop's draft window, Repeat (exec.Proposer).
@@ -224,7 +245,7 @@ func (l *Loop) DraftTokens() int { return l.Repeat }
 // run the target's own layers (exec.StateRollbacker): on a model with
 // recurrent state they would advance it.
 func (l *Loop) DraftsWithTargetState() bool {
-	return slices.ContainsFunc(l.Steps, func(s *Step) bool { return s.Placement == node.Device })
+	return l.Model == exec.Target && slices.ContainsFunc(l.Steps, func(s *Step) bool { return s.Placement == node.Device })
 }
 
 // AllSteps returns the plan's steps followed by the body steps of each of

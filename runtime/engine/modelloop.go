@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// modelLoop is a draft loop whose body runs a model other than the target
+// (plan.Loop.Model, a draft model of the target's vocabulary): it binds
+// the body to that model (exec.ModelBinder) and keeps each sequence's
+// entries in the model's own paged KV cache (exec.SeqReleaser). Its
+// methods run on the engine's goroutine.
+type modelLoop struct {
+	step string
+	loop *plan.Loop
+	dev  *modelDevice
+	seqs map[uint64]*loopSeq // by exec.SeqState.ID
+	runs uint64              // steps that drafted, for eviction order
+}
+
+// loopSeq is one sequence's entries in a model loop's cache.
+type loopSeq struct {
+	kv     kv.Seq
+	cached []int32 // the tokens whose K/V the cache holds, position order
+	used   uint64  // the last step the sequence drafted in
+}
+
+// ModelAlias implements exec.ModelBinder.
+func (m *modelLoop) ModelAlias() string { return m.loop.Model }
+
+// BindModel implements exec.ModelBinder: the body's steps bind to f, which
+// must have target's vocabulary; the KV shape is the body's forwards'.
+func (m *modelLoop) BindModel(f, target *weights.File) (layers, kvDim int, err error) {
+	if err := weights.SameVocabulary(target, f); err != nil {
+		return 0, 0, err
+	}
+	for _, st := range m.loop.Steps {
+		if b, ok := st.Node.(exec.Binder); ok {
+			if err := b.Bind(f); err != nil {
+				return 0, 0, fmt.Errorf("bind %s (%s): %w", st.ID, st.Op, err)
+			}
+		}
+		if s, ok := st.Node.(exec.KVShaper); ok {
+			l, d := s.KVShape()
+			if layers != 0 && (l != layers || d != kvDim) {
+				return 0, 0, fmt.Errorf("step %s wants kv %dx%d, another body step %dx%d", st.ID, l, d, layers, kvDim)
+			}
+			layers, kvDim = l, d
+		}
+	}
+	m.seqs = map[uint64]*loopSeq{}
+	return layers, kvDim, nil
+}
+
+// Attach implements exec.ModelBinder.
+func (m *modelLoop) Attach(d exec.ModelDevice) { m.dev = d.(*modelDevice) }
+
+// ReleaseSeq implements exec.SeqReleaser: the sequence's blocks are freed.
+func (m *modelLoop) ReleaseSeq(id uint64) {
+	if s, ok := m.seqs[id]; ok {
+		m.dev.Release(&s.kv)
+		delete(m.seqs, id)
+	}
+}
+
+// firstPass builds pass 0 over the sequences of hc rows active (each
+// wanting want[j] drafts): each is fed the tokens of its history that the
+// cache lacks, its cache first rolled back to the longest prefix of its
+// cached tokens the history still holds, short of its last token, which
+// every first pass feeds. A sequence whose drafts do not fit the cache,
+// even after evicting every sequence idle in this step, least recently
+// drafting first, drops out. It returns the pass's batch, the hc rows it
+// drafts for, and each one's block table.
+func (m *modelLoop) firstPass(hc *exec.HostContext, active, want []int) (*exec.Batch, []int, [][]int32) {
+	m.runs++
+	for _, i := range active { // mark first, so that growing one never evicts another
+		m.seq(hc.Rows[i].ID).used = m.runs
+	}
+	b := &exec.Batch{}
+	var rows []int
+	for j, i := range active {
+		h, s := hc.Rows[i].History, m.seq(hc.Rows[i].ID)
+		p := 0
+		for p < min(len(s.cached), len(h)-1) && s.cached[p] == h[p] {
+			p++
+		}
+		m.dev.Truncate(&s.kv, p)
+		s.cached = s.cached[:p]
+		if !m.grow(s, len(h)+want[j]-1) { // the history and every draft but the last
+			continue
+		}
+		b.Tables = append(b.Tables, s.kv.Blocks)
+		for pos := p; pos < len(h); pos++ {
+			b.Tokens = append(b.Tokens, h[pos])
+			b.Positions = append(b.Positions, int32(pos))
+			b.RowSeq = append(b.RowSeq, int32(len(b.Tables)-1))
+		}
+		b.LogitRows = append(b.LogitRows, int32(len(b.Tokens)-1))
+		s.cached = append(s.cached, h[p:]...)
+		rows = append(rows, i)
+	}
+	return b, rows, b.Tables
+}
+
+// fed records that the sequence of row was fed token t in a later pass.
+func (m *modelLoop) fed(row *exec.SeqState, t int32) {
+	s := m.seq(row.ID)
+	s.cached = append(s.cached, t)
+}
+
+// seq returns the state of sequence id, creating it empty.
+func (m *modelLoop) seq(id uint64) *loopSeq {
+	s, ok := m.seqs[id]
+	if !ok {
+		s = &loopSeq{}
+		m.seqs[id] = s
+	}
+	return s
+}
+
+// grow reserves n tokens of cache for s, evicting idle sequences (see
+// firstPass) when the cache is full; it reports whether s has the room.
+func (m *modelLoop) grow(s *loopSeq, n int) bool {
+	if m.dev.Grow(&s.kv, n) == nil {
+		return true
+	}
+	var idle []uint64
+	for id, o := range m.seqs {
+		if o.used != m.runs {
+			idle = append(idle, id)
+		}
+	}
+	slices.SortFunc(idle, func(a, b uint64) int { return cmp.Compare(m.seqs[a].used, m.seqs[b].used) })
+	for _, id := range idle {
+		m.ReleaseSeq(id)
+		if m.dev.Grow(&s.kv, n) == nil {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/plan"
+)
+
+func newTestModelLoop(t *testing.T, blocks, blockTokens int) *modelLoop {
+	t.Helper()
+	m, err := kv.New(blocks, blockTokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &modelLoop{step: "draft", loop: &plan.Loop{Model: "draft"}, dev: &modelDevice{kv: m}, seqs: map[uint64]*loopSeq{}}
+}
+
+// draftFor runs one step of ml for rows (wanting want drafts each) as
+// runLoop does, with a draft model whose next token is the last fed
+// token + 1: pass 0 from firstPass, then each draft but the last fed
+// back. It returns pass 0's batch and the drafts per row.
+func draftFor(ml *modelLoop, rows []*exec.SeqState, want []int) (*exec.Batch, [][]int32) {
+	hc := &exec.HostContext{Rows: rows}
+	active := make([]int, len(rows))
+	for i := range active {
+		active[i] = i
+	}
+	b, drafting, _ := ml.firstPass(hc, active, want)
+	drafts := make([][]int32, len(rows))
+	for j, i := range drafting {
+		t := b.Tokens[b.LogitRows[j]] + 1
+		for {
+			drafts[i] = append(drafts[i], t)
+			if len(drafts[i]) == want[i] {
+				break
+			}
+			ml.fed(rows[i], t)
+			t++
+		}
+	}
+	return b, drafts
+}
+
+// A draft model's cache follows the target's accepted prefix: the first
+// step feeds the whole history, later steps only what the cache lacks
+// after rolling back rejected drafts; each draft is fed back, except the
+// last.
+func TestModelLoopFeedsOnlyWhatItsCacheLacks(t *testing.T) {
+	ml := newTestModelLoop(t, 64, 4)
+	row := &exec.SeqState{ID: 7, Lookahead: 3}
+	for _, st := range []struct {
+		name          string
+		history, want []int32
+		tok, pos      []int32
+		kvLen         int
+	}{
+		{"the first step feeds the history", []int32{10, 11, 12}, []int32{13, 14, 15}, []int32{10, 11, 12}, []int32{0, 1, 2}, 5},
+		{"one accepted draft and the target's token", []int32{10, 11, 12, 13, 99}, []int32{100, 101, 102}, []int32{99}, []int32{4}, 7},
+		{"every draft accepted: the last draft and the bonus token", []int32{10, 11, 12, 13, 99, 100, 101, 102, 500},
+			[]int32{501, 502, 503}, []int32{102, 500}, []int32{7, 8}, 11},
+		{"no draft accepted", []int32{10, 11, 12, 13, 99, 100, 101, 102, 500, 7}, []int32{8, 9, 10}, []int32{7}, []int32{9}, 12},
+	} {
+		row.History = st.history
+		b, drafts := draftFor(ml, []*exec.SeqState{row}, []int{3})
+		if diff := cmp.Diff([][]int32{st.want}, drafts); diff != "" {
+			t.Errorf("%s: drafts (-want +got):\n%s", st.name, diff)
+		}
+		if diff := cmp.Diff([][]int32{st.tok, st.pos}, [][]int32{b.Tokens, b.Positions}); diff != "" {
+			t.Errorf("%s: pass 0 tokens and positions (-want +got):\n%s", st.name, diff)
+		}
+		if s := ml.seqs[7]; s.kv.Len != st.kvLen || len(s.cached) != st.kvLen {
+			t.Errorf("%s: cache holds %d slots, %d tokens; want %d", st.name, s.kv.Len, len(s.cached), st.kvLen)
+		}
+	}
+	ml.ReleaseSeq(7)
+	if used, _ := ml.dev.Usage(); used != 0 || len(ml.seqs) != 0 {
+		t.Errorf("after ReleaseSeq: %d blocks used, %d sequences", used, len(ml.seqs))
+	}
+}
+
+// Pass 0 batches the sequences: each one's unseen tokens, its block
+// table, and a logit row for its last token.
+func TestModelLoopBatchesSequences(t *testing.T) {
+	ml := newTestModelLoop(t, 64, 4)
+	rows := []*exec.SeqState{{ID: 1, History: []int32{1, 2}}, {ID: 2, History: []int32{20}}, {ID: 5, History: []int32{50, 51}}}
+	b, drafts := draftFor(ml, rows, []int{4, 1, 2})
+	if diff := cmp.Diff([][]int32{{3, 4, 5, 6}, {21}, {52, 53}}, drafts); diff != "" {
+		t.Errorf("drafts (-want +got):\n%s", diff)
+	}
+	want := &exec.Batch{Tokens: []int32{1, 2, 20, 50, 51}, Positions: []int32{0, 1, 0, 0, 1}, RowSeq: []int32{0, 0, 1, 2, 2},
+		LogitRows: []int32{1, 2, 4}, Tables: [][]int32{ml.seqs[1].kv.Blocks, ml.seqs[2].kv.Blocks, ml.seqs[5].kv.Blocks}}
+	if diff := cmp.Diff(want, b); diff != "" {
+		t.Errorf("pass 0 (-want +got):\n%s", diff)
+	}
+}
+
+// A full cache evicts the sequences that are not drafting this step,
+// least recently drafting first; a sequence that still does not fit gets
+// no draft this step.
+func TestModelLoopEvictsIdleSequences(t *testing.T) {
+	ml := newTestModelLoop(t, 5, 4) // 20 token slots
+	a, b, c := &exec.SeqState{ID: 1}, &exec.SeqState{ID: 2}, &exec.SeqState{ID: 3}
+	a.History, b.History = []int32{1, 2, 3, 4, 5}, []int32{1, 2}
+	draftFor(ml, []*exec.SeqState{a}, []int{3}) // 7 slots: 2 blocks
+	draftFor(ml, []*exec.SeqState{b}, []int{3}) // 4 slots: 1 block
+	if used, _ := ml.dev.Usage(); used != 3 {
+		t.Fatalf("%d blocks used, want 3", used)
+	}
+	// c needs 3 blocks, 2 are free: a (least recently drafting) is
+	// evicted, b is kept.
+	c.History = []int32{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	_, got := draftFor(ml, []*exec.SeqState{c}, []int{3})
+	if _, ok := ml.seqs[1]; ok || ml.seqs[2] == nil || !slices.Equal(got[0], []int32{10, 11, 12}) {
+		t.Errorf("after evicting: sequences %v, drafts %v", slices.Sorted(maps.Keys(ml.seqs)), got)
+	}
+	// b and c draft together; a no longer fits beside them and gets none.
+	a.History, b.History, c.History = []int32{1, 2, 3, 4, 5, 6}, []int32{1, 2, 3}, []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	_, got = draftFor(ml, []*exec.SeqState{b, c, a}, []int{3, 3, 3})
+	if diff := cmp.Diff([][]int32{{4, 5, 6}, {11, 12, 13}, nil}, got); diff != "" {
+		t.Errorf("drafts (-want +got):\n%s", diff)
+	}
+	for _, id := range []uint64{1, 2, 3} {
+		ml.ReleaseSeq(id)
+	}
+	if used, _ := ml.dev.Usage(); used != 0 {
+		t.Errorf("%d blocks used after releasing every sequence", used)
+	}
+}
