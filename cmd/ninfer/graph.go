@@ -30,26 +30,12 @@ import (
 // of the target (an MTP block) needs the file to have one; each error is
 // positioned at the node in the graph file, as the compiler's are.
 func checkOnModel(path string, p *plan.Plan, modelPath string) error {
-	if err := bindPlan(p, modelPath); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	var errs []error
-	// A node that runs a head of the target itself (speculative.mtp) must
-	// find it in the file.
-	f, err := weights.Open(modelPath)
-	if err != nil {
+	if err := bindPlan(p, modelPath, path); err != nil {
 		return err
 	}
-	defer f.Close()
-	for _, st := range p.AllSteps() {
-		if mb, ok := st.Node.(exec.ModelBinder); ok && mb.ModelAlias() == exec.Target {
-			if _, _, err := mb.BindModel(f, f); err != nil {
-				errs = append(errs, fmt.Errorf("%s: node %s (%s) cannot run on %s: %w", nodePos(path, st.ID), st.ID, st.Op, filepath.Base(modelPath), err))
-			}
-		}
-	}
+	var errs []error
 	stateful := false
-	for _, st := range p.AllSteps() {
+	for _, st := range targetSteps(p) {
 		if s, ok := st.Node.(exec.StateShaper); ok && s.StateShape().Layers() > 0 {
 			stateful = true
 		}
@@ -67,28 +53,44 @@ func checkOnModel(path string, p *plan.Plan, modelPath string) error {
 }
 
 // bindPlan binds p's steps to the model file at modelPath (exec.Binder),
-// as the engine does when it loads the plan.
-func bindPlan(p *plan.Plan, modelPath string) error {
+// as the engine does when it loads the plan, but for the body steps of
+// loops over another model; each error names the step's position in the
+// graph file at path (a node that runs a head of the target, model.mtp,
+// needs the file to have one).
+func bindPlan(p *plan.Plan, modelPath, path string) error {
 	f, err := weights.Open(modelPath)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	for _, st := range p.AllSteps() {
+	var errs []error
+	for _, st := range targetSteps(p) {
 		if b, ok := st.Node.(exec.Binder); ok {
 			if err := b.Bind(f); err != nil {
-				return fmt.Errorf("step %s (%s): %w", st.ID, st.Op, err)
+				errs = append(errs, fmt.Errorf("%s: node %s (%s) cannot run on %s: %w", nodePos(path, st.ID), st.ID, st.Op, filepath.Base(modelPath), err))
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// targetSteps are p's steps and the body steps of its loops over the
+// target: the steps that run the target model.
+func targetSteps(p *plan.Plan) []*plan.Step {
+	var out []*plan.Step
+	for _, st := range p.AllSteps() {
+		if st.Placement != node.Device || plan.StepModel(st) == exec.Target {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // cacheGroups describes the caches p keeps on the model at modelPath: the
 // paged KV group of the layers that attend and, for a hybrid model, the
 // recurrent state group (per-sequence slots), with their sizes.
 func cacheGroups(p *plan.Plan, modelPath string) (string, error) {
-	if err := bindPlan(p, modelPath); err != nil {
+	if err := bindPlan(p, modelPath, p.File); err != nil {
 		return "", err
 	}
 	var b strings.Builder
@@ -138,6 +140,11 @@ func nodePos(path, id string) string {
 	for _, n := range g.Nodes {
 		if n.ID == id {
 			return n.Pos.String()
+		}
+		for _, bn := range n.Body {
+			if bn.ID == id {
+				return bn.Pos.String()
+			}
 		}
 	}
 	return path

@@ -278,7 +278,7 @@ func TestGraphCheckOnAHybridModel(t *testing.T) {
 		t.Errorf("self on a hybrid model: exit %d, stderr %q", code, stderr)
 	}
 	code, _, stderr = runCLI("graph", "check", "--model", dense, "mtp")
-	if code != 1 || !strings.Contains(stderr, "mtp.yaml:15:5: node draft (speculative.mtp) cannot run on tiny-qwen3-f32.gguf") ||
+	if code != 1 || !strings.Contains(stderr, "mtp.yaml:21:9: node head (model.mtp) cannot run on tiny-qwen3-f32.gguf") ||
 		!strings.Contains(stderr, "has no MTP block") {
 		t.Errorf("mtp on a model without an MTP block: exit %d, stderr %q", code, stderr)
 	}

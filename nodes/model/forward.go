@@ -144,6 +144,18 @@ func ParseTaps(s string) ([]int, error) {
 // Taps reports the layer-input ids the taps output holds.
 func (fw *Forward) Taps() []int { return fw.TapIDs }
 
+// RowWidth implements exec.RowWidther (after Bind): hidden rows are E
+// floats, taps rows E per tap.
+func (fw *Forward) RowWidth(port string) int {
+	switch port {
+	case "hidden":
+		return fw.Config.Embed
+	case "taps":
+		return len(fw.TapIDs) * fw.Config.Embed
+	}
+	return 0
+}
+
 // HiddenAllRows reports whether the hidden output has a row per fed
 // token (hidden_rows: all) rather than per logit row.
 func (fw *Forward) HiddenAllRows() bool { return fw.AllRows }

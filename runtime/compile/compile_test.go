@@ -81,6 +81,12 @@ func testRegistry() *node.Registry {
 		New: func(p node.Params) (any, error) { return forwardInstance{instance{p}}, nil },
 	})
 	r.Register(node.Spec{
+		Op: "model.mtp", Placement: node.Device, Summary: "Run a head over tokens and hidden states.",
+		In: []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}, {Name: "hidden", Type: node.Hidden}},
+		Out: []node.Port{{Name: "logits", Type: node.Logits}, {Name: "hidden", Type: node.Hidden}},
+		New: build,
+	})
+	r.Register(node.Spec{
 		Op: "speculative.mtp", Placement: node.Host, Summary: "Propose tokens from carried hidden states.",
 		In:  []node.Port{{Name: "history", Type: node.Tokens}, {Name: "hidden", Type: node.Hidden}},
 		Out: []node.Port{{Name: "draft", Type: node.Draft}},

@@ -125,6 +125,7 @@ func (c *compiler) deviceInputs(p *plan.Plan, si int, byStep map[string]*cnode, 
 				}
 				draft, drafted = ref, st
 			case (ref.Node == plan.InputNode || ref.Node == plan.LoopNode) && (ref.Port == "tokens" || ref.Port == "positions"):
+			case ref.Node == plan.LoopNode && ref.Port == "hidden":
 			case ref.Node == "$in":
 				c.errorf(at, "node %s (%s) runs on the device, but its input %s reads $in.%s, which only host nodes can read",
 					st.ID, st.Op, port, ref.Port)

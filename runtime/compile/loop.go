@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -14,10 +15,19 @@ import (
 // drafts per sequence and step.
 const maxRepeat = 64
 
-// loopPrior is the one input of a loop step: an earlier proposer's
-// drafts, kept for the sequences that have one.
-var loopPrior = node.Port{Name: "prior", Type: node.Draft, Optional: true,
-	Doc: "an earlier proposer's drafts: a sequence that has one keeps it and is not drafted for again"}
+// loopIn are the inputs of a loop step: an earlier proposer's drafts, and
+// a carried value (hidden states) that pass 0 enters.
+var loopIn = []node.Port{
+	{Name: "prior", Type: node.Draft, Optional: true,
+		Doc: "an earlier proposer's drafts: a sequence that has one keeps it and is not drafted for again"},
+	{Name: "hidden", Type: node.Hidden, Optional: true,
+		Doc: "a value carried from earlier steps ($prev.NAME, rows of the target's hidden states): pass 0 enters every sequence's positions it covers ($loop.hidden: the row of the position before each token), also for sequences that do not draft"},
+}
+
+// hasIn reports whether loop node n wires its input name.
+func hasIn(n *graphdef.Node, name string) bool {
+	return slices.ContainsFunc(n.In, func(b *graphdef.Binding) bool { return b.Name == name && b.Ref != "" })
+}
 
 // compileLoop compiles the body of loop node cn into a plan.Loop and gives
 // cn the spec of a host step with the loop's outputs (type draft, one
@@ -54,24 +64,36 @@ func (c *compiler) compileLoop(cn *cnode) {
 		sub.resolveInputs(bc)
 	}
 	l := &plan.Loop{Repeat: c.repeat(n), Next: map[string]plan.Ref{}, Out: map[string]plan.Ref{}}
+	nextTypes := map[string]node.PortType{"tokens": node.Tokens}
+	if hasIn(n, "hidden") {
+		nextTypes["hidden"] = node.Hidden
+	}
 	for _, b := range n.Next {
 		if b.Name == "" || b.Ref == "" {
 			continue // reported by graphdef
 		}
 		at := c.at(b.RefPos, b.NamePos, n.NextPos)
-		if b.Name != "tokens" {
-			c.errorf(c.at(b.NamePos, n.NextPos), "loop %s: next %s: a loop feeds back only next.tokens ($loop.positions advance by one each pass)%s",
-				n.ID, b.Name, didYouMean(b.Name, []string{"tokens"}, "next.%s"))
+		want, ok := nextTypes[b.Name]
+		if !ok {
+			why := "a loop feeds back next.tokens, and next.hidden with in.hidden ($loop.positions advance by one each pass)"
+			c.errorf(c.at(b.NamePos, n.NextPos), "loop %s: next %s: %s%s", n.ID, b.Name, why, didYouMean(b.Name, slices.Sorted(maps.Keys(nextTypes)), "next.%s"))
 			continue
 		}
 		ref, typ, known, _ := sub.source(b.Ref, at)
 		l.Next[b.Name] = ref
-		if known && typ != node.Tokens {
-			c.errorf(at, "type mismatch: %s is %s, but next.tokens wants %s (one token per row)", b.Ref, typ, node.Tokens)
+		if known && typ != want {
+			c.errorf(at, "type mismatch: %s is %s, but next.%s wants %s (one per row)", b.Ref, typ, b.Name, want)
 		}
 	}
-	if _, ok := l.Next["tokens"]; !ok && len(n.Body) > 0 {
-		c.errorf(c.at(n.NextPos, n.BodyPos, n.Pos), "loop %s: missing next.tokens: the body output (one token per row) that the following pass feeds", n.ID)
+	for _, name := range slices.Sorted(maps.Keys(nextTypes)) {
+		if _, ok := l.Next[name]; !ok && len(n.Body) > 0 {
+			c.errorf(c.at(n.NextPos, n.BodyPos, n.Pos), "loop %s: missing next.%s: the body output (one %s per row) that the following pass feeds", n.ID, name, nextTypes[name])
+		}
+	}
+	for _, b := range n.In {
+		if b.Name == "hidden" && b.Ref != "" && !strings.HasPrefix(b.Ref, plan.PrevNode+".") {
+			c.errorf(c.at(b.RefPos, b.NamePos, n.InPos), "loop %s: in.hidden reads %s: it enters each sequence's rows carried from earlier steps, a $prev.NAME value", n.ID, b.Ref)
+		}
 	}
 	var outs []node.Port
 	for _, b := range n.Out {
@@ -93,7 +115,7 @@ func (c *compiler) compileLoop(cn *cnode) {
 	}
 	order, acyclic := sub.order()
 	sub.instantiate()
-	cn.spec = &node.Spec{Op: plan.LoopOp, Placement: node.Host, In: []node.Port{loopPrior}, Out: outs,
+	cn.spec = &node.Spec{Op: plan.LoopOp, Placement: node.Host, In: loopIn, Out: outs,
 		Summary: "a loop of draft passes"}
 	c.errs = append(c.errs, sub.errs...)
 	if !acyclic || !sub.complete() || l.Repeat == 0 {
@@ -203,6 +225,10 @@ func (sub *compiler) loopSource(nodeID, port string, at graphdef.Pos) (typ node.
 		names := make([]string, len(plan.LoopInputs))
 		for i, in := range plan.LoopInputs {
 			if in.Name == port {
+				if port == "hidden" && !hasIn(sub.loop, "hidden") {
+					sub.errorf(at, "$loop.hidden is the rows of loop %s's in.hidden, which it does not wire: add in: {hidden: $prev.NAME}", loopID)
+					return "", false
+				}
 				return in.Type, true
 			}
 			names[i] = in.Name

@@ -204,8 +204,11 @@ type Engine struct {
 	// by alias; releasers are the nodes told when a sequence ends.
 	models    map[string]*modelDevice
 	releasers []exec.SeqReleaser
-	// modelLoops are the plan's draft loops over a draft model, by step id.
+	// modelLoops are the plan's draft loops over a draft model, by step id;
+	// loopHidden is the row width of $loop.hidden in each loop that reads
+	// a carried value (in.hidden).
 	modelLoops map[string]*modelLoop
+	loopHidden map[string]int
 	// state is the model's recurrent state cache group (zero without one);
 	// prefixCacheOff says why prefix caching is off for the model, if it is.
 	state          exec.StateLayout
@@ -262,7 +265,7 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, plan: p, backend: cfg.Backend, execs: map[execKey]exec.Executable{}, planHash: p.Hash(),
 		wake: make(chan struct{}, 1), closed: make(chan struct{}), loopDone: make(chan struct{}),
 		reqs: map[*sched.Seq]*request{}, models: map[string]*modelDevice{}, modelLoops: map[string]*modelLoop{},
-		stepCarry: map[string]carryRows{}}
+		loopHidden: map[string]int{}, stepCarry: map[string]carryRows{}}
 	layers, kvDim := 0, 0
 	var state exec.StateLayout
 	var binders []modelBinding
@@ -305,15 +308,20 @@ func New(cfg Config) (*Engine, error) {
 			state = s.StateShape()
 		}
 		if s, ok := st.Node.(exec.KVShaper); ok {
+			// A step with fewer layers uses the leading ones (a head's
+			// layer follows its trunk's).
 			l, d := s.KVShape()
-			if layers != 0 && (l != layers || d != kvDim) {
+			if layers != 0 && d != kvDim {
 				return nil, fmt.Errorf("engine: step %s wants kv %dx%d, another step %dx%d", st.ID, l, d, layers, kvDim)
 			}
-			layers, kvDim = l, d
+			layers, kvDim = max(layers, l), d
 		}
 	}
 	if layers == 0 {
 		return nil, errors.New("engine: the plan has no step that owns a KV cache (model.forward)")
+	}
+	if err := e.resolveLoopHidden(); err != nil {
+		return nil, err
 	}
 	maxBatch, err := e.speculation()
 	if err != nil {
@@ -1035,7 +1043,7 @@ func segmentName(si int) string { return fmt.Sprintf("seg%d", si) }
 // (the plan's or a loop body's) at key, recording and preparing it the
 // first time.
 func (e *Engine) preparedSegment(steps []*plan.Step, seg plan.Segment, key execKey) (exec.Executable, error) {
-	return prepare(e.backend, e.execs, key, func() (*tensor.Graph, error) { return e.record(e.cfg.Model, steps, seg, key) })
+	return prepare(e.backend, e.execs, key, func() (*tensor.Graph, error) { return e.record(e.cfg.Model, steps, seg, key, 0) })
 }
 
 // prepare returns the executable of key in execs, recording it with build
@@ -1067,14 +1075,19 @@ func prepare(be exec.Backend, execs map[execKey]exec.Executable, key execKey, bu
 const maxExecs = 32
 
 // record records device segment seg of steps (the plan's, or a loop
-// body's, whose $loop.tokens and $loop.positions are the pass's rows) at
-// key's shape, over the weights of f (the target's, or a draft model's).
-func (e *Engine) record(f *weights.File, steps []*plan.Step, seg plan.Segment, key execKey) (*tensor.Graph, error) {
+// body's, whose $loop.tokens and $loop.positions are the pass's rows, and
+// $loop.hidden, of hiddenWidth floats, the float input loopHiddenInput)
+// at key's shape, over the weights of f (the target's, or a draft
+// model's).
+func (e *Engine) record(f *weights.File, steps []*plan.Step, seg plan.Segment, key execKey, hiddenWidth int) (*tensor.Graph, error) {
 	b := tensor.NewBuilder(weightInfo(f))
 	tokens, positions := b.Input("tokens", key.rows), b.Input("positions", key.rows)
 	vals := map[plan.Ref]tensor.Tensor{
 		{Node: plan.InputNode, Port: "tokens"}: tokens, {Node: plan.InputNode, Port: "positions"}: positions,
 		{Node: plan.LoopNode, Port: "tokens"}: tokens, {Node: plan.LoopNode, Port: "positions"}: positions,
+	}
+	if hiddenWidth > 0 {
+		vals[plan.Ref{Node: plan.LoopNode, Port: "hidden"}] = b.InputF32(loopHiddenInput, key.rows, hiddenWidth)
 	}
 	b.Input("logit_rows", key.logitRows)
 	for _, idx := range seg.Steps {

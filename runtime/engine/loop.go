@@ -53,9 +53,19 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 	ml := e.modelLoops[st.ID]
 	var b *exec.Batch
 	var tables [][]int32 // each active row's block table
-	if ml != nil {
+	switch hidden, carried := in["hidden"]; {
+	case carried:
+		c, ok := hidden.([]exec.Carried)
+		if !ok || len(c) != len(hc.Rows) {
+			return nil, fmt.Errorf("engine: loop %s: hidden input is %T for %d sequences", st.ID, hidden, len(hc.Rows))
+		}
+		var err error
+		if b, active, want, tables, err = carriedFirstPass(hc, c, active, want, e.loopHidden[st.ID]); err != nil {
+			return nil, fmt.Errorf("engine: loop %s: %w", st.ID, err)
+		}
+	case ml != nil:
 		b, active, tables = ml.firstPass(hc, active, want)
-	} else {
+	default:
 		b = &exec.Batch{}
 		for _, i := range active {
 			h := hc.Rows[i].History
@@ -88,7 +98,9 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 					return nil, fmt.Errorf("engine: loop %s: %s is %T for %d rows", st.ID, ref, vals[ref], n)
 				}
 				for j, i := range active {
-					d[i] = append(d[i], p[j]...)
+					if want[j] > 0 {
+						d[i] = append(d[i], p[j]...)
+					}
 				}
 				continue
 			}
@@ -97,12 +109,20 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 				return nil, err
 			}
 			for j, i := range active {
-				drafts[name][i] = append(drafts[name][i], t[j])
+				if want[j] > 0 {
+					drafts[name][i] = append(drafts[name][i], t[j])
+				}
 			}
 		}
 		fed, err := passTokens(st, vals, l.Next["tokens"], n)
 		if err != nil {
 			return nil, err
+		}
+		var fedHidden exec.Logits // [n, width]: the rows next.hidden gave
+		if ref, ok := l.Next["hidden"]; ok {
+			if fedHidden, ok = vals[ref].(exec.Logits); !ok || fedHidden.Rows != n {
+				return nil, fmt.Errorf("engine: loop %s: %s is %T for %d rows", st.ID, ref, vals[ref], n)
+			}
 		}
 		last := make([]int32, n) // each row's position in this pass: its last row's
 		for j := range last {
@@ -117,6 +137,12 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 			}
 			next.Tokens = append(next.Tokens, fed[j])
 			next.Positions = append(next.Positions, last[j]+1)
+			if fedHidden.Rows > 0 {
+				if next.Floats == nil {
+					next.Floats = map[string][]float32{}
+				}
+				next.Floats[loopHiddenInput] = append(next.Floats[loopHiddenInput], fedHidden.Row(j)...)
+			}
 			next.RowSeq = append(next.RowSeq, int32(len(still)))
 			next.LogitRows = append(next.LogitRows, int32(len(still)))
 			still, stillWant, stillTables = append(still, i), append(stillWant, want[j]), append(stillTables, tables[j])
@@ -174,7 +200,7 @@ func (e *Engine) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, val
 			for _, p := range s.Spec.Out {
 				ref := plan.Ref{Node: s.ID, Port: p.Name}
 				readers := hostReaders(l, ref)
-				if len(readers) == 0 {
+				if len(readers) == 0 && !slices.Contains(slices.Collect(maps.Values(l.Next)), ref) {
 					continue // not read outside the segment
 				}
 				name := s.ID + "." + p.Name
@@ -207,9 +233,99 @@ func (e *Engine) loopSegment(st *plan.Step, l *plan.Loop, si int, b *exec.Batch)
 	if ml := e.modelLoops[st.ID]; ml != nil {
 		d := ml.dev
 		key := newExecKey(d.backend, loopSegmentName(st.ID, si), b)
-		return prepare(d.backend, d.execs, key, func() (*tensor.Graph, error) { return e.record(d.file, l.Steps, l.Segments[si], key) })
+		return prepare(d.backend, d.execs, key, func() (*tensor.Graph, error) { return e.record(d.file, l.Steps, l.Segments[si], key, 0) })
 	}
-	return e.preparedSegment(l.Steps, l.Segments[si], newExecKey(e.backend, loopSegmentName(st.ID, si), b))
+	key := newExecKey(e.backend, loopSegmentName(st.ID, si), b)
+	return prepare(e.backend, e.execs, key, func() (*tensor.Graph, error) {
+		return e.record(e.cfg.Model, l.Steps, l.Segments[si], key, e.loopHidden[st.ID])
+	})
+}
+
+// loopHiddenInput names the float input of a pass that is $loop.hidden.
+const loopHiddenInput = "loop.hidden"
+
+// resolveLoopHidden finds the row width of $loop.hidden for each loop
+// with a carried in.hidden: that of the device output the carry keeps
+// (exec.RowWidther).
+func (e *Engine) resolveLoopHidden() error {
+	for _, st := range e.plan.Steps {
+		ref, ok := st.In["hidden"]
+		if _, loop := st.Node.(*plan.Loop); !ok || !loop {
+			continue
+		}
+		cref, ok := e.plan.Carry[ref.Port]
+		if ref.Node != plan.PrevNode || !ok {
+			return fmt.Errorf("engine: loop %s: in.hidden reads %s, not a carried value", st.ID, ref)
+		}
+		width := 0
+		for _, src := range e.plan.Steps {
+			if rw, ok := src.Node.(exec.RowWidther); ok && src.ID == cref.Node {
+				width = rw.RowWidth(cref.Port)
+			}
+		}
+		if width <= 0 {
+			return fmt.Errorf("engine: loop %s: the carried %s (%s) has no known row width", st.ID, ref, cref)
+		}
+		e.loopHidden[st.ID] = width
+	}
+	return nil
+}
+
+// carriedFirstPass builds pass 0 of a loop with a carried in.hidden: every
+// sequence of hc with carried rows (c[i], the target's hidden states of
+// positions c[i].Pos, Pos+1, ... that the steps since its last pass kept)
+// enters the positions after the first of them up to its last token, the
+// row at position p pairing token p with the hidden state of p-1 (zeros
+// at 0; entry p = Pos was entered by the pass before). The passes write a
+// KV layer of their own on the sequence's block table, so a sequence
+// that does not draft enters its rows too. A drafting sequence (drafting,
+// wanting want drafts) drafts when its last entry is its last token.
+// It returns the batch, the hc rows in it with the drafts each wants (0
+// for a row that only enters), and each one's block table.
+func carriedFirstPass(hc *exec.HostContext, c []exec.Carried, drafting, want []int, width int) (*exec.Batch, []int, []int, [][]int32, error) {
+	wants := map[int]int{}
+	for j, i := range drafting {
+		wants[i] = want[j]
+	}
+	b := &exec.Batch{Floats: map[string][]float32{}}
+	var active, activeWant []int
+	var tables [][]int32
+	for i, row := range hc.Rows {
+		ci, h := c[i], row.History
+		if ci.Rows() == 0 {
+			continue
+		}
+		if ci.Width != width {
+			return nil, nil, nil, nil, fmt.Errorf("sequence %d: carried rows of %d floats, $loop.hidden has %d", row.ID, ci.Width, width)
+		}
+		start := ci.Pos + 1
+		if ci.Pos == 0 {
+			start = 0
+		}
+		end := min(ci.Pos+ci.Rows(), len(h)-1) + 1 // entries [start, end)
+		if start >= end {
+			continue
+		}
+		w := wants[i]
+		if end != len(h) {
+			w = 0
+		}
+		for p := start; p < end; p++ {
+			b.Tokens = append(b.Tokens, h[p])
+			b.Positions = append(b.Positions, int32(p))
+			b.RowSeq = append(b.RowSeq, int32(len(tables)))
+			if p == 0 {
+				b.Floats[loopHiddenInput] = append(b.Floats[loopHiddenInput], make([]float32, width)...)
+			} else {
+				b.Floats[loopHiddenInput] = append(b.Floats[loopHiddenInput], ci.Row(p-1-ci.Pos)...)
+			}
+		}
+		b.LogitRows = append(b.LogitRows, int32(len(b.Tokens)-1))
+		tables = append(tables, hc.Batch.SeqTable(i))
+		active, activeWant = append(active, i), append(activeWant, w)
+	}
+	b.Tables = tables
+	return b, active, activeWant, tables, nil
 }
 
 // hostReaders are loop l's host steps that read ref.

@@ -190,3 +190,10 @@ func (c Carried) Append(o Carried) Carried {
 	c.Data = append(c.Data, o.Data...)
 	return c
 }
+
+// RowWidther is implemented by device nodes whose float outputs have rows
+// of a width known once the node is bound (model.forward's hidden: E;
+// taps: one E per tap): the width of a value carried from them.
+type RowWidther interface {
+	RowWidth(port string) int
+}

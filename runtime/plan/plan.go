@@ -195,11 +195,13 @@ const LoopOp = "loop"
 const LoopNode = graphdef.LoopNode
 
 // LoopInputs are the per-pass inputs of a loop body: pass 0 feeds each
-// drafting sequence's last token at its position; each later pass feeds
-// the body output Next["tokens"] names, one position further.
+// drafting sequence's last token at its position (a loop with in.hidden:
+// the positions its carried rows cover); each later pass feeds the body
+// outputs Next names, one position further.
 var LoopInputs = []node.Port{
 	{Name: "tokens", Type: node.Tokens, Doc: "one token per drafting sequence: its last token, then the previous pass's pick"},
 	{Name: "positions", Type: node.Positions, Doc: "the position of each of those tokens"},
+	{Name: "hidden", Type: node.Hidden, Doc: "with the loop's in.hidden (a carried value): pass 0's tokens are each sequence's positions that value covers, each with the carried row of the position before (zeros at 0); a later pass's is the row next.hidden gave"},
 }
 
 // Loop is the compiled body of a loop step (a draft loop): the sub-plan
@@ -213,8 +215,8 @@ type Loop struct {
 	Repeat   int
 	Steps    []*Step
 	Segments []Segment
-	// Next maps each loop input the body feeds back ("tokens") to the body
-	// output of the pass before.
+	// Next maps each loop input the body feeds back ("tokens", and with a
+	// carried in.hidden "hidden") to the body output of the pass before.
 	Next map[string]Ref
 	// Out maps each output of the loop step to the body output it collects
 	// from every pass: tokens (one per row) into a draft, or draft_probs.
@@ -241,11 +243,16 @@ func StepModel(s *Step) string {
 // DraftTokens is the loop's draft window, Repeat (exec.Proposer).
 func (l *Loop) DraftTokens() int { return l.Repeat }
 
-// DraftsWithTargetState reports whether the body runs device steps, which
-// run the target's own layers (exec.StateRollbacker): on a model with
-// recurrent state they would advance it.
+// DraftsWithTargetState reports whether the body runs a device step that
+// runs the target's own layers (exec.StateShaper: model.forward over the
+// target), which on a model with recurrent state would advance it
+// (exec.StateRollbacker). A head with layers of its own (model.mtp) and a
+// draft model leave it alone.
 func (l *Loop) DraftsWithTargetState() bool {
-	return l.Model == exec.Target && slices.ContainsFunc(l.Steps, func(s *Step) bool { return s.Placement == node.Device })
+	return l.Model == exec.Target && slices.ContainsFunc(l.Steps, func(s *Step) bool {
+		_, shapes := s.Node.(exec.StateShaper)
+		return s.Placement == node.Device && shapes
+	})
 }
 
 // AllSteps returns the plan's steps followed by the body steps of each of
