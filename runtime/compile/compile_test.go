@@ -82,7 +82,7 @@ func testRegistry() *node.Registry {
 	})
 	r.Register(node.Spec{
 		Op: "model.mtp", Placement: node.Device, Summary: "Run a head over tokens and hidden states.",
-		In: []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}, {Name: "hidden", Type: node.Hidden}},
+		In:  []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}, {Name: "hidden", Type: node.Hidden}},
 		Out: []node.Port{{Name: "logits", Type: node.Logits}, {Name: "hidden", Type: node.Hidden}},
 		New: build,
 	})
