@@ -95,9 +95,19 @@ func cacheGroups(p *plan.Plan, modelPath string) (string, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cache groups on %s:\n", filepath.Base(modelPath))
-	for _, st := range p.Steps {
+	for _, st := range targetSteps(p) {
+		if m, ok := st.Node.(*model.MTP); ok {
+			layers, kvDim := m.KVShape()
+			f, err := kv.LookupFormat(p.Policy.KVDType)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "  kv (paged, step %s: the MTP block's attention): KV layer %d, after the trunk's, on each sequence's block table, kv dim %d, %s, %d bytes per token\n",
+				st.ID, layers-1, kvDim, f.Name, kv.BytesPerToken(f, 1, kvDim))
+			continue
+		}
 		fw, ok := st.Node.(*model.Forward)
-		if !ok {
+		if !ok || !slices.Contains(p.Steps, st) { // a body's forward uses the trunk's layers
 			continue
 		}
 		c := fw.Config
@@ -383,9 +393,24 @@ func dot(p *plan.Plan) string {
 // next: feedback dashed, and out: into the loop's own box.
 func dotLoop(b *strings.Builder, id string, l *plan.Loop) {
 	q := strconv.Quote
-	fmt.Fprintf(b, "    subgraph %s {\n      label=%s; style=\"rounded,dotted\";\n", q("cluster_loop_"+id), q(fmt.Sprintf("loop %s: up to %d passes", id, l.Repeat)))
+	label := fmt.Sprintf("loop %s: up to %d passes", id, l.Repeat)
+	if l.Model != exec.Target {
+		label += " of model " + l.Model
+	}
+	fmt.Fprintf(b, "    subgraph %s {\n      label=%s; style=\"rounded,dotted\";\n", q("cluster_loop_"+id), q(label))
+	used := map[string]bool{}
+	for _, s := range l.Steps {
+		for _, r := range s.In {
+			used[r.Port] = used[r.Port] || r.Node == plan.LoopNode
+		}
+	}
+	for name := range l.Next {
+		used[name] = true
+	}
 	for _, in := range plan.LoopInputs {
-		fmt.Fprintf(b, "      %s [shape=ellipse, label=%s];\n", q(id+"/$loop."+in.Name), q("$loop."+in.Name))
+		if used[in.Name] {
+			fmt.Fprintf(b, "      %s [shape=ellipse, label=%s];\n", q(id+"/$loop."+in.Name), q("$loop."+in.Name))
+		}
 	}
 	for _, s := range l.Steps {
 		color := "#cfe2ff"

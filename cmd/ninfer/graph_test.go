@@ -297,6 +297,10 @@ func TestGraphPlanCacheGroups(t *testing.T) {
 		!strings.Contains(stdout, "layers [0 1 2 4 5 6], f32, 33792 bytes per slot") {
 		t.Errorf("exit %d, stdout:\n%s\nstderr %q", code, stdout, stderr)
 	}
+	code, stdout, _ = runCLI("graph", "plan", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "mtp")
+	if code != 0 || !strings.Contains(stdout, "kv (paged, step head: the MTP block's attention): KV layer 2, after the trunk's, on each sequence's block table, kv dim 64, f32, 512 bytes per token") {
+		t.Errorf("mtp: exit %d, stdout:\n%s", code, stdout)
+	}
 	code, stdout, _ = runCLI("graph", "plan", "--model", sharedPath(t, "models", "tiny-qwen3-f32.gguf"), "plain")
 	if code != 0 || !strings.Contains(stdout, "kv (paged, step fwd): layers [0 1]") || strings.Contains(stdout, "state (") {
 		t.Errorf("a transformer: exit %d, stdout:\n%s", code, stdout)

@@ -76,10 +76,10 @@ func (m *MTP) Bind(f *weights.File) error {
 
 // KVShape implements exec.KVShaper: the trunk's attention layers and the
 // head's one after them.
-func (m *MTP) KVShape() (layers, kvDim int) { return m.kvLayer() + 1, m.cfg.KVDim() }
+func (m *MTP) KVShape() (layers, kvDim int) { return m.KVLayer() + 1, m.cfg.KVDim() }
 
-// kvLayer is the KV layer the head's attention owns.
-func (m *MTP) kvLayer() int { return m.cfg.AttentionLayers() }
+// KVLayer is the KV layer the head's attention owns (after Bind).
+func (m *MTP) KVLayer() int { return m.cfg.AttentionLayers() }
 
 // Record implements exec.DeviceNode: tokens [T], positions [T], hidden
 // [T, E] -> logits [R, vocab] and hidden [R, E] of the step's
@@ -93,7 +93,7 @@ func (m *MTP) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[string
 	e := b.GetRows(b.Weight(m.embd), in["tokens"])
 	x := b.Concat(b.RMSNorm(e, w("nextn.enorm.weight"), c.Embed, c.NormEps), b.RMSNorm(in["hidden"], w("nextn.hnorm.weight"), c.Embed, c.NormEps))
 	x = b.MatMul(x, w("nextn.eh_proj.weight")) // [T, E]
-	x = RecordAttentionBlock(b, c, x, in["positions"], m.block, m.kvLayer())
+	x = RecordAttentionBlock(b, c, x, in["positions"], m.block, m.KVLayer())
 	out := b.RMSNorm(b.SelectRows(x, b.Input("logit_rows", -1)), b.Weight(m.norm), c.Embed, c.NormEps) // [R, E]
 	return map[string]tensor.Tensor{"logits": b.MatMul(out, b.Weight(m.head)), "hidden": out}, b.Err()
 }
