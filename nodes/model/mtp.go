@@ -78,6 +78,14 @@ func (m *MTP) Bind(f *weights.File) error {
 // head's one after them.
 func (m *MTP) KVShape() (layers, kvDim int) { return m.KVLayer() + 1, m.cfg.KVDim() }
 
+// RowWidth implements exec.RowWidther: hidden rows are E floats.
+func (m *MTP) RowWidth(port string) int {
+	if port == "hidden" {
+		return m.cfg.Embed
+	}
+	return 0
+}
+
 // KVLayer is the KV layer the head's attention owns (after Bind).
 func (m *MTP) KVLayer() int { return m.cfg.AttentionLayers() }
 

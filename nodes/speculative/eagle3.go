@@ -14,30 +14,32 @@ import (
 func init() {
 	node.Register(node.Spec{
 		Op:        "speculative.eagle3",
-		Placement: node.Host,
-		In: []node.Port{historyPort,
-			{Name: "features", Type: node.Hidden,
-				Doc: "the target's hidden states at the drafter's target_layers, side by side, of the tokens the previous steps accepted: a value carried from model.forward's taps ($prev.NAME)"},
-			priorPort},
-		Out: []node.Port{draftOut},
+		Placement: node.Device,
+		In: []node.Port{
+			{Name: "tokens", Type: node.Tokens, Doc: "token ids of the pass, one per row [T]"},
+			{Name: "positions", Type: node.Positions, Doc: "position of each row [T]: its hidden state's (entry p reads token p+1)"},
+			{Name: "hidden", Type: node.Hidden,
+				Doc: "per row, the target's hidden states at the drafter's target_layers side by side [T, 3E'] (a loop's $loop.hidden of a value carried from model.forward's taps, in the pass that enters them), or the drafter's own pre-norm state of the pass before [T, E]"},
+		},
+		Out: []node.Port{
+			{Name: "logits", Type: node.Logits, Doc: "next-token logits of the rows that need a token [R, vocab]"},
+			{Name: "hidden", Type: node.Hidden, Doc: "the decoder's pre-norm state of those rows [R, E]: the g of the next pass"},
+		},
 		Params: []node.Param{
-			{Name: "k", Kind: node.Int, Default: int64(3), Min: bound(1), Max: bound(16), Doc: "most tokens drafted per sequence and step"},
 			{Name: "model", Kind: node.String, Default: "draft", Doc: "alias of the EAGLE-3 drafter GGUF (`--model ALIAS=FILE`, architecture eagle3)"},
 		},
-		Summary: "Draft tokens with an EAGLE-3 drafter, which fuses hidden states tapped from the target's layers.",
+		Summary: "Run an EAGLE-3 drafter, which fuses hidden states tapped from the target's layers, over a pass's rows.",
 		Doc: "The drafter (a GGUF of architecture `eagle3`: `fc`, one decoder layer, `output_norm`, `output`, and " +
-			"`eagle3.target_layers`, llama.cpp's layer-input ids) runs on a device of its own with a paged KV cache " +
-			"of its own. Its entry at position p reads the token at p+1 and g_p = fc(features_p), the target's tapped " +
-			"hidden states at p: `[attn_norm(embed(t_{p+1})) ; attn_norm_2(g_p)]` -> q, k, v -> attention (RoPE " +
-			"at p) -> `+ g_p` -> FFN -> the pre-norm state, then `output_norm` -> `output`. Each step it enters the " +
-			"positions the carried features cover; the last entry (the last accepted position, paired with the " +
-			"token the target just chose) drafts the first token, and each further pass feeds the previous draft " +
-			"with the decoder's own pre-norm state as g. The token embeddings are the target's unless the drafter " +
-			"has its own. This is " +
-			"llama.cpp's `--spec-type draft-eagle3` with p_min 0. The graph's model.forward must tap the drafter's " +
+			"`eagle3.target_layers`, llama.cpp's layer-input ids) runs in a draft loop over its model, on a device " +
+			"of its own with a paged KV cache of its own. Its entry at position p reads the token at p+1 and g_p: " +
+			"fc(features_p) of the target's tapped hidden states when the pass enters them, else the pre-norm " +
+			"state of the pass before: `[attn_norm(embed(t_{p+1})) ; attn_norm_2(g_p)]` -> q, k, v -> attention " +
+			"(RoPE at p) -> `+ g_p` -> FFN -> the pre-norm state, then `output_norm` -> `output`. The token " +
+			"embeddings are the target's unless the drafter has its own. graphs/eagle3.yaml is llama.cpp's " +
+			"`--spec-type draft-eagle3` with p_min 0. The graph's model.forward must tap the drafter's " +
 			"target_layers (`taps`); the engine checks it at load.",
 		New: func(p node.Params) (any, error) {
-			e := &Eagle3{K: p.Int("k"), Alias: p.String("model")}
+			e := &Eagle3{Alias: p.String("model")}
 			if err := checkAlias(e.Alias); err != nil {
 				return nil, err
 			}
@@ -46,14 +48,12 @@ func init() {
 	})
 }
 
-// Eagle3 is the speculative.eagle3 node. The engine binds it (BindModel,
-// then Attach) before RunHost; RunHost and ReleaseSeq run on the engine's
-// goroutine.
+// Eagle3 is the speculative.eagle3 node, a draft loop body's forward of an
+// EAGLE-3 drafter. The engine binds it (Bind, with the drafter's file,
+// after BindTarget) before Record.
 type Eagle3 struct {
-	K     int
 	Alias string
 
-	heads
 	cfg      eagle3Config
 	borrowed []string // the target's tensors the drafter reads
 }
@@ -75,40 +75,61 @@ func (e *Eagle3) TargetLayers() []int { return e.cfg.TargetLayers }
 // embeddings of its own uses the target's.
 func (e *Eagle3) TargetWeights() []string { return e.borrowed }
 
-// DraftTokens implements exec.Proposer.
-func (e *Eagle3) DraftTokens() int { return e.K }
-
-// ModelAlias implements exec.ModelBinder.
+// ModelAlias implements exec.ModelUser.
 func (e *Eagle3) ModelAlias() string { return e.Alias }
 
-// BindModel implements exec.ModelBinder: f must be an eagle3 GGUF whose
-// target hidden size is the target's and whose output has the target's
-// vocabulary.
-func (e *Eagle3) BindModel(f, target *weights.File) (layers, kvDim int, err error) {
+// EntersAtHidden implements exec.HiddenEntry: entry p pairs the hidden
+// state of p with the token at p+1, at position p.
+func (e *Eagle3) EntersAtHidden() bool { return true }
+
+// BindTarget implements exec.TargetChecker: the drafter's target hidden
+// size and vocabulary must be target's; a drafter without token
+// embeddings of its own borrows target's (TargetWeights).
+func (e *Eagle3) BindTarget(f, target *weights.File) error {
 	c, err := readEagle3Config(f)
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
 	embd, err := target.Tensor("token_embd.weight")
 	if err != nil {
-		return 0, 0, fmt.Errorf("speculative.eagle3: target %s: %w", target.Path, err)
+		return fmt.Errorf("speculative.eagle3: target %s: %w", target.Path, err)
 	}
 	if embd.RowLen() != c.Embed || c.TargetEmbed != embd.RowLen() {
-		return 0, 0, fmt.Errorf("speculative.eagle3: drafter %s: embedding width %d and target hidden size %d, the target %s has %d",
+		return fmt.Errorf("speculative.eagle3: drafter %s: embedding width %d and target hidden size %d, the target %s has %d",
 			f.Path, c.Embed, c.TargetEmbed, target.Path, embd.RowLen())
 	}
 	out, err := f.Tensor("output.weight")
 	if err != nil {
-		return 0, 0, fmt.Errorf("speculative.eagle3: drafter %s: %w (a d2t vocabulary map is not supported)", f.Path, err)
+		return fmt.Errorf("speculative.eagle3: drafter %s: %w (a d2t vocabulary map is not supported)", f.Path, err)
 	}
 	if out.Rows() != embd.Rows() {
-		return 0, 0, fmt.Errorf("speculative.eagle3: drafter %s scores %d tokens, the target %s has %d", f.Path, out.Rows(), target.Path, embd.Rows())
+		return fmt.Errorf("speculative.eagle3: drafter %s scores %d tokens, the target %s has %d", f.Path, out.Rows(), target.Path, embd.Rows())
 	}
 	e.cfg, e.borrowed = c, nil
 	if _, err := f.Tensor("token_embd.weight"); err != nil {
 		e.borrowed = []string{"token_embd.weight"} // the drafter embeds with the target's
 	}
-	return 1, c.KVHeads * c.HeadDim, nil
+	return nil
+}
+
+// Bind implements exec.Binder: f is the drafter's file (with any borrowed
+// target tensors), read by BindTarget.
+func (e *Eagle3) Bind(f *weights.File) error {
+	if e.cfg.Embed == 0 {
+		return fmt.Errorf("speculative.eagle3: %s is not a checked eagle3 drafter (BindTarget first)", f.Path)
+	}
+	return nil
+}
+
+// KVShape implements exec.KVShaper: one decoder layer.
+func (e *Eagle3) KVShape() (layers, kvDim int) { return 1, e.cfg.KVHeads * e.cfg.HeadDim }
+
+// RowWidth implements exec.RowWidther: hidden rows are the pre-norm state.
+func (e *Eagle3) RowWidth(port string) int {
+	if port == "hidden" {
+		return e.cfg.Embed
+	}
+	return 0
 }
 
 func readEagle3Config(f *weights.File) (eagle3Config, error) {
@@ -138,122 +159,51 @@ func readEagle3Config(f *weights.File) (eagle3Config, error) {
 	return c, nil
 }
 
-// recorder is the drafter's pass over tokens [T] at positions [T]: with
-// encode, the fused features "e3_features" [T, 3E'] go through fc to give
-// g, otherwise g is "e3_g" [T, E]; the tokens are embedded with
-// token_embd (the drafter's, or the target's it borrows). Outputs: "logits" [R, vocab] and the pre-norm state "hidden"
-// [R, E] of the "logit_rows" rows.
-func (e *Eagle3) recorder(encode bool) exec.PassRecorder {
-	return func(b *tensor.Builder, tokens, positions tensor.Tensor) (map[string]tensor.Tensor, error) {
-		c := e.cfg
-		T := tokens.Rows()
-		w := func(s string) tensor.Tensor { return b.Weight("blk.0." + s + ".weight") }
-		var g tensor.Tensor
-		if encode {
-			f := b.InputF32("e3_features", T, len(c.TargetLayers)*c.TargetEmbed)
-			if c.NormBeforeFC {
-				f = b.RMSNorm(f, b.Weight("enc.output_norm.weight"), f.Cols(), c.NormEps)
-			}
-			g = b.MatMul(f, b.Weight("fc.weight")) // [T, E]
-		} else {
-			g = b.InputF32("e3_g", T, c.Embed)
-		}
-		en := b.RMSNorm(b.GetRows(b.Weight("token_embd.weight"), tokens), w("attn_norm"), c.Embed, c.NormEps)
-		gn := b.RMSNorm(g, w("attn_norm_2"), c.Embed, c.NormEps)
-		cur := b.Concat(en, gn) // [T, 2E]
-		rope := tensor.RoPEArgs{HeadDim: c.HeadDim, Dims: c.RopeDims, Base: c.RopeBase, Mode: tensor.RoPENorm}
-		q := b.RoPE(b.MatMul(cur, w("attn_q")), positions, rope)
-		k := b.RoPE(b.MatMul(cur, w("attn_k")), positions, rope)
-		v := b.MatMul(cur, w("attn_v"))
-		a := b.Attention(q, k, v, tensor.AttentionArgs{Layer: 0, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
-			Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))})
-		residual := g
-		if c.NormBeforeResidual {
-			residual = gn
-		}
-		x := b.Add(b.MatMul(a, w("attn_output")), residual)
-		h := b.RMSNorm(x, w("ffn_norm"), c.Embed, c.NormEps)
-		x = b.Add(x, b.MatMul(b.SwiGLU(b.MatMul(h, w("ffn_gate")), b.MatMul(h, w("ffn_up"))), w("ffn_down")))
-		pre := b.SelectRows(x, b.Input("logit_rows", -1)) // [R, E]
-		logits := b.MatMul(b.RMSNorm(pre, b.Weight("output_norm.weight"), c.Embed, c.NormEps), b.Weight("output.weight"))
-		return map[string]tensor.Tensor{"logits": logits, "hidden": pre}, b.Err()
+// Record implements exec.DeviceNode: tokens [T], positions [T] and
+// hidden, the fused features [T, 3E'] (which go through fc to give g) or
+// g [T, E] itself, -> logits [R, vocab] and the pre-norm state hidden
+// [R, E] of the step's "logit_rows" rows.
+func (e *Eagle3) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[string]tensor.Tensor, error) {
+	c := e.cfg
+	if c.Embed == 0 {
+		return nil, errors.New("speculative.eagle3: no drafter bound")
 	}
+	tokens, positions, g := in["tokens"], in["positions"], in["hidden"]
+	w := func(s string) tensor.Tensor { return b.Weight("blk.0." + s + ".weight") }
+	switch g.Cols() {
+	case c.Embed:
+	case len(c.TargetLayers) * c.TargetEmbed:
+		if c.NormBeforeFC {
+			g = b.RMSNorm(g, b.Weight("enc.output_norm.weight"), g.Cols(), c.NormEps)
+		}
+		g = b.MatMul(g, b.Weight("fc.weight")) // [T, E]
+	default:
+		return nil, fmt.Errorf("speculative.eagle3: hidden rows of %d floats: the drafter reads %d (%d target layers of %d) or its own %d: tap its target_layers",
+			g.Cols(), len(c.TargetLayers)*c.TargetEmbed, len(c.TargetLayers), c.TargetEmbed, c.Embed)
+	}
+	en := b.RMSNorm(b.GetRows(b.Weight("token_embd.weight"), tokens), w("attn_norm"), c.Embed, c.NormEps)
+	gn := b.RMSNorm(g, w("attn_norm_2"), c.Embed, c.NormEps)
+	cur := b.Concat(en, gn) // [T, 2E]
+	rope := tensor.RoPEArgs{HeadDim: c.HeadDim, Dims: c.RopeDims, Base: c.RopeBase, Mode: tensor.RoPENorm}
+	q := b.RoPE(b.MatMul(cur, w("attn_q")), positions, rope)
+	k := b.RoPE(b.MatMul(cur, w("attn_k")), positions, rope)
+	v := b.MatMul(cur, w("attn_v"))
+	a := b.Attention(q, k, v, tensor.AttentionArgs{Layer: 0, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
+		Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))})
+	residual := g
+	if c.NormBeforeResidual {
+		residual = gn
+	}
+	x := b.Add(b.MatMul(a, w("attn_output")), residual)
+	h := b.RMSNorm(x, w("ffn_norm"), c.Embed, c.NormEps)
+	x = b.Add(x, b.MatMul(b.SwiGLU(b.MatMul(h, w("ffn_gate")), b.MatMul(h, w("ffn_up"))), w("ffn_down")))
+	pre := b.SelectRows(x, b.Input("logit_rows", -1)) // [R, E]
+	logits := b.MatMul(b.RMSNorm(pre, b.Weight("output_norm.weight"), c.Embed, c.NormEps), b.Weight("output.weight"))
+	return map[string]tensor.Tensor{"logits": logits, "hidden": pre}, b.Err()
 }
 
-// RunHost implements exec.HostNode: history, features (and prior) ->
-// draft. Every sequence first enters the positions its carried features
-// cover (entry p pairs token p+1 with features p, so the last one waits
-// for the token the target chooses next), also when it does not draft.
-func (e *Eagle3) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, error) {
-	history, prior, err := proposerInputs("speculative.eagle3", hc, in)
-	if err != nil {
-		return nil, err
-	}
-	feats, ok := in["features"].([]exec.Carried)
-	if !ok || len(feats) != len(hc.Rows) {
-		return nil, fmt.Errorf("speculative.eagle3: features input is %T for %d sequences", in["features"], len(hc.Rows))
-	}
-	if e.dev == nil {
-		return nil, errors.New("speculative.eagle3: needs a bound model and its device")
-	}
-	out := make(exec.Drafts, len(hc.Rows))
-	need := keepPrior(hc, prior, out)
-	width := len(e.cfg.TargetLayers) * e.cfg.TargetEmbed
-	var rows []chainRow
-	b := &exec.Batch{Floats: map[string][]float32{}}
-	var fs []float32
-	for i, row := range hc.Rows {
-		c, h := feats[i], history[i]
-		s := e.seq(row.ID)
-		if c.Rows() == 0 {
-			continue
-		}
-		if c.Width != width {
-			return nil, fmt.Errorf("speculative.eagle3: sequence %d: features of %d floats, the drafter reads %d (%d target layers of %d): tap its target_layers",
-				row.ID, c.Width, width, len(e.cfg.TargetLayers), e.cfg.TargetEmbed)
-		}
-		if c.Pos == 0 {
-			s.lost = false
-		}
-		if c.Pos > s.next {
-			s.lost = true // positions the drafter never saw
-		}
-		start, end := c.Pos, min(c.Pos+c.Rows(), len(h)-1) // entries [start, end): token p+1 with features p
-		want := min(e.K, row.Lookahead)
-		if !need[i] || end != len(h)-1 {
-			want = 0 // the last entry, paired with the target's newest token, drafts
-		}
-		if start >= end || s.lost {
-			continue
-		}
-		if !e.grow(hc, s, end+max(0, want-1)) {
-			continue
-		}
-		b.Tables = append(b.Tables, s.kv.Blocks)
-		for p := start; p < end; p++ {
-			b.Tokens = append(b.Tokens, h[p+1])
-			b.Positions = append(b.Positions, int32(p))
-			b.RowSeq = append(b.RowSeq, int32(len(b.Tables)-1))
-			fs = append(fs, c.Row(p-c.Pos)...)
-		}
-		b.LogitRows = append(b.LogitRows, int32(len(b.Tokens)-1))
-		s.next = end
-		rows = append(rows, chainRow{row: i, want: want, pos: end, seq: s})
-	}
-	b.Floats["e3_features"] = fs
-	err = chainDrafts(out, rows, b, func(b *exec.Batch, first bool) (exec.Logits, exec.Logits, error) {
-		name := "speculative.eagle3/draft"
-		if first {
-			name = "speculative.eagle3/enter" // features through fc; later passes feed the pre-norm state
-		}
-		res, err := e.dev.Pass(hc.Ctx, name, e.recorder(first), b, "logits", "hidden")
-		return res["logits"], res["hidden"], err
-	}, func(next *exec.Batch, _ int32, pre []float32) error {
-		next.Floats["e3_g"] = append(next.Floats["e3_g"], pre...)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("speculative.eagle3: %w", err)
-	}
-	return map[string]any{"draft": out}, nil
-}
+var (
+	_ exec.DeviceNode    = (*Eagle3)(nil)
+	_ exec.TargetChecker = (*Eagle3)(nil)
+	_ exec.HiddenEntry   = (*Eagle3)(nil)
+)

@@ -19,10 +19,10 @@ type headSeq struct {
 }
 
 // heads is the cache of a drafter that runs on a device of its own and
-// reads the target's carried hidden states (speculative.eagle3,
-// dflash): each sequence's KV blocks and entry state. Attach and
-// ReleaseSeq implement exec.ModelBinder's and exec.SeqReleaser's methods
-// for the nodes that embed it.
+// reads the target's carried hidden states (speculative.dflash): each
+// sequence's KV blocks and entry state. Attach and ReleaseSeq implement
+// exec.ModelBinder's and exec.SeqReleaser's methods for the nodes that
+// embed it.
 type heads struct {
 	dev  exec.ModelDevice
 	seqs map[uint64]*headSeq

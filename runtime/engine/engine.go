@@ -208,7 +208,7 @@ type Engine struct {
 	// loopHidden is the row width of $loop.hidden in each loop that reads
 	// a carried value (in.hidden).
 	modelLoops map[string]*modelLoop
-	loopHidden map[string]int
+	loopHidden map[string]loopWidths
 	// state is the model's recurrent state cache group (zero without one);
 	// prefixCacheOff says why prefix caching is off for the model, if it is.
 	state          exec.StateLayout
@@ -265,7 +265,7 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, plan: p, backend: cfg.Backend, execs: map[execKey]exec.Executable{}, planHash: p.Hash(),
 		wake: make(chan struct{}, 1), closed: make(chan struct{}), loopDone: make(chan struct{}),
 		reqs: map[*sched.Seq]*request{}, models: map[string]*modelDevice{}, modelLoops: map[string]*modelLoop{},
-		loopHidden: map[string]int{}, stepCarry: map[string]carryRows{}}
+		loopHidden: map[string]loopWidths{}, stepCarry: map[string]carryRows{}}
 	layers, kvDim := 0, 0
 	var state exec.StateLayout
 	var binders []modelBinding

@@ -59,8 +59,15 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 		if !ok || len(c) != len(hc.Rows) {
 			return nil, fmt.Errorf("engine: loop %s: hidden input is %T for %d sequences", st.ID, hidden, len(hc.Rows))
 		}
+		table := func(i, _, _, _, _ int, _ bool) ([]int32, bool) { return hc.Batch.SeqTable(i), true }
+		if ml != nil {
+			ml.beginStep(hc)
+			table = func(i, q0, end, off, want int, fromZero bool) ([]int32, bool) {
+				return ml.enterTable(hc.Rows[i], q0, end, off, want, fromZero)
+			}
+		}
 		var err error
-		if b, active, want, tables, err = carriedFirstPass(hc, c, active, want, e.loopHidden[st.ID]); err != nil {
+		if b, active, want, tables, err = carriedFirstPass(hc, c, active, want, e.loopHidden[st.ID].enter, enteredAtHidden(l), table); err != nil {
 			return nil, fmt.Errorf("engine: loop %s: %w", st.ID, err)
 		}
 	case ml != nil:
@@ -88,7 +95,7 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 			{Node: plan.LoopNode, Port: "tokens"}:    b.Tokens,
 			{Node: plan.LoopNode, Port: "positions"}: b.Positions,
 		}
-		if err := e.runPass(st, l, phc, vals); err != nil {
+		if err := e.runPass(st, l, phc, vals, pass == 0); err != nil {
 			return nil, err
 		}
 		for name, ref := range l.Out {
@@ -173,11 +180,11 @@ func passTokens(st *plan.Step, vals map[plan.Ref]any, ref plan.Ref, n int) ([]in
 	return t, nil
 }
 
-// runPass runs one pass of loop l's body over phc.Batch, with vals holding
-// the pass's inputs; it leaves the body's outputs in vals. A device
-// output whose every reader reads only its argmax (exec.ArgmaxReader)
-// this pass is reduced on the device.
-func (e *Engine) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, vals map[plan.Ref]any) error {
+// runPass runs one pass of loop l's body over phc.Batch (first: pass 0),
+// with vals holding the pass's inputs; it leaves the body's outputs in
+// vals. A device output whose every reader reads only its argmax
+// (exec.ArgmaxReader) this pass is reduced on the device.
+func (e *Engine) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, vals map[plan.Ref]any, first bool) error {
 	for si, seg := range l.Segments {
 		if seg.Placement == node.Host {
 			for _, idx := range seg.Steps {
@@ -187,7 +194,7 @@ func (e *Engine) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, val
 			}
 			continue
 		}
-		x, err := e.loopSegment(st, l, si, phc.Batch)
+		x, err := e.loopSegment(st, l, si, phc.Batch, first)
 		if err != nil {
 			return err
 		}
@@ -228,21 +235,41 @@ func (e *Engine) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, val
 }
 
 // loopSegment is the executable of device segment si of loop l (plan step
-// st) at batch b's shape, prepared on the device of the loop's model.
-func (e *Engine) loopSegment(st *plan.Step, l *plan.Loop, si int, b *exec.Batch) (exec.Executable, error) {
+// st) at batch b's shape, prepared on the device of the loop's model. In
+// a loop that enters carried hidden states, pass 0 (first) has an
+// executable of its own ("draft.seg0/enter"): its $loop.hidden rows are
+// the carried ones, a later pass's the body's own, which may be narrower.
+func (e *Engine) loopSegment(st *plan.Step, l *plan.Loop, si int, b *exec.Batch, first bool) (exec.Executable, error) {
+	be, execs, f := e.backend, e.execs, e.cfg.Model
 	if ml := e.modelLoops[st.ID]; ml != nil {
-		d := ml.dev
-		key := newExecKey(d.backend, loopSegmentName(st.ID, si), b)
-		return prepare(d.backend, d.execs, key, func() (*tensor.Graph, error) { return e.record(d.file, l.Steps, l.Segments[si], key, 0) })
+		be, execs, f = ml.dev.backend, ml.dev.execs, ml.dev.file
 	}
-	key := newExecKey(e.backend, loopSegmentName(st.ID, si), b)
-	return prepare(e.backend, e.execs, key, func() (*tensor.Graph, error) {
-		return e.record(e.cfg.Model, l.Steps, l.Segments[si], key, e.loopHidden[st.ID])
-	})
+	name, width := loopSegmentName(st.ID, si), 0
+	if w, ok := e.loopHidden[st.ID]; ok {
+		width = w.draft
+		if first {
+			name, width = name+"/enter", w.enter
+		}
+	}
+	key := newExecKey(be, name, b)
+	return prepare(be, execs, key, func() (*tensor.Graph, error) { return e.record(f, l.Steps, l.Segments[si], key, width) })
 }
 
 // loopHiddenInput names the float input of a pass that is $loop.hidden.
 const loopHiddenInput = "loop.hidden"
+
+// loopWidths are the row widths of a loop's $loop.hidden: in pass 0 the
+// carried value's, in later passes next.hidden's.
+type loopWidths struct{ enter, draft int }
+
+// enteredAtHidden reports whether loop l's entries sit at their hidden
+// state's position (exec.HiddenEntry).
+func enteredAtHidden(l *plan.Loop) bool {
+	return slices.ContainsFunc(l.Steps, func(s *plan.Step) bool {
+		he, ok := s.Node.(exec.HiddenEntry)
+		return ok && he.EntersAtHidden()
+	})
+}
 
 // resolveLoopHidden finds the row width of $loop.hidden for each loop
 // with a carried in.hidden: that of the device output the carry keeps
@@ -257,16 +284,20 @@ func (e *Engine) resolveLoopHidden() error {
 		if ref.Node != plan.PrevNode || !ok {
 			return fmt.Errorf("engine: loop %s: in.hidden reads %s, not a carried value", st.ID, ref)
 		}
-		width := 0
-		for _, src := range e.plan.Steps {
-			if rw, ok := src.Node.(exec.RowWidther); ok && src.ID == cref.Node {
-				width = rw.RowWidth(cref.Port)
+		width := func(steps []*plan.Step, ref plan.Ref) int {
+			for _, src := range steps {
+				if rw, ok := src.Node.(exec.RowWidther); ok && src.ID == ref.Node {
+					return rw.RowWidth(ref.Port)
+				}
 			}
+			return 0
 		}
-		if width <= 0 {
-			return fmt.Errorf("engine: loop %s: the carried %s (%s) has no known row width", st.ID, ref, cref)
+		l := st.Node.(*plan.Loop)
+		w := loopWidths{enter: width(e.plan.Steps, cref), draft: width(l.Steps, l.Next["hidden"])}
+		if w.enter <= 0 || w.draft <= 0 {
+			return fmt.Errorf("engine: loop %s: the carried %s (%s) or next.hidden (%s) has no known row width", st.ID, ref, cref, l.Next["hidden"])
 		}
-		e.loopHidden[st.ID] = width
+		e.loopHidden[st.ID] = w
 	}
 	return nil
 }
@@ -274,18 +305,26 @@ func (e *Engine) resolveLoopHidden() error {
 // carriedFirstPass builds pass 0 of a loop with a carried in.hidden: every
 // sequence of hc with carried rows (c[i], the target's hidden states of
 // positions c[i].Pos, Pos+1, ... that the steps since its last pass kept)
-// enters the positions after the first of them up to its last token, the
-// row at position p pairing token p with the hidden state of p-1 (zeros
-// at 0; entry p = Pos was entered by the pass before). The passes write a
-// KV layer of their own on the sequence's block table, so a sequence
-// that does not draft enters its rows too. A drafting sequence (drafting,
-// wanting want drafts) drafts when its last entry is its last token.
-// It returns the batch, the hc rows in it with the drafts each wants (0
-// for a row that only enters), and each one's block table.
-func carriedFirstPass(hc *exec.HostContext, c []exec.Carried, drafting, want []int, width int) (*exec.Batch, []int, []int, [][]int32, error) {
+// enters token indices q after the first of those rows up to its last
+// token, each with the hidden state of q-1 (zeros for q = 0), at position
+// q, or q-1 with atHidden (exec.HiddenEntry: EAGLE-3, which has no entry
+// for token 0); the pass before entered the tokens up to the first row's.
+// The sequence's entries go through table(i, q0, end, off, want,
+// fromZero), which gives the block table to write them to (or false to
+// leave the sequence out), also for a sequence that does not draft. A
+// drafting sequence (drafting, wanting want drafts) drafts when its last
+// entry is its last token. It returns the batch, the hc rows in it with
+// the drafts each wants (0 for a row that only enters), and each one's
+// block table.
+func carriedFirstPass(hc *exec.HostContext, c []exec.Carried, drafting, want []int, width int, atHidden bool,
+	table func(i, q0, end, off, want int, fromZero bool) ([]int32, bool)) (*exec.Batch, []int, []int, [][]int32, error) {
 	wants := map[int]int{}
 	for j, i := range drafting {
 		wants[i] = want[j]
+	}
+	off := 0
+	if atHidden {
+		off = 1
 	}
 	b := &exec.Batch{Floats: map[string][]float32{}}
 	var active, activeWant []int
@@ -298,30 +337,34 @@ func carriedFirstPass(hc *exec.HostContext, c []exec.Carried, drafting, want []i
 		if ci.Width != width {
 			return nil, nil, nil, nil, fmt.Errorf("sequence %d: carried rows of %d floats, $loop.hidden has %d", row.ID, ci.Width, width)
 		}
-		start := ci.Pos + 1
-		if ci.Pos == 0 {
-			start = 0
+		q0 := ci.Pos + 1
+		if ci.Pos == 0 && !atHidden {
+			q0 = 0
 		}
-		end := min(ci.Pos+ci.Rows(), len(h)-1) + 1 // entries [start, end)
-		if start >= end {
+		end := min(ci.Pos+ci.Rows(), len(h)-1) + 1 // token indices [q0, end)
+		if q0 >= end {
 			continue
 		}
 		w := wants[i]
 		if end != len(h) {
 			w = 0
 		}
-		for p := start; p < end; p++ {
-			b.Tokens = append(b.Tokens, h[p])
-			b.Positions = append(b.Positions, int32(p))
+		t, ok := table(i, q0, end, off, w, ci.Pos == 0)
+		if !ok {
+			continue
+		}
+		for q := q0; q < end; q++ {
+			b.Tokens = append(b.Tokens, h[q])
+			b.Positions = append(b.Positions, int32(q-off))
 			b.RowSeq = append(b.RowSeq, int32(len(tables)))
-			if p == 0 {
+			if q == 0 {
 				b.Floats[loopHiddenInput] = append(b.Floats[loopHiddenInput], make([]float32, width)...)
 			} else {
-				b.Floats[loopHiddenInput] = append(b.Floats[loopHiddenInput], ci.Row(p-1-ci.Pos)...)
+				b.Floats[loopHiddenInput] = append(b.Floats[loopHiddenInput], ci.Row(q-1-ci.Pos)...)
 			}
 		}
 		b.LogitRows = append(b.LogitRows, int32(len(b.Tokens)-1))
-		tables = append(tables, hc.Batch.SeqTable(i))
+		tables = append(tables, t)
 		active, activeWant = append(active, i), append(activeWant, w)
 	}
 	b.Tables = tables
@@ -366,8 +409,10 @@ func (e *Engine) warmLoops(bk exec.Bucketer) error {
 				if seg.Placement != node.Device {
 					continue
 				}
-				if _, err := e.loopSegment(st, l, si, b); err != nil {
-					return fmt.Errorf("engine: warm-up %s: %w", execKey{loopSegmentName(st.ID, si), s[0], s[1]}, err)
+				for _, first := range []bool{false, true} {
+					if _, err := e.loopSegment(st, l, si, b, first); err != nil {
+						return fmt.Errorf("engine: warm-up %s: %w", execKey{loopSegmentName(st.ID, si), s[0], s[1]}, err)
+					}
 				}
 			}
 		}

@@ -29,16 +29,34 @@ type loopSeq struct {
 	kv     kv.Seq
 	cached []int32 // the tokens whose K/V the cache holds, position order
 	used   uint64  // the last step the sequence drafted in
+	// A loop that enters carried hidden states tracks, instead of cached,
+	// next, the first token index it has not entered, and lost, set when
+	// it missed entries (its blocks were evicted): the sequence drafts no
+	// more until it is recomputed from position 0.
+	next int
+	lost bool
 }
 
 // ModelAlias implements exec.ModelBinder.
 func (m *modelLoop) ModelAlias() string { return m.loop.Model }
 
 // BindModel implements exec.ModelBinder: the body's steps bind to f, which
-// must have target's vocabulary; the KV shape is the body's forwards'.
+// must have target's vocabulary (weights.SameVocabulary, or what a body
+// node's exec.TargetChecker checks); the KV shape is the body's forwards'.
 func (m *modelLoop) BindModel(f, target *weights.File) (layers, kvDim int, err error) {
-	if err := weights.SameVocabulary(target, f); err != nil {
-		return 0, 0, err
+	checked := false // by a body node that knows the model's architecture
+	for _, st := range m.loop.Steps {
+		if tc, ok := st.Node.(exec.TargetChecker); ok {
+			if err := tc.BindTarget(f, target); err != nil {
+				return 0, 0, err
+			}
+			checked = true
+		}
+	}
+	if !checked {
+		if err := weights.SameVocabulary(target, f); err != nil {
+			return 0, 0, err
+		}
 	}
 	for _, st := range m.loop.Steps {
 		if b, ok := st.Node.(exec.Binder); ok {
@@ -56,6 +74,44 @@ func (m *modelLoop) BindModel(f, target *weights.File) (layers, kvDim int, err e
 	}
 	m.seqs = map[uint64]*loopSeq{}
 	return layers, kvDim, nil
+}
+
+// TargetWeights implements exec.WeightBorrower: the target tensors the
+// body's nodes read (a drafter without token embeddings of its own).
+func (m *modelLoop) TargetWeights() []string {
+	var names []string
+	for _, st := range m.loop.Steps {
+		if wb, ok := st.Node.(exec.WeightBorrower); ok {
+			names = append(names, wb.TargetWeights()...)
+		}
+	}
+	return names
+}
+
+// enterTable is the block table of row's sequence for entering token
+// indices [q0, end) of its carried rows (at positions shifted down by
+// off), wanting want drafts after them: a sequence recomputed from the
+// start (fromZero) is entered afresh, one whose entries have a gap is
+// lost, and one whose entries and drafts do not fit the cache, after
+// evicting idle sequences, drops out (false).
+func (m *modelLoop) enterTable(row *exec.SeqState, q0, end, off, want int, fromZero bool) ([]int32, bool) {
+	s := m.seq(row.ID)
+	s.used = m.runs
+	if fromZero {
+		s.lost = false
+	} else if q0 > s.next {
+		s.lost = true // entries the drafter never made
+	}
+	if s.lost {
+		return nil, false
+	}
+	if !m.grow(s, end-off+max(0, want-1)) {
+		s.lost = true
+		m.dev.Release(&s.kv)
+		return nil, false
+	}
+	s.next = end
+	return s.kv.Blocks, true
 }
 
 // Attach implements exec.ModelBinder.
@@ -106,6 +162,15 @@ func (m *modelLoop) firstPass(hc *exec.HostContext, active, want []int) (*exec.B
 		rows = append(rows, i)
 	}
 	return b, rows, b.Tables
+}
+
+// beginStep starts a step of a loop that enters carried hidden states:
+// every sequence of hc is in it (none is evicted for another).
+func (m *modelLoop) beginStep(hc *exec.HostContext) {
+	m.runs++
+	for _, row := range hc.Rows {
+		m.seq(row.ID).used = m.runs
+	}
 }
 
 // fed records that the sequence of row was fed token t in a later pass.

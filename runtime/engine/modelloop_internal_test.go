@@ -131,3 +131,56 @@ func TestModelLoopEvictsIdleSequences(t *testing.T) {
 		t.Errorf("%d blocks used after releasing every sequence", used)
 	}
 }
+
+// Pass 0 of a loop that enters carried hidden states: each sequence
+// enters the token indices after its first carried row up to its last
+// token, paired with the row before; an MTP head's entries sit at their
+// token's position (token 0 with zeros), EAGLE-3's at their hidden
+// state's; only a sequence whose last entry is its last token drafts.
+func TestCarriedFirstPass(t *testing.T) {
+	row := func(v float32) []float32 { return []float32{v, v} }
+	rows := func(pos int, vs ...float32) exec.Carried {
+		c := exec.Carried{Pos: pos, Width: 2}
+		for _, v := range vs {
+			c.Data = append(c.Data, row(v)...)
+		}
+		return c
+	}
+	hc := &exec.HostContext{Rows: []*exec.SeqState{
+		{ID: 1, History: []int32{10, 11, 12}}, // its prompt's rows: positions 0..2 (the last token's too)
+		{ID: 2, History: []int32{20, 21, 22, 23, 24}},
+		{ID: 3, History: []int32{30, 31, 32, 33}}, // mid-prefill: rows up to position 1 only
+		{ID: 4, History: []int32{40, 41}},         // no rows: not entered
+	}}
+	carried := []exec.Carried{rows(0, 100, 101, 102), rows(2, 202, 203), rows(0, 300, 301), {}}
+	table := func(i, _, _, _, _ int, _ bool) ([]int32, bool) { return []int32{int32(i)}, true }
+	for _, tc := range []struct {
+		name      string
+		atHidden  bool
+		tokens    []int32
+		positions []int32
+		hidden    []float32
+		logitRows []int32
+		active    []int
+		want      []int
+	}{
+		{"at the token's position", false,
+			[]int32{10, 11, 12, 23, 24, 30, 31, 32}, []int32{0, 1, 2, 3, 4, 0, 1, 2},
+			[]float32{0, 0, 100, 100, 101, 101, 202, 202, 203, 203, 0, 0, 300, 300, 301, 301},
+			[]int32{2, 4, 7}, []int{0, 1, 2}, []int{3, 2, 0}},
+		{"at the hidden state's position", true,
+			[]int32{11, 12, 23, 24, 31, 32}, []int32{0, 1, 2, 3, 0, 1},
+			[]float32{100, 100, 101, 101, 202, 202, 203, 203, 300, 300, 301, 301},
+			[]int32{1, 3, 5}, []int{0, 1, 2}, []int{3, 2, 0}},
+	} {
+		b, active, want, tables, err := carriedFirstPass(hc, carried, []int{0, 1, 2}, []int{3, 2, 4}, 2, tc.atHidden, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []any{b.Tokens, b.Positions, b.Floats[loopHiddenInput], b.LogitRows, active, want, tables}
+		exp := []any{tc.tokens, tc.positions, tc.hidden, tc.logitRows, tc.active, tc.want, [][]int32{{0}, {1}, {2}}}
+		if diff := cmp.Diff(exp, got); diff != "" {
+			t.Errorf("%s: pass 0 (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}

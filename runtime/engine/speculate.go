@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -158,10 +159,20 @@ func (e *Engine) checkTaps() error {
 	type tapReader interface{ TargetLayers() []int }
 	for _, st := range e.plan.Steps {
 		r, ok := st.Node.(tapReader)
+		in := st.In
+		if l, loop := st.Node.(*plan.Loop); loop {
+			// A body node that reads target layers reads them through
+			// $loop.hidden: the loop's in.hidden.
+			for _, bs := range l.Steps {
+				if br, reads := bs.Node.(tapReader); reads && slices.Contains(slices.Collect(maps.Values(bs.In)), plan.Ref{Node: plan.LoopNode, Port: "hidden"}) {
+					r, ok, in = br, true, map[string]plan.Ref{"hidden": st.In["hidden"]}
+				}
+			}
+		}
 		if !ok {
 			continue
 		}
-		for port, ref := range st.In {
+		for port, ref := range in {
 			if ref.Node != plan.PrevNode {
 				continue
 			}

@@ -24,7 +24,8 @@ type ModelUser interface {
 
 // ModelBinder is implemented by nodes that run a model other than the
 // plan's own forward on a device of their own, with a KV cache of their
-// own (a draft loop over a draft model, speculative.eagle3). The engine binds such a node in three steps:
+// own (a draft loop over a draft model, speculative.dflash). The engine
+// binds such a node in three steps:
 // BindModel when it is constructed, then, once it has sized the target's
 // KV cache, Attach with a device that has the model loaded and a cache of
 // the same token capacity, block size and format as the target's.
@@ -79,4 +80,12 @@ type KVBlocks interface {
 // the id never reappears.
 type SeqReleaser interface {
 	ReleaseSeq(id uint64)
+}
+
+// TargetChecker is implemented by the body nodes of a draft loop over a
+// model of their own (an EAGLE-3 drafter) that check, before Bind, that
+// the model f can draft for target (widths, vocabulary), reading what
+// they need of f.
+type TargetChecker interface {
+	BindTarget(f, target *weights.File) error
 }

@@ -197,3 +197,12 @@ func (c Carried) Append(o Carried) Carried {
 type RowWidther interface {
 	RowWidth(port string) int
 }
+
+// HiddenEntry is implemented by the device nodes of a draft loop that
+// enters carried hidden states whose entries sit at their hidden state's
+// position: entry p pairs the hidden state of p with the token at p+1
+// (EAGLE-3). Without it an entry sits at its token's position: token p
+// with the hidden state of p-1 (an MTP head).
+type HiddenEntry interface {
+	EntersAtHidden() bool
+}
