@@ -153,7 +153,7 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 			next.RowSeq = append(next.RowSeq, int32(len(still)))
 			next.LogitRows = append(next.LogitRows, int32(len(still)))
 			still, stillWant, stillTables = append(still, i), append(stillWant, want[j]), append(stillTables, tables[j])
-			if ml != nil {
+			if ml != nil && fedHidden.Rows == 0 { // a loop entering hidden states tracks positions, not tokens
 				ml.fed(hc.Rows[i], fed[j])
 			}
 		}
