@@ -165,6 +165,10 @@ func (c *compiler) compileLoop(cn *cnode) {
 				c.errorf(c.inputPos(byStep[st.ID], port), "node %s (%s) in loop %s reads drafts (%s): a draft loop's passes verify nothing; the graph's forward verifies the loop's output",
 					st.ID, st.Op, n.ID, ref)
 			}
+			if ref == (plan.Ref{Node: plan.LoopNode, Port: "hidden"}) && st.Placement != node.Device {
+				c.errorf(c.inputPos(byStep[st.ID], port), "node %s (%s) in loop %s reads $loop.hidden, rows the pass feeds the device: only a device node reads them",
+					st.ID, st.Op, n.ID)
+			}
 		}
 	}
 	cn.inst = l
