@@ -24,7 +24,7 @@ func init() {
 		Params: []node.Param{{Name: "max_batch", Kind: node.Int, Default: int64(0), Min: bound(0), Max: bound(65536),
 			Doc: "speculate only while at most this many sequences run (0 = always); above it steps decode one token"},
 			{Name: "min_acceptance", Kind: node.Float, Default: 0.0, Min: bound(0), Max: bound(1),
-				Doc: "when a sequence's recent acceptance (accepted/drafted, averaged over its last rounds) falls below this, it decodes without drafts for 1, 2, 4, ... up to 64 steps while its probe rounds keep failing (0 = always draft)"}},
+				Doc: "when a sequence's recent acceptance (accepted/drafted, averaged over its last rounds) falls below this, it decodes without drafts for 1, 2, 4, ... up to 64 steps while its probe rounds keep failing; a new request starts where the latest round left off (0 = always draft)"}},
 		Summary: "Accept the drafts the target agrees with, plus the target's next token; roll back the rest.",
 		Doc: "Greedy requests (temperature 0 or top_k 1): draft i is accepted while it equals the target's choice " +
 			"at its position (the argmax of the penalized logits, as sample.token picks), and the first " +

@@ -200,6 +200,9 @@ type Engine struct {
 	// minAccept is the verifier's MinAcceptance (0: always draft).
 	draftK    int
 	minAccept float64
+	// specPrior is the backoff state the latest verified round left, where
+	// a new request starts (startBackoff).
+	specPrior backoff
 	// models are the devices of the models nodes run besides the target,
 	// by alias; releasers are the nodes told when a sequence ends.
 	models    map[string]*modelDevice
@@ -644,7 +647,7 @@ func (e *Engine) admit() {
 		if e.draftK > 0 {
 			r.spec.AcceptedPerPosition = make([]int, e.draftK)
 		}
-		r.backoff = backoff{ema: 1, next: 1}
+		r.backoff = e.startBackoff()
 		e.reqs[r.seq] = r
 		e.sched.Add(r.seq)
 	}

@@ -103,11 +103,17 @@ func (e *Engine) lookahead(r *request, room int) int {
 // observeRound updates r's backoff after a round that verified drafted
 // tokens, accepted of them: below the verifier's MinAcceptance it backs
 // off for next steps (1, 2, 4, ... 64 while its probes keep failing).
+//
+// The engine keeps the state the latest round left (specPrior), and a new
+// request starts from it (startBackoff): after rounds that kept failing it
+// first decodes without drafts, so a stream of short requests does not pay
+// a fresh run of failing probes each.
 func (e *Engine) observeRound(r *request, drafted, accepted int) {
 	b := &r.backoff
 	if e.minAccept <= 0 || drafted == 0 {
 		return
 	}
+	defer func() { e.specPrior = *b }()
 	acc := float64(accepted) / float64(drafted)
 	b.ema = 0.5*b.ema + 0.5*acc
 	switch {
@@ -118,6 +124,15 @@ func (e *Engine) observeRound(r *request, drafted, accepted int) {
 	case acc >= e.minAccept:
 		b.next = 1
 	}
+}
+
+// startBackoff is a new request's backoff state: the latest round's
+// (specPrior), or drafting from the first step before any round.
+func (e *Engine) startBackoff() backoff {
+	if e.specPrior.next == 0 {
+		return backoff{ema: 1, next: 1}
+	}
+	return e.specPrior
 }
 
 // DraftWindow is the most draft tokens a sequence verifies per step (the

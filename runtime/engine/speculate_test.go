@@ -126,6 +126,22 @@ out: {tokens: verify.tokens}
 	if rounds[0] == 0 || rounds[0.3] >= rounds[0]/4 {
 		t.Errorf("rounds that verified drafts: %d always, %d adaptive", rounds[0], rounds[0.3])
 	}
+	// One request at a time: the first to run probes 1, 2, 4, ... steps apart;
+	// each later one starts from where the rounds before it left off, so it
+	// pays at most one failing probe.
+	in := open(t, instance.Options{Model: m, Graph: filepath.Join(dir, "wrong0.3.yaml"), MaxRunning: 8, Threads: 2})
+	got, stats := generateAll(t, in, prompts, n, 1)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("one at a time: ids differ from plain (-plain +wrong):\n%s", diff)
+	}
+	var perRequest []int
+	for _, st := range stats {
+		perRequest = append(perRequest, st.Speculative.Rounds)
+	}
+	slices.Sort(perRequest) // the requests ran one at a time, in no set order
+	if n := len(perRequest); perRequest[n-1] < 3 || perRequest[n-2] > 1 {
+		t.Errorf("rounds per request, one at a time: %v: want a few for the first, at most one for each later request", perRequest)
+	}
 }
 
 // oracleRefs are the plain greedy sequences (prompt and output) the oracle
