@@ -93,15 +93,15 @@ func cacheGroups(p *plan.Plan, modelPath string) (string, error) {
 	if err := bindPlan(p, modelPath, p.File); err != nil {
 		return "", err
 	}
+	f, err := kv.LookupFormat(p.Policy.KVDType)
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cache groups on %s:\n", filepath.Base(modelPath))
 	for _, st := range targetSteps(p) {
 		if m, ok := st.Node.(*model.MTP); ok {
 			layers, kvDim := m.KVShape()
-			f, err := kv.LookupFormat(p.Policy.KVDType)
-			if err != nil {
-				return "", err
-			}
 			fmt.Fprintf(&b, "  kv (paged, step %s: the MTP block's attention): KV layer %d, after the trunk's, on each sequence's block table, kv dim %d, %s, %d bytes per token\n",
 				st.ID, layers-1, kvDim, f.Name, kv.BytesPerToken(f, 1, kvDim))
 			continue
@@ -118,10 +118,6 @@ func cacheGroups(p *plan.Plan, modelPath string) (string, error) {
 			} else {
 				attn = append(attn, l)
 			}
-		}
-		f, err := kv.LookupFormat(p.Policy.KVDType)
-		if err != nil {
-			return "", err
 		}
 		fmt.Fprintf(&b, "  kv (paged, step %s): layers %v, kv dim %d, %s, %d tokens per block, %d bytes per token\n",
 			st.ID, attn, c.KVDim(), f.Name, p.Policy.KVBlockTokens, kv.BytesPerToken(f, len(attn), c.KVDim()))

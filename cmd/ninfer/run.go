@@ -11,7 +11,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,8 +69,6 @@ func (m *modelFlags) options() (instance.Options, error) {
 // that itself looks like ALIAS=FILE can be given as ./ALIAS=FILE.
 type modelFlag struct{ m *modelFlags }
 
-var aliasPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
-
 func (f modelFlag) String() string {
 	if f.m == nil {
 		return ""
@@ -85,7 +82,7 @@ func (f modelFlag) String() string {
 
 func (f modelFlag) Set(v string) error {
 	alias, path, ok := strings.Cut(v, "=")
-	if !ok || !aliasPattern.MatchString(alias) {
+	if !ok || !exec.AliasPattern.MatchString(alias) {
 		alias, path = exec.Target, v
 	}
 	if path == "" {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -62,16 +61,13 @@ func init() {
 				return nil, fmt.Errorf("taps %q need every layer: an early exit (layers: %s) has no taps", p.String("taps"), depth)
 			}
 			alias := p.String("model")
-			if !aliasPattern.MatchString(alias) {
-				return nil, fmt.Errorf("model alias %q: want %s", alias, aliasPattern)
+			if err := exec.CheckAlias(alias); err != nil {
+				return nil, err
 			}
 			return &Forward{Alias: alias, AllRows: p.String("hidden_rows") == "all", PreNorm: p.String("hidden_norm") == "none", TapIDs: taps, Depth: depth}, nil
 		},
 	})
 }
-
-// aliasPattern is what a model alias looks like ("draft", "small-1").
-var aliasPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 
 // Forward is the model.forward node. Bind must be called before Record,
 // with the file of the model Alias names.

@@ -38,7 +38,7 @@ func init() {
 			"p_min 0. The graph's model.forward must tap the drafter's target_layers (`taps`).",
 		New: func(p node.Params) (any, error) {
 			d := &DFlash{K: p.Int("k"), Alias: p.String("model")}
-			if err := checkAlias(d.Alias); err != nil {
+			if err := exec.CheckAlias(d.Alias); err != nil {
 				return nil, err
 			}
 			return d, nil

@@ -14,7 +14,6 @@ package speculative
 
 import (
 	"fmt"
-	"regexp"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
@@ -61,15 +60,4 @@ func keepPrior(hc *exec.HostContext, prior exec.Drafts, out exec.Drafts) []bool 
 		need[i] = row.Lookahead > 0
 	}
 	return need
-}
-
-var aliasPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
-
-// checkAlias reports, as an error, a model alias param that aliasPattern
-// does not match.
-func checkAlias(alias string) error {
-	if !aliasPattern.MatchString(alias) {
-		return fmt.Errorf("model alias %q: want %s", alias, aliasPattern)
-	}
-	return nil
 }

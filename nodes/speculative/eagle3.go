@@ -40,7 +40,7 @@ func init() {
 			"target_layers (`taps`); the engine checks it at load.",
 		New: func(p node.Params) (any, error) {
 			e := &Eagle3{Alias: p.String("model")}
-			if err := checkAlias(e.Alias); err != nil {
+			if err := exec.CheckAlias(e.Alias); err != nil {
 				return nil, err
 			}
 			return e, nil

@@ -3,7 +3,6 @@ package speculative
 import (
 	"fmt"
 
-	"github.com/ninfer/ninfer-go/nodes/sample"
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/kv"
 	"github.com/ninfer/ninfer-go/runtime/weights"
@@ -78,54 +77,6 @@ func (h *heads) grow(hc *exec.HostContext, s *headSeq, n int) bool {
 	s.lost = true
 	kvb.Release(&s.kv)
 	return false
-}
-
-// chainRow is a sequence that drafts by chained passes: out row, drafts
-// wanted, the position the next pass feeds and its cache state.
-type chainRow struct {
-	row, want, pos int
-	seq            *headSeq
-}
-
-// chainDrafts runs pass over b (first is true for the first pass) until
-// every row has its want drafts in out: pass returns each logit row's
-// logits and the drafter's own hidden state, and a row short of its drafts
-// is fed, in the next batch, the token it drafted at its next position,
-// with feed adding that batch's float inputs (the hidden row the pass gave
-// it, the token's embedding).
-func chainDrafts(out exec.Drafts, rows []chainRow, b *exec.Batch,
-	pass func(b *exec.Batch, first bool) (logits, hidden exec.Logits, err error),
-	feed func(next *exec.Batch, token int32, hidden []float32) error) error {
-	for first := true; len(rows) > 0; first = false {
-		logits, own, err := pass(b, first)
-		if err != nil {
-			return err
-		}
-		next := &exec.Batch{Floats: map[string][]float32{}}
-		var still []chainRow
-		for j, r := range rows {
-			if len(out[r.row]) >= r.want {
-				continue
-			}
-			t := sample.Argmax(logits.Row(j))
-			out[r.row] = append(out[r.row], t)
-			if len(out[r.row]) == r.want {
-				continue
-			}
-			next.Tables = append(next.Tables, r.seq.kv.Blocks)
-			next.Tokens = append(next.Tokens, t)
-			next.Positions = append(next.Positions, int32(r.pos))
-			next.RowSeq = append(next.RowSeq, int32(len(still)))
-			next.LogitRows = append(next.LogitRows, int32(len(still)))
-			if err := feed(next, t, own.Row(j)); err != nil {
-				return err
-			}
-			r.pos++
-			still = append(still, r)
-		}
-		rows, b = still, next
-	}
-	return nil
 }
 
 // meta reads a drafter GGUF's ARCH.KEY metadata, keeping every error.

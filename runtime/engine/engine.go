@@ -707,7 +707,7 @@ func (e *Engine) Step(ctx context.Context) error {
 	}
 	now := time.Now()
 	batch := &exec.Batch{}
-	hc := &exec.HostContext{Ctx: ctx, Batch: batch, Device: device{e}}
+	hc := &exec.HostContext{Ctx: ctx, Batch: batch}
 	var sampled []*request
 	var sampledAt []int // sampled[i] is work[sampledAt[i]]'s request
 	var history [][]int32

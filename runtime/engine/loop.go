@@ -90,7 +90,7 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 		for j, i := range active {
 			rows[j] = hc.Rows[i]
 		}
-		phc := &exec.HostContext{Ctx: hc.Ctx, Rows: rows, Batch: b, Device: hc.Device}
+		phc := &exec.HostContext{Ctx: hc.Ctx, Rows: rows, Batch: b}
 		vals := map[plan.Ref]any{
 			{Node: plan.LoopNode, Port: "tokens"}:    b.Tokens,
 			{Node: plan.LoopNode, Port: "positions"}: b.Positions,
@@ -271,8 +271,9 @@ func enteredAtHidden(l *plan.Loop) bool {
 	})
 }
 
-// resolveLoopHidden finds the row width of $loop.hidden for each loop
-// with a carried in.hidden: that of the device output the carry keeps
+// resolveLoopHidden finds the row widths of $loop.hidden for each loop
+// with a carried in.hidden (a $prev value, as the compiler checks): those
+// of the device outputs the carry keeps and next.hidden names
 // (exec.RowWidther).
 func (e *Engine) resolveLoopHidden() error {
 	for _, st := range e.plan.Steps {
@@ -280,10 +281,7 @@ func (e *Engine) resolveLoopHidden() error {
 		if _, loop := st.Node.(*plan.Loop); !ok || !loop {
 			continue
 		}
-		cref, ok := e.plan.Carry[ref.Port]
-		if ref.Node != plan.PrevNode || !ok {
-			return fmt.Errorf("engine: loop %s: in.hidden reads %s, not a carried value", st.ID, ref)
-		}
+		cref := e.plan.Carry[ref.Port]
 		width := func(steps []*plan.Step, ref plan.Ref) int {
 			for _, src := range steps {
 				if rw, ok := src.Node.(exec.RowWidther); ok && src.ID == ref.Node {

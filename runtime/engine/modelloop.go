@@ -95,8 +95,7 @@ func (m *modelLoop) TargetWeights() []string {
 // lost, and one whose entries and drafts do not fit the cache, after
 // evicting idle sequences, drops out (false).
 func (m *modelLoop) enterTable(row *exec.SeqState, q0, end, off, want int, fromZero bool) ([]int32, bool) {
-	s := m.seq(row.ID)
-	s.used = m.runs
+	s := m.seq(row.ID) // marked used by beginStep
 	if fromZero {
 		s.lost = false
 	} else if q0 > s.next {

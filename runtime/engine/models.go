@@ -145,11 +145,6 @@ func newModelDevice(newBackend func() (exec.Backend, error), mb modelBinding, ta
 	return &modelDevice{file: mb.file, backend: be, execs: map[execKey]exec.Executable{}, layout: layout, kv: m}, nil
 }
 
-// Forward implements exec.Device on the model's own backend and cache.
-func (d *modelDevice) Forward(ctx context.Context, name string, rec exec.Recorder, b *exec.Batch) (exec.Logits, error) {
-	return forward(ctx, d.backend, d.execs, d.file, name, rec, b)
-}
-
 // Pass implements exec.Device on the model's own backend and cache.
 func (d *modelDevice) Pass(ctx context.Context, name string, rec exec.PassRecorder, b *exec.Batch, want ...string) (map[string]exec.Logits, error) {
 	return pass(ctx, d.backend, d.execs, d.file, name, rec, b, want)

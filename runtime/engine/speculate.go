@@ -293,33 +293,6 @@ func checkAccepted(tokens, draft []int32, w sched.Work) (int, error) {
 	return a, nil
 }
 
-// device gives host nodes the engine's backend (exec.Device).
-type device struct{ e *Engine }
-
-// Forward implements exec.Device.
-func (d device) Forward(ctx context.Context, name string, rec exec.Recorder, b *exec.Batch) (exec.Logits, error) {
-	return forward(ctx, d.e.backend, d.e.execs, d.e.cfg.Model, name, rec, b)
-}
-
-// Pass implements exec.Device.
-func (d device) Pass(ctx context.Context, name string, rec exec.PassRecorder, b *exec.Batch, want ...string) (map[string]exec.Logits, error) {
-	return pass(ctx, d.e.backend, d.e.execs, d.e.cfg.Model, name, rec, b, want)
-}
-
-// forward runs rec's pass over b on be (the model f loaded), preparing it
-// once per name and batch shape in execs.
-func forward(ctx context.Context, be exec.Backend, execs map[execKey]exec.Executable, f *weights.File,
-	name string, rec exec.Recorder, b *exec.Batch) (exec.Logits, error) {
-	out, err := pass(ctx, be, execs, f, name, func(tb *tensor.Builder, tokens, positions tensor.Tensor) (map[string]tensor.Tensor, error) {
-		logits, err := rec(tb, tokens, positions)
-		return map[string]tensor.Tensor{"logits": logits}, err
-	}, b, []string{"logits"})
-	if err != nil {
-		return exec.Logits{}, err
-	}
-	return out["logits"], nil
-}
-
 // pass runs rec's pass over b on be (the model f loaded), preparing it
 // once per name and batch shape in execs, and returns its outputs.
 func pass(ctx context.Context, be exec.Backend, execs map[execKey]exec.Executable, f *weights.File,

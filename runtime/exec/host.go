@@ -95,9 +95,6 @@ type HostContext struct {
 	Ctx   context.Context
 	Rows  []*SeqState
 	Batch *Batch // the step's feed before any drafts
-	// Device runs extra device work (proposers' draft passes); nil when the
-	// engine offers none.
-	Device Device
 }
 
 // DeviceNode is implemented by nodes of Device placement: they record ops

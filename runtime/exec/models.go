@@ -1,6 +1,9 @@
 package exec
 
 import (
+	"fmt"
+	"regexp"
+
 	"github.com/ninfer/ninfer-go/runtime/kv"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
@@ -9,6 +12,18 @@ import (
 // whose tokens the engine commits. Other aliases ("draft") name further
 // models that nodes run on devices of their own (ModelBinder).
 const Target = "target"
+
+// AliasPattern is what a model alias looks like ("draft", "small-1").
+var AliasPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+
+// CheckAlias reports, as an error, a model alias (a node's model param)
+// that AliasPattern does not match.
+func CheckAlias(alias string) error {
+	if !AliasPattern.MatchString(alias) {
+		return fmt.Errorf("model alias %q: want %s", alias, AliasPattern)
+	}
+	return nil
+}
 
 // Models are model files by alias.
 type Models map[string]*weights.File
@@ -48,11 +63,11 @@ type WeightBorrower interface {
 	TargetWeights() []string
 }
 
-// ModelDevice runs one model's forward passes (Device.Forward) on a
-// backend of its own, over a paged KV cache of its own whose blocks the
-// node allocates per sequence with KV. The batch's block tables must be
-// ones KV grew. Forward and KV's mutating methods are called by the
-// engine's goroutine only (from RunHost and SeqReleaser.ReleaseSeq).
+// ModelDevice runs one model's passes (Device.Pass) on a backend of its
+// own, over a paged KV cache of its own whose blocks the node allocates
+// per sequence with KV. The batch's block tables must be ones KV grew.
+// Pass and KV's mutating methods are called by the engine's goroutine only
+// (from RunHost and SeqReleaser.ReleaseSeq).
 type ModelDevice interface {
 	Device
 	KV() KVBlocks

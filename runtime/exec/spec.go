@@ -106,21 +106,13 @@ type AdaptiveVerifier interface {
 	MinAcceptance() float64
 }
 
-// Recorder records a forward pass over tokens [T] at positions [T] (the
-// batch's "tokens" and "positions" inputs; "logit_rows" is declared too)
-// and returns the logits of the batch's logit rows [R, vocab].
-type Recorder func(b *tensor.Builder, tokens, positions tensor.Tensor) (tensor.Tensor, error)
-
-// Device lets host nodes run extra device work inside a step (the draft
-// passes of a proposer) on the engine's backend and KV cache. The engine
-// records rec once per name and batch shape and reuses the prepared graph.
-// The batch's block tables must be ones the scheduler reserved this step.
+// Device runs a host node's device work (a block drafter's passes): the
+// engine records rec once per name and batch shape and reuses the
+// prepared graph.
 type Device interface {
-	Forward(ctx context.Context, name string, rec Recorder, b *Batch) (Logits, error)
-	// Pass is Forward for a pass with several outputs (an MTP head's
-	// logits and its hidden state): rec records them by name, and the
-	// outputs named in want come back as [rows, cols] host data, valid
-	// until the next pass of the same name and shape.
+	// Pass runs rec's pass over b: rec records its outputs by name, and
+	// the outputs named in want come back as [rows, cols] host data,
+	// valid until the next pass of the same name and shape.
 	Pass(ctx context.Context, name string, rec PassRecorder, b *Batch, want ...string) (map[string]Logits, error)
 }
 
