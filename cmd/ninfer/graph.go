@@ -390,6 +390,9 @@ func dot(p *plan.Plan) string {
 func dotLoop(b *strings.Builder, id string, l *plan.Loop) {
 	q := strconv.Quote
 	label := fmt.Sprintf("loop %s: up to %d passes", id, l.Repeat)
+	if l.Block {
+		label = fmt.Sprintf("block loop %s: one pass of a token and %d masks", id, l.Repeat)
+	}
 	if l.Model != exec.Target {
 		label += " of model " + l.Model
 	}

@@ -1,6 +1,8 @@
 // Package speculative implements speculative decoding as graph nodes:
-// proposers that draft tokens (speculative.ngram: prompt lookup; the
-// heads that read the target's hidden states) and speculative.verify,
+// a proposer that drafts tokens (speculative.ngram: prompt lookup), the
+// drafters that read the target's hidden states and run in draft loops
+// (speculative.eagle3, and the block drafter speculative.dflash), and
+// speculative.verify,
 // which checks the drafts against the target's logits in one forward pass
 // and keeps exactly the tokens the target would have produced (greedy) or
 // its output distribution (rejection sampling). Early-exit

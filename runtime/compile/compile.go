@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/graphdef/hint"
 	"github.com/ninfer/ninfer-go/runtime/node"
@@ -216,6 +217,11 @@ func compile(g *graphdef.Graph, reg *node.Registry, overrides node.Params) (*pla
 	out := c.resolveOut()
 	order, acyclic := c.order()
 	c.instantiate()
+	for _, cn := range c.nodes {
+		if _, ok := cn.inst.(exec.BlockDrafter); ok {
+			c.errorf(c.at(cn.n.OpPos, cn.n.Pos), "node %s (%s) drafts a block of mask tokens in one pass: it runs in a block loop's body (block: N)", cn.n.ID, cn.spec.Op)
+		}
+	}
 	policy := c.fold()
 	if len(c.errs) > 0 || !acyclic || !c.complete() {
 		return nil, c.errs

@@ -50,6 +50,14 @@ type forwardInstance struct{ instance }
 
 func (f forwardInstance) ModelAlias() string { return f.params.String("model") }
 
+// blockInstance is the test block drafter (exec.BlockDrafter), running
+// the model aliased draft.
+type blockInstance struct{ instance }
+
+func (blockInstance) MaskToken() int32   { return 0 }
+func (blockInstance) MaxBlock() int      { return 15 }
+func (blockInstance) ModelAlias() string { return "draft" }
+
 // testRegistry mirrors the shape of the real node specs without depending on
 // the nodes/* packages.
 func testRegistry() *node.Registry {
@@ -130,6 +138,12 @@ func testRegistry() *node.Registry {
 		In:  []node.Port{{Name: "logits", Type: node.Logits}},
 		Out: []node.Port{{Name: "tokens", Type: node.Tokens}},
 		New: build,
+	})
+	r.Register(node.Spec{
+		Op: "speculative.block", Placement: node.Device, Summary: "Draft a block of mask tokens in one pass.",
+		In:  []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}, {Name: "hidden", Type: node.Hidden}},
+		Out: []node.Port{{Name: "logits", Type: node.Logits}},
+		New: func(p node.Params) (any, error) { return blockInstance{instance{p}}, nil },
 	})
 	r.Register(node.Spec{
 		Op: "test.broken", Placement: node.Host, Summary: "Fails to build.",

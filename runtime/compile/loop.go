@@ -63,13 +63,16 @@ func (c *compiler) compileLoop(cn *cnode) {
 	for _, bc := range sub.nodes {
 		sub.resolveInputs(bc)
 	}
-	l := &plan.Loop{Repeat: c.repeat(n), Next: map[string]plan.Ref{}, Out: map[string]plan.Ref{}}
+	l := &plan.Loop{Repeat: c.repeat(n), Block: n.Block, Next: map[string]plan.Ref{}, Out: map[string]plan.Ref{}}
 	nextTypes := map[string]node.PortType{"tokens": node.Tokens}
 	if hasIn(n, "hidden") {
 		nextTypes["hidden"] = node.Hidden
 	}
+	if n.Block {
+		clear(nextTypes) // one pass: a next: is graphdef's error
+	}
 	for _, b := range n.Next {
-		if b.Name == "" || b.Ref == "" {
+		if b.Name == "" || b.Ref == "" || n.Block {
 			continue // reported by graphdef
 		}
 		at := c.at(b.RefPos, b.NamePos, n.NextPos)
@@ -171,7 +174,40 @@ func (c *compiler) compileLoop(cn *cnode) {
 			}
 		}
 	}
+	c.checkBlock(n, l, byStep)
 	cn.inst = l
+}
+
+// checkBlock checks where loop n's block drafters (exec.BlockDrafter) are:
+// a block loop runs exactly one, its only device node, and enters a
+// carried in.hidden; a repeat loop runs none.
+func (c *compiler) checkBlock(n *graphdef.Node, l *plan.Loop, byStep map[string]*cnode) {
+	var blocks []*plan.Step
+	for _, st := range l.Steps {
+		if _, ok := st.Node.(exec.BlockDrafter); ok {
+			blocks = append(blocks, st)
+		}
+	}
+	switch {
+	case !l.Block:
+		for _, st := range blocks {
+			c.errorf(c.at(byStep[st.ID].n.OpPos, byStep[st.ID].n.Pos), "node %s (%s) in loop %s drafts a block of mask tokens in one pass: it runs in a block loop (block: N instead of repeat: N)",
+				st.ID, st.Op, n.ID)
+		}
+	case len(blocks) == 0:
+		c.errorf(c.at(n.RepeatPos, n.Pos), "loop %s: a block loop (block:) needs a body node that drafts a block of mask tokens in one pass (speculative.dflash)", n.ID)
+	default:
+		for _, st := range l.Steps {
+			if st.Placement == node.Device && st != blocks[0] {
+				bn := byStep[st.ID].n
+				c.errorf(c.at(bn.OpPos, bn.Pos), "node %s (%s) in loop %s: a block loop's one device node is its block drafter, %s",
+					st.ID, st.Op, n.ID, blocks[0].ID)
+			}
+		}
+		if !hasIn(n, "hidden") {
+			c.errorf(c.at(n.InPos, n.RepeatPos, n.Pos), "loop %s: a block loop's pass 0 enters the target's carried hidden states: add in: {hidden: $prev.NAME}", n.ID)
+		}
+	}
 }
 
 // repeat resolves a loop's repeat: an int or an int graph param, 1 to

@@ -274,6 +274,9 @@ func New(cfg Config) (*Engine, error) {
 	var binders []modelBinding
 	drafting := map[*plan.Step]bool{} // body steps of loops over a draft model: bound to it
 	for _, st := range p.Steps {
+		if l, ok := st.Node.(*plan.Loop); ok && l.Block && l.Model == exec.Target {
+			return nil, fmt.Errorf("engine: block loop %s runs the target: a block drafter runs a model of its own (its model param)", st.ID)
+		}
 		if l, ok := st.Node.(*plan.Loop); ok && l.Model != exec.Target {
 			ml := &modelLoop{step: st.ID, loop: l}
 			mb, err := bindModel(cfg, st, ml)
@@ -1105,6 +1108,9 @@ func (e *Engine) record(f *weights.File, steps []*plan.Step, seg plan.Segment, k
 				continue // shapes the feed (see feed), recorded as tokens
 			}
 			t, ok := vals[ref]
+			if !ok && ref == (plan.Ref{Node: plan.LoopNode, Port: "hidden"}) {
+				continue // a block pass enters no hidden rows: the input is absent
+			}
 			if !ok {
 				return nil, fmt.Errorf("engine: step %s: input %s from %s.%s is not a device value", st.ID, port, ref.Node, ref.Port)
 			}

@@ -50,6 +50,12 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 			want = append(want, min(l.Repeat, row.Lookahead))
 		}
 	}
+	if l.Block {
+		if err := e.runBlockLoop(st, l, hc, in, active, want, drafts, probs); err != nil {
+			return nil, err
+		}
+		return loopResult(drafts, probs), nil
+	}
 	ml := e.modelLoops[st.ID]
 	var b *exec.Batch
 	var tables [][]int32 // each active row's block table
@@ -160,6 +166,11 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 		next.Tables = stillTables
 		active, want, tables, b = still, stillWant, stillTables, next
 	}
+	return loopResult(drafts, probs), nil
+}
+
+// loopResult is a loop step's outputs: its drafts and draft_probs.
+func loopResult(drafts map[string]exec.Drafts, probs map[string]exec.DraftProbs) map[string]any {
 	res := map[string]any{}
 	for name, d := range drafts {
 		res[name] = d
@@ -167,7 +178,117 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 	for name, p := range probs {
 		res[name] = p
 	}
-	return res, nil
+	return res
+}
+
+// runBlockLoop runs block loop l (plan step st, over a drafter model of
+// its own) for hc rows active, wanting want drafts each. Pass 0 enters
+// every sequence's carried rows into the drafter's cache: it runs the
+// body's device segments, which write and pick nothing. The block pass
+// then feeds each drafting sequence whose entries reach its last token
+// that token and l.Repeat mask tokens (exec.BlockDrafter) at the
+// positions that follow, and collects into each output of l what its
+// body output gave the sequence's first want mask rows. The block pass's
+// host context has one row per mask row.
+func (e *Engine) runBlockLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in map[string]any, active, want []int,
+	drafts map[string]exec.Drafts, probs map[string]exec.DraftProbs) error {
+	ml, bd := e.modelLoops[st.ID], blockDrafter(l)
+	c, ok := in["hidden"].([]exec.Carried)
+	if ml == nil || bd == nil || !ok || len(c) != len(hc.Rows) {
+		return fmt.Errorf("engine: block loop %s: needs a block drafter on a model of its own and a carried in.hidden (%T for %d sequences)",
+			st.ID, in["hidden"], len(hc.Rows))
+	}
+	ml.beginStep(hc)
+	enter, entered, wants, _, err := carriedFirstPass(hc, c, active, want, e.loopHidden[st.ID].enter, enteredAtHidden(l),
+		func(i, q0, end, off, want int, fromZero bool) ([]int32, bool) {
+			return ml.enterTable(hc.Rows[i], q0, end, off, want, fromZero)
+		})
+	if err != nil {
+		return fmt.Errorf("engine: loop %s: %w", st.ID, err)
+	}
+	if len(enter.Tokens) > 0 {
+		for si, seg := range l.Segments {
+			if seg.Placement != node.Device {
+				continue
+			}
+			x, err := e.loopSegment(st, l, si, enter, true)
+			if err != nil {
+				return err
+			}
+			if err := x.Run(hc.Ctx, enter); err != nil {
+				return err
+			}
+		}
+	}
+	k, mask := l.Repeat, bd.MaskToken()
+	block := &exec.Batch{}
+	var maskRows []*exec.SeqState // one per mask row
+	var drafting, drafted []int   // hc rows with a block, and the drafts each wants
+	for j, i := range entered {
+		row := hc.Rows[i]
+		h := row.History
+		if wants[j] == 0 || !ml.reserve(row, len(h)+k) {
+			continue
+		}
+		block.Tables = append(block.Tables, ml.seq(row.ID).kv.Blocks)
+		for m := range k + 1 {
+			t := mask
+			if m == 0 {
+				t = h[len(h)-1]
+			} else {
+				block.LogitRows = append(block.LogitRows, int32(len(block.Tokens)))
+				maskRows = append(maskRows, row)
+			}
+			block.Tokens = append(block.Tokens, t)
+			block.Positions = append(block.Positions, int32(len(h)-1+m))
+			block.RowSeq = append(block.RowSeq, int32(len(block.Tables)-1))
+		}
+		drafting, drafted = append(drafting, i), append(drafted, wants[j])
+	}
+	if len(drafting) == 0 {
+		return nil
+	}
+	vals := map[plan.Ref]any{
+		{Node: plan.LoopNode, Port: "tokens"}:    block.Tokens,
+		{Node: plan.LoopNode, Port: "positions"}: block.Positions,
+	}
+	if err := e.runPass(st, l, &exec.HostContext{Ctx: hc.Ctx, Rows: maskRows, Batch: block}, vals, false); err != nil {
+		return err
+	}
+	n := len(maskRows)
+	for name, ref := range l.Out {
+		if d, ok := probs[name]; ok {
+			p, ok := vals[ref].(exec.DraftProbs)
+			if !ok || len(p) != n {
+				return fmt.Errorf("engine: loop %s: %s is %T for %d rows", st.ID, ref, vals[ref], n)
+			}
+			for j, i := range drafting {
+				for _, q := range p[j*k : j*k+drafted[j]] {
+					d[i] = append(d[i], q...)
+				}
+			}
+			continue
+		}
+		t, err := passTokens(st, vals, ref, n)
+		if err != nil {
+			return err
+		}
+		for j, i := range drafting {
+			drafts[name][i] = append(drafts[name][i], t[j*k:j*k+drafted[j]]...)
+		}
+	}
+	return nil
+}
+
+// blockDrafter is the body step of loop l that drafts a block
+// (exec.BlockDrafter; a block loop has one), or nil.
+func blockDrafter(l *plan.Loop) exec.BlockDrafter {
+	for _, st := range l.Steps {
+		if bd, ok := st.Node.(exec.BlockDrafter); ok {
+			return bd
+		}
+	}
+	return nil
 }
 
 // passTokens is the token per row that body output ref gave in a pass of
@@ -292,7 +413,7 @@ func (e *Engine) resolveLoopHidden() error {
 		}
 		l := st.Node.(*plan.Loop)
 		w := loopWidths{enter: width(e.plan.Steps, cref), draft: width(l.Steps, l.Next["hidden"])}
-		if w.enter <= 0 || w.draft <= 0 {
+		if w.enter <= 0 || w.draft <= 0 && !l.Block { // a block pass reads no $loop.hidden
 			return fmt.Errorf("engine: loop %s: the carried %s (%s) or next.hidden (%s) has no known row width", st.ID, ref, cref, l.Next["hidden"])
 		}
 		e.loopHidden[st.ID] = w
@@ -385,7 +506,8 @@ func hostReaders(l *plan.Loop, ref plan.Ref) []*plan.Step {
 func loopSegmentName(id string, si int) string { return id + "." + segmentName(si) }
 
 // warmLoops prepares, like warmup, each loop body's device segments at
-// every bucket a pass over 1 to maxRunning sequences can fall in, on the
+// every bucket a pass over 1 to maxRunning sequences can fall in (a block
+// pass: their blocks of 1 + Repeat rows), on the
 // device of the loop's model when that is a Bucketer too. (A draft
 // model's pass 0, which catches up on a sequence's unseen tokens, may
 // need larger shapes; those are prepared when first run.)
@@ -401,13 +523,22 @@ func (e *Engine) warmLoops(bk exec.Bucketer) error {
 				continue
 			}
 		}
-		for _, s := range bucketShapes(lbk, e.maxRunning) {
-			b := &exec.Batch{Tokens: make([]int32, s[0]), LogitRows: make([]int32, s[1])}
-			for si, seg := range l.Segments {
-				if seg.Placement != node.Device {
-					continue
-				}
-				for _, first := range []bool{false, true} {
+		shapes := bucketShapes(lbk, e.maxRunning)
+		later := shapes // of the passes after the first
+		if l.Block {
+			later = blockShapes(lbk, e.maxRunning, l.Repeat)
+		}
+		for _, first := range []bool{false, true} {
+			pass := later
+			if first {
+				pass = shapes
+			}
+			for _, s := range pass {
+				b := &exec.Batch{Tokens: make([]int32, s[0]), LogitRows: make([]int32, s[1])}
+				for si, seg := range l.Segments {
+					if seg.Placement != node.Device {
+						continue
+					}
 					if _, err := e.loopSegment(st, l, si, b, first); err != nil {
 						return fmt.Errorf("engine: warm-up %s: %w", execKey{loopSegmentName(st.ID, si), s[0], s[1]}, err)
 					}
@@ -416,4 +547,18 @@ func (e *Engine) warmLoops(bk exec.Bucketer) error {
 		}
 	}
 	return nil
+}
+
+// blockShapes are the bucketed [rows, logit rows] of block passes over 1
+// to maxSeqs sequences, each a block of 1 + k rows with k logit rows,
+// that fit the backend's largest bucket.
+func blockShapes(bk exec.Bucketer, maxSeqs, k int) [][2]int {
+	var shapes [][2]int
+	for n := min(maxSeqs, bk.MaxBucket()/(k+1)); n >= 1; n-- {
+		rows, logitRows := bk.Bucket(n*(k+1), n*k)
+		if s := [2]int{rows, logitRows}; !slices.Contains(shapes, s) {
+			shapes = append(shapes, s)
+		}
+	}
+	return shapes
 }

@@ -72,6 +72,10 @@ func (m *modelLoop) BindModel(f, target *weights.File) (layers, kvDim int, err e
 			layers, kvDim = l, d
 		}
 	}
+	if bd := blockDrafter(m.loop); m.loop.Block && bd != nil && m.loop.Repeat > bd.MaxBlock() {
+		return 0, 0, fmt.Errorf("block loop %s drafts %d tokens a block, but the drafter %s fills at most %d (its block_size - 1)",
+			m.step, m.loop.Repeat, f.Path, bd.MaxBlock())
+	}
 	m.seqs = map[uint64]*loopSeq{}
 	return layers, kvDim, nil
 }
@@ -161,6 +165,19 @@ func (m *modelLoop) firstPass(hc *exec.HostContext, active, want []int) (*exec.B
 		rows = append(rows, i)
 	}
 	return b, rows, b.Tables
+}
+
+// reserve grows the cache of row's sequence to n tokens (evicting idle
+// sequences, see grow); a sequence that does not fit is lost and its
+// blocks are freed.
+func (m *modelLoop) reserve(row *exec.SeqState, n int) bool {
+	s := m.seq(row.ID)
+	if m.grow(s, n) {
+		return true
+	}
+	s.lost = true
+	m.dev.Release(&s.kv)
+	return false
 }
 
 // beginStep starts a step of a loop that enters carried hidden states:

@@ -198,3 +198,15 @@ type RowWidther interface {
 type HiddenEntry interface {
 	EntersAtHidden() bool
 }
+
+// BlockDrafter is implemented by the device node of a block loop's body
+// (plan.Loop.Block): a drafter that fills a block of mask tokens in one
+// non-causal pass (DFlash). MaskToken is the token id of the mask rows,
+// known once the node is bound; MaxBlock the most mask tokens a block
+// holds. In a pass that enters carried hidden states the node only writes
+// its cache; in the block pass it reads no $loop.hidden (its input is
+// absent).
+type BlockDrafter interface {
+	MaskToken() int32
+	MaxBlock() int
+}

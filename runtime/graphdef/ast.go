@@ -82,10 +82,14 @@ type Node struct {
 	// up to Repeat times per step, each pass over one row per drafting
 	// sequence ($loop.tokens, $loop.positions), and outputs what Out
 	// collects from each pass. Next names, for each loop input, the body
-	// output that feeds the following pass. RepeatPos, BodyPos, NextPos
-	// and OutPos are the positions of their keys.
+	// output that feeds the following pass. A block loop (block: N
+	// instead of repeat: N, Block set, Repeat its count) drafts its N
+	// tokens in one pass over each drafting sequence's last token and N
+	// mask tokens, and has no next. RepeatPos (the key of repeat: or
+	// block:), BodyPos, NextPos and OutPos are the positions of their keys.
 	Repeat    *Arg
 	RepeatPos Pos
+	Block     bool
 	Body      []*Node
 	BodyPos   Pos
 	Next      []*Binding
@@ -94,7 +98,7 @@ type Node struct {
 	OutPos    Pos
 }
 
-// IsLoop reports whether n is a loop node (repeat: or nodes: given).
+// IsLoop reports whether n is a loop node (repeat:, block: or nodes: given).
 func (n *Node) IsLoop() bool {
 	return n.RepeatPos.IsValid() || n.BodyPos.IsValid() || n.Repeat != nil || n.Body != nil
 }

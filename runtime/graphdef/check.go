@@ -152,7 +152,7 @@ func (c *checker) node(n *Node, ids map[string]*Node, body bool) {
 		name string
 	}{{n.NextPos, "next"}, {n.OutPos, "out"}} {
 		if k.pos.IsValid() {
-			c.errorf(k.pos, "%s: %s: belongs to a loop node (repeat: and nodes:)", label, k.name)
+			c.errorf(k.pos, "%s: %s: belongs to a loop node (repeat: or block:, and nodes:)", label, k.name)
 		}
 	}
 	c.field(n.Op, n.OpPos, n.Pos, label+" has no op (op: FAMILY.NAME)", func(s string) string {
@@ -187,36 +187,37 @@ func (c *checker) node(n *Node, ids map[string]*Node, body bool) {
 	}
 }
 
-// loop checks a loop node: no op or with:, a repeat count (an int of at
-// least 1 or $params.NAME), a body of plain nodes (loops do not nest),
-// and next: and out: bindings of body outputs.
+// loop checks a loop node: no op or with:, a repeat or block count (an
+// int of at least 1 or $params.NAME), a body of plain nodes (loops do
+// not nest), and next: (none in a block loop) and out: bindings of body
+// outputs.
 func (c *checker) loop(n *Node, label string, ids map[string]*Node, body bool) {
 	if body {
 		c.errorf(c.at(n.RepeatPos, n.BodyPos, n.Pos), "%s: loops do not nest: a loop's nodes are plain nodes", label)
 		return
 	}
 	if n.OpPos.IsValid() {
-		c.errorf(n.OpPos, "%s: a loop node (repeat: and nodes:) has no op", label)
+		c.errorf(n.OpPos, "%s: a loop node (repeat: or block:, and nodes:) has no op", label)
 	}
 	if n.WithPos.IsValid() {
 		c.errorf(n.WithPos, "%s: a loop node takes no with: params; its body's nodes do", label)
 	}
 	switch a := n.Repeat; {
 	case a == nil:
-		c.errorf(c.at(n.BodyPos, n.Pos), "%s: a loop needs repeat: N (an int of at least 1 or $params.NAME)", label)
+		c.errorf(c.at(n.BodyPos, n.Pos), "%s: a loop needs repeat: N or block: N (an int of at least 1 or $params.NAME)", label)
 	case a.Value == nil:
 	default:
 		switch v := a.Value.(type) {
 		case int64:
 			if v < 1 {
-				c.errorf(c.at(a.ValuePos, a.NamePos), "%s: repeat %d is less than 1", label, v)
+				c.errorf(c.at(a.ValuePos, a.NamePos), "%s: %s %d is less than 1", label, a.Name, v)
 			}
 		case string:
 			if name, ok := a.ParamRef(); !ok || !identPattern.MatchString(name) {
-				c.errorf(c.at(a.ValuePos, a.NamePos), "%s: repeat: invalid value %q: want an int or $params.NAME", label, v)
+				c.errorf(c.at(a.ValuePos, a.NamePos), "%s: %s: invalid value %q: want an int or $params.NAME", label, a.Name, v)
 			}
 		default:
-			c.errorf(c.at(a.ValuePos, a.NamePos), "%s: repeat: want an int or $params.NAME, got %v", label, v)
+			c.errorf(c.at(a.ValuePos, a.NamePos), "%s: %s: want an int or $params.NAME, got %v", label, a.Name, v)
 		}
 	}
 	if len(n.Body) == 0 && !c.bad[n.BodyPos] {
@@ -226,6 +227,9 @@ func (c *checker) loop(n *Node, label string, ids map[string]*Node, body bool) {
 		c.node(b, ids, true)
 	}
 	c.bindings(n.In, "in", n.InPos, "input port")
+	if n.Block && n.NextPos.IsValid() {
+		c.errorf(n.NextPos, "%s: a block loop (block:) drafts in one pass: it has no next:", label)
+	}
 	c.bindings(n.Next, "next", n.NextPos, "loop input")
 	if len(n.Out) == 0 && !c.bad[c.at(n.OutPos)] {
 		c.errorf(c.at(n.OutPos, n.Pos), "%s: a loop needs out: (what it collects from each pass)", label)

@@ -19,7 +19,7 @@ import (
 var (
 	graphKeys = []string{"graph", "doc", "params", "nodes", "out", "carry", "tests"}
 	paramKeys = []string{"type", "default", "min", "max", "values", "doc"}
-	nodeKeys  = []string{"id", "op", "with", "in", "repeat", "nodes", "next", "out"}
+	nodeKeys  = []string{"id", "op", "with", "in", "repeat", "block", "nodes", "next", "out"}
 	testKeys  = []string{"name", "prompt", "temperature", "max_tokens", "same_as"}
 )
 
@@ -420,10 +420,14 @@ func (d *decoder) node(n *yamlNode) *Node {
 			if d.expect(v, mappingNode, "in") {
 				nd.In = d.bindings(v, "in")
 			}
-		case "repeat":
-			nd.RepeatPos = d.pos(k)
-			a := &Arg{Name: "repeat", NamePos: d.pos(k), ValuePos: d.pos(v)}
-			a.Value, _ = d.scalar(v, "repeat")
+		case "repeat", "block":
+			if nd.Repeat != nil {
+				d.errorf(k, "a loop takes repeat: (passes of one row per sequence) or block: (one pass of a block per sequence), not both")
+				return
+			}
+			nd.RepeatPos, nd.Block = d.pos(k), key == "block"
+			a := &Arg{Name: key, NamePos: d.pos(k), ValuePos: d.pos(v)}
+			a.Value, _ = d.scalar(v, key)
 			nd.Repeat = a
 		case "nodes":
 			nd.BodyPos = d.pos(k)

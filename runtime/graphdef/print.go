@@ -96,7 +96,7 @@ func printNode(n *Node) string {
 		return f.String()
 	}
 	if n.Repeat != nil {
-		f.add("repeat", value(n.Repeat.Value))
+		f.add(n.Repeat.Name, value(n.Repeat.Value))
 	}
 	body := make([]string, len(n.Body))
 	for i, bn := range n.Body {

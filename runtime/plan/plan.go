@@ -165,7 +165,11 @@ func writeSteps(b *strings.Builder, indent string, steps []*Step, segs []Segment
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(b, "%s      repeat %d\n", indent, l.Repeat)
+		if l.Block {
+			fmt.Fprintf(b, "%s      block %d\n", indent, l.Repeat)
+		} else {
+			fmt.Fprintf(b, "%s      repeat %d\n", indent, l.Repeat)
+		}
 		if l.Model != exec.Target {
 			fmt.Fprintf(b, "%s      model %s\n", indent, l.Model)
 		}
@@ -197,7 +201,9 @@ const LoopNode = graphdef.LoopNode
 // LoopInputs are the per-pass inputs of a loop body: pass 0 feeds each
 // drafting sequence's last token at its position (a loop with in.hidden:
 // the positions its carried rows cover); each later pass feeds the body
-// outputs Next names, one position further.
+// outputs Next names, one position further. A block loop's drafting pass
+// feeds each drafting sequence's last token and Repeat mask tokens at the
+// positions that follow, and no $loop.hidden.
 var LoopInputs = []node.Port{
 	{Name: "tokens", Type: node.Tokens, Doc: "one token per drafting sequence: its last token, then the previous pass's pick"},
 	{Name: "positions", Type: node.Positions, Doc: "the position of each of those tokens"},
@@ -211,8 +217,12 @@ var LoopInputs = []node.Port{
 // segments per batch shape like the plan's own.
 type Loop struct {
 	// Repeat is the most passes per step: each drafting sequence gets
-	// min(Repeat, its lookahead) drafts.
+	// min(Repeat, its lookahead) drafts. In a block loop (Block) the
+	// drafts come from one pass over a block per drafting sequence: its
+	// last token and Repeat mask tokens (exec.BlockDrafter), the body's
+	// outputs giving one token per mask row; Next is empty.
 	Repeat   int
+	Block    bool
 	Steps    []*Step
 	Segments []Segment
 	// Next maps each loop input the body feeds back ("tokens", and with a
