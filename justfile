@@ -137,7 +137,7 @@ gpu-check:
     mkdir -p bin/gpu/models bin/gpu/golden .cache
     go test -tags cuda -c -ldflags='-s -w' -o bin/gpu/cuda.test ./cuda
     go build -tags cuda -ldflags='-s -w' -o bin/gpu/ninfer ./cmd/ninfer
-    cp {{models}}/stories260K.gguf {{models}}/tiny-qwen3-f32.gguf {{models}}/tiny-qwen3-f16.gguf {{models}}/tiny-qwen3-q8_0.gguf {{models}}/tiny-llama-f32.gguf bin/gpu/models/
+    cp {{models}}/stories260K.gguf {{models}}/tiny-qwen3-f32.gguf {{models}}/tiny-qwen3-f16.gguf {{models}}/tiny-qwen3-q8_0.gguf {{models}}/tiny-llama-f32.gguf {{models}}/tiny-qwen3-eagle3-f32.gguf {{models}}/tiny-qwen3-dflash-f32.gguf bin/gpu/models/
     cp {{shared}}/golden/stories260K.json {{shared}}/golden/tiny-qwen3-f32.json {{shared}}/golden/tiny-qwen3-f16.json {{shared}}/golden/tiny-qwen3-q8_0.json {{shared}}/golden/tiny-llama-f32.json bin/gpu/golden/
     cp {{shared}}/tools/make_random_gguf.py cuda/gpu-check.sh bin/gpu/
     @size=$(du -sb bin/gpu | cut -f1); echo "bin/gpu: $((size >> 20)) MiB"; [ "$size" -le $((64 << 20)) ] || (echo "bin/gpu is over the 64 MiB a carried folder may take" && exit 1)

@@ -670,8 +670,12 @@ func (p *program) launch() error {
 			l, a := p.layout, op.Attn
 			err = k.kvWrite(s, b.kc[a.Layer], b.vc[a.Layer], p.ptr(op.Args[1].ID), p.ptr(op.Args[2].ID), p.word(l.Slots),
 				b.kvFormat.Name, op.Out.Rows(), b.kvl.KVDim)
+			attends := l.Positions // row t attends positions 0..pos[t]
+			if a.NonCausal {
+				attends = l.Reach // ... or 0..its sequence's last
+			}
 			if err == nil {
-				err = k.attention(s, out(), p.ptr(op.Args[0].ID), b.kc[a.Layer], b.vc[a.Layer], p.word(l.Positions),
+				err = k.attention(s, out(), p.ptr(op.Args[0].ID), b.kc[a.Layer], b.vc[a.Layer], p.word(attends),
 					p.word(l.RowTables), p.word(l.Tables), b.kvFormat.Name, op.Out.Rows(), a, b.kvl.BlockTokens, b.kvl.KVDim)
 			}
 		case tensor.OpAdd:

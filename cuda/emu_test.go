@@ -534,22 +534,24 @@ func TestEmuKVWrite(t *testing.T) {
 // attnCase is one attention configuration.
 type attnCase struct {
 	heads, kvHeads, headDim, blockTokens int
-	prefill                              int // tokens of the first sequence's prefill
+	prefill                              int  // tokens of the first sequence's prefill
+	nonCausal                            bool // each row attends its sequence's rows of the step too
 }
 
 func TestEmuAttention(t *testing.T) {
 	cases := []attnCase{
-		{16, 2, 32, 16, 37}, // NI 1, 8 heads per block
-		{12, 1, 64, 4, 37},  // NI 2, a group of 12 in 2 chunks of 6
-		{8, 8, 128, 32, 37}, // NI 4, one head per KV head
-		{7, 1, 256, 16, 37}, // NI 8, 7 heads in 4 chunks (2+2+2+1)
-		{4, 2, 40, 16, 37},  // NI 2 with a partial lane group
-		{6, 3, 30, 8, 37},   // head dim not a multiple of 4: scalar loads
-		{8, 4, 32, 16, 300}, // 1200 blocks: 4 warps, several tiles per warp
+		{16, 2, 32, 16, 37, false}, // NI 1, 8 heads per block
+		{12, 1, 64, 4, 37, false},  // NI 2, a group of 12 in 2 chunks of 6
+		{8, 8, 128, 32, 37, false}, // NI 4, one head per KV head
+		{7, 1, 256, 16, 37, false}, // NI 8, 7 heads in 4 chunks (2+2+2+1)
+		{4, 2, 40, 16, 37, false},  // NI 2 with a partial lane group
+		{6, 3, 30, 8, 37, false},   // head dim not a multiple of 4: scalar loads
+		{8, 4, 32, 16, 300, false}, // 1200 blocks: 4 warps, several tiles per warp
+		{8, 2, 32, 4, 37, true},    // non-causal (a block drafter's): rows attend their step's later rows
 	}
 	for _, format := range kv.FormatNames() {
-		for i, c := range cases {
-			if i == len(cases)-1 && format != kv.F16.Name && format != kv.Int8G64.Name {
+		for _, c := range cases {
+			if c.prefill > 100 && format != kv.F16.Name && format != kv.Int8G64.Name {
 				continue // the long context is slow under the sanitizers: two formats
 			}
 			p, err := planAttention(1, c.heads, c.kvHeads, c.headDim)
@@ -561,6 +563,9 @@ func TestEmuAttention(t *testing.T) {
 				fname = "f32"
 			}
 			name := fmt.Sprintf("%s/h%d-kv%d-d%d-b%d-ctx%d (NI %d)", fname, c.heads, c.kvHeads, c.headDim, c.blockTokens, c.prefill, p.ni)
+			if c.nonCausal {
+				name += " non-causal"
+			}
 			parityCase(t, name, func(t *testing.T, e *emulator) { emuAttention(t, e, format, c) })
 		}
 	}
@@ -595,7 +600,8 @@ func emuAttention(t *testing.T, e *emulator, format string, c attnCase) {
 		steps = append(steps, seqBatch(randIDs(r, vocab, 2), []int32{int32(c.prefill + s), int32(5 + s)}, []int32{0, 1}, tables, []int32{0, 1}))
 	}
 	steps = append(steps, seqBatch(randIDs(r, vocab, 3), count(8, 3), fill(1, 3), tables, []int32{0, 1, 2}))
-	a := tensor.AttentionArgs{Heads: c.heads, KVHeads: c.kvHeads, HeadDim: c.headDim, Scale: float32(1 / math.Sqrt(float64(c.headDim)))}
+	a := tensor.AttentionArgs{Heads: c.heads, KVHeads: c.kvHeads, HeadDim: c.headDim, Scale: float32(1 / math.Sqrt(float64(c.headDim))),
+		NonCausal: c.nonCausal}
 	l := exec.KVLayout{Layers: 1, KVDim: kvDim, BlockTokens: c.blockTokens, Blocks: blocks, DType: format}
 	outs := cpuRun(t, f, l, func(b *tensor.Builder, rows, logitRows int) {
 		tok := b.Input("tokens", rows)
@@ -644,7 +650,11 @@ func emuAttention(t *testing.T, e *emulator, format string, c attnCase) {
 		step := mem.buf(i32Bytes(words), false)
 		qb := mem.buf(f32Bytes(q), false)
 		out := mem.nanBuf(4 * bucket * qd)
-		ls, err := attentionLaunch(out.dev, qb.dev, kc.dev, vc.dev, step.at(4*sl.Positions), step.at(4*sl.RowTables), step.at(4*sl.Tables),
+		attends := sl.Positions
+		if c.nonCausal {
+			attends = sl.Reach
+		}
+		ls, err := attentionLaunch(out.dev, qb.dev, kc.dev, vc.dev, step.at(4*attends), step.at(4*sl.RowTables), step.at(4*sl.Tables),
 			format, bucket, a, c.blockTokens, kvDim)
 		e.launch(t, ls, err, &mem)
 		got := bytesF32(out.data)

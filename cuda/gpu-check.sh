@@ -38,7 +38,7 @@ need() {
 need "$G/cuda.test"
 need "$G/ninfer"
 need "$G/make_random_gguf.py"
-for m in stories260K tiny-qwen3-q8_0; do need "$G/models/$m.gguf"; done
+for m in stories260K tiny-qwen3-f32 tiny-qwen3-q8_0 tiny-qwen3-eagle3-f32 tiny-qwen3-dflash-f32; do need "$G/models/$m.gguf"; done
 shopt -s nullglob
 goldens=("$G"/golden/*.json)
 [ ${#goldens[@]} -gt 0 ] || { echo "missing: $G/golden/*.json"; status=1; }
@@ -51,6 +51,11 @@ run env NINFER_CUDA_MODELS=$G/models "$G/cuda.test" -test.count=1 -test.v 2>&1 |
 
 echo "== golden outputs (llama.cpp) on --backend cuda"
 run "$G/ninfer" golden verify --backend cuda --models "$G/models" "${goldens[@]}" || status=1
+
+echo "== speculative graphs on --backend cuda (same_as: plain, greedy ids)"
+run "$G/ninfer" graph test --backend cuda --model "$G/models/tiny-qwen3-f32.gguf" --model "draft=$G/models/tiny-qwen3-q8_0.gguf" ngram self draft || status=1
+run "$G/ninfer" graph test --backend cuda --model "$G/models/tiny-qwen3-f32.gguf" --model "draft=$G/models/tiny-qwen3-eagle3-f32.gguf" eagle3 || status=1
+run "$G/ninfer" graph test --backend cuda --model "$G/models/tiny-qwen3-f32.gguf" --model "draft=$G/models/tiny-qwen3-dflash-f32.gguf" dflash || status=1
 
 bench() { # model
 	for mode in "" --no-cuda-graph; do

@@ -15,6 +15,8 @@ import (
 //	positions [Rows]       position of each row in its sequence; pad rows 0
 //	slots     [Rows]       KV slot the row's K and V go to: block*BlockTokens + position%BlockTokens
 //	rowTables [Rows]       word offset in tables of the row's block table
+//	reach     [Rows]       the last position of the row's sequence in the step, which a
+//	                       non-causal attention's row attends up to; pad rows 0
 //	logitRows [LogitRows]  rows whose logits are output; pad entries 0
 //	tables    [blocks+1]   the block tables of the step's sequences, each once and cut
 //	                       after the last block a row reads, then the pad table [blocks]
@@ -27,8 +29,8 @@ type stepLayout struct {
 	Rows, LogitRows int
 	Blocks          int // KV blocks of the engine; the pad block is Blocks
 	// word offsets
-	Tokens, Positions, Slots, RowTables, LogitRowsAt, Tables int
-	Words                                                    int
+	Tokens, Positions, Slots, RowTables, Reach, LogitRowsAt, Tables int
+	Words                                                           int
 }
 
 func newStepLayout(rows, logitRows, blocks int) stepLayout {
@@ -37,8 +39,9 @@ func newStepLayout(rows, logitRows, blocks int) stepLayout {
 	l.Positions = rows
 	l.Slots = 2 * rows
 	l.RowTables = 3 * rows
-	l.LogitRowsAt = 4 * rows
-	l.Tables = 4*rows + logitRows
+	l.Reach = 4 * rows
+	l.LogitRowsAt = 5 * rows
+	l.Tables = 5*rows + logitRows
 	l.Words = l.Tables + blocks + 1
 	return l
 }
@@ -50,6 +53,7 @@ func (l stepLayout) Bytes() int64 { return 4 * int64(l.Words) }
 type stepPacker struct {
 	seqTable []int32 // [sequences] offset of each sequence's table; -1 until packed
 	seqNeed  []int32 // [sequences] blocks of its table that rows read
+	seqLast  []int32 // [sequences] the last position of its rows
 }
 
 // pack writes b into dst ([l.Words]) padded to l's shape, after checking
@@ -73,8 +77,9 @@ func (p *stepPacker) pack(dst []int32, l stepLayout, b *exec.Batch, blockTokens,
 	}
 	p.seqTable = resize(p.seqTable, len(b.Tables))
 	p.seqNeed = resize(p.seqNeed, len(b.Tables))
+	p.seqLast = resize(p.seqLast, len(b.Tables))
 	for s := range b.Tables {
-		p.seqTable[s], p.seqNeed[s] = -1, 0
+		p.seqTable[s], p.seqNeed[s], p.seqLast[s] = -1, 0, 0
 	}
 	for t := range rows {
 		s, pos := b.RowSeq[t], b.Positions[t]
@@ -88,7 +93,7 @@ func (p *stepPacker) pack(dst []int32, l stepLayout, b *exec.Batch, blockTokens,
 		if int(need) > len(b.Tables[s]) {
 			return fmt.Errorf("cuda: row %d: position %d has no kv block (table of %d)", t, pos, len(b.Tables[s]))
 		}
-		p.seqNeed[s] = max(p.seqNeed[s], need)
+		p.seqNeed[s], p.seqLast[s] = max(p.seqNeed[s], need), max(p.seqLast[s], pos)
 		if tok := b.Tokens[t]; tok < 0 || int(tok) >= vocab {
 			return fmt.Errorf("cuda: row %d: token %d out of range [0,%d)", t, tok, vocab)
 		}
@@ -119,13 +124,14 @@ func (p *stepPacker) pack(dst []int32, l stepLayout, b *exec.Batch, blockTokens,
 		if t >= rows {
 			dst[l.Tokens+t], dst[l.Positions+t] = 0, 0
 			dst[l.Slots+t], dst[l.RowTables+t] = int32(l.Blocks*blockTokens), pad
+			dst[l.Reach+t] = 0
 			continue
 		}
 		s, pos := b.RowSeq[t], b.Positions[t]
 		dst[l.Tokens+t], dst[l.Positions+t] = b.Tokens[t], pos
 		blk := tables[p.seqTable[s]+pos/int32(blockTokens)]
 		dst[l.Slots+t] = blk*int32(blockTokens) + pos%int32(blockTokens)
-		dst[l.RowTables+t] = p.seqTable[s]
+		dst[l.RowTables+t], dst[l.Reach+t] = p.seqTable[s], p.seqLast[s]
 	}
 	for i := range l.LogitRows {
 		if i >= logitRows {

@@ -11,12 +11,12 @@ import (
 
 func TestStepLayout(t *testing.T) {
 	l := newStepLayout(4, 2, 6)
-	want := stepLayout{Rows: 4, LogitRows: 2, Blocks: 6, Tokens: 0, Positions: 4, Slots: 8, RowTables: 12, LogitRowsAt: 16, Tables: 18, Words: 25}
+	want := stepLayout{Rows: 4, LogitRows: 2, Blocks: 6, Tokens: 0, Positions: 4, Slots: 8, RowTables: 12, Reach: 16, LogitRowsAt: 20, Tables: 22, Words: 29}
 	if diff := cmp.Diff(want, l); diff != "" {
 		t.Fatalf("layout (-want +got):\n%s", diff)
 	}
-	if l.Bytes() != 100 {
-		t.Errorf("Bytes = %d, want 100", l.Bytes())
+	if l.Bytes() != 116 {
+		t.Errorf("Bytes = %d, want 116", l.Bytes())
 	}
 }
 
@@ -45,6 +45,7 @@ func TestStepPack(t *testing.T) {
 		5, 7, 8, 0, // positions
 		5*4 + 1, 2*4 + 3, 4*4 + 0, 6 * 4, // slots; the pad row writes the pad block
 		0, 2, 2, 6, // row tables: seq 0 at 0, seq 1 at 2, pad table at 6
+		5, 8, 8, 0, // reach: each sequence's last position in the step
 		0, 2, 0, 0, // logit rows, padded with row 0
 		3, 5, 0, 2, 4, -99, 6, // tables: seq 0 (2 blocks), seq 1 (3 blocks), unused word, pad table
 	}
@@ -59,7 +60,7 @@ func TestStepPack(t *testing.T) {
 	if err := p.pack(dst1, l1, full, 4, 100); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]int32{1, 0, 8, 0, 0, 2, 0, 0, 3}, dst1); diff != "" {
+	if diff := cmp.Diff([]int32{1, 0, 8, 0, 0, 0, 2, 0, 0, 3}, dst1); diff != "" {
 		t.Errorf("packed (-want +got):\n%s", diff)
 	}
 }

@@ -136,9 +136,6 @@ func checkGraph(g *tensor.Graph) error {
 			w, wop, ok = arg(1)
 			check = normScaleDType
 		case tensor.OpAttention:
-			if op.Attn.NonCausal {
-				return fmt.Errorf("cuda: op %d (%v): non-causal attention (a block drafter's) has no CUDA kernel yet (the CPU backend runs it)", i, op.Kind)
-			}
 			continue
 		case tensor.OpRoPE:
 			if len(op.Args) > 2 {

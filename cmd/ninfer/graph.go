@@ -169,7 +169,8 @@ commands:
                              print the compiled plan (with --model, also its cache groups on model M)
   dot FILE [--set k=v]...    print the compiled plan as a Graphviz digraph
   docs                       print the node reference (Markdown)
-  test --model M FILE...     run each graph's inline tests on model M (same_as: identical greedy ids)
+  test --model M [--backend B] FILE...
+                             run each graph's inline tests on model M (same_as: identical greedy ids)
 
 FILE is a graph file, or the name of a graph embedded in ninfer (%s).
 --set overrides a graph param (repeatable).

@@ -38,14 +38,15 @@ func runGraphTest(args []string, stdout, stderr io.Writer) int {
 	var mf modelFlags
 	fs.Var(modelFlag{&mf}, "model", "GGUF model to run the tests on (required): FILE or target=FILE; ALIAS=FILE a further model a graph runs (default: the target)")
 	threads := fs.Int("threads", 0, "backend threads (0 = all cores)")
+	backend := fs.String("backend", "cpu", "compute backend: cpu, or cuda in binaries built with -tags cuda (same_as graphs run on it too)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if mf.model == "" || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: ninfer graph test --model FILE [--model ALIAS=FILE]... GRAPH...")
+		fmt.Fprintln(stderr, "usage: ninfer graph test --model FILE [--model ALIAS=FILE]... [--backend cpu|cuda] GRAPH...")
 		return 2
 	}
-	r := graphTester{model: mf.model, models: mf.models, threads: *threads,
+	r := graphTester{model: mf.model, models: mf.models, threads: *threads, backend: *backend,
 		open: map[string]*instance.Instance{}, using: map[string]string{}}
 	defer r.close()
 	status := 0
@@ -77,6 +78,7 @@ type graphTester struct {
 	model   string
 	models  map[string]string // by alias; the target stands in for the others
 	threads int
+	backend string
 	open    map[string]*instance.Instance // by graph path or name
 	using   map[string]string             // by graph: " (ALIAS=FILE ...)" of the models it runs besides the target
 }
@@ -103,7 +105,7 @@ func (r *graphTester) instance(graph string) (*instance.Instance, error) {
 			}
 		}
 	}
-	in, err := instance.Open(instance.Options{Model: r.model, Models: models, Graph: graph, Threads: r.threads, MaxRunning: 1})
+	in, err := instance.Open(instance.Options{Model: r.model, Models: models, Graph: graph, Backend: r.backend, Threads: r.threads, MaxRunning: 1})
 	if err != nil {
 		return nil, err
 	}
