@@ -274,10 +274,11 @@ func New(cfg Config) (*Engine, error) {
 	var binders []modelBinding
 	drafting := map[*plan.Step]bool{} // body steps of loops over a draft model: bound to it
 	for _, st := range p.Steps {
-		if l, ok := st.Node.(*plan.Loop); ok && l.Block && l.Model == exec.Target {
+		l, ok := st.Node.(*plan.Loop)
+		if ok && l.Block && l.Model == exec.Target {
 			return nil, fmt.Errorf("engine: block loop %s runs the target: a block drafter runs a model of its own (its model param)", st.ID)
 		}
-		if l, ok := st.Node.(*plan.Loop); ok && l.Model != exec.Target {
+		if ok && l.Model != exec.Target {
 			ml := &modelLoop{step: st.ID, loop: l}
 			mb, err := bindModel(cfg, st, ml)
 			if err != nil {
@@ -1031,11 +1032,16 @@ func (e *Engine) warmup(maxRows int) error {
 
 // bucketShapes are the distinct (rows, logit rows) buckets of steps of 1
 // to maxRows rows that all sample, largest first.
-func bucketShapes(bk exec.Bucketer, maxRows int) [][2]int {
+func bucketShapes(bk exec.Bucketer, maxRows int) [][2]int { return seqShapes(bk, maxRows, 1, 1) }
+
+// seqShapes are the distinct bucketed [rows, logit rows] of steps of 1 to
+// maxSeqs sequences of rows rows and logitRows logit rows each, that fit
+// the backend's largest bucket.
+func seqShapes(bk exec.Bucketer, maxSeqs, rows, logitRows int) [][2]int {
 	var shapes [][2]int
-	for n := min(maxRows, bk.MaxBucket()); n >= 1; n-- {
-		rows, logitRows := bk.Bucket(n, n)
-		if s := [2]int{rows, logitRows}; !slices.Contains(shapes, s) {
+	for n := min(maxSeqs, bk.MaxBucket()/rows); n >= 1; n-- {
+		r, lr := bk.Bucket(n*rows, n*logitRows)
+		if s := [2]int{r, lr}; !slices.Contains(shapes, s) {
 			shapes = append(shapes, s)
 		}
 	}

@@ -550,15 +550,5 @@ func (e *Engine) warmLoops(bk exec.Bucketer) error {
 }
 
 // blockShapes are the bucketed [rows, logit rows] of block passes over 1
-// to maxSeqs sequences, each a block of 1 + k rows with k logit rows,
-// that fit the backend's largest bucket.
-func blockShapes(bk exec.Bucketer, maxSeqs, k int) [][2]int {
-	var shapes [][2]int
-	for n := min(maxSeqs, bk.MaxBucket()/(k+1)); n >= 1; n-- {
-		rows, logitRows := bk.Bucket(n*(k+1), n*k)
-		if s := [2]int{rows, logitRows}; !slices.Contains(shapes, s) {
-			shapes = append(shapes, s)
-		}
-	}
-	return shapes
-}
+// to maxSeqs sequences, each a block of 1 + k rows with k logit rows.
+func blockShapes(bk exec.Bucketer, maxSeqs, k int) [][2]int { return seqShapes(bk, maxSeqs, k+1, k) }

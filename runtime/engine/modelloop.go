@@ -108,9 +108,7 @@ func (m *modelLoop) enterTable(row *exec.SeqState, q0, end, off, want int, fromZ
 	if s.lost {
 		return nil, false
 	}
-	if !m.grow(s, end-off+max(0, want-1)) {
-		s.lost = true
-		m.dev.Release(&s.kv)
+	if !m.reserve(row, end-off+max(0, want-1)) {
 		return nil, false
 	}
 	s.next = end
