@@ -511,16 +511,18 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 	jctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: promptParam, tag: trace.SpanContextFromContext(rt.ctx)}
 	if e := s.start(j); e != nil {
-		s.inflight.Add(-k)
 		s.finishTrace(rt, prompts, nil, nil, e)
+		s.inflight.Add(-k)
 		s.fail(ctx, a.rename(e))
 		return
 	}
 	go func() {
 		j.done.Wait()
 		cancel()
-		s.inflight.Add(-k)
+		// The choices leave the in-flight count only once their figures
+		// are in /metrics: an idle /health implies complete counters.
 		s.finishTrace(rt, prompts, j.stats, j.finishReasons, j.err)
+		s.inflight.Add(-k)
 	}()
 	if p.Stream {
 		ctx.SetContentType("text/event-stream")
