@@ -217,6 +217,7 @@ func compile(g *graphdef.Graph, reg *node.Registry, overrides node.Params) (*pla
 	out := c.resolveOut()
 	order, acyclic := c.order()
 	c.instantiate()
+	c.checkAhead()
 	for _, cn := range c.nodes {
 		if _, ok := cn.inst.(exec.BlockDrafter); ok {
 			c.errorf(c.at(cn.n.OpPos, cn.n.Pos), "node %s (%s) drafts a block of mask tokens in one pass: it runs in a block loop's body (block: N)", cn.n.ID, cn.spec.Op)
@@ -238,6 +239,13 @@ func compile(g *graphdef.Graph, reg *node.Registry, overrides node.Params) (*pla
 			p.Carry = map[string]plan.Ref{}
 		}
 		p.Carry[name] = cv.ref
+	}
+	for _, cn := range c.nodes {
+		if l, ok := cn.inst.(*plan.Loop); ok && l.Ahead {
+			if ref, ok := cn.in["hidden"]; ok && ref.Node != plan.PrevNode {
+				p.Carry[ref.String()] = ref // carry: holds the loop's outputs, so it is not nil
+			}
+		}
 	}
 	for _, name := range c.pnames {
 		p.Params[name] = c.params[name].value
@@ -566,7 +574,8 @@ func (c *compiler) resolveInputs(cn *cnode) {
 
 // resolveCarry resolves carry: (values kept per sequence for the next
 // step). The engine carries device rows, one per token the step accepted,
-// so a carried value must be a device node's hidden output.
+// or the drafts a loop made for the next step, so a carried value is a
+// device node's hidden output or a loop's output.
 func (c *compiler) resolveCarry() {
 	c.carry = map[string]carried{}
 	for _, b := range c.g.Carry {
@@ -582,15 +591,59 @@ func (c *compiler) resolveCarry() {
 		if !known || from < 0 {
 			continue
 		}
-		src := c.nodes[from]
-		switch {
-		case src.spec == nil:
-		case src.spec.Placement != node.Device || typ != node.Hidden:
-			c.errorf(at, "carry %s: %s is %s (%s, %s): the engine carries a device node's hidden rows, one per accepted token",
-				b.Name, b.Ref, typ, src.spec.Op, src.spec.Placement)
-		case ref.Port == "hidden" && src.spec.Param("hidden_rows") != nil && src.params["hidden_rows"] != "all":
-			c.errorf(at, "carry %s: %s has only the sampled rows (hidden_rows: %v): a carried value needs every row, set hidden_rows: all on node %s",
-				b.Name, b.Ref, src.params["hidden_rows"], src.n.ID)
+		if src := c.nodes[from]; src.spec != nil && src.spec.Op == plan.LoopOp {
+			continue // a loop's drafts (type draft or draft_probs, all a loop outputs)
+		}
+		c.checkCarriedRows(at, "carry "+b.Name, b.Ref, ref, typ, c.nodes[from])
+	}
+}
+
+// checkCarriedRows checks that what (a carry: binding, or an ahead loop's
+// in.hidden) can keep the rows of refText (ref, of type typ, from node
+// src): a device node's hidden output with a row per fed token.
+func (c *compiler) checkCarriedRows(at graphdef.Pos, what, refText string, ref plan.Ref, typ node.PortType, src *cnode) {
+	switch {
+	case src.spec == nil:
+	case src.spec.Placement != node.Device || typ != node.Hidden:
+		c.errorf(at, "%s: %s is %s (%s, %s): the engine carries a device node's hidden rows, one per accepted token, or a loop's drafts",
+			what, refText, typ, src.spec.Op, src.spec.Placement)
+	case ref.Port == "hidden" && src.spec.Param("hidden_rows") != nil && src.params["hidden_rows"] != "all":
+		c.errorf(at, "%s: %s has only the sampled rows (hidden_rows: %v): a carried value needs every row, set hidden_rows: all on node %s",
+			what, refText, src.params["hidden_rows"], src.n.ID)
+	}
+}
+
+// checkAhead checks the graph's uses of the loops that draft for the next
+// step (plan.Loop.Ahead): each one's in.hidden keeps device rows like a
+// carried value, and its outputs are read only as $prev values.
+func (c *compiler) checkAhead() {
+	for _, cn := range c.nodes {
+		l, ok := cn.inst.(*plan.Loop)
+		if !ok || !l.Ahead {
+			continue
+		}
+		for _, b := range cn.n.In {
+			if b.Name != "hidden" || b.Ref == "" || strings.HasPrefix(b.Ref, plan.PrevNode+".") {
+				continue
+			}
+			at := c.at(b.RefPos, b.NamePos, cn.n.InPos)
+			ref := cn.in["hidden"]
+			if src := c.byID[ref.Node]; src != nil && src.spec != nil && src.spec.Output(ref.Port) != nil {
+				c.checkCarriedRows(at, "loop "+cn.n.ID+": in.hidden", b.Ref, ref, src.spec.Output(ref.Port).Type, src)
+			}
+		}
+		for _, reader := range c.nodes {
+			for _, b := range reader.n.In {
+				if reader.in[b.Name].Node == cn.n.ID {
+					c.errorf(c.at(b.RefPos, b.NamePos, reader.n.Pos), "node %s reads %s, drafts loop %s makes for the next step: read them there as $prev.NAME (carry: {NAME: %s})",
+						reader.n.ID, b.Ref, cn.n.ID, b.Ref)
+				}
+			}
+		}
+		for _, b := range c.g.Out {
+			if from, _, _ := strings.Cut(b.Ref, "."); from == cn.n.ID {
+				c.errorf(c.at(b.RefPos, b.NamePos, c.g.OutPos), "out.%s reads %s, drafts loop %s makes for the next step", b.Name, b.Ref, cn.n.ID)
+			}
 		}
 	}
 }

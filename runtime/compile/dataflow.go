@@ -80,6 +80,7 @@ func (c *compiler) dataflow(p *plan.Plan, order []*cnode) {
 				st.ID, dref, lref, lref.Node, fed)
 		}
 	}
+	c.aheadVerified(p, verifier)
 	if proposer == nil {
 		return
 	}
@@ -186,4 +187,28 @@ func sortedPorts(in map[string]plan.Ref) []string {
 	}
 	slices.Sort(ports)
 	return ports
+}
+
+// aheadVerified checks that the drafts each ahead loop (plan.Loop.Ahead)
+// makes for the next step are what that step's verifier verifies: carried
+// as $prev.NAME and wired to verifier's draft input.
+func (c *compiler) aheadVerified(p *plan.Plan, verifier *plan.Step) {
+	var verified plan.Ref
+	if verifier != nil {
+		verified = verifier.In[portOfType(verifier.In, verifier.Spec, node.Draft)]
+	}
+	for _, b := range c.g.Carry {
+		ref, ok := p.Carry[b.Name]
+		st := p.Step(ref.Node)
+		if !ok || st == nil || st.Op != plan.LoopOp || st.Spec.Output(ref.Port) == nil || st.Spec.Output(ref.Port).Type != node.Draft {
+			continue
+		}
+		at := c.at(b.RefPos, b.NamePos, c.g.CarryPos)
+		switch prev := (plan.Ref{Node: plan.PrevNode, Port: b.Name}); {
+		case verifier == nil:
+			c.errorf(at, "carry %s: loop %s drafts for the next step, but no node verifies drafts: verify $prev.%s", b.Name, ref.Node, b.Name)
+		case verified != prev:
+			c.errorf(at, "carry %s: loop %s drafts for the next step, but %s verifies %s: verify $prev.%s", b.Name, ref.Node, verifier.ID, verified, b.Name)
+		}
+	}
 }

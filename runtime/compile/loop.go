@@ -21,7 +21,16 @@ var loopIn = []node.Port{
 	{Name: "prior", Type: node.Draft, Optional: true,
 		Doc: "an earlier proposer's drafts: a sequence that has one keeps it and is not drafted for again"},
 	{Name: "hidden", Type: node.Hidden, Optional: true,
-		Doc: "a value carried from earlier steps ($prev.NAME, rows of the target's hidden states): pass 0 enters every sequence's positions it covers ($loop.hidden: the row of the position before each token), also for sequences that do not draft"},
+		Doc: "a value carried from earlier steps ($prev.NAME, rows of the target's hidden states; in a loop that drafts for the next step, this step's forward output): pass 0 enters every sequence's positions it covers ($loop.hidden: the row of the position before each token), also for sequences that do not draft"},
+}
+
+// carriesFrom reports whether carry: reads an output of node id (a loop
+// that drafts for the next step, plan.Loop.Ahead).
+func (c *compiler) carriesFrom(id string) bool {
+	return slices.ContainsFunc(c.g.Carry, func(b *graphdef.Binding) bool {
+		from, _, _ := strings.Cut(b.Ref, ".")
+		return id != "" && from == id
+	})
 }
 
 // hasIn reports whether loop node n wires its input name.
@@ -63,7 +72,7 @@ func (c *compiler) compileLoop(cn *cnode) {
 	for _, bc := range sub.nodes {
 		sub.resolveInputs(bc)
 	}
-	l := &plan.Loop{Repeat: c.repeat(n), Block: n.Block, Next: map[string]plan.Ref{}, Out: map[string]plan.Ref{}}
+	l := &plan.Loop{Repeat: c.repeat(n), Block: n.Block, Ahead: c.carriesFrom(n.ID), Next: map[string]plan.Ref{}, Out: map[string]plan.Ref{}}
 	nextTypes := map[string]node.PortType{"tokens": node.Tokens}
 	if hasIn(n, "hidden") {
 		nextTypes["hidden"] = node.Hidden
@@ -94,8 +103,17 @@ func (c *compiler) compileLoop(cn *cnode) {
 		}
 	}
 	for _, b := range n.In {
-		if b.Name == "hidden" && b.Ref != "" && !strings.HasPrefix(b.Ref, plan.PrevNode+".") {
-			c.errorf(c.at(b.RefPos, b.NamePos, n.InPos), "loop %s: in.hidden reads %s: it enters each sequence's rows carried from earlier steps, a $prev.NAME value", n.ID, b.Ref)
+		if b.Ref == "" {
+			continue
+		}
+		at, prev := c.at(b.RefPos, b.NamePos, n.InPos), strings.HasPrefix(b.Ref, plan.PrevNode+".")
+		switch {
+		case b.Name == "hidden" && !l.Ahead && !prev:
+			c.errorf(at, "loop %s: in.hidden reads %s: it enters each sequence's rows carried from earlier steps, a $prev.NAME value (or carry the loop's drafts to draft for the next step from this step's rows)", n.ID, b.Ref)
+		case b.Name == "hidden" && l.Ahead && prev:
+			c.errorf(at, "loop %s drafts for the next step (carry: reads its output), so it runs once this step's tokens are accepted: in.hidden reads this step's rows (a forward's hidden output, such as fwd.hidden), not %s", n.ID, b.Ref)
+		case b.Name == "prior" && l.Ahead:
+			c.errorf(at, "loop %s drafts for the next step (carry: reads its output): in.prior %s holds drafts made for this step", n.ID, b.Ref)
 		}
 	}
 	var outs []node.Port

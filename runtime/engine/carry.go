@@ -19,10 +19,19 @@ type carryRows struct {
 }
 
 // takeCarry hands each sampled sequence its carried values ($prev.NAME,
-// one exec.Carried per HostContext row) and clears them: the host nodes
-// that read them keep what they need.
+// one exec.Carried per HostContext row, or an ahead loop's drafts) and
+// clears them: the host nodes that read them keep what they need. The rows
+// an ahead loop enters stay until it runs.
 func (e *Engine) takeCarry(sampled []*request, values map[plan.Ref]any) {
 	for _, name := range slices.Sorted(maps.Keys(e.plan.Carry)) {
+		ref := e.plan.Carry[name]
+		if e.aheadLoop(ref) != nil {
+			values[plan.Ref{Node: plan.PrevNode, Port: name}] = takeAhead(name, sampled)
+			continue
+		}
+		if e.enteredAhead(ref) {
+			continue
+		}
 		v := make([]exec.Carried, len(sampled))
 		for i, r := range sampled {
 			v[i] = r.carry[name]
@@ -88,7 +97,7 @@ func (e *Engine) keepCarry(work []sched.Work, res []sched.Result) {
 func (e *Engine) dropCarry() {
 	for _, r := range e.reqs {
 		if len(r.seq.KV.Blocks) == 0 {
-			r.carry = nil
+			r.carry, r.ahead = nil, nil
 		}
 	}
 }

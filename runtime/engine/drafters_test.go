@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -55,6 +56,9 @@ func readSpecGolden(t *testing.T, name string) specGolden {
 // draft-eagle3 or draft-dflash, --spec-draft-n-max 3, greedy, 64 tokens, the golden's
 // banned ids given a -inf bias) the tokens are plain decoding's and the
 // drafted and accepted counts are the server's exactly.
+//
+// Each drafter also runs ahead (aheadGraph): drafting for the next step at
+// the end of this one gives the same drafts.
 func TestDraftersEqualLlamaCpp(t *testing.T) {
 	for _, tc := range []struct{ name, model, drafter, graph, golden string }{
 		{"mtp", "tiny-qwen35-f32.gguf", "", mtpGraph, "spec-tiny-qwen35-mtp.json"},
@@ -62,43 +66,79 @@ func TestDraftersEqualLlamaCpp(t *testing.T) {
 		{"eagle3", "tiny-qwen3-f32.gguf", "tiny-qwen3-eagle3-f32.gguf", eagle3Graph, "spec-tiny-qwen3-eagle3.json"},
 		{"dflash", "tiny-qwen3-f32.gguf", "tiny-qwen3-dflash-f32.gguf", dflashGraph, "spec-tiny-qwen3-dflash.json"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			g := readSpecGolden(t, tc.golden)
-			o := instance.Options{Model: modelPath(t, tc.model), Graph: tc.graph, MaxRunning: 1, Threads: 2,
-				Set: node.Params{"k": int64(3)}}
-			if tc.drafter != "" {
-				o.Models = map[string]string{"draft": modelPath(t, tc.drafter)}
+		for _, ahead := range []bool{false, true} {
+			name, graph := tc.name, tc.graph
+			if ahead {
+				name, graph = name+" ahead", aheadGraph(t, graph)
 			}
-			in := open(t, o)
-			var bias map[int32]float32
-			if len(g.Banned) > 0 {
-				bias = map[int32]float32{}
-				for _, id := range g.Banned {
-					bias[id] = float32(math.Inf(-1))
-				}
-			}
-			for _, r := range g.Results {
-				res, err := in.Generate(context.Background(), engine.Request{Prompt: in.Tokenizer.Encode(r.Prompt, true, true),
-					MaxTokens: len(r.TokensPlain), Sampling: exec.Sampling{LogitBias: bias}}, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if diff := cmp.Diff(r.TokensPlain, res.IDs); diff != "" {
-					t.Errorf("%s: ids differ from llama.cpp's (-llama.cpp +%s):\n%s", r.ID, tc.name, diff)
-				}
-				s := res.Stats.Speculative
-				if s.Drafted != r.DraftN || s.Accepted != r.Accepted {
-					t.Errorf("%s: drafted %d, accepted %d; llama-server drafted %d, accepted %d", r.ID, s.Drafted, s.Accepted, r.DraftN, r.Accepted)
-				}
-			}
-		})
+			t.Run(name, func(t *testing.T) { drafterEqualsLlamaCpp(t, tc.model, tc.drafter, graph, tc.golden, name) })
+		}
 	}
+}
+
+// drafterEqualsLlamaCpp runs graph (drafting with drafter, "" for the
+// target's MTP head) on model over golden's prompts; name labels it.
+func drafterEqualsLlamaCpp(t *testing.T, model, drafter, graph, golden, name string) {
+	g := readSpecGolden(t, golden)
+	o := instance.Options{Model: modelPath(t, model), Graph: graph, MaxRunning: 1, Threads: 2,
+		Set: node.Params{"k": int64(3)}}
+	if drafter != "" {
+		o.Models = map[string]string{"draft": modelPath(t, drafter)}
+	}
+	in := open(t, o)
+	var bias map[int32]float32
+	if len(g.Banned) > 0 {
+		bias = map[int32]float32{}
+		for _, id := range g.Banned {
+			bias[id] = float32(math.Inf(-1))
+		}
+	}
+	for _, r := range g.Results {
+		res, err := in.Generate(context.Background(), engine.Request{Prompt: in.Tokenizer.Encode(r.Prompt, true, true),
+			MaxTokens: len(r.TokensPlain), Sampling: exec.Sampling{LogitBias: bias}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(r.TokensPlain, res.IDs); diff != "" {
+			t.Errorf("%s: ids differ from llama.cpp's (-llama.cpp +%s):\n%s", r.ID, name, diff)
+		}
+		s := res.Stats.Speculative
+		if s.Drafted != r.DraftN || s.Accepted != r.Accepted {
+			t.Errorf("%s: drafted %d, accepted %d; llama-server drafted %d, accepted %d", r.ID, s.Drafted, s.Accepted, r.DraftN, r.Accepted)
+		}
+	}
+}
+
+// aheadGraph writes shipped drafter graph path in the form that drafts
+// ahead (plan.Loop.Ahead): the loop enters this step's rows of the value
+// the graph carried, its drafts are carried instead, and the forward and
+// verify read them as $prev.draft.
+func aheadGraph(t *testing.T, path string) string {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`carry: \{(\w+): (fwd\.\w+)\}`).FindStringSubmatch(string(src))
+	if m == nil {
+		t.Fatalf("%s carries no forward output", path)
+	}
+	s := strings.Replace(string(src), "in: {hidden: $prev."+m[1]+"}", "in: {hidden: "+m[2]+"}", 1)
+	s = strings.ReplaceAll(s, "draft: draft.draft", "draft: $prev.draft")
+	s = strings.Replace(s, m[0], "carry: {draft: draft.draft}", 1)
+	if strings.Count(s, "$prev.draft") != 2 || strings.Contains(s, "$prev."+m[1]) {
+		t.Fatalf("%s: not the expected loop, forward and verify wiring:\n%s", path, s)
+	}
+	out := filepath.Join(t.TempDir(), "ahead-"+filepath.Base(path))
+	if err := os.WriteFile(out, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // Greedy decoding under the model-native drafters' graphs gives plain
 // decoding's tokens (MTP on both hybrid models, EAGLE-3 and DFlash on
-// tiny-qwen3) for
-// k = 1..8, prefill chunks 1, 7 and 512, one or eight sequences at a time,
+// tiny-qwen3, each also drafting ahead) for k = 1..8, prefill chunks 1, 7 and 512, one or eight sequences at a time,
 // int8 KV, and after preemption (sequences lose their KV, state and
 // carried rows and are recomputed); the target's cache and the drafter's
 // are empty afterwards.
@@ -110,6 +150,9 @@ func TestDraftersAreLossless(t *testing.T) {
 		{"tiny-qwen3-f32.gguf", "tiny-qwen3-dflash-f32.gguf", dflashGraph},
 	} {
 		t.Run(tc.model+" "+filepath.Base(tc.graph), func(t *testing.T) { drafterLossless(t, tc.model, tc.drafter, tc.graph) })
+		t.Run(tc.model+" "+filepath.Base(tc.graph)+" ahead", func(t *testing.T) {
+			drafterLossless(t, tc.model, tc.drafter, aheadGraph(t, tc.graph))
+		})
 	}
 }
 

@@ -200,6 +200,9 @@ type Engine struct {
 	// minAccept is the verifier's MinAcceptance (0: always draft).
 	draftK    int
 	minAccept float64
+	// draftMaxBatch is the verifier's MaxBatch: no speculation while more
+	// sequences run (0: no limit).
+	draftMaxBatch int
 	// specPrior is the backoff state the latest verified round left, where
 	// a new request starts (startBackoff).
 	specPrior backoff
@@ -254,7 +257,11 @@ type request struct {
 	embedding []float32 // an Embed request's result
 	// carry holds the plan's carried values (Plan.Carry) for the
 	// sequence's next sampled step, by name.
-	carry   map[string]exec.Carried
+	carry map[string]exec.Carried
+	// ahead holds what the plan's ahead loops drafted for the sequence's
+	// next step (Plan.Carry names them): its drafts ([]int32) or their
+	// distributions ([]exec.DraftDist).
+	ahead   map[string]any
 	backoff backoff
 }
 
@@ -334,6 +341,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.draftMaxBatch = maxBatch
 	snapshots := 0
 	if state.Layers() > 0 && e.draftK > 0 {
 		// A verify step writes the state after each of its 1+k rows into a
@@ -808,6 +816,9 @@ func (e *Engine) Step(ctx context.Context) error {
 	}
 	e.keepCarry(work, res)
 	outcomes := e.sched.Update(work, res)
+	if err := e.draftAhead(ctx, sampled, outcomes); err != nil {
+		return err
+	}
 	e.publish() // before any event: a reader of an event sees the load after it
 	done := time.Now()
 	for si, w := range work {
@@ -886,6 +897,9 @@ func (e *Engine) runPlan(ctx context.Context, batch *exec.Batch, hc *exec.HostCo
 			}
 		case node.Host:
 			for _, idx := range seg.Steps {
+				if l, ok := e.plan.Steps[idx].Node.(*plan.Loop); ok && l.Ahead {
+					continue // runs once the step's tokens are accepted (draftAhead)
+				}
 				if err := e.runHost(e.plan.Steps[idx], hc, values); err != nil {
 					return nil, nil, err
 				}

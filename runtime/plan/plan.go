@@ -82,9 +82,11 @@ type Plan struct {
 	// Out maps each graph output ("tokens", ...) to its source.
 	Out map[string]Ref
 	// Carry maps each carried value NAME (read as $prev.NAME) to the
-	// device output the engine keeps per sequence: the rows of the tokens
-	// a step accepted, handed to the sequence's next sampled step; nil
-	// when the graph carries nothing.
+	// value the engine keeps per sequence for its next sampled step: a
+	// device output's rows of the tokens the steps accepted, or the drafts
+	// of an ahead loop (Loop.Ahead). The device rows an ahead loop's
+	// in.hidden reads are carried under that ref's name ("fwd.hidden").
+	// Nil when the graph carries nothing.
 	Carry map[string]Ref
 	// Tests are the graph's inline test cases, as parsed.
 	Tests []*graphdef.Test
@@ -173,6 +175,9 @@ func writeSteps(b *strings.Builder, indent string, steps []*Step, segs []Segment
 		if l.Model != exec.Target {
 			fmt.Fprintf(b, "%s      model %s\n", indent, l.Model)
 		}
+		if l.Ahead {
+			fmt.Fprintf(b, "%s      ahead (drafts for the next step)\n", indent)
+		}
 		writeSteps(b, indent+"      ", l.Steps, l.Segments)
 		for _, k := range slices.Sorted(maps.Keys(l.Next)) {
 			fmt.Fprintf(b, "%s      next %s <- %s\n", indent, k, l.Next[k])
@@ -221,8 +226,14 @@ type Loop struct {
 	// drafts come from one pass over a block per drafting sequence: its
 	// last token and Repeat mask tokens (exec.BlockDrafter), the body's
 	// outputs giving one token per mask row; Next is empty.
-	Repeat   int
-	Block    bool
+	Repeat int
+	Block  bool
+	// Ahead is set on a loop whose outputs are carried (carry: NAME:
+	// LOOP.PORT, read next step as $prev.NAME): it drafts for the next
+	// step, running once this step's tokens are accepted, over the
+	// sampled sequences that go on (vLLM's order). Its in.hidden reads
+	// this step's device rows, kept like a carried value's.
+	Ahead    bool
 	Steps    []*Step
 	Segments []Segment
 	// Next maps each loop input the body feeds back ("tokens", and with a
