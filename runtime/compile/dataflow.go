@@ -62,7 +62,7 @@ func (c *compiler) dataflow(p *plan.Plan, order []*cnode) {
 		}
 		verifier = st
 		lref, dref := st.In[logitsIn], st.In[draftIn]
-		if probsIn := portOfType(st.In, st.Spec, node.DraftProbs); probsIn != "" && st.In[probsIn].Node != dref.Node {
+		if probsIn := portOfType(st.In, st.Spec, node.DraftProbs); probsIn != "" && p.Source(st.In[probsIn]).Node != p.Source(dref).Node {
 			c.errorf(c.inputPos(byStep[st.ID], probsIn), "node %s verifies %s with the distributions %s of another node: wire the probs of %s",
 				st.ID, dref, st.In[probsIn], dref.Node)
 		}

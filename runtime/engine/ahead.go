@@ -32,19 +32,19 @@ func (e *Engine) enteredAhead(ref plan.Ref) bool {
 	return false
 }
 
-// takeAhead hands each sampled sequence the drafts (or draft
-// distributions) that the ahead loop carried as name made for it at the
-// end of its last sampled step, cut to its lookahead this step, and clears
-// them. A sequence with none verifies no drafts.
-func takeAhead(name string, sampled []*request) any {
+// takeAhead hands each sampled sequence the drafts (or, for a carried
+// draft_probs output, their distributions) that an ahead loop made for it
+// at the end of its last sampled step and carried as name, cut to its
+// lookahead this step, and clears them. A sequence with none verifies no
+// drafts.
+func takeAhead(name string, isProbs bool, sampled []*request) any {
 	drafts, probs := make(exec.Drafts, len(sampled)), make(exec.DraftProbs, len(sampled))
-	isProbs := false
 	for i, r := range sampled {
 		switch v := r.ahead[name].(type) {
 		case []int32:
 			drafts[i] = v[:min(len(v), r.state.Lookahead)]
 		case []exec.DraftDist:
-			probs[i], isProbs = v[:min(len(v), r.state.Lookahead)], true
+			probs[i] = v[:min(len(v), r.state.Lookahead)]
 		}
 		delete(r.ahead, name)
 	}

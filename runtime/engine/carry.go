@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/sched"
 )
@@ -25,8 +26,9 @@ type carryRows struct {
 func (e *Engine) takeCarry(sampled []*request, values map[plan.Ref]any) {
 	for _, name := range slices.Sorted(maps.Keys(e.plan.Carry)) {
 		ref := e.plan.Carry[name]
-		if e.aheadLoop(ref) != nil {
-			values[plan.Ref{Node: plan.PrevNode, Port: name}] = takeAhead(name, sampled)
+		if st := e.aheadLoop(ref); st != nil {
+			out := st.Spec.Output(ref.Port)
+			values[plan.Ref{Node: plan.PrevNode, Port: name}] = takeAhead(name, out != nil && out.Type == node.DraftProbs, sampled)
 			continue
 		}
 		if e.enteredAhead(ref) {

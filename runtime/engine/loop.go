@@ -402,10 +402,7 @@ func (e *Engine) resolveLoopHidden() error {
 		if _, loop := st.Node.(*plan.Loop); !ok || !loop {
 			continue
 		}
-		cref := ref // an ahead loop's: this step's rows
-		if ref.Node == plan.PrevNode {
-			cref = e.plan.Carry[ref.Port]
-		}
+		cref := e.plan.Source(ref) // an ahead loop's ref is this step's rows
 		width := func(steps []*plan.Step, ref plan.Ref) int {
 			for _, src := range steps {
 				if rw, ok := src.Node.(exec.RowWidther); ok && src.ID == ref.Node {

@@ -3,6 +3,9 @@ package engine_test
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	_ "github.com/ninfer/ninfer-go/nodes/speculative"
@@ -38,6 +41,31 @@ func TestSampledDraftsKeepTheDistribution(t *testing.T) {
 		t.Skip("statistical test: too slow with -short or -race")
 	}
 	samplingTV(t, instance.Options{Model: modelPath(t, "tiny-qwen3-f32.gguf"), Graph: "../../graphs/draft.yaml",
+		Models: map[string]string{"draft": modelPath(t, "tiny-qwen3-q8_0.gguf")}, Set: node.Params{"sample": true, "k": int64(2), "draft_temperature": 5.0}},
+		"Once upon a time", 2)
+}
+
+// The same drafter drafting ahead (its drafts and their distributions
+// carried to the next step) keeps the distribution too.
+func TestSampledDraftsAheadKeepTheDistribution(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("statistical test: too slow with -short or -race")
+	}
+	src, err := os.ReadFile("../../graphs/draft.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(src), "draft: draft.draft", "draft: $prev.draft")
+	s = strings.Replace(s, "draft_probs: draft.probs", "draft_probs: $prev.probs", 1)
+	s = strings.Replace(s, "out: {tokens: verify.tokens}\n", "out: {tokens: verify.tokens}\ncarry: {draft: draft.draft, probs: draft.probs}\n", 1)
+	if strings.Count(s, "$prev.") != 3 || !strings.Contains(s, "carry:") {
+		t.Fatalf("draft.yaml: not the expected wiring:\n%s", s)
+	}
+	graph := filepath.Join(t.TempDir(), "draft-ahead.yaml")
+	if err := os.WriteFile(graph, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	samplingTV(t, instance.Options{Model: modelPath(t, "tiny-qwen3-f32.gguf"), Graph: graph,
 		Models: map[string]string{"draft": modelPath(t, "tiny-qwen3-q8_0.gguf")}, Set: node.Params{"sample": true, "k": int64(2), "draft_temperature": 5.0}},
 		"Once upon a time", 2)
 }

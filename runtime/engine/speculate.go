@@ -188,10 +188,10 @@ func (e *Engine) checkTaps() error {
 			continue
 		}
 		for port, ref := range in {
-			if ref.Node != plan.PrevNode {
+			src := e.plan.Source(ref) // a $prev value's, or this step's rows an ahead loop enters
+			if l, _ := st.Node.(*plan.Loop); ref.Node != plan.PrevNode && (l == nil || !l.Ahead) {
 				continue
 			}
-			src := e.plan.Carry[ref.Port]
 			fw, ok := e.plan.Step(src.Node).Node.(tapper)
 			if !ok || src.Port != "taps" {
 				return fmt.Errorf("engine: step %s (%s): input %s reads %s, carried from %s, which are not a forward's taps of layers %v",

@@ -92,6 +92,14 @@ type Plan struct {
 	Tests []*graphdef.Test
 }
 
+// Source is the value ref names: for $prev.NAME the one Carry keeps.
+func (p *Plan) Source(ref Ref) Ref {
+	if c, ok := p.Carry[ref.Port]; ok && ref.Node == PrevNode {
+		return c
+	}
+	return ref
+}
+
 // Step returns the step with the given id, or nil.
 func (p *Plan) Step(id string) *Step {
 	for _, s := range p.Steps {
