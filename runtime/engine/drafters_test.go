@@ -151,6 +151,9 @@ func TestDraftersAreLossless(t *testing.T) {
 	} {
 		t.Run(tc.model+" "+filepath.Base(tc.graph), func(t *testing.T) { drafterLossless(t, tc.model, tc.drafter, tc.graph) })
 		t.Run(tc.model+" "+filepath.Base(tc.graph)+" ahead", func(t *testing.T) {
+			if raceDetector && tc.model != "tiny-qwen35-f32.gguf" {
+				t.Skip("with -race, one drafter drafts ahead (the engine path is the same for all)")
+			}
 			drafterLossless(t, tc.model, tc.drafter, aheadGraph(t, tc.graph))
 		})
 	}
