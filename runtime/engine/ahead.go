@@ -55,17 +55,14 @@ func takeAhead(name string, isProbs bool, sampled []*request) any {
 }
 
 // aheadRoom is how many drafts r's next step may verify, as far as the
-// engine knows at the end of this one: the scheduler may grant fewer (its
-// budget, free blocks), and the extra drafts are then dropped.
+// engine knows at the end of this one (sched.NextDrafts, none while r
+// backs off): the scheduler may grant fewer (its budget, free blocks),
+// and the extra drafts are then dropped.
 func (e *Engine) aheadRoom(r *request) int {
-	room := e.draftK
-	if r.seq.Limit > 0 {
-		room = min(room, r.seq.Limit-len(r.seq.Tokens)-1)
+	if e.backingOff(r) {
+		return 0
 	}
-	if e.minAccept > 0 && r.backoff.skip > 0 || e.draftMaxBatch > 0 && e.sched.Running() > e.draftMaxBatch {
-		room = 0
-	}
-	return max(room, 0)
+	return e.sched.NextDrafts(r.seq)
 }
 
 // draftAhead runs the plan's ahead loops once the step's tokens are

@@ -200,9 +200,6 @@ type Engine struct {
 	// minAccept is the verifier's MinAcceptance (0: always draft).
 	draftK    int
 	minAccept float64
-	// draftMaxBatch is the verifier's MaxBatch: no speculation while more
-	// sequences run (0: no limit).
-	draftMaxBatch int
 	// specPrior is the backoff state the latest verified round left, where
 	// a new request starts (startBackoff).
 	specPrior backoff
@@ -341,7 +338,6 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.draftMaxBatch = maxBatch
 	snapshots := 0
 	if state.Layers() > 0 && e.draftK > 0 {
 		// A verify step writes the state after each of its 1+k rows into a

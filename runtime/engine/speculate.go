@@ -93,12 +93,16 @@ type backoff struct {
 // lookahead is how many drafts a request with room for room gets this
 // step: none while it backs off.
 func (e *Engine) lookahead(r *request, room int) int {
-	if e.minAccept <= 0 || room == 0 || r.backoff.skip == 0 {
+	if room == 0 || !e.backingOff(r) {
 		return room
 	}
 	r.backoff.skip--
 	return 0
 }
+
+// backingOff reports whether r skips drafting in its next decode step
+// (min_acceptance's backoff).
+func (e *Engine) backingOff(r *request) bool { return e.minAccept > 0 && r.backoff.skip > 0 }
 
 // observeRound updates r's backoff after a round that verified drafted
 // tokens, accepted of them: below the verifier's MinAcceptance it backs

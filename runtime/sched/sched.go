@@ -189,7 +189,7 @@ func without(list []*Seq, s *Seq) []*Seq {
 func (sc *Scheduler) Schedule() []Work {
 	budget := sc.cfg.StepTokens
 	var out []Work
-	speculate := sc.cfg.Draft > 0 && (sc.cfg.DraftMaxBatch == 0 || len(sc.running) <= sc.cfg.DraftMaxBatch)
+	speculate := sc.speculating()
 	for _, decoding := range []bool{true, false} {
 		for i := 0; i < len(sc.running) && budget > 0; i++ {
 			s := sc.running[i]
@@ -263,15 +263,37 @@ func (sc *Scheduler) Schedule() []Work {
 }
 
 // drafts is how many draft slots s's decode step gets: at most Config.Draft
-// and budget, none past s.Limit (the last token the step may yield is the
-// limit's), and only as many as fit the free blocks without preempting.
+// and budget, none past s.Limit (see capDrafts), and only as many as fit
+// the free blocks without preempting.
 func (sc *Scheduler) drafts(s *Seq, budget int) int {
-	d := min(sc.cfg.Draft, budget)
-	if s.Limit > 0 {
-		d = min(d, s.Limit-len(s.Tokens)-1)
-	}
+	d := s.capDrafts(min(sc.cfg.Draft, budget))
 	for d > 0 && !sc.kv.CanGrow(&s.KV, s.Computed+1+d) {
 		d--
+	}
+	return d
+}
+
+// speculating reports whether a step gives decoding sequences draft
+// slots: the plan drafts and at most Config.DraftMaxBatch sequences run.
+func (sc *Scheduler) speculating() bool {
+	return sc.cfg.Draft > 0 && (sc.cfg.DraftMaxBatch == 0 || len(sc.running) <= sc.cfg.DraftMaxBatch)
+}
+
+// NextDrafts is how many draft slots s's next decode step gets if the
+// step budget and the free blocks allow: drafts made for that step ahead
+// of time (at the end of this one) need no more.
+func (sc *Scheduler) NextDrafts(s *Seq) int {
+	if !sc.speculating() {
+		return 0
+	}
+	return s.capDrafts(sc.cfg.Draft)
+}
+
+// capDrafts cuts d draft slots to none past s.Limit: the last token a
+// step may yield is the limit's.
+func (s *Seq) capDrafts(d int) int {
+	if s.Limit > 0 {
+		d = min(d, s.Limit-len(s.Tokens)-1)
 	}
 	return max(d, 0)
 }

@@ -228,3 +228,39 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 	}
 	return b.String()
 }
+
+// NextDrafts gives a sequence's next decode step Config.Draft slots, none
+// past its limit, and none while more than DraftMaxBatch sequences run.
+func TestNextDrafts(t *testing.T) {
+	for _, tc := range []struct {
+		name                      string
+		draft, maxBatch, running  int
+		tokens, limit, wantDrafts int
+	}{
+		{name: "no limit", draft: 3, running: 1, tokens: 10, wantDrafts: 3},
+		{name: "far from the limit", draft: 3, running: 1, tokens: 10, limit: 20, wantDrafts: 3},
+		{name: "two tokens left", draft: 3, running: 1, tokens: 18, limit: 20, wantDrafts: 1},
+		{name: "last token", draft: 3, running: 1, tokens: 19, limit: 20, wantDrafts: 0},
+		{name: "at max batch", draft: 3, maxBatch: 2, running: 2, tokens: 10, wantDrafts: 3},
+		{name: "over max batch", draft: 3, maxBatch: 2, running: 3, tokens: 10, wantDrafts: 0},
+		{name: "plan does not draft", running: 1, tokens: 10, wantDrafts: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := kv.New(64, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, err := New(Config{Chunk: 64, StepTokens: 64, MaxRunning: 4, Draft: tc.draft, DraftMaxBatch: tc.maxBatch}, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &Seq{Tokens: make([]int32, tc.tokens), Prompt: 4, Limit: tc.limit}
+			for range tc.running {
+				sc.running = append(sc.running, s)
+			}
+			if got := sc.NextDrafts(s); got != tc.wantDrafts {
+				t.Errorf("NextDrafts = %d, want %d", got, tc.wantDrafts)
+			}
+		})
+	}
+}
