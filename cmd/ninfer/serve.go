@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -62,6 +64,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	otlp := fs.String("otlp-endpoint", "", "send OpenTelemetry spans over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318 (default $OTEL_EXPORTER_OTLP_ENDPOINT; off when empty)")
 	sampleRatio := fs.Float64("trace-sample-ratio", 1, "fraction of requests traced when tracing is on")
 	strictFields := fs.Bool("strict-fields", false, "reject requests with fields the server does not know (400 naming the field); by default they are ignored and each name is logged once")
+	pprofAddr := fs.String("pprof", "", "serve Go's net/http/pprof profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (default off; it exposes internals: keep it on loopback)")
 	allowedOrigins := fs.String("allowed-origins", "", "comma-separated browser origins allowed cross-origin calls (CORS), e.g. https://app.example; \"*\" allows any origin without credentials (default none)")
 	fail, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
@@ -126,6 +129,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
 	if err != nil {
 		return fail(err)
+	}
+	if *pprofAddr != "" {
+		pln, err := net.Listen("tcp", *pprofAddr)
+		if err != nil {
+			ln.Close()
+			return fail(fmt.Errorf("--pprof: %w", err))
+		}
+		defer pln.Close()
+		go http.Serve(pln, pprofMux())
+		fmt.Fprintf(stderr, "ninfer serve: pprof on http://%s/debug/pprof/\n", pln.Addr())
 	}
 	srv := httpfront.New(httpfront.Config{APIKey: key, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody, Traces: tp,
 		StrictFields: *strictFields, AllowedOrigins: origins})
@@ -279,4 +292,15 @@ func resolveAPIKey(flagKey, file, env string) (string, error) {
 		return flagKey, nil
 	}
 	return strings.TrimSpace(env), nil
+}
+
+// pprofMux serves net/http/pprof's handlers (and nothing else) for --pprof.
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

@@ -45,6 +45,7 @@ func TestServeRejectsBadFlags(t *testing.T) {
 		{"zero concurrency", []string{"--model", model, "--max-concurrency", "0"}, "--max-concurrency 0"},
 		{"a zero timeout", []string{"--model", model, "--timeout", "0s"}, "--timeout 0s"},
 		{"a stray argument", []string{"--model", model, "extra"}, "unexpected arguments"},
+		{"a pprof address that cannot be bound", []string{"--model", model, "--port", "0", "--pprof", "127.0.0.1:99999"}, "--pprof: listen tcp"},
 		{"a draft graph without a draft model", []string{"--model", model, "--port", "0", "--graph", "draft"}, "give it with --model ALIAS=FILE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,7 +58,8 @@ func TestServeRejectsBadFlags(t *testing.T) {
 }
 
 // serve prints a ready line naming its URL once /health answers 200,
-// requires the API key on /v1/, and exits 0 when its context ends (SIGTERM).
+// requires the API key on /v1/, serves pprof only on the --pprof listener,
+// and exits 0 when its context ends (SIGTERM).
 func TestServeReadyLineAndShutdown(t *testing.T) {
 	model := sharedPath(t, "models", "stories260K.gguf")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -65,7 +67,7 @@ func TestServeReadyLineAndShutdown(t *testing.T) {
 	var stdout, stderr lockedBuffer
 	exit := make(chan int, 1)
 	go func() {
-		exit <- serve(ctx, []string{"--model", model, "--port", "0", "--threads", "1", "--api-key", "k", "--max-concurrency", "2"}, &stdout, &stderr)
+		exit <- serve(ctx, []string{"--model", model, "--port", "0", "--threads", "1", "--api-key", "k", "--max-concurrency", "2", "--pprof", "127.0.0.1:0"}, &stdout, &stderr)
 	}()
 	var url string
 	deadline := time.Now().Add(20 * time.Second)
@@ -107,6 +109,21 @@ func TestServeReadyLineAndShutdown(t *testing.T) {
 		resp.Body.Close()
 		if diff := cmp.Diff(tc.want, resp.StatusCode); diff != "" {
 			t.Errorf("/v1/models with key %q (-want +got):\n%s", tc.key, diff)
+		}
+	}
+	_, pprofLine, _ := strings.Cut(stderr.String(), "ninfer serve: pprof on ")
+	pprofURL := strings.Fields(pprofLine + " ")[0]
+	for _, tc := range []struct {
+		url  string
+		want int
+	}{{pprofURL + "cmdline", 200}, {url + "/debug/pprof/cmdline", 404}} {
+		resp, err := http.Get(tc.url)
+		if err != nil {
+			t.Fatalf("GET %s: %v (stderr %q)", tc.url, err, stderr.String())
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("GET %s: %d, want %d", tc.url, resp.StatusCode, tc.want)
 		}
 	}
 	cancel()
