@@ -480,6 +480,8 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 			sc0 := unsafe.Pointer(&w.scores[u0*stride])
 			q0 := unsafe.Pointer(&t.q[qoff[u0]])
 			if m-u0 >= 2 {
+				// Two query vectors take the chunks in pairs: pad to 2 only.
+				sa.nc = (nc + 1) &^ 1
 				sc1 := unsafe.Pointer(&w.scores[(u0+1)*stride])
 				sa.q = [2]unsafe.Pointer{q0, unsafe.Pointer(&t.q[qoff[u0+1]])}
 				sa.out, sa.pchunk, sa.cstep = [4]unsafe.Pointer{sc0, sc0, sc1, sc1}, [4]int{0, 1, 0, 1}, 2

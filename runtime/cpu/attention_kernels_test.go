@@ -173,9 +173,11 @@ func setupAttention(t testing.TB, c attnCase, threads int) (*program, tensor.Op,
 // BenchmarkAttention times one attention op of the 0.6B-shape model's
 // layer shape (16 query heads, 8 KV heads of 128) and of stories260K's (8
 // and 4 heads of 8), f32 pages on 2 threads: pp512 (a 512-row prompt
-// chunk) and tg (one row after 4096 or 511 positions), with the AVX-512
-// kernels, the AVX2 ones and the reference loops (the levels the CPU
-// has). Compare them as ratios from one run.
+// chunk), tg (one row after 4096 or 511 positions) and tg8 (a decode batch:
+// 8 sequences, one row each after 63 or 15 positions, one work item per
+// sequence and KV head), with the AVX-512 kernels, the AVX2 ones and the
+// reference loops (the levels the CPU has). Compare them as ratios from
+// one run.
 func BenchmarkAttention(b *testing.B) {
 	shapes := []struct {
 		name               string
@@ -184,12 +186,13 @@ func BenchmarkAttention(b *testing.B) {
 	for _, sh := range shapes {
 		for _, w := range []struct {
 			name string
-			seq  [2]int
-		}{{"pp512", [2]int{0, 512}}, {"tg@512", [2]int{511, 1}}, {"tg@4096", [2]int{4095, 1}}} {
+			seqs [][2]int
+		}{{"pp512", [][2]int{{0, 512}}}, {"tg@512", [][2]int{{511, 1}}}, {"tg@4096", [][2]int{{4095, 1}}},
+			{"tg8@64", slices.Repeat([][2]int{{63, 1}}, 8)}, {"tg8@16", slices.Repeat([][2]int{{15, 1}}, 8)}} {
 			for _, lv := range testLevels() {
 				b.Run(sh.name+"/"+w.name+"/"+lv.String(), func(b *testing.B) {
 					defer setLevel(lv)()
-					c := attnCase{heads: sh.heads, kvHeads: sh.kvHeads, hd: sh.hd, bt: 16, dtype: "f32", seqs: [][2]int{w.seq}}
+					c := attnCase{heads: sh.heads, kvHeads: sh.kvHeads, hd: sh.hd, bt: 16, dtype: "f32", seqs: w.seqs}
 					p, op, batch, out := setupAttention(b, c, 2)
 					defer p.b.Close()
 					b.ResetTimer()
