@@ -26,6 +26,57 @@ func TestArgmaxTiesToLowerID(t *testing.T) {
 	}
 }
 
+// Argmax's four chains choose what one scan does, for ties, NaNs, signed
+// zeros and infinities anywhere, at every length around the chain width.
+func TestArgmaxEqualsOneScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	nan := float32(math.NaN())
+	special := []float32{nan, float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1, 1, -1}
+	for n := 0; n < 40; n++ {
+		for range 300 {
+			l := make([]float32, n)
+			for i := range l {
+				if r.IntN(3) == 0 {
+					l[i] = special[r.IntN(len(special))]
+				} else {
+					l[i] = float32(r.IntN(5)) // many ties
+				}
+			}
+			if got, want := Argmax(l), argmaxScan(l); got != want {
+				t.Fatalf("Argmax(%v) = %d, one scan gives %d", l, got, want)
+			}
+		}
+	}
+	l := make([]float32, 151936)
+	for i := range l {
+		l[i] = float32(r.NormFloat64())
+	}
+	l[151935] = 9
+	if got := Argmax(l); got != 151935 {
+		t.Errorf("Argmax of a vocabulary whose last logit is largest = %d", got)
+	}
+}
+
+// BenchmarkArgmax times greedy sampling's scan of a Qwen3-sized
+// vocabulary: Argmax against one scan.
+func BenchmarkArgmax(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	logits := make([]float32, 151936)
+	for i := range logits {
+		logits[i] = float32(r.NormFloat64() * 3)
+	}
+	b.Run("chains", func(b *testing.B) {
+		for range b.N {
+			Argmax(logits)
+		}
+	})
+	b.Run("scan", func(b *testing.B) {
+		for range b.N {
+			argmaxScan(logits)
+		}
+	})
+}
+
 func TestPick(t *testing.T) {
 	logits := []float32{0, 2, 1.9, -5, 1}
 	draw := func(s exec.Sampling, n int) []int32 {
