@@ -74,6 +74,7 @@ type program struct {
 	ropeTask ropeTask          // rope op in flight
 	score    [][]float32       // per worker attention scores (reference path)
 	attn     attnTask          // attention op in flight (attention.go)
+	kvWrite  kvWriteTask       // K and V rows being written (attention.go)
 	attnScr  []attnScratch     // per worker attention scratch
 	fused    [][]int           // per op: matmuls run together (fuseMatmuls); nil on the reference path
 	trig     [][]float32       // per worker rope cos/sin
