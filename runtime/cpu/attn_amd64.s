@@ -232,6 +232,54 @@ lbl: \
 	ADDQ    SA_OUT+(8*p)(BX), R14; \
 	VMOVUPS z, (R14)
 
+// SPFCHUNK(lbl, p) prefetches the hd key rows (kstride = DX apart) of
+// pair p's chunk of the next step (AX = its first chunk; R8 = a.koffs, R9
+// = a.k, R13 = ceil(hd/4)). Clobbers R12, R14.
+#define SPFCHUNK(lbl, p) \
+	MOVQ AX, R14; \
+	ADDQ SA_PCHUNK+(8*p)(BX), R14; \
+	MOVQ (R8)(R14*8), R14; \
+	LEAQ (R9)(R14*4), R14; \
+	MOVQ R13, R12; \
+lbl: \
+	PREFETCHT0 (R14); \
+	PREFETCHT0 (R14)(DX*1); \
+	PREFETCHT0 (R14)(DX*2); \
+	PREFETCHT0 (R14)(SI*1); \
+	LEAQ (R14)(DX*4), R14; \
+	DECQ R12; \
+	JNZ  lbl
+
+// SPFSTEP(l0, l1, l2, l3, done) prefetches the key rows of the chunks of
+// the step whose first chunk is AX: those of pairs 0 and 1, and with
+// a.cstep 4 those of pairs 2 and 3. Clobbers DX, SI, R12..R14.
+#define SPFSTEP(l0, l1, l2, l3, done) \
+	MOVQ SA_KSTRIDE(BX), DX; \
+	LEAQ (DX)(DX*2), SI; \
+	MOVQ SA_STEPS(BX), R13; \
+	SHLQ $6, R13; \
+	ADDQ SA_REST(BX), R13; \
+	ADDQ $3, R13; \
+	SHRQ $2, R13; \
+	SPFCHUNK(l0, 0); \
+	SPFCHUNK(l1, 1); \
+	CMPQ SA_CSTEP(BX), $4; \
+	JNE  done; \
+	SPFCHUNK(l2, 2); \
+	SPFCHUNK(l3, 3); \
+done:
+
+// SPREFETCH prefetches the key rows of the next step's chunks while this
+// step scores: a decode batch's chunks lie in scattered pages, and the
+// score passes read each chunk's rows 16 dims apart, which the hardware
+// prefetchers do not run ahead of. Clobbers AX, DX, SI, R12..R14.
+#define SPREFETCH \
+	MOVQ CX, AX; \
+	ADDQ SA_CSTEP(BX), AX; \
+	CMPQ AX, SA_NC(BX); \
+	JGE  spfdone; \
+	SPFSTEP(spf0, spf1, spf2, spf3, spfdone)
+
 // func attnScores(a *scoreArgs)
 // For chunks c = 0, a.cstep, ... below a.nc and the 4 pairs p: a.out[p][16(c+a.pchunk[p]) + l]
 // = dotVecF32(K lane l, q) * a.scale, where K of chunk c' has dimension i
@@ -250,6 +298,7 @@ schunk:
 	SPAIRK(1)
 	SPAIRK(2)
 	SPAIRK(3)
+	SPREFETCH
 	MOVQ SA_KSTRIDE(BX), DX
 	SHLQ $4, DX
 	LEAQ (DX)(DX*2), SI
