@@ -557,49 +557,61 @@ q8ptdone:
 // multiply-add: dotQ8's lane arithmetic for two tokens at once.
 
 // ZPAIR accumulates one block of one pair (quants at xq, corrections at
-// xc, scales at xs) against the weights in Z0..Z3 (row scales at 0..12(DX))
-// into a0..a3. Clobbers Z4..Z12.
+// xc, scales at xs) against the weights in Z0..Z3 and their row scales in
+// Z8, Z10, Z12, Z15 into a0..a3. The pair's quants and corrections are
+// loaded once for the 4 rows (Z14, Z13): the memory operands they replace
+// had the kernel waiting on loads. Clobbers Z4..Z7, Z9, Z11, Z13, Z14.
 #define ZPAIR(xq, xc, xs, a0, a1, a2, a3) \
 	VMOVUPS          xs, Z4; \
-	VMOVDQU32        xc, Z5; \
-	VPDPBUSD         xq, Z0, Z5; \
-	VMOVDQU32        xc, Z7; \
-	VPDPBUSD         xq, Z1, Z7; \
-	VMOVDQU32        xc, Z9; \
-	VPDPBUSD         xq, Z2, Z9; \
-	VMOVDQU32        xc, Z11; \
-	VPDPBUSD         xq, Z3, Z11; \
+	VMOVDQU32        xc, Z13; \
+	VMOVDQU32        xq, Z14; \
+	VMOVDQA32        Z13, Z5; \
+	VPDPBUSD         Z14, Z0, Z5; \
+	VMOVDQA32        Z13, Z7; \
+	VPDPBUSD         Z14, Z1, Z7; \
+	VMOVDQA32        Z13, Z9; \
+	VPDPBUSD         Z14, Z2, Z9; \
+	VMOVDQA32        Z13, Z11; \
+	VPDPBUSD         Z14, Z3, Z11; \
 	VCVTDQ2PS        Z5, Z5; \
 	VCVTDQ2PS        Z7, Z7; \
 	VCVTDQ2PS        Z9, Z9; \
 	VCVTDQ2PS        Z11, Z11; \
-	VMULPS.BCST      0(DX), Z4, Z6; \
-	VMULPS.BCST      4(DX), Z4, Z8; \
-	VMULPS.BCST      8(DX), Z4, Z10; \
-	VMULPS.BCST      12(DX), Z4, Z12; \
+	VMULPS           Z8, Z4, Z6; \
 	VFMADD231PS      Z6, Z5, a0; \
-	VFMADD231PS      Z8, Z7, a1; \
-	VFMADD231PS      Z10, Z9, a2; \
-	VFMADD231PS      Z12, Z11, a3
+	VMULPS           Z10, Z4, Z6; \
+	VFMADD231PS      Z6, Z7, a1; \
+	VMULPS           Z12, Z4, Z6; \
+	VFMADD231PS      Z6, Z9, a2; \
+	VMULPS           Z15, Z4, Z6; \
+	VFMADD231PS      Z6, Z11, a3
 
 // ZWEIGHTS loads the next block of the 4 rows at SI, R10, R11, R12 into
-// Z0..Z3 as unsigned bytes (w XOR 0x80, both halves), and prefetches the
-// same block of the next 4 rows (R8 = wstride): a worker's rows are one
-// stream that the hardware prefetchers alone do not keep far enough ahead
-// of kernels this slow to consume it. Needs Z15 = 0x80s.
+// Z0..Z3 as unsigned bytes (w XOR 0x80, both halves) and their scales (DX:
+// 4 float32) broadcast into Z8, Z10, Z12, Z15, and prefetches the same
+// block of the next 4 rows (R8 = wstride): a worker's rows are one stream
+// that the hardware prefetchers alone do not keep far enough ahead of
+// kernels this slow to consume it.
 #define ZWEIGHTS \
 	PREFETCHT0      (SI)(R8*4); \
 	PREFETCHT0      (R10)(R8*4); \
 	PREFETCHT0      (R11)(R8*4); \
 	PREFETCHT0      (R12)(R8*4); \
 	VBROADCASTI64X4 2(SI), Z0; \
-	VPXORD          Z15, Z0, Z0; \
+	VPXORD.BCST     q8Flip<>(SB), Z0, Z0; \
 	VBROADCASTI64X4 2(R10), Z1; \
-	VPXORD          Z15, Z1, Z1; \
+	VPXORD.BCST     q8Flip<>(SB), Z1, Z1; \
 	VBROADCASTI64X4 2(R11), Z2; \
-	VPXORD          Z15, Z2, Z2; \
+	VPXORD.BCST     q8Flip<>(SB), Z2, Z2; \
 	VBROADCASTI64X4 2(R12), Z3; \
-	VPXORD          Z15, Z3, Z3
+	VPXORD.BCST     q8Flip<>(SB), Z3, Z3; \
+	VBROADCASTSS    0(DX), Z8; \
+	VBROADCASTSS    4(DX), Z10; \
+	VBROADCASTSS    8(DX), Z12; \
+	VBROADCASTSS    12(DX), Z15
+
+DATA q8Flip<>+0(SB)/4, $0x80808080
+GLOBL q8Flip<>(SB), RODATA|NOPTR, $4
 
 // ZSTORE reduces pair accumulators a0..a3 (rows 0..3) into the outputs of
 // its first token at (BX) and its second at (BX)(R9*1), 4 floats each.
@@ -615,13 +627,11 @@ q8ptdone:
 	VEXTRACTF32X8 $1, a3, Y4; HSUM8(Y4, X4); VMOVSS X0, 12(BX)(R9*1)
 
 // ZSETUP sets up the pair kernels after their arguments are loaded (SI =
-// w, R8 = wstride): R10..R12 = weight rows 1..3, Z15 = 0x80s.
+// w, R8 = wstride): R10..R12 = weight rows 1..3.
 #define ZSETUP \
 	LEAQ (SI)(R8*1), R10; \
 	LEAQ (SI)(R8*2), R11; \
-	LEAQ (R11)(R8*1), R12; \
-	MOVL $0x80808080, AX; \
-	VPBROADCASTD AX, Z15
+	LEAQ (R11)(R8*1), R12
 
 // func q8Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 // For the 4 Q8_0 rows w + i*wstride (row scales ws: 4 float32 per block,
