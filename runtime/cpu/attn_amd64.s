@@ -136,10 +136,50 @@ GLOBL expfvTab<>(SB), RODATA|NOPTR, $52
 	VFMADD231PS  (R12)(SI*1), Z17, Z11; \
 	VFMADD231PS  (R13)(SI*1), Z17, Z15
 
+// SSTEP2 is SSTEP when pairs 2 and 3 score the chunks of pairs 0 and 1
+// (R12 = R10, R13 = R11: two query vectors over the same two chunks): each
+// key row is loaded once for both queries, the same fmas on the same
+// values. The memory operands of SSTEP load every row twice, and the
+// kernel waits on loads more than on its fmas.
+#define SSTEP2 \
+	VBROADCASTSS 0(R8), Z16; \
+	VBROADCASTSS 0(R9), Z17; \
+	VMOVUPS      (R10), Z18; \
+	VMOVUPS      (R11), Z19; \
+	VFMADD231PS  Z18, Z16, Z0; \
+	VFMADD231PS  Z19, Z16, Z4; \
+	VFMADD231PS  Z18, Z17, Z8; \
+	VFMADD231PS  Z19, Z17, Z12; \
+	VBROADCASTSS 64(R8), Z16; \
+	VBROADCASTSS 64(R9), Z17; \
+	VMOVUPS      (R10)(DX*1), Z18; \
+	VMOVUPS      (R11)(DX*1), Z19; \
+	VFMADD231PS  Z18, Z16, Z1; \
+	VFMADD231PS  Z19, Z16, Z5; \
+	VFMADD231PS  Z18, Z17, Z9; \
+	VFMADD231PS  Z19, Z17, Z13; \
+	VBROADCASTSS 128(R8), Z16; \
+	VBROADCASTSS 128(R9), Z17; \
+	VMOVUPS      (R10)(DX*2), Z18; \
+	VMOVUPS      (R11)(DX*2), Z19; \
+	VFMADD231PS  Z18, Z16, Z2; \
+	VFMADD231PS  Z19, Z16, Z6; \
+	VFMADD231PS  Z18, Z17, Z10; \
+	VFMADD231PS  Z19, Z17, Z14; \
+	VBROADCASTSS 192(R8), Z16; \
+	VBROADCASTSS 192(R9), Z17; \
+	VMOVUPS      (R10)(SI*1), Z18; \
+	VMOVUPS      (R11)(SI*1), Z19; \
+	VFMADD231PS  Z18, Z16, Z3; \
+	VFMADD231PS  Z19, Z16, Z7; \
+	VFMADD231PS  Z18, Z17, Z11; \
+	VFMADD231PS  Z19, Z17, Z15
+
 // SCHAIN(lbl, r) leaves in Z0, Z4, Z8, Z12 the 4 pairs' (c0+c2)+(c1+c3)
 // for dimension residue r, ck = the fma chain (from zero) over the steps s
-// of dim 64s+16k+r. DI = 64 kstride. Clobbers AX, R8..R14, Z0..Z17.
-#define SCHAIN(lbl, r) \
+// of dim 64s+16k+r. DI = 64 kstride; 288(SP) nonzero selects SSTEP2
+// (lbl2, lbl1: its labels). Clobbers AX, R8..R14, Z0..Z19.
+#define SCHAIN(lbl, lbl2, lbl1, r) \
 	MOVQ   $r, R14; \
 	IMULQ  SA_KSTRIDE(BX), R14; \
 	MOVQ   0(SP), R10; \
@@ -172,7 +212,13 @@ GLOBL expfvTab<>(SB), RODATA|NOPTR, $52
 	VXORPS Z14, Z14, Z14; \
 	VXORPS Z15, Z15, Z15; \
 lbl: \
+	CMPQ   288(SP), $0; \
+	JEQ    lbl1; \
+	SSTEP2; \
+	JMP    lbl2; \
+lbl1: \
 	SSTEP; \
+lbl2: \
 	ADDQ   DI, R10; \
 	ADDQ   DI, R11; \
 	ADDQ   DI, R12; \
@@ -285,7 +331,7 @@ done:
 // = dotVecF32(K lane l, q) * a.scale, where K of chunk c' has dimension i
 // of its 16 positions at a.k + 4*a.koffs[c'] + i*a.kstride, q = a.q[p/2]
 // and hd = 64*a.steps + a.rest.
-TEXT ·attnScores(SB), NOSPLIT, $288-8
+TEXT ·attnScores(SB), NOSPLIT, $296-8
 	MOVQ a+0(FP), BX
 	XORQ CX, CX
 
@@ -298,6 +344,16 @@ schunk:
 	SPAIRK(1)
 	SPAIRK(2)
 	SPAIRK(3)
+	// 288(SP) = 1 when pairs 2 and 3 share the K of pairs 0 and 1.
+	MOVQ $0, 288(SP)
+	MOVQ 0(SP), R14
+	CMPQ R14, 16(SP)
+	JNE  spairsdone
+	MOVQ 8(SP), R14
+	CMPQ R14, 24(SP)
+	JNE  spairsdone
+	MOVQ $1, 288(SP)
+spairsdone:
 	SPREFETCH
 	MOVQ SA_KSTRIDE(BX), DX
 	SHLQ $4, DX
@@ -309,22 +365,22 @@ schunk:
 
 	// reduce16 over r of u_r: ((u12+u4) + (u8+u0)) + ... in the order
 	// (T0 + T2) + (T1 + T3), T_i = (u_{12+i} + u_{4+i}) + (u_{8+i} + u_i).
-	SCHAIN(sr0, 0)
+	SCHAIN(sr0, sr0b, sr0c, 0)
 	TSET(Z20, Z21, Z22, Z23)
-	SCHAIN(sr8, 8)
+	SCHAIN(sr8, sr8b, sr8c, 8)
 	TADD(Z20, Z21, Z22, Z23)
-	SCHAIN(sr4, 4)
+	SCHAIN(sr4, sr4b, sr4c, 4)
 	TSET(Z24, Z25, Z26, Z27)
-	SCHAIN(sr12, 12)
+	SCHAIN(sr12, sr12b, sr12c, 12)
 	TADD(Z24, Z25, Z26, Z27)
 	TCOMB(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
-	SCHAIN(sr2, 2)
+	SCHAIN(sr2, sr2b, sr2c, 2)
 	TSET(Z24, Z25, Z26, Z27)
-	SCHAIN(sr10, 10)
+	SCHAIN(sr10, sr10b, sr10c, 10)
 	TADD(Z24, Z25, Z26, Z27)
-	SCHAIN(sr6, 6)
+	SCHAIN(sr6, sr6b, sr6c, 6)
 	TSET(Z28, Z29, Z30, Z31)
-	SCHAIN(sr14, 14)
+	SCHAIN(sr14, sr14b, sr14c, 14)
 	TADD(Z28, Z29, Z30, Z31)
 	TCOMB(Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
 	TCOMB(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
@@ -332,22 +388,22 @@ schunk:
 	VMOVUPS Z21, 96(SP)
 	VMOVUPS Z22, 160(SP)
 	VMOVUPS Z23, 224(SP)
-	SCHAIN(sr1, 1)
+	SCHAIN(sr1, sr1b, sr1c, 1)
 	TSET(Z20, Z21, Z22, Z23)
-	SCHAIN(sr9, 9)
+	SCHAIN(sr9, sr9b, sr9c, 9)
 	TADD(Z20, Z21, Z22, Z23)
-	SCHAIN(sr5, 5)
+	SCHAIN(sr5, sr5b, sr5c, 5)
 	TSET(Z24, Z25, Z26, Z27)
-	SCHAIN(sr13, 13)
+	SCHAIN(sr13, sr13b, sr13c, 13)
 	TADD(Z24, Z25, Z26, Z27)
 	TCOMB(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
-	SCHAIN(sr3, 3)
+	SCHAIN(sr3, sr3b, sr3c, 3)
 	TSET(Z24, Z25, Z26, Z27)
-	SCHAIN(sr11, 11)
+	SCHAIN(sr11, sr11b, sr11c, 11)
 	TADD(Z24, Z25, Z26, Z27)
-	SCHAIN(sr7, 7)
+	SCHAIN(sr7, sr7b, sr7c, 7)
 	TSET(Z28, Z29, Z30, Z31)
-	SCHAIN(sr15, 15)
+	SCHAIN(sr15, sr15b, sr15c, 15)
 	TADD(Z28, Z29, Z30, Z31)
 	TCOMB(Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
 	TCOMB(Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27)
