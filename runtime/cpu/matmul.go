@@ -638,6 +638,10 @@ func (t *matmulTask) runQuant(lo, hi int) {
 				}
 				tt += n
 			}
+			if n := t1 - tt; n == 4 {
+				q8Gemm4x4(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
+				tt += 4
+			}
 			for ; tt+2 <= t1; tt += 2 {
 				q8Gemm4x2(wp, uintptr(rb), pair(tt), 0, ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
 			}

@@ -694,6 +694,48 @@ z48done:
 	VZEROUPPER
 	RET
 
+// func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// q8Gemm4x8 for two pairs of tokens: each weight block loaded once for 4
+// tokens, where two q8Gemm4x2 calls load it twice.
+TEXT ·q8Gemm4x4(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), R8
+	MOVQ xp+16(FP), DI
+	MOVQ pstride+24(FP), R9
+	MOVQ ws+32(FP), DX
+	MOVQ nb+40(FP), CX
+	ZSETUP
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	TESTQ CX, CX
+	JEQ   z44done
+z44loop:
+	ZWEIGHTS
+	ZPAIR((DI), 64(DI), 128(DI), Z16, Z17, Z18, Z19)
+	ZPAIR((DI)(R9*1), 64(DI)(R9*1), 128(DI)(R9*1), Z20, Z21, Z22, Z23)
+	ADDQ $34, SI
+	ADDQ $34, R10
+	ADDQ $34, R11
+	ADDQ $34, R12
+	ADDQ $192, DI
+	ADDQ $16, DX
+	DECQ CX
+	JNZ  z44loop
+z44done:
+	MOVQ out+48(FP), BX
+	MOVQ ostride+56(FP), R9
+	ZSTORE(Z16, Y16, X16, Z17, Y17, X17, Z18, Y18, X18, Z19, Y19, X19)
+	LEAQ (BX)(R9*2), BX
+	ZSTORE(Z20, Y20, X20, Z21, Y21, X21, Z22, Y22, X22, Z23, Y23, X23)
+	VZEROUPPER
+	RET
+
 // func q8Gemm4x2(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 // q8Gemm4x8 for one pair of tokens (pstride unused).
 TEXT ·q8Gemm4x2(SB), NOSPLIT, $0-64
