@@ -119,51 +119,54 @@ func visibleRows(vis []int, a tensor.AttentionArgs, b *exec.Batch) []int {
 	return vis
 }
 
-// writeKV stores the K and V rows of the step's tokens at their slots, in
-// parallel: a direct K page is [KVDim][BlockTokens], so a row's K is KVDim
-// stores a cache line apart, and one goroutine writing a decode batch's
-// rows took 2% of its step.
+// writeKV stores the K and V rows of the step's tokens at their slots, one
+// KV head per work item: a direct K page is [KVDim][BlockTokens], so a
+// row's K is KVDim stores a cache line apart, and one goroutine writing a
+// decode batch's rows took 2% of its step. Each item writes its head's
+// slice of every row in row order, so rows that share a slot (a padded
+// bucket's) end as the serial loop left them.
 func (p *program) writeKV(op tensor.Op, b *exec.Batch) {
 	c := &p.b.cache
-	p.kvWrite = kvWriteTask{b: b, kv: p.b.kv, c: c, layer: op.Attn.Layer, heads: op.Attn.KVHeads,
+	p.kvWrite = kvWriteTask{b: b, kv: p.b.kv, c: c, layer: op.Attn.Layer, heads: op.Attn.KVHeads, rows: op.Out.Rows(),
 		k: p.f32[op.Args[1].ID], v: p.f32[op.Args[2].ID]}
 	if c.codec != nil || p.kvWrite.heads < 1 || p.b.kv.KVDim%p.kvWrite.heads != 0 {
 		p.kvWrite.heads = 1 // a codec encodes whole rows
 	}
 	// Even one row's scattered K stores outlast a dispatch to the pool.
-	p.b.pool.run(op.Out.Rows()*p.kvWrite.heads, 1, p.b.pool.n, &p.kvWrite)
+	p.b.pool.run(p.kvWrite.heads, 1, p.b.pool.n, &p.kvWrite)
 }
 
-// kvWriteTask is writeKV's work: item i writes row i/heads's K and V of KV
-// head i%heads (direct pages) or the whole row (encoded pages, heads 1).
+// kvWriteTask is writeKV's work: item h writes KV head h's K and V of every
+// row (direct pages), or the whole rows (encoded pages, heads 1).
 type kvWriteTask struct {
-	b            *exec.Batch
-	kv           exec.KVLayout
-	c            *kvPages
-	layer, heads int
-	k, v         []float32 // [T, KVDim]
+	b                  *exec.Batch
+	kv                 exec.KVLayout
+	c                  *kvPages
+	layer, heads, rows int
+	k, v               []float32 // [rows, KVDim]
 }
 
 func (t *kvWriteTask) run(_, lo, hi int) {
 	kvd, bt, c := t.kv.KVDim, t.kv.BlockTokens, t.c
 	w := kvd / t.heads
-	for i := lo; i < hi; i++ {
-		row, h := i/t.heads, i%t.heads
-		pos := int(t.b.Positions[row])
-		blk := int(t.b.Tables[t.b.RowSeq[row]][pos/bt])
-		s := blk*bt + pos%bt
-		kr, vr := t.k[row*kvd:(row+1)*kvd], t.v[row*kvd:(row+1)*kvd]
-		if c.codec != nil {
-			rb := c.rowBytes
-			c.codec.Encode(c.kq[t.layer][s*rb:(s+1)*rb], kr)
-			c.codec.Encode(c.vq[t.layer][s*rb:(s+1)*rb], vr)
-			continue
+	for h := lo; h < hi; h++ {
+		for row := range t.rows {
+			pos := int(t.b.Positions[row])
+			blk := int(t.b.Tables[t.b.RowSeq[row]][pos/bt])
+			s := blk*bt + pos%bt
+			kr, vr := t.k[row*kvd:(row+1)*kvd], t.v[row*kvd:(row+1)*kvd]
+			if c.codec != nil {
+				rb := c.rowBytes
+				c.codec.Encode(c.kq[t.layer][s*rb:(s+1)*rb], kr)
+				c.codec.Encode(c.vq[t.layer][s*rb:(s+1)*rb], vr)
+				continue
+			}
+			kb := c.k[t.layer][blk*bt*kvd+pos%bt : (blk+1)*bt*kvd]
+			for j := h * w; j < (h+1)*w; j++ {
+				kb[j*bt] = kr[j]
+			}
+			copy(c.v[t.layer][s*kvd+h*w:s*kvd+(h+1)*w], vr[h*w:(h+1)*w])
 		}
-		kb := c.k[t.layer][blk*bt*kvd+pos%bt : (blk+1)*bt*kvd]
-		for j := h * w; j < (h+1)*w; j++ {
-			kb[j*bt] = kr[j]
-		}
-		copy(c.v[t.layer][s*kvd+h*w:s*kvd+(h+1)*w], vr[h*w:(h+1)*w])
 	}
 }
 
