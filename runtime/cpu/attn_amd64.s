@@ -142,38 +142,23 @@ GLOBL expfvTab<>(SB), RODATA|NOPTR, $52
 // values. The memory operands of SSTEP load every row twice, and the
 // kernel waits on loads more than on its fmas.
 #define SSTEP2 \
-	VBROADCASTSS 0(R8), Z16; \
-	VBROADCASTSS 0(R9), Z17; \
-	VMOVUPS      (R10), Z18; \
-	VMOVUPS      (R11), Z19; \
-	VFMADD231PS  Z18, Z16, Z0; \
-	VFMADD231PS  Z19, Z16, Z4; \
-	VFMADD231PS  Z18, Z17, Z8; \
-	VFMADD231PS  Z19, Z17, Z12; \
-	VBROADCASTSS 64(R8), Z16; \
-	VBROADCASTSS 64(R9), Z17; \
-	VMOVUPS      (R10)(DX*1), Z18; \
-	VMOVUPS      (R11)(DX*1), Z19; \
-	VFMADD231PS  Z18, Z16, Z1; \
-	VFMADD231PS  Z19, Z16, Z5; \
-	VFMADD231PS  Z18, Z17, Z9; \
-	VFMADD231PS  Z19, Z17, Z13; \
-	VBROADCASTSS 128(R8), Z16; \
-	VBROADCASTSS 128(R9), Z17; \
-	VMOVUPS      (R10)(DX*2), Z18; \
-	VMOVUPS      (R11)(DX*2), Z19; \
-	VFMADD231PS  Z18, Z16, Z2; \
-	VFMADD231PS  Z19, Z16, Z6; \
-	VFMADD231PS  Z18, Z17, Z10; \
-	VFMADD231PS  Z19, Z17, Z14; \
-	VBROADCASTSS 192(R8), Z16; \
-	VBROADCASTSS 192(R9), Z17; \
-	VMOVUPS      (R10)(SI*1), Z18; \
-	VMOVUPS      (R11)(SI*1), Z19; \
-	VFMADD231PS  Z18, Z16, Z3; \
-	VFMADD231PS  Z19, Z16, Z7; \
-	VFMADD231PS  Z18, Z17, Z11; \
-	VFMADD231PS  Z19, Z17, Z15
+	SDIM2(0, (R10), (R11), Z0, Z4, Z8, Z12); \
+	SDIM2(64, (R10)(DX*1), (R11)(DX*1), Z1, Z5, Z9, Z13); \
+	SDIM2(128, (R10)(DX*2), (R11)(DX*2), Z2, Z6, Z10, Z14); \
+	SDIM2(192, (R10)(SI*1), (R11)(SI*1), Z3, Z7, Z11, Z15)
+
+// SDIM2(qo, k0, k1, c0, c1, c2, c3) is one of SSTEP2's 4 dims: the queries'
+// element at byte qo from R8 and R9, the key rows k0 and k1 of the two
+// chunks, into the chains of pairs 0..3.
+#define SDIM2(qo, k0, k1, c0, c1, c2, c3) \
+	VBROADCASTSS qo(R8), Z16; \
+	VBROADCASTSS qo(R9), Z17; \
+	VMOVUPS      k0, Z18; \
+	VMOVUPS      k1, Z19; \
+	VFMADD231PS  Z18, Z16, c0; \
+	VFMADD231PS  Z19, Z16, c1; \
+	VFMADD231PS  Z18, Z17, c2; \
+	VFMADD231PS  Z19, Z17, c3
 
 // SCHAIN(lbl, r) leaves in Z0, Z4, Z8, Z12 the 4 pairs' (c0+c2)+(c1+c3)
 // for dimension residue r, ck = the fma chain (from zero) over the steps s
@@ -262,12 +247,17 @@ lbl2: \
 
 // The partials below: P1 = Z20..Z23, P2 = Z24..Z27, P3 = Z28..Z31.
 
-// SPAIRK(p) stores pair p's K base (a.k + 4*a.koffs[CX + a.pchunk[p]]) at 8p(SP).
-#define SPAIRK(p) \
-	MOVQ CX, R14; \
+// SKBASE(c, p) sets R14 to pair p's K base in the step whose first chunk
+// is c: a.k + 4*a.koffs[c + a.pchunk[p]] (R8 = a.koffs, R9 = a.k).
+#define SKBASE(c, p) \
+	MOVQ c, R14; \
 	ADDQ SA_PCHUNK+(8*p)(BX), R14; \
 	MOVQ (R8)(R14*8), R14; \
-	LEAQ (R9)(R14*4), R14; \
+	LEAQ (R9)(R14*4), R14
+
+// SPAIRK(p) stores pair p's K base at 8p(SP).
+#define SPAIRK(p) \
+	SKBASE(CX, p); \
 	MOVQ R14, (8*p)(SP)
 
 // SSTORE(p, z) stores pair p's 16 scores z at a.out[p] + 64*(CX + a.pchunk[p]).
@@ -282,10 +272,7 @@ lbl2: \
 // pair p's chunk of the next step (AX = its first chunk; R8 = a.koffs, R9
 // = a.k, R13 = ceil(hd/4)). Clobbers R12, R14.
 #define SPFCHUNK(lbl, p) \
-	MOVQ AX, R14; \
-	ADDQ SA_PCHUNK+(8*p)(BX), R14; \
-	MOVQ (R8)(R14*8), R14; \
-	LEAQ (R9)(R14*4), R14; \
+	SKBASE(AX, p); \
 	MOVQ R13, R12; \
 lbl: \
 	PREFETCHT0 (R14); \

@@ -626,12 +626,34 @@ GLOBL q8Flip<>(SB), RODATA|NOPTR, $4
 	VEXTRACTF32X8 $1, a2, Y4; HSUM8(Y4, X4); VMOVSS X0, 8(BX)(R9*1); \
 	VEXTRACTF32X8 $1, a3, Y4; HSUM8(Y4, X4); VMOVSS X0, 12(BX)(R9*1)
 
-// ZSETUP sets up the pair kernels after their arguments are loaded (SI =
-// w, R8 = wstride): R10..R12 = weight rows 1..3.
+// ZSETUP loads the pair kernels' arguments (their signature is
+// q8Gemm4x8's): SI = w, R8 = wstride, DI = xp, R9 = pstride, DX = ws, CX =
+// nb, and R10..R12 = weight rows 1..3.
 #define ZSETUP \
+	MOVQ w+0(FP), SI; \
+	MOVQ wstride+8(FP), R8; \
+	MOVQ xp+16(FP), DI; \
+	MOVQ pstride+24(FP), R9; \
+	MOVQ ws+32(FP), DX; \
+	MOVQ nb+40(FP), CX; \
 	LEAQ (SI)(R8*1), R10; \
 	LEAQ (SI)(R8*2), R11; \
 	LEAQ (R11)(R8*1), R12
+
+// ZNEXT moves the 4 weight rows, the first pair's activations (DI) and the
+// row scales (DX) on to the next block.
+#define ZNEXT \
+	ADDQ $34, SI; \
+	ADDQ $34, R10; \
+	ADDQ $34, R11; \
+	ADDQ $34, R12; \
+	ADDQ $192, DI; \
+	ADDQ $16, DX
+
+// ZOUT loads the outputs' base and token stride: BX = out, R9 = ostride.
+#define ZOUT \
+	MOVQ out+48(FP), BX; \
+	MOVQ ostride+56(FP), R9
 
 // func q8Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 // For the 4 Q8_0 rows w + i*wstride (row scales ws: 4 float32 per block,
@@ -639,12 +661,6 @@ GLOBL q8Flip<>(SB), RODATA|NOPTR, $4
 // q8PairLayout at xp + p*pstride: out + j*ostride + 4*i = dotQ8(row i,
 // token j).
 TEXT ·q8Gemm4x8(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), SI
-	MOVQ wstride+8(FP), R8
-	MOVQ xp+16(FP), DI
-	MOVQ pstride+24(FP), R9
-	MOVQ ws+32(FP), DX
-	MOVQ nb+40(FP), CX
 	ZSETUP
 	LEAQ (DI)(R9*2), R13
 	ADDQ R9, R13
@@ -672,18 +688,12 @@ z48loop:
 	ZPAIR((DI)(R9*1), 64(DI)(R9*1), 128(DI)(R9*1), Z20, Z21, Z22, Z23)
 	ZPAIR((DI)(R9*2), 64(DI)(R9*2), 128(DI)(R9*2), Z24, Z25, Z26, Z27)
 	ZPAIR((R13), 64(R13), 128(R13), Z28, Z29, Z30, Z31)
-	ADDQ $34, SI
-	ADDQ $34, R10
-	ADDQ $34, R11
-	ADDQ $34, R12
-	ADDQ $192, DI
+	ZNEXT
 	ADDQ $192, R13
-	ADDQ $16, DX
 	DECQ CX
 	JNZ  z48loop
 z48done:
-	MOVQ out+48(FP), BX
-	MOVQ ostride+56(FP), R9
+	ZOUT
 	ZSTORE(Z16, Y16, X16, Z17, Y17, X17, Z18, Y18, X18, Z19, Y19, X19)
 	LEAQ (BX)(R9*2), BX
 	ZSTORE(Z20, Y20, X20, Z21, Y21, X21, Z22, Y22, X22, Z23, Y23, X23)
@@ -698,12 +708,6 @@ z48done:
 // q8Gemm4x8 for two pairs of tokens: each weight block loaded once for 4
 // tokens, where two q8Gemm4x2 calls load it twice.
 TEXT ·q8Gemm4x4(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), SI
-	MOVQ wstride+8(FP), R8
-	MOVQ xp+16(FP), DI
-	MOVQ pstride+24(FP), R9
-	MOVQ ws+32(FP), DX
-	MOVQ nb+40(FP), CX
 	ZSETUP
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
@@ -719,17 +723,11 @@ z44loop:
 	ZWEIGHTS
 	ZPAIR((DI), 64(DI), 128(DI), Z16, Z17, Z18, Z19)
 	ZPAIR((DI)(R9*1), 64(DI)(R9*1), 128(DI)(R9*1), Z20, Z21, Z22, Z23)
-	ADDQ $34, SI
-	ADDQ $34, R10
-	ADDQ $34, R11
-	ADDQ $34, R12
-	ADDQ $192, DI
-	ADDQ $16, DX
+	ZNEXT
 	DECQ CX
 	JNZ  z44loop
 z44done:
-	MOVQ out+48(FP), BX
-	MOVQ ostride+56(FP), R9
+	ZOUT
 	ZSTORE(Z16, Y16, X16, Z17, Y17, X17, Z18, Y18, X18, Z19, Y19, X19)
 	LEAQ (BX)(R9*2), BX
 	ZSTORE(Z20, Y20, X20, Z21, Y21, X21, Z22, Y22, X22, Z23, Y23, X23)
@@ -739,12 +737,6 @@ z44done:
 // func q8Gemm4x2(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 // q8Gemm4x8 for one pair of tokens (pstride unused).
 TEXT ·q8Gemm4x2(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), SI
-	MOVQ wstride+8(FP), R8
-	MOVQ xp+16(FP), DI
-	MOVQ pstride+24(FP), R9
-	MOVQ ws+32(FP), DX
-	MOVQ nb+40(FP), CX
 	ZSETUP
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
@@ -755,17 +747,11 @@ TEXT ·q8Gemm4x2(SB), NOSPLIT, $0-64
 z42loop:
 	ZWEIGHTS
 	ZPAIR((DI), 64(DI), 128(DI), Z16, Z17, Z18, Z19)
-	ADDQ $34, SI
-	ADDQ $34, R10
-	ADDQ $34, R11
-	ADDQ $34, R12
-	ADDQ $192, DI
-	ADDQ $16, DX
+	ZNEXT
 	DECQ CX
 	JNZ  z42loop
 z42done:
-	MOVQ out+48(FP), BX
-	MOVQ ostride+56(FP), R9
+	ZOUT
 	ZSTORE(Z16, Y16, X16, Z17, Y17, X17, Z18, Y18, X18, Z19, Y19, X19)
 	VZEROUPPER
 	RET
