@@ -57,14 +57,21 @@ func TestArgmaxEqualsOneScan(t *testing.T) {
 	}
 }
 
-// BenchmarkArgmax times greedy sampling's scan of a Qwen3-sized
-// vocabulary: Argmax against one scan.
-func BenchmarkArgmax(b *testing.B) {
-	r := rand.New(rand.NewPCG(5, 6))
+// qwen3Logits returns a Qwen3-sized vocabulary's logits, normal with
+// standard deviation 3, drawn from PCG(seed1, seed2).
+func qwen3Logits(seed1, seed2 uint64) []float32 {
+	r := rand.New(rand.NewPCG(seed1, seed2))
 	logits := make([]float32, 151936)
 	for i := range logits {
 		logits[i] = float32(r.NormFloat64() * 3)
 	}
+	return logits
+}
+
+// BenchmarkArgmax times greedy sampling's scan of a Qwen3-sized
+// vocabulary: Argmax against one scan.
+func BenchmarkArgmax(b *testing.B) {
+	logits := qwen3Logits(5, 6)
 	b.Run("chains", func(b *testing.B) {
 		for range b.N {
 			Argmax(logits)
@@ -277,11 +284,7 @@ func TestCandidatesSorted(t *testing.T) {
 // BenchmarkDist times the seed's stochastic settings (top_k 20, top_p
 // 0.95, temperature 0.6) on a Qwen3-sized vocabulary.
 func BenchmarkDist(b *testing.B) {
-	r := rand.New(rand.NewPCG(7, 8))
-	logits := make([]float32, 151936)
-	for i := range logits {
-		logits[i] = float32(r.NormFloat64() * 3)
-	}
+	logits := qwen3Logits(7, 8)
 	for _, s := range []exec.Sampling{
 		{Temperature: 0.6, TopP: 0.95, TopK: 20},
 		{Temperature: 0.7, TopP: 1}, // an OpenAI client's default: no filter, the whole vocabulary sorted
@@ -297,11 +300,7 @@ func BenchmarkDist(b *testing.B) {
 // BenchmarkCandidates times ordering a Qwen3-sized vocabulary without
 // top_k: the radix sort against the stable comparison sort it replaces.
 func BenchmarkCandidates(b *testing.B) {
-	r := rand.New(rand.NewPCG(11, 12))
-	logits := make([]float32, 151936)
-	for i := range logits {
-		logits[i] = float32(r.NormFloat64() * 3)
-	}
+	logits := qwen3Logits(11, 12)
 	b.Run("radix", func(b *testing.B) {
 		for range b.N {
 			candidates(logits, 0)
