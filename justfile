@@ -177,5 +177,6 @@ e2e: build jaeger-build
 
 # Serving throughput side by side with llama-server (issue 20): the corpus runner's short and ~120-token
 # prompt workloads at C = 1..16, alternating ninfer serve and llama-server --parallel C on MODEL.
+# LLAMA_ARGS=--no-repack where llama-server's repacked CPU kernels crash (they do on these VMs).
 serve-sbs model llama_server out=".cache/sbs": build
     NINFER_BIN={{bin}} suites/corpus/serving/sbs.sh {{model}} {{out}} {{llama_server}}

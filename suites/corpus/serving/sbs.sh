@@ -9,7 +9,8 @@
 #
 # WORKLOAD is short or prompt100 (suites/corpus/serving/*.json); LIMIT
 # sends only the first LIMIT requests of the send order. The table at the
-# end is also written to OUT/sbs.md.
+# end is also written to OUT/sbs.md. LLAMA_ARGS adds arguments to
+# llama-server's (e.g. --no-repack where its repacked CPU kernels crash).
 set -euo pipefail
 model=$1 out=$2 llama=$3
 shift 3
@@ -28,7 +29,7 @@ for p in "${points[@]}"; do
 		--concurrency "$c" --limit "$lim" --out "$out/ninfer-$w-c$c" >/dev/null
 	echo "== $w C=$c llama-server $(date +%T) load $(cut -d' ' -f1 /proc/loadavg)"
 	"$llama" -m "$model" --host 127.0.0.1 --port "$port" -t 2 -tb 2 --parallel "$c" -c $((c * 4096)) \
-		--no-webui >"$out/llama-server-$w-c$c.log" 2>&1 &
+		--no-webui ${LLAMA_ARGS:-} >"$out/llama-server-$w-c$c.log" 2>&1 &
 	pid=$!
 	for _ in $(seq 120); do
 		curl -sf "127.0.0.1:$port/health" >/dev/null && break
