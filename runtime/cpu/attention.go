@@ -16,14 +16,17 @@ const attnChunk = 16
 // kvPages is the backend's KV cache, reserved once by Reserve.
 //
 // Direct f32 pages (k, v: format f32 with BlockTokens a multiple of
-// attnChunk) hold float32 values that attention reads in place: V as rows
-// [slot][KVDim], K transposed within each block, [block][KVDim][BlockTokens],
-// so that one key dimension of attnChunk consecutive positions is one vector.
+// attnChunk) hold float32 values that attention reads in place, both
+// head-major within each block so that one KV head's keys or values of a
+// block are one contiguous run (hardware prefetchers stream it; a decode
+// batch's blocks are scattered): V as [block][KVHead][BlockTokens][HeadDim],
+// K transposed, [block][KVDim][BlockTokens], so that one key dimension of
+// attnChunk consecutive positions is one vector.
 // Every other layout holds rows encoded by codec (quantized on write, decoded
 // into per-worker scratch in attention); f32 with other block sizes uses the
 // f32 codec.
 type kvPages struct {
-	k, v     [][]float32 // direct f32: [layer] K [block][KVDim][BlockTokens], V [slot][KVDim]
+	k, v     [][]float32 // direct f32: [layer] K [block][KVDim][BlockTokens], V [block][KVHead][BlockTokens][HeadDim]
 	kq, vq   [][]byte    // coded: [layer][slot*rowBytes]
 	codec    *kv.Codec   // nil for direct f32
 	rowBytes int         // bytes of one encoded K or V row
@@ -31,6 +34,12 @@ type kvPages struct {
 
 // reserved reports whether Reserve has allocated pages.
 func (c *kvPages) reserved() bool { return c.k != nil || c.kq != nil }
+
+// vRow is the offset in a layer's direct V page of the hd values of KV head
+// kvh at position r of block blk (l.KVDim = KV heads * hd).
+func vRow(l exec.KVLayout, blk, r, kvh, hd int) int {
+	return blk*l.BlockTokens*l.KVDim + (kvh*l.BlockTokens+r)*hd
+}
 
 // Reserve implements exec.Backend. It allocates, for every layer, a K and a
 // V page area of l.Slots() rows in l.DType (any kv.Format; "" is f32).
@@ -76,7 +85,8 @@ func (b *Backend) checkAttention(op tensor.Op) error {
 	if !b.cache.reserved() {
 		return fmt.Errorf("cpu: attention needs a reserved kv cache")
 	}
-	if op.Attn.Layer < 0 || op.Attn.Layer >= b.kv.Layers || op.Args[1].Cols() != b.kv.KVDim {
+	a := op.Attn
+	if a.Layer < 0 || a.Layer >= b.kv.Layers || op.Args[1].Cols() != b.kv.KVDim || a.KVHeads < 1 || a.KVHeads*a.HeadDim != b.kv.KVDim {
 		return fmt.Errorf("cpu: attention layer %d width %d does not fit kv layout %+v", op.Attn.Layer, op.Args[1].Cols(), b.kv)
 	}
 	return nil
@@ -129,7 +139,7 @@ func (p *program) writeKV(op tensor.Op, b *exec.Batch) {
 	c := &p.b.cache
 	p.kvWrite = kvWriteTask{b: b, kv: p.b.kv, c: c, layer: op.Attn.Layer, heads: op.Attn.KVHeads, rows: op.Out.Rows(),
 		k: p.f32[op.Args[1].ID], v: p.f32[op.Args[2].ID]}
-	if c.codec != nil || p.kvWrite.heads < 1 || p.b.kv.KVDim%p.kvWrite.heads != 0 {
+	if c.codec != nil {
 		p.kvWrite.heads = 1 // a codec encodes whole rows
 	}
 	// Even one row's scattered K stores outlast a dispatch to the pool.
@@ -165,7 +175,8 @@ func (t *kvWriteTask) run(_, lo, hi int) {
 			for j := h * w; j < (h+1)*w; j++ {
 				kb[j*bt] = kr[j]
 			}
-			copy(c.v[t.layer][s*kvd+h*w:s*kvd+(h+1)*w], vr[h*w:(h+1)*w])
+			vo := vRow(t.kv, blk, pos%bt, h, w)
+			copy(c.v[t.layer][vo:vo+w], vr[h*w:(h+1)*w])
 		}
 	}
 }
@@ -234,8 +245,8 @@ func (p *program) attentionRef(out []float32, op tensor.Op, b *exec.Batch) {
 			}
 			softmaxInPlace(scores)
 			attnValues(out[t*qd+h*hd:t*qd+(h+1)*hd], scores, func(j int) []float32 {
-				s := int(table[j/bt])*bt + j%bt
-				return vc[s*kvd+c0 : s*kvd+c0+hd]
+				vo := vRow(l, int(table[j/bt]), j%bt, h/group, hd)
+				return vc[vo : vo+hd]
 			}, batch, acc)
 		}
 	})
@@ -472,12 +483,12 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 	var kstride, vrow uintptr
 	if c.codec == nil {
 		kbase, vbase = unsafe.Pointer(&c.k[a.Layer][0]), unsafe.Pointer(&c.v[a.Layer][0])
-		kstride, vrow = uintptr(4*bt), uintptr(4*kvd)
+		kstride, vrow = uintptr(4*bt), uintptr(4*hd)
 		for ch := range nc {
 			pos := ch * attnChunk
 			blk, r0 := int(table[pos/bt]), pos%bt
 			w.koffs[ch] = blk*bt*kvd + kvh*hd*bt + r0
-			w.voffs[ch] = (blk*bt+r0)*kvd + kvh*hd
+			w.voffs[ch] = vRow(l, blk, r0, kvh, hd)
 		}
 	} else {
 		t.decode(w, table, tile.n, ncPad, kvh)
@@ -553,7 +564,12 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 
 // decode writes KV head kvh's K and V of positions [0, n) of a sequence
 // with block table table from encoded pages into w.ks (in chunks laid out
-// like direct K pages, [ncPad][hd][attnChunk]) and w.vs ([n][hd]).
+// like direct K pages, [ncPad][hd][attnChunk]) and w.vs ([n][hd]). Binary16
+// and bfloat16 rows convert straight from the pages (cvtF16, cvtBF16), and
+// with the AVX-512 kernels and blocks of whole chunks kvTranspose16 turns
+// 16 key rows at a time into a chunk; other formats decode through the
+// codec. A chunk's lanes past n hold whatever the block's later rows (or
+// the scratch) held: attention never reads their scores or values.
 func (t *attnTask) decode(w *attnScratch, table []int32, n, ncPad, kvh int) {
 	a, l, c := t.a, t.p.b.kv, &t.p.b.cache
 	hd, bt, rb := a.HeadDim, l.BlockTokens, c.rowBytes
@@ -561,10 +577,47 @@ func (t *attnTask) decode(w *attnScratch, table []int32, n, ncPad, kvh int) {
 	w.ks = grow(w.ks, ncPad*attnChunk*hd)
 	w.vs = grow(w.vs, ncPad*attnChunk*hd)
 	w.rows = grow(w.rows, bt*hd)
+	kind := 0 // kvTranspose16's value type of the pages: 1 f16, 2 bf16, 0 decoded float32 rows
+	switch c.codec.Format.Name {
+	case kv.F16.Name:
+		kind = 1
+	case kv.BF16.Name:
+		kind = 2
+	}
+	if hd%16 != 0 {
+		kind = 0
+	}
+	transpose := !t.avx2 && bt%attnChunk == 0 && hd%16 == 0
 	for j := 0; j < n; j += bt {
 		base, cnt := int(table[j/bt])*bt, min(bt, n-j)
-		c.codec.DecodeRows(w.vs[j*hd:(j+cnt)*hd], vc[base*rb:(base+cnt)*rb], kvh*hd, hd)
-		c.codec.DecodeRows(w.rows[:cnt*hd], kc[base*rb:(base+cnt)*rb], kvh*hd, hd)
+		if kind != 0 {
+			for r := range cnt {
+				t.cvt16(&w.vs[(j+r)*hd], unsafe.Pointer(&vc[(base+r)*rb+2*kvh*hd]), hd, kind)
+			}
+		} else {
+			c.codec.DecodeRows(w.vs[j*hd:(j+cnt)*hd], vc[base*rb:(base+cnt)*rb], kvh*hd, hd)
+		}
+		if transpose {
+			// j is a whole number of chunks: each chunk's 16 rows lie in this block.
+			for r0 := 0; r0 < cnt; r0 += attnChunk {
+				dst := &w.ks[(j+r0)*hd]
+				if kind != 0 {
+					kvTranspose16(dst, unsafe.Pointer(&kc[(base+r0)*rb+2*kvh*hd]), uintptr(rb), hd/16, kind)
+					continue
+				}
+				m := min(attnChunk, cnt-r0)
+				c.codec.DecodeRows(w.rows[:m*hd], kc[(base+r0)*rb:(base+r0+m)*rb], kvh*hd, hd)
+				kvTranspose16(dst, unsafe.Pointer(&w.rows[0]), uintptr(4*hd), hd/16, 0)
+			}
+			continue
+		}
+		if kind != 0 {
+			for r := range cnt {
+				t.cvt16(&w.rows[r*hd], unsafe.Pointer(&kc[(base+r)*rb+2*kvh*hd]), hd, kind)
+			}
+		} else {
+			c.codec.DecodeRows(w.rows[:cnt*hd], kc[base*rb:(base+cnt)*rb], kvh*hd, hd)
+		}
 		for r := range cnt {
 			pos := j + r
 			dst := w.ks[pos/attnChunk*attnChunk*hd+pos%attnChunk:]
@@ -572,5 +625,20 @@ func (t *attnTask) decode(w *attnScratch, table []int32, n, ncPad, kvh int) {
 				dst[i*attnChunk] = x
 			}
 		}
+	}
+}
+
+// cvt16 converts n (a multiple of 16) binary16 (kind 1) or bfloat16 (2)
+// values at src to float32 at dst.
+func (t *attnTask) cvt16(dst *float32, src unsafe.Pointer, n, kind int) {
+	switch {
+	case kind == 1 && t.avx2:
+		cvtF16AVX2(dst, src, n)
+	case kind == 1:
+		cvtF16(dst, src, n)
+	case t.avx2:
+		cvtBF16AVX2(dst, src, n)
+	default:
+		cvtBF16(dst, src, n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -205,6 +206,43 @@ func BenchmarkAttention(b *testing.B) {
 	}
 }
 
+// BenchmarkAttentionDecodeBatch times one attention op of a serving decode
+// step on the 0.6B-shape layer (16 query heads, 8 KV heads of 128): 16
+// sequences, one row each after 63 or 127 positions, 2 threads, at the
+// fastest kernel level, per KV format. "cold" evicts the caches before each
+// op, as a real step's weight reads do between two layers' attention, so
+// it measures how well the KV pages stream from memory; "warm" leaves them
+// where the previous op left them.
+func BenchmarkAttentionDecodeBatch(b *testing.B) {
+	evict := make([]byte, 256<<20)
+	for _, pos := range []int{63, 127} {
+		for _, f := range []string{"f32", "f16", "bf16", "int8-g64"} {
+			for _, cold := range []bool{false, true} {
+				name := fmt.Sprintf("tg16@%d/%s/warm", pos+1, f)
+				if cold {
+					name = fmt.Sprintf("tg16@%d/%s/cold", pos+1, f)
+				}
+				b.Run(name, func(b *testing.B) {
+					c := attnCase{heads: 16, kvHeads: 8, hd: 128, bt: 16, dtype: f, seqs: slices.Repeat([][2]int{{pos, 1}}, 16)}
+					p, op, batch, out := setupAttention(b, c, 2)
+					defer p.b.Close()
+					b.ResetTimer()
+					for i := range b.N {
+						if cold {
+							b.StopTimer()
+							for j := 0; j < len(evict); j += 64 {
+								evict[j] = byte(i)
+							}
+							b.StartTimer()
+						}
+						p.attention(out, op, batch)
+					}
+				})
+			}
+		}
+	}
+}
+
 // TestAttentionFastMatchesRef checks the fast attention (at every level
 // the CPU has) against the reference loops bit for bit, over head shapes,
 // block sizes, KV formats, batches of several sequences and thread counts.
@@ -221,6 +259,10 @@ func TestAttentionFastMatchesRef(t *testing.T) {
 		{heads: 4, kvHeads: 2, hd: 64, bt: 16, dtype: "int8-g64", seqs: [][2]int{{0, 33}, {50, 1}}},
 		{heads: 4, kvHeads: 2, hd: 64, bt: 16, dtype: "fp8-e4m3-row256", seqs: [][2]int{{0, 2}, {60, 4}}},
 		{heads: 2, kvHeads: 1, hd: 16, bt: 4, dtype: "bf16", seqs: [][2]int{{0, 19}}},
+		{heads: 16, kvHeads: 8, hd: 128, bt: 32, dtype: "bf16", seqs: [][2]int{{70, 1}, {0, 1}, {33, 2}}},
+		{heads: 4, kvHeads: 2, hd: 32, bt: 8, dtype: "f16", seqs: [][2]int{{13, 1}, {0, 20}}},
+		{heads: 4, kvHeads: 2, hd: 20, bt: 16, dtype: "f16", seqs: [][2]int{{21, 3}}},
+		{heads: 4, kvHeads: 2, hd: 64, bt: 32, dtype: "int8-g64", seqs: [][2]int{{40, 1}, {2, 3}}},
 		{heads: 4, kvHeads: 2, hd: 32, bt: 16, dtype: "f32", seqs: [][2]int{{20, 4}, {3, 9}}, nonCausal: true},
 		{heads: 4, kvHeads: 2, hd: 32, bt: 16, dtype: "int8-g64", seqs: [][2]int{{7, 4}}, nonCausal: true},
 	}
@@ -308,6 +350,46 @@ func TestAttentionNonCausalSeesLaterRows(t *testing.T) {
 		p.b.Close()
 		if changed := !slices.Equal(first, out[:c.heads*c.hd]); changed != nonCausal {
 			t.Errorf("nonCausal=%v: the first row's output changed with the last row's value: %v", nonCausal, changed)
+		}
+	}
+}
+
+// TestKVTranspose16 checks kvTranspose16 against the definition for each
+// value type: 16 rows a stride apart (wider than the values read), dst
+// [value][row] as float32, dims 16 and 128.
+func TestKVTranspose16(t *testing.T) {
+	needSIMD(t)
+	rng := rand.New(rand.NewPCG(7, 16))
+	for _, n16 := range []int{1, 8} {
+		for kind, size := range []int{4, 2, 2} {
+			stride := (16*n16 + 5) * size
+			src := make([]byte, 16*stride)
+			for i := range src {
+				src[i] = byte(rng.Uint32())
+			}
+			value := func(r, j int) float32 {
+				b := src[r*stride+j*size:]
+				switch kind {
+				case 0:
+					return math.Float32frombits(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
+				case 1:
+					return tensor.F16ToF32(uint16(b[0]) | uint16(b[1])<<8)
+				}
+				return math.Float32frombits(uint32(b[0])<<16 | uint32(b[1])<<24)
+			}
+			got := make([]float32, 16*16*n16)
+			kvTranspose16(&got[0], unsafe.Pointer(&src[0]), uintptr(stride), n16, kind)
+			var bad []string
+			for j := range 16 * n16 {
+				for r := range 16 {
+					if w := value(r, j); math.Float32bits(got[16*j+r]) != math.Float32bits(w) && !(w != w && got[16*j+r] != got[16*j+r]) {
+						bad = append(bad, fmt.Sprintf("value %d row %d: got %v, want %v", j, r, got[16*j+r], w))
+					}
+				}
+			}
+			if len(bad) > 0 {
+				t.Errorf("kind %d n16 %d: %d wrong, first %v", kind, n16, len(bad), bad[:min(4, len(bad))])
+			}
 		}
 	}
 }

@@ -1,5 +1,7 @@
 package cpu
 
+import "unsafe"
+
 // Attention kernels in attn_amd64.s; they need the features hasAVX512 checks.
 
 //go:noescape
@@ -40,3 +42,6 @@ func attnValues4q(a *valueArgs)
 
 //go:noescape
 func attnValues2q(a *valueArgs)
+
+//go:noescape
+func kvTranspose16(dst *float32, src unsafe.Pointer, rowStride uintptr, n16, kind int)

@@ -1324,3 +1324,169 @@ smtail:
 smdone:
 	VZEROUPPER
 	RET
+
+// The loads of kvTranspose16's rows by value type: 16 values at m into z.
+#define KTLD_F32(m, z) VMOVUPS m, z
+#define KTLD_F16(m, z) VCVTPH2PS m, z
+#define KTLD_BF16(m, z) VPMOVZXWD m, z; VPSLLD $16, z, z
+
+// KTROWS(LD) loads 16 values of rows 0..15 (R9, R10, R11, R12 = rows 0,
+// 4, 8, 12; DX = row stride, R8 = 3 strides) into Z0..Z15.
+#define KTROWS(LD) \
+	LD((R9), Z0); \
+	LD((R9)(DX*1), Z1); \
+	LD((R9)(DX*2), Z2); \
+	LD((R9)(R8*1), Z3); \
+	LD((R10), Z4); \
+	LD((R10)(DX*1), Z5); \
+	LD((R10)(DX*2), Z6); \
+	LD((R10)(R8*1), Z7); \
+	LD((R11), Z8); \
+	LD((R11)(DX*1), Z9); \
+	LD((R11)(DX*2), Z10); \
+	LD((R11)(R8*1), Z11); \
+	LD((R12), Z12); \
+	LD((R12)(DX*1), Z13); \
+	LD((R12)(DX*2), Z14); \
+	LD((R12)(R8*1), Z15)
+
+// KTSTORE transposes Z0..Z15 (row r, lane i = value i of row r) in place
+// (Z16..Z31 clobbered) and stores vector i = lane r of each row at
+// DI + 64i.
+#define KTSTORE \
+	VUNPCKLPS  Z1, Z0, Z16; \
+	VUNPCKHPS  Z1, Z0, Z17; \
+	VUNPCKLPS  Z3, Z2, Z18; \
+	VUNPCKHPS  Z3, Z2, Z19; \
+	VUNPCKLPS  Z5, Z4, Z20; \
+	VUNPCKHPS  Z5, Z4, Z21; \
+	VUNPCKLPS  Z7, Z6, Z22; \
+	VUNPCKHPS  Z7, Z6, Z23; \
+	VUNPCKLPS  Z9, Z8, Z24; \
+	VUNPCKHPS  Z9, Z8, Z25; \
+	VUNPCKLPS  Z11, Z10, Z26; \
+	VUNPCKHPS  Z11, Z10, Z27; \
+	VUNPCKLPS  Z13, Z12, Z28; \
+	VUNPCKHPS  Z13, Z12, Z29; \
+	VUNPCKLPS  Z15, Z14, Z30; \
+	VUNPCKHPS  Z15, Z14, Z31; \
+	VSHUFPS    $0x44, Z18, Z16, Z0; \
+	VSHUFPS    $0xEE, Z18, Z16, Z1; \
+	VSHUFPS    $0x44, Z19, Z17, Z2; \
+	VSHUFPS    $0xEE, Z19, Z17, Z3; \
+	VSHUFPS    $0x44, Z22, Z20, Z4; \
+	VSHUFPS    $0xEE, Z22, Z20, Z5; \
+	VSHUFPS    $0x44, Z23, Z21, Z6; \
+	VSHUFPS    $0xEE, Z23, Z21, Z7; \
+	VSHUFPS    $0x44, Z26, Z24, Z8; \
+	VSHUFPS    $0xEE, Z26, Z24, Z9; \
+	VSHUFPS    $0x44, Z27, Z25, Z10; \
+	VSHUFPS    $0xEE, Z27, Z25, Z11; \
+	VSHUFPS    $0x44, Z30, Z28, Z12; \
+	VSHUFPS    $0xEE, Z30, Z28, Z13; \
+	VSHUFPS    $0x44, Z31, Z29, Z14; \
+	VSHUFPS    $0xEE, Z31, Z29, Z15; \
+	VSHUFF32X4 $0x88, Z4, Z0, Z16; \
+	VSHUFF32X4 $0x88, Z5, Z1, Z17; \
+	VSHUFF32X4 $0x88, Z6, Z2, Z18; \
+	VSHUFF32X4 $0x88, Z7, Z3, Z19; \
+	VSHUFF32X4 $0xDD, Z4, Z0, Z20; \
+	VSHUFF32X4 $0xDD, Z5, Z1, Z21; \
+	VSHUFF32X4 $0xDD, Z6, Z2, Z22; \
+	VSHUFF32X4 $0xDD, Z7, Z3, Z23; \
+	VSHUFF32X4 $0x88, Z12, Z8, Z24; \
+	VSHUFF32X4 $0x88, Z13, Z9, Z25; \
+	VSHUFF32X4 $0x88, Z14, Z10, Z26; \
+	VSHUFF32X4 $0x88, Z15, Z11, Z27; \
+	VSHUFF32X4 $0xDD, Z12, Z8, Z28; \
+	VSHUFF32X4 $0xDD, Z13, Z9, Z29; \
+	VSHUFF32X4 $0xDD, Z14, Z10, Z30; \
+	VSHUFF32X4 $0xDD, Z15, Z11, Z31; \
+	VSHUFF32X4 $0x88, Z24, Z16, Z0; \
+	VSHUFF32X4 $0x88, Z25, Z17, Z1; \
+	VSHUFF32X4 $0x88, Z26, Z18, Z2; \
+	VSHUFF32X4 $0x88, Z27, Z19, Z3; \
+	VSHUFF32X4 $0x88, Z28, Z20, Z4; \
+	VSHUFF32X4 $0x88, Z29, Z21, Z5; \
+	VSHUFF32X4 $0x88, Z30, Z22, Z6; \
+	VSHUFF32X4 $0x88, Z31, Z23, Z7; \
+	VSHUFF32X4 $0xDD, Z24, Z16, Z8; \
+	VSHUFF32X4 $0xDD, Z25, Z17, Z9; \
+	VSHUFF32X4 $0xDD, Z26, Z18, Z10; \
+	VSHUFF32X4 $0xDD, Z27, Z19, Z11; \
+	VSHUFF32X4 $0xDD, Z28, Z20, Z12; \
+	VSHUFF32X4 $0xDD, Z29, Z21, Z13; \
+	VSHUFF32X4 $0xDD, Z30, Z22, Z14; \
+	VSHUFF32X4 $0xDD, Z31, Z23, Z15; \
+	VMOVUPS    Z0, (DI); \
+	VMOVUPS    Z1, 64(DI); \
+	VMOVUPS    Z2, 128(DI); \
+	VMOVUPS    Z3, 192(DI); \
+	VMOVUPS    Z4, 256(DI); \
+	VMOVUPS    Z5, 320(DI); \
+	VMOVUPS    Z6, 384(DI); \
+	VMOVUPS    Z7, 448(DI); \
+	VMOVUPS    Z8, 512(DI); \
+	VMOVUPS    Z9, 576(DI); \
+	VMOVUPS    Z10, 640(DI); \
+	VMOVUPS    Z11, 704(DI); \
+	VMOVUPS    Z12, 768(DI); \
+	VMOVUPS    Z13, 832(DI); \
+	VMOVUPS    Z14, 896(DI); \
+	VMOVUPS    Z15, 960(DI)
+
+// KTNEXT(bytes) moves the row pointers on by bytes and DI by 16 vectors.
+#define KTNEXT(bytes) \
+	ADDQ $bytes, R9; \
+	ADDQ $bytes, R10; \
+	ADDQ $bytes, R11; \
+	ADDQ $bytes, R12; \
+	ADDQ $1024, DI
+
+// func kvTranspose16(dst *float32, src unsafe.Pointer, rowStride uintptr, n16, kind int)
+// dst[16j + r] = value j of row r, as float32, for r < 16 and j < 16*n16:
+// row r's values at src + r*rowStride, float32 (kind 0), binary16 (1) or
+// bfloat16 (2). It turns 16 positions' key rows into the [dim][position]
+// chunk layout of the score kernel.
+TEXT ·kvTranspose16(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), R9
+	MOVQ rowStride+16(FP), DX
+	MOVQ n16+24(FP), CX
+	MOVQ kind+32(FP), AX
+	TESTQ CX, CX
+	JEQ   ktdone
+	LEAQ (DX)(DX*2), R8
+	LEAQ (R9)(DX*4), R10
+	LEAQ (R10)(DX*4), R11
+	LEAQ (R11)(DX*4), R12
+	CMPQ AX, $1
+	JEQ  ktf16
+	JGT  ktbf16
+
+ktf32:
+	KTROWS(KTLD_F32)
+	KTSTORE
+	KTNEXT(64)
+	DECQ CX
+	JNZ  ktf32
+	JMP  ktdone
+
+ktf16:
+	KTROWS(KTLD_F16)
+	KTSTORE
+	KTNEXT(32)
+	DECQ CX
+	JNZ  ktf16
+	JMP  ktdone
+
+ktbf16:
+	KTROWS(KTLD_BF16)
+	KTSTORE
+	KTNEXT(32)
+	DECQ CX
+	JNZ  ktbf16
+
+ktdone:
+	VZEROUPPER
+	RET

@@ -2,6 +2,8 @@
 
 package cpu
 
+import "unsafe"
+
 // Without amd64 assembly the attention kernels are never selected; these
 // stubs only satisfy the compiler.
 
@@ -23,3 +25,6 @@ func scaleMul(dst, x, w *float32, n int, s float32) { panic("cpu: no simd kernel
 
 func attnValues4q(a *valueArgs) { panic("cpu: no simd kernels") }
 func attnValues2q(a *valueArgs) { panic("cpu: no simd kernels") }
+func kvTranspose16(dst *float32, src unsafe.Pointer, rowStride uintptr, n16, kind int) {
+	panic("cpu: no simd kernels")
+}
