@@ -132,22 +132,24 @@ func visibleRows(vis []int, a tensor.AttentionArgs, b *exec.Batch) []int {
 // writeKV stores the K and V rows of the step's tokens at their slots, one
 // KV head per work item: a direct K page is [KVDim][BlockTokens], so a
 // row's K is KVDim stores a cache line apart, and one goroutine writing a
-// decode batch's rows took 2% of its step. Each item writes its head's
-// slice of every row in row order, so rows that share a slot (a padded
-// bucket's) end as the serial loop left them.
+// decode batch's rows took 2% of its step; encoded pages quantize each
+// head's slice on its own (kv.Codec.EncodeSlice) unless a head is not
+// whole scale groups. Each item writes its head's slice of every row in
+// row order, so rows that share a slot (a padded bucket's) end as the
+// serial loop left them.
 func (p *program) writeKV(op tensor.Op, b *exec.Batch) {
 	c := &p.b.cache
 	p.kvWrite = kvWriteTask{b: b, kv: p.b.kv, c: c, layer: op.Attn.Layer, heads: op.Attn.KVHeads, rows: op.Out.Rows(),
 		k: p.f32[op.Args[1].ID], v: p.f32[op.Args[2].ID]}
-	if c.codec != nil {
-		p.kvWrite.heads = 1 // a codec encodes whole rows
+	if c.codec != nil && !c.codec.SliceAligned(0, op.Attn.HeadDim) {
+		p.kvWrite.heads = 1 // a head's slice is not whole scale groups: whole rows
 	}
 	// Even one row's scattered K stores outlast a dispatch to the pool.
 	p.b.pool.run(p.kvWrite.heads, 1, p.b.pool.n, &p.kvWrite)
 }
 
 // kvWriteTask is writeKV's work: item h writes KV head h's K and V of every
-// row (direct pages), or the whole rows (encoded pages, heads 1).
+// row, or with heads 1 the whole rows.
 type kvWriteTask struct {
 	b                  *exec.Batch
 	kv                 exec.KVLayout
@@ -167,8 +169,8 @@ func (t *kvWriteTask) run(_, lo, hi int) {
 			kr, vr := t.k[row*kvd:(row+1)*kvd], t.v[row*kvd:(row+1)*kvd]
 			if c.codec != nil {
 				rb := c.rowBytes
-				c.codec.Encode(c.kq[t.layer][s*rb:(s+1)*rb], kr)
-				c.codec.Encode(c.vq[t.layer][s*rb:(s+1)*rb], vr)
+				c.codec.EncodeSlice(c.kq[t.layer][s*rb:(s+1)*rb], kr[h*w:(h+1)*w], h*w)
+				c.codec.EncodeSlice(c.vq[t.layer][s*rb:(s+1)*rb], vr[h*w:(h+1)*w], h*w)
 				continue
 			}
 			kb := c.k[t.layer][blk*bt*kvd+pos%bt : (blk+1)*bt*kvd]

@@ -77,25 +77,49 @@ func (c *Codec) Encode(dst []byte, src []float32) {
 	if len(src) != c.N || len(dst) != c.RowBytes() {
 		panic(fmt.Sprintf("kv: Encode %d values into %d bytes, codec is %d values in %d bytes", len(src), len(dst), c.N, c.RowBytes()))
 	}
+	c.EncodeSlice(dst, src, 0)
+}
+
+// SliceAligned reports whether values [lo, lo+n) of a row can be encoded
+// on their own by EncodeSlice: always for formats without scales, else
+// when the slice is whole groups (it may end at N).
+func (c *Codec) SliceAligned(lo, n int) bool {
+	if lo < 0 || n < 0 || lo+n > c.N {
+		return false
+	}
+	g := c.Format.Group
+	return g == 0 || lo%g == 0 && (n%g == 0 || lo+n == c.N)
+}
+
+// EncodeSlice stores src as values lo..lo+len(src) of the row dst
+// ([RowBytes]), exactly as Encode of the whole row would store them and
+// their groups' scales, leaving the rest of the row as it is; the slice
+// must be SliceAligned. Slices of one row that do not overlap may be
+// encoded concurrently (a backend writes each KV head's slice of a row on
+// its own worker).
+func (c *Codec) EncodeSlice(dst []byte, src []float32, lo int) {
+	if !c.SliceAligned(lo, len(src)) || len(dst) != c.RowBytes() {
+		panic(fmt.Sprintf("kv: EncodeSlice values [%d,%d) into %d bytes, codec is %d values in %d bytes, groups of %d", lo, lo+len(src), len(dst), c.N, c.RowBytes(), c.Format.Group))
+	}
 	switch c.kind {
 	case kindF32:
 		for i, x := range src {
-			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(x))
+			binary.LittleEndian.PutUint32(dst[4*(lo+i):], math.Float32bits(x))
 		}
 	case kindF16:
 		for i, x := range src {
-			binary.LittleEndian.PutUint16(dst[2*i:], tensor.F32ToF16(x))
+			binary.LittleEndian.PutUint16(dst[2*(lo+i):], tensor.F32ToF16(x))
 		}
 	case kindBF16:
 		for i, x := range src {
-			binary.LittleEndian.PutUint16(dst[2*i:], tensor.F32ToBF16(x))
+			binary.LittleEndian.PutUint16(dst[2*(lo+i):], tensor.F32ToBF16(x))
 		}
 	case kindInt8, kindFP8:
 		g := c.Format.Group
-		for gi, lo := 0, 0; lo < c.N; gi, lo = gi+1, lo+g {
-			hi := min(lo+g, c.N)
-			d := c.encodeGroup(dst[lo:hi], src[lo:hi])
-			binary.LittleEndian.PutUint32(dst[c.vals+4*gi:], math.Float32bits(d))
+		for off := 0; off < len(src); off += g {
+			end := min(off+g, len(src))
+			d := c.encodeGroup(dst[lo+off:lo+end], src[off:end])
+			binary.LittleEndian.PutUint32(dst[c.vals+4*((lo+off)/g):], math.Float32bits(d))
 		}
 	}
 }

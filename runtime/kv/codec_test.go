@@ -236,6 +236,53 @@ func TestDecodeRange(t *testing.T) {
 	}
 }
 
+// TestEncodeSlice checks that encoding a row slice by slice (KV heads of
+// 128 or of 64 where the groups allow, the last one short, in reverse
+// order, into a row holding garbage) stores exactly the bytes of one Encode, and which slices
+// SliceAligned accepts.
+func TestEncodeSlice(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	src := make([]float32, 320)
+	for i := range src {
+		src[i] = float32(r.NormFloat64()) * float32(1+i/40)
+	}
+	src[70] = float32(inf) // one poisoned group in the grouped formats
+	for _, f := range FormatNames() {
+		c, _ := NewCodec(f, len(src))
+		want := make([]byte, c.RowBytes())
+		c.Encode(want, src)
+		for _, w := range []int{128, 64, len(src)} {
+			if !c.SliceAligned(0, w) {
+				continue // fp8-e4m3-row256: one group of 256
+			}
+			got := make([]byte, c.RowBytes())
+			for i := range got {
+				got[i] = byte(r.Uint32())
+			}
+			for lo := (len(src) - 1) / w * w; lo >= 0; lo -= w {
+				hi := min(lo+w, len(src))
+				c.EncodeSlice(got, src[lo:hi], lo)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: slices of %d (-Encode +EncodeSlice):\n%s", f, w, diff)
+			}
+		}
+	}
+	c8, _ := NewCodec(Int8G64.Name, 200)
+	c16, _ := NewCodec(F16.Name, 200)
+	for _, tc := range []struct {
+		lo, n     int
+		int8, f16 bool
+	}{
+		{0, 64, true, true}, {64, 128, true, true}, {192, 8, true, true}, {0, 200, true, true},
+		{32, 32, false, true}, {0, 40, false, true}, {128, 8, false, true}, {190, 20, false, false}, {-1, 2, false, false},
+	} {
+		if got := [2]bool{c8.SliceAligned(tc.lo, tc.n), c16.SliceAligned(tc.lo, tc.n)}; got != [2]bool{tc.int8, tc.f16} {
+			t.Errorf("SliceAligned(%d, %d) int8-g64, f16 = %v, want %v", tc.lo, tc.n, got, [2]bool{tc.int8, tc.f16})
+		}
+	}
+}
+
 // TestDecodeRows checks that decoding one slice of several consecutive rows
 // in one call equals decoding each row's slice.
 func TestDecodeRows(t *testing.T) {
