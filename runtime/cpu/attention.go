@@ -590,15 +590,19 @@ func (t *attnTask) decode(w *attnScratch, table []int32, n, ncPad, kvh int) {
 		kind = 0
 	}
 	transpose := !t.avx2 && bt%attnChunk == 0 && hd%16 == 0
+	// rows decodes head kvh of cnt page rows from slot base into dst.
+	rows := func(dst []float32, pages []byte, base, cnt int) {
+		if kind == 0 {
+			c.codec.DecodeRows(dst[:cnt*hd], pages[base*rb:(base+cnt)*rb], kvh*hd, hd)
+			return
+		}
+		for r := range cnt {
+			t.cvt16(&dst[r*hd], unsafe.Pointer(&pages[(base+r)*rb+2*kvh*hd]), hd, kind)
+		}
+	}
 	for j := 0; j < n; j += bt {
 		base, cnt := int(table[j/bt])*bt, min(bt, n-j)
-		if kind != 0 {
-			for r := range cnt {
-				t.cvt16(&w.vs[(j+r)*hd], unsafe.Pointer(&vc[(base+r)*rb+2*kvh*hd]), hd, kind)
-			}
-		} else {
-			c.codec.DecodeRows(w.vs[j*hd:(j+cnt)*hd], vc[base*rb:(base+cnt)*rb], kvh*hd, hd)
-		}
+		rows(w.vs[j*hd:], vc, base, cnt)
 		if transpose {
 			// j is a whole number of chunks: each chunk's 16 rows lie in this block.
 			for r0 := 0; r0 < cnt; r0 += attnChunk {
@@ -607,19 +611,12 @@ func (t *attnTask) decode(w *attnScratch, table []int32, n, ncPad, kvh int) {
 					kvTranspose16(dst, unsafe.Pointer(&kc[(base+r0)*rb+2*kvh*hd]), uintptr(rb), hd/16, kind)
 					continue
 				}
-				m := min(attnChunk, cnt-r0)
-				c.codec.DecodeRows(w.rows[:m*hd], kc[(base+r0)*rb:(base+r0+m)*rb], kvh*hd, hd)
+				rows(w.rows, kc, base+r0, min(attnChunk, cnt-r0))
 				kvTranspose16(dst, unsafe.Pointer(&w.rows[0]), uintptr(4*hd), hd/16, 0)
 			}
 			continue
 		}
-		if kind != 0 {
-			for r := range cnt {
-				t.cvt16(&w.rows[r*hd], unsafe.Pointer(&kc[(base+r)*rb+2*kvh*hd]), hd, kind)
-			}
-		} else {
-			c.codec.DecodeRows(w.rows[:cnt*hd], kc[base*rb:(base+cnt)*rb], kvh*hd, hd)
-		}
+		rows(w.rows, kc, base, cnt)
 		for r := range cnt {
 			pos := j + r
 			dst := w.ks[pos/attnChunk*attnChunk*hd+pos%attnChunk:]

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -371,11 +372,11 @@ func TestKVTranspose16(t *testing.T) {
 				b := src[r*stride+j*size:]
 				switch kind {
 				case 0:
-					return math.Float32frombits(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
+					return math.Float32frombits(binary.LittleEndian.Uint32(b))
 				case 1:
-					return tensor.F16ToF32(uint16(b[0]) | uint16(b[1])<<8)
+					return tensor.F16ToF32(binary.LittleEndian.Uint16(b))
 				}
-				return math.Float32frombits(uint32(b[0])<<16 | uint32(b[1])<<24)
+				return tensor.BF16ToF32(binary.LittleEndian.Uint16(b))
 			}
 			got := make([]float32, 16*16*n16)
 			kvTranspose16(&got[0], unsafe.Pointer(&src[0]), uintptr(stride), n16, kind)

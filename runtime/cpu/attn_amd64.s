@@ -1443,6 +1443,17 @@ smdone:
 	ADDQ $bytes, R12; \
 	ADDQ $1024, DI
 
+// KTLOOP(lbl, LD, bytes) transposes the CX groups of 16 values that LD
+// loads (bytes per row and group), then jumps to ktdone.
+#define KTLOOP(lbl, LD, bytes) \
+lbl: \
+	KTROWS(LD); \
+	KTSTORE; \
+	KTNEXT(bytes); \
+	DECQ CX; \
+	JNZ  lbl; \
+	JMP  ktdone
+
 // func kvTranspose16(dst *float32, src unsafe.Pointer, rowStride uintptr, n16, kind int)
 // dst[16j + r] = value j of row r, as float32, for r < 16 and j < 16*n16:
 // row r's values at src + r*rowStride, float32 (kind 0), binary16 (1) or
@@ -1464,28 +1475,11 @@ TEXT ·kvTranspose16(SB), NOSPLIT, $0-40
 	JEQ  ktf16
 	JGT  ktbf16
 
-ktf32:
-	KTROWS(KTLD_F32)
-	KTSTORE
-	KTNEXT(64)
-	DECQ CX
-	JNZ  ktf32
-	JMP  ktdone
-
+	KTLOOP(ktf32, KTLD_F32, 64)
 ktf16:
-	KTROWS(KTLD_F16)
-	KTSTORE
-	KTNEXT(32)
-	DECQ CX
-	JNZ  ktf16
-	JMP  ktdone
-
+	KTLOOP(ktf16l, KTLD_F16, 32)
 ktbf16:
-	KTROWS(KTLD_BF16)
-	KTSTORE
-	KTNEXT(32)
-	DECQ CX
-	JNZ  ktbf16
+	KTLOOP(ktbf16l, KTLD_BF16, 32)
 
 ktdone:
 	VZEROUPPER
