@@ -80,7 +80,8 @@ func benchStep(b *testing.B, model string, rows int, mixed bool) {
 			submit([]int32{int32(3 + i), int32(4 + i)}, n)
 		}
 		if mixed {
-			long := make([]int32, 64*(n/2))
+			// 16 chunks of 64, or as many as the model's context holds.
+			long := make([]int32, min(64*(n/2), (in.Engine.ContextLength()-1)/64*64))
 			for i := range long {
 				long[i] = int32(3 + i%200)
 			}
