@@ -46,9 +46,10 @@ func BenchmarkStep(b *testing.B) {
 }
 
 func benchStep(b *testing.B, model string, rows int, mixed bool) {
+	const chunk = 64 // prefill chunk tokens of a mixed step
 	log := &stepLog{}
 	in, err := instance.Open(instance.Options{Model: model, MaxRunning: rows + 1, Observer: log,
-		Set: map[string]any{"chunk": int64(64)}, NoPrefixCache: true})
+		Set: map[string]any{"chunk": int64(chunk)}, NoPrefixCache: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -80,8 +81,8 @@ func benchStep(b *testing.B, model string, rows int, mixed bool) {
 			submit([]int32{int32(3 + i), int32(4 + i)}, n)
 		}
 		if mixed {
-			// 16 chunks of 64, or as many as the model's context holds.
-			long := make([]int32, min(64*(n/2), (in.Engine.ContextLength()-1)/64*64))
+			// n/2 chunks, or as many as the model's context holds.
+			long := make([]int32, min(chunk*(n/2), (in.Engine.ContextLength()-1)/chunk*chunk))
 			for i := range long {
 				long[i] = int32(3 + i%200)
 			}
@@ -90,7 +91,7 @@ func benchStep(b *testing.B, model string, rows int, mixed bool) {
 		wg.Wait()
 		log.mu.Lock()
 		match := func(s engine.StepInfo) bool {
-			return s.DecodeRows == rows && (s.PrefillTokens > 0) == mixed && (!mixed || s.PrefillTokens == 64)
+			return s.DecodeRows == rows && (s.PrefillTokens > 0) == mixed && (!mixed || s.PrefillTokens == chunk)
 		}
 		for i, s := range log.steps {
 			if match(s) {
