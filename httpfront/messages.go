@@ -23,14 +23,8 @@ const (
 // is, and answered with a Message or its event stream.
 func (s *Server) messages(ctx *fasthttp.RequestCtx, m *Model) {
 	received := time.Now()
-	r, e := DecodeMessages(ctx.PostBody(), DecodeOptions{Strict: s.cfg.StrictFields}, false)
-	var prompt []int32
-	if e == nil {
-		prompt, e = prepareChat(m, r.Chat)
-		e = renameFields(e, nil, messagesNames)
-	}
-	if e != nil {
-		s.fail(ctx, e)
+	r, prompt := s.prepareMessages(ctx, m, false)
+	if r == nil {
 		return
 	}
 	a := &messagesAnswer{id: newID("msg_"), model: m.ID}
@@ -41,17 +35,24 @@ func (s *Server) messages(ctx *fasthttp.RequestCtx, m *Model) {
 // /v1/messages request with the same body renders to, which its usage
 // bills as input_tokens + cache_read_input_tokens.
 func (s *Server) countTokens(ctx *fasthttp.RequestCtx, m *Model) {
-	r, e := DecodeMessages(ctx.PostBody(), DecodeOptions{Strict: s.cfg.StrictFields}, true)
+	if r, prompt := s.prepareMessages(ctx, m, true); r != nil {
+		s.writeJSON(ctx, http.StatusOK, map[string]int{"input_tokens": len(prompt)})
+	}
+}
+
+// prepareMessages decodes a Messages body (count_tokens' when countOnly)
+// and renders its prompt, or answers the error and returns nil.
+func (s *Server) prepareMessages(ctx *fasthttp.RequestCtx, m *Model, countOnly bool) (*MessagesRequest, []int32) {
+	r, e := DecodeMessages(ctx.PostBody(), DecodeOptions{Strict: s.cfg.StrictFields}, countOnly)
 	var prompt []int32
 	if e == nil {
 		prompt, e = prepareChat(m, r.Chat)
-		e = renameFields(e, nil, messagesNames)
 	}
 	if e != nil {
-		s.fail(ctx, e)
-		return
+		s.fail(ctx, renameFields(e, nil, messagesNames))
+		return nil, nil
 	}
-	s.writeJSON(ctx, http.StatusOK, map[string]int{"input_tokens": len(prompt)})
+	return r, prompt
 }
 
 // isMessagesPath reports whether path is served in Anthropic's shapes
@@ -183,12 +184,7 @@ func (a *messagesAnswer) doc(content []any, u messagesUsage) messageDoc {
 func (a *messagesAnswer) complete(j *job, res []*choiceResult) any {
 	c := res[0]
 	b := &blockBuilder{single: j.p.SingleToolCall}
-	reasoning, content, calls := replyParts(&j.p, c.text.String())
-	var deltas []toolDelta
-	for i, call := range calls {
-		deltas = append(deltas, callDeltasOf(i, call)...)
-	}
-	b.add(reasoning, content, deltas)
+	b.add(replyDeltas(&j.p, c.text.String()))
 	b.end()
 	d := a.doc(b.blocks, a.usage(j, c.stats))
 	reason, seq := stopReason(c.finish, c.stopSeq, b.calls)
@@ -215,33 +211,14 @@ func (a *messagesAnswer) stream(w *bufio.Writer, j *job) bool {
 	if !b.emit("message_start", map[string]any{"message": start}) || !b.emit("ping", map[string]any{}) {
 		return false
 	}
-	pipe := &chatPipe{sp: newReasoningSplitter(j.p.Reasoning), tp: newToolParser(j.p.ToolFormat), single: j.p.SingleToolCall}
-	for j.finishes < j.choices {
-		d := <-j.out // past the deadline too, every runner still reports its end
-		if d.err != nil {
-			_, body := anthropicError(d.err)
-			out.named("error", json.RawMessage(body))
-			j.leave()
-			return out.err == nil
-		}
-		reasoning, content, calls := pipe.push(d)
-		if !b.add(reasoning, content, calls) {
-			return false
-		}
-		if !d.final {
-			continue
-		}
-		j.finishes++
-		if !b.end() {
-			return false
-		}
+	return j.pipeReply(b.add, func(d delta) bool {
 		reason, seq := stopReason(d.finish, d.stopSeq, b.calls)
-		if !b.emit("message_delta", map[string]any{"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq},
-			"usage": a.usage(j, d.stats)}) || !b.emit("message_stop", map[string]any{}) {
-			return false
-		}
-	}
-	return true
+		return b.end() && b.emit("message_delta", map[string]any{"delta": map[string]any{"stop_reason": reason, "stop_sequence": seq},
+			"usage": a.usage(j, d.stats)}) && b.emit("message_stop", map[string]any{})
+	}, func(e *Error) bool {
+		_, body := anthropicError(e)
+		return out.named("error", json.RawMessage(body))
+	})
 }
 
 // blockBuilder turns a reply's reasoning, content and tool call deltas,
@@ -254,11 +231,11 @@ type blockBuilder struct {
 	emit   func(typ string, ev map[string]any) bool
 	single bool // disable_parallel_tool_use: only the first call
 
-	blocks  []any
-	open    bool   // the last block is being written
-	args    string // the open tool_use block's input so far
-	pending string // whitespace content held back while no text block is open
-	calls   int    // tool_use blocks opened
+	blocks []any
+	open   bool   // the last block is being written
+	args   string // the open tool_use block's input so far
+	held   heldSpace
+	calls  int // tool_use blocks opened
 }
 
 func (b *blockBuilder) send(typ string, ev map[string]any) bool {
@@ -321,40 +298,32 @@ func (b *blockBuilder) add(reasoning, content string, calls []toolDelta) bool {
 	if content != "" && !b.addText(content) {
 		return false
 	}
-	for _, c := range calls {
-		if b.single && c.index > 0 {
-			break
-		}
-		if c.name != "" {
-			b.pending = ""
-			b.calls++
-			t := &toolUseBlock{Type: "tool_use", ID: newID("toolu_"), Name: c.name}
-			start := *t
-			start.Input = json.RawMessage("{}")
-			if !b.openBlock(t, start) {
-				return false
-			}
-			b.args = ""
-		}
-		if _, ok := b.last().(*toolUseBlock); !ok || c.args == "" {
-			continue
-		}
-		b.args += c.args
-		if !b.send("content_block_delta", map[string]any{"index": b.index(), "delta": map[string]string{"type": "input_json_delta", "partial_json": c.args}}) {
+	return eachCall(calls, b.single, func(name string) bool {
+		b.held.pending = ""
+		b.calls++
+		t := &toolUseBlock{Type: "tool_use", ID: newID("toolu_"), Name: name}
+		start := *t
+		start.Input = json.RawMessage("{}")
+		if !b.openBlock(t, start) { // closes the previous call with its arguments
 			return false
 		}
-	}
-	return true
+		b.args = ""
+		return true
+	}, func(args string) bool {
+		if _, ok := b.last().(*toolUseBlock); !ok {
+			return true
+		}
+		b.args += args
+		return b.send("content_block_delta", map[string]any{"index": b.index(), "delta": map[string]string{"type": "input_json_delta", "partial_json": args}})
+	})
 }
 
 func (b *blockBuilder) addText(content string) bool {
 	t, ok := b.last().(*textBlock)
 	if !ok {
-		if strings.TrimSpace(b.pending+content) == "" {
-			b.pending += content
+		if content, ok = b.held.take(content); !ok {
 			return true
 		}
-		content, b.pending = b.pending+content, ""
 		t = &textBlock{Type: "text"}
 		if !b.openBlock(t, textBlock{Type: "text"}) {
 			return false
@@ -367,9 +336,9 @@ func (b *blockBuilder) addText(content string) bool {
 // end closes the content: held-back whitespace of a reply without tool
 // calls becomes its text.
 func (b *blockBuilder) end() bool {
-	if b.pending != "" && b.calls == 0 {
-		pending := b.pending
-		b.pending = ""
+	if b.held.pending != "" && b.calls == 0 {
+		pending := b.held.pending
+		b.held.pending = ""
 		t := &textBlock{Type: "text"}
 		if !b.openBlock(t, textBlock{Type: "text"}) {
 			return false

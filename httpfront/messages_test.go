@@ -1,9 +1,7 @@
 package httpfront_test
 
 import (
-	"bufio"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -224,44 +222,6 @@ func TestMessagesErrorShapes(t *testing.T) {
 	}
 }
 
-// messagesStream posts a streaming /v1/messages request and returns its
-// events; each event's name must equal its data's type.
-func (s *server) messagesStream(t testing.TB, body string) []map[string]any {
-	t.Helper()
-	resp, err := http.Post(s.url+"/v1/messages", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("status %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
-	var out []map[string]any
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	name := ""
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "event: "); ok {
-			name = v
-			continue
-		}
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			continue
-		}
-		var d map[string]any
-		if err := json.Unmarshal([]byte(data), &d); err != nil {
-			t.Fatalf("event %q: %v", data, err)
-		}
-		if d["type"] != name {
-			t.Fatalf("event %d named %q: %v", len(out), name, d)
-		}
-		out = append(out, d)
-	}
-	return out
-}
-
 // A streamed message is Anthropic's event sequence, and it adds up to the
 // non-streamed message: text, stop reason, stop sequence and usage.
 func TestMessagesStream(t *testing.T) {
@@ -283,7 +243,7 @@ func TestMessagesStream(t *testing.T) {
 		{"to a stop sequence", `,"stop_sequences":[` + mustQuote(stop) + `]`, text[:strings.Index(text, stop)], stop, "stop_sequence"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			events := s.messagesStream(t, strings.Replace(body, "%s", tc.extra+`,"stream":true`, 1))
+			events := s.namedStream(t, "/v1/messages", strings.Replace(body, "%s", tc.extra+`,"stream":true`, 1))
 			var names []string
 			var streamed strings.Builder
 			for _, e := range events {
@@ -317,7 +277,7 @@ func TestMessagesStream(t *testing.T) {
 		})
 	}
 	_, count := s.call(t, "POST", "/v1/messages/count_tokens", `{"model":"`+s.id+`","messages":[{"role":"user","content":"Tell me a story."}]}`)
-	start := s.messagesStream(t, strings.Replace(body, "%s", `,"stream":true`, 1))[0]["message"].(map[string]any)["usage"].(map[string]any)
+	start := s.namedStream(t, "/v1/messages", strings.Replace(body, "%s", `,"stream":true`, 1))[0]["message"].(map[string]any)["usage"].(map[string]any)
 	if count["input_tokens"] != start["input_tokens"] {
 		t.Errorf("count_tokens %v, message_start usage %v", count, start)
 	}

@@ -6,13 +6,13 @@
 // drain and exit 0.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
+import { startServer as startServerAt } from '../sdk/serve.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.join(here, '..', '..');
@@ -29,19 +29,8 @@ let plain, thinker;
 const thinkModel = 'tiny-qwen3-thinking';
 
 async function startServer(file) {
-  const proc = spawn(bin, ['serve', '--model', file, '--port', '0', '--api-key', apiKey, '--max-concurrency', '8', '--threads', '1', '--drain-grace', '0s'],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
-  const lines = createInterface({ input: proc.stdout });
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no ready line from ninfer serve within 30s')), 30000);
-    lines.on('line', (line) => {
-      const m = /^ninfer serve: ready on (\S+)/.exec(line);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    });
-    proc.on('exit', (code) => reject(new Error(`ninfer serve exited with ${code} before it was ready`)));
-  });
-  return { proc, exited, url, client: new Anthropic({ baseURL: url, apiKey, maxRetries: 0 }) };
+  const s = await startServerAt(bin, file, ['--api-key', apiKey, '--max-concurrency', '8', '--threads', '1', '--drain-grace', '0s']);
+  return { ...s, client: new Anthropic({ baseURL: s.url, apiKey, maxRetries: 0 }) };
 }
 
 function thinkingTemplate() {
