@@ -142,20 +142,28 @@ func messagesMetadata(f fields) *Error {
 }
 
 // messagesThinking reads thinking: {"type":"enabled","budget_tokens":N}
-// (N >= 1024, as Anthropic) or {"type":"disabled"}; it reports whether
-// thinking is on. The budget is checked, not enforced: the reply's
-// thinking is bounded by max_tokens only.
+// (N >= 1024, as Anthropic), {"type":"adaptive"} or
+// {"type":"between_tools"} (thinking on, the model decides how much), or
+// {"type":"disabled"}; it reports whether thinking is on. The budget is
+// checked, not enforced: the reply's thinking is bounded by max_tokens
+// only. display is checked and ignored: the thinking is always returned.
 func messagesThinking(f fields) (bool, *Error) {
 	var t struct {
 		Type         string   `json:"type"`
 		BudgetTokens *float64 `json:"budget_tokens"`
+		Display      *string  `json:"display"`
 	}
 	if err := json.Unmarshal(f["thinking"], &t); err != nil {
 		return false, badParam("thinking", "Invalid type for 'thinking': expected an object with a 'type'.")
 	}
+	if t.Display != nil && *t.Display != "summarized" && *t.Display != "omitted" {
+		return false, badParam("thinking.display", "Invalid value for 'thinking.display': expected 'summarized' or 'omitted', got '%.32s'.", *t.Display)
+	}
 	switch t.Type {
 	case "disabled":
 		return false, nil
+	case "adaptive", "between_tools":
+		return true, nil
 	case "enabled":
 		if t.BudgetTokens == nil {
 			return false, badParam("thinking.budget_tokens", "Missing required parameter: 'thinking.budget_tokens'.")
@@ -165,7 +173,7 @@ func messagesThinking(f fields) (bool, *Error) {
 		}
 		return true, nil
 	}
-	return false, badParam("thinking.type", "Invalid value for 'thinking.type': expected 'enabled' or 'disabled', got '%.32s'.", t.Type)
+	return false, badParam("thinking.type", "Invalid value for 'thinking.type': expected 'enabled', 'adaptive', 'between_tools' or 'disabled', got '%.32s'.", t.Type)
 }
 
 // blockText reads system or a tool_result's content: a string, or an
