@@ -2,8 +2,10 @@ package httpfront_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -286,4 +288,18 @@ func TestMessagesStream(t *testing.T) {
 	if count["input_tokens"] != start["input_tokens"] {
 		t.Errorf("count_tokens %v, message_start usage %v", count, start)
 	}
+}
+
+// An error after the stream started is an Anthropic error event.
+func TestMessagesStreamError(t *testing.T) {
+	s := start(t, "stories260K.gguf", httpfront.Config{Timeout: 30 * time.Millisecond}, 1)
+	// Keep the only slot busy so the stream waits past its deadline.
+	go http.Post(s.url+"/v1/completions", "application/json", strings.NewReader(`{"model":"stories260K","prompt":"Once","max_tokens":450,"temperature":0,"ignore_eos":true}`))
+	time.Sleep(5 * time.Millisecond)
+	events := s.namedStream(t, "/v1/messages", `{"model":"stories260K","max_tokens":450,"stream":true,"messages":[{"role":"user","content":"Once"}]}`)
+	last := events[len(events)-1]
+	if e, _ := last["error"].(map[string]any); last["type"] != "error" || e["type"] != "api_error" || e["message"] == "" {
+		t.Errorf("last event %v, want an api_error event", last)
+	}
+	s.waitIdle(t)
 }
