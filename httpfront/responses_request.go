@@ -69,6 +69,16 @@ var responsesNames = [][2]string{
 // renameResponses gives a chat decoding error the Responses names of the
 // fields it names; msgAt[i] is the Responses field message i came from.
 func renameResponses(e *Error, msgAt []string) *Error {
+	return renameFields(e, msgAt, responsesNames)
+}
+
+// renameFields gives a chat decoding error the names of the API whose
+// request was translated into the chat request: messages[i] becomes
+// msgAt[i] (the field message i came from), tools[i].function.X becomes
+// tools[i].X (both APIs put a function's members on the tool), and other
+// fields take the first matching prefix of names. Whole field names
+// quoted in the message are renamed too.
+func renameFields(e *Error, msgAt []string, names [][2]string) *Error {
 	if e == nil {
 		return nil
 	}
@@ -85,11 +95,9 @@ func renameResponses(e *Error, msgAt []string) *Error {
 			to = msgAt[i] + tail
 		}
 	} else if rest, ok := strings.CutPrefix(param, "tools["); ok {
-		// tools[i].function.name -> tools[i].name: the function's members
-		// are the tool's in the Responses shape.
 		to = "tools[" + strings.Replace(rest, "].function", "]", 1)
 	} else {
-		for _, n := range responsesNames {
+		for _, n := range names {
 			if r, ok := strings.CutPrefix(param, n[0]); ok {
 				to = n[1] + r
 				break
@@ -98,8 +106,10 @@ func renameResponses(e *Error, msgAt []string) *Error {
 	}
 	if to != param {
 		e.Message = strings.ReplaceAll(e.Message, "'"+param, "'"+to)
-		for _, n := range responsesNames[4:6] {
-			e.Message = strings.ReplaceAll(e.Message, "'"+n[0]+"'", "'"+n[1]+"'")
+		for _, n := range names {
+			if !strings.HasSuffix(n[0], ".") {
+				e.Message = strings.ReplaceAll(e.Message, "'"+n[0]+"'", "'"+n[1]+"'")
+			}
 		}
 		e.Param = to
 	}

@@ -103,16 +103,30 @@ func TestDecodeResponsesInput(t *testing.T) {
 }
 
 // responsesStream posts a streaming /v1/responses request and returns its
-// events (the SSE event name must equal the data's type).
+// events (the SSE event name must equal the data's type, the sequence
+// numbers count from 0).
 func (s *server) responsesStream(t testing.TB, body string) []map[string]any {
 	t.Helper()
-	resp, err := http.Post(s.url+"/v1/responses", "application/json", strings.NewReader(body))
+	out := s.namedStream(t, "/v1/responses", body)
+	for i, d := range out {
+		if d["sequence_number"] != float64(i) {
+			t.Fatalf("event %d: %v", i, d)
+		}
+	}
+	return out
+}
+
+// namedStream posts a streaming request to path and returns its events,
+// each named by its data's type (the Responses and Messages streams).
+func (s *server) namedStream(t testing.TB, path, body string) []map[string]any {
+	t.Helper()
+	resp, err := http.Post(s.url+path, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d", resp.StatusCode)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	var out []map[string]any
 	sc := bufio.NewScanner(resp.Body)
@@ -132,7 +146,7 @@ func (s *server) responsesStream(t testing.TB, body string) []map[string]any {
 		if err := json.Unmarshal([]byte(data), &d); err != nil {
 			t.Fatalf("event %q: %v", data, err)
 		}
-		if d["type"] != name || d["sequence_number"] != float64(len(out)) {
+		if d["type"] != name {
 			t.Fatalf("event %d named %q: %v", len(out), name, d)
 		}
 		out = append(out, d)

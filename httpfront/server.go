@@ -1,6 +1,7 @@
 // Package httpfront serves a model over an OpenAI-compatible HTTP API on
 // fasthttp: POST /v1/chat/completions and /v1/completions (JSON or SSE
-// streaming), POST /v1/responses (the stateless Responses API), GET
+// streaming), POST /v1/responses (the stateless Responses API), POST
+// /v1/messages and /v1/messages/count_tokens (Anthropic's Messages API), GET
 // /v1/models, POST /tokenize and /detokenize, and GET /health. It decodes and validates
 // requests, renders chat templates, tokenizes, submits each choice to the
 // engine and turns the engine's token events into responses. It talks to
@@ -50,7 +51,8 @@ type Model struct {
 // Config configures a Server. Zero fields take the documented defaults.
 type Config struct {
 	// APIKey, when set, must be sent by every /v1/ call as
-	// "Authorization: Bearer KEY"; other calls get 401.
+	// "Authorization: Bearer KEY" or "x-api-key: KEY" (Anthropic's
+	// header); other calls get 401.
 	APIKey string
 	// MaxQueue is how many sequences (choices) may wait beyond those the
 	// engine runs at once; more get 429. Default 256.
@@ -167,7 +169,7 @@ func (s *Server) InFlight() int { return int(s.inflight.Load()) }
 func (s *Server) servingModel(ctx *fasthttp.RequestCtx) *Model {
 	if s.cfg.APIKey != "" && !s.authorized(ctx) {
 		s.fail(ctx, &Error{Status: http.StatusUnauthorized, Type: typeInvalid, Code: "invalid_api_key",
-			Message: "Incorrect API key provided. Send it as 'Authorization: Bearer KEY'."})
+			Message: "Incorrect API key provided. Send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'."})
 		return nil
 	}
 	m := s.model.Load()
@@ -230,7 +232,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		s.intervals(ctx, m)
-	case "/v1/chat/completions", "/v1/completions", "/v1/responses", EmbeddingsPath:
+	case "/v1/chat/completions", "/v1/completions", "/v1/responses", EmbeddingsPath, MessagesPath, CountTokensPath:
 		if !ctx.IsPost() {
 			s.fail(ctx, methodNotAllowed(ctx, "POST"))
 			return
@@ -250,6 +252,10 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 			s.chat(ctx, m)
 		case "/v1/responses":
 			s.responses(ctx, m)
+		case MessagesPath:
+			s.messages(ctx, m)
+		case CountTokensPath:
+			s.countTokens(ctx, m)
 		case EmbeddingsPath:
 			s.embeddings(ctx, m)
 		default:
@@ -269,6 +275,9 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
+	if key := ctx.Request.Header.Peek("x-api-key"); key != nil {
+		return subtle.ConstantTimeCompare(key, []byte(s.cfg.APIKey)) == 1
+	}
 	got := ctx.Request.Header.Peek("Authorization")
 	want := []byte("Bearer " + s.cfg.APIKey)
 	return subtle.ConstantTimeCompare(got, want) == 1
@@ -404,11 +413,17 @@ func (s *Server) readError(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
+// fail answers with e: in Anthropic's shape and status on the Messages
+// API's paths (anthropicError), in OpenAI's elsewhere.
 func (s *Server) fail(ctx *fasthttp.RequestCtx, e *Error) {
 	e.Message = capText(e.Message, maxErrorMessage)
-	ctx.SetStatusCode(e.Status)
+	status, body := e.Status, e.body()
+	if isMessagesPath(ctx.Path()) {
+		status, body = anthropicError(e)
+	}
+	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
-	ctx.SetBody(e.body())
+	ctx.SetBody(body)
 }
 
 // maxErrorMessage bounds an error message, whatever of the request it

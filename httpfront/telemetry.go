@@ -115,8 +115,11 @@ func newMetrics(s *Server) *Metrics {
 // its model_name label, for the routers that scrape them (the Gateway API
 // Inference Extension's endpoint picker, the vLLM production-stack
 // router): requests running and waiting, KV cache usage (0..1, also under
-// the older gpu_cache_usage_perc name) and prefix cache queries and hits
-// (prompt tokens looked up at admission, and found cached).
+// the older gpu_cache_usage_perc name), prefix cache queries and hits
+// (prompt tokens looked up at admission, and found cached), and the cache's
+// shape as vllm:cache_config_info (value 1; labels block_size, tokens per
+// KV block, and num_gpu_blocks, the KV blocks in all), which the
+// Inference Extension's prefix scorer reads.
 type vllmCollector struct{ s *Server }
 
 var (
@@ -126,11 +129,13 @@ var (
 	vllmGPUUsage = prometheus.NewDesc("vllm:gpu_cache_usage_perc", "Fraction of KV cache blocks held by sequences (0..1); the older name of vllm:kv_cache_usage_perc.", []string{"model_name"}, nil)
 	vllmQueries  = prometheus.NewDesc("vllm:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache at admission.", []string{"model_name"}, nil)
 	vllmHits     = prometheus.NewDesc("vllm:prefix_cache_hits_total", "Prompt tokens found in the prefix cache at admission.", []string{"model_name"}, nil)
+	vllmCache    = prometheus.NewDesc("vllm:cache_config_info", "The KV cache's configuration in its labels: block_size (tokens per block) and num_gpu_blocks (blocks in all); the value is 1.",
+		[]string{"model_name", "block_size", "num_gpu_blocks"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c vllmCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{vllmRunning, vllmWaiting, vllmKVUsage, vllmGPUUsage, vllmQueries, vllmHits} {
+	for _, d := range []*prometheus.Desc{vllmRunning, vllmWaiting, vllmKVUsage, vllmGPUUsage, vllmQueries, vllmHits, vllmCache} {
 		ch <- d
 	}
 }
@@ -149,6 +154,7 @@ func (c vllmCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(vllmGPUUsage, prometheus.GaugeValue, usage, m.ID)
 	ch <- prometheus.MustNewConstMetric(vllmQueries, prometheus.CounterValue, float64(snap.PrefixQueries), m.ID)
 	ch <- prometheus.MustNewConstMetric(vllmHits, prometheus.CounterValue, float64(snap.PrefixHits), m.ID)
+	ch <- prometheus.MustNewConstMetric(vllmCache, prometheus.GaugeValue, 1, m.ID, strconv.Itoa(snap.KVBlockTokens), strconv.Itoa(snap.KVBlocksTotal))
 }
 
 // observe records one finished sequence.

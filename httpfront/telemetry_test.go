@@ -235,3 +235,31 @@ func sumMetric(f *dto.MetricFamily) float64 {
 	}
 	return sum
 }
+
+// vllm:cache_config_info gives the KV cache's shape in its labels (value
+// 1): block_size tokens per block and num_gpu_blocks blocks, which hold
+// the configured KV capacity, as /health reports them.
+func TestCacheConfigInfo(t *testing.T) {
+	const kvTokens = 1024
+	s := startWith(t, instance.Options{Model: modelPath(t, "stories260K.gguf"), Threads: threads(t), MaxRunning: 2, KVTokens: kvTokens}, httpfront.Config{})
+	h := s.health(t)
+	f := scrape(t, s.url)["vllm:cache_config_info"]
+	if f == nil || len(f.GetMetric()) != 1 {
+		t.Fatalf("vllm:cache_config_info: missing or not one series: %v", f)
+	}
+	m := f.GetMetric()[0]
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	want := map[string]string{"model_name": "stories260K", "block_size": strconv.Itoa(h.KVBlockTokens), "num_gpu_blocks": strconv.Itoa(h.KVBlocksTotal)}
+	if d := cmp.Diff(want, labels); d != "" {
+		t.Errorf("labels (-want +got):\n%s", d)
+	}
+	if h.KVBlockTokens*h.KVBlocksTotal != kvTokens {
+		t.Errorf("%d blocks of %d tokens, want %d tokens", h.KVBlocksTotal, h.KVBlockTokens, kvTokens)
+	}
+	if f.GetType() != dto.MetricType_GAUGE || m.GetGauge().GetValue() != 1 {
+		t.Errorf("vllm:cache_config_info is %v %v, want a gauge of 1", f.GetType(), m.GetGauge())
+	}
+}

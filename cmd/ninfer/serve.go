@@ -52,7 +52,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	port := fs.Int("port", 8080, "TCP port (0 = any free port; the ready line names it)")
 	maxConc := fs.Int("max-concurrency", 16, "most sequences that share an engine step")
 	stepTokens := fs.Int("step-tokens", 0, "most tokens one engine step computes: decode rows first, then prefill chunks (vLLM's max_num_batched_tokens); smaller trades time to first token for steadier inter-token latency (default the graph's prefill chunk + one decode row per --max-concurrency)")
-	apiKey := fs.String("api-key", "", "require 'Authorization: Bearer KEY' on /v1/ calls (visible in ps: prefer --api-key-file or $"+apiKeyEnv+")")
+	apiKey := fs.String("api-key", "", "require 'Authorization: Bearer KEY' or 'x-api-key: KEY' on /v1/ calls (visible in ps: prefer --api-key-file or $"+apiKeyEnv+")")
 	apiKeyFile := fs.String("api-key-file", "", "read the API key from this file (its first line)")
 	modelID := fs.String("model-id", "", "model name clients pass (default: the file name without .gguf)")
 	maxQueue := fs.Int("max-queue", httpfront.DefaultMaxQueue, "sequences that may wait beyond --max-concurrency before 429")

@@ -6,14 +6,14 @@
 // drain and exit 0.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { makeParseableResponseFormat } from 'openai/lib/parser';
+import { startServer as startServerAt } from './serve.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const bin = process.env.NINFER ?? path.join(here, '..', '..', 'bin', 'ninfer');
@@ -28,19 +28,8 @@ let tools;
 const toolModel = 'tiny-qwen3-tools';
 
 async function startServer(file) {
-  const proc = spawn(bin, ['serve', '--model', file, '--port', '0', '--api-key', apiKey, '--max-concurrency', '16', '--threads', '1'],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
-  const done = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
-  const lines = createInterface({ input: proc.stdout });
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no ready line from ninfer serve within 30s')), 30000);
-    lines.on('line', (line) => {
-      const m = /^ninfer serve: ready on (\S+)/.exec(line);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    });
-    proc.on('exit', (code) => reject(new Error(`ninfer serve exited with ${code} before it was ready`)));
-  });
-  return { proc, exited: done, baseURL: url, client: new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0 }) };
+  const { proc, exited, url } = await startServerAt(bin, file, ['--api-key', apiKey, '--max-concurrency', '16', '--threads', '1']);
+  return { proc, exited, baseURL: url, client: new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0 }) };
 }
 
 before(async () => {

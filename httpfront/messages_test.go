@@ -1,0 +1,305 @@
+package httpfront_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ninfer/ninfer-go/httpfront"
+	"github.com/ninfer/ninfer-go/runtime/tok"
+)
+
+// chatView is a chat message as the template sees it, its extra members
+// decoded, for cmp diffs.
+func chatView(t *testing.T, msgs []tok.Message) []map[string]any {
+	t.Helper()
+	out := make([]map[string]any, len(msgs))
+	for i, m := range msgs {
+		v := map[string]any{"role": m.Role, "content": m.Content}
+		for k, raw := range m.Extra {
+			var x any
+			if err := json.Unmarshal(raw, &x); err != nil {
+				t.Fatalf("message %d %s: %v", i, k, err)
+			}
+			v[k] = x
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// A Messages request becomes the chat request the template renders:
+// system first, tool_use blocks as the assistant's tool_calls (input as
+// arguments), tool_result blocks as tool messages before the user's text,
+// thinking blocks as reasoning_content; tools, tool_choice,
+// stop_sequences and thinking in their chat forms.
+func TestDecodeMessagesTranslation(t *testing.T) {
+	type want struct {
+		Messages          []map[string]any
+		ToolChoice        string
+		ToolName          string
+		ParallelToolCalls bool
+		Stop              []string
+		MaxTokens         int
+		TopK              int
+		Stream            bool
+		ContinueFinal     bool
+		Kwargs            map[string]any
+		Tools             any
+	}
+	for _, tc := range []struct {
+		name, body string
+		want       want
+	}{
+		{"a string system and a string message",
+			`{"model":"m","max_tokens":5,"system":"Be brief.","messages":[{"role":"user","content":"Hi"}],"top_k":3,"stream":true,"metadata":{"user_id":"u"}}`,
+			want{Messages: []map[string]any{{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}},
+				ToolChoice: "none", ParallelToolCalls: true, MaxTokens: 5, TopK: 3, Stream: true}},
+		{"system blocks and text blocks, cache_control ignored",
+			`{"model":"m","max_tokens":5,"system":[{"type":"text","text":"A."},{"type":"text","text":"B.","cache_control":{"type":"ephemeral"}}],
+			"messages":[{"role":"user","content":[{"type":"text","text":"one"},{"type":"text","text":"two","cache_control":{"type":"ephemeral"}}]}]}`,
+			want{Messages: []map[string]any{{"role": "system", "content": "A.\n\nB."}, {"role": "user", "content": "one\n\ntwo"}},
+				ToolChoice: "none", ParallelToolCalls: true, MaxTokens: 5}},
+		{"a tool round trip",
+			`{"model":"m","max_tokens":9,"tools":[{"name":"get_weather","description":"Weather","input_schema":{"type":"object"}}],
+			"tool_choice":{"type":"auto","disable_parallel_tool_use":true},"stop_sequences":["END"],
+			"messages":[{"role":"user","content":"Weather?"},
+			{"role":"assistant","content":[{"type":"thinking","thinking":"Ask the tool.","signature":""},{"type":"text","text":"Checking."},
+				{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"22C"}]},{"type":"text","text":"And tomorrow?"}]}]}`,
+			want{Messages: []map[string]any{
+				{"role": "user", "content": "Weather?"},
+				{"role": "assistant", "content": "Checking.", "reasoning_content": "Ask the tool.",
+					"tool_calls": []any{map[string]any{"id": "toolu_1", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": map[string]any{"city": "Paris"}}}}},
+				{"role": "tool", "content": "22C", "tool_call_id": "toolu_1"},
+				{"role": "user", "content": "And tomorrow?"}},
+				ToolChoice: "auto", ParallelToolCalls: false, Stop: []string{"END"}, MaxTokens: 9,
+				Tools: []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "description": "Weather", "parameters": map[string]any{"type": "object"}}}}}},
+		{"tool_choice tool, and thinking enabled",
+			`{"model":"m","max_tokens":9,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"},
+			"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"x"}]}`,
+			want{Messages: []map[string]any{{"role": "user", "content": "x"}}, ToolChoice: "function", ToolName: "f", ParallelToolCalls: true, MaxTokens: 9,
+				Kwargs: map[string]any{"enable_thinking": true},
+				Tools:  []any{map[string]any{"type": "function", "function": map[string]any{"name": "f", "parameters": map[string]any{"type": "object"}}}}}},
+		{"adaptive thinking",
+			`{"model":"m","max_tokens":9,"thinking":{"type":"adaptive","display":"summarized"},"messages":[{"role":"user","content":"x"}]}`,
+			want{Messages: []map[string]any{{"role": "user", "content": "x"}}, ToolChoice: "none", ParallelToolCalls: true, MaxTokens: 9,
+				Kwargs: map[string]any{"enable_thinking": true}}},
+		{"tool_choice any, and thinking disabled",
+			`{"model":"m","max_tokens":9,"tools":[{"name":"f","input_schema":{"type":"object"},"type":"custom"}],"tool_choice":{"type":"any"},
+			"thinking":{"type":"disabled"},"messages":[{"role":"user","content":"x"}]}`,
+			want{Messages: []map[string]any{{"role": "user", "content": "x"}}, ToolChoice: "required", ParallelToolCalls: true, MaxTokens: 9,
+				Kwargs: map[string]any{"enable_thinking": false},
+				Tools:  []any{map[string]any{"type": "function", "function": map[string]any{"name": "f", "parameters": map[string]any{"type": "object"}}}}}},
+		{"tool_choice none",
+			`{"model":"m","max_tokens":9,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"none"},"messages":[{"role":"user","content":"x"}]}`,
+			want{Messages: []map[string]any{{"role": "user", "content": "x"}}, ToolChoice: "none", ParallelToolCalls: true, MaxTokens: 9,
+				Tools: []any{map[string]any{"type": "function", "function": map[string]any{"name": "f", "parameters": map[string]any{"type": "object"}}}}}},
+		{"a final assistant message is continued",
+			`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"Count."},{"role":"assistant","content":[{"type":"text","text":"One, two,"}]}]}`,
+			want{Messages: []map[string]any{{"role": "user", "content": "Count."}, {"role": "assistant", "content": "One, two,"}},
+				ToolChoice: "none", ParallelToolCalls: true, MaxTokens: 9, ContinueFinal: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, e := httpfront.DecodeMessages([]byte(tc.body), httpfront.DecodeOptions{Strict: true}, false)
+			if e != nil {
+				t.Fatal(e)
+			}
+			c := r.Chat
+			got := want{Messages: chatView(t, c.Messages), ToolChoice: c.ToolChoice, ToolName: c.ToolName, ParallelToolCalls: c.ParallelToolCalls,
+				Stop: c.Stop, MaxTokens: c.MaxTokens, TopK: c.TopK, Stream: c.Stream, ContinueFinal: c.ContinueFinal}
+			if c.TemplateKwargs != nil {
+				got.Kwargs = map[string]any{}
+				for k, v := range c.TemplateKwargs {
+					var x any
+					_ = json.Unmarshal(v, &x)
+					got.Kwargs[k] = x
+				}
+			}
+			if c.Tools != nil {
+				if err := json.Unmarshal(c.Tools, &got.Tools); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("chat request (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// count_tokens takes the same body without max_tokens.
+func TestDecodeMessagesCountOnly(t *testing.T) {
+	r, e := httpfront.DecodeMessages([]byte(`{"model":"m","messages":[{"role":"user","content":"x"}]}`), httpfront.DecodeOptions{}, true)
+	if e != nil || r.Chat.MaxTokens != 0 {
+		t.Fatalf("count_tokens body: %v %+v", e, r)
+	}
+}
+
+func TestDecodeMessagesErrors(t *testing.T) {
+	for _, tc := range []struct{ name, body, param string }{
+		{"no max_tokens", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "max_tokens"},
+		{"no model", `{"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, "model"},
+		{"no messages", `{"model":"m","max_tokens":5}`, "messages"},
+		{"max_tokens below 1", `{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, "max_tokens"},
+		{"a system role in messages", `{"model":"m","max_tokens":5,"messages":[{"role":"system","content":"hi"}]}`, "messages[0].role"},
+		{"an image block", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`, "messages[0].content[0].type"},
+		{"a text block without text", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text"}]}]}`, "messages[0].content[0].text"},
+		{"a tool_result without tool_use_id", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","content":"x"}]}]}`, "messages[0].content[0].tool_use_id"},
+		{"a tool_use in a user message", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]}]}`, "messages[0].content[0].type"},
+		{"a tool_use whose input is not an object", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":3}]}]}`, "messages[1].content[0].input"},
+		{"a system image block", `{"model":"m","max_tokens":5,"system":[{"type":"image"}],"messages":[{"role":"user","content":"hi"}]}`, "system[0].type"},
+		{"a server tool", `{"model":"m","max_tokens":5,"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"hi"}]}`, "tools[0].type"},
+		{"a tool without input_schema", `{"model":"m","max_tokens":5,"tools":[{"name":"f"}],"messages":[{"role":"user","content":"hi"}]}`, "tools[0].input_schema"},
+		{"a bad tool name", `{"model":"m","max_tokens":5,"tools":[{"name":"a b","input_schema":{}}],"messages":[{"role":"user","content":"hi"}]}`, "tools[0].name"},
+		{"tool_choice naming no tool", `{"model":"m","max_tokens":5,"tools":[{"name":"f","input_schema":{}}],"tool_choice":{"type":"tool","name":"g"},"messages":[{"role":"user","content":"hi"}]}`, "tool_choice"},
+		{"tool_choice tool without a name", `{"model":"m","max_tokens":5,"tool_choice":{"type":"tool"},"messages":[{"role":"user","content":"hi"}]}`, "tool_choice.name"},
+		{"an unknown tool_choice", `{"model":"m","max_tokens":5,"tool_choice":{"type":"some"},"messages":[{"role":"user","content":"hi"}]}`, "tool_choice.type"},
+		{"too many stop sequences", `{"model":"m","max_tokens":5,"stop_sequences":["a","b","c","d","e"],"messages":[{"role":"user","content":"hi"}]}`, "stop_sequences"},
+		{"thinking without budget", `{"model":"m","max_tokens":5,"thinking":{"type":"enabled"},"messages":[{"role":"user","content":"hi"}]}`, "thinking.budget_tokens"},
+		{"a thinking budget below 1024", `{"model":"m","max_tokens":5,"thinking":{"type":"enabled","budget_tokens":10},"messages":[{"role":"user","content":"hi"}]}`, "thinking.budget_tokens"},
+		{"an unknown thinking display", `{"model":"m","max_tokens":5,"thinking":{"type":"adaptive","display":"full"},"messages":[{"role":"user","content":"hi"}]}`, "thinking.display"},
+		{"an unknown thinking type", `{"model":"m","max_tokens":5,"thinking":{"type":"deep"},"messages":[{"role":"user","content":"hi"}]}`, "thinking.type"},
+		{"a metadata user_id that is not a string", `{"model":"m","max_tokens":5,"metadata":{"user_id":1},"messages":[{"role":"user","content":"hi"}]}`, "metadata.user_id"},
+		{"temperature out of range", `{"model":"m","max_tokens":5,"temperature":3,"messages":[{"role":"user","content":"hi"}]}`, "temperature"},
+		{"mcp_servers", `{"model":"m","max_tokens":5,"mcp_servers":[{"url":"x"}],"messages":[{"role":"user","content":"hi"}]}`, "mcp_servers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, e := httpfront.DecodeMessages([]byte(tc.body), httpfront.DecodeOptions{}, false)
+			if e == nil || e.Status != 400 || e.Param != tc.param {
+				t.Fatalf("got %v, want a 400 naming %s", e, tc.param)
+			}
+			if !strings.Contains(e.Message, tc.param) {
+				t.Errorf("message %q does not name %s", e.Message, tc.param)
+			}
+		})
+	}
+}
+
+// Errors on the Messages paths have Anthropic's shape and statuses, the
+// key is taken from x-api-key or Authorization, and other paths keep
+// OpenAI's shape.
+func TestMessagesErrorShapes(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{APIKey: "k"}, 1)
+	key := []string{"x-api-key", "k", "anthropic-version", "2023-06-01"}
+	ok := `{"model":"` + s.id + `","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`
+	type answer struct {
+		Status int
+		Doc    map[string]any
+	}
+	anthropic := func(status int, typ string) answer {
+		return answer{status, map[string]any{"type": "error", "error": map[string]any{"type": typ}}}
+	}
+	for _, tc := range []struct {
+		name, method, path, body string
+		header                   []string
+		want                     answer
+	}{
+		{"missing max_tokens", "POST", "/v1/messages", `{"model":"` + s.id + `","messages":[{"role":"user","content":"hi"}]}`, key, anthropic(400, "invalid_request_error")},
+		{"no key", "POST", "/v1/messages", ok, nil, anthropic(401, "authentication_error")},
+		{"a wrong x-api-key", "POST", "/v1/messages", ok, []string{"x-api-key", "bad"}, anthropic(401, "authentication_error")},
+		{"an unknown model", "POST", "/v1/messages", strings.Replace(ok, s.id, "claude-x", 1), key, anthropic(404, "not_found_error")},
+		{"count_tokens of an unknown model", "POST", "/v1/messages/count_tokens", `{"model":"claude-x","messages":[{"role":"user","content":"hi"}]}`, key, anthropic(404, "not_found_error")},
+		{"a body that is not JSON", "POST", "/v1/messages", `{`, key, anthropic(400, "invalid_request_error")},
+		{"GET", "GET", "/v1/messages", "", key, anthropic(405, "invalid_request_error")},
+		{"an unknown path under /v1/messages", "POST", "/v1/messages/batches", ok, key, anthropic(404, "not_found_error")},
+		{"the OpenAI paths keep OpenAI's shape", "POST", "/v1/chat/completions", `{"model":"` + s.id + `"}`, key,
+			answer{400, map[string]any{"error": map[string]any{"type": "invalid_request_error", "param": "messages", "code": nil}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, doc := s.call(t, tc.method, tc.path, tc.body, tc.header...)
+			e, _ := doc["error"].(map[string]any)
+			if e == nil || e["message"] == "" {
+				t.Fatalf("no error message in %v", doc)
+			}
+			delete(e, "message")
+			if d := cmp.Diff(tc.want, answer{status, doc}); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+	for _, h := range [][]string{key, {"Authorization", "Bearer k"}} {
+		if status, doc := s.call(t, "POST", "/v1/messages", ok, h...); status != 200 || doc["type"] != "message" {
+			t.Errorf("key in %s: status %d %v", h[0], status, doc)
+		}
+	}
+}
+
+// A streamed message is Anthropic's event sequence, and it adds up to the
+// non-streamed message: text, stop reason, stop sequence and usage.
+func TestMessagesStream(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 1)
+	body := `{"model":"` + s.id + `","max_tokens":12,"temperature":0,"messages":[{"role":"user","content":"Tell me a story."}]%s}`
+	_, whole := s.call(t, "POST", "/v1/messages", strings.Replace(body, "%s", "", 1))
+	text := whole["content"].([]any)[0].(map[string]any)["text"].(string)
+	if len(text) < 6 {
+		t.Fatalf("reply %q too short to cut", text)
+	}
+	stop := text[3:6]
+	for _, tc := range []struct {
+		name, extra string
+		text        string
+		stop        any
+		reason      string
+	}{
+		{"to max_tokens", "", text, nil, whole["stop_reason"].(string)},
+		{"to a stop sequence", `,"stop_sequences":[` + mustQuote(stop) + `]`, text[:strings.Index(text, stop)], stop, "stop_sequence"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			events := s.namedStream(t, "/v1/messages", strings.Replace(body, "%s", tc.extra+`,"stream":true`, 1))
+			var names []string
+			var streamed strings.Builder
+			for _, e := range events {
+				names = append(names, e["type"].(string))
+				if d, ok := e["delta"].(map[string]any); ok && d["type"] == "text_delta" {
+					streamed.WriteString(d["text"].(string))
+				}
+			}
+			want := []string{"message_start", "ping", "content_block_start"}
+			for range len(names) - 6 {
+				want = append(want, "content_block_delta")
+			}
+			want = append(want, "content_block_stop", "message_delta", "message_stop")
+			if d := cmp.Diff(want, names); d != "" {
+				t.Errorf("events (-want +got):\n%s", d)
+			}
+			last := events[len(events)-2]
+			got := map[string]any{"text": streamed.String(), "delta": last["delta"]}
+			wantDoc := map[string]any{"text": tc.text, "delta": map[string]any{"stop_reason": tc.reason, "stop_sequence": tc.stop}}
+			if d := cmp.Diff(wantDoc, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+			_, nonStream := s.call(t, "POST", "/v1/messages", strings.Replace(body, "%s", tc.extra, 1))
+			u, wu := last["usage"].(map[string]any), nonStream["usage"].(map[string]any)
+			if u["output_tokens"] != wu["output_tokens"] || u["input_tokens"].(float64)+u["cache_read_input_tokens"].(float64) != wu["input_tokens"].(float64)+wu["cache_read_input_tokens"].(float64) {
+				t.Errorf("streamed usage %v, non-streamed %v", u, wu)
+			}
+			if nonStream["stop_reason"] != tc.reason || nonStream["stop_sequence"] != tc.stop {
+				t.Errorf("non-streamed stop %v %v, want %v %v", nonStream["stop_reason"], nonStream["stop_sequence"], tc.reason, tc.stop)
+			}
+		})
+	}
+	_, count := s.call(t, "POST", "/v1/messages/count_tokens", `{"model":"`+s.id+`","messages":[{"role":"user","content":"Tell me a story."}]}`)
+	start := s.namedStream(t, "/v1/messages", strings.Replace(body, "%s", `,"stream":true`, 1))[0]["message"].(map[string]any)["usage"].(map[string]any)
+	if count["input_tokens"] != start["input_tokens"] {
+		t.Errorf("count_tokens %v, message_start usage %v", count, start)
+	}
+}
+
+// An error after the stream started is an Anthropic error event.
+func TestMessagesStreamError(t *testing.T) {
+	s := start(t, "stories260K.gguf", httpfront.Config{Timeout: 30 * time.Millisecond}, 1)
+	// Keep the only slot busy so the stream waits past its deadline.
+	go http.Post(s.url+"/v1/completions", "application/json", strings.NewReader(`{"model":"stories260K","prompt":"Once","max_tokens":450,"temperature":0,"ignore_eos":true}`))
+	time.Sleep(5 * time.Millisecond)
+	events := s.namedStream(t, "/v1/messages", `{"model":"stories260K","max_tokens":450,"stream":true,"messages":[{"role":"user","content":"Once"}]}`)
+	last := events[len(events)-1]
+	if e, _ := last["error"].(map[string]any); last["type"] != "error" || e["type"] != "api_error" || e["message"] == "" {
+		t.Errorf("last event %v, want an api_error event", last)
+	}
+	s.waitIdle(t)
+}
