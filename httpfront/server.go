@@ -357,7 +357,7 @@ type Health struct {
 	RequestsAbandoned int64 `json:"requests_abandoned"`
 	// APIKeyRequired says that /v1/ calls need the API key (the web UI
 	// asks for it before its first call).
-	APIKeyRequired bool `json:"api_key_required"`
+	APIKeyRequired bool `json:"api_key_required,omitempty"`
 }
 
 // health answers 200 once a model is set (503 while loading and draining).
