@@ -172,16 +172,21 @@ func TestWebUI(t *testing.T) {
 	}
 	waitIdleOnServer(t, base, key)
 
-	// A short reply that finishes, for the phases plot and the screenshot.
+	// A short reply that finishes, in a new conversation (the stopped
+	// reply may fill most of the context), for the screenshot.
 	run(t, ctx, "send a short prompt",
+		chromedp.Click(chromedp.CSS("#clear")),
 		chromedp.SetValue(chromedp.CSS("#max_tokens"), "120"),
 		chromedp.SendKeys(chromedp.CSS("#prompt"), "Once upon a time"),
 		chromedp.Click(chromedp.CSS("#send")),
-		chromedp.WaitVisible(chromedp.CSS(".msg.assistant:nth-of-type(4) .meta:not(:empty)")),
+		chromedp.WaitVisible(chromedp.CSS(".msg.assistant .meta:not(:empty)")),
 		chromedp.WaitVisible(chromedp.CSS("#plot-phases rect.bar")),
 		chromedp.WaitVisible(chromedp.CSS("#plot-spec rect.bar")),
 		chromedp.Sleep(1200*time.Millisecond), // one idle poll redraws the plots at rest
 	)
+	if n := value(t, ctx, "count errors", chromedp.Evaluate[int](`document.querySelectorAll('#messages .error').length`)); n != 0 {
+		t.Errorf("the chat shows %d errors", n)
+	}
 	saveScreenshot(t, ctx, filepath.Join(shots, "webui-chat.png"))
 
 	// The graph view draws every step of the plan the server runs.

@@ -91,6 +91,7 @@ class Drawing {
   constructor(doc) {
     this.doc = doc;
     this.boxes = new Map(); // scope/key -> {x, y, w, h}
+    this.loops = svg('g', { class: 'loops' }); // under the edges: a loop's body wires run on its box
     this.edges = svg('g', { class: 'edges' });
     this.nodes = svg('g', { class: 'nodes' });
     this.segOf = new Map(); // scope/id -> segment index
@@ -99,14 +100,14 @@ class Drawing {
   place(block, ox, oy, segments, parentScope) {
     segments.forEach((seg, i) => seg.steps.forEach((id) => this.segOf.set(block.scope + '/' + id, i)));
     for (const it of block.items) {
-      const box = { x: ox + it.x, y: oy + it.y, w: it.w, h: it.h };
+      const box = { x: ox + it.x, y: oy + it.y, w: it.w, h: it.h, layer: it.kind === 'loop' || it.kind === 'step' || it.kind === 'output' ? it.layer : 0, scope: block.scope, inputs: 0, used: 0 };
       this.boxes.set(block.scope + '/' + it.key, box);
       if (it.kind === 'loop') {
         const g = svg('g', { class: 'loop', 'data-step': it.step.id, 'data-op': 'loop' });
         g.append(svg('title', {}, paramsText(it.step)));
         g.append(svg('rect', { x: box.x, y: box.y, width: box.w, height: box.h, rx: 10, class: 'loop-box' }));
         g.append(svg('text', { x: box.x + 10, y: box.y + 16, class: 'loop-title' }, it.title));
-        this.nodes.append(g);
+        this.loops.append(g);
         this.place(it.inner, box.x + (box.w - it.inner.w) / 2, box.y + TITLE + PAD, it.step.loop.segments, block.scope);
       } else if (it.kind === 'step') {
         this.drawStep(it.step, box, block.scope);
@@ -118,6 +119,11 @@ class Drawing {
       }
     }
     for (const it of block.items) {
+      const box = this.boxes.get(block.scope + '/' + it.key);
+      if (it.step) box.inputs = Object.values(it.step.in).filter((r) => !r.startsWith('$prev.')).length;
+      if (it.kind === 'output') box.inputs = 1;
+    }
+    for (const it of block.items) {
       const st = it.step;
       if (!st) continue;
       for (const [port, ref] of Object.entries(st.in)) this.edge(block.scope, parentScope, ref, it.key, port);
@@ -127,7 +133,7 @@ class Drawing {
         for (const [k, ref] of Object.entries(st.loop.out)) {
           const from = this.boxes.get(inner + '/' + splitRef(ref)[0]);
           const to = this.boxes.get(block.scope + '/' + it.key);
-          if (from && to) this.curve(from, { x: from.x, y: to.y + to.h - 2, w: from.w, h: 0 }, 'flow', 'out ' + k);
+          if (from && to) this.curve(from, { x: from.x, y: to.y + to.h - 2, w: from.w, h: 0, inputs: 1, used: 0 }, 'flow', 'out ' + k);
         }
       }
     }
@@ -171,11 +177,26 @@ class Drawing {
     if (from && to) this.back(from, to, 'next', label);
   }
 
+  // curve draws a wire from a's bottom into b's top, at the next of b's
+  // input slots; a wire that would cross the boxes of the layers between
+  // goes around them on the left.
   curve(a, b, cls, label) {
-    const x1 = a.x + a.w / 2, y1 = a.y + a.h, x2 = b.x + b.w / 2, y2 = b.y;
-    const dy = Math.max((y2 - y1) / 2, 12);
-    this.edges.append(svg('path', { d: `M${x1},${y1} C${x1},${y1 + dy} ${x2},${y2 - dy} ${x2},${y2}`, class: 'edge ' + cls, 'marker-end': 'url(#arrow)' }));
-    if (label) this.edges.append(svg('text', { x: x2 + 4, y: y2 - 5, class: 'edge-label' }, label));
+    const x1 = a.x + a.w / 2, y1 = a.y + a.h;
+    const slot = b.used++;
+    const x2 = b.x + (b.w * (slot + 1)) / (Math.max(b.inputs, slot + 1) + 1), y2 = b.y;
+    const between = [...this.boxes.values()].filter((c) => c.scope === a.scope && c.scope === b.scope &&
+      c.layer > a.layer && c.layer < b.layer && c.x < Math.max(x1, x2) + 8 && c.x + c.w > Math.min(x1, x2) - 8);
+    let d;
+    if (between.length && b.layer - a.layer > 1) {
+      const lane = Math.min(...between.map((c) => c.x)) - 12 - 7 * (this.lanes = (this.lanes || 0) + 1);
+      const top = Math.min(...between.map((c) => c.y)) - 8, bottom = Math.max(...between.map((c) => c.y + c.h)) + 8;
+      d = `M${x1},${y1} C${x1},${top} ${lane},${y1} ${lane},${top} L${lane},${bottom} C${lane},${y2} ${x2},${bottom} ${x2},${y2}`;
+    } else {
+      const dy = Math.max((y2 - y1) / 2, 12);
+      d = `M${x1},${y1} C${x1},${y1 + dy} ${x2},${y2 - dy} ${x2},${y2}`;
+    }
+    this.edges.append(svg('path', { d, class: 'edge ' + cls, 'marker-end': 'url(#arrow)' }));
+    if (label) this.edges.append(svg('text', { x: x2 + 3, y: y2 - 4 - 9 * (slot % 2), class: 'edge-label' }, label));
   }
 
   // back draws an edge against the flow (a loop's feedback, a carried
@@ -207,7 +228,7 @@ function drawCaches(d, groups, x0) {
   const g = svg('g', { class: 'caches' });
   const boxes = [];
   groups.forEach((c, i) => {
-    const box = { x: x0, y: 10 + i * 84, w: 250, h: 66 };
+    const box = { x: x0, y: 10 + i * 84, w: 320, h: 66 };
     boxes.push(box);
     const cg = svg('g', { class: 'cache', 'data-cache': c.name });
     cg.append(svg('rect', { x: box.x, y: box.y, width: box.w, height: box.h, rx: 6, class: 'cache-box' }));
@@ -257,14 +278,14 @@ export async function showGraph() {
     `plan ${p.name} (${p.file}) · prefill chunk ${p.policy.prefill_chunk} · KV ${p.policy.kv_dtype}, ${p.policy.kv_block_tokens} tokens per block · ${p.hash.slice(0, 12)}`;
   const block = layoutBlock(p.steps, '', '$in', p.out);
   const d = new Drawing(doc);
-  d.place(block, 20, 20, p.segments);
-  const cacheX = 20 + block.w + 110;
+  d.place(block, 60, 20, p.segments);
+  const cacheX = 60 + block.w + 110;
   const caches = drawCaches(d, doc.cache_groups, cacheX);
-  const width = cacheX + 270, height = Math.max(block.h + 60, caches.h + 20);
+  const width = cacheX + 340, height = Math.max(block.h + 60, caches.h + 20);
   const root = svg('svg', { width, height, viewBox: `0 0 ${width} ${height}`, class: 'plan', 'data-plan': p.name });
   const defs = svg('defs');
   defs.append(marker('arrow', 'flow'), marker('arrow-carry', 'carry'), marker('arrow-next', 'next'));
-  root.append(defs, d.edges, d.nodes, caches.g);
+  root.append(defs, d.loops, d.edges, d.nodes, caches.g);
   box.replaceChildren(root);
   drawn = root;
 }
