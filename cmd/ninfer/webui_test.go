@@ -184,6 +184,32 @@ func TestWebUI(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#plot-spec rect.bar")),
 		chromedp.Sleep(1200*time.Millisecond), // one idle poll redraws the plots at rest
 	)
+	// A forced tool call (grammar-constrained) is shown with its name and
+	// arguments.
+	const tools = `[{"type":"function","function":{"name":"get_weather","description":"The weather in a city.",` +
+		`"parameters":{"type":"object","properties":{"city":{"type":"string","maxLength":12}},"required":["city"],"additionalProperties":false}}}]`
+	run(t, ctx, "ask for a tool call",
+		chromedp.Click(chromedp.CSS("#settings summary")),
+		chromedp.SetValue(chromedp.CSS("#tools"), tools),
+		chromedp.SetValue(chromedp.CSS("#tool_choice"), "required"),
+		chromedp.SetValue(chromedp.CSS("#max_tokens"), "200"),
+		chromedp.SendKeys(chromedp.CSS("#prompt"), "What is the weather in Paris?"),
+		chromedp.Click(chromedp.CSS("#send")),
+		chromedp.WaitVisible(chromedp.CSS(".msg.assistant:last-child .meta:not(:empty)")),
+		chromedp.Click(chromedp.CSS("#settings summary")),
+	)
+	type toolView struct{ Name, Args, Meta string }
+	call := value(t, ctx, "read the tool call", chromedp.Evaluate[toolView](`(() => {
+		const last = [...document.querySelectorAll('.msg.assistant')].pop();
+		const q = (s) => (last.querySelector(s) || {}).textContent || '';
+		return {Name: q('.tool-name'), Args: q('.tool-args'), Meta: q('.meta')};
+	})()`))
+	var args struct {
+		City *string `json:"city"`
+	}
+	if call.Name != "tool call: get_weather" || json.Unmarshal([]byte(call.Args), &args) != nil || args.City == nil || !strings.HasSuffix(call.Meta, "tool_calls") {
+		t.Errorf("the forced tool call shows as %+v, want get_weather with {\"city\": ...} arguments, finished by tool_calls", call)
+	}
 	if n := value(t, ctx, "count errors", chromedp.Evaluate[int](`document.querySelectorAll('#messages .error').length`)); n != 0 {
 		t.Errorf("the chat shows %d errors", n)
 	}

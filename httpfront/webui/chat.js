@@ -146,7 +146,10 @@ async function send(text) {
   let usage = null;
   try {
     const t = tools();
-    if (t) body.tools = t;
+    if (t) {
+      body.tools = t;
+      body.tool_choice = $('tool_choice').value;
+    }
     const res = await api('/v1/chat/completions', { method: 'POST', body: JSON.stringify(body), signal: running.signal });
     if (!res.ok) {
       const e = await res.json().catch(() => ({}));
