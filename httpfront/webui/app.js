@@ -17,19 +17,29 @@ async function modelInfo() {
     setModel(m.id);
   } catch (err) {
     info.textContent = 'model unavailable: ' + err.message;
+    setTimeout(modelInfo, 2000); // e.g. still loading: try again
   }
 }
 
+function show(view) {
+  for (const t of document.querySelectorAll('.tab')) t.classList.toggle('active', t.dataset.view === view);
+  for (const v of document.querySelectorAll('.view')) v.classList.toggle('hidden', v.id !== 'view-' + view);
+  if (view === 'graph') showGraph();
+}
+
+// The tabs; #graph in the address opens the graph view.
 function initTabs() {
   for (const tab of document.querySelectorAll('.tab')) {
     tab.addEventListener('click', () => {
-      for (const t of document.querySelectorAll('.tab')) t.classList.toggle('active', t === tab);
-      for (const v of document.querySelectorAll('.view')) v.classList.toggle('hidden', v.id !== 'view-' + tab.dataset.view);
-      if (tab.dataset.view === 'graph') showGraph();
+      history.replaceState(null, '', tab.dataset.view === 'graph' ? '#graph' : '#');
+      show(tab.dataset.view);
     });
   }
 }
 
 initTabs();
 initChat();
-needKey().then(modelInfo).then(startFigures);
+needKey().then(modelInfo).then(() => {
+  if (location.hash === '#graph') show('graph');
+  startFigures();
+});
