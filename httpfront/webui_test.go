@@ -202,3 +202,25 @@ func TestLiveStatsAfterARequest(t *testing.T) {
 		t.Errorf("GET %s (-want +got):\n%s", httpfront.LivePath, diff)
 	}
 }
+
+// A hybrid model's recurrent state slots are a cache group of their own,
+// next to the paged KV of its attention layers.
+func TestGraphEndpointShowsTheStateGroupOfAHybridModel(t *testing.T) {
+	s := start(t, "tiny-qwen35-f32.gguf", httpfront.Config{}, 2)
+	status, _, body := s.get(t, "GET", httpfront.GraphPath, "")
+	if status != 200 {
+		t.Fatalf("GET %s: %d %s", httpfront.GraphPath, status, body)
+	}
+	var got httpfront.Graph
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.inst.Engine.Snapshot()
+	want := []httpfront.CacheGroup{
+		{Name: "kv", Kind: "kv", Model: exec.Target, Total: snap.KVBlocksTotal, BlockTokens: 16, UnitBytes: snap.KVBlockBytes, DType: "f32"},
+		{Name: "state", Kind: "state", Model: exec.Target, Total: snap.StateSlotsTotal, UnitBytes: snap.StateSlotBytes, DType: "f32"},
+	}
+	if diff := cmp.Diff(want, got.CacheGroups); diff != "" || snap.StateSlotsTotal == 0 {
+		t.Errorf("cache groups (-want +got):\n%s", diff)
+	}
+}
