@@ -139,16 +139,23 @@ func TestWebUICSP(t *testing.T) {
 	}
 }
 
-func TestGraphEndpoint(t *testing.T) {
-	s := start(t, "stories260K.gguf", httpfront.Config{APIKey: "k"}, 2)
-	status, _, body := s.get(t, "GET", httpfront.GraphPath, "k")
+// graph GETs GraphPath (with key when given), which must answer 200.
+func (s *server) graph(t *testing.T, key string) httpfront.Graph {
+	t.Helper()
+	status, _, body := s.get(t, "GET", httpfront.GraphPath, key)
 	if status != 200 {
 		t.Fatalf("GET %s: %d %s", httpfront.GraphPath, status, body)
 	}
-	var got httpfront.Graph
-	if err := json.Unmarshal([]byte(body), &got); err != nil {
+	var g httpfront.Graph
+	if err := json.Unmarshal([]byte(body), &g); err != nil {
 		t.Fatal(err)
 	}
+	return g
+}
+
+func TestGraphEndpoint(t *testing.T) {
+	s := start(t, "stories260K.gguf", httpfront.Config{APIKey: "k"}, 2)
+	got := s.graph(t, "k")
 	snap := s.inst.Engine.Snapshot()
 	want := httpfront.Graph{Model: "stories260K", Plan: s.inst.Plan.Doc(), CacheGroups: []httpfront.CacheGroup{
 		{Name: "kv", Kind: "kv", Model: exec.Target, Total: snap.KVBlocksTotal, BlockTokens: 16, UnitBytes: snap.KVBlockBytes, DType: "f32"},
@@ -207,14 +214,7 @@ func TestLiveStatsAfterARequest(t *testing.T) {
 // next to the paged KV of its attention layers.
 func TestGraphEndpointShowsTheStateGroupOfAHybridModel(t *testing.T) {
 	s := start(t, "tiny-qwen35-f32.gguf", httpfront.Config{}, 2)
-	status, _, body := s.get(t, "GET", httpfront.GraphPath, "")
-	if status != 200 {
-		t.Fatalf("GET %s: %d %s", httpfront.GraphPath, status, body)
-	}
-	var got httpfront.Graph
-	if err := json.Unmarshal([]byte(body), &got); err != nil {
-		t.Fatal(err)
-	}
+	got := s.graph(t, "")
 	snap := s.inst.Engine.Snapshot()
 	want := []httpfront.CacheGroup{
 		{Name: "kv", Kind: "kv", Model: exec.Target, Total: snap.KVBlocksTotal, BlockTokens: 16, UnitBytes: snap.KVBlockBytes, DType: "f32"},
