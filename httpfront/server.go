@@ -2,7 +2,9 @@
 // fasthttp: POST /v1/chat/completions and /v1/completions (JSON or SSE
 // streaming), POST /v1/responses (the stateless Responses API), POST
 // /v1/messages and /v1/messages/count_tokens (Anthropic's Messages API), GET
-// /v1/models, POST /tokenize and /detokenize, and GET /health. It decodes and validates
+// /v1/models, POST /tokenize and /detokenize, and GET /health; GET /v1/graph
+// and /v1/stats/live show the plan and the engine's figures to the built-in
+// web UI served at /. It decodes and validates
 // requests, renders chat templates, tokenizes, submits each choice to the
 // engine and turns the engine's token events into responses. It talks to
 // nothing but the engine and the tokenizer.
@@ -28,6 +30,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/tok"
 	"github.com/ninfer/ninfer-go/traces"
 )
@@ -46,6 +49,9 @@ type Model struct {
 	// TrainContext is the model's training context (GGUF context_length),
 	// shown in /v1/models; 0 shows the engine's context length.
 	TrainContext int
+	// Plan is the compiled plan the engine runs, shown by GraphPath; nil
+	// answers 404 there.
+	Plan *plan.Plan
 }
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -72,6 +78,9 @@ type Config struct {
 	// allowed cross-origin calls (CORS); "*" allows any origin, without
 	// credentials. None by default.
 	AllowedOrigins []string
+	// NoWebUI turns off the built-in web UI (/ and WebUIPrefix then
+	// answer 404).
+	NoWebUI bool
 }
 
 // Config defaults.
@@ -96,6 +105,7 @@ type Server struct {
 	// the response.
 	abandoned atomic.Int64
 	metrics   *Metrics
+	recent    recentPhases // phases of the last finished sequences (LivePath)
 }
 
 // New returns a server that answers 503 until SetModel is called.
@@ -211,6 +221,9 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		}
 		s.metrics.handler(ctx)
 		return
+	case !s.cfg.NoWebUI && isWebUI(path):
+		s.webui(ctx, path)
+		return
 	case !strings.HasPrefix(path, "/v1/"):
 		s.fail(ctx, notFound(path))
 		return
@@ -232,6 +245,18 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		s.intervals(ctx, m)
+	case GraphPath:
+		if !ctx.IsGet() {
+			s.fail(ctx, methodNotAllowed(ctx, "GET"))
+			return
+		}
+		s.graph(ctx, m)
+	case LivePath:
+		if !ctx.IsGet() {
+			s.fail(ctx, methodNotAllowed(ctx, "GET"))
+			return
+		}
+		s.live(ctx, m)
 	case "/v1/chat/completions", "/v1/completions", "/v1/responses", EmbeddingsPath, MessagesPath, CountTokensPath:
 		if !ctx.IsPost() {
 			s.fail(ctx, methodNotAllowed(ctx, "POST"))
@@ -339,11 +364,15 @@ type Health struct {
 	// RequestsAbandoned counts non-streaming requests whose client left
 	// before the response, since start.
 	RequestsAbandoned int64 `json:"requests_abandoned"`
+	// APIKeyRequired says that /v1/ calls need the API key (the web UI
+	// asks for it before its first call).
+	APIKeyRequired bool `json:"api_key_required,omitempty"`
 }
 
 // health answers 200 once a model is set (503 while loading and draining).
 func (s *Server) health(ctx *fasthttp.RequestCtx) {
-	h := Health{Status: "loading", RequestsInFlight: s.InFlight(), StreamsAborted: s.aborted.Load(), RequestsAbandoned: s.abandoned.Load()}
+	h := Health{Status: "loading", RequestsInFlight: s.InFlight(), StreamsAborted: s.aborted.Load(), RequestsAbandoned: s.abandoned.Load(),
+		APIKeyRequired: s.cfg.APIKey != ""}
 	status := http.StatusServiceUnavailable
 	if m := s.model.Load(); m != nil {
 		snap := m.Engine.Snapshot()

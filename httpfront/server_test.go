@@ -66,7 +66,7 @@ func startWith(t testing.TB, opts instance.Options, cfg httpfront.Config) *serve
 	id := strings.TrimSuffix(filepath.Base(opts.Model), ".gguf")
 	s := &server{url: "http://" + ln.Addr().String(), srv: httpfront.New(cfg), inst: inst, id: id}
 	go s.srv.Serve(ln)
-	s.srv.SetModel(&httpfront.Model{ID: s.id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat, Created: time.Unix(1, 0)})
+	s.srv.SetModel(&httpfront.Model{ID: s.id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat, Created: time.Unix(1, 0), Plan: inst.Plan})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

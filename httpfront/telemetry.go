@@ -102,13 +102,15 @@ func newMetrics(s *Server) *Metrics {
 	m.acceptedPerPos = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ninfer:spec_decode_num_accepted_tokens_per_pos",
 		Help: "Speculative tokens accepted at each draft position."}, []string{"position"})
 	reg.MustRegister(m.success, m.acceptedPerPos)
-	gather := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		m.recording.Lock()
-		defer m.recording.Unlock()
-		return reg.Gather()
-	})
-	m.handler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gather, promhttp.HandlerOpts{}))
+	m.handler = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(prometheus.GathererFunc(m.gather), promhttp.HandlerOpts{}))
 	return m
+}
+
+// gather collects every metric, each request's figures all or not at all.
+func (m *Metrics) gather() ([]*dto.MetricFamily, error) {
+	m.recording.Lock()
+	defer m.recording.Unlock()
+	return m.reg.Gather()
 }
 
 // vllmCollector exports the engine's load under vLLM's metric names, with
@@ -210,6 +212,7 @@ func (s *Server) startTrace(ctx *fasthttp.RequestCtx, received time.Time, id, mo
 func (s *Server) finishTrace(rt requestTrace, prompts [][]int32, stats []engine.Stats, finishes []string, err error) {
 	for i, st := range stats {
 		s.metrics.observe(rt.received, st, finishes[i])
+		s.recent.add(rt.received, st, finishes[i])
 	}
 	if !s.cfg.Traces.Enabled || len(stats) == 0 {
 		return

@@ -66,6 +66,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	strictFields := fs.Bool("strict-fields", false, "reject requests with fields the server does not know (400 naming the field); by default they are ignored and each name is logged once")
 	pprofAddr := fs.String("pprof", "", "serve Go's net/http/pprof profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (default off; it exposes internals: keep it on loopback)")
 	allowedOrigins := fs.String("allowed-origins", "", "comma-separated browser origins allowed cross-origin calls (CORS), e.g. https://app.example; \"*\" allows any origin without credentials (default none)")
+	noWebUI := fs.Bool("no-webui", false, "do not serve the built-in web UI at / (chat, the running graph, live engine figures)")
 	fail, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return code
@@ -141,7 +142,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ninfer serve: pprof on http://%s/debug/pprof/\n", pln.Addr())
 	}
 	srv := httpfront.New(httpfront.Config{APIKey: key, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody, Traces: tp,
-		StrictFields: *strictFields, AllowedOrigins: origins})
+		StrictFields: *strictFields, AllowedOrigins: origins, NoWebUI: *noWebUI})
 	agent := ""
 	if *agentPort != 0 {
 		aln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*agentPort)))
@@ -195,7 +196,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ninfer serve: %s\n", why)
 	}
 	srv.SetModel(&httpfront.Model{ID: id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat,
-		ChatErr: inst.ChatErr, Created: time.Now(), TrainContext: trainContext(inst.File)})
+		ChatErr: inst.ChatErr, Created: time.Now(), TrainContext: trainContext(inst.File), Plan: inst.Plan})
 	snap := inst.Engine.Snapshot()
 	fmt.Fprintf(stdout, "%s%s model=%s max_concurrency=%d kv_blocks=%d%s\n", serveReady, url, id, snap.MaxRunning, snap.KVBlocksTotal, agent)
 	go releaseWhenIdle(ctx, func() bool {
