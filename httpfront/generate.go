@@ -54,6 +54,8 @@ type job struct {
 	done        sync.WaitGroup // one per running choice
 	finishes    int            // final deltas received by the consumer
 	tag         any            // engine.Request.Tag of every choice (the root span's context)
+	series      *modelSeries   // the metrics tokens are counted in as they arrive (nil: none)
+	maxTokens   int            // the first choice's engine MaxTokens (max_tokens or its default)
 
 	// Filled by the runners, read after done.Wait(): each choice's engine
 	// stats and finish reason, and the first failure.
@@ -94,6 +96,9 @@ func (s *Server) start(j *job) *Error {
 			if e != nil {
 				j.leave()
 				return e
+			}
+			if idx == 0 {
+				j.maxTokens = req.MaxTokens
 			}
 			cctx, ccancel := context.WithCancel(j.ctx)
 			events, err := j.m.Engine.Submit(cctx, req)
@@ -293,6 +298,7 @@ func (s *stopper) flush() (string, bool) {
 // log-probabilities, and a final delta.
 func (j *job) run(index int, events <-chan engine.Event) {
 	st := newStopper(j.m.Tokenizer, &j.p)
+	clock := tokenClock{ms: j.series, prompt: len(j.prompts[index/j.p.N])}
 	send := func(d delta) {
 		select {
 		case j.out <- d:
@@ -301,6 +307,7 @@ func (j *job) run(index int, events <-chan engine.Event) {
 	}
 	for ev := range events {
 		if !ev.Done {
+			clock.token(time.Now())
 			if st.matched {
 				continue
 			}

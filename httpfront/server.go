@@ -132,8 +132,11 @@ type quiet struct{}
 func (quiet) Printf(string, ...any) {}
 
 // SetModel makes the server ready: /health answers 200 and /v1/ calls are
-// served by m from now on.
-func (s *Server) SetModel(m *Model) { s.model.Store(m) }
+// served by m from now on; m's metrics start from zero.
+func (s *Server) SetModel(m *Model) {
+	s.metrics.setModel(m)
+	s.model.Store(m)
+}
 
 // Serve accepts connections on ln until Shutdown; it returns nil after a
 // Shutdown.
@@ -509,7 +512,8 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 		ctx.Response.Header.Set(TraceIDHeader, traceID)
 	}
 	jctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: promptParam, tag: trace.SpanContextFromContext(rt.ctx)}
+	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: promptParam, tag: trace.SpanContextFromContext(rt.ctx),
+		series: s.metrics.series.Load()}
 	if e := s.start(j); e != nil {
 		s.finishTrace(rt, prompts, nil, nil, e)
 		s.inflight.Add(-k)
@@ -521,6 +525,7 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 		cancel()
 		// The choices leave the in-flight count only once their figures
 		// are in /metrics: an idle /health implies complete counters.
+		s.metrics.observeRequest(received, p.N, j.maxTokens, j.stats, j.finishReasons)
 		s.finishTrace(rt, prompts, j.stats, j.finishReasons, j.err)
 		s.inflight.Add(-k)
 	}()

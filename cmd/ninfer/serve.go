@@ -142,6 +142,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	srv := httpfront.New(httpfront.Config{APIKey: key, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody, Traces: tp,
 		StrictFields: *strictFields, AllowedOrigins: origins})
+	opts.Observer = httpfront.StepObservers(opts.Observer, srv)
 	agent := ""
 	if *agentPort != 0 {
 		aln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*agentPort)))
