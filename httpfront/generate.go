@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
@@ -33,6 +34,7 @@ type delta struct {
 	logprobs []tokenLogprob
 	final    bool
 	finish   string // "stop" or "length" on a successful final delta
+	stopWord string // the stop sequence that ended the choice, on its final delta
 	err      *Error // a failed final delta
 	stats    engine.Stats
 }
@@ -56,6 +58,9 @@ type job struct {
 	tag         any            // engine.Request.Tag of every choice (the root span's context)
 	series      *modelSeries   // the metrics tokens are counted in as they arrive (nil: none)
 	maxTokens   int            // the first choice's engine MaxTokens (max_tokens or its default)
+	task        int64          // the server's number for the request (llama-server's id_task)
+	received    time.Time
+	decoded     []atomic.Int64 // tokens each choice has received so far (/slots)
 
 	// Filled by the runners, read after done.Wait(): each choice's engine
 	// stats and finish reason, and the first failure.
@@ -89,6 +94,7 @@ func (j *job) leave() {
 func (s *Server) start(j *job) *Error {
 	j.out = make(chan delta, 64)
 	j.gone = make(chan struct{})
+	j.decoded = make([]atomic.Int64, len(j.prompts)*j.p.N)
 	for pi, prompt := range j.prompts {
 		for k := range j.p.N {
 			idx := pi*j.p.N + k
@@ -308,6 +314,7 @@ func (j *job) run(index int, events <-chan engine.Event) {
 	for ev := range events {
 		if !ev.Done {
 			clock.token(time.Now())
+			j.decoded[index].Add(1)
 			if st.matched {
 				continue
 			}
@@ -337,6 +344,9 @@ func (j *job) run(index int, events <-chan engine.Event) {
 			default:
 				last.err = &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: "The engine failed: " + errString(ev.Err)}
 			}
+		}
+		if st.matched {
+			last.stopWord = st.sm.hit
 		}
 		reason := last.finish
 		var err error
@@ -375,6 +385,7 @@ func logprobOf(ev engine.Event) tokenLogprob {
 type stopMatcher struct {
 	stops []string
 	held  string
+	hit   string // the stop sequence matched
 }
 
 // push appends text and returns what may be emitted. When a stop sequence
@@ -388,7 +399,7 @@ func (m *stopMatcher) push(text string) (out string, matched bool) {
 	first := -1
 	for _, s := range m.stops {
 		if i := strings.Index(buf, s); i >= 0 && (first < 0 || i < first) {
-			first = i
+			first, m.hit = i, s
 		}
 	}
 	if first >= 0 {
@@ -420,6 +431,7 @@ type choiceResult struct {
 	text     strings.Builder
 	logprobs []tokenLogprob
 	finish   string
+	stopWord string // the stop sequence that ended it, if one did
 	stats    engine.Stats
 }
 
@@ -442,7 +454,7 @@ func (j *job) collect() ([]*choiceResult, *Error) {
 		r.logprobs = append(r.logprobs, d.logprobs...)
 		if d.final {
 			j.finishes++
-			r.finish, r.stats = d.finish, d.stats
+			r.finish, r.stats, r.stopWord = d.finish, d.stats, d.stopWord
 			if d.err != nil {
 				j.leave()
 				return nil, d.err

@@ -3,6 +3,7 @@ package httpfront
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -98,13 +99,17 @@ func renameResponses(e *Error, msgAt []string) *Error {
 	}
 	if to != param {
 		e.Message = strings.ReplaceAll(e.Message, "'"+param, "'"+to)
-		for _, n := range responsesNames[4:6] {
-			e.Message = strings.ReplaceAll(e.Message, "'"+n[0]+"'", "'"+n[1]+"'")
-		}
 		e.Param = to
 	}
+	// Messages of other fields' errors (min_tokens, the context check)
+	// name the token limit too.
+	e.Message = chatTokenLimit.ReplaceAllString(e.Message, "max_output_tokens")
 	return e
 }
+
+// chatTokenLimit matches the chat names of the Responses API's
+// max_output_tokens.
+var chatTokenLimit = regexp.MustCompile(`\bmax_(completion_)?tokens\b`)
 
 // DecodeResponses parses and validates a /v1/responses body. Errors are
 // *Error with status 400 naming the field.

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -45,6 +46,8 @@ type Model struct {
 	// TrainContext is the model's training context (GGUF context_length),
 	// shown in /v1/models; 0 shows the engine's context length.
 	TrainContext int
+	// Path is the model's file or folder, shown in /props.
+	Path string
 }
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -94,6 +97,8 @@ type Server struct {
 	// the response.
 	abandoned atomic.Int64
 	metrics   *Metrics
+	jobs      sync.Map     // *job -> nil: the generation requests in flight (/slots)
+	tasks     atomic.Int64 // requests numbered so far (job.task)
 }
 
 // New returns a server that answers 503 until SetModel is called.
@@ -187,9 +192,15 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	if s.cors(ctx) {
 		return
 	}
+	if v1, ok := unprefixed[path]; ok {
+		path = v1
+	}
 	switch {
 	case path == TokenizePath || path == DetokenizePath:
 		s.tokenizer(ctx, path)
+		return
+	case llamaMethods[path] != "":
+		s.llama(ctx, path)
 		return
 	case path == "/health":
 		if !ctx.IsGet() {
@@ -242,10 +253,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 			s.fail(ctx, e)
 			return
 		}
-		if s.closing.Load() {
-			ctx.Response.Header.Set("Retry-After", "5")
-			s.fail(ctx, &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down",
-				Message: "The server is shutting down."})
+		if s.refuseWhileClosing(ctx) {
 			return
 		}
 		switch path {
@@ -269,6 +277,18 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		}
 		s.fail(ctx, notFound(path))
 	}
+}
+
+// refuseWhileClosing answers 503 to a new generation once Shutdown has
+// been called (true), else does nothing.
+func (s *Server) refuseWhileClosing(ctx *fasthttp.RequestCtx) bool {
+	if !s.closing.Load() {
+		return false
+	}
+	ctx.Response.Header.Set("Retry-After", "5")
+	s.fail(ctx, &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down",
+		Message: "The server is shutting down."})
+	return true
 }
 
 func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
@@ -513,15 +533,17 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 	}
 	jctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: promptParam, tag: trace.SpanContextFromContext(rt.ctx),
-		series: s.metrics.series.Load()}
+		series: s.metrics.series.Load(), task: s.tasks.Add(1), received: received}
 	if e := s.start(j); e != nil {
 		s.finishTrace(rt, prompts, nil, nil, e)
 		s.inflight.Add(-k)
 		s.fail(ctx, a.rename(e))
 		return
 	}
+	s.jobs.Store(j, nil)
 	go func() {
 		j.done.Wait()
+		s.jobs.Delete(j)
 		cancel()
 		// The choices leave the in-flight count only once their figures
 		// are in /metrics: an idle /health implies complete counters.

@@ -196,7 +196,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ninfer serve: %s\n", why)
 	}
 	srv.SetModel(&httpfront.Model{ID: id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat,
-		ChatErr: inst.ChatErr, Created: time.Now(), TrainContext: trainContext(inst.File)})
+		ChatErr: inst.ChatErr, Created: time.Now(), TrainContext: trainContext(inst.File), Path: opts.Model})
 	snap := inst.Engine.Snapshot()
 	fmt.Fprintf(stdout, "%s%s model=%s max_concurrency=%d kv_blocks=%d%s\n", serveReady, url, id, snap.MaxRunning, snap.KVBlocksTotal, agent)
 	go releaseWhenIdle(ctx, func() bool {
