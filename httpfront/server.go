@@ -15,6 +15,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"strconv"
@@ -73,6 +75,9 @@ type Config struct {
 	// allowed cross-origin calls (CORS); "*" allows any origin, without
 	// credentials. None by default.
 	AllowedOrigins []string
+	// RequestLog, when set, receives one line per request (requestLog);
+	// nil means off.
+	RequestLog io.Writer
 }
 
 // Config defaults.
@@ -97,6 +102,7 @@ type Server struct {
 	// the response.
 	abandoned atomic.Int64
 	metrics   *Metrics
+	log       *log.Logger  // the request log; nil when off
 	jobs      sync.Map     // *job -> nil: the generation requests in flight (/slots)
 	tasks     atomic.Int64 // requests numbered so far (job.task)
 }
@@ -116,6 +122,9 @@ func New(cfg Config) *Server {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	s := &Server{cfg: cfg}
+	if cfg.RequestLog != nil {
+		s.log = log.New(cfg.RequestLog, "", 0)
+	}
 	s.metrics = newMetrics(s)
 	s.srv = &fasthttp.Server{
 		Handler:            s.Handle,
@@ -186,8 +195,22 @@ func (s *Server) servingModel(ctx *fasthttp.RequestCtx) *Model {
 	return m
 }
 
-// Handle serves one HTTP request (the fasthttp handler).
+// Handle serves one HTTP request (the fasthttp handler) and logs it.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
+	if s.log == nil {
+		s.route(ctx)
+		return
+	}
+	received := time.Now()
+	s.route(ctx)
+	if !ctx.Response.IsBodyStream() { // a stream logs its line when it ends
+		j, _ := ctx.UserValue(jobKey).(*job)
+		s.logRequest(string(ctx.Method()), string(ctx.Path()), ctx.Response.StatusCode(), received, j)
+	}
+}
+
+// route serves one HTTP request.
+func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
 	if s.cors(ctx) {
 		return
@@ -541,6 +564,7 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 		return
 	}
 	s.jobs.Store(j, nil)
+	ctx.SetUserValue(jobKey, j)
 	go func() {
 		j.done.Wait()
 		s.jobs.Delete(j)
@@ -555,10 +579,12 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 		ctx.SetContentType("text/event-stream")
 		ctx.Response.Header.Set("Cache-Control", "no-cache")
 		ctx.Response.Header.Set("X-Accel-Buffering", "no")
+		method, path := string(ctx.Method()), string(ctx.Path())
 		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 			if !a.stream(w, j) {
 				s.aborted.Add(1)
 			}
+			s.logRequest(method, path, http.StatusOK, received, j)
 		})
 		return
 	}
