@@ -69,7 +69,7 @@ func TestPrometheus(t *testing.T) {
 	defer cancel()
 
 	srv := exec.CommandContext(ctx, bin, "serve", "--model", sharedPath(t, "models", "stories260K.gguf"), "--graph", "ngram",
-		"--port", "0", "--max-concurrency", "8", "--threads", "2")
+		"--port", "0", "--max-concurrency", "8", "--threads", "2", "--no-request-log")
 	srv.Stderr = os.Stderr
 	out, err := srv.StdoutPipe()
 	if err != nil {
