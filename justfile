@@ -66,8 +66,8 @@ cluster-test: build
 # A real Prometheus (Debian `prometheus`) scrapes `ninfer serve` every 250 ms under 5 s of streaming load:
 # histogram_quantile over TTFT and ITL, every vllm: series with model_name, totals equal the clients' usage
 # (cmd/ninfer/prometheus_test.go; ~15 s).
-prometheus-test: build
-    NINFER_BIN={{bin}} go test -tags prometheus -count=1 -timeout 2m -run '^TestPrometheus$' ./cmd/ninfer
+prometheus-test:
+    go test -tags prometheus -count=1 -timeout 2m -run '^TestPrometheus$' ./cmd/ninfer
 
 # 64 streaming and 16 non-streaming clients with random hang-ups against a real `ninfer serve` for
 # `duration`: exact usage, /metrics counts, KV back to 0, RSS back within 10% (cmd/ninfer/load_test.go).

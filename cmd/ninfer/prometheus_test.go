@@ -36,8 +36,9 @@ var vllmSeries = []string{
 	"vllm:spec_decode_num_accepted_tokens_per_pos_total",
 }
 
-// TestPrometheus scrapes a real `ninfer serve` (NINFER_BIN, the ngram
-// graph so that the spec-decode counters move) with a real Prometheus
+// TestPrometheus scrapes a real `ninfer serve` (the test binary as the
+// CLI, startCLIServer; the ngram graph so that the spec-decode counters
+// move) with a real Prometheus
 // (PROMETHEUS_BIN, default /usr/bin/prometheus) every 250 ms while eight
 // streaming clients run for LOAD_SECONDS (default 5), all on 127.0.0.1.
 // Through Prometheus's HTTP API it checks histogram_quantile over TTFT and
@@ -46,10 +47,6 @@ var vllmSeries = []string{
 // counters' totals equal what the clients were told. `just prometheus-test`
 // runs it.
 func TestPrometheus(t *testing.T) {
-	bin := os.Getenv("NINFER_BIN")
-	if bin == "" {
-		t.Skip("NINFER_BIN not set (run `just prometheus-test`)")
-	}
 	promBin := os.Getenv("PROMETHEUS_BIN")
 	if promBin == "" {
 		promBin = "/usr/bin/prometheus"
@@ -68,22 +65,9 @@ func TestPrometheus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), load+time.Minute)
 	defer cancel()
 
-	srv := exec.CommandContext(ctx, bin, "serve", "--model", sharedPath(t, "models", "stories260K.gguf"), "--graph", "ngram",
-		"--port", "0", "--max-concurrency", "8", "--threads", "2", "--no-request-log")
-	srv.Stderr = os.Stderr
-	out, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, serveReady) {
-		t.Fatalf("ready line %q: %v", line, err)
-	}
-	base := strings.Fields(strings.TrimPrefix(line, serveReady))[0]
+	srv := startCLIServer(t, "--model", sharedPath(t, "models", "stories260K.gguf"), "--graph", "ngram",
+		"--max-concurrency", "8", "--threads", "2", "--no-request-log")
+	base := srv.url
 
 	dir := t.TempDir()
 	target := strings.TrimPrefix(base, "http://")

@@ -74,11 +74,13 @@ type cliServer struct {
 	cmd    *exec.Cmd
 	url    string
 	mu     sync.Mutex
-	lines  []string
-	stderr chan string
+	lines  []string // stderr so far
+	seen   int      // lines waitLine has looked at
 	exited chan error
 }
 
+// startCLIServer starts `ninfer serve --port 0 --threads 1 ARGS...` (later
+// flags win) and waits for its ready line; it is killed at cleanup.
 func startCLIServer(t *testing.T, args ...string) *cliServer {
 	t.Helper()
 	bin, err := os.Executable()
@@ -86,7 +88,7 @@ func startCLIServer(t *testing.T, args ...string) *cliServer {
 		t.Fatal(err)
 	}
 	c := &cliServer{cmd: exec.Command(bin, append([]string{"serve", "--port", "0", "--threads", "1"}, args...)...),
-		stderr: make(chan string, 1024), exited: make(chan error, 1)}
+		exited: make(chan error, 1)}
 	c.cmd.Env = append(os.Environ(), "NINFER_TEST_AS_CLI=1")
 	stdout, _ := c.cmd.StdoutPipe()
 	stderr, _ := c.cmd.StderrPipe()
@@ -100,9 +102,7 @@ func startCLIServer(t *testing.T, args ...string) *cliServer {
 			c.mu.Lock()
 			c.lines = append(c.lines, sc.Text())
 			c.mu.Unlock()
-			c.stderr <- sc.Text()
 		}
-		close(c.stderr)
 	}()
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, serveReady) {
@@ -120,23 +120,23 @@ func (c *cliServer) log() string {
 	return strings.Join(c.lines, "\n")
 }
 
-// waitLine waits for a stderr line containing s.
+// waitLine waits for a stderr line containing s, after the lines earlier
+// calls looked at.
 func (c *cliServer) waitLine(t *testing.T, s string) string {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		select {
-		case l, ok := <-c.stderr:
-			if !ok {
-				t.Fatalf("stderr ended without %q:\n%s", s, c.log())
-			}
-			if strings.Contains(l, s) {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		c.mu.Lock()
+		for ; c.seen < len(c.lines); c.seen++ {
+			if l := c.lines[c.seen]; strings.Contains(l, s) {
+				c.seen++
+				c.mu.Unlock()
 				return l
 			}
-		case <-deadline:
-			t.Fatalf("no stderr line with %q:\n%s", s, c.log())
 		}
+		c.mu.Unlock()
 	}
+	t.Fatalf("no stderr line with %q:\n%s", s, c.log())
+	return ""
 }
 
 // exitCode waits for the process to end and returns its exit code.
