@@ -36,6 +36,7 @@ test: build
     {{just_executable()}} sdk
     {{just_executable()}} anthropic-sdk
     {{just_executable()}} webui-test
+    {{just_executable()}} prometheus-test
 
 # The official OpenAI Node SDK (pinned in suites/sdk/package-lock.json) against a live `ninfer serve`.
 sdk: build
@@ -77,6 +78,12 @@ cluster n="3" model="stories260K.gguf" *flags="": build
 # restarted; no failures, exact usage, load-aware shares, unbuffered SSE (cmd/ninfer/cluster_test.go).
 cluster-test: build
     NINFER_BIN={{bin}} go test -tags cluster -count=1 -timeout 90s -run '^TestCluster$' -v ./cmd/ninfer
+
+# A real Prometheus (Debian `prometheus`) scrapes `ninfer serve` every 250 ms under 5 s of streaming load:
+# histogram_quantile over TTFT and ITL, every vllm: series with model_name, totals equal the clients' usage
+# (cmd/ninfer/prometheus_test.go; ~15 s).
+prometheus-test:
+    go test -tags prometheus -count=1 -timeout 2m -run '^TestPrometheus$' ./cmd/ninfer
 
 # 64 streaming and 16 non-streaming clients with random hang-ups against a real `ninfer serve` for
 # `duration`: exact usage, /metrics counts, KV back to 0, RSS back within 10% (cmd/ninfer/load_test.go).

@@ -15,6 +15,8 @@ func FuzzDecode(f *testing.F) {
 		`{"model":"m","prompt":"x","temperature":2,"top_k":-1,"seed":9007199254740993}`,
 		`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required","min_tokens":2,"max_tokens":3,"ignore_eos":true,"logit_bias":{"1":-5}}`,
 		`{"model":"m","prompt":"x","echo":true,"stop_token_ids":[1],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"object"}}},"n_probs":2,"chat_template_kwargs":{"a":1}}`,
+		`{"prompt":"x","n_predict":-1,"repeat_penalty":1.1,"cache_prompt":true,"id_slot":0}`,
+		`{"prompt":[1,2],"n_predict":0,"input_prefix":"a","input_extra":[]}`,
 		`{"model":1}`, `[]`, `null`, `{"model":"m","messages":[null]}`, `{"model":"m","prompt":["a",1]}`,
 	} {
 		f.Add([]byte(seed))
@@ -39,6 +41,14 @@ func FuzzDecode(f *testing.F) {
 			}
 			check(&r.Params, nil)
 		} else {
+			check(nil, e)
+		}
+		if _, p, e := decodeLlama(body, "m", false); e == nil {
+			if p.N != 1 || p.Logprobs {
+				t.Fatalf("/completion accepted n=%d logprobs=%v", p.N, p.Logprobs)
+			}
+			check(&p, nil)
+		} else if e.Status != 404 {
 			check(nil, e)
 		}
 		if r, e := DecodeCompletion(body, DecodeOptions{}); e == nil {

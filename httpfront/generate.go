@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
@@ -55,6 +56,11 @@ type job struct {
 	done        sync.WaitGroup // one per running choice
 	finishes    int            // final deltas received by the consumer
 	tag         any            // engine.Request.Tag of every choice (the root span's context)
+	series      *modelSeries   // the metrics tokens are counted in as they arrive (nil: none)
+	maxTokens   int            // the first choice's engine MaxTokens (max_tokens or its default)
+	task        int64          // the server's number for the request (llama-server's id_task)
+	received    time.Time
+	decoded     []atomic.Int64 // tokens each choice has received so far (/slots)
 
 	// Filled by the runners, read after done.Wait(): each choice's engine
 	// stats and finish reason, and the first failure.
@@ -88,6 +94,7 @@ func (j *job) leave() {
 func (s *Server) start(j *job) *Error {
 	j.out = make(chan delta, 64)
 	j.gone = make(chan struct{})
+	j.decoded = make([]atomic.Int64, len(j.prompts)*j.p.N)
 	for pi, prompt := range j.prompts {
 		for k := range j.p.N {
 			idx := pi*j.p.N + k
@@ -95,6 +102,9 @@ func (s *Server) start(j *job) *Error {
 			if e != nil {
 				j.leave()
 				return e
+			}
+			if idx == 0 {
+				j.maxTokens = req.MaxTokens
 			}
 			cctx, ccancel := context.WithCancel(j.ctx)
 			events, err := j.m.Engine.Submit(cctx, req)
@@ -294,6 +304,7 @@ func (s *stopper) flush() (string, bool) {
 // log-probabilities, and a final delta.
 func (j *job) run(index int, events <-chan engine.Event) {
 	st := newStopper(j.m.Tokenizer, &j.p)
+	clock := tokenClock{ms: j.series, prompt: len(j.prompts[index/j.p.N])}
 	send := func(d delta) {
 		select {
 		case j.out <- d:
@@ -302,6 +313,8 @@ func (j *job) run(index int, events <-chan engine.Event) {
 	}
 	for ev := range events {
 		if !ev.Done {
+			clock.token(time.Now())
+			j.decoded[index].Add(1)
 			if st.matched {
 				continue
 			}
@@ -332,7 +345,7 @@ func (j *job) run(index int, events <-chan engine.Event) {
 				last.err = &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: "The engine failed: " + errString(ev.Err)}
 			}
 		}
-		if last.err == nil && last.finish == "stop" {
+		if st.matched {
 			last.stopSeq = st.sm.hit
 		}
 		reason := last.finish
@@ -372,7 +385,7 @@ func logprobOf(ev engine.Event) tokenLogprob {
 type stopMatcher struct {
 	stops []string
 	held  string
-	hit   string // the stop sequence found, once push reports a match
+	hit   string // the stop sequence matched
 }
 
 // push appends text and returns what may be emitted. When a stop sequence
@@ -418,7 +431,7 @@ type choiceResult struct {
 	text     strings.Builder
 	logprobs []tokenLogprob
 	finish   string
-	stopSeq  string // the stop sequence that ended the choice, if one did
+	stopSeq  string // the stop sequence that ended it, if one did
 	stats    engine.Stats
 }
 

@@ -148,7 +148,7 @@ var commonFields = map[string]fieldKind{
 	"repetition_penalty": fieldUsed, "seed": fieldUsed, "stop": fieldUsed, "n": fieldUsed, "logprobs": fieldUsed,
 	"stream": fieldUsed, "stream_options": fieldUsed,
 	"ignore_eos": fieldUsed, "min_tokens": fieldUsed, "stop_token_ids": fieldUsed, "skip_special_tokens": fieldUsed,
-	"logit_bias": fieldUsed, "n_probs": fieldUsed,
+	"logit_bias": fieldUsed, "n_probs": fieldUsed, "n_predict": fieldUsed, "repeat_penalty": fieldUsed,
 	"user": fieldIgnored, "metadata": fieldIgnored, "store": fieldIgnored, "service_tier": fieldIgnored,
 	"cache_prompt":    fieldIgnored,
 	"response_format": fieldUsed, "grammar": fieldUsed, "json_schema": fieldUsed, "guided_json": fieldUsed,
@@ -261,8 +261,10 @@ func noOp(name string, v json.RawMessage) bool {
 		return s == `"none"`
 	case "modalities":
 		return s == `["text"]`
-	case "best_of":
+	case "best_of", "n_cmpl":
 		return s == "1"
+	case "return_tokens":
+		return s == "false"
 	case "suffix":
 		return s == `""`
 	}
@@ -621,6 +623,15 @@ func params(f fields, chat, strict bool) (Params, *Error) {
 	if e == nil && f.has("max_tokens") && p.MaxTokens < 1 {
 		return p, badParam("max_tokens", "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got %d instead.", p.MaxTokens)
 	}
+	if f.has("n_predict") && !f.has("max_tokens") && !(chat && f.has("max_completion_tokens")) {
+		// llama.cpp's name for max_tokens; -1 means no limit.
+		var n int
+		check(f.int("n_predict", &n))
+		if e == nil && n != -1 && n < 1 {
+			return p, badParam("n_predict", "Invalid 'n_predict': expected -1 (no limit) or a value >= 1, but got %d instead.", n)
+		}
+		p.MaxTokens = max(n, 0)
+	}
 	if chat && f.has("max_completion_tokens") {
 		check(f.int("max_completion_tokens", &p.MaxTokens))
 		if e == nil && p.MaxTokens < 1 {
@@ -634,6 +645,9 @@ func params(f fields, chat, strict bool) (Params, *Error) {
 	check(f.float("presence_penalty", &p.Presence))
 	check(f.float("frequency_penalty", &p.Frequency))
 	check(f.float("repetition_penalty", &p.Repetition))
+	if !f.has("repetition_penalty") {
+		check(f.float("repeat_penalty", &p.Repetition)) // llama.cpp's name
+	}
 	check(f.int("n", &p.N))
 	if f.has("seed") {
 		var s float64

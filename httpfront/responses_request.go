@@ -3,6 +3,7 @@ package httpfront
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -69,7 +70,13 @@ var responsesNames = [][2]string{
 // renameResponses gives a chat decoding error the Responses names of the
 // fields it names; msgAt[i] is the Responses field message i came from.
 func renameResponses(e *Error, msgAt []string) *Error {
-	return renameFields(e, msgAt, responsesNames)
+	e = renameFields(e, msgAt, responsesNames)
+	if e != nil {
+		// Messages of other fields' errors (min_tokens, the context
+		// check) name the token limit too.
+		e.Message = chatTokenLimit.ReplaceAllString(e.Message, "max_output_tokens")
+	}
+	return e
 }
 
 // renameFields gives a chat decoding error the names of the API whose
@@ -115,6 +122,10 @@ func renameFields(e *Error, msgAt []string, names [][2]string) *Error {
 	}
 	return e
 }
+
+// chatTokenLimit matches the chat names of the Responses API's
+// max_output_tokens.
+var chatTokenLimit = regexp.MustCompile(`\bmax_(completion_)?tokens\b`)
 
 // DecodeResponses parses and validates a /v1/responses body. Errors are
 // *Error with status 400 naming the field.

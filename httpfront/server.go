@@ -18,10 +18,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -52,6 +55,8 @@ type Model struct {
 	// Plan is the compiled plan the engine runs, shown by GraphPath; nil
 	// answers 404 there.
 	Plan *plan.Plan
+	// Path is the model's file or folder, shown in /props.
+	Path string
 }
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -81,6 +86,9 @@ type Config struct {
 	// NoWebUI turns off the built-in web UI (/ and WebUIPrefix then
 	// answer 404).
 	NoWebUI bool
+	// RequestLog, when set, receives one line per request (requestLog);
+	// nil means off.
+	RequestLog io.Writer
 }
 
 // Config defaults.
@@ -106,6 +114,9 @@ type Server struct {
 	abandoned atomic.Int64
 	metrics   *Metrics
 	recent    recentPhases // phases of the last finished sequences (LivePath)
+	log       *log.Logger  // the request log; nil when off
+	jobs      sync.Map     // *job -> nil: the generation requests in flight (/slots)
+	tasks     atomic.Int64 // requests numbered so far (job.task)
 }
 
 // New returns a server that answers 503 until SetModel is called.
@@ -123,6 +134,9 @@ func New(cfg Config) *Server {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	s := &Server{cfg: cfg}
+	if cfg.RequestLog != nil {
+		s.log = log.New(cfg.RequestLog, "", 0)
+	}
 	s.metrics = newMetrics(s)
 	s.srv = &fasthttp.Server{
 		Handler:            s.Handle,
@@ -144,8 +158,11 @@ type quiet struct{}
 func (quiet) Printf(string, ...any) {}
 
 // SetModel makes the server ready: /health answers 200 and /v1/ calls are
-// served by m from now on.
-func (s *Server) SetModel(m *Model) { s.model.Store(m) }
+// served by m from now on; m's metrics start from zero.
+func (s *Server) SetModel(m *Model) {
+	s.metrics.setModel(m)
+	s.model.Store(m)
+}
 
 // Serve accepts connections on ln until Shutdown; it returns nil after a
 // Shutdown.
@@ -190,15 +207,35 @@ func (s *Server) servingModel(ctx *fasthttp.RequestCtx) *Model {
 	return m
 }
 
-// Handle serves one HTTP request (the fasthttp handler).
+// Handle serves one HTTP request (the fasthttp handler) and logs it.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
+	if s.log == nil {
+		s.route(ctx)
+		return
+	}
+	received := time.Now()
+	s.route(ctx)
+	if !ctx.Response.IsBodyStream() { // a stream logs its line when it ends
+		j, _ := ctx.UserValue(jobKey).(*job)
+		s.logRequest(string(ctx.Method()), string(ctx.Path()), ctx.Response.StatusCode(), received, j)
+	}
+}
+
+// route serves one HTTP request.
+func (s *Server) route(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
 	if s.cors(ctx) {
 		return
 	}
+	if v1, ok := unprefixed[path]; ok {
+		path = v1
+	}
 	switch {
 	case path == TokenizePath || path == DetokenizePath:
 		s.tokenizer(ctx, path)
+		return
+	case llamaMethods[path] != "":
+		s.llama(ctx, path)
 		return
 	case path == "/health":
 		if !ctx.IsGet() {
@@ -266,10 +303,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 			s.fail(ctx, e)
 			return
 		}
-		if s.closing.Load() {
-			ctx.Response.Header.Set("Retry-After", "5")
-			s.fail(ctx, &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down",
-				Message: "The server is shutting down."})
+		if s.refuseWhileClosing(ctx) {
 			return
 		}
 		switch path {
@@ -297,6 +331,18 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		}
 		s.fail(ctx, notFound(path))
 	}
+}
+
+// refuseWhileClosing answers 503 to a new generation once Shutdown has
+// been called (true), else does nothing.
+func (s *Server) refuseWhileClosing(ctx *fasthttp.RequestCtx) bool {
+	if !s.closing.Load() {
+		return false
+	}
+	ctx.Response.Header.Set("Retry-After", "5")
+	s.fail(ctx, &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down",
+		Message: "The server is shutting down."})
+	return true
 }
 
 func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
@@ -553,18 +599,23 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 		ctx.Response.Header.Set(TraceIDHeader, traceID)
 	}
 	jctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: promptParam, tag: trace.SpanContextFromContext(rt.ctx)}
+	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: promptParam, tag: trace.SpanContextFromContext(rt.ctx),
+		series: s.metrics.series.Load(), task: s.tasks.Add(1), received: received}
 	if e := s.start(j); e != nil {
 		s.finishTrace(rt, prompts, nil, nil, e)
 		s.inflight.Add(-k)
 		s.fail(ctx, a.rename(e))
 		return
 	}
+	s.jobs.Store(j, nil)
+	ctx.SetUserValue(jobKey, j)
 	go func() {
 		j.done.Wait()
+		s.jobs.Delete(j)
 		cancel()
 		// The choices leave the in-flight count only once their figures
 		// are in /metrics: an idle /health implies complete counters.
+		s.metrics.observeRequest(received, p.N, j.maxTokens, j.stats, j.finishReasons)
 		s.finishTrace(rt, prompts, j.stats, j.finishReasons, j.err)
 		s.inflight.Add(-k)
 	}()
@@ -572,10 +623,12 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 		ctx.SetContentType("text/event-stream")
 		ctx.Response.Header.Set("Cache-Control", "no-cache")
 		ctx.Response.Header.Set("X-Accel-Buffering", "no")
+		method, path := string(ctx.Method()), string(ctx.Path())
 		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 			if !a.stream(w, j) {
 				s.aborted.Add(1)
 			}
+			s.logRequest(method, path, http.StatusOK, received, j)
 		})
 		return
 	}

@@ -55,6 +55,8 @@ func start(t testing.TB, model string, cfg httpfront.Config, maxRunning int) *se
 // cleanup.
 func startWith(t testing.TB, opts instance.Options, cfg httpfront.Config) *server {
 	t.Helper()
+	srv := httpfront.New(cfg)
+	opts.Observer = httpfront.StepObservers(opts.Observer, srv)
 	inst, err := instance.Open(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +66,7 @@ func startWith(t testing.TB, opts instance.Options, cfg httpfront.Config) *serve
 		t.Fatal(err)
 	}
 	id := strings.TrimSuffix(filepath.Base(opts.Model), ".gguf")
-	s := &server{url: "http://" + ln.Addr().String(), srv: httpfront.New(cfg), inst: inst, id: id}
+	s := &server{url: "http://" + ln.Addr().String(), srv: srv, inst: inst, id: id}
 	go s.srv.Serve(ln)
 	s.srv.SetModel(&httpfront.Model{ID: s.id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat, Created: time.Unix(1, 0), Plan: inst.Plan})
 	t.Cleanup(func() {

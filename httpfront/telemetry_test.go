@@ -3,6 +3,7 @@ package httpfront_test
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -164,6 +165,109 @@ func TestMetricsAndIntervals(t *testing.T) {
 	}
 }
 
+// TestVLLMMetrics: the vllm: series a vLLM dashboard reads add up to what
+// the clients were told, each labelled with the model's name.
+func TestVLLMMetrics(t *testing.T) {
+	s := start(t, "stories260K.gguf", httpfront.Config{}, 2)
+	completion := 0
+	for _, max := range []int{4, 5, 6} {
+		u := s.completion(t, "/v1/completions", `{"model":"stories260K","prompt":"Lily","max_tokens":`+strconv.Itoa(max)+`,"temperature":0,"ignore_eos":true}`)["usage"].(map[string]any)
+		completion += int(u["completion_tokens"].(float64))
+	}
+	var fams map[string]*dto.MetricFamily
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		fams = scrape(t, s.url)
+		if f := fams["vllm:request_success_total"]; f != nil && sumMetric(f) == 3 || time.Now().After(deadline) {
+			break
+		}
+	}
+	prompt := len(s.inst.Tokenizer.Encode("Lily", true, true))
+	got := map[string]float64{}
+	for name, f := range fams {
+		if !strings.HasPrefix(name, "vllm:") {
+			continue
+		}
+		got[name] = sumMetric(f)
+		for _, m := range f.GetMetric() {
+			if labelValue(m, "model_name") != "stories260K" {
+				t.Errorf("%s has no model_name=\"stories260K\" label: %v", name, m.GetLabel())
+			}
+		}
+	}
+	want := map[string]float64{
+		"vllm:prompt_tokens_total":                   float64(3 * prompt),
+		"vllm:generation_tokens_total":               float64(completion),
+		"vllm:request_success_total":                 3,
+		"vllm:num_preemptions_total":                 0,
+		"vllm:time_to_first_token_seconds":           3,
+		"vllm:inter_token_latency_seconds":           float64(completion - 3), // one per token after each first
+		"vllm:e2e_request_latency_seconds":           3,
+		"vllm:request_queue_time_seconds":            3,
+		"vllm:request_prefill_time_seconds":          3,
+		"vllm:request_decode_time_seconds":           3,
+		"vllm:request_prompt_tokens":                 3,
+		"vllm:request_generation_tokens":             3,
+		"vllm:request_params_n":                      3,
+		"vllm:request_params_max_tokens":             3,
+		"vllm:iteration_tokens_total":                got["vllm:iteration_tokens_total"], // steps: checked by their sum below
+		"vllm:num_requests_running":                  0,
+		"vllm:num_requests_waiting":                  0,
+		"vllm:kv_cache_usage_perc":                   0,
+		"vllm:gpu_cache_usage_perc":                  0,
+		"vllm:prefix_cache_queries_total":            got["vllm:prefix_cache_queries_total"],
+		"vllm:prefix_cache_hits_total":               0,
+		"vllm:spec_decode_num_drafts_total":          0,
+		"vllm:spec_decode_num_draft_tokens_total":    0,
+		"vllm:spec_decode_num_accepted_tokens_total": 0,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("vllm: metrics (-want +got):\n%s", diff)
+	}
+	hsum := func(name string) float64 { return fams[name].GetMetric()[0].GetHistogram().GetSampleSum() }
+	sums := map[string]float64{
+		"vllm:request_params_max_tokens": hsum("vllm:request_params_max_tokens"),
+		"vllm:request_generation_tokens": hsum("vllm:request_generation_tokens"),
+		"vllm:request_prompt_tokens":     hsum("vllm:request_prompt_tokens"),
+		"vllm:iteration_tokens_total":    hsum("vllm:iteration_tokens_total"),
+	}
+	wantSums := map[string]float64{
+		"vllm:request_params_max_tokens": 4 + 5 + 6,
+		"vllm:request_generation_tokens": float64(completion),
+		"vllm:request_prompt_tokens":     float64(3 * prompt),
+		// Each request computes its prompt, then one row per token
+		// after the first (the last token is never fed back).
+		"vllm:iteration_tokens_total": float64(3*prompt + completion - 3),
+	}
+	if diff := cmp.Diff(wantSums, sums); diff != "" {
+		t.Errorf("histogram sums (-want +got):\n%s", diff)
+	}
+	buckets := func(name string) []float64 {
+		var b []float64
+		for _, x := range fams[name].GetMetric()[0].GetHistogram().GetBucket() {
+			if !math.IsInf(x.GetUpperBound(), 1) {
+				b = append(b, x.GetUpperBound())
+			}
+		}
+		return b
+	}
+	if diff := cmp.Diff([]float64{1, 2, 5, 10, 20, 50, 100, 200, 500}, buckets("vllm:request_prompt_tokens")); diff != "" {
+		t.Errorf("token buckets are not vLLM's 1-2-5 series up to the context (512) (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]float64{1, 2, 5, 10, 20}, buckets("vllm:request_params_n")); diff != "" {
+		t.Errorf("n buckets (-want +got):\n%s", diff)
+	}
+}
+
+// labelValue is m's value of label name ("" without it).
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
 // TestJSONNotHTMLEscaped: special-token text reaches clients as written.
 func TestJSONNotHTMLEscaped(t *testing.T) {
 	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 1)
@@ -201,6 +305,14 @@ func TestSpeculativeMetrics(t *testing.T) {
 	}
 	if got, want := sum("ninfer:spec_decode_num_accepted_tokens_per_pos"), tm["draft_n_accepted"].(float64); got != want {
 		t.Errorf("accepted per position sums to %g, want %g", got, want)
+	}
+	for _, name := range []string{"spec_decode_num_drafts_total", "spec_decode_num_draft_tokens_total", "spec_decode_num_accepted_tokens_total"} {
+		if got, want := sum("vllm:"+name), sum("ninfer:"+name); got != want {
+			t.Errorf("vllm:%s = %g, ninfer:%s = %g", name, got, name, want)
+		}
+	}
+	if got, want := sum("vllm:spec_decode_num_accepted_tokens_per_pos_total"), tm["draft_n_accepted"].(float64); got != want {
+		t.Errorf("vllm: accepted per position sums to %g, want %g", got, want)
 	}
 }
 

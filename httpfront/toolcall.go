@@ -207,3 +207,7 @@ func validToolName(n string) bool {
 		return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
 	}) < 0
 }
+
+// ToolParser names the tool call format parsed out of replies of a model
+// with this chat template ("" when none applies).
+func ToolParser(chatTemplate string) string { return toolFormatOf(chatTemplate) }

@@ -5,7 +5,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -41,6 +40,9 @@ func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// commands are the names dispatch serves.
+var commands = []string{"run", "serve", "graph", "bench", "corpus", "multiturn", "golden", "kv-eval", "trace", "tokenize", "convert", "help"}
+
 func dispatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -73,25 +75,11 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "ninfer: unknown command %q\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "ninfer: unknown command %q\n", args[0])
+		if near := closest(args[0], commands); near != "" {
+			fmt.Fprintf(stderr, "did you mean 'ninfer %s'?\n", near)
+		}
+		fmt.Fprintln(stderr, "run 'ninfer help' to list the commands")
 		return 2
 	}
-}
-
-// parseFlags parses a command's flags, which take no positional arguments.
-// When ok is false the command returns code (2 for a flag error, 1 for
-// stray arguments, reported on stderr). fail reports an error as
-// "ninfer NAME: err" (NAME is the flag set's name) and returns 1.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (fail func(error) int, code int, ok bool) {
-	fail = func(err error) int {
-		fmt.Fprintf(stderr, "ninfer %s: %v\n", fs.Name(), err)
-		return 1
-	}
-	if err := fs.Parse(args); err != nil {
-		return fail, 2, false
-	}
-	if fs.NArg() > 0 {
-		return fail, fail(fmt.Errorf("unexpected arguments %q", fs.Args())), false
-	}
-	return fail, 0, true
 }

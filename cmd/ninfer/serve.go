@@ -28,21 +28,38 @@ import (
 // server wait for this line.
 const serveReady = "ninfer serve: ready on "
 
+// errInterrupted is the cause of serve's context ending on SIGINT
+// (Ctrl-C), as opposed to SIGTERM.
+var errInterrupted = errors.New("interrupted")
+
 func runServe(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	go func() {
-		<-ctx.Done()
-		stop() // a second SIGINT or SIGTERM ends the process at once
+		first := <-sigs
+		if first == os.Interrupt {
+			cancel(errInterrupted)
+		} else {
+			cancel(nil)
+		}
+		<-sigs
+		fmt.Fprintln(stderr, "ninfer serve: exiting now, requests in flight cut off")
+		os.Exit(130)
 	}()
 	return serve(ctx, args, stdout, stderr)
 }
 
-// serve runs the HTTP server until ctx ends (SIGTERM/SIGINT), then drains
-// for gateways: /ready answers 503 and the agent "drain" at once, requests
-// are still served for --drain-grace so that the gateway's health checks
-// notice, then the listener closes, the requests in flight finish (up to
-// --drain-timeout) and serve returns 0.
+// serve runs the HTTP server until ctx ends. On SIGTERM (ctx done without
+// errInterrupted) it drains for gateways: /ready answers 503 and the agent
+// "drain" at once, requests are still served for --drain-grace so that
+// the gateway's health checks notice, then the listener closes, the
+// requests in flight finish (up to --drain-timeout) and serve returns 0.
+// On Ctrl-C (errInterrupted) an idle server stops at once, a busy one
+// closes its listener and lets the requests in flight finish, saying that
+// a second Ctrl-C exits now.
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -67,6 +84,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pprofAddr := fs.String("pprof", "", "serve Go's net/http/pprof profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (default off; it exposes internals: keep it on loopback)")
 	allowedOrigins := fs.String("allowed-origins", "", "comma-separated browser origins allowed cross-origin calls (CORS), e.g. https://app.example; \"*\" allows any origin without credentials (default none)")
 	noWebUI := fs.Bool("no-webui", false, "do not serve the built-in web UI at / (chat, the running graph, live engine figures)")
+	noRequestLog := fs.Bool("no-request-log", false, "do not log a line per request on stderr (method, path, status, tokens in/out, time to first token, duration)")
 	fail, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return code
@@ -141,8 +159,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		go http.Serve(pln, pprofMux())
 		fmt.Fprintf(stderr, "ninfer serve: pprof on http://%s/debug/pprof/\n", pln.Addr())
 	}
+	var requestLog io.Writer
+	if !*noRequestLog {
+		requestLog = stderr
+	}
 	srv := httpfront.New(httpfront.Config{APIKey: key, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody, Traces: tp,
-		StrictFields: *strictFields, AllowedOrigins: origins, NoWebUI: *noWebUI})
+		StrictFields: *strictFields, AllowedOrigins: origins, NoWebUI: *noWebUI, RequestLog: requestLog})
+	opts.Observer = httpfront.StepObservers(opts.Observer, srv)
 	agent := ""
 	if *agentPort != 0 {
 		aln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*agentPort)))
@@ -163,7 +186,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(stderr, "ninfer serve: listening on %s%s, loading %s\n", url, agent, opts.Model)
+	fmt.Fprintf(stderr, "ninfer serve: loading %s (%s); /health answers 503 until it is open\n", opts.Model, bytesText(modelBytes(opts.Model)))
 
 	loaded := make(chan error, 1)
 	var inst *instance.Instance
@@ -172,13 +195,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		inst, err = openInstance(opts)
 		loaded <- err
 	}()
+	stopProgress := loadProgress(stderr, opts.Model)
 	select {
 	case err := <-loaded:
+		stopProgress()
 		if err != nil {
 			srv.Shutdown(context.Background()) //nolint:errcheck // nothing is in flight
 			return fail(err)
 		}
 	case <-ctx.Done():
+		stopProgress()
 		srv.Shutdown(context.Background()) //nolint:errcheck // nothing is in flight
 		if err := <-loaded; err == nil {
 			inst.Close()
@@ -186,18 +212,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	defer inst.Close()
+	serveSummary{ID: id, Path: opts.Model, Graph: mf.graph, Threads: opts.Threads, APIKey: key != "", StepTokens: *stepTokens}.write(stderr, inst)
 	if inst.BackendReport != "" {
 		fmt.Fprintf(stderr, "ninfer serve: %s\n", inst.BackendReport)
 	}
 	if inst.ChatErr != nil {
 		fmt.Fprintf(stderr, "ninfer serve: warning: %v: /v1/chat/completions will answer 400\n", inst.ChatErr)
 	}
-	if why := inst.Engine.PrefixCacheOff(); why != "" {
-		fmt.Fprintf(stderr, "ninfer serve: %s\n", why)
-	}
 	srv.SetModel(&httpfront.Model{ID: id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat,
-		ChatErr: inst.ChatErr, Created: time.Now(), TrainContext: trainContext(inst.File), Plan: inst.Plan})
+		ChatErr: inst.ChatErr, Created: time.Now(), TrainContext: trainContext(inst.File), Plan: inst.Plan, Path: opts.Model})
 	snap := inst.Engine.Snapshot()
+	fmt.Fprintf(stderr, "ninfer serve: listening on %s%s\n", url, agent)
 	fmt.Fprintf(stdout, "%s%s model=%s max_concurrency=%d kv_blocks=%d%s\n", serveReady, url, id, snap.MaxRunning, snap.KVBlocksTotal, agent)
 	go releaseWhenIdle(ctx, func() bool {
 		s := inst.Engine.Snapshot()
@@ -211,6 +236,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case <-ctx.Done():
+	}
+	if errors.Is(context.Cause(ctx), errInterrupted) {
+		return interrupted(srv, *drain, stderr)
 	}
 	srv.Drain()
 	if *grace > 0 {
@@ -231,6 +259,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	if err := srv.Shutdown(dctx); err != nil {
 		return fail(fmt.Errorf("drain: %w", errors.Join(err, fmt.Errorf("%d requests still in flight", srv.InFlight()))))
+	}
+	fmt.Fprintln(stderr, "ninfer serve: stopped")
+	return 0
+}
+
+// interrupted stops srv after Ctrl-C: at once when nothing is in flight,
+// else once the requests in flight have finished (up to drain), saying so
+// and that a second Ctrl-C (runServe) exits now.
+func interrupted(srv *httpfront.Server, drain time.Duration, stderr io.Writer) int {
+	if n := srv.InFlight(); n > 0 {
+		fmt.Fprintf(stderr, "ninfer serve: draining %d requests in flight (new ones get 503); press Ctrl-C again to exit now\n", n)
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := srv.Shutdown(dctx); err != nil {
+		fmt.Fprintf(stderr, "ninfer serve: drain: %v (%d requests still in flight)\n", err, srv.InFlight())
+		return 1
 	}
 	fmt.Fprintln(stderr, "ninfer serve: stopped")
 	return 0

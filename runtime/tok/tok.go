@@ -97,6 +97,7 @@ type Tokenizer struct {
 	ignoreMerges bool
 
 	bos, eos, unk  int32
+	fim            [3]int32 // fill-in-the-middle prefix, suffix and middle tokens (-1: none)
 	addBOS, addEOS bool
 	addSpacePrefix bool
 	eog            []bool
@@ -432,6 +433,7 @@ func (t *Tokenizer) detectSpecial(eot, eom int32, fim [6]int32) {
 	byText(&fim[3], fimPadTexts)
 	byText(&fim[4], fimRepTexts)
 	byText(&fim[5], fimSepTexts)
+	t.fim = [3]int32{fim[0], fim[1], fim[2]}
 
 	t.eog = make([]bool, len(t.texts))
 	for _, id := range fim[3:] {
@@ -522,6 +524,13 @@ func (t *Tokenizer) spmByteToken(b byte) int32 {
 // vocabulary (GGUF tokenizer.chat_template, tokenizer_config.json
 // chat_template), or "" when there is none.
 func (t *Tokenizer) ChatTemplateSource() string { return t.chatTemplate }
+
+// FIM returns the fill-in-the-middle prefix, suffix and middle tokens, from
+// the GGUF metadata or found by their text as llama.cpp does; ok is false
+// unless the vocabulary has all three.
+func (t *Tokenizer) FIM() (pre, suf, mid int32, ok bool) {
+	return t.fim[0], t.fim[1], t.fim[2], t.fim[0] >= 0 && t.fim[1] >= 0 && t.fim[2] >= 0
+}
 
 // VocabSize returns the number of tokens in the vocabulary; valid ids are
 // 0 through VocabSize()-1.
