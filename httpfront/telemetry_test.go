@@ -214,6 +214,7 @@ func TestVLLMMetrics(t *testing.T) {
 		"vllm:num_requests_waiting":                  0,
 		"vllm:kv_cache_usage_perc":                   0,
 		"vllm:gpu_cache_usage_perc":                  0,
+		"vllm:cache_config_info":                     1,
 		"vllm:prefix_cache_queries_total":            got["vllm:prefix_cache_queries_total"],
 		"vllm:prefix_cache_hits_total":               0,
 		"vllm:spec_decode_num_drafts_total":          0,
