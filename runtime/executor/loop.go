@@ -1,6 +1,8 @@
-package engine
+package executor
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -21,74 +23,22 @@ import (
 // cache, its pass 0 feeding the tokens the cache lacks. Each output of l
 // collects what its body output gave each row in every pass: a token, or
 // the distribution it was drawn from.
-func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in map[string]any) (map[string]any, error) {
-	drafts, probs := map[string]exec.Drafts{}, map[string]exec.DraftProbs{}
-	for _, p := range st.Spec.Out {
-		if p.Type == node.DraftProbs {
-			probs[p.Name] = make(exec.DraftProbs, len(hc.Rows))
-		} else {
-			drafts[p.Name] = make(exec.Drafts, len(hc.Rows))
-		}
-	}
-	var active, want []int // hc rows that draft, and their drafts
-	var prior exec.Drafts
-	if v, wired := in["prior"]; wired {
-		var ok bool
-		if prior, ok = v.(exec.Drafts); !ok || len(prior) != len(hc.Rows) {
-			return nil, fmt.Errorf("engine: loop %s: prior input is %T for %d sequences", st.ID, v, len(hc.Rows))
-		}
-	}
-	for i, row := range hc.Rows {
-		if prior != nil && len(prior[i]) > 0 {
-			for name := range drafts {
-				drafts[name][i] = prior[i][:min(len(prior[i]), row.Lookahead)]
-			}
-			continue
-		}
-		if row.Lookahead > 0 && len(row.History) > 0 {
-			active = append(active, i)
-			want = append(want, min(l.Repeat, row.Lookahead))
-		}
+func (x *Executor) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+	out := newLoopOutputs(st, len(hc.Rows))
+	active, want, err := out.takePrior(st, l, hc, in)
+	if err != nil {
+		return nil, err
 	}
 	if l.Block {
-		if err := e.runBlockLoop(st, l, hc, in, active, want, drafts, probs); err != nil {
+		if err := x.runBlockLoop(st, l, hc, in, active, want, out); err != nil {
 			return nil, err
 		}
-		return loopResult(drafts, probs), nil
+		return out.result(), nil
 	}
-	ml := e.modelLoops[st.ID]
-	var b *exec.Batch
-	var tables [][]int32 // each active row's block table
-	switch hidden, carried := in["hidden"]; {
-	case carried:
-		c, ok := hidden.([]exec.Carried)
-		if !ok || len(c) != len(hc.Rows) {
-			return nil, fmt.Errorf("engine: loop %s: hidden input is %T for %d sequences", st.ID, hidden, len(hc.Rows))
-		}
-		table := func(i, _, _, _, _ int, _ bool) ([]int32, bool) { return hc.Batch.SeqTable(i), true }
-		if ml != nil {
-			ml.beginStep(hc)
-			table = func(i, q0, end, off, want int, fromZero bool) ([]int32, bool) {
-				return ml.enterTable(hc.Rows[i], q0, end, off, want, fromZero)
-			}
-		}
-		var err error
-		if b, active, want, tables, err = carriedFirstPass(hc, c, active, want, e.loopHidden[st.ID].enter, enteredAtHidden(l), table); err != nil {
-			return nil, fmt.Errorf("engine: loop %s: %w", st.ID, err)
-		}
-	case ml != nil:
-		b, active, tables = ml.firstPass(hc, active, want)
-	default:
-		b = &exec.Batch{}
-		for _, i := range active {
-			h := hc.Rows[i].History
-			b.Tokens = append(b.Tokens, h[len(h)-1])
-			b.Positions = append(b.Positions, int32(len(h)-1))
-			b.RowSeq = append(b.RowSeq, int32(len(tables)))
-			b.LogitRows = append(b.LogitRows, int32(len(tables)))
-			tables = append(tables, hc.Batch.SeqTable(i))
-		}
-		b.Tables = tables
+	ml := x.modelLoops[st.ID]
+	b, active, want, tables, err := x.loopFirstPass(st, l, hc, in, active, want)
+	if err != nil {
+		return nil, err
 	}
 	for pass := 0; len(active) > 0; pass++ {
 		n := len(active)
@@ -97,85 +47,214 @@ func (e *Engine) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in m
 			rows[j] = hc.Rows[i]
 		}
 		phc := &exec.HostContext{Ctx: hc.Ctx, Rows: rows, Batch: b}
-		vals := map[plan.Ref]any{
-			{Node: plan.LoopNode, Port: "tokens"}:    b.Tokens,
-			{Node: plan.LoopNode, Port: "positions"}: b.Positions,
-		}
-		if err := e.runPass(st, l, phc, vals, pass == 0); err != nil {
+		vals := passInputs(b)
+		if err := x.runPass(st, l, phc, vals, pass == 0); err != nil {
 			return nil, err
 		}
-		for name, ref := range l.Out {
-			if d, ok := probs[name]; ok {
-				p, ok := vals[ref].(exec.DraftProbs)
-				if !ok || len(p) != n {
-					return nil, fmt.Errorf("engine: loop %s: %s is %T for %d rows", st.ID, ref, vals[ref], n)
-				}
-				for j, i := range active {
-					if want[j] > 0 {
-						d[i] = append(d[i], p[j]...)
-					}
-				}
-				continue
-			}
-			t, err := passTokens(st, vals, ref, n)
-			if err != nil {
-				return nil, err
-			}
-			for j, i := range active {
-				if want[j] > 0 {
-					drafts[name][i] = append(drafts[name][i], t[j])
-				}
-			}
+		if err := out.collect(st, l, vals, active, want); err != nil {
+			return nil, err
 		}
-		fed, err := passTokens(st, vals, l.Next["tokens"], n)
+		fed, err := passTokens(st, vals, l.Next[node.BindTokens], n)
 		if err != nil {
 			return nil, err
 		}
 		var fedHidden exec.Logits // [n, width]: the rows next.hidden gave
-		if ref, ok := l.Next["hidden"]; ok {
+		if ref, ok := l.Next[node.BindHidden]; ok {
 			if fedHidden, ok = vals[ref].(exec.Logits); !ok || fedHidden.Rows != n {
 				return nil, fmt.Errorf("engine: loop %s: %s is %T for %d rows", st.ID, ref, vals[ref], n)
 			}
 		}
-		last := make([]int32, n) // each row's position in this pass: its last row's
-		for j := range last {
-			last[j] = b.Positions[b.LogitRows[j]]
-		}
-		next := &exec.Batch{}
-		var still, stillWant []int
-		var stillTables [][]int32
-		for j, i := range active {
-			if pass+1 >= want[j] {
-				continue
-			}
-			next.Tokens = append(next.Tokens, fed[j])
-			next.Positions = append(next.Positions, last[j]+1)
-			if fedHidden.Rows > 0 {
-				if next.Floats == nil {
-					next.Floats = map[string][]float32{}
-				}
-				next.Floats[loopHiddenInput] = append(next.Floats[loopHiddenInput], fedHidden.Row(j)...)
-			}
-			next.RowSeq = append(next.RowSeq, int32(len(still)))
-			next.LogitRows = append(next.LogitRows, int32(len(still)))
-			still, stillWant, stillTables = append(still, i), append(stillWant, want[j]), append(stillTables, tables[j])
+		p := nextPass{b: b, fed: fed, fedHidden: fedHidden, active: active, want: want, tables: tables}
+		b, active, want, tables = p.next(pass, func(j, i int) {
 			if ml != nil && fedHidden.Rows == 0 { // a loop entering hidden states tracks positions, not tokens
 				ml.fed(hc.Rows[i], fed[j])
 			}
-		}
-		next.Tables = stillTables
-		active, want, tables, b = still, stillWant, stillTables, next
+		})
 	}
-	return loopResult(drafts, probs), nil
+	return out.result(), nil
 }
 
-// loopResult is a loop step's outputs: its drafts and draft_probs.
-func loopResult(drafts map[string]exec.Drafts, probs map[string]exec.DraftProbs) map[string]any {
+// passInputs are a loop pass's $loop.tokens and $loop.positions: b's rows.
+func passInputs(b *exec.Batch) map[plan.Ref]any {
+	return map[plan.Ref]any{
+		{Node: plan.LoopNode, Port: node.BindTokens}:    b.Tokens,
+		{Node: plan.LoopNode, Port: node.BindPositions}: b.Positions,
+	}
+}
+
+// nextPass is what a pass over b gave (fed, the token next.tokens picked
+// per row, and fedHidden, next.hidden's rows), for the rows it ran
+// (active, wanting want drafts, writing through tables).
+type nextPass struct {
+	b         *exec.Batch
+	fed       []int32
+	fedHidden exec.Logits
+	active    []int
+	want      []int
+	tables    [][]int32
+}
+
+// next builds pass pass+1: each row that wants more drafts is fed its fed
+// token (and hidden row) one position further; fedRow(j, i) is called for
+// each, j its row in this pass, i its hc row.
+func (p nextPass) next(pass int, fedRow func(j, i int)) (*exec.Batch, []int, []int, [][]int32) {
+	last := make([]int32, len(p.active)) // each row's position in this pass: its last row's
+	for j := range last {
+		last[j] = p.b.Positions[p.b.LogitRows[j]]
+	}
+	next := &exec.Batch{}
+	var still, stillWant []int
+	var stillTables [][]int32
+	for j, i := range p.active {
+		if pass+1 >= p.want[j] {
+			continue
+		}
+		next.Tokens = append(next.Tokens, p.fed[j])
+		next.Positions = append(next.Positions, last[j]+1)
+		if p.fedHidden.Rows > 0 {
+			if next.Floats == nil {
+				next.Floats = map[string][]float32{}
+			}
+			next.Floats[loopHiddenInput] = append(next.Floats[loopHiddenInput], p.fedHidden.Row(j)...)
+		}
+		next.RowSeq = append(next.RowSeq, int32(len(still)))
+		next.LogitRows = append(next.LogitRows, int32(len(still)))
+		still, stillWant, stillTables = append(still, i), append(stillWant, p.want[j]), append(stillTables, p.tables[j])
+		fedRow(j, i)
+	}
+	next.Tables = stillTables
+	return next, still, stillWant, stillTables
+}
+
+// loopFirstPass builds pass 0 of loop l over the hc rows active (wanting
+// want drafts each): from a carried in.hidden (carriedFirstPass), from a
+// draft model's cache (modelLoop.firstPass), or each row's last token on
+// the target's cache. It returns the pass's batch, the hc rows in it, the
+// drafts each wants and each one's block table.
+func (x *Executor) loopFirstPass(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in map[string]any, active, want []int) (*exec.Batch, []int, []int, [][]int32, error) {
+	ml := x.modelLoops[st.ID]
+	hidden, carried := in[node.BindHidden]
+	switch {
+	case carried:
+		c, ok := hidden.([]exec.Carried)
+		if !ok || len(c) != len(hc.Rows) {
+			return nil, nil, nil, nil, fmt.Errorf("engine: loop %s: hidden input is %T for %d sequences", st.ID, hidden, len(hc.Rows))
+		}
+		table := func(i, _, _, _, _ int, _ bool) ([]int32, bool) { return hc.Batch.SeqTable(i), true }
+		if ml != nil {
+			ml.beginStep(hc)
+			table = func(i, q0, end, off, want int, fromZero bool) ([]int32, bool) {
+				return ml.enterTable(hc.Rows[i], q0, end, off, want, fromZero)
+			}
+		}
+		b, active, want, tables, err := carriedFirstPass(hc, c, active, want, x.loopHidden[st.ID].enter, enteredAtHidden(l), table)
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("engine: loop %s: %w", st.ID, err)
+		}
+		return b, active, want, tables, nil
+	case ml != nil:
+		b, active, tables := ml.firstPass(hc, active, want)
+		return b, active, want, tables, nil
+	}
+	b := &exec.Batch{}
+	var tables [][]int32
+	for _, i := range active {
+		h := hc.Rows[i].History
+		b.Tokens = append(b.Tokens, h[len(h)-1])
+		b.Positions = append(b.Positions, int32(len(h)-1))
+		b.RowSeq = append(b.RowSeq, int32(len(tables)))
+		b.LogitRows = append(b.LogitRows, int32(len(tables)))
+		tables = append(tables, hc.Batch.SeqTable(i))
+	}
+	b.Tables = tables
+	return b, active, want, tables, nil
+}
+
+// loopOutputs collects a loop step's outputs over its passes, one entry
+// per hc row: drafts for its draft outputs, distributions for its
+// draft_probs outputs.
+type loopOutputs struct {
+	drafts map[string]exec.Drafts
+	probs  map[string]exec.DraftProbs
+}
+
+// newLoopOutputs are loop step st's empty outputs for rows sequences.
+func newLoopOutputs(st *plan.Step, rows int) loopOutputs {
+	out := loopOutputs{drafts: map[string]exec.Drafts{}, probs: map[string]exec.DraftProbs{}}
+	for _, p := range st.Spec.Out {
+		if p.Type == node.DraftProbs {
+			out.probs[p.Name] = make(exec.DraftProbs, rows)
+		} else {
+			out.drafts[p.Name] = make(exec.Drafts, rows)
+		}
+	}
+	return out
+}
+
+// takePrior gives each hc row with a prior draft (the loop's in.prior)
+// that draft, cut to its lookahead, and returns the rows that draft
+// (active: a lookahead, a history and no prior) and how many each wants.
+func (out loopOutputs) takePrior(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in map[string]any) (active, want []int, err error) {
+	var prior exec.Drafts
+	if v, wired := in["prior"]; wired {
+		var ok bool
+		if prior, ok = v.(exec.Drafts); !ok || len(prior) != len(hc.Rows) {
+			return nil, nil, fmt.Errorf("engine: loop %s: prior input is %T for %d sequences", st.ID, v, len(hc.Rows))
+		}
+	}
+	for i, row := range hc.Rows {
+		if prior != nil && len(prior[i]) > 0 {
+			for name := range out.drafts {
+				out.drafts[name][i] = prior[i][:min(len(prior[i]), row.Lookahead)]
+			}
+			continue
+		}
+		if row.Lookahead > 0 && len(row.History) > 0 {
+			active = append(active, i)
+			want = append(want, min(l.Repeat, row.Lookahead))
+		}
+	}
+	return active, want, nil
+}
+
+// collect appends to each output of loop l what its body output gave the
+// pass's rows (vals; row j is hc row active[j]), for the rows that still
+// want drafts.
+func (out loopOutputs) collect(st *plan.Step, l *plan.Loop, vals map[plan.Ref]any, active, want []int) error {
+	n := len(active)
+	for name, ref := range l.Out {
+		if d, ok := out.probs[name]; ok {
+			p, ok := vals[ref].(exec.DraftProbs)
+			if !ok || len(p) != n {
+				return fmt.Errorf("engine: loop %s: %s is %T for %d rows", st.ID, ref, vals[ref], n)
+			}
+			for j, i := range active {
+				if want[j] > 0 {
+					d[i] = append(d[i], p[j]...)
+				}
+			}
+			continue
+		}
+		t, err := passTokens(st, vals, ref, n)
+		if err != nil {
+			return err
+		}
+		for j, i := range active {
+			if want[j] > 0 {
+				out.drafts[name][i] = append(out.drafts[name][i], t[j])
+			}
+		}
+	}
+	return nil
+}
+
+// result is a loop step's outputs: its drafts and draft_probs.
+func (out loopOutputs) result() map[string]any {
 	res := map[string]any{}
-	for name, d := range drafts {
+	for name, d := range out.drafts {
 		res[name] = d
 	}
-	for name, p := range probs {
+	for name, p := range out.probs {
 		res[name] = p
 	}
 	return res
@@ -190,37 +269,62 @@ func loopResult(drafts map[string]exec.Drafts, probs map[string]exec.DraftProbs)
 // positions that follow, and collects into each output of l what its
 // body output gave the sequence's first want mask rows. The block pass's
 // host context has one row per mask row.
-func (e *Engine) runBlockLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in map[string]any, active, want []int,
-	drafts map[string]exec.Drafts, probs map[string]exec.DraftProbs) error {
-	ml, bd := e.modelLoops[st.ID], blockDrafter(l)
-	c, ok := in["hidden"].([]exec.Carried)
+func (x *Executor) runBlockLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in map[string]any, active, want []int, out loopOutputs) error {
+	ml, bd := x.modelLoops[st.ID], blockDrafter(l)
+	c, ok := in[node.BindHidden].([]exec.Carried)
 	if ml == nil || bd == nil || !ok || len(c) != len(hc.Rows) {
 		return fmt.Errorf("engine: block loop %s: needs a block drafter on a model of its own and a carried in.hidden (%T for %d sequences)",
-			st.ID, in["hidden"], len(hc.Rows))
+			st.ID, in[node.BindHidden], len(hc.Rows))
 	}
 	ml.beginStep(hc)
-	enter, entered, wants, _, err := carriedFirstPass(hc, c, active, want, e.loopHidden[st.ID].enter, enteredAtHidden(l),
+	enter, entered, wants, _, err := carriedFirstPass(hc, c, active, want, x.loopHidden[st.ID].enter, enteredAtHidden(l),
 		func(i, q0, end, off, want int, fromZero bool) ([]int32, bool) {
 			return ml.enterTable(hc.Rows[i], q0, end, off, want, fromZero)
 		})
 	if err != nil {
 		return fmt.Errorf("engine: loop %s: %w", st.ID, err)
 	}
-	if len(enter.Tokens) > 0 {
-		for si, seg := range l.Segments {
-			if seg.Placement != node.Device {
-				continue
-			}
-			x, err := e.loopSegment(st, l, si, enter, true)
-			if err != nil {
-				return err
-			}
-			if err := x.Run(hc.Ctx, enter); err != nil {
-				return err
-			}
+	if err := x.enterBlock(st, l, hc.Ctx, enter); err != nil {
+		return err
+	}
+	block, maskRows, drafting, drafted := blockPass(hc, ml, l.Repeat, bd.MaskToken(), entered, wants)
+	if len(drafting) == 0 {
+		return nil
+	}
+	vals := passInputs(block)
+	if err := x.runPass(st, l, &exec.HostContext{Ctx: hc.Ctx, Rows: maskRows, Batch: block}, vals, false); err != nil {
+		return err
+	}
+	return out.collectBlocks(st, l, vals, len(maskRows), drafting, drafted)
+}
+
+// enterBlock runs block loop l's pass 0 over enter (when it enters rows):
+// the body's device segments, which write the drafter's cache.
+func (x *Executor) enterBlock(st *plan.Step, l *plan.Loop, ctx context.Context, enter *exec.Batch) error {
+	if len(enter.Tokens) == 0 {
+		return nil
+	}
+	for si, seg := range l.Segments {
+		if seg.Placement != node.Device {
+			continue
+		}
+		ex, err := x.loopSegment(st, l, si, enter, true)
+		if err != nil {
+			return err
+		}
+		if err := ex.Run(ctx, enter); err != nil {
+			return err
 		}
 	}
-	k, mask := l.Repeat, bd.MaskToken()
+	return nil
+}
+
+// blockPass builds a block loop's block pass over the hc rows entered
+// (wanting wants drafts each): each that wants drafts and whose drafter
+// cache holds its block feeds its last token and k mask tokens. It
+// returns the batch, one host row per mask row, the hc rows drafting and
+// the drafts each wants.
+func blockPass(hc *exec.HostContext, ml *modelLoop, k int, mask int32, entered, wants []int) (*exec.Batch, []*exec.SeqState, []int, []int) {
 	block := &exec.Batch{}
 	var maskRows []*exec.SeqState // one per mask row
 	var drafting, drafted []int   // hc rows with a block, and the drafts each wants
@@ -245,19 +349,16 @@ func (e *Engine) runBlockLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext,
 		}
 		drafting, drafted = append(drafting, i), append(drafted, wants[j])
 	}
-	if len(drafting) == 0 {
-		return nil
-	}
-	vals := map[plan.Ref]any{
-		{Node: plan.LoopNode, Port: "tokens"}:    block.Tokens,
-		{Node: plan.LoopNode, Port: "positions"}: block.Positions,
-	}
-	if err := e.runPass(st, l, &exec.HostContext{Ctx: hc.Ctx, Rows: maskRows, Batch: block}, vals, false); err != nil {
-		return err
-	}
-	n := len(maskRows)
+	return block, maskRows, drafting, drafted
+}
+
+// collectBlocks appends to each output of block loop l what its body
+// output gave the n mask rows of a block pass (vals): each drafting hc
+// row's first drafted rows of its block.
+func (out loopOutputs) collectBlocks(st *plan.Step, l *plan.Loop, vals map[plan.Ref]any, n int, drafting, drafted []int) error {
+	k := l.Repeat
 	for name, ref := range l.Out {
-		if d, ok := probs[name]; ok {
+		if d, ok := out.probs[name]; ok {
 			p, ok := vals[ref].(exec.DraftProbs)
 			if !ok || len(p) != n {
 				return fmt.Errorf("engine: loop %s: %s is %T for %d rows", st.ID, ref, vals[ref], n)
@@ -274,7 +375,7 @@ func (e *Engine) runBlockLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext,
 			return err
 		}
 		for j, i := range drafting {
-			drafts[name][i] = append(drafts[name][i], t[j*k:j*k+drafted[j]]...)
+			out.drafts[name][i] = append(out.drafts[name][i], t[j*k:j*k+drafted[j]]...)
 		}
 	}
 	return nil
@@ -305,24 +406,23 @@ func passTokens(st *plan.Step, vals map[plan.Ref]any, ref plan.Ref, n int) ([]in
 // with vals holding the pass's inputs; it leaves the body's outputs in
 // vals. A device output whose every reader reads only its argmax
 // (exec.ArgmaxReader) this pass is reduced on the device.
-func (e *Engine) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, vals map[plan.Ref]any, first bool) error {
+func (x *Executor) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, vals map[plan.Ref]any, first bool) error {
 	for si, seg := range l.Segments {
 		if seg.Placement == node.Host {
 			for _, idx := range seg.Steps {
-				if err := e.runHost(l.Steps[idx], phc, vals); err != nil {
+				if err := x.runHost(l.Steps[idx], phc, vals); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		x, err := e.loopSegment(st, l, si, phc.Batch, first)
+		ex, err := x.loopSegment(st, l, si, phc.Batch, first)
 		if err != nil {
 			return err
 		}
-		if err := x.Run(phc.Ctx, phc.Batch); err != nil {
+		if err := ex.Run(phc.Ctx, phc.Batch); err != nil {
 			return err
 		}
-		ax, reduces := x.(exec.ArgmaxOutputter)
 		for _, idx := range seg.Steps {
 			s := l.Steps[idx]
 			for _, p := range s.Spec.Out {
@@ -331,24 +431,18 @@ func (e *Engine) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, val
 				if len(readers) == 0 && !slices.Contains(slices.Collect(maps.Values(l.Next)), ref) {
 					continue // not read outside the segment
 				}
-				name := s.ID + "." + p.Name
-				argmaxOnly := !slices.ContainsFunc(readers, func(r *plan.Step) bool {
+				argmaxOnly := p.Type == node.Logits && !slices.ContainsFunc(readers, func(r *plan.Step) bool {
 					ar, ok := r.Node.(exec.ArgmaxReader)
 					return !ok || !ar.ReadsArgmaxOnly(phc)
 				})
-				if reduces && p.Type == node.Logits && ax.HasArgmax(name) && argmaxOnly {
-					ids, err := ax.OutputArgmax(name) // ids, not [rows, vocab] floats, come back
-					if err != nil {
-						return err
-					}
-					vals[ref] = exec.Logits{Rows: len(ids), Argmax: ids}
-					continue
+				v, err := readOutput(ex, ref, argmaxOnly)
+				if errors.As(err, new(argmaxError)) {
+					return errors.Unwrap(err)
 				}
-				data, rows, cols, err := x.Output(name)
 				if err != nil {
 					return fmt.Errorf("engine: loop %s: %w", st.ID, err)
 				}
-				vals[ref] = exec.Logits{Data: data, Rows: rows, Vocab: cols}
+				vals[ref] = v
 			}
 		}
 	}
@@ -360,20 +454,20 @@ func (e *Engine) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, val
 // a loop that enters carried hidden states, pass 0 (first) has an
 // executable of its own ("draft.seg0/enter"): its $loop.hidden rows are
 // the carried ones, a later pass's the body's own, which may be narrower.
-func (e *Engine) loopSegment(st *plan.Step, l *plan.Loop, si int, b *exec.Batch, first bool) (exec.Executable, error) {
-	be, execs, f := e.backend, e.execs, e.cfg.Model
-	if ml := e.modelLoops[st.ID]; ml != nil {
+func (x *Executor) loopSegment(st *plan.Step, l *plan.Loop, si int, b *exec.Batch, first bool) (exec.Executable, error) {
+	be, execs, f := x.backend, x.execs, x.cfg.Model
+	if ml := x.modelLoops[st.ID]; ml != nil {
 		be, execs, f = ml.dev.backend, ml.dev.execs, ml.dev.file
 	}
 	name, width := loopSegmentName(st.ID, si), 0
-	if w, ok := e.loopHidden[st.ID]; ok {
+	if w, ok := x.loopHidden[st.ID]; ok {
 		width = w.draft
 		if first {
 			name, width = name+"/enter", w.enter
 		}
 	}
 	key := newExecKey(be, name, b)
-	return prepare(be, execs, key, func() (*tensor.Graph, error) { return e.record(f, l.Steps, l.Segments[si], key, width) })
+	return prepare(be, execs, key, func() (*tensor.Graph, error) { return x.record(f, l.Steps, l.Segments[si], key, width) })
 }
 
 // loopHiddenInput names the float input of a pass that is $loop.hidden.
@@ -396,13 +490,13 @@ func enteredAtHidden(l *plan.Loop) bool {
 // with a carried in.hidden (a $prev value, as the compiler checks): those
 // of the device outputs the carry keeps and next.hidden names
 // (exec.RowWidther).
-func (e *Engine) resolveLoopHidden() error {
-	for _, st := range e.plan.Steps {
+func (x *Executor) resolveLoopHidden() error {
+	for _, st := range x.plan.Steps {
 		ref, ok := st.In["hidden"]
 		if _, loop := st.Node.(*plan.Loop); !ok || !loop {
 			continue
 		}
-		cref := e.plan.Source(ref) // an ahead loop's ref is this step's rows
+		cref := x.plan.Source(ref) // an ahead loop's ref is this step's rows
 		width := func(steps []*plan.Step, ref plan.Ref) int {
 			for _, src := range steps {
 				if rw, ok := src.Node.(exec.RowWidther); ok && src.ID == ref.Node {
@@ -412,11 +506,11 @@ func (e *Engine) resolveLoopHidden() error {
 			return 0
 		}
 		l := st.Node.(*plan.Loop)
-		w := loopWidths{enter: width(e.plan.Steps, cref), draft: width(l.Steps, l.Next["hidden"])}
+		w := loopWidths{enter: width(x.plan.Steps, cref), draft: width(l.Steps, l.Next["hidden"])}
 		if w.enter <= 0 || w.draft <= 0 && !l.Block { // a block pass reads no $loop.hidden
 			return fmt.Errorf("engine: loop %s: the carried %s (%s) or next.hidden (%s) has no known row width", st.ID, ref, cref, l.Next["hidden"])
 		}
-		e.loopHidden[st.ID] = w
+		x.loopHidden[st.ID] = w
 	}
 	return nil
 }
@@ -511,22 +605,22 @@ func loopSegmentName(id string, si int) string { return id + "." + segmentName(s
 // device of the loop's model when that is a Bucketer too. (A draft
 // model's pass 0, which catches up on a sequence's unseen tokens, may
 // need larger shapes; those are prepared when first run.)
-func (e *Engine) warmLoops(bk exec.Bucketer) error {
-	for _, st := range e.plan.Steps {
+func (x *Executor) warmLoops(bk exec.Bucketer, maxSeqs int) error {
+	for _, st := range x.plan.Steps {
 		l, ok := st.Node.(*plan.Loop)
 		if !ok {
 			continue
 		}
 		lbk := bk
-		if ml := e.modelLoops[st.ID]; ml != nil {
+		if ml := x.modelLoops[st.ID]; ml != nil {
 			if lbk, ok = ml.dev.backend.(exec.Bucketer); !ok {
 				continue
 			}
 		}
-		shapes := bucketShapes(lbk, e.maxRunning)
+		shapes := bucketShapes(lbk, maxSeqs)
 		later := shapes // of the passes after the first
 		if l.Block {
-			later = blockShapes(lbk, e.maxRunning, l.Repeat)
+			later = blockShapes(lbk, maxSeqs, l.Repeat)
 		}
 		for _, first := range []bool{false, true} {
 			pass := later
@@ -539,7 +633,7 @@ func (e *Engine) warmLoops(bk exec.Bucketer) error {
 					if seg.Placement != node.Device {
 						continue
 					}
-					if _, err := e.loopSegment(st, l, si, b, first); err != nil {
+					if _, err := x.loopSegment(st, l, si, b, first); err != nil {
 						return fmt.Errorf("engine: warm-up %s: %w", execKey{loopSegmentName(st.ID, si), s[0], s[1]}, err)
 					}
 				}
