@@ -23,9 +23,9 @@ import (
 
 // Inputs are the graph inputs every step provides, referenced as $in.NAME.
 var Inputs = []node.Port{
-	{Name: "tokens", Type: node.Tokens, Doc: "the tokens this step feeds for the request"},
-	{Name: "positions", Type: node.Positions, Doc: "the positions of those tokens"},
-	{Name: "history", Type: node.Tokens, Doc: "the request's tokens so far"},
+	{Name: node.BindTokens, Type: node.Tokens, Doc: "the tokens this step feeds for the request"},
+	{Name: node.BindPositions, Type: node.Positions, Doc: "the positions of those tokens"},
+	{Name: node.BindHistory, Type: node.Tokens, Doc: "the request's tokens so far"},
 }
 
 // Outputs are the graph outputs every graph must bind under out:. A graph may

@@ -280,11 +280,11 @@ func contextLength(cfg Config) (int, error) {
 	if cfg.Context > 0 {
 		return cfg.Context, nil
 	}
-	c, err := cfg.Model.Uint(cfg.Model.Arch() + ".context_length")
+	c, err := cfg.Model.ContextLength()
 	if err != nil {
 		return 0, fmt.Errorf("engine: model context length: %w", err)
 	}
-	return int(c), nil
+	return c, nil
 }
 
 // stateSnapshots is how many snapshot slots each sequence of a model with

@@ -218,9 +218,9 @@ const LoopNode = graphdef.LoopNode
 // feeds each drafting sequence's last token and Repeat mask tokens at the
 // positions that follow, and no $loop.hidden.
 var LoopInputs = []node.Port{
-	{Name: "tokens", Type: node.Tokens, Doc: "one token per drafting sequence: its last token, then the previous pass's pick"},
-	{Name: "positions", Type: node.Positions, Doc: "the position of each of those tokens"},
-	{Name: "hidden", Type: node.Hidden, Doc: "with the loop's in.hidden (a carried value): pass 0's tokens are each sequence's positions that value covers, each with the carried row of the position before (zeros at 0); a later pass's is the row next.hidden gave"},
+	{Name: node.BindTokens, Type: node.Tokens, Doc: "one token per drafting sequence: its last token, then the previous pass's pick"},
+	{Name: node.BindPositions, Type: node.Positions, Doc: "the position of each of those tokens"},
+	{Name: node.BindHidden, Type: node.Hidden, Doc: "with the loop's in.hidden (a carried value): pass 0's tokens are each sequence's positions that value covers, each with the carried row of the position before (zeros at 0); a later pass's is the row next.hidden gave"},
 }
 
 // Loop is the compiled body of a loop step (a draft loop): the sub-plan
