@@ -16,6 +16,7 @@ import (
 func init() {
 	node.Register(node.Spec{
 		Op:        "model.forward",
+		Info:      node.Info{RecurrentState: true},
 		Placement: node.Device,
 		In: []node.Port{
 			{Name: "tokens", Type: node.Tokens, Doc: "token ids of the step, one per row [T]"},

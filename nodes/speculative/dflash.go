@@ -15,6 +15,7 @@ import (
 func init() {
 	node.Register(node.Spec{
 		Op:        "speculative.dflash",
+		Info:      node.Info{BlockDrafter: true},
 		Placement: node.Device,
 		In: []node.Port{
 			{Name: "tokens", Type: node.Tokens, Doc: "token ids of the pass, one per row [T]: in the block pass each drafting sequence's last token and k mask tokens"},

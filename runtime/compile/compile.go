@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/graphdef/hint"
 	"github.com/ninfer/ninfer-go/runtime/node"
@@ -219,7 +218,7 @@ func compile(g *graphdef.Graph, reg *node.Registry, overrides node.Params) (*pla
 	c.instantiate()
 	c.checkAhead()
 	for _, cn := range c.nodes {
-		if _, ok := cn.inst.(exec.BlockDrafter); ok {
+		if cn.inst != nil && cn.spec.Info.BlockDrafter { // a node that was built
 			c.errorf(c.at(cn.n.OpPos, cn.n.Pos), "node %s (%s) drafts a block of mask tokens in one pass: it runs in a block loop's body (block: N)", cn.n.ID, cn.spec.Op)
 		}
 	}

@@ -273,14 +273,13 @@ func StepModel(s *Step) string {
 func (l *Loop) DraftTokens() int { return l.Repeat }
 
 // DraftsWithTargetState reports whether the body runs a device step that
-// runs the target's own layers (exec.StateShaper: model.forward over the
-// target), which on a model with recurrent state would advance it
+// runs the target's own layers (node.Info.RecurrentState: model.forward
+// over the target), which on a model with recurrent state would advance it
 // (exec.StateRollbacker). A head with layers of its own (model.mtp) and a
 // draft model leave it alone.
 func (l *Loop) DraftsWithTargetState() bool {
 	return l.Model == exec.Target && slices.ContainsFunc(l.Steps, func(s *Step) bool {
-		_, shapes := s.Node.(exec.StateShaper)
-		return s.Placement == node.Device && shapes
+		return s.Placement == node.Device && s.Node != nil && s.Spec.Info.RecurrentState
 	})
 }
 
