@@ -51,7 +51,13 @@ func (x *Executor) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in
 		if err := x.runPass(st, l, phc, vals, pass == 0); err != nil {
 			return nil, err
 		}
-		if err := out.collect(st, l, vals, active, want); err != nil {
+		var spans []span // a row that still wants drafts drafts one
+		for j, i := range active {
+			if want[j] > 0 {
+				spans = append(spans, span{i, j, j + 1})
+			}
+		}
+		if err := out.collect(st, l, vals, n, spans); err != nil {
 			return nil, err
 		}
 		fed, err := passTokens(st, vals, l.Next[node.BindTokens], n)
@@ -217,20 +223,22 @@ func (out loopOutputs) takePrior(st *plan.Step, l *plan.Loop, hc *exec.HostConte
 	return active, want, nil
 }
 
-// collect appends to each output of loop l what its body output gave the
-// pass's rows (vals; row j is hc row active[j]), for the rows that still
-// want drafts.
-func (out loopOutputs) collect(st *plan.Step, l *plan.Loop, vals map[plan.Ref]any, active, want []int) error {
-	n := len(active)
+// span says that pass rows [lo, hi) drafted for hc row i.
+type span struct{ i, lo, hi int }
+
+// collect appends to each output of loop l what its body output gave a
+// pass of n rows (vals): to each span's hc row, its rows' tokens or
+// distributions, in order.
+func (out loopOutputs) collect(st *plan.Step, l *plan.Loop, vals map[plan.Ref]any, n int, spans []span) error {
 	for name, ref := range l.Out {
 		if d, ok := out.probs[name]; ok {
 			p, ok := vals[ref].(exec.DraftProbs)
 			if !ok || len(p) != n {
 				return fmt.Errorf("engine: loop %s: %s is %T for %d rows", st.ID, ref, vals[ref], n)
 			}
-			for j, i := range active {
-				if want[j] > 0 {
-					d[i] = append(d[i], p[j]...)
+			for _, sp := range spans {
+				for _, q := range p[sp.lo:sp.hi] {
+					d[sp.i] = append(d[sp.i], q...)
 				}
 			}
 			continue
@@ -239,10 +247,8 @@ func (out loopOutputs) collect(st *plan.Step, l *plan.Loop, vals map[plan.Ref]an
 		if err != nil {
 			return err
 		}
-		for j, i := range active {
-			if want[j] > 0 {
-				out.drafts[name][i] = append(out.drafts[name][i], t[j])
-			}
+		for _, sp := range spans {
+			out.drafts[name][sp.i] = append(out.drafts[name][sp.i], t[sp.lo:sp.hi]...)
 		}
 	}
 	return nil
@@ -295,7 +301,11 @@ func (x *Executor) runBlockLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContex
 	if err := x.runPass(st, l, &exec.HostContext{Ctx: hc.Ctx, Rows: maskRows, Batch: block}, vals, false); err != nil {
 		return err
 	}
-	return out.collectBlocks(st, l, vals, len(maskRows), drafting, drafted)
+	spans := make([]span, len(drafting)) // each drafting row's first drafted mask rows
+	for j, i := range drafting {
+		spans[j] = span{i, j * l.Repeat, j*l.Repeat + drafted[j]}
+	}
+	return out.collect(st, l, vals, len(maskRows), spans)
 }
 
 // enterBlock runs block loop l's pass 0 over enter (when it enters rows):
@@ -350,35 +360,6 @@ func blockPass(hc *exec.HostContext, ml *modelLoop, k int, mask int32, entered, 
 		drafting, drafted = append(drafting, i), append(drafted, wants[j])
 	}
 	return block, maskRows, drafting, drafted
-}
-
-// collectBlocks appends to each output of block loop l what its body
-// output gave the n mask rows of a block pass (vals): each drafting hc
-// row's first drafted rows of its block.
-func (out loopOutputs) collectBlocks(st *plan.Step, l *plan.Loop, vals map[plan.Ref]any, n int, drafting, drafted []int) error {
-	k := l.Repeat
-	for name, ref := range l.Out {
-		if d, ok := out.probs[name]; ok {
-			p, ok := vals[ref].(exec.DraftProbs)
-			if !ok || len(p) != n {
-				return fmt.Errorf("engine: loop %s: %s is %T for %d rows", st.ID, ref, vals[ref], n)
-			}
-			for j, i := range drafting {
-				for _, q := range p[j*k : j*k+drafted[j]] {
-					d[i] = append(d[i], q...)
-				}
-			}
-			continue
-		}
-		t, err := passTokens(st, vals, ref, n)
-		if err != nil {
-			return err
-		}
-		for j, i := range drafting {
-			out.drafts[name][i] = append(out.drafts[name][i], t[j*k:j*k+drafted[j]]...)
-		}
-	}
-	return nil
 }
 
 // blockDrafter is the body step of loop l that drafts a block

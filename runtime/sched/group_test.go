@@ -43,17 +43,7 @@ func TestGroupScripts(t *testing.T) {
 
 func groupCommand(t *testing.T, line string, g *Group, seqs *[]*Seq) string {
 	t.Helper()
-	f := strings.Fields(line)
-	args := map[string]int{}
-	var pos []int
-	for _, a := range f[1:] {
-		if k, v, ok := strings.Cut(a, "="); ok {
-			args[k], _ = strconv.Atoi(v)
-		} else {
-			n, _ := strconv.Atoi(a)
-			pos = append(pos, n)
-		}
-	}
+	f, args, pos := parseCommand(line)
 	seq := func() *Seq {
 		for _, s := range *seqs {
 			if s.ID == uint64(pos[0]) {

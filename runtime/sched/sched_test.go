@@ -106,20 +106,25 @@ func runCommands(t *testing.T, file string, run func(line string) string) {
 	}
 }
 
-func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[uint64]*Seq, accept map[uint64]int, yield map[uint64][]int32) string {
-	t.Helper()
-	f := strings.Fields(line)
-	args := map[string]int{}
-	var pos []int
+// parseCommand splits a script command line into its fields, its
+// key=value arguments and its positional numbers.
+func parseCommand(line string) (f []string, args map[string]int, pos []int) {
+	f = strings.Fields(line)
+	args = map[string]int{}
 	for _, a := range f[1:] {
 		if k, v, ok := strings.Cut(a, "="); ok {
-			n, _ := strconv.Atoi(v)
-			args[k] = n
+			args[k], _ = strconv.Atoi(v)
 		} else {
 			n, _ := strconv.Atoi(a)
 			pos = append(pos, n)
 		}
 	}
+	return f, args, pos
+}
+
+func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[uint64]*Seq, accept map[uint64]int, yield map[uint64][]int32) string {
+	t.Helper()
+	f, args, pos := parseCommand(line)
 	var b strings.Builder
 	switch f[0] {
 	case "config":
