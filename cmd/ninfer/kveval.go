@@ -283,7 +283,7 @@ func kvEval(model string, formats []string, prompts []golden.Prompt, n, threads,
 		return nil, fmt.Errorf("%s: %w", model, err)
 	}
 	layers, kvDim := fwd.(exec.KVShaper).KVShape()
-	ctxLen, err := f.Uint(f.Arch() + ".context_length")
+	ctxLen, err := f.ContextLength()
 	if err != nil {
 		return nil, fmt.Errorf("%s: context length: %w", model, err)
 	}
@@ -507,8 +507,8 @@ func (r *kvRunner) step(tokens []int32, start int) ([]float32, error) {
 			}
 			return t.DType, t.Rows(), t.RowLen(), true
 		})
-		in := map[string]tensor.Tensor{"tokens": b.Input("tokens", len(tokens)), "positions": b.Input("positions", len(tokens))}
-		b.Input("logit_rows", 1)
+		in := map[string]tensor.Tensor{"tokens": b.Input(node.BindTokens, len(tokens)), "positions": b.Input(node.BindPositions, len(tokens))}
+		b.Input(node.BindLogitRows, 1)
 		out, err := r.fwd.Record(b, in)
 		if err != nil {
 			return nil, err

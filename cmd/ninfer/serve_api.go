@@ -32,9 +32,9 @@ func parseOrigins(s string) ([]string, error) {
 // trainContext is the model's training context (GGUF
 // <arch>.context_length), 0 when the file does not say.
 func trainContext(f *weights.File) int {
-	c, err := f.Uint(f.Arch() + ".context_length")
+	c, err := f.ContextLength()
 	if err != nil {
 		return 0
 	}
-	return int(c)
+	return c
 }

@@ -195,7 +195,16 @@ func ReadConfig(f *weights.File) (*Config, error) {
 			errs = append(errs, fmt.Errorf("%s.expert_used_count %d > expert_count %d", arch, c.MoE.Used, c.MoE.Experts))
 		}
 	}
-	c.Context = opt("context_length", 2048)
+	switch n, err := f.ContextLength(); {
+	case errors.Is(err, weights.ErrNotFound):
+		c.Context = 2048
+	case err != nil:
+		errs = append(errs, err)
+	case n == 0 || n > 1<<24:
+		errs = append(errs, fmt.Errorf("%s.context_length = %d out of range", arch, n))
+	default:
+		c.Context = n
+	}
 	c.NormEps = optF("attention.layer_norm_rms_epsilon", 1e-5)
 	c.RopeBase = optF("rope.freq_base", 10000)
 	if h := c.Hybrid; h != nil {

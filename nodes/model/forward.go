@@ -16,6 +16,7 @@ import (
 func init() {
 	node.Register(node.Spec{
 		Op:        "model.forward",
+		Info:      node.Info{RecurrentState: true},
 		Placement: node.Device,
 		In: []node.Port{
 			{Name: "tokens", Type: node.Tokens, Doc: "token ids of the step, one per row [T]"},
@@ -208,7 +209,7 @@ func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[s
 	if err != nil {
 		return nil, fmt.Errorf("model.forward: %w", err)
 	}
-	logitRows := b.Input("logit_rows", -1)
+	logitRows := b.Input(node.BindLogitRows, -1)
 	norm := func(t tensor.Tensor) tensor.Tensor {
 		return b.RMSNorm(t, b.Weight("output_norm.weight"), c.Embed, c.NormEps)
 	}
@@ -273,7 +274,7 @@ func RecordHidden(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor,
 	if err != nil {
 		return tensor.Tensor{}, err
 	}
-	rows := b.SelectRows(x, b.Input("logit_rows", -1)) // [R, E]
+	rows := b.SelectRows(x, b.Input(node.BindLogitRows, -1)) // [R, E]
 	rows = b.RMSNorm(rows, b.Weight("output_norm.weight"), c.Embed, c.NormEps)
 	return rows, b.Err()
 }

@@ -102,7 +102,7 @@ func (m *MTP) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[string
 	x := b.Concat(b.RMSNorm(e, w("nextn.enorm.weight"), c.Embed, c.NormEps), b.RMSNorm(in["hidden"], w("nextn.hnorm.weight"), c.Embed, c.NormEps))
 	x = b.MatMul(x, w("nextn.eh_proj.weight")) // [T, E]
 	x = RecordAttentionBlock(b, c, x, in["positions"], m.block, m.KVLayer())
-	out := b.RMSNorm(b.SelectRows(x, b.Input("logit_rows", -1)), b.Weight(m.norm), c.Embed, c.NormEps) // [R, E]
+	out := b.RMSNorm(b.SelectRows(x, b.Input(node.BindLogitRows, -1)), b.Weight(m.norm), c.Embed, c.NormEps) // [R, E]
 	return map[string]tensor.Tensor{"logits": b.MatMul(out, b.Weight(m.head)), "hidden": out}, b.Err()
 }
 

@@ -15,6 +15,7 @@ import (
 func init() {
 	node.Register(node.Spec{
 		Op:        "speculative.dflash",
+		Info:      node.Info{BlockDrafter: true},
 		Placement: node.Device,
 		In: []node.Port{
 			{Name: "tokens", Type: node.Tokens, Doc: "token ids of the pass, one per row [T]: in the block pass each drafting sequence's last token and k mask tokens"},
@@ -235,7 +236,7 @@ func (d *DFlash) recordBlock(b *tensor.Builder, tokens, positions tensor.Tensor)
 		h = b.RMSNorm(x, w("ffn_norm"), c.Embed, c.NormEps)
 		x = b.Add(x, b.MatMul(b.SwiGLU(b.MatMul(h, w("ffn_gate")), b.MatMul(h, w("ffn_up"))), w("ffn_down")))
 	}
-	rows := b.RMSNorm(b.SelectRows(x, b.Input("logit_rows", -1)), b.Weight("output_norm.weight"), c.Embed, c.NormEps)
+	rows := b.RMSNorm(b.SelectRows(x, b.Input(node.BindLogitRows, -1)), b.Weight("output_norm.weight"), c.Embed, c.NormEps)
 	return b.MatMul(rows, b.Weight(c.Output))
 }
 

@@ -197,7 +197,7 @@ func (e *Eagle3) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[str
 	x := b.Add(b.MatMul(a, w("attn_output")), residual)
 	h := b.RMSNorm(x, w("ffn_norm"), c.Embed, c.NormEps)
 	x = b.Add(x, b.MatMul(b.SwiGLU(b.MatMul(h, w("ffn_gate")), b.MatMul(h, w("ffn_up"))), w("ffn_down")))
-	pre := b.SelectRows(x, b.Input("logit_rows", -1)) // [R, E]
+	pre := b.SelectRows(x, b.Input(node.BindLogitRows, -1)) // [R, E]
 	logits := b.MatMul(b.RMSNorm(pre, b.Weight("output_norm.weight"), c.Embed, c.NormEps), b.Weight("output.weight"))
 	return map[string]tensor.Tensor{"logits": logits, "hidden": pre}, b.Err()
 }

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/graphdef/hint"
 	"github.com/ninfer/ninfer-go/runtime/node"
@@ -23,9 +22,9 @@ import (
 
 // Inputs are the graph inputs every step provides, referenced as $in.NAME.
 var Inputs = []node.Port{
-	{Name: "tokens", Type: node.Tokens, Doc: "the tokens this step feeds for the request"},
-	{Name: "positions", Type: node.Positions, Doc: "the positions of those tokens"},
-	{Name: "history", Type: node.Tokens, Doc: "the request's tokens so far"},
+	{Name: node.BindTokens, Type: node.Tokens, Doc: "the tokens this step feeds for the request"},
+	{Name: node.BindPositions, Type: node.Positions, Doc: "the positions of those tokens"},
+	{Name: node.BindHistory, Type: node.Tokens, Doc: "the request's tokens so far"},
 }
 
 // Outputs are the graph outputs every graph must bind under out:. A graph may
@@ -219,7 +218,7 @@ func compile(g *graphdef.Graph, reg *node.Registry, overrides node.Params) (*pla
 	c.instantiate()
 	c.checkAhead()
 	for _, cn := range c.nodes {
-		if _, ok := cn.inst.(exec.BlockDrafter); ok {
+		if cn.inst != nil && cn.spec.Info.BlockDrafter { // a node that was built
 			c.errorf(c.at(cn.n.OpPos, cn.n.Pos), "node %s (%s) drafts a block of mask tokens in one pass: it runs in a block loop's body (block: N)", cn.n.ID, cn.spec.Op)
 		}
 	}

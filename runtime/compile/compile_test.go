@@ -140,7 +140,7 @@ func testRegistry() *node.Registry {
 		New: build,
 	})
 	r.Register(node.Spec{
-		Op: "speculative.block", Placement: node.Device, Summary: "Draft a block of mask tokens in one pass.",
+		Op: "speculative.block", Placement: node.Device, Summary: "Draft a block of mask tokens in one pass.", Info: node.Info{BlockDrafter: true},
 		In:  []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}, {Name: "hidden", Type: node.Hidden}},
 		Out: []node.Port{{Name: "logits", Type: node.Logits}},
 		New: func(p node.Params) (any, error) { return blockInstance{instance{p}}, nil },

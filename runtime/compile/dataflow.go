@@ -125,8 +125,8 @@ func (c *compiler) deviceInputs(p *plan.Plan, si int, byStep map[string]*cnode, 
 						st.ID, ref, drafted.ID, draft)
 				}
 				draft, drafted = ref, st
-			case (ref.Node == plan.InputNode || ref.Node == plan.LoopNode) && (ref.Port == "tokens" || ref.Port == "positions"):
-			case ref.Node == plan.LoopNode && ref.Port == "hidden":
+			case (ref.Node == plan.InputNode || ref.Node == plan.LoopNode) && (ref.Port == node.BindTokens || ref.Port == node.BindPositions):
+			case ref.Node == plan.LoopNode && ref.Port == node.BindHidden:
 			case ref.Node == "$in":
 				c.errorf(at, "node %s (%s) runs on the device, but its input %s reads $in.%s, which only host nodes can read",
 					st.ID, st.Op, port, ref.Port)

@@ -202,7 +202,7 @@ func (c *compiler) compileLoop(cn *cnode) {
 func (c *compiler) checkBlock(n *graphdef.Node, l *plan.Loop, byStep map[string]*cnode) {
 	var blocks []*plan.Step
 	for _, st := range l.Steps {
-		if _, ok := st.Node.(exec.BlockDrafter); ok {
+		if st.Node != nil && st.Spec.Info.BlockDrafter {
 			blocks = append(blocks, st)
 		}
 	}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,9 +10,6 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
-	"github.com/ninfer/ninfer-go/runtime/sched"
-	"github.com/ninfer/ninfer-go/runtime/tensor"
-	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
 // SpecStats count one request's (or, summed, a run's) speculative
@@ -163,7 +159,7 @@ func (e *Engine) speculation() (maxBatch int, err error) {
 			}
 		}
 	}
-	if e.draftK > 0 && (verifier == nil || e.plan.Out["tokens"].Node != verifier.ID) {
+	if e.draftK > 0 && (verifier == nil || e.plan.Out[node.BindTokens].Node != verifier.ID) {
 		return 0, errors.New("engine: a plan that drafts tokens must output the tokens of its verify step (out.tokens)")
 	}
 	return maxBatch, e.checkTaps()
@@ -216,123 +212,4 @@ func joinInts(v []int) string {
 		s[i] = fmt.Sprint(x)
 	}
 	return strings.Join(s, ",")
-}
-
-// feed is the batch a device segment computes over: batch itself, or, when
-// a step of the segment wires an input of type draft, batch with those
-// drafts inserted. Each sequence's drafts must fit the KV the scheduler
-// reserved for it (SeqState.Lookahead).
-func (e *Engine) feed(seg plan.Segment, batch *exec.Batch, hc *exec.HostContext, values map[plan.Ref]any) (*exec.Batch, error) {
-	var drafts exec.Drafts
-	var from plan.Ref
-	for _, idx := range seg.Steps {
-		st := e.plan.Steps[idx]
-		for port, ref := range st.In {
-			if p := st.Spec.Input(port); p == nil || p.Type != node.Draft {
-				continue
-			}
-			d, ok := values[ref].(exec.Drafts)
-			if !ok || len(d) != len(hc.Rows) {
-				return nil, fmt.Errorf("engine: step %s: draft input %s is %T for %d sequences", st.ID, ref, values[ref], len(hc.Rows))
-			}
-			if drafts != nil && ref != from {
-				return nil, fmt.Errorf("engine: one device segment verifies both %s and %s", from, ref)
-			}
-			drafts, from = d, ref
-		}
-	}
-	if drafts == nil {
-		return batch, nil
-	}
-	for i, d := range drafts {
-		if len(d) > hc.Rows[i].Lookahead {
-			return nil, fmt.Errorf("engine: %s drafted %d tokens for a sequence with room for %d", from, len(d), hc.Rows[i].Lookahead)
-		}
-	}
-	return batch.WithDrafts(drafts)
-}
-
-// verifiedDrafts is the draft input of the step that produced out.tokens,
-// or n empty drafts when the plan does not speculate.
-func (e *Engine) verifiedDrafts(values map[plan.Ref]any, n int) exec.Drafts {
-	if st := e.plan.Step(e.plan.Out["tokens"].Node); st != nil {
-		if ref, ok := st.In["draft"]; ok {
-			if d, ok := values[ref].(exec.Drafts); ok && len(d) == n {
-				return d
-			}
-		}
-	}
-	return make(exec.Drafts, n)
-}
-
-// stepTokens normalises the plan's out.tokens: one token per sampled
-// sequence ([]int32, sample.token) or one or more ([][]int32, verify).
-func stepTokens(v any, n int) ([][]int32, error) {
-	switch t := v.(type) {
-	case []int32:
-		if len(t) == n {
-			out := make([][]int32, n)
-			for i := range t {
-				out[i] = t[i : i+1]
-			}
-			return out, nil
-		}
-	case [][]int32:
-		if len(t) == n && !slices.ContainsFunc(t, func(s []int32) bool { return len(s) == 0 }) {
-			return t, nil
-		}
-	}
-	return nil, fmt.Errorf("engine: plan produced %T of %v for %d sequences", v, v, n)
-}
-
-// checkAccepted returns how many of w's drafts the step's tokens accepted:
-// all tokens but the last must be the draft's prefix (their K/V are in the
-// cache), within the slots the scheduler reserved.
-func checkAccepted(tokens, draft []int32, w sched.Work) (int, error) {
-	a := len(tokens) - 1
-	if a > len(draft) || a > w.Draft || !slices.Equal(tokens[:a], draft[:a]) {
-		return 0, fmt.Errorf("engine: sequence %d: step tokens %v do not extend an accepted prefix of draft %v (room %d)",
-			w.Seq.ID, tokens, draft, w.Draft)
-	}
-	return a, nil
-}
-
-// pass runs rec's pass over b on be (the model f loaded), preparing it
-// once per name and batch shape in execs, and returns its outputs.
-func pass(ctx context.Context, be exec.Backend, execs map[execKey]exec.Executable, f *weights.File,
-	name string, rec exec.PassRecorder, b *exec.Batch, want []string) (map[string]exec.Logits, error) {
-	key := newExecKey(be, name, b)
-	x, err := prepare(be, execs, key, func() (*tensor.Graph, error) {
-		tb := tensor.NewBuilder(weightInfo(f))
-		tokens, positions := tb.Input("tokens", key.rows), tb.Input("positions", key.rows)
-		tb.Input("logit_rows", key.logitRows)
-		outs, err := rec(tb, tokens, positions)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		for n, t := range outs {
-			tb.Output(n, t)
-		}
-		g, err := tb.Finish()
-		if err != nil {
-			return nil, err
-		}
-		g.Origin = fmt.Sprintf("%s %s", f.Path, key)
-		return g, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := x.Run(ctx, b); err != nil {
-		return nil, err
-	}
-	out := map[string]exec.Logits{}
-	for _, n := range want {
-		data, rows, cols, err := x.Output(n)
-		if err != nil {
-			return nil, err
-		}
-		out[n] = exec.Logits{Data: data, Rows: rows, Vocab: cols}
-	}
-	return out, nil
 }

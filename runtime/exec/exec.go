@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
@@ -121,7 +122,7 @@ type StateRollbacker interface {
 
 // Inputs returns the named int32 bindings the recorded graph may declare.
 func (b *Batch) Inputs() map[string][]int32 {
-	return map[string][]int32{"tokens": b.Tokens, "positions": b.Positions, "logit_rows": b.LogitRows}
+	return map[string][]int32{node.BindTokens: b.Tokens, node.BindPositions: b.Positions, node.BindLogitRows: b.LogitRows}
 }
 
 // Backend executes recorded graphs on one device. Calls are made by one

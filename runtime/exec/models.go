@@ -63,13 +63,12 @@ type WeightBorrower interface {
 	TargetWeights() []string
 }
 
-// ModelDevice runs one model's passes (Device.Pass) on a backend of its
-// own, over a paged KV cache of its own whose blocks the node allocates
-// per sequence with KV. The batch's block tables must be ones KV grew.
-// Pass and KV's mutating methods are called by the engine's goroutine only
-// (from RunHost and SeqReleaser.ReleaseSeq).
+// ModelDevice is the device of one model besides the target: a backend of
+// its own, over a paged KV cache of its own whose blocks the node
+// allocates per sequence with KV. The block tables of the batches its
+// passes run over must be ones KV grew. KV's mutating methods are called
+// by the engine's goroutine only (from RunHost and SeqReleaser.ReleaseSeq).
 type ModelDevice interface {
-	Device
 	KV() KVBlocks
 }
 

@@ -1,11 +1,8 @@
 package exec
 
 import (
-	"context"
 	"fmt"
 	"slices"
-
-	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
 // Drafts are the speculative tokens proposed in one step, one slice per
@@ -105,22 +102,6 @@ type AdaptiveVerifier interface {
 	Verifier
 	MinAcceptance() float64
 }
-
-// Device runs a host node's device work (a block drafter's passes): the
-// engine records rec once per name and batch shape and reuses the
-// prepared graph.
-type Device interface {
-	// Pass runs rec's pass over b: rec records its outputs by name, and
-	// the outputs named in want come back as [rows, cols] host data,
-	// valid until the next pass of the same name and shape.
-	Pass(ctx context.Context, name string, rec PassRecorder, b *Batch, want ...string) (map[string]Logits, error)
-}
-
-// PassRecorder records a pass over tokens [T] and positions [T] with named
-// outputs. It may read the declared "logit_rows" input (Input with n < 0)
-// and declare float32 inputs
-// (tensor.Builder.InputF32) bound from Batch.Floats.
-type PassRecorder func(b *tensor.Builder, tokens, positions tensor.Tensor) (map[string]tensor.Tensor, error)
 
 // DraftDist is the distribution a proposer drew one draft token from: ids
 // and their probabilities, summing to 1; other tokens have probability 0.

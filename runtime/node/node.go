@@ -56,6 +56,26 @@ const (
 	DraftProbs PortType = "draft_probs"
 )
 
+// Step bindings: the names under which a step binds its per-row values,
+// declared once. A graph reads them as $in.NAME (and a loop body as
+// $loop.NAME); a device graph declares tokens, positions and logit_rows as
+// its inputs (tensor.Builder.Input), bound from exec.Batch.
+const (
+	// BindTokens is the step's token ids, one per row [T].
+	BindTokens = "tokens"
+	// BindPositions is each row's position in its sequence [T].
+	BindPositions = "positions"
+	// BindHistory is each sampled sequence's tokens so far (host values).
+	BindHistory = "history"
+	// BindHidden is a loop pass's hidden-state rows ($loop.hidden), and the
+	// hidden output of a forward.
+	BindHidden = "hidden"
+	// BindLogitRows is the device input selecting the rows whose logits a
+	// step computes [R]: the last row of each sampled sequence, and its
+	// drafts' rows.
+	BindLogitRows = "logit_rows"
+)
+
 // Port is a named, typed input or output of a node.
 type Port struct {
 	// Name is the port's name as written in YAML; it matches ^[a-z][a-z0-9_]*$.

@@ -29,10 +29,27 @@ type Spec struct {
 	Summary string
 	// Doc is an optional longer description in Markdown.
 	Doc string
+	// Info are the node type's static facts, which the compiler and the
+	// engine read from the spec instead of asking an instance what it is.
+	Info Info
 	// New builds a node instance from params that the compiler has already
 	// validated and completed with defaults. It is called once per graph node
 	// per compile; an error is reported at the node in the graph.
 	New func(p Params) (any, error)
+}
+
+// Info are static facts of a node type that rules about where it may run
+// depend on.
+type Info struct {
+	// BlockDrafter: the node drafts a block of mask tokens in one pass
+	// (its instances implement exec.BlockDrafter); it runs only as the one
+	// device node of a block loop's body.
+	BlockDrafter bool
+	// RecurrentState: the node runs the model's own layers and owns its
+	// recurrent state on a hybrid model (its instances implement
+	// exec.StateShaper), so drafting with it over the target advances the
+	// target's state.
+	RecurrentState bool
 }
 
 // Param returns the spec's param called name, or nil.

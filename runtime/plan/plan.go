@@ -218,9 +218,9 @@ const LoopNode = graphdef.LoopNode
 // feeds each drafting sequence's last token and Repeat mask tokens at the
 // positions that follow, and no $loop.hidden.
 var LoopInputs = []node.Port{
-	{Name: "tokens", Type: node.Tokens, Doc: "one token per drafting sequence: its last token, then the previous pass's pick"},
-	{Name: "positions", Type: node.Positions, Doc: "the position of each of those tokens"},
-	{Name: "hidden", Type: node.Hidden, Doc: "with the loop's in.hidden (a carried value): pass 0's tokens are each sequence's positions that value covers, each with the carried row of the position before (zeros at 0); a later pass's is the row next.hidden gave"},
+	{Name: node.BindTokens, Type: node.Tokens, Doc: "one token per drafting sequence: its last token, then the previous pass's pick"},
+	{Name: node.BindPositions, Type: node.Positions, Doc: "the position of each of those tokens"},
+	{Name: node.BindHidden, Type: node.Hidden, Doc: "with the loop's in.hidden (a carried value): pass 0's tokens are each sequence's positions that value covers, each with the carried row of the position before (zeros at 0); a later pass's is the row next.hidden gave"},
 }
 
 // Loop is the compiled body of a loop step (a draft loop): the sub-plan
@@ -273,14 +273,13 @@ func StepModel(s *Step) string {
 func (l *Loop) DraftTokens() int { return l.Repeat }
 
 // DraftsWithTargetState reports whether the body runs a device step that
-// runs the target's own layers (exec.StateShaper: model.forward over the
-// target), which on a model with recurrent state would advance it
+// runs the target's own layers (node.Info.RecurrentState: model.forward
+// over the target), which on a model with recurrent state would advance it
 // (exec.StateRollbacker). A head with layers of its own (model.mtp) and a
 // draft model leave it alone.
 func (l *Loop) DraftsWithTargetState() bool {
 	return l.Model == exec.Target && slices.ContainsFunc(l.Steps, func(s *Step) bool {
-		_, shapes := s.Node.(exec.StateShaper)
-		return s.Placement == node.Device && shapes
+		return s.Placement == node.Device && s.Node != nil && s.Spec.Info.RecurrentState
 	})
 }
 

@@ -101,11 +101,11 @@ type Config struct {
 // Scheduler holds waiting and running sequences. Not safe for concurrent use.
 type Scheduler struct {
 	cfg     Config
-	kv      *kv.Manager
+	groups  []Group // the cache groups every running sequence holds a share of
+	state   *StateGroup
 	waiting []*Seq
 	running []*Seq
 	stats   PrefixStats
-	slots   []int32 // free state slots, a stack
 }
 
 // PrefixStats count prefix cache lookups at admission, in tokens (vLLM's
@@ -126,10 +126,12 @@ func New(cfg Config, m *kv.Manager) (*Scheduler, error) {
 	if cfg.StateSlots < 0 || cfg.Snapshots < 0 || (cfg.Snapshots > 0 && cfg.Snapshots < cfg.Draft+1) {
 		return nil, fmt.Errorf("sched: bad config %+v", cfg)
 	}
-	sc := &Scheduler{cfg: cfg, kv: m}
-	for i := cfg.StateSlots - 1; i >= 0; i-- {
-		sc.slots = append(sc.slots, int32(i)) // pop order 0, 1, 2, ...
+	sc := &Scheduler{cfg: cfg}
+	if cfg.StateSlots > 0 {
+		sc.state = NewStateGroup(cfg.StateSlots, cfg.Snapshots)
+		sc.groups = append(sc.groups, sc.state)
 	}
+	sc.groups = append(sc.groups, NewKVGroup(m))
 	return sc, nil
 }
 
@@ -146,25 +148,77 @@ func (sc *Scheduler) Running() int { return len(sc.running) }
 func (sc *Scheduler) Idle() bool { return len(sc.waiting) == 0 && len(sc.running) == 0 }
 
 // StateSlotsFree is the number of free recurrent state slots.
-func (sc *Scheduler) StateSlotsFree() int { return len(sc.slots) }
+func (sc *Scheduler) StateSlotsFree() int {
+	if sc.state == nil {
+		return 0
+	}
+	used, total := sc.state.Usage()
+	return total - used
+}
 
-// Remove drops s wherever it is and frees its blocks and state slot.
+// Remove drops s wherever it is and frees its share of every cache group.
 func (sc *Scheduler) Remove(s *Seq) {
 	sc.waiting = without(sc.waiting, s)
 	sc.stopRunning(s)
-	sc.kv.Release(&s.KV)
 }
 
-// stopRunning takes s out of the running sequences, returning its state
-// slot; a no-op for a sequence that is not running.
+// stopRunning takes s out of the running sequences, releasing its share of
+// every cache group; a no-op for a sequence that is not running (which
+// holds none).
 func (sc *Scheduler) stopRunning(s *Seq) {
 	n := len(sc.running)
 	sc.running = without(sc.running, s)
-	if len(sc.running) < n && sc.cfg.StateSlots > 0 {
-		sc.slots = append(sc.slots, s.StateSlot)
-		sc.slots = append(sc.slots, s.Snapshots...)
-		s.Snapshots = nil
+	if len(sc.running) < n {
+		for _, g := range sc.groups {
+			g.Release(s)
+		}
 	}
+}
+
+// canGrow reports whether every group can hold n tokens of s.
+func (sc *Scheduler) canGrow(s *Seq, n int) bool {
+	for _, g := range sc.groups {
+		if !g.CanGrow(s, n) {
+			return false
+		}
+	}
+	return true
+}
+
+// grow reserves n tokens of s in every group (canGrow said they fit).
+func (sc *Scheduler) grow(s *Seq, n int) {
+	for _, g := range sc.groups {
+		g.Grow(s, n)
+	}
+}
+
+// admit moves the first waiting sequence to the running ones when every
+// group can hold it, and reports whether it did. Its computed prefix is
+// the one the groups that cache prefixes restored.
+func (sc *Scheduler) admit() bool {
+	s := sc.waiting[0]
+	for _, g := range sc.groups {
+		if !g.CanAdmit(s) {
+			return false
+		}
+	}
+	sc.waiting = sc.waiting[1:]
+	sc.running = append(sc.running, s)
+	computed, caching := len(s.Tokens), false
+	for _, g := range sc.groups {
+		if n, caches := g.Admit(s); caches {
+			computed, caching = min(computed, n), true
+		}
+	}
+	if caching {
+		s.Computed = computed
+		sc.stats.Queries += int64(len(s.Tokens))
+		sc.stats.Hits += int64(s.Computed)
+		if s.Preempted == 0 {
+			s.Cached = s.Computed
+		}
+	}
+	return true
 }
 
 func without(list []*Seq, s *Seq) []*Seq {
@@ -200,7 +254,7 @@ func (sc *Scheduler) Schedule() []Work {
 			if n <= 0 {
 				continue
 			}
-			for !sc.kv.CanGrow(&s.KV, s.Computed+n) {
+			for !sc.canGrow(s, s.Computed+n) {
 				// Preempt the youngest other running sequence to make room.
 				victim := sc.running[len(sc.running)-1]
 				if victim == s {
@@ -212,50 +266,25 @@ func (sc *Scheduler) Schedule() []Work {
 				}
 				sc.preempt(victim)
 			}
-			if !sc.kv.CanGrow(&s.KV, s.Computed+n) {
+			if !sc.canGrow(s, s.Computed+n) {
 				continue
 			}
 			d := 0
 			if speculate && decoding {
 				d = sc.drafts(s, budget-n)
 			}
-			sc.kv.Grow(&s.KV, s.Computed+n+d) //nolint:errcheck // checked by CanGrow
+			sc.grow(s, s.Computed+n+d)
 			out = append(out, Work{Seq: s, Start: s.Computed, N: n, Sample: s.Computed+n == len(s.Tokens), Draft: d})
 			budget -= n + d
 		}
 	}
 	order := func(s *Seq) int { return slices.Index(sc.running, s) }
 	slices.SortStableFunc(out, func(a, b Work) int { return order(a.Seq) - order(b.Seq) })
-	// Admit waiting sequences while blocks and budget last.
-	for len(sc.waiting) > 0 && budget > 0 && len(sc.running) < sc.cfg.MaxRunning && (sc.cfg.StateSlots == 0 || len(sc.slots) > sc.cfg.Snapshots) {
-		s := sc.waiting[0]
-		// The longest cached prefix of whole blocks, short of the last
-		// token: the step must compute at least that one to sample.
-		hit := sc.kv.Match(s.Tokens, (len(s.Tokens)-1)/sc.kv.BlockTokens())
-		// Admission needs room for the whole prompt plus one token, so an
-		// admitted sequence can finish its prefill without preempting others.
-		if sc.kv.BlocksFor(len(s.Tokens)+1)-len(hit) > sc.kv.Free()-sc.kv.Reusable(hit) {
-			break
-		}
-		sc.waiting = sc.waiting[1:]
-		sc.running = append(sc.running, s)
-		if sc.cfg.StateSlots > 0 {
-			take := len(sc.slots) - 1 - sc.cfg.Snapshots
-			s.StateSlot = sc.slots[len(sc.slots)-1]
-			s.Snapshots = slices.Clone(sc.slots[take : len(sc.slots)-1])
-			sc.slots = sc.slots[:take]
-		}
-		if sc.kv.PrefixCaching() {
-			sc.kv.Adopt(&s.KV, hit)
-			s.Computed = s.KV.Len
-			sc.stats.Queries += int64(len(s.Tokens))
-			sc.stats.Hits += int64(s.Computed)
-			if s.Preempted == 0 {
-				s.Cached = s.Computed
-			}
-		}
+	// Admit waiting sequences while the cache groups and budget last.
+	for len(sc.waiting) > 0 && budget > 0 && len(sc.running) < sc.cfg.MaxRunning && sc.admit() {
+		s := sc.running[len(sc.running)-1]
 		n := min(s.Pending(), sc.cfg.Chunk, budget)
-		sc.kv.Grow(&s.KV, s.Computed+n) //nolint:errcheck // checked above
+		sc.grow(s, s.Computed+n) // admission checked the room
 		out = append(out, Work{Seq: s, Start: s.Computed, N: n, Sample: s.Computed+n == len(s.Tokens)})
 		budget -= n
 	}
@@ -267,7 +296,7 @@ func (sc *Scheduler) Schedule() []Work {
 // the free blocks without preempting.
 func (sc *Scheduler) drafts(s *Seq, budget int) int {
 	d := s.capDrafts(min(sc.cfg.Draft, budget))
-	for d > 0 && !sc.kv.CanGrow(&s.KV, s.Computed+1+d) {
+	for d > 0 && !sc.canGrow(s, s.Computed+1+d) {
 		d--
 	}
 	return d
@@ -302,7 +331,6 @@ func (s *Seq) capDrafts(d int) int {
 // its tokens are recomputed when it is admitted again.
 func (sc *Scheduler) preempt(s *Seq) {
 	sc.stopRunning(s)
-	sc.kv.Release(&s.KV)
 	s.Computed = 0
 	s.Preempted++
 	sc.waiting = append([]*Seq{s}, sc.waiting...)
@@ -347,15 +375,11 @@ func (sc *Scheduler) Update(work []Work, res []Result) []Outcome {
 	for i, w := range work {
 		s := w.Seq
 		s.Computed = w.Start + w.N + res[i].Accepted
-		sc.kv.Truncate(&s.KV, s.Computed)
-		if w.Draft > 0 && len(s.Snapshots) > res[i].Accepted {
-			// The verify step wrote the state after its row a into
-			// snapshot a: keep that one, roll the rest back for free.
-			a := res[i].Accepted
-			s.StateSlot, s.Snapshots[a] = s.Snapshots[a], s.StateSlot
+		for _, g := range sc.groups {
+			g.Commit(s, w, res[i].Accepted)
 		}
 		if !w.Sample {
-			sc.kv.Publish(&s.KV, s.Tokens, s.Computed)
+			sc.publish(s)
 			continue
 		}
 		o := Outcome{Seq: s, Tokens: res[i].Tokens}
@@ -374,11 +398,18 @@ func (sc *Scheduler) Update(work []Work, res []Result) []Outcome {
 		}
 		// Full blocks whose K/V are computed become shareable, also those
 		// of a sequence that just ended (a later turn may extend it).
-		sc.kv.Publish(&s.KV, s.Tokens, s.Computed)
+		sc.publish(s)
 		if o.Finish != Running {
 			sc.Remove(s)
 		}
 		out = append(out, o)
 	}
 	return out
+}
+
+// publish tells every group that s's computed tokens may be shared.
+func (sc *Scheduler) publish(s *Seq) {
+	for _, g := range sc.groups {
+		g.Publish(s)
+	}
 }

@@ -46,15 +46,22 @@ func TestScripts(t *testing.T) {
 }
 
 func runScript(t *testing.T, file string) {
-	src, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var sc *Scheduler
 	var m *kv.Manager
 	seqs := map[uint64]*Seq{}
 	accept := map[uint64]int{}
 	yield := map[uint64][]int32{}
+	runCommands(t, file, func(line string) string { return exec(t, line, &sc, &m, seqs, accept, yield) })
+}
+
+// runCommands runs the script file: each command line is followed by
+// "----" and the output run gives it, then a blank line. With -rewrite it
+// rewrites the file with the outputs run gave.
+func runCommands(t *testing.T, file string, run func(line string) string) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out strings.Builder
 	lines := bufio.NewScanner(strings.NewReader(string(src)))
 	var cmdLine string
@@ -63,7 +70,7 @@ func runScript(t *testing.T, file string) {
 		if cmdLine == "" {
 			return
 		}
-		got := exec(t, cmdLine, &sc, &m, seqs, accept, yield)
+		got := run(cmdLine)
 		if !*rewrite {
 			if diff := cmp.Diff(strings.Join(want, "\n"), strings.TrimRight(got, "\n")); diff != "" {
 				t.Errorf("%s: %s (-want +got):\n%s", file, cmdLine, diff)
@@ -99,20 +106,25 @@ func runScript(t *testing.T, file string) {
 	}
 }
 
-func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[uint64]*Seq, accept map[uint64]int, yield map[uint64][]int32) string {
-	t.Helper()
-	f := strings.Fields(line)
-	args := map[string]int{}
-	var pos []int
+// parseCommand splits a script command line into its fields, its
+// key=value arguments and its positional numbers.
+func parseCommand(line string) (f []string, args map[string]int, pos []int) {
+	f = strings.Fields(line)
+	args = map[string]int{}
 	for _, a := range f[1:] {
 		if k, v, ok := strings.Cut(a, "="); ok {
-			n, _ := strconv.Atoi(v)
-			args[k] = n
+			args[k], _ = strconv.Atoi(v)
 		} else {
 			n, _ := strconv.Atoi(a)
 			pos = append(pos, n)
 		}
 	}
+	return f, args, pos
+}
+
+func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[uint64]*Seq, accept map[uint64]int, yield map[uint64][]int32) string {
+	t.Helper()
+	f, args, pos := parseCommand(line)
 	var b strings.Builder
 	switch f[0] {
 	case "config":

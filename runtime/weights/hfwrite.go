@@ -3,6 +3,7 @@ package weights
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -134,10 +135,12 @@ func WriteHF(f *File, dir string, o HFWriteOptions) error {
 			return fail("%s.rope.dimension_count %d: partial rotary (of head dim %d) cannot be written", a, v, headDim)
 		}
 	}
-	if f.Has(a + ".context_length") {
-		v, err := need("context_length")
+	if v, err := f.ContextLength(); !errors.Is(err, ErrNotFound) {
 		if err != nil {
 			return err
+		}
+		if v == 0 || v > 1<<31 {
+			return fail("%s.context_length = %d out of range", a, v)
 		}
 		cfg["max_position_embeddings"] = v
 	}

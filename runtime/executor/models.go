@@ -1,7 +1,6 @@
-package engine
+package executor
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -65,18 +64,18 @@ func bindModel(cfg Config, st *plan.Step, b exec.ModelBinder) (modelBinding, err
 
 // attachModels gives each bound node the device of its model: one backend
 // per alias, with target's KV layout but the model's own layers and width.
-func (e *Engine) attachModels(binders []modelBinding, target exec.KVLayout) error {
+func (x *Executor) attachModels(binders []modelBinding, target exec.KVLayout) error {
 	for _, mb := range binders {
-		d := e.models[mb.alias]
+		d := x.models[mb.alias]
 		if d == nil {
-			if e.cfg.NewBackend == nil {
+			if x.cfg.NewBackend == nil {
 				return fmt.Errorf("engine: step %s (%s) runs model %q but the engine has no NewBackend", mb.step, mb.opName, mb.alias)
 			}
 			var err error
-			if d, err = newModelDevice(e.cfg.NewBackend, mb, target); err != nil {
+			if d, err = newModelDevice(x.cfg.NewBackend, mb, target); err != nil {
 				return fmt.Errorf("engine: model %q: %w", mb.alias, err)
 			}
-			e.models[mb.alias] = d
+			x.models[mb.alias] = d
 		}
 		if d.layout.Layers != mb.layers || d.layout.KVDim != mb.kvD {
 			return fmt.Errorf("engine: steps disagree on model %q's kv shape: %dx%d and %dx%d",
@@ -87,10 +86,11 @@ func (e *Engine) attachModels(binders []modelBinding, target exec.KVLayout) erro
 	return nil
 }
 
-// closeModels releases the devices of the models besides the target.
-func (e *Engine) closeModels() error {
+// CloseModels releases the devices of the models besides the target (Close
+// does too; New's caller calls it alone when it gives up after Start).
+func (x *Executor) CloseModels() error {
 	var errs []error
-	for _, d := range e.models {
+	for _, d := range x.models {
 		errs = append(errs, d.close())
 	}
 	return errors.Join(errs...)
@@ -100,11 +100,11 @@ func (e *Engine) closeModels() error {
 type KVUsage struct{ Used, Total int }
 
 // ModelKVBlocks reports the KV blocks of each model the plan's nodes run
-// besides the target (by alias; empty when there are none). Like KVBlocks
-// it is a snapshot, safe to call from any goroutine.
-func (e *Engine) ModelKVBlocks() map[string]KVUsage {
+// besides the target (by alias; empty when there are none). It is safe to
+// call from any goroutine.
+func (x *Executor) ModelKVBlocks() map[string]KVUsage {
 	out := map[string]KVUsage{}
-	for alias, d := range e.models {
+	for alias, d := range x.models {
 		used, total := d.Usage()
 		out[alias] = KVUsage{used, total}
 	}
@@ -143,11 +143,6 @@ func newModelDevice(newBackend func() (exec.Backend, error), mb modelBinding, ta
 		return nil, fmt.Errorf("reserve: %w", err)
 	}
 	return &modelDevice{file: mb.file, backend: be, execs: map[execKey]exec.Executable{}, layout: layout, kv: m}, nil
-}
-
-// Pass implements exec.Device on the model's own backend and cache.
-func (d *modelDevice) Pass(ctx context.Context, name string, rec exec.PassRecorder, b *exec.Batch, want ...string) (map[string]exec.Logits, error) {
-	return pass(ctx, d.backend, d.execs, d.file, name, rec, b, want)
 }
 
 // KV implements exec.ModelDevice.

@@ -1,0 +1,123 @@
+package executor
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/plan"
+)
+
+// seqValues is what the plan carries for one sequence to its next sampled
+// step: its carried values (Plan.Carry) by name, and what the plan's ahead
+// loops drafted for it (Plan.Carry names them too): its drafts ([]int32)
+// or their distributions ([]exec.DraftDist).
+type seqValues struct {
+	carry map[string]exec.Carried
+	ahead map[string]any
+}
+
+// seq returns the carried values of sequence id, creating them empty.
+func (x *Executor) seq(id uint64) *seqValues {
+	s, ok := x.seqs[id]
+	if !ok {
+		s = &seqValues{carry: map[string]exec.Carried{}, ahead: map[string]any{}}
+		x.seqs[id] = s
+	}
+	return s
+}
+
+// carryRows is a carried value as a step's device segment computed it:
+// one row per row of the feed it ran over.
+type carryRows struct {
+	data  []float32 // [len(feed.Tokens), width]
+	width int
+	feed  *exec.Batch
+}
+
+// takeCarry hands each sampled sequence (rows) its carried values
+// ($prev.NAME, one exec.Carried per row, or an ahead loop's drafts) and
+// clears them: the host nodes that read them keep what they need. The rows
+// an ahead loop enters stay until it runs.
+func (x *Executor) takeCarry(rows []*exec.SeqState, values map[plan.Ref]any) {
+	for _, name := range slices.Sorted(maps.Keys(x.plan.Carry)) {
+		ref := x.plan.Carry[name]
+		if st := x.aheadLoop(ref); st != nil {
+			out := st.Spec.Output(ref.Port)
+			values[plan.Ref{Node: plan.PrevNode, Port: name}] = x.takeAhead(name, out != nil && out.Type == node.DraftProbs, rows)
+			continue
+		}
+		if x.enteredAhead(ref) {
+			continue
+		}
+		v := make([]exec.Carried, len(rows))
+		for i, row := range rows {
+			if s, ok := x.seqs[row.ID]; ok {
+				v[i] = s.carry[name]
+				delete(s.carry, name)
+			}
+		}
+		values[plan.Ref{Node: plan.PrevNode, Port: name}] = v
+	}
+}
+
+// recordCarry keeps, after the device segment that computed ref ran over
+// feed, the rows the carry of name needs.
+func (x *Executor) recordCarry(ex exec.Executable, ref plan.Ref, feed *exec.Batch) error {
+	for name, cref := range x.plan.Carry {
+		if cref != ref {
+			continue
+		}
+		data, rows, cols, err := ex.Output(ref.Node + "." + ref.Port)
+		if err != nil {
+			return fmt.Errorf("engine: carry %s: %w", name, err)
+		}
+		if rows != len(feed.Tokens) {
+			return fmt.Errorf("engine: carry %s: %s has %d rows for a step of %d tokens: a carried value needs every row", name, ref, rows, len(feed.Tokens))
+		}
+		x.stepCarry[name] = carryRows{data: data, width: cols, feed: feed}
+	}
+	return nil
+}
+
+// Kept says which rows of one work item of the last step its sequence
+// kept: the first Rows fed rows (0: every one). ID 0 keeps nothing.
+type Kept struct {
+	ID   uint64
+	Rows int
+}
+
+// KeepCarry appends to each sequence's carried values the rows of the
+// tokens the last step kept (kept is by the batch's RowSeq index): every
+// fed row, but for a sequence that verified drafts only its last token's
+// and its accepted drafts'.
+func (x *Executor) KeepCarry(kept []Kept) {
+	for name, cr := range x.stepCarry {
+		seqRows := make([][]int, len(kept)) // feed rows of each work item, in order
+		for row, s := range cr.feed.RowSeq {
+			seqRows[s] = append(seqRows[s], row)
+		}
+		for si, k := range kept {
+			rows := seqRows[si]
+			if k.ID == 0 || len(rows) == 0 {
+				continue
+			}
+			if k.Rows > 0 {
+				rows = rows[:min(len(rows), k.Rows)]
+			}
+			c := exec.Carried{Pos: int(cr.feed.Positions[rows[0]]), Width: cr.width, Data: make([]float32, 0, len(rows)*cr.width)}
+			for _, row := range rows {
+				c.Data = append(c.Data, cr.data[row*cr.width:(row+1)*cr.width]...)
+			}
+			s := x.seq(k.ID)
+			s.carry[name] = s.carry[name].Append(c)
+		}
+	}
+	clear(x.stepCarry)
+}
+
+// DropCarry forgets the carried values of sequence id, which holds no KV
+// (waiting, or preempted to be recomputed): its next rows start over.
+func (x *Executor) DropCarry(id uint64) { delete(x.seqs, id) }

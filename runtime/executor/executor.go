@@ -1,0 +1,385 @@
+// Package executor runs a compiled plan for one batch: its device segments
+// (recorded once per batch shape and prepared on the backend), its host
+// nodes, its loops (a loop holds a sub-plan of its own, run by the same
+// functions), the values the plan carries from one step of a sequence to
+// its next, and the loops that draft ahead for the next step. It binds the
+// plan's nodes to the model (and the further models they run) and owns
+// the prepared graphs; the engine owns the scheduler and the KV cache and
+// hands the executor one batch a step.
+//
+// An Executor is used by one goroutine (the engine's loop), except
+// ModelKVBlocks.
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// Config configures an Executor.
+type Config struct {
+	Plan    *plan.Plan
+	Model   *weights.File // the target
+	Backend exec.Backend  // the target's, constructed; Start loads and reserves it
+	// Models are further models by alias, for the plan's nodes that run a
+	// model of their own (exec.ModelBinder); NewBackend constructs each
+	// one's backend (required when a node runs one).
+	Models     exec.Models
+	NewBackend func() (exec.Backend, error)
+}
+
+// Shape is what the bound plan needs of the target's caches: the KV
+// layers and row width of its forwards (a step with fewer layers uses the
+// leading ones) and the recurrent state of a hybrid model (zero without
+// one; the engine sizes its slots and format).
+type Shape struct {
+	Layers, KVDim int
+	State         exec.StateLayout
+}
+
+// Executor runs one plan on one backend.
+type Executor struct {
+	cfg      Config
+	plan     *plan.Plan
+	backend  exec.Backend
+	planHash string
+	execs    map[execKey]exec.Executable
+	// binders are the nodes that run a model of their own, bound to it,
+	// attached to their devices (models, by alias) by Start; releasers are
+	// the nodes told when a sequence ends.
+	binders   []modelBinding
+	models    map[string]*modelDevice
+	releasers []exec.SeqReleaser
+	// modelLoops are the plan's draft loops over a draft model, by step id;
+	// loopHidden is the row width of $loop.hidden in each loop that reads
+	// a carried value (in.hidden).
+	modelLoops map[string]*modelLoop
+	loopHidden map[string]loopWidths
+	// seqs holds each sequence's carried values and ahead drafts, by
+	// exec.SeqState.ID; stepCarry, while a step runs, the carried values
+	// its device segments computed, by name.
+	seqs      map[uint64]*seqValues
+	stepCarry map[string]carryRows
+	// stepEmbeds is set while a step runs whose hidden rows are read back.
+	stepEmbeds bool
+}
+
+// New binds the plan's nodes to cfg's models and returns the executor and
+// the cache shape the plan needs.
+func New(cfg Config) (*Executor, Shape, error) {
+	p := cfg.Plan
+	x := &Executor{cfg: cfg, plan: p, backend: cfg.Backend, planHash: p.Hash(), execs: map[execKey]exec.Executable{},
+		models: map[string]*modelDevice{}, modelLoops: map[string]*modelLoop{}, loopHidden: map[string]loopWidths{},
+		seqs: map[uint64]*seqValues{}, stepCarry: map[string]carryRows{}}
+	drafting, err := x.bindModelLoops()
+	if err != nil {
+		return nil, Shape{}, err
+	}
+	var shape Shape
+	for _, st := range p.AllSteps() {
+		if drafting[st] {
+			continue
+		}
+		if err := x.bindStep(st, &shape); err != nil {
+			return nil, Shape{}, err
+		}
+	}
+	if shape.Layers == 0 {
+		return nil, Shape{}, errors.New("engine: the plan has no step that owns a KV cache (model.forward)")
+	}
+	if err := x.resolveLoopHidden(); err != nil {
+		return nil, Shape{}, err
+	}
+	return x, shape, nil
+}
+
+// bindModelLoops binds the plan's draft loops over a model of their own
+// to it, and returns their body steps (bound with them).
+func (x *Executor) bindModelLoops() (map[*plan.Step]bool, error) {
+	drafting := map[*plan.Step]bool{}
+	for _, st := range x.plan.Steps {
+		l, ok := st.Node.(*plan.Loop)
+		if ok && l.Block && l.Model == exec.Target {
+			return nil, fmt.Errorf("engine: block loop %s runs the target: a block drafter runs a model of its own (its model param)", st.ID)
+		}
+		if ok && l.Model != exec.Target {
+			ml := &modelLoop{step: st.ID, loop: l}
+			mb, err := bindModel(x.cfg, st, ml)
+			if err != nil {
+				return nil, err
+			}
+			x.binders = append(x.binders, mb)
+			x.releasers = append(x.releasers, ml)
+			x.modelLoops[st.ID] = ml
+			for _, bs := range l.Steps {
+				drafting[bs] = true
+			}
+		}
+	}
+	return drafting, nil
+}
+
+// bindStep binds step st to the target (or the model it runs) and adds
+// the caches it owns to shape.
+func (x *Executor) bindStep(st *plan.Step, shape *Shape) error {
+	if b, ok := st.Node.(exec.Binder); ok {
+		if err := b.Bind(x.cfg.Model); err != nil {
+			return fmt.Errorf("engine: bind %s (%s): %w", st.ID, st.Op, err)
+		}
+	}
+	if b, ok := st.Node.(exec.ModelBinder); ok {
+		mb, err := bindModel(x.cfg, st, b)
+		if err != nil {
+			return err
+		}
+		x.binders = append(x.binders, mb)
+	}
+	if r, ok := st.Node.(exec.SeqReleaser); ok {
+		x.releasers = append(x.releasers, r)
+	}
+	if s, ok := st.Node.(exec.StateShaper); ok && s.StateShape().Layers() > 0 {
+		shape.State = s.StateShape()
+	}
+	if s, ok := st.Node.(exec.KVShaper); ok {
+		l, d := s.KVShape()
+		if shape.Layers != 0 && d != shape.KVDim {
+			return fmt.Errorf("engine: step %s wants kv %dx%d, another step %dx%d", st.ID, l, d, shape.Layers, shape.KVDim)
+		}
+		shape.Layers, shape.KVDim = max(shape.Layers, l), d
+	}
+	return nil
+}
+
+// Start loads the target's backend, reserves its caches (layout) and
+// gives each node that runs a model of its own its device, with a KV
+// cache of the target's capacity, block size and format.
+func (x *Executor) Start(layout exec.KVLayout) error {
+	if err := x.backend.Load(x.cfg.Model); err != nil {
+		return fmt.Errorf("engine: load: %w", err)
+	}
+	if err := x.backend.Reserve(layout); err != nil {
+		return fmt.Errorf("engine: reserve: %w", err)
+	}
+	if err := x.attachModels(x.binders, layout); err != nil {
+		x.CloseModels()
+		return err
+	}
+	return nil
+}
+
+// Close releases the prepared graphs, the further models' devices and the
+// target's backend.
+func (x *Executor) Close() error {
+	for _, ex := range x.execs {
+		ex.Close()
+	}
+	return errors.Join(x.CloseModels(), x.backend.Close())
+}
+
+// ReleaseSeq forgets sequence id (its request ended): the nodes that keep
+// state per sequence free it, and its carried values go.
+func (x *Executor) ReleaseSeq(id uint64) {
+	for _, rel := range x.releasers {
+		rel.ReleaseSeq(id)
+	}
+	delete(x.seqs, id)
+}
+
+// Batch is one step's input to Run.
+type Batch struct {
+	// Host has the step's feed (Host.Batch) and one row per sampled
+	// sequence, its History and Lookahead set.
+	Host *exec.HostContext
+	// History is each sampled sequence's tokens, the plan's in.history.
+	History [][]int32
+	// Greedy allows logits to be reduced to argmax ids on the device: every
+	// sampled row picks greedily, unpenalized, and no logprobs are asked.
+	Greedy bool
+	// Embeds asks for the hidden rows to be read back (an embedding request
+	// is sampled).
+	Embeds bool
+}
+
+// Result is what a step's plan gave each sampled sequence.
+type Result struct {
+	Tokens [][]int32   // one or more tokens per sampled sequence (out.tokens)
+	Drafts exec.Drafts // the drafts the verify step checked; empty when the plan does not speculate
+	// Logits are the rows the tokens were chosen from, one per token (each
+	// sequence's rows: Drafts.Spans), or empty when they are not.
+	Logits exec.Logits
+	// Hidden are the hidden rows of the step whose logits were sampled
+	// (when Batch.Embeds asked).
+	Hidden exec.Logits
+}
+
+// Run runs the plan over b and returns its result. Loops that draft ahead
+// do not run here: DraftAhead runs them once the tokens are accepted.
+func (x *Executor) Run(ctx context.Context, b Batch) (Result, error) {
+	x.stepEmbeds = b.Embeds
+	values := map[plan.Ref]any{
+		{Node: plan.InputNode, Port: node.BindTokens}:    b.Host.Batch.Tokens,
+		{Node: plan.InputNode, Port: node.BindPositions}: b.Host.Batch.Positions,
+		{Node: plan.InputNode, Port: node.BindHistory}:   b.History,
+	}
+	clear(x.stepCarry) // a failed step's
+	x.takeCarry(b.Host.Rows, values)
+	for si, seg := range x.plan.Segments {
+		if err := x.runSegment(ctx, si, seg, b, values); err != nil {
+			return Result{}, err
+		}
+	}
+	n := len(b.Host.Rows)
+	tokens, err := stepTokens(values[x.plan.Out[node.BindTokens]], n)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Tokens: tokens, Drafts: x.verifiedDrafts(values, n)}
+	res.Logits, _ = values[x.sampledFrom()].(exec.Logits)
+	if res.Logits.Rows != len(res.Drafts)+res.Drafts.Total() {
+		res.Logits = exec.Logits{} // not one row per token: no logprobs
+	}
+	res.Hidden, _ = values[x.hiddenOf()].(exec.Logits)
+	return res, nil
+}
+
+// runSegment runs segment si of the plan.
+func (x *Executor) runSegment(ctx context.Context, si int, seg plan.Segment, b Batch, values map[plan.Ref]any) error {
+	if seg.Placement == node.Device {
+		return x.runDevice(ctx, si, seg, b, values)
+	}
+	for _, idx := range seg.Steps {
+		if l, ok := x.plan.Steps[idx].Node.(*plan.Loop); ok && l.Ahead {
+			continue // runs once the step's tokens are accepted (DraftAhead)
+		}
+		if err := x.runHost(x.plan.Steps[idx], b.Host, values); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runHost runs host step st (a host node, or a loop) with its inputs
+// from values and stores its outputs there.
+func (x *Executor) runHost(st *plan.Step, hc *exec.HostContext, values map[plan.Ref]any) error {
+	in := map[string]any{}
+	for port, ref := range st.In {
+		v, ok := values[ref]
+		if !ok {
+			return fmt.Errorf("engine: step %s: input %s has no value", st.ID, port)
+		}
+		in[port] = v
+	}
+	var res map[string]any
+	var err error
+	switch n := st.Node.(type) {
+	case *plan.Loop:
+		res, err = x.runLoop(st, n, hc, in)
+	case exec.HostNode:
+		res, err = n.RunHost(hc, in)
+	default:
+		return fmt.Errorf("engine: host step %s (%s) has no host implementation", st.ID, st.Op)
+	}
+	if err != nil {
+		return err
+	}
+	for port, v := range res {
+		values[plan.Ref{Node: st.ID, Port: port}] = v
+	}
+	return nil
+}
+
+// runDevice records the segment's device steps for this batch shape (once
+// per shape), runs it, and stores the outputs later segments read. A
+// segment whose steps verify drafts (an input of type draft) runs over the
+// batch with those drafts inserted (exec.Batch.WithDrafts).
+func (x *Executor) runDevice(ctx context.Context, si int, seg plan.Segment, b Batch, values map[plan.Ref]any) error {
+	feed, err := x.feed(seg, b.Host, values)
+	if err != nil {
+		return err
+	}
+	ex, err := x.preparedSegment(x.plan.Steps, seg, newExecKey(x.backend, segmentName(si), feed))
+	if err != nil {
+		return err
+	}
+	if err := ex.Run(ctx, feed); err != nil {
+		return err
+	}
+	for _, idx := range seg.Steps {
+		st := x.plan.Steps[idx]
+		for _, p := range st.Spec.Out {
+			ref := plan.Ref{Node: st.ID, Port: p.Name}
+			if p.Type == node.Hidden {
+				if err := x.recordCarry(ex, ref, feed); err != nil {
+					return err
+				}
+			}
+			if p.Type == node.Hidden && x.stepEmbeds {
+				if v, err := readOutput(ex, ref, false); err == nil {
+					values[ref] = v
+				}
+				continue
+			}
+			if p.Type != node.Logits {
+				continue
+			}
+			v, err := readOutput(ex, ref, b.Greedy)
+			if errors.As(err, new(argmaxError)) {
+				return errors.Unwrap(err)
+			}
+			if err == nil { // else not consumed outside the segment
+				values[ref] = v
+			}
+		}
+	}
+	return nil
+}
+
+// argmaxError is the error of reading argmax ids back: unlike a missing
+// output, it fails the step.
+type argmaxError struct{ err error }
+
+func (e argmaxError) Error() string { return e.err.Error() }
+func (e argmaxError) Unwrap() error { return e.err }
+
+// readOutput reads device output ref of ex back to the host: each row's
+// argmax id when argmaxOnly allows and ex reduced the output
+// (exec.ArgmaxOutputter), else its [rows, cols] floats.
+func readOutput(ex exec.Executable, ref plan.Ref, argmaxOnly bool) (exec.Logits, error) {
+	name := ref.Node + "." + ref.Port
+	if ax, ok := ex.(exec.ArgmaxOutputter); ok && argmaxOnly && ax.HasArgmax(name) {
+		ids, err := ax.OutputArgmax(name) // ids, not [rows, vocab] floats, come back
+		if err != nil {
+			return exec.Logits{}, argmaxError{err}
+		}
+		return exec.Logits{Rows: len(ids), Argmax: ids}, nil
+	}
+	data, rows, cols, err := ex.Output(name)
+	if err != nil {
+		return exec.Logits{}, err
+	}
+	return exec.Logits{Data: data, Rows: rows, Vocab: cols}, nil
+}
+
+// hiddenOf is the hidden output of the step whose logits the plan samples
+// from (model.forward's "hidden"), which embedding requests read.
+func (x *Executor) hiddenOf() plan.Ref {
+	return plan.Ref{Node: x.sampledFrom().Node, Port: node.BindHidden}
+}
+
+// HiddenStep names the step whose hidden rows Result.Hidden holds.
+func (x *Executor) HiddenStep() string { return x.hiddenOf().Node }
+
+// sampledFrom is the logits value the plan's output tokens were chosen from:
+// the "logits" input of the step that produces out.tokens.
+func (x *Executor) sampledFrom() plan.Ref {
+	if st := x.plan.Step(x.plan.Out[node.BindTokens].Node); st != nil {
+		return st.In["logits"]
+	}
+	return plan.Ref{}
+}

@@ -1,0 +1,109 @@
+package sched
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ninfer/ninfer-go/runtime/kv"
+)
+
+// TestGroupScripts runs the scripts in testdata/groups, one cache group
+// each, driven as the scheduler drives it. Commands:
+//
+//	kv blocks=N block=N [prefix=SALT]  (a KVGroup; prefix: with a prefix cache)
+//	state slots=N snapshots=N          (a StateGroup)
+//	seq ID TOKENS [text=B]             (a sequence of TOKENS tokens B*1000+i)
+//	admit ID                           (CanAdmit, then Admit when it can)
+//	grow ID N                          (CanGrow, then Grow when it can)
+//	commit ID COMPUTED [draft=D] [accepted=A]  (Computed = COMPUTED, Commit)
+//	publish ID
+//	release ID
+//	usage                              (Usage, then each sequence's share)
+func TestGroupScripts(t *testing.T) {
+	files, _ := filepath.Glob("testdata/groups/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no scripts")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			var g Group
+			var seqs []*Seq
+			runCommands(t, file, func(line string) string {
+				if out := groupCommand(t, line, &g, &seqs); out != "" {
+					return out + "\n"
+				}
+				return ""
+			})
+		})
+	}
+}
+
+func groupCommand(t *testing.T, line string, g *Group, seqs *[]*Seq) string {
+	t.Helper()
+	f, args, pos := parseCommand(line)
+	seq := func() *Seq {
+		for _, s := range *seqs {
+			if s.ID == uint64(pos[0]) {
+				return s
+			}
+		}
+		t.Fatalf("%s: no sequence %d", line, pos[0])
+		return nil
+	}
+	switch f[0] {
+	case "kv":
+		m, err := kv.New(args["blocks"], args["block"])
+		if err != nil {
+			return err.Error()
+		}
+		if salt, ok := args["prefix"]; ok {
+			m.EnablePrefixCache([]byte(strconv.Itoa(salt)))
+		}
+		*g, *seqs = NewKVGroup(m), nil
+	case "state":
+		*g, *seqs = NewStateGroup(args["slots"], args["snapshots"]), nil
+	case "seq":
+		s := &Seq{ID: uint64(pos[0]), Tokens: make([]int32, pos[1]), Prompt: pos[1]}
+		for i := range s.Tokens {
+			s.Tokens[i] = int32(args["text"]*1000 + i)
+		}
+		*seqs = append(*seqs, s)
+	case "admit":
+		s := seq()
+		if !(*g).CanAdmit(s) {
+			return "does not fit"
+		}
+		cached, caches := (*g).Admit(s)
+		s.Computed = cached
+		return fmt.Sprintf("admitted cached=%d caches=%t", cached, caches)
+	case "grow":
+		s := seq()
+		if !(*g).CanGrow(s, pos[1]) {
+			return "does not fit"
+		}
+		(*g).Grow(s, pos[1])
+		return "grown"
+	case "commit":
+		s := seq()
+		s.Computed = pos[1]
+		(*g).Commit(s, Work{Seq: s, Draft: args["draft"]}, args["accepted"])
+	case "publish":
+		(*g).Publish(seq())
+	case "release":
+		(*g).Release(seq())
+	case "usage":
+		used, total := (*g).Usage()
+		var b strings.Builder
+		fmt.Fprintf(&b, "used=%d total=%d", used, total)
+		for _, s := range *seqs {
+			fmt.Fprintf(&b, "\nseq %d: computed=%d blocks=%v len=%d slot=%d snapshots=%v", s.ID, s.Computed, s.KV.Blocks, s.KV.Len, s.StateSlot, s.Snapshots)
+		}
+		return b.String()
+	default:
+		t.Fatalf("unknown command %q", line)
+	}
+	return ""
+}

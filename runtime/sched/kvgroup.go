@@ -1,0 +1,55 @@
+package sched
+
+import "github.com/ninfer/ninfer-go/runtime/kv"
+
+// KVGroup is the paged KV cache as a cache group: each sequence holds a
+// block table (Seq.KV) in the block manager, grown as it computes tokens,
+// truncated to its computed tokens after each step, and with a prefix
+// cache (kv.Manager.EnablePrefixCache) admitted onto the cached blocks of
+// its prompt's longest cached prefix.
+type KVGroup struct{ m *kv.Manager }
+
+// NewKVGroup returns the cache group of the block manager m.
+func NewKVGroup(m *kv.Manager) *KVGroup { return &KVGroup{m} }
+
+// hit is the longest cached prefix of s's tokens made of whole blocks,
+// short of the last token: the step must compute at least that one to
+// sample.
+func (g *KVGroup) hit(s *Seq) []int32 {
+	return g.m.Match(s.Tokens, (len(s.Tokens)-1)/g.m.BlockTokens())
+}
+
+// CanAdmit implements Group.
+func (g *KVGroup) CanAdmit(s *Seq) bool {
+	hit := g.hit(s)
+	return g.m.BlocksFor(len(s.Tokens)+1)-len(hit) <= g.m.Free()-g.m.Reusable(hit)
+}
+
+// Admit implements Group: with a prefix cache, s adopts its cached prefix.
+func (g *KVGroup) Admit(s *Seq) (int, bool) {
+	if !g.m.PrefixCaching() {
+		return 0, false
+	}
+	g.m.Adopt(&s.KV, g.hit(s))
+	return s.KV.Len, true
+}
+
+// CanGrow implements Group.
+func (g *KVGroup) CanGrow(s *Seq, n int) bool { return g.m.CanGrow(&s.KV, n) }
+
+// Grow implements Group.
+func (g *KVGroup) Grow(s *Seq, n int) {
+	g.m.Grow(&s.KV, n) //nolint:errcheck // checked by CanGrow
+}
+
+// Commit implements Group: the slots past the computed tokens are freed.
+func (g *KVGroup) Commit(s *Seq, _ Work, _ int) { g.m.Truncate(&s.KV, s.Computed) }
+
+// Publish implements Group: full computed blocks become shareable.
+func (g *KVGroup) Publish(s *Seq) { g.m.Publish(&s.KV, s.Tokens, s.Computed) }
+
+// Release implements Group.
+func (g *KVGroup) Release(s *Seq) { g.m.Release(&s.KV) }
+
+// Usage implements Group: used and total blocks.
+func (g *KVGroup) Usage() (used, total int) { return g.m.Used(), g.m.Total() }
