@@ -535,7 +535,13 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 			if rop := g.Ops[op.Args[1].ID]; rop.Kind != tensor.OpInput {
 				return nil, errors.New("cuda: select_rows: rows must be an input")
 			}
-		case tensor.OpAdd, tensor.OpSwiGLU, tensor.OpRoPE:
+		case tensor.OpRoPE, tensor.OpAddRow, tensor.OpMulRow:
+			// The rope factors, add_row bias and mul_row scale are f32
+			// weights (the builder checks), read in their uploaded bytes.
+			if a := len(op.Args) - 1; (op.Kind != tensor.OpRoPE || a == 2) && g.Ops[op.Args[a].ID].Kind != tensor.OpWeight {
+				return nil, fmt.Errorf("cuda: %v: argument %d must be a weight", op.Kind, a)
+			}
+		case tensor.OpAdd, tensor.OpSwiGLU, tensor.OpColumns, tensor.OpConcat, tensor.OpUnary, tensor.OpMul, tensor.OpL2Norm:
 		default:
 			return nil, fmt.Errorf("cuda: op %v not implemented", op.Kind)
 		}
@@ -665,7 +671,11 @@ func (p *program) launch() error {
 			}
 			err = k.matmul(s, out(), p.ptr(x.ID), xq, w.ptr, w.dt, x.Rows(), x.Cols(), w.rows)
 		case tensor.OpRoPE:
-			err = k.rope(s, out(), p.ptr(op.Args[0].ID), p.in(op.Args[1].ID), op.Out.Rows(), op.Out.Cols(), op.RoPE)
+			var factors cu.DevicePtr
+			if len(op.Args) > 2 {
+				factors = p.w[op.Args[2].ID].ptr
+			}
+			err = k.rope(s, out(), p.ptr(op.Args[0].ID), p.in(op.Args[1].ID), factors, op.Out.Rows(), op.Out.Cols(), op.RoPE)
 		case tensor.OpAttention:
 			l, a := p.layout, op.Attn
 			err = k.kvWrite(s, b.kc[a.Layer], b.vc[a.Layer], p.ptr(op.Args[1].ID), p.ptr(op.Args[2].ID), p.word(l.Slots),
@@ -682,6 +692,23 @@ func (p *program) launch() error {
 			err = k.add(s, out(), p.ptr(op.Args[0].ID), p.ptr(op.Args[1].ID), op.Out.Rows()*op.Out.Cols())
 		case tensor.OpSwiGLU:
 			err = k.swiglu(s, out(), p.ptr(op.Args[0].ID), p.ptr(op.Args[1].ID), op.Out.Rows()*op.Out.Cols())
+		case tensor.OpColumns:
+			x := op.Args[0]
+			err = k.columns(s, out(), p.ptr(x.ID), x.Rows(), x.Cols(), op.Group, op.Offset, op.Width)
+		case tensor.OpConcat:
+			err = k.concat(s, out(), p.ptr(op.Args[0].ID), p.ptr(op.Args[1].ID), op.Out.Rows(), op.Args[0].Cols(), op.Args[1].Cols())
+		case tensor.OpUnary:
+			err = k.unary(s, out(), p.ptr(op.Args[0].ID), op.Out.Rows()*op.Out.Cols(), op.Fn)
+		case tensor.OpMul:
+			d := 0 // y as x's shape
+			if y := op.Args[1]; y.Cols() == 1 && op.Out.Cols() != 1 {
+				d = op.Out.Cols() // y [T, 1] scales each row
+			}
+			err = k.mul(s, out(), p.ptr(op.Args[0].ID), p.ptr(op.Args[1].ID), op.Out.Rows()*op.Out.Cols(), d)
+		case tensor.OpAddRow, tensor.OpMulRow:
+			err = k.row(s, op.Kind.String(), out(), p.ptr(op.Args[0].ID), p.w[op.Args[1].ID].ptr, op.Out.Rows()*op.Out.Cols(), op.Out.Cols())
+		case tensor.OpL2Norm:
+			err = k.l2Norm(s, out(), p.ptr(op.Args[0].ID), op.Out.Rows(), op.Out.Cols(), op.Group, op.Eps)
 		case tensor.OpSelectRows:
 			err = k.selectRows(s, out(), p.ptr(op.Args[0].ID), p.in(op.Args[1].ID), op.Out.Rows(), op.Out.Cols())
 		default:

@@ -349,18 +349,34 @@ func TestEmuRMSNorm(t *testing.T) {
 }
 
 func TestEmuRoPE(t *testing.T) {
-	for _, a := range []tensor.RoPEArgs{
-		{HeadDim: 32, Dims: 32, Base: 1e6, Mode: tensor.RoPENeox},
-		{HeadDim: 32, Dims: 16, Base: 10000, Mode: tensor.RoPENorm},
-		{HeadDim: 64, Dims: 24, Base: 10000, Mode: tensor.RoPENeox},
-		{HeadDim: 128, Dims: 128, Base: 500000, Mode: tensor.RoPENorm},
+	for _, c := range []struct {
+		a       tensor.RoPEArgs
+		factors bool // llama-3 frequency factors (rope_freqs)
+	}{
+		{tensor.RoPEArgs{HeadDim: 32, Dims: 32, Base: 1e6, Mode: tensor.RoPENeox}, false},
+		{tensor.RoPEArgs{HeadDim: 32, Dims: 16, Base: 10000, Mode: tensor.RoPENorm}, false},
+		{tensor.RoPEArgs{HeadDim: 64, Dims: 24, Base: 10000, Mode: tensor.RoPENeox}, false},
+		{tensor.RoPEArgs{HeadDim: 128, Dims: 128, Base: 500000, Mode: tensor.RoPENorm}, false},
+		{tensor.RoPEArgs{HeadDim: 64, Dims: 64, Base: 500000, Mode: tensor.RoPENorm}, true},
+		{tensor.RoPEArgs{HeadDim: 64, Dims: 32, Base: 1e6, Mode: tensor.RoPENeox}, true}, // partial, with factors
 	} {
+		a := c.a
 		mode := map[tensor.RoPEMode]string{tensor.RoPENorm: "norm", tensor.RoPENeox: "neox"}[a.Mode]
-		parityCase(t, fmt.Sprintf("%s head %d dims %d", mode, a.HeadDim, a.Dims), func(t *testing.T, e *emulator) {
+		name := fmt.Sprintf("%s head %d dims %d", mode, a.HeadDim, a.Dims)
+		if c.factors {
+			name += " with frequency factors"
+		}
+		parityCase(t, name, func(t *testing.T, e *emulator) {
 			const rows = 9
 			cols := 4 * a.HeadDim
 			r := rand.New(rand.NewPCG(4, uint64(a.HeadDim+a.Dims)))
-			f := memFile(t, randTensor(r, "a", tensor.F32, 30, cols))
+			ws := []*weights.Tensor{randTensor(r, "a", tensor.F32, 30, cols)}
+			factors := make([]float32, a.Dims/2)
+			for i := range factors {
+				factors[i] = 1 + float32(i%7)*1.5 // llama-3 scales low frequencies by up to 8
+			}
+			ws = append(ws, &weights.Tensor{Name: "rope_freqs", DType: tensor.F32, Shape: []int{len(factors)}, Data: f32Bytes(factors)})
+			f := memFile(t, ws...)
 			batch := noAttention(randIDs(r, 30, rows), []int32{0})
 			for i := range batch.Positions {
 				batch.Positions[i] = int32(r.IntN(40000)) // large angles
@@ -369,15 +385,32 @@ func TestEmuRoPE(t *testing.T) {
 				x := b.GetRows(b.Weight("a"), b.Input("tokens", rows))
 				b.Input("logit_rows", logitRows)
 				b.Output("x", x)
-				b.Output("r", b.RoPE(x, b.Input("positions", rows), a))
+				if c.factors {
+					b.Output("r", b.RoPEFactors(x, b.Input("positions", rows), b.Weight("rope_freqs"), a))
+				} else {
+					b.Output("r", b.RoPE(x, b.Input("positions", rows), a))
+				}
 			}, batch)[0]
 			var mem emuMem
 			out := mem.nanBuf(4 * rows * cols)
 			xb := mem.buf(f32Bytes(want["x"]), false)
 			pb := mem.buf(i32Bytes(batch.Positions), false)
-			l, err := ropeLaunch(out.dev, xb.dev, pb.dev, rows, cols, a)
+			fb := mem.buf(f32Bytes(factors), false)
+			var fp devPtr
+			if c.factors {
+				fp = fb.dev
+			}
+			l, err := ropeLaunch(out.dev, xb.dev, pb.dev, fp, rows, cols, a)
 			e.launch(t, l, err, &mem)
 			near(t, "rope", want["r"], bytesF32(out.data), 1e-5)
+			// Broken variant: the factors left out (or added) must fail.
+			broken := fb.dev
+			if c.factors {
+				broken = 0
+			}
+			l, err = ropeLaunch(out.dev, xb.dev, pb.dev, broken, rows, cols, a)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, "rope with the factors toggled", want["r"], bytesF32(out.data), 1e-5)
 		})
 	}
 }

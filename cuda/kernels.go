@@ -113,9 +113,9 @@ func (k *kernels) matmul(s cu.Stream, out, x, xq, w cu.DevicePtr, dt tensor.DTyp
 }
 
 // rope writes out [rows, cols] = x with every head rotated by its row's
-// position (ropeLaunch).
-func (k *kernels) rope(s cu.Stream, out, x, pos cu.DevicePtr, rows, cols int, a tensor.RoPEArgs) error {
-	l, err := ropeLaunch(ptr(out), ptr(x), ptr(pos), rows, cols, a)
+// position, the angles divided by factors unless it is 0 (ropeLaunch).
+func (k *kernels) rope(s cu.Stream, out, x, pos, factors cu.DevicePtr, rows, cols int, a tensor.RoPEArgs) error {
+	l, err := ropeLaunch(ptr(out), ptr(x), ptr(pos), ptr(factors), rows, cols, a)
 	return k.launch(s, l, err)
 }
 
@@ -154,5 +154,43 @@ func (k *kernels) selectRows(s cu.Stream, out, x, rows cu.DevicePtr, r, cols int
 // cols] f32 (argmaxLaunch).
 func (k *kernels) argmax(s cu.Stream, ids, x cu.DevicePtr, rows, cols int) error {
 	l, err := argmaxLaunch(ptr(ids), ptr(x), rows, cols)
+	return k.launch(s, l, err)
+}
+
+// columns writes out: from each group of group columns of x [rows, cols],
+// width columns from offset (columnsLaunch).
+func (k *kernels) columns(s cu.Stream, out, x cu.DevicePtr, rows, cols, group, offset, width int) error {
+	l, err := columnsLaunch(ptr(out), ptr(x), rows, cols, group, offset, width)
+	return k.launch(s, l, err)
+}
+
+// concat writes out [rows, a+c], x's row then y's (concatLaunch).
+func (k *kernels) concat(s cu.Stream, out, x, y cu.DevicePtr, rows, a, c int) error {
+	l, err := concatLaunch(ptr(out), ptr(x), ptr(y), rows, a, c)
+	return k.launch(s, l, err)
+}
+
+// unary writes out = fn(x), n elements (unaryLaunch).
+func (k *kernels) unary(s cu.Stream, out, x cu.DevicePtr, n int, fn tensor.UnaryFn) error {
+	l, err := unaryLaunch(ptr(out), ptr(x), n, fn)
+	return k.launch(s, l, err)
+}
+
+// mul writes out = x * y, element-wise or by row scalars (mulLaunch).
+func (k *kernels) mul(s cu.Stream, out, x, y cu.DevicePtr, n, d int) error {
+	l, err := mulLaunch(ptr(out), ptr(x), ptr(y), n, d)
+	return k.launch(s, l, err)
+}
+
+// row writes out = x + w (add_row) or x * w (mul_row), w [d] per row
+// (rowLaunch).
+func (k *kernels) row(s cu.Stream, kernel string, out, x, w cu.DevicePtr, n, d int) error {
+	l, err := rowLaunch(kernel, ptr(out), ptr(x), ptr(w), n, d)
+	return k.launch(s, l, err)
+}
+
+// l2Norm writes out = x / max(|x|, eps) per group (l2NormLaunch).
+func (k *kernels) l2Norm(s cu.Stream, out, x cu.DevicePtr, rows, cols, group int, eps float32) error {
+	l, err := l2NormLaunch(ptr(out), ptr(x), rows, cols, group, eps)
 	return k.launch(s, l, err)
 }

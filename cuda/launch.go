@@ -44,7 +44,8 @@ var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor
 // kernelNames is every kernel the launches below use: the module must
 // define them all.
 func kernelNames() ([]string, error) {
-	names := []string{"quantize_q8", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows", "argmax_rows"}
+	names := []string{"quantize_q8", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows", "argmax_rows",
+		"columns", "concat", "unary", "mul", "add_row", "mul_row", "l2_norm"}
 	for _, dt := range matmulDTypes {
 		for _, nt := range gemvVariants {
 			names = append(names, gemvKernel(dt, nt))
@@ -136,8 +137,9 @@ func matmulLaunch(out, x, xq, w devPtr, dt tensor.DType, rows, in, outN int) (la
 }
 
 // ropeLaunch writes out [rows, cols] = x with every head rotated by its
-// row's position (pos [rows] int32). out must not be x.
-func ropeLaunch(out, x, pos devPtr, rows, cols int, a tensor.RoPEArgs) (launchSpec, error) {
+// row's position (pos [rows] int32), pair i's angle divided by factors[i]
+// (a.Dims/2 f32) unless factors is 0. out must not be x.
+func ropeLaunch(out, x, pos, factors devPtr, rows, cols int, a tensor.RoPEArgs) (launchSpec, error) {
 	if a.HeadDim <= 0 || cols%a.HeadDim != 0 || a.Dims <= 0 || a.Dims > a.HeadDim || a.Dims%2 != 0 || a.Dims > ropeMaxDims {
 		return launchSpec{}, fmt.Errorf("cuda: rope: bad head_dim %d / dims %d for row width %d", a.HeadDim, a.Dims, cols)
 	}
@@ -159,7 +161,7 @@ func ropeLaunch(out, x, pos devPtr, rows, cols int, a tensor.RoPEArgs) (launchSp
 	if a.Mode == tensor.RoPENeox {
 		neox = 1
 	}
-	return spec("rope", rowGeometry(rows), out, x, pos, intArg(cols), intArg(a.HeadDim), intArg(a.Dims), intArg(neox), f32Arg(thetaScale))
+	return spec("rope", rowGeometry(rows), out, x, pos, factors, intArg(cols), intArg(a.HeadDim), intArg(a.Dims), intArg(neox), f32Arg(thetaScale))
 }
 
 // kvWriteLaunch encodes row t of kx and vx [rows, kvDim] f32 into slot
@@ -248,4 +250,77 @@ func argmaxLaunch(ids, x devPtr, rows, cols int) (launchSpec, error) {
 		return launchSpec{}, nil
 	}
 	return spec("argmax_rows", dims1(rows, argmaxThreads), ids, x, intArg(cols))
+}
+
+// columnsLaunch writes out [rows, cols/group*width]: from each group of
+// group columns of x [rows, cols], the width columns from offset.
+func columnsLaunch(out, x devPtr, rows, cols, group, offset, width int) (launchSpec, error) {
+	if group <= 0 || cols%group != 0 || offset < 0 || width <= 0 || offset+width > group || cols > maxInt32 || rows < 0 {
+		return launchSpec{}, fmt.Errorf("cuda: columns: group %d offset %d width %d do not fit row width %d", group, offset, width, cols)
+	}
+	n := rows * (cols / group * width)
+	if n == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("columns", elemGeometry(n), out, x, intArg(n), intArg(cols), intArg(group), intArg(offset), intArg(width))
+}
+
+// concatLaunch writes out [rows, a+c]: each row x's [a] then y's [c].
+func concatLaunch(out, x, y devPtr, rows, a, c int) (launchSpec, error) {
+	if rows < 0 || a < 0 || c < 0 || a+c > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: concat: %d rows of %d and %d", rows, a, c)
+	}
+	n := rows * (a + c)
+	if n == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("concat", elemGeometry(n), out, x, y, intArg(n), intArg(a), intArg(c))
+}
+
+// unaryLaunch writes out = fn(x), n elements.
+func unaryLaunch(out, x devPtr, n int, fn tensor.UnaryFn) (launchSpec, error) {
+	if fn < tensor.Sigmoid || fn > tensor.Softplus {
+		return launchSpec{}, fmt.Errorf("cuda: unary: unknown function %v", fn)
+	}
+	if n <= 0 {
+		return launchSpec{}, nil
+	}
+	return spec("unary", elemGeometry(n), out, x, intArg(n), intArg(int(fn)))
+}
+
+// mulLaunch writes out = x * y, n elements: element-wise with y of n
+// elements (d = 0), or each row of d elements of x times its row's y [1].
+func mulLaunch(out, x, y devPtr, n, d int) (launchSpec, error) {
+	if d < 0 || d > maxInt32 || (d > 0 && n%d != 0) {
+		return launchSpec{}, fmt.Errorf("cuda: mul: %d elements in rows of %d", n, d)
+	}
+	if n <= 0 {
+		return launchSpec{}, nil
+	}
+	return spec("mul", elemGeometry(n), out, x, y, intArg(n), intArg(d))
+}
+
+// rowLaunch writes out = x + w (kernel add_row) or x * w (mul_row), w [d]
+// f32 repeated over the rows of x (n elements).
+func rowLaunch(kernel string, out, x, w devPtr, n, d int) (launchSpec, error) {
+	if d <= 0 || d > maxInt32 || n%d != 0 {
+		return launchSpec{}, fmt.Errorf("cuda: %s: %d elements in rows of %d", kernel, n, d)
+	}
+	if n <= 0 {
+		return launchSpec{}, nil
+	}
+	return spec(kernel, elemGeometry(n), out, x, w, intArg(n), intArg(d))
+}
+
+// l2NormLaunch writes out [rows, cols] = x with each contiguous group of
+// group elements divided by max(its L2 norm, eps).
+func l2NormLaunch(out, x devPtr, rows, cols, group int, eps float32) (launchSpec, error) {
+	if rows < 0 || cols < 0 || group <= 0 || group > maxInt32 || cols%group != 0 {
+		return launchSpec{}, fmt.Errorf("cuda: l2_norm: group %d does not divide row width %d", group, cols)
+	}
+	n := rows * cols / group
+	if n == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("l2_norm", warpItemGeometry(n), out, x, intArg(n), intArg(group), f32Arg(eps))
 }

@@ -9,6 +9,7 @@ package cuda
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -77,9 +78,16 @@ func memFile(t *testing.T, ts ...*weights.Tensor) *weights.File {
 // the scale of want (max |want|, at least 1), printing the first values.
 func near(t *testing.T, what string, want, got []float32, tol float64) {
 	t.Helper()
+	if msg := nearDiff(want, got, tol); msg != "" {
+		t.Errorf("%s: %s", what, msg)
+	}
+}
+
+// nearDiff is near's check: "" when got is within tol of want, else what
+// differs.
+func nearDiff(want, got []float32, tol float64) string {
 	if len(want) != len(got) {
-		t.Errorf("%s: %d values, want %d", what, len(got), len(want))
-		return
+		return fmt.Sprintf("%d values, want %d", len(got), len(want))
 	}
 	scale := 1.0
 	for _, v := range want {
@@ -97,9 +105,10 @@ func near(t *testing.T, what string, want, got []float32, tol float64) {
 	}
 	if worst > tol*scale {
 		n := min(8, len(want))
-		t.Errorf("%s: max |diff| %.3g at %d (scale %.3g, tolerance %.3g)\n  cpu  %v\n  cuda %v\n  at %d: cpu %v cuda %v",
-			what, worst, at, scale, tol*scale, want[:n], got[:n], at, want[at], got[at])
+		return fmt.Sprintf("max |diff| %.3g at %d (scale %.3g, tolerance %.3g)\n  cpu  %v\n  cuda %v\n  at %d: cpu %v cuda %v",
+			worst, at, scale, tol*scale, want[:n], got[:n], at, want[at], got[at])
 	}
+	return ""
 }
 
 func seqBatch(tokens, positions, rowSeq []int32, tables [][]int32, logitRows []int32) *exec.Batch {

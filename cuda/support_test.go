@@ -251,20 +251,20 @@ func TestCheckGraphRefusesWhatHasNoKernels(t *testing.T) {
 	}
 }
 
-// TestCheckGraphRefusesRoPEFactors: a rope with frequency factors (a
-// third argument) is refused, not run as a plain rope.
-func TestCheckGraphRefusesRoPEFactors(t *testing.T) {
-	g, _, _ := opGraph(t, tensor.OpRoPE, tensor.F32)
+// TestCheckGraphTakesRoPEFactors: a rope with frequency factors (a third
+// argument, llama-3 rope scaling) runs on the rope kernel.
+func TestCheckGraphTakesRoPEFactors(t *testing.T) {
+	b := tensor.NewBuilder(func(name string) (tensor.DType, int, int, bool) {
+		return tensor.F32, 1, 8, name == "rope_freqs"
+	})
+	x := b.InputF32("x", 2, 32)
+	a := tensor.RoPEArgs{HeadDim: 16, Dims: 16, Base: 10000, Mode: tensor.RoPENorm}
+	b.Output("y", b.RoPEFactors(x, b.Input("positions", 2), b.Weight("rope_freqs"), a))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := checkGraph(g); err != nil {
-		t.Fatalf("plain rope: %v", err)
-	}
-	for i, op := range g.Ops {
-		if op.Kind == tensor.OpRoPE {
-			g.Ops[i].Args = append(op.Args, g.Ops[0].Out) // any tensor: the backend must not look further
-		}
-	}
-	err := checkGraph(g)
-	if err == nil || !strings.Contains(err.Error(), "(rope) with frequency factors") {
 		t.Fatalf("rope with factors: %v", err)
 	}
 }

@@ -80,22 +80,25 @@ extern "C" __global__ void rms_norm(float* out, const float* x, const float* w, 
     }
 }
 
-// rope(out, x, pos, cols, hd, dims, neox, thetaScale): out = x with the
-// first `dims` elements of every head (hd elements) of row r rotated by the
-// angles of position pos[r]: pair i turns by theta_i = pos * thetaScale^i,
-// built as a running float product (thetaScale = base^(-2/dims), computed
-// by the caller as the CPU does). Norm mode pairs (2i, 2i+1), neox mode
-// (i, i+dims/2). out != x. One block per row; dims <= 2*ROPE_MAX_PAIRS.
+// rope(out, x, pos, factors, cols, hd, dims, neox, thetaScale): out = x
+// with the first `dims` elements of every head (hd elements) of row r
+// rotated by the angles of position pos[r]: pair i turns by theta_i = pos *
+// thetaScale^i, built as a running float product (thetaScale =
+// base^(-2/dims), computed by the caller as the CPU does), divided by
+// factors[i] when factors is not null (ggml's freq_factors, llama-3 rope
+// scaling; dims/2 floats). Norm mode pairs (2i, 2i+1), neox mode (i,
+// i+dims/2); dims < hd leaves the rest of the head as it is (partial
+// RoPE). out != x. One block per row; dims <= 2*ROPE_MAX_PAIRS.
 #define ROPE_MAX_PAIRS 512
-extern "C" __global__ void rope(float* out, const float* x, const int* pos, int cols, int hd, int dims, int neox,
-                                float thetaScale) {
+extern "C" __global__ void rope(float* out, const float* x, const int* pos, const float* factors, int cols, int hd,
+                                int dims, int neox, float thetaScale) {
     __shared__ float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS];
     const long long r = blockIdx.x;
     const int half = dims / 2;
     if (threadIdx.x == 0) {
         float theta = (float)pos[r];
         for (int i = 0; i < half; i++) {
-            cs[i] = theta;
+            cs[i] = factors != nullptr ? __fdiv_rn(theta, factors[i]) : theta;
             theta = __fmul_rn(theta, thetaScale);
         }
     }

@@ -14,4 +14,5 @@
 #include "kv.cuh"
 #include "attention.cuh"
 #include "elementwise.cuh"
+#include "hybrid.cuh"
 #include "sample.cuh"

@@ -1,0 +1,263 @@
+//go:build cudaemu
+
+package cuda
+
+// Emulator parity of the stateless hybrid-model and row-broadcast kernels
+// (kernels/hybrid.cuh) against the CPU backend. Every case also runs a
+// deliberately broken launch (a wrong function, offset, group or operand)
+// and checks that the comparison rejects it, so a case cannot pass by
+// comparing something the kernel does not compute.
+//
+// Tolerances as emu_test.go: exact for the copies and single float
+// operations (columns, concat, mul, add_row, mul_row); 1e-6 for unary and
+// l2_norm (exp, log and sqrt in double, where Go's math and the host libm
+// may differ in the last bit of the double).
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// mustDiffer fails t when a deliberately broken launch's got passes the
+// parity check against want.
+func mustDiffer(t *testing.T, what string, want, got []float32, tol float64) {
+	t.Helper()
+	if nearDiff(want, got, tol) == "" {
+		t.Errorf("%s: a broken launch matches the CPU reference, so the case cannot fail", what)
+	}
+}
+
+// f32Weight is a weight [rows, cols] f32 holding v.
+func f32Weight(name string, rows, cols int, v []float32) *weights.Tensor {
+	return &weights.Tensor{Name: name, DType: tensor.F32, Shape: []int{cols, rows}, Data: f32Bytes(v)}
+}
+
+// hybridRef runs op on the CPU backend over x = rows of weight "a" [rows,
+// ac] (and y = rows of "b" [rows, bc] when bc > 0), the weights ws
+// besides, and returns x, y and op's output "z".
+func hybridRef(t *testing.T, a []float32, rows, ac int, b []float32, bc int, op func(bl *tensor.Builder, x, y tensor.Tensor) tensor.Tensor, ws ...*weights.Tensor) (x, y, z []float32) {
+	t.Helper()
+	ws = append(ws, f32Weight("a", rows, ac, a))
+	if bc > 0 {
+		ws = append(ws, f32Weight("b", rows, bc, b))
+	}
+	f := memFile(t, ws...)
+	out := cpuRun(t, f, smallKV, func(bl *tensor.Builder, n, logitRows int) {
+		tok := bl.Input("tokens", n)
+		bl.Input("positions", n)
+		bl.Input("logit_rows", logitRows)
+		xt := bl.GetRows(bl.Weight("a"), tok)
+		yt := tensor.Tensor{ID: -1}
+		if bc > 0 {
+			yt = bl.GetRows(bl.Weight("b"), tok)
+		}
+		bl.Output("z", op(bl, xt, yt))
+	}, noAttention(count(0, rows), []int32{0}))[0]
+	return a, b, out["z"]
+}
+
+func randF32(r *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64() * scale)
+	}
+	return v
+}
+
+func TestEmuColumns(t *testing.T) {
+	for _, c := range []struct {
+		name                        string
+		rows, cols, group, off, wid int
+	}{
+		{"a column range", 7, 96, 96, 32, 48},
+		{"query half of every head", 9, 8 * 64, 64, 0, 32},
+		{"gate half of every head", 9, 8 * 64, 64, 32, 32},
+		{"a partial slice of groups of 48", 5, 480, 48, 5, 17},
+	} {
+		parityCase(t, c.name, func(t *testing.T, e *emulator) {
+			r := rand.New(rand.NewPCG(11, uint64(c.cols+c.off)))
+			x, _, want := hybridRef(t, randF32(r, c.rows*c.cols, 1), c.rows, c.cols, nil, 0, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
+				return b.Columns(x, c.group, c.off, c.wid)
+			})
+			var mem emuMem
+			out := mem.nanBuf(4 * len(want))
+			xb := mem.buf(f32Bytes(x), false)
+			l, err := columnsLaunch(out.dev, xb.dev, c.rows, c.cols, c.group, c.off, c.wid)
+			e.launch(t, l, err, &mem)
+			near(t, "columns", want, bytesF32(out.data), 0)
+			// Broken: the columns one to the left.
+			off := c.off - 1
+			if off < 0 {
+				off = c.off + 1
+			}
+			l, err = columnsLaunch(out.dev, xb.dev, c.rows, c.cols, c.group, off, c.wid)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, "columns at a shifted offset", want, bytesF32(out.data), 0)
+		})
+	}
+}
+
+func TestEmuConcat(t *testing.T) {
+	parityCase(t, "rows of 64 and 96", func(t *testing.T, e *emulator) {
+		const rows, a, c = 11, 64, 96
+		r := rand.New(rand.NewPCG(12, 1))
+		x, y, want := hybridRef(t, randF32(r, rows*a, 1), rows, a, randF32(r, rows*c, 1), c, func(b *tensor.Builder, x, y tensor.Tensor) tensor.Tensor {
+			return b.Concat(x, y)
+		})
+		var mem emuMem
+		out := mem.nanBuf(4 * len(want))
+		xb, yb := mem.buf(f32Bytes(x), false), mem.buf(f32Bytes(y), false)
+		l, err := concatLaunch(out.dev, xb.dev, yb.dev, rows, a, c)
+		e.launch(t, l, err, &mem)
+		near(t, "concat", want, bytesF32(out.data), 0)
+		// Broken: y's row first.
+		l, err = concatLaunch(out.dev, yb.dev, xb.dev, rows, c, a)
+		e.launch(t, l, err, &mem)
+		mustDiffer(t, "concat split a column late", want, bytesF32(out.data), 0)
+	})
+}
+
+// unaryInputs are normal values and the edges of the functions: zero,
+// ggml's softplus threshold (20) and around it, arguments whose exp
+// overflows float (above 88.7) and large negative values.
+func unaryInputs(r *rand.Rand, n int) []float32 {
+	v := randF32(r, n, 4)
+	edges := []float32{0, 20, 20.000002, 19.999998, 25, 88.8, 100, -100, -88.8, -20, 1e-30, -1e-30}
+	for i, x := range edges {
+		v[i*7%n] = x
+	}
+	return v
+}
+
+func TestEmuUnary(t *testing.T) {
+	for _, fn := range []tensor.UnaryFn{tensor.Sigmoid, tensor.SiLU, tensor.Softplus} {
+		for _, shape := range [][2]int{{5, 128}, {3, 1000}} {
+			parityCase(t, fmt.Sprintf("%v %dx%d", fn, shape[0], shape[1]), func(t *testing.T, e *emulator) {
+				rows, cols := shape[0], shape[1]
+				r := rand.New(rand.NewPCG(13, uint64(fn)*10+uint64(cols)))
+				x, _, want := hybridRef(t, unaryInputs(r, rows*cols), rows, cols, nil, 0, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
+					return b.Unary(x, fn)
+				})
+				var mem emuMem
+				out := mem.nanBuf(4 * len(want))
+				xb := mem.buf(f32Bytes(x), false)
+				l, err := unaryLaunch(out.dev, xb.dev, len(x), fn)
+				e.launch(t, l, err, &mem)
+				near(t, fn.String(), want, bytesF32(out.data), 1e-6)
+				// Broken: another of the three functions.
+				l, err = unaryLaunch(out.dev, xb.dev, len(x), fn%3+1)
+				e.launch(t, l, err, &mem)
+				mustDiffer(t, fmt.Sprintf("%v launched for %v", fn%3+1, fn), want, bytesF32(out.data), 1e-6)
+			})
+		}
+	}
+}
+
+func TestEmuMul(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		rows, cols int
+		rowScalar  bool // y [T, 1]
+	}{
+		{"element-wise", 7, 200, false},
+		{"a scalar per row", 7, 200, true},
+	} {
+		parityCase(t, c.name, func(t *testing.T, e *emulator) {
+			r := rand.New(rand.NewPCG(14, uint64(c.cols)))
+			yc := c.cols
+			if c.rowScalar {
+				yc = 1
+			}
+			x, y, want := hybridRef(t, randF32(r, c.rows*c.cols, 1), c.rows, c.cols, randF32(r, c.rows*yc, 1), yc, func(b *tensor.Builder, x, y tensor.Tensor) tensor.Tensor {
+				return b.Mul(x, y)
+			})
+			d := 0
+			if c.rowScalar {
+				d = c.cols
+			}
+			var mem emuMem
+			out := mem.nanBuf(4 * len(want))
+			xb, yb := mem.buf(f32Bytes(x), false), mem.buf(f32Bytes(y), false)
+			l, err := mulLaunch(out.dev, xb.dev, yb.dev, len(x), d)
+			e.launch(t, l, err, &mem)
+			near(t, "mul", want, bytesF32(out.data), 0)
+			// Broken: x times itself.
+			l, err = mulLaunch(out.dev, xb.dev, xb.dev, len(x), 0)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, "mul of x by x", want, bytesF32(out.data), 0)
+		})
+	}
+}
+
+func TestEmuRowOps(t *testing.T) {
+	for _, k := range []tensor.OpKind{tensor.OpAddRow, tensor.OpMulRow} {
+		parityCase(t, k.String(), func(t *testing.T, e *emulator) {
+			const rows, cols = 9, 320
+			r := rand.New(rand.NewPCG(15, uint64(k)))
+			w := randF32(r, cols, 1)
+			x, _, want := hybridRef(t, randF32(r, rows*cols, 1), rows, cols, nil, 0, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
+				if k == tensor.OpAddRow {
+					return b.AddRow(x, b.Weight("w"))
+				}
+				return b.MulRow(x, b.Weight("w"))
+			}, &weights.Tensor{Name: "w", DType: tensor.F32, Shape: []int{cols}, Data: f32Bytes(w)})
+			var mem emuMem
+			out := mem.nanBuf(4 * len(want))
+			xb, wb := mem.buf(f32Bytes(x), false), mem.buf(f32Bytes(w), false)
+			l, err := rowLaunch(k.String(), out.dev, xb.dev, wb.dev, len(x), cols)
+			e.launch(t, l, err, &mem)
+			near(t, k.String(), want, bytesF32(out.data), 0)
+			// Broken: the other row op.
+			other := map[tensor.OpKind]string{tensor.OpAddRow: "mul_row", tensor.OpMulRow: "add_row"}[k]
+			l, err = rowLaunch(other, out.dev, xb.dev, wb.dev, len(x), cols)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, other+" for "+k.String(), want, bytesF32(out.data), 0)
+		})
+	}
+}
+
+func TestEmuL2Norm(t *testing.T) {
+	for _, c := range []struct {
+		rows, cols, group int
+		eps               float32
+	}{
+		{7, 256, 128, 1e-6},  // per head (Gated DeltaNet's q and k)
+		{5, 120, 40, 1e-6},   // groups not a multiple of 32
+		{3, 96, 96, 0.5},     // eps larger than some norms: max(norm, eps)
+		{40, 128, 64, 1e-12}, // 80 groups over 10 blocks
+	} {
+		parityCase(t, fmt.Sprintf("%d rows of %d in groups of %d, eps %g", c.rows, c.cols, c.group, c.eps), func(t *testing.T, e *emulator) {
+			r := rand.New(rand.NewPCG(16, uint64(c.group)))
+			a := randF32(r, c.rows*c.cols, 1)
+			if c.eps >= 0.5 {
+				for i := range a[:c.cols] {
+					a[i] *= 1e-3 // the first row's norm is below eps
+				}
+			}
+			clear(a[c.cols : c.cols+c.group]) // an all-zero group
+			x, _, want := hybridRef(t, a, c.rows, c.cols, nil, 0, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
+				return b.L2Norm(x, c.group, c.eps)
+			})
+			var mem emuMem
+			out := mem.nanBuf(4 * len(want))
+			xb := mem.buf(f32Bytes(x), false)
+			l, err := l2NormLaunch(out.dev, xb.dev, c.rows, c.cols, c.group, c.eps)
+			e.launch(t, l, err, &mem)
+			near(t, "l2_norm", want, bytesF32(out.data), 1e-6)
+			for _, v := range bytesF32(out.data) {
+				if math.IsNaN(float64(v)) {
+					t.Fatal("l2_norm wrote a NaN (the all-zero group divides by eps)")
+				}
+			}
+			// Broken: groups of half the width.
+			l, err = l2NormLaunch(out.dev, xb.dev, c.rows, c.cols, c.group/2, c.eps)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, "l2_norm over half groups", want, bytesF32(out.data), 1e-6)
+		})
+	}
+}
