@@ -17,8 +17,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
@@ -259,5 +261,127 @@ func TestEmuL2Norm(t *testing.T) {
 			e.launch(t, l, err, &mem)
 			mustDiffer(t, "l2_norm over half groups", want, bytesF32(out.data), 1e-6)
 		})
+	}
+}
+
+// stateCase is one configuration of the stateful ops' parity test.
+type stateCase struct {
+	kernel                 int // short_conv taps
+	keyHeads, keyDim       int
+	valueHeads, valueDim   int
+	bucketRows, stateSlots int
+}
+
+func TestEmuStateful(t *testing.T) {
+	for _, c := range []stateCase{
+		{kernel: 4, keyHeads: 2, keyDim: 32, valueHeads: 4, valueDim: 48, stateSlots: 8},  // a partial warp of columns
+		{kernel: 2, keyHeads: 1, keyDim: 16, valueHeads: 2, valueDim: 160, stateSlots: 8}, // two blocks of columns per head
+	} {
+		name := fmt.Sprintf("kernel %d, %d/%d heads of %d/%d", c.kernel, c.keyHeads, c.valueHeads, c.keyDim, c.valueDim)
+		parityCase(t, name, func(t *testing.T, e *emulator) { emuStateful(t, e, c) })
+	}
+}
+
+// emuStateful runs short_conv and delta_rule (one state layer, as a
+// Gated DeltaNet layer has) through the CPU backend and the kernels over
+// steps that exercise the state contract: a prefill, a step mixing a
+// decode with a second sequence's prefill, a 3-row verify that writes one
+// snapshot slot per row, and a decode from the snapshot of the accepted
+// prefix, each packed at a bucket with pad rows (stepPacker), the state
+// areas starting as NaN so a read of a slot no row wrote shows. The
+// verify step is also run broken (every row reading its own write slot,
+// the snapshots' chain ignored) on a copy of the state, which must fail.
+func emuStateful(t *testing.T, e *emulator, c stateCase) {
+	const vocab = 48
+	r := rand.New(rand.NewPCG(17, uint64(c.valueDim*10+c.kernel)))
+	kd, vd := c.keyHeads*c.keyDim, c.valueHeads*c.valueDim
+	channels := 2*kd + vd
+	a := tensor.StateArgs{Layer: 0, Kernel: c.kernel, KeyHeads: c.keyHeads, KeyDim: c.keyDim, ValueHeads: c.valueHeads,
+		ValueDim: c.valueDim, Scale: float32(1 / math.Sqrt(float64(c.keyDim)))}
+	gate := randF32(r, vocab*c.valueHeads, 1)
+	beta := make([]float32, vocab*c.valueHeads)
+	for i := range gate {
+		gate[i] = -float32(math.Abs(float64(gate[i]))) // log decay <= 0
+		beta[i] = r.Float32()
+	}
+	conv := randF32(r, channels*c.kernel, 0.5)
+	f := memFile(t, randTensor(r, "x", tensor.F32, vocab, channels), randTensor(r, "q", tensor.F32, vocab, kd),
+		randTensor(r, "k", tensor.F32, vocab, kd), randTensor(r, "v", tensor.F32, vocab, vd),
+		f32Weight("g", vocab, c.valueHeads, gate), f32Weight("beta", vocab, c.valueHeads, beta),
+		f32Weight("conv", channels, c.kernel, conv))
+	tables := [][]int32{{0, 1}, {2, 3}}
+	slots := func(s ...int32) []int32 { return s }
+	steps := []*exec.Batch{
+		{Tokens: randIDs(r, vocab, 7), Positions: count(0, 7), RowSeq: fill(0, 7), StateSlots: slots(0, 3)},
+		{Tokens: randIDs(r, vocab, 4), Positions: []int32{7, 0, 1, 2}, RowSeq: []int32{0, 1, 1, 1}, StateSlots: slots(0, 3)},
+		{Tokens: randIDs(r, vocab, 4), Positions: []int32{8, 9, 10, 3}, RowSeq: []int32{0, 0, 0, 1}, StateSlots: slots(0, 3),
+			StateSnapshots: [][]int32{{4, 5, 6}, nil}},
+		{Tokens: randIDs(r, vocab, 2), Positions: []int32{10, 4}, RowSeq: []int32{0, 1}, StateSlots: slots(5, 3)}, // one draft accepted
+	}
+	const verify = 2
+	for _, s := range steps {
+		s.Tables, s.LogitRows = tables, []int32{0}
+	}
+	layout := exec.KVLayout{Layers: 1, KVDim: 32, BlockTokens: 16, Blocks: 4,
+		State: exec.StateLayout{Slots: c.stateSlots, Conv: []int{a.ConvStateFloats(channels)}, Delta: []int{a.DeltaStateFloats()}}}
+	outs := cpuRun(t, f, layout, func(b *tensor.Builder, rows, logitRows int) {
+		tok := b.Input("tokens", rows)
+		b.Input("positions", rows)
+		b.Input("logit_rows", logitRows)
+		in := map[string]tensor.Tensor{}
+		for _, n := range []string{"x", "q", "k", "v", "g", "beta"} {
+			in[n] = b.GetRows(b.Weight(n), tok)
+			b.Output(n, in[n])
+		}
+		b.Output("conv", b.ShortConv(in["x"], b.Weight("conv"), a))
+		b.Output("delta", b.DeltaRule(in["q"], in["k"], in["v"], in["g"], in["beta"], a))
+	}, steps...)
+
+	var mem emuMem
+	perSlot := []int{a.ConvStateFloats(channels), a.DeltaStateFloats()}
+	convState := mem.nanBuf(4 * (c.stateSlots + 1) * perSlot[0])
+	deltaState := mem.nanBuf(4 * (c.stateSlots + 1) * perSlot[1])
+	wb := mem.buf(f32Bytes(conv), false)
+	var packer stepPacker
+	for i, s := range steps {
+		rows := len(s.Tokens)
+		bucket := 1
+		for bucket < rows+1 {
+			bucket *= 2 // at least one pad row
+		}
+		sl := newStepLayout(bucket, len(s.LogitRows), layout.Blocks)
+		sl.StateSlots, sl.Stateful = c.stateSlots, true
+		words := make([]int32, sl.Words)
+		if err := packer.pack(words, sl, s, layout.BlockTokens, vocab); err != nil {
+			t.Fatal(err)
+		}
+		step := mem.buf(i32Bytes(words), false)
+		sr := stateRows{read: step.at(4 * sl.StateRead), write: step.at(4 * sl.StateWrite), pos: step.at(4 * sl.Positions)}
+		act := map[string]*emuBuf{}
+		for n, cols := range map[string]int{"x": channels, "q": kd, "k": kd, "v": vd, "g": c.valueHeads, "beta": c.valueHeads} {
+			act[n] = mem.buf(f32Bytes(append(slices.Clone(outs[i][n]), make([]float32, (bucket-rows)*cols)...)), false)
+		}
+		var brokenConv, brokenDelta *emuBuf
+		if i == verify {
+			brokenConv, brokenDelta = mem.buf(convState.data, true), mem.buf(deltaState.data, true)
+		}
+		convOut, deltaOut := mem.nanBuf(4*bucket*channels), mem.nanBuf(4*bucket*vd)
+		l, err := shortConvLaunch(convOut.dev, act["x"].dev, wb.dev, convState.dev, sr, bucket, channels, c.kernel)
+		e.launch(t, l, err, &mem)
+		l, err = deltaRuleLaunch(deltaOut.dev, act["q"].dev, act["k"].dev, act["v"].dev, act["g"].dev, act["beta"].dev, deltaState.dev, sr, bucket, a)
+		e.launch(t, l, err, &mem)
+		what := fmt.Sprintf("step %d (%d rows in a bucket of %d)", i, rows, bucket)
+		near(t, what+" short_conv", outs[i]["conv"], bytesF32(convOut.data)[:rows*channels], 1e-6)
+		near(t, what+" delta_rule", outs[i]["delta"], bytesF32(deltaOut.data)[:rows*vd], 2e-6)
+		if i == verify {
+			broken := stateRows{read: sr.write, write: sr.write, pos: sr.pos}
+			l, err := shortConvLaunch(convOut.dev, act["x"].dev, wb.dev, brokenConv.dev, broken, bucket, channels, c.kernel)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, what+" short_conv, snapshots not chained", outs[i]["conv"], bytesF32(convOut.data)[:rows*channels], 1e-6)
+			l, err = deltaRuleLaunch(deltaOut.dev, act["q"].dev, act["k"].dev, act["v"].dev, act["g"].dev, act["beta"].dev, brokenDelta.dev, broken, bucket, a)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, what+" delta_rule, snapshots not chained", outs[i]["delta"], bytesF32(deltaOut.data)[:rows*vd], 2e-6)
+		}
+		mem.bufs = mem.bufs[:3] // keep the state areas and the taps
 	}
 }

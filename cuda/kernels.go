@@ -194,3 +194,17 @@ func (k *kernels) l2Norm(s cu.Stream, out, x cu.DevicePtr, rows, cols, group int
 	l, err := l2NormLaunch(ptr(out), ptr(x), rows, cols, group, eps)
 	return k.launch(s, l, err)
 }
+
+// shortConv writes out [rows, channels]: the causal depthwise conv of x over
+// each row's window in state, which it advances (shortConvLaunch).
+func (k *kernels) shortConv(s cu.Stream, out, x, w, state cu.DevicePtr, sr stateRows, rows, channels, kernel int) error {
+	l, err := shortConvLaunch(ptr(out), ptr(x), ptr(w), ptr(state), sr, rows, channels, kernel)
+	return k.launch(s, l, err)
+}
+
+// deltaRule writes out: the gated delta rule over each row's state, which
+// it advances (deltaRuleLaunch).
+func (k *kernels) deltaRule(s cu.Stream, out, q, kk, v, g, beta, state cu.DevicePtr, sr stateRows, rows int, a tensor.StateArgs) error {
+	l, err := deltaRuleLaunch(ptr(out), ptr(q), ptr(kk), ptr(v), ptr(g), ptr(beta), ptr(state), sr, rows, a)
+	return k.launch(s, l, err)
+}

@@ -45,7 +45,7 @@ var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor
 // define them all.
 func kernelNames() ([]string, error) {
 	names := []string{"quantize_q8", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows", "argmax_rows",
-		"columns", "concat", "unary", "mul", "add_row", "mul_row", "l2_norm"}
+		"columns", "concat", "unary", "mul", "add_row", "mul_row", "l2_norm", "short_conv", "delta_rule"}
 	for _, dt := range matmulDTypes {
 		for _, nt := range gemvVariants {
 			names = append(names, gemvKernel(dt, nt))
@@ -323,4 +323,46 @@ func l2NormLaunch(out, x devPtr, rows, cols, group int, eps float32) (launchSpec
 		return launchSpec{}, nil
 	}
 	return spec("l2_norm", warpItemGeometry(n), out, x, intArg(n), intArg(group), f32Arg(eps))
+}
+
+// shortConvMaxKernel is the most taps short_conv takes (SHORT_CONV_MAX_K).
+const shortConvMaxKernel = 16
+
+// stateRows are the per-row state bindings of a stateful op: the slot
+// each row reads and the one it writes (int32 [rows], exec.Batch.StateRows)
+// and the rows' positions (a row at position 0 starts from zeros).
+type stateRows struct{ read, write, pos devPtr }
+
+// shortConvLaunch writes out [rows, channels]: the causal depthwise conv
+// of x with taps w [channels, kernel] f32 over each row's window in the
+// state area (slots of (kernel-1)*channels f32), which it advances.
+func shortConvLaunch(out, x, w, state devPtr, sr stateRows, rows, channels, kernel int) (launchSpec, error) {
+	if kernel < 1 || kernel > shortConvMaxKernel || channels < 1 || channels > maxInt32 || rows < 0 || rows > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: short_conv: %d rows of %d channels, kernel %d (at most %d)", rows, channels, kernel, shortConvMaxKernel)
+	}
+	if rows == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("short_conv", elemGeometry(channels), out, x, w, state, sr.read, sr.write, sr.pos, intArg(rows), intArg(channels), intArg(kernel))
+}
+
+// deltaRuleThreads is the most threads of a delta_rule block: one per
+// column of a value head's state.
+const deltaRuleThreads = 128
+
+// deltaRuleLaunch writes out [rows, ValueHeads*ValueDim]: the gated delta
+// rule of q, k, v, g and beta over each row's state in the state area
+// (slots of a.DeltaStateFloats() f32), which it advances.
+func deltaRuleLaunch(out, q, k, v, g, beta, state devPtr, sr stateRows, rows int, a tensor.StateArgs) (launchSpec, error) {
+	if a.KeyHeads < 1 || a.ValueHeads%a.KeyHeads != 0 || a.KeyDim < 1 || a.ValueDim < 1 || a.ValueHeads > maxGridX ||
+		rows < 0 || rows > maxInt32 || int64(a.ValueHeads)*int64(a.ValueDim) > maxInt32 || int64(a.KeyHeads)*int64(a.KeyDim) > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: delta_rule: %d key heads of %d, %d value heads of %d", a.KeyHeads, a.KeyDim, a.ValueHeads, a.ValueDim)
+	}
+	if rows == 0 {
+		return launchSpec{}, nil
+	}
+	block := min(deltaRuleThreads, ceilDiv(a.ValueDim, warpSize)*warpSize)
+	d := launchDims{grid: [3]int{a.ValueHeads, ceilDiv(a.ValueDim, block), 1}, block: [3]int{block, 1, 1}}
+	return spec("delta_rule", d, out, q, k, v, g, beta, state, sr.read, sr.write, sr.pos, intArg(rows),
+		intArg(a.KeyHeads), intArg(a.KeyDim), intArg(a.ValueHeads), intArg(a.ValueDim), f32Arg(a.Scale))
 }

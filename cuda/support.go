@@ -42,8 +42,8 @@ var opSupport = map[string]string{
 	"mul_row":    "",
 	"l2_norm":    "",
 	"concat":     "",
-	"short_conv": noOpKernelYet + "; the backend reserves no recurrent state",
-	"delta_rule": noOpKernelYet + "; the backend reserves no recurrent state",
+	"short_conv": "",
+	"delta_rule": "",
 	"moe":        noOpKernelYet,
 }
 

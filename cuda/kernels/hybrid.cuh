@@ -109,3 +109,99 @@ extern "C" __global__ void l2_norm(float* out, const float* x, long long ngroups
         os[e] = __fmul_rn(xs[e], scale);
     }
 }
+
+// ---------------------------------------------------------------------------
+// The stateful ops. Each sequence's recurrent state lives in a slot of the
+// layer's state area (f32, slot s at s * per floats); row r of the step
+// reads slot rd[r] and writes slot wr[r] (exec.Batch.StateRows: the
+// sequence's slot, or in a verify step row j reads the snapshot row j-1
+// wrote and writes its own), and starts from zeros at position 0. Rows are
+// processed in order, so the rows of one sequence see each other's state.
+// Every state value is owned by one thread for the whole step (a channel of
+// the conv window, a column of a delta-rule matrix), which walks the rows
+// one after the other: no barrier, and a slot written by an earlier row is
+// read back by the same thread.
+
+#define SHORT_CONV_MAX_K 16
+
+// short_conv(out, x, w, state, rd, wr, pos, rows, C, K): the causal
+// depthwise conv of x [rows, C] with taps w [C, K] (tap K-1 on the current
+// input): out[r, c] = sum_{j<K-1} win[j, c] * w[c, j] + x[r, c] * w[c, K-1]
+// with win [K-1, C] the slot's window of earlier inputs (oldest first),
+// which then shifts by one and takes x[r]. The sums are float, in tap
+// order, as runtime/cpu shortConvRef. K <= SHORT_CONV_MAX_K. Grid-stride
+// over channels.
+extern "C" __global__ void short_conv(float* out, const float* x, const float* w, float* state, const int* rd,
+                                      const int* wr, const int* pos, int rows, int C, int K) {
+    const long long per = (long long)(K - 1) * C;
+    for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < C; c += gridDim.x * blockDim.x) {
+        const float* taps = w + (long long)c * K;
+        float win[SHORT_CONV_MAX_K];
+        for (int r = 0; r < rows; r++) {
+            const float* src = state + rd[r] * per + c;
+            for (int j = 0; j < K - 1; j++) {
+                win[j] = pos[r] == 0 ? 0.0f : src[(long long)j * C];
+            }
+            const float xv = x[(long long)r * C + c];
+            float sum = 0.0f;
+            for (int j = 0; j < K - 1; j++) {
+                sum = __fadd_rn(sum, __fmul_rn(win[j], taps[j]));
+            }
+            out[(long long)r * C + c] = __fadd_rn(sum, __fmul_rn(xv, taps[K - 1]));
+            float* dst = state + wr[r] * per + c;
+            for (int j = 0; j + 1 < K - 1; j++) {
+                dst[(long long)j * C] = win[j + 1];
+            }
+            if (K > 1) {
+                dst[(long long)(K - 2) * C] = xv;
+            }
+        }
+    }
+}
+
+// delta_rule(out, q, k, v, g, beta, state, rd, wr, pos, rows, KH, DK, VH,
+// DV, scale): the gated delta rule, recurrent form, for q, k [rows,
+// KH*DK], v [rows, VH*DV], g, beta [rows, VH] into out [rows, VH*DV].
+// Value head h (key head h % KH) keeps S [DK, DV] in its slot (h*DK*DV
+// floats in), and per row
+//
+//   S *= exp(g);  d = beta * (v - S^T k);  S += k d^T;  o = S^T (scale q)
+//
+// rounded step by step as runtime/cpu deltaRuleRef: column j of S
+// depends only on column j, so thread j of head h's blocks owns it.
+// Grid: (VH, ceil(DV / blockDim.x)).
+extern "C" __global__ void delta_rule(float* out, const float* q, const float* k, const float* v, const float* g,
+                                      const float* beta, float* state, const int* rd, const int* wr, const int* pos,
+                                      int rows, int KH, int DK, int VH, int DV, float scale) {
+    const int h = blockIdx.x;
+    const int j = blockIdx.y * blockDim.x + threadIdx.x;
+    if (j >= DV) {
+        return;
+    }
+    const int kh = h % KH;
+    const long long per = (long long)VH * DK * DV;
+    const long long head = (long long)h * DK * DV + j;
+    const long long kd = (long long)KH * DK, vd = (long long)VH * DV;
+    for (int r = 0; r < rows; r++) {
+        const float* src = state + rd[r] * per + head;
+        float* s = state + wr[r] * per + head;
+        const float* qr = q + r * kd + (long long)kh * DK;
+        const float* kr = k + r * kd + (long long)kh * DK;
+        const float decay = (float)exp((double)g[(long long)r * VH + h]);
+        const float b = beta[(long long)r * VH + h];
+        float pred = 0.0f;
+        for (int i = 0; i < DK; i++) {
+            const float si = pos[r] == 0 ? 0.0f : __fmul_rn(src[(long long)i * DV], decay);
+            s[(long long)i * DV] = si;
+            pred = __fadd_rn(pred, __fmul_rn(si, kr[i]));
+        }
+        const float d = __fmul_rn(b, __fsub_rn(v[r * vd + (long long)h * DV + j], pred));
+        float o = 0.0f;
+        for (int i = 0; i < DK; i++) {
+            const float si = __fadd_rn(s[(long long)i * DV], __fmul_rn(kr[i], d));
+            s[(long long)i * DV] = si;
+            o = __fadd_rn(o, __fmul_rn(si, __fmul_rn(qr[i], scale)));
+        }
+        out[r * vd + (long long)h * DV + j] = o;
+    }
+}
