@@ -37,8 +37,9 @@ type bufferPlan struct {
 }
 
 // quantized reports whether a matmul by a weight of dt reads its input as
-// Q8_0 blocks.
-func quantized(dt tensor.DType) bool { return dt == tensor.Q8_0 || dt == tensor.Q4_0 }
+// Q8_0 blocks: the weights whose ggml dot type is Q8_0 (Q8_0, Q4_0, Q5_0,
+// IQ4_NL).
+func quantized(dt tensor.DType) bool { return dt.Valid() && dt.DotType() == tensor.Q8_0 }
 
 // q8Bytes is the size of the Q8_0 blocks of a [rows, cols] activation.
 func q8Bytes(rows, cols int) int64 { return int64(rows) * int64(cols/32) * 34 }

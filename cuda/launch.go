@@ -39,7 +39,7 @@ func spec(kernel string, d launchDims, args ...uint64) (launchSpec, error) {
 }
 
 // matmulDTypes are the weight dtypes with matmul and get_rows kernels.
-var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0}
+var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL}
 
 // kernelNames is every kernel the launches below use: the module must
 // define them all.
@@ -116,15 +116,15 @@ func quantizeQ8Launch(dst, x devPtr, rows, cols int) (launchSpec, error) {
 }
 
 // matmulLaunch writes out [rows, outN] = x [rows, in] . w[outN, in]^T, w of
-// dtype dt in its GGUF bytes. For Q8_0 and Q4_0 weights xq must hold x
-// quantized by quantize_q8 (x is not read); for float weights x is read and
-// xq ignored.
+// dtype dt in its GGUF bytes. For weights whose dot type is Q8_0
+// (quantized) xq must hold x quantized by quantize_q8 (x is not read); for
+// float weights x is read and xq ignored.
 func matmulLaunch(out, x, xq, w devPtr, dt tensor.DType, rows, in, outN int) (launchSpec, error) {
 	p, err := planMatmul(dt, rows, in, outN)
 	if err != nil {
 		return launchSpec{}, err
 	}
-	if quant := dt == tensor.Q8_0 || dt == tensor.Q4_0; quant && xq == 0 {
+	if quant := quantized(dt); quant && xq == 0 {
 		return launchSpec{}, fmt.Errorf("cuda: matmul: %v weights need the quantized activations", dt)
 	} else if !quant && x == 0 {
 		return launchSpec{}, fmt.Errorf("cuda: matmul: %v weights need the f32 activations", dt)

@@ -20,8 +20,8 @@ import (
 )
 
 // randTensor returns a [rows, cols] weight of dt with random contents:
-// normal values for float dtypes, random quants and fp16 scales for Q8_0
-// and Q4_0.
+// normal values for float dtypes, random quants (and high bits) and fp16
+// scales for the 32-blocks of Q8_0, Q4_0, Q5_0 and IQ4_NL.
 func randTensor(r *rand.Rand, name string, dt tensor.DType, rows, cols int) *weights.Tensor {
 	rb, err := dt.RowBytes(cols)
 	if err != nil {
@@ -44,11 +44,8 @@ func randTensor(r *rand.Rand, name string, dt tensor.DType, rows, cols int) *wei
 			for i := range cols {
 				binary.LittleEndian.PutUint16(b[2*i:], tensor.F32ToBF16(float32(r.NormFloat64())))
 			}
-		case tensor.Q8_0, tensor.Q4_0:
-			bs := 34
-			if dt == tensor.Q4_0 {
-				bs = 18
-			}
+		case tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL:
+			bs := dt.BlockBytes() // an fp16 scale, then quants and high bits
 			for blk := range cols / 32 {
 				binary.LittleEndian.PutUint16(b[blk*bs:], scale())
 				for i := 2; i < bs; i++ {

@@ -9,7 +9,7 @@
 #include "common.cuh"
 
 // load_elem returns element e of a row of dtype dt (F32, F16, BF16, Q8_0,
-// Q4_0) as float, as tensor.DequantizeRow does.
+// Q4_0, Q5_0, IQ4_NL) as float, as tensor.DequantizeRow does.
 __device__ __forceinline__ float load_elem(const uint8_t* row, int dt, long long e) {
     switch (dt) {
     case DT_F32:
@@ -21,6 +21,21 @@ __device__ __forceinline__ float load_elem(const uint8_t* row, int dt, long long
     case DT_Q8_0: {
         const uint8_t* blk = row + (e / 32) * 34;
         return f16_to_f32(ld_u16(blk)) * (float)(int8_t)blk[2 + e % 32];
+    }
+    case DT_Q5_0: {
+        const uint8_t* blk = row + (e / 32) * 22;
+        const int j = (int)(e % 32);
+        const uint32_t byte = blk[6 + (j & 15)];
+        const uint32_t hi = (blk[2 + j / 8] >> (j % 8)) & 1u; // bit j of the little-endian qh
+        const int v = (int)((j < 16 ? (byte & 0xfu) : (byte >> 4)) | (hi << 4)) - 16;
+        return (float)v * f16_to_f32(ld_u16(blk));
+    }
+    case DT_IQ4_NL: {
+        const uint8_t* blk = row + (e / 32) * 18;
+        const int j = (int)(e % 32);
+        const uint32_t byte = blk[2 + (j & 15)];
+        const int v = (int)(int8_t)(uint8_t)iq4nl_levels(j < 16 ? (byte & 0xfu) : (byte >> 4));
+        return f16_to_f32(ld_u16(blk)) * (float)v;
     }
     default: { // DT_Q4_0
         const uint8_t* blk = row + (e / 32) * 18;

@@ -1,13 +1,14 @@
 // Matrix multiplication: out [T, N] = x [T, K] . W[N, K]^T, W in its GGUF
 // bytes (row n at n*RowBytes(K)), x f32 (float weights) or quantized to
-// Q8_0 blocks by quantize_q8 (Q8_0 and Q4_0 weights).
+// Q8_0 blocks by quantize_q8 (Q8_0, Q4_0, Q5_0 and IQ4_NL weights, whose
+// ggml dot type is Q8_0).
 //
 // Every matmul kernel takes the same parameters:
 //   (float* out, const float* x, const uint8_t* xq, const uint8_t* w, int T, int K, int N)
 // Float kernels read x and ignore xq; quantized kernels read xq and ignore x.
 //
 // Semantics (the CPU reference, runtime/cpu/kernels.go):
-//   Q8_0 / Q4_0: per 32-block an exact integer dot of the weight quants and
+//   Q8_0 / Q4_0 / Q5_0 / IQ4_NL: per 32-block an exact integer dot of the weight quants and
 //     the activation quants, times (d_w * d_x), accumulated in float.
 //   F16 / BF16: activations rounded to f16 / bf16 first, products of exact
 //     float values, float accumulation. F32: plain float dot.
@@ -187,6 +188,69 @@ struct wtraits<DT_Q4_0> {
         const uint32_t v = ld_u32_a2(blk + 2 + 4 * qq);
         lo = q4_lo(v);
         hi = q4_hi(v);
+    }
+    __device__ static __forceinline__ int slot_lo(int qq) { return qq; }
+    __device__ static __forceinline__ int slot_hi(int qq) { return 4 + qq; }
+};
+
+// Q5_0: Q4_0's nibble layout after the 4 bytes of high bits qh (bit j of
+// the little-endian word is bit 4 of value j); values are 5-bit - 16.
+template <>
+struct wtraits<DT_Q5_0> {
+    static constexpr int block_bytes = 22;
+    static constexpr int lpb = 2;
+    static constexpr int ww = 4;
+    static constexpr int xw = 4;
+    __device__ static __forceinline__ void load_w(const uint8_t* blk, int p, int (&q)[ww]) {
+        uint32_t v0, v1;
+        ld_u64_a2(blk + 6 + 8 * p, v0, v1);
+        const uint32_t qh = ld_u32_a2(blk + 2);
+        q[0] = q5_signed(v0 & 0x0f0f0f0fu, q5_bits(qh >> (8 * p)));
+        q[1] = q5_signed(v1 & 0x0f0f0f0fu, q5_bits(qh >> (8 * p + 4)));
+        q[2] = q5_signed((v0 >> 4) & 0x0f0f0f0fu, q5_bits(qh >> (16 + 8 * p)));
+        q[3] = q5_signed((v1 >> 4) & 0x0f0f0f0fu, q5_bits(qh >> (20 + 8 * p)));
+    }
+    __device__ static __forceinline__ void load_x(const uint8_t* xblk, int p, uint32_t (&x)[xw]) {
+        wtraits<DT_Q4_0>::load_x(xblk, p, x);
+    }
+    __device__ static __forceinline__ int dot(const int (&q)[ww], const uint32_t (&x)[xw]) {
+        return wtraits<DT_Q4_0>::dot(q, x);
+    }
+    __device__ static __forceinline__ void stage(const uint8_t* blk, int qq, int& lo, int& hi) {
+        const uint32_t v = ld_u32_a2(blk + 6 + 4 * qq);
+        const uint32_t qh = ld_u32_a2(blk + 2);
+        lo = q5_signed(v & 0x0f0f0f0fu, q5_bits(qh >> (4 * qq)));
+        hi = q5_signed((v >> 4) & 0x0f0f0f0fu, q5_bits(qh >> (16 + 4 * qq)));
+    }
+    __device__ static __forceinline__ int slot_lo(int qq) { return qq; }
+    __device__ static __forceinline__ int slot_hi(int qq) { return 4 + qq; }
+};
+
+// IQ4_NL: Q4_0's layout, each nibble selecting an int8 level.
+template <>
+struct wtraits<DT_IQ4_NL> {
+    static constexpr int block_bytes = 18;
+    static constexpr int lpb = 2;
+    static constexpr int ww = 4;
+    static constexpr int xw = 4;
+    __device__ static __forceinline__ void load_w(const uint8_t* blk, int p, int (&q)[ww]) {
+        uint32_t v0, v1;
+        ld_u64_a2(blk + 2 + 8 * p, v0, v1);
+        q[0] = iq4nl_levels(v0 & 0x0f0f0f0fu);
+        q[1] = iq4nl_levels(v1 & 0x0f0f0f0fu);
+        q[2] = iq4nl_levels((v0 >> 4) & 0x0f0f0f0fu);
+        q[3] = iq4nl_levels((v1 >> 4) & 0x0f0f0f0fu);
+    }
+    __device__ static __forceinline__ void load_x(const uint8_t* xblk, int p, uint32_t (&x)[xw]) {
+        wtraits<DT_Q4_0>::load_x(xblk, p, x);
+    }
+    __device__ static __forceinline__ int dot(const int (&q)[ww], const uint32_t (&x)[xw]) {
+        return wtraits<DT_Q4_0>::dot(q, x);
+    }
+    __device__ static __forceinline__ void stage(const uint8_t* blk, int qq, int& lo, int& hi) {
+        const uint32_t v = ld_u32_a2(blk + 2 + 4 * qq);
+        lo = iq4nl_levels(v & 0x0f0f0f0fu);
+        hi = iq4nl_levels((v >> 4) & 0x0f0f0f0fu);
     }
     __device__ static __forceinline__ int slot_lo(int qq) { return qq; }
     __device__ static __forceinline__ int slot_hi(int qq) { return 4 + qq; }
@@ -553,6 +617,10 @@ template <>
 struct mm_kind<DT_Q8_0> : mm_kind_q<DT_Q8_0> {};
 template <>
 struct mm_kind<DT_Q4_0> : mm_kind_q<DT_Q4_0> {};
+template <>
+struct mm_kind<DT_Q5_0> : mm_kind_q<DT_Q5_0> {};
+template <>
+struct mm_kind<DT_IQ4_NL> : mm_kind_q<DT_IQ4_NL> {};
 
 #define MM_ARGS out, x, xq, w, T, K, N, ks
 
@@ -569,3 +637,5 @@ MM_KERNELS(f16, DT_F16)
 MM_KERNELS(bf16, DT_BF16)
 MM_KERNELS(q8_0, DT_Q8_0)
 MM_KERNELS(q4_0, DT_Q4_0)
+MM_KERNELS(q5_0, DT_Q5_0)
+MM_KERNELS(iq4_nl, DT_IQ4_NL)
