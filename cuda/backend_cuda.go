@@ -575,6 +575,12 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 			if a := len(op.Args) - 1; (op.Kind != tensor.OpRoPE || a == 2) && g.Ops[op.Args[a].ID].Kind != tensor.OpWeight {
 				return nil, fmt.Errorf("cuda: %v: argument %d must be a weight", op.Kind, a)
 			}
+		case tensor.OpMoE:
+			for _, a := range op.Args[2:] {
+				if g.Ops[a.ID].Kind != tensor.OpWeight {
+					return nil, errors.New("cuda: moe: the experts must be weights")
+				}
+			}
 		case tensor.OpShortConv, tensor.OpDeltaRule:
 			if err := b.checkState(op); err != nil {
 				return nil, err
@@ -771,6 +777,10 @@ func (p *program) launch() error {
 			err = k.row(s, op.Kind.String(), out(), p.ptr(op.Args[0].ID), p.w[op.Args[1].ID].ptr, op.Out.Rows()*op.Out.Cols(), op.Out.Cols())
 		case tensor.OpL2Norm:
 			err = k.l2Norm(s, out(), p.ptr(op.Args[0].ID), op.Out.Rows(), op.Out.Cols(), op.Group, op.Eps)
+		case tensor.OpMoE:
+			a := op.Args
+			err = k.moe(s, out(), p.ptr(a[0].ID), p.ptr(a[1].ID), b.arena.ptr+cu.DevicePtr(p.plan.Scratch[i]),
+				p.w[a[2].ID], p.w[a[3].ID], p.w[a[4].ID], op.Out.Rows(), op.Out.Cols(), op.MoE)
 		case tensor.OpShortConv:
 			x := op.Args[0]
 			err = k.shortConv(s, out(), p.ptr(x.ID), p.w[op.Args[1].ID].ptr, b.convState[op.State.Layer], p.stateRows(), x.Rows(), x.Cols(), op.State.Kernel)

@@ -385,3 +385,52 @@ func emuStateful(t *testing.T, e *emulator, c stateCase) {
 		mem.bufs = mem.bufs[:3] // keep the state areas and the taps
 	}
 }
+
+func TestEmuMoE(t *testing.T) {
+	for _, c := range []struct {
+		dt        tensor.DType
+		normalize bool
+		ffn, topK int
+	}{
+		{tensor.F32, true, 48, 2},
+		{tensor.F32, false, 16, 3},
+		{tensor.F16, true, 32, 2},
+		{tensor.BF16, true, 40, 1},
+	} {
+		name := fmt.Sprintf("%v experts, top %d of 8, ffn %d, normalize %v", c.dt, c.topK, c.ffn, c.normalize)
+		parityCase(t, name, func(t *testing.T, e *emulator) {
+			const rows, cols, experts = 11, 64, 8
+			r := rand.New(rand.NewPCG(18, uint64(c.ffn)))
+			a := tensor.MoEArgs{Experts: experts, TopK: c.topK, FFN: c.ffn, Normalize: c.normalize}
+			h, router := randF32(r, rows*cols, 1), randF32(r, rows*experts, 2)
+			ws := []*weights.Tensor{f32Weight("router", rows, experts, router),
+				randTensor(r, "gate", c.dt, experts*c.ffn, cols), randTensor(r, "up", c.dt, experts*c.ffn, cols),
+				randTensor(r, "down", c.dt, experts*cols, c.ffn)}
+			x, _, want := hybridRef(t, h, rows, cols, nil, 0, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
+				tok := b.Input("tokens", -1)
+				return b.MoE(x, b.GetRows(b.Weight("router"), tok), b.Weight("gate"), b.Weight("up"), b.Weight("down"), a)
+			}, ws...)
+			var mem emuMem
+			out := mem.nanBuf(4 * rows * cols)
+			hb, rb := mem.buf(f32Bytes(x), false), mem.buf(f32Bytes(router), false)
+			w := moeExperts{gate: mem.buf(ws[1].Data, false).dev, up: mem.buf(ws[2].Data, false).dev, down: mem.buf(ws[3].Data, false).dev,
+				gateDT: c.dt, upDT: c.dt, downDT: c.dt}
+			scratch := mem.buf(make([]byte, newMoEScratch(rows, cols, a).size), true) // kept between the launches
+			run := func(a tensor.MoEArgs) []float32 {
+				ls, err := moeLaunches(out.dev, hb.dev, rb.dev, scratch.dev, w, rows, cols, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, l := range ls {
+					e.launch(t, l, nil, &mem)
+				}
+				return bytesF32(out.data)
+			}
+			near(t, "moe", want, run(a), 2e-5)
+			// Broken: the routing weights renormalised the other way.
+			broken := a
+			broken.Normalize = !a.Normalize
+			mustDiffer(t, "moe with normalize flipped", want, run(broken), 2e-5)
+		})
+	}
+}

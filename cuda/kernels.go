@@ -208,3 +208,19 @@ func (k *kernels) deltaRule(s cu.Stream, out, q, kk, v, g, beta, state cu.Device
 	l, err := deltaRuleLaunch(ptr(out), ptr(q), ptr(kk), ptr(v), ptr(g), ptr(beta), ptr(state), sr, rows, a)
 	return k.launch(s, l, err)
 }
+
+// moe runs an MoE op into out from h and router with the stacked expert
+// weights and the op's scratch, all on the device (moeLaunches).
+func (k *kernels) moe(s cu.Stream, out, h, router, scratch cu.DevicePtr, gate, up, down deviceTensor, rows, cols int, a tensor.MoEArgs) error {
+	w := moeExperts{gate: ptr(gate.ptr), up: ptr(up.ptr), down: ptr(down.ptr), gateDT: gate.dt, upDT: up.dt, downDT: down.dt}
+	ls, err := moeLaunches(ptr(out), ptr(h), ptr(router), ptr(scratch), w, rows, cols, a)
+	if err != nil {
+		return err
+	}
+	for _, l := range ls {
+		if err := k.launch(s, l, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}

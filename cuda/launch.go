@@ -45,7 +45,8 @@ var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor
 // define them all.
 func kernelNames() ([]string, error) {
 	names := []string{"quantize_q8", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows", "argmax_rows",
-		"columns", "concat", "unary", "mul", "add_row", "mul_row", "l2_norm", "short_conv", "delta_rule"}
+		"columns", "concat", "unary", "mul", "add_row", "mul_row", "l2_norm", "short_conv", "delta_rule",
+		"moe_route", "moe_matmul", "moe_combine"}
 	for _, dt := range matmulDTypes {
 		for _, nt := range gemvVariants {
 			names = append(names, gemvKernel(dt, nt))
@@ -365,4 +366,101 @@ func deltaRuleLaunch(out, q, k, v, g, beta, state devPtr, sr stateRows, rows int
 	d := launchDims{grid: [3]int{a.ValueHeads, ceilDiv(a.ValueDim, block), 1}, block: [3]int{block, 1, 1}}
 	return spec("delta_rule", d, out, q, k, v, g, beta, state, sr.read, sr.write, sr.pos, intArg(rows),
 		intArg(a.KeyHeads), intArg(a.KeyDim), intArg(a.ValueHeads), intArg(a.ValueDim), f32Arg(a.Scale))
+}
+
+// moeMaxTopK is the most experts a row may be routed to (moe_route keeps
+// them in a 32-entry array); moeMaxExperts the most experts it routes among.
+const (
+	moeMaxTopK    = 32
+	moeMaxExperts = 1 << 16
+)
+
+// moeRouteLaunch writes ids [rows, a.TopK] int32 and wts [rows, a.TopK]:
+// each row's most probable experts under the softmax of router [rows,
+// a.Experts] and their probabilities (renormalised with a.Normalize).
+func moeRouteLaunch(ids, wts, router devPtr, rows int, a tensor.MoEArgs) (launchSpec, error) {
+	if a.Experts < 1 || a.Experts > moeMaxExperts || a.TopK < 1 || a.TopK > min(a.Experts, moeMaxTopK) || rows < 0 || rows > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: moe: %d experts, top %d (at most %d), %d rows", a.Experts, a.TopK, moeMaxTopK, rows)
+	}
+	if rows == 0 {
+		return launchSpec{}, nil
+	}
+	norm := 0
+	if a.Normalize {
+		norm = 1
+	}
+	return spec("moe_route", warpItemGeometry(rows), ids, wts, router, intArg(rows), intArg(a.Experts), intArg(a.TopK), intArg(norm))
+}
+
+// moeMatmulLaunch writes out [slots, n]: slot s's input row x[s/xdiv]
+// (rows of in f32) times the n rows of expert ids[s] in the stacked float
+// weight w of dtype dt (F32, F16, BF16).
+func moeMatmulLaunch(out, x, w, ids devPtr, dt tensor.DType, slots, in, n, xdiv int) (launchSpec, error) {
+	if moeExpertDType(dt) != "" {
+		return launchSpec{}, fmt.Errorf("cuda: moe: expert weights of dtype %v: %s", dt, moeExpertDType(dt))
+	}
+	rb, err := dt.RowBytes(in)
+	if err != nil || slots < 0 || slots > maxGridX || in < 1 || n < 1 || in > maxInt32 || ceilDiv(n, itemWarps) > maxGridYZ || xdiv < 1 {
+		return launchSpec{}, fmt.Errorf("cuda: moe: %d slots of %d x %d (input every %d): %v", slots, in, n, xdiv, err)
+	}
+	if slots == 0 {
+		return launchSpec{}, nil
+	}
+	d := launchDims{grid: [3]int{slots, ceilDiv(n, itemWarps), 1}, block: [3]int{itemWarps * warpSize, 1, 1}}
+	return spec("moe_matmul", d, out, x, w, ids, intArg(int(dt)), intArg(in), intArg(n), intArg(xdiv), intArg(rb))
+}
+
+// moeCombineLaunch writes out [rows, cols]: each row's expert outputs res
+// [rows*topK, cols] summed with their weights wts [rows, topK], in order.
+func moeCombineLaunch(out, res, wts devPtr, rows, cols, topK int) (launchSpec, error) {
+	if rows < 0 || cols < 1 || cols > maxInt32 || topK < 1 {
+		return launchSpec{}, fmt.Errorf("cuda: moe: combine %d rows of %d from %d experts", rows, cols, topK)
+	}
+	n := rows * cols
+	if n == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("moe_combine", elemGeometry(n), out, res, wts, intArg(n), intArg(topK), intArg(cols))
+}
+
+// moeExperts are an MoE op's stacked expert weights: device addresses and
+// dtypes of gate and up [Experts*FFN, cols] and down [Experts*cols, FFN].
+type moeExperts struct {
+	gate, up, down       devPtr
+	gateDT, upDT, downDT tensor.DType
+}
+
+// moeLaunches are the launches of an MoE op (tensor.Builder.MoE) writing
+// out [rows, cols] from h [rows, cols] and router [rows, a.Experts], its
+// intermediates in the scratch at scratch (newMoEScratch): the routing,
+// the routed experts' gate and up, swiglu, down, and the weighted sum in
+// routing order, with no host round trip between them.
+func moeLaunches(out, h, router, scratch devPtr, w moeExperts, rows, cols int, a tensor.MoEArgs) ([]launchSpec, error) {
+	sc := newMoEScratch(rows, cols, a)
+	at := func(off int64) devPtr { return scratch + devPtr(off) }
+	slots := rows * a.TopK
+	var ls []launchSpec
+	for _, l := range []func() (launchSpec, error){
+		func() (launchSpec, error) { return moeRouteLaunch(at(sc.ids), at(sc.wts), router, rows, a) },
+		func() (launchSpec, error) {
+			return moeMatmulLaunch(at(sc.gate), h, w.gate, at(sc.ids), w.gateDT, slots, cols, a.FFN, a.TopK)
+		},
+		func() (launchSpec, error) {
+			return moeMatmulLaunch(at(sc.up), h, w.up, at(sc.ids), w.upDT, slots, cols, a.FFN, a.TopK)
+		},
+		func() (launchSpec, error) { return swigluLaunch(at(sc.gate), at(sc.gate), at(sc.up), slots*a.FFN) },
+		func() (launchSpec, error) {
+			return moeMatmulLaunch(at(sc.res), at(sc.gate), w.down, at(sc.ids), w.downDT, slots, a.FFN, cols, 1)
+		},
+		func() (launchSpec, error) { return moeCombineLaunch(out, at(sc.res), at(sc.wts), rows, cols, a.TopK) },
+	} {
+		spec, err := l()
+		if err != nil {
+			return nil, err
+		}
+		if spec.kernel != "" {
+			ls = append(ls, spec)
+		}
+	}
+	return ls, nil
 }

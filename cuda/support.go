@@ -44,7 +44,7 @@ var opSupport = map[string]string{
 	"concat":     "",
 	"short_conv": "",
 	"delta_rule": "",
-	"moe":        noOpKernelYet,
+	"moe":        "",
 }
 
 // noOpKernelYet is why an op the CPU backend runs has no CUDA kernel.
@@ -91,6 +91,19 @@ func weightKernelDType(dt tensor.DType) string {
 	return why
 }
 
+// moeExpertDType reports why MoE expert weights of dt cannot be read by
+// the grouped expert kernel (moe_matmul), which takes float weights ("" if
+// it can).
+func moeExpertDType(dt tensor.DType) string {
+	switch why := weightKernelDType(dt); {
+	case why == notAWeight || why == "a dtype the CUDA backend does not know":
+		return why
+	case dt == tensor.F32 || dt == tensor.F16 || dt == tensor.BF16:
+		return ""
+	}
+	return "no grouped MoE expert kernel for this weight dtype yet (float experts only; the CPU backend runs it)"
+}
+
 // normScaleDType reports why an rms_norm scale of dt cannot be used: the
 // backend converts the scale to f32 on the host when it prepares the graph
 // (weights.Tensor.Float32s), so every dtype that holds floats works.
@@ -135,6 +148,17 @@ func checkGraph(g *tensor.Graph) error {
 		case tensor.OpRMSNorm:
 			w, wop, ok = arg(1)
 			check = normScaleDType
+		case tensor.OpMoE:
+			for j := 2; j <= 4; j++ { // gate, up, down experts
+				w, wop, ok = arg(j)
+				if !ok {
+					return fmt.Errorf("cuda: op %d (%v): missing argument", i, op.Kind)
+				}
+				if why := moeExpertDType(w.DType); why != "" {
+					return fmt.Errorf("cuda: op %d (%v) of weight %q, dtype %v: %s", i, op.Kind, wop.Name, w.DType, why)
+				}
+			}
+			continue
 		default:
 			continue
 		}

@@ -143,9 +143,9 @@ func opGraph(t *testing.T, k tensor.OpKind, dt tensor.DType) (g *tensor.Graph, w
 		case "heads":
 			return tensor.F32, 4, cols, true
 		case "experts":
-			return tensor.F32, 4 * 8, cols, true
+			return dt, 4 * 8, cols, true
 		case "experts_down":
-			return tensor.F32, 4 * cols, 8, true
+			return dt, 4 * cols, 8, true
 		}
 		return 0, 0, 0, false
 	})
@@ -195,6 +195,7 @@ func opGraph(t *testing.T, k tensor.OpKind, dt tensor.DType) (g *tensor.Graph, w
 	case tensor.OpMoE:
 		router := b.MatMul(x, b.Weight("heads")) // [rows, 4 experts]
 		y = b.MoE(x, router, b.Weight("experts"), b.Weight("experts"), b.Weight("experts_down"), tensor.MoEArgs{Experts: 4, TopK: 2, FFN: 8})
+		weighted = true
 	default:
 		return nil, false, false
 	}
@@ -228,8 +229,11 @@ func TestCheckGraphRefusesWhatHasNoKernels(t *testing.T) {
 			want := opSupport[k.String()]
 			if want == "" && weighted {
 				want = weightKernelDType(dt)
-				if k == tensor.OpRMSNorm {
+				switch k {
+				case tensor.OpRMSNorm:
 					want = normScaleDType(dt)
+				case tensor.OpMoE:
+					want = moeExpertDType(dt)
 				}
 			}
 			err := checkGraph(g)
@@ -243,7 +247,11 @@ func TestCheckGraphRefusesWhatHasNoKernels(t *testing.T) {
 				if !strings.Contains(msg, "("+k.String()+")") || !strings.Contains(msg, want) {
 					t.Errorf("%v, %v: refusal %q does not name the op and the reason %q", k, dt, msg, want)
 				}
-				if weighted && (!strings.Contains(msg, "dtype "+dt.String()) || !strings.Contains(msg, `"w"`)) {
+				name := `"w"`
+				if k == tensor.OpMoE {
+					name = `"experts"`
+				}
+				if weighted && (!strings.Contains(msg, "dtype "+dt.String()) || !strings.Contains(msg, name)) {
 					t.Errorf("%v, %v: refusal %q does not name the weight and its dtype", k, dt, msg)
 				}
 			}

@@ -15,4 +15,5 @@
 #include "attention.cuh"
 #include "elementwise.cuh"
 #include "hybrid.cuh"
+#include "moe.cuh"
 #include "sample.cuh"
