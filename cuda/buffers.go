@@ -40,11 +40,18 @@ type bufferPlan struct {
 
 // quantized reports whether a matmul by a weight of dt reads its input as
 // Q8_0 blocks: the weights whose ggml dot type is Q8_0 (Q8_0, Q4_0, Q5_0,
-// IQ4_NL).
-func quantized(dt tensor.DType) bool { return dt.Valid() && dt.DotType() == tensor.Q8_0 }
+// IQ4_NL) or Q8_1 (Q4_1, Q5_1: the blocks and their sums).
+func quantized(dt tensor.DType) bool {
+	return dt.Valid() && (dt.DotType() == tensor.Q8_0 || dt.DotType() == tensor.Q8_1)
+}
 
-// q8Bytes is the size of the Q8_0 blocks of a [rows, cols] activation.
-func q8Bytes(rows, cols int) int64 { return int64(rows) * int64(cols/32) * 34 }
+// q8Bytes is the size of the quantized activations of a [rows, cols]
+// activation (quantize_q8): its Q8_0 blocks, then from the next 16-byte
+// boundary each block's Q8_1 sum as a float.
+func q8Bytes(rows, cols int) int64 {
+	blocks := int64(rows) * int64(cols/32)
+	return alignUp(34*blocks, 16) + 4*blocks
+}
 
 // planBuffers lays out g's activations. It fails on graphs the kernels
 // cannot run: an arg that is not computed before its use, a quantized

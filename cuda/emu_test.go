@@ -22,6 +22,7 @@ package cuda
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -193,9 +194,12 @@ func TestEmuGetRows(t *testing.T) {
 // quantizeQ8Ref is runtime/cpu quantizeQ8 (kernels.go), the activation
 // quantization the CPU backend's Q8_0 and Q4_0 matmuls use, written as
 // Q8_0 block bytes: d = max|x|/127 rounded to f16, q = round-half-even(x *
-// 127/max|x|).
+// 127/max|x|); then, as quantize_q8 lays them out (q8Bytes), each block's
+// Q8_1 sum fp16(d * sum(q)) as runtime/cpu quantizeQ8_1 computes it.
 func quantizeQ8Ref(x []float32) []byte {
-	out := make([]byte, len(x)/32*34)
+	nb := len(x) / 32
+	out := bytes.Repeat([]byte{0xff}, int(q8Bytes(1, len(x)))) // the padding before the sums stays unwritten (the test's NaN fill)
+	sums := int(alignUp(int64(34*nb), 16))
 	for b := range len(x) / 32 {
 		blk := x[b*32 : b*32+32]
 		var amax float32
@@ -208,9 +212,14 @@ func quantizeQ8Ref(x []float32) []byte {
 			id = 127 / amax
 		}
 		binary.LittleEndian.PutUint16(out[b*34:], tensor.F32ToF16(d))
+		var sum int32
 		for i, v := range blk {
-			out[b*34+2+i] = byte(int8(math.RoundToEven(float64(v * id))))
+			q := int8(math.RoundToEven(float64(v * id)))
+			out[b*34+2+i] = byte(q)
+			sum += int32(q)
 		}
+		s := tensor.F16ToF32(tensor.F32ToF16(d * float32(sum)))
+		binary.LittleEndian.PutUint32(out[sums+4*b:], math.Float32bits(s))
 	}
 	return out
 }
@@ -240,7 +249,7 @@ func TestEmuQuantizeQ8(t *testing.T) {
 				x[i] = c.gen(r, i)
 			}
 			var mem emuMem
-			dst := mem.nanBuf(len(x) / 32 * 34)
+			dst := mem.nanBuf(int(q8Bytes(c.rows, cols)))
 			xb := mem.buf(f32Bytes(x), false)
 			l, err := quantizeQ8Launch(dst.dev, xb.dev, c.rows, cols)
 			e.launch(t, l, err, &mem)
@@ -303,7 +312,7 @@ func TestEmuMatMul(t *testing.T) {
 				wb := mem.buf(w.Data, false)
 				var xq devPtr
 				if quant {
-					q := mem.nanBuf(s.rows * s.in / 32 * 34)
+					q := mem.nanBuf(int(q8Bytes(s.rows, s.in)))
 					xq = q.dev
 					l, err := quantizeQ8Launch(q.dev, xb.at(s.xOff), s.rows, s.in)
 					e.launch(t, l, err, &mem)
@@ -312,12 +321,12 @@ func TestEmuMatMul(t *testing.T) {
 				l, err := matmulLaunch(out.dev, xb.at(s.xOff), xq, wb.dev, dt, s.rows, s.in, s.out)
 				e.launch(t, l, err, &mem)
 				near(t, name, want["y"], bytesF32(out.data), 2e-5)
-				if dt == tensor.Q5_0 || dt == tensor.IQ4_NL {
-					// Broken: the blocks read as Q4_0 (the high bits or the
-					// level table lost) must fail.
-					l, err := matmulLaunch(out.dev, xb.at(s.xOff), xq, wb.dev, tensor.Q4_0, s.rows, s.in, s.out)
+				if broken, ok := map[tensor.DType]tensor.DType{tensor.Q5_0: tensor.Q4_0, tensor.IQ4_NL: tensor.Q4_0, tensor.Q5_1: tensor.Q4_1}[dt]; ok {
+					// Broken: the blocks read as Q4_0 / Q4_1 (the high bits
+					// or the level table lost) must fail.
+					l, err := matmulLaunch(out.dev, xb.at(s.xOff), xq, wb.dev, broken, s.rows, s.in, s.out)
 					e.launch(t, l, err, &mem)
-					mustDiffer(t, name+" read as q4_0", want["y"], bytesF32(out.data), 2e-5)
+					mustDiffer(t, name+" read as "+broken.String(), want["y"], bytesF32(out.data), 2e-5)
 				}
 			})
 		}
@@ -709,6 +718,75 @@ func emuAttention(t *testing.T, e *emulator, format string, c attnCase) {
 	}
 }
 
+// TestEmuMatMulQuantGolden reproduces ../shared/golden/matmul-quant.json
+// (ggml's y = W @ x for real quantized tensors of the kq models) on the
+// emulator for every entry whose type has kernels: quantize_q8 then the
+// GEMV (both columns as 2 tokens) and the GEMM (the columns repeated to 10
+// tokens), within 1e-5 of max|y| as the CPU backend's golden test.
+func TestEmuMatMulQuantGolden(t *testing.T) {
+	data, err := os.ReadFile("../../shared/golden/matmul-quant.json")
+	if err != nil {
+		t.Skipf("golden not found: %v", err)
+	}
+	var g struct {
+		Results []struct {
+			Model, Tensor, Type string
+			Ne                  []int
+			X, Y                [][]float64
+		}
+	}
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, c := range g.Results {
+		dt := slices.IndexFunc(matmulDTypes[:], func(d tensor.DType) bool { return d.String() == c.Type })
+		if dt < 0 {
+			continue // no kernels for this type yet (support.go refuses it)
+		}
+		ran++
+		for _, rows := range []int{2, 10} {
+			parityCase(t, fmt.Sprintf("%s/%s K=%d %d tokens", c.Type, c.Tensor, c.Ne[0], rows), func(t *testing.T, e *emulator) {
+				f, err := weights.Open("../../shared/models/" + c.Model)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				w, err := f.Tensor(c.Tensor)
+				if err != nil {
+					t.Fatal(err)
+				}
+				K, N := c.Ne[0], c.Ne[1]
+				if w.DType != matmulDTypes[dt] || w.RowLen() != K || w.Rows() != N {
+					t.Fatalf("tensor is %v %v, golden says %s %v", w.DType, w.Shape, c.Type, c.Ne)
+				}
+				var x, want []float32
+				for i := range rows {
+					for _, v := range c.X[i%2] {
+						x = append(x, float32(v))
+					}
+					for _, v := range c.Y[i%2] {
+						want = append(want, float32(v))
+					}
+				}
+				var mem emuMem
+				out := mem.nanBuf(4 * rows * N)
+				xb, wb := mem.buf(f32Bytes(x), false), mem.buf(w.Data, false)
+				q := mem.nanBuf(int(q8Bytes(rows, K)))
+				l, err := quantizeQ8Launch(q.dev, xb.dev, rows, K)
+				e.launch(t, l, err, &mem)
+				q.back = false
+				l, err = matmulLaunch(out.dev, xb.dev, q.dev, wb.dev, w.DType, rows, K, N)
+				e.launch(t, l, err, &mem)
+				near(t, "y", want, bytesF32(out.data), 1e-5)
+			})
+		}
+	}
+	if ran == 0 {
+		t.Error("no entry of matmul-quant.json has kernels")
+	}
+}
+
 // TestEmuZZCoversEveryKernel runs after the parity tests (tests run in
 // source order, and this file's parity tests are all above): every kernel of
 // ninfer.ptx must be in the emulator's table with the PTX's parameter types,
@@ -746,3 +824,4 @@ func TestEmuZZCoversEveryKernel(t *testing.T) {
 		}
 	})
 }
+

@@ -39,7 +39,7 @@ func spec(kernel string, d launchDims, args ...uint64) (launchSpec, error) {
 }
 
 // matmulDTypes are the weight dtypes with matmul and get_rows kernels.
-var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL}
+var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.IQ4_NL}
 
 // kernelNames is every kernel the launches below use: the module must
 // define them all.
@@ -104,7 +104,8 @@ func rmsNormLaunch(out, x, w devPtr, rows, cols, group int, eps float32) (launch
 
 // quantizeQ8Launch writes x [rows, cols] f32 as Q8_0 blocks into dst
 // (rows*cols/32 blocks of 34 bytes: fp16 d, 32 int8), row-major, exactly as
-// the CPU backend quantizes activations. cols must be a multiple of 32.
+// the CPU backend quantizes activations, then their Q8_1 sums (q8Bytes).
+// cols must be a multiple of 32.
 func quantizeQ8Launch(dst, x devPtr, rows, cols int) (launchSpec, error) {
 	if rows < 0 || cols < 0 || cols%tensor.QK != 0 {
 		return launchSpec{}, fmt.Errorf("cuda: quantize_q8: row width %d is not a multiple of %d", cols, tensor.QK)

@@ -21,7 +21,8 @@ import (
 
 // randTensor returns a [rows, cols] weight of dt with random contents:
 // normal values for float dtypes, random quants (and high bits) and fp16
-// scales for the 32-blocks of Q8_0, Q4_0, Q5_0 and IQ4_NL.
+// scales (and offsets) for the 32-blocks of Q8_0, Q4_0, Q5_0, IQ4_NL,
+// Q4_1 and Q5_1.
 func randTensor(r *rand.Rand, name string, dt tensor.DType, rows, cols int) *weights.Tensor {
 	rb, err := dt.RowBytes(cols)
 	if err != nil {
@@ -44,11 +45,18 @@ func randTensor(r *rand.Rand, name string, dt tensor.DType, rows, cols int) *wei
 			for i := range cols {
 				binary.LittleEndian.PutUint16(b[2*i:], tensor.F32ToBF16(float32(r.NormFloat64())))
 			}
-		case tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL:
-			bs := dt.BlockBytes() // an fp16 scale, then quants and high bits
+		case tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.Q4_1, tensor.Q5_1:
+			bs := dt.BlockBytes() // an fp16 scale (and offset), then quants and high bits
+			from := 2
+			if dt == tensor.Q4_1 || dt == tensor.Q5_1 {
+				from = 4
+			}
 			for blk := range cols / 32 {
 				binary.LittleEndian.PutUint16(b[blk*bs:], scale())
-				for i := 2; i < bs; i++ {
+				if from == 4 {
+					binary.LittleEndian.PutUint16(b[blk*bs+2:], scale()^0x8000) // a negative offset
+				}
+				for i := from; i < bs; i++ {
 					b[blk*bs+i] = byte(r.IntN(256))
 				}
 			}

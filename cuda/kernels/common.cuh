@@ -14,7 +14,9 @@
 #define DT_BF16 3
 #define DT_Q8_0 4
 #define DT_Q4_0 5
+#define DT_Q4_1 7
 #define DT_Q5_0 8
+#define DT_Q5_1 9
 #define DT_IQ4_NL 15
 
 // KV page format codes (cuda/geometry.go kvFormatCode).

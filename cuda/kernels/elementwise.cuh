@@ -9,7 +9,7 @@
 #include "common.cuh"
 
 // load_elem returns element e of a row of dtype dt (F32, F16, BF16, Q8_0,
-// Q4_0, Q5_0, IQ4_NL) as float, as tensor.DequantizeRow does.
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) as float, as tensor.DequantizeRow does.
 __device__ __forceinline__ float load_elem(const uint8_t* row, int dt, long long e) {
     switch (dt) {
     case DT_F32:
@@ -29,6 +29,18 @@ __device__ __forceinline__ float load_elem(const uint8_t* row, int dt, long long
         const uint32_t hi = (blk[2 + j / 8] >> (j % 8)) & 1u; // bit j of the little-endian qh
         const int v = (int)((j < 16 ? (byte & 0xfu) : (byte >> 4)) | (hi << 4)) - 16;
         return (float)v * f16_to_f32(ld_u16(blk));
+    }
+    case DT_Q4_1:
+    case DT_Q5_1: { // float(float(q) * d) + m
+        const bool five = dt == DT_Q5_1;
+        const uint8_t* blk = row + (e / 32) * (five ? 24 : 20);
+        const int j = (int)(e % 32);
+        const uint32_t byte = blk[(five ? 8 : 4) + (j & 15)];
+        uint32_t v = j < 16 ? (byte & 0xfu) : (byte >> 4);
+        if (five) {
+            v |= ((blk[4 + j / 8] >> (j % 8)) & 1u) << 4;
+        }
+        return __fadd_rn(__fmul_rn((float)v, f16_to_f32(ld_u16(blk))), f16_to_f32(ld_u16(blk + 2)));
     }
     case DT_IQ4_NL: {
         const uint8_t* blk = row + (e / 32) * 18;
