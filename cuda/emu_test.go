@@ -824,4 +824,3 @@ func TestEmuZZCoversEveryKernel(t *testing.T) {
 		}
 	})
 }
-
