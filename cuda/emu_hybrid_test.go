@@ -345,10 +345,7 @@ func emuStateful(t *testing.T, e *emulator, c stateCase) {
 	var packer stepPacker
 	for i, s := range steps {
 		rows := len(s.Tokens)
-		bucket := 1
-		for bucket < rows+1 {
-			bucket *= 2 // at least one pad row
-		}
+		bucket := padBucket(rows)
 		sl := newStepLayout(bucket, len(s.LogitRows), layout.Blocks)
 		sl.StateSlots, sl.Stateful = c.stateSlots, true
 		words := make([]int32, sl.Words)

@@ -620,6 +620,16 @@ func TestEmuAttention(t *testing.T) {
 	}
 }
 
+// padBucket is the emulated steps' bucket of rows rows: a power of two
+// with at least one pad row.
+func padBucket(rows int) int {
+	b := 1
+	for b < rows+1 {
+		b *= 2
+	}
+	return b
+}
+
 // emuAttention runs a prefill of each of two sequences, three decode steps
 // of both and a 3-row verify step of the second through the CPU backend
 // and through attn_<format>_<NI> on pages kv.Codec encodes from the same K
@@ -674,10 +684,7 @@ func emuAttention(t *testing.T, e *emulator, format string, c attnCase) {
 	var packer stepPacker
 	for i, s := range steps {
 		rows := len(s.Tokens)
-		bucket := 1
-		for bucket < rows+1 {
-			bucket *= 2 // at least one pad row
-		}
+		bucket := padBucket(rows)
 		sl := newStepLayout(bucket, len(s.LogitRows), blocks)
 		words := make([]int32, sl.Words)
 		if err := packer.pack(words, sl, s, c.blockTokens, vocab); err != nil {

@@ -176,12 +176,6 @@ __device__ __forceinline__ void st_u32_any(uint8_t* p, uint32_t v) {
     p[3] = (uint8_t)(v >> 24);
 }
 
-// q4_lo and q4_hi unpack the low / high nibbles of 4 Q4_0 bytes into 4
-// signed bytes (nibble - 8). Adding 0x78 to a byte 0..15 cannot carry into
-// the next byte, and flipping bit 7 then maps 0x78..0x87 to -8..7.
-__device__ __forceinline__ int q4_lo(uint32_t v) { return (int)(((v & 0x0f0f0f0fu) + 0x78787878u) ^ 0x80808080u); }
-__device__ __forceinline__ int q4_hi(uint32_t v) { return (int)((((v >> 4) & 0x0f0f0f0fu) + 0x78787878u) ^ 0x80808080u); }
-
 // q5_bits spreads 4 consecutive high bits (bits 0..3 of h) to bit 4 of
 // each of 4 bytes.
 __device__ __forceinline__ uint32_t q5_bits(uint32_t h) {
@@ -221,6 +215,18 @@ __device__ __forceinline__ double warp_sum_d(double v) {
         v += __shfl_xor_sync(FULL_MASK, v, o);
     }
     return v;
+}
+
+// warp_sum_squares returns to every lane of a warp the sum of xs[0..n)
+// squared, each square rounded to float and the sum taken in double (the
+// CPU's rms_norm and l2_norm sums).
+__device__ __forceinline__ double warp_sum_squares(const float* xs, int n, int lane) {
+    double sum = 0.0;
+    for (int e = lane; e < n; e += 32) {
+        const float v = xs[e];
+        sum += (double)__fmul_rn(v, v);
+    }
+    return warp_sum_d(sum);
 }
 
 __device__ __forceinline__ float warp_max(float v) {

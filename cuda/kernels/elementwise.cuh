@@ -94,12 +94,7 @@ extern "C" __global__ void rms_norm(float* out, const float* x, const float* w, 
     }
     const float* xs = x + gi * group;
     float* os = out + gi * group;
-    double sum = 0.0;
-    for (int e = lane; e < group; e += 32) {
-        const float v = xs[e];
-        sum += (double)__fmul_rn(v, v);
-    }
-    sum = warp_sum_d(sum);
+    const double sum = warp_sum_squares(xs, group, lane);
     const float mean = (float)(sum / (double)group);
     const float scale = 1.0f / sqrtf(__fadd_rn(mean, eps));
     for (int e = lane; e < group; e += 32) {

@@ -98,12 +98,7 @@ extern "C" __global__ void l2_norm(float* out, const float* x, long long ngroups
     }
     const float* xs = x + gi * group;
     float* os = out + gi * group;
-    double sum = 0.0;
-    for (int e = lane; e < group; e += 32) {
-        const float v = xs[e];
-        sum += (double)__fmul_rn(v, v);
-    }
-    sum = warp_sum_d(sum);
+    const double sum = warp_sum_squares(xs, group, lane);
     const float scale = __fdiv_rn(1.0f, fmaxf((float)sqrt(sum), eps));
     for (int e = lane; e < group; e += 32) {
         os[e] = __fmul_rn(xs[e], scale);

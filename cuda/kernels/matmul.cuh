@@ -177,23 +177,32 @@ struct wtraits<DT_Q8_0> {
     __device__ static __forceinline__ int slot_hi(int qq) { return 2 * qq + 1; }
 };
 
-template <>
-struct wtraits<DT_Q4_0> {
-    static constexpr bool has_min = false; // no offset: load_m is never called
-    __device__ static __forceinline__ float load_m(const uint8_t*) { return 0.0f; }
-    static constexpr int block_bytes = 18;
-    // Half p: nibble bytes 8p..8p+7 hold values 8p..8p+7 (low nibbles) and
-    // 16+8p..16+8p+7 (high nibbles).
+// The 32-blocks of nibbles: an fp16 scale d (and for Q4_1 / Q5_1 an fp16
+// offset m), for Q5_0 / Q5_1 4 bytes of high bits qh (bit j of the
+// little-endian word is bit 4 of value j), then 16 bytes whose low nibble
+// j is value j and high nibble value j+16. U gives the layout (qs_off,
+// qh_off: 0 without high bits, has_min) and quad, which maps 4 bytes of
+// nibbles n and their 4 high bits (bits 0..3 of h) to 4 signed bytes. A
+// lane part p reads nibble bytes 8p..8p+7 (values 8p.. and 16+8p..).
+// has_min weights (dot type Q8_1: value = d*q + m) add m * s_x per block,
+// s_x the activation block's sum (q8_sums).
+template <class U>
+struct wtraits_nib {
+    static constexpr bool has_min = U::has_min;
+    static constexpr int block_bytes = U::block_bytes;
     static constexpr int lpb = 2;
     static constexpr int ww = 4;
     static constexpr int xw = 4;
+    __device__ static __forceinline__ float load_m(const uint8_t* blk) { return has_min ? f16_to_f32(ld_u16(blk + 2)) : 0.0f; }
+    __device__ static __forceinline__ uint32_t high(const uint8_t* blk) { return U::qh_off ? ld_u32_a2(blk + U::qh_off) : 0u; }
     __device__ static __forceinline__ void load_w(const uint8_t* blk, int p, int (&q)[ww]) {
         uint32_t v0, v1;
-        ld_u64_a2(blk + 2 + 8 * p, v0, v1);
-        q[0] = q4_lo(v0);
-        q[1] = q4_lo(v1);
-        q[2] = q4_hi(v0);
-        q[3] = q4_hi(v1);
+        ld_u64_a2(blk + U::qs_off + 8 * p, v0, v1);
+        const uint32_t h = high(blk);
+        q[0] = U::quad(v0 & 0x0f0f0f0fu, h >> (8 * p));
+        q[1] = U::quad(v1 & 0x0f0f0f0fu, h >> (8 * p + 4));
+        q[2] = U::quad((v0 >> 4) & 0x0f0f0f0fu, h >> (16 + 8 * p));
+        q[3] = U::quad((v1 >> 4) & 0x0f0f0f0fu, h >> (20 + 8 * p));
     }
     __device__ static __forceinline__ void load_x(const uint8_t* xblk, int p, uint32_t (&x)[xw]) {
         ld_u64_a2(xblk + 2 + 8 * p, x[0], x[1]);
@@ -206,148 +215,53 @@ struct wtraits<DT_Q4_0> {
         return __dp4a(q[3], (int)x[3], s);
     }
     __device__ static __forceinline__ void stage(const uint8_t* blk, int qq, int& lo, int& hi) {
-        const uint32_t v = ld_u32_a2(blk + 2 + 4 * qq);
-        lo = q4_lo(v);
-        hi = q4_hi(v);
+        const uint32_t v = ld_u32_a2(blk + U::qs_off + 4 * qq);
+        const uint32_t h = high(blk);
+        lo = U::quad(v & 0x0f0f0f0fu, h >> (4 * qq));
+        hi = U::quad((v >> 4) & 0x0f0f0f0fu, h >> (16 + 4 * qq));
     }
     __device__ static __forceinline__ int slot_lo(int qq) { return qq; }
     __device__ static __forceinline__ int slot_hi(int qq) { return 4 + qq; }
 };
 
-// Q5_0: Q4_0's nibble layout after the 4 bytes of high bits qh (bit j of
-// the little-endian word is bit 4 of value j); values are 5-bit - 16.
-template <>
-struct wtraits<DT_Q5_0> {
-    static constexpr bool has_min = false; // no offset: load_m is never called
-    __device__ static __forceinline__ float load_m(const uint8_t*) { return 0.0f; }
-    static constexpr int block_bytes = 22;
-    static constexpr int lpb = 2;
-    static constexpr int ww = 4;
-    static constexpr int xw = 4;
-    __device__ static __forceinline__ void load_w(const uint8_t* blk, int p, int (&q)[ww]) {
-        uint32_t v0, v1;
-        ld_u64_a2(blk + 6 + 8 * p, v0, v1);
-        const uint32_t qh = ld_u32_a2(blk + 2);
-        q[0] = q5_signed(v0 & 0x0f0f0f0fu, q5_bits(qh >> (8 * p)));
-        q[1] = q5_signed(v1 & 0x0f0f0f0fu, q5_bits(qh >> (8 * p + 4)));
-        q[2] = q5_signed((v0 >> 4) & 0x0f0f0f0fu, q5_bits(qh >> (16 + 8 * p)));
-        q[3] = q5_signed((v1 >> 4) & 0x0f0f0f0fu, q5_bits(qh >> (20 + 8 * p)));
-    }
-    __device__ static __forceinline__ void load_x(const uint8_t* xblk, int p, uint32_t (&x)[xw]) {
-        wtraits<DT_Q4_0>::load_x(xblk, p, x);
-    }
-    __device__ static __forceinline__ int dot(const int (&q)[ww], const uint32_t (&x)[xw]) {
-        return wtraits<DT_Q4_0>::dot(q, x);
-    }
-    __device__ static __forceinline__ void stage(const uint8_t* blk, int qq, int& lo, int& hi) {
-        const uint32_t v = ld_u32_a2(blk + 6 + 4 * qq);
-        const uint32_t qh = ld_u32_a2(blk + 2);
-        lo = q5_signed(v & 0x0f0f0f0fu, q5_bits(qh >> (4 * qq)));
-        hi = q5_signed((v >> 4) & 0x0f0f0f0fu, q5_bits(qh >> (16 + 4 * qq)));
-    }
-    __device__ static __forceinline__ int slot_lo(int qq) { return qq; }
-    __device__ static __forceinline__ int slot_hi(int qq) { return 4 + qq; }
+// The layouts: Q4_0 nibble - 8, Q5_0 5-bit value - 16, IQ4_NL a level of
+// the table, Q4_1 and Q5_1 unsigned.
+struct nib_q4_0 {
+    static constexpr int block_bytes = 18, qs_off = 2, qh_off = 0;
+    static constexpr bool has_min = false;
+    __device__ static __forceinline__ int quad(uint32_t n, uint32_t) { return (int)((n + 0x78787878u) ^ 0x80808080u); }
 };
-
-// IQ4_NL: Q4_0's layout, each nibble selecting an int8 level.
-template <>
-struct wtraits<DT_IQ4_NL> {
-    static constexpr bool has_min = false; // no offset: load_m is never called
-    __device__ static __forceinline__ float load_m(const uint8_t*) { return 0.0f; }
-    static constexpr int block_bytes = 18;
-    static constexpr int lpb = 2;
-    static constexpr int ww = 4;
-    static constexpr int xw = 4;
-    __device__ static __forceinline__ void load_w(const uint8_t* blk, int p, int (&q)[ww]) {
-        uint32_t v0, v1;
-        ld_u64_a2(blk + 2 + 8 * p, v0, v1);
-        q[0] = iq4nl_levels(v0 & 0x0f0f0f0fu);
-        q[1] = iq4nl_levels(v1 & 0x0f0f0f0fu);
-        q[2] = iq4nl_levels((v0 >> 4) & 0x0f0f0f0fu);
-        q[3] = iq4nl_levels((v1 >> 4) & 0x0f0f0f0fu);
-    }
-    __device__ static __forceinline__ void load_x(const uint8_t* xblk, int p, uint32_t (&x)[xw]) {
-        wtraits<DT_Q4_0>::load_x(xblk, p, x);
-    }
-    __device__ static __forceinline__ int dot(const int (&q)[ww], const uint32_t (&x)[xw]) {
-        return wtraits<DT_Q4_0>::dot(q, x);
-    }
-    __device__ static __forceinline__ void stage(const uint8_t* blk, int qq, int& lo, int& hi) {
-        const uint32_t v = ld_u32_a2(blk + 2 + 4 * qq);
-        lo = iq4nl_levels(v & 0x0f0f0f0fu);
-        hi = iq4nl_levels((v >> 4) & 0x0f0f0f0fu);
-    }
-    __device__ static __forceinline__ int slot_lo(int qq) { return qq; }
-    __device__ static __forceinline__ int slot_hi(int qq) { return 4 + qq; }
+struct nib_q5_0 {
+    static constexpr int block_bytes = 22, qs_off = 6, qh_off = 2;
+    static constexpr bool has_min = false;
+    __device__ static __forceinline__ int quad(uint32_t n, uint32_t h) { return q5_signed(n, q5_bits(h)); }
 };
-
-// Q4_1 and Q5_1: an fp16 offset m after the scale, then Q4_0's / Q5_0's
-// quants as unsigned values (value = d*q + m). Their dot type is Q8_1: the
-// offset multiplies the activation block's s = d_x * sum(q_x) (q8_sums),
-// added once per block (has_min, load_m).
-template <>
-struct wtraits<DT_Q4_1> {
+struct nib_iq4_nl {
+    static constexpr int block_bytes = 18, qs_off = 2, qh_off = 0;
+    static constexpr bool has_min = false;
+    __device__ static __forceinline__ int quad(uint32_t n, uint32_t) { return iq4nl_levels(n); }
+};
+struct nib_q4_1 {
+    static constexpr int block_bytes = 20, qs_off = 4, qh_off = 0;
     static constexpr bool has_min = true;
-    static constexpr int block_bytes = 20;
-    static constexpr int lpb = 2;
-    static constexpr int ww = 4;
-    static constexpr int xw = 4;
-    __device__ static __forceinline__ float load_m(const uint8_t* blk) { return f16_to_f32(ld_u16(blk + 2)); }
-    __device__ static __forceinline__ void load_w(const uint8_t* blk, int p, int (&q)[ww]) {
-        uint32_t v0, v1;
-        ld_u64_a2(blk + 4 + 8 * p, v0, v1);
-        q[0] = (int)(v0 & 0x0f0f0f0fu);
-        q[1] = (int)(v1 & 0x0f0f0f0fu);
-        q[2] = (int)((v0 >> 4) & 0x0f0f0f0fu);
-        q[3] = (int)((v1 >> 4) & 0x0f0f0f0fu);
-    }
-    __device__ static __forceinline__ void load_x(const uint8_t* xblk, int p, uint32_t (&x)[xw]) {
-        wtraits<DT_Q4_0>::load_x(xblk, p, x);
-    }
-    __device__ static __forceinline__ int dot(const int (&q)[ww], const uint32_t (&x)[xw]) {
-        return wtraits<DT_Q4_0>::dot(q, x);
-    }
-    __device__ static __forceinline__ void stage(const uint8_t* blk, int qq, int& lo, int& hi) {
-        const uint32_t v = ld_u32_a2(blk + 4 + 4 * qq);
-        lo = (int)(v & 0x0f0f0f0fu);
-        hi = (int)((v >> 4) & 0x0f0f0f0fu);
-    }
-    __device__ static __forceinline__ int slot_lo(int qq) { return qq; }
-    __device__ static __forceinline__ int slot_hi(int qq) { return 4 + qq; }
+    __device__ static __forceinline__ int quad(uint32_t n, uint32_t) { return (int)n; }
+};
+struct nib_q5_1 {
+    static constexpr int block_bytes = 24, qs_off = 8, qh_off = 4;
+    static constexpr bool has_min = true;
+    __device__ static __forceinline__ int quad(uint32_t n, uint32_t h) { return (int)(n | q5_bits(h)); }
 };
 
 template <>
-struct wtraits<DT_Q5_1> {
-    static constexpr bool has_min = true;
-    static constexpr int block_bytes = 24;
-    static constexpr int lpb = 2;
-    static constexpr int ww = 4;
-    static constexpr int xw = 4;
-    __device__ static __forceinline__ float load_m(const uint8_t* blk) { return f16_to_f32(ld_u16(blk + 2)); }
-    __device__ static __forceinline__ void load_w(const uint8_t* blk, int p, int (&q)[ww]) {
-        uint32_t v0, v1;
-        ld_u64_a2(blk + 8 + 8 * p, v0, v1);
-        const uint32_t qh = ld_u32_a2(blk + 4);
-        q[0] = (int)((v0 & 0x0f0f0f0fu) | q5_bits(qh >> (8 * p)));
-        q[1] = (int)((v1 & 0x0f0f0f0fu) | q5_bits(qh >> (8 * p + 4)));
-        q[2] = (int)(((v0 >> 4) & 0x0f0f0f0fu) | q5_bits(qh >> (16 + 8 * p)));
-        q[3] = (int)(((v1 >> 4) & 0x0f0f0f0fu) | q5_bits(qh >> (20 + 8 * p)));
-    }
-    __device__ static __forceinline__ void load_x(const uint8_t* xblk, int p, uint32_t (&x)[xw]) {
-        wtraits<DT_Q4_0>::load_x(xblk, p, x);
-    }
-    __device__ static __forceinline__ int dot(const int (&q)[ww], const uint32_t (&x)[xw]) {
-        return wtraits<DT_Q4_0>::dot(q, x);
-    }
-    __device__ static __forceinline__ void stage(const uint8_t* blk, int qq, int& lo, int& hi) {
-        const uint32_t v = ld_u32_a2(blk + 8 + 4 * qq);
-        const uint32_t qh = ld_u32_a2(blk + 4);
-        lo = (int)((v & 0x0f0f0f0fu) | q5_bits(qh >> (4 * qq)));
-        hi = (int)(((v >> 4) & 0x0f0f0f0fu) | q5_bits(qh >> (16 + 4 * qq)));
-    }
-    __device__ static __forceinline__ int slot_lo(int qq) { return qq; }
-    __device__ static __forceinline__ int slot_hi(int qq) { return 4 + qq; }
-};
+struct wtraits<DT_Q4_0> : wtraits_nib<nib_q4_0> {};
+template <>
+struct wtraits<DT_Q5_0> : wtraits_nib<nib_q5_0> {};
+template <>
+struct wtraits<DT_IQ4_NL> : wtraits_nib<nib_iq4_nl> {};
+template <>
+struct wtraits<DT_Q4_1> : wtraits_nib<nib_q4_1> {};
+template <>
+struct wtraits<DT_Q5_1> : wtraits_nib<nib_q5_1> {};
 
 template <>
 struct wtraits<DT_F32> {
