@@ -263,9 +263,12 @@ func TestCheckGraphRefusesWhatHasNoKernels(t *testing.T) {
 // argument, llama-3 rope scaling) runs on the rope kernel.
 func TestCheckGraphTakesRoPEFactors(t *testing.T) {
 	b := tensor.NewBuilder(func(name string) (tensor.DType, int, int, bool) {
+		if name == "emb" {
+			return tensor.F32, 16, 32, true
+		}
 		return tensor.F32, 1, 8, name == "rope_freqs"
 	})
-	x := b.InputF32("x", 2, 32)
+	x := b.GetRows(b.Weight("emb"), b.Input("tokens", 2))
 	a := tensor.RoPEArgs{HeadDim: 16, Dims: 16, Base: 10000, Mode: tensor.RoPENorm}
 	b.Output("y", b.RoPEFactors(x, b.Input("positions", 2), b.Weight("rope_freqs"), a))
 	g, err := b.Finish()
@@ -299,5 +302,20 @@ func TestCheckGraphRefusesUnknownOp(t *testing.T) {
 	err := checkGraph(g)
 	if err == nil || !strings.Contains(err.Error(), "op(250)") {
 		t.Fatalf("checkGraph of an unknown op: %v", err)
+	}
+}
+
+// TestCheckGraphRefusesFloatInputs: a draft head's float input is refused
+// by name at Prepare, not left unbound.
+func TestCheckGraphRefusesFloatInputs(t *testing.T) {
+	b := tensor.NewBuilder(func(string) (tensor.DType, int, int, bool) { return 0, 0, 0, false })
+	b.Input("tokens", 2)
+	b.Output("h", b.Unary(b.InputF32("hidden", 2, 8), tensor.SiLU))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkGraph(g); err == nil || !strings.Contains(err.Error(), noFloatInputs) {
+		t.Fatalf("graph with a float input: %v", err)
 	}
 }
