@@ -520,7 +520,9 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 			case "logit_rows":
 				logitRows = op.Out.Rows()
 			default:
-				return nil, fmt.Errorf("cuda: no binding for input %q", op.Name)
+				if op.Out.DType != tensor.F32 { // float inputs: step-buffer floats
+					return nil, fmt.Errorf("cuda: no binding for input %q", op.Name)
+				}
 			}
 		}
 	}
@@ -533,6 +535,9 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 		switch op.Kind {
 		case tensor.OpInput:
 			p.inputAt[i] = map[string]int{"tokens": p.layout.Tokens, "positions": p.layout.Positions, "logit_rows": p.layout.LogitRowsAt}[op.Name]
+			if op.Out.DType == tensor.F32 {
+				p.inputAt[i] = p.layout.addFloat(op.Name, op.Out.Rows(), op.Out.Cols())
+			}
 		case tensor.OpWeight:
 			t, ok := b.weights[op.Name]
 			if !ok {
@@ -683,8 +688,14 @@ func (p *program) captureGraph() error {
 	return nil
 }
 
-// ptr is the device address of op id's f32 output.
-func (p *program) ptr(id int) cu.DevicePtr { return p.b.arena.ptr + cu.DevicePtr(p.plan.Offset[id]) }
+// ptr is the device address of op id's f32 output: in the arena, or for a
+// float input in the step buffer.
+func (p *program) ptr(id int) cu.DevicePtr {
+	if off := p.plan.Offset[id]; off >= 0 {
+		return p.b.arena.ptr + cu.DevicePtr(off)
+	}
+	return p.in(id)
+}
 
 // in is the device address of input op id's words.
 func (p *program) in(id int) cu.DevicePtr { return p.b.step.ptr + cu.DevicePtr(4*p.inputAt[id]) }

@@ -113,10 +113,11 @@ func planBuffers(g *tensor.Graph) (bufferPlan, error) {
 	}
 	var ivs []interval
 	for i, op := range g.Ops {
-		if op.Kind == tensor.OpInput || op.Kind == tensor.OpWeight {
-			continue
+		// Inputs live in the step buffer (and weights in their own memory);
+		// a float input's Q8_0 blocks still need the arena.
+		if op.Kind != tensor.OpInput && op.Kind != tensor.OpWeight {
+			ivs = append(ivs, interval{op: i, from: i, to: lastUse[i], size: 4 * int64(op.Out.Rows()) * int64(op.Out.Cols())})
 		}
-		ivs = append(ivs, interval{op: i, from: i, to: lastUse[i], size: 4 * int64(op.Out.Rows()) * int64(op.Out.Cols())})
 		if quantFrom[i] >= 0 {
 			ivs = append(ivs, interval{op: i, from: quantFrom[i], to: quantTo[i], size: q8Bytes(op.Out.Rows(), op.Out.Cols()), quant: true})
 		}

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 )
@@ -23,6 +24,9 @@ import (
 //	stateRead [Rows]       recurrent state slot the row reads (exec.Batch.StateRows); pad
 //	                       rows, and every row of a batch without state slots, the pad slot
 //	stateWrite [Rows]      recurrent state slot the row writes; the same pad slot
+//	floats    [...]        each float input (tensor.Builder.InputF32, a draft pass's
+//	                       hidden states) as float bits, [rows, cols] row-major, the rows
+//	                       past the batch's zero (Floats, added by addFloat)
 //
 // Pad rows (a step with fewer rows than its bucket) are token 0 at position
 // 0 of a sequence whose only block is the pad block, id blocks, that the
@@ -40,6 +44,23 @@ type stepLayout struct {
 	// word offsets
 	Tokens, Positions, Slots, RowTables, Reach, LogitRowsAt, Tables, StateRead, StateWrite int
 	Words                                                                                  int
+	Floats                                                                                 []stepFloat
+}
+
+// stepFloat is a float input of the step buffer: Rows x Cols floats at
+// word At, bound to exec.Batch.Floats[Name].
+type stepFloat struct {
+	Name           string
+	Rows, Cols, At int
+}
+
+// addFloat places a float input of rows x cols at the end of the buffer
+// and returns its word offset.
+func (l *stepLayout) addFloat(name string, rows, cols int) int {
+	at := l.Words
+	l.Floats = append(l.Floats, stepFloat{Name: name, Rows: rows, Cols: cols, At: at})
+	l.Words += rows * cols
+	return at
 }
 
 func newStepLayout(rows, logitRows, blocks int) stepLayout {
@@ -147,6 +168,20 @@ func (p *stepPacker) pack(dst []int32, l stepLayout, b *exec.Batch, blockTokens,
 	}
 	if err := p.packState(dst, l, b); err != nil {
 		return err
+	}
+	for _, f := range l.Floats {
+		v, ok := b.Floats[f.Name]
+		if !ok && rows > 0 {
+			return fmt.Errorf("cuda: no binding for f32 input %q", f.Name)
+		}
+		if len(v)%f.Cols != 0 || len(v) > f.Rows*f.Cols {
+			return fmt.Errorf("cuda: f32 input %q has %d values, graph recorded %dx%d", f.Name, len(v), f.Rows, f.Cols)
+		}
+		w := dst[f.At : f.At+f.Rows*f.Cols]
+		for i, x := range v {
+			w[i] = int32(math.Float32bits(x))
+		}
+		clear(w[len(v):])
 	}
 	for i := range l.LogitRows {
 		if i >= logitRows {

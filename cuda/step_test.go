@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -154,5 +155,46 @@ func TestStepPackState(t *testing.T) {
 		if err := p.pack(make([]int32, l.Words), l, bb, 4, 100); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
 		}
+	}
+}
+
+func TestStepPackFloats(t *testing.T) {
+	// A float input of 4 rows x 2 recorded at a bucket of 4; the batch has
+	// 3 rows, so the last row is zeros.
+	l := newStepLayout(4, 1, 2)
+	at := l.addFloat("hidden", 4, 2)
+	if at != 32 || l.Words != 40 {
+		t.Fatalf("float input at word %d of %d, want 32 of 40", at, l.Words)
+	}
+	b := &exec.Batch{Tokens: []int32{1, 2, 3}, Positions: []int32{0, 1, 2}, RowSeq: []int32{0, 0, 0}, Tables: [][]int32{{0}},
+		LogitRows: []int32{2}, Floats: map[string][]float32{"hidden": {1, -2, 0.5, 3, 4, -1e30}}}
+	dst := make([]int32, l.Words)
+	for i := range dst {
+		dst[i] = -99
+	}
+	var p stepPacker
+	if err := p.pack(dst, l, b, 4, 100); err != nil {
+		t.Fatal(err)
+	}
+	var got []float32
+	for _, w := range dst[at:] {
+		got = append(got, math.Float32frombits(uint32(w)))
+	}
+	if diff := cmp.Diff([]float32{1, -2, 0.5, 3, 4, -1e30, 0, 0}, got); diff != "" {
+		t.Errorf("floats (-want +got):\n%s", diff)
+	}
+	for name, floats := range map[string]map[string][]float32{
+		"missing":  nil,
+		"ragged":   {"hidden": {1, 2, 3}},
+		"too many": {"hidden": make([]float32, 10)},
+	} {
+		b.Floats = floats
+		if err := p.pack(dst, l, b, 4, 100); err == nil {
+			t.Errorf("%s float input: packed", name)
+		}
+	}
+	// The capture's empty batch binds zeros.
+	if err := p.pack(dst, l, &exec.Batch{}, 4, 100); err != nil || dst[at] != 0 {
+		t.Errorf("empty batch: %v, first float word %d", err, dst[at])
 	}
 }

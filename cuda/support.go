@@ -47,11 +47,6 @@ var opSupport = map[string]string{
 	"moe":        "",
 }
 
-// noFloatInputs is why a graph with a float input (tensor.Builder.InputF32:
-// the target's hidden states an MTP, EAGLE-3 or DFlash draft pass reads) is
-// refused: the step buffer binds int32 inputs only.
-const noFloatInputs = "float inputs (a draft head's hidden states) have no step-buffer binding on CUDA yet"
-
 // noOpKernelYet is why an op the CPU backend runs has no CUDA kernel.
 const noOpKernelYet = "no CUDA kernel yet (the CPU backend runs it)"
 
@@ -130,9 +125,6 @@ func checkGraph(g *tensor.Graph) error {
 		why, ok := opSupport[op.Kind.String()]
 		if !ok {
 			why = "an op the CUDA backend does not know"
-		}
-		if op.Kind == tensor.OpInput && op.Out.DType == tensor.F32 {
-			why = noFloatInputs
 		}
 		if why != "" {
 			return fmt.Errorf("cuda: op %d (%v): %s", i, op.Kind, why)

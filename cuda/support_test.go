@@ -304,18 +304,3 @@ func TestCheckGraphRefusesUnknownOp(t *testing.T) {
 		t.Fatalf("checkGraph of an unknown op: %v", err)
 	}
 }
-
-// TestCheckGraphRefusesFloatInputs: a draft head's float input is refused
-// by name at Prepare, not left unbound.
-func TestCheckGraphRefusesFloatInputs(t *testing.T) {
-	b := tensor.NewBuilder(func(string) (tensor.DType, int, int, bool) { return 0, 0, 0, false })
-	b.Input("tokens", 2)
-	b.Output("h", b.Unary(b.InputF32("hidden", 2, 8), tensor.SiLU))
-	g, err := b.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := checkGraph(g); err == nil || !strings.Contains(err.Error(), noFloatInputs) {
-		t.Fatalf("graph with a float input: %v", err)
-	}
-}
