@@ -61,6 +61,10 @@ extern "C" __global__ void moe_route(int* ids, float* wts, const float* router, 
                 bi = oi;
             }
         }
+        if (bi >= E) { // every candidate NaN: route to expert k rather than read past the experts
+            bi = k;
+            best = 0.0f;
+        }
         taken[k] = bi;
         chosen = __fadd_rn(chosen, best);
         if (lane == 0) {
