@@ -63,6 +63,10 @@ type Backend struct {
 	kvl      exec.KVLayout
 	kvFormat kv.Format
 	kc, vc   []cu.DevicePtr // [layer] (Blocks+1)*BlockTokens rows of RowBytes(KVDim)
+	// convState and deltaState are the recurrent state areas per state
+	// layer (0 where the layer has none): kvl.State.Slots+1 slots of f32,
+	// the last for pad rows.
+	convState, deltaState []cu.DevicePtr
 
 	arena deviceBuf // activations of every graph
 	step  deviceBuf // step inputs of every graph
@@ -236,9 +240,16 @@ func (b *Backend) Reserve(l exec.KVLayout) error {
 	if !b.ready {
 		return errors.New("cuda: Reserve before Load")
 	}
+	if st := l.State; st.Layers() > 0 && st.DType != "" && st.DType != "f32" {
+		return fmt.Errorf("cuda: recurrent state dtype %q: the CUDA kernels keep state in f32 only", st.DType)
+	}
 	area := int64(l.Blocks+1) * int64(l.BlockTokens) * int64(f.RowBytes(l.KVDim))
-	if free, _, err := cu.MemInfo(); err == nil && 2*int64(l.Layers)*area > free {
-		return fmt.Errorf("cuda: kv cache needs %d MiB, the device has %d MiB free", 2*int64(l.Layers)*area>>20, free>>20)
+	stateBytes := int64(l.State.Slots+1) * l.State.BytesPerSlot()
+	if l.State.Layers() == 0 {
+		stateBytes = 0
+	}
+	if free, _, err := cu.MemInfo(); err == nil && 2*int64(l.Layers)*area+stateBytes > free {
+		return fmt.Errorf("cuda: kv cache and recurrent state need %d MiB, the device has %d MiB free", (2*int64(l.Layers)*area+stateBytes)>>20, free>>20)
 	}
 	b.freeKV()
 	b.kvl, b.kvFormat = l, f
@@ -256,15 +267,37 @@ func (b *Backend) Reserve(l exec.KVLayout) error {
 			}
 		}
 	}
-	b.kvBytes = 2 * int64(l.Layers) * area
+	for i := range l.State.Layers() {
+		for _, st := range []struct {
+			areas  *[]cu.DevicePtr
+			floats []int
+		}{{&b.convState, l.State.Conv}, {&b.deltaState, l.State.Delta}} {
+			var ptr cu.DevicePtr
+			if i < len(st.floats) && st.floats[i] > 0 {
+				n := 4 * int64(l.State.Slots+1) * int64(st.floats[i])
+				if ptr, err = cu.MemAlloc(n); err == nil {
+					err = cu.MemsetD8(ptr, 0, n)
+				}
+				if err != nil {
+					b.freeKV()
+					return fmt.Errorf("cuda: recurrent state: %w", err)
+				}
+			}
+			*st.areas = append(*st.areas, ptr)
+		}
+	}
+	b.kvBytes = 2*int64(l.Layers)*area + stateBytes
 	return nil
 }
 
+// freeKV frees the KV pages and the recurrent state.
 func (b *Backend) freeKV() {
-	for _, p := range append(b.kc, b.vc...) {
-		cu.MemFree(p)
+	for _, p := range slices.Concat(b.kc, b.vc, b.convState, b.deltaState) {
+		if p != 0 {
+			cu.MemFree(p)
+		}
 	}
-	b.kc, b.vc, b.kvBytes = nil, nil, 0
+	b.kc, b.vc, b.convState, b.deltaState, b.kvBytes = nil, nil, nil, nil, 0
 }
 
 // KVBytes is the device memory the KV cache holds, pad block included.
@@ -487,7 +520,9 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 			case "logit_rows":
 				logitRows = op.Out.Rows()
 			default:
-				return nil, fmt.Errorf("cuda: no binding for input %q", op.Name)
+				if op.Out.DType != tensor.F32 { // float inputs: step-buffer floats
+					return nil, fmt.Errorf("cuda: no binding for input %q", op.Name)
+				}
 			}
 		}
 	}
@@ -495,10 +530,14 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 		return nil, errors.New("cuda: graph has no tokens input")
 	}
 	p.layout = newStepLayout(rows, logitRows, b.kvl.Blocks)
+	p.layout.StateSlots = b.kvl.State.Slots
 	for i, op := range g.Ops {
 		switch op.Kind {
 		case tensor.OpInput:
 			p.inputAt[i] = map[string]int{"tokens": p.layout.Tokens, "positions": p.layout.Positions, "logit_rows": p.layout.LogitRowsAt}[op.Name]
+			if op.Out.DType == tensor.F32 {
+				p.inputAt[i] = p.layout.addFloat(op.Name, op.Out.Rows(), op.Out.Cols())
+			}
 		case tensor.OpWeight:
 			t, ok := b.weights[op.Name]
 			if !ok {
@@ -535,7 +574,27 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 			if rop := g.Ops[op.Args[1].ID]; rop.Kind != tensor.OpInput {
 				return nil, errors.New("cuda: select_rows: rows must be an input")
 			}
-		case tensor.OpAdd, tensor.OpSwiGLU, tensor.OpRoPE:
+		case tensor.OpRoPE, tensor.OpAddRow, tensor.OpMulRow:
+			// The rope factors, add_row bias and mul_row scale are f32
+			// weights (the builder checks), read in their uploaded bytes.
+			if a := len(op.Args) - 1; (op.Kind != tensor.OpRoPE || a == 2) && g.Ops[op.Args[a].ID].Kind != tensor.OpWeight {
+				return nil, fmt.Errorf("cuda: %v: argument %d must be a weight", op.Kind, a)
+			}
+		case tensor.OpMoE:
+			for _, a := range op.Args[2:] {
+				if g.Ops[a.ID].Kind != tensor.OpWeight {
+					return nil, errors.New("cuda: moe: the experts must be weights")
+				}
+			}
+		case tensor.OpShortConv, tensor.OpDeltaRule:
+			if err := b.checkState(op); err != nil {
+				return nil, err
+			}
+			if op.Kind == tensor.OpShortConv && g.Ops[op.Args[1].ID].Kind != tensor.OpWeight {
+				return nil, errors.New("cuda: short_conv: the taps must be a weight")
+			}
+			p.layout.Stateful = true
+		case tensor.OpAdd, tensor.OpSwiGLU, tensor.OpColumns, tensor.OpConcat, tensor.OpUnary, tensor.OpMul, tensor.OpL2Norm:
 		default:
 			return nil, fmt.Errorf("cuda: op %v not implemented", op.Kind)
 		}
@@ -629,14 +688,40 @@ func (p *program) captureGraph() error {
 	return nil
 }
 
-// ptr is the device address of op id's f32 output.
-func (p *program) ptr(id int) cu.DevicePtr { return p.b.arena.ptr + cu.DevicePtr(p.plan.Offset[id]) }
+// ptr is the device address of op id's f32 output: in the arena, or for a
+// float input in the step buffer.
+func (p *program) ptr(id int) cu.DevicePtr {
+	if off := p.plan.Offset[id]; off >= 0 {
+		return p.b.arena.ptr + cu.DevicePtr(off)
+	}
+	return p.in(id)
+}
 
 // in is the device address of input op id's words.
 func (p *program) in(id int) cu.DevicePtr { return p.b.step.ptr + cu.DevicePtr(4*p.inputAt[id]) }
 
 // word is the device address of word w of the step buffer.
 func (p *program) word(w int) cu.DevicePtr { return p.b.step.ptr + cu.DevicePtr(4*w) }
+
+// stateRows are the step buffer's state slots and positions of the rows.
+func (p *program) stateRows() stateRows {
+	l := p.layout
+	return stateRows{read: ptr(p.word(l.StateRead)), write: ptr(p.word(l.StateWrite)), pos: ptr(p.word(l.Positions))}
+}
+
+// checkState reports whether op's state fits the reserved layout: its
+// state layer has an area of the op's size per slot.
+func (b *Backend) checkState(op tensor.Op) error {
+	l, st := op.State.Layer, b.kvl.State
+	need, have, what := op.State.DeltaStateFloats(), st.Delta, "delta_rule"
+	if op.Kind == tensor.OpShortConv {
+		need, have, what = op.State.ConvStateFloats(op.Out.Cols()), st.Conv, "short_conv"
+	}
+	if l < 0 || l >= len(have) || have[l] != need || st.Slots == 0 {
+		return fmt.Errorf("cuda: %s of state layer %d needs %d floats per slot, the reserved layout has %v in %d slots", what, l, need, have, st.Slots)
+	}
+	return nil
+}
 
 // launch issues every kernel of the graph on the stream, in op order, at
 // the recorded (padded) shape.
@@ -665,7 +750,11 @@ func (p *program) launch() error {
 			}
 			err = k.matmul(s, out(), p.ptr(x.ID), xq, w.ptr, w.dt, x.Rows(), x.Cols(), w.rows)
 		case tensor.OpRoPE:
-			err = k.rope(s, out(), p.ptr(op.Args[0].ID), p.in(op.Args[1].ID), op.Out.Rows(), op.Out.Cols(), op.RoPE)
+			var factors cu.DevicePtr
+			if len(op.Args) > 2 {
+				factors = p.w[op.Args[2].ID].ptr
+			}
+			err = k.rope(s, out(), p.ptr(op.Args[0].ID), p.in(op.Args[1].ID), factors, op.Out.Rows(), op.Out.Cols(), op.RoPE)
 		case tensor.OpAttention:
 			l, a := p.layout, op.Attn
 			err = k.kvWrite(s, b.kc[a.Layer], b.vc[a.Layer], p.ptr(op.Args[1].ID), p.ptr(op.Args[2].ID), p.word(l.Slots),
@@ -682,6 +771,34 @@ func (p *program) launch() error {
 			err = k.add(s, out(), p.ptr(op.Args[0].ID), p.ptr(op.Args[1].ID), op.Out.Rows()*op.Out.Cols())
 		case tensor.OpSwiGLU:
 			err = k.swiglu(s, out(), p.ptr(op.Args[0].ID), p.ptr(op.Args[1].ID), op.Out.Rows()*op.Out.Cols())
+		case tensor.OpColumns:
+			x := op.Args[0]
+			err = k.columns(s, out(), p.ptr(x.ID), x.Rows(), x.Cols(), op.Group, op.Offset, op.Width)
+		case tensor.OpConcat:
+			err = k.concat(s, out(), p.ptr(op.Args[0].ID), p.ptr(op.Args[1].ID), op.Out.Rows(), op.Args[0].Cols(), op.Args[1].Cols())
+		case tensor.OpUnary:
+			err = k.unary(s, out(), p.ptr(op.Args[0].ID), op.Out.Rows()*op.Out.Cols(), op.Fn)
+		case tensor.OpMul:
+			d := 0 // y as x's shape
+			if y := op.Args[1]; y.Cols() == 1 && op.Out.Cols() != 1 {
+				d = op.Out.Cols() // y [T, 1] scales each row
+			}
+			err = k.mul(s, out(), p.ptr(op.Args[0].ID), p.ptr(op.Args[1].ID), op.Out.Rows()*op.Out.Cols(), d)
+		case tensor.OpAddRow, tensor.OpMulRow:
+			err = k.row(s, op.Kind.String(), out(), p.ptr(op.Args[0].ID), p.w[op.Args[1].ID].ptr, op.Out.Rows()*op.Out.Cols(), op.Out.Cols())
+		case tensor.OpL2Norm:
+			err = k.l2Norm(s, out(), p.ptr(op.Args[0].ID), op.Out.Rows(), op.Out.Cols(), op.Group, op.Eps)
+		case tensor.OpMoE:
+			a := op.Args
+			err = k.moe(s, out(), p.ptr(a[0].ID), p.ptr(a[1].ID), b.arena.ptr+cu.DevicePtr(p.plan.Scratch[i]),
+				p.w[a[2].ID], p.w[a[3].ID], p.w[a[4].ID], op.Out.Rows(), op.Out.Cols(), op.MoE)
+		case tensor.OpShortConv:
+			x := op.Args[0]
+			err = k.shortConv(s, out(), p.ptr(x.ID), p.w[op.Args[1].ID].ptr, b.convState[op.State.Layer], p.stateRows(), x.Rows(), x.Cols(), op.State.Kernel)
+		case tensor.OpDeltaRule:
+			a := op.Args
+			err = k.deltaRule(s, out(), p.ptr(a[0].ID), p.ptr(a[1].ID), p.ptr(a[2].ID), p.ptr(a[3].ID), p.ptr(a[4].ID),
+				b.deltaState[op.State.Layer], p.stateRows(), op.Out.Rows(), op.State)
 		case tensor.OpSelectRows:
 			err = k.selectRows(s, out(), p.ptr(op.Args[0].ID), p.in(op.Args[1].ID), op.Out.Rows(), op.Out.Cols())
 		default:

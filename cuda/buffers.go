@@ -25,40 +25,51 @@ const (
 // that computes an f32 [rows, cols] output gets a buffer, and every
 // activation read by a Q8_0 or Q4_0 matmul gets a second one holding its
 // Q8_0 blocks (rows * cols/32 blocks of 34 bytes), quantized once by the
-// first such matmul. Buffers whose lifetimes (from the op that writes them
+// first such matmul; an MoE op gets a scratch buffer for its routing and
+// expert activations (moeScratch), live only while it runs. Buffers whose lifetimes (from the op that writes them
 // to the last op that reads them; graph outputs to the end) do not overlap
 // share memory.
 type bufferPlan struct {
 	Offset      []int64     // [op] byte offset of the op's f32 output; -1 for inputs and weights
 	QuantOffset []int64     // [op] byte offset of the Q8_0 blocks of the op's output; -1 when none
 	QuantBefore []bool      // [op] a matmul that quantizes its input (into QuantOffset of the input) first
+	Scratch     []int64     // [op] byte offset of the op's scratch (MoE); -1 when none
 	Rows        []rowSource // [op]
 	Size        int64       // arena bytes
 }
 
 // quantized reports whether a matmul by a weight of dt reads its input as
-// Q8_0 blocks.
-func quantized(dt tensor.DType) bool { return dt == tensor.Q8_0 || dt == tensor.Q4_0 }
+// Q8_0 blocks: the weights whose ggml dot type is Q8_0 (Q8_0, Q4_0, Q5_0,
+// IQ4_NL) or Q8_1 (Q4_1, Q5_1: the blocks and their sums).
+func quantized(dt tensor.DType) bool {
+	return dt.Valid() && (dt.DotType() == tensor.Q8_0 || dt.DotType() == tensor.Q8_1)
+}
 
-// q8Bytes is the size of the Q8_0 blocks of a [rows, cols] activation.
-func q8Bytes(rows, cols int) int64 { return int64(rows) * int64(cols/32) * 34 }
+// q8Bytes is the size of the quantized activations of a [rows, cols]
+// activation (quantize_q8): its Q8_0 blocks, then from the next 16-byte
+// boundary each block's Q8_1 sum as a float.
+func q8Bytes(rows, cols int) int64 {
+	blocks := int64(rows) * int64(cols/32)
+	return alignUp(34*blocks, 16) + 4*blocks
+}
 
 // planBuffers lays out g's activations. It fails on graphs the kernels
 // cannot run: an arg that is not computed before its use, a quantized
 // matmul whose row width is not a multiple of 32.
 func planBuffers(g *tensor.Graph) (bufferPlan, error) {
 	n := len(g.Ops)
-	p := bufferPlan{Offset: make([]int64, n), QuantOffset: make([]int64, n), QuantBefore: make([]bool, n), Rows: make([]rowSource, n)}
+	p := bufferPlan{Offset: make([]int64, n), QuantOffset: make([]int64, n), QuantBefore: make([]bool, n), Scratch: make([]int64, n),
+		Rows: make([]rowSource, n)}
 	type interval struct {
-		op, from, to int
-		size         int64
-		quant        bool
+		op, from, to   int
+		size           int64
+		quant, scratch bool
 	}
 	lastUse := make([]int, n)
 	quantFrom, quantTo := make([]int, n), make([]int, n)
 	for i := range n {
 		lastUse[i], quantFrom[i], quantTo[i] = i, -1, -1
-		p.Offset[i], p.QuantOffset[i] = -1, -1
+		p.Offset[i], p.QuantOffset[i], p.Scratch[i] = -1, -1, -1
 	}
 	for i, op := range g.Ops {
 		if op.Out.ID != i {
@@ -102,12 +113,16 @@ func planBuffers(g *tensor.Graph) (bufferPlan, error) {
 	}
 	var ivs []interval
 	for i, op := range g.Ops {
-		if op.Kind == tensor.OpInput || op.Kind == tensor.OpWeight {
-			continue
+		// Inputs live in the step buffer (and weights in their own memory);
+		// a float input's Q8_0 blocks still need the arena.
+		if op.Kind != tensor.OpInput && op.Kind != tensor.OpWeight {
+			ivs = append(ivs, interval{op: i, from: i, to: lastUse[i], size: 4 * int64(op.Out.Rows()) * int64(op.Out.Cols())})
 		}
-		ivs = append(ivs, interval{op: i, from: i, to: lastUse[i], size: 4 * int64(op.Out.Rows()) * int64(op.Out.Cols())})
 		if quantFrom[i] >= 0 {
 			ivs = append(ivs, interval{op: i, from: quantFrom[i], to: quantTo[i], size: q8Bytes(op.Out.Rows(), op.Out.Cols()), quant: true})
+		}
+		if op.Kind == tensor.OpMoE {
+			ivs = append(ivs, interval{op: i, from: i, to: i, size: newMoEScratch(op.Out.Rows(), op.Out.Cols(), op.MoE).size, scratch: true})
 		}
 	}
 	// First fit in order of start: each buffer takes the lowest aligned
@@ -131,9 +146,12 @@ func planBuffers(g *tensor.Graph) (bufferPlan, error) {
 		}
 		live = append(live, placed{to: iv.to, off: off, size: iv.size})
 		p.Size = max(p.Size, off+size)
-		if iv.quant {
+		switch {
+		case iv.quant:
 			p.QuantOffset[iv.op] = off
-		} else {
+		case iv.scratch:
+			p.Scratch[iv.op] = off
+		default:
 			p.Offset[iv.op] = off
 		}
 	}
@@ -141,3 +159,25 @@ func planBuffers(g *tensor.Graph) (bufferPlan, error) {
 }
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// moeScratch places an MoE op's intermediates in its scratch buffer (byte
+// offsets, each arenaAlign-aligned) for rows rows of width cols: the
+// routing (ids, wts [rows, TopK]), the experts' gate and up outputs [rows
+// * TopK, FFN] and their down outputs [rows * TopK, cols].
+type moeScratch struct {
+	ids, wts, gate, up, res, size int64
+}
+
+func newMoEScratch(rows, cols int, a tensor.MoEArgs) moeScratch {
+	slots := int64(rows) * int64(a.TopK)
+	var s moeScratch
+	at := func(n int64) int64 {
+		off := s.size
+		s.size += alignUp(4*n, arenaAlign)
+		return off
+	}
+	s.ids, s.wts = at(slots), at(slots)
+	s.gate, s.up = at(slots*int64(a.FFN)), at(slots*int64(a.FFN))
+	s.res = at(slots * int64(cols))
+	return s
+}

@@ -182,3 +182,42 @@ func TestPlanBuffersRejects(t *testing.T) {
 		t.Errorf("planBuffers: %v", err)
 	}
 }
+
+// TestPlanFloatInput: a float input lives in the step buffer (no arena
+// buffer of its own) but a Q8_0 matmul of it gets its quantized blocks in
+// the arena; an MoE gets a scratch buffer.
+func TestPlanFloatInput(t *testing.T) {
+	b := tensor.NewBuilder(func(name string) (tensor.DType, int, int, bool) {
+		switch name {
+		case "w":
+			return tensor.Q8_0, 8, 64, true
+		case "router":
+			return tensor.F32, 4, 64, true
+		case "experts":
+			return tensor.F32, 4 * 16, 64, true
+		case "down":
+			return tensor.F32, 4 * 64, 16, true
+		}
+		return 0, 0, 0, false
+	})
+	b.Input("tokens", 3)
+	h := b.InputF32("hidden", 3, 64)
+	b.Output("y", b.MatMul(h, b.Weight("w")))
+	b.Output("m", b.MoE(h, b.MatMul(h, b.Weight("router")), b.Weight("experts"), b.Weight("experts"), b.Weight("down"),
+		tensor.MoEArgs{Experts: 4, TopK: 2, FFN: 16}))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := planBuffers(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Offset[h.ID] != -1 || p.QuantOffset[h.ID] < 0 {
+		t.Errorf("float input: offset %d, quantized blocks at %d; want -1 and an arena offset", p.Offset[h.ID], p.QuantOffset[h.ID])
+	}
+	moe := g.Outputs["m"].ID
+	if p.Scratch[moe] < 0 || p.Scratch[moe]+newMoEScratch(3, 64, g.Ops[moe].MoE).size > p.Size {
+		t.Errorf("moe scratch at %d (arena %d)", p.Scratch[moe], p.Size)
+	}
+}

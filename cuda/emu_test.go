@@ -22,6 +22,7 @@ package cuda
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -193,9 +194,12 @@ func TestEmuGetRows(t *testing.T) {
 // quantizeQ8Ref is runtime/cpu quantizeQ8 (kernels.go), the activation
 // quantization the CPU backend's Q8_0 and Q4_0 matmuls use, written as
 // Q8_0 block bytes: d = max|x|/127 rounded to f16, q = round-half-even(x *
-// 127/max|x|).
+// 127/max|x|); then, as quantize_q8 lays them out (q8Bytes), each block's
+// Q8_1 sum fp16(d * sum(q)) as runtime/cpu quantizeQ8_1 computes it.
 func quantizeQ8Ref(x []float32) []byte {
-	out := make([]byte, len(x)/32*34)
+	nb := len(x) / 32
+	out := bytes.Repeat([]byte{0xff}, int(q8Bytes(1, len(x)))) // the padding before the sums stays unwritten (the test's NaN fill)
+	sums := int(alignUp(int64(34*nb), 16))
 	for b := range len(x) / 32 {
 		blk := x[b*32 : b*32+32]
 		var amax float32
@@ -208,9 +212,14 @@ func quantizeQ8Ref(x []float32) []byte {
 			id = 127 / amax
 		}
 		binary.LittleEndian.PutUint16(out[b*34:], tensor.F32ToF16(d))
+		var sum int32
 		for i, v := range blk {
-			out[b*34+2+i] = byte(int8(math.RoundToEven(float64(v * id))))
+			q := int8(math.RoundToEven(float64(v * id)))
+			out[b*34+2+i] = byte(q)
+			sum += int32(q)
 		}
+		s := tensor.F16ToF32(tensor.F32ToF16(d * float32(sum)))
+		binary.LittleEndian.PutUint32(out[sums+4*b:], math.Float32bits(s))
 	}
 	return out
 }
@@ -240,7 +249,7 @@ func TestEmuQuantizeQ8(t *testing.T) {
 				x[i] = c.gen(r, i)
 			}
 			var mem emuMem
-			dst := mem.nanBuf(len(x) / 32 * 34)
+			dst := mem.nanBuf(int(q8Bytes(c.rows, cols)))
 			xb := mem.buf(f32Bytes(x), false)
 			l, err := quantizeQ8Launch(dst.dev, xb.dev, c.rows, cols)
 			e.launch(t, l, err, &mem)
@@ -271,7 +280,7 @@ func TestEmuMatMul(t *testing.T) {
 		{1, 1024, 300, 0}, // gemv_1 over 300 columns, K split in 4
 	}
 	for _, dt := range matmulDTypes {
-		quant := dt == tensor.Q8_0 || dt == tensor.Q4_0
+		quant := quantized(dt)
 		for _, s := range shapes {
 			if s.in%dt.BlockSize() != 0 {
 				continue
@@ -303,7 +312,7 @@ func TestEmuMatMul(t *testing.T) {
 				wb := mem.buf(w.Data, false)
 				var xq devPtr
 				if quant {
-					q := mem.nanBuf(s.rows * s.in / 32 * 34)
+					q := mem.nanBuf(int(q8Bytes(s.rows, s.in)))
 					xq = q.dev
 					l, err := quantizeQ8Launch(q.dev, xb.at(s.xOff), s.rows, s.in)
 					e.launch(t, l, err, &mem)
@@ -312,6 +321,13 @@ func TestEmuMatMul(t *testing.T) {
 				l, err := matmulLaunch(out.dev, xb.at(s.xOff), xq, wb.dev, dt, s.rows, s.in, s.out)
 				e.launch(t, l, err, &mem)
 				near(t, name, want["y"], bytesF32(out.data), 2e-5)
+				if broken, ok := map[tensor.DType]tensor.DType{tensor.Q5_0: tensor.Q4_0, tensor.IQ4_NL: tensor.Q4_0, tensor.Q5_1: tensor.Q4_1}[dt]; ok {
+					// Broken: the blocks read as Q4_0 / Q4_1 (the high bits
+					// or the level table lost) must fail.
+					l, err := matmulLaunch(out.dev, xb.at(s.xOff), xq, wb.dev, broken, s.rows, s.in, s.out)
+					e.launch(t, l, err, &mem)
+					mustDiffer(t, name+" read as "+broken.String(), want["y"], bytesF32(out.data), 2e-5)
+				}
 			})
 		}
 	}
@@ -349,18 +365,34 @@ func TestEmuRMSNorm(t *testing.T) {
 }
 
 func TestEmuRoPE(t *testing.T) {
-	for _, a := range []tensor.RoPEArgs{
-		{HeadDim: 32, Dims: 32, Base: 1e6, Mode: tensor.RoPENeox},
-		{HeadDim: 32, Dims: 16, Base: 10000, Mode: tensor.RoPENorm},
-		{HeadDim: 64, Dims: 24, Base: 10000, Mode: tensor.RoPENeox},
-		{HeadDim: 128, Dims: 128, Base: 500000, Mode: tensor.RoPENorm},
+	for _, c := range []struct {
+		a       tensor.RoPEArgs
+		factors bool // llama-3 frequency factors (rope_freqs)
+	}{
+		{tensor.RoPEArgs{HeadDim: 32, Dims: 32, Base: 1e6, Mode: tensor.RoPENeox}, false},
+		{tensor.RoPEArgs{HeadDim: 32, Dims: 16, Base: 10000, Mode: tensor.RoPENorm}, false},
+		{tensor.RoPEArgs{HeadDim: 64, Dims: 24, Base: 10000, Mode: tensor.RoPENeox}, false},
+		{tensor.RoPEArgs{HeadDim: 128, Dims: 128, Base: 500000, Mode: tensor.RoPENorm}, false},
+		{tensor.RoPEArgs{HeadDim: 64, Dims: 64, Base: 500000, Mode: tensor.RoPENorm}, true},
+		{tensor.RoPEArgs{HeadDim: 64, Dims: 32, Base: 1e6, Mode: tensor.RoPENeox}, true}, // partial, with factors
 	} {
+		a := c.a
 		mode := map[tensor.RoPEMode]string{tensor.RoPENorm: "norm", tensor.RoPENeox: "neox"}[a.Mode]
-		parityCase(t, fmt.Sprintf("%s head %d dims %d", mode, a.HeadDim, a.Dims), func(t *testing.T, e *emulator) {
+		name := fmt.Sprintf("%s head %d dims %d", mode, a.HeadDim, a.Dims)
+		if c.factors {
+			name += " with frequency factors"
+		}
+		parityCase(t, name, func(t *testing.T, e *emulator) {
 			const rows = 9
 			cols := 4 * a.HeadDim
 			r := rand.New(rand.NewPCG(4, uint64(a.HeadDim+a.Dims)))
-			f := memFile(t, randTensor(r, "a", tensor.F32, 30, cols))
+			ws := []*weights.Tensor{randTensor(r, "a", tensor.F32, 30, cols)}
+			factors := make([]float32, a.Dims/2)
+			for i := range factors {
+				factors[i] = 1 + float32(i%7)*1.5 // llama-3 scales low frequencies by up to 8
+			}
+			ws = append(ws, &weights.Tensor{Name: "rope_freqs", DType: tensor.F32, Shape: []int{len(factors)}, Data: f32Bytes(factors)})
+			f := memFile(t, ws...)
 			batch := noAttention(randIDs(r, 30, rows), []int32{0})
 			for i := range batch.Positions {
 				batch.Positions[i] = int32(r.IntN(40000)) // large angles
@@ -369,15 +401,32 @@ func TestEmuRoPE(t *testing.T) {
 				x := b.GetRows(b.Weight("a"), b.Input("tokens", rows))
 				b.Input("logit_rows", logitRows)
 				b.Output("x", x)
-				b.Output("r", b.RoPE(x, b.Input("positions", rows), a))
+				if c.factors {
+					b.Output("r", b.RoPEFactors(x, b.Input("positions", rows), b.Weight("rope_freqs"), a))
+				} else {
+					b.Output("r", b.RoPE(x, b.Input("positions", rows), a))
+				}
 			}, batch)[0]
 			var mem emuMem
 			out := mem.nanBuf(4 * rows * cols)
 			xb := mem.buf(f32Bytes(want["x"]), false)
 			pb := mem.buf(i32Bytes(batch.Positions), false)
-			l, err := ropeLaunch(out.dev, xb.dev, pb.dev, rows, cols, a)
+			fb := mem.buf(f32Bytes(factors), false)
+			var fp devPtr
+			if c.factors {
+				fp = fb.dev
+			}
+			l, err := ropeLaunch(out.dev, xb.dev, pb.dev, fp, rows, cols, a)
 			e.launch(t, l, err, &mem)
 			near(t, "rope", want["r"], bytesF32(out.data), 1e-5)
+			// Broken variant: the factors left out (or added) must fail.
+			broken := fb.dev
+			if c.factors {
+				broken = 0
+			}
+			l, err = ropeLaunch(out.dev, xb.dev, pb.dev, broken, rows, cols, a)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, "rope with the factors toggled", want["r"], bytesF32(out.data), 1e-5)
 		})
 	}
 }
@@ -571,6 +620,16 @@ func TestEmuAttention(t *testing.T) {
 	}
 }
 
+// padBucket is the emulated steps' bucket of rows rows: a power of two
+// with at least one pad row.
+func padBucket(rows int) int {
+	b := 1
+	for b < rows+1 {
+		b *= 2
+	}
+	return b
+}
+
 // emuAttention runs a prefill of each of two sequences, three decode steps
 // of both and a 3-row verify step of the second through the CPU backend
 // and through attn_<format>_<NI> on pages kv.Codec encodes from the same K
@@ -625,10 +684,7 @@ func emuAttention(t *testing.T, e *emulator, format string, c attnCase) {
 	var packer stepPacker
 	for i, s := range steps {
 		rows := len(s.Tokens)
-		bucket := 1
-		for bucket < rows+1 {
-			bucket *= 2 // at least one pad row
-		}
+		bucket := padBucket(rows)
 		sl := newStepLayout(bucket, len(s.LogitRows), blocks)
 		words := make([]int32, sl.Words)
 		if err := packer.pack(words, sl, s, c.blockTokens, vocab); err != nil {
@@ -666,6 +722,75 @@ func emuAttention(t *testing.T, e *emulator, format string, c attnCase) {
 			}
 		}
 		mem.bufs = mem.bufs[:2] // keep the pages
+	}
+}
+
+// TestEmuMatMulQuantGolden reproduces ../shared/golden/matmul-quant.json
+// (ggml's y = W @ x for real quantized tensors of the kq models) on the
+// emulator for every entry whose type has kernels: quantize_q8 then the
+// GEMV (both columns as 2 tokens) and the GEMM (the columns repeated to 10
+// tokens), within 1e-5 of max|y| as the CPU backend's golden test.
+func TestEmuMatMulQuantGolden(t *testing.T) {
+	data, err := os.ReadFile("../../shared/golden/matmul-quant.json")
+	if err != nil {
+		t.Skipf("golden not found: %v", err)
+	}
+	var g struct {
+		Results []struct {
+			Model, Tensor, Type string
+			Ne                  []int
+			X, Y                [][]float64
+		}
+	}
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, c := range g.Results {
+		dt := slices.IndexFunc(matmulDTypes[:], func(d tensor.DType) bool { return d.String() == c.Type })
+		if dt < 0 {
+			continue // no kernels for this type yet (support.go refuses it)
+		}
+		ran++
+		for _, rows := range []int{2, 10} {
+			parityCase(t, fmt.Sprintf("%s/%s K=%d %d tokens", c.Type, c.Tensor, c.Ne[0], rows), func(t *testing.T, e *emulator) {
+				f, err := weights.Open("../../shared/models/" + c.Model)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				w, err := f.Tensor(c.Tensor)
+				if err != nil {
+					t.Fatal(err)
+				}
+				K, N := c.Ne[0], c.Ne[1]
+				if w.DType != matmulDTypes[dt] || w.RowLen() != K || w.Rows() != N {
+					t.Fatalf("tensor is %v %v, golden says %s %v", w.DType, w.Shape, c.Type, c.Ne)
+				}
+				var x, want []float32
+				for i := range rows {
+					for _, v := range c.X[i%2] {
+						x = append(x, float32(v))
+					}
+					for _, v := range c.Y[i%2] {
+						want = append(want, float32(v))
+					}
+				}
+				var mem emuMem
+				out := mem.nanBuf(4 * rows * N)
+				xb, wb := mem.buf(f32Bytes(x), false), mem.buf(w.Data, false)
+				q := mem.nanBuf(int(q8Bytes(rows, K)))
+				l, err := quantizeQ8Launch(q.dev, xb.dev, rows, K)
+				e.launch(t, l, err, &mem)
+				q.back = false
+				l, err = matmulLaunch(out.dev, xb.dev, q.dev, wb.dev, w.DType, rows, K, N)
+				e.launch(t, l, err, &mem)
+				near(t, "y", want, bytesF32(out.data), 1e-5)
+			})
+		}
+	}
+	if ran == 0 {
+		t.Error("no entry of matmul-quant.json has kernels")
 	}
 }
 

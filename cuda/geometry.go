@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ninfer/ninfer-go/runtime/kv"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -132,11 +133,7 @@ var gemvVariants = [...]int{1, 2, 4, 8}
 
 // matmulDTypeOK reports whether there are matmul kernels for weights of dt.
 func matmulDTypeOK(dt tensor.DType) bool {
-	switch dt {
-	case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0:
-		return true
-	}
-	return false
+	return slices.Contains(matmulDTypes[:], dt)
 }
 
 // gemvTokens is the GEMV variant NT for rows tokens: the smallest that holds them.

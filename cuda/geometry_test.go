@@ -413,7 +413,7 @@ func TestGeometryMatchesTheKernelSource(t *testing.T) {
 		}
 	}
 	want := map[string]int{}
-	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0} {
+	for _, dt := range matmulDTypes {
 		for _, nt := range gemvVariants {
 			want[fmt.Sprint(dt, " ", nt)] = gemvColsPerWarp(nt)
 		}

@@ -113,9 +113,9 @@ func (k *kernels) matmul(s cu.Stream, out, x, xq, w cu.DevicePtr, dt tensor.DTyp
 }
 
 // rope writes out [rows, cols] = x with every head rotated by its row's
-// position (ropeLaunch).
-func (k *kernels) rope(s cu.Stream, out, x, pos cu.DevicePtr, rows, cols int, a tensor.RoPEArgs) error {
-	l, err := ropeLaunch(ptr(out), ptr(x), ptr(pos), rows, cols, a)
+// position, the angles divided by factors unless it is 0 (ropeLaunch).
+func (k *kernels) rope(s cu.Stream, out, x, pos, factors cu.DevicePtr, rows, cols int, a tensor.RoPEArgs) error {
+	l, err := ropeLaunch(ptr(out), ptr(x), ptr(pos), ptr(factors), rows, cols, a)
 	return k.launch(s, l, err)
 }
 
@@ -155,4 +155,72 @@ func (k *kernels) selectRows(s cu.Stream, out, x, rows cu.DevicePtr, r, cols int
 func (k *kernels) argmax(s cu.Stream, ids, x cu.DevicePtr, rows, cols int) error {
 	l, err := argmaxLaunch(ptr(ids), ptr(x), rows, cols)
 	return k.launch(s, l, err)
+}
+
+// columns writes out: from each group of group columns of x [rows, cols],
+// width columns from offset (columnsLaunch).
+func (k *kernels) columns(s cu.Stream, out, x cu.DevicePtr, rows, cols, group, offset, width int) error {
+	l, err := columnsLaunch(ptr(out), ptr(x), rows, cols, group, offset, width)
+	return k.launch(s, l, err)
+}
+
+// concat writes out [rows, a+c], x's row then y's (concatLaunch).
+func (k *kernels) concat(s cu.Stream, out, x, y cu.DevicePtr, rows, a, c int) error {
+	l, err := concatLaunch(ptr(out), ptr(x), ptr(y), rows, a, c)
+	return k.launch(s, l, err)
+}
+
+// unary writes out = fn(x), n elements (unaryLaunch).
+func (k *kernels) unary(s cu.Stream, out, x cu.DevicePtr, n int, fn tensor.UnaryFn) error {
+	l, err := unaryLaunch(ptr(out), ptr(x), n, fn)
+	return k.launch(s, l, err)
+}
+
+// mul writes out = x * y, element-wise or by row scalars (mulLaunch).
+func (k *kernels) mul(s cu.Stream, out, x, y cu.DevicePtr, n, d int) error {
+	l, err := mulLaunch(ptr(out), ptr(x), ptr(y), n, d)
+	return k.launch(s, l, err)
+}
+
+// row writes out = x + w (add_row) or x * w (mul_row), w [d] per row
+// (rowLaunch).
+func (k *kernels) row(s cu.Stream, kernel string, out, x, w cu.DevicePtr, n, d int) error {
+	l, err := rowLaunch(kernel, ptr(out), ptr(x), ptr(w), n, d)
+	return k.launch(s, l, err)
+}
+
+// l2Norm writes out = x / max(|x|, eps) per group (l2NormLaunch).
+func (k *kernels) l2Norm(s cu.Stream, out, x cu.DevicePtr, rows, cols, group int, eps float32) error {
+	l, err := l2NormLaunch(ptr(out), ptr(x), rows, cols, group, eps)
+	return k.launch(s, l, err)
+}
+
+// shortConv writes out [rows, channels]: the causal depthwise conv of x over
+// each row's window in state, which it advances (shortConvLaunch).
+func (k *kernels) shortConv(s cu.Stream, out, x, w, state cu.DevicePtr, sr stateRows, rows, channels, kernel int) error {
+	l, err := shortConvLaunch(ptr(out), ptr(x), ptr(w), ptr(state), sr, rows, channels, kernel)
+	return k.launch(s, l, err)
+}
+
+// deltaRule writes out: the gated delta rule over each row's state, which
+// it advances (deltaRuleLaunch).
+func (k *kernels) deltaRule(s cu.Stream, out, q, kk, v, g, beta, state cu.DevicePtr, sr stateRows, rows int, a tensor.StateArgs) error {
+	l, err := deltaRuleLaunch(ptr(out), ptr(q), ptr(kk), ptr(v), ptr(g), ptr(beta), ptr(state), sr, rows, a)
+	return k.launch(s, l, err)
+}
+
+// moe runs an MoE op into out from h and router with the stacked expert
+// weights and the op's scratch, all on the device (moeLaunches).
+func (k *kernels) moe(s cu.Stream, out, h, router, scratch cu.DevicePtr, gate, up, down deviceTensor, rows, cols int, a tensor.MoEArgs) error {
+	w := moeExperts{gate: ptr(gate.ptr), up: ptr(up.ptr), down: ptr(down.ptr), gateDT: gate.dt, upDT: up.dt, downDT: down.dt}
+	ls, err := moeLaunches(ptr(out), ptr(h), ptr(router), ptr(scratch), w, rows, cols, a)
+	if err != nil {
+		return err
+	}
+	for _, l := range ls {
+		if err := k.launch(s, l, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }

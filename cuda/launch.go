@@ -39,12 +39,14 @@ func spec(kernel string, d launchDims, args ...uint64) (launchSpec, error) {
 }
 
 // matmulDTypes are the weight dtypes with matmul and get_rows kernels.
-var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0}
+var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.IQ4_NL}
 
 // kernelNames is every kernel the launches below use: the module must
 // define them all.
 func kernelNames() ([]string, error) {
-	names := []string{"quantize_q8", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows", "argmax_rows"}
+	names := []string{"quantize_q8", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows", "argmax_rows",
+		"columns", "concat", "unary", "mul", "add_row", "mul_row", "l2_norm", "short_conv", "delta_rule",
+		"moe_route", "moe_matmul", "moe_combine"}
 	for _, dt := range matmulDTypes {
 		for _, nt := range gemvVariants {
 			names = append(names, gemvKernel(dt, nt))
@@ -102,7 +104,8 @@ func rmsNormLaunch(out, x, w devPtr, rows, cols, group int, eps float32) (launch
 
 // quantizeQ8Launch writes x [rows, cols] f32 as Q8_0 blocks into dst
 // (rows*cols/32 blocks of 34 bytes: fp16 d, 32 int8), row-major, exactly as
-// the CPU backend quantizes activations. cols must be a multiple of 32.
+// the CPU backend quantizes activations, then their Q8_1 sums (q8Bytes).
+// cols must be a multiple of 32.
 func quantizeQ8Launch(dst, x devPtr, rows, cols int) (launchSpec, error) {
 	if rows < 0 || cols < 0 || cols%tensor.QK != 0 {
 		return launchSpec{}, fmt.Errorf("cuda: quantize_q8: row width %d is not a multiple of %d", cols, tensor.QK)
@@ -115,15 +118,15 @@ func quantizeQ8Launch(dst, x devPtr, rows, cols int) (launchSpec, error) {
 }
 
 // matmulLaunch writes out [rows, outN] = x [rows, in] . w[outN, in]^T, w of
-// dtype dt in its GGUF bytes. For Q8_0 and Q4_0 weights xq must hold x
-// quantized by quantize_q8 (x is not read); for float weights x is read and
-// xq ignored.
+// dtype dt in its GGUF bytes. For weights whose dot type is Q8_0
+// (quantized) xq must hold x quantized by quantize_q8 (x is not read); for
+// float weights x is read and xq ignored.
 func matmulLaunch(out, x, xq, w devPtr, dt tensor.DType, rows, in, outN int) (launchSpec, error) {
 	p, err := planMatmul(dt, rows, in, outN)
 	if err != nil {
 		return launchSpec{}, err
 	}
-	if quant := dt == tensor.Q8_0 || dt == tensor.Q4_0; quant && xq == 0 {
+	if quant := quantized(dt); quant && xq == 0 {
 		return launchSpec{}, fmt.Errorf("cuda: matmul: %v weights need the quantized activations", dt)
 	} else if !quant && x == 0 {
 		return launchSpec{}, fmt.Errorf("cuda: matmul: %v weights need the f32 activations", dt)
@@ -136,8 +139,9 @@ func matmulLaunch(out, x, xq, w devPtr, dt tensor.DType, rows, in, outN int) (la
 }
 
 // ropeLaunch writes out [rows, cols] = x with every head rotated by its
-// row's position (pos [rows] int32). out must not be x.
-func ropeLaunch(out, x, pos devPtr, rows, cols int, a tensor.RoPEArgs) (launchSpec, error) {
+// row's position (pos [rows] int32), pair i's angle divided by factors[i]
+// (a.Dims/2 f32) unless factors is 0. out must not be x.
+func ropeLaunch(out, x, pos, factors devPtr, rows, cols int, a tensor.RoPEArgs) (launchSpec, error) {
 	if a.HeadDim <= 0 || cols%a.HeadDim != 0 || a.Dims <= 0 || a.Dims > a.HeadDim || a.Dims%2 != 0 || a.Dims > ropeMaxDims {
 		return launchSpec{}, fmt.Errorf("cuda: rope: bad head_dim %d / dims %d for row width %d", a.HeadDim, a.Dims, cols)
 	}
@@ -159,7 +163,7 @@ func ropeLaunch(out, x, pos devPtr, rows, cols int, a tensor.RoPEArgs) (launchSp
 	if a.Mode == tensor.RoPENeox {
 		neox = 1
 	}
-	return spec("rope", rowGeometry(rows), out, x, pos, intArg(cols), intArg(a.HeadDim), intArg(a.Dims), intArg(neox), f32Arg(thetaScale))
+	return spec("rope", rowGeometry(rows), out, x, pos, factors, intArg(cols), intArg(a.HeadDim), intArg(a.Dims), intArg(neox), f32Arg(thetaScale))
 }
 
 // kvWriteLaunch encodes row t of kx and vx [rows, kvDim] f32 into slot
@@ -248,4 +252,216 @@ func argmaxLaunch(ids, x devPtr, rows, cols int) (launchSpec, error) {
 		return launchSpec{}, nil
 	}
 	return spec("argmax_rows", dims1(rows, argmaxThreads), ids, x, intArg(cols))
+}
+
+// columnsLaunch writes out [rows, cols/group*width]: from each group of
+// group columns of x [rows, cols], the width columns from offset.
+func columnsLaunch(out, x devPtr, rows, cols, group, offset, width int) (launchSpec, error) {
+	if group <= 0 || cols%group != 0 || offset < 0 || width <= 0 || offset+width > group || cols > maxInt32 || rows < 0 {
+		return launchSpec{}, fmt.Errorf("cuda: columns: group %d offset %d width %d do not fit row width %d", group, offset, width, cols)
+	}
+	n := rows * (cols / group * width)
+	if n == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("columns", elemGeometry(n), out, x, intArg(n), intArg(cols), intArg(group), intArg(offset), intArg(width))
+}
+
+// concatLaunch writes out [rows, a+c]: each row x's [a] then y's [c].
+func concatLaunch(out, x, y devPtr, rows, a, c int) (launchSpec, error) {
+	if rows < 0 || a < 0 || c < 0 || a+c > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: concat: %d rows of %d and %d", rows, a, c)
+	}
+	n := rows * (a + c)
+	if n == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("concat", elemGeometry(n), out, x, y, intArg(n), intArg(a), intArg(c))
+}
+
+// unaryLaunch writes out = fn(x), n elements.
+func unaryLaunch(out, x devPtr, n int, fn tensor.UnaryFn) (launchSpec, error) {
+	if fn < tensor.Sigmoid || fn > tensor.Softplus {
+		return launchSpec{}, fmt.Errorf("cuda: unary: unknown function %v", fn)
+	}
+	if n <= 0 {
+		return launchSpec{}, nil
+	}
+	return spec("unary", elemGeometry(n), out, x, intArg(n), intArg(int(fn)))
+}
+
+// mulLaunch writes out = x * y, n elements: element-wise with y of n
+// elements (d = 0), or each row of d elements of x times its row's y [1].
+func mulLaunch(out, x, y devPtr, n, d int) (launchSpec, error) {
+	if d < 0 || d > maxInt32 || (d > 0 && n%d != 0) {
+		return launchSpec{}, fmt.Errorf("cuda: mul: %d elements in rows of %d", n, d)
+	}
+	if n <= 0 {
+		return launchSpec{}, nil
+	}
+	return spec("mul", elemGeometry(n), out, x, y, intArg(n), intArg(d))
+}
+
+// rowLaunch writes out = x + w (kernel add_row) or x * w (mul_row), w [d]
+// f32 repeated over the rows of x (n elements).
+func rowLaunch(kernel string, out, x, w devPtr, n, d int) (launchSpec, error) {
+	if d <= 0 || d > maxInt32 || n%d != 0 {
+		return launchSpec{}, fmt.Errorf("cuda: %s: %d elements in rows of %d", kernel, n, d)
+	}
+	if n <= 0 {
+		return launchSpec{}, nil
+	}
+	return spec(kernel, elemGeometry(n), out, x, w, intArg(n), intArg(d))
+}
+
+// l2NormLaunch writes out [rows, cols] = x with each contiguous group of
+// group elements divided by max(its L2 norm, eps).
+func l2NormLaunch(out, x devPtr, rows, cols, group int, eps float32) (launchSpec, error) {
+	if rows < 0 || cols < 0 || group <= 0 || group > maxInt32 || cols%group != 0 {
+		return launchSpec{}, fmt.Errorf("cuda: l2_norm: group %d does not divide row width %d", group, cols)
+	}
+	n := rows * cols / group
+	if n == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("l2_norm", warpItemGeometry(n), out, x, intArg(n), intArg(group), f32Arg(eps))
+}
+
+// shortConvMaxKernel is the most taps short_conv takes (SHORT_CONV_MAX_K).
+const shortConvMaxKernel = 16
+
+// stateRows are the per-row state bindings of a stateful op: the slot
+// each row reads and the one it writes (int32 [rows], exec.Batch.StateRows)
+// and the rows' positions (a row at position 0 starts from zeros).
+type stateRows struct{ read, write, pos devPtr }
+
+// shortConvLaunch writes out [rows, channels]: the causal depthwise conv
+// of x with taps w [channels, kernel] f32 over each row's window in the
+// state area (slots of (kernel-1)*channels f32), which it advances.
+func shortConvLaunch(out, x, w, state devPtr, sr stateRows, rows, channels, kernel int) (launchSpec, error) {
+	if kernel < 1 || kernel > shortConvMaxKernel || channels < 1 || channels > maxInt32 || rows < 0 || rows > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: short_conv: %d rows of %d channels, kernel %d (at most %d)", rows, channels, kernel, shortConvMaxKernel)
+	}
+	if rows == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("short_conv", elemGeometry(channels), out, x, w, state, sr.read, sr.write, sr.pos, intArg(rows), intArg(channels), intArg(kernel))
+}
+
+// deltaRuleThreads is the most threads of a delta_rule block: one per
+// column of a value head's state.
+const deltaRuleThreads = 128
+
+// deltaRuleLaunch writes out [rows, ValueHeads*ValueDim]: the gated delta
+// rule of q, k, v, g and beta over each row's state in the state area
+// (slots of a.DeltaStateFloats() f32), which it advances.
+func deltaRuleLaunch(out, q, k, v, g, beta, state devPtr, sr stateRows, rows int, a tensor.StateArgs) (launchSpec, error) {
+	if a.KeyHeads < 1 || a.ValueHeads%a.KeyHeads != 0 || a.KeyDim < 1 || a.ValueDim < 1 || a.ValueHeads > maxGridX ||
+		rows < 0 || rows > maxInt32 || int64(a.ValueHeads)*int64(a.ValueDim) > maxInt32 || int64(a.KeyHeads)*int64(a.KeyDim) > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: delta_rule: %d key heads of %d, %d value heads of %d", a.KeyHeads, a.KeyDim, a.ValueHeads, a.ValueDim)
+	}
+	if rows == 0 {
+		return launchSpec{}, nil
+	}
+	block := min(deltaRuleThreads, ceilDiv(a.ValueDim, warpSize)*warpSize)
+	d := launchDims{grid: [3]int{a.ValueHeads, ceilDiv(a.ValueDim, block), 1}, block: [3]int{block, 1, 1}}
+	return spec("delta_rule", d, out, q, k, v, g, beta, state, sr.read, sr.write, sr.pos, intArg(rows),
+		intArg(a.KeyHeads), intArg(a.KeyDim), intArg(a.ValueHeads), intArg(a.ValueDim), f32Arg(a.Scale))
+}
+
+// moeMaxTopK is the most experts a row may be routed to (moe_route keeps
+// them in a 32-entry array); moeMaxExperts the most experts it routes among.
+const (
+	moeMaxTopK    = 32
+	moeMaxExperts = 1 << 16
+)
+
+// moeRouteLaunch writes ids [rows, a.TopK] int32 and wts [rows, a.TopK]:
+// each row's most probable experts under the softmax of router [rows,
+// a.Experts] and their probabilities (renormalised with a.Normalize).
+func moeRouteLaunch(ids, wts, router devPtr, rows int, a tensor.MoEArgs) (launchSpec, error) {
+	if a.Experts < 1 || a.Experts > moeMaxExperts || a.TopK < 1 || a.TopK > min(a.Experts, moeMaxTopK) || rows < 0 || rows > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: moe: %d experts, top %d (at most %d), %d rows", a.Experts, a.TopK, moeMaxTopK, rows)
+	}
+	if rows == 0 {
+		return launchSpec{}, nil
+	}
+	norm := 0
+	if a.Normalize {
+		norm = 1
+	}
+	return spec("moe_route", warpItemGeometry(rows), ids, wts, router, intArg(rows), intArg(a.Experts), intArg(a.TopK), intArg(norm))
+}
+
+// moeMatmulLaunch writes out [slots, n]: slot s's input row x[s/xdiv]
+// (rows of in f32) times the n rows of expert ids[s] in the stacked float
+// weight w of dtype dt (F32, F16, BF16).
+func moeMatmulLaunch(out, x, w, ids devPtr, dt tensor.DType, slots, in, n, xdiv int) (launchSpec, error) {
+	if moeExpertDType(dt) != "" {
+		return launchSpec{}, fmt.Errorf("cuda: moe: expert weights of dtype %v: %s", dt, moeExpertDType(dt))
+	}
+	rb, err := dt.RowBytes(in)
+	if err != nil || slots < 0 || slots > maxGridX || in < 1 || n < 1 || in > maxInt32 || ceilDiv(n, itemWarps) > maxGridYZ || xdiv < 1 {
+		return launchSpec{}, fmt.Errorf("cuda: moe: %d slots of %d x %d (input every %d): %v", slots, in, n, xdiv, err)
+	}
+	if slots == 0 {
+		return launchSpec{}, nil
+	}
+	d := launchDims{grid: [3]int{slots, ceilDiv(n, itemWarps), 1}, block: [3]int{itemWarps * warpSize, 1, 1}}
+	return spec("moe_matmul", d, out, x, w, ids, intArg(int(dt)), intArg(in), intArg(n), intArg(xdiv), intArg(rb))
+}
+
+// moeCombineLaunch writes out [rows, cols]: each row's expert outputs res
+// [rows*topK, cols] summed with their weights wts [rows, topK], in order.
+func moeCombineLaunch(out, res, wts devPtr, rows, cols, topK int) (launchSpec, error) {
+	if rows < 0 || cols < 1 || cols > maxInt32 || topK < 1 {
+		return launchSpec{}, fmt.Errorf("cuda: moe: combine %d rows of %d from %d experts", rows, cols, topK)
+	}
+	n := rows * cols
+	if n == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("moe_combine", elemGeometry(n), out, res, wts, intArg(n), intArg(topK), intArg(cols))
+}
+
+// moeExperts are an MoE op's stacked expert weights: device addresses and
+// dtypes of gate and up [Experts*FFN, cols] and down [Experts*cols, FFN].
+type moeExperts struct {
+	gate, up, down       devPtr
+	gateDT, upDT, downDT tensor.DType
+}
+
+// moeLaunches are the launches of an MoE op (tensor.Builder.MoE) writing
+// out [rows, cols] from h [rows, cols] and router [rows, a.Experts], its
+// intermediates in the scratch at scratch (newMoEScratch): the routing,
+// the routed experts' gate and up, swiglu, down, and the weighted sum in
+// routing order, with no host round trip between them.
+func moeLaunches(out, h, router, scratch devPtr, w moeExperts, rows, cols int, a tensor.MoEArgs) ([]launchSpec, error) {
+	sc := newMoEScratch(rows, cols, a)
+	at := func(off int64) devPtr { return scratch + devPtr(off) }
+	slots := rows * a.TopK
+	var ls []launchSpec
+	for _, l := range []func() (launchSpec, error){
+		func() (launchSpec, error) { return moeRouteLaunch(at(sc.ids), at(sc.wts), router, rows, a) },
+		func() (launchSpec, error) {
+			return moeMatmulLaunch(at(sc.gate), h, w.gate, at(sc.ids), w.gateDT, slots, cols, a.FFN, a.TopK)
+		},
+		func() (launchSpec, error) {
+			return moeMatmulLaunch(at(sc.up), h, w.up, at(sc.ids), w.upDT, slots, cols, a.FFN, a.TopK)
+		},
+		func() (launchSpec, error) { return swigluLaunch(at(sc.gate), at(sc.gate), at(sc.up), slots*a.FFN) },
+		func() (launchSpec, error) {
+			return moeMatmulLaunch(at(sc.res), at(sc.gate), w.down, at(sc.ids), w.downDT, slots, a.FFN, cols, 1)
+		},
+		func() (launchSpec, error) { return moeCombineLaunch(out, at(sc.res), at(sc.wts), rows, cols, a.TopK) },
+	} {
+		spec, err := l()
+		if err != nil {
+			return nil, err
+		}
+		if spec.kernel != "" {
+			ls = append(ls, spec)
+		}
+	}
+	return ls, nil
 }

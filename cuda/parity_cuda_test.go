@@ -125,7 +125,7 @@ func (p pair) run(t *testing.T, f *weights.File, rec func(b *tensor.Builder, row
 
 func TestMatMulParity(t *testing.T) {
 	const vocab, in, out = 40, 256, 96
-	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0} {
+	for _, dt := range matmulDTypes {
 		r := rand.New(rand.NewPCG(1, uint64(dt)))
 		f := memFile(t, randTensor(r, "x", tensor.F32, vocab, in), randTensor(r, "w", dt, out, in))
 		p := newPair(t, f, exec.KVLayout{Layers: 1, KVDim: 32, BlockTokens: 16, Blocks: 8}, false)
@@ -147,7 +147,7 @@ func TestMatMulParity(t *testing.T) {
 
 func TestGetRowsParity(t *testing.T) {
 	const vocab, cols = 50, 128
-	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0} {
+	for _, dt := range matmulDTypes {
 		r := rand.New(rand.NewPCG(2, uint64(dt)))
 		f := memFile(t, randTensor(r, "e", dt, vocab, cols))
 		p := newPair(t, f, exec.KVLayout{Layers: 1, KVDim: 32, BlockTokens: 16, Blocks: 8}, false)

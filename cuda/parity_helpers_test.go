@@ -9,6 +9,7 @@ package cuda
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -19,8 +20,9 @@ import (
 )
 
 // randTensor returns a [rows, cols] weight of dt with random contents:
-// normal values for float dtypes, random quants and fp16 scales for Q8_0
-// and Q4_0.
+// normal values for float dtypes, random quants (and high bits) and fp16
+// scales (and offsets) for the 32-blocks of Q8_0, Q4_0, Q5_0, IQ4_NL,
+// Q4_1 and Q5_1.
 func randTensor(r *rand.Rand, name string, dt tensor.DType, rows, cols int) *weights.Tensor {
 	rb, err := dt.RowBytes(cols)
 	if err != nil {
@@ -43,14 +45,18 @@ func randTensor(r *rand.Rand, name string, dt tensor.DType, rows, cols int) *wei
 			for i := range cols {
 				binary.LittleEndian.PutUint16(b[2*i:], tensor.F32ToBF16(float32(r.NormFloat64())))
 			}
-		case tensor.Q8_0, tensor.Q4_0:
-			bs := 34
-			if dt == tensor.Q4_0 {
-				bs = 18
+		case tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.IQ4_NL, tensor.Q4_1, tensor.Q5_1:
+			bs := dt.BlockBytes() // an fp16 scale (and offset), then quants and high bits
+			from := 2
+			if dt == tensor.Q4_1 || dt == tensor.Q5_1 {
+				from = 4
 			}
 			for blk := range cols / 32 {
 				binary.LittleEndian.PutUint16(b[blk*bs:], scale())
-				for i := 2; i < bs; i++ {
+				if from == 4 {
+					binary.LittleEndian.PutUint16(b[blk*bs+2:], scale()^0x8000) // a negative offset
+				}
+				for i := from; i < bs; i++ {
 					b[blk*bs+i] = byte(r.IntN(256))
 				}
 			}
@@ -77,9 +83,16 @@ func memFile(t *testing.T, ts ...*weights.Tensor) *weights.File {
 // the scale of want (max |want|, at least 1), printing the first values.
 func near(t *testing.T, what string, want, got []float32, tol float64) {
 	t.Helper()
+	if msg := nearDiff(want, got, tol); msg != "" {
+		t.Errorf("%s: %s", what, msg)
+	}
+}
+
+// nearDiff is near's check: "" when got is within tol of want, else what
+// differs.
+func nearDiff(want, got []float32, tol float64) string {
 	if len(want) != len(got) {
-		t.Errorf("%s: %d values, want %d", what, len(got), len(want))
-		return
+		return fmt.Sprintf("%d values, want %d", len(got), len(want))
 	}
 	scale := 1.0
 	for _, v := range want {
@@ -97,9 +110,10 @@ func near(t *testing.T, what string, want, got []float32, tol float64) {
 	}
 	if worst > tol*scale {
 		n := min(8, len(want))
-		t.Errorf("%s: max |diff| %.3g at %d (scale %.3g, tolerance %.3g)\n  cpu  %v\n  cuda %v\n  at %d: cpu %v cuda %v",
-			what, worst, at, scale, tol*scale, want[:n], got[:n], at, want[at], got[at])
+		return fmt.Sprintf("max |diff| %.3g at %d (scale %.3g, tolerance %.3g)\n  cpu  %v\n  cuda %v\n  at %d: cpu %v cuda %v",
+			worst, at, scale, tol*scale, want[:n], got[:n], at, want[at], got[at])
 	}
+	return ""
 }
 
 func seqBatch(tokens, positions, rowSeq []int32, tables [][]int32, logitRows []int32) *exec.Batch {

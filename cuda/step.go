@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 )
@@ -20,17 +21,46 @@ import (
 //	logitRows [LogitRows]  rows whose logits are output; pad entries 0
 //	tables    [blocks+1]   the block tables of the step's sequences, each once and cut
 //	                       after the last block a row reads, then the pad table [blocks]
+//	stateRead [Rows]       recurrent state slot the row reads (exec.Batch.StateRows); pad
+//	                       rows, and every row of a batch without state slots, the pad slot
+//	stateWrite [Rows]      recurrent state slot the row writes; the same pad slot
+//	floats    [...]        each float input (tensor.Builder.InputF32, a draft pass's
+//	                       hidden states) as float bits, [rows, cols] row-major, the rows
+//	                       past the batch's zero (Floats, added by addFloat)
 //
 // Pad rows (a step with fewer rows than its bucket) are token 0 at position
 // 0 of a sequence whose only block is the pad block, id blocks, that the
 // backend reserves past the engine's blocks: they compute harmless values
-// that nothing reads.
+// that nothing reads; their recurrent state is the pad slot, StateSlots,
+// past the engine's slots.
 type stepLayout struct {
 	Rows, LogitRows int
 	Blocks          int // KV blocks of the engine; the pad block is Blocks
+	// StateSlots is the engine's recurrent state slots (the pad slot is
+	// StateSlots); Stateful says the graph has stateful ops, so a batch
+	// must bind every sequence's slot.
+	StateSlots int
+	Stateful   bool
 	// word offsets
-	Tokens, Positions, Slots, RowTables, Reach, LogitRowsAt, Tables int
-	Words                                                           int
+	Tokens, Positions, Slots, RowTables, Reach, LogitRowsAt, Tables, StateRead, StateWrite int
+	Words                                                                                  int
+	Floats                                                                                 []stepFloat
+}
+
+// stepFloat is a float input of the step buffer: Rows x Cols floats at
+// word At, bound to exec.Batch.Floats[Name].
+type stepFloat struct {
+	Name           string
+	Rows, Cols, At int
+}
+
+// addFloat places a float input of rows x cols at the end of the buffer
+// and returns its word offset.
+func (l *stepLayout) addFloat(name string, rows, cols int) int {
+	at := l.Words
+	l.Floats = append(l.Floats, stepFloat{Name: name, Rows: rows, Cols: cols, At: at})
+	l.Words += rows * cols
+	return at
 }
 
 func newStepLayout(rows, logitRows, blocks int) stepLayout {
@@ -42,7 +72,9 @@ func newStepLayout(rows, logitRows, blocks int) stepLayout {
 	l.Reach = 4 * rows
 	l.LogitRowsAt = 5 * rows
 	l.Tables = 5*rows + logitRows
-	l.Words = l.Tables + blocks + 1
+	l.StateRead = l.Tables + blocks + 1
+	l.StateWrite = l.StateRead + rows
+	l.Words = l.StateWrite + rows
 	return l
 }
 
@@ -54,6 +86,7 @@ type stepPacker struct {
 	seqTable []int32 // [sequences] offset of each sequence's table; -1 until packed
 	seqNeed  []int32 // [sequences] blocks of its table that rows read
 	seqLast  []int32 // [sequences] the last position of its rows
+	seqSeen  []int32 // [sequences] its rows so far (state snapshots)
 }
 
 // pack writes b into dst ([l.Words]) padded to l's shape, after checking
@@ -133,6 +166,23 @@ func (p *stepPacker) pack(dst []int32, l stepLayout, b *exec.Batch, blockTokens,
 		dst[l.Slots+t] = blk*int32(blockTokens) + pos%int32(blockTokens)
 		dst[l.RowTables+t], dst[l.Reach+t] = p.seqTable[s], p.seqLast[s]
 	}
+	if err := p.packState(dst, l, b); err != nil {
+		return err
+	}
+	for _, f := range l.Floats {
+		v, ok := b.Floats[f.Name]
+		if !ok && rows > 0 {
+			return fmt.Errorf("cuda: no binding for f32 input %q", f.Name)
+		}
+		if len(v)%f.Cols != 0 || len(v) > f.Rows*f.Cols {
+			return fmt.Errorf("cuda: f32 input %q has %d values, graph recorded %dx%d", f.Name, len(v), f.Rows, f.Cols)
+		}
+		w := dst[f.At : f.At+f.Rows*f.Cols]
+		for i, x := range v {
+			w[i] = int32(math.Float32bits(x))
+		}
+		clear(w[len(v):])
+	}
 	for i := range l.LogitRows {
 		if i >= logitRows {
 			dst[l.LogitRowsAt+i] = 0
@@ -143,6 +193,64 @@ func (p *stepPacker) pack(dst []int32, l stepLayout, b *exec.Batch, blockTokens,
 			return fmt.Errorf("cuda: logit row %d out of range [0,%d)", r, rows)
 		}
 		dst[l.LogitRowsAt+i] = r
+	}
+	return nil
+}
+
+// packState writes the state slot each row reads and writes, as
+// exec.Batch.StateRows, after checking every slot is below l.StateSlots and
+// every verifying sequence has a snapshot slot per row; pad rows, and all
+// rows of a batch without state slots, get the pad slot.
+func (p *stepPacker) packState(dst []int32, l stepLayout, b *exec.Batch) error {
+	rows := len(b.Tokens)
+	pad := int32(l.StateSlots)
+	if b.StateSlots == nil {
+		if l.Stateful && rows > 0 {
+			return fmt.Errorf("cuda: a graph with recurrent state needs the batch's state slots")
+		}
+		for t := range l.Rows {
+			dst[l.StateRead+t], dst[l.StateWrite+t] = pad, pad
+		}
+		return nil
+	}
+	if len(b.StateSlots) != len(b.Tables) {
+		return fmt.Errorf("cuda: %d state slots for %d sequences", len(b.StateSlots), len(b.Tables))
+	}
+	inRange := func(s int, slot int32) error {
+		if slot < 0 || slot >= pad {
+			return fmt.Errorf("cuda: sequence %d: state slot %d out of range [0,%d)", s, slot, pad)
+		}
+		return nil
+	}
+	p.seqSeen = resize(p.seqSeen, len(b.Tables))
+	for s, slot := range b.StateSlots {
+		p.seqSeen[s] = 0
+		if err := inRange(s, slot); err != nil {
+			return err
+		}
+	}
+	for t := range l.Rows {
+		if t >= rows {
+			dst[l.StateRead+t], dst[l.StateWrite+t] = pad, pad
+			continue
+		}
+		s := b.RowSeq[t]
+		read, write := b.StateSlots[s], b.StateSlots[s]
+		if int(s) < len(b.StateSnapshots) && b.StateSnapshots[s] != nil {
+			snaps, j := b.StateSnapshots[s], p.seqSeen[s]
+			if int(j) >= len(snaps) {
+				return fmt.Errorf("cuda: sequence %d: %d state snapshots for more rows", s, len(snaps))
+			}
+			if j > 0 {
+				read = snaps[j-1]
+			}
+			write = snaps[j]
+			if err := inRange(int(s), write); err != nil {
+				return err
+			}
+		}
+		p.seqSeen[s]++
+		dst[l.StateRead+t], dst[l.StateWrite+t] = read, write
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -11,12 +12,12 @@ import (
 
 func TestStepLayout(t *testing.T) {
 	l := newStepLayout(4, 2, 6)
-	want := stepLayout{Rows: 4, LogitRows: 2, Blocks: 6, Tokens: 0, Positions: 4, Slots: 8, RowTables: 12, Reach: 16, LogitRowsAt: 20, Tables: 22, Words: 29}
+	want := stepLayout{Rows: 4, LogitRows: 2, Blocks: 6, Tokens: 0, Positions: 4, Slots: 8, RowTables: 12, Reach: 16, LogitRowsAt: 20, Tables: 22, StateRead: 29, StateWrite: 33, Words: 37}
 	if diff := cmp.Diff(want, l); diff != "" {
 		t.Fatalf("layout (-want +got):\n%s", diff)
 	}
-	if l.Bytes() != 116 {
-		t.Errorf("Bytes = %d, want 116", l.Bytes())
+	if l.Bytes() != 148 {
+		t.Errorf("Bytes = %d, want 148", l.Bytes())
 	}
 }
 
@@ -48,6 +49,7 @@ func TestStepPack(t *testing.T) {
 		5, 8, 8, 0, // reach: each sequence's last position in the step
 		0, 2, 0, 0, // logit rows, padded with row 0
 		3, 5, 0, 2, 4, -99, 6, // tables: seq 0 (2 blocks), seq 1 (3 blocks), unused word, pad table
+		0, 0, 0, 0, 0, 0, 0, 0, // state read and write: no state slots, all the pad slot (0 of 0)
 	}
 	if diff := cmp.Diff(want, dst); diff != "" {
 		t.Errorf("packed (-want +got):\n%s", diff)
@@ -60,7 +62,7 @@ func TestStepPack(t *testing.T) {
 	if err := p.pack(dst1, l1, full, 4, 100); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]int32{1, 0, 8, 0, 0, 0, 2, 0, 0, 3}, dst1); diff != "" {
+	if diff := cmp.Diff([]int32{1, 0, 8, 0, 0, 0, 2, 0, 0, 3, 0, 0}, dst1); diff != "" {
 		t.Errorf("packed (-want +got):\n%s", diff)
 	}
 }
@@ -107,5 +109,92 @@ func TestStepPackRejects(t *testing.T) {
 	dup := &exec.Batch{Tokens: []int32{1, 2}, Positions: []int32{4, 4}, RowSeq: []int32{0, 1}, Tables: [][]int32{{0, 1}, {2, 0}}, LogitRows: []int32{0}}
 	if err := p.pack(make([]int32, l.Words), l, dup, 4, 100); err == nil || !strings.Contains(err.Error(), "more than the cache") {
 		t.Errorf("overfull tables: %v", err)
+	}
+}
+
+func TestStepPackState(t *testing.T) {
+	// Sequence 0 decodes one row in slot 2; sequence 1 verifies three rows
+	// from slot 1 through snapshot slots [1 4 5]; one pad row. 6 slots (the
+	// pad slot is 6).
+	b := func() *exec.Batch {
+		return &exec.Batch{
+			Tokens: []int32{1, 2, 3, 4}, Positions: []int32{9, 3, 4, 5}, RowSeq: []int32{0, 1, 1, 1},
+			Tables: [][]int32{{0, 1, 2}, {3, 4}}, LogitRows: []int32{0},
+			StateSlots: []int32{2, 1}, StateSnapshots: [][]int32{nil, {1, 4, 5}},
+		}
+	}
+	l := newStepLayout(5, 1, 8)
+	l.StateSlots, l.Stateful = 6, true
+	dst := make([]int32, l.Words)
+	var p stepPacker
+	if err := p.pack(dst, l, b(), 4, 100); err != nil {
+		t.Fatal(err)
+	}
+	got := [][]int32{dst[l.StateRead : l.StateRead+5], dst[l.StateWrite : l.StateWrite+5]}
+	want := [][]int32{
+		{2, 1, 1, 4, 6}, // read: row j of the verify reads the snapshot row j-1 wrote
+		{2, 1, 4, 5, 6}, // write
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("state rows (-want +got):\n%s", diff)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*exec.Batch)
+		want string
+	}{
+		{"slot past the reserved", func(b *exec.Batch) { b.StateSlots[0] = 6 }, "state slot 6 out of range"},
+		{"negative slot", func(b *exec.Batch) { b.StateSlots[1] = -1 }, "state slot -1 out of range"},
+		{"snapshot past the reserved", func(b *exec.Batch) { b.StateSnapshots[1][2] = 7 }, "state slot 7 out of range"},
+		{"too few snapshots", func(b *exec.Batch) { b.StateSnapshots[1] = b.StateSnapshots[1][:2] }, "2 state snapshots for more rows"},
+		{"slots for too few sequences", func(b *exec.Batch) { b.StateSlots = b.StateSlots[:1] }, "1 state slots for 2 sequences"},
+		{"no slots for a stateful graph", func(b *exec.Batch) { b.StateSlots, b.StateSnapshots = nil, nil }, "needs the batch's state slots"},
+	} {
+		bb := b()
+		c.edit(bb)
+		if err := p.pack(make([]int32, l.Words), l, bb, 4, 100); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestStepPackFloats(t *testing.T) {
+	// A float input of 4 rows x 2 recorded at a bucket of 4; the batch has
+	// 3 rows, so the last row is zeros.
+	l := newStepLayout(4, 1, 2)
+	at := l.addFloat("hidden", 4, 2)
+	if at != 32 || l.Words != 40 {
+		t.Fatalf("float input at word %d of %d, want 32 of 40", at, l.Words)
+	}
+	b := &exec.Batch{Tokens: []int32{1, 2, 3}, Positions: []int32{0, 1, 2}, RowSeq: []int32{0, 0, 0}, Tables: [][]int32{{0}},
+		LogitRows: []int32{2}, Floats: map[string][]float32{"hidden": {1, -2, 0.5, 3, 4, -1e30}}}
+	dst := make([]int32, l.Words)
+	for i := range dst {
+		dst[i] = -99
+	}
+	var p stepPacker
+	if err := p.pack(dst, l, b, 4, 100); err != nil {
+		t.Fatal(err)
+	}
+	var got []float32
+	for _, w := range dst[at:] {
+		got = append(got, math.Float32frombits(uint32(w)))
+	}
+	if diff := cmp.Diff([]float32{1, -2, 0.5, 3, 4, -1e30, 0, 0}, got); diff != "" {
+		t.Errorf("floats (-want +got):\n%s", diff)
+	}
+	for name, floats := range map[string]map[string][]float32{
+		"missing":  nil,
+		"ragged":   {"hidden": {1, 2, 3}},
+		"too many": {"hidden": make([]float32, 10)},
+	} {
+		b.Floats = floats
+		if err := p.pack(dst, l, b, 4, 100); err == nil {
+			t.Errorf("%s float input: packed", name)
+		}
+	}
+	// The capture's empty batch binds zeros.
+	if err := p.pack(dst, l, &exec.Batch{}, 4, 100); err != nil || dst[at] != 0 {
+		t.Errorf("empty batch: %v, first float word %d", err, dst[at])
 	}
 }

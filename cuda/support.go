@@ -34,17 +34,17 @@ var opSupport = map[string]string{
 	"add":         "",
 	"swiglu":      "",
 	"select_rows": "",
-	"add_row":     "no CUDA kernel yet (the CPU backend runs it)",
+	"add_row":     "",
 	// Hybrid models (Qwen3.5's Gated DeltaNet and gated attention).
-	"columns":    noOpKernelYet,
-	"unary":      noOpKernelYet,
-	"mul":        noOpKernelYet,
-	"mul_row":    noOpKernelYet,
-	"l2_norm":    noOpKernelYet,
-	"short_conv": noOpKernelYet + "; the backend reserves no recurrent state",
-	"delta_rule": noOpKernelYet + "; the backend reserves no recurrent state",
-	"moe":        noOpKernelYet,
-	"concat":     noOpKernelYet,
+	"columns":    "",
+	"unary":      "",
+	"mul":        "",
+	"mul_row":    "",
+	"l2_norm":    "",
+	"concat":     "",
+	"short_conv": "",
+	"delta_rule": "",
+	"moe":        "",
 }
 
 // noOpKernelYet is why an op the CPU backend runs has no CUDA kernel.
@@ -67,15 +67,15 @@ var weightDTypes = map[tensor.DType]string{
 	tensor.Q8_0:   "",
 	tensor.Q4_0:   "",
 	tensor.I32:    notAWeight,
-	tensor.Q4_1:   noKernelYet,
-	tensor.Q5_0:   noKernelYet,
-	tensor.Q5_1:   noKernelYet,
+	tensor.Q4_1:   "",
+	tensor.Q5_0:   "",
+	tensor.Q5_1:   "",
 	tensor.Q2_K:   noKernelYet,
 	tensor.Q3_K:   noKernelYet,
 	tensor.Q4_K:   noKernelYet,
 	tensor.Q5_K:   noKernelYet,
 	tensor.Q6_K:   noKernelYet,
-	tensor.IQ4_NL: noKernelYet,
+	tensor.IQ4_NL: "",
 	tensor.IQ4_XS: noKernelYet,
 	tensor.Q8_1:   notAWeight,
 	tensor.Q8_K:   notAWeight,
@@ -89,6 +89,19 @@ func weightKernelDType(dt tensor.DType) string {
 		return "a dtype the CUDA backend does not know"
 	}
 	return why
+}
+
+// moeExpertDType reports why MoE expert weights of dt cannot be read by
+// the grouped expert kernel (moe_matmul), which takes float weights ("" if
+// it can).
+func moeExpertDType(dt tensor.DType) string {
+	switch why := weightKernelDType(dt); {
+	case why == notAWeight || why == "a dtype the CUDA backend does not know":
+		return why
+	case dt == tensor.F32 || dt == tensor.F16 || dt == tensor.BF16:
+		return ""
+	}
+	return "no grouped MoE expert kernel for this weight dtype yet (float experts only; the CPU backend runs it)"
 }
 
 // normScaleDType reports why an rms_norm scale of dt cannot be used: the
@@ -135,11 +148,15 @@ func checkGraph(g *tensor.Graph) error {
 		case tensor.OpRMSNorm:
 			w, wop, ok = arg(1)
 			check = normScaleDType
-		case tensor.OpAttention:
-			continue
-		case tensor.OpRoPE:
-			if len(op.Args) > 2 {
-				return fmt.Errorf("cuda: op %d (%v) with frequency factors: the rope kernel has none yet", i, op.Kind)
+		case tensor.OpMoE:
+			for j := 2; j <= 4; j++ { // gate, up, down experts
+				w, wop, ok = arg(j)
+				if !ok {
+					return fmt.Errorf("cuda: op %d (%v): missing argument", i, op.Kind)
+				}
+				if why := moeExpertDType(w.DType); why != "" {
+					return fmt.Errorf("cuda: op %d (%v) of weight %q, dtype %v: %s", i, op.Kind, wop.Name, w.DType, why)
+				}
 			}
 			continue
 		default:

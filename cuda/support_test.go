@@ -143,9 +143,9 @@ func opGraph(t *testing.T, k tensor.OpKind, dt tensor.DType) (g *tensor.Graph, w
 		case "heads":
 			return tensor.F32, 4, cols, true
 		case "experts":
-			return tensor.F32, 4 * 8, cols, true
+			return dt, 4 * 8, cols, true
 		case "experts_down":
-			return tensor.F32, 4 * cols, 8, true
+			return dt, 4 * cols, 8, true
 		}
 		return 0, 0, 0, false
 	})
@@ -195,6 +195,7 @@ func opGraph(t *testing.T, k tensor.OpKind, dt tensor.DType) (g *tensor.Graph, w
 	case tensor.OpMoE:
 		router := b.MatMul(x, b.Weight("heads")) // [rows, 4 experts]
 		y = b.MoE(x, router, b.Weight("experts"), b.Weight("experts"), b.Weight("experts_down"), tensor.MoEArgs{Experts: 4, TopK: 2, FFN: 8})
+		weighted = true
 	default:
 		return nil, false, false
 	}
@@ -228,8 +229,11 @@ func TestCheckGraphRefusesWhatHasNoKernels(t *testing.T) {
 			want := opSupport[k.String()]
 			if want == "" && weighted {
 				want = weightKernelDType(dt)
-				if k == tensor.OpRMSNorm {
+				switch k {
+				case tensor.OpRMSNorm:
 					want = normScaleDType(dt)
+				case tensor.OpMoE:
+					want = moeExpertDType(dt)
 				}
 			}
 			err := checkGraph(g)
@@ -243,7 +247,11 @@ func TestCheckGraphRefusesWhatHasNoKernels(t *testing.T) {
 				if !strings.Contains(msg, "("+k.String()+")") || !strings.Contains(msg, want) {
 					t.Errorf("%v, %v: refusal %q does not name the op and the reason %q", k, dt, msg, want)
 				}
-				if weighted && (!strings.Contains(msg, "dtype "+dt.String()) || !strings.Contains(msg, `"w"`)) {
+				name := `"w"`
+				if k == tensor.OpMoE {
+					name = `"experts"`
+				}
+				if weighted && (!strings.Contains(msg, "dtype "+dt.String()) || !strings.Contains(msg, name)) {
 					t.Errorf("%v, %v: refusal %q does not name the weight and its dtype", k, dt, msg)
 				}
 			}
@@ -251,20 +259,23 @@ func TestCheckGraphRefusesWhatHasNoKernels(t *testing.T) {
 	}
 }
 
-// TestCheckGraphRefusesRoPEFactors: a rope with frequency factors (a
-// third argument) is refused, not run as a plain rope.
-func TestCheckGraphRefusesRoPEFactors(t *testing.T) {
-	g, _, _ := opGraph(t, tensor.OpRoPE, tensor.F32)
-	if err := checkGraph(g); err != nil {
-		t.Fatalf("plain rope: %v", err)
-	}
-	for i, op := range g.Ops {
-		if op.Kind == tensor.OpRoPE {
-			g.Ops[i].Args = append(op.Args, g.Ops[0].Out) // any tensor: the backend must not look further
+// TestCheckGraphTakesRoPEFactors: a rope with frequency factors (a third
+// argument, llama-3 rope scaling) runs on the rope kernel.
+func TestCheckGraphTakesRoPEFactors(t *testing.T) {
+	b := tensor.NewBuilder(func(name string) (tensor.DType, int, int, bool) {
+		if name == "emb" {
+			return tensor.F32, 16, 32, true
 		}
+		return tensor.F32, 1, 8, name == "rope_freqs"
+	})
+	x := b.GetRows(b.Weight("emb"), b.Input("tokens", 2))
+	a := tensor.RoPEArgs{HeadDim: 16, Dims: 16, Base: 10000, Mode: tensor.RoPENorm}
+	b.Output("y", b.RoPEFactors(x, b.Input("positions", 2), b.Weight("rope_freqs"), a))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
 	}
-	err := checkGraph(g)
-	if err == nil || !strings.Contains(err.Error(), "(rope) with frequency factors") {
+	if err := checkGraph(g); err != nil {
 		t.Fatalf("rope with factors: %v", err)
 	}
 }

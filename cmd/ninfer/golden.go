@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"strconv"
 
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/suites/golden"
@@ -15,12 +17,19 @@ import (
 const goldenUsage = `usage:
   ninfer golden record --model FILE [--graph G] --prompts PROMPTS.json [--n 64] --output OUT.json
   ninfer golden verify [--models DIR | --model FILE] [--graph G] [--teacher-forced] GOLDEN.json...
+  ninfer golden drafts --graph G [--model FILE] [--model draft=FILE] SPEC.json...
 
 --teacher-forced feeds each case its golden generated tokens and compares
 the model's argmax at every position with the golden's next token (the
 check for quantized models, whose free-running output is chaotic): it
 passes when at least 99% of a file's positions agree and every position
 whose golden margin is >= 0.5 does.
+
+drafts checks llama-server's speculative goldens (spec-*.json): each prompt
+decoded greedily under the speculative graph G, one request at a time with
+k set to the golden's --spec-draft-n-max, gives plain decoding's tokens and
+exactly the drafted and accepted counts llama-server reported. The target
+model defaults to the golden's, beside the golden's ../models.
 `
 
 func runGolden(args []string, stdout, stderr io.Writer) int {
@@ -33,6 +42,8 @@ func runGolden(args []string, stdout, stderr io.Writer) int {
 		return goldenRecord(args[1:], stdout, stderr)
 	case "verify":
 		return goldenVerify(args[1:], stdout, stderr)
+	case "drafts":
+		return goldenDrafts(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "ninfer golden: unknown subcommand %q\n%s", args[0], goldenUsage)
 	return 2
@@ -159,6 +170,60 @@ func goldenVerify(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "%d/%d cases match\n", total-failed, total)
 	}
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+func goldenDrafts(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("golden drafts", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var mf modelFlags
+	mf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	fail := func(err error) int { fmt.Fprintf(stderr, "ninfer golden drafts: %v\n", err); return 1 }
+	if fs.NArg() == 0 {
+		return fail(errors.New("no speculative golden files given"))
+	}
+	failed, total := 0, 0
+	for _, path := range fs.Args() {
+		f, err := golden.LoadSpec(path)
+		if err != nil {
+			return fail(err)
+		}
+		m := mf
+		if m.model == "" {
+			m.model = filepath.Join(filepath.Dir(path), "..", "models", filepath.Base(f.Model))
+		}
+		m.set.params = maps.Clone(mf.set.params)
+		if _, given := m.set.params["k"]; !given && f.DraftMax() > 0 {
+			if err := m.set.Set("k=" + strconv.Itoa(f.DraftMax())); err != nil {
+				return fail(err)
+			}
+		}
+		opts, err := m.options()
+		if err != nil {
+			return fail(err)
+		}
+		in, err := instance.Open(opts)
+		if err != nil {
+			return fail(err)
+		}
+		mism, err := golden.VerifySpec(context.Background(), in, f)
+		in.Close()
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", path, err))
+		}
+		for _, x := range mism {
+			fmt.Fprintf(stdout, "%s: %s\n", path, x)
+		}
+		failed += len(mism)
+		total += len(f.Results)
+	}
+	fmt.Fprintf(stdout, "%d/%d cases draft as llama-server\n", total-failed, total)
 	if failed > 0 {
 		return 1
 	}

@@ -14,6 +14,10 @@
 #define DT_BF16 3
 #define DT_Q8_0 4
 #define DT_Q4_0 5
+#define DT_Q4_1 7
+#define DT_Q5_0 8
+#define DT_Q5_1 9
+#define DT_IQ4_NL 15
 
 // KV page format codes (cuda/geometry.go kvFormatCode).
 #define KV_F32 0
@@ -172,11 +176,30 @@ __device__ __forceinline__ void st_u32_any(uint8_t* p, uint32_t v) {
     p[3] = (uint8_t)(v >> 24);
 }
 
-// q4_lo and q4_hi unpack the low / high nibbles of 4 Q4_0 bytes into 4
-// signed bytes (nibble - 8). Adding 0x78 to a byte 0..15 cannot carry into
-// the next byte, and flipping bit 7 then maps 0x78..0x87 to -8..7.
-__device__ __forceinline__ int q4_lo(uint32_t v) { return (int)(((v & 0x0f0f0f0fu) + 0x78787878u) ^ 0x80808080u); }
-__device__ __forceinline__ int q4_hi(uint32_t v) { return (int)((((v >> 4) & 0x0f0f0f0fu) + 0x78787878u) ^ 0x80808080u); }
+// q5_bits spreads 4 consecutive high bits (bits 0..3 of h) to bit 4 of
+// each of 4 bytes.
+__device__ __forceinline__ uint32_t q5_bits(uint32_t h) {
+    return ((h & 1u) << 4) | ((h & 2u) << 11) | ((h & 4u) << 18) | ((h & 8u) << 25);
+}
+
+// q5_signed turns 4 bytes of 5-bit values 0..31 (the nibbles n and the
+// spread high bits hb) into 4 signed bytes (value - 16): adding 0x70 to
+// 0..31 cannot carry, and flipping bit 7 maps 0x70..0x8f to -16..15.
+__device__ __forceinline__ int q5_signed(uint32_t n, uint32_t hb) {
+    return (int)(((n | hb) + 0x70707070u) ^ 0x80808080u);
+}
+
+// iq4nl_levels maps 4 bytes of nibbles 0..15 to the IQ4_NL levels
+// (tensor.IQ4NLLevel): two 8-entry __byte_perm lookups into the level
+// table's words, merged by each nibble's bit 3.
+__device__ __forceinline__ int iq4nl_levels(uint32_t n) {
+    const uint32_t lo3 = n & 0x07070707u;
+    const uint32_t sel = (lo3 & 0x7u) | ((lo3 >> 4) & 0x70u) | ((lo3 >> 8) & 0x700u) | ((lo3 >> 12) & 0x7000u);
+    const uint32_t a = __byte_perm(0xbfad9881u, 0xf6eaddcfu, sel); // levels 0..7
+    const uint32_t b = __byte_perm(0x26190d01u, 0x71594535u, sel); // levels 8..15
+    const uint32_t m = ((n >> 3) & 0x01010101u) * 0xffu;
+    return (int)((a & ~m) | (b & m));
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -192,6 +215,18 @@ __device__ __forceinline__ double warp_sum_d(double v) {
         v += __shfl_xor_sync(FULL_MASK, v, o);
     }
     return v;
+}
+
+// warp_sum_squares returns to every lane of a warp the sum of xs[0..n)
+// squared, each square rounded to float and the sum taken in double (the
+// CPU's rms_norm and l2_norm sums).
+__device__ __forceinline__ double warp_sum_squares(const float* xs, int n, int lane) {
+    double sum = 0.0;
+    for (int e = lane; e < n; e += 32) {
+        const float v = xs[e];
+        sum += (double)__fmul_rn(v, v);
+    }
+    return warp_sum_d(sum);
 }
 
 __device__ __forceinline__ float warp_max(float v) {

@@ -9,7 +9,7 @@
 #include "common.cuh"
 
 // load_elem returns element e of a row of dtype dt (F32, F16, BF16, Q8_0,
-// Q4_0) as float, as tensor.DequantizeRow does.
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) as float, as tensor.DequantizeRow does.
 __device__ __forceinline__ float load_elem(const uint8_t* row, int dt, long long e) {
     switch (dt) {
     case DT_F32:
@@ -21,6 +21,33 @@ __device__ __forceinline__ float load_elem(const uint8_t* row, int dt, long long
     case DT_Q8_0: {
         const uint8_t* blk = row + (e / 32) * 34;
         return f16_to_f32(ld_u16(blk)) * (float)(int8_t)blk[2 + e % 32];
+    }
+    case DT_Q5_0: {
+        const uint8_t* blk = row + (e / 32) * 22;
+        const int j = (int)(e % 32);
+        const uint32_t byte = blk[6 + (j & 15)];
+        const uint32_t hi = (blk[2 + j / 8] >> (j % 8)) & 1u; // bit j of the little-endian qh
+        const int v = (int)((j < 16 ? (byte & 0xfu) : (byte >> 4)) | (hi << 4)) - 16;
+        return (float)v * f16_to_f32(ld_u16(blk));
+    }
+    case DT_Q4_1:
+    case DT_Q5_1: { // float(float(q) * d) + m
+        const bool five = dt == DT_Q5_1;
+        const uint8_t* blk = row + (e / 32) * (five ? 24 : 20);
+        const int j = (int)(e % 32);
+        const uint32_t byte = blk[(five ? 8 : 4) + (j & 15)];
+        uint32_t v = j < 16 ? (byte & 0xfu) : (byte >> 4);
+        if (five) {
+            v |= ((blk[4 + j / 8] >> (j % 8)) & 1u) << 4;
+        }
+        return __fadd_rn(__fmul_rn((float)v, f16_to_f32(ld_u16(blk))), f16_to_f32(ld_u16(blk + 2)));
+    }
+    case DT_IQ4_NL: {
+        const uint8_t* blk = row + (e / 32) * 18;
+        const int j = (int)(e % 32);
+        const uint32_t byte = blk[2 + (j & 15)];
+        const int v = (int)(int8_t)(uint8_t)iq4nl_levels(j < 16 ? (byte & 0xfu) : (byte >> 4));
+        return f16_to_f32(ld_u16(blk)) * (float)v;
     }
     default: { // DT_Q4_0
         const uint8_t* blk = row + (e / 32) * 18;
@@ -67,12 +94,7 @@ extern "C" __global__ void rms_norm(float* out, const float* x, const float* w, 
     }
     const float* xs = x + gi * group;
     float* os = out + gi * group;
-    double sum = 0.0;
-    for (int e = lane; e < group; e += 32) {
-        const float v = xs[e];
-        sum += (double)__fmul_rn(v, v);
-    }
-    sum = warp_sum_d(sum);
+    const double sum = warp_sum_squares(xs, group, lane);
     const float mean = (float)(sum / (double)group);
     const float scale = 1.0f / sqrtf(__fadd_rn(mean, eps));
     for (int e = lane; e < group; e += 32) {
@@ -80,22 +102,25 @@ extern "C" __global__ void rms_norm(float* out, const float* x, const float* w, 
     }
 }
 
-// rope(out, x, pos, cols, hd, dims, neox, thetaScale): out = x with the
-// first `dims` elements of every head (hd elements) of row r rotated by the
-// angles of position pos[r]: pair i turns by theta_i = pos * thetaScale^i,
-// built as a running float product (thetaScale = base^(-2/dims), computed
-// by the caller as the CPU does). Norm mode pairs (2i, 2i+1), neox mode
-// (i, i+dims/2). out != x. One block per row; dims <= 2*ROPE_MAX_PAIRS.
+// rope(out, x, pos, factors, cols, hd, dims, neox, thetaScale): out = x
+// with the first `dims` elements of every head (hd elements) of row r
+// rotated by the angles of position pos[r]: pair i turns by theta_i = pos *
+// thetaScale^i, built as a running float product (thetaScale =
+// base^(-2/dims), computed by the caller as the CPU does), divided by
+// factors[i] when factors is not null (ggml's freq_factors, llama-3 rope
+// scaling; dims/2 floats). Norm mode pairs (2i, 2i+1), neox mode (i,
+// i+dims/2); dims < hd leaves the rest of the head as it is (partial
+// RoPE). out != x. One block per row; dims <= 2*ROPE_MAX_PAIRS.
 #define ROPE_MAX_PAIRS 512
-extern "C" __global__ void rope(float* out, const float* x, const int* pos, int cols, int hd, int dims, int neox,
-                                float thetaScale) {
+extern "C" __global__ void rope(float* out, const float* x, const int* pos, const float* factors, int cols, int hd,
+                                int dims, int neox, float thetaScale) {
     __shared__ float cs[ROPE_MAX_PAIRS], sn[ROPE_MAX_PAIRS];
     const long long r = blockIdx.x;
     const int half = dims / 2;
     if (threadIdx.x == 0) {
         float theta = (float)pos[r];
         for (int i = 0; i < half; i++) {
-            cs[i] = theta;
+            cs[i] = factors != nullptr ? __fdiv_rn(theta, factors[i]) : theta;
             theta = __fmul_rn(theta, thetaScale);
         }
     }

@@ -1,14 +1,17 @@
 // Matrix multiplication: out [T, N] = x [T, K] . W[N, K]^T, W in its GGUF
 // bytes (row n at n*RowBytes(K)), x f32 (float weights) or quantized to
-// Q8_0 blocks by quantize_q8 (Q8_0 and Q4_0 weights).
+// Q8_0 blocks by quantize_q8 (Q8_0, Q4_0, Q5_0 and IQ4_NL weights, whose
+// ggml dot type is Q8_0; Q4_1 and Q5_1, whose dot type is Q8_1, also read
+// the blocks' sums quantize_q8 writes after them).
 //
 // Every matmul kernel takes the same parameters:
 //   (float* out, const float* x, const uint8_t* xq, const uint8_t* w, int T, int K, int N)
 // Float kernels read x and ignore xq; quantized kernels read xq and ignore x.
 //
 // Semantics (the CPU reference, runtime/cpu/kernels.go):
-//   Q8_0 / Q4_0: per 32-block an exact integer dot of the weight quants and
-//     the activation quants, times (d_w * d_x), accumulated in float.
+//   Q8_0 / Q4_0 / Q5_0 / IQ4_NL: per 32-block an exact integer dot of the weight quants and
+//     the activation quants, times (d_w * d_x), accumulated in float;
+//   Q4_1 / Q5_1: the same with unsigned quants, plus m_w * s_x per block.
 //   F16 / BF16: activations rounded to f16 / bf16 first, products of exact
 //     float values, float accumulation. F32: plain float dot.
 // Only the accumulation order differs from the CPU.
@@ -22,10 +25,18 @@
 #include "common.cuh"
 
 // ---------------------------------------------------------------------------
+// q8_sums returns where the Q8_1 sums of nblocks Q8_0 blocks at xq start:
+// after the blocks, 16-byte aligned (cuda/buffers.go q8Bytes).
+__device__ __forceinline__ const float* q8_sums(const uint8_t* xq, long long nblocks) {
+    return (const float*)(xq + ((nblocks * 34 + 15) & ~15LL));
+}
+
 // quantize_q8: x [n] f32 (n = 32*nblocks) -> dst nblocks blocks of 34 bytes:
 // fp16 d = max|x|/127 then 32 int8 q = round-half-even(x * 127/max|x|),
-// exactly runtime/cpu quantizeQ8. One warp per block, lane i owns value i.
-// Grid: ceil(nblocks / (blockDim/32)) blocks.
+// exactly runtime/cpu quantizeQ8; then, after the blocks (q8_sums), each
+// block's Q8_1 sum s = fp16(d * sum(q)) (with the unrounded d) as float, as
+// runtime/cpu quantizeQ8_1, which Q4_1 and Q5_1 weights read. One warp per
+// block, lane i owns value i. Grid: ceil(nblocks / (blockDim/32)) blocks.
 extern "C" __global__ void quantize_q8(uint8_t* dst, const float* x, long long nblocks) {
     const long long b = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
@@ -37,9 +48,16 @@ extern "C" __global__ void quantize_q8(uint8_t* dst, const float* x, long long n
     const float d = amax / 127.0f;
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     uint8_t* blk = dst + b * 34;
-    blk[2 + lane] = (uint8_t)(int8_t)__float2int_rn(__fmul_rn(v, id));
+    const int q = (int)(int8_t)__float2int_rn(__fmul_rn(v, id));
+    blk[2 + lane] = (uint8_t)q;
+    int sum = q;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        sum += __shfl_xor_sync(FULL_MASK, sum, o);
+    }
     if (lane == 0) {
         *(uint16_t*)blk = (uint16_t)__half_as_ushort(__float2half_rn(d));
+        ((float*)q8_sums(dst, nblocks))[b] = round_f16(__fmul_rn(d, (float)sum));
     }
 }
 
@@ -131,6 +149,8 @@ struct wtraits;
 
 template <>
 struct wtraits<DT_Q8_0> {
+    static constexpr bool has_min = false; // no offset: load_m is never called
+    __device__ static __forceinline__ float load_m(const uint8_t*) { return 0.0f; }
     static constexpr int block_bytes = 34;
     static constexpr int lpb = 4; // quarter p: bytes 8p..8p+7 = values 8p..8p+7
     static constexpr int ww = 2;
@@ -157,21 +177,32 @@ struct wtraits<DT_Q8_0> {
     __device__ static __forceinline__ int slot_hi(int qq) { return 2 * qq + 1; }
 };
 
-template <>
-struct wtraits<DT_Q4_0> {
-    static constexpr int block_bytes = 18;
-    // Half p: nibble bytes 8p..8p+7 hold values 8p..8p+7 (low nibbles) and
-    // 16+8p..16+8p+7 (high nibbles).
+// The 32-blocks of nibbles: an fp16 scale d (and for Q4_1 / Q5_1 an fp16
+// offset m), for Q5_0 / Q5_1 4 bytes of high bits qh (bit j of the
+// little-endian word is bit 4 of value j), then 16 bytes whose low nibble
+// j is value j and high nibble value j+16. U gives the layout (qs_off,
+// qh_off: 0 without high bits, has_min) and quad, which maps 4 bytes of
+// nibbles n and their 4 high bits (bits 0..3 of h) to 4 signed bytes. A
+// lane part p reads nibble bytes 8p..8p+7 (values 8p.. and 16+8p..).
+// has_min weights (dot type Q8_1: value = d*q + m) add m * s_x per block,
+// s_x the activation block's sum (q8_sums).
+template <class U>
+struct wtraits_nib {
+    static constexpr bool has_min = U::has_min;
+    static constexpr int block_bytes = U::block_bytes;
     static constexpr int lpb = 2;
     static constexpr int ww = 4;
     static constexpr int xw = 4;
+    __device__ static __forceinline__ float load_m(const uint8_t* blk) { return has_min ? f16_to_f32(ld_u16(blk + 2)) : 0.0f; }
+    __device__ static __forceinline__ uint32_t high(const uint8_t* blk) { return U::qh_off ? ld_u32_a2(blk + U::qh_off) : 0u; }
     __device__ static __forceinline__ void load_w(const uint8_t* blk, int p, int (&q)[ww]) {
         uint32_t v0, v1;
-        ld_u64_a2(blk + 2 + 8 * p, v0, v1);
-        q[0] = q4_lo(v0);
-        q[1] = q4_lo(v1);
-        q[2] = q4_hi(v0);
-        q[3] = q4_hi(v1);
+        ld_u64_a2(blk + U::qs_off + 8 * p, v0, v1);
+        const uint32_t h = high(blk);
+        q[0] = U::quad(v0 & 0x0f0f0f0fu, h >> (8 * p));
+        q[1] = U::quad(v1 & 0x0f0f0f0fu, h >> (8 * p + 4));
+        q[2] = U::quad((v0 >> 4) & 0x0f0f0f0fu, h >> (16 + 8 * p));
+        q[3] = U::quad((v1 >> 4) & 0x0f0f0f0fu, h >> (20 + 8 * p));
     }
     __device__ static __forceinline__ void load_x(const uint8_t* xblk, int p, uint32_t (&x)[xw]) {
         ld_u64_a2(xblk + 2 + 8 * p, x[0], x[1]);
@@ -184,13 +215,53 @@ struct wtraits<DT_Q4_0> {
         return __dp4a(q[3], (int)x[3], s);
     }
     __device__ static __forceinline__ void stage(const uint8_t* blk, int qq, int& lo, int& hi) {
-        const uint32_t v = ld_u32_a2(blk + 2 + 4 * qq);
-        lo = q4_lo(v);
-        hi = q4_hi(v);
+        const uint32_t v = ld_u32_a2(blk + U::qs_off + 4 * qq);
+        const uint32_t h = high(blk);
+        lo = U::quad(v & 0x0f0f0f0fu, h >> (4 * qq));
+        hi = U::quad((v >> 4) & 0x0f0f0f0fu, h >> (16 + 4 * qq));
     }
     __device__ static __forceinline__ int slot_lo(int qq) { return qq; }
     __device__ static __forceinline__ int slot_hi(int qq) { return 4 + qq; }
 };
+
+// The layouts: Q4_0 nibble - 8, Q5_0 5-bit value - 16, IQ4_NL a level of
+// the table, Q4_1 and Q5_1 unsigned.
+struct nib_q4_0 {
+    static constexpr int block_bytes = 18, qs_off = 2, qh_off = 0;
+    static constexpr bool has_min = false;
+    __device__ static __forceinline__ int quad(uint32_t n, uint32_t) { return (int)((n + 0x78787878u) ^ 0x80808080u); }
+};
+struct nib_q5_0 {
+    static constexpr int block_bytes = 22, qs_off = 6, qh_off = 2;
+    static constexpr bool has_min = false;
+    __device__ static __forceinline__ int quad(uint32_t n, uint32_t h) { return q5_signed(n, q5_bits(h)); }
+};
+struct nib_iq4_nl {
+    static constexpr int block_bytes = 18, qs_off = 2, qh_off = 0;
+    static constexpr bool has_min = false;
+    __device__ static __forceinline__ int quad(uint32_t n, uint32_t) { return iq4nl_levels(n); }
+};
+struct nib_q4_1 {
+    static constexpr int block_bytes = 20, qs_off = 4, qh_off = 0;
+    static constexpr bool has_min = true;
+    __device__ static __forceinline__ int quad(uint32_t n, uint32_t) { return (int)n; }
+};
+struct nib_q5_1 {
+    static constexpr int block_bytes = 24, qs_off = 8, qh_off = 4;
+    static constexpr bool has_min = true;
+    __device__ static __forceinline__ int quad(uint32_t n, uint32_t h) { return (int)(n | q5_bits(h)); }
+};
+
+template <>
+struct wtraits<DT_Q4_0> : wtraits_nib<nib_q4_0> {};
+template <>
+struct wtraits<DT_Q5_0> : wtraits_nib<nib_q5_0> {};
+template <>
+struct wtraits<DT_IQ4_NL> : wtraits_nib<nib_iq4_nl> {};
+template <>
+struct wtraits<DT_Q4_1> : wtraits_nib<nib_q4_1> {};
+template <>
+struct wtraits<DT_Q5_1> : wtraits_nib<nib_q5_1> {};
 
 template <>
 struct wtraits<DT_F32> {
@@ -242,6 +313,7 @@ __device__ __forceinline__ void gemv_q(float* out, const uint8_t* xq, const uint
     const long long xrb = (long long)nb * 34; // bytes of an activation row
     const long long wrb = (long long)nb * W::block_bytes;
     const int part = lane % W::lpb;
+    const float* sums = q8_sums(xq, (long long)T * (K / 32)); // Q8_1 sums (has_min)
     float acc[R][NT];
 #pragma unroll
     for (int r = 0; r < R; r++) {
@@ -269,6 +341,13 @@ __device__ __forceinline__ void gemv_q(float* out, const uint8_t* xq, const uint
 #pragma unroll
             for (int t = 0; t < NT; t++) {
                 acc[r][t] = fmaf(dw * dx[t], (float)W::dot(q, xv[t]), acc[r][t]);
+            }
+            if (W::has_min && part == 0) { // the block's offset term, once
+                const float mw = W::load_m(wblk);
+#pragma unroll
+                for (int t = 0; t < NT; t++) {
+                    acc[r][t] = fmaf(mw, sums[(long long)min(t, T - 1) * (K / 32) + b], acc[r][t]);
+                }
             }
         }
     }
@@ -396,6 +475,8 @@ __device__ __forceinline__ void gemm_q(float* out, const uint8_t* xq, const uint
     __shared__ __align__(16) int xs[GEMM_QBLK * 8][GEMM_PAD];
     __shared__ __align__(16) float wd[GEMM_QBLK][GEMM_TILE];
     __shared__ __align__(16) float xd[GEMM_QBLK][GEMM_TILE];
+    __shared__ float wm[GEMM_QBLK][GEMM_TILE]; // has_min: weight offsets
+    __shared__ float xm[GEMM_QBLK][GEMM_TILE]; // has_min: activation sums
     const int n0 = blockIdx.x * GEMM_TILE;
     const int t0 = blockIdx.y * GEMM_TILE;
     const int tx = threadIdx.x & 15;
@@ -414,6 +495,12 @@ __device__ __forceinline__ void gemm_q(float* out, const uint8_t* xq, const uint
     for (int b0 = 0; b0 < nb; b0 += GEMM_QBLK) {
         gemm_q_stage<DT>(ws, wd, w, wrb, N, n0, nb, b0);
         gemm_q_stage<DT_Q8_0>(xs, xd, xq, xrb, T, t0, nb, b0);
+        if (wtraits<DT>::has_min) { // 256 threads: 64 rows x 4 blocks
+            const int row = threadIdx.x >> 2, kb = threadIdx.x & 3, b = b0 + kb;
+            const bool bok = b < nb;
+            wm[kb][row] = bok && n0 + row < N ? wtraits<DT>::load_m(w + (long long)(n0 + row) * wrb + (long long)b * wtraits<DT>::block_bytes) : 0.0f;
+            xm[kb][row] = bok && t0 + row < T ? q8_sums(xq, (long long)T * nb)[(long long)(t0 + row) * nb + b] : 0.0f;
+        }
         __syncthreads();
 #pragma unroll
         for (int kb = 0; kb < GEMM_QBLK; kb++) {
@@ -448,6 +535,9 @@ __device__ __forceinline__ void gemm_q(float* out, const uint8_t* xq, const uint
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
                     acc[i][j] = fmaf(dwa[j] * dxa[i], (float)is[i][j], acc[i][j]);
+                    if (wtraits<DT>::has_min) {
+                        acc[i][j] = fmaf(wm[kb][4 * tx + j], xm[kb][4 * ty + i], acc[i][j]);
+                    }
                 }
             }
         }
@@ -553,6 +643,14 @@ template <>
 struct mm_kind<DT_Q8_0> : mm_kind_q<DT_Q8_0> {};
 template <>
 struct mm_kind<DT_Q4_0> : mm_kind_q<DT_Q4_0> {};
+template <>
+struct mm_kind<DT_Q5_0> : mm_kind_q<DT_Q5_0> {};
+template <>
+struct mm_kind<DT_IQ4_NL> : mm_kind_q<DT_IQ4_NL> {};
+template <>
+struct mm_kind<DT_Q4_1> : mm_kind_q<DT_Q4_1> {};
+template <>
+struct mm_kind<DT_Q5_1> : mm_kind_q<DT_Q5_1> {};
 
 #define MM_ARGS out, x, xq, w, T, K, N, ks
 
@@ -569,3 +667,7 @@ MM_KERNELS(f16, DT_F16)
 MM_KERNELS(bf16, DT_BF16)
 MM_KERNELS(q8_0, DT_Q8_0)
 MM_KERNELS(q4_0, DT_Q4_0)
+MM_KERNELS(q5_0, DT_Q5_0)
+MM_KERNELS(iq4_nl, DT_IQ4_NL)
+MM_KERNELS(q4_1, DT_Q4_1)
+MM_KERNELS(q5_1, DT_Q5_1)

@@ -14,4 +14,6 @@
 #include "kv.cuh"
 #include "attention.cuh"
 #include "elementwise.cuh"
+#include "hybrid.cuh"
+#include "moe.cuh"
 #include "sample.cuh"

@@ -1,0 +1,433 @@
+//go:build cudaemu
+
+package cuda
+
+// Emulator parity of the stateless hybrid-model and row-broadcast kernels
+// (kernels/hybrid.cuh) against the CPU backend. Every case also runs a
+// deliberately broken launch (a wrong function, offset, group or operand)
+// and checks that the comparison rejects it, so a case cannot pass by
+// comparing something the kernel does not compute.
+//
+// Tolerances as emu_test.go: exact for the copies and single float
+// operations (columns, concat, mul, add_row, mul_row); 1e-6 for unary and
+// l2_norm (exp, log and sqrt in double, where Go's math and the host libm
+// may differ in the last bit of the double).
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// mustDiffer fails t when a deliberately broken launch's got passes the
+// parity check against want.
+func mustDiffer(t *testing.T, what string, want, got []float32, tol float64) {
+	t.Helper()
+	if nearDiff(want, got, tol) == "" {
+		t.Errorf("%s: a broken launch matches the CPU reference, so the case cannot fail", what)
+	}
+}
+
+// f32Weight is a weight [rows, cols] f32 holding v.
+func f32Weight(name string, rows, cols int, v []float32) *weights.Tensor {
+	return &weights.Tensor{Name: name, DType: tensor.F32, Shape: []int{cols, rows}, Data: f32Bytes(v)}
+}
+
+// hybridRef runs op on the CPU backend over x = rows of weight "a" [rows,
+// ac] (and y = rows of "b" [rows, bc] when bc > 0), the weights ws
+// besides, and returns x, y and op's output "z".
+func hybridRef(t *testing.T, a []float32, rows, ac int, b []float32, bc int, op func(bl *tensor.Builder, x, y tensor.Tensor) tensor.Tensor, ws ...*weights.Tensor) (x, y, z []float32) {
+	t.Helper()
+	ws = append(ws, f32Weight("a", rows, ac, a))
+	if bc > 0 {
+		ws = append(ws, f32Weight("b", rows, bc, b))
+	}
+	f := memFile(t, ws...)
+	out := cpuRun(t, f, smallKV, func(bl *tensor.Builder, n, logitRows int) {
+		tok := bl.Input("tokens", n)
+		bl.Input("positions", n)
+		bl.Input("logit_rows", logitRows)
+		xt := bl.GetRows(bl.Weight("a"), tok)
+		yt := tensor.Tensor{ID: -1}
+		if bc > 0 {
+			yt = bl.GetRows(bl.Weight("b"), tok)
+		}
+		bl.Output("z", op(bl, xt, yt))
+	}, noAttention(count(0, rows), []int32{0}))[0]
+	return a, b, out["z"]
+}
+
+func randF32(r *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64() * scale)
+	}
+	return v
+}
+
+func TestEmuColumns(t *testing.T) {
+	for _, c := range []struct {
+		name                        string
+		rows, cols, group, off, wid int
+	}{
+		{"a column range", 7, 96, 96, 32, 48},
+		{"query half of every head", 9, 8 * 64, 64, 0, 32},
+		{"gate half of every head", 9, 8 * 64, 64, 32, 32},
+		{"a partial slice of groups of 48", 5, 480, 48, 5, 17},
+	} {
+		parityCase(t, c.name, func(t *testing.T, e *emulator) {
+			r := rand.New(rand.NewPCG(11, uint64(c.cols+c.off)))
+			x, _, want := hybridRef(t, randF32(r, c.rows*c.cols, 1), c.rows, c.cols, nil, 0, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
+				return b.Columns(x, c.group, c.off, c.wid)
+			})
+			var mem emuMem
+			out := mem.nanBuf(4 * len(want))
+			xb := mem.buf(f32Bytes(x), false)
+			l, err := columnsLaunch(out.dev, xb.dev, c.rows, c.cols, c.group, c.off, c.wid)
+			e.launch(t, l, err, &mem)
+			near(t, "columns", want, bytesF32(out.data), 0)
+			// Broken: the columns one to the left.
+			off := c.off - 1
+			if off < 0 {
+				off = c.off + 1
+			}
+			l, err = columnsLaunch(out.dev, xb.dev, c.rows, c.cols, c.group, off, c.wid)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, "columns at a shifted offset", want, bytesF32(out.data), 0)
+		})
+	}
+}
+
+func TestEmuConcat(t *testing.T) {
+	parityCase(t, "rows of 64 and 96", func(t *testing.T, e *emulator) {
+		const rows, a, c = 11, 64, 96
+		r := rand.New(rand.NewPCG(12, 1))
+		x, y, want := hybridRef(t, randF32(r, rows*a, 1), rows, a, randF32(r, rows*c, 1), c, func(b *tensor.Builder, x, y tensor.Tensor) tensor.Tensor {
+			return b.Concat(x, y)
+		})
+		var mem emuMem
+		out := mem.nanBuf(4 * len(want))
+		xb, yb := mem.buf(f32Bytes(x), false), mem.buf(f32Bytes(y), false)
+		l, err := concatLaunch(out.dev, xb.dev, yb.dev, rows, a, c)
+		e.launch(t, l, err, &mem)
+		near(t, "concat", want, bytesF32(out.data), 0)
+		// Broken: y's row first.
+		l, err = concatLaunch(out.dev, yb.dev, xb.dev, rows, c, a)
+		e.launch(t, l, err, &mem)
+		mustDiffer(t, "concat split a column late", want, bytesF32(out.data), 0)
+	})
+}
+
+// unaryInputs are normal values and the edges of the functions: zero,
+// ggml's softplus threshold (20) and around it, arguments whose exp
+// overflows float (above 88.7) and large negative values.
+func unaryInputs(r *rand.Rand, n int) []float32 {
+	v := randF32(r, n, 4)
+	edges := []float32{0, 20, 20.000002, 19.999998, 25, 88.8, 100, -100, -88.8, -20, 1e-30, -1e-30}
+	for i, x := range edges {
+		v[i*7%n] = x
+	}
+	return v
+}
+
+func TestEmuUnary(t *testing.T) {
+	for _, fn := range []tensor.UnaryFn{tensor.Sigmoid, tensor.SiLU, tensor.Softplus} {
+		for _, shape := range [][2]int{{5, 128}, {3, 1000}} {
+			parityCase(t, fmt.Sprintf("%v %dx%d", fn, shape[0], shape[1]), func(t *testing.T, e *emulator) {
+				rows, cols := shape[0], shape[1]
+				r := rand.New(rand.NewPCG(13, uint64(fn)*10+uint64(cols)))
+				x, _, want := hybridRef(t, unaryInputs(r, rows*cols), rows, cols, nil, 0, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
+					return b.Unary(x, fn)
+				})
+				var mem emuMem
+				out := mem.nanBuf(4 * len(want))
+				xb := mem.buf(f32Bytes(x), false)
+				l, err := unaryLaunch(out.dev, xb.dev, len(x), fn)
+				e.launch(t, l, err, &mem)
+				near(t, fn.String(), want, bytesF32(out.data), 1e-6)
+				// Broken: another of the three functions.
+				l, err = unaryLaunch(out.dev, xb.dev, len(x), fn%3+1)
+				e.launch(t, l, err, &mem)
+				mustDiffer(t, fmt.Sprintf("%v launched for %v", fn%3+1, fn), want, bytesF32(out.data), 1e-6)
+			})
+		}
+	}
+}
+
+func TestEmuMul(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		rows, cols int
+		rowScalar  bool // y [T, 1]
+	}{
+		{"element-wise", 7, 200, false},
+		{"a scalar per row", 7, 200, true},
+	} {
+		parityCase(t, c.name, func(t *testing.T, e *emulator) {
+			r := rand.New(rand.NewPCG(14, uint64(c.cols)))
+			yc := c.cols
+			if c.rowScalar {
+				yc = 1
+			}
+			x, y, want := hybridRef(t, randF32(r, c.rows*c.cols, 1), c.rows, c.cols, randF32(r, c.rows*yc, 1), yc, func(b *tensor.Builder, x, y tensor.Tensor) tensor.Tensor {
+				return b.Mul(x, y)
+			})
+			d := 0
+			if c.rowScalar {
+				d = c.cols
+			}
+			var mem emuMem
+			out := mem.nanBuf(4 * len(want))
+			xb, yb := mem.buf(f32Bytes(x), false), mem.buf(f32Bytes(y), false)
+			l, err := mulLaunch(out.dev, xb.dev, yb.dev, len(x), d)
+			e.launch(t, l, err, &mem)
+			near(t, "mul", want, bytesF32(out.data), 0)
+			// Broken: x times itself.
+			l, err = mulLaunch(out.dev, xb.dev, xb.dev, len(x), 0)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, "mul of x by x", want, bytesF32(out.data), 0)
+		})
+	}
+}
+
+func TestEmuRowOps(t *testing.T) {
+	for _, k := range []tensor.OpKind{tensor.OpAddRow, tensor.OpMulRow} {
+		parityCase(t, k.String(), func(t *testing.T, e *emulator) {
+			const rows, cols = 9, 320
+			r := rand.New(rand.NewPCG(15, uint64(k)))
+			w := randF32(r, cols, 1)
+			x, _, want := hybridRef(t, randF32(r, rows*cols, 1), rows, cols, nil, 0, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
+				if k == tensor.OpAddRow {
+					return b.AddRow(x, b.Weight("w"))
+				}
+				return b.MulRow(x, b.Weight("w"))
+			}, &weights.Tensor{Name: "w", DType: tensor.F32, Shape: []int{cols}, Data: f32Bytes(w)})
+			var mem emuMem
+			out := mem.nanBuf(4 * len(want))
+			xb, wb := mem.buf(f32Bytes(x), false), mem.buf(f32Bytes(w), false)
+			l, err := rowLaunch(k.String(), out.dev, xb.dev, wb.dev, len(x), cols)
+			e.launch(t, l, err, &mem)
+			near(t, k.String(), want, bytesF32(out.data), 0)
+			// Broken: the other row op.
+			other := map[tensor.OpKind]string{tensor.OpAddRow: "mul_row", tensor.OpMulRow: "add_row"}[k]
+			l, err = rowLaunch(other, out.dev, xb.dev, wb.dev, len(x), cols)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, other+" for "+k.String(), want, bytesF32(out.data), 0)
+		})
+	}
+}
+
+func TestEmuL2Norm(t *testing.T) {
+	for _, c := range []struct {
+		rows, cols, group int
+		eps               float32
+	}{
+		{7, 256, 128, 1e-6},  // per head (Gated DeltaNet's q and k)
+		{5, 120, 40, 1e-6},   // groups not a multiple of 32
+		{3, 96, 96, 0.5},     // eps larger than some norms: max(norm, eps)
+		{40, 128, 64, 1e-12}, // 80 groups over 10 blocks
+	} {
+		parityCase(t, fmt.Sprintf("%d rows of %d in groups of %d, eps %g", c.rows, c.cols, c.group, c.eps), func(t *testing.T, e *emulator) {
+			r := rand.New(rand.NewPCG(16, uint64(c.group)))
+			a := randF32(r, c.rows*c.cols, 1)
+			if c.eps >= 0.5 {
+				for i := range a[:c.cols] {
+					a[i] *= 1e-3 // the first row's norm is below eps
+				}
+			}
+			clear(a[c.cols : c.cols+c.group]) // an all-zero group
+			x, _, want := hybridRef(t, a, c.rows, c.cols, nil, 0, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
+				return b.L2Norm(x, c.group, c.eps)
+			})
+			var mem emuMem
+			out := mem.nanBuf(4 * len(want))
+			xb := mem.buf(f32Bytes(x), false)
+			l, err := l2NormLaunch(out.dev, xb.dev, c.rows, c.cols, c.group, c.eps)
+			e.launch(t, l, err, &mem)
+			near(t, "l2_norm", want, bytesF32(out.data), 1e-6)
+			for _, v := range bytesF32(out.data) {
+				if math.IsNaN(float64(v)) {
+					t.Fatal("l2_norm wrote a NaN (the all-zero group divides by eps)")
+				}
+			}
+			// Broken: groups of half the width.
+			l, err = l2NormLaunch(out.dev, xb.dev, c.rows, c.cols, c.group/2, c.eps)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, "l2_norm over half groups", want, bytesF32(out.data), 1e-6)
+		})
+	}
+}
+
+// stateCase is one configuration of the stateful ops' parity test.
+type stateCase struct {
+	kernel                 int // short_conv taps
+	keyHeads, keyDim       int
+	valueHeads, valueDim   int
+	bucketRows, stateSlots int
+}
+
+func TestEmuStateful(t *testing.T) {
+	for _, c := range []stateCase{
+		{kernel: 4, keyHeads: 2, keyDim: 32, valueHeads: 4, valueDim: 48, stateSlots: 8},  // a partial warp of columns
+		{kernel: 2, keyHeads: 1, keyDim: 16, valueHeads: 2, valueDim: 160, stateSlots: 8}, // two blocks of columns per head
+	} {
+		name := fmt.Sprintf("kernel %d, %d/%d heads of %d/%d", c.kernel, c.keyHeads, c.valueHeads, c.keyDim, c.valueDim)
+		parityCase(t, name, func(t *testing.T, e *emulator) { emuStateful(t, e, c) })
+	}
+}
+
+// emuStateful runs short_conv and delta_rule (one state layer, as a
+// Gated DeltaNet layer has) through the CPU backend and the kernels over
+// steps that exercise the state contract: a prefill, a step mixing a
+// decode with a second sequence's prefill, a 3-row verify that writes one
+// snapshot slot per row, and a decode from the snapshot of the accepted
+// prefix, each packed at a bucket with pad rows (stepPacker), the state
+// areas starting as NaN so a read of a slot no row wrote shows. The
+// verify step is also run broken (every row reading its own write slot,
+// the snapshots' chain ignored) on a copy of the state, which must fail.
+func emuStateful(t *testing.T, e *emulator, c stateCase) {
+	const vocab = 48
+	r := rand.New(rand.NewPCG(17, uint64(c.valueDim*10+c.kernel)))
+	kd, vd := c.keyHeads*c.keyDim, c.valueHeads*c.valueDim
+	channels := 2*kd + vd
+	a := tensor.StateArgs{Layer: 0, Kernel: c.kernel, KeyHeads: c.keyHeads, KeyDim: c.keyDim, ValueHeads: c.valueHeads,
+		ValueDim: c.valueDim, Scale: float32(1 / math.Sqrt(float64(c.keyDim)))}
+	gate := randF32(r, vocab*c.valueHeads, 1)
+	beta := make([]float32, vocab*c.valueHeads)
+	for i := range gate {
+		gate[i] = -float32(math.Abs(float64(gate[i]))) // log decay <= 0
+		beta[i] = r.Float32()
+	}
+	conv := randF32(r, channels*c.kernel, 0.5)
+	f := memFile(t, randTensor(r, "x", tensor.F32, vocab, channels), randTensor(r, "q", tensor.F32, vocab, kd),
+		randTensor(r, "k", tensor.F32, vocab, kd), randTensor(r, "v", tensor.F32, vocab, vd),
+		f32Weight("g", vocab, c.valueHeads, gate), f32Weight("beta", vocab, c.valueHeads, beta),
+		f32Weight("conv", channels, c.kernel, conv))
+	tables := [][]int32{{0, 1}, {2, 3}}
+	slots := func(s ...int32) []int32 { return s }
+	steps := []*exec.Batch{
+		{Tokens: randIDs(r, vocab, 7), Positions: count(0, 7), RowSeq: fill(0, 7), StateSlots: slots(0, 3)},
+		{Tokens: randIDs(r, vocab, 4), Positions: []int32{7, 0, 1, 2}, RowSeq: []int32{0, 1, 1, 1}, StateSlots: slots(0, 3)},
+		{Tokens: randIDs(r, vocab, 4), Positions: []int32{8, 9, 10, 3}, RowSeq: []int32{0, 0, 0, 1}, StateSlots: slots(0, 3),
+			StateSnapshots: [][]int32{{4, 5, 6}, nil}},
+		{Tokens: randIDs(r, vocab, 2), Positions: []int32{10, 4}, RowSeq: []int32{0, 1}, StateSlots: slots(5, 3)}, // one draft accepted
+	}
+	const verify = 2
+	for _, s := range steps {
+		s.Tables, s.LogitRows = tables, []int32{0}
+	}
+	layout := exec.KVLayout{Layers: 1, KVDim: 32, BlockTokens: 16, Blocks: 4,
+		State: exec.StateLayout{Slots: c.stateSlots, Conv: []int{a.ConvStateFloats(channels)}, Delta: []int{a.DeltaStateFloats()}}}
+	outs := cpuRun(t, f, layout, func(b *tensor.Builder, rows, logitRows int) {
+		tok := b.Input("tokens", rows)
+		b.Input("positions", rows)
+		b.Input("logit_rows", logitRows)
+		in := map[string]tensor.Tensor{}
+		for _, n := range []string{"x", "q", "k", "v", "g", "beta"} {
+			in[n] = b.GetRows(b.Weight(n), tok)
+			b.Output(n, in[n])
+		}
+		b.Output("conv", b.ShortConv(in["x"], b.Weight("conv"), a))
+		b.Output("delta", b.DeltaRule(in["q"], in["k"], in["v"], in["g"], in["beta"], a))
+	}, steps...)
+
+	var mem emuMem
+	perSlot := []int{a.ConvStateFloats(channels), a.DeltaStateFloats()}
+	convState := mem.nanBuf(4 * (c.stateSlots + 1) * perSlot[0])
+	deltaState := mem.nanBuf(4 * (c.stateSlots + 1) * perSlot[1])
+	wb := mem.buf(f32Bytes(conv), false)
+	var packer stepPacker
+	for i, s := range steps {
+		rows := len(s.Tokens)
+		bucket := padBucket(rows)
+		sl := newStepLayout(bucket, len(s.LogitRows), layout.Blocks)
+		sl.StateSlots, sl.Stateful = c.stateSlots, true
+		words := make([]int32, sl.Words)
+		if err := packer.pack(words, sl, s, layout.BlockTokens, vocab); err != nil {
+			t.Fatal(err)
+		}
+		step := mem.buf(i32Bytes(words), false)
+		sr := stateRows{read: step.at(4 * sl.StateRead), write: step.at(4 * sl.StateWrite), pos: step.at(4 * sl.Positions)}
+		act := map[string]*emuBuf{}
+		for n, cols := range map[string]int{"x": channels, "q": kd, "k": kd, "v": vd, "g": c.valueHeads, "beta": c.valueHeads} {
+			act[n] = mem.buf(f32Bytes(append(slices.Clone(outs[i][n]), make([]float32, (bucket-rows)*cols)...)), false)
+		}
+		var brokenConv, brokenDelta *emuBuf
+		if i == verify {
+			brokenConv, brokenDelta = mem.buf(convState.data, true), mem.buf(deltaState.data, true)
+		}
+		convOut, deltaOut := mem.nanBuf(4*bucket*channels), mem.nanBuf(4*bucket*vd)
+		l, err := shortConvLaunch(convOut.dev, act["x"].dev, wb.dev, convState.dev, sr, bucket, channels, c.kernel)
+		e.launch(t, l, err, &mem)
+		l, err = deltaRuleLaunch(deltaOut.dev, act["q"].dev, act["k"].dev, act["v"].dev, act["g"].dev, act["beta"].dev, deltaState.dev, sr, bucket, a)
+		e.launch(t, l, err, &mem)
+		what := fmt.Sprintf("step %d (%d rows in a bucket of %d)", i, rows, bucket)
+		near(t, what+" short_conv", outs[i]["conv"], bytesF32(convOut.data)[:rows*channels], 1e-6)
+		near(t, what+" delta_rule", outs[i]["delta"], bytesF32(deltaOut.data)[:rows*vd], 2e-6)
+		if i == verify {
+			broken := stateRows{read: sr.write, write: sr.write, pos: sr.pos}
+			l, err := shortConvLaunch(convOut.dev, act["x"].dev, wb.dev, brokenConv.dev, broken, bucket, channels, c.kernel)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, what+" short_conv, snapshots not chained", outs[i]["conv"], bytesF32(convOut.data)[:rows*channels], 1e-6)
+			l, err = deltaRuleLaunch(deltaOut.dev, act["q"].dev, act["k"].dev, act["v"].dev, act["g"].dev, act["beta"].dev, brokenDelta.dev, broken, bucket, a)
+			e.launch(t, l, err, &mem)
+			mustDiffer(t, what+" delta_rule, snapshots not chained", outs[i]["delta"], bytesF32(deltaOut.data)[:rows*vd], 2e-6)
+		}
+		mem.bufs = mem.bufs[:3] // keep the state areas and the taps
+	}
+}
+
+func TestEmuMoE(t *testing.T) {
+	for _, c := range []struct {
+		dt        tensor.DType
+		normalize bool
+		ffn, topK int
+	}{
+		{tensor.F32, true, 48, 2},
+		{tensor.F32, false, 16, 3},
+		{tensor.F16, true, 32, 2},
+		{tensor.BF16, true, 40, 1},
+	} {
+		name := fmt.Sprintf("%v experts, top %d of 8, ffn %d, normalize %v", c.dt, c.topK, c.ffn, c.normalize)
+		parityCase(t, name, func(t *testing.T, e *emulator) {
+			const rows, cols, experts = 11, 64, 8
+			r := rand.New(rand.NewPCG(18, uint64(c.ffn)))
+			a := tensor.MoEArgs{Experts: experts, TopK: c.topK, FFN: c.ffn, Normalize: c.normalize}
+			h, router := randF32(r, rows*cols, 1), randF32(r, rows*experts, 2)
+			ws := []*weights.Tensor{f32Weight("router", rows, experts, router),
+				randTensor(r, "gate", c.dt, experts*c.ffn, cols), randTensor(r, "up", c.dt, experts*c.ffn, cols),
+				randTensor(r, "down", c.dt, experts*cols, c.ffn)}
+			x, _, want := hybridRef(t, h, rows, cols, nil, 0, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
+				tok := b.Input("tokens", -1)
+				return b.MoE(x, b.GetRows(b.Weight("router"), tok), b.Weight("gate"), b.Weight("up"), b.Weight("down"), a)
+			}, ws...)
+			var mem emuMem
+			out := mem.nanBuf(4 * rows * cols)
+			hb, rb := mem.buf(f32Bytes(x), false), mem.buf(f32Bytes(router), false)
+			w := moeExperts{gate: mem.buf(ws[1].Data, false).dev, up: mem.buf(ws[2].Data, false).dev, down: mem.buf(ws[3].Data, false).dev,
+				gateDT: c.dt, upDT: c.dt, downDT: c.dt}
+			scratch := mem.buf(make([]byte, newMoEScratch(rows, cols, a).size), true) // kept between the launches
+			run := func(a tensor.MoEArgs) []float32 {
+				ls, err := moeLaunches(out.dev, hb.dev, rb.dev, scratch.dev, w, rows, cols, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, l := range ls {
+					e.launch(t, l, nil, &mem)
+				}
+				return bytesF32(out.data)
+			}
+			near(t, "moe", want, run(a), 2e-5)
+			// Broken: the routing weights renormalised the other way.
+			broken := a
+			broken.Normalize = !a.Normalize
+			mustDiffer(t, "moe with normalize flipped", want, run(broken), 2e-5)
+		})
+	}
+}
