@@ -28,6 +28,17 @@ type Grammar struct {
 
 type alt []sym
 
+// Size is the number of symbols of g's rules: a measure of its memory.
+func (g *Grammar) Size() int {
+	n := 0
+	for _, alts := range g.rules {
+		for _, a := range alts {
+			n += len(a) + 1
+		}
+	}
+	return n
+}
+
 // sym is a rule reference (ref >= 0) or a code point class.
 type sym struct {
 	ref    int

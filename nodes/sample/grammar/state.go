@@ -152,6 +152,10 @@ func (c *Cache) intern(s *State) *State {
 	return s
 }
 
+// Cache is the cache s is interned in; the states Advance returns are in
+// it too.
+func (s *State) Cache() *Cache { return s.c }
+
 // Start is the state before any byte, in a cache of its own.
 func (g *Grammar) Start() *State { return g.NewCache().Start() }
 

@@ -51,6 +51,10 @@ func NewVocab(size int, piece func(id int32) []byte) *Vocab {
 	return v
 }
 
+// Nodes is the number of nodes of the vocabulary's trie: what a mask
+// walks at most.
+func (v *Vocab) Nodes() int { return len(v.nodes) }
+
 // Size is the number of token ids.
 func (v *Vocab) Size() int { return v.size }
 
