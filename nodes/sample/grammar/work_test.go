@@ -15,21 +15,24 @@ var hostile = []struct {
 	name, src, input string
 }{
 	{"the probe's ambiguous grammar", "root ::= x \"z\"\nx ::= \"a\" x \"b\" | \"a\" x \"c\" | \"\"", strings.Repeat("a", 64)},
-	{"three-way ambiguity", "root ::= x\nx ::= \"a\" x \"1\" | \"a\" x \"2\" | \"a\" x \"3\" | \"\"", strings.Repeat("a", 64)},
+	{"the probe's grammar, unfactorable", "root ::= x \"z\"\nx ::= a1 x \"b\" | a2 x \"c\" | \"\"\na1 ::= \"a\"\na2 ::= \"a\"", strings.Repeat("a", 64)},
+	{"three-way ambiguity", "root ::= x\nx ::= a1 x \"1\" | a2 x \"2\" | a3 x \"3\" | \"\"\na1 ::= \"a\"\na2 ::= \"a\"\na3 ::= [a]", strings.Repeat("a", 64)},
 	{"nested repetition of an ambiguous item", "root ::= (x)* \"!\"\nx ::= \"a\" | \"a\" \"a\" | \"a\" \"a\" \"a\"", strings.Repeat("a", 256)},
 	{"stars of stars", `root ::= (("a")* ("a")*)* "b"`, strings.Repeat("a", 256)},
 	{"many nullable rules in a row", "root ::= " + strings.Repeat("n ", 60) + "\"x\"\nn ::= \"\" | \"\" | \"a\"", strings.Repeat("a", 60)},
 	{"doubling choices before any byte", chain(40), strings.Repeat("a", 40)},
 	{"a JSON-like value with an ambiguous string", "root ::= v\nv ::= \"[\" (v (\",\" v)*)? \"]\" | s\ns ::= \"\\\"\" (c | c c)* \"\\\"\"\nc ::= [a-z]", "[\"" + strings.Repeat("a", 200)},
+	{"ambiguity nested in arrays", "root ::= \"[\" v \"]\"\nv ::= a1 v \"b\" | a2 v \"c\" | \"[\" v \"]\" | \"0\"\na1 ::= \"a\"\na2 ::= \"a\" \"\"?", "[[" + strings.Repeat("a", 64)},
 }
 
 // chain is a grammar whose start state doubles its stacks with each rule:
-// r0 ::= r1 "x" | r1 "y", r1 ::= r2 "x" | r2 "y", ...
+// r0 ::= p0 "x" | q0 "y", p0 ::= r1, q0 ::= r1, r1 ::= ... (p and q,
+// the same rule by two names, keep left factoring from merging the two).
 func chain(n int) string {
 	var b strings.Builder
 	b.WriteString("root ::= r0\n")
 	for i := range n {
-		fmt.Fprintf(&b, "r%d ::= r%d \"x\" | r%d \"y\"\n", i, i+1, i+1)
+		fmt.Fprintf(&b, "r%d ::= p%d \"x\" | q%d \"y\"\np%d ::= r%d\nq%d ::= r%d\n", i, i, i, i, i+1, i, i+1)
 	}
 	fmt.Fprintf(&b, "r%d ::= \"a\"*\n", n)
 	return b.String()
@@ -154,5 +157,36 @@ func TestStoppedMaskIsNotCached(t *testing.T) {
 	}
 	if w.Err() != nil || strings.Join(got, " ") != "a b aa ab ba bb" {
 		t.Errorf("mask %q (err %v), want a b aa ab ba bb", got, w.Err())
+	}
+}
+
+// The unfactorable hostile grammars do reach a limit: the test above
+// checks the bound on real blow-ups, not on grammars factoring tamed.
+func TestHostileGrammarsReachTheirLimit(t *testing.T) {
+	v, _ := byteVocab("ab,[]\"xyz!")
+	for _, tc := range hostile {
+		if !strings.Contains(tc.name, "unfactorable") && !strings.Contains(tc.name, "three-way") && !strings.Contains(tc.name, "before any byte") && !strings.Contains(tc.name, "nested in arrays") {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := Parse(tc.src)
+			if err != nil {
+				if !errors.Is(err, ErrTooAmbiguous) && !errors.Is(err, ErrWorkLimit) {
+					t.Fatal(err)
+				}
+				return
+			}
+			c := g.NewCache()
+			w := &Work{Limit: 1 << 24}
+			c.Bind(w)
+			st := c.Start()
+			for i := 0; i < len(tc.input) && st != nil && w.Err() == nil; i++ {
+				v.Mask(st, 0)
+				st = st.Advance(tc.input[i])
+			}
+			if !errors.Is(w.Err(), ErrTooAmbiguous) && !errors.Is(w.Err(), ErrWorkLimit) {
+				t.Errorf("no limit reached (err %v, %d units)", w.Err(), w.Used())
+			}
+		})
 	}
 }
