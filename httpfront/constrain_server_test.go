@@ -244,7 +244,9 @@ func TestAmbiguousGrammarsFailAloneAndFast(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g, _ := json.Marshal(tc.gbnf)
 			ttft := make(chan time.Duration, 1)
-			go func() { ttft <- firstTokenTime(t, client, s.url, `{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":2,"stream":true}`) }()
+			go func() {
+				ttft <- firstTokenTime(t, client, s.url, `{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":2,"stream":true}`)
+			}()
 			body := `{"model":"tiny-qwen3-f32","prompt":"x","max_tokens":200,"temperature":0,"logit_bias":` + bias + `,"grammar":` + string(g) + `}`
 			resp, err := client.Post(s.url+"/v1/completions", "application/json", strings.NewReader(body))
 			if err != nil {
@@ -321,6 +323,7 @@ func TestLargeConstraintsCompileOffTheEngine(t *testing.T) {
 				defer started.Do(func() { close(streaming) })
 				req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions",
 					strings.NewReader(`{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":4000,"ignore_eos":true,"stream":true}`))
+				req.Header.Set("Content-Type", "application/json")
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil || resp.StatusCode != 200 {
 					t.Errorf("the concurrent stream: %v %v", err, resp)
