@@ -2,6 +2,7 @@ package httpfront_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -354,5 +355,36 @@ func TestLargeConstraintsCompileOffTheEngine(t *testing.T) {
 			}
 			t.Logf("%d tokens streamed to another client meanwhile", during)
 		})
+	}
+}
+
+// A Shutdown whose drain time ends aborts the generations still running,
+// constrained ones included (their masks stop with the choice's
+// context): the stream ends with a shutting_down error at once instead of
+// running to max_tokens.
+func TestShutdownPastItsDrainAbortsGenerations(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 2)
+	resp, err := http.Post(s.url+"/v1/completions", "application/json",
+		strings.NewReader(`{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":4000,"ignore_eos":true,"stream":true,"grammar":"root ::= [a-z ]+"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil { // the stream has started
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no drain time at all
+	if err := s.srv.Shutdown(ctx); err == nil {
+		t.Fatal("Shutdown returned nil with a stream of 4000 tokens in flight")
+	}
+	rest, _ := io.ReadAll(br)
+	events := sseEvents(t, bytes.NewReader(rest))
+	if len(events) == 0 || !strings.Contains(events[len(events)-1], `"shutting_down"`) {
+		t.Errorf("the stream did not end with a shutting_down error: %d events, last %q", len(events), events[max(0, len(events)-1):])
+	}
+	if len(events) > 2000 {
+		t.Errorf("the stream ran on for %d events after the shutdown", len(events))
 	}
 }

@@ -335,6 +335,8 @@ func (j *job) run(ctx context.Context, index int, events <-chan engine.Event) {
 			case ev.Finish == engine.FinishAbort && errors.Is(ev.Err, context.DeadlineExceeded):
 				last.err = &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded",
 					Message: "The request exceeded the server's deadline."}
+			case ev.Finish == engine.FinishAbort && errors.Is(context.Cause(ctx), errShuttingDown):
+				last.err = &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down", Message: "The server is shutting down."}
 			case ev.Finish == engine.FinishAbort:
 				last.err = &Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: "The request was cancelled."}
 			default:

@@ -94,7 +94,15 @@ type Server struct {
 	// the response.
 	abandoned atomic.Int64
 	metrics   *Metrics
+	// jobs is the parent of every generation's context; Shutdown cancels
+	// it when its drain ends with generations still running, which
+	// aborts them (and stops their grammar masks) at once.
+	jobs     context.Context
+	stopJobs context.CancelCauseFunc
 }
+
+// errShuttingDown is the cause of the generations Shutdown aborts.
+var errShuttingDown = errors.New("the server is shutting down")
 
 // New returns a server that answers 503 until SetModel is called.
 func New(cfg Config) *Server {
@@ -111,6 +119,7 @@ func New(cfg Config) *Server {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	s := &Server{cfg: cfg}
+	s.jobs, s.stopJobs = context.WithCancelCause(context.Background())
 	s.metrics = newMetrics(s)
 	s.srv = &fasthttp.Server{
 		Handler:            s.Handle,
@@ -149,12 +158,17 @@ func (s *Server) Drain() { s.draining.Store(true) }
 
 // Shutdown drains (see Drain), stops accepting connections and new
 // requests (503 shutting_down), waits until the requests in flight have
-// finished (streams included), and returns. If ctx ends first it returns
-// ctx's error with requests still running.
+// finished (streams included), and returns. If ctx ends first it aborts
+// the generations still running (the engine frees them at its next step)
+// and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.closing.Store(true)
-	return s.srv.ShutdownWithContext(ctx)
+	err := s.srv.ShutdownWithContext(ctx)
+	if err != nil {
+		s.stopJobs(errShuttingDown)
+	}
+	return err
 }
 
 // InFlight reports the choices submitted to the engine and not yet finished.
@@ -508,7 +522,7 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 	if traceID != "" {
 		ctx.Response.Header.Set(TraceIDHeader, traceID)
 	}
-	jctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	jctx, cancel := context.WithTimeout(s.jobs, s.cfg.Timeout)
 	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: promptParam, tag: trace.SpanContextFromContext(rt.ctx)}
 	if e := s.start(j); e != nil {
 		s.finishTrace(rt, prompts, nil, nil, e)
