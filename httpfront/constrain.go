@@ -282,9 +282,10 @@ func vocabOf(tk *tok.Tokenizer) *grammar.Vocab {
 	return got.(*grammar.Vocab)
 }
 
-// Work limits of constrained generation, in grammar.Work units (about
-// 5-20 ns each). A mask may spend maskWorkPerNode units per node of the
-// vocabulary's trie (a plain JSON grammar needs a few), at least
+// Work limits of constrained generation, in grammar.Work units (20-60 ns
+// each on a 2-core machine). A mask may spend maskWorkPerNode units per
+// node of the vocabulary's trie (a json_object grammar's costliest mask,
+// inside a string met for the first time, needs about 2), at least
 // minMaskWork; a choice's first mask and its start, computed in the
 // request's handler before the choice reaches the engine, may spend
 // firstMaskFactor times that. A constraint past the limit is refused (400

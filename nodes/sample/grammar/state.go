@@ -246,6 +246,11 @@ func (e *expansion) add(s *stack) {
 
 func (g *Grammar) class(f frame) sym { return g.rules[f.rule][f.alt][f.idx] }
 
+// newTransitionCost is the Work units a transition computed for the first
+// time costs beyond the stacks it examines: the new state's allocation
+// and interning.
+const newTransitionCost = 8
+
 // Advance returns the state after byte b, or nil when the grammar cannot
 // continue with it or the cache's Work has stopped (see Work.Err).
 func (s *State) Advance(b byte) *State {
@@ -262,6 +267,7 @@ func (s *State) Advance(b byte) *State {
 		}
 		return n
 	}
+	c.work.charge(newTransitionCost)
 	n := s.advance(b)
 	if c.work.Err() != nil { // stopped part way: keep nothing
 		return nil
