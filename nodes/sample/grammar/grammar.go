@@ -387,8 +387,12 @@ func (p *parser) sequence(nested bool) (alt, error) {
 			if err != nil {
 				return nil, err
 			}
+			n := utf8.RuneCountInString(s)
+			rs := make([]rng, 0, n) // one allocation for the literal's classes
+			item = make([]sym, 0, n)
 			for _, r := range s {
-				item = append(item, sym{ref: -1, ranges: []rng{{r, r}}})
+				rs = append(rs, rng{r, r})
+				item = append(item, sym{ref: -1, ranges: rs[len(rs)-1 : len(rs) : len(rs)]})
 			}
 		case c == '[':
 			s, err := p.class()
