@@ -148,16 +148,11 @@ func thinkPrefix(mode Reasoning) string {
 
 // withThinking wraps a grammar's GBNF so that a reasoning block may come
 // first (its root renamed).
-func withThinking(src string, mode Reasoning) (string, error) {
+func withThinking(src string, mode Reasoning) string {
 	if mode == ReasoningOff {
-		return src, nil
+		return src
 	}
-	g, err := grammar.Parse(src)
-	if err != nil || g == nil {
-		return src, err
-	}
-	renamed := renameRoot(src)
-	return "root ::= think constrained-root\n" + renamed + thinkPrefix(mode), nil
+	return "root ::= think constrained-root\n" + renameRoot(src) + thinkPrefix(mode)
 }
 
 // renameRoot renames rule root to constrained-root in GBNF source (its

@@ -19,10 +19,7 @@ func TestConstraintAfterThinking(t *testing.T) {
 		{ReasoningTagged, []string{"{}", "<think>\nplan <b>\n</think>\n\n{ab}", "{root}"}, []string{"<think>x{}", "x{}"}},
 		{ReasoningOpen, []string{"plan</think>\n\n{}", "</think>{root}"}, []string{"{}", "plan{}"}},
 	} {
-		wrapped, err := withThinking(src, tc.mode)
-		if err != nil {
-			t.Fatal(err)
-		}
+		wrapped := withThinking(src, tc.mode)
 		g, err := grammar.Parse(wrapped)
 		if err != nil {
 			t.Fatalf("mode %d: %v\n%s", tc.mode, err, wrapped)
