@@ -364,16 +364,7 @@ func TestLargeConstraintsCompileOffTheEngine(t *testing.T) {
 // running to max_tokens.
 func TestShutdownPastItsDrainAbortsGenerations(t *testing.T) {
 	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 2)
-	resp, err := http.Post(s.url+"/v1/completions", "application/json",
-		strings.NewReader(`{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":4000,"ignore_eos":true,"stream":true,"grammar":"root ::= [a-z ]+"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	if _, err := br.ReadString('\n'); err != nil { // the stream has started
-		t.Fatal(err)
-	}
+	br := s.startStream(t, "/v1/completions", `{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":4000,"ignore_eos":true,"stream":true,"grammar":"root ::= [a-z ]+"}`)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no drain time at all
 	if err := s.srv.Shutdown(ctx); err == nil {
