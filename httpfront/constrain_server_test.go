@@ -264,6 +264,23 @@ func TestAmbiguousGrammarsFailAloneAndFast(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a stream ends with the error event", func(t *testing.T) {
+		g, _ := json.Marshal(ambiguousGrammars[0].gbnf)
+		resp, err := client.Post(s.url+"/v1/completions", "application/json", strings.NewReader(
+			`{"model":"tiny-qwen3-f32","prompt":"x","max_tokens":200,"temperature":0,"stream":true,"logit_bias":`+bias+`,"grammar":`+string(g)+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		events := sseEvents(t, resp.Body)
+		var last struct{ Error map[string]any }
+		if len(events) > 0 {
+			json.Unmarshal([]byte(events[len(events)-1]), &last)
+		}
+		if last.Error["code"] != "constraint_too_complex" || last.Error["param"] != "grammar" {
+			t.Errorf("the stream's last event is %q, want a constraint_too_complex error naming grammar", events[max(0, len(events)-1):])
+		}
+	})
 	s.waitIdle(t)
 }
 
