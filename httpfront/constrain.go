@@ -405,6 +405,10 @@ var (
 )
 
 func (m *grammarMask) mask(gen []int32, logits []float32) {
+	if m.ctx.Err() != nil { // the engine aborts the choice at its next step
+		m.apply(nil, true, logits)
+		return
+	}
 	m.shared.mu.Lock()
 	defer m.shared.mu.Unlock()
 	if c := m.shared.cache; c.Len() > maxSharedStates || c.Size() > maxSharedStacks {
@@ -447,6 +451,12 @@ func (m *grammarMask) mask(gen []int32, logits []float32) {
 		}
 		bits, eogOK = nil, true
 	}
+	m.apply(bits, eogOK, logits)
+}
+
+// apply sets to -Inf the logits of the tokens bits does not allow, but
+// end-of-generation tokens when eogOK.
+func (m *grammarMask) apply(bits []uint64, eogOK bool, logits []float32) {
 	neg := float32(math.Inf(-1))
 	for i := range logits {
 		if w := i / 64; w >= len(bits) || bits[w]&(1<<(i%64)) == 0 {
