@@ -203,6 +203,8 @@ func TestConstraintErrors(t *testing.T) {
 		{"an unknown response_format type", `{` + msg + `,"response_format":{"type":"yaml"}}`, "response_format.type"},
 		{"two constraints", `{` + msg + `,"grammar":"root ::= \"a\"","response_format":{"type":"json_object"}}`, "grammar"},
 		{"max_tokens below the grammar's shortest output", `{` + msg + `,"max_tokens":2,"grammar":"root ::= \"abcdefgh\""}`, "max_tokens"},
+		{"a grammar over the size limit", `{` + msg + `,"grammar":"root ::= ` + strings.Repeat(`\"abcdefghij\"{1000} `, 210) + `"}`, "grammar"},
+		{"a surrogate escape", `{` + msg + `,"grammar":"root ::= \"\\uD800\""}`, "grammar"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, doc := s.call(t, "POST", "/v1/chat/completions", tc.body)
