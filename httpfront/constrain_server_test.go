@@ -315,8 +315,8 @@ func firstTokenTime(t *testing.T, client *http.Client, url, body string) time.Du
 // of its choices, and a stream running meanwhile keeps receiving tokens
 // while the constraint compiles.
 func TestLargeConstraintsCompileOffTheEngine(t *testing.T) {
-	if testing.Short() {
-		t.Skip("compiles three 100,000-choice constraints")
+	if testing.Short() || raceDetector {
+		t.Skip("compiles three 100,000-choice constraints (about 10 s; a minute under -race)")
 	}
 	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 4)
 	items := make([]string, 100000)
