@@ -7,6 +7,7 @@
 package grammar
 
 import (
+	"container/heap"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -604,28 +605,87 @@ func (p *parser) class() (sym, error) {
 // check computes the rules' shortest expansions and rejects left
 // recursion and rules that match nothing finite.
 func (g *Grammar) check() error {
-	const inf = 1 << 30
-	n := len(g.rules)
-	g.minLen = make([]int, n)
-	for i := range g.minLen {
-		g.minLen[i] = inf
-	}
-	for changed := true; changed; {
-		changed = false
-		for i, alts := range g.rules {
-			for _, a := range alts {
-				if l := g.altLen(a, 0); l < g.minLen[i] {
-					g.minLen[i], changed = l, true
-				}
-			}
-		}
-	}
+	g.computeMinLen()
 	for i, l := range g.minLen {
-		if l >= inf {
+		if l >= infLen {
 			return fmt.Errorf("grammar: %s never ends", g.describe(i))
 		}
 	}
 	return g.checkLeftRecursion()
+}
+
+// infLen is the shortest expansion of a rule that never ends; lengths
+// that would reach it are capped just below (a sentence that long never
+// fits max_tokens anyway).
+const infLen = 1 << 30
+
+// addLen is a + b capped below infLen.
+func addLen(a, b int) int { return min(a+b, infLen-1) }
+
+// computeMinLen sets g.minLen by Knuth's generalization of Dijkstra's
+// algorithm, in time linear in the grammar's size (times a log): rules
+// are settled shortest first; an alternative becomes a candidate once
+// every rule it references is settled.
+func (g *Grammar) computeMinLen() {
+	n := len(g.rules)
+	g.minLen = make([]int, n)
+	for i := range g.minLen {
+		g.minLen[i] = infLen
+	}
+	type altID struct{ rule, alt int }
+	var alts []altID
+	var partial, unsettled []int // per alternative: the settled part's length, the references still unsettled
+	users := make([][]int, n)    // rule -> the alternatives referencing it, once per reference
+	h := &lenHeap{}
+	for i, as := range g.rules {
+		for k, a := range as {
+			id := len(alts)
+			alts = append(alts, altID{i, k})
+			sum, refs := 0, 0
+			for _, s := range a {
+				if s.isRef() {
+					refs++
+					users[s.ref] = append(users[s.ref], id)
+				} else {
+					sum = addLen(sum, s.minBytes())
+				}
+			}
+			partial, unsettled = append(partial, sum), append(unsettled, refs)
+			if refs == 0 {
+				heap.Push(h, ruleLen{sum, i})
+			}
+		}
+	}
+	settled := make([]bool, n)
+	for h.Len() > 0 {
+		top := heap.Pop(h).(ruleLen)
+		if settled[top.rule] {
+			continue
+		}
+		settled[top.rule], g.minLen[top.rule] = true, top.len
+		for _, id := range users[top.rule] {
+			partial[id] = addLen(partial[id], top.len)
+			if unsettled[id]--; unsettled[id] == 0 {
+				heap.Push(h, ruleLen{partial[id], alts[id].rule})
+			}
+		}
+	}
+}
+
+type ruleLen struct{ len, rule int }
+
+// lenHeap is a min-heap of rule lengths.
+type lenHeap []ruleLen
+
+func (h lenHeap) Len() int           { return len(h) }
+func (h lenHeap) Less(i, j int) bool { return h[i].len < h[j].len }
+func (h lenHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *lenHeap) Push(x any)        { *h = append(*h, x.(ruleLen)) }
+func (h *lenHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // describe names rule i for errors: a rule of the source by its name, a
@@ -732,16 +792,15 @@ func (g *Grammar) checkLeftRecursion() error {
 
 // altLen is the shortest expansion of a[from:].
 func (g *Grammar) altLen(a alt, from int) int {
-	const inf = 1 << 30
 	total := 0
 	for _, s := range a[from:] {
 		if s.isRef() {
-			if g.minLen == nil || g.minLen[s.ref] >= inf {
-				return inf
+			if g.minLen == nil || g.minLen[s.ref] >= infLen {
+				return infLen
 			}
-			total += g.minLen[s.ref]
+			total = addLen(total, g.minLen[s.ref])
 		} else {
-			total += s.minBytes()
+			total = addLen(total, s.minBytes())
 		}
 	}
 	return total
