@@ -3,6 +3,7 @@ package httpfront
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -286,9 +287,10 @@ func vocabOf(tk *tok.Tokenizer) *grammar.Vocab {
 // firstMaskFactor times that. A constraint past the limit is refused (400
 // naming its field), before generation or when generation reaches it.
 const (
-	maskWorkPerNode = 64
-	minMaskWork     = 1 << 20
-	firstMaskFactor = 16
+	maskWorkPerNode     = 64
+	minMaskWork         = 1 << 20
+	firstMaskFactor     = 16
+	lockedFirstMaskWork = 1 << 16 // a few milliseconds
 )
 
 // maskWorkLimit is the Work limit of one mask over v.
@@ -331,27 +333,45 @@ func tooComplex(field string, err error) *Error {
 // newGrammarMask prepares a choice's mask in the request's handler: the
 // start state, its distance to a sentence (checked against maxTokens) and
 // its first mask, all computed here rather than on the engine's goroutine.
-// ctx is the choice's context and fail cancels it.
+// ctx is the choice's context and fail cancels it. The engine's masks of
+// other choices with the same grammar wait for the shared cache's lock,
+// so it is held for at most lockedFirstMaskWork units: a first mask that
+// needs more is computed in a cache of the choice's own, which then
+// becomes the shared one (its start's mask is what later choices need).
 func newGrammarMask(ctx context.Context, fail context.CancelCauseFunc, p *Params, tk *tok.Tokenizer, maxTokens int) (*grammarMask, *Error) {
 	sg := sharedOf(p.Grammar)
 	v := vocabOf(tk)
 	m := &grammarMask{shared: sg, v: v, tk: tk, field: p.ConstraintField, maxTokens: maxTokens, ctx: ctx, fail: fail}
 	compileSlots <- struct{}{}
 	defer func() { <-compileSlots }()
+	first := func(c *grammar.Cache, limit int64) (*grammar.State, error) {
+		start := c.Start()
+		w := &grammar.Work{Limit: limit, Interrupt: ctx.Err}
+		c.Bind(w)
+		m.first = v.Mask(start, maxTokens)
+		c.Bind(nil)
+		return start, w.Err()
+	}
 	sg.mu.Lock()
-	defer sg.mu.Unlock()
 	start := sg.cache.Start()
 	if need := start.Remaining(); need > maxTokens {
+		sg.mu.Unlock()
 		return nil, badParam("max_tokens", "The output constraint ('%s') needs at least %d tokens, but max_tokens allows %d.", p.ConstraintField, need, maxTokens)
 	}
-	w := &grammar.Work{Limit: firstMaskFactor * maskWorkLimit(v), Interrupt: ctx.Err}
-	start.Cache().Bind(w)
-	m.first = v.Mask(start, maxTokens)
-	start.Cache().Bind(nil)
-	if err := w.Err(); err != nil {
-		if ctx.Err() != nil {
-			return nil, &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded", Message: "The request exceeded the server's deadline."}
+	start, err := first(sg.cache, lockedFirstMaskWork)
+	sg.mu.Unlock()
+	if errors.Is(err, grammar.ErrWorkLimit) {
+		own := p.Grammar.NewCache()
+		if start, err = first(own, firstMaskFactor*maskWorkLimit(v)); err == nil {
+			sg.mu.Lock()
+			sg.cache = own
+			sg.mu.Unlock()
 		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded", Message: "The request exceeded the server's deadline."}
+	case err != nil:
 		return nil, tooComplex(p.ConstraintField, err)
 	}
 	m.states = []*grammar.State{start}
