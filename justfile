@@ -127,6 +127,8 @@ fuzz t="30s":
     go test ./runtime/tok -run '^$' -fuzz FuzzParseHF -fuzztime {{t}}
     go test ./runtime/kv -run '^$' -fuzz FuzzCodecs -fuzztime {{t}}
     go test ./httpfront -run '^$' -fuzz FuzzDecode -fuzztime {{t}}
+    go test ./nodes/sample/grammar -run '^$' -fuzz '^FuzzParse$' -fuzztime {{t}}
+    go test ./nodes/sample/grammar -run '^$' -fuzz '^FuzzSchema$' -fuzztime {{t}}
 
 # CPU backend benchmarks (decode and prefill tokens/s on the bundled models).
 bench:

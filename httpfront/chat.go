@@ -150,16 +150,19 @@ func (s *Server) completion(ctx *fasthttp.RequestCtx, m *Model) {
 }
 
 // compileParams compiles p's output constraint, after the reasoning block
-// when the reply thinks; nil when there is none.
+// when the reply thinks; nil when there is none. Errors are reported
+// against the constraint as sent (lines and columns of the client's GBNF).
 func compileParams(p *Params) (*grammar.Grammar, *Error) {
 	if p.Constraint == "" {
 		return nil, nil
 	}
-	src, err := withThinking(p.Constraint, p.Reasoning)
-	if err != nil {
-		return compileConstraint(p.Constraint, p.ConstraintField)
+	g, e := compileConstraint(withThinking(p.Constraint, p.Reasoning), p.ConstraintField)
+	if e != nil && p.Reasoning != ReasoningOff {
+		if _, own := compileConstraint(p.Constraint, p.ConstraintField); own != nil {
+			return nil, own
+		}
 	}
-	return compileConstraint(src, p.ConstraintField)
+	return g, e
 }
 
 // promptTokens is each prompt's token ids: token id prompts as sent, each

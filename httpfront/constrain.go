@@ -1,9 +1,13 @@
 package httpfront
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -98,7 +102,10 @@ func constraintOf(f fields) (src, field string, e *Error) {
 	return "", "", nil
 }
 
-// compileConstraint compiles src, naming field in errors.
+// compileConstraint compiles src, naming field in errors. It runs in the
+// request's handler, never on the engine's goroutine, one compilation per
+// compileSlots at a time: a large constraint makes its own request wait,
+// not the others.
 func compileConstraint(src, field string) (*grammar.Grammar, *Error) {
 	compiledMu.Lock()
 	g, ok := compiled[src]
@@ -106,20 +113,25 @@ func compileConstraint(src, field string) (*grammar.Grammar, *Error) {
 	if ok {
 		return g, nil
 	}
+	compileSlots <- struct{}{}
 	g, err := grammar.Parse(src)
-	if err == nil {
-		compiledMu.Lock()
-		if len(compiled) >= maxSharedGrammars {
-			clear(compiled)
-		}
-		compiled[src] = g
-		compiledMu.Unlock()
-	}
-	if err != nil { // a GBNF error, or a schema that recurses before any output
+	<-compileSlots
+	if err != nil { // a GBNF error, a schema that recurses before any output, a size limit
 		return nil, badParam(field, "Invalid '%s': %v", field, err)
 	}
+	compiledMu.Lock()
+	if compiledSize += g.Size(); len(compiled) >= maxSharedGrammars || compiledSize > maxCompiledSymbols {
+		clear(compiled)
+		compiledSize = g.Size()
+	}
+	compiled[src] = g
+	compiledMu.Unlock()
 	return g, nil
 }
+
+// compileSlots bounds the constraint compilations (and first masks) that
+// run at once, so that large ones leave CPU to the engine.
+var compileSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 
 // thinkPrefix is the GBNF of the reasoning a thinking template's reply
 // may start with, before the constrained part: the constraint starts
@@ -137,16 +149,11 @@ func thinkPrefix(mode Reasoning) string {
 
 // withThinking wraps a grammar's GBNF so that a reasoning block may come
 // first (its root renamed).
-func withThinking(src string, mode Reasoning) (string, error) {
+func withThinking(src string, mode Reasoning) string {
 	if mode == ReasoningOff {
-		return src, nil
+		return src
 	}
-	g, err := grammar.Parse(src)
-	if err != nil || g == nil {
-		return src, err
-	}
-	renamed := renameRoot(src)
-	return "root ::= think constrained-root\n" + renamed + thinkPrefix(mode), nil
+	return "root ::= think constrained-root\n" + renameRoot(src) + thinkPrefix(mode)
 }
 
 // renameRoot renames rule root to constrained-root in GBNF source (its
@@ -271,32 +278,111 @@ func vocabOf(tk *tok.Tokenizer) *grammar.Vocab {
 	return got.(*grammar.Vocab)
 }
 
+// Work limits of constrained generation, in grammar.Work units (20-60 ns
+// each on a 2-core machine). A mask may spend maskWorkPerNode units per
+// node of the vocabulary's trie (a json_object grammar's costliest mask,
+// inside a string met for the first time, needs about 2), at least
+// minMaskWork; a choice's first mask and its start, computed in the
+// request's handler before the choice reaches the engine, may spend
+// firstMaskFactor times that. A constraint past the limit is refused (400
+// naming its field), before generation or when generation reaches it.
+const (
+	maskWorkPerNode     = 64
+	minMaskWork         = 1 << 20
+	firstMaskFactor     = 16
+	lockedFirstMaskWork = 1 << 16 // a few milliseconds
+)
+
+// maskWorkLimit is the Work limit of one mask over v.
+func maskWorkLimit(v *grammar.Vocab) int64 { return max(minMaskWork, maskWorkPerNode*int64(v.Nodes())) }
+
 // grammarMask is one choice's exec.Sampling.Mask: it keeps the states the
 // grammar reached after each generated token (so verify's per-position
 // calls and rollbacks replay nothing twice) and allows the tokens that keep
 // the output completable within the choice's token budget, and
-// end-of-generation tokens once the output is a sentence.
+// end-of-generation tokens once the output is a sentence. Each call's work
+// is bounded (maskWorkLimit) and stops when the choice's context ends; a
+// call past its limit fails the choice: it cancels ctx with a
+// constraintFailure, which the choice's runner reports.
 type grammarMask struct {
 	shared    *sharedGrammar
 	v         *grammar.Vocab
 	tk        *tok.Tokenizer
+	field     string // the request field the constraint came from
 	maxTokens int
+	ctx       context.Context
+	fail      context.CancelCauseFunc
 	toks      []int32
 	states    []*grammar.State // states[i]: after toks[:i] (interned); nil once a token left the grammar
+	first     []uint64         // the mask of states[0] at budget maxTokens
 }
 
-func newGrammarMask(g *grammar.Grammar, tk *tok.Tokenizer, maxTokens int) *grammarMask {
-	sg := sharedOf(g)
+// constraintFailure is the cause a grammarMask cancels its choice with:
+// the constraint needs more work than the server allows.
+type constraintFailure struct{ e *Error }
+
+func (f constraintFailure) Error() string { return f.e.Message }
+
+// tooComplex is the 400 for a constraint whose work passed its limit.
+func tooComplex(field string, err error) *Error {
+	e := badParam(field, "The output constraint ('%s') is too complex to follow: %v. Simplify it (fewer overlapping alternatives).", field, err)
+	e.Code = "constraint_too_complex"
+	return e
+}
+
+// newGrammarMask prepares a choice's mask in the request's handler: the
+// start state, its distance to a sentence (checked against maxTokens) and
+// its first mask, all computed here rather than on the engine's goroutine.
+// ctx is the choice's context and fail cancels it. The engine's masks of
+// other choices with the same grammar wait for the shared cache's lock,
+// so it is held for at most lockedFirstMaskWork units: a first mask that
+// needs more is computed in a cache of the choice's own, which then
+// becomes the shared one (its start's mask is what later choices need).
+func newGrammarMask(ctx context.Context, fail context.CancelCauseFunc, p *Params, tk *tok.Tokenizer, maxTokens int) (*grammarMask, *Error) {
+	sg := sharedOf(p.Grammar)
+	v := vocabOf(tk)
+	m := &grammarMask{shared: sg, v: v, tk: tk, field: p.ConstraintField, maxTokens: maxTokens, ctx: ctx, fail: fail}
+	compileSlots <- struct{}{}
+	defer func() { <-compileSlots }()
+	first := func(c *grammar.Cache, limit int64) (*grammar.State, error) {
+		start := c.Start()
+		w := &grammar.Work{Limit: limit, Interrupt: ctx.Err}
+		c.Bind(w)
+		m.first = v.Mask(start, maxTokens)
+		c.Bind(nil)
+		return start, w.Err()
+	}
 	sg.mu.Lock()
 	start := sg.cache.Start()
+	if need := start.Remaining(); need > maxTokens {
+		sg.mu.Unlock()
+		return nil, badParam("max_tokens", "The output constraint ('%s') needs at least %d tokens, but max_tokens allows %d.", p.ConstraintField, need, maxTokens)
+	}
+	start, err := first(sg.cache, lockedFirstMaskWork)
 	sg.mu.Unlock()
-	return &grammarMask{shared: sg, v: vocabOf(tk), tk: tk, maxTokens: maxTokens, states: []*grammar.State{start}}
+	if errors.Is(err, grammar.ErrWorkLimit) {
+		own := p.Grammar.NewCache()
+		if start, err = first(own, firstMaskFactor*maskWorkLimit(v)); err == nil {
+			sg.mu.Lock()
+			sg.cache = own
+			sg.mu.Unlock()
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded", Message: "The request exceeded the server's deadline."}
+	case err != nil:
+		return nil, tooComplex(p.ConstraintField, err)
+	}
+	m.states = []*grammar.State{start}
+	return m, nil
 }
 
 // sharedGrammar is a grammar's state cache, shared by the requests that
 // use the grammar so that a state's mask is computed once for all; mu
-// guards it. A cache that grows past maxSharedStates is replaced (states
-// of the old one stay valid for the requests holding them).
+// guards it (and the caches it replaced, whose states requests still
+// hold). A cache that grows past maxSharedStates states or
+// maxSharedStacks stacks is replaced.
 type sharedGrammar struct {
 	g     *grammar.Grammar
 	mu    sync.Mutex
@@ -304,8 +390,10 @@ type sharedGrammar struct {
 }
 
 const (
-	maxSharedStates   = 1 << 14
-	maxSharedGrammars = 64
+	maxSharedStates    = 1 << 14
+	maxSharedStacks    = 1 << 20
+	maxSharedGrammars  = 64
+	maxCompiledSymbols = 1 << 23 // summed over the compiled grammars kept
 )
 
 var (
@@ -328,16 +416,22 @@ func sharedOf(g *grammar.Grammar) *sharedGrammar {
 }
 
 // compiled caches grammars by source, so that requests with the same
-// constraint share one grammar (and its state cache).
+// constraint share one grammar (and its state cache); compiledSize is
+// their symbols, summed.
 var (
-	compiledMu sync.Mutex
-	compiled   = map[string]*grammar.Grammar{}
+	compiledMu   sync.Mutex
+	compiled     = map[string]*grammar.Grammar{}
+	compiledSize int
 )
 
 func (m *grammarMask) mask(gen []int32, logits []float32) {
+	if m.ctx.Err() != nil { // the engine aborts the choice at its next step
+		m.apply(nil, true, logits)
+		return
+	}
 	m.shared.mu.Lock()
 	defer m.shared.mu.Unlock()
-	if m.shared.cache.Len() > maxSharedStates {
+	if c := m.shared.cache; c.Len() > maxSharedStates || c.Size() > maxSharedStacks {
 		m.shared.cache = m.shared.g.NewCache()
 	}
 	k := 0
@@ -345,6 +439,10 @@ func (m *grammarMask) mask(gen []int32, logits []float32) {
 		k++
 	}
 	m.toks, m.states = m.toks[:k], m.states[:k+1]
+	c := m.states[0].Cache()
+	w := &grammar.Work{Limit: maskWorkLimit(m.v), Interrupt: m.ctx.Err}
+	c.Bind(w)
+	defer c.Bind(nil)
 	for _, id := range gen[k:] {
 		st := m.states[len(m.states)-1]
 		if st != nil {
@@ -354,10 +452,31 @@ func (m *grammarMask) mask(gen []int32, logits []float32) {
 	}
 	st := m.states[len(m.states)-1]
 	var bits []uint64
-	if st != nil {
+	switch {
+	case st == nil:
+	case len(gen) == 0 && m.first != nil:
+		bits = m.first
+	default:
 		bits = m.v.Mask(st, m.maxTokens-len(gen))
 	}
 	eogOK := st == nil || st.Accepting()
+	if err := w.Err(); err != nil {
+		// Stopped: the choice ends here. Past the limit it fails with a
+		// 400; an ended context (abort, deadline, shutdown) is the
+		// engine's to report. Only end-of-generation stays allowed, so
+		// the step finishes at once and nothing is kept of this token.
+		m.toks, m.states = m.toks[:k], m.states[:k+1]
+		if m.ctx.Err() == nil {
+			m.fail(constraintFailure{tooComplex(m.field, err)})
+		}
+		bits, eogOK = nil, true
+	}
+	m.apply(bits, eogOK, logits)
+}
+
+// apply sets to -Inf the logits of the tokens bits does not allow, but
+// end-of-generation tokens when eogOK.
+func (m *grammarMask) apply(bits []uint64, eogOK bool, logits []float32) {
 	neg := float32(math.Inf(-1))
 	for i := range logits {
 		if w := i / 64; w >= len(bits) || bits[w]&(1<<(i%64)) == 0 {

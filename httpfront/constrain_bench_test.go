@@ -1,6 +1,7 @@
 package httpfront
 
 import (
+	"context"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -36,7 +37,7 @@ func BenchmarkGrammarMask(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			gen := tk.Encode(tc.prefix, false, false)
-			m := newGrammarMask(g, tk, 4096)
+			m := benchMask(b, g, tk)
 			m.mask(gen, logits)
 			b.ResetTimer()
 			for range b.N {
@@ -47,9 +48,18 @@ func BenchmarkGrammarMask(b *testing.B) {
 		b.Run(tc.name+", first visit", func(b *testing.B) {
 			gen := tk.Encode(tc.prefix, false, false)
 			for range b.N {
-				m := newGrammarMask(g, tk, 4096)
+				m := benchMask(b, g, tk)
 				m.mask(gen, logits)
 			}
 		})
 	}
+}
+
+// benchMask is a 4096-token choice's mask of g.
+func benchMask(b *testing.B, g *grammar.Grammar, tk *tok.Tokenizer) *grammarMask {
+	m, e := newGrammarMask(context.Background(), func(error) {}, &Params{Grammar: g, ConstraintField: "response_format"}, tk, 4096)
+	if e != nil {
+		b.Fatal(e.Message)
+	}
+	return m
 }

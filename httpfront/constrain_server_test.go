@@ -1,12 +1,19 @@
 package httpfront_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -196,6 +203,8 @@ func TestConstraintErrors(t *testing.T) {
 		{"an unknown response_format type", `{` + msg + `,"response_format":{"type":"yaml"}}`, "response_format.type"},
 		{"two constraints", `{` + msg + `,"grammar":"root ::= \"a\"","response_format":{"type":"json_object"}}`, "grammar"},
 		{"max_tokens below the grammar's shortest output", `{` + msg + `,"max_tokens":2,"grammar":"root ::= \"abcdefgh\""}`, "max_tokens"},
+		{"a grammar over the size limit", `{` + msg + `,"grammar":"root ::= ` + strings.Repeat(`\"abcdefghij\"{1000} `, 210) + `"}`, "grammar"},
+		{"a surrogate escape", `{` + msg + `,"grammar":"root ::= \"\\uD800\""}`, "grammar"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, doc := s.call(t, "POST", "/v1/chat/completions", tc.body)
@@ -203,5 +212,197 @@ func TestConstraintErrors(t *testing.T) {
 				t.Errorf("status %d %v, want 400 naming %s", status, doc, tc.param)
 			}
 		})
+	}
+}
+
+// ambiguousGrammars are GBNF grammars whose parses multiply with each
+// "a" (left factoring cannot merge their alternatives: they begin with
+// different rules), and one whose start alone is exponential.
+var ambiguousGrammars = []struct{ name, gbnf string }{
+	{"two ways per a", "root ::= x \"z\"\nx ::= a1 x \"b\" | a2 x \"c\" | \"\"\na1 ::= \"a\"\na2 ::= \"a\""},
+	{"three ways per a", "root ::= x\nx ::= a1 x \"1\" | a2 x \"2\" | a3 x \"3\" | \"\"\na1 ::= \"a\"\na2 ::= \"a\"\na3 ::= [a]"},
+	{"ambiguity inside a JSON array", "root ::= \"[\" v \"]\"\nv ::= a1 v \"b\" | a2 v \"c\" | \"0\"\na1 ::= \"a\"\na2 ::= \"a\" \"\"?"},
+	{"choices that double before any byte", func() string {
+		var b strings.Builder
+		b.WriteString("root ::= r0\n")
+		for i := range 40 { // p and q are r(i+1) by other names: nothing to factor
+			fmt.Fprintf(&b, "r%d ::= p%d \"x\" | q%d \"y\"\np%d ::= r%d\nq%d ::= r%d\n", i, i, i, i, i+1, i, i+1)
+		}
+		b.WriteString("r40 ::= \"a\"*\n")
+		return b.String()
+	}()},
+}
+
+// The issue's class 1: a grammar whose parses grow exponentially, with
+// logit_bias pushing the byte that grows them, is answered within bounded
+// time by a 400 naming the constraint (code constraint_too_complex, or
+// refused when compiled), while a request sent at the same time starts
+// streaming within a second; the server stays healthy.
+func TestAmbiguousGrammarsFailAloneAndFast(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 4)
+	ids := s.inst.Tokenizer.Encode("a", false, false)
+	bias := fmt.Sprintf(`{"%d":100}`, ids[len(ids)-1])
+	client := &http.Client{Timeout: 30 * time.Second}
+	for _, tc := range ambiguousGrammars {
+		t.Run(tc.name, func(t *testing.T) {
+			g, _ := json.Marshal(tc.gbnf)
+			ttft := make(chan time.Duration, 1)
+			go func() {
+				ttft <- firstTokenTime(t, client, s.url, `{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":2,"stream":true}`)
+			}()
+			body := `{"model":"tiny-qwen3-f32","prompt":"x","max_tokens":200,"temperature":0,"logit_bias":` + bias + `,"grammar":` + string(g) + `}`
+			resp, err := client.Post(s.url+"/v1/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatalf("the constrained request got no answer: %v", err)
+			}
+			var doc map[string]any
+			json.NewDecoder(resp.Body).Decode(&doc)
+			resp.Body.Close()
+			if e := errorOf(doc); resp.StatusCode != 400 || e == nil || e["param"] != "grammar" {
+				t.Errorf("status %d %v, want 400 naming grammar", resp.StatusCode, doc)
+			}
+			if d := <-ttft; d < 0 || d > time.Second {
+				t.Errorf("a concurrent request's first token took %v, want under 1s", d)
+			}
+		})
+	}
+	t.Run("a stream ends with the error event", func(t *testing.T) {
+		g, _ := json.Marshal(ambiguousGrammars[0].gbnf)
+		resp, err := client.Post(s.url+"/v1/completions", "application/json", strings.NewReader(
+			`{"model":"tiny-qwen3-f32","prompt":"x","max_tokens":200,"temperature":0,"stream":true,"logit_bias":`+bias+`,"grammar":`+string(g)+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		events := sseEvents(t, resp.Body)
+		var last struct{ Error map[string]any }
+		if len(events) > 0 {
+			json.Unmarshal([]byte(events[len(events)-1]), &last)
+		}
+		if last.Error["code"] != "constraint_too_complex" || last.Error["param"] != "grammar" {
+			t.Errorf("the stream's last event is %q, want a constraint_too_complex error naming grammar", events[max(0, len(events)-1):])
+		}
+	})
+	s.waitIdle(t)
+}
+
+// firstTokenTime sends a streaming request and returns how long its first
+// event took (-1 when it failed).
+func firstTokenTime(t *testing.T, client *http.Client, url, body string) time.Duration {
+	began := time.Now()
+	resp, err := client.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Error(err)
+		return -1
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return -1
+		}
+		if strings.HasPrefix(line, "data: ") {
+			d := time.Since(began)
+			io.Copy(io.Discard, br)
+			return d
+		}
+	}
+}
+
+// Large constraints (100,000 choices as an enum, guided_choice and GBNF
+// alternatives) compile in their request's handler: each answers with one
+// of its choices, and a stream running meanwhile keeps receiving tokens
+// while the constraint compiles.
+func TestLargeConstraintsCompileOffTheEngine(t *testing.T) {
+	if testing.Short() || raceDetector {
+		t.Skip("compiles three 100,000-choice constraints (about 10 s; a minute under -race)")
+	}
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 4)
+	items := make([]string, 100000)
+	for i := range items {
+		items[i] = fmt.Sprintf("item%06d", i)
+	}
+	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	quoted := make([]string, len(items))
+	for i, it := range items {
+		quoted[i] = js(it)
+	}
+	for _, tc := range []struct{ name, field string }{
+		{"enum", `"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"enum":` + js(items) + `}}}`},
+		{"guided_choice", `"guided_choice":` + js(items)},
+		{"GBNF alternatives", `"grammar":` + js("root ::= "+strings.Join(quoted, " | "))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			// The other client sends short streams one after another (long
+			// contexts would grow the engine's buffers for later tests).
+			var received atomic.Int64
+			streaming := make(chan struct{})
+			var started sync.Once
+			go func() {
+				defer started.Do(func() { close(streaming) })
+				for ctx.Err() == nil {
+					req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions",
+						strings.NewReader(`{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":64,"ignore_eos":true,"stream":true}`))
+					req.Header.Set("Content-Type", "application/json")
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil || resp.StatusCode != 200 {
+						if ctx.Err() == nil {
+							t.Errorf("the concurrent stream: %v %v", err, resp)
+						}
+						return
+					}
+					br := bufio.NewReader(resp.Body)
+					for {
+						line, err := br.ReadString('\n')
+						if err != nil {
+							break
+						}
+						if strings.HasPrefix(line, "data: ") && received.Add(1) == 1 {
+							started.Do(func() { close(streaming) })
+						}
+					}
+					resp.Body.Close()
+				}
+			}()
+			<-streaming
+			before := received.Load()
+			c := choices(s.completion(t, "/v1/completions", `{"model":"tiny-qwen3-f32","prompt":"x","max_tokens":20,"temperature":0,`+tc.field+`}`))[0]
+			during := received.Load() - before
+			text := strings.Trim(c["text"].(string), `"`)
+			if !strings.HasPrefix(text, "item") || len(text) != len("item000000") {
+				t.Errorf("output %q is not one of the choices", c["text"])
+			}
+			if during == 0 {
+				t.Error("the concurrent stream received nothing while the constraint compiled")
+			}
+			t.Logf("%d tokens streamed to another client meanwhile", during)
+			cancel()
+			s.waitIdle(t)
+		})
+	}
+}
+
+// A Shutdown whose drain time ends aborts the generations still running,
+// constrained ones included (their masks stop with the choice's
+// context): the stream ends with a shutting_down error at once instead of
+// running to max_tokens.
+func TestShutdownPastItsDrainAbortsGenerations(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 2)
+	br := s.startStream(t, "/v1/completions", `{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":4000,"ignore_eos":true,"stream":true,"grammar":"root ::= [a-z ]+"}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no drain time at all
+	if err := s.srv.Shutdown(ctx); err == nil {
+		t.Fatal("Shutdown returned nil with a stream of 4000 tokens in flight")
+	}
+	rest, _ := io.ReadAll(br)
+	events := sseEvents(t, bytes.NewReader(rest))
+	if len(events) == 0 || !strings.Contains(events[len(events)-1], `"shutting_down"`) {
+		t.Errorf("the stream did not end with a shutting_down error: %d events, last %q", len(events), events[max(0, len(events)-1):])
+	}
+	if len(events) > 2000 {
+		t.Errorf("the stream ran on for %d events after the shutdown", len(events))
 	}
 }

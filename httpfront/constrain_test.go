@@ -1,6 +1,9 @@
 package httpfront
 
 import (
+	"context"
+	"errors"
+	"math"
 	"testing"
 
 	"github.com/ninfer/ninfer-go/nodes/sample/grammar"
@@ -19,10 +22,7 @@ func TestConstraintAfterThinking(t *testing.T) {
 		{ReasoningTagged, []string{"{}", "<think>\nplan <b>\n</think>\n\n{ab}", "{root}"}, []string{"<think>x{}", "x{}"}},
 		{ReasoningOpen, []string{"plan</think>\n\n{}", "</think>{root}"}, []string{"{}", "plan{}"}},
 	} {
-		wrapped, err := withThinking(src, tc.mode)
-		if err != nil {
-			t.Fatal(err)
-		}
+		wrapped := withThinking(src, tc.mode)
 		g, err := grammar.Parse(wrapped)
 		if err != nil {
 			t.Fatalf("mode %d: %v\n%s", tc.mode, err, wrapped)
@@ -37,5 +37,59 @@ func TestConstraintAfterThinking(t *testing.T) {
 				t.Errorf("mode %d: %q accepted", tc.mode, s)
 			}
 		}
+	}
+}
+
+// A mask whose choice's context has ended (abort, deadline, shutdown)
+// stops at once: it allows only end-of-generation and leaves the failure
+// to the engine's abort. A mask past its work limit fails the choice with
+// a 400 naming the constraint's field.
+func TestGrammarMaskStops(t *testing.T) {
+	tk := tinyTokenizer(t)
+	a := tk.Encode("a", false, false)
+	for _, tc := range []struct {
+		name, src   string
+		cancel      bool
+		wantFailure bool
+	}{
+		{"the choice's context ended", `root ::= "a"+`, true, false},
+		{"the grammar became too ambiguous", "root ::= x \"z\"\nx ::= a1 x \"b\" | a2 x \"c\" | \"\"\na1 ::= \"a\"\na2 ::= \"a\"", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := grammar.Parse(tc.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			m, e := newGrammarMask(ctx, cancel, &Params{Grammar: g, ConstraintField: "grammar"}, tk, 200)
+			if e != nil {
+				t.Fatal(e.Message)
+			}
+			if tc.cancel {
+				cancel(nil)
+			}
+			logits := make([]float32, tk.VocabSize())
+			var gen []int32
+			for range 40 {
+				m.mask(gen, logits)
+				if ctx.Err() != nil {
+					break
+				}
+				gen = append(gen, a...)
+			}
+			for id, l := range logits {
+				if !math.IsInf(float64(l), -1) && !tk.IsEOG(int32(id)) {
+					t.Fatalf("token %d (%q) allowed after the mask stopped", id, tk.Piece(int32(id)))
+				}
+			}
+			var failed constraintFailure
+			if got := errors.As(context.Cause(ctx), &failed); got != tc.wantFailure {
+				t.Fatalf("cause %v, want a constraintFailure: %v", context.Cause(ctx), tc.wantFailure)
+			}
+			if tc.wantFailure && (failed.e.Param != "grammar" || failed.e.Code != "constraint_too_complex" || failed.e.Status != 400) {
+				t.Errorf("failure %+v, want a 400 constraint_too_complex naming grammar", failed.e)
+			}
+		})
 	}
 }

@@ -98,18 +98,19 @@ func (s *Server) start(j *job) *Error {
 	for pi, prompt := range j.prompts {
 		for k := range j.p.N {
 			idx := pi*j.p.N + k
-			req, e := j.engineRequest(prompt, k)
+			cctx, ccancel := context.WithCancelCause(j.ctx)
+			req, e := j.engineRequest(cctx, ccancel, prompt, k)
 			if e != nil {
+				ccancel(nil)
 				j.leave()
 				return e
 			}
 			if idx == 0 {
 				j.maxTokens = req.MaxTokens
 			}
-			cctx, ccancel := context.WithCancel(j.ctx)
 			events, err := j.m.Engine.Submit(cctx, req)
 			if err != nil {
-				ccancel()
+				ccancel(nil)
 				j.leave()
 				if errors.Is(err, engine.ErrContext) {
 					return j.contextError(prompt, req.MaxTokens)
@@ -122,8 +123,8 @@ func (s *Server) start(j *job) *Error {
 			j.done.Add(1)
 			go func() {
 				defer j.done.Done()
-				defer ccancel()
-				j.run(idx, events)
+				defer ccancel(nil)
+				j.run(cctx, idx, events)
 			}()
 		}
 	}
@@ -146,8 +147,10 @@ func (j *job) contextError(prompt []int32, maxTokens int) *Error {
 		ctxLen, room, len(prompt), room-len(prompt), maxTokens)
 }
 
-// engineRequest builds the engine request of choice k of a prompt.
-func (j *job) engineRequest(prompt []int32, k int) (engine.Request, *Error) {
+// engineRequest builds the engine request of choice k of a prompt; ctx
+// is the choice's context and cancel ends it (a constraint that fails
+// mid-generation cancels it with a constraintFailure).
+func (j *job) engineRequest(ctx context.Context, cancel context.CancelCauseFunc, prompt []int32, k int) (engine.Request, *Error) {
 	p := j.p
 	var seed uint64
 	if p.Seed != nil {
@@ -178,10 +181,11 @@ func (j *job) engineRequest(prompt []int32, k int) (engine.Request, *Error) {
 		Tag:      j.tag,
 	}
 	if p.Grammar != nil {
-		if need := p.Grammar.Start().Remaining(); need > maxTokens {
-			return engine.Request{}, badParam("max_tokens", "The output constraint ('%s') needs at least %d tokens, but max_tokens allows %d.", p.ConstraintField, need, maxTokens)
+		m, e := newGrammarMask(ctx, cancel, &j.p, j.m.Tokenizer, maxTokens)
+		if e != nil {
+			return engine.Request{}, e
 		}
-		req.Sampling.Mask = newGrammarMask(p.Grammar, j.m.Tokenizer, maxTokens).mask
+		req.Sampling.Mask = m.mask
 	}
 	if p.MinTokens > 0 {
 		req.Sampling.SuppressUntil = p.MinTokens
@@ -301,8 +305,10 @@ func (s *stopper) flush() (string, bool) {
 // run turns one choice's engine events into deltas: detokenized text with
 // stop sequences applied (the text before the first match is kept; the
 // engine ended the request at the matching token, see stopCondition),
-// log-probabilities, and a final delta.
-func (j *job) run(index int, events <-chan engine.Event) {
+// log-probabilities, and a final delta. ctx is the choice's context: a
+// constraintFailure cause fails the choice with its error, and drops the
+// token of the step that failed.
+func (j *job) run(ctx context.Context, index int, events <-chan engine.Event) {
 	st := newStopper(j.m.Tokenizer, &j.p)
 	clock := tokenClock{ms: j.series, prompt: len(j.prompts[index/j.p.N])}
 	send := func(d delta) {
@@ -312,10 +318,12 @@ func (j *job) run(index int, events <-chan engine.Event) {
 		}
 	}
 	for ev := range events {
+		var failed constraintFailure
+		constraintFailed := errors.As(context.Cause(ctx), &failed)
 		if !ev.Done {
 			clock.token(time.Now())
 			j.decoded[index].Add(1)
-			if st.matched {
+			if st.matched || constraintFailed {
 				continue
 			}
 			d := delta{index: index}
@@ -329,7 +337,9 @@ func (j *job) run(index int, events <-chan engine.Event) {
 			continue
 		}
 		last := delta{index: index, final: true, stats: ev.Stats, finish: "stop"}
-		if !st.matched {
+		if constraintFailed {
+			last.err = failed.e
+		} else if !st.matched {
 			text, hit := st.flush()
 			last.text = text
 			switch {
@@ -339,6 +349,8 @@ func (j *job) run(index int, events <-chan engine.Event) {
 			case ev.Finish == engine.FinishAbort && errors.Is(ev.Err, context.DeadlineExceeded):
 				last.err = &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded",
 					Message: "The request exceeded the server's deadline."}
+			case ev.Finish == engine.FinishAbort && errors.Is(context.Cause(ctx), errShuttingDown):
+				last.err = &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down", Message: "The server is shutting down."}
 			case ev.Finish == engine.FinishAbort:
 				last.err = &Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: "The request was cancelled."}
 			default:

@@ -117,7 +117,15 @@ type Server struct {
 	log       *log.Logger  // the request log; nil when off
 	jobs      sync.Map     // *job -> nil: the generation requests in flight (/slots)
 	tasks     atomic.Int64 // requests numbered so far (job.task)
+	// generations is the parent of every generation's context; Shutdown
+	// cancels it when its drain ends with generations still running,
+	// which aborts them (and stops their grammar masks) at once.
+	generations     context.Context
+	stopGenerations context.CancelCauseFunc
 }
+
+// errShuttingDown is the cause of the generations Shutdown aborts.
+var errShuttingDown = errors.New("the server is shutting down")
 
 // New returns a server that answers 503 until SetModel is called.
 func New(cfg Config) *Server {
@@ -137,6 +145,7 @@ func New(cfg Config) *Server {
 	if cfg.RequestLog != nil {
 		s.log = log.New(cfg.RequestLog, "", 0)
 	}
+	s.generations, s.stopGenerations = context.WithCancelCause(context.Background())
 	s.metrics = newMetrics(s)
 	s.srv = &fasthttp.Server{
 		Handler:            s.Handle,
@@ -178,12 +187,17 @@ func (s *Server) Drain() { s.draining.Store(true) }
 
 // Shutdown drains (see Drain), stops accepting connections and new
 // requests (503 shutting_down), waits until the requests in flight have
-// finished (streams included), and returns. If ctx ends first it returns
-// ctx's error with requests still running.
+// finished (streams included), and returns. If ctx ends first it aborts
+// the generations still running (the engine frees them at its next step)
+// and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.closing.Store(true)
-	return s.srv.ShutdownWithContext(ctx)
+	err := s.srv.ShutdownWithContext(ctx)
+	if err != nil {
+		s.stopGenerations(errShuttingDown)
+	}
+	return err
 }
 
 // InFlight reports the choices submitted to the engine and not yet finished.
@@ -598,7 +612,7 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 	if traceID != "" {
 		ctx.Response.Header.Set(TraceIDHeader, traceID)
 	}
-	jctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	jctx, cancel := context.WithTimeout(s.generations, s.cfg.Timeout)
 	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: promptParam, tag: trace.SpanContextFromContext(rt.ctx),
 		series: s.metrics.series.Load(), task: s.tasks.Add(1), received: received}
 	if e := s.start(j); e != nil {

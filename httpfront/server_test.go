@@ -401,6 +401,22 @@ func (s *server) stream(t testing.TB, path, body string) []map[string]any {
 	return docs
 }
 
+// startStream sends a streaming request and returns its body once the
+// first line has come; the body closes at cleanup.
+func (s *server) startStream(t testing.TB, path, body string) *bufio.Reader {
+	t.Helper()
+	resp, err := http.Post(s.url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	return br
+}
+
 func TestStreaming(t *testing.T) {
 	s := start(t, "stories260K.gguf", httpfront.Config{}, 4)
 	want := choices(s.completion(t, "/v1/chat/completions", `{"model":"stories260K","messages":[{"role":"user","content":"Tell a story"}],"max_tokens":30,"temperature":0}`))[0]
@@ -484,16 +500,7 @@ func TestDeadline(t *testing.T) {
 // Shutdown lets a running stream finish, refuses new requests, then returns.
 func TestShutdownDrains(t *testing.T) {
 	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 2)
-	resp, err := http.Post(s.url+"/v1/completions", "application/json",
-		strings.NewReader(`{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":1500,"temperature":0,"stream":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	if _, err := br.ReadString('\n'); err != nil { // the stream has started
-		t.Fatal(err)
-	}
+	br := s.startStream(t, "/v1/completions", `{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":1500,"temperature":0,"stream":true}`)
 	if s.srv.InFlight() != 1 {
 		t.Fatal("the stream finished before the shutdown began")
 	}

@@ -2,40 +2,76 @@ package grammar
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
-// FuzzParse: Parse never panics, and a grammar it accepts matches bytes
-// without panicking, with Remaining never negative, cached or not.
+// fuzzWorkLimit is the Work limit of each mask in the fuzz targets.
+const fuzzWorkLimit = 50_000
+
+// maskWithin runs input through a cache of g, computing the mask of every
+// state under a fresh Work of fuzzWorkLimit units, and fails t when a
+// mask spends more than its limit (plus one check's granularity), stops
+// for any reason but a limit, or a Remaining is negative. It stops at
+// the first limit reached.
+func maskWithin(t *testing.T, g *Grammar, v *Vocab, input []byte) {
+	t.Helper()
+	input = input[:min(len(input), 256)] // each byte costs a mask: keep executions fast
+	c := g.NewCache()
+	st := c.Start()
+	for i := 0; st != nil; i++ {
+		w := &Work{Limit: fuzzWorkLimit}
+		c.Bind(w)
+		v.Mask(st, 0)
+		if i < len(input) {
+			st = st.Advance(input[i])
+		}
+		if w.Used() > fuzzWorkLimit+workSlack {
+			t.Fatalf("after %d bytes: a mask spent %d units, limit %d", i, w.Used(), fuzzWorkLimit)
+		}
+		if err := w.Err(); err != nil {
+			if !errors.Is(err, ErrWorkLimit) && !errors.Is(err, ErrTooAmbiguous) {
+				t.Fatalf("after %d bytes: stopped by %v", i, err)
+			}
+			return
+		}
+		if st != nil && st.Remaining() < 0 {
+			t.Fatalf("after %d bytes: negative Remaining", i)
+		}
+		if i >= len(input) {
+			return
+		}
+	}
+}
+
+// FuzzParse: Parse never panics, and a grammar it accepts follows input
+// with every mask within its Work limit.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{`root ::= "a" | [b-d]+ x?` + "\nx ::= \"\\u00e9\"{1,3}", "root ::= object\n" + JSONRules, `root ::= (.)*`, `root ::= [^\x00-\x7f]`} {
 		f.Add(s, []byte(`{"a": [1, "é"]}`))
 	}
+	for _, h := range hostile {
+		f.Add(h.src, []byte(h.input))
+	}
+	v, _ := byteVocab("ab{}[]\",: 1é")
 	f.Fuzz(func(t *testing.T, src string, input []byte) {
 		g, err := Parse(src)
 		if err != nil {
 			return
 		}
-		for _, st := range []*State{g.Start(), g.NewCache().Start()} {
-			for _, b := range input {
-				if st.Remaining() < 0 {
-					t.Fatalf("negative Remaining")
-				}
-				if st = st.Advance(b); st == nil {
-					break
-				}
-			}
-		}
+		maskWithin(t, g, v, input)
 	})
 }
 
-// FuzzSchema: FromSchema never panics, and what it returns parses.
+// FuzzSchema: FromSchema never panics, what it returns parses, and its
+// grammar follows input with every mask within its Work limit.
 func FuzzSchema(f *testing.F) {
 	for _, s := range testSchemas {
-		f.Add(s)
+		f.Add(s, []byte(`{"a": [1, "b"], "c": {}}`))
 	}
-	f.Add(`{"anyOf":[{"type":"string"},{"$ref":"#"}]}`)
-	f.Fuzz(func(t *testing.T, schema string) {
+	f.Add(`{"anyOf":[{"type":"string"},{"$ref":"#"}]}`, []byte(`"abc"`))
+	v, _ := byteVocab("ab{}[]\",: 1")
+	f.Fuzz(func(t *testing.T, schema string, input []byte) {
 		if !json.Valid([]byte(schema)) {
 			return
 		}
@@ -43,8 +79,13 @@ func FuzzSchema(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := Parse(src); err != nil {
+		g, err := Parse(src)
+		if err != nil {
+			if errors.Is(err, ErrTooAmbiguous) || errors.Is(err, ErrWorkLimit) {
+				return // refused when compiled: a limit, not a bug
+			}
 			t.Fatalf("FromSchema(%s) gave GBNF that does not parse: %v\n%s", schema, err, src)
 		}
+		maskWithin(t, g, v, input)
 	})
 }

@@ -7,10 +7,14 @@
 package grammar
 
 import (
+	"container/heap"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -19,10 +23,22 @@ import (
 type Grammar struct {
 	rules  [][]alt // by rule index; rules[0] is the root
 	names  []string
+	owner  []int // the rule written in the source that each rule is part of (itself, or the one a group or repetition is in)
 	minLen []int // shortest expansion of each rule, in bytes
 }
 
 type alt []sym
+
+// Size is the number of symbols of g's rules: a measure of its memory.
+func (g *Grammar) Size() int {
+	n := 0
+	for _, alts := range g.rules {
+		for _, a := range alts {
+			n += len(a) + 1
+		}
+	}
+	return n
+}
 
 // sym is a rule reference (ref >= 0) or a code point class.
 type sym struct {
@@ -91,13 +107,15 @@ func (s sym) minBytes() int {
 	return max(best, 1)
 }
 
-// maxSymbols bounds a grammar's size once {m,n} repetitions are expanded.
-const maxSymbols = 1 << 16
+// MaxSymbols bounds a grammar's size: the symbols of its source (a
+// literal's characters, classes, references) with {m,n} repetitions
+// expanded. Parse refuses larger grammars.
+const MaxSymbols = 1 << 21
 
 // Parse compiles GBNF source; the rule named root is the start. Errors
 // name the line and column.
 func Parse(src string) (*Grammar, error) {
-	p := &parser{src: src, line: 1, col: 1, index: map[string]int{}, gen: map[int]bool{}}
+	p := &parser{src: src, line: 1, col: 1, index: map[string]int{}, gen: map[int]bool{}, owner: map[int]int{}}
 	root := p.ruleIndex("root")
 	defined := map[int]bool{}
 	for {
@@ -114,6 +132,7 @@ func Parse(src string) (*Grammar, error) {
 			return nil, p.errorf("expected '::=' after %q", name)
 		}
 		i := p.ruleIndex(name)
+		p.current = i
 		if defined[i] {
 			return nil, p.errorf("rule %q defined twice", name)
 		}
@@ -132,12 +151,27 @@ func Parse(src string) (*Grammar, error) {
 			return nil, fmt.Errorf("grammar: rule %q is used but not defined", n)
 		}
 	}
-	g := &Grammar{rules: p.rules, names: p.names}
+	g := &Grammar{rules: p.rules, names: p.names, owner: make([]int, len(p.names))}
+	for i := range g.owner {
+		g.owner[i] = i
+		if o, ok := p.owner[i]; ok {
+			g.owner[i] = o
+		}
+	}
 	if err := g.check(); err != nil {
 		return nil, err
 	}
+	c := g.NewCache()
+	c.Bind(&Work{Limit: maxStartWork})
+	if _, err := c.startState(); err != nil {
+		return nil, fmt.Errorf("grammar: before the first byte: %w", err)
+	}
 	return g, nil
 }
+
+// maxStartWork bounds the Work of computing a grammar's start state in
+// Parse.
+const maxStartWork = 1 << 22
 
 type parser struct {
 	src       string
@@ -145,7 +179,9 @@ type parser struct {
 	line, col int
 	index     map[string]int
 	gen       map[int]bool // generated rules
-	size      int          // symbols added by repetitions
+	owner     map[int]int  // generated rule -> the rule being defined when it was made
+	current   int          // the rule being defined
+	size      int          // symbols so far, repetitions expanded
 	names     []string
 	rules     [][]alt
 }
@@ -226,6 +262,7 @@ func (p *parser) ruleIndex(name string) int {
 func (p *parser) genRule() int {
 	i := p.ruleIndex(fmt.Sprintf("(%d)", len(p.names)))
 	p.gen[i] = true
+	p.owner[i] = p.current
 	return i
 }
 
@@ -248,10 +285,90 @@ func (p *parser) alternatives(nested bool) ([]alt, error) {
 		alts = append(alts, seq)
 		p.skipSpace(nested)
 		if !p.consume("|") {
-			return alts, nil
+			return p.factor(alts), nil
 		}
 		p.skipSpace(true)
 	}
+}
+
+// factor merges alternatives that begin alike: x ::= "ab" c | "ad"
+// becomes x ::= "a" x' with x' ::= "b" c | "d" (x' a generated rule, in
+// tail position, so it pushes nothing). The language is the same, and a
+// State follows a shared prefix with one stack instead of one per
+// alternative: the start of an enum of 100,000 strings holds one stack per
+// distinct first character, not 100,000.
+func (p *parser) factor(alts []alt) []alt {
+	if len(alts) < 2 {
+		return alts
+	}
+	var groups [][]alt
+	byFirst := map[string]int{}
+	for _, a := range alts {
+		if len(a) == 0 {
+			groups = append(groups, []alt{a})
+			continue
+		}
+		k := a[0].key()
+		if g, ok := byFirst[k]; ok {
+			groups[g] = append(groups[g], a)
+			continue
+		}
+		byFirst[k] = len(groups)
+		groups = append(groups, []alt{a})
+	}
+	if len(groups) == len(alts) {
+		return alts
+	}
+	out := make([]alt, 0, len(groups))
+	for _, g := range groups {
+		if len(g) == 1 {
+			out = append(out, g[0])
+			continue
+		}
+		n := 1 // the length of the prefix every alternative of g shares
+		for ; n < len(g[0]); n++ {
+			if !allShare(g, n) {
+				break
+			}
+		}
+		tails := make([]alt, len(g))
+		for i, a := range g {
+			tails[i] = a[n:]
+		}
+		r := p.genRule()
+		p.rules[r] = p.factor(tails)
+		out = append(out, append(append(alt{}, g[0][:n]...), sym{ref: r}))
+	}
+	return out
+}
+
+// allShare reports whether every alternative of g has g[0]'s symbol at
+// index n.
+func allShare(g []alt, n int) bool {
+	for _, a := range g[1:] {
+		if n >= len(a) || !a[n].equal(g[0][n]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s sym) equal(o sym) bool {
+	return s.ref == o.ref && s.neg == o.neg && slices.Equal(s.ranges, o.ranges)
+}
+
+// key is a string equal for equal symbols only.
+func (s sym) key() string {
+	b := make([]byte, 0, 9+8*len(s.ranges))
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.ref))
+	if s.neg {
+		b = append(b, 1)
+	}
+	for _, r := range s.ranges {
+		b = binary.LittleEndian.AppendUint32(b, uint32(r.lo))
+		b = binary.LittleEndian.AppendUint32(b, uint32(r.hi))
+	}
+	return string(b)
 }
 
 func (p *parser) sequence(nested bool) (alt, error) {
@@ -271,8 +388,12 @@ func (p *parser) sequence(nested bool) (alt, error) {
 			if err != nil {
 				return nil, err
 			}
+			n := utf8.RuneCountInString(s)
+			rs := make([]rng, 0, n) // one allocation for the literal's classes
+			item = make([]sym, 0, n)
 			for _, r := range s {
-				item = append(item, sym{ref: -1, ranges: []rng{{r, r}}})
+				rs = append(rs, rng{r, r})
+				item = append(item, sym{ref: -1, ranges: rs[len(rs)-1 : len(rs) : len(rs)]})
 			}
 		case c == '[':
 			s, err := p.class()
@@ -298,6 +419,9 @@ func (p *parser) sequence(nested bool) (alt, error) {
 			item = []sym{{ref: p.ruleIndex(p.ident())}}
 		default:
 			return seq, nil
+		}
+		if p.size += len(item); p.size > MaxSymbols {
+			return nil, p.errorf("the grammar is too large (more than %d symbols once repetitions are expanded)", MaxSymbols)
 		}
 		item, err := p.repetition(item)
 		if err != nil {
@@ -342,9 +466,9 @@ func (p *parser) repetition(item []sym) ([]sym, error) {
 	default:
 		return item, nil
 	}
-	p.size += len(item) * max(lo, hi, 1)
-	if p.size > maxSymbols {
-		return nil, p.errorf("the grammar is too large (more than %d symbols once repetitions are expanded)", maxSymbols)
+	p.size += len(item) * (max(lo, hi, 1) - 1)
+	if p.size > MaxSymbols {
+		return nil, p.errorf("the grammar is too large (more than %d symbols once repetitions are expanded)", MaxSymbols)
 	}
 	var out []sym
 	for range lo {
@@ -423,9 +547,16 @@ func (p *parser) char() (rune, error) {
 			if p.pos+n > len(p.src) {
 				return 0, p.errorf("short \\%c escape", c)
 			}
-			v, err := strconv.ParseUint(p.src[p.pos:p.pos+n], 16, 32)
+			digits := p.src[p.pos : p.pos+n]
+			v, err := strconv.ParseUint(digits, 16, 32)
 			if err != nil {
 				return 0, p.errorf("bad \\%c escape", c)
+			}
+			switch {
+			case v > unicode.MaxRune:
+				return 0, p.errorf("\\%c escape %s is beyond U+10FFFF", c, digits)
+			case v >= 0xD800 && v <= 0xDFFF:
+				return 0, p.errorf("\\%c escape %s is not a code point (a UTF-16 surrogate)", c, digits)
 			}
 			p.advance(n)
 			return rune(v), nil
@@ -474,58 +605,186 @@ func (p *parser) class() (sym, error) {
 // check computes the rules' shortest expansions and rejects left
 // recursion and rules that match nothing finite.
 func (g *Grammar) check() error {
-	const inf = 1 << 30
+	g.computeMinLen()
+	for i, l := range g.minLen {
+		if l >= infLen {
+			return fmt.Errorf("grammar: %s never ends", g.describe(i))
+		}
+	}
+	return g.checkLeftRecursion()
+}
+
+// infLen is the shortest expansion of a rule that never ends; lengths
+// that would reach it are capped just below (a sentence that long never
+// fits max_tokens anyway).
+const infLen = 1 << 30
+
+// addLen is a + b capped below infLen.
+func addLen(a, b int) int { return min(a+b, infLen-1) }
+
+// computeMinLen sets g.minLen by Knuth's generalization of Dijkstra's
+// algorithm, in time linear in the grammar's size (times a log): rules
+// are settled shortest first; an alternative becomes a candidate once
+// every rule it references is settled.
+func (g *Grammar) computeMinLen() {
 	n := len(g.rules)
 	g.minLen = make([]int, n)
 	for i := range g.minLen {
-		g.minLen[i] = inf
+		g.minLen[i] = infLen
 	}
-	for changed := true; changed; {
-		changed = false
-		for i, alts := range g.rules {
-			for _, a := range alts {
-				if l := g.altLen(a, 0); l < g.minLen[i] {
-					g.minLen[i], changed = l, true
+	type altID struct{ rule, alt int }
+	var alts []altID
+	var partial, unsettled []int // per alternative: the settled part's length, the references still unsettled
+	users := make([][]int, n)    // rule -> the alternatives referencing it, once per reference
+	h := &lenHeap{}
+	for i, as := range g.rules {
+		for k, a := range as {
+			id := len(alts)
+			alts = append(alts, altID{i, k})
+			sum, refs := 0, 0
+			for _, s := range a {
+				if s.isRef() {
+					refs++
+					users[s.ref] = append(users[s.ref], id)
+				} else {
+					sum = addLen(sum, s.minBytes())
 				}
+			}
+			partial, unsettled = append(partial, sum), append(unsettled, refs)
+			if refs == 0 {
+				heap.Push(h, ruleLen{sum, i})
 			}
 		}
 	}
-	for i, l := range g.minLen {
-		if l >= inf {
-			return fmt.Errorf("grammar: rule %q never ends", g.names[i])
+	settled := make([]bool, n)
+	for h.Len() > 0 {
+		top := heap.Pop(h).(ruleLen)
+		if settled[top.rule] {
+			continue
+		}
+		settled[top.rule], g.minLen[top.rule] = true, top.len
+		for _, id := range users[top.rule] {
+			partial[id] = addLen(partial[id], top.len)
+			if unsettled[id]--; unsettled[id] == 0 {
+				heap.Push(h, ruleLen{partial[id], alts[id].rule})
+			}
 		}
 	}
-	// Left recursion: a rule reachable from itself through nullable
-	// prefixes would expand forever.
-	nullable := func(s sym) bool { return s.isRef() && g.minLen[s.ref] == 0 }
-	state := make([]uint8, n) // 0 new, 1 on the path, 2 done
-	var visit func(i int) error
-	visit = func(i int) error {
-		switch state[i] {
-		case 1:
-			return fmt.Errorf("grammar: rule %q is left-recursive", g.names[i])
-		case 2:
-			return nil
-		}
-		state[i] = 1
-		for _, a := range g.rules[i] {
-			for _, s := range a {
-				if s.isRef() {
-					if err := visit(s.ref); err != nil {
-						return err
-					}
+}
+
+type ruleLen struct{ len, rule int }
+
+// lenHeap is a min-heap of rule lengths.
+type lenHeap []ruleLen
+
+func (h lenHeap) Len() int           { return len(h) }
+func (h lenHeap) Less(i, j int) bool { return h[i].len < h[j].len }
+func (h lenHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *lenHeap) Push(x any)        { *h = append(*h, x.(ruleLen)) }
+func (h *lenHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// describe names rule i for errors: a rule of the source by its name, a
+// group or repetition by the rule it is written in.
+func (g *Grammar) describe(i int) string {
+	if o := g.owner[i]; o != i {
+		return fmt.Sprintf("a group or repetition in rule %q", g.names[o])
+	}
+	return fmt.Sprintf("rule %q", g.names[i])
+}
+
+// checkLeftRecursion rejects rules that reach themselves through nullable
+// prefixes with something left to match after the return (x ::= x "a"):
+// every trip round such a cycle pushes a continuation, so expanding it
+// never ends. A cycle of references in tail position ((("a")*)*) pushes
+// nothing, and the expansion, which visits each (frame, rest) once, ends.
+func (g *Grammar) checkLeftRecursion() error {
+	n := len(g.rules)
+	type edge struct {
+		to   int
+		push bool
+	}
+	edges := make([][]edge, n)
+	for i, alts := range g.rules {
+		for _, a := range alts {
+			for k, s := range a {
+				if !s.isRef() {
+					break
 				}
-				if !nullable(s) {
+				edges[i] = append(edges[i], edge{s.ref, k+1 < len(a)})
+				if g.minLen[s.ref] != 0 {
 					break
 				}
 			}
 		}
-		state[i] = 2
-		return nil
 	}
-	for i := range g.rules {
-		if err := visit(i); err != nil {
-			return err
+	// Tarjan's strongly connected components, iteratively.
+	index, low, comp := make([]int, n), make([]int, n), make([]int, n)
+	for i := range index {
+		index[i], comp[i] = -1, -1
+	}
+	var stack []int
+	onStack := make([]bool, n)
+	next, ncomp := 0, 0
+	type callFrame struct{ v, e int }
+	for root := range n {
+		if index[root] >= 0 {
+			continue
+		}
+		calls := []callFrame{{root, 0}}
+		index[root], low[root] = next, next
+		next++
+		stack, onStack[root] = append(stack, root), true
+		for len(calls) > 0 {
+			f := &calls[len(calls)-1]
+			if f.e < len(edges[f.v]) {
+				w := edges[f.v][f.e].to
+				f.e++
+				if index[w] < 0 {
+					index[w], low[w] = next, next
+					next++
+					stack, onStack[w] = append(stack, w), true
+					calls = append(calls, callFrame{w, 0})
+				} else if onStack[w] {
+					low[f.v] = min(low[f.v], index[w])
+				}
+				continue
+			}
+			v := f.v
+			calls = calls[:len(calls)-1]
+			if len(calls) > 0 {
+				u := calls[len(calls)-1].v
+				low[u] = min(low[u], low[v])
+			}
+			if low[v] == index[v] {
+				for {
+					w := stack[len(stack)-1]
+					stack, onStack[w] = stack[:len(stack)-1], false
+					comp[w] = ncomp
+					if w == v {
+						break
+					}
+				}
+				ncomp++
+			}
+		}
+	}
+	for i := range n {
+		for _, e := range edges[i] {
+			if e.push && comp[e.to] == comp[i] {
+				culprit := i
+				for j := range n { // name a rule of the source when the cycle has one
+					if comp[j] == comp[i] && g.owner[j] == j {
+						culprit = j
+						break
+					}
+				}
+				return fmt.Errorf("grammar: %s is left-recursive", g.describe(culprit))
+			}
 		}
 	}
 	return nil
@@ -533,16 +792,15 @@ func (g *Grammar) check() error {
 
 // altLen is the shortest expansion of a[from:].
 func (g *Grammar) altLen(a alt, from int) int {
-	const inf = 1 << 30
 	total := 0
 	for _, s := range a[from:] {
 		if s.isRef() {
-			if g.minLen == nil || g.minLen[s.ref] >= inf {
-				return inf
+			if g.minLen == nil || g.minLen[s.ref] >= infLen {
+				return infLen
 			}
-			total += g.minLen[s.ref]
+			total = addLen(total, g.minLen[s.ref])
 		} else {
-			total += s.minBytes()
+			total = addLen(total, s.minBytes())
 		}
 	}
 	return total

@@ -38,6 +38,9 @@ func TestParseAndMatch(t *testing.T) {
 		{"rules, groups and multi-line rules", "root ::= item (\",\" item)*\nitem ::= \"a\" |\n  \"bb\"  # comment\n", []string{"a", "a,bb,a"}, []string{"a,", "b"}, []string{"a,", "a,b"}},
 		{"escapes and unicode", `root ::= "\x41\u00e9" [α-ω]`, []string{"Aéβ"}, []string{"Ae", "AéA"}, []string{"A", "A\xc3"}},
 		{"any character", `root ::= . .`, []string{"ab", "é€"}, []string{"a", "abc"}, []string{"\xe2\x82"}},
+		{"a repetition of a nullable repetition", `root ::= (("a")*)* "b"`, []string{"b", "ab", "aaab"}, []string{"", "ba", "c"}, []string{"a", "aa"}},
+		{"tail references round a nullable cycle", "root ::= x \"!\"\nx ::= y | \"b\"\ny ::= \"a\" x | x | \"\"", []string{"!", "b!", "aab!"}, []string{"", "ba!"}, []string{"a", "ab"}},
+		{"alternatives that share prefixes", `root ::= "item1" | "item12" | "item2" | "it" | "other" | "item1"`, []string{"item1", "item12", "item2", "it", "other"}, []string{"item", "item3", "i"}, []string{"ite", "o"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := Parse(tc.src)
@@ -67,12 +70,17 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{`item ::= "a"`, "no rule named root"},
 		{`root ::= missing`, `"missing" is used but not defined`},
-		{`root ::= root "a" | "b"`, "left-recursive"},
+		{`root ::= root "a" | "b"`, `rule "root" is left-recursive`},
+		{"root ::= x\nx ::= (x \"a\")? \"b\"", `rule "x" is left-recursive`},
+		{`root ::= "\uD800"`, `\u escape D800 is not a code point (a UTF-16 surrogate)`},
+		{`root ::= [\uDFFF-\uE000]`, `\u escape DFFF is not a code point (a UTF-16 surrogate)`},
+		{`root ::= "\U7FFFFFFF"`, `\U escape 7FFFFFFF is beyond U+10FFFF`},
+		{`root ::= "\U00110000"`, `\U escape 00110000 is beyond U+10FFFF`},
 		{`root ::= "a`, "grammar:1:"},
 		{`root ::= [b-a]`, "backwards"},
 		{`root ::= "a" root`, "never ends"},
 		{"root ::= \"a\"\nroot ::= \"b\"", "defined twice"},
-		{"root ::= " + strings.Repeat(`"abcdefghij"{1000} `, 7), "too large"},
+		{"root ::= " + strings.Repeat(`"abcdefghij"{1000} `, 210), "too large"},
 	} {
 		_, err := Parse(tc.src)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

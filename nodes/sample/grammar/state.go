@@ -32,8 +32,9 @@ type State struct {
 	cp     rune // the code point's bits so far
 	lo, hi rune // the code points the pending sequence can still become
 
-	// Interned states (Cache.Start) share equal stacks and are unique per
-	// Cache, so transitions and Remaining are computed once.
+	// States are interned in a Cache (Cache.Start): they share equal
+	// stacks and are unique per Cache, so transitions and Remaining are
+	// computed once.
 	c    *Cache
 	next *[256]*State // transitions computed so far; dead for a rejected byte
 	rem  int          // Remaining, once computed (-1 before)
@@ -44,13 +45,17 @@ var dead = &State{}
 
 // Cache interns a grammar's states, so that each state's transitions,
 // shortest completion and anything a caller keys by the state (a token
-// mask) are computed once. A Cache is not safe for concurrent use: use
-// one per generated sequence.
+// mask) are computed once. Operations on its states charge the Work it
+// is bound to (Bind). A Cache is not safe for concurrent use: use one per
+// generated sequence, or guard it.
 type Cache struct {
 	g      *Grammar
 	stacks map[stackKey]*stack
 	states map[string]*State
 	masks  map[*State]maskEntry // Vocab.Mask's
+	start  *State
+	held   int // stacks held by states, summed
+	work   *Work
 }
 
 type stackKey struct {
@@ -58,44 +63,71 @@ type stackKey struct {
 	next *stack
 }
 
-// NewCache returns an empty cache of g's states.
+// NewCache returns an empty cache of g's states, bound to a Work without
+// a limit.
 func (g *Grammar) NewCache() *Cache {
-	return &Cache{g: g, stacks: map[stackKey]*stack{}, states: map[string]*State{}}
+	return &Cache{g: g, stacks: map[stackKey]*stack{}, states: map[string]*State{}, work: &Work{}}
+}
+
+// Bind makes w the Work that later operations on the cache's states
+// charge; nil binds a fresh Work without a limit.
+func (c *Cache) Bind(w *Work) {
+	if w == nil {
+		w = &Work{}
+	}
+	c.work = w
 }
 
 // Len is the number of states the cache holds.
 func (c *Cache) Len() int { return len(c.states) }
 
-// Start is the interned state before any byte.
+// Size is the number of stacks the cache's states hold, summed: a
+// measure of its memory.
+func (c *Cache) Size() int { return c.held + len(c.stacks) }
+
+// Start is the interned state before any byte. It charges no Work: Parse
+// has checked that it is within MaxStacks.
 func (c *Cache) Start() *State {
-	s := &State{g: c.g, c: c}
-	for a := range c.g.rules[0] {
-		s.stacks = c.g.expand(c, s.stacks, frame{0, int32(a), 0}, nil)
+	if c.start == nil {
+		w := c.work
+		c.work = &Work{}
+		c.start, _ = c.startState()
+		c.work = w
 	}
-	return c.intern(s)
+	return c.start
 }
 
-// newStack returns the stack top over next (interned with a Cache).
-func (g *Grammar) newStack(c *Cache, top frame, next *stack) *stack {
-	if c != nil {
-		if st, ok := c.stacks[stackKey{top, next}]; ok {
-			return st
-		}
+// startState computes the state before any byte under the bound Work.
+func (c *Cache) startState() (*State, error) {
+	s := &State{g: c.g}
+	e := expansion{c: c}
+	for a := range c.g.rules[0] {
+		e.expand(frame{0, int32(a), 0}, nil)
 	}
-	rem := g.suffixLen(top)
+	if err := c.work.Err(); err != nil {
+		return nil, err
+	}
+	s.stacks = e.out
+	return c.intern(s), nil
+}
+
+// newStack returns the interned stack top over next.
+func (c *Cache) newStack(top frame, next *stack) *stack {
+	if st, ok := c.stacks[stackKey{top, next}]; ok {
+		return st
+	}
+	rem := c.g.suffixLen(top)
 	if next != nil {
 		rem += next.rem
 	}
-	st := &stack{top: top, next: next, rem: rem}
-	if c != nil {
-		st.id = int32(len(c.stacks) + 1)
-		c.stacks[stackKey{top, next}] = st
-	}
+	st := &stack{top: top, next: next, rem: rem, id: int32(len(c.stacks) + 1)}
+	c.stacks[stackKey{top, next}] = st
 	return st
 }
 
 // intern returns the cache's state equal to s.
 func (c *Cache) intern(s *State) *State {
+	c.work.charge(len(s.stacks))
 	key := make([]byte, 0, 4*len(s.stacks)+16)
 	ids := make([]int32, len(s.stacks))
 	for i, st := range s.stacks {
@@ -116,64 +148,115 @@ func (c *Cache) intern(s *State) *State {
 	}
 	s.c, s.rem = c, -1
 	c.states[string(key)] = s
+	c.held += len(s.stacks)
 	return s
 }
 
-// Start is the state before any byte.
-func (g *Grammar) Start() *State {
-	s := &State{g: g, rem: -1}
-	for a := range g.rules[0] {
-		s.stacks = g.expand(nil, s.stacks, frame{0, int32(a), 0}, nil)
-	}
-	return s
-}
+// Cache is the cache s is interned in; the states Advance returns are in
+// it too.
+func (s *State) Cache() *Cache { return s.c }
+
+// Start is the state before any byte, in a cache of its own.
+func (g *Grammar) Start() *State { return g.NewCache().Start() }
 
 // suffixLen is the fewest bytes the rest of f's alternative expands to.
 func (g *Grammar) suffixLen(f frame) int { return g.altLen(g.rules[f.rule][f.alt], int(f.idx)) }
 
-// expand adds to out the stacks f (on top of next) reaches without
-// consuming input: references are replaced by their alternatives and
-// ended alternatives pop. Stacks whose top is a class are added; an
-// emptied stack is added as nil.
-func (g *Grammar) expand(c *Cache, out []*stack, f frame, next *stack) []*stack {
-	a := g.rules[f.rule][f.alt]
+// expansion collects the stacks that frames reach without consuming input
+// (references replaced by their alternatives, ended alternatives popped):
+// stacks whose top is a class, and nil for an emptied stack. Each (frame,
+// rest) pair is expanded once, so chains of nullable rules cost their
+// size, not the number of ways through them.
+type expansion struct {
+	c     *Cache
+	out   []*stack
+	small []stackKey        // the pairs expanded, while few
+	big   map[stackKey]bool // the pairs expanded, once many
+}
+
+// first records k and reports whether it is new.
+func (e *expansion) first(k stackKey) bool {
+	if e.big != nil {
+		if e.big[k] {
+			return false
+		}
+		e.big[k] = true
+		return true
+	}
+	if slices.Contains(e.small, k) {
+		return false
+	}
+	if len(e.small) < 32 {
+		e.small = append(e.small, k)
+		return true
+	}
+	e.big = make(map[stackKey]bool, 64)
+	for _, s := range e.small {
+		e.big[s] = true
+	}
+	e.big[k] = true
+	return true
+}
+
+// emptied stands for the nil stack in expansion.first.
+var emptied = &stack{}
+
+// expand adds the stacks f on top of next reaches. It stops once the
+// cache's Work has.
+func (e *expansion) expand(f frame, next *stack) {
+	c := e.c
+	if !c.work.charge(1) {
+		return
+	}
+	a := c.g.rules[f.rule][f.alt]
 	if int(f.idx) == len(a) {
 		if next == nil {
-			return addStack(out, nil)
+			if e.first(stackKey{next: emptied}) {
+				e.add(nil)
+			}
+			return
 		}
-		return g.expand(c, out, next.top, next.next)
+		e.expand(next.top, next.next)
+		return
+	}
+	if !e.first(stackKey{f, next}) {
+		return
 	}
 	s := a[f.idx]
 	if !s.isRef() {
-		return addStack(out, g.newStack(c, f, next))
+		e.add(c.newStack(f, next))
+		return
 	}
 	cont := next
 	if int(f.idx)+1 < len(a) { // a reference in tail position pushes nothing
-		cont = g.newStack(c, frame{f.rule, f.alt, f.idx + 1}, next)
+		cont = c.newStack(frame{f.rule, f.alt, f.idx + 1}, next)
 	}
-	for k := range g.rules[s.ref] {
-		out = g.expand(c, out, frame{int32(s.ref), int32(k), 0}, cont)
+	for k := range c.g.rules[s.ref] {
+		e.expand(frame{int32(s.ref), int32(k), 0}, cont)
 	}
-	return out
 }
 
-// addStack appends s unless an equal stack (same top, same rest) is there.
-func addStack(out []*stack, s *stack) []*stack {
-	for _, o := range out {
-		if o == s || (o != nil && s != nil && o.top == s.top && o.next == s.next) {
-			return out
-		}
+func (e *expansion) add(s *stack) {
+	if len(e.out) == MaxStacks {
+		e.c.work.fail(ErrTooAmbiguous)
+		return
 	}
-	return append(out, s)
+	e.out = append(e.out, s)
 }
 
 func (g *Grammar) class(f frame) sym { return g.rules[f.rule][f.alt][f.idx] }
 
+// newTransitionCost is the Work units a transition computed for the first
+// time costs beyond the stacks it examines: the new state's allocation
+// and interning.
+const newTransitionCost = 8
+
 // Advance returns the state after byte b, or nil when the grammar cannot
-// continue with it.
+// continue with it or the cache's Work has stopped (see Work.Err).
 func (s *State) Advance(b byte) *State {
-	if s.c == nil {
-		return s.advance(b)
+	c := s.c
+	if c.work.Err() != nil {
+		return nil
 	}
 	if s.next == nil {
 		s.next = new([256]*State)
@@ -184,18 +267,25 @@ func (s *State) Advance(b byte) *State {
 		}
 		return n
 	}
+	c.work.charge(newTransitionCost)
 	n := s.advance(b)
+	if c.work.Err() != nil { // stopped part way: keep nothing
+		return nil
+	}
 	if n == nil {
 		s.next[b] = dead
 		return nil
 	}
-	n = s.c.intern(n)
+	n = c.intern(n)
 	s.next[b] = n
 	return n
 }
 
 func (s *State) advance(b byte) *State {
 	n := &State{g: s.g, rem: -1}
+	if !s.c.work.charge(len(s.stacks)) {
+		return nil
+	}
 	if s.need == 0 {
 		var length int
 		switch {
@@ -250,14 +340,16 @@ func (s *State) advance(b byte) *State {
 // complete is the state after code point c.
 func (s *State) complete(c rune) *State {
 	n := &State{g: s.g, rem: -1}
+	e := expansion{c: s.c}
 	for _, st := range s.stacks {
 		if st == nil || !s.g.class(st.top).matches(c) {
 			continue
 		}
 		f := st.top
 		f.idx++
-		n.stacks = s.g.expand(s.c, n.stacks, f, st.next)
+		e.expand(f, st.next)
 	}
+	n.stacks = e.out
 	if len(n.stacks) == 0 {
 		return nil
 	}

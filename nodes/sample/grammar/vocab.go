@@ -51,6 +51,10 @@ func NewVocab(size int, piece func(id int32) []byte) *Vocab {
 	return v
 }
 
+// Nodes is the number of nodes of the vocabulary's trie: what a mask
+// walks at most.
+func (v *Vocab) Nodes() int { return len(v.nodes) }
+
 // Size is the number of token ids.
 func (v *Vocab) Size() int { return v.size }
 
@@ -65,6 +69,9 @@ func (v *Vocab) Allow(s *State, budget int, allow func(id int32)) {
 
 func (v *Vocab) walk(n int, s *State, budget int, allow func(id int32)) (cut bool) {
 	for _, e := range v.nodes[n].kids {
+		if !s.c.work.charge(1) {
+			return cut
+		}
 		next := s.Advance(e.b)
 		if next == nil {
 			continue
@@ -96,19 +103,19 @@ type maskEntry struct {
 }
 
 // Mask returns the tokens Allow allows as a bitset (bit id%64 of word
-// id/64). The caller must not modify it. For an interned state (see
-// Cache) the mask is kept and reused at larger budgets when the budget
-// excluded no token.
+// id/64). The caller must not modify it. The mask is kept in s's cache
+// and reused at larger budgets when the budget excluded no token. When
+// the cache's Work stops the walk (Work.Err), the mask is incomplete and
+// not kept.
 func (v *Vocab) Mask(s *State, budget int) []uint64 {
 	c := s.c
-	if c != nil {
-		if e, ok := c.masks[s]; ok && e.v == v && (budget <= 0 && e.budget <= 0 || budget >= e.budget && e.budget > 0) {
-			return e.bits
-		}
+	if e, ok := c.masks[s]; ok && e.v == v && (budget <= 0 && e.budget <= 0 || budget >= e.budget && e.budget > 0) {
+		c.work.charge(1)
+		return e.bits
 	}
 	bits := make([]uint64, (v.size+63)/64)
 	cut := v.walk(0, s, budget, func(id int32) { bits[id/64] |= 1 << (id % 64) })
-	if c != nil && !cut && len(c.masks) < maxMasks {
+	if c.work.Err() == nil && !cut && len(c.masks) < maxMasks {
 		if c.masks == nil {
 			c.masks = map[*State]maskEntry{}
 		}

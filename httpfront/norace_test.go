@@ -1,0 +1,5 @@
+//go:build !race
+
+package httpfront_test
+
+const raceDetector = false
