@@ -302,3 +302,40 @@ func TestBadRequestsNameTheirCause(t *testing.T) {
 	}
 	s.waitIdle(t)
 }
+
+// A non-streaming request that waits in the queue, and one that runs,
+// longer than the server's read deadline get their 200: the disconnect
+// probe tells a connected client from a closed one after that deadline
+// has passed (Timeout, not ReadTimeout, bounds a response).
+func TestNonStreamingRequestsOutliveTheReadDeadline(t *testing.T) {
+	const readTimeout = 100 * time.Millisecond
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{ReadTimeout: readTimeout}, 1)
+	body := `{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":3000,"ignore_eos":true,"temperature":0}`
+	type answer struct {
+		status int
+		doc    map[string]any
+		took   time.Duration
+	}
+	answers := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			began := time.Now()
+			status, doc := s.call(t, "POST", "/v1/completions", body)
+			answers <- answer{status, doc, time.Since(began)}
+		}()
+	}
+	var slowest time.Duration
+	for range 2 {
+		a := <-answers
+		if a.status != 200 {
+			t.Errorf("status %d after %v: %v", a.status, a.took, a.doc)
+		}
+		slowest = max(slowest, a.took)
+	}
+	if slowest < 2*readTimeout {
+		t.Fatalf("the queued request took %v, not past the read deadline %v: the test proves nothing", slowest, readTimeout)
+	}
+	if h := s.waitIdle(t); h.RequestsAbandoned != 0 {
+		t.Errorf("requests_abandoned %d, want 0", h.RequestsAbandoned)
+	}
+}

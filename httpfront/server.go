@@ -60,6 +60,10 @@ type Config struct {
 	Timeout time.Duration
 	// MaxBodyBytes bounds request bodies; larger ones get 413. Default 4 MiB.
 	MaxBodyBytes int
+	// ReadTimeout bounds reading one request (its headers and body) and
+	// how long an idle keep-alive connection is held. It does not bound
+	// the response: that is Timeout's. Default 1 min.
+	ReadTimeout time.Duration
 	// Traces receives each request's phase spans; nil means tracing off.
 	Traces *traces.Provider
 	// StrictFields rejects requests carrying fields the server does not
@@ -77,6 +81,7 @@ const (
 	DefaultMaxQueue     = 256
 	DefaultTimeout      = 10 * time.Minute
 	DefaultMaxBodyBytes = 4 << 20
+	DefaultReadTimeout  = time.Minute
 )
 
 // Server is the HTTP front end. Create it with New, start it with Serve,
@@ -110,6 +115,9 @@ func New(cfg Config) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
 	s := &Server{cfg: cfg}
 	s.metrics = newMetrics(s)
 	s.srv = &fasthttp.Server{
@@ -117,8 +125,8 @@ func New(cfg Config) *Server {
 		ErrorHandler:       s.readError,
 		Name:               "ninfer",
 		MaxRequestBodySize: cfg.MaxBodyBytes,
-		ReadTimeout:        time.Minute,
-		IdleTimeout:        time.Minute,
+		ReadTimeout:        cfg.ReadTimeout,
+		IdleTimeout:        cfg.ReadTimeout,
 		CloseOnShutdown:    true,
 		Logger:             quiet{},
 	}
