@@ -82,6 +82,9 @@ func TestParseSafetensorsErrorsNameTheKey(t *testing.T) {
 		{"reversed offsets", rawSafetensors(`{"w":{"dtype":"F32","shape":[0],"data_offsets":[4,0]}}`, 4), "w", "reversed"},
 		{"a shape that does not fit the offsets", rawSafetensors(`{"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}`, 8), "w", "needs 12 bytes"},
 		{"a shape that overflows", rawSafetensors(`{"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}}`, 8), "w", "overflows"},
+		{"a tensor inside another", rawSafetensors(`{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 16), "b", `data_offsets [4, 8] overlap tensor "a"'s [0, 16]`},
+		{"two tensors on the same bytes", rawSafetensors(`{"b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}}`, 8), "b", `overlap tensor "a"`},
+		{"a tensor that runs into the next", rawSafetensors(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}`, 12), "b", `data_offsets [4, 12] overlap tensor "a"'s [0, 8]`},
 		{"bad metadata", rawSafetensors(`{"__metadata__":{"a":1}}`, 0), "__metadata__", "not an object of strings"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
