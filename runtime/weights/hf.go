@@ -110,6 +110,20 @@ func IsHFDir(path string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
+// errFolder is the error of opening a folder as a file.
+var errFolder = errors.New("a folder, not a file")
+
+// folderError words err, from opening the model file at path, for a
+// folder: one without config.json is not a Hugging Face checkpoint, and a
+// model is either that or a GGUF file. Other errors return unchanged.
+func folderError(path string, err error) error {
+	if !errors.Is(err, errFolder) {
+		return err
+	}
+	return fmt.Errorf("%s: a folder without %s: a model is a GGUF file or a Hugging Face folder holding %s and %s",
+		path, HFConfigFile, HFConfigFile, HFSafetensorsFile)
+}
+
 // HFOptions configure OpenHF.
 type HFOptions struct {
 	// Load reads the safetensors files into private huge-page memory, as

@@ -425,3 +425,15 @@ func TestHFDeclaredLayersAllocateNothing(t *testing.T) {
 		t.Errorf("OpenHF allocated %d MB before failing: %v", grew>>20, err)
 	}
 }
+
+// Opening a folder that holds no config.json as a model says what is
+// missing, from Open and from Load.
+func TestOpenAFolderWithoutConfigSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	for name, open := range map[string]func(string) (*File, error){"Open": Open, "Load": Load} {
+		_, err := open(dir)
+		if err == nil || !strings.Contains(err.Error(), "a folder without config.json") {
+			t.Errorf("%s(folder) = %v, want an error saying the folder has no config.json", name, err)
+		}
+	}
+}
