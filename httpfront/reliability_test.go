@@ -254,6 +254,8 @@ func TestBadRequestsNameTheirCause(t *testing.T) {
 			body: `{"model":"stories260K","messages":[{"role":"user","content":"hi"}],"store":"yes"}`, status: 400, param: "store"},
 		{name: "service_tier must be a string", method: "POST", path: "/v1/chat/completions",
 			body: `{"model":"stories260K","messages":[{"role":"user","content":"hi"}],"service_tier":[]}`, status: 400, param: "service_tier"},
+		{name: "a schema whose type list is empty", method: "POST", path: "/v1/chat/completions",
+			body: `{"model":"stories260K","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":[]}}}}`, status: 400, param: "response_format.json_schema.schema"},
 		{name: "a message name must be a string", method: "POST", path: "/v1/chat/completions",
 			body: `{"model":"stories260K","messages":[{"role":"user","content":"hi","name":{}}]}`, status: 400, param: "messages[0].name"},
 	} {
