@@ -1,6 +1,7 @@
 package httpfront_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -339,5 +340,58 @@ func TestNonStreamingRequestsOutliveTheReadDeadline(t *testing.T) {
 	}
 	if h := s.waitIdle(t); h.RequestsAbandoned != 0 {
 		t.Errorf("requests_abandoned %d, want 0", h.RequestsAbandoned)
+	}
+}
+
+// A request that sends "Expect: 100-continue" is told to send its body
+// only once its headers pass the API key and body size checks; otherwise
+// it gets the refusal before sending a byte of body.
+func TestExpectContinueIsAnsweredAfterTheChecks(t *testing.T) {
+	s := start(t, "stories260K.gguf", httpfront.Config{APIKey: "sekret", MaxBodyBytes: 1 << 10}, 1)
+	body := `{"model":"stories260K","prompt":"Once","max_tokens":2}`
+	for _, tc := range []struct {
+		name, auth string
+		length     int
+		want       string
+	}{
+		{"without the key", "", len(body), "HTTP/1.1 401"},
+		{"with a wrong key", "Bearer nope", len(body), "HTTP/1.1 401"},
+		{"with the key and a body over the limit", "Bearer sekret", 4 << 10, "HTTP/1.1 413"},
+		{"with the key and a body that fits", "Bearer sekret", len(body), "HTTP/1.1 100 Continue"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			auth := ""
+			if tc.auth != "" {
+				auth = "Authorization: " + tc.auth + "\r\n"
+			}
+			fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", auth, tc.length)
+			br := bufio.NewReader(c)
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("no answer to the headers: %v", err)
+			}
+			if !strings.HasPrefix(line, tc.want) {
+				t.Fatalf("first line %q, want %q", line, tc.want)
+			}
+			if tc.want != "HTTP/1.1 100 Continue" {
+				return
+			}
+			br.ReadString('\n') // the blank line after 100 Continue
+			c.Write([]byte(body))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("after the body: %s, want 200", resp.Status)
+			}
+		})
 	}
 }

@@ -123,6 +123,7 @@ func New(cfg Config) *Server {
 	s.srv = &fasthttp.Server{
 		Handler:            s.Handle,
 		ErrorHandler:       s.readError,
+		ExpectHandler:      s.expect,
 		Name:               "ninfer",
 		MaxRequestBodySize: cfg.MaxBodyBytes,
 		ReadTimeout:        cfg.ReadTimeout,
@@ -184,6 +185,23 @@ func (s *Server) servingModel(ctx *fasthttp.RequestCtx) *Model {
 			Message: "The model is still loading; retry shortly."})
 	}
 	return m
+}
+
+// expect answers a request that sent "Expect: 100-continue" from its
+// headers, before its body is read: 401 when the path needs the API key
+// and the request does not carry it, 413 when its Content-Length is over
+// MaxBodyBytes, else 100 (send the body). A refused request's connection
+// is closed, as the client may already be sending the body.
+func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
+	path := string(ctx.Path())
+	needsKey := strings.HasPrefix(path, "/v1/") || path == TokenizePath || path == DetokenizePath
+	switch {
+	case needsKey && s.cfg.APIKey != "" && !s.authorized(ctx):
+		return http.StatusUnauthorized
+	case ctx.Request.Header.ContentLength() > s.cfg.MaxBodyBytes:
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusContinue
 }
 
 // Handle serves one HTTP request (the fasthttp handler).
