@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/ninfer/ninfer-go/httpfront"
 	"github.com/ninfer/ninfer-go/runtime/instance"
 )
@@ -391,6 +393,36 @@ func TestExpectContinueIsAnsweredAfterTheChecks(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != 200 {
 				t.Errorf("after the body: %s, want 200", resp.Status)
+			}
+		})
+	}
+}
+
+// /health lists a hybrid model's state slots, used ones included when
+// none is, as the README says; a model without recurrent state has
+// neither key.
+func TestHealthListsStateSlotsOfHybridModels(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		want  map[string]any
+	}{
+		{"tiny-qwen35-f32.gguf", map[string]any{"state_slots_used": 0.0, "state_slots_total": 2.0}},
+		{"stories260K.gguf", map[string]any{}},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			s := start(t, tc.model, httpfront.Config{}, 2)
+			status, doc := s.call(t, "GET", "/health", "")
+			if status != 200 {
+				t.Fatalf("status %d: %v", status, doc)
+			}
+			got := map[string]any{}
+			for _, k := range []string{"state_slots_used", "state_slots_total"} {
+				if v, ok := doc[k]; ok {
+					got[k] = v
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("state slots on /health (-want +got):\n%s", diff)
 			}
 		})
 	}

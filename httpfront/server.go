@@ -347,9 +347,10 @@ type Health struct {
 	KVBlockTokens   int    `json:"kv_block_tokens"`
 	KVBlocksCached  int    `json:"kv_blocks_cached"` // free blocks that hold a cached prefix
 	// StateSlotsUsed and StateSlotsTotal count a hybrid model's recurrent
-	// state slots (absent for other models).
-	StateSlotsUsed   int   `json:"state_slots_used,omitempty"`
-	StateSlotsTotal  int   `json:"state_slots_total,omitempty"`
+	// state slots; both are present, zero included, for a hybrid model and
+	// absent (nil) for other models.
+	StateSlotsUsed   *int  `json:"state_slots_used,omitempty"`
+	StateSlotsTotal  *int  `json:"state_slots_total,omitempty"`
 	MaxRunning       int   `json:"max_running"`
 	RequestsInFlight int   `json:"requests_in_flight"` // choices submitted and not finished
 	StreamsAborted   int64 `json:"streams_aborted"`    // streams whose client left early, since start
@@ -366,7 +367,10 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 		snap := m.Engine.Snapshot()
 		h.Model, h.RequestsRunning, h.RequestsWaiting = m.ID, snap.Running, snap.Waiting
 		h.KVBlocksUsed, h.KVBlocksTotal, h.KVBlockTokens, h.MaxRunning = snap.KVBlocksUsed, snap.KVBlocksTotal, snap.KVBlockTokens, snap.MaxRunning
-		h.KVBlocksCached, h.StateSlotsUsed, h.StateSlotsTotal = snap.KVBlocksCached, snap.StateSlotsUsed, snap.StateSlotsTotal
+		h.KVBlocksCached = snap.KVBlocksCached
+		if snap.StateSlotsTotal > 0 {
+			h.StateSlotsUsed, h.StateSlotsTotal = &snap.StateSlotsUsed, &snap.StateSlotsTotal
+		}
 		h.Status, status = "ok", http.StatusOK
 		if s.draining.Load() {
 			h.Status, status = "draining", http.StatusServiceUnavailable
