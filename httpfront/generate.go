@@ -51,9 +51,12 @@ type job struct {
 	promptParam string
 	choices     int
 	out         chan delta
-	done        sync.WaitGroup // one per running choice
-	finishes    int            // final deltas received by the consumer
-	tag         any            // engine.Request.Tag of every choice (the root span's context)
+	// maxLag is how many token deltas of one choice may wait for the
+	// reader before the choice is ended (Config.MaxStreamLag for streams).
+	maxLag   int
+	done     sync.WaitGroup // one per running choice
+	finishes int            // final deltas received by the consumer
+	tag      any            // engine.Request.Tag of every choice (the root span's context)
 
 	// Filled by the runners, read after done.Wait(): each choice's engine
 	// stats and finish reason, and the first failure.
@@ -110,9 +113,8 @@ func (s *Server) start(j *job) *Error {
 			}
 			j.done.Add(1)
 			go func() {
-				defer j.done.Done()
 				defer ccancel()
-				j.run(idx, events)
+				j.run(idx, events, ccancel)
 			}()
 		}
 	}
@@ -291,59 +293,105 @@ func (s *stopper) flush() (string, bool) {
 // stop sequences applied (the text before the first match is kept; the
 // engine ended the request at the matching token, see stopCondition),
 // log-probabilities, and a final delta.
-func (j *job) run(index int, events <-chan engine.Event) {
+//
+// It reads the engine's events as they come, so that they never pile up
+// in the engine, and holds the deltas its reader has not taken yet: at
+// most j.maxLag token deltas. A reader that falls further behind (an SSE
+// client that stopped reading) ends the choice: abort cancels it in the
+// engine, and its final delta is a slow_reader error after the text
+// already held. The choice leaves j.done when the engine has finished it
+// and its figures are recorded, before its last deltas are taken.
+func (j *job) run(index int, events <-chan engine.Event, abort context.CancelFunc) {
 	st := newStopper(j.m.Tokenizer, &j.p)
-	send := func(d delta) {
-		select {
-		case j.out <- d:
-		case <-j.gone:
+	var pending []delta // made, not yet taken by the reader
+	tokens := 0         // token deltas in pending
+	overrun := false    // the reader fell more than j.maxLag behind
+	gone := j.gone      // nil once the reader has left
+	for events != nil || len(pending) > 0 {
+		var out chan delta // nil (never ready) while nothing is pending
+		var next delta
+		if len(pending) > 0 {
+			out, next = j.out, pending[0]
 		}
-	}
-	for ev := range events {
-		if !ev.Done {
-			if st.matched {
-				continue
-			}
-			d := delta{index: index}
-			if j.p.Logprobs {
-				d.logprobs = []tokenLogprob{logprobOf(ev)}
-			}
-			d.text, _ = st.push(ev.Token)
-			if d.text != "" || d.logprobs != nil {
-				send(d)
+		select {
+		case out <- next:
+			pending[0] = delta{}
+			pending = pending[1:]
+			if !next.final {
+				tokens--
 			}
 			continue
-		}
-		last := delta{index: index, final: true, stats: ev.Stats, finish: "stop"}
-		if !st.matched {
-			text, hit := st.flush()
-			last.text = text
-			switch {
-			case hit || ev.Finish == engine.FinishStop:
-			case ev.Finish == engine.FinishLength:
-				last.finish = "length"
-			case ev.Finish == engine.FinishAbort && errors.Is(ev.Err, context.DeadlineExceeded):
-				last.err = &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded",
-					Message: "The request exceeded the server's deadline."}
-			case ev.Finish == engine.FinishAbort:
-				last.err = &Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: "The request was cancelled."}
-			default:
-				last.err = &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: "The engine failed: " + errString(ev.Err)}
+		case <-gone: // nobody reads: drop what is held, drain the engine
+			gone, pending = nil, nil
+			continue
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if !ev.Done {
+				if st.matched || overrun || gone == nil {
+					continue
+				}
+				d := delta{index: index}
+				if j.p.Logprobs {
+					d.logprobs = []tokenLogprob{logprobOf(ev)}
+				}
+				d.text, _ = st.push(ev.Token)
+				if d.text != "" || d.logprobs != nil {
+					pending = append(pending, d)
+					tokens++
+				}
+				if tokens > j.maxLag {
+					overrun = true
+					abort()
+				}
+				continue
+			}
+			last := delta{index: index, final: true, stats: ev.Stats, finish: "stop"}
+			if !st.matched {
+				text, hit := st.flush()
+				last.text = text
+				switch {
+				case overrun:
+					last.text = ""
+					last.err = &Error{Status: http.StatusServiceUnavailable, Type: typeServer, Code: "slow_reader",
+						Message: fmt.Sprintf("The client read the stream too slowly: more than %d tokens waited unread, so the request was ended.", j.maxLag)}
+				case hit || ev.Finish == engine.FinishStop:
+				case ev.Finish == engine.FinishLength:
+					last.finish = "length"
+				case ev.Finish == engine.FinishAbort && errors.Is(ev.Err, context.DeadlineExceeded):
+					last.err = &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded",
+						Message: "The request exceeded the server's deadline."}
+				case ev.Finish == engine.FinishAbort:
+					last.err = &Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: "The request was cancelled."}
+				default:
+					last.err = &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: "The engine failed: " + errString(ev.Err)}
+				}
+			}
+			reason := last.finish
+			var err error
+			if last.err != nil {
+				reason, err = ev.Finish, fmt.Errorf("%s", last.err.Message)
+			}
+			j.record(ev, reason, err)
+			j.done.Done()
+			if gone != nil {
+				pending = append(pending, last)
 			}
 		}
-		reason := last.finish
-		var err error
-		if last.err != nil {
-			reason, err = ev.Finish, fmt.Errorf("%s", last.err.Message)
-		}
-		j.mu.Lock()
-		j.stats = append(j.stats, ev.Stats)
-		j.finishReasons = append(j.finishReasons, reason)
-		if j.err == nil {
-			j.err = err
-		}
-		j.mu.Unlock()
-		send(last)
+	}
+}
+
+// record keeps a finished choice's engine stats, finish reason and
+// failure (the job's first) for the trace and /metrics.
+func (j *job) record(ev engine.Event, reason string, err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.stats = append(j.stats, ev.Stats)
+	j.finishReasons = append(j.finishReasons, reason)
+	if j.err == nil {
+		j.err = err
 	}
 }
 

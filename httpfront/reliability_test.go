@@ -427,3 +427,68 @@ func TestHealthListsStateSlotsOfHybridModels(t *testing.T) {
 		})
 	}
 }
+
+// SSE clients that stop reading do not hold the server's memory: once more
+// than MaxStreamLag tokens of a stream wait unread, the choice is aborted,
+// its KV freed and nothing is left in flight, while the clients are still
+// connected; the live heap returns to where it was; and a client that
+// reads again gets the text made so far, then a slow_reader error event.
+func TestStreamsThatStopReadingAreBounded(t *testing.T) {
+	const clients, lag = 8, 64
+	// Small socket buffers on both ends, so that a stream outgrows them
+	// long before its 3000 tokens.
+	s := startListening(t, instance.Options{Model: modelPath(t, "tiny-qwen3-f32.gguf"), Threads: threads(t), MaxRunning: clients},
+		httpfront.Config{MaxStreamLag: lag}, func(ln net.Listener) net.Listener { return smallSendBuffers{ln.(*net.TCPListener)} })
+	before := liveHeap()
+	body := `{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":3000,"ignore_eos":true,"stream":true}`
+	conns := make([]net.Conn, clients)
+	for i := range conns {
+		c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.(*net.TCPConn).SetReadBuffer(4 << 10)
+		fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		conns[i] = c
+	}
+	h := s.waitIdle(t)
+	if grew := liveHeap() - before; grew > 8<<20 {
+		t.Errorf("with %d clients not reading and nothing running, the live heap is %d MB above its start", clients, grew>>20)
+	}
+	if h.StreamsAborted != 0 {
+		t.Errorf("streams_aborted %d before any client left", h.StreamsAborted)
+	}
+	conns[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conns[0]), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := sseEvents(t, resp.Body)
+	if len(events) < 2 {
+		t.Fatalf("events %q", events)
+	}
+	var last map[string]any
+	if err := json.Unmarshal([]byte(events[len(events)-1]), &last); err != nil {
+		t.Fatalf("last event %q: %v", events[len(events)-1], err)
+	}
+	if e, _ := last["error"].(map[string]any); e == nil || e["code"] != "slow_reader" {
+		t.Errorf("last event %v, want a slow_reader error", last)
+	}
+	if n := len(events) - 1; n < lag || n > 3000 {
+		t.Errorf("%d text events before the error, want the %d or more held when the stream was ended", n, lag)
+	}
+}
+
+// smallSendBuffers accepts connections with a 4 KiB socket send buffer.
+type smallSendBuffers struct{ *net.TCPListener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.AcceptTCP()
+	if err != nil {
+		return nil, err
+	}
+	c.SetWriteBuffer(4 << 10)
+	return c, nil
+}

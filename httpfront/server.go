@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -60,6 +61,11 @@ type Config struct {
 	Timeout time.Duration
 	// MaxBodyBytes bounds request bodies; larger ones get 413. Default 4 MiB.
 	MaxBodyBytes int
+	// MaxStreamLag bounds how far a streaming client may fall behind: when
+	// more than this many tokens of one choice wait unread (the client
+	// stopped reading), the choice is aborted and the stream ends with a
+	// slow_reader error event after the text already made. Default 2048.
+	MaxStreamLag int
 	// ReadTimeout bounds reading one request (its headers and body) and
 	// how long an idle keep-alive connection is held. It does not bound
 	// the response: that is Timeout's. Default 1 min.
@@ -82,6 +88,7 @@ const (
 	DefaultTimeout      = 10 * time.Minute
 	DefaultMaxBodyBytes = 4 << 20
 	DefaultReadTimeout  = time.Minute
+	DefaultMaxStreamLag = 2048
 )
 
 // Server is the HTTP front end. Create it with New, start it with Serve,
@@ -114,6 +121,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxStreamLag <= 0 {
+		cfg.MaxStreamLag = DefaultMaxStreamLag
 	}
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = DefaultReadTimeout
@@ -539,7 +549,10 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 		ctx.Response.Header.Set(TraceIDHeader, traceID)
 	}
 	jctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: promptParam, tag: trace.SpanContextFromContext(rt.ctx)}
+	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: promptParam, tag: trace.SpanContextFromContext(rt.ctx), maxLag: math.MaxInt}
+	if p.Stream {
+		j.maxLag = s.cfg.MaxStreamLag
+	}
 	if e := s.start(j); e != nil {
 		s.finishTrace(rt, prompts, nil, nil, e)
 		s.inflight.Add(-k)
