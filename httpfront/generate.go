@@ -298,8 +298,8 @@ func (s *stopper) flush() (string, bool) {
 // in the engine, and holds the deltas its reader has not taken yet: at
 // most j.maxLag token deltas. A reader that falls further behind (an SSE
 // client that stopped reading) ends the choice: abort cancels it in the
-// engine, and its final delta is a slow_reader error after the text
-// already held. The choice leaves j.done when the engine has finished it
+// engine, the held deltas are dropped, and its final delta is a
+// slow_reader error. The choice leaves j.done when the engine has finished it
 // and its figures are recorded, before its last deltas are taken.
 func (j *job) run(index int, events <-chan engine.Event, abort context.CancelFunc) {
 	st := newStopper(j.m.Tokenizer, &j.p)
@@ -345,6 +345,7 @@ func (j *job) run(index int, events <-chan engine.Event, abort context.CancelFun
 				if tokens > j.maxLag {
 					overrun = true
 					abort()
+					pending, tokens = nil, 0 // the client gets the error next, not the backlog
 				}
 				continue
 			}

@@ -63,8 +63,9 @@ type Config struct {
 	MaxBodyBytes int
 	// MaxStreamLag bounds how far a streaming client may fall behind: when
 	// more than this many tokens of one choice wait unread (the client
-	// stopped reading), the choice is aborted and the stream ends with a
-	// slow_reader error event after the text already made. Default 2048.
+	// stopped reading), the choice is aborted, the unread tokens are
+	// dropped and the stream ends with a slow_reader error event. Default
+	// 2048.
 	MaxStreamLag int
 	// ReadTimeout bounds reading one request (its headers and body) and
 	// how long an idle keep-alive connection is held. It does not bound
