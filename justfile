@@ -86,7 +86,9 @@ prometheus-test:
     go test -tags prometheus -count=1 -timeout 2m -run '^TestPrometheus$' ./cmd/ninfer
 
 # 64 streaming and 16 non-streaming clients with random hang-ups against a real `ninfer serve` for
-# `duration`: exact usage, /metrics counts, KV back to 0, RSS back within 10% (cmd/ninfer/load_test.go).
+# `duration`, in three phases: stories260K, hybrid tiny-qwen35 decoding through graphs/mtp.yaml, and
+# tiny-qwen3 beside 16 SSE clients that stop reading: exact usage, /metrics counts, KV and state slots
+# back to 0, slow readers ended with slow_reader, RSS back within 10% (cmd/ninfer/load_test.go).
 load-test duration="60s": build
     NINFER_BIN={{bin}} LOAD_DURATION={{duration}} go test -tags load -count=1 -timeout 15m -run '^TestLoadWithDisconnects$' -v ./cmd/ninfer
 

@@ -53,14 +53,17 @@ type job struct {
 	promptParam string
 	choices     int
 	out         chan delta
-	done        sync.WaitGroup // one per running choice
-	finishes    int            // final deltas received by the consumer
-	tag         any            // engine.Request.Tag of every choice (the root span's context)
-	series      *modelSeries   // the metrics tokens are counted in as they arrive (nil: none)
-	maxTokens   int            // the first choice's engine MaxTokens (max_tokens or its default)
-	task        int64          // the server's number for the request (llama-server's id_task)
-	received    time.Time
-	decoded     []atomic.Int64 // tokens each choice has received so far (/slots)
+	// maxLag is how many token deltas of one choice may wait for the
+	// reader before the choice is ended (Config.MaxStreamLag for streams).
+	maxLag    int
+	done      sync.WaitGroup // one per running choice
+	finishes  int            // final deltas received by the consumer
+	tag       any            // engine.Request.Tag of every choice (the root span's context)
+	series    *modelSeries   // the metrics tokens are counted in as they arrive (nil: none)
+	maxTokens int            // the first choice's engine MaxTokens (max_tokens or its default)
+	task      int64          // the server's number for the request (llama-server's id_task)
+	received  time.Time
+	decoded   []atomic.Int64 // tokens each choice has received so far (/slots)
 
 	// Filled by the runners, read after done.Wait(): each choice's engine
 	// stats and finish reason, and the first failure.
@@ -122,9 +125,8 @@ func (s *Server) start(j *job) *Error {
 			}
 			j.done.Add(1)
 			go func() {
-				defer j.done.Done()
 				defer ccancel(nil)
-				j.run(cctx, idx, events)
+				j.run(cctx, idx, events, ccancel)
 			}()
 		}
 	}
@@ -308,71 +310,124 @@ func (s *stopper) flush() (string, bool) {
 // log-probabilities, and a final delta. ctx is the choice's context: a
 // constraintFailure cause fails the choice with its error, and drops the
 // token of the step that failed.
-func (j *job) run(ctx context.Context, index int, events <-chan engine.Event) {
+//
+// It reads the engine's events as they come, so that they never pile up
+// in the engine, and holds the deltas its reader has not taken yet: at
+// most j.maxLag token deltas. A reader that falls further behind (an SSE
+// client that stopped reading) ends the choice: abort cancels it in the
+// engine, the held deltas are dropped, and its final delta is a
+// slow_reader error. The choice leaves j.done when the engine has finished it
+// and its figures are recorded, before its last deltas are taken.
+func (j *job) run(ctx context.Context, index int, events <-chan engine.Event, abort context.CancelCauseFunc) {
 	st := newStopper(j.m.Tokenizer, &j.p)
 	clock := tokenClock{ms: j.series, prompt: len(j.prompts[index/j.p.N])}
-	send := func(d delta) {
-		select {
-		case j.out <- d:
-		case <-j.gone:
+	var pending []delta // made, not yet taken by the reader
+	tokens := 0         // token deltas in pending
+	overrun := false    // the reader fell more than j.maxLag behind
+	gone := j.gone      // nil once the reader has left
+	for events != nil || len(pending) > 0 {
+		var out chan delta // nil (never ready) while nothing is pending
+		var next delta
+		if len(pending) > 0 {
+			out, next = j.out, pending[0]
 		}
-	}
-	for ev := range events {
-		var failed constraintFailure
-		constraintFailed := errors.As(context.Cause(ctx), &failed)
-		if !ev.Done {
-			clock.token(time.Now())
-			j.decoded[index].Add(1)
-			if st.matched || constraintFailed {
-				continue
-			}
-			d := delta{index: index}
-			if j.p.Logprobs {
-				d.logprobs = []tokenLogprob{logprobOf(ev)}
-			}
-			d.text, _ = st.push(ev.Token)
-			if d.text != "" || d.logprobs != nil {
-				send(d)
+		select {
+		case out <- next:
+			pending[0] = delta{}
+			pending = pending[1:]
+			if !next.final {
+				tokens--
 			}
 			continue
-		}
-		last := delta{index: index, final: true, stats: ev.Stats, finish: "stop"}
-		if constraintFailed {
-			last.err = failed.e
-		} else if !st.matched {
-			text, hit := st.flush()
-			last.text = text
+		case <-gone: // nobody reads: drop what is held, drain the engine
+			gone, pending = nil, nil
+			continue
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			var failed constraintFailure
+			constraintFailed := errors.As(context.Cause(ctx), &failed)
+			if !ev.Done {
+				clock.token(time.Now())
+				j.decoded[index].Add(1)
+				if st.matched || overrun || gone == nil || constraintFailed {
+					continue
+				}
+				d := delta{index: index}
+				if j.p.Logprobs {
+					d.logprobs = []tokenLogprob{logprobOf(ev)}
+				}
+				d.text, _ = st.push(ev.Token)
+				if d.text != "" || d.logprobs != nil {
+					pending = append(pending, d)
+					tokens++
+				}
+				if tokens > j.maxLag {
+					overrun = true
+					abort(nil)
+					pending, tokens = nil, 0 // the client gets the error next, not the backlog
+				}
+				continue
+			}
+			last := delta{index: index, final: true, stats: ev.Stats, finish: "stop"}
 			switch {
-			case hit || ev.Finish == engine.FinishStop:
-			case ev.Finish == engine.FinishLength:
-				last.finish = "length"
-			case ev.Finish == engine.FinishAbort && errors.Is(ev.Err, context.DeadlineExceeded):
-				last.err = &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded",
-					Message: "The request exceeded the server's deadline."}
-			case ev.Finish == engine.FinishAbort && errors.Is(context.Cause(ctx), errShuttingDown):
-				last.err = &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down", Message: "The server is shutting down."}
-			case ev.Finish == engine.FinishAbort:
-				last.err = &Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: "The request was cancelled."}
+			case constraintFailed:
+				last.err = failed.e
+			case st.matched:
+				last.stopSeq = st.sm.hit
 			default:
-				last.err = &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: "The engine failed: " + errString(ev.Err)}
+				last.text, last.finish, last.err = j.ending(ctx, ev, st, overrun)
+			}
+			reason := last.finish
+			var err error
+			if last.err != nil {
+				reason, err = ev.Finish, fmt.Errorf("%s", last.err.Message)
+			}
+			j.record(ev, reason, err)
+			j.done.Done()
+			if gone != nil {
+				pending = append(pending, last)
 			}
 		}
-		if st.matched {
-			last.stopSeq = st.sm.hit
-		}
-		reason := last.finish
-		var err error
-		if last.err != nil {
-			reason, err = ev.Finish, fmt.Errorf("%s", last.err.Message)
-		}
-		j.mu.Lock()
-		j.stats = append(j.stats, ev.Stats)
-		j.finishReasons = append(j.finishReasons, reason)
-		if j.err == nil {
-			j.err = err
-		}
-		j.mu.Unlock()
-		send(last)
+	}
+}
+
+// ending is the final delta's text, finish reason and failure of a
+// choice that no stop sequence ended: the text the stopper still holds,
+// and why the engine finished it (overrun: its reader fell behind).
+func (j *job) ending(ctx context.Context, ev engine.Event, st *stopper, overrun bool) (string, string, *Error) {
+	text, hit := st.flush()
+	switch {
+	case overrun:
+		return "", "stop", &Error{Status: http.StatusServiceUnavailable, Type: typeServer, Code: "slow_reader",
+			Message: fmt.Sprintf("The client read the stream too slowly: more than %d tokens waited unread, so the request was ended.", j.maxLag)}
+	case hit || ev.Finish == engine.FinishStop:
+		return text, "stop", nil
+	case ev.Finish == engine.FinishLength:
+		return text, "length", nil
+	case ev.Finish == engine.FinishAbort && errors.Is(ev.Err, context.DeadlineExceeded):
+		return text, "stop", &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded",
+			Message: "The request exceeded the server's deadline."}
+	case ev.Finish == engine.FinishAbort && errors.Is(context.Cause(ctx), errShuttingDown):
+		return text, "stop", &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down", Message: "The server is shutting down."}
+	case ev.Finish == engine.FinishAbort:
+		return text, "stop", &Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: "The request was cancelled."}
+	default:
+		return text, "stop", &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: "The engine failed: " + errString(ev.Err)}
+	}
+}
+
+// record keeps a finished choice's engine stats, finish reason and
+// failure (the job's first) for the trace and /metrics.
+func (j *job) record(ev engine.Event, reason string, err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.stats = append(j.stats, ev.Stats)
+	j.finishReasons = append(j.finishReasons, reason)
+	if j.err == nil {
+		j.err = err
 	}
 }
 

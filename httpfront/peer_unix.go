@@ -13,6 +13,11 @@ import (
 // that returns 0 bytes (EOF) or fails with anything but EAGAIN. A peer
 // that sent more data (a pipelined request) is still there. ok is false
 // when c exposes no socket to ask.
+//
+// The peek goes through Control, not Read: Read first checks the
+// connection's read deadline, which fasthttp set to bound reading the
+// request and which has passed by the time a long request is still
+// running; that would take the deadline for a closed peer.
 func peerClosed(c net.Conn) (closed, ok bool) {
 	sc, isSys := c.(syscall.Conn)
 	if !isSys {
@@ -25,9 +30,8 @@ func peerClosed(c net.Conn) (closed, ok bool) {
 	var n int
 	var rerr error
 	var buf [1]byte
-	if err := raw.Read(func(fd uintptr) bool {
+	if err := raw.Control(func(fd uintptr) {
 		n, _, rerr = syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		return true
 	}); err != nil {
 		return true, true // the socket is closed on our side
 	}

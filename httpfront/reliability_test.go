@@ -1,6 +1,7 @@
 package httpfront_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/ninfer/ninfer-go/httpfront"
 	"github.com/ninfer/ninfer-go/runtime/instance"
@@ -254,6 +257,8 @@ func TestBadRequestsNameTheirCause(t *testing.T) {
 			body: `{"model":"stories260K","messages":[{"role":"user","content":"hi"}],"store":"yes"}`, status: 400, param: "store"},
 		{name: "service_tier must be a string", method: "POST", path: "/v1/chat/completions",
 			body: `{"model":"stories260K","messages":[{"role":"user","content":"hi"}],"service_tier":[]}`, status: 400, param: "service_tier"},
+		{name: "a schema whose type list is empty", method: "POST", path: "/v1/chat/completions",
+			body: `{"model":"stories260K","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":[]}}}}`, status: 400, param: "response_format.json_schema.schema"},
 		{name: "a message name must be a string", method: "POST", path: "/v1/chat/completions",
 			body: `{"model":"stories260K","messages":[{"role":"user","content":"hi","name":{}}]}`, status: 400, param: "messages[0].name"},
 	} {
@@ -301,4 +306,189 @@ func TestBadRequestsNameTheirCause(t *testing.T) {
 		}
 	}
 	s.waitIdle(t)
+}
+
+// A non-streaming request that waits in the queue, and one that runs,
+// longer than the server's read deadline get their 200: the disconnect
+// probe tells a connected client from a closed one after that deadline
+// has passed (Timeout, not ReadTimeout, bounds a response).
+func TestNonStreamingRequestsOutliveTheReadDeadline(t *testing.T) {
+	const readTimeout = 100 * time.Millisecond
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{ReadTimeout: readTimeout}, 1)
+	body := `{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":3000,"ignore_eos":true,"temperature":0}`
+	type answer struct {
+		status int
+		doc    map[string]any
+		took   time.Duration
+	}
+	answers := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			began := time.Now()
+			status, doc := s.call(t, "POST", "/v1/completions", body)
+			answers <- answer{status, doc, time.Since(began)}
+		}()
+	}
+	var slowest time.Duration
+	for range 2 {
+		a := <-answers
+		if a.status != 200 {
+			t.Errorf("status %d after %v: %v", a.status, a.took, a.doc)
+		}
+		slowest = max(slowest, a.took)
+	}
+	if slowest < 2*readTimeout {
+		t.Fatalf("the queued request took %v, not past the read deadline %v: the test proves nothing", slowest, readTimeout)
+	}
+	if h := s.waitIdle(t); h.RequestsAbandoned != 0 {
+		t.Errorf("requests_abandoned %d, want 0", h.RequestsAbandoned)
+	}
+}
+
+// A request that sends "Expect: 100-continue" is told to send its body
+// only once its headers pass the API key and body size checks; otherwise
+// it gets the refusal before sending a byte of body.
+func TestExpectContinueIsAnsweredAfterTheChecks(t *testing.T) {
+	s := start(t, "stories260K.gguf", httpfront.Config{APIKey: "sekret", MaxBodyBytes: 1 << 10}, 1)
+	body := `{"model":"stories260K","prompt":"Once","max_tokens":2}`
+	for _, tc := range []struct {
+		name, auth string
+		length     int
+		want       string
+	}{
+		{"without the key", "", len(body), "HTTP/1.1 401"},
+		{"with a wrong key", "Bearer nope", len(body), "HTTP/1.1 401"},
+		{"with the key and a body over the limit", "Bearer sekret", 4 << 10, "HTTP/1.1 413"},
+		{"with the key and a body that fits", "Bearer sekret", len(body), "HTTP/1.1 100 Continue"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			auth := ""
+			if tc.auth != "" {
+				auth = "Authorization: " + tc.auth + "\r\n"
+			}
+			fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", auth, tc.length)
+			br := bufio.NewReader(c)
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("no answer to the headers: %v", err)
+			}
+			if !strings.HasPrefix(line, tc.want) {
+				t.Fatalf("first line %q, want %q", line, tc.want)
+			}
+			if tc.want != "HTTP/1.1 100 Continue" {
+				return
+			}
+			br.ReadString('\n') // the blank line after 100 Continue
+			c.Write([]byte(body))
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("after the body: %s, want 200", resp.Status)
+			}
+		})
+	}
+}
+
+// /health lists a hybrid model's state slots, used ones included when
+// none is, as the README says; a model without recurrent state has
+// neither key.
+func TestHealthListsStateSlotsOfHybridModels(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		want  map[string]any
+	}{
+		{"tiny-qwen35-f32.gguf", map[string]any{"state_slots_used": 0.0, "state_slots_total": 2.0}},
+		{"stories260K.gguf", map[string]any{}},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			s := start(t, tc.model, httpfront.Config{}, 2)
+			status, doc := s.call(t, "GET", "/health", "")
+			if status != 200 {
+				t.Fatalf("status %d: %v", status, doc)
+			}
+			got := map[string]any{}
+			for _, k := range []string{"state_slots_used", "state_slots_total"} {
+				if v, ok := doc[k]; ok {
+					got[k] = v
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("state slots on /health (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// SSE clients that stop reading do not hold the server's memory: once more
+// than MaxStreamLag tokens of a stream wait unread, the choice is aborted,
+// its KV freed and nothing is left in flight, while the clients are still
+// connected; the live heap returns to where it was; and a client that
+// reads again gets the text sent before, then a slow_reader error event.
+func TestStreamsThatStopReadingAreBounded(t *testing.T) {
+	const clients, lag = 8, 64
+	// Small socket buffers on both ends, so that a stream outgrows them
+	// long before its 3000 tokens.
+	s := startListening(t, instance.Options{Model: modelPath(t, "tiny-qwen3-f32.gguf"), Threads: threads(t), MaxRunning: clients},
+		httpfront.Config{MaxStreamLag: lag}, func(ln net.Listener) net.Listener { return smallSendBuffers{ln.(*net.TCPListener)} })
+	before := liveHeap()
+	body := `{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":3000,"ignore_eos":true,"stream":true}`
+	conns := make([]net.Conn, clients)
+	for i := range conns {
+		c, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.(*net.TCPConn).SetReadBuffer(4 << 10)
+		fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		conns[i] = c
+	}
+	h := s.waitIdle(t)
+	if grew := liveHeap() - before; grew > 8<<20 {
+		t.Errorf("with %d clients not reading and nothing running, the live heap is %d MB above its start", clients, grew>>20)
+	}
+	if h.StreamsAborted != 0 {
+		t.Errorf("streams_aborted %d before any client left", h.StreamsAborted)
+	}
+	conns[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conns[0]), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := sseEvents(t, resp.Body)
+	if len(events) < 2 {
+		t.Fatalf("events %q", events)
+	}
+	var last map[string]any
+	if err := json.Unmarshal([]byte(events[len(events)-1]), &last); err != nil {
+		t.Fatalf("last event %q: %v", events[len(events)-1], err)
+	}
+	if e, _ := last["error"].(map[string]any); e == nil || e["code"] != "slow_reader" {
+		t.Errorf("last event %v, want a slow_reader error", last)
+	}
+	if n := len(events) - 1; n < 1 || n > 3000-lag {
+		t.Errorf("%d text events before the error, want those sent before the client stopped reading", n)
+	}
+}
+
+// smallSendBuffers accepts connections with a 4 KiB socket send buffer.
+type smallSendBuffers struct{ *net.TCPListener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.AcceptTCP()
+	if err != nil {
+		return nil, err
+	}
+	c.SetWriteBuffer(4 << 10)
+	return c, nil
 }

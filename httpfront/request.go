@@ -413,6 +413,9 @@ func messages(f fields, strict bool) ([]tok.Message, *Error) {
 		return nil, badParam("messages", "'messages' must contain at least one message.")
 	}
 	out := make([]tok.Message, len(raw))
+	// The ids of the tool calls of the assistant messages so far, and how
+	// many of those calls had none (a tool message may answer any of them).
+	callIDs, anonymousCalls := map[string]bool{}, 0
 	for i, m := range raw {
 		at := fmt.Sprintf("messages[%d]", i)
 		if m == nil {
@@ -450,8 +453,15 @@ func messages(f fields, strict bool) ([]tok.Message, *Error) {
 		if m.has("tool_calls") && role != "assistant" {
 			return nil, badParam(at+".tool_calls", "Invalid '%s.tool_calls': only assistant messages carry tool calls.", at)
 		}
-		if role == "tool" && !m.has("tool_call_id") {
-			return nil, badParam(at+".tool_call_id", "Missing required parameter: '%s.tool_call_id'.", at)
+		if role == "tool" {
+			var id string
+			if !m.has("tool_call_id") {
+				return nil, badParam(at+".tool_call_id", "Missing required parameter: '%s.tool_call_id'.", at)
+			}
+			m.decode("tool_call_id", "a string", &id)
+			if !callIDs[id] && anonymousCalls == 0 {
+				return nil, badParam(at+".tool_call_id", "Invalid '%s.tool_call_id': no earlier assistant message has a tool call with id '%.64s'.", at, id)
+			}
 		}
 		for _, k := range []string{"name", "tool_call_id", "reasoning_content"} {
 			if m.has(k) {
@@ -470,6 +480,16 @@ func messages(f fields, strict bool) ([]tok.Message, *Error) {
 				msg.Extra = map[string]json.RawMessage{}
 			}
 			msg.Extra["tool_calls"] = calls
+			var ids []struct {
+				ID string `json:"id"`
+			}
+			json.Unmarshal(calls, &ids)
+			for _, c := range ids {
+				if c.ID == "" {
+					anonymousCalls++
+				}
+				callIDs[c.ID] = true
+			}
 		}
 		if role == "assistant" && msg.Extra["tool_calls"] != nil && !m.has("content") {
 			out[i] = msg // content may be null beside tool calls, as OpenAI

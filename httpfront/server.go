@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -73,6 +74,16 @@ type Config struct {
 	Timeout time.Duration
 	// MaxBodyBytes bounds request bodies; larger ones get 413. Default 4 MiB.
 	MaxBodyBytes int
+	// MaxStreamLag bounds how far a streaming client may fall behind: when
+	// more than this many tokens of one choice wait unread (the client
+	// stopped reading), the choice is aborted, the unread tokens are
+	// dropped and the stream ends with a slow_reader error event. Default
+	// 2048.
+	MaxStreamLag int
+	// ReadTimeout bounds reading one request (its headers and body) and
+	// how long an idle keep-alive connection is held. It does not bound
+	// the response: that is Timeout's. Default 1 min.
+	ReadTimeout time.Duration
 	// Traces receives each request's phase spans; nil means tracing off.
 	Traces *traces.Provider
 	// StrictFields rejects requests carrying fields the server does not
@@ -96,6 +107,8 @@ const (
 	DefaultMaxQueue     = 256
 	DefaultTimeout      = 10 * time.Minute
 	DefaultMaxBodyBytes = 4 << 20
+	DefaultReadTimeout  = time.Minute
+	DefaultMaxStreamLag = 2048
 )
 
 // Server is the HTTP front end. Create it with New, start it with Serve,
@@ -141,6 +154,12 @@ func New(cfg Config) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.MaxStreamLag <= 0 {
+		cfg.MaxStreamLag = DefaultMaxStreamLag
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
 	s := &Server{cfg: cfg}
 	if cfg.RequestLog != nil {
 		s.log = log.New(cfg.RequestLog, "", 0)
@@ -150,10 +169,11 @@ func New(cfg Config) *Server {
 	s.srv = &fasthttp.Server{
 		Handler:            s.Handle,
 		ErrorHandler:       s.readError,
+		ExpectHandler:      s.expect,
 		Name:               "ninfer",
 		MaxRequestBodySize: cfg.MaxBodyBytes,
-		ReadTimeout:        time.Minute,
-		IdleTimeout:        time.Minute,
+		ReadTimeout:        cfg.ReadTimeout,
+		IdleTimeout:        cfg.ReadTimeout,
 		CloseOnShutdown:    true,
 		Logger:             quiet{},
 	}
@@ -219,6 +239,23 @@ func (s *Server) servingModel(ctx *fasthttp.RequestCtx) *Model {
 			Message: "The model is still loading; retry shortly."})
 	}
 	return m
+}
+
+// expect answers a request that sent "Expect: 100-continue" from its
+// headers, before its body is read: 401 when the path needs the API key
+// and the request does not carry it, 413 when its Content-Length is over
+// MaxBodyBytes, else 100 (send the body). A refused request's connection
+// is closed, as the client may already be sending the body.
+func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
+	path := string(ctx.Path())
+	needsKey := strings.HasPrefix(path, "/v1/") || path == TokenizePath || path == DetokenizePath
+	switch {
+	case needsKey && s.cfg.APIKey != "" && !s.authorized(ctx):
+		return http.StatusUnauthorized
+	case ctx.Request.Header.ContentLength() > s.cfg.MaxBodyBytes:
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusContinue
 }
 
 // Handle serves one HTTP request (the fasthttp handler) and logs it.
@@ -415,9 +452,10 @@ type Health struct {
 	KVBlockTokens   int    `json:"kv_block_tokens"`
 	KVBlocksCached  int    `json:"kv_blocks_cached"` // free blocks that hold a cached prefix
 	// StateSlotsUsed and StateSlotsTotal count a hybrid model's recurrent
-	// state slots (absent for other models).
-	StateSlotsUsed   int   `json:"state_slots_used,omitempty"`
-	StateSlotsTotal  int   `json:"state_slots_total,omitempty"`
+	// state slots; both are present, zero included, for a hybrid model and
+	// absent (nil) for other models.
+	StateSlotsUsed   *int  `json:"state_slots_used,omitempty"`
+	StateSlotsTotal  *int  `json:"state_slots_total,omitempty"`
 	MaxRunning       int   `json:"max_running"`
 	RequestsInFlight int   `json:"requests_in_flight"` // choices submitted and not finished
 	StreamsAborted   int64 `json:"streams_aborted"`    // streams whose client left early, since start
@@ -438,7 +476,10 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 		snap := m.Engine.Snapshot()
 		h.Model, h.RequestsRunning, h.RequestsWaiting = m.ID, snap.Running, snap.Waiting
 		h.KVBlocksUsed, h.KVBlocksTotal, h.KVBlockTokens, h.MaxRunning = snap.KVBlocksUsed, snap.KVBlocksTotal, snap.KVBlockTokens, snap.MaxRunning
-		h.KVBlocksCached, h.StateSlotsUsed, h.StateSlotsTotal = snap.KVBlocksCached, snap.StateSlotsUsed, snap.StateSlotsTotal
+		h.KVBlocksCached = snap.KVBlocksCached
+		if snap.StateSlotsTotal > 0 {
+			h.StateSlotsUsed, h.StateSlotsTotal = &snap.StateSlotsUsed, &snap.StateSlotsTotal
+		}
 		h.Status, status = "ok", http.StatusOK
 		if s.draining.Load() {
 			h.Status, status = "draining", http.StatusServiceUnavailable
@@ -614,7 +655,10 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 	}
 	jctx, cancel := context.WithTimeout(s.generations, s.cfg.Timeout)
 	j := &job{ctx: jctx, cancel: cancel, m: m, p: p, prompts: prompts, promptParam: promptParam, tag: trace.SpanContextFromContext(rt.ctx),
-		series: s.metrics.series.Load(), task: s.tasks.Add(1), received: received}
+		series: s.metrics.series.Load(), task: s.tasks.Add(1), received: received, maxLag: math.MaxInt}
+	if p.Stream {
+		j.maxLag = s.cfg.MaxStreamLag
+	}
 	if e := s.start(j); e != nil {
 		s.finishTrace(rt, prompts, nil, nil, e)
 		s.inflight.Add(-k)

@@ -55,6 +55,13 @@ func start(t testing.TB, model string, cfg httpfront.Config, maxRunning int) *se
 // cleanup.
 func startWith(t testing.TB, opts instance.Options, cfg httpfront.Config) *server {
 	t.Helper()
+	return startListening(t, opts, cfg, nil)
+}
+
+// startListening is startWith with the listener wrapped by wrap (nil: as
+// it is), so a test can shape the server's connections.
+func startListening(t testing.TB, opts instance.Options, cfg httpfront.Config, wrap func(net.Listener) net.Listener) *server {
+	t.Helper()
 	srv := httpfront.New(cfg)
 	opts.Observer = httpfront.StepObservers(opts.Observer, srv)
 	inst, err := instance.Open(opts)
@@ -64,6 +71,9 @@ func startWith(t testing.TB, opts instance.Options, cfg httpfront.Config) *serve
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		ln = wrap(ln)
 	}
 	id := strings.TrimSuffix(filepath.Base(opts.Model), ".gguf")
 	s := &server{url: "http://" + ln.Addr().String(), srv: srv, inst: inst, id: id}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -179,7 +180,8 @@ func toolNames(raw json.RawMessage) ([]string, *Error) {
 	var tools []struct {
 		Type     string `json:"type"`
 		Function *struct {
-			Name string `json:"name"`
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
 		} `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &tools); err != nil {
@@ -193,6 +195,15 @@ func toolNames(raw json.RawMessage) ([]string, *Error) {
 		}
 		if t.Function == nil || !validToolName(t.Function.Name) {
 			return nil, badParam(at+".function.name", "Invalid '%s.function.name': expected 1 to 64 letters, digits, '_' or '-'.", at)
+		}
+		if j := slices.Index(names[:i], t.Function.Name); j >= 0 {
+			return nil, badParam(at+".function.name", "Invalid '%s.function.name': tools[%d] is also named '%s'; tool names must be unique.", at, j, t.Function.Name)
+		}
+		if p := t.Function.Parameters; len(p) > 0 && string(p) != "null" {
+			var schema map[string]json.RawMessage
+			if json.Unmarshal(p, &schema) != nil {
+				return nil, badParam(at+".function.parameters", "Invalid type for '%s.function.parameters': expected a JSON Schema object.", at)
+			}
 		}
 		names[i] = t.Function.Name
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,21 +17,32 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 )
 
-// TestLoadWithDisconnects runs a real `ninfer serve` (NINFER_BIN) under 64
-// streaming and 16 non-streaming clients for LOAD_DURATION (default 60s),
-// a quarter of whose requests hang up early (streams after a few events,
-// non-streaming ones after a random delay). It checks that every completed
-// request's usage equals the tokens it received, that /metrics accounts for
-// every request exactly once, that KV blocks return to 0, and that the
-// server's RSS comes back within 10% of what it was after a warm-up (see
-// below). `just load-test` runs it; it talks only to
-// 127.0.0.1.
+// TestLoadWithDisconnects runs a real `ninfer serve` (NINFER_BIN) in three
+// phases of LOAD_DURATION (default 60s) each:
+//
+//   - stories260K: 64 streaming and 16 non-streaming clients, a quarter of
+//     whose requests hang up early (streams after a few events,
+//     non-streaming ones after a random delay);
+//   - hybrid + mtp: the same load on tiny-qwen35 (recurrent state slots)
+//     decoding through graphs/mtp.yaml (speculative, multi-token
+//     prediction);
+//   - slow readers: the same load on tiny-qwen3 (a context long enough to
+//     outgrow a stream's unread-token cap), while 16 more SSE clients stop
+//     reading their 4000-token chat streams: each must end with a slow_reader
+//     error after its text, not hold the server's memory.
+//
+// Each phase checks that every completed request's usage equals the tokens
+// it received, that /metrics accounts for every request exactly once, that
+// KV blocks (and state slots) return to 0, and that the server's RSS comes
+// back within 10% of what it was after a warm-up (see below). `just
+// load-test` runs it; it talks only to 127.0.0.1.
 func TestLoadWithDisconnects(t *testing.T) {
 	bin := os.Getenv("NINFER_BIN")
 	if bin == "" {
@@ -44,10 +56,26 @@ func TestLoadWithDisconnects(t *testing.T) {
 		}
 		duration = d
 	}
+	t.Run("stories260K", func(t *testing.T) {
+		loadPhase(t, bin, duration, "stories260K", 0, "--model", sharedPath(t, "models", "stories260K.gguf"))
+	})
+	t.Run("hybrid + mtp", func(t *testing.T) {
+		loadPhase(t, bin, duration, "tiny-qwen35-f32", 0, "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"),
+			"--graph", "mtp")
+	})
+	t.Run("slow readers", func(t *testing.T) {
+		loadPhase(t, bin, duration, "tiny-qwen3-f32", 16, "--model", sharedPath(t, "models", "tiny-qwen3-f32.gguf"))
+	})
+}
+
+// loadPhase serves model (the id clients send) with args and runs the load
+// for duration beside slowReaders SSE clients that stop reading, then
+// checks the server's accounting and memory.
+func loadPhase(t *testing.T, bin string, duration time.Duration, model string, slowReaders int, args ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), duration+3*time.Minute)
 	defer cancel()
-	srv := exec.CommandContext(ctx, bin, "serve", "--model", sharedPath(t, "models", "stories260K.gguf"),
-		"--port", "0", "--max-concurrency", "16", "--threads", "2")
+	srv := exec.CommandContext(ctx, bin, append(append([]string{"serve"}, args...),
+		"--port", "0", "--max-concurrency", "16", "--threads", "2")...)
 	srv.Stderr = os.Stderr
 	out, err := srv.StdoutPipe()
 	if err != nil {
@@ -62,7 +90,7 @@ func TestLoadWithDisconnects(t *testing.T) {
 		t.Fatalf("ready line %q: %v", line, err)
 	}
 	base := strings.Fields(strings.TrimPrefix(line, serveReady))[0]
-	c := &loadClient{base: base}
+	c := &loadClient{base: base, model: model}
 
 	// Warm-up: every running slot generates to the context length, so the
 	// KV pages the load will use are resident, then a few seconds of the
@@ -73,7 +101,7 @@ func TestLoadWithDisconnects(t *testing.T) {
 		warm.Add(1)
 		go func() {
 			defer warm.Done()
-			c.complete(context.Background(), false, fmt.Sprintf(`{"model":"stories260K","prompt":"Once upon a time %d","temperature":1,"seed":%d}`, i, i))
+			c.complete(context.Background(), false, fmt.Sprintf(`{"model":%q,"prompt":"Once upon a time %d","temperature":1,"seed":%d}`, model, i, i))
 		}()
 	}
 	warm.Wait()
@@ -84,11 +112,13 @@ func TestLoadWithDisconnects(t *testing.T) {
 	before := c.scrape(t)
 	c.reset()
 
+	slow := c.stopReading(t, slowReaders)
 	c.load(duration, 0)
 	h := c.waitIdle(t)
 	after := c.scrape(t)
 	time.Sleep(2 * idleRelease) // serve returns freed memory once idle
 	rssEnd := rssOf(t, srv.Process.Pid)
+	endedSlow := slow.finish(t)
 
 	sent, completed, left := c.sent.Load(), c.completed.Load(), c.left.Load()
 	delta := func(name string, labels ...string) float64 {
@@ -98,28 +128,95 @@ func TestLoadWithDisconnects(t *testing.T) {
 	stopped := delta("ninfer:request_success_total", "finished_reason", "stop") + delta("ninfer:request_success_total", "finished_reason", "length")
 	aborted := delta("ninfer:request_success_total", "finished_reason", "abort")
 	generated := delta("ninfer:generation_tokens_total")
-	t.Logf("%v: %d requests (%d completed, %d hung up; %d failed), %d tokens received by completed requests, %.1f tok/s; server: %g finished (%g stop/length, %g aborted), %g tokens generated; RSS %.1f -> %.1f MB; health %+v",
-		duration, sent, completed, left, c.failed.Load(), c.tokens.Load(), float64(c.tokens.Load())/duration.Seconds(),
+	t.Logf("%v: %d requests (%d completed, %d hung up; %d failed), %d tokens received by completed requests, %.1f tok/s; %d of %d slow readers ended with slow_reader; server: %g finished (%g stop/length, %g aborted), %g tokens generated; RSS %.1f -> %.1f MB; health %+v",
+		duration, sent, completed, left, c.failed.Load(), c.tokens.Load(), float64(c.tokens.Load())/duration.Seconds(), endedSlow, slowReaders,
 		finished, stopped, aborted, generated, float64(rssStart)/(1<<20), float64(rssEnd)/(1<<20), h)
 	if n := c.failed.Load(); n > 0 {
 		t.Errorf("%d requests failed or were truncated; first: %s", n, c.firstFailure())
 	}
-	if finished != float64(sent) {
-		t.Errorf("request_success_total grew by %g, %d requests were sent", finished, sent)
+	if finished != float64(sent)+float64(slowReaders) {
+		t.Errorf("request_success_total grew by %g, %d requests were sent and %d slow readers", finished, sent, slowReaders)
 	}
-	// A client that hung up after its last token counts as finished there.
-	if stopped != float64(completed)+float64(left)-aborted || aborted > float64(left) {
-		t.Errorf("server: %g stop/length + %g aborted; clients: %d completed, %d hung up", stopped, aborted, completed, left)
+	// A client that hung up after its last token counts as finished there;
+	// a slow reader's request is aborted.
+	if stopped != float64(completed)+float64(left)-(aborted-float64(slowReaders)) || aborted-float64(slowReaders) > float64(left) {
+		t.Errorf("server: %g stop/length + %g aborted; clients: %d completed, %d hung up, %d slow readers", stopped, aborted, completed, left, slowReaders)
+	}
+	if endedSlow != slowReaders {
+		t.Errorf("%d of %d slow readers got their text and a slow_reader error", endedSlow, slowReaders)
 	}
 	if generated < float64(c.tokens.Load()) {
 		t.Errorf("generation_tokens_total grew by %g, completed requests received %d tokens", generated, c.tokens.Load())
 	}
-	if h.KVBlocksUsed != 0 || h.RequestsInFlight != 0 {
+	if h != (loadHealth{}) {
 		t.Errorf("not idle after the load: %+v", h)
 	}
 	if float64(rssEnd) > 1.1*float64(rssStart) {
 		t.Errorf("RSS %d MB after the load, %d MB before", rssEnd>>20, rssStart>>20)
 	}
+}
+
+// slowReaders are SSE connections that sent a long request and read
+// nothing since.
+type slowReaders []net.Conn
+
+// stopReading opens n chat streams of 4000 tokens with 20 top logprobs
+// each (about 10 MB, more than the sockets' buffers hold) whose clients
+// read nothing until finish, with 4 KiB receive buffers.
+func (c *loadClient) stopReading(t *testing.T, n int) slowReaders {
+	t.Helper()
+	body := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":4000,"ignore_eos":true,"logprobs":true,"top_logprobs":20,"stream":true}`, c.model)
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
+	}}
+	var conns slowReaders
+	for range n {
+		conn, err := d.Dial("tcp", strings.TrimPrefix(c.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		conns = append(conns, conn)
+	}
+	return conns
+}
+
+// finish reads each slow reader's stream to its end and closes it; it
+// returns how many ended with a slow_reader error event after text.
+func (s slowReaders) finish(t *testing.T) int {
+	ended := 0
+	for _, conn := range s {
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Errorf("slow reader: %v", err)
+			conn.Close()
+			continue
+		}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var last string
+		texts := 0
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				texts++
+				last = data
+			}
+		}
+		var doc struct {
+			Error *struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal([]byte(last), &doc) == nil && doc.Error != nil && doc.Error.Code == "slow_reader" && texts > 1 {
+			ended++
+		} else {
+			t.Logf("slow reader: %s, %d events (%v), the last %.300s", resp.Status, texts, sc.Err(), last)
+		}
+		resp.Body.Close()
+		conn.Close()
+	}
+	return ended
 }
 
 // load runs 64 streaming and 16 non-streaming clients for d, a quarter of
@@ -135,7 +232,7 @@ func (c *loadClient) load(d time.Duration, seed int) {
 			stream := w < 64
 			for n := 0; time.Now().Before(deadline); n++ {
 				chat := rng.IntN(2) == 0
-				body := requestBody(rng, chat, stream, seed+w, n)
+				body := requestBody(rng, c.model, chat, stream, seed+w, n)
 				hangUp := rng.IntN(4) == 0
 				rctx, rcancel := context.WithCancel(context.Background())
 				if hangUp && !stream {
@@ -155,12 +252,12 @@ func (c *loadClient) load(d time.Duration, seed int) {
 
 var loadPrompts = []string{"Once upon a time", "The little dog", "Lily and Ben went to the park", "One day", "Tom had a red ball"}
 
-// requestBody is a random request of worker w: a prompt, 8..96 tokens,
+// requestBody is a random request for model of worker w: a prompt, 8..96 tokens,
 // greedy or sampled, stop sequences sometimes, logprobs so that the client
 // can count the tokens it receives.
-func requestBody(rng *rand.Rand, chat, stream bool, w, n int) string {
+func requestBody(rng *rand.Rand, model string, chat, stream bool, w, n int) string {
 	prompt := fmt.Sprintf("%s %d %d", loadPrompts[rng.IntN(len(loadPrompts))], w, n)
-	fields := []string{`"model":"stories260K"`, fmt.Sprintf(`"max_tokens":%d`, 8+rng.IntN(89)),
+	fields := []string{fmt.Sprintf(`"model":%q`, model), fmt.Sprintf(`"max_tokens":%d`, 8+rng.IntN(89)),
 		fmt.Sprintf(`"temperature":%g`, float64(rng.IntN(2))*0.8), fmt.Sprintf(`"seed":%d`, rng.IntN(1000))}
 	if chat {
 		fields = append(fields, fmt.Sprintf(`"messages":[{"role":"user","content":%q}]`, prompt), `"logprobs":true`)
@@ -178,7 +275,7 @@ func requestBody(rng *rand.Rand, chat, stream bool, w, n int) string {
 
 // loadClient sends requests and keeps the client-side totals.
 type loadClient struct {
-	base                                  string
+	base, model                           string
 	sent, completed, left, failed, tokens atomic.Int64
 	mu                                    sync.Mutex
 	failure                               string
@@ -329,6 +426,7 @@ func (c *loadClient) run(ctx context.Context, chat, stream bool, body string, le
 
 type loadHealth struct {
 	KVBlocksUsed     int `json:"kv_blocks_used"`
+	StateSlotsUsed   int `json:"state_slots_used"`
 	RequestsInFlight int `json:"requests_in_flight"`
 	RequestsRunning  int `json:"requests_running"`
 	RequestsWaiting  int `json:"requests_waiting"`

@@ -22,6 +22,8 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Add([]byte("graph: a\nnodes: [{id: b, op: c.d, with: {x: 1e3, y: \"\\u00e9\"}}]\n"))
+	f.Add([]byte("\ufeffgraph: a\nnodes: []\n"))
+	f.Add([]byte("graph: a\ndoc: [[[[{a: [[{b: c}]]}]]]]\nnodes:\n  - id: x\n    op: a.b\n    with:\n      k:\n        - - - v\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		g, err := graphdef.Parse("f.yaml", src)
 		if err != nil {

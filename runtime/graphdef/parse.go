@@ -64,8 +64,22 @@ type decoder struct {
 	errs ErrorList
 	// bad holds the positions of values the decoder rejected, so that the
 	// checks that follow do not report them again as missing or invalid.
-	bad map[Pos]bool
+	bad   map[Pos]bool
+	nodes int // the nodes read so far, nested ones included
 }
+
+// Limits on a graph file, so that checking one costs time and memory in
+// proportion to a graph's plausible size, never to what a file declares.
+const (
+	// MaxSourceBytes bounds a graph file's size (the bundled graphs are a
+	// few KiB).
+	MaxSourceBytes = 1 << 20
+	// MaxDepth bounds how deeply the file's YAML collections nest
+	// (mappings and sequences, block or flow).
+	MaxDepth = 64
+	// MaxNodes bounds the nodes of a graph, those in loop bodies included.
+	MaxNodes = 10000
+)
 
 func (d *decoder) pos(n *yamlNode) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
 
@@ -103,6 +117,10 @@ func (d *decoder) document(src []byte) (root *yamlNode, ok bool) {
 			root, ok = nil, false
 		}
 	}()
+	if len(src) > MaxSourceBytes {
+		d.errs.Addf(Pos{File: d.file, Line: 1, Col: 1}, "the file has %d bytes: a graph file holds at most %d", len(src), MaxSourceBytes)
+		return nil, false
+	}
 	docs, err := parseYAML(src)
 	if err != nil {
 		var se *yamlSyntaxError
@@ -320,11 +338,7 @@ func (d *decoder) graph(root *yamlNode) *Graph {
 			if !d.expect(v, sequenceNode, "nodes") {
 				d.bad[g.NodesPos] = true
 			} else {
-				for _, item := range v.Content {
-					if d.expect(item, mappingNode, "nodes entry") {
-						g.Nodes = append(g.Nodes, d.node(item))
-					}
-				}
+				g.Nodes = d.nodeItems(v, "nodes entry")
 			}
 		case "out":
 			g.OutPos = d.pos(k)
@@ -396,6 +410,26 @@ func (d *decoder) param(name string, k, v *yamlNode) *ParamDecl {
 	return p
 }
 
+// nodeItems reads the node mappings of the sequence seq (what names an
+// entry in messages), up to MaxNodes in the whole file. It never returns nil.
+func (d *decoder) nodeItems(seq *yamlNode, what string) []*Node {
+	nodes := []*Node{}
+	for _, item := range seq.Content {
+		if d.nodes == MaxNodes {
+			d.reject(item, "more than %d nodes: a graph file holds at most %d", MaxNodes, MaxNodes)
+			d.nodes++
+		}
+		if d.nodes > MaxNodes {
+			break
+		}
+		if d.expect(item, mappingNode, what) {
+			d.nodes++
+			nodes = append(nodes, d.node(item))
+		}
+	}
+	return nodes
+}
+
 func (d *decoder) node(n *yamlNode) *Node {
 	nd := &Node{Pos: d.pos(n)}
 	d.fields(n, "node", nodeKeys, func(key string, k, v *yamlNode) {
@@ -435,12 +469,7 @@ func (d *decoder) node(n *yamlNode) *Node {
 				d.bad[nd.BodyPos] = true
 				return
 			}
-			nd.Body = []*Node{}
-			for _, item := range v.Content {
-				if d.expect(item, mappingNode, "loop nodes entry") {
-					nd.Body = append(nd.Body, d.node(item))
-				}
-			}
+			nd.Body = d.nodeItems(v, "loop nodes entry")
 		case "next":
 			nd.NextPos = d.pos(k)
 			if d.expect(v, mappingNode, "next") {

@@ -2,6 +2,7 @@ package graphdef_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,6 +124,26 @@ func TestErrorPositions(t *testing.T) {
 			want: []string{`g.yaml:7:6: yaml: value is not allowed in this context`},
 		},
 		{
+			name: "flow collections nested 100,000 deep are refused at the first level too deep",
+			src:  "graph: a\ndoc: " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "\n",
+			want: []string{`g.yaml:2:69: yaml: collections nested more than 64 deep`},
+		},
+		{
+			name: "block collections nested too deep are refused",
+			src:  "graph: a\ndoc:\n" + blockNest(70),
+			want: []string{`g.yaml:66:65: yaml: collections nested more than 64 deep`},
+		},
+		{
+			name: "a file over the size limit is refused before it is parsed",
+			src:  "graph: a\ndoc: " + strings.Repeat("x", graphdef.MaxSourceBytes) + "\n",
+			want: []string{`g.yaml:1:1: the file has 1048591 bytes: a graph file holds at most 1048576`},
+		},
+		{
+			name: "nodes past the limit are refused at the first one over",
+			src:  "graph: a\nnodes:\n" + nodeList(graphdef.MaxNodes+5),
+			want: []string{fmt.Sprintf(`g.yaml:%d:5: more than 10000 nodes: a graph file holds at most 10000`, graphdef.MaxNodes+3)},
+		},
+		{
 			name: "errors come sorted by position",
 			src:  "nodes: [{id: B, op: a.b}]\ngraph: Z\n",
 			want: []string{`g.yaml:1:14: invalid node id "B": want a lower-case name matching ^[a-z][a-z0-9_]*$`,
@@ -144,6 +165,40 @@ func TestErrorPositions(t *testing.T) {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// blockNest is a block mapping nested depth deep, one key per line.
+func blockNest(depth int) string {
+	var b strings.Builder
+	for i := range depth {
+		fmt.Fprintf(&b, "%sk:\n", strings.Repeat(" ", i+1))
+	}
+	return b.String()
+}
+
+// nodeList is n nodes of a block sequence, one per line, with distinct ids.
+func nodeList(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "  - {id: n%d, op: a.b}\n", i)
+	}
+	return b.String()
+}
+
+// A file that starts with a UTF-8 byte order mark parses as without it.
+func TestParseSkipsAByteOrderMark(t *testing.T) {
+	src := "graph: a\nnodes:\n  - {id: x, op: a.b}\n"
+	want, err := graphdef.Parse("g.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := graphdef.Parse("g.yaml", []byte("\ufeff"+src))
+	if err != nil {
+		t.Fatalf("with a byte order mark: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("graph (-without +with a byte order mark):\n%s", diff)
 	}
 }
 

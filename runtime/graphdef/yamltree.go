@@ -1,11 +1,13 @@
 package graphdef
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"regexp"
 
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 )
@@ -48,8 +50,16 @@ func (e *yamlSyntaxError) Error() string {
 // parseYAML parses src into its documents' root nodes (nil for an empty
 // document). Duplicate keys are left to the decoder, which reports them
 // with both positions. Syntax errors are *yamlSyntaxError.
+//
+// A leading UTF-8 byte order mark is skipped. Collections nested deeper
+// than MaxDepth are a syntax error found before parsing, in one pass over
+// the tokens: the YAML parser's work grows with the square of the depth.
 func parseYAML(src []byte) ([]*yamlNode, error) {
-	f, err := parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
+	tokens := lexer.Tokenize(string(bytes.TrimPrefix(src, utf8BOM)))
+	if err := checkDepth(tokens); err != nil {
+		return nil, err
+	}
+	f, err := parser.Parse(tokens, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		var ye interface {
 			GetToken() *token.Token
@@ -76,6 +86,45 @@ func parseYAML(src []byte) ([]*yamlNode, error) {
 		docs = append(docs, convert(doc.Body))
 	}
 	return docs, nil
+}
+
+var utf8BOM = []byte("\ufeff")
+
+// checkDepth returns a *yamlSyntaxError at the first token nested deeper
+// than MaxDepth collections. A flow collection's brackets count one level
+// each; block collections count by indentation: a sequence entry or a key
+// opens a level unless a level at its column or further right is open,
+// whose levels it then closes.
+func checkDepth(tokens token.Tokens) error {
+	var block []int // the columns of the open block levels, increasing
+	flow := 0
+	for _, tk := range tokens {
+		switch tk.Type {
+		case token.DocumentHeaderType, token.DocumentEndType:
+			block, flow = block[:0], 0
+			continue
+		case token.SequenceStartType, token.MappingStartType:
+			flow++
+		case token.SequenceEndType, token.MappingEndType:
+			flow = max(flow-1, 0)
+			continue
+		default:
+			isBlockLevel := tk.Type == token.SequenceEntryType || tk.Type == token.MappingKeyType || tk.NextType() == token.MappingValueType
+			if flow > 0 || !isBlockLevel {
+				continue
+			}
+			col := tk.Position.Column
+			for len(block) > 0 && block[len(block)-1] >= col {
+				block = block[:len(block)-1]
+			}
+			block = append(block, col)
+		}
+		if len(block)+flow > MaxDepth {
+			return &yamlSyntaxError{Line: tk.Position.Line, Column: max(tk.Position.Column, 1),
+				Message: fmt.Sprintf("collections nested more than %d deep", MaxDepth)}
+		}
+	}
+	return nil
 }
 
 // convert turns a goccy/go-yaml AST node into a yamlNode. Anchors are

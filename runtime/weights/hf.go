@@ -110,6 +110,20 @@ func IsHFDir(path string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
+// errFolder is the error of opening a folder as a file.
+var errFolder = errors.New("a folder, not a file")
+
+// folderError words err, from opening the model file at path, for a
+// folder: one without config.json is not a Hugging Face checkpoint, and a
+// model is either that or a GGUF file. Other errors return unchanged.
+func folderError(path string, err error) error {
+	if !errors.Is(err, errFolder) {
+		return err
+	}
+	return fmt.Errorf("%s: a folder without %s: a model is a GGUF file or a Hugging Face folder holding %s and %s",
+		path, HFConfigFile, HFConfigFile, HFSafetensorsFile)
+}
+
 // HFOptions configure OpenHF.
 type HFOptions struct {
 	// Load reads the safetensors files into private huge-page memory, as
@@ -655,13 +669,25 @@ func (m *hfModel) tensor(st *SafeTensor, file, name string) (*Tensor, error) {
 	return t, nil
 }
 
-// checkComplete checks that f has every tensor the architecture needs.
+// checkComplete checks that f has every tensor the architecture needs and
+// names the first one missing. The check stops there, so its work is bound
+// by the tensors the files hold, not by the num_hidden_layers config.json
+// declares.
 func (m *hfModel) checkComplete(f *File, dir string, sharded bool) error {
 	file := filepath.Join(dir, HFSafetensorsFile)
 	if sharded {
 		file = filepath.Join(dir, HFIndexFile)
 	}
-	need := []string{"model.embed_tokens.weight", "model.norm.weight"}
+	has := func(name string) bool {
+		g, _, _ := hfToGGUFName(name)
+		_, err := f.Tensor(g)
+		return err == nil
+	}
+	for _, name := range []string{"model.embed_tokens.weight", "model.norm.weight"} {
+		if !has(name) {
+			return hfErr(file, name, "missing: the model needs it")
+		}
+	}
 	layer := []string{"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
 		"self_attn.o_proj.weight", "post_attention_layernorm.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"}
 	switch m.arch.gguf {
@@ -671,14 +697,22 @@ func (m *hfModel) checkComplete(f *File, dir string, sharded bool) error {
 		layer = append(layer, "self_attn.q_norm.weight", "self_attn.k_norm.weight")
 	}
 	for l := range m.layers {
+		held := 0
 		for _, s := range layer {
-			need = append(need, fmt.Sprintf("model.layers.%d.%s", l, s))
+			if has(fmt.Sprintf("model.layers.%d.%s", l, s)) {
+				held++
+			}
 		}
-	}
-	for _, name := range need {
-		g, _, _ := hfToGGUFName(name)
-		if _, err := f.Tensor(g); err != nil {
-			return hfErr(file, name, "missing: the model needs it")
+		if held == len(layer) {
+			continue
+		}
+		for _, s := range layer {
+			if name := fmt.Sprintf("model.layers.%d.%s", l, s); !has(name) {
+				if held == 0 {
+					return hfErr(file, name, "missing: the model needs it (config.json num_hidden_layers is %d, the files hold layers 0 to %d)", m.layers, l-1)
+				}
+				return hfErr(file, name, "missing: the model needs it")
+			}
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -82,6 +83,9 @@ func TestParseSafetensorsErrorsNameTheKey(t *testing.T) {
 		{"reversed offsets", rawSafetensors(`{"w":{"dtype":"F32","shape":[0],"data_offsets":[4,0]}}`, 4), "w", "reversed"},
 		{"a shape that does not fit the offsets", rawSafetensors(`{"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}`, 8), "w", "needs 12 bytes"},
 		{"a shape that overflows", rawSafetensors(`{"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}}`, 8), "w", "overflows"},
+		{"a tensor inside another", rawSafetensors(`{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 16), "b", `data_offsets [4, 8] overlap tensor "a"'s [0, 16]`},
+		{"two tensors on the same bytes", rawSafetensors(`{"b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}}`, 8), "b", `overlap tensor "a"`},
+		{"a tensor that runs into the next", rawSafetensors(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}`, 12), "b", `data_offsets [4, 12] overlap tensor "a"'s [0, 8]`},
 		{"bad metadata", rawSafetensors(`{"__metadata__":{"a":1}}`, 0), "__metadata__", "not an object of strings"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -340,6 +344,9 @@ func TestHFErrorsNameFileAndKey(t *testing.T) {
 		{"a missing tensor", base, func(t *testing.T, dir string) {
 			replaceTensor(t, dir, "model.layers.0.mlp.up_proj.weight", &SafeTensor{Name: "model.layers.0.self_attn.rotary_emb.inv_freq", DType: "F32", Shape: []int{1}, Data: make([]byte, 4)})
 		}, HFSafetensorsFile, "model.layers.0.mlp.up_proj.weight", "missing"},
+		{"more layers than the files hold", base, func(t *testing.T, dir string) {
+			editConfig(t, dir, func(m map[string]any) { m["num_hidden_layers"] = 1 << 24 })
+		}, HFSafetensorsFile, "model.layers.2.input_layernorm.weight", "num_hidden_layers is 16777216, the files hold layers 0 to 1"},
 		{"a truncated safetensors header", base, func(t *testing.T, dir string) {
 			path := filepath.Join(dir, HFSafetensorsFile)
 			data, _ := os.ReadFile(path)
@@ -398,5 +405,35 @@ func TestHFLlama3RopeScaling(t *testing.T) {
 	got, _ := rf.Float32s()
 	if len(got) != 8 || got[0] != 1 || got[7] != 8 || rf.DType != tensor.F32 {
 		t.Errorf("rope_freqs.weight = %v %v", rf.DType, got)
+	}
+}
+
+// A config.json that declares 2^24 layers over files that hold two costs
+// what the files hold: opening it allocates well under 300 MB (it once
+// allocated per declared layer before naming the first missing tensor).
+func TestHFDeclaredLayersAllocateNothing(t *testing.T) {
+	_, dir := convertedModel(t, "tiny-qwen3-f32.gguf", HFWriteOptions{})
+	editConfig(t, dir, func(m map[string]any) { m["num_hidden_layers"] = 1 << 24 })
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := OpenHF(dir, HFOptions{})
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("OpenHF succeeded with 2^24 layers declared and 2 held")
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Errorf("OpenHF allocated %d MB before failing: %v", grew>>20, err)
+	}
+}
+
+// Opening a folder that holds no config.json as a model says what is
+// missing, from Open and from Load.
+func TestOpenAFolderWithoutConfigSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	for name, open := range map[string]func(string) (*File, error){"Open": Open, "Load": Load} {
+		_, err := open(dir)
+		if err == nil || !strings.Contains(err.Error(), "a folder without config.json") {
+			t.Errorf("%s(folder) = %v, want an error saying the folder has no config.json", name, err)
+		}
 	}
 }

@@ -8,6 +8,9 @@ import "os"
 // (errors are *FormatError for malformed content, or the os error for I/O
 // problems). On this platform there is no mapping; Close only clears Data.
 func Open(path string) (*File, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, folderError(path, errFolder)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ func Open(path string) (*File, error) {
 	label := "gguf " + path
 	fd, size, err := openRegular(path, label)
 	if err != nil {
-		return nil, err
+		return nil, folderError(path, err)
 	}
 	defer fd.Close()
 	if size == 0 {
@@ -46,7 +46,7 @@ func Load(path string) (*File, error) {
 	label := "gguf " + path
 	fd, size, err := openRegular(path, label)
 	if err != nil {
-		return nil, err
+		return nil, folderError(path, err)
 	}
 	defer fd.Close()
 	if size == 0 {
@@ -70,6 +70,10 @@ func openRegular(path, label string) (*os.File, int64, error) {
 	if err != nil {
 		fd.Close()
 		return nil, 0, err
+	}
+	if st.IsDir() {
+		fd.Close()
+		return nil, 0, fmt.Errorf("%s: %w", label, errFolder)
 	}
 	if !st.Mode().IsRegular() {
 		fd.Close()

@@ -99,8 +99,11 @@ type safetensorsEntry struct {
 // Every problem is an *HFError naming the file and the key: a header length
 // that does not fit in the file or exceeds 100 MB, a header that is not a
 // JSON object, an entry that is not {dtype, shape, data_offsets}, an unknown
-// dtype, a shape whose byte size overflows or differs from its offsets, and
-// offsets that are reversed or extend past the end of the data.
+// dtype, a shape whose byte size overflows or differs from its offsets,
+// offsets that are reversed or extend past the end of the data, and a
+// tensor whose bytes overlap another's (named: the one that starts later,
+// or the later name of two that start together). Empty tensors may sit at
+// any offset.
 func ParseSafetensors(data []byte, name string) (*Safetensors, error) {
 	if len(data) < 8 {
 		return nil, hfErr(name, "header", "truncated: the file has %d bytes, the header length alone needs 8", len(data))
@@ -182,7 +185,16 @@ func ParseSafetensors(data []byte, name string) (*Safetensors, error) {
 		}
 		return strings.Compare(a.t.Name, b.t.Name)
 	})
+	var prev *SafeTensor // the non-empty tensor that ends last so far
+	var prevEnd uint64
 	for _, p := range ts {
+		if n := uint64(len(p.t.Data)); n > 0 {
+			if prev != nil && p.begin < prevEnd {
+				return nil, hfErr(name, p.t.Name, "data_offsets [%d, %d] overlap tensor %q's [%d, %d]",
+					p.begin, p.begin+n, prev.Name, prevEnd-uint64(len(prev.Data)), prevEnd)
+			}
+			prev, prevEnd = p.t, p.begin+n
+		}
 		s.byName[p.t.Name] = len(s.Tensors)
 		s.Tensors = append(s.Tensors, p.t)
 	}

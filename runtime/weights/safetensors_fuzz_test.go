@@ -33,6 +33,7 @@ func FuzzParseSafetensors(f *testing.F) {
 			g.Close()
 		}
 	}
+	f.Add(rawSafetensors(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}`, 12))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseSafetensors(data, "in")
 		if err != nil {
@@ -46,6 +47,7 @@ func FuzzParseSafetensors(f *testing.F) {
 		if len(data) > 0 {
 			lo = uintptr(unsafe.Pointer(unsafe.SliceData(data)))
 		}
+		var end uintptr // where the previous non-empty tensor ends
 		for _, st := range s.Tensors {
 			n := safetensorsDTypeSizes[st.DType]
 			for _, d := range st.Shape {
@@ -59,6 +61,10 @@ func FuzzParseSafetensors(f *testing.F) {
 				if p < lo+uintptr(s.DataOffset) || p+uintptr(len(st.Data)) > lo+uintptr(len(data)) {
 					t.Fatalf("tensor %q lies outside the data section", st.Name)
 				}
+				if p < end {
+					t.Fatalf("tensor %q overlaps the tensor before it", st.Name)
+				}
+				end = p + uintptr(len(st.Data))
 			}
 		}
 		var buf bytes.Buffer

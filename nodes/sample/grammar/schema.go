@@ -298,6 +298,9 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 			}
 			types = append(types, s)
 		}
+		if len(types) == 0 {
+			return "", fmt.Errorf("schema%s.type: an empty list allows no value; list at least one type", at)
+		}
 	default:
 		return "", fmt.Errorf("schema%s.type: expected a string or an array of strings", at)
 	}
