@@ -571,20 +571,26 @@ func (r *regex) gbnf() (string, bool) {
 			}
 			return "", false
 		}
+		hi := r.hi
+		if l, _ := r.subs[0].lengths(); l == 0 && hi < 0 {
+			// A repeated part that can be empty would recurse on the
+			// left: a bounded count of it (a subset) instead.
+			hi = r.lo + 8
+		}
 		switch {
-		case r.hi < 0 && r.lo == 0:
+		case hi < 0 && r.lo == 0:
 			return g + "*", true
-		case r.hi < 0 && r.lo == 1:
+		case hi < 0 && r.lo == 1:
 			return g + "+", true
-		case r.hi < 0:
+		case hi < 0:
 			return fmt.Sprintf("%s{%d,}", g, r.lo), true
-		case r.lo == r.hi:
+		case r.lo == hi:
 			if r.lo == 0 {
 				return `""`, true
 			}
 			return fmt.Sprintf("%s{%d}", g, r.lo), true
 		}
-		return fmt.Sprintf("%s{%d,%d}", g, r.lo, r.hi), true
+		return fmt.Sprintf("%s{%d,%d}", g, r.lo, hi), true
 	}
 	return "", false
 }
