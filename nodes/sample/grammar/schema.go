@@ -12,16 +12,12 @@ import (
 )
 
 // FromSchema compiles a JSON Schema to GBNF whose sentences are JSON texts
-// that validate against it. It supports type (one or a list), properties
-// (generated in the schema's order; required ones always, optional ones
-// when the model chooses, no others), additionalProperties for objects
-// without properties, items, minItems, maxItems, minLength, maxLength,
-// enum, const, anyOf, oneOf (as anyOf: the alternatives must not overlap),
-// allOf of one schema, and local $ref (#/$defs/..., #/definitions/...).
-// Annotations (title, description, default, examples, format, $schema,
-// $id, strict) are ignored. Keywords that would need checks the grammar
-// does not make (pattern, minimum, maximum, multipleOf, not, uniqueItems
-// ...) are an error naming them, rather than output that may not validate.
+// that validate against it. Annotations and unknown keywords are ignored;
+// a keyword the grammar cannot enforce is an error naming it, rather than
+// output that may not validate. Some keywords are enforced by admitting a
+// subset of the valid texts (properties in the schema's order and no
+// unlisted ones, uniqueItems as at most one item, ...):
+// docs/structured-output.md lists what each keyword does.
 func FromSchema(schema json.RawMessage) (string, error) {
 	name, rules, err := SchemaRules(schema, "")
 	if err != nil {
