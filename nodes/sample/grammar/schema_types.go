@@ -474,7 +474,23 @@ func (c *schemaCompiler) freeObject(hint string, o *object, patterns *object, ap
 	if f, ok := ap.(bool); ok && !f {
 		closed = true
 	}
-	if closed || patterns != nil && len(patterns.keys) > 0 || names || deps || depReq || depSch || len(stringList(o.vals[forbidKey])) > 0 || hasMaxP && maxP == 0 {
+	constrained := names || deps || depReq || depSch || len(stringList(o.vals[forbidKey])) > 0
+	key, value := "string", "value"
+	if patterns != nil && len(patterns.keys) == 1 && !constrained {
+		// Names matching the one pattern, values meeting its schema.
+		p := patterns.keys[0]
+		k, err := c.stringRule(&object{keys: []string{"pattern"}, vals: map[string]any{"pattern": p}}, at+".patternProperties")
+		if err == nil {
+			m := c.mark()
+			if v, err := c.rule(hint+"-pattern", patterns.vals[p], at+".patternProperties."+p); err == nil {
+				key, value, closed = k, v, false
+				patterns = nil
+			} else {
+				c.rollback(m)
+			}
+		}
+	}
+	if closed || patterns != nil && len(patterns.keys) > 0 || constrained || hasMaxP && maxP == 0 {
 		if minP > 0 {
 			return "", fmt.Errorf("schema%s: keyword \"minProperties\" with no properties to write is not supported", at)
 		}
@@ -483,15 +499,14 @@ func (c *schemaCompiler) freeObject(hint string, o *object, patterns *object, ap
 	if minP > 1 {
 		return "", fmt.Errorf("schema%s: keyword \"minProperties\" above 1 without listed properties is not supported (names could repeat)", at)
 	}
-	value := "value"
-	if hasAP {
+	if hasAP && key == "string" {
 		name, err := c.rule(hint+"-extra", ap, at+".additionalProperties")
 		if err != nil {
 			return "", err
 		}
 		value = name
 	}
-	member := `string ws ":" ws ` + value + ` ws`
+	member := key + ` ws ":" ws ` + value + ` ws`
 	if hasMaxP && maxP == 1 || !(minP == 0 && !hasMaxP) {
 		// Repeated names would count once: at most one member.
 		if minP == 1 {
