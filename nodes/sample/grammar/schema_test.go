@@ -295,3 +295,33 @@ func TestSchemaFeatureOutputsValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestSchemaUnlistedMembers(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"type":"object","properties":{"a":{"type":"integer"},"ab":{"type":"null"}},"required":["a"]}`,
+			[]string{`{"a":1}`, `{"a":1,"b":"x"}`, `{"a":1,"abc":[],"":0}`, `{"a":1,"ab":null,"A":true}`},
+			[]string{`{"a":1,"a":"x"}`, `{"a":1,"ab":2}`, `{"a":1,"\u0061":2}`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string"}}`,
+			[]string{`{"a":1,"b":"x"}`}, []string{`{"a":1,"b":2}`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":false}`,
+			[]string{`{"a":1}`}, []string{`{"a":1,"b":"x"}`}},
+		{`{"type":"object","patternProperties":{"^x-[a-z]+$":{"type":"integer"}}}`,
+			[]string{`{}`, `{"x-a":1,"x-bc":2}`}, []string{`{"y":1}`, `{"x-a":"s"}`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) {
+			for _, s := range tc.yes {
+				if !schemaAccepts(t, tc.schema, s) {
+					t.Errorf("%s rejected", s)
+				}
+			}
+			for _, s := range tc.no {
+				if schemaAccepts(t, tc.schema, s) {
+					t.Errorf("%s accepted", s)
+				}
+			}
+		})
+	}
+}

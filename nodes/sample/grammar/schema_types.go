@@ -374,7 +374,91 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 		members[i].rule = literal(mustJSON(m.name)) + ` ws ":" ws ` + name + ` ws`
 	}
 	members = slices.DeleteFunc(members, func(m member) bool { return m.rule == "" })
-	return c.memberChain(hint, members, minP, maxP, hasMaxP, at)
+	return c.memberChain(hint, members, minP, maxP, hasMaxP, c.extraMember(hint, o, props, forbid, ap, hasAP, at), at)
+}
+
+// extraMember is GBNF for one member the schema does not list (its name
+// is none of the listed, required or excluded ones; its value meets
+// additionalProperties), or "" when unlisted members are not written:
+// additionalProperties is false, or patternProperties, propertyNames,
+// dependencies, min/maxProperties or unevaluatedProperties would constrain
+// them.
+func (c *schemaCompiler) extraMember(hint string, o, props *object, forbid []string, ap any, hasAP bool, at string) string {
+	if f, ok := ap.(bool); ok && !f {
+		return ""
+	}
+	for _, k := range []string{"patternProperties", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas", "minProperties", "maxProperties"} {
+		if _, ok := o.vals[k]; ok {
+			return ""
+		}
+	}
+	if u, ok := o.vals["unevaluatedProperties"]; ok && u != true {
+		return ""
+	}
+	value := "value"
+	if hasAP {
+		m := c.mark()
+		name, err := c.rule(hint+"-extra", ap, at+".additionalProperties")
+		if err != nil {
+			c.rollback(m)
+			return ""
+		}
+		value = name
+	}
+	excluded := append(slices.Clone(props.keys), forbid...)
+	excluded = append(excluded, stringList(o.vals["required"])...)
+	return c.otherName(hint, excluded) + ` ws ":" ws ` + value + ` ws`
+}
+
+// otherName is GBNF for a JSON string, written without escapes, that is
+// none of names: a trie of the names where leaving it frees the rest.
+func (c *schemaCompiler) otherName(hint string, names []string) string {
+	raw := c.prefix + "s-rawchar"
+	if !c.names[raw] {
+		c.names[raw] = true
+		c.out = append(c.out, raw+` ::= [^"\\\x7F\x00-\x1F]`)
+	}
+	type node struct {
+		kids     map[rune]*node
+		order    []rune
+		terminal bool
+	}
+	root := &node{kids: map[rune]*node{}}
+	for _, n := range names {
+		at := root
+		for _, r := range n {
+			next, ok := at.kids[r]
+			if !ok {
+				next = &node{kids: map[rune]*node{}}
+				at.kids[r] = next
+				at.order = append(at.order, r)
+			}
+			at = next
+		}
+		at.terminal = true
+	}
+	var build func(n *node) string
+	build = func(n *node) string {
+		name := c.ruleName(hint + "-name")
+		var alts []string
+		if !n.terminal {
+			alts = append(alts, `"\""`)
+		}
+		var taken []rng
+		for _, r := range n.order {
+			taken = append(taken, rng{r, r})
+			if len(intersect([]rng{{r, r}}, jsonSafe)) == 0 {
+				continue // written escaped: a raw name never reaches it
+			}
+			alts = append(alts, literal(string(r))+" "+build(n.kids[r]))
+		}
+		if other, ok := gbnfClass(intersect(negate(taken), jsonSafe)); ok {
+			alts = append(alts, other+" "+raw+`* "\""`)
+		}
+		c.out = append(c.out, name+" ::= "+strings.Join(alts, " | "))
+		return name
+	}
+	return `"\"" ` + build(root)
 }
 
 func mapKeys(m map[string]bool) func(func(string) bool) {
@@ -397,7 +481,7 @@ func cmpOrAny(v any, ok bool) any {
 // memberChain writes members in order with commas between, the count of
 // members written within [minP, maxP]: rule (i, k) is members i.. after k
 // written (k capped where it no longer matters).
-func (c *schemaCompiler) memberChain(hint string, members []member, minP, maxP int, hasMaxP bool, at string) (string, error) {
+func (c *schemaCompiler) memberChain(hint string, members []member, minP, maxP int, hasMaxP bool, extra, at string) (string, error) {
 	n := len(members)
 	if hasMaxP && maxP >= n {
 		hasMaxP = false
@@ -428,7 +512,13 @@ func (c *schemaCompiler) memberChain(hint string, members []member, minP, maxP i
 			return "", false
 		}
 		if i == n {
-			return `""`, true
+			switch {
+			case extra == "":
+				return `""`, true
+			case written > 0:
+				return `( "," ws ` + extra + ` )*`, true
+			}
+			return `( ` + extra + ` ( "," ws ` + extra + ` )* )?`, true
 		}
 		k = min(k, limit)
 		if r, ok := rules[key{i, k}]; ok {
