@@ -59,19 +59,9 @@ func (c *schemaCompiler) merge(a, b *object, at string) (*object, error) {
 			}
 			set(k, both)
 		case "properties", "patternProperties", "dependentSchemas":
-			pa, okA := av.(*object)
-			pb, okB := bv.(*object)
-			if !okA || !okB {
-				return nil, fmt.Errorf("schema%s.%s: expected an object", at, k)
-			}
-			m := &object{keys: slices.Clone(pa.keys), vals: maps.Clone(pa.vals)}
-			for _, name := range pb.keys {
-				if x, ok := m.vals[name]; ok {
-					m.vals[name] = allOf(x, pb.vals[name])
-				} else {
-					m.keys = append(m.keys, name)
-					m.vals[name] = pb.vals[name]
-				}
+			m, err := mergeMembers(av, bv, func(name string, x, y any) (any, error) { return allOf(x, y), nil })
+			if err != nil {
+				return nil, fmt.Errorf("schema%s.%s: %w", at, k, err)
 			}
 			set(k, m)
 		case "required", forbidKey, notTypesKey, notValuesKey:
@@ -153,20 +143,14 @@ func (c *schemaCompiler) merge(a, b *object, at string) (*object, error) {
 			}
 			set(k, cross)
 		case "dependencies", "dependentRequired":
-			pa, okA := av.(*object)
-			pb, okB := bv.(*object)
-			if !okA || !okB {
-				return nil, fmt.Errorf("schema%s.%s: expected an object", at, k)
-			}
-			m := &object{keys: slices.Clone(pa.keys), vals: maps.Clone(pa.vals)}
-			for _, name := range pb.keys {
-				if x, ok := m.vals[name]; ok && !same(x, pb.vals[name]) {
-					return nil, fmt.Errorf("schema%s: allOf: two different %s of %q are not supported", at, k, name)
+			m, err := mergeMembers(av, bv, func(name string, x, y any) (any, error) {
+				if !same(x, y) {
+					return nil, fmt.Errorf("allOf: two different dependencies of %q are not supported", name)
 				}
-				if _, ok := m.vals[name]; !ok {
-					m.keys = append(m.keys, name)
-				}
-				m.vals[name] = pb.vals[name]
+				return x, nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("schema%s.%s: %w", at, k, err)
 			}
 			set(k, m)
 		case "$defs", "definitions":
@@ -177,6 +161,31 @@ func (c *schemaCompiler) merge(a, b *object, at string) (*object, error) {
 		}
 	}
 	return out, nil
+}
+
+// mergeMembers is the union of two objects' members; a name in both gets
+// both(name, a's, b's).
+func mergeMembers(a, b any, both func(name string, x, y any) (any, error)) (*object, error) {
+	pa, okA := a.(*object)
+	pb, okB := b.(*object)
+	if !okA || !okB {
+		return nil, fmt.Errorf("expected an object")
+	}
+	m := &object{keys: slices.Clone(pa.keys), vals: maps.Clone(pa.vals)}
+	for _, name := range pb.keys {
+		x, ok := m.vals[name]
+		if !ok {
+			m.keys = append(m.keys, name)
+			m.vals[name] = pb.vals[name]
+			continue
+		}
+		v, err := both(name, x, pb.vals[name])
+		if err != nil {
+			return nil, err
+		}
+		m.vals[name] = v
+	}
+	return m, nil
 }
 
 // crossAdditional applies other's additionalProperties to the properties

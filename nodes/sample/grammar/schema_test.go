@@ -65,46 +65,52 @@ func generate(g *Grammar, pieces [][]byte, v *Vocab, budget int, rng *rand.Rand)
 	return string(out), st.Accepting()
 }
 
+// compileBoth compiles src to a grammar and, with the reference validator,
+// to a schema.
+func compileBoth(t *testing.T, src string) (*Grammar, *jsonschema.Schema) {
+	t.Helper()
+	gbnf, err := FromSchema(json.RawMessage(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Parse(gbnf)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, gbnf)
+	}
+	sch := validator(json.RawMessage(src))
+	if sch == nil {
+		t.Fatal("the reference validator cannot compile the schema")
+	}
+	return g, sch
+}
+
 func TestSchemaOutputsValidate(t *testing.T) {
 	pieces, v := testVocab()
 	for i, src := range append([]string{`{"type":"object"}`}, testSchemas...) {
 		t.Run(fmt.Sprint("schema ", i), func(t *testing.T) {
-			gbnf, err := FromSchema(json.RawMessage(src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := Parse(gbnf)
-			if err != nil {
-				t.Fatalf("%v\n%s", err, gbnf)
-			}
-			doc, err := jsonschema.UnmarshalJSON(strings.NewReader(src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := jsonschema.NewCompiler()
-			if err := c.AddResource("schema.json", doc); err != nil {
-				t.Fatal(err)
-			}
-			sch, err := c.Compile("schema.json")
-			if err != nil {
-				t.Fatal(err)
-			}
+			g, sch := compileBoth(t, src)
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
-			for run := range 60 {
-				budget := 40 + run
-				text, complete := generate(g, pieces, v, budget, rng)
-				if !complete {
-					t.Fatalf("run %d: no complete sentence within %d tokens: %q", run, budget, text)
-				}
-				inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
-				if err != nil {
-					t.Fatalf("run %d: %q does not parse: %v", run, text, err)
-				}
-				if err := sch.Validate(inst); err != nil {
-					t.Fatalf("run %d: %q does not validate: %v", run, text, err)
-				}
-			}
+			validateOutputs(t, sch, 60, func(run int) (string, bool) { return generate(g, pieces, v, 40+run, rng) })
 		})
+	}
+}
+
+// validateOutputs generates runs outputs with next: each must be complete,
+// parse and validate against sch.
+func validateOutputs(t *testing.T, sch *jsonschema.Schema, runs int, next func(run int) (string, bool)) {
+	t.Helper()
+	for run := range runs {
+		text, complete := next(run)
+		if !complete {
+			t.Fatalf("run %d: no complete output: %q", run, text)
+		}
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+		if err != nil {
+			t.Fatalf("run %d: %q does not parse: %v", run, text, err)
+		}
+		if err := sch.Validate(inst); err != nil {
+			t.Fatalf("run %d: %q does not validate: %v", run, text, err)
+		}
 	}
 }
 
@@ -146,6 +152,22 @@ func schemaAccepts(t *testing.T, schema, text string) bool {
 	}
 	ok, _ := accepts(g, text)
 	return ok
+}
+
+// checkAccepts checks that schema's grammar accepts each of yes as a
+// whole output and none of no.
+func checkAccepts(t *testing.T, schema string, yes, no []string) {
+	t.Helper()
+	for _, s := range yes {
+		if !schemaAccepts(t, schema, s) {
+			t.Errorf("%s rejected", s)
+		}
+	}
+	for _, s := range no {
+		if schemaAccepts(t, schema, s) {
+			t.Errorf("%s accepted", s)
+		}
+	}
 }
 
 func TestSchemaIntegerRanges(t *testing.T) {
@@ -196,18 +218,7 @@ func TestSchemaNumberLimits(t *testing.T) {
 		{`{"type":"integer","multipleOf":3}`, []string{"0", "3", "-12", "999"}, []string{"1", "10", "-4"}},
 		{`{"type":"integer","multipleOf":5,"minimum":1}`, []string{"5", "100"}, []string{"0", "-5", "7"}},
 	} {
-		t.Run(tc.schema, func(t *testing.T) {
-			for _, s := range tc.yes {
-				if !schemaAccepts(t, tc.schema, s) {
-					t.Errorf("%s rejected", s)
-				}
-			}
-			for _, s := range tc.no {
-				if schemaAccepts(t, tc.schema, s) {
-					t.Errorf("%s accepted", s)
-				}
-			}
-		})
+		t.Run(tc.schema, func(t *testing.T) { checkAccepts(t, tc.schema, tc.yes, tc.no) })
 	}
 }
 
@@ -228,17 +239,13 @@ func TestSchemaPatterns(t *testing.T) {
 		{`^[\w.-]+$`, []string{"a_b.c-d"}, []string{"a b"}},
 	} {
 		t.Run(tc.pattern, func(t *testing.T) {
-			schema := `{"type":"string","pattern":` + mustJSON(tc.pattern) + `}`
-			for _, s := range tc.yes {
-				if !schemaAccepts(t, schema, mustJSON(s)) {
-					t.Errorf("%q rejected", s)
+			quote := func(list []string) (out []string) {
+				for _, s := range list {
+					out = append(out, mustJSON(s))
 				}
+				return out
 			}
-			for _, s := range tc.no {
-				if schemaAccepts(t, schema, mustJSON(s)) {
-					t.Errorf("%q accepted", s)
-				}
-			}
+			checkAccepts(t, `{"type":"string","pattern":`+mustJSON(tc.pattern)+`}`, quote(tc.yes), quote(tc.no))
 		})
 	}
 }
@@ -266,32 +273,9 @@ func TestSchemaFeatureOutputsValidate(t *testing.T) {
 		`{"type":"string","enum":["a","bb",3],"maxLength":1}`,
 	} {
 		t.Run(fmt.Sprint("schema ", i), func(t *testing.T) {
-			gbnf, err := FromSchema(json.RawMessage(src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := Parse(gbnf)
-			if err != nil {
-				t.Fatalf("%v\n%s", err, gbnf)
-			}
-			sch := validator(json.RawMessage(src))
-			if sch == nil {
-				t.Fatal("the reference validator cannot compile the schema")
-			}
+			g, sch := compileBoth(t, src)
 			rng := rand.New(rand.NewPCG(uint64(i), 9))
-			for run := range 30 {
-				text, complete := generateCached(g, pieces, v, 400, rng)
-				if !complete {
-					t.Fatalf("run %d: no complete output: %q", run, text)
-				}
-				inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
-				if err != nil {
-					t.Fatalf("run %d: %q does not parse: %v", run, text, err)
-				}
-				if err := sch.Validate(inst); err != nil {
-					t.Fatalf("run %d: %q does not validate: %v", run, text, err)
-				}
-			}
+			validateOutputs(t, sch, 30, func(int) (string, bool) { return generateCached(g, pieces, v, 400, rng) })
 		})
 	}
 }
@@ -311,17 +295,6 @@ func TestSchemaUnlistedMembers(t *testing.T) {
 		{`{"type":"object","patternProperties":{"^x-[a-z]+$":{"type":"integer"}}}`,
 			[]string{`{}`, `{"x-a":1,"x-bc":2}`}, []string{`{"y":1}`, `{"x-a":"s"}`}},
 	} {
-		t.Run(tc.schema, func(t *testing.T) {
-			for _, s := range tc.yes {
-				if !schemaAccepts(t, tc.schema, s) {
-					t.Errorf("%s rejected", s)
-				}
-			}
-			for _, s := range tc.no {
-				if schemaAccepts(t, tc.schema, s) {
-					t.Errorf("%s accepted", s)
-				}
-			}
-		})
+		t.Run(tc.schema, func(t *testing.T) { checkAccepts(t, tc.schema, tc.yes, tc.no) })
 	}
 }
