@@ -198,7 +198,7 @@ func TestConstraintErrors(t *testing.T) {
 	msg := `"model":"tiny-qwen3-f32","messages":[{"role":"user","content":"hi"}]`
 	for _, tc := range []struct{ name, body, param string }{
 		{"a GBNF grammar that does not parse", `{` + msg + `,"grammar":"root ::= \"a"}`, "grammar"},
-		{"an unsupported schema keyword", `{` + msg + `,"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"string","pattern":"a"}}}}`, "response_format.json_schema.schema"},
+		{"an unsupported schema keyword", `{` + msg + `,"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"string","pattern":"(?=a)b"}}}}`, "response_format.json_schema.schema"},
 		{"a json_schema without its schema", `{` + msg + `,"response_format":{"type":"json_schema","json_schema":{"name":"s"}}}`, "response_format.json_schema.schema"},
 		{"an unknown response_format type", `{` + msg + `,"response_format":{"type":"yaml"}}`, "response_format.type"},
 		{"two constraints", `{` + msg + `,"grammar":"root ::= \"a\"","response_format":{"type":"json_object"}}`, "grammar"},

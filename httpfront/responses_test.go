@@ -34,7 +34,7 @@ func TestDecodeResponsesErrors(t *testing.T) {
 		{"tool_choice naming no tool", `{"model":"m","input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"g"}}`, "tool_choice"},
 		{"an unknown text.format", `{"model":"m","input":"hi","text":{"format":{"type":"yaml"}}}`, "text.format.type"},
 		{"a json_schema without schema", `{"model":"m","input":"hi","text":{"format":{"type":"json_schema","name":"s"}}}`, "text.format.schema"},
-		{"an unsupported schema keyword", `{"model":"m","input":"hi","text":{"format":{"type":"json_schema","name":"s","schema":{"type":"string","pattern":"a"}}}}`, "text.format.schema"},
+		{"an unsupported schema keyword", `{"model":"m","input":"hi","text":{"format":{"type":"json_schema","name":"s","schema":{"type":"string","pattern":"(?=a)b"}}}}`, "text.format.schema"},
 		{"an empty final message after instructions", `{"model":"m","instructions":"be brief","input":[{"role":"user","content":"hi"},{"role":"assistant","content":7}]}`, "input[1].content"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package grammar
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -69,7 +70,19 @@ func FuzzSchema(f *testing.F) {
 	for _, s := range testSchemas {
 		f.Add(s, []byte(`{"a": [1, "b"], "c": {}}`))
 	}
-	f.Add(`{"anyOf":[{"type":"string"},{"$ref":"#"}]}`, []byte(`"abc"`))
+	for _, s := range []string{
+		`{"anyOf":[{"type":"string"},{"$ref":"#"}]}`,
+		`{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991,"multipleOf":3}`,
+		`{"type":"number","exclusiveMinimum":0,"maximum":10,"multipleOf":0.5}`,
+		`{"type":"string","pattern":"^(?:[a-z]{2,}|\\d+)-x?$","maxLength":9}`,
+		`{"type":"string","format":"date-time"}`,
+		`{"allOf":[{"$ref":"#/$defs/a"},{"required":["x"]}],"$defs":{"a":{"properties":{"x":{"const":1}}}}}`,
+		`{"oneOf":[{"required":["a"]},{"required":["b"]}],"properties":{"a":{},"b":{}},"not":{"type":"array"}}`,
+		`{"if":{"properties":{"k":{"const":1}}},"then":{"required":["k"]},"minProperties":1,"maxProperties":2,"properties":{"k":{},"j":{}}}`,
+		`{"type":"array","prefixItems":[{"type":"null"}],"items":false,"uniqueItems":true}`,
+	} {
+		f.Add(s, []byte(`"abc"`))
+	}
 	v, _ := byteVocab("ab{}[]\",: 1")
 	f.Fuzz(func(t *testing.T, schema string, input []byte) {
 		if !json.Valid([]byte(schema)) {
@@ -87,5 +100,30 @@ func FuzzSchema(f *testing.F) {
 			t.Fatalf("FromSchema(%s) gave GBNF that does not parse: %v\n%s", schema, err, src)
 		}
 		maskWithin(t, g, v, input)
+	})
+}
+
+// FuzzRegex: a pattern parseRegex accepts compiles to GBNF that parses.
+func FuzzRegex(f *testing.F) {
+	for _, s := range []string{`^[a-z]+$`, `(a|b)*c{2,3}`, `\d+\.\d*`, `[^"\\]`, `^(?:x|)$`, `a{,}`, `[\w-]{1,5}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, pattern string) {
+		re, err := parseRegex(pattern)
+		if err != nil {
+			return
+		}
+		re.lengths()
+		if short, ok := re.withLength(1, 8); ok {
+			re = short
+		}
+		g, ok := re.gbnf()
+		if !ok {
+			return
+		}
+		src := `root ::= "\"" ` + g + ` "\""` + "\n" + JSONRules
+		if _, err := Parse(src); err != nil && !strings.Contains(err.Error(), "too large") {
+			t.Fatalf("pattern %q gave GBNF that does not parse: %v\n%s", pattern, err, src)
+		}
 	})
 }

@@ -4,21 +4,20 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/big"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // FromSchema compiles a JSON Schema to GBNF whose sentences are JSON texts
-// that validate against it. It supports type (one or a list), properties
-// (generated in the schema's order; required ones always, optional ones
-// when the model chooses, no others), additionalProperties for objects
-// without properties, items, minItems, maxItems, minLength, maxLength,
-// enum, const, anyOf, oneOf (as anyOf: the alternatives must not overlap),
-// allOf of one schema, and local $ref (#/$defs/..., #/definitions/...).
-// Annotations (title, description, default, examples, format, $schema,
-// $id, strict) are ignored. Keywords that would need checks the grammar
-// does not make (pattern, minimum, maximum, multipleOf, not, uniqueItems
-// ...) are an error naming them, rather than output that may not validate.
+// that validate against it. Annotations and unknown keywords are ignored;
+// a keyword the grammar cannot enforce is an error naming it, rather than
+// output that may not validate. Some keywords are enforced by admitting a
+// subset of the valid texts (properties in the schema's order and no
+// unlisted ones, uniqueItems as at most one item, ...):
+// docs/structured-output.md lists what each keyword does.
 func FromSchema(schema json.RawMessage) (string, error) {
 	name, rules, err := SchemaRules(schema, "")
 	if err != nil {
@@ -35,20 +34,15 @@ func FromSchema(schema json.RawMessage) (string, error) {
 // names start with prefix (letters, digits and '-'), to be combined with
 // JSONRules and a root of the caller's; name is the schema's rule.
 func SchemaRules(schema json.RawMessage, prefix string) (name, rules string, err error) {
-	c := &schemaCompiler{names: map[string]bool{}, refs: map[string]string{}, prefix: prefix}
 	root, err := decodeOrdered(schema)
 	if err != nil {
 		return "", "", fmt.Errorf("schema: %w", err)
 	}
-	c.root = root
+	c := newSchemaCompiler(root, prefix)
 	if name, err = c.rule("value", root, ""); err != nil {
 		return "", "", err
 	}
-	var b strings.Builder
-	for _, r := range c.out {
-		b.WriteString(r + "\n")
-	}
-	return name, b.String(), nil
+	return name, c.rules(), nil
 }
 
 // object is a JSON object with its members in order.
@@ -109,12 +103,41 @@ func decodeAny(dec *json.Decoder) (any, error) {
 }
 
 type schemaCompiler struct {
-	root  any
-	out   []string
-	names map[string]bool
-	refs  map[string]string // $ref -> rule name
+	root     any
+	out      []string
+	names    map[string]bool
+	suffix   map[string]int     // the last number ruleName appended to a base name
+	refs     map[string]string  // $ref -> rule name
+	refOrder []string           // refs' keys in the order added
+	memo     map[*object]string // schema objects' rules (named before compiled: recursion refers to them)
+	memoKeys []*object          // memo's keys in the order added
+	orig     map[*object]bool   // the schema's own objects (others are merged: memoized by content)
+	byText   map[string]string  // merged objects' rules by canonical text
+	textKeys []string           // byText's keys in the order added
+	depth    int                // rules being compiled, nested
+	modRules map[int64]bool     // multipleOf automata added
 	// prefix starts every rule name.
 	prefix string
+}
+
+func newSchemaCompiler(root any, prefix string) *schemaCompiler {
+	c := &schemaCompiler{root: root, names: map[string]bool{}, suffix: map[string]int{}, refs: map[string]string{}, modRules: map[int64]bool{}, memo: map[*object]string{}, orig: map[*object]bool{}, byText: map[string]string{}, prefix: prefix}
+	c.markOriginal(root)
+	return c
+}
+
+func (c *schemaCompiler) markOriginal(v any) {
+	switch v := v.(type) {
+	case *object:
+		c.orig[v] = true
+		for _, e := range v.vals {
+			c.markOriginal(e)
+		}
+	case []any:
+		for _, e := range v {
+			c.markOriginal(e)
+		}
+	}
 }
 
 // ruleName is a fresh rule name from hint.
@@ -127,27 +150,99 @@ func (c *schemaCompiler) ruleName(hint string) string {
 			b.WriteByte('-')
 		}
 	}
-	base := c.prefix + "s-" + b.String()
+	hint = b.String()
+	if len(hint) > 48 {
+		hint = hint[:48]
+	}
+	base := c.prefix + "s-" + hint
 	name := base
-	for i := 2; c.names[name]; i++ {
-		name = base + "-" + strconv.Itoa(i)
+	for c.names[name] {
+		c.suffix[base]++
+		name = base + "-" + strconv.Itoa(c.suffix[base]+1)
 	}
 	c.names[name] = true
 	return name
 }
 
-var ignoredKeywords = map[string]bool{"title": true, "description": true, "default": true, "examples": true,
-	"format": true, "$schema": true, "$id": true, "$comment": true, "strict": true, "$defs": true, "definitions": true,
-	"readOnly": true, "writeOnly": true, "deprecated": true}
+// Keywords the compiler reads; every other keyword is an annotation or
+// unknown and, as the JSON Schema specification asks, ignored.
+var schemaKeywords = map[string]bool{
+	"type": true, "properties": true, "required": true, "additionalProperties": true, "patternProperties": true,
+	"items": true, "prefixItems": true, "additionalItems": true, "minItems": true, "maxItems": true, "uniqueItems": true,
+	"minLength": true, "maxLength": true, "pattern": true, "format": true, "enum": true, "const": true,
+	"anyOf": true, "oneOf": true, "allOf": true, "$ref": true, "not": true, "if": true, "then": true, "else": true,
+	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "multipleOf": true,
+	"minProperties": true, "maxProperties": true, "dependencies": true, "dependentRequired": true,
+	"dependentSchemas": true, "propertyNames": true,
+	forbidKey: true, notTypesKey: true, notValuesKey: true,
+}
+
+// refusedKeywords constrain values in ways the grammar does not express.
+var refusedKeywords = []string{"contains", "minContains", "maxContains", "$dynamicRef", "$recursiveRef"}
+
+// Internal keywords (not JSON Schema's: they start with a NUL) that not
+// and oneOf compile to.
+const (
+	forbidKey    = "\x00forbid"    // property names never generated
+	notTypesKey  = "\x00notTypes"  // types excluded
+	notValuesKey = "\x00notValues" // values excluded
+)
+
+// constraining reports whether o has a keyword that constrains values.
+func constraining(o *object) bool {
+	for _, k := range o.keys {
+		if schemaKeywords[k] {
+			return true
+		}
+	}
+	return false
+}
 
 // rule adds the rule of schema s and returns its name; at is where s is,
 // for errors.
 func (c *schemaCompiler) rule(hint string, s any, at string) (string, error) {
+	o, ok := s.(*object)
+	if !ok {
+		body, err := c.body(hint, s, at)
+		if err != nil {
+			return "", err
+		}
+		return body, nil // value
+	}
+	if len(o.keys) == 1 && o.keys[0] == "$ref" {
+		return c.ref(o.vals["$ref"], at)
+	}
+	if name, ok := c.memo[o]; ok {
+		return name, nil
+	}
+	text := ""
+	if !c.orig[o] {
+		b, err := canonical(o)
+		if err != nil {
+			return "", err
+		}
+		text = string(b)
+		if name, ok := c.byText[text]; ok {
+			return name, nil
+		}
+	}
+	if c.depth > 200 {
+		return "", fmt.Errorf("schema%s: the schema nests too deeply", at)
+	}
+	c.depth++
+	defer func() { c.depth-- }()
+	name := c.ruleName(hint)
+	if text != "" {
+		c.byText[text] = name
+		c.textKeys = append(c.textKeys, text)
+	} else {
+		c.memo[o] = name
+		c.memoKeys = append(c.memoKeys, o)
+	}
 	body, err := c.body(hint, s, at)
 	if err != nil {
 		return "", err
 	}
-	name := c.ruleName(hint)
 	c.out = append(c.out, name+" ::= "+body)
 	return name, nil
 }
@@ -211,6 +306,67 @@ func canonical(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
+// jsonTypes are the JSON Schema types; integer is a subset of number.
+var jsonTypes = []string{"object", "array", "string", "number", "integer", "boolean", "null"}
+
+// typeOf is the JSON Schema type of a decoded value (integer for
+// integral numbers).
+func typeOf(v any) string {
+	switch v := v.(type) {
+	case *object:
+		return "object"
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case nil:
+		return "null"
+	case json.Number:
+		if r, ok := new(big.Rat).SetString(string(v)); ok && r.IsInt() {
+			return "integer"
+		}
+		return "number"
+	}
+	return ""
+}
+
+// typeList reads o's type keyword (nil: absent).
+func typeList(o *object, at string) ([]string, error) {
+	switch t := o.vals["type"].(type) {
+	case nil:
+		return nil, nil
+	case string:
+		if !slices.Contains(jsonTypes, t) {
+			return nil, fmt.Errorf("schema%s.type: unknown type %q", at, t)
+		}
+		return []string{t}, nil
+	case []any:
+		var out []string
+		for _, e := range t {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("schema%s.type: expected strings", at)
+			}
+			if !slices.Contains(jsonTypes, s) {
+				return nil, fmt.Errorf("schema%s.type: unknown type %q", at, s)
+			}
+			out = append(out, s)
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("schema%s.type: an empty list of types matches nothing", at)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("schema%s.type: expected a string or an array of strings", at)
+}
+
+// typeAdmits reports whether a value of type v is of one of types.
+func typeAdmits(types []string, v string) bool {
+	return slices.Contains(types, v) || v == "integer" && slices.Contains(types, "number")
+}
+
 func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 	if b, ok := s.(bool); ok {
 		if !b {
@@ -222,90 +378,82 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("schema%s: expected an object or a boolean", at)
 	}
-	for _, k := range o.keys {
-		switch k {
-		case "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems",
-			"minLength", "maxLength", "enum", "const", "anyOf", "oneOf", "allOf", "$ref":
-		default:
-			if !ignoredKeywords[k] {
-				return "", fmt.Errorf("schema%s: keyword %q is not supported", at, k)
-			}
+	for _, k := range refusedKeywords {
+		if _, ok := o.vals[k]; ok {
+			return "", fmt.Errorf("schema%s: keyword %q is not supported", at, k)
 		}
+	}
+	o, err := c.normalize(o, at, 0)
+	if err != nil {
+		return "", err
 	}
 	if r, ok := o.vals["$ref"]; ok {
 		return c.ref(r, at)
 	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if _, ok := o.vals[k]; ok {
+			return c.alternatives(hint, k, o, at)
+		}
+	}
+	types, err := typeList(o, at)
+	if err != nil {
+		return "", err
+	}
+	var values []any
+	hasValues := false
 	if v, ok := o.vals["const"]; ok {
-		return jsonLiteral(v)
+		values, hasValues = []any{v}, true
 	}
 	if v, ok := o.vals["enum"]; ok {
 		list, ok := v.([]any)
 		if !ok || len(list) == 0 {
 			return "", fmt.Errorf("schema%s.enum: expected a non-empty array", at)
 		}
-		alts := make([]string, len(list))
-		for i, e := range list {
-			l, err := jsonLiteral(e)
-			if err != nil {
-				return "", err
-			}
-			alts[i] = l
+		if hasValues {
+			values = intersectValues(values, list)
+		} else {
+			values, hasValues = list, true
 		}
-		return strings.Join(alts, " | "), nil
 	}
-	for _, k := range []string{"anyOf", "oneOf"} {
-		if v, ok := o.vals[k]; ok {
-			list, ok := v.([]any)
-			if !ok || len(list) == 0 {
-				return "", fmt.Errorf("schema%s.%s: expected a non-empty array", at, k)
-			}
-			alts := make([]string, len(list))
-			for i, e := range list {
-				name, err := c.rule(fmt.Sprintf("%s-%d", hint, i), e, fmt.Sprintf("%s.%s[%d]", at, k, i))
-				if err != nil {
-					return "", err
+	if hasValues {
+		return c.valuesRule(values, types, o, at)
+	}
+	if types == nil {
+		types = inferTypes(o)
+	}
+	if nt, ok := o.vals[notTypesKey].([]any); ok {
+		if types == nil {
+			types = []string{"object", "array", "string", "number", "boolean", "null"}
+		}
+		types = slices.DeleteFunc(slices.Clone(types), func(t string) bool {
+			for _, n := range nt {
+				if n == t || n == "number" && t == "integer" {
+					return true
 				}
-				alts[i] = name
 			}
-			return strings.Join(alts, " | "), nil
-		}
-	}
-	if v, ok := o.vals["allOf"]; ok {
-		list, ok := v.([]any)
-		if !ok || len(list) != 1 {
-			return "", fmt.Errorf("schema%s.allOf: only one schema is supported", at)
-		}
-		return c.body(hint, list[0], at+".allOf[0]")
-	}
-	var types []string
-	switch t := o.vals["type"].(type) {
-	case nil:
-		switch {
-		case o.vals["properties"] != nil || o.vals["additionalProperties"] != nil:
-			types = []string{"object"}
-		case o.vals["items"] != nil:
-			types = []string{"array"}
-		default:
-			return "value", nil
-		}
-	case string:
-		types = []string{t}
-	case []any:
-		for _, e := range t {
-			s, ok := e.(string)
-			if !ok {
-				return "", fmt.Errorf("schema%s.type: expected strings", at)
-			}
-			types = append(types, s)
+			return false
+		})
+		if slices.Contains(nt, any("integer")) && slices.Contains(types, "number") {
+			return "", fmt.Errorf("schema%s: keyword \"not\" excluding integers from numbers is not supported", at)
 		}
 		if len(types) == 0 {
-			return "", fmt.Errorf("schema%s.type: an empty list allows no value; list at least one type", at)
+			return "", fmt.Errorf("schema%s: \"not\" excludes every type", at)
 		}
-	default:
-		return "", fmt.Errorf("schema%s.type: expected a string or an array of strings", at)
+	}
+	if types == nil {
+		if _, ok := o.vals[notValuesKey]; ok {
+			return "", fmt.Errorf("schema%s: keyword \"not\" is supported here only with type, enum or const", at)
+		}
+		return "value", nil
+	}
+	if _, ok := o.vals[notValuesKey]; ok && !(len(types) == 1 && (types[0] == "object" || types[0] == "array")) {
+		return "", fmt.Errorf("schema%s: keyword \"not\" is supported here only with enum or const", at)
 	}
 	var alts []string
 	for _, t := range types {
+		if t == "integer" && slices.Contains(types, "number") {
+			continue
+		}
 		b, err := c.typed(hint, t, o, at)
 		if err != nil {
 			return "", err
@@ -315,196 +463,611 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 	return strings.Join(alts, " | "), nil
 }
 
-func count(o *object, key, at string) (int, bool, error) {
-	v, ok := o.vals[key]
-	if !ok {
-		return 0, false, nil
+// inferTypes is the one type o's keywords are about, when o has no type
+// (nil: any value). Generating only that type is valid: its keywords are
+// enforced, and the others do not apply to it.
+func inferTypes(o *object) []string {
+	for _, group := range []struct {
+		t    string
+		keys []string
+	}{
+		{"object", []string{"properties", "additionalProperties", "patternProperties", "required", "minProperties", "maxProperties", "dependencies", "dependentRequired", "dependentSchemas", "propertyNames", forbidKey}},
+		{"array", []string{"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"}},
+		{"string", []string{"pattern", "minLength", "maxLength"}},
+		{"number", []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}},
+	} {
+		for _, k := range group.keys {
+			if _, ok := o.vals[k]; ok {
+				return []string{group.t}
+			}
+		}
 	}
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, false, fmt.Errorf("schema%s.%s: expected an integer", at, key)
+	if f, ok := o.vals["format"].(string); ok && (formatPatterns[f] != "" || assertedFormats[f]) {
+		return []string{"string"}
 	}
-	i, err := strconv.Atoi(n.String())
-	if err != nil || i < 0 || i > 1000 {
-		return 0, false, fmt.Errorf("schema%s.%s: expected an integer in [0, 1000]", at, key)
-	}
-	return i, true, nil
+	return nil
 }
 
-func repeat(item string, lo, hi int, hasHi bool) string {
-	if hasHi {
-		return fmt.Sprintf("%s{%d,%d}", item, lo, hi)
+func intersectValues(a, b []any) []any {
+	var out []any
+	for _, x := range a {
+		xb, err := canonical(x)
+		if err != nil {
+			continue
+		}
+		for _, y := range b {
+			if yb, err := canonical(y); err == nil && bytes.Equal(xb, yb) {
+				out = append(out, x)
+				break
+			}
+		}
 	}
-	return fmt.Sprintf("%s{%d,}", item, lo)
+	return out
 }
 
-func (c *schemaCompiler) typed(hint, t string, o *object, at string) (string, error) {
-	switch t {
-	case "null":
-		return `"null"`, nil
-	case "boolean":
-		return `"true" | "false"`, nil
-	case "integer":
-		return "integer", nil
-	case "number":
-		return "number", nil
-	case "string":
-		lo, _, err := count(o, "minLength", at)
+// valuesRule is the alternatives of enum / const values that also meet
+// o's other keywords (checked by matching each against o's grammar).
+func (c *schemaCompiler) valuesRule(values []any, types []string, o *object, at string) (string, error) {
+	rest := &object{vals: map[string]any{}}
+	for _, k := range o.keys {
+		if k != "enum" && k != "const" && k != "type" && k != notValuesKey {
+			rest.keys = append(rest.keys, k)
+			rest.vals[k] = o.vals[k]
+		}
+	}
+	var check *Grammar
+	if constraining(rest) {
+		sub := newSchemaCompiler(c.root, "")
+		name, err := sub.rule("check", rest, at)
 		if err != nil {
 			return "", err
 		}
-		hi, hasHi, err := count(o, "maxLength", at)
+		if check, err = Parse("root ::= " + name + "\n" + JSONRules + sub.rules()); err != nil {
+			return "", fmt.Errorf("schema%s: %w", at, err)
+		}
+	}
+	notValues, _ := o.vals[notValuesKey].([]any)
+	var alts []string
+	for _, v := range values {
+		if types != nil && !typeAdmits(types, typeOf(v)) || len(intersectValues([]any{v}, notValues)) > 0 {
+			continue
+		}
+		b, err := canonical(v)
 		if err != nil {
 			return "", err
 		}
-		if !hasHi && lo == 0 {
-			return "string", nil
+		if check != nil {
+			if st := check.Start().AdvanceBytes(b); st == nil || !st.Accepting() {
+				continue
+			}
 		}
-		return `"\"" ` + repeat("char", lo, hi, hasHi) + ` "\""`, nil
-	case "array":
-		item := "value"
-		if it, ok := o.vals["items"]; ok {
-			name, err := c.rule(hint+"-item", it, at+".items")
+		alts = append(alts, literal(string(b)))
+	}
+	if len(alts) == 0 {
+		return "", fmt.Errorf("schema%s.enum: no value meets the schema's other keywords", at)
+	}
+	return strings.Join(alts, " | "), nil
+}
+
+func (c *schemaCompiler) rules() string {
+	var b strings.Builder
+	for _, r := range c.out {
+		b.WriteString(r + "\n")
+	}
+	return b.String()
+}
+
+// mark is how far the compiler's output has come, for rollback.
+type mark struct{ out, refs, memo, text int }
+
+func (c *schemaCompiler) mark() mark {
+	return mark{len(c.out), len(c.refOrder), len(c.memoKeys), len(c.textKeys)}
+}
+
+// rollback forgets the rules and references compiled since m (a branch
+// that failed to compile).
+func (c *schemaCompiler) rollback(m mark) {
+	c.out = c.out[:m.out]
+	for _, r := range c.refOrder[m.refs:] {
+		delete(c.refs, r)
+	}
+	c.refOrder = c.refOrder[:m.refs]
+	for _, o := range c.memoKeys[m.memo:] {
+		delete(c.memo, o)
+	}
+	c.memoKeys = c.memoKeys[:m.memo]
+	for _, t := range c.textKeys[m.text:] {
+		delete(c.byText, t)
+	}
+	c.textKeys = c.textKeys[:m.text]
+}
+
+func without(o *object, keys ...string) *object {
+	out := &object{vals: map[string]any{}}
+	for _, k := range o.keys {
+		if !slices.Contains(keys, k) {
+			out.keys = append(out.keys, k)
+			out.vals[k] = o.vals[k]
+		}
+	}
+	return out
+}
+
+// alternatives compiles anyOf or oneOf (key): each branch merged with o's
+// other keywords. Branches that cannot be compiled are left out (the
+// output then meets another). A oneOf's branches must exclude each other
+// (exclusive).
+func (c *schemaCompiler) alternatives(hint, key string, o *object, at string) (string, error) {
+	list, ok := o.vals[key].([]any)
+	if !ok || len(list) == 0 {
+		return "", fmt.Errorf("schema%s.%s: expected a non-empty array", at, key)
+	}
+	base := without(o, key)
+	branches := make([]any, len(list))
+	var firstErr error
+	for i, e := range list {
+		bat := fmt.Sprintf("%s.%s[%d]", at, key, i)
+		eo, err := c.inline(e, bat, 0)
+		if err == nil {
+			if constraining(base) {
+				eo, err = c.merge(base, eo, bat)
+			}
+		}
+		if err != nil {
+			firstErr = cmpOr(firstErr, err)
+			continue
+		}
+		branches[i] = eo
+	}
+	if key == "oneOf" {
+		var err error
+		if branches, err = c.exclusive(branches, list, at); err != nil {
+			return "", err
+		}
+	}
+	var alts []string
+	for i, b := range branches {
+		if b == nil {
+			continue
+		}
+		m := c.mark()
+		name, err := c.rule(fmt.Sprintf("%s-%d", hint, i), b, fmt.Sprintf("%s.%s[%d]", at, key, i))
+		if err != nil {
+			c.rollback(m)
+			firstErr = cmpOr(firstErr, err)
+			continue
+		}
+		alts = append(alts, name)
+	}
+	if len(alts) == 0 {
+		return "", firstErr
+	}
+	return strings.Join(alts, " | "), nil
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// allKinds are the kinds of JSON values (integers are numbers).
+var allKinds = []string{"object", "array", "string", "number", "boolean", "null"}
+
+func kind(t string) string {
+	if t == "integer" {
+		return "number"
+	}
+	return t
+}
+
+// kinds is the kinds of value s admits (gen: that the compiler generates
+// for it, which for a schema without type is its inferred type).
+func (c *schemaCompiler) kinds(s any, gen bool, depth int) []string {
+	o, err := c.inline(s, "", depth)
+	if err != nil || depth > 8 {
+		return allKinds
+	}
+	var out []string
+	add := func(t string) {
+		if !slices.Contains(out, kind(t)) {
+			out = append(out, kind(t))
+		}
+	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if list, ok := o.vals[k].([]any); ok {
+			for _, b := range list {
+				for _, t := range c.kinds(b, gen, depth+1) {
+					add(t)
+				}
+			}
+			return c.narrow(out, o, gen)
+		}
+	}
+	if list, ok := o.vals["enum"].([]any); ok {
+		for _, v := range list {
+			add(typeOf(v))
+		}
+		return c.narrow(out, o, gen)
+	}
+	if v, ok := o.vals["const"]; ok {
+		return c.narrow([]string{kind(typeOf(v))}, o, gen)
+	}
+	return c.narrow(allKinds, o, gen)
+}
+
+func (c *schemaCompiler) narrow(ks []string, o *object, gen bool) []string {
+	types, err := typeList(o, "")
+	if err != nil {
+		return ks
+	}
+	if types == nil && gen {
+		types = inferTypes(o)
+	}
+	if types == nil {
+		return ks
+	}
+	var out []string
+	for _, k := range ks {
+		for _, t := range types {
+			if kind(t) == k && !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// exclusive keeps the oneOf branches whose outputs fail every other
+// branch (all: the branches as written): their kinds differ, a required
+// property takes different const / enum values, or a property another
+// branch requires is never generated.
+func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error) {
+	out := make([]any, len(branches))
+	for i, b := range branches {
+		if b == nil {
+			continue
+		}
+		bo := b.(*object)
+		gen := c.kinds(bo, true, 0)
+		ok := true
+		for j, other := range all {
+			if j == i {
+				continue
+			}
+			shared := intersectStrings(gen, c.kinds(other, false, 0))
+			if len(shared) == 0 {
+				continue
+			}
+			if !slices.Equal(shared, []string{"object"}) {
+				ok = false
+				break
+			}
+			oo, err := c.inline(other, at, 0)
 			if err != nil {
-				return "", err
+				ok = false
+				break
 			}
-			item = name
-		}
-		lo, _, err := count(o, "minItems", at)
-		if err != nil {
-			return "", err
-		}
-		hi, hasHi, err := count(o, "maxItems", at)
-		if err != nil {
-			return "", err
-		}
-		if hasHi && hi < lo {
-			return "", fmt.Errorf("schema%s: maxItems is below minItems", at)
-		}
-		switch {
-		case hasHi && hi == 0:
-			return `"[" ws "]"`, nil
-		case lo == 0:
-			more := `( "," ws ` + item + ` ws )*`
-			if hasHi {
-				more = repeat(`( "," ws `+item+` ws )`, 0, hi-1, true)
+			if c.discriminated(bo, oo) {
+				continue
 			}
-			return `"[" ws ( ` + item + ` ws ` + more + ` )? "]"`, nil
+			if p, found := c.forbiddable(bo, oo); found {
+				bo = withForbidden(bo, p)
+				continue
+			}
+			ok = false
+			break
 		}
-		more := repeat(`( "," ws `+item+` ws )`, lo-1, hi-1, hasHi)
-		return `"[" ws ` + item + ` ws ` + more + ` "]"`, nil
-	case "object":
-		return c.object(hint, o, at)
+		if ok {
+			out[i] = bo
+		}
 	}
-	return "", fmt.Errorf("schema%s.type: unknown type %q", at, t)
+	for _, b := range out {
+		if b != nil {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("schema%s: keyword \"oneOf\" is supported when its branches exclude each other (by type, a const or enum property, or a required property)", at)
 }
 
-func (c *schemaCompiler) object(hint string, o *object, at string) (string, error) {
+func intersectStrings(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func stringList(v any) []string {
+	list, _ := v.([]any)
+	var out []string
+	for _, e := range list {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// propValues is the values property p's schema in o admits when it is a
+// const or enum (ok false otherwise).
+func (c *schemaCompiler) propValues(o *object, p string) ([]any, bool) {
 	props, _ := o.vals["properties"].(*object)
-	if props == nil || len(props.keys) == 0 {
-		value := "value"
-		if ap, ok := o.vals["additionalProperties"]; ok {
-			if b, isBool := ap.(bool); isBool && !b {
-				return `"{" ws "}"`, nil
-			}
-			name, err := c.rule(hint+"-extra", ap, at+".additionalProperties")
-			if err != nil {
-				return "", err
-			}
-			value = name
-		}
-		member := `string ws ":" ws ` + value + ` ws`
-		return `"{" ws ( ` + member + ` ( "," ws ` + member + ` )* )? "}"`, nil
+	if props == nil {
+		return nil, false
 	}
-	required := map[string]bool{}
-	if r, ok := o.vals["required"]; ok {
-		list, ok := r.([]any)
-		if !ok {
-			return "", fmt.Errorf("schema%s.required: expected an array of names", at)
-		}
-		for _, e := range list {
-			s, ok := e.(string)
-			if !ok {
-				return "", fmt.Errorf("schema%s.required: expected an array of names", at)
-			}
-			if _, known := props.vals[s]; !known {
-				return "", fmt.Errorf("schema%s.required: %q is not among the properties (other properties are not generated)", at, s)
-			}
-			required[s] = true
-		}
+	s, ok := props.vals[p]
+	if !ok {
+		return nil, false
 	}
-	keys := props.keys
-	kv := make([]string, len(keys))
-	for i, k := range keys {
-		name, err := c.rule(hint+"-"+k, props.vals[k], at+".properties."+k)
-		if err != nil {
-			return "", err
-		}
-		kv[i] = literal(mustJSON(k)) + ` ws ":" ws ` + name + ` ws`
+	ps, err := c.inline(s, "", 0)
+	if err != nil {
+		return nil, false
 	}
-	// after[i]: properties i.. once one has been written (each after a
-	// comma); first[i]: properties i.. before any (no comma first).
-	n := len(keys)
-	after := make([]string, n+1)
-	first := make([]string, n+1)
-	after[n], first[n] = "", ""
-	for i := n - 1; i >= 0; i-- {
-		a := c.ruleName(hint + "-after")
-		if required[keys[i]] {
-			c.out = append(c.out, a+` ::= "," ws `+kv[i]+" "+after[i+1])
-		} else {
-			c.out = append(c.out, a+` ::= ( "," ws `+kv[i]+" )? "+after[i+1])
-		}
-		after[i] = a
-		f := c.ruleName(hint + "-first")
-		if required[keys[i]] {
-			c.out = append(c.out, f+" ::= "+kv[i]+" "+after[i+1])
-		} else {
-			rest := first[i+1]
-			if rest == "" {
-				rest = `""`
-			}
-			c.out = append(c.out, f+" ::= "+kv[i]+" "+after[i+1]+" | "+rest)
-		}
-		first[i] = f
+	if v, ok := ps.vals["const"]; ok {
+		return []any{v}, true
 	}
-	return `"{" ws ` + first[0] + ` "}"`, nil
+	if v, ok := ps.vals["enum"].([]any); ok {
+		return v, true
+	}
+	return nil, false
 }
 
-func mustJSON(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+// discriminated reports whether a property a requires has values b's
+// schema for it excludes.
+func (c *schemaCompiler) discriminated(a, b *object) bool {
+	for _, p := range stringList(a.vals["required"]) {
+		va, ok := c.propValues(a, p)
+		if !ok {
+			continue
+		}
+		if vb, ok := c.propValues(b, p); ok && len(intersectValues(va, vb)) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// forbiddable is a property b requires that a does not, so that a's
+// output can leave it out.
+func (c *schemaCompiler) forbiddable(a, b *object) (string, bool) {
+	req := stringList(a.vals["required"])
+	for _, p := range stringList(b.vals["required"]) {
+		if !slices.Contains(req, p) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+func withForbidden(o *object, names ...string) *object {
+	out := without(o)
+	list, _ := out.vals[forbidKey].([]any)
+	list = slices.Clone(list)
+	for _, n := range names {
+		list = append(list, n)
+	}
+	if _, ok := out.vals[forbidKey]; !ok {
+		out.keys = append(out.keys, forbidKey)
+	}
+	out.vals[forbidKey] = list
+	return out
+}
+
+// normalize folds allOf, if/then/else, not and a $ref with sibling
+// keywords into one schema object.
+func (c *schemaCompiler) normalize(o *object, at string, depth int) (*object, error) {
+	if depth > 16 {
+		return nil, fmt.Errorf("schema%s: $ref and allOf nest too deeply", at)
+	}
+	_, hasAll := o.vals["allOf"]
+	_, hasIf := o.vals["if"]
+	_, hasNot := o.vals["not"]
+	ref, hasRef := o.vals["$ref"]
+	refSiblings := hasRef && constraining(without(o, "$ref", "$defs", "definitions"))
+	if !hasAll && !hasIf && !hasNot && !refSiblings {
+		return o, nil
+	}
+	base := without(o, "allOf", "if", "then", "else", "not")
+	var err error
+	if refSiblings {
+		base = without(base, "$ref")
+		t, err := c.inline(&object{keys: []string{"$ref"}, vals: map[string]any{"$ref": ref}}, at, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		if base, err = c.merge(t, base, at); err != nil {
+			return nil, err
+		}
+	}
+	if hasAll {
+		list, ok := o.vals["allOf"].([]any)
+		if !ok {
+			return nil, fmt.Errorf("schema%s.allOf: expected an array", at)
+		}
+		for i, e := range list {
+			eat := fmt.Sprintf("%s.allOf[%d]", at, i)
+			eo, err := c.inline(e, eat, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if base, err = c.merge(base, eo, eat); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if hasIf {
+		// The output meets if and then (else never applies).
+		for _, k := range []string{"if", "then"} {
+			s, ok := o.vals[k]
+			if !ok {
+				continue
+			}
+			so, err := c.inline(s, at+"."+k, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if base, err = c.merge(base, so, at+"."+k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if hasNot {
+		if base, err = c.applyNot(base, o.vals["not"], at+".not", depth); err != nil {
+			return nil, err
+		}
+	}
+	return c.normalize(base, at, depth+1)
+}
+
+// inline resolves s's $ref chain into a normalized schema object.
+func (c *schemaCompiler) inline(s any, at string, depth int) (*object, error) {
+	if depth > 16 {
+		return nil, fmt.Errorf("schema%s: $ref and allOf nest too deeply", at)
+	}
+	switch s := s.(type) {
+	case bool:
+		if s {
+			return &object{vals: map[string]any{}}, nil
+		}
+		return nil, fmt.Errorf("schema%s: false matches nothing", at)
+	case *object:
+		if r, ok := s.vals["$ref"]; ok {
+			target, err := c.resolve(r, at)
+			if err != nil {
+				return nil, err
+			}
+			t, err := c.inline(target, at+".$ref", depth+1)
+			if err != nil {
+				return nil, err
+			}
+			rest := without(s, "$ref", "$defs", "definitions")
+			if !constraining(rest) {
+				return t, nil
+			}
+			rest, err = c.normalize(rest, at, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			return c.merge(t, rest, at)
+		}
+		return c.normalize(s, at, depth+1)
+	}
+	return nil, fmt.Errorf("schema%s: expected an object or a boolean", at)
+}
+
+// applyNot adds what not's schema n excludes to o: required properties
+// (one is never generated), types, or values; not of an anyOf excludes
+// each branch.
+func (c *schemaCompiler) applyNot(o *object, n any, at string, depth int) (*object, error) {
+	no, err := c.inline(n, at, depth+1)
+	if err != nil {
+		return nil, err
+	}
+	keys := without(no, "description", "title")
+	if list, ok := no.vals["anyOf"].([]any); ok && len(keys.keys) == 1 {
+		for i, b := range list {
+			if o, err = c.applyNot(o, b, fmt.Sprintf("%s.anyOf[%d]", at, i), depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return o, nil
+	}
+	var only []string
+	for _, k := range no.keys {
+		if schemaKeywords[k] {
+			only = append(only, k)
+		}
+	}
+	add := func(key string, vals []any) *object {
+		out := without(o)
+		list, _ := out.vals[key].([]any)
+		if _, ok := out.vals[key]; !ok {
+			out.keys = append(out.keys, key)
+		}
+		out.vals[key] = append(slices.Clone(list), vals...)
+		return out
+	}
+	switch {
+	case slices.Equal(only, []string{"required"}):
+		req := stringList(o.vals["required"])
+		for _, p := range stringList(no.vals["required"]) {
+			if !slices.Contains(req, p) {
+				return withForbidden(o, p), nil
+			}
+		}
+	case slices.Equal(only, []string{"type"}):
+		types, err := typeList(no, at)
+		if err != nil {
+			return nil, err
+		}
+		var vals []any
+		for _, t := range types {
+			vals = append(vals, t)
+		}
+		return add(notTypesKey, vals), nil
+	case slices.Equal(only, []string{"enum"}):
+		list, _ := no.vals["enum"].([]any)
+		return add(notValuesKey, list), nil
+	case slices.Equal(only, []string{"const"}):
+		return add(notValuesKey, []any{no.vals["const"]}), nil
+	}
+	return nil, fmt.Errorf("schema%s: keyword \"not\" is supported with required, type, enum or const", at)
+}
+
+// resolve finds a local reference's target (#, #/$defs/NAME, or any JSON
+// pointer into the root schema).
+func (c *schemaCompiler) resolve(r any, at string) (any, error) {
+	ref, ok := r.(string)
+	if !ok {
+		return nil, fmt.Errorf("schema%s.$ref: expected a string", at)
+	}
+	if ref != "#" && !strings.HasPrefix(ref, "#/") {
+		return nil, fmt.Errorf("schema%s.$ref: only local references (#/$defs/NAME) are supported, got %q", at, ref)
+	}
+	target := c.root
+	if ref == "#" {
+		return target, nil
+	}
+	for _, p := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+		if u, err := url.PathUnescape(p); err == nil {
+			p = u
+		}
+		p = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+		switch t := target.(type) {
+		case *object:
+			if target, ok = t.vals[p]; !ok {
+				return nil, fmt.Errorf("schema%s.$ref: %q does not resolve", at, ref)
+			}
+		case []any:
+			i, err := strconv.Atoi(p)
+			if err != nil || i < 0 || i >= len(t) {
+				return nil, fmt.Errorf("schema%s.$ref: %q does not resolve", at, ref)
+			}
+			target = t[i]
+		default:
+			return nil, fmt.Errorf("schema%s.$ref: %q does not resolve", at, ref)
+		}
+	}
+	return target, nil
 }
 
 // ref resolves a local reference to its rule, compiling it once.
 func (c *schemaCompiler) ref(r any, at string) (string, error) {
-	ref, ok := r.(string)
-	if !ok {
-		return "", fmt.Errorf("schema%s.$ref: expected a string", at)
+	target, err := c.resolve(r, at)
+	if err != nil {
+		return "", err
 	}
+	ref := r.(string)
 	if name, ok := c.refs[ref]; ok {
 		return name, nil
 	}
-	var path []string
-	switch {
-	case strings.HasPrefix(ref, "#/$defs/"), strings.HasPrefix(ref, "#/definitions/"):
-		path = strings.Split(strings.TrimPrefix(ref, "#/"), "/")
-	case ref == "#":
-	default:
-		return "", fmt.Errorf("schema%s.$ref: only local references (#/$defs/NAME) are supported, got %q", at, ref)
-	}
-	target := c.root
-	for _, p := range path {
-		o, ok := target.(*object)
-		if !ok {
-			return "", fmt.Errorf("schema%s.$ref: %q does not resolve", at, ref)
-		}
-		if target, ok = o.vals[p]; !ok {
-			return "", fmt.Errorf("schema%s.$ref: %q does not resolve", at, ref)
-		}
-	}
-	name := c.ruleName("ref-" + strings.Join(path, "-"))
+	name := c.ruleName("ref-" + strings.TrimPrefix(ref, "#/"))
 	c.refs[ref] = name // set before compiling: recursive schemas refer to it
+	c.refOrder = append(c.refOrder, ref)
 	body, err := c.body(name, target, at+".$ref")
 	if err != nil {
 		return "", err

@@ -65,60 +65,236 @@ func generate(g *Grammar, pieces [][]byte, v *Vocab, budget int, rng *rand.Rand)
 	return string(out), st.Accepting()
 }
 
+// compileBoth compiles src to a grammar and, with the reference validator,
+// to a schema.
+func compileBoth(t *testing.T, src string) (*Grammar, *jsonschema.Schema) {
+	t.Helper()
+	gbnf, err := FromSchema(json.RawMessage(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Parse(gbnf)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, gbnf)
+	}
+	sch := validator(json.RawMessage(src))
+	if sch == nil {
+		t.Fatal("the reference validator cannot compile the schema")
+	}
+	return g, sch
+}
+
 func TestSchemaOutputsValidate(t *testing.T) {
 	pieces, v := testVocab()
 	for i, src := range append([]string{`{"type":"object"}`}, testSchemas...) {
 		t.Run(fmt.Sprint("schema ", i), func(t *testing.T) {
-			gbnf, err := FromSchema(json.RawMessage(src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := Parse(gbnf)
-			if err != nil {
-				t.Fatalf("%v\n%s", err, gbnf)
-			}
-			doc, err := jsonschema.UnmarshalJSON(strings.NewReader(src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := jsonschema.NewCompiler()
-			if err := c.AddResource("schema.json", doc); err != nil {
-				t.Fatal(err)
-			}
-			sch, err := c.Compile("schema.json")
-			if err != nil {
-				t.Fatal(err)
-			}
+			g, sch := compileBoth(t, src)
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
-			for run := range 60 {
-				budget := 40 + run
-				text, complete := generate(g, pieces, v, budget, rng)
-				if !complete {
-					t.Fatalf("run %d: no complete sentence within %d tokens: %q", run, budget, text)
-				}
-				inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
-				if err != nil {
-					t.Fatalf("run %d: %q does not parse: %v", run, text, err)
-				}
-				if err := sch.Validate(inst); err != nil {
-					t.Fatalf("run %d: %q does not validate: %v", run, text, err)
+			validateOutputs(t, sch, 60, func(run int) (string, bool) { return generate(g, pieces, v, 40+run, rng) })
+		})
+	}
+}
+
+// validateOutputs generates runs outputs with next: each must be complete,
+// parse and validate against sch.
+func validateOutputs(t *testing.T, sch *jsonschema.Schema, runs int, next func(run int) (string, bool)) {
+	t.Helper()
+	for run := range runs {
+		text, complete := next(run)
+		if !complete {
+			t.Fatalf("run %d: no complete output: %q", run, text)
+		}
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+		if err != nil {
+			t.Fatalf("run %d: %q does not parse: %v", run, text, err)
+		}
+		if err := sch.Validate(inst); err != nil {
+			t.Fatalf("run %d: %q does not validate: %v", run, text, err)
+		}
+	}
+}
+
+func TestSchemaErrorsNameTheKeyword(t *testing.T) {
+	for _, tc := range []struct{ schema, want string }{
+		{`{"type":"string","pattern":"(?=a)b"}`, `"pattern"`},
+		{`{"type":"string","pattern":"(a)\\1"}`, `"pattern"`},
+		{`{"type":"string","pattern":"a^b"}`, `"pattern"`},
+		{`{"type":"number","multipleOf":0.3}`, `"multipleOf"`},
+		{`{"type":"integer","multipleOf":7,"minimum":3}`, `"multipleOf"`},
+		{`{"type":"array","uniqueItems":true,"minItems":2}`, `"uniqueItems"`},
+		{`{"type":"array","contains":{"type":"string"}}`, `"contains"`},
+		{`{"type":"string","format":"idn-email"}`, `"format"`},
+		{`{"type":"string","not":{"pattern":"a"}}`, `"not"`},
+		{`{"type":[]}`, "empty list"},
+		{`{"$ref":"https://example.com/s.json"}`, "local references"},
+		{`{"type":"object","properties":{"a":{"type":"string"}},"required":["b"],"additionalProperties":false}`, `"b"`},
+		{`{"type":"frog"}`, `"frog"`},
+		{`{"type":"integer","minimum":5,"maximum":4}`, "no integer"},
+		{`false`, "matches nothing"},
+	} {
+		if _, err := FromSchema(json.RawMessage(tc.schema)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("FromSchema(%s) = %v, want an error with %s", tc.schema, err, tc.want)
+		}
+	}
+}
+
+// schemaAccepts compiles schema and reports whether the grammar accepts
+// text as a whole output.
+func schemaAccepts(t *testing.T, schema, text string) bool {
+	t.Helper()
+	src, err := FromSchema(json.RawMessage(schema))
+	if err != nil {
+		t.Fatalf("FromSchema(%s): %v", schema, err)
+	}
+	g, err := Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, _ := accepts(g, text)
+	return ok
+}
+
+// checkAccepts checks that schema's grammar accepts each of yes as a
+// whole output and none of no.
+func checkAccepts(t *testing.T, schema string, yes, no []string) {
+	t.Helper()
+	for _, s := range yes {
+		if !schemaAccepts(t, schema, s) {
+			t.Errorf("%s rejected", s)
+		}
+	}
+	for _, s := range no {
+		if schemaAccepts(t, schema, s) {
+			t.Errorf("%s accepted", s)
+		}
+	}
+}
+
+func TestSchemaIntegerRanges(t *testing.T) {
+	for _, tc := range []struct {
+		schema string
+		lo, hi int64
+	}{
+		{`{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991}`, -9007199254740991, 9007199254740991},
+		{`{"type":"integer","minimum":0,"maximum":100}`, 0, 100},
+		{`{"type":"integer","exclusiveMinimum":0}`, 1, intLimit},
+		{`{"type":"integer","minimum":-37,"exclusiveMaximum":1234}`, -37, 1233},
+		{`{"type":"integer","minimum":5,"maximum":5}`, 5, 5},
+		{`{"type":"integer","minimum":-1000,"maximum":-999}`, -1000, -999},
+		{`{"type":"integer","minimum":10,"exclusiveMinimum":true,"maximum":99.5}`, 11, 99},
+		{`{"type":"integer","minimum":1.5}`, 2, intLimit},
+	} {
+		t.Run(tc.schema, func(t *testing.T) {
+			src, err := FromSchema(json.RawMessage(tc.schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := Parse(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			probe := []int64{tc.lo - 1, tc.lo, tc.lo + 1, tc.hi - 1, tc.hi, tc.hi + 1, 0, -1, 1, 9007199254740991, -9007199254740991}
+			for v := int64(-1100); v <= 1300; v += 7 {
+				probe = append(probe, v)
+			}
+			for _, v := range probe {
+				want := v >= tc.lo && v <= tc.hi && v >= -intLimit && v <= intLimit
+				if ok, _ := accepts(g, fmt.Sprint(v)); ok != want {
+					t.Errorf("%d: accepted %v, want %v", v, ok, want)
 				}
 			}
 		})
 	}
 }
 
-func TestSchemaErrorsNameTheKeyword(t *testing.T) {
-	for _, tc := range []struct{ schema, want string }{
-		{`{"type":"string","pattern":"a+"}`, `"pattern"`},
-		{`{"type":"integer","minimum":3}`, `"minimum"`},
-		{`{"$ref":"https://example.com/s.json"}`, "local references"},
-		{`{"type":"object","properties":{"a":{"type":"string"}},"required":["b"]}`, `"b"`},
-		{`{"type":"frog"}`, `"frog"`},
-		{`false`, "matches nothing"},
+func TestSchemaNumberLimits(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"type":"number","minimum":0,"exclusiveMaximum":1}`, []string{"0", "0.5", "0.999", "0.05"}, []string{"1", "1.0", "-0.1", "1.5", "1e0", "0.50"}},
+		{`{"type":"number","exclusiveMinimum":-2,"maximum":3}`, []string{"-1.5", "3", "-1", "2.25"}, []string{"-2", "3.1", "-2.5"}},
+		{`{"type":"number","multipleOf":0.01}`, []string{"1.25", "-3", "0.1"}, []string{"1.255", "1e2"}},
+		{`{"type":"integer","multipleOf":3}`, []string{"0", "3", "-12", "999"}, []string{"1", "10", "-4"}},
+		{`{"type":"integer","multipleOf":5,"minimum":1}`, []string{"5", "100"}, []string{"0", "-5", "7"}},
 	} {
-		if _, err := FromSchema(json.RawMessage(tc.schema)); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("FromSchema(%s) = %v, want an error with %s", tc.schema, err, tc.want)
-		}
+		t.Run(tc.schema, func(t *testing.T) { checkAccepts(t, tc.schema, tc.yes, tc.no) })
+	}
+}
+
+func TestSchemaPatterns(t *testing.T) {
+	for _, tc := range []struct {
+		pattern string
+		yes, no []string
+	}{
+		{`^[a-z]+$`, []string{"abc"}, []string{"", "aB", "a1"}},
+		{`^(([0-9]|[a-f]){2}){0,32}$`, []string{"", "0a1b"}, []string{"0a1", "0g"}},
+		{`ab`, []string{"ab", "xaby"}, []string{"a", "ba"}},
+		{`^\d{3}-\d{4}$`, []string{"555-1234"}, []string{"5551234", "555-123"}},
+		{`^[^"\\]*$`, []string{"plain"}, []string{`a\"b`}},
+		{`^a.c$`, []string{"abc", "a\"c"}, []string{"a\nc", "ac"}},
+		{`^(?:foo|ba[rz])?$`, []string{"", "foo", "baz"}, []string{"fo", "bax"}},
+		{`^\S+@\S+\.\S+$`, []string{"a@b.c"}, []string{"a b@c.d", "a@b"}},
+		{`^x{2,}?y$`, []string{"xxy", "xxxxy"}, []string{"xy"}},
+		{`^[\w.-]+$`, []string{"a_b.c-d"}, []string{"a b"}},
+	} {
+		t.Run(tc.pattern, func(t *testing.T) {
+			quote := func(list []string) (out []string) {
+				for _, s := range list {
+					out = append(out, mustJSON(s))
+				}
+				return out
+			}
+			checkAccepts(t, `{"type":"string","pattern":`+mustJSON(tc.pattern)+`}`, quote(tc.yes), quote(tc.no))
+		})
+	}
+}
+
+// TestSchemaFeatureOutputsValidate generates from schemas that use each
+// supported keyword and validates the outputs (formats asserted).
+func TestSchemaFeatureOutputsValidate(t *testing.T) {
+	pieces, v := testVocab()
+	for i, src := range []string{
+		`{"type":"object","properties":{"id":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"n":{"type":"number","exclusiveMinimum":0},"at":{"type":"string","format":"date-time"},"mail":{"type":"string","format":"email"},"u":{"type":"string","format":"uuid"}},"required":["id","n","at","mail","u"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}`,
+		`{"type":"object","properties":{"d":{"format":"date","type":"string"},"t":{"format":"time","type":"string"},"h":{"format":"hostname","type":"string"},"v4":{"format":"ipv4","type":"string"},"v6":{"format":"ipv6","type":"string"},"uri":{"format":"uri","type":"string"}},"required":["d","t","h","v4","v6","uri"]}`,
+		`{"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{2}-\\d{2,4}$"},"name":{"type":"string","pattern":"^[a-z]+$","maxLength":5,"minLength":2}},"required":["code","name"],"x-kubernetes-list-type":"map","id":"x","$comment":"c"}`,
+		`{"type":"object","minProperties":2,"maxProperties":3,"properties":{"a":{"type":"null"},"b":{"type":"null"},"c":{"type":"null"},"d":{"type":"null"}}}`,
+		`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"array","prefixItems":[{"type":"integer"},{"type":"string"}],"items":{"type":"boolean"},"minItems":1,"maxItems":4}`,
+		`{"type":"array","items":[{"const":1},{"const":2}],"additionalItems":false}`,
+		`{"type":"array","items":{"type":"integer"},"uniqueItems":true}`,
+		`{"allOf":[{"type":"object","properties":{"a":{"type":"integer","minimum":0}},"required":["a"]},{"properties":{"a":{"maximum":10},"b":{"type":"string"}},"required":["b"]}]}`,
+		`{"type":"object","properties":{"kind":{"enum":["a","b"]},"x":{"type":"integer"}},"required":["kind"],"if":{"properties":{"kind":{"const":"a"}}},"then":{"required":["x"]}}`,
+		`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"not":{"required":["a","b"]}}`,
+		`{"oneOf":[{"type":"object","properties":{"t":{"const":"x"},"v":{"type":"integer"}},"required":["t"]},{"type":"object","properties":{"t":{"const":"y"},"v":{"type":"string"}},"required":["t"]}]}`,
+		`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"}},"oneOf":[{"required":["a"]},{"required":["b"]}]}`,
+		`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a"],"dependencies":{"a":["b"]}}`,
+		`{"$defs":{"list":{"type":"object","properties":{"v":{"type":"integer","multipleOf":4},"next":{"$ref":"#/$defs/list"}},"required":["v"]}},"$ref":"#/$defs/list"}`,
+		`{"type":"object","required":["extra"],"additionalProperties":{"type":"integer","exclusiveMaximum":0}}`,
+		`{"type":"string","enum":["a","bb",3],"maxLength":1}`,
+	} {
+		t.Run(fmt.Sprint("schema ", i), func(t *testing.T) {
+			g, sch := compileBoth(t, src)
+			rng := rand.New(rand.NewPCG(uint64(i), 9))
+			validateOutputs(t, sch, 30, func(int) (string, bool) { return generateCached(g, pieces, v, 400, rng) })
+		})
+	}
+}
+
+func TestSchemaUnlistedMembers(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"type":"object","properties":{"a":{"type":"integer"},"ab":{"type":"null"}},"required":["a"]}`,
+			[]string{`{"a":1}`, `{"a":1,"b":"x"}`, `{"a":1,"abc":[],"":0}`, `{"a":1,"ab":null,"A":true}`},
+			[]string{`{"a":1,"a":"x"}`, `{"a":1,"ab":2}`, `{"a":1,"\u0061":2}`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string"}}`,
+			[]string{`{"a":1,"b":"x"}`}, []string{`{"a":1,"b":2}`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":false}`,
+			[]string{`{"a":1}`}, []string{`{"a":1,"b":"x"}`}},
+		{`{"type":"object","patternProperties":{"^x-[a-z]+$":{"type":"integer"}}}`,
+			[]string{`{}`, `{"x-a":1,"x-bc":2}`}, []string{`{"y":1}`, `{"x-a":"s"}`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) { checkAccepts(t, tc.schema, tc.yes, tc.no) })
 	}
 }

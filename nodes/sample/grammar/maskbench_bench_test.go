@@ -1,0 +1,97 @@
+package grammar
+
+import (
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ninfer/ninfer-go/runtime/tok"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// qwen3Vocab is the Qwen3 tokenizer (151,936 tokens; `just tokenizers`
+// makes .cache/qwen3-vocab.gguf) and its grammar vocabulary.
+func qwen3Vocab(b *testing.B) (*tok.Tokenizer, *Vocab) {
+	_, file, _, _ := runtime.Caller(0)
+	f, err := weights.Open(filepath.Join(filepath.Dir(file), "..", "..", "..", ".cache", "qwen3-vocab.gguf"))
+	if err != nil {
+		b.Skipf("vocabulary: %v (run just tokenizers)", err)
+	}
+	b.Cleanup(func() { f.Close() })
+	tk, err := tok.FromGGUF(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := NewVocab(tk.VocabSize(), func(id int32) []byte {
+		if tk.IsControl(id) || tk.IsEOG(id) {
+			return nil
+		}
+		return tk.Piece(id)
+	})
+	return tk, v
+}
+
+// BenchmarkMaskBench measures what MaskBench reports, on one thread with
+// the Qwen3 vocabulary: compilation (schema to a grammar's start state)
+// p75, and the time of each token mask (p50/p95/p99, first visits of
+// states included: every schema starts from an empty cache) while its
+// valid instances are fed token by token. Every 16th schema of
+// maskbench-tests.jsonl (all with NINFER_SCHEMABENCH=full).
+func BenchmarkMaskBench(b *testing.B) {
+	tk, v := qwen3Vocab(b)
+	schemas := readBench(b, filepath.Join(benchDir(b), "maskbench-tests.jsonl"))
+	var compile, masks []time.Duration
+	for range b.N {
+		compile, masks = compile[:0], masks[:0]
+		for i, s := range schemas {
+			if !fullBench() && i%16 != 0 {
+				continue
+			}
+			start := time.Now()
+			src, err := FromSchema(s.Schema)
+			if err != nil {
+				continue
+			}
+			g, err := Parse(src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := g.NewCache()
+			st := c.Start()
+			compile = append(compile, time.Since(start))
+			for _, tc := range s.Tests {
+				if !tc.Valid {
+					continue
+				}
+				val, _ := decodeOrdered(tc.Data)
+				text, _ := canonical(val)
+				st := st
+				for _, id := range tk.Encode(string(text), false, false) {
+					t0 := time.Now()
+					bits := v.Mask(st, 0)
+					masks = append(masks, time.Since(t0))
+					if bits[id/64]&(1<<(id%64)) == 0 {
+						break // outside the grammar (TestMaskBench counts these)
+					}
+					st = st.AdvanceBytes(tk.Piece(id))
+				}
+			}
+		}
+	}
+	pct := func(d []time.Duration, p float64) float64 {
+		if len(d) == 0 {
+			return 0
+		}
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return float64(s[min(len(s)-1, int(p*float64(len(s))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(masks, 0.50), "mask-p50-ms")
+	b.ReportMetric(pct(masks, 0.95), "mask-p95-ms")
+	b.ReportMetric(pct(masks, 0.99), "mask-p99-ms")
+	b.ReportMetric(pct(compile, 0.75), "compile-p75-ms")
+	b.ReportMetric(float64(len(masks)), "masks")
+	b.ReportMetric(float64(len(compile)), "schemas")
+}

@@ -1,0 +1,629 @@
+package grammar
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+func count(o *object, key, at string) (int, bool, error) {
+	v, ok := o.vals[key]
+	if !ok {
+		return 0, false, nil
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false, fmt.Errorf("schema%s.%s: expected an integer", at, key)
+	}
+	i, err := strconv.Atoi(n.String())
+	if err != nil {
+		f, ferr := strconv.ParseFloat(n.String(), 64)
+		if ferr != nil || f != float64(int64(f)) {
+			return 0, false, fmt.Errorf("schema%s.%s: expected an integer", at, key)
+		}
+		i = int(f)
+	}
+	if i < 0 {
+		return 0, false, fmt.Errorf("schema%s.%s: expected a non-negative integer", at, key)
+	}
+	if i > 1000 {
+		if strings.HasPrefix(key, "max") {
+			return 0, false, nil // no bound the output comes near
+		}
+		return 0, false, fmt.Errorf("schema%s: keyword %q above 1000 is not supported", at, key)
+	}
+	return i, true, nil
+}
+
+func repeat(item string, lo, hi int, hasHi bool) string {
+	if hasHi {
+		return fmt.Sprintf("%s{%d,%d}", item, lo, hi)
+	}
+	return fmt.Sprintf("%s{%d,}", item, lo)
+}
+
+func (c *schemaCompiler) typed(hint, t string, o *object, at string) (string, error) {
+	switch t {
+	case "null":
+		return `"null"`, nil
+	case "boolean":
+		return `"true" | "false"`, nil
+	case "integer":
+		return c.integerRule(o, at)
+	case "number":
+		return c.numberRule(o, at)
+	case "string":
+		return c.stringRule(o, at)
+	case "array":
+		return c.array(hint, o, at)
+	case "object":
+		return c.object(hint, o, at)
+	}
+	return "", fmt.Errorf("schema%s.type: unknown type %q", at, t)
+}
+
+// stringRule is GBNF for the strings o admits: minLength, maxLength,
+// pattern and format.
+func (c *schemaCompiler) stringRule(o *object, at string) (string, error) {
+	lo, _, err := count(o, "minLength", at)
+	if err != nil {
+		return "", err
+	}
+	hi, hasHi, err := count(o, "maxLength", at)
+	if err != nil {
+		return "", err
+	}
+	if hasHi && hi < lo {
+		return "", fmt.Errorf("schema%s: maxLength is below minLength", at)
+	}
+	pattern, hasPattern := o.vals["pattern"].(string)
+	keyword := "pattern"
+	if f, ok := o.vals["format"].(string); ok {
+		switch p, known := formatPatterns[f]; {
+		case known && hasPattern:
+			return "", fmt.Errorf("schema%s: keyword \"format\" together with \"pattern\" is not supported", at)
+		case known:
+			pattern, hasPattern, keyword = p, true, "format"
+		case assertedFormats[f]:
+			return "", fmt.Errorf("schema%s: keyword \"format\": %q is not supported", at, f)
+		}
+	}
+	if !hasPattern {
+		if !hasHi && lo == 0 {
+			return "string", nil
+		}
+		return `"\"" ` + repeat("char", lo, hi, hasHi) + ` "\""`, nil
+	}
+	re, err := parseRegex(pattern)
+	if err != nil {
+		return "", fmt.Errorf("schema%s: keyword %q: %v", at, keyword, err)
+	}
+	if !hasHi {
+		hi = -1
+	}
+	if re, ok := re.withLength(lo, hi); ok {
+		if g, ok := re.gbnf(); ok {
+			return `"\"" ` + g + ` "\""`, nil
+		}
+		return "", fmt.Errorf("schema%s: keyword %q: no string a JSON text can hold matches %q", at, keyword, pattern)
+	}
+	lengthKey := "maxLength"
+	if !hasHi {
+		lengthKey = "minLength"
+	}
+	return "", fmt.Errorf("schema%s: keyword %q with %q is supported when the pattern repeats one character class", at, lengthKey, keyword)
+}
+
+// array is GBNF for the arrays o admits: items, prefixItems (or draft-04
+// items lists with additionalItems), minItems, maxItems and uniqueItems
+// (enforced by generating at most one item).
+func (c *schemaCompiler) array(hint string, o *object, at string) (string, error) {
+	lo, _, err := count(o, "minItems", at)
+	if err != nil {
+		return "", err
+	}
+	hi, hasHi, err := count(o, "maxItems", at)
+	if err != nil {
+		return "", err
+	}
+	if u, _ := o.vals["uniqueItems"].(bool); u && (!hasHi || hi > 1) {
+		if lo > 1 {
+			return "", fmt.Errorf("schema%s: keyword \"uniqueItems\" with minItems above 1 is not supported", at)
+		}
+		hi, hasHi = 1, true
+	}
+	if hasHi && hi < lo {
+		return "", fmt.Errorf("schema%s: maxItems is below minItems", at)
+	}
+	var prefix []any
+	var rest any = true
+	if p, ok := o.vals["prefixItems"].([]any); ok {
+		prefix = p
+		if it, ok := o.vals["items"]; ok {
+			rest = it
+		}
+	} else if p, ok := o.vals["items"].([]any); ok {
+		prefix = p
+		if it, ok := o.vals["additionalItems"]; ok {
+			rest = it
+		}
+	} else if it, ok := o.vals["items"]; ok {
+		rest = it
+	}
+	if hasHi && len(prefix) > hi {
+		prefix = prefix[:hi]
+	}
+	restRule := ""
+	restHi, restHasHi := 0, true
+	if hasHi {
+		restHi = hi - len(prefix)
+	} else {
+		restHasHi = false
+	}
+	if f, ok := rest.(bool); ok && !f {
+		restHi, restHasHi = 0, true
+	} else if !restHasHi || restHi > 0 {
+		m := c.mark()
+		name, err := c.rule(hint+"-item", rest, at+".items")
+		if err != nil {
+			c.rollback(m)
+			if max(lo-len(prefix), 0) > 0 {
+				return "", err
+			}
+			restHi, restHasHi = 0, true // no further items
+		} else {
+			restRule = name
+		}
+	}
+	restLo := max(lo-len(prefix), 0)
+	if restHasHi && restHi < restLo {
+		return "", fmt.Errorf("schema%s: minItems needs more items than the schema allows", at)
+	}
+	if len(prefix) == 0 {
+		switch {
+		case restHasHi && restHi == 0:
+			return `"[" ws "]"`, nil
+		case restLo == 0:
+			more := `( "," ws ` + restRule + ` ws )*`
+			if restHasHi {
+				more = repeat(`( "," ws `+restRule+` ws )`, 0, restHi-1, true)
+			}
+			return `"[" ws ( ` + restRule + ` ws ` + more + ` )? "]"`, nil
+		}
+		more := repeat(`( "," ws `+restRule+` ws )`, restLo-1, restHi-1, restHasHi)
+		return `"[" ws ` + restRule + ` ws ` + more + ` "]"`, nil
+	}
+	tail := `""`
+	if restRule != "" && (!restHasHi || restHi > 0) {
+		tail = repeat(`( "," ws `+restRule+` ws )`, restLo, restHi, restHasHi)
+	}
+	// Prefix items from the last: item i is optional from minItems on,
+	// and what follows it comes only with it.
+	seq := tail
+	for i := len(prefix) - 1; i >= 0; i-- {
+		name, err := c.rule(fmt.Sprintf("%s-%d", hint, i), prefix[i], fmt.Sprintf("%s.prefixItems[%d]", at, i))
+		if err != nil {
+			return "", err
+		}
+		sep := `"," ws `
+		if i == 0 {
+			sep = ""
+		}
+		seq = sep + name + " ws " + seq
+		if i >= lo {
+			seq = "( " + seq + " )?"
+		}
+	}
+	return `"[" ws ` + seq + ` "]"`, nil
+}
+
+// member is one property the object rule may write.
+type member struct {
+	name     string
+	rule     string
+	required bool
+}
+
+// object is GBNF for the objects o admits. Properties are written in the
+// schema's order: required ones always, optional ones when the model
+// chooses, no others; minProperties and maxProperties count them. An
+// object without properties has free-form members (values meeting
+// additionalProperties) unless patternProperties, propertyNames or
+// dependencies would constrain their names, when it is empty.
+func (c *schemaCompiler) object(hint string, o *object, at string) (string, error) {
+	props, _ := o.vals["properties"].(*object)
+	if props == nil {
+		props = &object{vals: map[string]any{}}
+	}
+	patterns, _ := o.vals["patternProperties"].(*object)
+	ap, hasAP := o.vals["additionalProperties"]
+	forbid := stringList(o.vals[forbidKey])
+	minP, _, err := count(o, "minProperties", at)
+	if err != nil {
+		return "", err
+	}
+	maxP, hasMaxP, err := count(o, "maxProperties", at)
+	if err != nil {
+		return "", err
+	}
+	required := map[string]bool{}
+	var names []string
+	for _, k := range props.keys {
+		if !slices.Contains(forbid, k) {
+			names = append(names, k)
+		}
+	}
+	if r, ok := o.vals["required"]; ok {
+		if _, ok := r.([]any); !ok {
+			return "", fmt.Errorf("schema%s.required: expected an array of names", at)
+		}
+		for _, s := range stringList(r) {
+			required[s] = true
+		}
+	}
+	// dependencies: a property whose dependents are not all written is
+	// left out; a required one makes its dependents required.
+	deps := map[string][]string{}
+	depSchemas := map[string]bool{}
+	for _, key := range []string{"dependencies", "dependentRequired", "dependentSchemas"} {
+		d, _ := o.vals[key].(*object)
+		if d == nil {
+			continue
+		}
+		for _, k := range d.keys {
+			if list, ok := d.vals[k].([]any); ok {
+				deps[k] = append(deps[k], stringList(list)...)
+			} else {
+				depSchemas[k] = true
+			}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for k, ds := range deps {
+			if !required[k] {
+				continue
+			}
+			for _, d := range ds {
+				if !required[d] {
+					required[d], changed = true, true
+				}
+			}
+		}
+	}
+	for k := range depSchemas {
+		if required[k] {
+			return "", fmt.Errorf("schema%s: keyword \"dependencies\" with a schema for required property %q is not supported", at, k)
+		}
+	}
+	var members []member
+	for _, k := range names {
+		if !required[k] && depSchemas[k] {
+			continue
+		}
+		if !required[k] && slices.ContainsFunc(deps[k], func(d string) bool { return !required[d] }) {
+			continue
+		}
+		members = append(members, member{name: k, required: required[k]})
+	}
+	for _, k := range slices.Sorted(mapKeys(required)) {
+		if slices.Contains(forbid, k) {
+			return "", fmt.Errorf("schema%s: property %q is required and excluded (not or additionalProperties)", at, k)
+		}
+		if _, listed := props.vals[k]; !listed {
+			members = append(members, member{name: k, required: true})
+		}
+	}
+	if len(members) == 0 && len(props.keys) == 0 {
+		return c.freeObject(hint, o, patterns, ap, hasAP, minP, maxP, hasMaxP, at)
+	}
+	// Each member's value: its property schema, also meeting matching
+	// patternProperties; an unlisted required one meets
+	// additionalProperties.
+	for i, m := range members {
+		var schemas []any
+		if s, ok := props.vals[m.name]; ok {
+			schemas = append(schemas, s)
+		}
+		if patterns != nil {
+			for _, p := range patterns.keys {
+				re, err := regexp.Compile(p)
+				if err != nil {
+					return "", fmt.Errorf("schema%s: keyword \"patternProperties\": %q: %v", at, p, err)
+				}
+				if re.MatchString(m.name) {
+					schemas = append(schemas, patterns.vals[p])
+				}
+			}
+		}
+		if len(schemas) == 0 {
+			if f, ok := ap.(bool); ok && !f {
+				return "", fmt.Errorf("schema%s.required: %q is not among the properties and additionalProperties is false", at, m.name)
+			}
+			schemas = append(schemas, cmpOrAny(ap, hasAP))
+		}
+		var s any = schemas[0]
+		if len(schemas) > 1 {
+			s = &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": schemas}}
+		}
+		if pn, ok := o.vals["propertyNames"]; ok {
+			ok, err := c.admits(pn, m.name, at+".propertyNames")
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				if m.required {
+					return "", fmt.Errorf("schema%s: required property %q fails propertyNames", at, m.name)
+				}
+				members[i].rule = ""
+				continue
+			}
+		}
+		mk := c.mark()
+		name, err := c.rule(hint+"-"+m.name, s, at+".properties."+m.name)
+		if err != nil {
+			c.rollback(mk)
+			if m.required {
+				return "", err
+			}
+			continue // an optional property the grammar cannot write is left out
+		}
+		members[i].rule = literal(mustJSON(m.name)) + ` ws ":" ws ` + name + ` ws`
+	}
+	members = slices.DeleteFunc(members, func(m member) bool { return m.rule == "" })
+	return c.memberChain(hint, members, minP, maxP, hasMaxP, c.extraMember(hint, o, props, forbid, ap, hasAP, at), at)
+}
+
+// extraMember is GBNF for one member the schema does not list (its name
+// is none of the listed, required or excluded ones; its value meets
+// additionalProperties), or "" when unlisted members are not written:
+// additionalProperties is false, or patternProperties, propertyNames,
+// dependencies, min/maxProperties or unevaluatedProperties would constrain
+// them.
+func (c *schemaCompiler) extraMember(hint string, o, props *object, forbid []string, ap any, hasAP bool, at string) string {
+	if f, ok := ap.(bool); ok && !f {
+		return ""
+	}
+	for _, k := range []string{"patternProperties", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas", "minProperties", "maxProperties"} {
+		if _, ok := o.vals[k]; ok {
+			return ""
+		}
+	}
+	if u, ok := o.vals["unevaluatedProperties"]; ok && u != true {
+		return ""
+	}
+	value := "value"
+	if hasAP {
+		m := c.mark()
+		name, err := c.rule(hint+"-extra", ap, at+".additionalProperties")
+		if err != nil {
+			c.rollback(m)
+			return ""
+		}
+		value = name
+	}
+	excluded := append(slices.Clone(props.keys), forbid...)
+	excluded = append(excluded, stringList(o.vals["required"])...)
+	return c.otherName(hint, excluded) + ` ws ":" ws ` + value + ` ws`
+}
+
+// otherName is GBNF for a JSON string, written without escapes, that is
+// none of names: a trie of the names where leaving it frees the rest.
+func (c *schemaCompiler) otherName(hint string, names []string) string {
+	raw := c.prefix + "s-rawchar"
+	if !c.names[raw] {
+		c.names[raw] = true
+		c.out = append(c.out, raw+` ::= [^"\\\x7F\x00-\x1F]`)
+	}
+	type node struct {
+		kids     map[rune]*node
+		order    []rune
+		terminal bool
+	}
+	root := &node{kids: map[rune]*node{}}
+	for _, n := range names {
+		at := root
+		for _, r := range n {
+			next, ok := at.kids[r]
+			if !ok {
+				next = &node{kids: map[rune]*node{}}
+				at.kids[r] = next
+				at.order = append(at.order, r)
+			}
+			at = next
+		}
+		at.terminal = true
+	}
+	var build func(n *node) string
+	build = func(n *node) string {
+		name := c.ruleName(hint + "-name")
+		var alts []string
+		if !n.terminal {
+			alts = append(alts, `"\""`)
+		}
+		var taken []rng
+		for _, r := range n.order {
+			taken = append(taken, rng{r, r})
+			if len(intersect([]rng{{r, r}}, jsonSafe)) == 0 {
+				continue // written escaped: a raw name never reaches it
+			}
+			alts = append(alts, literal(string(r))+" "+build(n.kids[r]))
+		}
+		if other, ok := gbnfClass(intersect(negate(taken), jsonSafe)); ok {
+			alts = append(alts, other+" "+raw+`* "\""`)
+		}
+		c.out = append(c.out, name+" ::= "+strings.Join(alts, " | "))
+		return name
+	}
+	return `"\"" ` + build(root)
+}
+
+func mapKeys(m map[string]bool) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func cmpOrAny(v any, ok bool) any {
+	if ok {
+		return v
+	}
+	return true
+}
+
+// memberChain writes members in order with commas between, the count of
+// members written within [minP, maxP]: rule (i, k) is members i.. after k
+// written (k capped where it no longer matters).
+func (c *schemaCompiler) memberChain(hint string, members []member, minP, maxP int, hasMaxP bool, extra, at string) (string, error) {
+	n := len(members)
+	if hasMaxP && maxP >= n {
+		hasMaxP = false
+	}
+	limit := max(minP, 1)
+	if hasMaxP {
+		limit = maxP
+	}
+	reqAfter := make([]int, n+1) // required members from i on
+	for i := n - 1; i >= 0; i-- {
+		reqAfter[i] = reqAfter[i+1]
+		if members[i].required {
+			reqAfter[i]++
+		}
+	}
+	if n < minP {
+		return "", fmt.Errorf("schema%s: keyword \"minProperties\" needs more properties than the schema lists", at)
+	}
+	if hasMaxP && reqAfter[0] > maxP {
+		return "", fmt.Errorf("schema%s: keyword \"maxProperties\" is below the required properties", at)
+	}
+	type key struct{ i, k int }
+	rules := map[key]string{}
+	var chain func(i, k int) (string, bool)
+	chain = func(i, k int) (string, bool) {
+		written := k
+		if hasMaxP && k+reqAfter[i] > maxP || k+(n-i) < minP {
+			return "", false
+		}
+		if i == n {
+			switch {
+			case extra == "":
+				return `""`, true
+			case written > 0:
+				return `( "," ws ` + extra + ` )*`, true
+			}
+			return `( ` + extra + ` ( "," ws ` + extra + ` )* )?`, true
+		}
+		k = min(k, limit)
+		if r, ok := rules[key{i, k}]; ok {
+			return r, r != ""
+		}
+		sep := ""
+		if written > 0 {
+			sep = `"," ws `
+		}
+		var alts []string
+		if next, ok := chain(i+1, k+1); ok {
+			alts = append(alts, sep+members[i].rule+" "+next)
+		}
+		if !members[i].required {
+			if next, ok := chain(i+1, k); ok {
+				alts = append(alts, next)
+			}
+		}
+		if len(alts) == 0 {
+			rules[key{i, k}] = ""
+			return "", false
+		}
+		name := c.ruleName(hint + "-members")
+		rules[key{i, k}] = name
+		c.out = append(c.out, name+" ::= "+strings.Join(alts, " | "))
+		return name, true
+	}
+	first, ok := chain(0, 0)
+	if !ok {
+		return "", fmt.Errorf("schema%s: minProperties and maxProperties admit no object", at)
+	}
+	return `"{" ws ` + first + ` "}"`, nil
+}
+
+// freeObject is an object without listed properties: members with any
+// name whose values meet additionalProperties.
+func (c *schemaCompiler) freeObject(hint string, o *object, patterns *object, ap any, hasAP bool, minP, maxP int, hasMaxP bool, at string) (string, error) {
+	_, names := o.vals["propertyNames"]
+	_, deps := o.vals["dependencies"]
+	_, depReq := o.vals["dependentRequired"]
+	_, depSch := o.vals["dependentSchemas"]
+	closed := false
+	if f, ok := ap.(bool); ok && !f {
+		closed = true
+	}
+	constrained := names || deps || depReq || depSch || len(stringList(o.vals[forbidKey])) > 0
+	key, value := "string", "value"
+	if patterns != nil && len(patterns.keys) == 1 && !constrained {
+		// Names matching the one pattern, values meeting its schema.
+		p := patterns.keys[0]
+		k, err := c.stringRule(&object{keys: []string{"pattern"}, vals: map[string]any{"pattern": p}}, at+".patternProperties")
+		if err == nil {
+			m := c.mark()
+			if v, err := c.rule(hint+"-pattern", patterns.vals[p], at+".patternProperties."+p); err == nil {
+				key, value, closed = k, v, false
+				patterns = nil
+			} else {
+				c.rollback(m)
+			}
+		}
+	}
+	if closed || patterns != nil && len(patterns.keys) > 0 || constrained || hasMaxP && maxP == 0 {
+		if minP > 0 {
+			return "", fmt.Errorf("schema%s: keyword \"minProperties\" with no properties to write is not supported", at)
+		}
+		return `"{" ws "}"`, nil
+	}
+	if minP > 1 {
+		return "", fmt.Errorf("schema%s: keyword \"minProperties\" above 1 without listed properties is not supported (names could repeat)", at)
+	}
+	if hasAP && key == "string" {
+		name, err := c.rule(hint+"-extra", ap, at+".additionalProperties")
+		if err != nil {
+			return "", err
+		}
+		value = name
+	}
+	member := key + ` ws ":" ws ` + value + ` ws`
+	if hasMaxP && maxP == 1 || !(minP == 0 && !hasMaxP) {
+		// Repeated names would count once: at most one member.
+		if minP == 1 {
+			return `"{" ws ` + member + ` "}"`, nil
+		}
+		return `"{" ws ( ` + member + ` )? "}"`, nil
+	}
+	return `"{" ws ( ` + member + ` ( "," ws ` + member + ` )* )? "}"`, nil
+}
+
+// admits reports whether the string name meets schema s (compiled and
+// matched).
+func (c *schemaCompiler) admits(s any, name string, at string) (bool, error) {
+	sub := newSchemaCompiler(c.root, "")
+	rule, err := sub.rule("check", s, at)
+	if err != nil {
+		return false, err
+	}
+	g, err := Parse("root ::= " + rule + "\n" + JSONRules + sub.rules())
+	if err != nil {
+		return false, fmt.Errorf("schema%s: %w", at, err)
+	}
+	st := g.Start().AdvanceBytes([]byte(mustJSON(name)))
+	return st != nil && st.Accepting(), nil
+}
+
+func mustJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
