@@ -11,6 +11,7 @@ package vision
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -77,6 +78,9 @@ func Decode(data []byte, lim DecodeLimits) (*RGB, string, error) {
 		return nil, "", fmt.Errorf("decode image: %w", ErrUnsupportedFormat)
 	}
 	if err != nil {
+		if w, h, ok := pngSize(data); ok && (w == 0 || h == 0) {
+			return nil, "png", fmt.Errorf("decode png: %w: %dx%d", ErrEmptyImage, w, h)
+		}
 		return nil, "", fmt.Errorf("decode %s header: %w: %v", format, ErrCorrupt, err)
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 {
@@ -152,4 +156,16 @@ func rgb8(c color.Color) (r, g, b byte) {
 	}
 	n := color.NRGBA64Model.Convert(c).(color.NRGBA64)
 	return byte(n.R >> 8), byte(n.G >> 8), byte(n.B >> 8)
+}
+
+// pngSignature starts every PNG file; its IHDR chunk follows at once.
+const pngSignature = "\x89PNG\r\n\x1a\n"
+
+// pngSize reads the width and height a PNG's IHDR declares, so that a
+// zero-size PNG (which Go's decoder reports as malformed) gets its own error.
+func pngSize(data []byte) (w, h uint32, ok bool) {
+	if len(data) < 24 || string(data[:8]) != pngSignature || string(data[12:16]) != "IHDR" {
+		return 0, 0, false
+	}
+	return binary.BigEndian.Uint32(data[16:20]), binary.BigEndian.Uint32(data[20:24]), true
 }
