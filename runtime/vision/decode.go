@@ -11,6 +11,7 @@ package vision
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -168,4 +169,19 @@ func pngSize(data []byte) (w, h uint32, ok bool) {
 		return 0, 0, false
 	}
 	return binary.BigEndian.Uint32(data[16:20]), binary.BigEndian.Uint32(data[20:24]), true
+}
+
+// Digest returns a SHA-256 of the image's size and pixels: the key under
+// which a prefix cache stores the image's tokens, so the same pixels hit
+// whatever their encoding and different pixels never collide in practice.
+func (m *RGB) Digest() [32]byte {
+	h := sha256.New()
+	var size [16]byte
+	binary.LittleEndian.PutUint64(size[:8], uint64(m.Width))
+	binary.LittleEndian.PutUint64(size[8:], uint64(m.Height))
+	h.Write(size[:])
+	h.Write(m.Pix)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
 }

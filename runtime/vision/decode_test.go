@@ -198,3 +198,40 @@ func FuzzPreprocess(f *testing.F) {
 		}
 	})
 }
+
+// TestDigestKeysPixelsNotBytes checks that the same pixels in two encodings
+// share a digest and that one changed pixel or a transposed size does not.
+func TestDigestKeysPixelsNotBytes(t *testing.T) {
+	img := image.NewNRGBA(image.Rect(0, 0, 4, 3))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i*7) | 1
+	}
+	var fast bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.NoCompression}).Encode(&fast, img); err != nil {
+		t.Fatal(err)
+	}
+	best := encodePNG(t, img)
+	if bytes.Equal(fast.Bytes(), best) {
+		t.Fatal("the two encodings are identical; the test needs different bytes")
+	}
+	digest := func(data []byte) [32]byte {
+		m, _, err := Decode(data, DecodeLimits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Digest()
+	}
+	if digest(fast.Bytes()) != digest(best) {
+		t.Error("the same pixels in two PNG encodings have different digests")
+	}
+	changed := image.NewNRGBA(img.Rect)
+	copy(changed.Pix, img.Pix)
+	changed.Pix[5]++
+	if digest(encodePNG(t, changed)) == digest(best) {
+		t.Error("a changed pixel kept the digest")
+	}
+	m := &RGB{Width: 3, Height: 4, Pix: bytes.Clone(toRGB(img).Pix)}
+	if m.Digest() == toRGB(img).Digest() {
+		t.Error("the same bytes as 3x4 and 4x3 share a digest")
+	}
+}
