@@ -15,6 +15,34 @@ const (
 	VisionEnd   = "<|vision_end|>"
 )
 
+// Part is one content part of a chat message: text, or an image (which the
+// rendered prompt holds as a MediaMarker).
+type Part struct {
+	Text  string
+	Image bool
+}
+
+// JoinContent joins a message's content parts into the string a chat
+// template sees, as llama-server does: text parts separated by "\n", each
+// image as MediaMarker with no "\n" directly before or after it.
+func JoinContent(parts []Part) string {
+	var b strings.Builder
+	lastWasImage := true // no separator before the first part
+	for _, p := range parts {
+		switch {
+		case p.Image:
+			b.WriteString(MediaMarker)
+		case !lastWasImage:
+			b.WriteString("\n")
+			fallthrough
+		default:
+			b.WriteString(p.Text)
+		}
+		lastWasImage = p.Image
+	}
+	return b.String()
+}
+
 // Encoder tokenizes text; *tok.Tokenizer satisfies it.
 type Encoder interface {
 	Encode(text string, addSpecial, parseSpecial bool) []int32
