@@ -235,3 +235,39 @@ func TestDigestKeysPixelsNotBytes(t *testing.T) {
 		t.Error("the same bytes as 3x4 and 4x3 share a digest")
 	}
 }
+
+// TestDecodeGIFFirstFrameOnItsScreen checks stb_image's canvas: a first
+// frame smaller than the logical screen is placed at its offset, and the
+// pixels it does not draw (outside it, or transparent) take the background
+// colour of the global palette.
+func TestDecodeGIFFirstFrameOnItsScreen(t *testing.T) {
+	pal := color.Palette{color.RGBA{0, 0, 0, 0}, color.RGBA{9, 8, 7, 255}, color.RGBA{200, 100, 0, 255}}
+	frame := image.NewPaletted(image.Rect(1, 0, 3, 1), pal)
+	frame.Pix = []byte{2, 0} // (1,0) drawn, (2,0) transparent
+	second := image.NewPaletted(image.Rect(0, 0, 4, 2), pal)
+	var b bytes.Buffer
+	err := gif.EncodeAll(&b, &gif.GIF{
+		Image: []*image.Paletted{frame, second}, Delay: []int{0, 0},
+		Config:          image.Config{ColorModel: pal, Width: 4, Height: 2},
+		BackgroundIndex: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := Decode(b.Bytes(), DecodeLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := []byte{9, 8, 7}
+	var want []byte
+	for i := range 8 {
+		if i == 1 {
+			want = append(want, 200, 100, 0)
+		} else {
+			want = append(want, bg...)
+		}
+	}
+	if diff := cmp.Diff(&RGB{Width: 4, Height: 2, Pix: want}, got); diff != "" {
+		t.Errorf("decoded (-want +got):\n%s", diff)
+	}
+}
