@@ -63,9 +63,10 @@ var (
 // byte. The header is read first and an image wider, taller or larger than
 // the limit is refused before its pixels are allocated.
 //
-// PNG, GIF and lossless WebP are bit-exact with stb_image; JPEG goes
-// through Go's decoder, whose IDCT and chroma upsampling differ from
-// stb_image's by a few levels per pixel.
+// PNG and GIF are bit-exact with stb_image; JPEG goes through Go's
+// decoder, whose IDCT and chroma upsampling differ from stb_image's by a
+// few levels per pixel. stb_image has no WebP decoder; lossless WebP is
+// exact by construction.
 func Decode(data []byte, lim DecodeLimits) (*RGB, string, error) {
 	maxPixels := lim.MaxPixels
 	if maxPixels <= 0 {

@@ -46,6 +46,19 @@ func smallPNG(t testing.TB) []byte {
 	return encodePNG(t, img)
 }
 
+// tinyWebP is a 1x1 lossless WebP (VP8L) image.
+const tinyWebP = "RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00\x2f\x00\x00\x00\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00"
+
+func TestDecodeWebP(t *testing.T) {
+	img, format, err := Decode([]byte(tinyWebP), DecodeLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([3]any{"webp", 1, 1}, [3]any{format, img.Width, img.Height}); diff != "" {
+		t.Errorf("format, width, height (-want +got):\n%s", diff)
+	}
+}
+
 func TestDecodeRefusesBadImages(t *testing.T) {
 	ok := smallPNG(t)
 	gifBomb := []byte("GIF89a\xff\xff\xff\xff\x00\x00\x00;")
@@ -60,6 +73,7 @@ func TestDecodeRefusesBadImages(t *testing.T) {
 		{"BMP is not supported", append([]byte("BM"), make([]byte, 60)...), DecodeLimits{}, ErrUnsupportedFormat},
 		{"a PNG signature followed by garbage", append([]byte(pngSignature), "garbage garbage garbage"...), DecodeLimits{}, ErrCorrupt},
 		{"a truncated PNG", ok[:len(ok)-20], DecodeLimits{}, ErrCorrupt},
+		{"a truncated WebP", []byte(tinyWebP[:len(tinyWebP)-6]), DecodeLimits{}, ErrCorrupt},
 		{"a PNG with a bad pixel CRC", corruptLastChunk(ok), DecodeLimits{}, ErrCorrupt},
 		{"a zero-width PNG", withPNGSize(t, ok, 0, 3), DecodeLimits{}, ErrEmptyImage},
 		{"a zero-height PNG", withPNGSize(t, ok, 4, 0), DecodeLimits{}, ErrEmptyImage},
@@ -174,7 +188,7 @@ func FuzzPreprocess(f *testing.F) {
 	f.Add(withPNGSize(f, smallPNG(f), 20000, 20000))
 	f.Add(withPNGSize(f, smallPNG(f), 0, 3))
 	f.Add([]byte("GIF89a\x02\x00\x01\x00\x00\x00\x00;"))
-	f.Add([]byte("RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00\x2f\x00\x00\x00\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00"))
+	f.Add([]byte(tinyWebP))
 	f.Add([]byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00"))
 	if names, err := filepath.Glob(filepath.Join(goldenDir, "images", "*.png")); err == nil {
 		for _, n := range names {
