@@ -61,7 +61,9 @@ var (
 // RGB the way stb_image does with 3 requested channels: alpha is dropped
 // (not composited), grey is replicated, 16-bit samples keep their high
 // byte. The header is read first and an image wider, taller or larger than
-// the limit is refused before its pixels are allocated.
+// the limit is refused before its pixels are allocated. It returns the image
+// and the format's name ("png", "jpeg", "gif" or "webp"); every error wraps
+// one of ErrUnsupportedFormat, ErrEmptyImage, ErrTooLarge or ErrCorrupt.
 //
 // PNG and GIF are bit-exact with stb_image; JPEG goes through Go's
 // decoder, whose IDCT and chroma upsampling differ from stb_image's by a

@@ -133,6 +133,8 @@ func ReadConfig(f *weights.File) (*Config, error) {
 		return nil, fail("clip.vision.embedding_length %d is not a multiple of clip.vision.attention.head_count %d", c.Width, c.Heads)
 	case c.HeadDim()%4 != 0:
 		return nil, fail("head width %d is not a multiple of 4, as the 2-D rotary embedding needs", c.HeadDim())
+	case c.PatchSize*c.SpatialMerge > maxFactor:
+		return nil, fail("clip.vision.patch_size %d x clip.vision.spatial_merge_size %d is above %d pixels", c.PatchSize, c.SpatialMerge, maxFactor)
 	case c.ImageSize%c.PatchSize != 0:
 		return nil, fail("clip.vision.image_size %d is not a multiple of clip.vision.patch_size %d", c.ImageSize, c.PatchSize)
 	}
@@ -141,6 +143,10 @@ func ReadConfig(f *weights.File) (*Config, error) {
 	}
 	return c, nil
 }
+
+// maxFactor bounds a token's side in pixels (patch x merge; 32 for
+// Qwen3-VL) so that the resize budget's pixel counts cannot overflow.
+const maxFactor = 4096
 
 // tensorSpec is one tensor the tower reads, with its shape in ggml order
 // (Shape[0] innermost, so a [out, in] matrix is {in, out}).

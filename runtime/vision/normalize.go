@@ -65,8 +65,11 @@ func PreprocessRGB(src *RGB, o Options) (*Preprocessed, error) {
 	if err := o.Budget.Validate(); err != nil {
 		return nil, err
 	}
-	if src.Width <= 0 || src.Height <= 0 || len(src.Pix) != 3*src.Width*src.Height {
-		return nil, fmt.Errorf("vision: %w: %dx%d with %d bytes", ErrEmptyImage, src.Width, src.Height, len(src.Pix))
+	if src.Width <= 0 || src.Height <= 0 {
+		return nil, fmt.Errorf("vision: %w: %dx%d", ErrEmptyImage, src.Width, src.Height)
+	}
+	if len(src.Pix) != 3*src.Width*src.Height {
+		return nil, fmt.Errorf("vision: %w: %dx%d RGB image holds %d bytes", ErrCorrupt, src.Width, src.Height, len(src.Pix))
 	}
 	w, h := o.Budget.Target(src.Width, src.Height)
 	img := Fit(src, w, h)
