@@ -129,7 +129,7 @@ func TestReadConfigRefusesBadFiles(t *testing.T) {
 			[]string{"edited.gguf", "layer_norm_epsilon"}},
 		{"deepstack layers", setKV("clip.vision.is_deepstack_layers", weights.Arr([]bool{false, true})),
 			[]string{"edited.gguf", "is_deepstack_layers", "deepstack"}},
-		{"a token side that would overflow the pixel budget", setKV("clip.vision.spatial_merge_size", weights.U32(1 << 19)),
+		{"a token side that would overflow the pixel budget", setKV("clip.vision.spatial_merge_size", weights.U32(1<<19)),
 			[]string{"edited.gguf", "spatial_merge_size", "above 4096"}},
 		{"heads that do not divide the width", setKV("clip.vision.attention.head_count", weights.U32(3)),
 			[]string{"edited.gguf", "head_count"}},
