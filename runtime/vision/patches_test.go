@@ -51,67 +51,28 @@ func TestDecoderPositionsMatchLlamaCpp(t *testing.T) {
 const towerInputTolerance = 5e-6
 
 // TestPatchAndPositionEmbeddingMatchLlamaCpp runs the tower's first stage
-// on the host from PatchRows and PositionEmbeddings: both temporal halves
-// of the patch kernel rounded to fp16 (ggml's F16 im2col), F32
-// accumulation, bias, then the interpolated position table, and compares
-// the statistics with llama.cpp's inp_pos_emb.
+// on the host from PatchRows and PositionEmbeddings (hostTower.embed) and
+// compares the statistics with llama.cpp's inp_pos_emb.
 func TestPatchAndPositionEmbeddingMatchLlamaCpp(t *testing.T) {
-	f := openModel(t, "tiny-qwen35-mmproj-f32.gguf")
-	cfg, err := ReadConfig(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tensor := func(name string) []float32 {
-		tn, err := f.Tensor(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := tn.Float32s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	k0, k1 := tensor("v.patch_embd.weight"), tensor("v.patch_embd.weight.1")
-	RoundToHalf(k0)
-	RoundToHalf(k1)
-	bias, table := tensor("v.patch_embd.bias"), tensor("v.position_embd.weight")
-	width, cols := cfg.Width, 3*cfg.PatchSize*cfg.PatchSize
-
+	tw := newHostTower(t)
 	for _, g := range goldenImages(t) {
 		t.Run(g.Image, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join(goldenDir, "images", g.Image))
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Preprocess(data, cfg.Options(DecodeLimits{}))
+			p, err := Preprocess(data, tw.cfg.Options(DecodeLimits{}))
 			if err != nil {
 				t.Fatal(err)
-			}
-			l := LayoutOf(p, cfg.PatchSize, cfg.SpatialMerge)
-			rows := l.PatchRows(p)
-			pos := l.PositionEmbeddings(table, cfg.PositionGrid(), width)
-			out := make([]float32, l.Patches()*width) // [patches, width]
-			for i := range l.Patches() {
-				row := rows[i*cols : (i+1)*cols]
-				for o := range width {
-					var a, b float32
-					for j, x := range row {
-						a += k0[o*cols+j] * x
-						b += k1[o*cols+j] * x
-					}
-					out[i*width+o] = a + b + bias[o] + pos[i*width+o]
-				}
 			}
 			want, ok := g.Tower["inp_pos_emb"]
 			if !ok {
 				t.Fatal("golden has no tower.inp_pos_emb")
 			}
-			got := statsOf(out)
 			near := cmp.Comparer(func(a, b float64) bool {
 				return math.Abs(a-b) <= towerInputTolerance*max(1, math.Abs(a), math.Abs(b))
 			})
-			if diff := cmp.Diff(want, got, near); diff != "" {
+			if diff := cmp.Diff(want, statsOf(tw.embed(p)), near); diff != "" {
 				t.Errorf("patch + position embedding (-llama.cpp +ours):\n%s", diff)
 			}
 		})
