@@ -29,14 +29,19 @@ type goldenStats struct {
 }
 
 type goldenImage struct {
-	Image        string                 `json:"image"`
-	NTokens      int                    `json:"n_tokens"`
-	NPos         int                    `json:"n_pos"`
-	GridTokens   [2]int                 `json:"grid_tokens"`
-	PosStart     int                    `json:"pos_start"`
-	DecoderPos   [][4]int32             `json:"decoder_pos_t_y_x_z"`
-	Tower        map[string]goldenStats `json:"tower"`
-	Preprocessed struct {
+	Image      string                 `json:"image"`
+	NTokens    int                    `json:"n_tokens"`
+	NPos       int                    `json:"n_pos"`
+	GridTokens [2]int                 `json:"grid_tokens"`
+	PosStart   int                    `json:"pos_start"`
+	DecoderPos [][4]int32             `json:"decoder_pos_t_y_x_z"`
+	Tower      map[string]goldenStats `json:"tower"`
+	// The projector output: statistics, the first 8 values of the first
+	// and of the last image token.
+	EmbdStats     goldenStats `json:"embd_stats"`
+	First8        []float64   `json:"embd_first8"`
+	LastRowFirst8 []float64   `json:"embd_last_row_first8"`
+	Preprocessed  struct {
 		Width        int         `json:"width"`
 		Height       int         `json:"height"`
 		Resized      bool        `json:"resized"`

@@ -241,11 +241,11 @@ const towerTolerance = 2e-3
 func TestHostTowerMatchesLlamaCpp(t *testing.T) {
 	tw := newHostTower(t)
 	cfg := tw.cfg
-	golden := towerGolden(t)
+	full := goldenEmbeddings(t)
 	near := cmp.Comparer(func(a, b float64) bool {
 		return math.Abs(a-b) <= towerTolerance*max(1, math.Abs(a), math.Abs(b))
 	})
-	for _, g := range golden.images {
+	for _, g := range goldenImages(t) {
 		t.Run(g.Image, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join(goldenDir, "images", g.Image))
 			if err != nil {
@@ -269,8 +269,8 @@ func TestHostTowerMatchesLlamaCpp(t *testing.T) {
 			if diff := cmp.Diff([2][]float64{g.First8, g.LastRowFirst8}, [2][]float64{first, last}, near); diff != "" {
 				t.Errorf("first 8 values of the first and last image token (-llama.cpp +ours):\n%s", diff)
 			}
-			if full, ok := golden.full[g.Image]; ok {
-				if diff := cmp.Diff(full, f64s(emb), near); diff != "" {
+			if values, ok := full[g.Image]; ok {
+				if diff := cmp.Diff(values, f64s(emb), near); diff != "" {
 					t.Errorf("image embeddings (-llama.cpp +ours):\n%s", diff)
 				}
 			}
@@ -286,31 +286,14 @@ func f64s(xs []float32) []float64 {
 	return out
 }
 
-type towerImage struct {
-	Image         string                 `json:"image"`
-	Tower         map[string]goldenStats `json:"tower"`
-	EmbdStats     goldenStats            `json:"embd_stats"`
-	First8        []float64              `json:"embd_first8"`
-	LastRowFirst8 []float64              `json:"embd_last_row_first8"`
-}
-
-type towerGoldens struct {
-	images []towerImage
-	full   map[string][]float64
-}
-
-func towerGolden(t *testing.T) towerGoldens {
+// goldenEmbeddings returns the golden's full projector outputs by image
+// ([n_tokens x n_embd] values, row-major).
+func goldenEmbeddings(t *testing.T) map[string][]float64 {
 	data, err := os.ReadFile(filepath.Join(goldenDir, "vision-tiny-qwen35.json"))
 	if err != nil {
 		t.Skipf("vision golden not available: %v", err)
 	}
 	var g struct {
-		Results []struct {
-			Chunks []struct {
-				Type string `json:"type"`
-				towerImage
-			} `json:"chunks"`
-		} `json:"results"`
 		Embeddings map[string]struct {
 			Values []float64 `json:"values"`
 		} `json:"image_embeddings"`
@@ -318,18 +301,12 @@ func towerGolden(t *testing.T) towerGoldens {
 	if err := json.Unmarshal(data, &g); err != nil {
 		t.Fatal(err)
 	}
-	out := towerGoldens{full: map[string][]float64{}}
-	seen := map[string]bool{}
-	for _, r := range g.Results {
-		for _, c := range r.Chunks {
-			if c.Type == "image" && !seen[c.Image] {
-				seen[c.Image] = true
-				out.images = append(out.images, c.towerImage)
-			}
-		}
-	}
+	out := map[string][]float64{}
 	for k, v := range g.Embeddings {
-		out.full[k] = v.Values
+		out[k] = v.Values
+	}
+	if len(out) == 0 {
+		t.Fatal("golden has no image_embeddings")
 	}
 	return out
 }
