@@ -105,6 +105,7 @@ fuzz t="30s":
     go test ./runtime/kv -run '^$' -fuzz FuzzCodecs -fuzztime {{t}}
     go test ./httpfront -run '^$' -fuzz FuzzDecode -fuzztime {{t}}
     go test ./runtime/vision -run '^$' -fuzz FuzzPreprocess -fuzztime {{t}} -fuzzminimizetime 10x
+    go test ./runtime/vision -run '^$' -fuzz FuzzParseImageURL -fuzztime {{t}}
 
 # CPU backend benchmarks (decode and prefill tokens/s on the bundled models).
 bench:
