@@ -11,6 +11,7 @@ package vision
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -85,7 +86,7 @@ func Decode(data []byte, lim DecodeLimits) (*RGB, string, error) {
 		if w, h, ok := pngSize(data); ok && (w == 0 || h == 0) {
 			return nil, "png", fmt.Errorf("decode png: %w: %dx%d", ErrEmptyImage, w, h)
 		}
-		return nil, "", fmt.Errorf("decode %s header: %w: %v", format, ErrCorrupt, err)
+		return nil, format, fmt.Errorf("decode %s header: %w: %v", cmp.Or(format, "image"), ErrCorrupt, err)
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 {
 		return nil, format, fmt.Errorf("decode %s: %w: %dx%d", format, ErrEmptyImage, cfg.Width, cfg.Height)
