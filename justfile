@@ -131,6 +131,9 @@ fuzz t="30s":
     go test ./httpfront -run '^$' -fuzz FuzzDecode -fuzztime {{t}}
     go test ./nodes/sample/grammar -run '^$' -fuzz '^FuzzParse$' -fuzztime {{t}}
     go test ./nodes/sample/grammar -run '^$' -fuzz '^FuzzSchema$' -fuzztime {{t}}
+    go test ./nodes/sample/grammar -run '^$' -fuzz '^FuzzRegex$' -fuzztime {{t}}
+    go test ./runtime/vision -run '^$' -fuzz FuzzPreprocess -fuzztime {{t}} -fuzzminimizetime 10x
+    go test ./runtime/vision -run '^$' -fuzz FuzzParseImageURL -fuzztime {{t}}
 
 # CPU backend benchmarks (decode and prefill tokens/s on the bundled models).
 bench:

@@ -1,0 +1,173 @@
+package vision
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ninfer/ninfer-go/runtime/tok"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// goldenChunk is a chunk of a vision golden result as the file states it.
+type goldenChunk struct {
+	Type       string  `json:"type"`
+	Text       string  `json:"text"`
+	Tokens     []int32 `json:"tokens"`
+	ImageIndex int     `json:"image_index"`
+	NTokens    int     `json:"n_tokens"`
+	GridTokens [2]int  `json:"grid_tokens"`
+	PosStart   int     `json:"pos_start"`
+	NPos       int     `json:"n_pos"`
+}
+
+// goldenMsg is an OpenAI chat message whose content is a string or a list
+// of text and image_url parts.
+type goldenMsg struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+func (m goldenMsg) parts(t *testing.T) []Part {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return []Part{{Text: s}}
+	}
+	var list []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(m.Content, &list); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]Part, len(list))
+	for i, p := range list {
+		out[i] = Part{Text: p.Text, Image: p.Type == "image_url"}
+	}
+	return out
+}
+
+// TestSplitPromptMatchesLlamaCpp renders every golden request's messages
+// (JoinContent, then the model's chat template) and compares the prompt,
+// then splits it with the tiny Qwen3.5-VL tokenizer and compares the chunks (texts, ids, image grids and
+// positions), the prompt token count and the first generated position.
+func TestSplitPromptMatchesLlamaCpp(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(goldenDir, "vision-tiny-qwen35.json"))
+	if err != nil {
+		t.Skipf("vision golden not available: %v", err)
+	}
+	var g struct {
+		Model   string `json:"model"`
+		Results []struct {
+			ID         string        `json:"id"`
+			Messages   []goldenMsg   `json:"request_messages"`
+			Prompt     string        `json:"prompt"`
+			NPromptTok int           `json:"n_prompt_tokens"`
+			NPromptPos int           `json:"n_prompt_pos"`
+			Chunks     []goldenChunk `json:"chunks"`
+		} `json:"results"`
+		MediaMarker string `json:"media_marker"`
+	}
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	if g.MediaMarker != MediaMarker {
+		t.Fatalf("golden media marker %q, want %q", g.MediaMarker, MediaMarker)
+	}
+	f, err := weights.Open(filepath.Join(modelsDir, g.Model))
+	if err != nil {
+		t.Skipf("model not available: %v", err)
+	}
+	defer f.Close()
+	tk, err := tok.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := tok.ChatTemplateFromGGUF(f, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range g.Results {
+		t.Run(r.ID, func(t *testing.T) {
+			msgs := make([]tok.Message, len(r.Messages))
+			for i, m := range r.Messages {
+				msgs[i] = tok.Message{Role: m.Role, Content: JoinContent(m.parts(t))}
+			}
+			rendered, err := tmpl.Render(msgs, tok.RenderOptions{AddGenerationPrompt: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rendered != r.Prompt {
+				t.Errorf("rendered prompt:\n got %q\nwant %q", rendered, r.Prompt)
+			}
+			var grids []Grid
+			for _, c := range r.Chunks {
+				if c.Type == "image" {
+					grids = append(grids, Grid{NX: c.GridTokens[0], NY: c.GridTokens[1]})
+				}
+			}
+			chunks, err := SplitPrompt(r.Prompt, grids, tk, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []goldenChunk
+			tokens := 0
+			for _, c := range chunks {
+				tokens += c.Len()
+				gc := goldenChunk{Type: "text", Text: c.Text, Tokens: c.Tokens, NTokens: c.Len(), PosStart: c.PosStart, NPos: c.NPos}
+				if c.Image >= 0 {
+					gc = goldenChunk{Type: "image", ImageIndex: c.Image, NTokens: c.Grid.Tokens(),
+						GridTokens: [2]int{c.Grid.NX, c.Grid.NY}, PosStart: c.PosStart, NPos: c.NPos}
+				}
+				got = append(got, gc)
+			}
+			if diff := cmp.Diff(r.Chunks, got); diff != "" {
+				t.Errorf("chunks (-llama.cpp +ours):\n%s", diff)
+			}
+			last := chunks[len(chunks)-1]
+			if diff := cmp.Diff([2]int{r.NPromptTok, r.NPromptPos}, [2]int{tokens, last.PosStart + last.NPos}); diff != "" {
+				t.Errorf("prompt tokens, first generated position (-llama.cpp +ours):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSplitPromptRefusesMarkerCountMismatch(t *testing.T) {
+	enc := encoderFunc(func(s string) []int32 { return []int32{int32(len(s))} })
+	prompt := "a" + MediaMarker + "b" + MediaMarker
+	_, err := SplitPrompt(prompt, []Grid{{3, 3}}, enc, false)
+	if err == nil || !strings.Contains(err.Error(), "2 image markers for 1 images") {
+		t.Errorf("SplitPrompt = %v, want an error naming both counts", err)
+	}
+}
+
+// encoderFunc adapts a function to Encoder for tests.
+type encoderFunc func(string) []int32
+
+func (f encoderFunc) Encode(s string, _, _ bool) []int32 { return f(s) }
+
+func TestJoinContentKeepsNewlinesAwayFromImages(t *testing.T) {
+	img, m := Part{Image: true}, MediaMarker
+	tests := []struct {
+		name  string
+		parts []Part
+		want  string
+	}{
+		{"text parts are joined by newlines", []Part{{Text: "a"}, {Text: "b"}}, "a\nb"},
+		{"an image then text", []Part{img, {Text: "a"}}, m + "a"},
+		{"text then an image", []Part{{Text: "a"}, img}, "a" + m},
+		{"text around an image", []Part{{Text: "a"}, img, {Text: "b"}, {Text: "c"}}, "a" + m + "b\nc"},
+		{"two images", []Part{img, img}, m + m},
+		{"nothing", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, JoinContent(tt.parts)); diff != "" {
+				t.Errorf("JoinContent (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
