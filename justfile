@@ -128,7 +128,10 @@ fuzz t="30s":
     go test ./runtime/tok -run '^$' -fuzz FuzzEncode -fuzztime {{t}}
     go test ./runtime/tok -run '^$' -fuzz FuzzParseHF -fuzztime {{t}}
     go test ./runtime/kv -run '^$' -fuzz FuzzCodecs -fuzztime {{t}}
-    go test ./httpfront -run '^$' -fuzz FuzzDecode -fuzztime {{t}}
+    go test ./httpfront -run '^$' -fuzz '^FuzzDecode$' -fuzztime {{t}}
+    go test ./httpfront -run '^$' -fuzz '^FuzzDecodeMessages$' -fuzztime {{t}}
+    go test ./httpfront -run '^$' -fuzz '^FuzzReplyParsers$' -fuzztime {{t}}
+    go test ./runtime/compile -run '^$' -fuzz '^FuzzCompile$' -fuzztime {{t}}
     go test ./nodes/sample/grammar -run '^$' -fuzz '^FuzzParse$' -fuzztime {{t}}
     go test ./nodes/sample/grammar -run '^$' -fuzz '^FuzzSchema$' -fuzztime {{t}}
     go test ./nodes/sample/grammar -run '^$' -fuzz '^FuzzRegex$' -fuzztime {{t}}
