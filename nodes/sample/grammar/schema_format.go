@@ -8,7 +8,7 @@ var formatPatterns = map[string]string{
 	"date":      `^` + datePattern + `$`,
 	"time":      `^` + timePattern + `$`,
 	"date-time": `^` + datePattern + `T` + timePattern + `$`,
-	"email":     `^[A-Za-z0-9_+-]{1,20}(\.[A-Za-z0-9_+-]{1,20}){0,2}@` + hostnamePattern + `$`,
+	"email":     `^[A-Za-z0-9_+-]{1,20}(\.[A-Za-z0-9_+-]{1,20}){0,2}@` + emailDomainPattern + `$`,
 	"hostname":  `^` + hostnamePattern + `$`,
 	"ipv4":      `^` + ipv4Pattern + `$`,
 	"ipv6":      `^(` + hex16 + `(:` + hex16 + `){7}|::|::(` + hex16 + `:){0,6}` + hex16 + `|(` + hex16 + `:){1,7}:)$`,
@@ -29,9 +29,13 @@ const (
 	timePattern     = `([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])`
 	hostLabel       = `[A-Za-z0-9]([A-Za-z0-9-]{0,60}[A-Za-z0-9])?`
 	hostnamePattern = hostLabel + `(\.` + hostLabel + `){0,3}`
-	ipv4Octet       = `(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])`
-	ipv4Pattern     = ipv4Octet + `(\.` + ipv4Octet + `){3}`
-	hex16           = `[0-9a-fA-F]{1,4}`
+	// An address is at most 254 octets (RFC 5321): 62 before the '@' and
+	// labels of at most 30 after it.
+	emailDomainLabel   = `[A-Za-z0-9]([A-Za-z0-9-]{0,28}[A-Za-z0-9])?`
+	emailDomainPattern = emailDomainLabel + `(\.` + emailDomainLabel + `){0,3}`
+	ipv4Octet          = `(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])`
+	ipv4Pattern        = ipv4Octet + `(\.` + ipv4Octet + `){3}`
+	hex16              = `[0-9a-fA-F]{1,4}`
 )
 
 // assertedFormats are formats that validators check (and the compiler

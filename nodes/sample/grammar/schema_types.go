@@ -84,7 +84,7 @@ func (c *schemaCompiler) stringRule(o *object, at string) (string, error) {
 	if f, ok := o.vals["format"].(string); ok {
 		switch p, known := formatPatterns[f]; {
 		case known && hasPattern:
-			return "", fmt.Errorf("schema%s: keyword \"format\" together with \"pattern\" is not supported", at)
+			return c.patternAndFormat(pattern, f, lo, hi, hasHi, at)
 		case known:
 			pattern, hasPattern, keyword = p, true, "format"
 		case assertedFormats[f]:
