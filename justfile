@@ -35,6 +35,7 @@ test: build
     go test -race -count=1 ./runtime/engine ./httpfront
     {{just_executable()}} sdk
     {{just_executable()}} anthropic-sdk
+    {{just_executable()}} frameworks
     {{just_executable()}} webui-test
     {{just_executable()}} prometheus-test
 
@@ -46,6 +47,12 @@ sdk: build
 # live `ninfer serve`: /v1/messages, its stream, tools, thinking and count_tokens.
 anthropic-sdk: build
     cd suites/anthropic-sdk && npm ci --no-audit --no-fund --loglevel=error && NINFER={{bin}} MODEL={{models}}/tiny-qwen3-f32.gguf npm test
+
+# Agent frameworks (OpenAI Agents SDK, Vercel AI SDK, LangChain JS; pinned in
+# suites/frameworks/package-lock.json) with zod schemas against a live `ninfer serve`:
+# structured output and forced tool calls that zod validates.
+frameworks: build
+    cd suites/frameworks && npm ci --no-audit --no-fund --loglevel=error && NINFER={{bin}} MODEL={{models}}/tiny-qwen3-f32.gguf npm test
 
 # The built-in web UI in headless Chromium (Debian's chromium, or $CHROMIUM) against a live `ninfer serve`:
 # key prompt, streaming chat, stop, live figures, the drawn plan, no console error, no request off the server.
