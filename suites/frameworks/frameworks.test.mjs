@@ -93,10 +93,13 @@ function checkPerson(schema, v) {
   return p;
 }
 
-test('OpenAI Agents SDK: outputType and a forced tool call', async () => {
+// Each framework on both of the OpenAI APIs it speaks.
+const apis = ['chat_completions', 'responses'];
+
+for (const api of apis) test(`OpenAI Agents SDK (${api}): outputType and a forced tool call`, async () => {
   setTracingDisabled(true);
   setDefaultOpenAIClient(new OpenAI({ baseURL, apiKey, maxRetries: 0 }));
-  setOpenAIAPI('chat_completions');
+  setOpenAIAPI(api);
   const writer = new Agent({ name: 'writer', instructions: 'Describe people.', model, outputType: StrictPerson,
     modelSettings: { maxTokens, temperature: 1 } });
   for (let i = 0; i < 2; i++) {
@@ -115,16 +118,16 @@ test('OpenAI Agents SDK: outputType and a forced tool call', async () => {
   for (const person of saved) checkPerson(StrictPerson, person);
 });
 
-test('Vercel AI SDK: generateObject and a forced tool call', async () => {
+for (const api of apis) test(`Vercel AI SDK (${api}): generateObject and a forced tool call`, async () => {
   const openai = createOpenAI({ baseURL, apiKey });
-  const chat = openai.chat(model);
+  const llm = api === 'responses' ? openai.responses(model) : openai.chat(model);
   for (const seed of [1, 2]) {
-    const { object } = await generateObject({ model: chat, schema: Person, prompt, maxOutputTokens: maxTokens, temperature: 1, seed, maxRetries: 0 });
+    const { object } = await generateObject({ model: llm, schema: Person, prompt, maxOutputTokens: maxTokens, temperature: 1, seed, maxRetries: 0 });
     checkPerson(Person, object);
   }
 
   for (const toolChoice of ['required', { type: 'tool', toolName: 'save_person' }]) {
-    const r = await generateText({ model: chat, prompt, maxOutputTokens: maxTokens, temperature: 1, maxRetries: 0, toolChoice,
+    const r = await generateText({ model: llm, prompt, maxOutputTokens: maxTokens, temperature: 1, maxRetries: 0, toolChoice,
       tools: { save_person: aiTool({ description: 'Save a person', inputSchema: Person }) } });
     assert.equal(r.finishReason, 'tool-calls');
     assert.ok(r.toolCalls.length >= 1); // a forced call may come with parallel ones
@@ -135,8 +138,9 @@ test('Vercel AI SDK: generateObject and a forced tool call', async () => {
   }
 });
 
-test('LangChain: withStructuredOutput and a forced tool call', async () => {
-  const llm = new ChatOpenAI({ model, apiKey, configuration: { baseURL }, maxTokens, temperature: 1, maxRetries: 0 });
+for (const api of apis) test(`LangChain (${api}): withStructuredOutput and a forced tool call`, async () => {
+  const llm = new ChatOpenAI({ model, apiKey, configuration: { baseURL }, maxTokens, temperature: 1, maxRetries: 0,
+    useResponsesApi: api === 'responses' });
   for (const method of ['jsonSchema', 'functionCalling']) {
     const out = await llm.withStructuredOutput(Person, { name: 'person', method }).invoke(prompt);
     checkPerson(Person, out);
