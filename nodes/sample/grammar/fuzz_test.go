@@ -76,6 +76,7 @@ func FuzzSchema(f *testing.F) {
 		`{"type":"number","exclusiveMinimum":0,"maximum":10,"multipleOf":0.5}`,
 		`{"type":"string","pattern":"^(?:[a-z]{2,}|\\d+)-x?$","maxLength":9}`,
 		`{"type":"string","format":"date-time"}`,
+		`{"type":"string","format":"email","pattern":"^[a-z]+(?:\\.[a-z]+)*@x\\.[a-z]{2,}$","maxLength":30}`,
 		`{"allOf":[{"$ref":"#/$defs/a"},{"required":["x"]}],"$defs":{"a":{"properties":{"x":{"const":1}}}}}`,
 		`{"oneOf":[{"required":["a"]},{"required":["b"]}],"properties":{"a":{},"b":{}},"not":{"type":"array"}}`,
 		`{"if":{"properties":{"k":{"const":1}}},"then":{"required":["k"]},"minProperties":1,"maxProperties":2,"properties":{"k":{},"j":{}}}`,

@@ -13,10 +13,12 @@ import (
 // and a string is whole when every automaton accepts.
 
 // Limits on the automata, so that a schema cannot make compilation
-// arbitrarily slow: states of one pattern's automaton, and of the product.
+// arbitrarily slow: states of one pattern's automaton and of the product,
+// and the code point edges the product's states try.
 const (
 	maxPatternStates = 4096
 	maxProductStates = 8192
+	maxProductMoves  = 1 << 18
 )
 
 // jsonWritable are the code points a JSON string can hold (gbnfClass
@@ -29,6 +31,12 @@ type nfa struct {
 	edges [][]nfaEdge // by state
 	eps   [][]int     // by state
 	final int
+	moved map[int]nfaMoves // moves' results by state
+}
+
+type nfaMoves struct {
+	edges []nfaEdge
+	final bool
 }
 
 type nfaEdge struct {
@@ -157,10 +165,17 @@ func (n *nfa) closure(s int) []int {
 // moves are the code point edges out of s's closure, and whether the
 // closure accepts.
 func (n *nfa) moves(s int) (edges []nfaEdge, final bool) {
+	if m, ok := n.moved[s]; ok {
+		return m.edges, m.final
+	}
 	for _, c := range n.closure(s) {
 		edges = append(edges, n.edges[c]...)
 		final = final || c == n.final
 	}
+	if n.moved == nil {
+		n.moved = map[int]nfaMoves{}
+	}
+	n.moved[s] = nfaMoves{edges, final}
 	return edges, final
 }
 
@@ -206,6 +221,7 @@ func (c *schemaCompiler) productGBNF(hint string, res []*regex) (name string, ok
 		return "", false, err
 	}
 	var nodes []node
+	moves := 0
 	for i := 0; i < len(tuples); i++ {
 		nd := node{edges: map[int][]rng{}, final: true}
 		// paths: the code points read so far and the states reached,
@@ -220,6 +236,9 @@ func (c *schemaCompiler) productGBNF(hint string, res []*regex) (name string, ok
 			nd.final = nd.final && final
 			var next []path
 			for _, p := range paths {
+				if moves += len(edges); moves > maxProductMoves {
+					return "", false, fmt.Errorf("the patterns' joint automaton has more than %d moves", maxProductMoves)
+				}
 				for _, e := range edges {
 					if set := intersect(p.set, e.set); len(set) > 0 {
 						next = append(next, path{set, append(slices.Clone(p.to), e.to)})
@@ -233,7 +252,10 @@ func (c *schemaCompiler) productGBNF(hint string, res []*regex) (name string, ok
 			if err != nil {
 				return "", false, err
 			}
-			nd.edges[to] = normalize(append(nd.edges[to], p.set...))
+			nd.edges[to] = append(nd.edges[to], p.set...)
+		}
+		for to, set := range nd.edges {
+			nd.edges[to] = normalize(set)
 		}
 		nodes = append(nodes, nd)
 	}

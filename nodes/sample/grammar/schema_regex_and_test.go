@@ -66,6 +66,7 @@ func TestSchemaFormatAndPatternErrors(t *testing.T) {
 		{`{"type":"string","format":"uuid","pattern":"^x"}`, `no string`},
 		{`{"type":"string","format":"uuid","pattern":"(?=a)"}`, `"pattern"`},
 		{`{"type":"string","format":"email","pattern":"^(a{1000}){1000}$"}`, `states`},
+		{`{"type":"string","format":"email","pattern":"^` + strings.Repeat(".*", 22) + `$","maxLength":1000}`, `joint automaton`},
 	} {
 		if _, err := FromSchema(json.RawMessage(tc.schema)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("FromSchema(%s) = %v, want an error with %s", tc.schema, err, tc.want)
