@@ -40,7 +40,8 @@ var costlySchemas = []struct{ name, schema string }{
 }
 
 // streamMeanwhile sends short streams to s one after another until ctx
-// ends, counting the events received; it returns once the first arrived.
+// ends (long contexts would grow the engine's buffers for later tests),
+// counting the events received; it returns once the first arrived.
 func streamMeanwhile(t *testing.T, ctx context.Context, s *server) *atomic.Int64 {
 	var received atomic.Int64
 	streaming := make(chan struct{})

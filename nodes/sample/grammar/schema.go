@@ -991,8 +991,11 @@ func (c *schemaCompiler) discriminated(a, b *object) bool {
 // forbiddable is a property b requires that a does not, so that a's
 // output can leave it out.
 func (c *schemaCompiler) forbiddable(a, b *object) (string, bool) {
-	req := stringList(a.vals["required"])
-	for _, p := range stringList(b.vals["required"]) {
+	req, other := stringList(a.vals["required"]), stringList(b.vals["required"])
+	if !c.work.reserve(1 + len(req)*len(other)) {
+		return "", false
+	}
+	for _, p := range other {
 		if !slices.Contains(req, p) {
 			return p, true
 		}

@@ -295,9 +295,13 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 			}
 		}
 	}
+	depsSize := len(deps) // a pass's work
+	for _, ds := range deps {
+		depsSize += len(ds)
+	}
 	for changed := true; changed; {
 		changed = false
-		if err := c.spend(1+len(deps), at); err != nil {
+		if err := c.spend(1+depsSize, at); err != nil {
 			return "", err
 		}
 		for k, ds := range deps {
@@ -325,6 +329,9 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 			continue
 		}
 		members = append(members, member{name: k, required: required[k]})
+	}
+	if err := c.spend(len(required)*(1+len(forbid)), at); err != nil {
+		return "", err
 	}
 	for _, k := range slices.Sorted(mapKeys(required)) {
 		if slices.Contains(forbid, k) {
