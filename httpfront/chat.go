@@ -15,7 +15,7 @@ import (
 // chat serves /v1/chat/completions.
 func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
 	received := time.Now()
-	r, e := DecodeChat(ctx.PostBody(), DecodeOptions{Strict: s.cfg.StrictFields})
+	r, e := DecodeChat(ctx.PostBody(), s.decodeOptions(ctx))
 	var prompt []int32
 	if e == nil {
 		prompt, e = prepareChat(m, r)
@@ -54,7 +54,7 @@ func prepareChat(m *Model, r *ChatRequest) ([]int32, *Error) {
 		r.Params.SingleToolCall = !r.ParallelToolCalls
 	}
 	if r.ToolChoice == "required" || r.ToolChoice == "function" {
-		if r.Params.Constraint, e = toolCallGrammar(r.Tools, r.ToolName, r.Params.ToolFormat, r.ParallelToolCalls); e != nil {
+		if r.Params.Constraint, e = toolCallGrammar(r.Tools, r.ToolName, r.Params.ToolFormat, r.ParallelToolCalls, r.Params.Interrupt); e != nil {
 			return nil, e
 		}
 		r.Params.ConstraintField = "tool_choice"
@@ -117,7 +117,7 @@ func checkTokenIDs(tk *tok.Tokenizer, p *Params) *Error {
 // completion serves /v1/completions.
 func (s *Server) completion(ctx *fasthttp.RequestCtx, m *Model) {
 	received := time.Now()
-	r, e := DecodeCompletion(ctx.PostBody(), DecodeOptions{Strict: s.cfg.StrictFields})
+	r, e := DecodeCompletion(ctx.PostBody(), s.decodeOptions(ctx))
 	if e == nil && r.Model != m.ID {
 		e = unknownModel(r.Model)
 	}
@@ -156,9 +156,9 @@ func compileParams(p *Params) (*grammar.Grammar, *Error) {
 	if p.Constraint == "" {
 		return nil, nil
 	}
-	g, e := compileConstraint(withThinking(p.Constraint, p.Reasoning), p.ConstraintField)
+	g, e := compileConstraint(withThinking(p.Constraint, p.Reasoning), p.ConstraintField, p.Interrupt)
 	if e != nil && p.Reasoning != ReasoningOff {
-		if _, own := compileConstraint(p.Constraint, p.ConstraintField); own != nil {
+		if _, own := compileConstraint(p.Constraint, p.ConstraintField, p.Interrupt); own != nil {
 			return nil, own
 		}
 	}

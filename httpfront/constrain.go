@@ -10,6 +10,9 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/ninfer/ninfer-go/nodes/sample/grammar"
 	"github.com/ninfer/ninfer-go/runtime/tok"
@@ -20,8 +23,9 @@ import (
 var constraintFields = []string{"response_format", "grammar", "json_schema", "guided_json", "guided_grammar", "guided_choice"}
 
 // constraintOf reads the request's output constraint as GBNF: "" when it
-// has none (or response_format text).
-func constraintOf(f fields) (src, field string, e *Error) {
+// has none (or response_format text). A JSON Schema compiles under a
+// grammar.Work of grammar.MaxSchemaWork units that polls interrupt.
+func constraintOf(f fields, interrupt func() error) (src, field string, e *Error) {
 	var set []string
 	for _, k := range constraintFields {
 		if f.has(k) {
@@ -36,9 +40,13 @@ func constraintOf(f fields) (src, field string, e *Error) {
 	}
 	field = set[0]
 	schema := func(param string, raw json.RawMessage) (string, string, *Error) {
-		g, err := grammar.FromSchema(raw)
+		var g string
+		err := withCompileSlot(interrupt, func(w *grammar.Work) (err error) {
+			g, err = grammar.FromSchemaWork(raw, w)
+			return err
+		})
 		if err != nil {
-			return "", "", badParam(param, "Invalid '%s': %v", param, err)
+			return "", "", schemaError(param, "Invalid '%s': %v", err)
 		}
 		return g, field, nil
 	}
@@ -106,18 +114,19 @@ func constraintOf(f fields) (src, field string, e *Error) {
 // request's handler, never on the engine's goroutine, one compilation per
 // compileSlots at a time: a large constraint makes its own request wait,
 // not the others.
-func compileConstraint(src, field string) (*grammar.Grammar, *Error) {
+func compileConstraint(src, field string, interrupt func() error) (*grammar.Grammar, *Error) {
 	compiledMu.Lock()
 	g, ok := compiled[src]
 	compiledMu.Unlock()
 	if ok {
 		return g, nil
 	}
-	compileSlots <- struct{}{}
-	g, err := grammar.Parse(src)
-	<-compileSlots
+	err := withCompileSlot(interrupt, func(w *grammar.Work) (err error) {
+		g, err = grammar.ParseWork(src, w)
+		return err
+	})
 	if err != nil { // a GBNF error, a schema that recurses before any output, a size limit
-		return nil, badParam(field, "Invalid '%s': %v", field, err)
+		return nil, schemaError(field, "Invalid '%s': %v", err)
 	}
 	compiledMu.Lock()
 	if compiledSize += g.Size(); len(compiled) >= maxSharedGrammars || compiledSize > maxCompiledSymbols {
@@ -132,6 +141,84 @@ func compileConstraint(src, field string) (*grammar.Grammar, *Error) {
 // compileSlots bounds the constraint compilations (and first masks) that
 // run at once, so that large ones leave CPU to the engine.
 var compileSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
+
+// withCompileSlot runs compile holding one of compileSlots, with a Work
+// of grammar.MaxSchemaWork units that polls interrupt (nil: never). It
+// waits for the slot until interrupt reports an error (polled every
+// peerPollInterval), and then returns that error.
+func withCompileSlot(interrupt func() error, compile func(w *grammar.Work) error) error {
+	if interrupt == nil {
+		interrupt = func() error { return nil }
+	}
+	select {
+	case compileSlots <- struct{}{}:
+	default:
+		t := time.NewTicker(peerPollInterval)
+		defer t.Stop()
+	wait:
+		for {
+			select {
+			case compileSlots <- struct{}{}:
+				break wait
+			case <-t.C:
+				if err := interrupt(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	defer func() { <-compileSlots }()
+	return compile(&grammar.Work{Limit: grammar.MaxSchemaWork, Interrupt: interrupt})
+}
+
+// interrupted is the error a request's compile Interrupt stops its
+// compilation with: the request's answer.
+type interrupted struct{ e *Error }
+
+func (i interrupted) Error() string { return i.e.Message }
+
+// decodeOptions are the DecodeOptions of the request ctx: its constraint
+// compiles until the request's deadline (--timeout after it arrived: 504),
+// the server's shutdown (once Shutdown's drain ends: 503), or its client
+// leaving (polled every peerPollInterval: 499).
+func (s *Server) decodeOptions(ctx *fasthttp.RequestCtx) DecodeOptions {
+	deadline := ctx.Time().Add(s.cfg.Timeout)
+	conn := ctx.Conn()
+	var polled time.Time
+	interrupt := func() error {
+		now := time.Now()
+		switch {
+		case s.generations.Err() != nil:
+			return interrupted{&Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down", Message: "The server is shutting down."}}
+		case s.cfg.Timeout > 0 && now.After(deadline):
+			return interrupted{&Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded", Message: "The request exceeded the server's deadline."}}
+		case conn != nil && now.Sub(polled) >= peerPollInterval:
+			polled = now
+			if closed, _ := peerClosed(conn); closed {
+				return interrupted{&Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: "The client closed the connection."}}
+			}
+		}
+		return nil
+	}
+	return DecodeOptions{Strict: s.cfg.StrictFields, Interrupt: interrupt}
+}
+
+// schemaError is the answer to a constraint that failed to compile
+// (format has a %s for param and a %v for err): the interrupt's answer
+// when interrupted, a 400 constraint_too_complex past the Work's limit,
+// else a 400 naming param.
+func schemaError(param, format string, err error) *Error {
+	var in interrupted
+	switch {
+	case errors.As(err, &in):
+		return in.e
+	case errors.Is(err, grammar.ErrSchemaTooComplex) || errors.Is(err, grammar.ErrWorkLimit):
+		e := badParam(param, format, param, err)
+		e.Code = "constraint_too_complex"
+		return e
+	}
+	return badParam(param, format, param, err)
+}
 
 // thinkPrefix is the GBNF of the reasoning a thinking template's reply
 // may start with, before the constrained part: the constraint starts
@@ -208,7 +295,7 @@ func isIdentByte(c byte) bool {
 // only the named one), in format: the call markup with the function's
 // name and arguments valid against its parameters schema; several calls
 // when parallel.
-func toolCallGrammar(raw json.RawMessage, only, format string, parallel bool) (string, *Error) {
+func toolCallGrammar(raw json.RawMessage, only, format string, parallel bool, interrupt func() error) (string, *Error) {
 	var tools []struct {
 		Function struct {
 			Name       string          `json:"name"`
@@ -226,9 +313,13 @@ func toolCallGrammar(raw json.RawMessage, only, format string, parallel bool) (s
 		}
 		args := "object"
 		if len(t.Function.Parameters) > 0 {
-			name, rules, err := grammar.SchemaRules(t.Function.Parameters, fmt.Sprintf("t%d-", i))
+			var name, rules string
+			err := withCompileSlot(interrupt, func(w *grammar.Work) (err error) {
+				name, rules, err = grammar.SchemaRulesWork(t.Function.Parameters, fmt.Sprintf("t%d-", i), w)
+				return err
+			})
 			if err != nil {
-				return "", badParam(fmt.Sprintf("tools[%d].function.parameters", i), "Invalid 'tools[%d].function.parameters' for a forced call: %v", i, err)
+				return "", schemaError(fmt.Sprintf("tools[%d].function.parameters", i), "Invalid '%s' for a forced call: %v", err)
 			}
 			args = name
 			b.WriteString(rules)

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,38 +335,7 @@ func TestLargeConstraintsCompileOffTheEngine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			// The other client sends short streams one after another (long
-			// contexts would grow the engine's buffers for later tests).
-			var received atomic.Int64
-			streaming := make(chan struct{})
-			var started sync.Once
-			go func() {
-				defer started.Do(func() { close(streaming) })
-				for ctx.Err() == nil {
-					req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions",
-						strings.NewReader(`{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":64,"ignore_eos":true,"stream":true}`))
-					req.Header.Set("Content-Type", "application/json")
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil || resp.StatusCode != 200 {
-						if ctx.Err() == nil {
-							t.Errorf("the concurrent stream: %v %v", err, resp)
-						}
-						return
-					}
-					br := bufio.NewReader(resp.Body)
-					for {
-						line, err := br.ReadString('\n')
-						if err != nil {
-							break
-						}
-						if strings.HasPrefix(line, "data: ") && received.Add(1) == 1 {
-							started.Do(func() { close(streaming) })
-						}
-					}
-					resp.Body.Close()
-				}
-			}()
-			<-streaming
+			received := streamMeanwhile(t, ctx, s)
 			before := received.Load()
 			c := choices(s.completion(t, "/v1/completions", `{"model":"tiny-qwen3-f32","prompt":"x","max_tokens":20,"temperature":0,`+tc.field+`}`))[0]
 			during := received.Load() - before

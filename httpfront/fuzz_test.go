@@ -43,7 +43,7 @@ func FuzzDecode(f *testing.F) {
 		} else {
 			check(nil, e)
 		}
-		if _, p, e := decodeLlama(body, "m", false); e == nil {
+		if _, p, e := decodeLlama(body, "m", DecodeOptions{}); e == nil {
 			if p.N != 1 || p.Logprobs {
 				t.Fatalf("/completion accepted n=%d logprobs=%v", p.N, p.Logprobs)
 			}

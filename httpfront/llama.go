@@ -141,7 +141,7 @@ type llamaNextToken struct {
 
 // defaultParams are the generation parameters of a request that sets none.
 func defaultParams() Params {
-	p, _ := params(fields{}, false, false)
+	p, _ := params(fields{}, false, DecodeOptions{})
 	return p
 }
 
@@ -218,7 +218,7 @@ func (s *Server) applyTemplate(ctx *fasthttp.RequestCtx, m *Model) {
 	body, e := withModel(ctx.PostBody(), m.ID)
 	var r *ChatRequest
 	if e == nil {
-		r, e = DecodeChat(body, DecodeOptions{Strict: s.cfg.StrictFields})
+		r, e = DecodeChat(body, s.decodeOptions(ctx))
 	}
 	if e == nil && r.Model != m.ID {
 		e = unknownModel(r.Model)
@@ -260,7 +260,7 @@ func withModel(body []byte, id string) ([]byte, *Error) {
 func (s *Server) llamaCompletion(ctx *fasthttp.RequestCtx, m *Model, infill bool) {
 	received := time.Now()
 	a := &llamaAnswer{id: newID("cmpl-"), model: m.ID}
-	f, p, e := decodeLlama(ctx.PostBody(), m.ID, s.cfg.StrictFields)
+	f, p, e := decodeLlama(ctx.PostBody(), m.ID, s.decodeOptions(ctx))
 	if e == nil {
 		a.nPredict = f.has("n_predict") && !f.has("max_tokens")
 		e = checkTokenIDs(m.Tokenizer, &p)
@@ -287,7 +287,8 @@ func (s *Server) llamaCompletion(ctx *fasthttp.RequestCtx, m *Model, infill bool
 // decodeLlama parses and validates a /completion or /infill body for the
 // model named id ("model" may be left out): its fields (the prompt is read
 // from them) and its parameters, one choice without log-probabilities.
-func decodeLlama(body []byte, id string, strict bool) (fields, Params, *Error) {
+func decodeLlama(body []byte, id string, o DecodeOptions) (fields, Params, *Error) {
+	strict := o.Strict
 	body, e := withModel(body, id)
 	if e != nil {
 		return nil, Params{}, e
@@ -301,7 +302,7 @@ func decodeLlama(body []byte, id string, strict bool) (fields, Params, *Error) {
 	} else if named != id {
 		return nil, Params{}, unknownModel(named)
 	}
-	p, e := params(f, false, strict)
+	p, e := params(f, false, o)
 	switch {
 	case e != nil:
 		return nil, p, e

@@ -43,7 +43,7 @@ func (s *Server) countTokens(ctx *fasthttp.RequestCtx, m *Model) {
 // prepareMessages decodes a Messages body (count_tokens' when countOnly)
 // and renders its prompt, or answers the error and returns nil.
 func (s *Server) prepareMessages(ctx *fasthttp.RequestCtx, m *Model, countOnly bool) (*MessagesRequest, []int32) {
-	r, e := DecodeMessages(ctx.PostBody(), DecodeOptions{Strict: s.cfg.StrictFields}, countOnly)
+	r, e := DecodeMessages(ctx.PostBody(), s.decodeOptions(ctx), countOnly)
 	var prompt []int32
 	if e == nil {
 		prompt, e = prepareChat(m, r.Chat)

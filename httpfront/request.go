@@ -82,6 +82,9 @@ type Params struct {
 	Constraint      string
 	ConstraintField string
 	Grammar         *grammar.Grammar
+	// Interrupt is DecodeOptions.Interrupt: polled while the constraint
+	// compiles (nil: never).
+	Interrupt func() error
 }
 
 // ChatRequest is a validated /v1/chat/completions request.
@@ -131,6 +134,11 @@ type DecodeOptions struct {
 	// naming the field); by default they are ignored and each name is
 	// logged once per process, as vLLM does.
 	Strict bool
+	// Interrupt, when set, is polled while the request's constraint
+	// compiles (a JSON Schema to GBNF, GBNF to a grammar): an error of
+	// type interrupted stops the compilation, and the request fails
+	// with its Error.
+	Interrupt func() error
 }
 
 // field kinds: how a request field is handled.
@@ -285,7 +293,7 @@ func DecodeChat(body []byte, o DecodeOptions) (*ChatRequest, *Error) {
 	if r.Messages, e = messages(f, o.Strict); e != nil {
 		return nil, e
 	}
-	if r.Params, e = params(f, true, o.Strict); e != nil {
+	if r.Params, e = params(f, true, o); e != nil {
 		return nil, e
 	}
 	if e := f.decode("add_generation_prompt", "a boolean", &r.AddGenerationPrompt); e != nil {
@@ -348,7 +356,7 @@ func DecodeCompletion(body []byte, o DecodeOptions) (*CompletionRequest, *Error)
 	if r.Prompts, e = prompts(f); e != nil {
 		return nil, e
 	}
-	if r.Params, e = params(f, false, o.Strict); e != nil {
+	if r.Params, e = params(f, false, o); e != nil {
 		return nil, e
 	}
 	if e := f.decode("echo", "a boolean", &r.Echo); e != nil {
@@ -631,8 +639,9 @@ func checkPrompts(ps []Prompt) ([]Prompt, *Error) {
 
 // params reads the generation parameters; chat selects the chat
 // completions' logprobs form (bool + top_logprobs) over the legacy one (int).
-func params(f fields, chat, strict bool) (Params, *Error) {
-	p := Params{Temperature: 1, TopP: 1, Repetition: 1, N: 1, SkipSpecial: true}
+func params(f fields, chat bool, o DecodeOptions) (Params, *Error) {
+	strict := o.Strict
+	p := Params{Temperature: 1, TopP: 1, Repetition: 1, N: 1, SkipSpecial: true, Interrupt: o.Interrupt}
 	var e *Error
 	check := func(err *Error) {
 		if e == nil {
@@ -754,7 +763,7 @@ func params(f fields, chat, strict bool) (Params, *Error) {
 	if e := stops(f, &p); e != nil {
 		return p, e
 	}
-	if p.Constraint, p.ConstraintField, e = constraintOf(f); e != nil {
+	if p.Constraint, p.ConstraintField, e = constraintOf(f, o.Interrupt); e != nil {
 		return p, e
 	}
 	if e := logitBias(f, &p); e != nil {

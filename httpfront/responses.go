@@ -16,7 +16,7 @@ import (
 // is, and answered with a Responses object or event stream.
 func (s *Server) responses(ctx *fasthttp.RequestCtx, m *Model) {
 	received := time.Now()
-	r, e := DecodeResponses(ctx.PostBody(), DecodeOptions{Strict: s.cfg.StrictFields})
+	r, e := DecodeResponses(ctx.PostBody(), s.decodeOptions(ctx))
 	var prompt []int32
 	if e == nil {
 		prompt, e = prepareChat(m, r.Chat)

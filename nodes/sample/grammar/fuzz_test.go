@@ -64,8 +64,13 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzSchema: FromSchema never panics, what it returns parses, and its
-// grammar follows input with every mask within its Work limit.
+// fuzzSchemaWorkLimit is the Work limit of each compilation in FuzzSchema.
+const fuzzSchemaWorkLimit = 1 << 20
+
+// FuzzSchema: FromSchema never panics, its compilation stays within its
+// Work limit (failing with ErrSchemaTooComplex when it needs more), what
+// it returns parses, and its grammar follows input with every mask within
+// its Work limit.
 func FuzzSchema(f *testing.F) {
 	for _, s := range testSchemas {
 		f.Add(s, []byte(`{"a": [1, "b"], "c": {}}`))
@@ -84,12 +89,22 @@ func FuzzSchema(f *testing.F) {
 	} {
 		f.Add(s, []byte(`"abc"`))
 	}
+	for _, c := range costlySchemas {
+		f.Add(c.schema, []byte(`{}`))
+	}
 	v, _ := byteVocab("ab{}[]\",: 1")
 	f.Fuzz(func(t *testing.T, schema string, input []byte) {
 		if !json.Valid([]byte(schema)) {
 			return
 		}
-		src, err := FromSchema(json.RawMessage(schema))
+		w := &Work{Limit: fuzzSchemaWorkLimit}
+		src, err := FromSchemaWork(json.RawMessage(schema), w)
+		if w.Used() > fuzzSchemaWorkLimit+workSlack {
+			t.Fatalf("compiling %s spent %d units, limit %d", schema, w.Used(), fuzzSchemaWorkLimit)
+		}
+		if w.Err() != nil && !errors.Is(err, ErrSchemaTooComplex) {
+			t.Fatalf("compiling %s: the Work stopped (%v) but the error is %v", schema, w.Err(), err)
+		}
 		if err != nil {
 			return
 		}

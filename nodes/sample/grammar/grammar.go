@@ -114,7 +114,15 @@ const MaxSymbols = 1 << 21
 
 // Parse compiles GBNF source; the rule named root is the start. Errors
 // name the line and column.
-func Parse(src string) (*Grammar, error) {
+func Parse(src string) (*Grammar, error) { return ParseWork(src, nil) }
+
+// ParseWork is Parse charging w (nil: no Work): parseUnitsPerByte units
+// per byte of source, charged before parsing, and the start state's
+// expansion (within maxStartWork). It fails when w stops.
+func ParseWork(src string, w *Work) (*Grammar, error) {
+	if w != nil && !w.reserve(parseUnitsPerByte*len(src)) {
+		return nil, fmt.Errorf("grammar: %w", w.Err())
+	}
 	p := &parser{src: src, line: 1, col: 1, index: map[string]int{}, gen: map[int]bool{}, owner: map[int]int{}}
 	root := p.ruleIndex("root")
 	defined := map[int]bool{}
@@ -162,8 +170,19 @@ func Parse(src string) (*Grammar, error) {
 		return nil, err
 	}
 	c := g.NewCache()
-	c.Bind(&Work{Limit: maxStartWork})
-	if _, err := c.startState(); err != nil {
+	start := &Work{Limit: maxStartWork}
+	if w != nil {
+		start = w.child()
+		if start.Limit <= 0 || start.Limit > maxStartWork {
+			start.Limit = maxStartWork
+		}
+	}
+	c.Bind(start)
+	_, err := c.startState()
+	if w != nil {
+		w.absorb(start)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("grammar: before the first byte: %w", err)
 	}
 	return g, nil
@@ -172,6 +191,11 @@ func Parse(src string) (*Grammar, error) {
 // maxStartWork bounds the Work of computing a grammar's start state in
 // Parse.
 const maxStartWork = 1 << 22
+
+// parseUnitsPerByte is the Work units ParseWork charges per byte of
+// source: parsing, left factoring and checking cost about as much per
+// byte as a unit of mask work.
+const parseUnitsPerByte = 2
 
 type parser struct {
 	src       string

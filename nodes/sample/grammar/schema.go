@@ -3,6 +3,7 @@ package grammar
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/url"
@@ -19,12 +20,26 @@ import (
 // unlisted ones, uniqueItems as at most one item, ...):
 // docs/structured-output.md lists what each keyword does.
 func FromSchema(schema json.RawMessage) (string, error) {
-	name, rules, err := SchemaRules(schema, "")
+	return FromSchemaWork(schema, &Work{Limit: MaxSchemaWork})
+}
+
+// FromSchemaWork is FromSchema charging w (nil: no Work) for every step,
+// the parse of the GBNF included: past w's limit it fails with an error
+// wrapping ErrSchemaTooComplex, and when w's Interrupt returns an error
+// it fails with that error, within a few thousand units.
+func FromSchemaWork(schema json.RawMessage, w *Work) (string, error) {
+	if w == nil {
+		w = &Work{}
+	}
+	name, rules, err := SchemaRulesWork(schema, "", w)
 	if err != nil {
 		return "", err
 	}
 	src := "root ::= " + name + "\n" + JSONRules + rules
-	if _, err := Parse(src); err != nil { // a schema that refers to itself before any output
+	if _, err := ParseWork(src, w); err != nil { // a schema that refers to itself before any output
+		if w.Err() != nil {
+			return "", stopped(w, "")
+		}
 		return "", fmt.Errorf("schema: %w", err)
 	}
 	return src, nil
@@ -34,15 +49,75 @@ func FromSchema(schema json.RawMessage) (string, error) {
 // names start with prefix (letters, digits and '-'), to be combined with
 // JSONRules and a root of the caller's; name is the schema's rule.
 func SchemaRules(schema json.RawMessage, prefix string) (name, rules string, err error) {
+	return SchemaRulesWork(schema, prefix, &Work{Limit: MaxSchemaWork})
+}
+
+// SchemaRulesWork is SchemaRules charging w (nil: no Work), as
+// FromSchemaWork.
+func SchemaRulesWork(schema json.RawMessage, prefix string, w *Work) (name, rules string, err error) {
+	if w == nil {
+		w = &Work{}
+	}
+	if !w.reserve(len(schema)) {
+		return "", "", stopped(w, "")
+	}
 	root, err := decodeOrdered(schema)
 	if err != nil {
 		return "", "", fmt.Errorf("schema: %w", err)
 	}
-	c := newSchemaCompiler(root, prefix)
-	if name, err = c.rule("value", root, ""); err != nil {
+	c := newSchemaCompiler(root, prefix, w)
+	name, err = c.rule("value", root, "")
+	if w.Err() != nil { // whatever the branches that failed made of it
+		return "", "", stopped(w, "")
+	}
+	if err != nil {
 		return "", "", err
 	}
 	return name, c.rules(), nil
+}
+
+// MaxSchemaWork is the Work limit of FromSchema and SchemaRules: a unit
+// is one subschema or keyword visited, one value compared, or a few bytes
+// of GBNF written or parsed (20-60 ns each). The costliest schema of
+// JSONSchemaBench needs under a tenth of it.
+const MaxSchemaWork = 1 << 25
+
+// Size limits of the schemas the compiler accepts, beyond its Work: a
+// schema past one is refused with an error naming where.
+const (
+	MaxSchemaDepth   = 200     // subschemas nested in one another (properties, items, ...)
+	MaxSchemaInline  = 16      // $ref, allOf, if/then and not resolved within one another
+	MaxSchemaEnum    = 100_000 // values of one enum
+	MaxSchemaPattern = 10_000  // characters of one pattern
+)
+
+// ErrSchemaTooComplex is wrapped by the errors of compilations stopped by
+// their Work's limit.
+var ErrSchemaTooComplex = errors.New("the schema needs more work to compile than the server allows; simplify it (fewer subschemas, $ref and allOf combinations, enum values or properties)")
+
+// stopped is the error of a compilation whose Work w has stopped; at is
+// where it was.
+func stopped(w *Work, at string) error {
+	if err := w.Err(); !errors.Is(err, ErrWorkLimit) {
+		return fmt.Errorf("schema%s: %w", at, err)
+	}
+	return fmt.Errorf("schema%s: %w (more than %d units)", at, ErrSchemaTooComplex, w.Limit)
+}
+
+// spend charges n units of the compilation's Work: an error naming at
+// once it has stopped.
+func (c *schemaCompiler) spend(n int, at string) error {
+	if c.work.reserve(n) {
+		return nil
+	}
+	return stopped(c.work, at)
+}
+
+// emit adds a rule line to the output, charging a unit per byte (its
+// parse is charged apart, by ParseWork).
+func (c *schemaCompiler) emit(line string) {
+	c.work.reserve(1 + len(line))
+	c.out = append(c.out, line)
 }
 
 // object is a JSON object with its members in order.
@@ -117,11 +192,13 @@ type schemaCompiler struct {
 	depth    int                // rules being compiled, nested
 	modRules map[int64]bool     // multipleOf automata added
 	// prefix starts every rule name.
-	prefix string
+	prefix  string
+	work    *Work                     // charged by every step
+	regexps map[string]compiledRegexp // patternProperties compiled
 }
 
-func newSchemaCompiler(root any, prefix string) *schemaCompiler {
-	c := &schemaCompiler{root: root, names: map[string]bool{}, suffix: map[string]int{}, refs: map[string]string{}, modRules: map[int64]bool{}, memo: map[*object]string{}, orig: map[*object]bool{}, byText: map[string]string{}, prefix: prefix}
+func newSchemaCompiler(root any, prefix string, w *Work) *schemaCompiler {
+	c := &schemaCompiler{root: root, names: map[string]bool{}, suffix: map[string]int{}, refs: map[string]string{}, modRules: map[int64]bool{}, memo: map[*object]string{}, orig: map[*object]bool{}, byText: map[string]string{}, prefix: prefix, work: w}
 	c.markOriginal(root)
 	return c
 }
@@ -142,6 +219,7 @@ func (c *schemaCompiler) markOriginal(v any) {
 
 // ruleName is a fresh rule name from hint.
 func (c *schemaCompiler) ruleName(hint string) string {
+	c.work.reserve(1 + len(hint))
 	var b strings.Builder
 	for _, r := range hint {
 		if r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
@@ -201,6 +279,9 @@ func constraining(o *object) bool {
 // rule adds the rule of schema s and returns its name; at is where s is,
 // for errors.
 func (c *schemaCompiler) rule(hint string, s any, at string) (string, error) {
+	if err := c.spend(1, at); err != nil {
+		return "", err
+	}
 	o, ok := s.(*object)
 	if !ok {
 		body, err := c.body(hint, s, at)
@@ -217,7 +298,7 @@ func (c *schemaCompiler) rule(hint string, s any, at string) (string, error) {
 	}
 	text := ""
 	if !c.orig[o] {
-		b, err := canonical(o)
+		b, err := c.canonical(o, at)
 		if err != nil {
 			return "", err
 		}
@@ -226,8 +307,8 @@ func (c *schemaCompiler) rule(hint string, s any, at string) (string, error) {
 			return name, nil
 		}
 	}
-	if c.depth > 200 {
-		return "", fmt.Errorf("schema%s: the schema nests too deeply", at)
+	if c.depth > MaxSchemaDepth {
+		return "", fmt.Errorf("schema%s: the schema nests too deeply (more than %d subschemas within one another)", at, MaxSchemaDepth)
 	}
 	c.depth++
 	defer func() { c.depth-- }()
@@ -243,7 +324,7 @@ func (c *schemaCompiler) rule(hint string, s any, at string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c.out = append(c.out, name+" ::= "+body)
+	c.emit(name + " ::= " + body)
 	return name, nil
 }
 
@@ -261,7 +342,28 @@ func jsonLiteral(v any) (string, error) {
 	return literal(string(b)), nil
 }
 
-func canonical(v any) ([]byte, error) {
+func canonical(v any) ([]byte, error) { return canonicalWork(v, nil) }
+
+// canonicalUnits is the Work of writing one value's canonical text.
+const canonicalUnits = 4
+
+// canonical is the canonical text of v, charging the compilation: a
+// schema merged from others shares their parts, and its text can be far
+// larger than the document.
+func (c *schemaCompiler) canonical(v any, at string) ([]byte, error) {
+	b, err := canonicalWork(v, c.work)
+	if c.work.Err() != nil {
+		return nil, stopped(c.work, at)
+	}
+	return b, err
+}
+
+// canonicalWork is canonical charging w (nil: nothing) canonicalUnits
+// per value.
+func canonicalWork(v any, w *Work) ([]byte, error) {
+	if w != nil && !w.charge(canonicalUnits) {
+		return nil, w.Err()
+	}
 	switch v := v.(type) {
 	case *object:
 		var b bytes.Buffer
@@ -273,7 +375,7 @@ func canonical(v any) ([]byte, error) {
 			kb, _ := json.Marshal(k)
 			b.Write(kb)
 			b.WriteByte(':')
-			vb, err := canonical(v.vals[k])
+			vb, err := canonicalWork(v.vals[k], w)
 			if err != nil {
 				return nil, err
 			}
@@ -288,7 +390,7 @@ func canonical(v any) ([]byte, error) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			eb, err := canonical(e)
+			eb, err := canonicalWork(e, w)
 			if err != nil {
 				return nil, err
 			}
@@ -378,6 +480,9 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("schema%s: expected an object or a boolean", at)
 	}
+	if err := c.spend(1+len(o.keys), at); err != nil {
+		return "", err
+	}
 	for _, k := range refusedKeywords {
 		if _, ok := o.vals[k]; ok {
 			return "", fmt.Errorf("schema%s: keyword %q is not supported", at, k)
@@ -409,8 +514,11 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 		if !ok || len(list) == 0 {
 			return "", fmt.Errorf("schema%s.enum: expected a non-empty array", at)
 		}
+		if len(list) > MaxSchemaEnum {
+			return "", fmt.Errorf("schema%s.enum: more than %d values", at, MaxSchemaEnum)
+		}
 		if hasValues {
-			values = intersectValues(values, list)
+			values = c.intersectValues(values, list)
 		} else {
 			values, hasValues = list, true
 		}
@@ -488,18 +596,21 @@ func inferTypes(o *object) []string {
 	return nil
 }
 
-func intersectValues(a, b []any) []any {
+// intersectValues is the values of a (in order) equal to one of b's.
+func (c *schemaCompiler) intersectValues(a, b []any) []any {
+	if len(a) == 0 || len(b) == 0 {
+		return nil
+	}
+	in := make(map[string]bool, len(b))
+	for _, y := range b {
+		if yb, err := canonicalWork(y, c.work); err == nil {
+			in[string(yb)] = true
+		}
+	}
 	var out []any
 	for _, x := range a {
-		xb, err := canonical(x)
-		if err != nil {
-			continue
-		}
-		for _, y := range b {
-			if yb, err := canonical(y); err == nil && bytes.Equal(xb, yb) {
-				out = append(out, x)
-				break
-			}
+		if xb, err := canonicalWork(x, c.work); err == nil && in[string(xb)] {
+			out = append(out, x)
 		}
 	}
 	return out
@@ -515,29 +626,34 @@ func (c *schemaCompiler) valuesRule(values []any, types []string, o *object, at 
 			rest.vals[k] = o.vals[k]
 		}
 	}
-	var check *Grammar
+	var check *Cache
 	if constraining(rest) {
-		sub := newSchemaCompiler(c.root, "")
-		name, err := sub.rule("check", rest, at)
+		g, err := c.checkGrammar(rest, at)
 		if err != nil {
 			return "", err
 		}
-		if check, err = Parse("root ::= " + name + "\n" + JSONRules + sub.rules()); err != nil {
-			return "", fmt.Errorf("schema%s: %w", at, err)
-		}
+		check = g.NewCache()
 	}
 	notValues, _ := o.vals[notValuesKey].([]any)
+	excluded := map[string]bool{}
+	for _, v := range notValues {
+		if b, err := canonicalWork(v, c.work); err == nil {
+			excluded[string(b)] = true
+		}
+	}
 	var alts []string
 	for _, v := range values {
-		if types != nil && !typeAdmits(types, typeOf(v)) || len(intersectValues([]any{v}, notValues)) > 0 {
-			continue
-		}
-		b, err := canonical(v)
+		b, err := c.canonical(v, at)
 		if err != nil {
 			return "", err
 		}
+		if types != nil && !typeAdmits(types, typeOf(v)) || excluded[string(b)] {
+			continue
+		}
 		if check != nil {
-			if st := check.Start().AdvanceBytes(b); st == nil || !st.Accepting() {
+			if ok, err := c.matches(check, b, at); err != nil {
+				return "", err
+			} else if !ok {
 				continue
 			}
 		}
@@ -547,6 +663,38 @@ func (c *schemaCompiler) valuesRule(values []any, types []string, o *object, at 
 		return "", fmt.Errorf("schema%s.enum: no value meets the schema's other keywords", at)
 	}
 	return strings.Join(alts, " | "), nil
+}
+
+// checkGrammar compiles schema s on its own (at: where it is), to match
+// values against it.
+func (c *schemaCompiler) checkGrammar(s any, at string) (*Grammar, error) {
+	sub := newSchemaCompiler(c.root, "", c.work)
+	name, err := sub.rule("check", s, at)
+	if err != nil {
+		return nil, err
+	}
+	g, err := ParseWork("root ::= "+name+"\n"+JSONRules+sub.rules(), c.work)
+	if c.work.Err() != nil {
+		return nil, stopped(c.work, at)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("schema%s: %w", at, err)
+	}
+	return g, nil
+}
+
+// matches reports whether the JSON text b is a sentence of check's
+// grammar. A text too ambiguous to follow does not match.
+func (c *schemaCompiler) matches(check *Cache, b []byte, at string) (bool, error) {
+	w := c.work.child()
+	check.Bind(w)
+	st := check.Start().AdvanceBytes(b)
+	check.Bind(nil)
+	c.work.absorb(w)
+	if c.work.Err() != nil {
+		return false, stopped(c.work, at)
+	}
+	return st != nil && st.Accepting(), nil
 }
 
 func (c *schemaCompiler) rules() string {
@@ -607,6 +755,9 @@ func (c *schemaCompiler) alternatives(hint, key string, o *object, at string) (s
 	var firstErr error
 	for i, e := range list {
 		bat := fmt.Sprintf("%s.%s[%d]", at, key, i)
+		if err := c.spend(1, bat); err != nil {
+			return "", err
+		}
 		eo, err := c.inline(e, bat, 0)
 		if err == nil {
 			if constraining(base) {
@@ -665,6 +816,9 @@ func kind(t string) string {
 // kinds is the kinds of value s admits (gen: that the compiler generates
 // for it, which for a schema without type is its inferred type).
 func (c *schemaCompiler) kinds(s any, gen bool, depth int) []string {
+	if !c.work.charge(1) {
+		return allKinds
+	}
 	o, err := c.inline(s, "", depth)
 	if err != nil || depth > 8 {
 		return allKinds
@@ -735,6 +889,9 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 		for j, other := range all {
 			if j == i {
 				continue
+			}
+			if err := c.spend(1, at); err != nil {
+				return nil, err
 			}
 			shared := intersectStrings(gen, c.kinds(other, false, 0))
 			if len(shared) == 0 {
@@ -824,7 +981,7 @@ func (c *schemaCompiler) discriminated(a, b *object) bool {
 		if !ok {
 			continue
 		}
-		if vb, ok := c.propValues(b, p); ok && len(intersectValues(va, vb)) == 0 {
+		if vb, ok := c.propValues(b, p); ok && len(c.intersectValues(va, vb)) == 0 {
 			return true
 		}
 	}
@@ -834,8 +991,11 @@ func (c *schemaCompiler) discriminated(a, b *object) bool {
 // forbiddable is a property b requires that a does not, so that a's
 // output can leave it out.
 func (c *schemaCompiler) forbiddable(a, b *object) (string, bool) {
-	req := stringList(a.vals["required"])
-	for _, p := range stringList(b.vals["required"]) {
+	req, other := stringList(a.vals["required"]), stringList(b.vals["required"])
+	if !c.work.reserve(1 + len(req)*len(other)) {
+		return "", false
+	}
+	for _, p := range other {
 		if !slices.Contains(req, p) {
 			return p, true
 		}
@@ -860,8 +1020,11 @@ func withForbidden(o *object, names ...string) *object {
 // normalize folds allOf, if/then/else, not and a $ref with sibling
 // keywords into one schema object.
 func (c *schemaCompiler) normalize(o *object, at string, depth int) (*object, error) {
-	if depth > 16 {
-		return nil, fmt.Errorf("schema%s: $ref and allOf nest too deeply", at)
+	if depth > MaxSchemaInline {
+		return nil, fmt.Errorf("schema%s: $ref and allOf nest too deeply (more than %d within one another)", at, MaxSchemaInline)
+	}
+	if err := c.spend(1, at); err != nil {
+		return nil, err
 	}
 	_, hasAll := o.vals["allOf"]
 	_, hasIf := o.vals["if"]
@@ -925,8 +1088,11 @@ func (c *schemaCompiler) normalize(o *object, at string, depth int) (*object, er
 
 // inline resolves s's $ref chain into a normalized schema object.
 func (c *schemaCompiler) inline(s any, at string, depth int) (*object, error) {
-	if depth > 16 {
-		return nil, fmt.Errorf("schema%s: $ref and allOf nest too deeply", at)
+	if depth > MaxSchemaInline {
+		return nil, fmt.Errorf("schema%s: $ref and allOf nest too deeply (more than %d within one another)", at, MaxSchemaInline)
+	}
+	if err := c.spend(1, at); err != nil {
+		return nil, err
 	}
 	switch s := s.(type) {
 	case bool:
@@ -1025,6 +1191,9 @@ func (c *schemaCompiler) resolve(r any, at string) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("schema%s.$ref: expected a string", at)
 	}
+	if err := c.spend(1+len(ref), at); err != nil {
+		return nil, err
+	}
 	if ref != "#" && !strings.HasPrefix(ref, "#/") {
 		return nil, fmt.Errorf("schema%s.$ref: only local references (#/$defs/NAME) are supported, got %q", at, ref)
 	}
@@ -1072,6 +1241,6 @@ func (c *schemaCompiler) ref(r any, at string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c.out = append(c.out, name+" ::= "+body)
+	c.emit(name + " ::= " + body)
 	return name, nil
 }

@@ -14,6 +14,9 @@ import (
 // or an error naming the keyword the two constrain in ways one schema
 // cannot express.
 func (c *schemaCompiler) merge(a, b *object, at string) (*object, error) {
+	if err := c.spend(1+len(a.keys)+len(b.keys), at); err != nil {
+		return nil, err
+	}
 	a, b = c.crossAdditional(a, b), c.crossAdditional(b, a)
 	out := &object{keys: slices.Clone(a.keys), vals: maps.Clone(a.vals)}
 	set := func(k string, v any) {
@@ -32,8 +35,11 @@ func (c *schemaCompiler) merge(a, b *object, at string) (*object, error) {
 			set(k, bv)
 			continue
 		}
-		if same(av, bv) {
+		if c.same(av, bv) {
 			continue
+		}
+		if err := c.spend(memberCount(av)+memberCount(bv), at); err != nil {
+			return nil, err
 		}
 		switch k {
 		case "type":
@@ -68,9 +74,17 @@ func (c *schemaCompiler) merge(a, b *object, at string) (*object, error) {
 			la, _ := av.([]any)
 			lb, _ := bv.([]any)
 			u := slices.Clone(la)
+			in := map[string]bool{}
+			for _, e := range u {
+				if b, err := canonicalWork(e, c.work); err == nil {
+					in[string(b)] = true
+				}
+			}
 			for _, e := range lb {
-				if len(intersectValues([]any{e}, u)) == 0 {
+				b, err := canonicalWork(e, c.work)
+				if err == nil && !in[string(b)] {
 					u = append(u, e)
+					in[string(b)] = true
 				}
 			}
 			set(k, u)
@@ -124,7 +138,7 @@ func (c *schemaCompiler) merge(a, b *object, at string) (*object, error) {
 		case "enum":
 			la, _ := av.([]any)
 			lb, _ := bv.([]any)
-			both := intersectValues(la, lb)
+			both := c.intersectValues(la, lb)
 			if len(both) == 0 {
 				return nil, fmt.Errorf("schema%s: allOf: the enums share no value", at)
 			}
@@ -144,7 +158,7 @@ func (c *schemaCompiler) merge(a, b *object, at string) (*object, error) {
 			set(k, cross)
 		case "dependencies", "dependentRequired":
 			m, err := mergeMembers(av, bv, func(name string, x, y any) (any, error) {
-				if !same(x, y) {
+				if !c.same(x, y) {
 					return nil, fmt.Errorf("allOf: two different dependencies of %q are not supported", name)
 				}
 				return x, nil
@@ -201,6 +215,9 @@ func (c *schemaCompiler) crossAdditional(o, other *object) *object {
 	}
 	otherProps, _ := other.vals["properties"].(*object)
 	otherPatterns, _ := other.vals["patternProperties"].(*object)
+	if !c.work.reserve(len(props.keys) * (1 + memberCount(otherPatterns))) {
+		return o // the compilation has stopped
+	}
 	out := without(o)
 	newProps := &object{keys: slices.Clone(props.keys), vals: maps.Clone(props.vals)}
 	var forbid []string
@@ -210,7 +227,7 @@ func (c *schemaCompiler) crossAdditional(o, other *object) *object {
 				continue
 			}
 		}
-		if matchesAny(otherPatterns, name) {
+		if c.matchesAny(otherPatterns, name) {
 			continue
 		}
 		if f, ok := ap.(bool); ok {
@@ -230,12 +247,12 @@ func (c *schemaCompiler) crossAdditional(o, other *object) *object {
 
 // matchesAny reports whether name matches one of patterns' keys (an
 // uncompilable pattern counts as matching).
-func matchesAny(patterns *object, name string) bool {
+func (c *schemaCompiler) matchesAny(patterns *object, name string) bool {
 	if patterns == nil {
 		return false
 	}
 	for _, p := range patterns.keys {
-		re, err := regexp.Compile(p)
+		re, err := c.regexp(p)
 		if err != nil || re.MatchString(name) {
 			return true
 		}
@@ -243,9 +260,53 @@ func matchesAny(patterns *object, name string) bool {
 	return false
 }
 
+// regexp is pattern compiled (once per compiler), charging the
+// compilation and each use: a property name matched against it.
+func (c *schemaCompiler) regexp(pattern string) (*regexp.Regexp, error) {
+	e, ok := c.regexps[pattern]
+	if !ok {
+		if !c.work.reserve(regexpUnitsPerByte * len(pattern)) {
+			return nil, c.work.Err()
+		}
+		e.re, e.err = regexp.Compile(pattern)
+		if c.regexps == nil {
+			c.regexps = map[string]compiledRegexp{}
+		}
+		c.regexps[pattern] = e
+	}
+	c.work.charge(regexpMatchUnits)
+	return e.re, e.err
+}
+
+type compiledRegexp struct {
+	re  *regexp.Regexp
+	err error
+}
+
+// Work units of Go regexps (patternProperties): per byte of a pattern
+// compiled, and per match.
+const (
+	regexpUnitsPerByte = 32
+	regexpMatchUnits   = 8
+)
+
 // same reports whether two decoded JSON values are equal.
-func same(a, b any) bool {
-	ab, err1 := canonical(a)
-	bb, err2 := canonical(b)
+func (c *schemaCompiler) same(a, b any) bool {
+	ab, err1 := canonicalWork(a, c.work)
+	bb, err2 := canonicalWork(b, c.work)
 	return err1 == nil && err2 == nil && bytes.Equal(ab, bb)
+}
+
+// memberCount is the number of members of v when it is an object (properties,
+// patternProperties), else of elements when it is an array.
+func memberCount(v any) int {
+	switch v := v.(type) {
+	case *object:
+		if v != nil {
+			return len(v.keys)
+		}
+	case []any:
+		return len(v)
+	}
+	return 0
 }

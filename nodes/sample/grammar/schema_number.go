@@ -241,7 +241,7 @@ func (c *schemaCompiler) multipleRule(m any, b bounds, at string) (string, error
 	}
 	if !c.modRules[k] {
 		c.modRules[k] = true
-		c.out = append(c.out, modRules(c.prefix, k))
+		c.emit(modRules(c.prefix, k))
 	}
 	// The first digit, then the automaton over remainders.
 	var digits []string

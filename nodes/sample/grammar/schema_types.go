@@ -3,7 +3,6 @@ package grammar
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,6 +96,12 @@ func (c *schemaCompiler) stringRule(o *object, at string) (string, error) {
 		}
 		return `"\"" ` + repeat("char", lo, hi, hasHi) + ` "\""`, nil
 	}
+	if len(pattern) > MaxSchemaPattern {
+		return "", fmt.Errorf("schema%s.pattern: longer than %d characters", at, MaxSchemaPattern)
+	}
+	if err := c.spend(len(pattern), at); err != nil {
+		return "", err
+	}
 	re, err := parseRegex(pattern)
 	if err != nil {
 		return "", fmt.Errorf("schema%s: keyword %q: %v", at, keyword, err)
@@ -106,6 +111,9 @@ func (c *schemaCompiler) stringRule(o *object, at string) (string, error) {
 	}
 	if re, ok := re.withLength(lo, hi); ok {
 		if g, ok := re.gbnf(); ok {
+			if err := c.spend(len(g), at); err != nil {
+				return "", err
+			}
 			return `"\"" ` + g + ` "\""`, nil
 		}
 		return "", fmt.Errorf("schema%s: keyword %q: no string a JSON text can hold matches %q", at, keyword, pattern)
@@ -204,6 +212,9 @@ func (c *schemaCompiler) array(hint string, o *object, at string) (string, error
 	// and what follows it comes only with it.
 	seq := tail
 	for i := len(prefix) - 1; i >= 0; i-- {
+		if err := c.spend(1+len(seq), at); err != nil {
+			return "", err
+		}
 		name, err := c.rule(fmt.Sprintf("%s-%d", hint, i), prefix[i], fmt.Sprintf("%s.prefixItems[%d]", at, i))
 		if err != nil {
 			return "", err
@@ -249,6 +260,9 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 	if err != nil {
 		return "", err
 	}
+	if err := c.spend(len(props.keys)*(1+len(forbid)), at); err != nil {
+		return "", err
+	}
 	required := map[string]bool{}
 	var names []string
 	for _, k := range props.keys {
@@ -281,8 +295,15 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 			}
 		}
 	}
+	depsSize := len(deps) // a pass's work
+	for _, ds := range deps {
+		depsSize += len(ds)
+	}
 	for changed := true; changed; {
 		changed = false
+		if err := c.spend(1+depsSize, at); err != nil {
+			return "", err
+		}
 		for k, ds := range deps {
 			if !required[k] {
 				continue
@@ -309,6 +330,9 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 		}
 		members = append(members, member{name: k, required: required[k]})
 	}
+	if err := c.spend(len(required)*(1+len(forbid)), at); err != nil {
+		return "", err
+	}
 	for _, k := range slices.Sorted(mapKeys(required)) {
 		if slices.Contains(forbid, k) {
 			return "", fmt.Errorf("schema%s: property %q is required and excluded (not or additionalProperties)", at, k)
@@ -324,13 +348,16 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 	// patternProperties; an unlisted required one meets
 	// additionalProperties.
 	for i, m := range members {
+		if err := c.spend(1+len(deps[m.name])+memberCount(patterns), at); err != nil {
+			return "", err
+		}
 		var schemas []any
 		if s, ok := props.vals[m.name]; ok {
 			schemas = append(schemas, s)
 		}
 		if patterns != nil {
 			for _, p := range patterns.keys {
-				re, err := regexp.Compile(p)
+				re, err := c.regexp(p)
 				if err != nil {
 					return "", fmt.Errorf("schema%s: keyword \"patternProperties\": %q: %v", at, p, err)
 				}
@@ -416,7 +443,7 @@ func (c *schemaCompiler) otherName(hint string, names []string) string {
 	raw := c.prefix + "s-rawchar"
 	if !c.names[raw] {
 		c.names[raw] = true
-		c.out = append(c.out, raw+` ::= [^"\\\x7F\x00-\x1F]`)
+		c.emit(raw + ` ::= [^"\\\x7F\x00-\x1F]`)
 	}
 	type node struct {
 		kids     map[rune]*node
@@ -455,7 +482,7 @@ func (c *schemaCompiler) otherName(hint string, names []string) string {
 		if other, ok := gbnfClass(intersect(negate(taken), jsonSafe)); ok {
 			alts = append(alts, other+" "+raw+`* "\""`)
 		}
-		c.out = append(c.out, name+" ::= "+strings.Join(alts, " | "))
+		c.emit(name + " ::= " + strings.Join(alts, " | "))
 		return name
 	}
 	return `"\"" ` + build(root)
@@ -507,6 +534,9 @@ func (c *schemaCompiler) memberChain(hint string, members []member, minP, maxP i
 	rules := map[key]string{}
 	var chain func(i, k int) (string, bool)
 	chain = func(i, k int) (string, bool) {
+		if !c.work.charge(1) {
+			return "", false
+		}
 		written := k
 		if hasMaxP && k+reqAfter[i] > maxP || k+(n-i) < minP {
 			return "", false
@@ -543,10 +573,13 @@ func (c *schemaCompiler) memberChain(hint string, members []member, minP, maxP i
 		}
 		name := c.ruleName(hint + "-members")
 		rules[key{i, k}] = name
-		c.out = append(c.out, name+" ::= "+strings.Join(alts, " | "))
+		c.emit(name + " ::= " + strings.Join(alts, " | "))
 		return name, true
 	}
 	first, ok := chain(0, 0)
+	if c.work.Err() != nil {
+		return "", stopped(c.work, at)
+	}
 	if !ok {
 		return "", fmt.Errorf("schema%s: minProperties and maxProperties admit no object", at)
 	}
@@ -610,17 +643,11 @@ func (c *schemaCompiler) freeObject(hint string, o *object, patterns *object, ap
 // admits reports whether the string name meets schema s (compiled and
 // matched).
 func (c *schemaCompiler) admits(s any, name string, at string) (bool, error) {
-	sub := newSchemaCompiler(c.root, "")
-	rule, err := sub.rule("check", s, at)
+	g, err := c.checkGrammar(s, at)
 	if err != nil {
 		return false, err
 	}
-	g, err := Parse("root ::= " + rule + "\n" + JSONRules + sub.rules())
-	if err != nil {
-		return false, fmt.Errorf("schema%s: %w", at, err)
-	}
-	st := g.Start().AdvanceBytes([]byte(mustJSON(name)))
-	return st != nil && st.Accepting(), nil
+	return c.matches(g.NewCache(), []byte(mustJSON(name)), at)
 }
 
 func mustJSON(s string) string {

@@ -69,9 +69,40 @@ func (w *Work) charge(n int) bool {
 	return true
 }
 
+// reserve is charge for units paid before the work they stand for: n
+// units past the limit stop the work without being added, so that Used
+// never passes Limit by a large charge.
+func (w *Work) reserve(n int) bool {
+	if w.err == nil && w.Limit > 0 && w.used+int64(n) > w.Limit {
+		w.err = fmt.Errorf("%w (%d units, limit %d)", ErrWorkLimit, w.used+int64(n), w.Limit)
+		return false
+	}
+	return w.charge(n)
+}
+
 // fail stops the work with err unless it has stopped already.
 func (w *Work) fail(err error) {
 	if w.err == nil {
 		w.err = err
+	}
+}
+
+// child is a Work for a part of w's task that may fail on its own (an
+// enum value a check grammar finds too ambiguous): it is interrupted as
+// w is and may spend what w has left. absorb charges its units back.
+func (w *Work) child() *Work {
+	c := &Work{Interrupt: w.Interrupt}
+	if w.Limit > 0 {
+		c.Limit = max(w.Limit-w.used, 1)
+	}
+	return c
+}
+
+// absorb charges w with the units c spent and stops w when c stopped for
+// any reason but ErrTooAmbiguous (a failure of c's part alone).
+func (w *Work) absorb(c *Work) {
+	w.charge(int(min(c.used, 1<<40)))
+	if c.err != nil && !errors.Is(c.err, ErrTooAmbiguous) {
+		w.fail(c.err)
 	}
 }
