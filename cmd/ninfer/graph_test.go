@@ -94,6 +94,15 @@ nodes:
   - {id: verify, op: speculative.verify, in: {draft: pick.tokens, logits: fwd2.logits}}
 out: {tokens: verify.tokens}
 `
+	graphTestRowHistory = `graph: rowhistory
+nodes:
+  - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions}}
+  - {id: pick, op: sample.token, in: {logits: fwd.logits}}
+  - {id: draft, op: speculative.ngram, in: {history: pick.tokens}}
+  - {id: fwd2, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, draft: draft.draft}}
+  - {id: verify, op: speculative.verify, in: {draft: draft.draft, logits: fwd2.logits}}
+out: {tokens: verify.tokens}
+`
 )
 
 func TestGraphCheck(t *testing.T) {
@@ -223,6 +232,7 @@ func TestGraphCheckRejectsGraphsThatCannotRun(t *testing.T) {
 	twoDrafts := writeGraphFile(t, "twodrafts.yaml", graphTestTwoDrafts)
 	hostFed := writeGraphFile(t, "hostfed.yaml", graphTestHostFed)
 	sampled := writeGraphFile(t, "sampleddraft.yaml", graphTestSampledDraft)
+	rowHistory := writeGraphFile(t, "rowhistory.yaml", graphTestRowHistory)
 	for _, tt := range []struct {
 		name       string
 		args       []string
@@ -240,6 +250,10 @@ func TestGraphCheckRejectsGraphsThatCannotRun(t *testing.T) {
 		{
 			name: "sample.token output used as drafts", args: []string{"check", sampled},
 			wantCode: 1, wantStderr: []string{sampled + ":5:93: type mismatch: pick.tokens is tokens, but input draft of model.forward wants draft"},
+		},
+		{
+			name: "a proposer's history fed one token per row", args: []string{"check", rowHistory},
+			wantCode: 1, wantStderr: []string{rowHistory + ":5:54: type mismatch: pick.tokens is tokens, but input history of speculative.ngram wants history"},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,7 +25,7 @@ func bound(v float64) *float64 { return &v }
 
 // Ports and params shared by the proposers.
 var (
-	historyPort = node.Port{Name: "history", Type: node.Tokens, Doc: "each sequence's tokens so far ($in.history)"}
+	historyPort = node.Port{Name: "history", Type: node.History, Doc: "each sequence's tokens so far ($in.history)"}
 	priorPort   = node.Port{Name: "prior", Type: node.Draft, Optional: true,
 		Doc: "an earlier proposer's drafts: a sequence that has one keeps it and is not drafted for again"}
 	draftOut = node.Port{Name: "draft", Type: node.Draft, Doc: "up to k drafted tokens per sequence"}

@@ -24,7 +24,7 @@ import (
 var Inputs = []node.Port{
 	{Name: node.BindTokens, Type: node.Tokens, Doc: "the tokens this step feeds for the request"},
 	{Name: node.BindPositions, Type: node.Positions, Doc: "the positions of those tokens"},
-	{Name: node.BindHistory, Type: node.Tokens, Doc: "the request's tokens so far"},
+	{Name: node.BindHistory, Type: node.History, Doc: "the request's tokens so far"},
 }
 
 // Outputs are the graph outputs every graph must bind under out:. A graph may
@@ -553,8 +553,13 @@ func (c *compiler) resolveInputs(cn *cnode) {
 			continue
 		}
 		cn.in[b.Name] = ref
-		if known && typ != dst.Type {
-			c.errorf(at, "type mismatch: %s is %s, but input %s of %s wants %s", b.Ref, typ, b.Name, spec.Op, dst.Type)
+		if !known || spec.Placement == node.Device && hostValue(ref, dst, c.byID[ref.Node]) != "" {
+			// A device node reading a host value is a placement error
+			// (deviceInputs), whatever the value's type.
+			continue
+		}
+		if typ != dst.Type {
+			c.errorf(at, "type mismatch: %s is %s, but input %s of %s wants %s%s", b.Ref, typ, b.Name, spec.Op, dst.Type, kindHint(typ, dst.Type))
 		}
 	}
 	if spec == nil {
@@ -659,11 +664,15 @@ func (c *compiler) resolveOut() map[string]plan.Ref {
 		}
 		names = append(names, b.Name)
 		at := c.at(b.RefPos, b.NamePos, c.g.OutPos)
-		ref, typ, known, _ := c.source(b.Ref, at)
+		ref, typ, known, from := c.source(b.Ref, at)
 		out[b.Name] = ref
 		for _, want := range Outputs {
-			if want.Name == b.Name && known && typ != want.Type {
-				c.errorf(at, "type mismatch: %s is %s, but out.%s wants %s", b.Ref, typ, b.Name, want.Type)
+			switch {
+			case want.Name != b.Name || !known:
+			case typ != want.Type:
+				c.errorf(at, "type mismatch: %s is %s, but out.%s wants %s%s", b.Ref, typ, b.Name, want.Type, kindHint(typ, want.Type))
+			case from < 0:
+				c.errorf(at, "out.%s reads %s, a step input: a graph outputs the %s a node picks (a sampler's, or a verifier's)", b.Name, b.Ref, want.Type)
 			}
 		}
 	}

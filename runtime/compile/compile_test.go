@@ -96,13 +96,13 @@ func testRegistry() *node.Registry {
 	})
 	r.Register(node.Spec{
 		Op: "speculative.mtp", Placement: node.Host, Summary: "Propose tokens from carried hidden states.",
-		In:  []node.Port{{Name: "history", Type: node.Tokens}, {Name: "hidden", Type: node.Hidden}},
+		In:  []node.Port{{Name: "history", Type: node.History}, {Name: "hidden", Type: node.Hidden}},
 		Out: []node.Port{{Name: "draft", Type: node.Draft}},
 		New: build,
 	})
 	r.Register(node.Spec{
 		Op: "sample.token", Placement: node.Host, Summary: "Pick the next token.",
-		In:  []node.Port{{Name: "logits", Type: node.Logits}, {Name: "history", Type: node.Tokens, Optional: true}},
+		In:  []node.Port{{Name: "logits", Type: node.Logits}, {Name: "history", Type: node.History, Optional: true}},
 		Out: []node.Port{{Name: "tokens", Type: node.Tokens}},
 		Params: []node.Param{
 			{Name: "temperature", Kind: node.Float, Default: 0.0, Min: bound(0), Max: bound(2)},
@@ -113,8 +113,8 @@ func testRegistry() *node.Registry {
 	})
 	r.Register(node.Spec{
 		Op: "speculative.ngram", Placement: node.Host, Summary: "Propose tokens by prompt lookup.",
-		In: []node.Port{{Name: "history", Type: node.Tokens}, {Name: "tokens", Type: node.Tokens}},
-		Out: []node.Port{{Name: "draft", Type: node.Draft}, {Name: "with_last", Type: node.Tokens}, {Name: "positions", Type: node.Positions},
+		In: []node.Port{{Name: "history", Type: node.History}, {Name: "tokens", Type: node.Tokens}},
+		Out: []node.Port{{Name: "draft", Type: node.Draft}, {Name: "with_last", Type: node.History}, {Name: "positions", Type: node.Positions},
 			{Name: "probs", Type: node.DraftProbs}},
 		Params: []node.Param{
 			{Name: "k", Kind: node.Int, Min: bound(1), Max: bound(16)},

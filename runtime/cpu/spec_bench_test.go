@@ -21,7 +21,7 @@ func init() {
 	node.Register(node.Spec{
 		Op:        "bench.reject",
 		Placement: node.Host,
-		In:        []node.Port{{Name: "history", Type: node.Tokens}},
+		In:        []node.Port{{Name: "history", Type: node.History}},
 		Out:       []node.Port{{Name: "draft", Type: node.Draft}},
 		Params:    []node.Param{{Name: "k", Kind: node.Int, Default: int64(3), Min: &one, Max: &most}},
 		Summary:   "Draft k tokens that the target rejects: each the token after the last one, mod 2 (benchmarks only).",

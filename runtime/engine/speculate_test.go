@@ -25,7 +25,7 @@ func init() {
 	node.Register(node.Spec{
 		Op:        "test.oracle",
 		Placement: node.Host,
-		In:        []node.Port{{Name: "history", Type: node.Tokens}},
+		In:        []node.Port{{Name: "history", Type: node.History}},
 		Out:       []node.Port{{Name: "draft", Type: node.Draft}},
 		Params:    []node.Param{{Name: "k", Kind: node.Int, Default: int64(4), Min: &one, Max: &most}},
 		Summary:   "Draft plain decoding's tokens with one corrupted at a position that varies by step (tests only).",
@@ -38,7 +38,7 @@ func init() {
 	node.Register(node.Spec{
 		Op:        "test.wrong",
 		Placement: node.Host,
-		In:        []node.Port{{Name: "history", Type: node.Tokens}},
+		In:        []node.Port{{Name: "history", Type: node.History}},
 		Out:       []node.Port{{Name: "draft", Type: node.Draft}},
 		Params:    []node.Param{{Name: "k", Kind: node.Int, Default: int64(3), Min: &one, Max: &most}},
 		Summary:   "Draft plain decoding's next tokens, each one off by one bit: every draft is rejected (tests only).",

@@ -38,12 +38,19 @@ func (p Placement) String() string {
 }
 
 // PortType is the type of the values that flow through a port. An output may
-// only feed an input of the same type.
+// only feed an input of the same type. A type also says how its values are
+// laid out over a step: one value per row (Tokens, Positions, Logits,
+// Hidden), one list per sampled sequence (Draft, DraftProbs), or a
+// sequence's whole history (History), so a per-row output cannot feed an
+// input that wants histories.
 type PortType string
 
 const (
-	// Tokens are token ids.
+	// Tokens are token ids, one per row.
 	Tokens PortType = "tokens"
+	// History is each sampled sequence's tokens so far (prompt and
+	// generated), one list per sequence: what a proposer looks up.
+	History PortType = "history"
 	// Positions are the positions of tokens in their sequence.
 	Positions PortType = "positions"
 	// Logits are per-token scores over the vocabulary.
