@@ -16,6 +16,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 )
 
@@ -99,7 +100,7 @@ func (r *graphTester) instance(graph string) (*instance.Instance, error) {
 	}
 	models := map[string]string{}
 	for _, st := range p.Steps {
-		if alias := plan.StepModel(st); alias != exec.Target {
+		if alias := plan.StepModel(st); alias != node.Target {
 			if models[alias] = r.models[alias]; models[alias] == "" {
 				models[alias] = r.model
 			}

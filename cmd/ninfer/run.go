@@ -114,12 +114,12 @@ func (f modelFlag) String() string {
 func (f modelFlag) Set(v string) error {
 	alias, path, ok := strings.Cut(v, "=")
 	if !ok || !exec.AliasPattern.MatchString(alias) {
-		alias, path = exec.Target, v
+		alias, path = node.Target, v
 	}
 	if path == "" {
 		return fmt.Errorf("model %q: empty path", alias)
 	}
-	if alias == exec.Target {
+	if alias == node.Target {
 		if f.m.model != "" {
 			return fmt.Errorf("the target model is given twice (%s and %s)", f.m.model, path)
 		}

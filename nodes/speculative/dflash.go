@@ -15,7 +15,7 @@ import (
 func init() {
 	node.Register(node.Spec{
 		Op:        "speculative.dflash",
-		Info:      node.Info{BlockDrafter: true},
+		Info:      node.Info{BlockDrafter: true, ModelAlias: node.ModelParam("model")},
 		Placement: node.Device,
 		In: []node.Port{
 			{Name: "tokens", Type: node.Tokens, Doc: "token ids of the pass, one per row [T]: in the block pass each drafting sequence's last token and k mask tokens"},
@@ -75,9 +75,6 @@ func (d *DFlash) TargetLayers() []int { return d.cfg.TargetLayers }
 // TargetWeights implements exec.WeightBorrower: the drafter uses the
 // target's token embeddings and output head.
 func (d *DFlash) TargetWeights() []string { return d.borrowed }
-
-// ModelAlias implements exec.ModelUser.
-func (d *DFlash) ModelAlias() string { return d.Alias }
 
 // EntersAtHidden implements exec.HiddenEntry: the features of position p
 // are entered at p.

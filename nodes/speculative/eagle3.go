@@ -15,6 +15,7 @@ func init() {
 	node.Register(node.Spec{
 		Op:        "speculative.eagle3",
 		Placement: node.Device,
+		Info:      node.Info{ModelAlias: node.ModelParam("model")},
 		In: []node.Port{
 			{Name: "tokens", Type: node.Tokens, Doc: "token ids of the pass, one per row [T]"},
 			{Name: "positions", Type: node.Positions, Doc: "position of each row [T]: its hidden state's (entry p reads token p+1)"},
@@ -74,9 +75,6 @@ func (e *Eagle3) TargetLayers() []int { return e.cfg.TargetLayers }
 // TargetWeights implements exec.WeightBorrower: a drafter without token
 // embeddings of its own uses the target's.
 func (e *Eagle3) TargetWeights() []string { return e.borrowed }
-
-// ModelAlias implements exec.ModelUser.
-func (e *Eagle3) ModelAlias() string { return e.Alias }
 
 // EntersAtHidden implements exec.HiddenEntry: entry p pairs the hidden
 // state of p with the token at p+1, at position p.

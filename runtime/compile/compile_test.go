@@ -44,19 +44,11 @@ type instance struct{ params node.Params }
 
 func build(p node.Params) (any, error) { return instance{p}, nil }
 
-// forwardInstance is the test model.forward: it runs its model param's
-// model (exec.ModelUser).
-type forwardInstance struct{ instance }
-
-func (f forwardInstance) ModelAlias() string { return f.params.String("model") }
-
-// blockInstance is the test block drafter (exec.BlockDrafter), running
-// the model aliased draft.
+// blockInstance is the test block drafter (exec.BlockDrafter).
 type blockInstance struct{ instance }
 
-func (blockInstance) MaskToken() int32   { return 0 }
-func (blockInstance) MaxBlock() int      { return 15 }
-func (blockInstance) ModelAlias() string { return "draft" }
+func (blockInstance) MaskToken() int32 { return 0 }
+func (blockInstance) MaxBlock() int    { return 15 }
 
 // testRegistry mirrors the shape of the real node specs without depending on
 // the nodes/* packages.
@@ -86,7 +78,8 @@ func testRegistry() *node.Registry {
 			{Name: "layers", Kind: node.Int, Default: int64(0), Min: bound(0)},
 			{Name: "hidden_rows", Kind: node.Enum, Default: "sampled", Enum: []string{"sampled", "all"}},
 		},
-		New: func(p node.Params) (any, error) { return forwardInstance{instance{p}}, nil },
+		Info: node.Info{ModelAlias: node.ModelParam("model")},
+		New:  build,
 	})
 	r.Register(node.Spec{
 		Op: "model.mtp", Placement: node.Device, Summary: "Run a head over tokens and hidden states.",
@@ -140,10 +133,11 @@ func testRegistry() *node.Registry {
 		New: build,
 	})
 	r.Register(node.Spec{
-		Op: "speculative.block", Placement: node.Device, Summary: "Draft a block of mask tokens in one pass.", Info: node.Info{BlockDrafter: true},
-		In:  []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}, {Name: "hidden", Type: node.Hidden}},
-		Out: []node.Port{{Name: "logits", Type: node.Logits}},
-		New: func(p node.Params) (any, error) { return blockInstance{instance{p}}, nil },
+		Op: "speculative.block", Placement: node.Device, Summary: "Draft a block of mask tokens in one pass.",
+		Info: node.Info{BlockDrafter: true, ModelAlias: func(node.Params) string { return "draft" }}, // runs the model aliased draft
+		In:   []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}, {Name: "hidden", Type: node.Hidden}},
+		Out:  []node.Port{{Name: "logits", Type: node.Logits}},
+		New:  func(p node.Params) (any, error) { return blockInstance{instance{p}}, nil },
 	})
 	r.Register(node.Spec{
 		Op: "test.broken", Placement: node.Host, Summary: "Fails to build.",
@@ -348,9 +342,6 @@ func TestStepsCarryInstancesAndSpecs(t *testing.T) {
 			continue
 		}
 		inst, ok := s.Node.(instance)
-		if fw, isForward := s.Node.(forwardInstance); isForward {
-			inst, ok = fw.instance, true
-		}
 		if !ok {
 			t.Fatalf("step %s: instance %T", s.ID, s.Node)
 		}

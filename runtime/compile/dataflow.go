@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
@@ -41,7 +40,7 @@ func (c *compiler) dataflow(p *plan.Plan, order []*cnode) {
 		}
 	}
 	for _, st := range p.Steps {
-		if alias := plan.StepModel(st); st.Placement == node.Device && alias != exec.Target {
+		if alias := plan.StepModel(st); st.Placement == node.Device && alias != node.Target {
 			c.errorf(c.paramPos(byStep[st.ID], "model"), "node %s (%s) runs model %q: the step's own forward runs the target; another model runs only in a draft loop's body",
 				st.ID, st.Op, alias)
 		}

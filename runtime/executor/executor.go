@@ -105,10 +105,10 @@ func (x *Executor) bindModelLoops() (map[*plan.Step]bool, error) {
 	drafting := map[*plan.Step]bool{}
 	for _, st := range x.plan.Steps {
 		l, ok := st.Node.(*plan.Loop)
-		if ok && l.Block && l.Model == exec.Target {
+		if ok && l.Block && l.Model == node.Target {
 			return nil, fmt.Errorf("engine: block loop %s runs the target: a block drafter runs a model of its own (its model param)", st.ID)
 		}
-		if ok && l.Model != exec.Target {
+		if ok && l.Model != node.Target {
 			ml := &modelLoop{step: st.ID, loop: l}
 			mb, err := bindModel(x.cfg, st, ml)
 			if err != nil {

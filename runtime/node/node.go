@@ -83,6 +83,11 @@ const (
 	BindLogitRows = "logit_rows"
 )
 
+// Target is the alias of the model a plan's model.forward runs: the model
+// whose tokens the engine commits. Other aliases ("draft") name further
+// models that nodes run on devices of their own (Info.ModelAlias).
+const Target = "target"
+
 // Port is a named, typed input or output of a node.
 type Port struct {
 	// Name is the port's name as written in YAML; it matches ^[a-z][a-z0-9_]*$.

@@ -50,6 +50,10 @@ type Info struct {
 	// exec.StateShaper), so drafting with it over the target advances the
 	// target's state.
 	RecurrentState bool
+	// ModelAlias returns the alias of the model a node built with params p
+	// runs (a draft model's, "draft"), or Target or "" for the target's.
+	// It is nil for node types that run no model or only the target.
+	ModelAlias func(p Params) string
 }
 
 // Param returns the spec's param called name, or nil.
@@ -206,4 +210,10 @@ func (r *Registry) Suggest(op string) string {
 		}
 	}
 	return ""
+}
+
+// ModelParam returns an Info.ModelAlias for node types whose param name
+// names the model they run.
+func ModelParam(name string) func(p Params) string {
+	return func(p Params) string { return p.String(name) }
 }
