@@ -183,7 +183,7 @@ func (fw *Forward) StateShape() exec.StateLayout {
 	return l
 }
 
-// Record implements exec.DeviceNode: tokens [T], positions [T] -> logits [R, vocab],
+// Record implements node.DeviceNode: tokens [T], positions [T] -> logits [R, vocab],
 // where R is the length of the step's "logit_rows" input. The draft input,
 // if wired, shapes the step's feed (the engine's work) and is not recorded.
 func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[string]tensor.Tensor, error) {

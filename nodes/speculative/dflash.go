@@ -179,7 +179,7 @@ func (d *DFlash) rope() tensor.RoPEArgs {
 	return tensor.RoPEArgs{HeadDim: c.HeadDim, Dims: c.RopeDims, Base: c.RopeBase, Mode: tensor.RoPENeox}
 }
 
-// Record implements exec.DeviceNode. With hidden, the features [T, L*E]
+// Record implements node.DeviceNode. With hidden, the features [T, L*E]
 // of the rows at positions [T], it writes every layer's K and V of the
 // rows from g = enc_norm(fc(features)) and outputs nothing. Without it, it
 // runs blocks of tokens [T] at positions [T] through the drafter, each row
@@ -238,7 +238,7 @@ func (d *DFlash) recordBlock(b *tensor.Builder, tokens, positions tensor.Tensor)
 }
 
 var (
-	_ exec.DeviceNode    = (*DFlash)(nil)
+	_ node.DeviceNode    = (*DFlash)(nil)
 	_ exec.TargetChecker = (*DFlash)(nil)
 	_ exec.HiddenEntry   = (*DFlash)(nil)
 	_ exec.BlockDrafter  = (*DFlash)(nil)

@@ -157,7 +157,7 @@ func readEagle3Config(f *weights.File) (eagle3Config, error) {
 	return c, nil
 }
 
-// Record implements exec.DeviceNode: tokens [T], positions [T] and
+// Record implements node.DeviceNode: tokens [T], positions [T] and
 // hidden, the fused features [T, 3E'] (which go through fc to give g) or
 // g [T, E] itself, -> logits [R, vocab] and the pre-norm state hidden
 // [R, E] of the step's "logit_rows" rows.
@@ -201,7 +201,7 @@ func (e *Eagle3) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[str
 }
 
 var (
-	_ exec.DeviceNode    = (*Eagle3)(nil)
+	_ node.DeviceNode    = (*Eagle3)(nil)
 	_ exec.TargetChecker = (*Eagle3)(nil)
 	_ exec.HiddenEntry   = (*Eagle3)(nil)
 )

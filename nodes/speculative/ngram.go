@@ -41,8 +41,8 @@ type NGram struct{ K, MinMatch, MaxMatch int }
 // DraftTokens implements exec.Proposer.
 func (n *NGram) DraftTokens() int { return n.K }
 
-// RunHost implements exec.HostNode: history [S][] (and prior) -> draft.
-func (n *NGram) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+// RunHost implements node.HostNode: history [S][] (and prior) -> draft.
+func (n *NGram) RunHost(hc *node.HostContext, in map[string]any) (map[string]any, error) {
 	history, prior, err := proposerInputs("speculative.ngram", hc, in)
 	if err != nil {
 		return nil, err

@@ -36,7 +36,7 @@ type rejecter int
 
 func (k rejecter) DraftTokens() int { return int(k) }
 
-func (k rejecter) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+func (k rejecter) RunHost(hc *node.HostContext, in map[string]any) (map[string]any, error) {
 	history := in["history"].([][]int32)
 	out := make(exec.Drafts, len(hc.Rows))
 	for i, row := range hc.Rows {

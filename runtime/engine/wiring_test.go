@@ -13,9 +13,9 @@ import (
 
 	"github.com/ninfer/ninfer-go/runtime/compile"
 	"github.com/ninfer/ninfer-go/runtime/engine"
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/request"
 )
 
 var wirings = flag.Int("wirings", 40, "accepted random wirings TestCheckedWiringsRun runs (more finds more)")
@@ -147,7 +147,7 @@ func runWiring(t *testing.T, model, path, src string) {
 	}
 	defer in.Close()
 	prompt := in.Tokenizer.Encode("Once upon a time there was", true, true)
-	for _, s := range []exec.Sampling{{}, {Temperature: 0.8, Seed: 7}} {
+	for _, s := range []request.Sampling{{}, {Temperature: 0.8, Seed: 7}} {
 		res, err := in.Generate(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 6, Sampling: s}, nil)
 		if err != nil {
 			t.Errorf("graph check says ok, but a step fails (temperature %g): %v\n%s", s.Temperature, err, src)
