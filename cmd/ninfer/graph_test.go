@@ -19,20 +19,20 @@ func graphTestRegistry() *node.Registry {
 	r := node.NewRegistry()
 	r.Register(node.Spec{
 		Op: "prefill.chunk", Placement: node.Policy, Summary: "Chunk prefill.",
-		Params: []node.Param{{Name: "size", Kind: node.Int, Default: int64(512), Min: &one, Max: &most}},
-		New:    func(p node.Params) (any, error) { return graphTestChunk(p.Int("size")), nil },
+		Params:    []node.Param{{Name: "size", Kind: node.Int, Default: int64(512), Min: &one, Max: &most}},
+		NewPolicy: func(p node.Params) (node.PolicyNode, error) { return graphTestChunk(p.Int("size")), nil },
 	})
 	r.Register(node.Spec{
 		Op: "model.forward", Placement: node.Device, Summary: "Forward.",
-		In:  []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}},
-		Out: []node.Port{{Name: "logits", Type: node.Logits}},
-		New: func(node.Params) (any, error) { return nil, nil },
+		In:        []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}},
+		Out:       []node.Port{{Name: "logits", Type: node.Logits}},
+		NewDevice: func(node.Params) (node.DeviceNode, error) { return nil, nil },
 	})
 	r.Register(node.Spec{
 		Op: "sample.token", Placement: node.Host, Summary: "Sample.",
-		In:  []node.Port{{Name: "logits", Type: node.Logits}},
-		Out: []node.Port{{Name: "tokens", Type: node.Tokens}},
-		New: func(node.Params) (any, error) { return nil, nil },
+		In:      []node.Port{{Name: "logits", Type: node.Logits}},
+		Out:     []node.Port{{Name: "tokens", Type: node.Tokens}},
+		NewHost: func(node.Params) (node.HostNode, error) { return nil, nil },
 	})
 	return r
 }

@@ -49,7 +49,7 @@ func init() {
 			"With `draft` wired (a proposer's output), the engine feeds the step's tokens with each decoding " +
 			"sequence's drafts inserted after its last token, so `logits` has 1 + drafts rows per sequence " +
 			"(the input of `speculative.verify`).",
-		New: func(p node.Params) (any, error) {
+		NewDevice: func(p node.Params) (node.DeviceNode, error) {
 			taps, err := ParseTaps(p.String("taps"))
 			if err != nil {
 				return nil, err

@@ -30,7 +30,7 @@ func init() {
 			"Its attention reads and writes a KV layer of its own in the target's cache, after the trunk's, on the " +
 			"sequence's block table; it leaves the target's recurrent state alone. graphs/mtp.yaml runs it in a draft " +
 			"loop: llama.cpp's `--spec-type draft-mtp`, whose drafts it reproduces.",
-		New: func(node.Params) (any, error) { return &MTP{}, nil },
+		NewDevice: func(node.Params) (node.DeviceNode, error) { return &MTP{}, nil },
 	})
 }
 

@@ -29,7 +29,7 @@ func init() {
 			"a sampling request's row draws from the distribution its sampling parameters (no penalties or grammar) " +
 			"give the logits, with the request's seeded generator, and reports that distribution. " +
 			"When no row of a pass samples, the engine has the device reduce the logits to argmax ids.",
-		New: func(p node.Params) (any, error) {
+		NewHost: func(p node.Params) (node.HostNode, error) {
 			return DraftNode{Sample: p.Bool("sample"), Temperature: float32(p.Float("temperature"))}, nil
 		},
 	})

@@ -26,7 +26,7 @@ func init() {
 			"end-of-generation and stop tokens are masked; last a request's grammar masks the tokens that may not follow). Temperature 0 (or top_k 1) is " +
 			"greedy: the argmax, ties to the lower id. Otherwise the filters run in llama.cpp's order: " +
 			"top_k, top_p, min_p, then temperature, then a draw from the request's seeded generator.",
-		New: func(node.Params) (any, error) { return Token{}, nil },
+		NewHost: func(node.Params) (node.HostNode, error) { return Token{}, nil },
 	})
 	node.Register(node.Spec{
 		Op:        "sample.argmax",
@@ -37,7 +37,7 @@ func init() {
 		Doc: "The pick of a greedy draft pass (a draft loop's body): the argmax of each logits row, ties to the lower id, " +
 			"with no penalties, grammar or temperature. When every consumer of the logits is an argmax, the engine has " +
 			"the device reduce the rows and copies back only the ids.",
-		New: func(node.Params) (any, error) { return ArgmaxNode{}, nil },
+		NewHost: func(node.Params) (node.HostNode, error) { return ArgmaxNode{}, nil },
 	})
 }
 

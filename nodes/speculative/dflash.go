@@ -39,7 +39,7 @@ func init() {
 			"other in both directions; its logits at the k mask rows give the draft, cut to the sequence's " +
 			"lookahead. graphs/dflash.yaml is llama.cpp's `--spec-type draft-dflash` with p_min 0. The graph's " +
 			"model.forward must tap the drafter's target_layers (`taps`); the engine checks it at load.",
-		New: func(p node.Params) (any, error) {
+		NewDevice: func(p node.Params) (node.DeviceNode, error) {
 			d := &DFlash{Alias: p.String("model")}
 			if err := exec.CheckAlias(d.Alias); err != nil {
 				return nil, err

@@ -39,7 +39,7 @@ func init() {
 			"embeddings are the target's unless the drafter has its own. graphs/eagle3.yaml is llama.cpp's " +
 			"`--spec-type draft-eagle3` with p_min 0. The graph's model.forward must tap the drafter's " +
 			"target_layers (`taps`); the engine checks it at load.",
-		New: func(p node.Params) (any, error) {
+		NewDevice: func(p node.Params) (node.DeviceNode, error) {
 			e := &Eagle3{Alias: p.String("model")}
 			if err := exec.CheckAlias(e.Alias); err != nil {
 				return nil, err

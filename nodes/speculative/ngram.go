@@ -25,7 +25,7 @@ func init() {
 			"are looked up in its earlier tokens, latest occurrence first; the up to `k` tokens that followed the " +
 			"first match found are the draft. No match, no draft (the step decodes one token). No extra model: " +
 			"it pays off when the output repeats its context (editing, code, extraction).",
-		New: func(p node.Params) (any, error) {
+		NewHost: func(p node.Params) (node.HostNode, error) {
 			n := &NGram{K: p.Int("k"), MinMatch: p.Int("min_match"), MaxMatch: p.Int("max_match")}
 			if n.MinMatch > n.MaxMatch {
 				return nil, fmt.Errorf("min_match %d > max_match %d", n.MinMatch, n.MaxMatch)

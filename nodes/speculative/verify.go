@@ -35,7 +35,7 @@ func init() {
 			"is wired, otherwise a point mass on x (greedy drafts: accept with p(x), reject to p without x); p is the request's " +
 			"sampling distribution (penalties, top_k, top_p, min_p, temperature), so the output distribution is " +
 			"the target's. The engine truncates the KV cache after the last accepted draft.",
-		New: func(p node.Params) (any, error) {
+		NewHost: func(p node.Params) (node.HostNode, error) {
 			return &Verify{Batch: p.Int("max_batch"), MinAccept: p.Float("min_acceptance")}, nil
 		},
 	})

@@ -126,7 +126,11 @@ type cnode struct {
 	// deps are the nodes this node reads from, with the position of the
 	// reference, in file order.
 	deps []edge
-	inst any
+	// inst is the step's instance: a node.DeviceNode, node.HostNode or
+	// node.PolicyNode its spec built, or a loop's *plan.Loop. policy is
+	// the PolicyNode of a policy node.
+	inst   any
+	policy node.PolicyNode
 }
 
 type edge struct {
@@ -834,13 +838,25 @@ func (c *compiler) instantiate() {
 		if cn.spec == nil || !cn.paramsOK || cn.n.IsLoop() {
 			continue // a loop's instance is its compiled body
 		}
-		inst, err := cn.spec.New(cn.params)
+		var err error
+		switch cn.spec.Placement {
+		case node.Device:
+			var d node.DeviceNode
+			d, err = cn.spec.NewDevice(cn.params)
+			cn.inst = d
+		case node.Host:
+			var h node.HostNode
+			h, err = cn.spec.NewHost(cn.params)
+			cn.inst = h
+		case node.Policy:
+			cn.policy, err = cn.spec.NewPolicy(cn.params)
+			cn.inst = cn.policy
+		}
 		if err != nil {
 			c.errorf(c.at(cn.n.OpPos, cn.n.Pos), "node %s (%s): %v", cn.n.ID, cn.spec.Op, err)
 			cn.paramsOK = false
-			continue
+			cn.inst, cn.policy = nil, nil
 		}
-		cn.inst = inst
 	}
 }
 
@@ -864,12 +880,11 @@ func (c *compiler) fold() node.PlanPolicy {
 		if !cn.paramsOK {
 			continue
 		}
-		pn, ok := cn.inst.(node.PolicyNode)
-		if !ok {
-			c.errorf(at, "node %s (%s): policy op built %T, which does not implement node.PolicyNode", cn.n.ID, cn.spec.Op, cn.inst)
+		if cn.policy == nil {
+			c.errorf(at, "node %s (%s): NewPolicy returned no policy", cn.n.ID, cn.spec.Op)
 			continue
 		}
-		if err := pn.Fold(&policy); err != nil {
+		if err := cn.policy.Fold(&policy); err != nil {
 			c.errorf(at, "node %s (%s): %v", cn.n.ID, cn.spec.Op, err)
 		}
 	}

@@ -25,7 +25,7 @@ func init() {
 		Out:       []node.Port{{Name: "draft", Type: node.Draft}},
 		Params:    []node.Param{{Name: "k", Kind: node.Int, Default: int64(3), Min: &one, Max: &most}},
 		Summary:   "Draft k tokens that the target rejects: each the token after the last one, mod 2 (benchmarks only).",
-		New:       func(p node.Params) (any, error) { return rejecter(p.Int("k")), nil },
+		NewHost:   func(p node.Params) (node.HostNode, error) { return rejecter(p.Int("k")), nil },
 	})
 }
 

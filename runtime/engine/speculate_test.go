@@ -29,7 +29,7 @@ func init() {
 		Out:       []node.Port{{Name: "draft", Type: node.Draft}},
 		Params:    []node.Param{{Name: "k", Kind: node.Int, Default: int64(4), Min: &one, Max: &most}},
 		Summary:   "Draft plain decoding's tokens with one corrupted at a position that varies by step (tests only).",
-		New:       func(p node.Params) (any, error) { return &oracle{k: p.Int("k")}, nil },
+		NewHost:   func(p node.Params) (node.HostNode, error) { return &oracle{k: p.Int("k")}, nil },
 	})
 }
 
@@ -42,7 +42,7 @@ func init() {
 		Out:       []node.Port{{Name: "draft", Type: node.Draft}},
 		Params:    []node.Param{{Name: "k", Kind: node.Int, Default: int64(3), Min: &one, Max: &most}},
 		Summary:   "Draft plain decoding's next tokens, each one off by one bit: every draft is rejected (tests only).",
-		New:       func(p node.Params) (any, error) { return wrong(p.Int("k")), nil },
+		NewHost:   func(p node.Params) (node.HostNode, error) { return wrong(p.Int("k")), nil },
 	})
 }
 

@@ -3,8 +3,9 @@
 // from init(), and the Policy that policy nodes fold into a plan.
 //
 // One declaration drives everything about a node: the compiler validates YAML
-// graphs against it, `ninfer graph docs` renders it (Docs), and Spec.New
-// builds the instance a plan step runs.
+// graphs against it, `ninfer graph docs` renders it (Docs), and the constructor of
+// its placement (Spec.NewDevice, NewHost, NewPolicy) builds the instance a
+// plan step runs.
 package node
 
 import "fmt"
