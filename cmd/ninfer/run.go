@@ -217,14 +217,14 @@ func (s *samplingFlags) register(fs *flag.FlagSet) {
 
 func (s *samplingFlags) sampling() (request.Sampling, error) {
 	switch {
-	case math.IsNaN(s.temperature) || s.temperature < 0 || s.temperature > 100:
-		return request.Sampling{}, fmt.Errorf("--temperature %g must be in [0, 100]", s.temperature)
+	case !request.Temperature.Contains(s.temperature):
+		return request.Sampling{}, fmt.Errorf("--temperature %g must be in %s", s.temperature, request.Temperature)
 	case s.topK < 0:
 		return request.Sampling{}, fmt.Errorf("--top-k %d must be >= 0", s.topK)
-	case math.IsNaN(s.topP) || s.topP <= 0 || s.topP > 1:
-		return request.Sampling{}, fmt.Errorf("--top-p %g must be in (0, 1]", s.topP)
-	case math.IsNaN(s.minP) || s.minP < 0 || s.minP > 1:
-		return request.Sampling{}, fmt.Errorf("--min-p %g must be in [0, 1]", s.minP)
+	case !request.TopP.Contains(s.topP):
+		return request.Sampling{}, fmt.Errorf("--top-p %g must be in %s", s.topP, request.TopP)
+	case !request.MinP.Contains(s.minP):
+		return request.Sampling{}, fmt.Errorf("--min-p %g must be in %s", s.minP, request.MinP)
 	}
 	out := request.Sampling{Temperature: float32(s.temperature), TopK: s.topK, TopP: float32(s.topP), MinP: float32(s.minP), Seed: s.seed}
 	if len(s.logitBias) > 0 {
