@@ -127,10 +127,12 @@ type cnode struct {
 	// reference, in file order.
 	deps []edge
 	// inst is the step's instance: a node.DeviceNode, node.HostNode or
-	// node.PolicyNode its spec built, or a loop's *plan.Loop. policy is
-	// the PolicyNode of a policy node.
+	// node.PolicyNode its spec built, or a loop's *plan.Loop. policy and
+	// loop are the same instance as a policy node's PolicyNode and a
+	// compiled loop's body.
 	inst   any
 	policy node.PolicyNode
+	loop   *plan.Loop
 }
 
 type edge struct {
@@ -244,7 +246,7 @@ func compile(g *graphdef.Graph, reg *node.Registry, overrides node.Params) (*pla
 		p.Carry[name] = cv.ref
 	}
 	for _, cn := range c.nodes {
-		if l, ok := cn.inst.(*plan.Loop); ok && l.Ahead {
+		if cn.loop != nil && cn.loop.Ahead {
 			if ref, ok := cn.in["hidden"]; ok && ref.Node != plan.PrevNode {
 				p.Carry[ref.String()] = ref // carry: holds the loop's outputs, so it is not nil
 			}
@@ -626,8 +628,7 @@ func (c *compiler) checkCarriedRows(at graphdef.Pos, what, refText string, ref p
 // carried value, and its outputs are read only as $prev values.
 func (c *compiler) checkAhead() {
 	for _, cn := range c.nodes {
-		l, ok := cn.inst.(*plan.Loop)
-		if !ok || !l.Ahead {
+		if cn.loop == nil || !cn.loop.Ahead {
 			continue
 		}
 		for _, b := range cn.n.In {

@@ -192,7 +192,7 @@ func (c *compiler) compileLoop(cn *cnode) {
 		}
 	}
 	c.checkBlock(n, l, byStep)
-	cn.inst = l
+	cn.inst, cn.loop = l, l
 }
 
 // checkBlock checks where loop n's block drafters (exec.BlockDrafter) are:
