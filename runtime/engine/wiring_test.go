@@ -38,18 +38,93 @@ type wiringSource struct {
 	typ node.PortType
 }
 
+// pickSource returns a random source's reference: usually one of type typ,
+// sometimes any.
+func pickSource(r *rand.Rand, sources []wiringSource, typ node.PortType) string {
+	var typed []wiringSource
+	for _, s := range sources {
+		if s.typ == typ {
+			typed = append(typed, s)
+		}
+	}
+	if len(typed) > 0 && r.IntN(4) > 0 {
+		return typed[r.IntN(len(typed))].ref
+	}
+	return sources[r.IntN(len(sources))].ref
+}
+
+// wireNodes writes the nodes ids (of specs) with random inputs from sources.
+func wireNodes(r *rand.Rand, b *strings.Builder, indent string, ids []string, specs []*node.Spec, sources []wiringSource) {
+	for i, spec := range specs {
+		fmt.Fprintf(b, "%s- {id: %s, op: %s", indent, ids[i], spec.Op)
+		var in []string
+		for _, p := range spec.In {
+			if p.Optional && r.IntN(2) == 0 {
+				continue
+			}
+			in = append(in, p.Name+": "+pickSource(r, sources, p.Type))
+		}
+		if len(in) > 0 {
+			fmt.Fprintf(b, ", in: {%s}", strings.Join(in, ", "))
+		}
+		b.WriteString("}\n")
+	}
+}
+
+// loopOps are the ops a random draft loop's body is made of.
+var loopOps = []string{"model.forward", "sample.argmax", "sample.draft", "sample.token"}
+
+// randomLoop writes loop node id: 1 to 3 body nodes of loopOps reading
+// $loop.tokens, $loop.positions and each other, and its next.tokens and
+// out (draft, and sometimes probs) from random body outputs. It returns
+// the loop's outputs.
+func randomLoop(r *rand.Rand, b *strings.Builder, id string) []wiringSource {
+	n := 1 + r.IntN(3)
+	ids, specs := make([]string, n), make([]*node.Spec, n)
+	sources := []wiringSource{{"$loop.tokens", node.Tokens}, {"$loop.positions", node.Positions}}
+	for i := range n {
+		ids[i] = fmt.Sprintf("%s_%d", id, i)
+		specs[i], _ = node.Default.Lookup(loopOps[r.IntN(len(loopOps))])
+		for _, p := range specs[i].Out {
+			sources = append(sources, wiringSource{ids[i] + "." + p.Name, p.Type})
+		}
+	}
+	fmt.Fprintf(b, "  - id: %s\n    repeat: %d\n    nodes:\n", id, 1+r.IntN(3))
+	wireNodes(r, b, "      ", ids, specs, sources)
+	fmt.Fprintf(b, "    next: {tokens: %s}\n", pickSource(r, sources, node.Tokens))
+	outs := []wiringSource{{id + ".draft", node.Draft}}
+	fmt.Fprintf(b, "    out: {draft: %s", pickSource(r, sources, node.Tokens))
+	if r.IntN(2) == 0 {
+		fmt.Fprintf(b, ", probs: %s", pickSource(r, sources, node.DraftProbs))
+		outs = append(outs, wiringSource{id + ".probs", node.DraftProbs})
+	}
+	b.WriteString("}\n")
+	return outs
+}
+
 // randomWiring writes a graph of 1 to 5 nodes of wiringOps (policy nodes at
-// most once each) whose inputs and out.tokens read random sources: usually
-// one of the wanted type, sometimes any, so that most wirings are wrong in
-// one way or another.
+// most once each), and sometimes a draft loop, whose inputs and out.tokens
+// read random sources: usually one of the wanted type, sometimes any, so
+// that most wirings are wrong in one way or another.
 func randomWiring(r *rand.Rand) string {
 	var b strings.Builder
 	b.WriteString("graph: wiring\nnodes:\n")
-	n := 1 + r.IntN(5)
+	sources := []wiringSource{{"$in.tokens", node.Tokens}, {"$in.positions", node.Positions}, {"$in.history", node.History}}
+	// A graph with a loop starts with a forward and a verify, as drafts
+	// need, so that some of them compile.
+	var first []string
+	if r.IntN(3) == 0 {
+		sources = append(sources, randomLoop(r, &b, "loop")...)
+		first = []string{"model.forward", "speculative.verify"}
+	}
+	n := len(first) + 1 + r.IntN(5-len(first))
 	ids, specs := make([]string, n), make([]*node.Spec, n)
 	used := map[string]bool{}
 	for i := range n {
 		op := wiringOps[r.IntN(len(wiringOps))]
+		if i < len(first) {
+			op = first[i]
+		}
 		spec, _ := node.Default.Lookup(op)
 		if spec.Placement == node.Policy && used[op] {
 			op, spec = "model.forward", nil
@@ -58,39 +133,13 @@ func randomWiring(r *rand.Rand) string {
 		used[op] = true
 		ids[i], specs[i] = fmt.Sprintf("n%d", i), spec
 	}
-	sources := []wiringSource{{"$in.tokens", node.Tokens}, {"$in.positions", node.Positions}, {"$in.history", node.History}}
 	for i, spec := range specs {
 		for _, p := range spec.Out {
 			sources = append(sources, wiringSource{ids[i] + "." + p.Name, p.Type})
 		}
 	}
-	pick := func(typ node.PortType) string {
-		var typed []wiringSource
-		for _, s := range sources {
-			if s.typ == typ {
-				typed = append(typed, s)
-			}
-		}
-		if len(typed) > 0 && r.IntN(4) > 0 {
-			return typed[r.IntN(len(typed))].ref
-		}
-		return sources[r.IntN(len(sources))].ref
-	}
-	for i, spec := range specs {
-		fmt.Fprintf(&b, "  - {id: %s, op: %s", ids[i], spec.Op)
-		var in []string
-		for _, p := range spec.In {
-			if p.Optional && r.IntN(2) == 0 {
-				continue
-			}
-			in = append(in, p.Name+": "+pick(p.Type))
-		}
-		if len(in) > 0 {
-			fmt.Fprintf(&b, ", in: {%s}", strings.Join(in, ", "))
-		}
-		b.WriteString("}\n")
-	}
-	fmt.Fprintf(&b, "out: {tokens: %s}\n", pick(node.Tokens))
+	wireNodes(r, &b, "  ", ids, specs, sources)
+	fmt.Fprintf(&b, "out: {tokens: %s}\n", pickSource(r, sources, node.Tokens))
 	return b.String()
 }
 
