@@ -387,7 +387,7 @@ const (
 // maskWorkLimit is the Work limit of one mask over v.
 func maskWorkLimit(v *grammar.Vocab) int64 { return max(minMaskWork, maskWorkPerNode*int64(v.Nodes())) }
 
-// grammarMask is one choice's exec.Sampling.Mask: it keeps the states the
+// grammarMask is one choice's request.Sampling.Mask: it keeps the states the
 // grammar reached after each generated token (so verify's per-position
 // calls and rollbacks replay nothing twice) and allows the tokens that keep
 // the output completable within the choice's token budget, and

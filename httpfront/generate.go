@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
-	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/request"
 	"github.com/ninfer/ninfer-go/runtime/tok"
 )
 
@@ -174,7 +174,7 @@ func (j *job) engineRequest(ctx context.Context, cancel context.CancelCauseFunc,
 		Prompt:    prompt,
 		MaxTokens: maxTokens,
 		Stop:      stopCondition(j.m.Tokenizer, &j.p),
-		Sampling: exec.Sampling{
+		Sampling: request.Sampling{
 			Temperature: float32(p.Temperature), TopK: p.TopK, TopP: float32(p.TopP), MinP: float32(p.MinP),
 			PresencePenalty: float32(p.Presence), FrequencyPenalty: float32(p.Frequency),
 			RepetitionPenalty: float32(p.Repetition), Seed: seed, LogitBias: p.LogitBias,

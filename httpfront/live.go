@@ -12,7 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
-	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 )
 
@@ -57,10 +57,10 @@ func cacheGroups(m *Model, snap engine.Snapshot) []CacheGroup {
 	if m.Plan != nil {
 		kvType, stateType = m.Plan.Policy.KVDType, m.Plan.Policy.StateDType
 	}
-	groups := []CacheGroup{{Name: "kv", Kind: "kv", Model: exec.Target, Total: snap.KVBlocksTotal, BlockTokens: snap.KVBlockTokens,
+	groups := []CacheGroup{{Name: "kv", Kind: "kv", Model: node.Target, Total: snap.KVBlocksTotal, BlockTokens: snap.KVBlockTokens,
 		UnitBytes: snap.KVBlockBytes, DType: kvType, Used: snap.KVBlocksUsed, Cached: snap.KVBlocksCached}}
 	if snap.StateSlotsTotal > 0 {
-		groups = append(groups, CacheGroup{Name: "state", Kind: "state", Model: exec.Target, Total: snap.StateSlotsTotal,
+		groups = append(groups, CacheGroup{Name: "state", Kind: "state", Model: node.Target, Total: snap.StateSlotsTotal,
 			UnitBytes: snap.StateSlotBytes, DType: stateType, Used: snap.StateSlotsUsed})
 	}
 	others := m.Engine.ModelKVBlocks()

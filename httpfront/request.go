@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ninfer/ninfer-go/nodes/sample/grammar"
+	"github.com/ninfer/ninfer-go/runtime/request"
 	"github.com/ninfer/ninfer-go/runtime/tok"
 )
 
@@ -884,27 +885,34 @@ func stops(f fields, p *Params) *Error {
 	return nil
 }
 
-// ranges checks each parameter's range, OpenAI's where OpenAI has one.
+// outOfRange is the invalid_request_error of value v outside range r.
+func outOfRange(r request.Range, v float64) *Error {
+	return badParam(r.Name, "Invalid '%s': expected a value in %s, but got %g instead.", r.Name, r, v)
+}
+
+// ranges checks each parameter's range: the sampling parameters' are
+// runtime/request's (OpenAI's where OpenAI has one).
 func (p *Params) ranges() *Error {
-	bad := func(name string, v float64, lo, hi string) *Error {
-		return badParam(name, "Invalid '%s': expected a value in %s, %s, but got %g instead.", name, lo, hi, v)
+	for _, c := range []struct {
+		r request.Range
+		v float64
+	}{{request.Temperature, p.Temperature}, {request.TopP, p.TopP}} {
+		if !c.r.Contains(c.v) {
+			return outOfRange(c.r, c.v)
+		}
 	}
-	nan := math.IsNaN
-	switch {
-	case nan(p.Temperature) || p.Temperature < 0 || p.Temperature > 2:
-		return bad("temperature", p.Temperature, "[0", "2]")
-	case nan(p.TopP) || p.TopP <= 0 || p.TopP > 1:
-		return bad("top_p", p.TopP, "(0", "1]")
-	case p.TopK < -1:
+	if p.TopK < -1 {
 		return badParam("top_k", "Invalid 'top_k': expected -1 (off), 0 (off) or a positive integer, but got %d instead.", p.TopK)
-	case nan(p.MinP) || p.MinP < 0 || p.MinP > 1:
-		return bad("min_p", p.MinP, "[0", "1]")
-	case nan(p.Presence) || p.Presence < -2 || p.Presence > 2:
-		return bad("presence_penalty", p.Presence, "[-2", "2]")
-	case nan(p.Frequency) || p.Frequency < -2 || p.Frequency > 2:
-		return bad("frequency_penalty", p.Frequency, "[-2", "2]")
-	case nan(p.Repetition) || p.Repetition <= 0 || p.Repetition > 10:
-		return bad("repetition_penalty", p.Repetition, "(0", "10]")
+	}
+	for _, c := range []struct {
+		r request.Range
+		v float64
+	}{{request.MinP, p.MinP}, {request.PresencePenalty, p.Presence}, {request.FrequencyPenalty, p.Frequency}, {request.RepetitionPenalty, p.Repetition}} {
+		if !c.r.Contains(c.v) {
+			return outOfRange(c.r, c.v)
+		}
+	}
+	switch {
 	case p.N < 1 || p.N > MaxN:
 		return badParam("n", "Invalid 'n': expected a value in [1, %d], but got %d instead.", MaxN, p.N)
 	case p.MinTokens < 0:

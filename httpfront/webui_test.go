@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/ninfer/ninfer-go/httpfront"
-	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/node"
 )
 
 // get sends GET path (with the key when given) and returns the status, the
@@ -158,7 +158,7 @@ func TestGraphEndpoint(t *testing.T) {
 	got := s.graph(t, "k")
 	snap := s.inst.Engine.Snapshot()
 	want := httpfront.Graph{Model: "stories260K", Plan: s.inst.Plan.Doc(), CacheGroups: []httpfront.CacheGroup{
-		{Name: "kv", Kind: "kv", Model: exec.Target, Total: snap.KVBlocksTotal, BlockTokens: 16, UnitBytes: snap.KVBlockBytes, DType: "f32"},
+		{Name: "kv", Kind: "kv", Model: node.Target, Total: snap.KVBlocksTotal, BlockTokens: 16, UnitBytes: snap.KVBlockBytes, DType: "f32"},
 	}}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("GET %s (-want +got):\n%s", httpfront.GraphPath, diff)
@@ -196,7 +196,7 @@ func TestLiveStatsAfterARequest(t *testing.T) {
 	}
 	snap := s.inst.Engine.Snapshot()
 	want := httpfront.LiveStats{UnixMs: got.UnixMs, MaxRunning: 2, CacheGroups: []httpfront.CacheGroup{
-		{Name: "kv", Kind: "kv", Model: exec.Target, Total: snap.KVBlocksTotal, BlockTokens: 16, UnitBytes: snap.KVBlockBytes,
+		{Name: "kv", Kind: "kv", Model: node.Target, Total: snap.KVBlocksTotal, BlockTokens: 16, UnitBytes: snap.KVBlockBytes,
 			DType: "f32", Cached: snap.KVBlocksCached},
 	},
 		PrefixCache: true, PrefixQueries: snap.PrefixQueries, PrefixHits: snap.PrefixHits,
@@ -217,8 +217,8 @@ func TestGraphEndpointShowsTheStateGroupOfAHybridModel(t *testing.T) {
 	got := s.graph(t, "")
 	snap := s.inst.Engine.Snapshot()
 	want := []httpfront.CacheGroup{
-		{Name: "kv", Kind: "kv", Model: exec.Target, Total: snap.KVBlocksTotal, BlockTokens: 16, UnitBytes: snap.KVBlockBytes, DType: "f32"},
-		{Name: "state", Kind: "state", Model: exec.Target, Total: snap.StateSlotsTotal, UnitBytes: snap.StateSlotBytes, DType: "f32"},
+		{Name: "kv", Kind: "kv", Model: node.Target, Total: snap.KVBlocksTotal, BlockTokens: 16, UnitBytes: snap.KVBlockBytes, DType: "f32"},
+		{Name: "state", Kind: "state", Model: node.Target, Total: snap.StateSlotsTotal, UnitBytes: snap.StateSlotBytes, DType: "f32"},
 	}
 	if diff := cmp.Diff(want, got.CacheGroups); diff != "" || snap.StateSlotsTotal == 0 {
 		t.Errorf("cache groups (-want +got):\n%s", diff)

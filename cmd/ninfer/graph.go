@@ -79,7 +79,7 @@ func bindPlan(p *plan.Plan, modelPath, path string) error {
 func targetSteps(p *plan.Plan) []*plan.Step {
 	var out []*plan.Step
 	for _, st := range p.AllSteps() {
-		if st.Placement != node.Device || plan.StepModel(st) == exec.Target {
+		if st.Placement != node.Device || plan.StepModel(st) == node.Target {
 			out = append(out, st)
 		}
 	}
@@ -394,7 +394,7 @@ func dotLoop(b *strings.Builder, id string, l *plan.Loop) {
 	if l.Block {
 		label = fmt.Sprintf("block loop %s: one pass of a token and %d masks", id, l.Repeat)
 	}
-	if l.Model != exec.Target {
+	if l.Model != node.Target {
 		label += " of model " + l.Model
 	}
 	fmt.Fprintf(b, "    subgraph %s {\n      label=%s; style=\"rounded,dotted\";\n", q("cluster_loop_"+id), q(label))

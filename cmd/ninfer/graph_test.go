@@ -19,20 +19,20 @@ func graphTestRegistry() *node.Registry {
 	r := node.NewRegistry()
 	r.Register(node.Spec{
 		Op: "prefill.chunk", Placement: node.Policy, Summary: "Chunk prefill.",
-		Params: []node.Param{{Name: "size", Kind: node.Int, Default: int64(512), Min: &one, Max: &most}},
-		New:    func(p node.Params) (any, error) { return graphTestChunk(p.Int("size")), nil },
+		Params:    []node.Param{{Name: "size", Kind: node.Int, Default: int64(512), Min: &one, Max: &most}},
+		NewPolicy: func(p node.Params) (node.PolicyNode, error) { return graphTestChunk(p.Int("size")), nil },
 	})
 	r.Register(node.Spec{
 		Op: "model.forward", Placement: node.Device, Summary: "Forward.",
-		In:  []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}},
-		Out: []node.Port{{Name: "logits", Type: node.Logits}},
-		New: func(node.Params) (any, error) { return nil, nil },
+		In:        []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}},
+		Out:       []node.Port{{Name: "logits", Type: node.Logits}},
+		NewDevice: func(node.Params) (node.DeviceNode, error) { return nil, nil },
 	})
 	r.Register(node.Spec{
 		Op: "sample.token", Placement: node.Host, Summary: "Sample.",
-		In:  []node.Port{{Name: "logits", Type: node.Logits}},
-		Out: []node.Port{{Name: "tokens", Type: node.Tokens}},
-		New: func(node.Params) (any, error) { return nil, nil },
+		In:      []node.Port{{Name: "logits", Type: node.Logits}},
+		Out:     []node.Port{{Name: "tokens", Type: node.Tokens}},
+		NewHost: func(node.Params) (node.HostNode, error) { return nil, nil },
 	})
 	return r
 }
@@ -92,6 +92,15 @@ nodes:
   - {id: pick, op: sample.token, in: {logits: fwd.logits}}
   - {id: fwd2, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, draft: pick.tokens}}
   - {id: verify, op: speculative.verify, in: {draft: pick.tokens, logits: fwd2.logits}}
+out: {tokens: verify.tokens}
+`
+	graphTestRowHistory = `graph: rowhistory
+nodes:
+  - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions}}
+  - {id: pick, op: sample.token, in: {logits: fwd.logits}}
+  - {id: draft, op: speculative.ngram, in: {history: pick.tokens}}
+  - {id: fwd2, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, draft: draft.draft}}
+  - {id: verify, op: speculative.verify, in: {draft: draft.draft, logits: fwd2.logits}}
 out: {tokens: verify.tokens}
 `
 )
@@ -223,6 +232,7 @@ func TestGraphCheckRejectsGraphsThatCannotRun(t *testing.T) {
 	twoDrafts := writeGraphFile(t, "twodrafts.yaml", graphTestTwoDrafts)
 	hostFed := writeGraphFile(t, "hostfed.yaml", graphTestHostFed)
 	sampled := writeGraphFile(t, "sampleddraft.yaml", graphTestSampledDraft)
+	rowHistory := writeGraphFile(t, "rowhistory.yaml", graphTestRowHistory)
 	for _, tt := range []struct {
 		name       string
 		args       []string
@@ -240,6 +250,10 @@ func TestGraphCheckRejectsGraphsThatCannotRun(t *testing.T) {
 		{
 			name: "sample.token output used as drafts", args: []string{"check", sampled},
 			wantCode: 1, wantStderr: []string{sampled + ":5:93: type mismatch: pick.tokens is tokens, but input draft of model.forward wants draft"},
+		},
+		{
+			name: "a proposer's history fed one token per row", args: []string{"check", rowHistory},
+			wantCode: 1, wantStderr: []string{rowHistory + ":5:54: type mismatch: pick.tokens is tokens, but input history of speculative.ngram wants history"},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,10 +13,11 @@ import (
 	"strings"
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/request"
 )
 
 // graphTestSeed seeds the sampler of tests with a temperature above 0.
@@ -99,7 +100,7 @@ func (r *graphTester) instance(graph string) (*instance.Instance, error) {
 	}
 	models := map[string]string{}
 	for _, st := range p.Steps {
-		if alias := plan.StepModel(st); alias != exec.Target {
+		if alias := plan.StepModel(st); alias != node.Target {
 			if models[alias] = r.models[alias]; models[alias] == "" {
 				models[alias] = r.model
 			}
@@ -130,7 +131,7 @@ func (r *graphTester) generate(graph string, t *graphdef.Test) ([]int32, error) 
 		return nil, errors.New("the prompt encodes to no tokens")
 	}
 	res, err := in.Generate(context.Background(), engine.Request{Prompt: prompt, MaxTokens: t.MaxTokens,
-		Sampling: exec.Sampling{Temperature: float32(t.Temperature), Seed: graphTestSeed}}, nil)
+		Sampling: request.Sampling{Temperature: float32(t.Temperature), Seed: graphTestSeed}}, nil)
 	if err != nil {
 		return nil, err
 	}

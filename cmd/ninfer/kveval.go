@@ -387,13 +387,13 @@ func kvEval(model string, formats []string, prompts []golden.Prompt, n, threads,
 }
 
 // forwardNode returns the model.forward node of the plain graph, bound to f.
-func forwardNode(f *weights.File) (exec.DeviceNode, error) {
+func forwardNode(f *weights.File) (node.DeviceNode, error) {
 	p, err := instance.LoadPlan("plain", node.Default, nil)
 	if err != nil {
 		return nil, err
 	}
 	for _, st := range p.Steps {
-		dn, ok := st.Node.(exec.DeviceNode)
+		dn, ok := st.Node.(node.DeviceNode)
 		if _, shaped := st.Node.(exec.KVShaper); !ok || !shaped {
 			continue
 		}
@@ -412,7 +412,7 @@ func forwardNode(f *weights.File) (exec.DeviceNode, error) {
 // generated position (the engine only hands out sampled tokens).
 type kvRunner struct {
 	file    *weights.File
-	fwd     exec.DeviceNode
+	fwd     node.DeviceNode
 	be      exec.Backend
 	table   []int32                 // the one sequence's blocks: 0, 1, 2 ...
 	execs   map[int]exec.Executable // by step rows
@@ -422,7 +422,7 @@ type kvRunner struct {
 	stateful bool
 }
 
-func newKVRunner(f *weights.File, fwd exec.DeviceNode, format string, layers, kvDim, maxTokens, threads int) (*kvRunner, error) {
+func newKVRunner(f *weights.File, fwd node.DeviceNode, format string, layers, kvDim, maxTokens, threads int) (*kvRunner, error) {
 	be, err := exec.New("cpu", exec.Options{Threads: threads})
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/request"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 	"github.com/ninfer/ninfer-go/suites/bench"
 )
@@ -114,12 +115,12 @@ func (f modelFlag) String() string {
 func (f modelFlag) Set(v string) error {
 	alias, path, ok := strings.Cut(v, "=")
 	if !ok || !exec.AliasPattern.MatchString(alias) {
-		alias, path = exec.Target, v
+		alias, path = node.Target, v
 	}
 	if path == "" {
 		return fmt.Errorf("model %q: empty path", alias)
 	}
-	if alias == exec.Target {
+	if alias == node.Target {
 		if f.m.model != "" {
 			return fmt.Errorf("the target model is given twice (%s and %s)", f.m.model, path)
 		}
@@ -214,18 +215,18 @@ func (s *samplingFlags) register(fs *flag.FlagSet) {
 	fs.Var(&s.logitBias, "logit-bias", "add BIAS to token ID's logit before choosing: ID=BIAS[,ID=BIAS...], repeatable; -inf bans the token")
 }
 
-func (s *samplingFlags) sampling() (exec.Sampling, error) {
+func (s *samplingFlags) sampling() (request.Sampling, error) {
 	switch {
-	case math.IsNaN(s.temperature) || s.temperature < 0 || s.temperature > 100:
-		return exec.Sampling{}, fmt.Errorf("--temperature %g must be in [0, 100]", s.temperature)
+	case !request.Temperature.Contains(s.temperature):
+		return request.Sampling{}, fmt.Errorf("--temperature %g must be in %s", s.temperature, request.Temperature)
 	case s.topK < 0:
-		return exec.Sampling{}, fmt.Errorf("--top-k %d must be >= 0", s.topK)
-	case math.IsNaN(s.topP) || s.topP <= 0 || s.topP > 1:
-		return exec.Sampling{}, fmt.Errorf("--top-p %g must be in (0, 1]", s.topP)
-	case math.IsNaN(s.minP) || s.minP < 0 || s.minP > 1:
-		return exec.Sampling{}, fmt.Errorf("--min-p %g must be in [0, 1]", s.minP)
+		return request.Sampling{}, fmt.Errorf("--top-k %d must be >= 0", s.topK)
+	case !request.TopP.Contains(s.topP):
+		return request.Sampling{}, fmt.Errorf("--top-p %g must be in %s", s.topP, request.TopP)
+	case !request.MinP.Contains(s.minP):
+		return request.Sampling{}, fmt.Errorf("--min-p %g must be in %s", s.minP, request.MinP)
 	}
-	out := exec.Sampling{Temperature: float32(s.temperature), TopK: s.topK, TopP: float32(s.topP), MinP: float32(s.minP), Seed: s.seed}
+	out := request.Sampling{Temperature: float32(s.temperature), TopK: s.topK, TopP: float32(s.topP), MinP: float32(s.minP), Seed: s.seed}
 	if len(s.logitBias) > 0 {
 		out.LogitBias = s.logitBias
 	}

@@ -39,7 +39,7 @@ func loopBackend(l *plan.Loop) string {
 	for _, st := range l.Steps {
 		switch {
 		case st.Placement != node.Device:
-		case st.Op == "model.forward" && l.Model == exec.Target:
+		case st.Op == "model.forward" && l.Model == node.Target:
 			return "self"
 		case st.Op == "model.forward":
 			return l.Model

@@ -32,7 +32,7 @@ func init() {
 			"Scales cover groups of contiguous values of one token's K or V row in one layer; groups never " +
 			"span tokens, and a row shorter than the group is one group. Formats: " + strings.Join(formats, "; ") +
 			". `ninfer kv-eval` measures what a format costs in accuracy against f32.",
-		New: func(p node.Params) (any, error) {
+		NewPolicy: func(p node.Params) (node.PolicyNode, error) {
 			return Cache{DType: p.String("dtype"), Block: p.Int("block"), State: p.String("state")}, nil
 		},
 	})

@@ -16,7 +16,7 @@ import (
 func init() {
 	node.Register(node.Spec{
 		Op:        "model.forward",
-		Info:      node.Info{RecurrentState: true},
+		Info:      node.Info{RecurrentState: true, ModelAlias: node.ModelParam("model")},
 		Placement: node.Device,
 		In: []node.Port{
 			{Name: "tokens", Type: node.Tokens, Doc: "token ids of the step, one per row [T]"},
@@ -36,7 +36,7 @@ func init() {
 				Doc: "`hidden` after the final norm (Qwen3.5's MTP head reads it so) or before it (DeepSeek-style heads)"},
 			{Name: "layers", Kind: node.String, Default: "all",
 				Doc: "leading blocks to run: all, half (of the model's, at least 1) or a count N; fewer than all is an early exit (self-speculation's draft pass): those blocks, then the final norm and LM head, writing K/V into those layers only"},
-			{Name: "model", Kind: node.String, Default: exec.Target,
+			{Name: "model", Kind: node.String, Default: node.Target,
 				Doc: "alias of the model to run (`--model ALIAS=FILE`): target, or, in a draft loop's body, a draft model of the target's vocabulary, which runs on a device of its own with a KV cache of its own"},
 			{Name: "taps", Kind: node.String, Default: "",
 				Doc: "comma-separated layer-input ids whose hidden states `taps` outputs, llama.cpp's convention: id l < layers is the input of block l (0: the token embeddings), id = layers the final norm's output; \"\" = none (an EAGLE-3 drafter's target_layers)"},
@@ -49,7 +49,7 @@ func init() {
 			"With `draft` wired (a proposer's output), the engine feeds the step's tokens with each decoding " +
 			"sequence's drafts inserted after its last token, so `logits` has 1 + drafts rows per sequence " +
 			"(the input of `speculative.verify`).",
-		New: func(p node.Params) (any, error) {
+		NewDevice: func(p node.Params) (node.DeviceNode, error) {
 			taps, err := ParseTaps(p.String("taps"))
 			if err != nil {
 				return nil, err
@@ -74,7 +74,7 @@ func init() {
 // with the file of the model Alias names.
 type Forward struct {
 	Config *Config
-	// Alias is the model the node runs (exec.Target, or a draft model's
+	// Alias is the model the node runs (node.Target, or a draft model's
 	// alias in a draft loop's body).
 	Alias string
 	// AllRows makes the hidden output every row's, [T, E], not only the
@@ -108,14 +108,6 @@ func resolveDepth(depth string, n int) (int, error) {
 		return 0, fmt.Errorf("layers %d: the model has %d blocks", k, n)
 	}
 	return k, nil
-}
-
-// ModelAlias implements exec.ModelUser.
-func (fw *Forward) ModelAlias() string {
-	if fw.Alias == "" {
-		return exec.Target
-	}
-	return fw.Alias
 }
 
 // Layers is the number of blocks Record runs (after Bind).
@@ -191,7 +183,7 @@ func (fw *Forward) StateShape() exec.StateLayout {
 	return l
 }
 
-// Record implements exec.DeviceNode: tokens [T], positions [T] -> logits [R, vocab],
+// Record implements node.DeviceNode: tokens [T], positions [T] -> logits [R, vocab],
 // where R is the length of the step's "logit_rows" input. The draft input,
 // if wired, shapes the step's feed (the engine's work) and is not recorded.
 func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[string]tensor.Tensor, error) {

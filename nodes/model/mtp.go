@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 	"github.com/ninfer/ninfer-go/runtime/weights"
@@ -31,7 +30,7 @@ func init() {
 			"Its attention reads and writes a KV layer of its own in the target's cache, after the trunk's, on the " +
 			"sequence's block table; it leaves the target's recurrent state alone. graphs/mtp.yaml runs it in a draft " +
 			"loop: llama.cpp's `--spec-type draft-mtp`, whose drafts it reproduces.",
-		New: func(node.Params) (any, error) { return &MTP{}, nil },
+		NewDevice: func(node.Params) (node.DeviceNode, error) { return &MTP{}, nil },
 	})
 }
 
@@ -89,7 +88,7 @@ func (m *MTP) RowWidth(port string) int {
 // KVLayer is the KV layer the head's attention owns (after Bind).
 func (m *MTP) KVLayer() int { return m.cfg.AttentionLayers() }
 
-// Record implements exec.DeviceNode: tokens [T], positions [T], hidden
+// Record implements node.DeviceNode: tokens [T], positions [T], hidden
 // [T, E] -> logits [R, vocab] and hidden [R, E] of the step's
 // "logit_rows" rows.
 func (m *MTP) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[string]tensor.Tensor, error) {
@@ -106,4 +105,4 @@ func (m *MTP) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[string
 	return map[string]tensor.Tensor{"logits": b.MatMul(out, b.Weight(m.head)), "hidden": out}, b.Err()
 }
 
-var _ exec.DeviceNode = (*MTP)(nil)
+var _ node.DeviceNode = (*MTP)(nil)

@@ -14,7 +14,7 @@ func init() {
 		Summary: "Split long prompts into chunks of at most `size` tokens per engine step.",
 		Doc: "Smaller chunks let decode steps of other requests interleave with a long prefill; " +
 			"the tokens produced do not depend on the chunk size.",
-		New: func(p node.Params) (any, error) { return Chunk{Size: p.Int("size")}, nil },
+		NewPolicy: func(p node.Params) (node.PolicyNode, error) { return Chunk{Size: p.Int("size")}, nil },
 	})
 }
 

@@ -29,7 +29,7 @@ func init() {
 			"a sampling request's row draws from the distribution its sampling parameters (no penalties or grammar) " +
 			"give the logits, with the request's seeded generator, and reports that distribution. " +
 			"When no row of a pass samples, the engine has the device reduce the logits to argmax ids.",
-		New: func(p node.Params) (any, error) {
+		NewHost: func(p node.Params) (node.HostNode, error) {
 			return DraftNode{Sample: p.Bool("sample"), Temperature: float32(p.Float("temperature"))}, nil
 		},
 	})
@@ -43,12 +43,12 @@ type DraftNode struct {
 
 // samples reports whether row draws its draft rather than taking the
 // argmax.
-func (d DraftNode) samples(row *exec.SeqState) bool {
+func (d DraftNode) samples(row *node.SeqState) bool {
 	return d.Sample && row.RNG != nil && !row.Sampling.Greedy()
 }
 
 // ReadsArgmaxOnly implements exec.ArgmaxReader: no row of the pass draws.
-func (d DraftNode) ReadsArgmaxOnly(hc *exec.HostContext) bool {
+func (d DraftNode) ReadsArgmaxOnly(hc *node.HostContext) bool {
 	for _, row := range hc.Rows {
 		if d.samples(row) {
 			return false
@@ -57,9 +57,9 @@ func (d DraftNode) ReadsArgmaxOnly(hc *exec.HostContext) bool {
 	return true
 }
 
-// RunHost implements exec.HostNode: logits [R, vocab] -> tokens [R] and
+// RunHost implements node.HostNode: logits [R, vocab] -> tokens [R] and
 // probs (one entry per row: nil or the row's one distribution).
-func (d DraftNode) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+func (d DraftNode) RunHost(hc *node.HostContext, in map[string]any) (map[string]any, error) {
 	l, ok := in["logits"].(exec.Logits)
 	if !ok {
 		return nil, fmt.Errorf("sample.draft: logits input is %T", in["logits"])

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/request"
 )
 
 func init() {
@@ -25,7 +26,7 @@ func init() {
 			"end-of-generation and stop tokens are masked; last a request's grammar masks the tokens that may not follow). Temperature 0 (or top_k 1) is " +
 			"greedy: the argmax, ties to the lower id. Otherwise the filters run in llama.cpp's order: " +
 			"top_k, top_p, min_p, then temperature, then a draw from the request's seeded generator.",
-		New: func(node.Params) (any, error) { return Token{}, nil },
+		NewHost: func(node.Params) (node.HostNode, error) { return Token{}, nil },
 	})
 	node.Register(node.Spec{
 		Op:        "sample.argmax",
@@ -36,7 +37,7 @@ func init() {
 		Doc: "The pick of a greedy draft pass (a draft loop's body): the argmax of each logits row, ties to the lower id, " +
 			"with no penalties, grammar or temperature. When every consumer of the logits is an argmax, the engine has " +
 			"the device reduce the rows and copies back only the ids.",
-		New: func(node.Params) (any, error) { return ArgmaxNode{}, nil },
+		NewHost: func(node.Params) (node.HostNode, error) { return ArgmaxNode{}, nil },
 	})
 }
 
@@ -44,10 +45,10 @@ func init() {
 type ArgmaxNode struct{}
 
 // ReadsArgmaxOnly implements exec.ArgmaxReader.
-func (ArgmaxNode) ReadsArgmaxOnly(*exec.HostContext) bool { return true }
+func (ArgmaxNode) ReadsArgmaxOnly(*node.HostContext) bool { return true }
 
-// RunHost implements exec.HostNode: logits [R, vocab] -> tokens [R].
-func (ArgmaxNode) RunHost(_ *exec.HostContext, in map[string]any) (map[string]any, error) {
+// RunHost implements node.HostNode: logits [R, vocab] -> tokens [R].
+func (ArgmaxNode) RunHost(_ *node.HostContext, in map[string]any) (map[string]any, error) {
 	l, ok := in["logits"].(exec.Logits)
 	if !ok {
 		return nil, fmt.Errorf("sample.argmax: logits input is %T", in["logits"])
@@ -65,8 +66,8 @@ func (ArgmaxNode) RunHost(_ *exec.HostContext, in map[string]any) (map[string]an
 // Token is the sample.token node.
 type Token struct{}
 
-// RunHost implements exec.HostNode.
-func (Token) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+// RunHost implements node.HostNode.
+func (Token) RunHost(hc *node.HostContext, in map[string]any) (map[string]any, error) {
 	l, ok := in["logits"].(exec.Logits)
 	if !ok {
 		return nil, fmt.Errorf("sample.token: logits input is %T", in["logits"])
@@ -96,12 +97,12 @@ func (Token) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, e
 // Penalize returns a copy of logits with s's logit bias, presence,
 // frequency and repetition penalties applied, in that order, for a
 // sequence whose tokens so far are history, of which the first prompt are
-// the prompt (see exec.Sampling); then, while fewer than s.SuppressUntil
+// the prompt (see request.Sampling); then, while fewer than s.SuppressUntil
 // tokens have been generated, s.Suppress ids get -Inf, and last s.Mask
 // constrains the next token. Ids in history,
 // LogitBias and Suppress outside logits are ignored; logits is not
 // modified.
-func Penalize(logits []float32, s exec.Sampling, history []int32, prompt int) []float32 {
+func Penalize(logits []float32, s request.Sampling, history []int32, prompt int) []float32 {
 	out := append([]float32(nil), logits...)
 	prompt = max(0, min(prompt, len(history)))
 	for id, b := range s.LogitBias {
@@ -217,7 +218,7 @@ type cand struct {
 
 // Pick chooses one token from logits under s, drawing from rng when s is
 // not greedy.
-func Pick(logits []float32, s exec.Sampling, rng *rand.Rand) int32 {
+func Pick(logits []float32, s request.Sampling, rng *rand.Rand) int32 {
 	if s.Greedy() || rng == nil {
 		return Argmax(logits)
 	}
@@ -229,7 +230,7 @@ func Pick(logits []float32, s exec.Sampling, rng *rand.Rand) int32 {
 // candidate ids after top_k, top_p and min_p, by descending logit (ties in
 // id order), and their probabilities at s's temperature, summing to 1.
 // For a greedy s it is the argmax with probability 1.
-func Dist(logits []float32, s exec.Sampling) ([]int32, []float64) {
+func Dist(logits []float32, s request.Sampling) ([]int32, []float64) {
 	if s.Greedy() {
 		return []int32{Argmax(logits)}, []float64{1}
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/request"
 )
 
 func TestArgmaxTiesToLowerID(t *testing.T) {
@@ -86,7 +88,7 @@ func BenchmarkArgmax(b *testing.B) {
 
 func TestPick(t *testing.T) {
 	logits := []float32{0, 2, 1.9, -5, 1}
-	draw := func(s exec.Sampling, n int) []int32 {
+	draw := func(s request.Sampling, n int) []int32 {
 		rng := rand.New(rand.NewPCG(s.Seed, 1))
 		var out []int32
 		for range n {
@@ -94,33 +96,33 @@ func TestPick(t *testing.T) {
 		}
 		return out
 	}
-	if got := draw(exec.Sampling{Temperature: 0}, 3); !cmp.Equal(got, []int32{1, 1, 1}) {
+	if got := draw(request.Sampling{Temperature: 0}, 3); !cmp.Equal(got, []int32{1, 1, 1}) {
 		t.Errorf("greedy = %v", got)
 	}
-	if got := draw(exec.Sampling{Temperature: 1, TopK: 1}, 3); !cmp.Equal(got, []int32{1, 1, 1}) {
+	if got := draw(request.Sampling{Temperature: 1, TopK: 1}, 3); !cmp.Equal(got, []int32{1, 1, 1}) {
 		t.Errorf("top_k 1 = %v", got)
 	}
-	a, b := draw(exec.Sampling{Temperature: 1, Seed: 7}, 50), draw(exec.Sampling{Temperature: 1, Seed: 7}, 50)
+	a, b := draw(request.Sampling{Temperature: 1, Seed: 7}, 50), draw(request.Sampling{Temperature: 1, Seed: 7}, 50)
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Errorf("same seed differs:\n%s", diff)
 	}
-	for _, id := range draw(exec.Sampling{Temperature: 1, TopK: 2, Seed: 3}, 200) {
+	for _, id := range draw(request.Sampling{Temperature: 1, TopK: 2, Seed: 3}, 200) {
 		if id != 1 && id != 2 {
 			t.Fatalf("top_k 2 drew %d", id)
 		}
 	}
-	for _, id := range draw(exec.Sampling{Temperature: 1, TopP: 0.3, Seed: 3}, 200) {
+	for _, id := range draw(request.Sampling{Temperature: 1, TopP: 0.3, Seed: 3}, 200) {
 		if id != 1 {
 			t.Fatalf("top_p 0.3 drew %d (only the top token has >= 0.3 mass)", id)
 		}
 	}
-	for _, id := range draw(exec.Sampling{Temperature: 1, MinP: 0.5, Seed: 3}, 200) {
+	for _, id := range draw(request.Sampling{Temperature: 1, MinP: 0.5, Seed: 3}, 200) {
 		if id != 1 && id != 2 {
 			t.Fatalf("min_p 0.5 drew %d", id)
 		}
 	}
 	seen := map[int32]bool{}
-	for _, id := range draw(exec.Sampling{Temperature: 2, Seed: 9}, 500) {
+	for _, id := range draw(request.Sampling{Temperature: 2, Seed: 9}, 500) {
 		seen[id] = true
 	}
 	if len(seen) < 4 {
@@ -132,24 +134,24 @@ func TestPenalize(t *testing.T) {
 	logits := []float32{1, 2, -1, 4}
 	for _, tc := range []struct {
 		name    string
-		s       exec.Sampling
+		s       request.Sampling
 		history []int32
 		prompt  int
 		want    []float32
 	}{
-		{"no penalty leaves logits alone", exec.Sampling{}, []int32{0, 1}, 1, []float32{1, 2, -1, 4}},
-		{"presence counts generated tokens once", exec.Sampling{PresencePenalty: 0.5}, []int32{3, 1, 1}, 1, []float32{1, 1.5, -1, 4}},
-		{"frequency scales with the count", exec.Sampling{FrequencyPenalty: 0.5}, []int32{3, 1, 1}, 1, []float32{1, 1, -1, 4}},
-		{"presence and frequency add", exec.Sampling{PresencePenalty: 1, FrequencyPenalty: 1}, []int32{2}, 0, []float32{1, 2, -3, 4}},
-		{"negative presence encourages", exec.Sampling{PresencePenalty: -1}, []int32{0}, 0, []float32{2, 2, -1, 4}},
-		{"repetition divides positive and multiplies negative logits, prompt included", exec.Sampling{RepetitionPenalty: 2}, []int32{3, 2, 2}, 2, []float32{1, 2, -2, 2}},
-		{"repetition 1 is off", exec.Sampling{RepetitionPenalty: 1}, []int32{3}, 0, []float32{1, 2, -1, 4}},
-		{"out of range ids are ignored", exec.Sampling{PresencePenalty: 1, RepetitionPenalty: 2}, []int32{-1, 9}, 0, []float32{1, 2, -1, 4}},
-		{"logit bias adds to its ids", exec.Sampling{LogitBias: map[int32]float32{0: 5, 2: -100, 7: 3}}, nil, 0, []float32{6, 2, -101, 4}},
-		{"logit bias applies before the repetition penalty", exec.Sampling{LogitBias: map[int32]float32{3: -6}, RepetitionPenalty: 2}, []int32{3}, 0, []float32{1, 2, -1, -4}},
-		{"suppressed ids are -Inf before SuppressUntil generated tokens", exec.Sampling{SuppressUntil: 2, Suppress: []int32{3, 9}}, []int32{0, 1}, 1, []float32{1, 2, -1, inf(-1)}},
-		{"suppressed ids come back once SuppressUntil tokens are generated", exec.Sampling{SuppressUntil: 2, Suppress: []int32{3}}, []int32{0, 1, 2}, 1, []float32{1, 2, -1, 4}},
-		{"suppression beats a positive bias", exec.Sampling{LogitBias: map[int32]float32{3: 100}, SuppressUntil: 1, Suppress: []int32{3}}, []int32{0}, 1, []float32{1, 2, -1, inf(-1)}},
+		{"no penalty leaves logits alone", request.Sampling{}, []int32{0, 1}, 1, []float32{1, 2, -1, 4}},
+		{"presence counts generated tokens once", request.Sampling{PresencePenalty: 0.5}, []int32{3, 1, 1}, 1, []float32{1, 1.5, -1, 4}},
+		{"frequency scales with the count", request.Sampling{FrequencyPenalty: 0.5}, []int32{3, 1, 1}, 1, []float32{1, 1, -1, 4}},
+		{"presence and frequency add", request.Sampling{PresencePenalty: 1, FrequencyPenalty: 1}, []int32{2}, 0, []float32{1, 2, -3, 4}},
+		{"negative presence encourages", request.Sampling{PresencePenalty: -1}, []int32{0}, 0, []float32{2, 2, -1, 4}},
+		{"repetition divides positive and multiplies negative logits, prompt included", request.Sampling{RepetitionPenalty: 2}, []int32{3, 2, 2}, 2, []float32{1, 2, -2, 2}},
+		{"repetition 1 is off", request.Sampling{RepetitionPenalty: 1}, []int32{3}, 0, []float32{1, 2, -1, 4}},
+		{"out of range ids are ignored", request.Sampling{PresencePenalty: 1, RepetitionPenalty: 2}, []int32{-1, 9}, 0, []float32{1, 2, -1, 4}},
+		{"logit bias adds to its ids", request.Sampling{LogitBias: map[int32]float32{0: 5, 2: -100, 7: 3}}, nil, 0, []float32{6, 2, -101, 4}},
+		{"logit bias applies before the repetition penalty", request.Sampling{LogitBias: map[int32]float32{3: -6}, RepetitionPenalty: 2}, []int32{3}, 0, []float32{1, 2, -1, -4}},
+		{"suppressed ids are -Inf before SuppressUntil generated tokens", request.Sampling{SuppressUntil: 2, Suppress: []int32{3, 9}}, []int32{0, 1}, 1, []float32{1, 2, -1, inf(-1)}},
+		{"suppressed ids come back once SuppressUntil tokens are generated", request.Sampling{SuppressUntil: 2, Suppress: []int32{3}}, []int32{0, 1, 2}, 1, []float32{1, 2, -1, 4}},
+		{"suppression beats a positive bias", request.Sampling{LogitBias: map[int32]float32{3: 100}, SuppressUntil: 1, Suppress: []int32{3}}, []int32{0}, 1, []float32{1, 2, -1, inf(-1)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := append([]float32(nil), logits...)
@@ -170,7 +172,7 @@ func inf(sign int) float32 { return float32(math.Inf(sign)) }
 // the argmax.
 func TestPenalizeAppliesTheMaskLast(t *testing.T) {
 	var seen []int32
-	s := exec.Sampling{LogitBias: map[int32]float32{3: 10}, Mask: func(gen []int32, l []float32) {
+	s := request.Sampling{LogitBias: map[int32]float32{3: 10}, Mask: func(gen []int32, l []float32) {
 		seen = append([]int32(nil), gen...)
 		if l[3] != 14 {
 			t.Errorf("mask saw logit %g for token 3, want the biased 14", l[3])
@@ -195,17 +197,17 @@ func TestRunHostAppliesPenalties(t *testing.T) {
 	logits := exec.Logits{Data: []float32{0, 3, 2.5, 1}, Rows: 1, Vocab: 4}
 	for _, tc := range []struct {
 		name string
-		s    exec.Sampling
+		s    request.Sampling
 		want int32
 	}{
-		{"plain greedy repeats", exec.Sampling{}, 1},
-		{"presence penalty avoids the repeat", exec.Sampling{PresencePenalty: 1}, 2},
-		{"repetition penalty avoids the repeat", exec.Sampling{RepetitionPenalty: 1.5}, 2},
-		{"a logit bias changes the argmax", exec.Sampling{LogitBias: map[int32]float32{3: 2.5}}, 3},
-		{"a suppressed argmax gives way to the next token", exec.Sampling{SuppressUntil: 2, Suppress: []int32{1}}, 2},
+		{"plain greedy repeats", request.Sampling{}, 1},
+		{"presence penalty avoids the repeat", request.Sampling{PresencePenalty: 1}, 2},
+		{"repetition penalty avoids the repeat", request.Sampling{RepetitionPenalty: 1.5}, 2},
+		{"a logit bias changes the argmax", request.Sampling{LogitBias: map[int32]float32{3: 2.5}}, 3},
+		{"a suppressed argmax gives way to the next token", request.Sampling{SuppressUntil: 2, Suppress: []int32{1}}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hc := &exec.HostContext{Rows: []*exec.SeqState{{Sampling: tc.s, History: []int32{0, 1}, Prompt: 1}}}
+			hc := &node.HostContext{Rows: []*node.SeqState{{Sampling: tc.s, History: []int32{0, 1}, Prompt: 1}}}
 			out, err := Token{}.RunHost(hc, map[string]any{"logits": logits})
 			if err != nil {
 				t.Fatal(err)
@@ -285,7 +287,7 @@ func TestCandidatesSorted(t *testing.T) {
 // 0.95, temperature 0.6) on a Qwen3-sized vocabulary.
 func BenchmarkDist(b *testing.B) {
 	logits := qwen3Logits(7, 8)
-	for _, s := range []exec.Sampling{
+	for _, s := range []request.Sampling{
 		{Temperature: 0.6, TopP: 0.95, TopK: 20},
 		{Temperature: 0.7, TopP: 1}, // an OpenAI client's default: no filter, the whole vocabulary sorted
 	} {

@@ -15,7 +15,7 @@ import (
 func init() {
 	node.Register(node.Spec{
 		Op:        "speculative.dflash",
-		Info:      node.Info{BlockDrafter: true},
+		Info:      node.Info{BlockDrafter: true, ModelAlias: node.ModelParam("model")},
 		Placement: node.Device,
 		In: []node.Port{
 			{Name: "tokens", Type: node.Tokens, Doc: "token ids of the pass, one per row [T]: in the block pass each drafting sequence's last token and k mask tokens"},
@@ -39,7 +39,7 @@ func init() {
 			"other in both directions; its logits at the k mask rows give the draft, cut to the sequence's " +
 			"lookahead. graphs/dflash.yaml is llama.cpp's `--spec-type draft-dflash` with p_min 0. The graph's " +
 			"model.forward must tap the drafter's target_layers (`taps`); the engine checks it at load.",
-		New: func(p node.Params) (any, error) {
+		NewDevice: func(p node.Params) (node.DeviceNode, error) {
 			d := &DFlash{Alias: p.String("model")}
 			if err := exec.CheckAlias(d.Alias); err != nil {
 				return nil, err
@@ -75,9 +75,6 @@ func (d *DFlash) TargetLayers() []int { return d.cfg.TargetLayers }
 // TargetWeights implements exec.WeightBorrower: the drafter uses the
 // target's token embeddings and output head.
 func (d *DFlash) TargetWeights() []string { return d.borrowed }
-
-// ModelAlias implements exec.ModelUser.
-func (d *DFlash) ModelAlias() string { return d.Alias }
 
 // EntersAtHidden implements exec.HiddenEntry: the features of position p
 // are entered at p.
@@ -182,7 +179,7 @@ func (d *DFlash) rope() tensor.RoPEArgs {
 	return tensor.RoPEArgs{HeadDim: c.HeadDim, Dims: c.RopeDims, Base: c.RopeBase, Mode: tensor.RoPENeox}
 }
 
-// Record implements exec.DeviceNode. With hidden, the features [T, L*E]
+// Record implements node.DeviceNode. With hidden, the features [T, L*E]
 // of the rows at positions [T], it writes every layer's K and V of the
 // rows from g = enc_norm(fc(features)) and outputs nothing. Without it, it
 // runs blocks of tokens [T] at positions [T] through the drafter, each row
@@ -241,7 +238,7 @@ func (d *DFlash) recordBlock(b *tensor.Builder, tokens, positions tensor.Tensor)
 }
 
 var (
-	_ exec.DeviceNode    = (*DFlash)(nil)
+	_ node.DeviceNode    = (*DFlash)(nil)
 	_ exec.TargetChecker = (*DFlash)(nil)
 	_ exec.HiddenEntry   = (*DFlash)(nil)
 	_ exec.BlockDrafter  = (*DFlash)(nil)

@@ -25,7 +25,7 @@ func bound(v float64) *float64 { return &v }
 
 // Ports and params shared by the proposers.
 var (
-	historyPort = node.Port{Name: "history", Type: node.Tokens, Doc: "each sequence's tokens so far ($in.history)"}
+	historyPort = node.Port{Name: "history", Type: node.History, Doc: "each sequence's tokens so far ($in.history)"}
 	priorPort   = node.Port{Name: "prior", Type: node.Draft, Optional: true,
 		Doc: "an earlier proposer's drafts: a sequence that has one keeps it and is not drafted for again"}
 	draftOut = node.Port{Name: "draft", Type: node.Draft, Doc: "up to k drafted tokens per sequence"}
@@ -35,7 +35,7 @@ var (
 
 // proposerInputs reads the history and optional prior inputs of a proposer
 // node op for hc's rows.
-func proposerInputs(op string, hc *exec.HostContext, in map[string]any) (history [][]int32, prior exec.Drafts, err error) {
+func proposerInputs(op string, hc *node.HostContext, in map[string]any) (history [][]int32, prior exec.Drafts, err error) {
 	history, ok := in["history"].([][]int32)
 	if !ok || len(history) != len(hc.Rows) {
 		return nil, nil, fmt.Errorf("%s: history input is %T for %d sequences", op, in["history"], len(hc.Rows))
@@ -52,7 +52,7 @@ func proposerInputs(op string, hc *exec.HostContext, in map[string]any) (history
 // keepPrior copies into out the prior drafts (clipped to each sequence's
 // lookahead) and reports which sequences still need a draft: those with a
 // lookahead and no prior draft.
-func keepPrior(hc *exec.HostContext, prior exec.Drafts, out exec.Drafts) []bool {
+func keepPrior(hc *node.HostContext, prior exec.Drafts, out exec.Drafts) []bool {
 	need := make([]bool, len(hc.Rows))
 	for i, row := range hc.Rows {
 		if prior != nil && len(prior[i]) > 0 {

@@ -15,6 +15,7 @@ func init() {
 	node.Register(node.Spec{
 		Op:        "speculative.eagle3",
 		Placement: node.Device,
+		Info:      node.Info{ModelAlias: node.ModelParam("model")},
 		In: []node.Port{
 			{Name: "tokens", Type: node.Tokens, Doc: "token ids of the pass, one per row [T]"},
 			{Name: "positions", Type: node.Positions, Doc: "position of each row [T]: its hidden state's (entry p reads token p+1)"},
@@ -38,7 +39,7 @@ func init() {
 			"embeddings are the target's unless the drafter has its own. graphs/eagle3.yaml is llama.cpp's " +
 			"`--spec-type draft-eagle3` with p_min 0. The graph's model.forward must tap the drafter's " +
 			"target_layers (`taps`); the engine checks it at load.",
-		New: func(p node.Params) (any, error) {
+		NewDevice: func(p node.Params) (node.DeviceNode, error) {
 			e := &Eagle3{Alias: p.String("model")}
 			if err := exec.CheckAlias(e.Alias); err != nil {
 				return nil, err
@@ -74,9 +75,6 @@ func (e *Eagle3) TargetLayers() []int { return e.cfg.TargetLayers }
 // TargetWeights implements exec.WeightBorrower: a drafter without token
 // embeddings of its own uses the target's.
 func (e *Eagle3) TargetWeights() []string { return e.borrowed }
-
-// ModelAlias implements exec.ModelUser.
-func (e *Eagle3) ModelAlias() string { return e.Alias }
 
 // EntersAtHidden implements exec.HiddenEntry: entry p pairs the hidden
 // state of p with the token at p+1, at position p.
@@ -159,7 +157,7 @@ func readEagle3Config(f *weights.File) (eagle3Config, error) {
 	return c, nil
 }
 
-// Record implements exec.DeviceNode: tokens [T], positions [T] and
+// Record implements node.DeviceNode: tokens [T], positions [T] and
 // hidden, the fused features [T, 3E'] (which go through fc to give g) or
 // g [T, E] itself, -> logits [R, vocab] and the pre-norm state hidden
 // [R, E] of the step's "logit_rows" rows.
@@ -203,7 +201,7 @@ func (e *Eagle3) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[str
 }
 
 var (
-	_ exec.DeviceNode    = (*Eagle3)(nil)
+	_ node.DeviceNode    = (*Eagle3)(nil)
 	_ exec.TargetChecker = (*Eagle3)(nil)
 	_ exec.HiddenEntry   = (*Eagle3)(nil)
 )

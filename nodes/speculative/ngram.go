@@ -25,7 +25,7 @@ func init() {
 			"are looked up in its earlier tokens, latest occurrence first; the up to `k` tokens that followed the " +
 			"first match found are the draft. No match, no draft (the step decodes one token). No extra model: " +
 			"it pays off when the output repeats its context (editing, code, extraction).",
-		New: func(p node.Params) (any, error) {
+		NewHost: func(p node.Params) (node.HostNode, error) {
 			n := &NGram{K: p.Int("k"), MinMatch: p.Int("min_match"), MaxMatch: p.Int("max_match")}
 			if n.MinMatch > n.MaxMatch {
 				return nil, fmt.Errorf("min_match %d > max_match %d", n.MinMatch, n.MaxMatch)
@@ -41,8 +41,8 @@ type NGram struct{ K, MinMatch, MaxMatch int }
 // DraftTokens implements exec.Proposer.
 func (n *NGram) DraftTokens() int { return n.K }
 
-// RunHost implements exec.HostNode: history [S][] (and prior) -> draft.
-func (n *NGram) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+// RunHost implements node.HostNode: history [S][] (and prior) -> draft.
+func (n *NGram) RunHost(hc *node.HostContext, in map[string]any) (map[string]any, error) {
 	history, prior, err := proposerInputs("speculative.ngram", hc, in)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/ninfer/ninfer-go/nodes/sample"
 	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/request"
 )
 
 func TestLookup(t *testing.T) {
@@ -39,7 +41,7 @@ func TestLookup(t *testing.T) {
 func TestNGramRespectsLookaheadAndPrior(t *testing.T) {
 	n := &NGram{K: 4, MinMatch: 1, MaxMatch: 3}
 	h := []int32{1, 2, 3, 4, 5, 6, 1, 2}
-	hc := &exec.HostContext{Rows: []*exec.SeqState{{Lookahead: 2}, {Lookahead: 0}, {Lookahead: 4}, {Lookahead: 1}}}
+	hc := &node.HostContext{Rows: []*node.SeqState{{Lookahead: 2}, {Lookahead: 0}, {Lookahead: 4}, {Lookahead: 1}}}
 	prior := exec.Drafts{nil, nil, nil, {9, 9}}
 	res, err := n.RunHost(hc, map[string]any{"history": [][]int32{h, h, h, h}, "prior": prior})
 	if err != nil {
@@ -63,23 +65,23 @@ func TestAcceptGreedy(t *testing.T) {
 		name  string
 		draft []int32
 		rows  [][]float32
-		s     exec.Sampling
+		s     request.Sampling
 		hist  []int32
 		want  []int32
 	}{
-		{"all drafts accepted, then the bonus token", []int32{1, 2, 0}, logitRows(r0, r1, r2, r3), exec.Sampling{}, []int32{0}, []int32{1, 2, 0, 3}},
-		{"the first disagreement yields the target's token", []int32{1, 3, 0}, logitRows(r0, r1, r2, r3), exec.Sampling{}, []int32{0}, []int32{1, 2}},
-		{"a wrong first draft still yields one token", []int32{2}, logitRows(r0, r1), exec.Sampling{}, []int32{0}, []int32{1}},
-		{"no draft is a plain greedy step", nil, logitRows(r2), exec.Sampling{}, []int32{0}, []int32{0}},
+		{"all drafts accepted, then the bonus token", []int32{1, 2, 0}, logitRows(r0, r1, r2, r3), request.Sampling{}, []int32{0}, []int32{1, 2, 0, 3}},
+		{"the first disagreement yields the target's token", []int32{1, 3, 0}, logitRows(r0, r1, r2, r3), request.Sampling{}, []int32{0}, []int32{1, 2}},
+		{"a wrong first draft still yields one token", []int32{2}, logitRows(r0, r1), request.Sampling{}, []int32{0}, []int32{1}},
+		{"no draft is a plain greedy step", nil, logitRows(r2), request.Sampling{}, []int32{0}, []int32{0}},
 		// The penalty sees accepted drafts: after draft 1 is accepted, token
 		// 1's logit 5 - 6 drops below token 2's 1 at the next position too.
 		{"penalties count accepted drafts", []int32{1, 2}, logitRows(r0, []float32{0, 5, 1, 0}, r3),
-			exec.Sampling{FrequencyPenalty: 6}, []int32{0}, []int32{1, 2, 3}},
-		{"top_k 1 is greedy", []int32{1, 2}, logitRows(r0, r1, r3), exec.Sampling{Temperature: 1, TopK: 1}, []int32{0}, []int32{1, 2, 3}},
+			request.Sampling{FrequencyPenalty: 6}, []int32{0}, []int32{1, 2, 3}},
+		{"top_k 1 is greedy", []int32{1, 2}, logitRows(r0, r1, r3), request.Sampling{Temperature: 1, TopK: 1}, []int32{0}, []int32{1, 2, 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &exec.SeqState{Sampling: tt.s, History: tt.hist, Prompt: 1, RNG: rand.New(rand.NewPCG(1, 2))}
+			s := &node.SeqState{Sampling: tt.s, History: tt.hist, Prompt: 1, RNG: rand.New(rand.NewPCG(1, 2))}
 			got := Accept(tt.rows, tt.draft, nil, s)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Accept (-want +got):\n%s", diff)
@@ -101,17 +103,17 @@ func TestAcceptSamplesTheTargetDistribution(t *testing.T) {
 	const n = 40000
 	for _, tc := range []struct {
 		name  string
-		s     exec.Sampling
+		s     request.Sampling
 		draft []int32
 	}{
-		{"a likely draft", exec.Sampling{Temperature: 1}, []int32{1}},
-		{"an unlikely draft", exec.Sampling{Temperature: 0.7}, []int32{4}},
-		{"a draft outside top_k", exec.Sampling{Temperature: 1.3, TopK: 3}, []int32{5}},
-		{"top_p and a penalty", exec.Sampling{Temperature: 1, TopP: 0.9, PresencePenalty: 0.8}, []int32{3}},
+		{"a likely draft", request.Sampling{Temperature: 1}, []int32{1}},
+		{"an unlikely draft", request.Sampling{Temperature: 0.7}, []int32{4}},
+		{"a draft outside top_k", request.Sampling{Temperature: 1.3, TopK: 3}, []int32{5}},
+		{"top_p and a penalty", request.Sampling{Temperature: 1, TopP: 0.9, PresencePenalty: 0.8}, []int32{3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hist := []int32{0, 3}
-			s := &exec.SeqState{Sampling: tc.s, History: hist, Prompt: 1}
+			s := &node.SeqState{Sampling: tc.s, History: hist, Prompt: 1}
 			first := make([]float64, 6)
 			second := make([]float64, 6) // given first == draft
 			var accepted float64
@@ -154,16 +156,16 @@ func TestAcceptWithAProposalDistribution(t *testing.T) {
 	const n = 60000
 	for _, tc := range []struct {
 		name string
-		s    exec.Sampling
+		s    request.Sampling
 		q    exec.DraftDist
 	}{
-		{"q close to p", exec.Sampling{Temperature: 1}, exec.DraftDist{IDs: []int32{1, 3, 0, 2}, Probs: []float64{0.4, 0.3, 0.2, 0.1}}},
-		{"q far from p", exec.Sampling{Temperature: 0.8}, exec.DraftDist{IDs: []int32{4, 5, 2}, Probs: []float64{0.5, 0.3, 0.2}}},
-		{"q beyond top_k", exec.Sampling{Temperature: 1.2, TopK: 3}, exec.DraftDist{IDs: []int32{5, 1, 3}, Probs: []float64{0.3, 0.3, 0.4}}},
+		{"q close to p", request.Sampling{Temperature: 1}, exec.DraftDist{IDs: []int32{1, 3, 0, 2}, Probs: []float64{0.4, 0.3, 0.2, 0.1}}},
+		{"q far from p", request.Sampling{Temperature: 0.8}, exec.DraftDist{IDs: []int32{4, 5, 2}, Probs: []float64{0.5, 0.3, 0.2}}},
+		{"q beyond top_k", request.Sampling{Temperature: 1.2, TopK: 3}, exec.DraftDist{IDs: []int32{5, 1, 3}, Probs: []float64{0.3, 0.3, 0.4}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hist := []int32{0, 3}
-			s := &exec.SeqState{Sampling: tc.s, History: hist, Prompt: 1}
+			s := &node.SeqState{Sampling: tc.s, History: hist, Prompt: 1}
 			first := make([]float64, 6)
 			second := make([]float64, 6)
 			var accepted float64
@@ -210,7 +212,7 @@ func TestAcceptWithAProposalDistribution(t *testing.T) {
 }
 
 // target is the exact sampling distribution of logits under s after hist.
-func target(logits []float32, s exec.Sampling, hist []int32) []float64 {
+func target(logits []float32, s request.Sampling, hist []int32) []float64 {
 	if s.Penalized() {
 		logits = sample.Penalize(logits, s, hist, 1)
 	}

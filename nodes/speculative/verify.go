@@ -35,7 +35,7 @@ func init() {
 			"is wired, otherwise a point mass on x (greedy drafts: accept with p(x), reject to p without x); p is the request's " +
 			"sampling distribution (penalties, top_k, top_p, min_p, temperature), so the output distribution is " +
 			"the target's. The engine truncates the KV cache after the last accepted draft.",
-		New: func(p node.Params) (any, error) {
+		NewHost: func(p node.Params) (node.HostNode, error) {
 			return &Verify{Batch: p.Int("max_batch"), MinAccept: p.Float("min_acceptance")}, nil
 		},
 	})
@@ -53,9 +53,9 @@ func (v *Verify) MaxBatch() int { return v.Batch }
 // MinAcceptance implements exec.AdaptiveVerifier.
 func (v *Verify) MinAcceptance() float64 { return v.MinAccept }
 
-// RunHost implements exec.HostNode: draft, logits -> tokens ([][]int32, one
+// RunHost implements node.HostNode: draft, logits -> tokens ([][]int32, one
 // slice per sequence).
-func (v *Verify) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+func (v *Verify) RunHost(hc *node.HostContext, in map[string]any) (map[string]any, error) {
 	d, ok := in["draft"].(exec.Drafts)
 	if !ok || len(d) != len(hc.Rows) {
 		return nil, fmt.Errorf("speculative.verify: draft input is %T for %d sequences", in["draft"], len(hc.Rows))
@@ -94,7 +94,7 @@ func (v *Verify) RunHost(hc *exec.HostContext, in map[string]any) (map[string]an
 // accepted prefix of draft followed by one token of the target's own. q,
 // when not nil, has the distribution each draft token was drawn from (a
 // zero DraftDist is a point mass); nil means every draft is a point mass.
-func Accept(rows [][]float32, draft []int32, q []exec.DraftDist, s *exec.SeqState) []int32 {
+func Accept(rows [][]float32, draft []int32, q []exec.DraftDist, s *node.SeqState) []int32 {
 	hist := slices.Clip(s.History)
 	out := make([]int32, 0, len(draft)+1)
 	greedy := s.Sampling.Greedy() || s.RNG == nil

@@ -24,7 +24,7 @@ import (
 var Inputs = []node.Port{
 	{Name: node.BindTokens, Type: node.Tokens, Doc: "the tokens this step feeds for the request"},
 	{Name: node.BindPositions, Type: node.Positions, Doc: "the positions of those tokens"},
-	{Name: node.BindHistory, Type: node.Tokens, Doc: "the request's tokens so far"},
+	{Name: node.BindHistory, Type: node.History, Doc: "the request's tokens so far"},
 }
 
 // Outputs are the graph outputs every graph must bind under out:. A graph may
@@ -126,7 +126,13 @@ type cnode struct {
 	// deps are the nodes this node reads from, with the position of the
 	// reference, in file order.
 	deps []edge
-	inst any
+	// inst is the step's instance: a node.DeviceNode, node.HostNode or
+	// node.PolicyNode its spec built, or a loop's *plan.Loop. policy and
+	// loop are the same instance as a policy node's PolicyNode and a
+	// compiled loop's body.
+	inst   any
+	policy node.PolicyNode
+	loop   *plan.Loop
 }
 
 type edge struct {
@@ -240,7 +246,7 @@ func compile(g *graphdef.Graph, reg *node.Registry, overrides node.Params) (*pla
 		p.Carry[name] = cv.ref
 	}
 	for _, cn := range c.nodes {
-		if l, ok := cn.inst.(*plan.Loop); ok && l.Ahead {
+		if cn.loop != nil && cn.loop.Ahead {
 			if ref, ok := cn.in["hidden"]; ok && ref.Node != plan.PrevNode {
 				p.Carry[ref.String()] = ref // carry: holds the loop's outputs, so it is not nil
 			}
@@ -553,8 +559,13 @@ func (c *compiler) resolveInputs(cn *cnode) {
 			continue
 		}
 		cn.in[b.Name] = ref
-		if known && typ != dst.Type {
-			c.errorf(at, "type mismatch: %s is %s, but input %s of %s wants %s", b.Ref, typ, b.Name, spec.Op, dst.Type)
+		if !known || spec.Placement == node.Device && hostValue(ref, dst, c.byID[ref.Node]) != "" {
+			// A device node reading a host value is a placement error
+			// (deviceInputs), whatever the value's type.
+			continue
+		}
+		if typ != dst.Type {
+			c.errorf(at, "type mismatch: %s is %s, but input %s of %s wants %s%s", b.Ref, typ, b.Name, spec.Op, dst.Type, kindHint(typ, dst.Type))
 		}
 	}
 	if spec == nil {
@@ -617,8 +628,7 @@ func (c *compiler) checkCarriedRows(at graphdef.Pos, what, refText string, ref p
 // carried value, and its outputs are read only as $prev values.
 func (c *compiler) checkAhead() {
 	for _, cn := range c.nodes {
-		l, ok := cn.inst.(*plan.Loop)
-		if !ok || !l.Ahead {
+		if cn.loop == nil || !cn.loop.Ahead {
 			continue
 		}
 		for _, b := range cn.n.In {
@@ -659,11 +669,15 @@ func (c *compiler) resolveOut() map[string]plan.Ref {
 		}
 		names = append(names, b.Name)
 		at := c.at(b.RefPos, b.NamePos, c.g.OutPos)
-		ref, typ, known, _ := c.source(b.Ref, at)
+		ref, typ, known, from := c.source(b.Ref, at)
 		out[b.Name] = ref
 		for _, want := range Outputs {
-			if want.Name == b.Name && known && typ != want.Type {
-				c.errorf(at, "type mismatch: %s is %s, but out.%s wants %s", b.Ref, typ, b.Name, want.Type)
+			switch {
+			case want.Name != b.Name || !known:
+			case typ != want.Type:
+				c.errorf(at, "type mismatch: %s is %s, but out.%s wants %s%s", b.Ref, typ, b.Name, want.Type, kindHint(typ, want.Type))
+			case from < 0:
+				c.errorf(at, "out.%s reads %s, a step input: a graph outputs the %s a node picks (a sampler's, or a verifier's)", b.Name, b.Ref, want.Type)
 			}
 		}
 	}
@@ -825,13 +839,25 @@ func (c *compiler) instantiate() {
 		if cn.spec == nil || !cn.paramsOK || cn.n.IsLoop() {
 			continue // a loop's instance is its compiled body
 		}
-		inst, err := cn.spec.New(cn.params)
+		var err error
+		switch cn.spec.Placement {
+		case node.Device:
+			var d node.DeviceNode
+			d, err = cn.spec.NewDevice(cn.params)
+			cn.inst = d
+		case node.Host:
+			var h node.HostNode
+			h, err = cn.spec.NewHost(cn.params)
+			cn.inst = h
+		case node.Policy:
+			cn.policy, err = cn.spec.NewPolicy(cn.params)
+			cn.inst = cn.policy
+		}
 		if err != nil {
 			c.errorf(c.at(cn.n.OpPos, cn.n.Pos), "node %s (%s): %v", cn.n.ID, cn.spec.Op, err)
 			cn.paramsOK = false
-			continue
+			cn.inst, cn.policy = nil, nil
 		}
-		cn.inst = inst
 	}
 }
 
@@ -855,12 +881,11 @@ func (c *compiler) fold() node.PlanPolicy {
 		if !cn.paramsOK {
 			continue
 		}
-		pn, ok := cn.inst.(node.PolicyNode)
-		if !ok {
-			c.errorf(at, "node %s (%s): policy op built %T, which does not implement node.PolicyNode", cn.n.ID, cn.spec.Op, cn.inst)
+		if cn.policy == nil {
+			c.errorf(at, "node %s (%s): NewPolicy returned no policy", cn.n.ID, cn.spec.Op)
 			continue
 		}
-		if err := pn.Fold(&policy); err != nil {
+		if err := cn.policy.Fold(&policy); err != nil {
 			c.errorf(at, "node %s (%s): %v", cn.n.ID, cn.spec.Op, err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/graphdef/graphdeftest"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
 var update = flag.Bool("update", false, "rewrite the .plan golden files in testdata")
@@ -42,21 +43,23 @@ func (k kvPolicy) Fold(p *node.PlanPolicy) error {
 // instance records the params a node was built with.
 type instance struct{ params node.Params }
 
-func build(p node.Params) (any, error) { return instance{p}, nil }
+// The test instances build and run nothing: the compiler only builds them.
+func (instance) Record(*tensor.Builder, map[string]tensor.Tensor) (map[string]tensor.Tensor, error) {
+	return nil, errors.New("a test instance records nothing")
+}
 
-// forwardInstance is the test model.forward: it runs its model param's
-// model (exec.ModelUser).
-type forwardInstance struct{ instance }
+func (instance) RunHost(*node.HostContext, map[string]any) (map[string]any, error) {
+	return nil, errors.New("a test instance runs nothing")
+}
 
-func (f forwardInstance) ModelAlias() string { return f.params.String("model") }
+func buildDevice(p node.Params) (node.DeviceNode, error) { return instance{p}, nil }
+func buildHost(p node.Params) (node.HostNode, error)     { return instance{p}, nil }
 
-// blockInstance is the test block drafter (exec.BlockDrafter), running
-// the model aliased draft.
+// blockInstance is the test block drafter (exec.BlockDrafter).
 type blockInstance struct{ instance }
 
-func (blockInstance) MaskToken() int32   { return 0 }
-func (blockInstance) MaxBlock() int      { return 15 }
-func (blockInstance) ModelAlias() string { return "draft" }
+func (blockInstance) MaskToken() int32 { return 0 }
+func (blockInstance) MaxBlock() int    { return 15 }
 
 // testRegistry mirrors the shape of the real node specs without depending on
 // the nodes/* packages.
@@ -64,8 +67,8 @@ func testRegistry() *node.Registry {
 	r := node.NewRegistry()
 	r.Register(node.Spec{
 		Op: "prefill.chunk", Placement: node.Policy, Summary: "Prefill chunk size.",
-		Params: []node.Param{{Name: "size", Kind: node.Int, Default: int64(512), Min: bound(1), Max: bound(65536)}},
-		New:    func(p node.Params) (any, error) { return chunkPolicy{p.Int("size")}, nil },
+		Params:    []node.Param{{Name: "size", Kind: node.Int, Default: int64(512), Min: bound(1), Max: bound(65536)}},
+		NewPolicy: func(p node.Params) (node.PolicyNode, error) { return chunkPolicy{p.Int("size")}, nil },
 	})
 	r.Register(node.Spec{
 		Op: "kv.cache", Placement: node.Policy, Summary: "KV cache page format.",
@@ -73,7 +76,9 @@ func testRegistry() *node.Registry {
 			{Name: "dtype", Kind: node.Enum, Default: "f32", Enum: []string{"f32", "f16", "q8_0"}},
 			{Name: "block_tokens", Kind: node.Int, Default: int64(16), Min: bound(1), Max: bound(256)},
 		},
-		New: func(p node.Params) (any, error) { return kvPolicy{p.String("dtype"), p.Int("block_tokens")}, nil },
+		NewPolicy: func(p node.Params) (node.PolicyNode, error) {
+			return kvPolicy{p.String("dtype"), p.Int("block_tokens")}, nil
+		},
 	})
 	r.Register(node.Spec{
 		Op: "model.forward", Placement: node.Device, Summary: "Run the model.",
@@ -86,41 +91,42 @@ func testRegistry() *node.Registry {
 			{Name: "layers", Kind: node.Int, Default: int64(0), Min: bound(0)},
 			{Name: "hidden_rows", Kind: node.Enum, Default: "sampled", Enum: []string{"sampled", "all"}},
 		},
-		New: func(p node.Params) (any, error) { return forwardInstance{instance{p}}, nil },
+		Info:      node.Info{ModelAlias: node.ModelParam("model")},
+		NewDevice: buildDevice,
 	})
 	r.Register(node.Spec{
 		Op: "model.mtp", Placement: node.Device, Summary: "Run a head over tokens and hidden states.",
-		In:  []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}, {Name: "hidden", Type: node.Hidden}},
-		Out: []node.Port{{Name: "logits", Type: node.Logits}, {Name: "hidden", Type: node.Hidden}},
-		New: build,
+		In:        []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}, {Name: "hidden", Type: node.Hidden}},
+		Out:       []node.Port{{Name: "logits", Type: node.Logits}, {Name: "hidden", Type: node.Hidden}},
+		NewDevice: buildDevice,
 	})
 	r.Register(node.Spec{
 		Op: "speculative.mtp", Placement: node.Host, Summary: "Propose tokens from carried hidden states.",
-		In:  []node.Port{{Name: "history", Type: node.Tokens}, {Name: "hidden", Type: node.Hidden}},
-		Out: []node.Port{{Name: "draft", Type: node.Draft}},
-		New: build,
+		In:      []node.Port{{Name: "history", Type: node.History}, {Name: "hidden", Type: node.Hidden}},
+		Out:     []node.Port{{Name: "draft", Type: node.Draft}},
+		NewHost: buildHost,
 	})
 	r.Register(node.Spec{
 		Op: "sample.token", Placement: node.Host, Summary: "Pick the next token.",
-		In:  []node.Port{{Name: "logits", Type: node.Logits}, {Name: "history", Type: node.Tokens, Optional: true}},
+		In:  []node.Port{{Name: "logits", Type: node.Logits}, {Name: "history", Type: node.History, Optional: true}},
 		Out: []node.Port{{Name: "tokens", Type: node.Tokens}},
 		Params: []node.Param{
 			{Name: "temperature", Kind: node.Float, Default: 0.0, Min: bound(0), Max: bound(2)},
 			{Name: "top_k", Kind: node.Int, Default: int64(0), Min: bound(0)},
 			{Name: "method", Kind: node.Enum, Default: "auto", Enum: []string{"auto", "greedy", "stochastic"}},
 		},
-		New: build,
+		NewHost: buildHost,
 	})
 	r.Register(node.Spec{
 		Op: "speculative.ngram", Placement: node.Host, Summary: "Propose tokens by prompt lookup.",
-		In: []node.Port{{Name: "history", Type: node.Tokens}, {Name: "tokens", Type: node.Tokens}},
-		Out: []node.Port{{Name: "draft", Type: node.Draft}, {Name: "with_last", Type: node.Tokens}, {Name: "positions", Type: node.Positions},
+		In: []node.Port{{Name: "history", Type: node.History}, {Name: "tokens", Type: node.Tokens}},
+		Out: []node.Port{{Name: "draft", Type: node.Draft}, {Name: "with_last", Type: node.History}, {Name: "positions", Type: node.Positions},
 			{Name: "probs", Type: node.DraftProbs}},
 		Params: []node.Param{
 			{Name: "k", Kind: node.Int, Min: bound(1), Max: bound(16)},
 			{Name: "min_match", Kind: node.Int, Default: int64(2), Min: bound(1), Max: bound(8)},
 		},
-		New: build,
+		NewHost: buildHost,
 	})
 	r.Register(node.Spec{
 		Op: "speculative.verify", Placement: node.Host, Summary: "Accept the longest matching draft prefix.",
@@ -131,29 +137,30 @@ func testRegistry() *node.Registry {
 			{Name: "method", Kind: node.Enum, Default: "auto", Enum: []string{"auto", "greedy", "rejection"}},
 			{Name: "use_bonus", Kind: node.Bool, Default: true},
 		},
-		New: build,
+		NewHost: buildHost,
 	})
 	r.Register(node.Spec{
 		Op: "sample.argmax", Placement: node.Host, Summary: "Pick each row's argmax.",
-		In:  []node.Port{{Name: "logits", Type: node.Logits}},
-		Out: []node.Port{{Name: "tokens", Type: node.Tokens}},
-		New: build,
+		In:      []node.Port{{Name: "logits", Type: node.Logits}},
+		Out:     []node.Port{{Name: "tokens", Type: node.Tokens}},
+		NewHost: buildHost,
 	})
 	r.Register(node.Spec{
-		Op: "speculative.block", Placement: node.Device, Summary: "Draft a block of mask tokens in one pass.", Info: node.Info{BlockDrafter: true},
-		In:  []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}, {Name: "hidden", Type: node.Hidden}},
-		Out: []node.Port{{Name: "logits", Type: node.Logits}},
-		New: func(p node.Params) (any, error) { return blockInstance{instance{p}}, nil },
+		Op: "speculative.block", Placement: node.Device, Summary: "Draft a block of mask tokens in one pass.",
+		Info:      node.Info{BlockDrafter: true, ModelAlias: func(node.Params) string { return "draft" }}, // runs the model aliased draft
+		In:        []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions}, {Name: "hidden", Type: node.Hidden}},
+		Out:       []node.Port{{Name: "logits", Type: node.Logits}},
+		NewDevice: func(p node.Params) (node.DeviceNode, error) { return blockInstance{instance{p}}, nil },
 	})
 	r.Register(node.Spec{
 		Op: "test.broken", Placement: node.Host, Summary: "Fails to build.",
-		In:  []node.Port{{Name: "tokens", Type: node.Tokens}},
-		Out: []node.Port{{Name: "tokens", Type: node.Tokens}},
-		New: func(node.Params) (any, error) { return nil, errors.New("broken on purpose") },
+		In:      []node.Port{{Name: "tokens", Type: node.Tokens}},
+		Out:     []node.Port{{Name: "tokens", Type: node.Tokens}},
+		NewHost: func(node.Params) (node.HostNode, error) { return nil, errors.New("broken on purpose") },
 	})
 	r.Register(node.Spec{
 		Op: "test.not_policy", Placement: node.Policy, Summary: "Builds something that cannot fold.",
-		New: build,
+		NewPolicy: func(node.Params) (node.PolicyNode, error) { return nil, nil }, // builds nothing that folds
 	})
 	return r
 }
@@ -348,9 +355,6 @@ func TestStepsCarryInstancesAndSpecs(t *testing.T) {
 			continue
 		}
 		inst, ok := s.Node.(instance)
-		if fw, isForward := s.Node.(forwardInstance); isForward {
-			inst, ok = fw.instance, true
-		}
 		if !ok {
 			t.Fatalf("step %s: instance %T", s.ID, s.Node)
 		}

@@ -1,9 +1,9 @@
 package compile
 
 import (
+	"fmt"
 	"slices"
 
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
@@ -40,7 +40,7 @@ func (c *compiler) dataflow(p *plan.Plan, order []*cnode) {
 		}
 	}
 	for _, st := range p.Steps {
-		if alias := plan.StepModel(st); st.Placement == node.Device && alias != exec.Target {
+		if alias := plan.StepModel(st); st.Placement == node.Device && alias != node.Target {
 			c.errorf(c.paramPos(byStep[st.ID], "model"), "node %s (%s) runs model %q: the step's own forward runs the target; another model runs only in a draft loop's body",
 				st.ID, st.Op, alias)
 		}
@@ -105,8 +105,8 @@ func (c *compiler) dataflow(p *plan.Plan, order []*cnode) {
 }
 
 // deviceInputs checks the inputs of the steps of device segment si: drafts
-// (one set per segment), $in.tokens, $in.positions, or device outputs of
-// the same segment.
+// (one set per segment), $in.tokens, $in.positions (see hostValue), or
+// device outputs of the same segment.
 func (c *compiler) deviceInputs(p *plan.Plan, si int, byStep map[string]*cnode, segOf map[string]int) {
 	var draft plan.Ref
 	var drafted *plan.Step
@@ -125,25 +125,52 @@ func (c *compiler) deviceInputs(p *plan.Plan, si int, byStep map[string]*cnode, 
 						st.ID, ref, drafted.ID, draft)
 				}
 				draft, drafted = ref, st
-			case (ref.Node == plan.InputNode || ref.Node == plan.LoopNode) && (ref.Port == node.BindTokens || ref.Port == node.BindPositions):
-			case ref.Node == plan.LoopNode && ref.Port == node.BindHidden:
-			case ref.Node == "$in":
-				c.errorf(at, "node %s (%s) runs on the device, but its input %s reads $in.%s, which only host nodes can read",
-					st.ID, st.Op, port, ref.Port)
-			case ref.Node == plan.PrevNode:
-				c.errorf(at, "node %s (%s) runs on the device, but its input %s reads $prev.%s, a value carried on the host, which only host nodes can read",
-					st.ID, st.Op, port, ref.Port)
+			case hostValue(ref, in, byStep[ref.Node]) != "":
+				c.errorf(at, "node %s (%s) runs on the device, but its input %s reads %s", st.ID, st.Op, port, hostValue(ref, in, byStep[ref.Node]))
 			case byStep[ref.Node] == nil:
-				// A reference the compiler could not resolve (reported).
-			case byStep[ref.Node].spec.Placement != node.Device:
-				c.errorf(at, "node %s (%s) runs on the device, but its input %s reads %s, a host value (%s): device nodes read $in.tokens, $in.positions and device outputs of their segment",
-					st.ID, st.Op, port, ref, byStep[ref.Node].spec.Op)
+				// A step input, or a reference the compiler could not
+				// resolve (reported).
 			case segOf[ref.Node] != si:
 				c.errorf(at, "node %s (%s) reads %s across a host step: device values do not outlive their segment, so %s must run with the nodes it reads",
 					st.ID, st.Op, ref, st.ID)
 			}
 		}
 	}
+}
+
+// hostValue says why a device node's input dst cannot read ref, a value
+// only the host has ("$in.history, which only host nodes can read"), or ""
+// when it can: $in.tokens, $in.positions, $loop.tokens, $loop.positions,
+// $loop.hidden and device outputs, and drafts on a draft input (fed as
+// extra rows of the batch). src is ref's source node, nil for a step input
+// or an unresolved reference. It is checked before the input's type: no
+// type makes a host value readable on the device.
+func hostValue(ref plan.Ref, dst *node.Port, src *cnode) string {
+	switch {
+	case dst.Type == node.Draft:
+	case (ref.Node == plan.InputNode || ref.Node == plan.LoopNode) && (ref.Port == node.BindTokens || ref.Port == node.BindPositions):
+	case ref.Node == plan.LoopNode && ref.Port == node.BindHidden:
+	case ref.Node == plan.InputNode:
+		return fmt.Sprintf("$in.%s, which only host nodes can read", ref.Port)
+	case ref.Node == plan.PrevNode:
+		return fmt.Sprintf("$prev.%s, a value carried on the host, which only host nodes can read", ref.Port)
+	case src != nil && src.spec != nil && src.spec.Placement != node.Device:
+		return fmt.Sprintf("%s, a host value (%s): device nodes read $in.tokens, $in.positions and device outputs of their segment",
+			ref, src.spec.Op)
+	}
+	return ""
+}
+
+// kindHint explains a type mismatch between one value per row and a
+// sequence's history, or is "".
+func kindHint(have, want node.PortType) string {
+	switch {
+	case want == node.History:
+		return fmt.Sprintf(" (a %s input reads each sequence's tokens so far, $in.history, not one token per row)", node.History)
+	case have == node.History:
+		return fmt.Sprintf(" (%s is each sequence's tokens so far, not one token per row)", node.History)
+	}
+	return ""
 }
 
 // portOfType is the first (by name) of the wired inputs in of a node of

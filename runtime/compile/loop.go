@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
@@ -152,7 +151,7 @@ func (c *compiler) compileLoop(cn *cnode) {
 	for _, bc := range order {
 		byStep[bc.n.ID] = bc
 	}
-	l.Model = exec.Target
+	l.Model = node.Target
 	var runs *cnode // the first body device step
 	for _, st := range l.Steps {
 		if st.Placement != node.Device {
@@ -193,7 +192,7 @@ func (c *compiler) compileLoop(cn *cnode) {
 		}
 	}
 	c.checkBlock(n, l, byStep)
-	cn.inst = l
+	cn.inst, cn.loop = l, l
 }
 
 // checkBlock checks where loop n's block drafters (exec.BlockDrafter) are:

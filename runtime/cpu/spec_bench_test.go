@@ -21,11 +21,11 @@ func init() {
 	node.Register(node.Spec{
 		Op:        "bench.reject",
 		Placement: node.Host,
-		In:        []node.Port{{Name: "history", Type: node.Tokens}},
+		In:        []node.Port{{Name: "history", Type: node.History}},
 		Out:       []node.Port{{Name: "draft", Type: node.Draft}},
 		Params:    []node.Param{{Name: "k", Kind: node.Int, Default: int64(3), Min: &one, Max: &most}},
 		Summary:   "Draft k tokens that the target rejects: each the token after the last one, mod 2 (benchmarks only).",
-		New:       func(p node.Params) (any, error) { return rejecter(p.Int("k")), nil },
+		NewHost:   func(p node.Params) (node.HostNode, error) { return rejecter(p.Int("k")), nil },
 	})
 }
 
@@ -36,7 +36,7 @@ type rejecter int
 
 func (k rejecter) DraftTokens() int { return int(k) }
 
-func (k rejecter) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+func (k rejecter) RunHost(hc *node.HostContext, in map[string]any) (map[string]any, error) {
 	history := in["history"].([][]int32)
 	out := make(exec.Drafts, len(hc.Rows))
 	for i, row := range hc.Rows {

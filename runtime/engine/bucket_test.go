@@ -12,6 +12,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/request"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
@@ -160,7 +161,7 @@ func TestBucketedBackend(t *testing.T) {
 		for i, p := range prompts {
 			reqs[i] = engine.Request{Prompt: plain.Tokenizer.Encode(p, true, true), MaxTokens: 24 + 5*i}
 			if i == 2 {
-				reqs[i].Sampling = exec.Sampling{Temperature: 0.9, TopK: 20, Seed: 7}
+				reqs[i].Sampling = request.Sampling{Temperature: 0.9, TopK: 20, Seed: 7}
 			}
 		}
 		alone := make([][]int32, len(reqs))

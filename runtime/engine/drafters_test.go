@@ -14,9 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/request"
 )
 
 const (
@@ -95,7 +95,7 @@ func drafterEqualsLlamaCpp(t *testing.T, model, drafter, graph, golden, name str
 	}
 	for _, r := range g.Results {
 		res, err := in.Generate(context.Background(), engine.Request{Prompt: in.Tokenizer.Encode(r.Prompt, true, true),
-			MaxTokens: len(r.TokensPlain), Sampling: exec.Sampling{LogitBias: bias}}, nil)
+			MaxTokens: len(r.TokensPlain), Sampling: request.Sampling{LogitBias: bias}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

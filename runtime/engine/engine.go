@@ -16,7 +16,9 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/executor"
 	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/request"
 	"github.com/ninfer/ninfer-go/runtime/sched"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
@@ -68,7 +70,7 @@ type Config struct {
 type Request struct {
 	Prompt    []int32 // token ids, at least one
 	MaxTokens int     // tokens to generate, >= 1
-	Sampling  exec.Sampling
+	Sampling  request.Sampling
 	// Stop reports whether a generated token ends the request (EOS, a
 	// completed stop sequence): the token is the last one the request
 	// yields and counts, and no step computes past it. It is called from
@@ -178,7 +180,7 @@ type Engine struct {
 	maxRunning int
 	wake       chan struct{}
 	mu         sync.Mutex // guards pending
-	pending    []*request
+	pending    []*inflight
 	// snap is the load the loop published after its last change (admit,
 	// step, finish); readers load it and never touch the scheduler or the
 	// KV manager, which only the loop goroutine uses. npending counts
@@ -188,7 +190,7 @@ type Engine struct {
 	closed    chan struct{}
 	loopDone  chan struct{}
 	nextID    uint64
-	reqs      map[*sched.Seq]*request
+	reqs      map[*sched.Seq]*inflight
 	intervals intervals
 	// draftK is the most drafts a decoding sequence verifies per step (the
 	// plan's proposers' largest k); 0 when the plan does not speculate.
@@ -205,12 +207,13 @@ type Engine struct {
 	kvBlockBytes   int64
 }
 
-type request struct {
+// inflight is a submitted request with what the engine keeps of it.
+type inflight struct {
 	Request
 	ctx       context.Context
 	events    *mailbox
 	seq       *sched.Seq
-	state     exec.SeqState
+	state     node.SeqState
 	submitted time.Time
 	started   time.Time
 	firstTok  time.Time
@@ -233,7 +236,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, plan: p, x: x, wake: make(chan struct{}, 1), closed: make(chan struct{}),
-		loopDone: make(chan struct{}), reqs: map[*sched.Seq]*request{}}
+		loopDone: make(chan struct{}), reqs: map[*sched.Seq]*inflight{}}
 	maxBatch, err := e.speculation()
 	if err != nil {
 		return nil, err
@@ -525,8 +528,8 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 	if blocks := e.kv.BlocksFor(len(r.Prompt) + r.MaxTokens); blocks > e.kv.Total() {
 		return nil, fmt.Errorf("engine: %w: request needs %d kv blocks, cache has %d", ErrContext, blocks, e.kv.Total())
 	}
-	req := &request{Request: r, ctx: ctx, submitted: time.Now()}
-	req.state = exec.SeqState{Sampling: r.Sampling, Prompt: len(r.Prompt), RNG: rand.New(rand.NewPCG(r.Sampling.Seed, 0x6e696e666572))}
+	req := &inflight{Request: r, ctx: ctx, submitted: time.Now()}
+	req.state = node.SeqState{Sampling: r.Sampling, Prompt: len(r.Prompt), RNG: rand.New(rand.NewPCG(r.Sampling.Seed, 0x6e696e666572))}
 	e.mu.Lock()
 	select {
 	case <-e.closed:
@@ -620,7 +623,7 @@ func (e *Engine) abortAll(err error) {
 	e.publish()
 }
 
-func (e *Engine) finish(r *request, reason string, err error) {
+func (e *Engine) finish(r *inflight, reason string, err error) {
 	now := time.Now()
 	st := Stats{PromptTokens: len(r.Prompt), GeneratedTokens: r.seq.Generated(), CachedTokens: r.seq.Cached, Preempted: r.seq.Preempted,
 		Submitted: r.submitted, Started: r.started, FirstToken: r.firstTok, Done: now, Chunks: r.chunks, Rounds: r.rounds,

@@ -17,8 +17,8 @@ import (
 	_ "github.com/ninfer/ninfer-go/nodes/sample"
 	_ "github.com/ninfer/ninfer-go/runtime/cpu"
 	"github.com/ninfer/ninfer-go/runtime/engine"
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/request"
 )
 
 func modelPath(t testing.TB, name string) string {
@@ -55,7 +55,7 @@ func TestBatchedEqualsAlone(t *testing.T) {
 	m := modelPath(t, "stories260K.gguf")
 	in := open(t, instance.Options{Model: m, MaxRunning: 4, Threads: 2})
 	prompts := []string{"Once upon a time", "Lily and Tom", "The cat", "A big red ball was"}
-	samplings := []exec.Sampling{
+	samplings := []request.Sampling{
 		{},
 		{Temperature: 0.8, TopP: 0.95, Seed: 1},
 		{PresencePenalty: 0.5, FrequencyPenalty: 0.3, RepetitionPenalty: 1.2},

@@ -10,9 +10,9 @@ import (
 
 	_ "github.com/ninfer/ninfer-go/nodes/speculative"
 	"github.com/ninfer/ninfer-go/runtime/engine"
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/request"
 )
 
 // TestSpeculativeSamplingDistribution checks end to end, on stories260K at
@@ -92,7 +92,7 @@ func samplingTV(t *testing.T, o instance.Options, text string, temp float32) {
 		var spec engine.SpecStats
 		for seed := range runs {
 			res, err := in.Generate(context.Background(), engine.Request{Prompt: prompt, MaxTokens: 3,
-				Sampling: exec.Sampling{Temperature: temp, TopK: 5, Seed: seedBase + uint64(seed)}}, nil)
+				Sampling: request.Sampling{Temperature: temp, TopK: 5, Seed: seedBase + uint64(seed)}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

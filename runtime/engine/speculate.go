@@ -88,7 +88,7 @@ type backoff struct {
 
 // lookahead is how many drafts a request with room for room gets this
 // step: none while it backs off.
-func (e *Engine) lookahead(r *request, room int) int {
+func (e *Engine) lookahead(r *inflight, room int) int {
 	if room == 0 || !e.backingOff(r) {
 		return room
 	}
@@ -98,7 +98,7 @@ func (e *Engine) lookahead(r *request, room int) int {
 
 // backingOff reports whether r skips drafting in its next decode step
 // (min_acceptance's backoff).
-func (e *Engine) backingOff(r *request) bool { return e.minAccept > 0 && r.backoff.skip > 0 }
+func (e *Engine) backingOff(r *inflight) bool { return e.minAccept > 0 && r.backoff.skip > 0 }
 
 // observeRound updates r's backoff after a round that verified drafted
 // tokens, accepted of them: below the verifier's MinAcceptance it backs
@@ -108,7 +108,7 @@ func (e *Engine) backingOff(r *request) bool { return e.minAccept > 0 && r.backo
 // request starts from it (startBackoff): after rounds that kept failing it
 // first decodes without drafts, so a stream of short requests does not pay
 // a fresh run of failing probes each.
-func (e *Engine) observeRound(r *request, drafted, accepted int) {
+func (e *Engine) observeRound(r *inflight, drafted, accepted int) {
 	b := &r.backoff
 	if e.minAccept <= 0 || drafted == 0 {
 		return

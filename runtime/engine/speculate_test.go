@@ -25,11 +25,11 @@ func init() {
 	node.Register(node.Spec{
 		Op:        "test.oracle",
 		Placement: node.Host,
-		In:        []node.Port{{Name: "history", Type: node.Tokens}},
+		In:        []node.Port{{Name: "history", Type: node.History}},
 		Out:       []node.Port{{Name: "draft", Type: node.Draft}},
 		Params:    []node.Param{{Name: "k", Kind: node.Int, Default: int64(4), Min: &one, Max: &most}},
 		Summary:   "Draft plain decoding's tokens with one corrupted at a position that varies by step (tests only).",
-		New:       func(p node.Params) (any, error) { return &oracle{k: p.Int("k")}, nil },
+		NewHost:   func(p node.Params) (node.HostNode, error) { return &oracle{k: p.Int("k")}, nil },
 	})
 }
 
@@ -38,11 +38,11 @@ func init() {
 	node.Register(node.Spec{
 		Op:        "test.wrong",
 		Placement: node.Host,
-		In:        []node.Port{{Name: "history", Type: node.Tokens}},
+		In:        []node.Port{{Name: "history", Type: node.History}},
 		Out:       []node.Port{{Name: "draft", Type: node.Draft}},
 		Params:    []node.Param{{Name: "k", Kind: node.Int, Default: int64(3), Min: &one, Max: &most}},
 		Summary:   "Draft plain decoding's next tokens, each one off by one bit: every draft is rejected (tests only).",
-		New:       func(p node.Params) (any, error) { return wrong(p.Int("k")), nil },
+		NewHost:   func(p node.Params) (node.HostNode, error) { return wrong(p.Int("k")), nil },
 	})
 }
 
@@ -51,7 +51,7 @@ type wrong int
 
 func (w wrong) DraftTokens() int { return int(w) }
 
-func (w wrong) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+func (w wrong) RunHost(hc *node.HostContext, in map[string]any) (map[string]any, error) {
 	res, err := (&oracle{k: int(w)}).RunHost(hc, in)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func (w wrong) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any,
 }
 
 // oracleRefToken is the reference token at draft position j of row i.
-func oracleRefToken(hc *exec.HostContext, in map[string]any, i, j int) int32 {
+func oracleRefToken(hc *node.HostContext, in map[string]any, i, j int) int32 {
 	h := in["history"].([][]int32)[i]
 	oracleMu.Lock()
 	defer oracleMu.Unlock()
@@ -159,7 +159,7 @@ type oracle struct{ k int }
 
 func (o *oracle) DraftTokens() int { return o.k }
 
-func (o *oracle) RunHost(hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+func (o *oracle) RunHost(hc *node.HostContext, in map[string]any) (map[string]any, error) {
 	history := in["history"].([][]int32)
 	out := make(exec.Drafts, len(hc.Rows))
 	oracleMu.Lock()

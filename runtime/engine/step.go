@@ -10,6 +10,7 @@ import (
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/executor"
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/sched"
 	"github.com/ninfer/ninfer-go/runtime/vec"
 )
@@ -19,8 +20,8 @@ import (
 type step struct {
 	work    []sched.Work
 	batch   *exec.Batch
-	hc      *exec.HostContext
-	sampled []*request // the requests of the work items that sample, in batch order
+	hc      *node.HostContext
+	sampled []*inflight // the requests of the work items that sample, in batch order
 	// sampledAt[i] is the work index of sampled[i]; decodeRow[si] says
 	// work[si] feeds its sequence's last generated token; decoding[i] says
 	// sampled[i]'s token is not its first.
@@ -90,7 +91,7 @@ func (e *Engine) dropCarry() {
 func (e *Engine) buildStep(ctx context.Context, work []sched.Work) *step {
 	now := time.Now()
 	s := &step{work: work, batch: &exec.Batch{}, decodeRow: make([]bool, len(work)), info: e.runningInfo(now)}
-	s.hc = &exec.HostContext{Ctx: ctx, Batch: s.batch}
+	s.hc = &node.HostContext{Ctx: ctx}
 	b := s.batch
 	for si, w := range work {
 		r := e.reqs[w.Seq]
@@ -151,15 +152,15 @@ func (e *Engine) runningInfo(start time.Time) StepInfo {
 
 // executorBatch is what the executor runs the plan over for step s.
 func (e *Engine) executorBatch(s *step) executor.Batch {
-	return executor.Batch{Host: s.hc, History: s.history, Greedy: e.greedyStep(s.hc),
-		Embeds: slices.ContainsFunc(s.sampled, func(r *request) bool { return r.Embed })}
+	return executor.Batch{Host: s.hc, Feed: s.batch, History: s.history, Greedy: e.greedyStep(s.hc),
+		Embeds: slices.ContainsFunc(s.sampled, func(r *inflight) bool { return r.Embed })}
 }
 
 // greedyStep reports whether a step's logits may be reduced to argmax ids
 // on the device: the plan does not speculate (verify reads whole rows) and
 // every sampled sequence picks greedily, without penalties, and asks for
 // no logprobs.
-func (e *Engine) greedyStep(hc *exec.HostContext) bool {
+func (e *Engine) greedyStep(hc *node.HostContext) bool {
 	if e.draftK > 0 || len(hc.Rows) == 0 {
 		return false
 	}
@@ -247,7 +248,7 @@ func (e *Engine) draftAhead(ctx context.Context, s *step, outcomes []sched.Outco
 // engine knows at the end of this one (sched.NextDrafts, none while r
 // backs off): the scheduler may grant fewer (its budget, free blocks),
 // and the extra drafts are then dropped.
-func (e *Engine) aheadRoom(r *request) int {
+func (e *Engine) aheadRoom(r *inflight) int {
 	if e.backingOff(r) {
 		return 0
 	}
@@ -319,7 +320,7 @@ func (e *Engine) emit(s *step, out executor.Result, outcomes []sched.Outcome) er
 // emitEmbedding finishes embedding request r with its prompt's embedding:
 // the hidden row of its last prompt token (the step's first logit row of
 // the sequence, first), L2-normalised.
-func (e *Engine) emitEmbedding(s *step, r *request, hidden exec.Logits, first int) error {
+func (e *Engine) emitEmbedding(s *step, r *inflight, hidden exec.Logits, first int) error {
 	if hidden.Data == nil || first >= hidden.Rows {
 		return fmt.Errorf("engine: the plan's %s gave no hidden rows for an embedding request", e.x.HiddenStep())
 	}

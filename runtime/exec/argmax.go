@@ -1,5 +1,7 @@
 package exec
 
+import "github.com/ninfer/ninfer-go/runtime/node"
+
 // ArgmaxOutputter is implemented by executables that reduce a graph output
 // of [rows, vocab] logits to each row's argmax on the device, so that a
 // step whose sampled rows all pick greedily (Sampling.Greedy, not
@@ -25,5 +27,5 @@ type ArgmaxOutputter interface {
 // output says so, the engine has the device reduce it (ArgmaxOutputter)
 // and hands the readers Logits with Argmax set and Data nil.
 type ArgmaxReader interface {
-	ReadsArgmaxOnly(hc *HostContext) bool
+	ReadsArgmaxOnly(hc *node.HostContext) bool
 }

@@ -8,11 +8,6 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// Target is the alias of the model a plan's model.forward runs: the model
-// whose tokens the engine commits. Other aliases ("draft") name further
-// models that nodes run on devices of their own (ModelBinder).
-const Target = "target"
-
 // AliasPattern is what a model alias looks like ("draft", "small-1").
 var AliasPattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
 
@@ -28,15 +23,6 @@ func CheckAlias(alias string) error {
 // Models are model files by alias.
 type Models map[string]*weights.File
 
-// ModelUser is implemented by nodes that may run a model other than the
-// target: ModelBinders, and model.forward, whose model param names the
-// model of the draft loop its body step runs in.
-type ModelUser interface {
-	// ModelAlias names the model the node runs: a key of the engine's
-	// models, or Target for the target model itself.
-	ModelAlias() string
-}
-
 // ModelBinder is implemented by nodes that run a model other than the
 // plan's own forward on a device of their own, with a KV cache of their
 // own (a draft loop over a draft model, speculative.dflash). The engine
@@ -45,7 +31,9 @@ type ModelUser interface {
 // KV cache, Attach with a device that has the model loaded and a cache of
 // the same token capacity, block size and format as the target's.
 type ModelBinder interface {
-	ModelUser
+	// ModelAlias names the model the node runs: a key of the engine's
+	// models.
+	ModelAlias() string
 	// BindModel binds the node to its model f; target is the plan's model
 	// (to check that both share a vocabulary). It returns the KV cache
 	// shape f needs: layers, and K (or V) row width per layer.

@@ -38,7 +38,7 @@ func (x *Executor) enteredAhead(ref plan.Ref) bool {
 // for it at the end of its last sampled step and carried as name, cut to
 // its lookahead this step, and clears them. A sequence with none verifies
 // no drafts.
-func (x *Executor) takeAhead(name string, isProbs bool, rows []*exec.SeqState) any {
+func (x *Executor) takeAhead(name string, isProbs bool, rows []*node.SeqState) any {
 	drafts, probs := make(exec.Drafts, len(rows)), make(exec.DraftProbs, len(rows))
 	for i, row := range rows {
 		s, ok := x.seqs[row.ID]
@@ -61,7 +61,7 @@ func (x *Executor) takeAhead(name string, isProbs bool, rows []*exec.SeqState) a
 
 // AheadSeq is a sampled sequence that goes on after a step, for DraftAhead.
 type AheadSeq struct {
-	State   *exec.SeqState
+	State   *node.SeqState
 	History []int32 // its tokens, the step's accepted ones appended
 	// Room is how many drafts its next step may verify, as far as the
 	// engine knows (none while it backs off): the scheduler may grant
@@ -109,10 +109,10 @@ func (x *Executor) DraftAhead(ctx context.Context, seqs []AheadSeq, target Targe
 
 // aheadRows builds the host context of ahead loop st's run over seqs: a
 // row per sequence that the loop drafts for (rows), and the loop's inputs.
-func (x *Executor) aheadRows(st *plan.Step, seqs []AheadSeq, target TargetKV) (*exec.HostContext, []*exec.SeqState, map[string]any) {
+func (x *Executor) aheadRows(st *plan.Step, seqs []AheadSeq, target TargetKV) (*hostStep, []*node.SeqState, map[string]any) {
 	onTarget := x.modelLoops[st.ID] == nil
 	href, entersHidden := st.In[node.BindHidden]
-	hc := &exec.HostContext{Batch: &exec.Batch{}}
+	hc := &hostStep{&node.HostContext{}, &exec.Batch{}}
 	var hidden []exec.Carried
 	for _, sq := range seqs {
 		h, room := sq.History, sq.Room
@@ -146,7 +146,7 @@ func (x *Executor) aheadRows(st *plan.Step, seqs []AheadSeq, target TargetKV) (*
 
 // keepAhead keeps ahead loop st's outputs res as the ahead drafts of its
 // rows' sequences, under the names the plan carries them as.
-func (x *Executor) keepAhead(st *plan.Step, rows []*exec.SeqState, res map[string]any) error {
+func (x *Executor) keepAhead(st *plan.Step, rows []*node.SeqState, res map[string]any) error {
 	for name, ref := range x.plan.Carry {
 		if ref.Node != st.ID {
 			continue

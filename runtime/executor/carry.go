@@ -41,7 +41,7 @@ type carryRows struct {
 // ($prev.NAME, one exec.Carried per row, or an ahead loop's drafts) and
 // clears them: the host nodes that read them keep what they need. The rows
 // an ahead loop enters stay until it runs.
-func (x *Executor) takeCarry(rows []*exec.SeqState, values map[plan.Ref]any) {
+func (x *Executor) takeCarry(rows []*node.SeqState, values map[plan.Ref]any) {
 	for _, name := range slices.Sorted(maps.Keys(x.plan.Carry)) {
 		ref := x.plan.Carry[name]
 		if st := x.aheadLoop(ref); st != nil {

@@ -62,7 +62,7 @@ type Executor struct {
 	modelLoops map[string]*modelLoop
 	loopHidden map[string]loopWidths
 	// seqs holds each sequence's carried values and ahead drafts, by
-	// exec.SeqState.ID; stepCarry, while a step runs, the carried values
+	// node.SeqState.ID; stepCarry, while a step runs, the carried values
 	// its device segments computed, by name.
 	seqs      map[uint64]*seqValues
 	stepCarry map[string]carryRows
@@ -105,10 +105,10 @@ func (x *Executor) bindModelLoops() (map[*plan.Step]bool, error) {
 	drafting := map[*plan.Step]bool{}
 	for _, st := range x.plan.Steps {
 		l, ok := st.Node.(*plan.Loop)
-		if ok && l.Block && l.Model == exec.Target {
+		if ok && l.Block && l.Model == node.Target {
 			return nil, fmt.Errorf("engine: block loop %s runs the target: a block drafter runs a model of its own (its model param)", st.ID)
 		}
-		if ok && l.Model != exec.Target {
+		if ok && l.Model != node.Target {
 			ml := &modelLoop{step: st.ID, loop: l}
 			mb, err := bindModel(x.cfg, st, ml)
 			if err != nil {
@@ -191,11 +191,20 @@ func (x *Executor) ReleaseSeq(id uint64) {
 	delete(x.seqs, id)
 }
 
+// hostStep is a host node's context with the batch its rows were fed in:
+// the step's feed before any drafts, or a loop pass's.
+type hostStep struct {
+	*node.HostContext
+	Batch *exec.Batch
+}
+
 // Batch is one step's input to Run.
 type Batch struct {
-	// Host has the step's feed (Host.Batch) and one row per sampled
-	// sequence, its History and Lookahead set.
-	Host *exec.HostContext
+	// Host has one row per sampled sequence, its History and Lookahead
+	// set.
+	Host *node.HostContext
+	// Feed is the step's feed before any drafts.
+	Feed *exec.Batch
 	// History is each sampled sequence's tokens, the plan's in.history.
 	History [][]int32
 	// Greedy allows logits to be reduced to argmax ids on the device: every
@@ -222,15 +231,16 @@ type Result struct {
 // do not run here: DraftAhead runs them once the tokens are accepted.
 func (x *Executor) Run(ctx context.Context, b Batch) (Result, error) {
 	x.stepEmbeds = b.Embeds
+	hs := &hostStep{HostContext: b.Host, Batch: b.Feed}
 	values := map[plan.Ref]any{
-		{Node: plan.InputNode, Port: node.BindTokens}:    b.Host.Batch.Tokens,
-		{Node: plan.InputNode, Port: node.BindPositions}: b.Host.Batch.Positions,
+		{Node: plan.InputNode, Port: node.BindTokens}:    b.Feed.Tokens,
+		{Node: plan.InputNode, Port: node.BindPositions}: b.Feed.Positions,
 		{Node: plan.InputNode, Port: node.BindHistory}:   b.History,
 	}
 	clear(x.stepCarry) // a failed step's
 	x.takeCarry(b.Host.Rows, values)
 	for si, seg := range x.plan.Segments {
-		if err := x.runSegment(ctx, si, seg, b, values); err != nil {
+		if err := x.runSegment(ctx, si, seg, hs, b.Greedy, values); err != nil {
 			return Result{}, err
 		}
 	}
@@ -248,16 +258,16 @@ func (x *Executor) Run(ctx context.Context, b Batch) (Result, error) {
 	return res, nil
 }
 
-// runSegment runs segment si of the plan.
-func (x *Executor) runSegment(ctx context.Context, si int, seg plan.Segment, b Batch, values map[plan.Ref]any) error {
+// runSegment runs segment si of the plan over hs (greedy: Batch.Greedy).
+func (x *Executor) runSegment(ctx context.Context, si int, seg plan.Segment, hs *hostStep, greedy bool, values map[plan.Ref]any) error {
 	if seg.Placement == node.Device {
-		return x.runDevice(ctx, si, seg, b, values)
+		return x.runDevice(ctx, si, seg, hs, greedy, values)
 	}
 	for _, idx := range seg.Steps {
 		if l, ok := x.plan.Steps[idx].Node.(*plan.Loop); ok && l.Ahead {
 			continue // runs once the step's tokens are accepted (DraftAhead)
 		}
-		if err := x.runHost(x.plan.Steps[idx], b.Host, values); err != nil {
+		if err := x.runHost(x.plan.Steps[idx], hs, values); err != nil {
 			return err
 		}
 	}
@@ -266,7 +276,7 @@ func (x *Executor) runSegment(ctx context.Context, si int, seg plan.Segment, b B
 
 // runHost runs host step st (a host node, or a loop) with its inputs
 // from values and stores its outputs there.
-func (x *Executor) runHost(st *plan.Step, hc *exec.HostContext, values map[plan.Ref]any) error {
+func (x *Executor) runHost(st *plan.Step, hc *hostStep, values map[plan.Ref]any) error {
 	in := map[string]any{}
 	for port, ref := range st.In {
 		v, ok := values[ref]
@@ -280,8 +290,8 @@ func (x *Executor) runHost(st *plan.Step, hc *exec.HostContext, values map[plan.
 	switch n := st.Node.(type) {
 	case *plan.Loop:
 		res, err = x.runLoop(st, n, hc, in)
-	case exec.HostNode:
-		res, err = n.RunHost(hc, in)
+	case node.HostNode:
+		res, err = n.RunHost(hc.HostContext, in)
 	default:
 		return fmt.Errorf("engine: host step %s (%s) has no host implementation", st.ID, st.Op)
 	}
@@ -298,8 +308,8 @@ func (x *Executor) runHost(st *plan.Step, hc *exec.HostContext, values map[plan.
 // per shape), runs it, and stores the outputs later segments read. A
 // segment whose steps verify drafts (an input of type draft) runs over the
 // batch with those drafts inserted (exec.Batch.WithDrafts).
-func (x *Executor) runDevice(ctx context.Context, si int, seg plan.Segment, b Batch, values map[plan.Ref]any) error {
-	feed, err := x.feed(seg, b.Host, values)
+func (x *Executor) runDevice(ctx context.Context, si int, seg plan.Segment, hs *hostStep, greedy bool, values map[plan.Ref]any) error {
+	feed, err := x.feed(seg, hs, values)
 	if err != nil {
 		return err
 	}
@@ -328,7 +338,7 @@ func (x *Executor) runDevice(ctx context.Context, si int, seg plan.Segment, b Ba
 			if p.Type != node.Logits {
 				continue
 			}
-			v, err := readOutput(ex, ref, b.Greedy)
+			v, err := readOutput(ex, ref, greedy)
 			if errors.As(err, new(argmaxError)) {
 				return errors.Unwrap(err)
 			}

@@ -23,7 +23,7 @@ import (
 // cache, its pass 0 feeding the tokens the cache lacks. Each output of l
 // collects what its body output gave each row in every pass: a token, or
 // the distribution it was drawn from.
-func (x *Executor) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in map[string]any) (map[string]any, error) {
+func (x *Executor) runLoop(st *plan.Step, l *plan.Loop, hc *hostStep, in map[string]any) (map[string]any, error) {
 	out := newLoopOutputs(st, len(hc.Rows))
 	active, want, err := out.takePrior(st, l, hc, in)
 	if err != nil {
@@ -42,11 +42,11 @@ func (x *Executor) runLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in
 	}
 	for pass := 0; len(active) > 0; pass++ {
 		n := len(active)
-		rows := make([]*exec.SeqState, n)
+		rows := make([]*node.SeqState, n)
 		for j, i := range active {
 			rows[j] = hc.Rows[i]
 		}
-		phc := &exec.HostContext{Ctx: hc.Ctx, Rows: rows, Batch: b}
+		phc := &hostStep{&node.HostContext{Ctx: hc.Ctx, Rows: rows}, b}
 		vals := passInputs(b)
 		if err := x.runPass(st, l, phc, vals, pass == 0); err != nil {
 			return nil, err
@@ -137,7 +137,7 @@ func (p nextPass) next(pass int, fedRow func(j, i int)) (*exec.Batch, []int, []i
 // draft model's cache (modelLoop.firstPass), or each row's last token on
 // the target's cache. It returns the pass's batch, the hc rows in it, the
 // drafts each wants and each one's block table.
-func (x *Executor) loopFirstPass(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in map[string]any, active, want []int) (*exec.Batch, []int, []int, [][]int32, error) {
+func (x *Executor) loopFirstPass(st *plan.Step, l *plan.Loop, hc *hostStep, in map[string]any, active, want []int) (*exec.Batch, []int, []int, [][]int32, error) {
 	ml := x.modelLoops[st.ID]
 	hidden, carried := in[node.BindHidden]
 	switch {
@@ -200,7 +200,7 @@ func newLoopOutputs(st *plan.Step, rows int) loopOutputs {
 // takePrior gives each hc row with a prior draft (the loop's in.prior)
 // that draft, cut to its lookahead, and returns the rows that draft
 // (active: a lookahead, a history and no prior) and how many each wants.
-func (out loopOutputs) takePrior(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in map[string]any) (active, want []int, err error) {
+func (out loopOutputs) takePrior(st *plan.Step, l *plan.Loop, hc *hostStep, in map[string]any) (active, want []int, err error) {
 	var prior exec.Drafts
 	if v, wired := in["prior"]; wired {
 		var ok bool
@@ -275,7 +275,7 @@ func (out loopOutputs) result() map[string]any {
 // positions that follow, and collects into each output of l what its
 // body output gave the sequence's first want mask rows. The block pass's
 // host context has one row per mask row.
-func (x *Executor) runBlockLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContext, in map[string]any, active, want []int, out loopOutputs) error {
+func (x *Executor) runBlockLoop(st *plan.Step, l *plan.Loop, hc *hostStep, in map[string]any, active, want []int, out loopOutputs) error {
 	ml, bd := x.modelLoops[st.ID], blockDrafter(l)
 	c, ok := in[node.BindHidden].([]exec.Carried)
 	if ml == nil || bd == nil || !ok || len(c) != len(hc.Rows) {
@@ -298,7 +298,7 @@ func (x *Executor) runBlockLoop(st *plan.Step, l *plan.Loop, hc *exec.HostContex
 		return nil
 	}
 	vals := passInputs(block)
-	if err := x.runPass(st, l, &exec.HostContext{Ctx: hc.Ctx, Rows: maskRows, Batch: block}, vals, false); err != nil {
+	if err := x.runPass(st, l, &hostStep{&node.HostContext{Ctx: hc.Ctx, Rows: maskRows}, block}, vals, false); err != nil {
 		return err
 	}
 	spans := make([]span, len(drafting)) // each drafting row's first drafted mask rows
@@ -334,9 +334,9 @@ func (x *Executor) enterBlock(st *plan.Step, l *plan.Loop, ctx context.Context, 
 // cache holds its block feeds its last token and k mask tokens. It
 // returns the batch, one host row per mask row, the hc rows drafting and
 // the drafts each wants.
-func blockPass(hc *exec.HostContext, ml *modelLoop, k int, mask int32, entered, wants []int) (*exec.Batch, []*exec.SeqState, []int, []int) {
+func blockPass(hc *hostStep, ml *modelLoop, k int, mask int32, entered, wants []int) (*exec.Batch, []*node.SeqState, []int, []int) {
 	block := &exec.Batch{}
-	var maskRows []*exec.SeqState // one per mask row
+	var maskRows []*node.SeqState // one per mask row
 	var drafting, drafted []int   // hc rows with a block, and the drafts each wants
 	for j, i := range entered {
 		row := hc.Rows[i]
@@ -387,7 +387,7 @@ func passTokens(st *plan.Step, vals map[plan.Ref]any, ref plan.Ref, n int) ([]in
 // with vals holding the pass's inputs; it leaves the body's outputs in
 // vals. A device output whose every reader reads only its argmax
 // (exec.ArgmaxReader) this pass is reduced on the device.
-func (x *Executor) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, vals map[plan.Ref]any, first bool) error {
+func (x *Executor) runPass(st *plan.Step, l *plan.Loop, phc *hostStep, vals map[plan.Ref]any, first bool) error {
 	for si, seg := range l.Segments {
 		if seg.Placement == node.Host {
 			for _, idx := range seg.Steps {
@@ -414,7 +414,7 @@ func (x *Executor) runPass(st *plan.Step, l *plan.Loop, phc *exec.HostContext, v
 				}
 				argmaxOnly := p.Type == node.Logits && !slices.ContainsFunc(readers, func(r *plan.Step) bool {
 					ar, ok := r.Node.(exec.ArgmaxReader)
-					return !ok || !ar.ReadsArgmaxOnly(phc)
+					return !ok || !ar.ReadsArgmaxOnly(phc.HostContext)
 				})
 				v, err := readOutput(ex, ref, argmaxOnly)
 				if errors.As(err, new(argmaxError)) {
@@ -510,7 +510,7 @@ func (x *Executor) resolveLoopHidden() error {
 // entry is its last token. It returns the batch, the hc rows in it with
 // the drafts each wants (0 for a row that only enters), and each one's
 // block table.
-func carriedFirstPass(hc *exec.HostContext, c []exec.Carried, drafting, want []int, width int, atHidden bool,
+func carriedFirstPass(hc *hostStep, c []exec.Carried, drafting, want []int, width int, atHidden bool,
 	table func(i, q0, end, off, want int, fromZero bool) ([]int32, bool)) (*exec.Batch, []int, []int, [][]int32, error) {
 	wants := map[int]int{}
 	for j, i := range drafting {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
@@ -20,7 +21,7 @@ type modelLoop struct {
 	step string
 	loop *plan.Loop
 	dev  *modelDevice
-	seqs map[uint64]*loopSeq // by exec.SeqState.ID
+	seqs map[uint64]*loopSeq // by node.SeqState.ID
 	runs uint64              // steps that drafted, for eviction order
 }
 
@@ -98,7 +99,7 @@ func (m *modelLoop) TargetWeights() []string {
 // start (fromZero) is entered afresh, one whose entries have a gap is
 // lost, and one whose entries and drafts do not fit the cache, after
 // evicting idle sequences, drops out (false).
-func (m *modelLoop) enterTable(row *exec.SeqState, q0, end, off, want int, fromZero bool) ([]int32, bool) {
+func (m *modelLoop) enterTable(row *node.SeqState, q0, end, off, want int, fromZero bool) ([]int32, bool) {
 	s := m.seq(row.ID) // marked used by beginStep
 	if fromZero {
 		s.lost = false
@@ -134,7 +135,7 @@ func (m *modelLoop) ReleaseSeq(id uint64) {
 // even after evicting every sequence idle in this step, least recently
 // drafting first, drops out. It returns the pass's batch, the hc rows it
 // drafts for, and each one's block table.
-func (m *modelLoop) firstPass(hc *exec.HostContext, active, want []int) (*exec.Batch, []int, [][]int32) {
+func (m *modelLoop) firstPass(hc *hostStep, active, want []int) (*exec.Batch, []int, [][]int32) {
 	m.runs++
 	for _, i := range active { // mark first, so that growing one never evicts another
 		m.seq(hc.Rows[i].ID).used = m.runs
@@ -168,7 +169,7 @@ func (m *modelLoop) firstPass(hc *exec.HostContext, active, want []int) (*exec.B
 // reserve grows the cache of row's sequence to n tokens (evicting idle
 // sequences, see grow); a sequence that does not fit is lost and its
 // blocks are freed.
-func (m *modelLoop) reserve(row *exec.SeqState, n int) bool {
+func (m *modelLoop) reserve(row *node.SeqState, n int) bool {
 	s := m.seq(row.ID)
 	if m.grow(s, n) {
 		return true
@@ -180,7 +181,7 @@ func (m *modelLoop) reserve(row *exec.SeqState, n int) bool {
 
 // beginStep starts a step of a loop that enters carried hidden states:
 // every sequence of hc is in it (none is evicted for another).
-func (m *modelLoop) beginStep(hc *exec.HostContext) {
+func (m *modelLoop) beginStep(hc *hostStep) {
 	m.runs++
 	for _, row := range hc.Rows {
 		m.seq(row.ID).used = m.runs
@@ -188,7 +189,7 @@ func (m *modelLoop) beginStep(hc *exec.HostContext) {
 }
 
 // fed records that the sequence of row was fed token t in a later pass.
-func (m *modelLoop) fed(row *exec.SeqState, t int32) {
+func (m *modelLoop) fed(row *node.SeqState, t int32) {
 	s := m.seq(row.ID)
 	s.cached = append(s.cached, t)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 )
 
@@ -24,8 +25,8 @@ func newTestModelLoop(t *testing.T, blocks, blockTokens int) *modelLoop {
 // runLoop does, with a draft model whose next token is the last fed
 // token + 1: pass 0 from firstPass, then each draft but the last fed
 // back. It returns pass 0's batch and the drafts per row.
-func draftFor(ml *modelLoop, rows []*exec.SeqState, want []int) (*exec.Batch, [][]int32) {
-	hc := &exec.HostContext{Rows: rows}
+func draftFor(ml *modelLoop, rows []*node.SeqState, want []int) (*exec.Batch, [][]int32) {
+	hc := &hostStep{HostContext: &node.HostContext{Rows: rows}}
 	active := make([]int, len(rows))
 	for i := range active {
 		active[i] = i
@@ -52,7 +53,7 @@ func draftFor(ml *modelLoop, rows []*exec.SeqState, want []int) (*exec.Batch, []
 // last.
 func TestModelLoopFeedsOnlyWhatItsCacheLacks(t *testing.T) {
 	ml := newTestModelLoop(t, 64, 4)
-	row := &exec.SeqState{ID: 7, Lookahead: 3}
+	row := &node.SeqState{ID: 7, Lookahead: 3}
 	for _, st := range []struct {
 		name          string
 		history, want []int32
@@ -66,7 +67,7 @@ func TestModelLoopFeedsOnlyWhatItsCacheLacks(t *testing.T) {
 		{"no draft accepted", []int32{10, 11, 12, 13, 99, 100, 101, 102, 500, 7}, []int32{8, 9, 10}, []int32{7}, []int32{9}, 12},
 	} {
 		row.History = st.history
-		b, drafts := draftFor(ml, []*exec.SeqState{row}, []int{3})
+		b, drafts := draftFor(ml, []*node.SeqState{row}, []int{3})
 		if diff := cmp.Diff([][]int32{st.want}, drafts); diff != "" {
 			t.Errorf("%s: drafts (-want +got):\n%s", st.name, diff)
 		}
@@ -87,7 +88,7 @@ func TestModelLoopFeedsOnlyWhatItsCacheLacks(t *testing.T) {
 // table, and a logit row for its last token.
 func TestModelLoopBatchesSequences(t *testing.T) {
 	ml := newTestModelLoop(t, 64, 4)
-	rows := []*exec.SeqState{{ID: 1, History: []int32{1, 2}}, {ID: 2, History: []int32{20}}, {ID: 5, History: []int32{50, 51}}}
+	rows := []*node.SeqState{{ID: 1, History: []int32{1, 2}}, {ID: 2, History: []int32{20}}, {ID: 5, History: []int32{50, 51}}}
 	b, drafts := draftFor(ml, rows, []int{4, 1, 2})
 	if diff := cmp.Diff([][]int32{{3, 4, 5, 6}, {21}, {52, 53}}, drafts); diff != "" {
 		t.Errorf("drafts (-want +got):\n%s", diff)
@@ -104,23 +105,23 @@ func TestModelLoopBatchesSequences(t *testing.T) {
 // no draft this step.
 func TestModelLoopEvictsIdleSequences(t *testing.T) {
 	ml := newTestModelLoop(t, 5, 4) // 20 token slots
-	a, b, c := &exec.SeqState{ID: 1}, &exec.SeqState{ID: 2}, &exec.SeqState{ID: 3}
+	a, b, c := &node.SeqState{ID: 1}, &node.SeqState{ID: 2}, &node.SeqState{ID: 3}
 	a.History, b.History = []int32{1, 2, 3, 4, 5}, []int32{1, 2}
-	draftFor(ml, []*exec.SeqState{a}, []int{3}) // 7 slots: 2 blocks
-	draftFor(ml, []*exec.SeqState{b}, []int{3}) // 4 slots: 1 block
+	draftFor(ml, []*node.SeqState{a}, []int{3}) // 7 slots: 2 blocks
+	draftFor(ml, []*node.SeqState{b}, []int{3}) // 4 slots: 1 block
 	if used, _ := ml.dev.Usage(); used != 3 {
 		t.Fatalf("%d blocks used, want 3", used)
 	}
 	// c needs 3 blocks, 2 are free: a (least recently drafting) is
 	// evicted, b is kept.
 	c.History = []int32{1, 2, 3, 4, 5, 6, 7, 8, 9}
-	_, got := draftFor(ml, []*exec.SeqState{c}, []int{3})
+	_, got := draftFor(ml, []*node.SeqState{c}, []int{3})
 	if _, ok := ml.seqs[1]; ok || ml.seqs[2] == nil || !slices.Equal(got[0], []int32{10, 11, 12}) {
 		t.Errorf("after evicting: sequences %v, drafts %v", slices.Sorted(maps.Keys(ml.seqs)), got)
 	}
 	// b and c draft together; a no longer fits beside them and gets none.
 	a.History, b.History, c.History = []int32{1, 2, 3, 4, 5, 6}, []int32{1, 2, 3}, []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	_, got = draftFor(ml, []*exec.SeqState{b, c, a}, []int{3, 3, 3})
+	_, got = draftFor(ml, []*node.SeqState{b, c, a}, []int{3, 3, 3})
 	if diff := cmp.Diff([][]int32{{4, 5, 6}, {11, 12, 13}, nil}, got); diff != "" {
 		t.Errorf("drafts (-want +got):\n%s", diff)
 	}
@@ -146,12 +147,12 @@ func TestCarriedFirstPass(t *testing.T) {
 		}
 		return c
 	}
-	hc := &exec.HostContext{Rows: []*exec.SeqState{
+	hc := &hostStep{HostContext: &node.HostContext{Rows: []*node.SeqState{
 		{ID: 1, History: []int32{10, 11, 12}}, // its prompt's rows: positions 0..2 (the last token's too)
 		{ID: 2, History: []int32{20, 21, 22, 23, 24}},
 		{ID: 3, History: []int32{30, 31, 32, 33}}, // mid-prefill: rows up to position 1 only
 		{ID: 4, History: []int32{40, 41}},         // no rows: not entered
-	}}
+	}}}
 	carried := []exec.Carried{rows(0, 100, 101, 102), rows(2, 202, 203), rows(0, 300, 301), {}}
 	table := func(i, _, _, _, _ int, _ bool) ([]int32, bool) { return []int32{int32(i)}, true }
 	for _, tc := range []struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
@@ -31,11 +32,11 @@ var ErrNoModel = errors.New("model alias not given")
 func bindModel(cfg Config, st *plan.Step, b exec.ModelBinder) (modelBinding, error) {
 	alias := b.ModelAlias()
 	f := cfg.Models[alias]
-	if alias == exec.Target {
+	if alias == node.Target {
 		f = cfg.Model
 	}
 	if f == nil {
-		have := append([]string{exec.Target}, slices.Sorted(maps.Keys(cfg.Models))...)
+		have := append([]string{node.Target}, slices.Sorted(maps.Keys(cfg.Models))...)
 		return modelBinding{}, fmt.Errorf("engine: step %s (%s) runs the model %q: %w (have %s)",
 			st.ID, st.Op, alias, ErrNoModel, strings.Join(have, ", "))
 	}

@@ -103,7 +103,7 @@ var loopHidden = plan.Ref{Node: plan.LoopNode, Port: node.BindHidden}
 // recordStep records device step st into b, its inputs from vals, and
 // adds its outputs to vals and to the graph's outputs ("step.port").
 func recordStep(b *tensor.Builder, st *plan.Step, vals map[plan.Ref]tensor.Tensor) error {
-	dn, ok := st.Node.(exec.DeviceNode)
+	dn, ok := st.Node.(node.DeviceNode)
 	if !ok {
 		return fmt.Errorf("engine: device step %s (%s) cannot record ops", st.ID, st.Op)
 	}

@@ -13,7 +13,7 @@ import (
 // a step of the segment wires an input of type draft, batch with those
 // drafts inserted. Each sequence's drafts must fit the KV the scheduler
 // reserved for it (SeqState.Lookahead).
-func (x *Executor) feed(seg plan.Segment, hc *exec.HostContext, values map[plan.Ref]any) (*exec.Batch, error) {
+func (x *Executor) feed(seg plan.Segment, hc *hostStep, values map[plan.Ref]any) (*exec.Batch, error) {
 	var drafts exec.Drafts
 	var from plan.Ref
 	for _, idx := range seg.Steps {

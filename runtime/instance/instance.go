@@ -173,7 +173,7 @@ func openModels(target *weights.File, paths map[string]string, open func(string)
 	models := exec.Models{}
 	for _, alias := range slices.Sorted(maps.Keys(paths)) {
 		path := paths[alias]
-		if alias == exec.Target {
+		if alias == node.Target {
 			return nil, fmt.Errorf("model alias %q is the target model: give it as Model", alias)
 		}
 		if path == target.Path {

@@ -3,8 +3,9 @@
 // from init(), and the Policy that policy nodes fold into a plan.
 //
 // One declaration drives everything about a node: the compiler validates YAML
-// graphs against it, `ninfer graph docs` renders it (Docs), and Spec.New
-// builds the instance a plan step runs.
+// graphs against it, `ninfer graph docs` renders it (Docs), and the constructor of
+// its placement (Spec.NewDevice, NewHost, NewPolicy) builds the instance a
+// plan step runs.
 package node
 
 import "fmt"
@@ -38,12 +39,19 @@ func (p Placement) String() string {
 }
 
 // PortType is the type of the values that flow through a port. An output may
-// only feed an input of the same type.
+// only feed an input of the same type. A type also says how its values are
+// laid out over a step: one value per row (Tokens, Positions, Logits,
+// Hidden), one list per sampled sequence (Draft, DraftProbs), or a
+// sequence's whole history (History), so a per-row output cannot feed an
+// input that wants histories.
 type PortType string
 
 const (
-	// Tokens are token ids.
+	// Tokens are token ids, one per row.
 	Tokens PortType = "tokens"
+	// History is each sampled sequence's tokens so far (prompt and
+	// generated), one list per sequence: what a proposer looks up.
+	History PortType = "history"
 	// Positions are the positions of tokens in their sequence.
 	Positions PortType = "positions"
 	// Logits are per-token scores over the vocabulary.
@@ -75,6 +83,11 @@ const (
 	// drafts' rows.
 	BindLogitRows = "logit_rows"
 )
+
+// Target is the alias of the model a plan's model.forward runs: the model
+// whose tokens the engine commits. Other aliases ("draft") name further
+// models that nodes run on devices of their own (Info.ModelAlias).
+const Target = "target"
 
 // Port is a named, typed input or output of a node.
 type Port struct {

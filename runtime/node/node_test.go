@@ -14,7 +14,8 @@ var update = flag.Bool("update", false, "rewrite testdata golden files")
 
 func f(v float64) *float64 { return &v }
 
-func newNothing(Params) (any, error) { return nil, nil }
+func newNoHost(Params) (HostNode, error)     { return nil, nil }
+func newNoDevice(Params) (DeviceNode, error) { return nil, nil }
 
 type chunk struct{ size int }
 
@@ -35,21 +36,21 @@ func testSpecs() []Spec {
 			},
 			Summary: "Pick the next token from logits.",
 			Doc:     "Greedy at temperature 0.",
-			New:     newNothing,
+			NewHost: newNoHost,
 		},
 		{
 			Op: "model.forward", Placement: Device,
-			In:      []Port{{Name: "tokens", Type: Tokens}, {Name: "positions", Type: Positions}},
-			Out:     []Port{{Name: "logits", Type: Logits}},
-			Params:  []Param{{Name: "model", Kind: String, Default: "target"}, {Name: "last_only", Kind: Bool, Default: true}},
-			Summary: "Run the model.",
-			New:     newNothing,
+			In:        []Port{{Name: "tokens", Type: Tokens}, {Name: "positions", Type: Positions}},
+			Out:       []Port{{Name: "logits", Type: Logits}},
+			Params:    []Param{{Name: "model", Kind: String, Default: "target"}, {Name: "last_only", Kind: Bool, Default: true}},
+			Summary:   "Run the model.",
+			NewDevice: newNoDevice,
 		},
 		{
 			Op: "prefill.chunk", Placement: Policy,
-			Params:  []Param{{Name: "size", Kind: Int, Default: int64(512), Min: f(1), Max: f(65536)}},
-			Summary: "Prefill chunk size.",
-			New:     func(p Params) (any, error) { return chunk{p.Int("size")}, nil },
+			Params:    []Param{{Name: "size", Kind: Int, Default: int64(512), Min: f(1), Max: f(65536)}},
+			Summary:   "Prefill chunk size.",
+			NewPolicy: func(p Params) (PolicyNode, error) { return chunk{p.Int("size")}, nil },
 		},
 	}
 }
@@ -64,7 +65,7 @@ func testRegistry() *Registry {
 
 func TestRegisterPanics(t *testing.T) {
 	base := func(edit func(s *Spec)) Spec {
-		s := Spec{Op: "a.b", Placement: Host, Summary: "s", New: newNothing,
+		s := Spec{Op: "a.b", Placement: Host, Summary: "s", NewHost: newNoHost,
 			In: []Port{{Name: "x", Type: Tokens}}, Out: []Port{{Name: "y", Type: Tokens}},
 			Params: []Param{{Name: "p", Kind: Int, Default: int64(1)}}}
 		edit(&s)
@@ -79,7 +80,8 @@ func TestRegisterPanics(t *testing.T) {
 		{"an upper-case op is rejected", base(func(s *Spec) { s.Op = "Model.forward" }), "invalid op name"},
 		{"a trailing underscore is rejected", base(func(s *Spec) { s.Op = "model.forward_" }), "invalid op name"},
 		{"a zero placement is rejected", base(func(s *Spec) { s.Placement = 0 }), "invalid placement"},
-		{"a nil constructor is rejected", base(func(s *Spec) { s.New = nil }), "New is nil"},
+		{"a nil constructor is rejected", base(func(s *Spec) { s.NewHost = nil }), "NewHost is nil"},
+		{"another placement's constructor is rejected", base(func(s *Spec) { s.NewDevice = newNoDevice }), "a host spec sets NewDevice"},
 		{"an empty summary is rejected", base(func(s *Spec) { s.Summary = " " }), "empty summary"},
 		{"duplicate inputs are rejected", base(func(s *Spec) { s.In = append(s.In, Port{Name: "x", Type: Logits}) }), `duplicate input port "x"`},
 		{"duplicate outputs are rejected", base(func(s *Spec) { s.Out = append(s.Out, Port{Name: "y", Type: Logits}) }), `duplicate output port "y"`},
@@ -323,11 +325,11 @@ func TestDefaultPolicyAndFold(t *testing.T) {
 		t.Errorf("DefaultPolicy (-want +got):\n%s", diff)
 	}
 	s, _ := testRegistry().Lookup("prefill.chunk")
-	inst, err := s.New(Params{"size": int64(128)})
+	inst, err := s.NewPolicy(Params{"size": int64(128)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := inst.(PolicyNode).Fold(&p); err != nil || p.PrefillChunk != 128 {
+	if err := inst.Fold(&p); err != nil || p.PrefillChunk != 128 {
 		t.Errorf("Fold: err %v, policy %+v", err, p)
 	}
 }
@@ -354,7 +356,7 @@ func TestDocs(t *testing.T) {
 
 func TestDefaultRegister(t *testing.T) {
 	before := len(Default.Specs())
-	Register(Spec{Op: "test_only.default_register", Placement: Host, Summary: "x", New: newNothing})
+	Register(Spec{Op: "test_only.default_register", Placement: Host, Summary: "x", NewHost: newNoHost})
 	if len(Default.Specs()) != before+1 {
 		t.Error("Register did not add to Default")
 	}

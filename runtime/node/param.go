@@ -293,7 +293,7 @@ func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) 
 
 // Params holds a node's resolved param values by name: int64 for Int,
 // float64 for Float, string for String and Enum, bool for Bool. The compiler
-// fills in every declared param (defaults included) before calling Spec.New,
+// fills in every declared param (defaults included) before calling a spec's constructor,
 // so the accessors below panic only on programmer error: asking for a name
 // the spec does not declare, or with the wrong accessor.
 type Params map[string]any

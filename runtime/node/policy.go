@@ -23,7 +23,7 @@ func DefaultPolicy() PlanPolicy {
 	return PlanPolicy{PrefillChunk: 512, KVDType: "f32", KVBlockTokens: 16, StateDType: "f32"}
 }
 
-// PolicyNode is implemented by the instances that Spec.New returns for specs
+// PolicyNode is what Spec.NewPolicy builds for specs
 // with Placement Policy. The compiler calls Fold once per policy node, in plan
 // step order, starting from DefaultPolicy; Fold sets the fields it owns and
 // returns an error (reported at the node) if its params cannot be honoured.

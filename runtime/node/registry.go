@@ -18,7 +18,7 @@ type Spec struct {
 	// ^[a-z0-9]+(_[a-z0-9]+)*(\.[a-z0-9]+(_[a-z0-9]+)*)+$.
 	Op string
 	// Placement says where the node's work happens. Policy specs declare no
-	// ports, and their instances implement PolicyNode.
+	// ports; NewPolicy builds their PolicyNode.
 	Placement Placement
 	// In and Out are the node's input and output ports; names are unique
 	// within each list (an input and an output may share a name).
@@ -32,10 +32,19 @@ type Spec struct {
 	// Info are the node type's static facts, which the compiler and the
 	// engine read from the spec instead of asking an instance what it is.
 	Info Info
-	// New builds a node instance from params that the compiler has already
-	// validated and completed with defaults. It is called once per graph node
-	// per compile; an error is reported at the node in the graph.
-	New func(p Params) (any, error)
+	// NewDevice, NewHost and NewPolicy build a node instance from params
+	// that the compiler has already validated and completed with defaults;
+	// a spec sets the one of its Placement and no other. It is called once
+	// per graph node per compile; an error is reported at the node in the
+	// graph.
+	NewDevice func(p Params) (DeviceNode, error)
+	NewHost   func(p Params) (HostNode, error)
+	NewPolicy func(p Params) (PolicyNode, error)
+}
+
+// constructors reports which of s's constructors are set, by placement.
+func (s *Spec) constructors() map[Placement]bool {
+	return map[Placement]bool{Device: s.NewDevice != nil, Host: s.NewHost != nil, Policy: s.NewPolicy != nil}
 }
 
 // Info are static facts of a node type that rules about where it may run
@@ -50,6 +59,10 @@ type Info struct {
 	// exec.StateShaper), so drafting with it over the target advances the
 	// target's state.
 	RecurrentState bool
+	// ModelAlias returns the alias of the model a node built with params p
+	// runs (a draft model's, "draft"), or Target or "" for the target's.
+	// It is nil for node types that run no model or only the target.
+	ModelAlias func(p Params) string
 }
 
 // Param returns the spec's param called name, or nil.
@@ -99,7 +112,8 @@ func Register(s Spec) { Default.Register(s) }
 
 // Register adds a copy of s to r. It panics, naming the op and the problem,
 // when the op is already registered or its name is invalid, when the
-// placement is unknown, New is nil, the summary is empty, a port or param
+// placement is unknown, the constructor of its placement is nil or
+// another placement's is set, the summary is empty, a port or param
 // name is invalid or duplicated, a port has no type, a Policy spec declares
 // ports, or a param declaration is invalid (see Param.Validate; a default of
 // the wrong kind or out of range is one). Registration mistakes are
@@ -125,14 +139,20 @@ func check(s *Spec) error {
 	if s.Placement < Device || s.Placement > Policy {
 		return fmt.Errorf("invalid placement %s", s.Placement)
 	}
-	if s.New == nil {
-		return fmt.Errorf("New is nil")
-	}
 	if strings.TrimSpace(s.Summary) == "" {
 		return fmt.Errorf("empty summary")
 	}
 	if s.Placement == Policy && len(s.In)+len(s.Out) > 0 {
 		return fmt.Errorf("a policy node has no ports: it is folded into the plan at compile time")
+	}
+	set := s.constructors()
+	if !set[s.Placement] {
+		return fmt.Errorf("New%s is nil: a %s spec's constructor", constructorName(s.Placement), s.Placement)
+	}
+	for _, pl := range []Placement{Device, Host, Policy} {
+		if set[pl] && pl != s.Placement {
+			return fmt.Errorf("a %s spec sets New%s: it is built by New%s only", s.Placement, constructorName(pl), constructorName(s.Placement))
+		}
 	}
 	s.In, s.Out, s.Params = slices.Clone(s.In), slices.Clone(s.Out), slices.Clone(s.Params)
 	for _, ports := range []struct {
@@ -164,6 +184,11 @@ func check(s *Spec) error {
 		}
 	}
 	return nil
+}
+
+// constructorName is the suffix of placement p's constructor field: New + it.
+func constructorName(p Placement) string {
+	return strings.ToUpper(p.String()[:1]) + p.String()[1:]
 }
 
 // Lookup returns the spec registered for op.
@@ -206,4 +231,10 @@ func (r *Registry) Suggest(op string) string {
 		}
 	}
 	return ""
+}
+
+// ModelParam returns an Info.ModelAlias for node types whose param name
+// names the model they run.
+func ModelParam(name string) func(p Params) string {
+	return func(p Params) string { return p.String(name) }
 }

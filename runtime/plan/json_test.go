@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
 )
 
@@ -32,14 +31,14 @@ func TestDoc(t *testing.T) {
 		Policy: PolicyDoc{PrefillChunk: 256, KVDType: "f16", KVBlockTokens: 16},
 		Steps: []StepDoc{
 			{ID: "chunking", Op: "prefill.chunk", Placement: "policy", In: map[string]string{}, Params: map[string]string{"size": "256"}},
-			{ID: "fwd", Op: "model.forward", Placement: "device", Model: exec.Target,
+			{ID: "fwd", Op: "model.forward", Placement: "device", Model: node.Target,
 				In: map[string]string{"tokens": "$in.tokens", "positions": "$in.positions"}, Params: map[string]string{"model": `"target"`}},
 			{ID: "pick", Op: "sample.token", Placement: "host", In: map[string]string{"logits": "fwd.logits"},
 				Params: map[string]string{"temperature": "1.0", "greedy": "true"}},
 			{ID: "draft", Op: LoopOp, Placement: "host", Model: "draft", In: map[string]string{"hidden": "$prev.f"}, Params: map[string]string{},
 				Loop: &LoopDoc{Repeat: 3, Model: "draft",
 					Steps: []StepDoc{
-						{ID: "eagle", Op: "speculative.eagle3", Placement: "device", Model: exec.Target,
+						{ID: "eagle", Op: "speculative.eagle3", Placement: "device", Model: node.Target,
 							In: map[string]string{"tokens": "$loop.tokens", "hidden": "$loop.hidden"}, Params: map[string]string{"model": `"draft"`}},
 						{ID: "pick", Op: "sample.argmax", Placement: "host", In: map[string]string{"logits": "eagle.logits"}, Params: map[string]string{}},
 					},

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/node"
 )
@@ -180,7 +179,7 @@ func writeSteps(b *strings.Builder, indent string, steps []*Step, segs []Segment
 		} else {
 			fmt.Fprintf(b, "%s      repeat %d\n", indent, l.Repeat)
 		}
-		if l.Model != exec.Target {
+		if l.Model != node.Target {
 			fmt.Fprintf(b, "%s      model %s\n", indent, l.Model)
 		}
 		if l.Ahead {
@@ -251,22 +250,25 @@ type Loop struct {
 	// from every pass: tokens (one per row) into a draft, or draft_probs.
 	Out map[string]Ref
 	// Model is the alias of the model the body's device steps run
-	// (StepModel): exec.Target, whose KV cache and block tables the
+	// (StepModel): node.Target, whose KV cache and block tables the
 	// passes share, or a draft model with a cache of its own, which each
 	// step's first pass catches up on the tokens it has not seen.
 	Model string
 }
 
-// ModelAlias implements exec.ModelUser: the loop runs Model.
-func (l *Loop) ModelAlias() string { return l.Model }
-
-// StepModel is the alias of the model step s runs (exec.ModelUser: a
-// node's, or a loop's), or exec.Target.
+// StepModel is the alias of the model step s runs: a loop's Model, or
+// what its spec's Info.ModelAlias says of its params; node.Target when
+// neither names another.
 func StepModel(s *Step) string {
-	if mu, ok := s.Node.(exec.ModelUser); ok {
-		return mu.ModelAlias()
+	if l, ok := s.Node.(*Loop); ok {
+		return l.Model
 	}
-	return exec.Target
+	if s.Spec != nil && s.Spec.Info.ModelAlias != nil {
+		if alias := s.Spec.Info.ModelAlias(s.Params); alias != "" {
+			return alias
+		}
+	}
+	return node.Target
 }
 
 // DraftTokens is the loop's draft window, Repeat (exec.Proposer).
@@ -278,7 +280,7 @@ func (l *Loop) DraftTokens() int { return l.Repeat }
 // (exec.StateRollbacker). A head with layers of its own (model.mtp) and a
 // draft model leave it alone.
 func (l *Loop) DraftsWithTargetState() bool {
-	return l.Model == exec.Target && slices.ContainsFunc(l.Steps, func(s *Step) bool {
+	return l.Model == node.Target && slices.ContainsFunc(l.Steps, func(s *Step) bool {
 		return s.Placement == node.Device && s.Node != nil && s.Spec.Info.RecurrentState
 	})
 }

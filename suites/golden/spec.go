@@ -10,8 +10,8 @@ import (
 	"strconv"
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
-	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/request"
 )
 
 // SpecFile is a speculative golden (../shared/golden/spec-*.json):
@@ -78,7 +78,7 @@ func VerifySpec(ctx context.Context, in *instance.Instance, f *SpecFile) ([]Mism
 	var out []Mismatch
 	for _, c := range f.Results {
 		res, err := in.Generate(ctx, engine.Request{Prompt: in.Tokenizer.Encode(c.Prompt, true, true),
-			MaxTokens: len(c.TokensPlain), Sampling: exec.Sampling{LogitBias: bias}}, nil)
+			MaxTokens: len(c.TokensPlain), Sampling: request.Sampling{LogitBias: bias}}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.ID, err)
 		}
