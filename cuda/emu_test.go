@@ -165,8 +165,12 @@ func weightF32(t *testing.T, f *weights.File, name string) []float32 {
 }
 
 func TestEmuGetRows(t *testing.T) {
-	const vocab, cols = 50, 160
+	const vocab = 50
 	for _, dt := range matmulDTypes {
+		cols := 160
+		if dt.BlockSize() == tensor.QKK {
+			cols = 512
+		}
 		parityCase(t, dt.String(), func(t *testing.T, e *emulator) {
 			r := rand.New(rand.NewPCG(2, uint64(dt)))
 			f := memFile(t, randTensor(r, "e", dt, vocab, cols))
@@ -264,6 +268,97 @@ func TestEmuQuantizeQ8(t *testing.T) {
 	}
 }
 
+// quantizeQ8KRef is runtime/cpu quantizeQ8K (quantdot.go), the activation
+// quantization of the CPU backend's K-quant and IQ4_XS matmuls, written as
+// Q8_K blocks: m = the first value of largest magnitude, iscale = -127/m,
+// q = min(127, round-half-even(iscale*x)), d = 1/iscale (f32 at 0), the
+// quants at 4 and the int16 sums of each 16 at 260.
+func quantizeQ8KRef(x []float32) []byte {
+	out := make([]byte, q8KBytes(1, len(x)))
+	for b := range len(x) / 256 {
+		xs, blk := x[b*256:b*256+256], out[b*292:b*292+292]
+		var amax, m float32
+		for _, v := range xs {
+			if a := float32(math.Abs(float64(v))); a > amax {
+				amax, m = a, v
+			}
+		}
+		if amax == 0 {
+			continue
+		}
+		iscale := -127 / m
+		for j, v := range xs {
+			q := int8(min(127, math.RoundToEven(float64(iscale*v))))
+			blk[4+j] = byte(q)
+			s := int16(binary.LittleEndian.Uint16(blk[260+2*(j/16):])) + int16(q)
+			binary.LittleEndian.PutUint16(blk[260+2*(j/16):], uint16(s))
+		}
+		binary.LittleEndian.PutUint32(blk, math.Float32bits(1/iscale))
+	}
+	return out
+}
+
+func TestEmuQuantizeQ8K(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rows int
+		gen  func(r *rand.Rand, i int) float32
+	}{
+		{"normal values", 3, func(r *rand.Rand, i int) float32 { return float32(r.NormFloat64()) }},
+		{"zero blocks, ties of magnitude and large values", 7, func(r *rand.Rand, i int) float32 {
+			switch (i / 256) % 3 {
+			case 0:
+				return 0
+			case 1:
+				if i%256 == 77 { // -3 first, then +3 at 200: m is -3
+					return -3
+				}
+				if i%256 == 200 {
+					return 3
+				}
+				return float32(i%16-8) * 0.375 // many near-ties of iscale*x
+			}
+			return float32(r.NormFloat64() * 1e30)
+		}},
+	} {
+		parityCase(t, c.name, func(t *testing.T, e *emulator) {
+			const cols = 512
+			r := rand.New(rand.NewPCG(8, uint64(c.rows)))
+			x := make([]float32, c.rows*cols)
+			for i := range x {
+				x[i] = c.gen(r, i)
+			}
+			var mem emuMem
+			dst := mem.nanBuf(int(q8KBytes(c.rows, cols)))
+			xb := mem.buf(f32Bytes(x), false)
+			l, err := quantizeQ8KLaunch(dst.dev, xb.dev, c.rows, cols)
+			e.launch(t, l, err, &mem)
+			if want := quantizeQ8KRef(x); !bytes.Equal(dst.data, want) {
+				for i := range want {
+					if dst.data[i] != want[i] {
+						t.Fatalf("quantize_q8k: byte %d (block %d, offset %d): got %#x, want %#x", i, i/292, i%292, dst.data[i], want[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// quantizeAct launches the quantization a matmul by a weight of dt reads
+// (quantize_q8 or quantize_q8k) of x [rows, cols] into a new buffer and
+// returns it.
+func quantizeAct(t *testing.T, e *emulator, mem *emuMem, dt tensor.DType, x devPtr, rows, cols int) *emuBuf {
+	t.Helper()
+	q := mem.nanBuf(int(quantBytes(dt, rows, cols)))
+	l, err := quantizeQ8Launch(q.dev, x, rows, cols)
+	if kquant(dt) {
+		l, err = quantizeQ8KLaunch(q.dev, x, rows, cols)
+	}
+	e.launch(t, l, err, mem)
+	q.back = false
+	return q
+}
+
 func TestEmuMatMul(t *testing.T) {
 	type shape struct{ rows, in, out, xOff int }
 	shapes := []shape{
@@ -312,21 +407,26 @@ func TestEmuMatMul(t *testing.T) {
 				wb := mem.buf(w.Data, false)
 				var xq devPtr
 				if quant {
-					q := mem.nanBuf(int(q8Bytes(s.rows, s.in)))
-					xq = q.dev
-					l, err := quantizeQ8Launch(q.dev, xb.at(s.xOff), s.rows, s.in)
-					e.launch(t, l, err, &mem)
-					q.back = false
+					xq = quantizeAct(t, e, &mem, dt, xb.at(s.xOff), s.rows, s.in).dev
 				}
 				l, err := matmulLaunch(out.dev, xb.at(s.xOff), xq, wb.dev, dt, s.rows, s.in, s.out)
 				e.launch(t, l, err, &mem)
 				near(t, name, want["y"], bytesF32(out.data), 2e-5)
-				if broken, ok := map[tensor.DType]tensor.DType{tensor.Q5_0: tensor.Q4_0, tensor.IQ4_NL: tensor.Q4_0, tensor.Q5_1: tensor.Q4_1}[dt]; ok {
-					// Broken: the blocks read as Q4_0 / Q4_1 (the high bits
-					// or the level table lost) must fail.
+				// Broken: the blocks read as a type of no more bytes per
+				// block (the high bits, the level table or the layout lost)
+				// must fail.
+				if broken, ok := map[tensor.DType]tensor.DType{tensor.Q5_0: tensor.Q4_0, tensor.IQ4_NL: tensor.Q4_0, tensor.Q5_1: tensor.Q4_1,
+					tensor.Q6_K: tensor.Q5_K, tensor.Q5_K: tensor.Q4_K, tensor.Q4_K: tensor.IQ4_XS, tensor.IQ4_XS: tensor.Q3_K, tensor.Q3_K: tensor.Q2_K}[dt]; ok {
 					l, err := matmulLaunch(out.dev, xb.at(s.xOff), xq, wb.dev, broken, s.rows, s.in, s.out)
 					e.launch(t, l, err, &mem)
 					mustDiffer(t, name+" read as "+broken.String(), want["y"], bytesF32(out.data), 2e-5)
+				}
+				if dt == tensor.Q2_K {
+					// Broken: Q8_0 activation blocks read as Q8_K must fail.
+					q8 := quantizeAct(t, e, &mem, tensor.Q8_0, xb.at(s.xOff), s.rows, s.in)
+					l, err := matmulLaunch(out.dev, xb.at(s.xOff), q8.dev, wb.dev, dt, s.rows, s.in, s.out)
+					e.launch(t, l, err, &mem)
+					mustDiffer(t, name+" on Q8_0 activations", want["y"], bytesF32(out.data), 2e-5)
 				}
 			})
 		}
@@ -727,7 +827,8 @@ func emuAttention(t *testing.T, e *emulator, format string, c attnCase) {
 
 // TestEmuMatMulQuantGolden reproduces ../shared/golden/matmul-quant.json
 // (ggml's y = W @ x for real quantized tensors of the kq models) on the
-// emulator for every entry whose type has kernels: quantize_q8 then the
+// emulator for every entry whose type has kernels: quantize_q8 (or
+// quantize_q8k) then the
 // GEMV (both columns as 2 tokens) and the GEMM (the columns repeated to 10
 // tokens), within 1e-5 of max|y| as the CPU backend's golden test.
 func TestEmuMatMulQuantGolden(t *testing.T) {
@@ -779,11 +880,8 @@ func TestEmuMatMulQuantGolden(t *testing.T) {
 				var mem emuMem
 				out := mem.nanBuf(4 * rows * N)
 				xb, wb := mem.buf(f32Bytes(x), false), mem.buf(w.Data, false)
-				q := mem.nanBuf(int(q8Bytes(rows, K)))
-				l, err := quantizeQ8Launch(q.dev, xb.dev, rows, K)
-				e.launch(t, l, err, &mem)
-				q.back = false
-				l, err = matmulLaunch(out.dev, xb.dev, q.dev, wb.dev, w.DType, rows, K, N)
+				q := quantizeAct(t, e, &mem, w.DType, xb.dev, rows, K)
+				l, err := matmulLaunch(out.dev, xb.dev, q.dev, wb.dev, w.DType, rows, K, N)
 				e.launch(t, l, err, &mem)
 				near(t, "y", want, bytesF32(out.data), 1e-5)
 			})

@@ -105,6 +105,13 @@ func (k *kernels) quantizeQ8(s cu.Stream, dst, x cu.DevicePtr, rows, cols int) e
 	return k.launch(s, l, err)
 }
 
+// quantizeQ8K writes x [rows, cols] f32 as Q8_K blocks into dst
+// (quantizeQ8KLaunch).
+func (k *kernels) quantizeQ8K(s cu.Stream, dst, x cu.DevicePtr, rows, cols int) error {
+	l, err := quantizeQ8KLaunch(ptr(dst), ptr(x), rows, cols)
+	return k.launch(s, l, err)
+}
+
 // matmul writes out [rows, outN] = x [rows, in] . w[outN, in]^T
 // (matmulLaunch).
 func (k *kernels) matmul(s cu.Stream, out, x, xq, w cu.DevicePtr, dt tensor.DType, rows, in, outN int) error {

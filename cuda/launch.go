@@ -39,12 +39,13 @@ func spec(kernel string, d launchDims, args ...uint64) (launchSpec, error) {
 }
 
 // matmulDTypes are the weight dtypes with matmul and get_rows kernels.
-var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.IQ4_NL}
+var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1,
+	tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS}
 
 // kernelNames is every kernel the launches below use: the module must
 // define them all.
 func kernelNames() ([]string, error) {
-	names := []string{"quantize_q8", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows", "argmax_rows",
+	names := []string{"quantize_q8", "quantize_q8k", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows", "argmax_rows",
 		"columns", "concat", "unary", "mul", "add_row", "mul_row", "l2_norm", "short_conv", "delta_rule",
 		"moe_route", "moe_matmul", "moe_combine"}
 	for _, dt := range matmulDTypes {
@@ -117,10 +118,26 @@ func quantizeQ8Launch(dst, x devPtr, rows, cols int) (launchSpec, error) {
 	return spec("quantize_q8", warpItemGeometry(n), dst, x, intArg(n))
 }
 
+// quantizeQ8KLaunch writes x [rows, cols] f32 as Q8_K blocks into dst
+// (rows*cols/256 blocks of 292 bytes: f32 d, 256 int8, 16 int16 sums of 16),
+// row-major, exactly as the CPU backend quantizes the activations of K-quant
+// and IQ4_XS matmuls. cols must be a multiple of 256.
+func quantizeQ8KLaunch(dst, x devPtr, rows, cols int) (launchSpec, error) {
+	if rows < 0 || cols < 0 || cols%tensor.QKK != 0 {
+		return launchSpec{}, fmt.Errorf("cuda: quantize_q8k: row width %d is not a multiple of %d", cols, tensor.QKK)
+	}
+	n := rows * cols / tensor.QKK
+	if n == 0 {
+		return launchSpec{}, nil
+	}
+	return spec("quantize_q8k", warpItemGeometry(n), dst, x, intArg(n))
+}
+
 // matmulLaunch writes out [rows, outN] = x [rows, in] . w[outN, in]^T, w of
-// dtype dt in its GGUF bytes. For weights whose dot type is Q8_0
-// (quantized) xq must hold x quantized by quantize_q8 (x is not read); for
-// float weights x is read and xq ignored.
+// dtype dt in its GGUF bytes. For quantized weights xq must hold x
+// quantized by quantize_q8 (dot types Q8_0 and Q8_1) or quantize_q8k (dot
+// type Q8_K: kquant) and x is not read; for float weights x is read and xq
+// ignored.
 func matmulLaunch(out, x, xq, w devPtr, dt tensor.DType, rows, in, outN int) (launchSpec, error) {
 	p, err := planMatmul(dt, rows, in, outN)
 	if err != nil {

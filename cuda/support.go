@@ -50,11 +50,8 @@ var opSupport = map[string]string{
 // noOpKernelYet is why an op the CPU backend runs has no CUDA kernel.
 const noOpKernelYet = "no CUDA kernel yet (the CPU backend runs it)"
 
-// Reasons a weight dtype has no matmul or get_rows kernels.
-const (
-	noKernelYet = "no CUDA kernel for this weight dtype yet (the CPU backend runs it)"
-	notAWeight  = "not a weight dtype of a matmul (an integer or activation format)"
-)
+// notAWeight is why a dtype has no matmul or get_rows kernels.
+const notAWeight = "not a weight dtype of a matmul (an integer or activation format)"
 
 // weightDTypes is, for each dtype, "" when matmul (gemv_<dtype>_<NT>,
 // gemm_<dtype>) and get_rows have kernels for weights of that dtype, and
@@ -70,13 +67,13 @@ var weightDTypes = map[tensor.DType]string{
 	tensor.Q4_1:   "",
 	tensor.Q5_0:   "",
 	tensor.Q5_1:   "",
-	tensor.Q2_K:   noKernelYet,
-	tensor.Q3_K:   noKernelYet,
-	tensor.Q4_K:   noKernelYet,
-	tensor.Q5_K:   noKernelYet,
-	tensor.Q6_K:   noKernelYet,
+	tensor.Q2_K:   "",
+	tensor.Q3_K:   "",
+	tensor.Q4_K:   "",
+	tensor.Q5_K:   "",
+	tensor.Q6_K:   "",
 	tensor.IQ4_NL: "",
-	tensor.IQ4_XS: noKernelYet,
+	tensor.IQ4_XS: "",
 	tensor.Q8_1:   notAWeight,
 	tensor.Q8_K:   notAWeight,
 }
