@@ -156,7 +156,7 @@ func planBuffers(g *tensor.Graph) (bufferPlan, error) {
 			ivs = append(ivs, interval{op: i, from: quantFrom[1][i], to: quantTo[1][i], size: q8KBytes(op.Out.Rows(), op.Out.Cols()), kind: 2})
 		}
 		if op.Kind == tensor.OpMoE {
-			ivs = append(ivs, interval{op: i, from: i, to: i, size: newMoEScratch(op.Out.Rows(), op.Out.Cols(), op.MoE).size, kind: 3})
+			ivs = append(ivs, interval{op: i, from: i, to: i, size: newMoEScratch(op.Out.Rows(), op.Out.Cols(), op.MoE, moeDTypes(op)).size, kind: 3})
 		}
 	}
 	// First fit in order of start: each buffer takes the lowest aligned
@@ -190,21 +190,43 @@ func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 // moeScratch places an MoE op's intermediates in its scratch buffer (byte
 // offsets, each arenaAlign-aligned) for rows rows of width cols: the
 // routing (ids, wts [rows, TopK]), the experts' gate and up outputs [rows
-// * TopK, FFN] and their down outputs [rows * TopK, cols].
+// * TopK, FFN] and their down outputs [rows * TopK, cols]; for quantized
+// experts (-1 when none) the input h quantized for gate and up (hq: as
+// Q8_0 blocks, hqK: as Q8_K blocks) and the swiglu of gate and up
+// quantized for down (gq).
 type moeScratch struct {
 	ids, wts, gate, up, res, size int64
+	hq, hqK, gq                   int64
 }
 
-func newMoEScratch(rows, cols int, a tensor.MoEArgs) moeScratch {
+// newMoEScratch lays out the scratch of an MoE op whose gate, up and down
+// experts have dtypes w.
+func newMoEScratch(rows, cols int, a tensor.MoEArgs, w [3]tensor.DType) moeScratch {
 	slots := int64(rows) * int64(a.TopK)
-	var s moeScratch
-	at := func(n int64) int64 {
+	s := moeScratch{hq: -1, hqK: -1, gq: -1}
+	at := func(bytes int64) int64 {
 		off := s.size
-		s.size += alignUp(4*n, arenaAlign)
+		s.size += alignUp(bytes, arenaAlign)
 		return off
 	}
-	s.ids, s.wts = at(slots), at(slots)
-	s.gate, s.up = at(slots*int64(a.FFN)), at(slots*int64(a.FFN))
-	s.res = at(slots * int64(cols))
+	s.ids, s.wts = at(4*slots), at(4*slots)
+	s.gate, s.up = at(4*slots*int64(a.FFN)), at(4*slots*int64(a.FFN))
+	s.res = at(4 * slots * int64(cols))
+	for _, dt := range w[:2] {
+		switch {
+		case kquant(dt) && s.hqK < 0:
+			s.hqK = at(q8KBytes(rows, cols))
+		case quantized(dt) && !kquant(dt) && s.hq < 0:
+			s.hq = at(q8Bytes(rows, cols))
+		}
+	}
+	if quantized(w[2]) {
+		s.gq = at(quantBytes(w[2], int(slots), a.FFN))
+	}
 	return s
+}
+
+// moeDTypes are the dtypes of an MoE op's gate, up and down experts.
+func moeDTypes(op tensor.Op) [3]tensor.DType {
+	return [3]tensor.DType{op.Args[2].DType, op.Args[3].DType, op.Args[4].DType}
 }

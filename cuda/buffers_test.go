@@ -227,7 +227,7 @@ func TestPlanFloatInput(t *testing.T) {
 		t.Errorf("float input: offset %d, quantized blocks at %d; want -1 and an arena offset", p.Offset[h.ID], p.QuantOffset[h.ID])
 	}
 	moe := g.Outputs["m"].ID
-	if p.Scratch[moe] < 0 || p.Scratch[moe]+newMoEScratch(3, 64, g.Ops[moe].MoE).size > p.Size {
+	if p.Scratch[moe] < 0 || p.Scratch[moe]+newMoEScratch(3, 64, g.Ops[moe].MoE, moeDTypes(g.Ops[moe])).size > p.Size {
 		t.Errorf("moe scratch at %d (arena %d)", p.Scratch[moe], p.Size)
 	}
 }

@@ -350,10 +350,7 @@ func TestEmuQuantizeQ8K(t *testing.T) {
 func quantizeAct(t *testing.T, e *emulator, mem *emuMem, dt tensor.DType, x devPtr, rows, cols int) *emuBuf {
 	t.Helper()
 	q := mem.nanBuf(int(quantBytes(dt, rows, cols)))
-	l, err := quantizeQ8Launch(q.dev, x, rows, cols)
-	if kquant(dt) {
-		l, err = quantizeQ8KLaunch(q.dev, x, rows, cols)
-	}
+	l, err := quantizeLaunch(q.dev, x, dt, rows, cols)
 	e.launch(t, l, err, mem)
 	q.back = false
 	return q

@@ -53,6 +53,9 @@ func kernelNames() ([]string, error) {
 			names = append(names, gemvKernel(dt, nt))
 		}
 		names = append(names, "gemm_"+dt.String())
+		if quantized(dt) {
+			names = append(names, "moe_mm_"+dt.String())
+		}
 	}
 	for _, f := range kv.Formats() {
 		_, suf, err := kvFormat(f.Name)
@@ -410,12 +413,14 @@ func moeRouteLaunch(ids, wts, router devPtr, rows int, a tensor.MoEArgs) (launch
 	return spec("moe_route", warpItemGeometry(rows), ids, wts, router, intArg(rows), intArg(a.Experts), intArg(a.TopK), intArg(norm))
 }
 
-// moeMatmulLaunch writes out [slots, n]: slot s's input row x[s/xdiv]
-// (rows of in f32) times the n rows of expert ids[s] in the stacked float
-// weight w of dtype dt (F32, F16, BF16).
-func moeMatmulLaunch(out, x, w, ids devPtr, dt tensor.DType, slots, in, n, xdiv int) (launchSpec, error) {
-	if moeExpertDType(dt) != "" {
-		return launchSpec{}, fmt.Errorf("cuda: moe: expert weights of dtype %v: %s", dt, moeExpertDType(dt))
+// moeMatmulLaunch writes out [slots, n]: slot s's input row s/xdiv times
+// the n rows of expert ids[s] in the stacked weight w of dtype dt. The
+// input is x (rows of in f32) for float weights (moe_matmul) and xq, its
+// xrows rows quantized for dt (quantize_q8 or quantize_q8k), for quantized
+// ones (moe_mm_<dtype>).
+func moeMatmulLaunch(out, x, xq, w, ids devPtr, dt tensor.DType, slots, in, n, xdiv, xrows int) (launchSpec, error) {
+	if why := weightKernelDType(dt); why != "" {
+		return launchSpec{}, fmt.Errorf("cuda: moe: expert weights of dtype %v: %s", dt, why)
 	}
 	rb, err := dt.RowBytes(in)
 	if err != nil || slots < 0 || slots > maxGridX || in < 1 || n < 1 || in > maxInt32 || ceilDiv(n, itemWarps) > maxGridYZ || xdiv < 1 {
@@ -425,7 +430,23 @@ func moeMatmulLaunch(out, x, w, ids devPtr, dt tensor.DType, slots, in, n, xdiv 
 		return launchSpec{}, nil
 	}
 	d := launchDims{grid: [3]int{slots, ceilDiv(n, itemWarps), 1}, block: [3]int{itemWarps * warpSize, 1, 1}}
+	if quantized(dt) {
+		if xq == 0 {
+			return launchSpec{}, fmt.Errorf("cuda: moe: %v experts need the quantized activations", dt)
+		}
+		return spec("moe_mm_"+dt.String(), d, out, xq, w, ids, intArg(in), intArg(n), intArg(xdiv), intArg(xrows))
+	}
 	return spec("moe_matmul", d, out, x, w, ids, intArg(int(dt)), intArg(in), intArg(n), intArg(xdiv), intArg(rb))
+}
+
+// quantizeLaunch writes x [rows, cols] into dst as the quantized
+// activations a matmul by a weight of dt reads (quantizeQ8Launch or
+// quantizeQ8KLaunch).
+func quantizeLaunch(dst, x devPtr, dt tensor.DType, rows, cols int) (launchSpec, error) {
+	if kquant(dt) {
+		return quantizeQ8KLaunch(dst, x, rows, cols)
+	}
+	return quantizeQ8Launch(dst, x, rows, cols)
 }
 
 // moeCombineLaunch writes out [rows, cols]: each row's expert outputs res
@@ -454,24 +475,51 @@ type moeExperts struct {
 // the routed experts' gate and up, swiglu, down, and the weighted sum in
 // routing order, with no host round trip between them.
 func moeLaunches(out, h, router, scratch devPtr, w moeExperts, rows, cols int, a tensor.MoEArgs) ([]launchSpec, error) {
-	sc := newMoEScratch(rows, cols, a)
-	at := func(off int64) devPtr { return scratch + devPtr(off) }
+	sc := newMoEScratch(rows, cols, a, [3]tensor.DType{w.gateDT, w.upDT, w.downDT})
+	at := func(off int64) devPtr {
+		if off < 0 {
+			return 0
+		}
+		return scratch + devPtr(off)
+	}
+	// hq is where h quantized for experts of dt are (0 for float experts).
+	hq := func(dt tensor.DType) devPtr {
+		switch {
+		case kquant(dt):
+			return at(sc.hqK)
+		case quantized(dt):
+			return at(sc.hq)
+		}
+		return 0
+	}
 	slots := rows * a.TopK
-	var ls []launchSpec
-	for _, l := range []func() (launchSpec, error){
+	launches := []func() (launchSpec, error){
 		func() (launchSpec, error) { return moeRouteLaunch(at(sc.ids), at(sc.wts), router, rows, a) },
+	}
+	if sc.hq >= 0 {
+		launches = append(launches, func() (launchSpec, error) { return quantizeQ8Launch(at(sc.hq), h, rows, cols) })
+	}
+	if sc.hqK >= 0 {
+		launches = append(launches, func() (launchSpec, error) { return quantizeQ8KLaunch(at(sc.hqK), h, rows, cols) })
+	}
+	launches = append(launches,
 		func() (launchSpec, error) {
-			return moeMatmulLaunch(at(sc.gate), h, w.gate, at(sc.ids), w.gateDT, slots, cols, a.FFN, a.TopK)
+			return moeMatmulLaunch(at(sc.gate), h, hq(w.gateDT), w.gate, at(sc.ids), w.gateDT, slots, cols, a.FFN, a.TopK, rows)
 		},
 		func() (launchSpec, error) {
-			return moeMatmulLaunch(at(sc.up), h, w.up, at(sc.ids), w.upDT, slots, cols, a.FFN, a.TopK)
+			return moeMatmulLaunch(at(sc.up), h, hq(w.upDT), w.up, at(sc.ids), w.upDT, slots, cols, a.FFN, a.TopK, rows)
 		},
-		func() (launchSpec, error) { return swigluLaunch(at(sc.gate), at(sc.gate), at(sc.up), slots*a.FFN) },
+		func() (launchSpec, error) { return swigluLaunch(at(sc.gate), at(sc.gate), at(sc.up), slots*a.FFN) })
+	if sc.gq >= 0 {
+		launches = append(launches, func() (launchSpec, error) { return quantizeLaunch(at(sc.gq), at(sc.gate), w.downDT, slots, a.FFN) })
+	}
+	launches = append(launches,
 		func() (launchSpec, error) {
-			return moeMatmulLaunch(at(sc.res), at(sc.gate), w.down, at(sc.ids), w.downDT, slots, a.FFN, cols, 1)
+			return moeMatmulLaunch(at(sc.res), at(sc.gate), at(sc.gq), w.down, at(sc.ids), w.downDT, slots, a.FFN, cols, 1, slots)
 		},
-		func() (launchSpec, error) { return moeCombineLaunch(out, at(sc.res), at(sc.wts), rows, cols, a.TopK) },
-	} {
+		func() (launchSpec, error) { return moeCombineLaunch(out, at(sc.res), at(sc.wts), rows, cols, a.TopK) })
+	var ls []launchSpec
+	for _, l := range launches {
 		spec, err := l()
 		if err != nil {
 			return nil, err

@@ -88,19 +88,6 @@ func weightKernelDType(dt tensor.DType) string {
 	return why
 }
 
-// moeExpertDType reports why MoE expert weights of dt cannot be read by
-// the grouped expert kernel (moe_matmul), which takes float weights ("" if
-// it can).
-func moeExpertDType(dt tensor.DType) string {
-	switch why := weightKernelDType(dt); {
-	case why == notAWeight || why == "a dtype the CUDA backend does not know":
-		return why
-	case dt == tensor.F32 || dt == tensor.F16 || dt == tensor.BF16:
-		return ""
-	}
-	return "no grouped MoE expert kernel for this weight dtype yet (float experts only; the CPU backend runs it)"
-}
-
 // normScaleDType reports why an rms_norm scale of dt cannot be used: the
 // backend converts the scale to f32 on the host when it prepares the graph
 // (weights.Tensor.Float32s), so every dtype that holds floats works.
@@ -151,7 +138,7 @@ func checkGraph(g *tensor.Graph) error {
 				if !ok {
 					return fmt.Errorf("cuda: op %d (%v): missing argument", i, op.Kind)
 				}
-				if why := moeExpertDType(w.DType); why != "" {
+				if why := weightKernelDType(w.DType); why != "" { // moe_matmul or moe_mm_<dtype>
 					return fmt.Errorf("cuda: op %d (%v) of weight %q, dtype %v: %s", i, op.Kind, wop.Name, w.DType, why)
 				}
 			}
