@@ -10,8 +10,9 @@ package cuda
 // TestEmu*, which prints "N passed, M failed" over the parity cases.
 //
 // Tolerances, relative to max(1, max |cpu|) of each output:
-//   - exact (0): get_rows, select_rows, add, quantize_q8 and the KV page
-//     bytes, which the kernels compute with the CPU's exact arithmetic;
+//   - exact (0): get_rows, select_rows, add, quantize_q8, quantize_q8k and
+//     the KV page bytes, which the kernels compute with the CPU's exact
+//     arithmetic;
 //   - 1e-6: rms_norm and swiglu (the same roundings; a double sum in another
 //     order can move the rounded mean by one ulp);
 //   - 1e-5: rope (device-side sin and cos are double, as the CPU's, but the
@@ -228,46 +229,6 @@ func quantizeQ8Ref(x []float32) []byte {
 	return out
 }
 
-func TestEmuQuantizeQ8(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		rows int
-		gen  func(r *rand.Rand, i int) float32
-	}{
-		{"normal values", 3, func(r *rand.Rand, i int) float32 { return float32(r.NormFloat64()) }},
-		{"zero blocks, ties and large values", 9, func(r *rand.Rand, i int) float32 {
-			switch (i / 32) % 3 {
-			case 0:
-				return 0
-			case 1:
-				return float32(i%32-16) * 0.5 // q = x*127/8: many near-ties
-			}
-			return float32(r.NormFloat64() * 1e30)
-		}},
-	} {
-		parityCase(t, c.name, func(t *testing.T, e *emulator) {
-			const cols = 96
-			r := rand.New(rand.NewPCG(7, uint64(c.rows)))
-			x := make([]float32, c.rows*cols)
-			for i := range x {
-				x[i] = c.gen(r, i)
-			}
-			var mem emuMem
-			dst := mem.nanBuf(int(q8Bytes(c.rows, cols)))
-			xb := mem.buf(f32Bytes(x), false)
-			l, err := quantizeQ8Launch(dst.dev, xb.dev, c.rows, cols)
-			e.launch(t, l, err, &mem)
-			if want := quantizeQ8Ref(x); !bytes.Equal(dst.data, want) {
-				for i := range want {
-					if dst.data[i] != want[i] {
-						t.Fatalf("quantize_q8: byte %d (block %d): got %#x, want %#x", i, i/34, dst.data[i], want[i])
-					}
-				}
-			}
-		})
-	}
-}
-
 // quantizeQ8KRef is runtime/cpu quantizeQ8K (quantdot.go), the activation
 // quantization of the CPU backend's K-quant and IQ4_XS matmuls, written as
 // Q8_K blocks: m = the first value of largest magnitude, iscale = -127/m,
@@ -298,14 +259,41 @@ func quantizeQ8KRef(x []float32) []byte {
 	return out
 }
 
-func TestEmuQuantizeQ8K(t *testing.T) {
+// quantizeAct launches the quantization a matmul by a weight of dt reads
+// (quantize_q8 or quantize_q8k) of x [rows, cols] into a new buffer and
+// returns it.
+func quantizeAct(t *testing.T, e *emulator, mem *emuMem, dt tensor.DType, x devPtr, rows, cols int) *emuBuf {
+	t.Helper()
+	q := mem.nanBuf(int(quantBytes(dt, rows, cols)))
+	l, err := quantizeLaunch(q.dev, x, dt, rows, cols)
+	e.launch(t, l, err, mem)
+	q.back = false
+	return q
+}
+
+// TestEmuQuantize checks quantize_q8 (the activations of weights whose dot
+// type is Q8_0 or Q8_1, here a Q8_0 weight's) and quantize_q8k (dot type
+// Q8_K, here a Q4_K weight's) byte for byte against the CPU's roundings.
+func TestEmuQuantize(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		rows int
-		gen  func(r *rand.Rand, i int) float32
+		name       string
+		dt         tensor.DType // the weight whose activation format is quantized
+		rows, cols int
+		gen        func(r *rand.Rand, i int) float32
+		ref        func(x []float32) []byte
 	}{
-		{"normal values", 3, func(r *rand.Rand, i int) float32 { return float32(r.NormFloat64()) }},
-		{"zero blocks, ties of magnitude and large values", 7, func(r *rand.Rand, i int) float32 {
+		{"q8: normal values", tensor.Q8_0, 3, 96, func(r *rand.Rand, i int) float32 { return float32(r.NormFloat64()) }, quantizeQ8Ref},
+		{"q8: zero blocks, ties and large values", tensor.Q8_0, 9, 96, func(r *rand.Rand, i int) float32 {
+			switch (i / 32) % 3 {
+			case 0:
+				return 0
+			case 1:
+				return float32(i%32-16) * 0.5 // q = x*127/8: many near-ties
+			}
+			return float32(r.NormFloat64() * 1e30)
+		}, quantizeQ8Ref},
+		{"q8_K: normal values", tensor.Q4_K, 3, 512, func(r *rand.Rand, i int) float32 { return float32(r.NormFloat64()) }, quantizeQ8KRef},
+		{"q8_K: zero blocks, ties of magnitude and large values", tensor.Q4_K, 7, 512, func(r *rand.Rand, i int) float32 {
 			switch (i / 256) % 3 {
 			case 0:
 				return 0
@@ -319,41 +307,28 @@ func TestEmuQuantizeQ8K(t *testing.T) {
 				return float32(i%16-8) * 0.375 // many near-ties of iscale*x
 			}
 			return float32(r.NormFloat64() * 1e30)
-		}},
+		}, quantizeQ8KRef},
 	} {
 		parityCase(t, c.name, func(t *testing.T, e *emulator) {
-			const cols = 512
-			r := rand.New(rand.NewPCG(8, uint64(c.rows)))
-			x := make([]float32, c.rows*cols)
+			r := rand.New(rand.NewPCG(7, uint64(c.rows)))
+			x := make([]float32, c.rows*c.cols)
 			for i := range x {
 				x[i] = c.gen(r, i)
 			}
 			var mem emuMem
-			dst := mem.nanBuf(int(q8KBytes(c.rows, cols)))
+			dst := mem.nanBuf(int(quantBytes(c.dt, c.rows, c.cols)))
 			xb := mem.buf(f32Bytes(x), false)
-			l, err := quantizeQ8KLaunch(dst.dev, xb.dev, c.rows, cols)
+			l, err := quantizeLaunch(dst.dev, xb.dev, c.dt, c.rows, c.cols)
 			e.launch(t, l, err, &mem)
-			if want := quantizeQ8KRef(x); !bytes.Equal(dst.data, want) {
+			if want := c.ref(x); !bytes.Equal(dst.data, want) {
 				for i := range want {
 					if dst.data[i] != want[i] {
-						t.Fatalf("quantize_q8k: byte %d (block %d, offset %d): got %#x, want %#x", i, i/292, i%292, dst.data[i], want[i])
+						t.Fatalf("%s: byte %d: got %#x, want %#x", l.kernel, i, dst.data[i], want[i])
 					}
 				}
 			}
 		})
 	}
-}
-
-// quantizeAct launches the quantization a matmul by a weight of dt reads
-// (quantize_q8 or quantize_q8k) of x [rows, cols] into a new buffer and
-// returns it.
-func quantizeAct(t *testing.T, e *emulator, mem *emuMem, dt tensor.DType, x devPtr, rows, cols int) *emuBuf {
-	t.Helper()
-	q := mem.nanBuf(int(quantBytes(dt, rows, cols)))
-	l, err := quantizeLaunch(q.dev, x, dt, rows, cols)
-	e.launch(t, l, err, mem)
-	q.back = false
-	return q
 }
 
 func TestEmuMatMul(t *testing.T) {
@@ -824,10 +799,10 @@ func emuAttention(t *testing.T, e *emulator, format string, c attnCase) {
 
 // TestEmuMatMulQuantGolden reproduces ../shared/golden/matmul-quant.json
 // (ggml's y = W @ x for real quantized tensors of the kq models) on the
-// emulator for every entry whose type has kernels: quantize_q8 (or
-// quantize_q8k) then the
-// GEMV (both columns as 2 tokens) and the GEMM (the columns repeated to 10
-// tokens), within 1e-5 of max|y| as the CPU backend's golden test.
+// emulator, every entry (each type must have kernels): quantize_q8 (or
+// quantize_q8k) then the GEMV (both columns as 2 tokens) and the GEMM (the
+// columns repeated to 10 tokens), within 1e-5 of max|y| as the CPU
+// backend's golden test.
 func TestEmuMatMulQuantGolden(t *testing.T) {
 	data, err := os.ReadFile("../../shared/golden/matmul-quant.json")
 	if err != nil {
@@ -847,7 +822,8 @@ func TestEmuMatMulQuantGolden(t *testing.T) {
 	for _, c := range g.Results {
 		dt := slices.IndexFunc(matmulDTypes[:], func(d tensor.DType) bool { return d.String() == c.Type })
 		if dt < 0 {
-			continue // no kernels for this type yet (support.go refuses it)
+			t.Errorf("%s %s: no matmul kernels for type %s", c.Model, c.Tensor, c.Type)
+			continue
 		}
 		ran++
 		for _, rows := range []int{2, 10} {
@@ -885,7 +861,7 @@ func TestEmuMatMulQuantGolden(t *testing.T) {
 		}
 	}
 	if ran == 0 {
-		t.Error("no entry of matmul-quant.json has kernels")
+		t.Error("matmul-quant.json has no entries")
 	}
 }
 
