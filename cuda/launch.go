@@ -106,40 +106,31 @@ func rmsNormLaunch(out, x, w devPtr, rows, cols, group int, eps float32) (launch
 	return spec("rms_norm", warpItemGeometry(n), out, x, w, intArg(n), intArg(group), f32Arg(eps))
 }
 
-// quantizeQ8Launch writes x [rows, cols] f32 as Q8_0 blocks into dst
-// (rows*cols/32 blocks of 34 bytes: fp16 d, 32 int8), row-major, exactly as
-// the CPU backend quantizes activations, then their Q8_1 sums (q8Bytes).
-// cols must be a multiple of 32.
-func quantizeQ8Launch(dst, x devPtr, rows, cols int) (launchSpec, error) {
-	if rows < 0 || cols < 0 || cols%tensor.QK != 0 {
-		return launchSpec{}, fmt.Errorf("cuda: quantize_q8: row width %d is not a multiple of %d", cols, tensor.QK)
+// quantizeLaunch writes x [rows, cols] f32 into dst as the quantized
+// activations a matmul by a weight of dt reads, row-major, exactly as the
+// CPU backend quantizes them: for dot types Q8_0 and Q8_1 (quantize_q8)
+// rows*cols/32 Q8_0 blocks of 34 bytes (fp16 d, 32 int8), then their Q8_1
+// sums (q8Bytes); for dot type Q8_K (kquant: quantize_q8k) rows*cols/256
+// blocks of 292 bytes (f32 d, 256 int8, 16 int16 sums of 16). cols must be
+// a multiple of the block.
+func quantizeLaunch(dst, x devPtr, dt tensor.DType, rows, cols int) (launchSpec, error) {
+	kernel, block := "quantize_q8", tensor.QK
+	if kquant(dt) {
+		kernel, block = "quantize_q8k", tensor.QKK
 	}
-	n := rows * cols / tensor.QK
+	if rows < 0 || cols < 0 || cols%block != 0 {
+		return launchSpec{}, fmt.Errorf("cuda: %s: row width %d is not a multiple of %d", kernel, cols, block)
+	}
+	n := rows * cols / block
 	if n == 0 {
 		return launchSpec{}, nil
 	}
-	return spec("quantize_q8", warpItemGeometry(n), dst, x, intArg(n))
-}
-
-// quantizeQ8KLaunch writes x [rows, cols] f32 as Q8_K blocks into dst
-// (rows*cols/256 blocks of 292 bytes: f32 d, 256 int8, 16 int16 sums of 16),
-// row-major, exactly as the CPU backend quantizes the activations of K-quant
-// and IQ4_XS matmuls. cols must be a multiple of 256.
-func quantizeQ8KLaunch(dst, x devPtr, rows, cols int) (launchSpec, error) {
-	if rows < 0 || cols < 0 || cols%tensor.QKK != 0 {
-		return launchSpec{}, fmt.Errorf("cuda: quantize_q8k: row width %d is not a multiple of %d", cols, tensor.QKK)
-	}
-	n := rows * cols / tensor.QKK
-	if n == 0 {
-		return launchSpec{}, nil
-	}
-	return spec("quantize_q8k", warpItemGeometry(n), dst, x, intArg(n))
+	return spec(kernel, warpItemGeometry(n), dst, x, intArg(n))
 }
 
 // matmulLaunch writes out [rows, outN] = x [rows, in] . w[outN, in]^T, w of
 // dtype dt in its GGUF bytes. For quantized weights xq must hold x
-// quantized by quantize_q8 (dot types Q8_0 and Q8_1) or quantize_q8k (dot
-// type Q8_K: kquant) and x is not read; for float weights x is read and xq
+// quantized by quantizeLaunch and x is not read; for float weights x is read and xq
 // ignored.
 func matmulLaunch(out, x, xq, w devPtr, dt tensor.DType, rows, in, outN int) (launchSpec, error) {
 	p, err := planMatmul(dt, rows, in, outN)
@@ -439,16 +430,6 @@ func moeMatmulLaunch(out, x, xq, w, ids devPtr, dt tensor.DType, slots, in, n, x
 	return spec("moe_matmul", d, out, x, w, ids, intArg(int(dt)), intArg(in), intArg(n), intArg(xdiv), intArg(rb))
 }
 
-// quantizeLaunch writes x [rows, cols] into dst as the quantized
-// activations a matmul by a weight of dt reads (quantizeQ8Launch or
-// quantizeQ8KLaunch).
-func quantizeLaunch(dst, x devPtr, dt tensor.DType, rows, cols int) (launchSpec, error) {
-	if kquant(dt) {
-		return quantizeQ8KLaunch(dst, x, rows, cols)
-	}
-	return quantizeQ8Launch(dst, x, rows, cols)
-}
-
 // moeCombineLaunch writes out [rows, cols]: each row's expert outputs res
 // [rows*topK, cols] summed with their weights wts [rows, topK], in order.
 func moeCombineLaunch(out, res, wts devPtr, rows, cols, topK int) (launchSpec, error) {
@@ -496,11 +477,12 @@ func moeLaunches(out, h, router, scratch devPtr, w moeExperts, rows, cols int, a
 	launches := []func() (launchSpec, error){
 		func() (launchSpec, error) { return moeRouteLaunch(at(sc.ids), at(sc.wts), router, rows, a) },
 	}
-	if sc.hq >= 0 {
-		launches = append(launches, func() (launchSpec, error) { return quantizeQ8Launch(at(sc.hq), h, rows, cols) })
-	}
-	if sc.hqK >= 0 {
-		launches = append(launches, func() (launchSpec, error) { return quantizeQ8KLaunch(at(sc.hqK), h, rows, cols) })
+	done := map[devPtr]bool{} // h quantized once per form that gate and up read
+	for _, dt := range []tensor.DType{w.gateDT, w.upDT} {
+		if dst := hq(dt); dst != 0 && !done[dst] {
+			done[dst] = true
+			launches = append(launches, func() (launchSpec, error) { return quantizeLaunch(dst, h, dt, rows, cols) })
+		}
 	}
 	launches = append(launches,
 		func() (launchSpec, error) {
