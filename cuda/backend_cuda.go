@@ -741,9 +741,13 @@ func (p *program) launch() error {
 			x, w := op.Args[0], p.w[op.Args[1].ID]
 			var xq cu.DevicePtr
 			if quantized(w.dt) {
-				xq = b.arena.ptr + cu.DevicePtr(p.plan.QuantOffset[x.ID])
+				off := p.plan.QuantOffset[x.ID]
+				if kquant(w.dt) {
+					off = p.plan.QuantKOffset[x.ID]
+				}
+				xq = b.arena.ptr + cu.DevicePtr(off)
 				if p.plan.QuantBefore[i] {
-					if err = k.quantizeQ8(s, xq, p.ptr(x.ID), x.Rows(), x.Cols()); err != nil {
+					if err = k.quantize(s, xq, p.ptr(x.ID), w.dt, x.Rows(), x.Cols()); err != nil {
 						break
 					}
 				}

@@ -30,19 +30,27 @@ const (
 // to the last op that reads them; graph outputs to the end) do not overlap
 // share memory.
 type bufferPlan struct {
-	Offset      []int64     // [op] byte offset of the op's f32 output; -1 for inputs and weights
-	QuantOffset []int64     // [op] byte offset of the Q8_0 blocks of the op's output; -1 when none
-	QuantBefore []bool      // [op] a matmul that quantizes its input (into QuantOffset of the input) first
-	Scratch     []int64     // [op] byte offset of the op's scratch (MoE); -1 when none
-	Rows        []rowSource // [op]
-	Size        int64       // arena bytes
+	Offset       []int64     // [op] byte offset of the op's f32 output; -1 for inputs and weights
+	QuantOffset  []int64     // [op] byte offset of the Q8_0 blocks of the op's output; -1 when none
+	QuantKOffset []int64     // [op] byte offset of the Q8_K blocks of the op's output; -1 when none
+	QuantBefore  []bool      // [op] a matmul that quantizes its input (into the form its weight reads) first
+	Scratch      []int64     // [op] byte offset of the op's scratch (MoE); -1 when none
+	Rows         []rowSource // [op]
+	Size         int64       // arena bytes
 }
 
-// quantized reports whether a matmul by a weight of dt reads its input as
-// Q8_0 blocks: the weights whose ggml dot type is Q8_0 (Q8_0, Q4_0, Q5_0,
-// IQ4_NL) or Q8_1 (Q4_1, Q5_1: the blocks and their sums).
+// quantized reports whether a matmul by a weight of dt reads its input
+// quantized: as Q8_0 blocks, the weights whose ggml dot type is Q8_0 (Q8_0,
+// Q4_0, Q5_0, IQ4_NL) or Q8_1 (Q4_1, Q5_1: the blocks and their sums), or
+// as Q8_K blocks (kquant).
 func quantized(dt tensor.DType) bool {
-	return dt.Valid() && (dt.DotType() == tensor.Q8_0 || dt.DotType() == tensor.Q8_1)
+	return dt.Valid() && (dt.DotType() == tensor.Q8_0 || dt.DotType() == tensor.Q8_1 || kquant(dt))
+}
+
+// kquant reports whether a matmul by a weight of dt reads its input as Q8_K
+// blocks (quantize_q8k): the K-quants and IQ4_XS.
+func kquant(dt tensor.DType) bool {
+	return dt.Valid() && dt.DotType() == tensor.Q8_K
 }
 
 // q8Bytes is the size of the quantized activations of a [rows, cols]
@@ -53,23 +61,42 @@ func q8Bytes(rows, cols int) int64 {
 	return alignUp(34*blocks, 16) + 4*blocks
 }
 
+// q8KBytes is the size of the Q8_K blocks of a [rows, cols] activation
+// (quantize_q8k): 292 bytes per 256 values.
+func q8KBytes(rows, cols int) int64 {
+	return int64(rows) * int64(cols/tensor.QKK) * 292
+}
+
+// quantBytes is the size of the quantized activations a matmul by a weight
+// of dt reads, for a [rows, cols] input.
+func quantBytes(dt tensor.DType, rows, cols int) int64 {
+	if kquant(dt) {
+		return q8KBytes(rows, cols)
+	}
+	return q8Bytes(rows, cols)
+}
+
 // planBuffers lays out g's activations. It fails on graphs the kernels
 // cannot run: an arg that is not computed before its use, a quantized
 // matmul whose row width is not a multiple of 32.
 func planBuffers(g *tensor.Graph) (bufferPlan, error) {
 	n := len(g.Ops)
-	p := bufferPlan{Offset: make([]int64, n), QuantOffset: make([]int64, n), QuantBefore: make([]bool, n), Scratch: make([]int64, n),
-		Rows: make([]rowSource, n)}
+	p := bufferPlan{Offset: make([]int64, n), QuantOffset: make([]int64, n), QuantKOffset: make([]int64, n), QuantBefore: make([]bool, n),
+		Scratch: make([]int64, n), Rows: make([]rowSource, n)}
 	type interval struct {
-		op, from, to   int
-		size           int64
-		quant, scratch bool
+		op, from, to int
+		size         int64
+		kind         int // 0 the op's output, 1 its Q8_0 blocks, 2 its Q8_K blocks, 3 its scratch
 	}
 	lastUse := make([]int, n)
-	quantFrom, quantTo := make([]int, n), make([]int, n)
+	var quantFrom, quantTo [2][]int // [Q8_0, Q8_K][op]: the first and last matmul reading the blocks
+	for f := range quantFrom {
+		quantFrom[f], quantTo[f] = make([]int, n), make([]int, n)
+	}
 	for i := range n {
-		lastUse[i], quantFrom[i], quantTo[i] = i, -1, -1
-		p.Offset[i], p.QuantOffset[i], p.Scratch[i] = -1, -1, -1
+		lastUse[i] = i
+		quantFrom[0][i], quantTo[0][i], quantFrom[1][i], quantTo[1][i] = -1, -1, -1, -1
+		p.Offset[i], p.QuantOffset[i], p.QuantKOffset[i], p.Scratch[i] = -1, -1, -1, -1
 	}
 	for i, op := range g.Ops {
 		if op.Out.ID != i {
@@ -95,15 +122,19 @@ func planBuffers(g *tensor.Graph) (bufferPlan, error) {
 			p.Rows[i] = p.Rows[op.Args[0].ID]
 		}
 		if op.Kind == tensor.OpMatMul && quantized(op.Args[1].DType) {
-			x := op.Args[0]
-			if x.Cols()%32 != 0 {
-				return bufferPlan{}, fmt.Errorf("cuda: matmul %d: %v weight needs a row width that is a multiple of 32, got %d", i, op.Args[1].DType, x.Cols())
+			x, dt := op.Args[0], op.Args[1].DType
+			if x.Cols()%dt.BlockSize() != 0 {
+				return bufferPlan{}, fmt.Errorf("cuda: matmul %d: %v weight needs a row width that is a multiple of %d, got %d", i, dt, dt.BlockSize(), x.Cols())
 			}
-			if quantFrom[x.ID] < 0 {
-				quantFrom[x.ID] = i
+			f := 0
+			if kquant(dt) {
+				f = 1
+			}
+			if quantFrom[f][x.ID] < 0 {
+				quantFrom[f][x.ID] = i
 				p.QuantBefore[i] = true
 			}
-			quantTo[x.ID] = i
+			quantTo[f][x.ID] = i
 		}
 	}
 	for _, t := range g.Outputs {
@@ -118,11 +149,14 @@ func planBuffers(g *tensor.Graph) (bufferPlan, error) {
 		if op.Kind != tensor.OpInput && op.Kind != tensor.OpWeight {
 			ivs = append(ivs, interval{op: i, from: i, to: lastUse[i], size: 4 * int64(op.Out.Rows()) * int64(op.Out.Cols())})
 		}
-		if quantFrom[i] >= 0 {
-			ivs = append(ivs, interval{op: i, from: quantFrom[i], to: quantTo[i], size: q8Bytes(op.Out.Rows(), op.Out.Cols()), quant: true})
+		if quantFrom[0][i] >= 0 {
+			ivs = append(ivs, interval{op: i, from: quantFrom[0][i], to: quantTo[0][i], size: q8Bytes(op.Out.Rows(), op.Out.Cols()), kind: 1})
+		}
+		if quantFrom[1][i] >= 0 {
+			ivs = append(ivs, interval{op: i, from: quantFrom[1][i], to: quantTo[1][i], size: q8KBytes(op.Out.Rows(), op.Out.Cols()), kind: 2})
 		}
 		if op.Kind == tensor.OpMoE {
-			ivs = append(ivs, interval{op: i, from: i, to: i, size: newMoEScratch(op.Out.Rows(), op.Out.Cols(), op.MoE).size, scratch: true})
+			ivs = append(ivs, interval{op: i, from: i, to: i, size: newMoEScratch(op.Out.Rows(), op.Out.Cols(), op.MoE, moeDTypes(op)).size, kind: 3})
 		}
 	}
 	// First fit in order of start: each buffer takes the lowest aligned
@@ -146,14 +180,7 @@ func planBuffers(g *tensor.Graph) (bufferPlan, error) {
 		}
 		live = append(live, placed{to: iv.to, off: off, size: iv.size})
 		p.Size = max(p.Size, off+size)
-		switch {
-		case iv.quant:
-			p.QuantOffset[iv.op] = off
-		case iv.scratch:
-			p.Scratch[iv.op] = off
-		default:
-			p.Offset[iv.op] = off
-		}
+		[...][]int64{p.Offset, p.QuantOffset, p.QuantKOffset, p.Scratch}[iv.kind][iv.op] = off
 	}
 	return p, nil
 }
@@ -163,21 +190,43 @@ func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 // moeScratch places an MoE op's intermediates in its scratch buffer (byte
 // offsets, each arenaAlign-aligned) for rows rows of width cols: the
 // routing (ids, wts [rows, TopK]), the experts' gate and up outputs [rows
-// * TopK, FFN] and their down outputs [rows * TopK, cols].
+// * TopK, FFN] and their down outputs [rows * TopK, cols]; for quantized
+// experts (-1 when none) the input h quantized for gate and up (hq: as
+// Q8_0 blocks, hqK: as Q8_K blocks) and the swiglu of gate and up
+// quantized for down (gq).
 type moeScratch struct {
 	ids, wts, gate, up, res, size int64
+	hq, hqK, gq                   int64
 }
 
-func newMoEScratch(rows, cols int, a tensor.MoEArgs) moeScratch {
+// newMoEScratch lays out the scratch of an MoE op whose gate, up and down
+// experts have dtypes w.
+func newMoEScratch(rows, cols int, a tensor.MoEArgs, w [3]tensor.DType) moeScratch {
 	slots := int64(rows) * int64(a.TopK)
-	var s moeScratch
-	at := func(n int64) int64 {
+	s := moeScratch{hq: -1, hqK: -1, gq: -1}
+	at := func(bytes int64) int64 {
 		off := s.size
-		s.size += alignUp(4*n, arenaAlign)
+		s.size += alignUp(bytes, arenaAlign)
 		return off
 	}
-	s.ids, s.wts = at(slots), at(slots)
-	s.gate, s.up = at(slots*int64(a.FFN)), at(slots*int64(a.FFN))
-	s.res = at(slots * int64(cols))
+	s.ids, s.wts = at(4*slots), at(4*slots)
+	s.gate, s.up = at(4*slots*int64(a.FFN)), at(4*slots*int64(a.FFN))
+	s.res = at(4 * slots * int64(cols))
+	for _, dt := range w[:2] {
+		switch {
+		case kquant(dt) && s.hqK < 0:
+			s.hqK = at(q8KBytes(rows, cols))
+		case quantized(dt) && !kquant(dt) && s.hq < 0:
+			s.hq = at(q8Bytes(rows, cols))
+		}
+	}
+	if quantized(w[2]) {
+		s.gq = at(quantBytes(w[2], int(slots), a.FFN))
+	}
 	return s
+}
+
+// moeDTypes are the dtypes of an MoE op's gate, up and down experts.
+func moeDTypes(op tensor.Op) [3]tensor.DType {
+	return [3]tensor.DType{op.Args[2].DType, op.Args[3].DType, op.Args[4].DType}
 }

@@ -81,10 +81,18 @@ func checkPlan(t *testing.T, g *tensor.Graph, p bufferPlan) {
 		if computed {
 			bufs = append(bufs, buf{op.Kind.String(), i, lastUse[i], p.Offset[i], 4 * int64(op.Out.Rows()*op.Out.Cols())})
 		}
-		if p.QuantOffset[i] >= 0 {
+		for _, form := range []struct {
+			name string
+			off  int64
+			k    bool // Q8_K blocks (kquant weights), else Q8_0
+			size int64
+		}{
+			{"q8 of ", p.QuantOffset[i], false, q8Bytes(op.Out.Rows(), op.Out.Cols())},
+			{"q8_K of ", p.QuantKOffset[i], true, q8KBytes(op.Out.Rows(), op.Out.Cols())},
+		} {
 			from, to := -1, -1
 			for j, m := range g.Ops {
-				if m.Kind == tensor.OpMatMul && m.Args[0].ID == i && quantized(m.Args[1].DType) {
+				if m.Kind == tensor.OpMatMul && m.Args[0].ID == i && quantized(m.Args[1].DType) && kquant(m.Args[1].DType) == form.k {
 					if from < 0 {
 						from = j
 						if !p.QuantBefore[j] {
@@ -96,10 +104,12 @@ func checkPlan(t *testing.T, g *tensor.Graph, p bufferPlan) {
 					to = j
 				}
 			}
-			if from < 0 {
-				t.Errorf("op %d has Q8_0 blocks no matmul reads", i)
+			if (from >= 0) != (form.off >= 0) {
+				t.Errorf("op %d: %sblocks at %d, first read by matmul %d", i, form.name, form.off, from)
 			}
-			bufs = append(bufs, buf{"q8 of " + op.Kind.String(), from, to, p.QuantOffset[i], q8Bytes(op.Out.Rows(), op.Out.Cols())})
+			if form.off >= 0 {
+				bufs = append(bufs, buf{form.name + op.Kind.String(), from, to, form.off, form.size})
+			}
 		}
 	}
 	for i, a := range bufs {
@@ -217,7 +227,42 @@ func TestPlanFloatInput(t *testing.T) {
 		t.Errorf("float input: offset %d, quantized blocks at %d; want -1 and an arena offset", p.Offset[h.ID], p.QuantOffset[h.ID])
 	}
 	moe := g.Outputs["m"].ID
-	if p.Scratch[moe] < 0 || p.Scratch[moe]+newMoEScratch(3, 64, g.Ops[moe].MoE).size > p.Size {
+	if p.Scratch[moe] < 0 || p.Scratch[moe]+newMoEScratch(3, 64, g.Ops[moe].MoE, moeDTypes(g.Ops[moe])).size > p.Size {
 		t.Errorf("moe scratch at %d (arena %d)", p.Scratch[moe], p.Size)
+	}
+}
+
+// TestPlanMixedQuantForms: an activation read by a Q4_K (Q8_K blocks), a
+// Q8_0 and a Q6_K matmul gets both block forms, each quantized once by its
+// first reader, neither overlapping the other while both are live.
+func TestPlanMixedQuantForms(t *testing.T) {
+	b := tensor.NewBuilder(fakeWeights(map[string]tensor.Tensor{
+		"e":  {Shape: [2]int{10, 256}, DType: tensor.F32},
+		"wk": {Shape: [2]int{8, 256}, DType: tensor.Q4_K}, "w8": {Shape: [2]int{8, 256}, DType: tensor.Q8_0},
+		"w6": {Shape: [2]int{8, 256}, DType: tensor.Q6_K}}))
+	x := b.GetRows(b.Weight("e"), b.Input("tokens", 3))
+	b.Output("k", b.MatMul(x, b.Weight("wk")))
+	b.Output("q", b.MatMul(x, b.Weight("w8")))
+	b.Output("s", b.MatMul(x, b.Weight("w6")))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := planBuffers(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPlan(t, g, p)
+	if p.QuantOffset[x.ID] < 0 || p.QuantKOffset[x.ID] < 0 {
+		t.Errorf("Q8_0 blocks at %d, Q8_K blocks at %d; want both", p.QuantOffset[x.ID], p.QuantKOffset[x.ID])
+	}
+	var quantizes []string
+	for i, op := range g.Ops {
+		if p.QuantBefore[i] {
+			quantizes = append(quantizes, op.Args[1].DType.String())
+		}
+	}
+	if diff := cmp.Diff([]string{"q4_K", "q8_0"}, quantizes); diff != "" {
+		t.Errorf("matmuls that quantize their input (-want +got):\n%s", diff)
 	}
 }

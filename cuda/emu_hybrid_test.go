@@ -385,24 +385,33 @@ func emuStateful(t *testing.T, e *emulator, c stateCase) {
 
 func TestEmuMoE(t *testing.T) {
 	for _, c := range []struct {
-		dt        tensor.DType
-		normalize bool
-		ffn, topK int
+		dt, downDT      tensor.DType // gate and up, down
+		normalize       bool
+		cols, ffn, topK int
 	}{
-		{tensor.F32, true, 48, 2},
-		{tensor.F32, false, 16, 3},
-		{tensor.F16, true, 32, 2},
-		{tensor.BF16, true, 40, 1},
+		{tensor.F32, tensor.F32, true, 64, 48, 2},
+		{tensor.F32, tensor.F32, false, 64, 16, 3},
+		{tensor.F16, tensor.F16, true, 64, 32, 2},
+		{tensor.BF16, tensor.BF16, true, 64, 40, 1},
+		{tensor.Q8_0, tensor.Q8_0, true, 64, 64, 2},
+		{tensor.Q4_1, tensor.Q5_0, false, 96, 32, 3},
+		{tensor.Q4_K, tensor.Q6_K, true, 256, 256, 2},  // as Q4_K_M files
+		{tensor.IQ4_XS, tensor.Q8_0, true, 256, 64, 2}, // h as Q8_K blocks, the swiglu as Q8_0
+		{tensor.Q4_0, tensor.Q5_1, true, 64, 64, 2},
+		{tensor.IQ4_NL, tensor.IQ4_NL, false, 64, 32, 1},
+		{tensor.Q2_K, tensor.Q3_K, true, 256, 256, 2},
+		{tensor.Q5_K, tensor.Q5_K, true, 256, 256, 1},
 	} {
-		name := fmt.Sprintf("%v experts, top %d of 8, ffn %d, normalize %v", c.dt, c.topK, c.ffn, c.normalize)
+		name := fmt.Sprintf("%v/%v experts, top %d of 8, %d wide, ffn %d, normalize %v", c.dt, c.downDT, c.topK, c.cols, c.ffn, c.normalize)
 		parityCase(t, name, func(t *testing.T, e *emulator) {
-			const rows, cols, experts = 11, 64, 8
+			const rows, experts = 11, 8
+			cols := c.cols
 			r := rand.New(rand.NewPCG(18, uint64(c.ffn)))
 			a := tensor.MoEArgs{Experts: experts, TopK: c.topK, FFN: c.ffn, Normalize: c.normalize}
 			h, router := randF32(r, rows*cols, 1), randF32(r, rows*experts, 2)
 			ws := []*weights.Tensor{f32Weight("router", rows, experts, router),
 				randTensor(r, "gate", c.dt, experts*c.ffn, cols), randTensor(r, "up", c.dt, experts*c.ffn, cols),
-				randTensor(r, "down", c.dt, experts*cols, c.ffn)}
+				randTensor(r, "down", c.downDT, experts*cols, c.ffn)}
 			x, _, want := hybridRef(t, h, rows, cols, nil, 0, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
 				tok := b.Input("tokens", -1)
 				return b.MoE(x, b.GetRows(b.Weight("router"), tok), b.Weight("gate"), b.Weight("up"), b.Weight("down"), a)
@@ -411,8 +420,8 @@ func TestEmuMoE(t *testing.T) {
 			out := mem.nanBuf(4 * rows * cols)
 			hb, rb := mem.buf(f32Bytes(x), false), mem.buf(f32Bytes(router), false)
 			w := moeExperts{gate: mem.buf(ws[1].Data, false).dev, up: mem.buf(ws[2].Data, false).dev, down: mem.buf(ws[3].Data, false).dev,
-				gateDT: c.dt, upDT: c.dt, downDT: c.dt}
-			scratch := mem.buf(make([]byte, newMoEScratch(rows, cols, a).size), true) // kept between the launches
+				gateDT: c.dt, upDT: c.dt, downDT: c.downDT}
+			scratch := mem.buf(make([]byte, newMoEScratch(rows, cols, a, [3]tensor.DType{c.dt, c.dt, c.downDT}).size), true) // kept between the launches
 			run := func(a tensor.MoEArgs) []float32 {
 				ls, err := moeLaunches(out.dev, hb.dev, rb.dev, scratch.dev, w, rows, cols, a)
 				if err != nil {

@@ -10,8 +10,9 @@ package cuda
 // TestEmu*, which prints "N passed, M failed" over the parity cases.
 //
 // Tolerances, relative to max(1, max |cpu|) of each output:
-//   - exact (0): get_rows, select_rows, add, quantize_q8 and the KV page
-//     bytes, which the kernels compute with the CPU's exact arithmetic;
+//   - exact (0): get_rows, select_rows, add, quantize_q8, quantize_q8k and
+//     the KV page bytes, which the kernels compute with the CPU's exact
+//     arithmetic;
 //   - 1e-6: rms_norm and swiglu (the same roundings; a double sum in another
 //     order can move the rounded mean by one ulp);
 //   - 1e-5: rope (device-side sin and cos are double, as the CPU's, but the
@@ -165,8 +166,12 @@ func weightF32(t *testing.T, f *weights.File, name string) []float32 {
 }
 
 func TestEmuGetRows(t *testing.T) {
-	const vocab, cols = 50, 160
+	const vocab = 50
 	for _, dt := range matmulDTypes {
+		cols := 160
+		if dt.BlockSize() == tensor.QKK {
+			cols = 512
+		}
 		parityCase(t, dt.String(), func(t *testing.T, e *emulator) {
 			r := rand.New(rand.NewPCG(2, uint64(dt)))
 			f := memFile(t, randTensor(r, "e", dt, vocab, cols))
@@ -224,14 +229,61 @@ func quantizeQ8Ref(x []float32) []byte {
 	return out
 }
 
-func TestEmuQuantizeQ8(t *testing.T) {
+// quantizeQ8KRef is runtime/cpu quantizeQ8K (quantdot.go), the activation
+// quantization of the CPU backend's K-quant and IQ4_XS matmuls, written as
+// Q8_K blocks: m = the first value of largest magnitude, iscale = -127/m,
+// q = min(127, round-half-even(iscale*x)), d = 1/iscale (f32 at 0), the
+// quants at 4 and the int16 sums of each 16 at 260.
+func quantizeQ8KRef(x []float32) []byte {
+	out := make([]byte, q8KBytes(1, len(x)))
+	for b := range len(x) / 256 {
+		xs, blk := x[b*256:b*256+256], out[b*292:b*292+292]
+		var amax, m float32
+		for _, v := range xs {
+			if a := float32(math.Abs(float64(v))); a > amax {
+				amax, m = a, v
+			}
+		}
+		if amax == 0 {
+			continue
+		}
+		iscale := -127 / m
+		for j, v := range xs {
+			q := int8(min(127, math.RoundToEven(float64(iscale*v))))
+			blk[4+j] = byte(q)
+			s := int16(binary.LittleEndian.Uint16(blk[260+2*(j/16):])) + int16(q)
+			binary.LittleEndian.PutUint16(blk[260+2*(j/16):], uint16(s))
+		}
+		binary.LittleEndian.PutUint32(blk, math.Float32bits(1/iscale))
+	}
+	return out
+}
+
+// quantizeAct launches the quantization a matmul by a weight of dt reads
+// (quantize_q8 or quantize_q8k) of x [rows, cols] into a new buffer and
+// returns it.
+func quantizeAct(t *testing.T, e *emulator, mem *emuMem, dt tensor.DType, x devPtr, rows, cols int) *emuBuf {
+	t.Helper()
+	q := mem.nanBuf(int(quantBytes(dt, rows, cols)))
+	l, err := quantizeLaunch(q.dev, x, dt, rows, cols)
+	e.launch(t, l, err, mem)
+	q.back = false
+	return q
+}
+
+// TestEmuQuantize checks quantize_q8 (the activations of weights whose dot
+// type is Q8_0 or Q8_1, here a Q8_0 weight's) and quantize_q8k (dot type
+// Q8_K, here a Q4_K weight's) byte for byte against the CPU's roundings.
+func TestEmuQuantize(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		rows int
-		gen  func(r *rand.Rand, i int) float32
+		name       string
+		dt         tensor.DType // the weight whose activation format is quantized
+		rows, cols int
+		gen        func(r *rand.Rand, i int) float32
+		ref        func(x []float32) []byte
 	}{
-		{"normal values", 3, func(r *rand.Rand, i int) float32 { return float32(r.NormFloat64()) }},
-		{"zero blocks, ties and large values", 9, func(r *rand.Rand, i int) float32 {
+		{"q8: normal values", tensor.Q8_0, 3, 96, func(r *rand.Rand, i int) float32 { return float32(r.NormFloat64()) }, quantizeQ8Ref},
+		{"q8: zero blocks, ties and large values", tensor.Q8_0, 9, 96, func(r *rand.Rand, i int) float32 {
 			switch (i / 32) % 3 {
 			case 0:
 				return 0
@@ -239,24 +291,39 @@ func TestEmuQuantizeQ8(t *testing.T) {
 				return float32(i%32-16) * 0.5 // q = x*127/8: many near-ties
 			}
 			return float32(r.NormFloat64() * 1e30)
-		}},
+		}, quantizeQ8Ref},
+		{"q8_K: normal values", tensor.Q4_K, 3, 512, func(r *rand.Rand, i int) float32 { return float32(r.NormFloat64()) }, quantizeQ8KRef},
+		{"q8_K: zero blocks, ties of magnitude and large values", tensor.Q4_K, 7, 512, func(r *rand.Rand, i int) float32 {
+			switch (i / 256) % 3 {
+			case 0:
+				return 0
+			case 1:
+				if i%256 == 77 { // -3 first, then +3 at 200: m is -3
+					return -3
+				}
+				if i%256 == 200 {
+					return 3
+				}
+				return float32(i%16-8) * 0.375 // many near-ties of iscale*x
+			}
+			return float32(r.NormFloat64() * 1e30)
+		}, quantizeQ8KRef},
 	} {
 		parityCase(t, c.name, func(t *testing.T, e *emulator) {
-			const cols = 96
 			r := rand.New(rand.NewPCG(7, uint64(c.rows)))
-			x := make([]float32, c.rows*cols)
+			x := make([]float32, c.rows*c.cols)
 			for i := range x {
 				x[i] = c.gen(r, i)
 			}
 			var mem emuMem
-			dst := mem.nanBuf(int(q8Bytes(c.rows, cols)))
+			dst := mem.nanBuf(int(quantBytes(c.dt, c.rows, c.cols)))
 			xb := mem.buf(f32Bytes(x), false)
-			l, err := quantizeQ8Launch(dst.dev, xb.dev, c.rows, cols)
+			l, err := quantizeLaunch(dst.dev, xb.dev, c.dt, c.rows, c.cols)
 			e.launch(t, l, err, &mem)
-			if want := quantizeQ8Ref(x); !bytes.Equal(dst.data, want) {
+			if want := c.ref(x); !bytes.Equal(dst.data, want) {
 				for i := range want {
 					if dst.data[i] != want[i] {
-						t.Fatalf("quantize_q8: byte %d (block %d): got %#x, want %#x", i, i/34, dst.data[i], want[i])
+						t.Fatalf("%s: byte %d: got %#x, want %#x", l.kernel, i, dst.data[i], want[i])
 					}
 				}
 			}
@@ -312,21 +379,26 @@ func TestEmuMatMul(t *testing.T) {
 				wb := mem.buf(w.Data, false)
 				var xq devPtr
 				if quant {
-					q := mem.nanBuf(int(q8Bytes(s.rows, s.in)))
-					xq = q.dev
-					l, err := quantizeQ8Launch(q.dev, xb.at(s.xOff), s.rows, s.in)
-					e.launch(t, l, err, &mem)
-					q.back = false
+					xq = quantizeAct(t, e, &mem, dt, xb.at(s.xOff), s.rows, s.in).dev
 				}
 				l, err := matmulLaunch(out.dev, xb.at(s.xOff), xq, wb.dev, dt, s.rows, s.in, s.out)
 				e.launch(t, l, err, &mem)
 				near(t, name, want["y"], bytesF32(out.data), 2e-5)
-				if broken, ok := map[tensor.DType]tensor.DType{tensor.Q5_0: tensor.Q4_0, tensor.IQ4_NL: tensor.Q4_0, tensor.Q5_1: tensor.Q4_1}[dt]; ok {
-					// Broken: the blocks read as Q4_0 / Q4_1 (the high bits
-					// or the level table lost) must fail.
+				// Broken: the blocks read as a type of no more bytes per
+				// block (the high bits, the level table or the layout lost)
+				// must fail.
+				if broken, ok := map[tensor.DType]tensor.DType{tensor.Q5_0: tensor.Q4_0, tensor.IQ4_NL: tensor.Q4_0, tensor.Q5_1: tensor.Q4_1,
+					tensor.Q6_K: tensor.Q5_K, tensor.Q5_K: tensor.Q4_K, tensor.Q4_K: tensor.IQ4_XS, tensor.IQ4_XS: tensor.Q3_K, tensor.Q3_K: tensor.Q2_K}[dt]; ok {
 					l, err := matmulLaunch(out.dev, xb.at(s.xOff), xq, wb.dev, broken, s.rows, s.in, s.out)
 					e.launch(t, l, err, &mem)
 					mustDiffer(t, name+" read as "+broken.String(), want["y"], bytesF32(out.data), 2e-5)
+				}
+				if dt == tensor.Q2_K {
+					// Broken: Q8_0 activation blocks read as Q8_K must fail.
+					q8 := quantizeAct(t, e, &mem, tensor.Q8_0, xb.at(s.xOff), s.rows, s.in)
+					l, err := matmulLaunch(out.dev, xb.at(s.xOff), q8.dev, wb.dev, dt, s.rows, s.in, s.out)
+					e.launch(t, l, err, &mem)
+					mustDiffer(t, name+" on Q8_0 activations", want["y"], bytesF32(out.data), 2e-5)
 				}
 			})
 		}
@@ -727,9 +799,10 @@ func emuAttention(t *testing.T, e *emulator, format string, c attnCase) {
 
 // TestEmuMatMulQuantGolden reproduces ../shared/golden/matmul-quant.json
 // (ggml's y = W @ x for real quantized tensors of the kq models) on the
-// emulator for every entry whose type has kernels: quantize_q8 then the
-// GEMV (both columns as 2 tokens) and the GEMM (the columns repeated to 10
-// tokens), within 1e-5 of max|y| as the CPU backend's golden test.
+// emulator, every entry (each type must have kernels): quantize_q8 (or
+// quantize_q8k) then the GEMV (both columns as 2 tokens) and the GEMM (the
+// columns repeated to 10 tokens), within 1e-5 of max|y| as the CPU
+// backend's golden test.
 func TestEmuMatMulQuantGolden(t *testing.T) {
 	data, err := os.ReadFile("../../shared/golden/matmul-quant.json")
 	if err != nil {
@@ -749,7 +822,8 @@ func TestEmuMatMulQuantGolden(t *testing.T) {
 	for _, c := range g.Results {
 		dt := slices.IndexFunc(matmulDTypes[:], func(d tensor.DType) bool { return d.String() == c.Type })
 		if dt < 0 {
-			continue // no kernels for this type yet (support.go refuses it)
+			t.Errorf("%s %s: no matmul kernels for type %s", c.Model, c.Tensor, c.Type)
+			continue
 		}
 		ran++
 		for _, rows := range []int{2, 10} {
@@ -779,18 +853,15 @@ func TestEmuMatMulQuantGolden(t *testing.T) {
 				var mem emuMem
 				out := mem.nanBuf(4 * rows * N)
 				xb, wb := mem.buf(f32Bytes(x), false), mem.buf(w.Data, false)
-				q := mem.nanBuf(int(q8Bytes(rows, K)))
-				l, err := quantizeQ8Launch(q.dev, xb.dev, rows, K)
-				e.launch(t, l, err, &mem)
-				q.back = false
-				l, err = matmulLaunch(out.dev, xb.dev, q.dev, wb.dev, w.DType, rows, K, N)
+				q := quantizeAct(t, e, &mem, w.DType, xb.dev, rows, K)
+				l, err := matmulLaunch(out.dev, xb.dev, q.dev, wb.dev, w.DType, rows, K, N)
 				e.launch(t, l, err, &mem)
 				near(t, "y", want, bytesF32(out.data), 1e-5)
 			})
 		}
 	}
 	if ran == 0 {
-		t.Error("no entry of matmul-quant.json has kernels")
+		t.Error("matmul-quant.json has no entries")
 	}
 }
 

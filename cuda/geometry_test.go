@@ -401,7 +401,7 @@ func TestGeometryMatchesTheKernelSource(t *testing.T) {
 		}
 		return string(b)
 	}
-	matmul, attn, elem := src("matmul.cuh"), src("attention.cuh"), src("elementwise.cuh")
+	matmul, attn, elem := src("matmul.cuh")+src("kquant.cuh"), src("attention.cuh"), src("elementwise.cuh")
 
 	gemv := map[string]int{} // "q8_0 8" -> R
 	for _, d := range regexp.MustCompile(`(?m)^MM_KERNELS\((\w+), \w+\)`).FindAllStringSubmatch(matmul, -1) {

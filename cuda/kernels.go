@@ -98,10 +98,10 @@ func (k *kernels) rmsNorm(s cu.Stream, out, x, w cu.DevicePtr, rows, cols, group
 	return k.launch(s, l, err)
 }
 
-// quantizeQ8 writes x [rows, cols] f32 as Q8_0 blocks into dst
-// (quantizeQ8Launch).
-func (k *kernels) quantizeQ8(s cu.Stream, dst, x cu.DevicePtr, rows, cols int) error {
-	l, err := quantizeQ8Launch(ptr(dst), ptr(x), rows, cols)
+// quantize writes x [rows, cols] f32 into dst as the quantized activations
+// a matmul by a weight of dt reads (quantizeLaunch).
+func (k *kernels) quantize(s cu.Stream, dst, x cu.DevicePtr, dt tensor.DType, rows, cols int) error {
+	l, err := quantizeLaunch(ptr(dst), ptr(x), dt, rows, cols)
 	return k.launch(s, l, err)
 }
 

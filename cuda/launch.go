@@ -39,12 +39,13 @@ func spec(kernel string, d launchDims, args ...uint64) (launchSpec, error) {
 }
 
 // matmulDTypes are the weight dtypes with matmul and get_rows kernels.
-var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1, tensor.IQ4_NL}
+var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q4_0, tensor.Q4_1, tensor.Q5_0, tensor.Q5_1,
+	tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS}
 
 // kernelNames is every kernel the launches below use: the module must
 // define them all.
 func kernelNames() ([]string, error) {
-	names := []string{"quantize_q8", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows", "argmax_rows",
+	names := []string{"quantize_q8", "quantize_q8k", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows", "argmax_rows",
 		"columns", "concat", "unary", "mul", "add_row", "mul_row", "l2_norm", "short_conv", "delta_rule",
 		"moe_route", "moe_matmul", "moe_combine"}
 	for _, dt := range matmulDTypes {
@@ -52,6 +53,9 @@ func kernelNames() ([]string, error) {
 			names = append(names, gemvKernel(dt, nt))
 		}
 		names = append(names, "gemm_"+dt.String())
+		if quantized(dt) {
+			names = append(names, "moe_mm_"+dt.String())
+		}
 	}
 	for _, f := range kv.Formats() {
 		_, suf, err := kvFormat(f.Name)
@@ -102,25 +106,32 @@ func rmsNormLaunch(out, x, w devPtr, rows, cols, group int, eps float32) (launch
 	return spec("rms_norm", warpItemGeometry(n), out, x, w, intArg(n), intArg(group), f32Arg(eps))
 }
 
-// quantizeQ8Launch writes x [rows, cols] f32 as Q8_0 blocks into dst
-// (rows*cols/32 blocks of 34 bytes: fp16 d, 32 int8), row-major, exactly as
-// the CPU backend quantizes activations, then their Q8_1 sums (q8Bytes).
-// cols must be a multiple of 32.
-func quantizeQ8Launch(dst, x devPtr, rows, cols int) (launchSpec, error) {
-	if rows < 0 || cols < 0 || cols%tensor.QK != 0 {
-		return launchSpec{}, fmt.Errorf("cuda: quantize_q8: row width %d is not a multiple of %d", cols, tensor.QK)
+// quantizeLaunch writes x [rows, cols] f32 into dst as the quantized
+// activations a matmul by a weight of dt reads, row-major, exactly as the
+// CPU backend quantizes them: for dot types Q8_0 and Q8_1 (quantize_q8)
+// rows*cols/32 Q8_0 blocks of 34 bytes (fp16 d, 32 int8), then their Q8_1
+// sums (q8Bytes); for dot type Q8_K (kquant: quantize_q8k) rows*cols/256
+// blocks of 292 bytes (f32 d, 256 int8, 16 int16 sums of 16). cols must be
+// a multiple of the block.
+func quantizeLaunch(dst, x devPtr, dt tensor.DType, rows, cols int) (launchSpec, error) {
+	kernel, block := "quantize_q8", tensor.QK
+	if kquant(dt) {
+		kernel, block = "quantize_q8k", tensor.QKK
 	}
-	n := rows * cols / tensor.QK
+	if rows < 0 || cols < 0 || cols%block != 0 {
+		return launchSpec{}, fmt.Errorf("cuda: %s: row width %d is not a multiple of %d", kernel, cols, block)
+	}
+	n := rows * cols / block
 	if n == 0 {
 		return launchSpec{}, nil
 	}
-	return spec("quantize_q8", warpItemGeometry(n), dst, x, intArg(n))
+	return spec(kernel, warpItemGeometry(n), dst, x, intArg(n))
 }
 
 // matmulLaunch writes out [rows, outN] = x [rows, in] . w[outN, in]^T, w of
-// dtype dt in its GGUF bytes. For weights whose dot type is Q8_0
-// (quantized) xq must hold x quantized by quantize_q8 (x is not read); for
-// float weights x is read and xq ignored.
+// dtype dt in its GGUF bytes. For quantized weights xq must hold x
+// quantized by quantizeLaunch and x is not read; for float weights x is read and xq
+// ignored.
 func matmulLaunch(out, x, xq, w devPtr, dt tensor.DType, rows, in, outN int) (launchSpec, error) {
 	p, err := planMatmul(dt, rows, in, outN)
 	if err != nil {
@@ -393,12 +404,14 @@ func moeRouteLaunch(ids, wts, router devPtr, rows int, a tensor.MoEArgs) (launch
 	return spec("moe_route", warpItemGeometry(rows), ids, wts, router, intArg(rows), intArg(a.Experts), intArg(a.TopK), intArg(norm))
 }
 
-// moeMatmulLaunch writes out [slots, n]: slot s's input row x[s/xdiv]
-// (rows of in f32) times the n rows of expert ids[s] in the stacked float
-// weight w of dtype dt (F32, F16, BF16).
-func moeMatmulLaunch(out, x, w, ids devPtr, dt tensor.DType, slots, in, n, xdiv int) (launchSpec, error) {
-	if moeExpertDType(dt) != "" {
-		return launchSpec{}, fmt.Errorf("cuda: moe: expert weights of dtype %v: %s", dt, moeExpertDType(dt))
+// moeMatmulLaunch writes out [slots, n]: slot s's input row s/xdiv times
+// the n rows of expert ids[s] in the stacked weight w of dtype dt. The
+// input is x (rows of in f32) for float weights (moe_matmul) and xq, its
+// xrows rows quantized for dt (quantize_q8 or quantize_q8k), for quantized
+// ones (moe_mm_<dtype>).
+func moeMatmulLaunch(out, x, xq, w, ids devPtr, dt tensor.DType, slots, in, n, xdiv, xrows int) (launchSpec, error) {
+	if why := weightKernelDType(dt); why != "" {
+		return launchSpec{}, fmt.Errorf("cuda: moe: expert weights of dtype %v: %s", dt, why)
 	}
 	rb, err := dt.RowBytes(in)
 	if err != nil || slots < 0 || slots > maxGridX || in < 1 || n < 1 || in > maxInt32 || ceilDiv(n, itemWarps) > maxGridYZ || xdiv < 1 {
@@ -408,6 +421,12 @@ func moeMatmulLaunch(out, x, w, ids devPtr, dt tensor.DType, slots, in, n, xdiv 
 		return launchSpec{}, nil
 	}
 	d := launchDims{grid: [3]int{slots, ceilDiv(n, itemWarps), 1}, block: [3]int{itemWarps * warpSize, 1, 1}}
+	if quantized(dt) {
+		if xq == 0 {
+			return launchSpec{}, fmt.Errorf("cuda: moe: %v experts need the quantized activations", dt)
+		}
+		return spec("moe_mm_"+dt.String(), d, out, xq, w, ids, intArg(in), intArg(n), intArg(xdiv), intArg(xrows))
+	}
 	return spec("moe_matmul", d, out, x, w, ids, intArg(int(dt)), intArg(in), intArg(n), intArg(xdiv), intArg(rb))
 }
 
@@ -437,24 +456,52 @@ type moeExperts struct {
 // the routed experts' gate and up, swiglu, down, and the weighted sum in
 // routing order, with no host round trip between them.
 func moeLaunches(out, h, router, scratch devPtr, w moeExperts, rows, cols int, a tensor.MoEArgs) ([]launchSpec, error) {
-	sc := newMoEScratch(rows, cols, a)
-	at := func(off int64) devPtr { return scratch + devPtr(off) }
+	sc := newMoEScratch(rows, cols, a, [3]tensor.DType{w.gateDT, w.upDT, w.downDT})
+	at := func(off int64) devPtr {
+		if off < 0 {
+			return 0
+		}
+		return scratch + devPtr(off)
+	}
+	// hq is where h quantized for experts of dt are (0 for float experts).
+	hq := func(dt tensor.DType) devPtr {
+		switch {
+		case kquant(dt):
+			return at(sc.hqK)
+		case quantized(dt):
+			return at(sc.hq)
+		}
+		return 0
+	}
 	slots := rows * a.TopK
-	var ls []launchSpec
-	for _, l := range []func() (launchSpec, error){
+	launches := []func() (launchSpec, error){
 		func() (launchSpec, error) { return moeRouteLaunch(at(sc.ids), at(sc.wts), router, rows, a) },
+	}
+	done := map[devPtr]bool{} // h quantized once per form that gate and up read
+	for _, dt := range []tensor.DType{w.gateDT, w.upDT} {
+		if dst := hq(dt); dst != 0 && !done[dst] {
+			done[dst] = true
+			launches = append(launches, func() (launchSpec, error) { return quantizeLaunch(dst, h, dt, rows, cols) })
+		}
+	}
+	launches = append(launches,
 		func() (launchSpec, error) {
-			return moeMatmulLaunch(at(sc.gate), h, w.gate, at(sc.ids), w.gateDT, slots, cols, a.FFN, a.TopK)
+			return moeMatmulLaunch(at(sc.gate), h, hq(w.gateDT), w.gate, at(sc.ids), w.gateDT, slots, cols, a.FFN, a.TopK, rows)
 		},
 		func() (launchSpec, error) {
-			return moeMatmulLaunch(at(sc.up), h, w.up, at(sc.ids), w.upDT, slots, cols, a.FFN, a.TopK)
+			return moeMatmulLaunch(at(sc.up), h, hq(w.upDT), w.up, at(sc.ids), w.upDT, slots, cols, a.FFN, a.TopK, rows)
 		},
-		func() (launchSpec, error) { return swigluLaunch(at(sc.gate), at(sc.gate), at(sc.up), slots*a.FFN) },
+		func() (launchSpec, error) { return swigluLaunch(at(sc.gate), at(sc.gate), at(sc.up), slots*a.FFN) })
+	if sc.gq >= 0 {
+		launches = append(launches, func() (launchSpec, error) { return quantizeLaunch(at(sc.gq), at(sc.gate), w.downDT, slots, a.FFN) })
+	}
+	launches = append(launches,
 		func() (launchSpec, error) {
-			return moeMatmulLaunch(at(sc.res), at(sc.gate), w.down, at(sc.ids), w.downDT, slots, a.FFN, cols, 1)
+			return moeMatmulLaunch(at(sc.res), at(sc.gate), at(sc.gq), w.down, at(sc.ids), w.downDT, slots, a.FFN, cols, 1, slots)
 		},
-		func() (launchSpec, error) { return moeCombineLaunch(out, at(sc.res), at(sc.wts), rows, cols, a.TopK) },
-	} {
+		func() (launchSpec, error) { return moeCombineLaunch(out, at(sc.res), at(sc.wts), rows, cols, a.TopK) })
+	var ls []launchSpec
+	for _, l := range launches {
 		spec, err := l()
 		if err != nil {
 			return nil, err

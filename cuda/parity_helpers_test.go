@@ -60,6 +60,22 @@ func randTensor(r *rand.Rand, name string, dt tensor.DType, rows, cols int) *wei
 					b[blk*bs+i] = byte(r.IntN(256))
 				}
 			}
+		case tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_XS:
+			// Random quants, sub-block scales and mins; then the fp16
+			// super-block scale d (and dmin) at their offsets.
+			bs := dt.BlockBytes()
+			scales := map[tensor.DType][]int{tensor.Q2_K: {80, 82}, tensor.Q3_K: {108}, tensor.Q4_K: {0, 2}, tensor.Q5_K: {0, 2},
+				tensor.Q6_K: {208}, tensor.IQ4_XS: {0}}[dt]
+			for blk := range cols / tensor.QKK {
+				for i := range bs {
+					b[blk*bs+i] = byte(r.IntN(256))
+				}
+				for _, at := range scales {
+					binary.LittleEndian.PutUint16(b[blk*bs+at:], scale())
+				}
+			}
+		default:
+			panic(fmt.Sprintf("randTensor: no generator for %v", dt))
 		}
 	}
 	return &weights.Tensor{Name: name, DType: dt, Shape: []int{cols, rows}, Data: data}

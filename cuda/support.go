@@ -50,11 +50,8 @@ var opSupport = map[string]string{
 // noOpKernelYet is why an op the CPU backend runs has no CUDA kernel.
 const noOpKernelYet = "no CUDA kernel yet (the CPU backend runs it)"
 
-// Reasons a weight dtype has no matmul or get_rows kernels.
-const (
-	noKernelYet = "no CUDA kernel for this weight dtype yet (the CPU backend runs it)"
-	notAWeight  = "not a weight dtype of a matmul (an integer or activation format)"
-)
+// notAWeight is why a dtype has no matmul or get_rows kernels.
+const notAWeight = "not a weight dtype of a matmul (an integer or activation format)"
 
 // weightDTypes is, for each dtype, "" when matmul (gemv_<dtype>_<NT>,
 // gemm_<dtype>) and get_rows have kernels for weights of that dtype, and
@@ -70,13 +67,13 @@ var weightDTypes = map[tensor.DType]string{
 	tensor.Q4_1:   "",
 	tensor.Q5_0:   "",
 	tensor.Q5_1:   "",
-	tensor.Q2_K:   noKernelYet,
-	tensor.Q3_K:   noKernelYet,
-	tensor.Q4_K:   noKernelYet,
-	tensor.Q5_K:   noKernelYet,
-	tensor.Q6_K:   noKernelYet,
+	tensor.Q2_K:   "",
+	tensor.Q3_K:   "",
+	tensor.Q4_K:   "",
+	tensor.Q5_K:   "",
+	tensor.Q6_K:   "",
 	tensor.IQ4_NL: "",
-	tensor.IQ4_XS: noKernelYet,
+	tensor.IQ4_XS: "",
 	tensor.Q8_1:   notAWeight,
 	tensor.Q8_K:   notAWeight,
 }
@@ -89,19 +86,6 @@ func weightKernelDType(dt tensor.DType) string {
 		return "a dtype the CUDA backend does not know"
 	}
 	return why
-}
-
-// moeExpertDType reports why MoE expert weights of dt cannot be read by
-// the grouped expert kernel (moe_matmul), which takes float weights ("" if
-// it can).
-func moeExpertDType(dt tensor.DType) string {
-	switch why := weightKernelDType(dt); {
-	case why == notAWeight || why == "a dtype the CUDA backend does not know":
-		return why
-	case dt == tensor.F32 || dt == tensor.F16 || dt == tensor.BF16:
-		return ""
-	}
-	return "no grouped MoE expert kernel for this weight dtype yet (float experts only; the CPU backend runs it)"
 }
 
 // normScaleDType reports why an rms_norm scale of dt cannot be used: the
@@ -154,7 +138,7 @@ func checkGraph(g *tensor.Graph) error {
 				if !ok {
 					return fmt.Errorf("cuda: op %d (%v): missing argument", i, op.Kind)
 				}
-				if why := moeExpertDType(w.DType); why != "" {
+				if why := weightKernelDType(w.DType); why != "" { // moe_matmul or moe_mm_<dtype>
 					return fmt.Errorf("cuda: op %d (%v) of weight %q, dtype %v: %s", i, op.Kind, wop.Name, w.DType, why)
 				}
 			}

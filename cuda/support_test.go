@@ -232,8 +232,6 @@ func TestCheckGraphRefusesWhatHasNoKernels(t *testing.T) {
 				switch k {
 				case tensor.OpRMSNorm:
 					want = normScaleDType(dt)
-				case tensor.OpMoE:
-					want = moeExpertDType(dt)
 				}
 			}
 			err := checkGraph(g)

@@ -17,7 +17,13 @@
 #define DT_Q4_1 7
 #define DT_Q5_0 8
 #define DT_Q5_1 9
+#define DT_Q2_K 10
+#define DT_Q3_K 11
+#define DT_Q4_K 12
+#define DT_Q5_K 13
+#define DT_Q6_K 14
 #define DT_IQ4_NL 15
+#define DT_IQ4_XS 16
 
 // KV page format codes (cuda/geometry.go kvFormatCode).
 #define KV_F32 0

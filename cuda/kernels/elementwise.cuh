@@ -7,10 +7,16 @@
 #pragma once
 
 #include "common.cuh"
+#include "kquant.cuh"
 
 // load_elem returns element e of a row of dtype dt (F32, F16, BF16, Q8_0,
-// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) as float, as tensor.DequantizeRow does.
+// Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, and the K-quants and IQ4_XS of
+// kquant.cuh) as float, as tensor.DequantizeRow does.
 __device__ __forceinline__ float load_elem(const uint8_t* row, int dt, long long e) {
+    float kv;
+    if (kquant_elem(row, dt, e, kv)) {
+        return kv;
+    }
     switch (dt) {
     case DT_F32:
         return *(const float*)(row + 4 * e);

@@ -16,6 +16,9 @@
 //     float values, float accumulation. F32: plain float dot.
 // Only the accumulation order differs from the CPU.
 //
+// The K-quants and IQ4_XS (super-blocks of 256, Q8_K activations) have
+// their own templates and traits in kquant.cuh.
+//
 // One GEMV and one GEMM template per kind (quantized, float) serve every
 // dtype through wtraits<DT>; a new dtype is a traits specialisation, an
 // mm_kind entry and an MM_KERNELS line (and matmulDTypes in launch.go).

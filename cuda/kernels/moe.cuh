@@ -1,15 +1,18 @@
 // Mixture-of-experts FFN (tensor.Builder.MoE) as four kernels that keep
 // the routing on the device, so a step with MoE layers is captured and
 // replayed without a host round trip: moe_route picks each row's experts,
-// moe_matmul runs the gate, up and down matrices of the expert routed to
-// each (row, slot) over that slot's input, the swiglu kernel joins gate and
-// up, and moe_combine sums a row's expert outputs by their weights, in
-// routing order, as runtime/cpu moeRef.
+// moe_matmul (float experts) or moe_mm_<dtype> (quantized experts, on
+// activations quantize_q8 / quantize_q8k wrote) runs the gate, up and down
+// matrices of the expert routed to each (row, slot) over that slot's
+// input, the swiglu kernel joins gate and up, and moe_combine sums a row's
+// expert outputs by their weights, in routing order, as runtime/cpu moeRef.
 
 #pragma once
 
 #include "common.cuh"
 #include "elementwise.cuh"
+#include "kquant.cuh"
+#include "matmul.cuh"
 
 // moe_route(ids, wts, router, T, E, K, normalize): for each row t of
 // router [T, E], the softmax (exp in double rounded to float, the sum in
@@ -122,3 +125,76 @@ extern "C" __global__ void moe_combine(float* out, const float* res, const float
         out[i] = o;
     }
 }
+
+// ---------------------------------------------------------------------------
+// Quantized experts. moe_mm_<dtype>(out, xq, w, ids, K, N, xdiv, xrows): as
+// moe_matmul, slot s's input row s / xdiv read from xq, the xrows rows of
+// [xrows, K] activations quantized for the weight's dot type (quantize_q8
+// or quantize_q8k), times the N rows of expert ids[s] of the stacked
+// quantized weight w, with the arithmetic of the dtype's GEMV (matmul.cuh,
+// kquant.cuh). One warp per output column; grid: (slots, ceil(N / warps per
+// block)).
+
+// moe_dot_q is lane's share of the dot of activation row xrow (of xrows
+// rows of nb Q8_0 blocks and their Q8_1 sums) with the weight row wrow.
+template <int DT>
+__device__ __forceinline__ float moe_dot_q(const uint8_t* xq, long long xrows, long long xrow, const uint8_t* wrow, int nb) {
+    typedef wtraits<DT> W;
+    const int lane = threadIdx.x & 31;
+    const int part = lane % W::lpb;
+    const uint8_t* xr = xq + xrow * nb * 34;
+    const float* sums = q8_sums(xq, xrows * nb) + xrow * nb;
+    float acc = 0.0f;
+    for (int b = lane / W::lpb; b < nb; b += 32 / W::lpb) {
+        const uint8_t* xblk = xr + (long long)b * 34;
+        const uint8_t* wblk = wrow + (long long)b * W::block_bytes;
+        uint32_t xv[W::xw];
+        int q[W::ww];
+        W::load_x(xblk, part, xv);
+        W::load_w(wblk, part, q);
+        acc = fmaf(f16_to_f32(ld_u16(wblk)) * f16_to_f32(ld_u16(xblk)), (float)W::dot(q, xv), acc);
+        if (W::has_min && part == 0) {
+            acc = fmaf(W::load_m(wblk), sums[b], acc);
+        }
+    }
+    return acc;
+}
+
+// moe_dot_k is moe_dot_q for Q8_K activations and K-quant or IQ4_XS weights.
+template <int DT>
+__device__ __forceinline__ float moe_dot_k(const uint8_t* xq, long long, long long xrow, const uint8_t* wrow, int nb) {
+    float acc[1][1];
+    gemv_k_acc<1, 1, DT>(acc, xq + xrow * nb * Q8K_BYTES, wrow, 1, 1, 0, nb, 0, 1);
+    return acc[0][0];
+}
+
+#define MOE_Q_KERNEL(name, dt, dot, bsize, bbytes)                                                                    \
+    extern "C" __global__ void moe_mm_##name(float* out, const uint8_t* xq, const uint8_t* w, const int* ids, int K,   \
+                                             int N, int xdiv, long long xrows) {                                      \
+        const int n = blockIdx.y * (blockDim.x >> 5) + (threadIdx.x >> 5);                                            \
+        const long long s = blockIdx.x;                                                                               \
+        if (n >= N) {                                                                                                 \
+            return;                                                                                                   \
+        }                                                                                                             \
+        const int nb = K / (bsize);                                                                                   \
+        const uint8_t* wr = w + ((long long)ids[s] * N + n) * nb * (long long)(bbytes);                               \
+        const float acc = warp_sum(dot<dt>(xq, xrows, s / xdiv, wr, nb));                                             \
+        if ((threadIdx.x & 31) == 0) {                                                                                \
+            out[s * N + n] = acc;                                                                                     \
+        }                                                                                                             \
+    }
+#define MOE_Q(name, dt) MOE_Q_KERNEL(name, dt, moe_dot_q, 32, wtraits<dt>::block_bytes)
+#define MOE_K(name, dt) MOE_Q_KERNEL(name, dt, moe_dot_k, 256, ktraits<dt>::block_bytes)
+
+MOE_Q(q8_0, DT_Q8_0)
+MOE_Q(q4_0, DT_Q4_0)
+MOE_Q(q4_1, DT_Q4_1)
+MOE_Q(q5_0, DT_Q5_0)
+MOE_Q(q5_1, DT_Q5_1)
+MOE_Q(iq4_nl, DT_IQ4_NL)
+MOE_K(q2_K, DT_Q2_K)
+MOE_K(q3_K, DT_Q3_K)
+MOE_K(q4_K, DT_Q4_K)
+MOE_K(q5_K, DT_Q5_K)
+MOE_K(q6_K, DT_Q6_K)
+MOE_K(iq4_xs, DT_IQ4_XS)

@@ -11,6 +11,7 @@
 
 #include "common.cuh"
 #include "matmul.cuh"
+#include "kquant.cuh"
 #include "kv.cuh"
 #include "attention.cuh"
 #include "elementwise.cuh"
