@@ -18,6 +18,7 @@ import (
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
@@ -512,12 +513,12 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 	for _, op := range g.Ops {
 		if op.Kind == tensor.OpInput {
 			switch op.Name {
-			case "tokens", "positions":
+			case node.BindTokens, node.BindPositions:
 				if rows >= 0 && rows != op.Out.Rows() {
 					return nil, fmt.Errorf("cuda: inputs tokens and positions have %d and %d rows", rows, op.Out.Rows())
 				}
 				rows = op.Out.Rows()
-			case "logit_rows":
+			case node.BindLogitRows:
 				logitRows = op.Out.Rows()
 			default:
 				if op.Out.DType != tensor.F32 { // float inputs: step-buffer floats
@@ -534,7 +535,7 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 	for i, op := range g.Ops {
 		switch op.Kind {
 		case tensor.OpInput:
-			p.inputAt[i] = map[string]int{"tokens": p.layout.Tokens, "positions": p.layout.Positions, "logit_rows": p.layout.LogitRowsAt}[op.Name]
+			p.inputAt[i] = map[string]int{node.BindTokens: p.layout.Tokens, node.BindPositions: p.layout.Positions, node.BindLogitRows: p.layout.LogitRowsAt}[op.Name]
 			if op.Out.DType == tensor.F32 {
 				p.inputAt[i] = p.layout.addFloat(op.Name, op.Out.Rows(), op.Out.Cols())
 			}
@@ -558,7 +559,7 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 			if g.Ops[op.Args[0].ID].Kind != tensor.OpWeight {
 				return nil, errors.New("cuda: get_rows: table must be a weight")
 			}
-			if ids := g.Ops[op.Args[1].ID]; ids.Kind == tensor.OpInput && ids.Name == "tokens" {
+			if ids := g.Ops[op.Args[1].ID]; ids.Kind == tensor.OpInput && ids.Name == node.BindTokens {
 				p.vocab = min(p.vocab, op.Args[0].Rows())
 			}
 		case tensor.OpMatMul:

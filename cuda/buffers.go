@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
@@ -113,7 +114,7 @@ func planBuffers(g *tensor.Graph) (bufferPlan, error) {
 			p.Rows[i] = rowsNone
 		case tensor.OpInput:
 			p.Rows[i] = rowsTokens
-			if op.Name == "logit_rows" {
+			if op.Name == node.BindLogitRows {
 				p.Rows[i] = rowsLogits
 			}
 		case tensor.OpGetRows, tensor.OpSelectRows:
