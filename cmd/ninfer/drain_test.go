@@ -67,31 +67,8 @@ func agentSays(t *testing.T, addr string) string {
 func TestServeDrainGrace(t *testing.T) {
 	model := sharedPath(t, "models", "stories260K.gguf")
 	const grace = 1500 * time.Millisecond
-	agentAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
+	agentAddr, url, stderr, exit, cancel := serveWithAgent(t, model, grace)
 	defer cancel()
-	var stdout, stderr lockedBuffer
-	exit := make(chan int, 1)
-	go func() {
-		exit <- serve(ctx, []string{"--model", model, "--port", "0", "--threads", "1", "--max-concurrency", "2",
-			"--agent-port", strings.TrimPrefix(agentAddr, "127.0.0.1:"), "--drain-grace", grace.String()}, &stdout, &stderr)
-	}()
-	var line string
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if l, ok := strings.CutPrefix(stdout.String(), serveReady); ok {
-			line = l
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no ready line; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	url := strings.Fields(line)[0]
-	if !strings.Contains(line, " agent="+agentAddr) {
-		t.Errorf("the ready line %q does not name the agent %s", line, agentAddr)
-	}
 	readyIs := func(when string, wantCode int, wantStatus string) {
 		t.Helper()
 		resp, err := http.Get(url + "/ready")
@@ -156,6 +133,52 @@ func TestServeDrainGrace(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", agentAddr, time.Second); err == nil {
 		c.Close()
 		t.Error("the agent still listens after serve returned")
+	}
+}
+
+// serveWithAgent starts serve with an agent port and the drain grace,
+// waits for its ready line and returns the agent's address, the server's
+// URL, its stderr, its exit code's channel and its cancel (SIGTERM). The
+// free port freePort found can be taken before serve binds it; serve then
+// exits at once, and another port is tried.
+func serveWithAgent(t *testing.T, model string, grace time.Duration) (agentAddr, url string, stderr *lockedBuffer, exit chan int, cancel context.CancelFunc) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		agentAddr = "127.0.0.1:" + strconv.Itoa(freePort(t))
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(context.Background())
+		stdout := new(lockedBuffer)
+		stderr = new(lockedBuffer)
+		exit = make(chan int, 1)
+		go func() {
+			exit <- serve(ctx, []string{"--model", model, "--port", "0", "--threads", "1", "--max-concurrency", "2",
+				"--agent-port", strings.TrimPrefix(agentAddr, "127.0.0.1:"), "--drain-grace", grace.String()}, stdout, stderr)
+		}()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if l, ok := strings.CutPrefix(stdout.String(), serveReady); ok {
+				url = strings.Fields(l)[0]
+				if !strings.Contains(l, " agent="+agentAddr) {
+					t.Errorf("the ready line %q does not name the agent %s", l, agentAddr)
+				}
+				return agentAddr, url, stderr, exit, cancel
+			}
+			select {
+			case <-exit:
+				cancel()
+				if attempt < 3 && strings.Contains(stderr.String(), "address already in use") {
+					break
+				}
+				t.Fatalf("serve exited before its ready line; stderr:\n%s", stderr.String())
+			default:
+				if time.Now().After(deadline) {
+					t.Fatalf("no ready line; stderr:\n%s", stderr.String())
+				}
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			break
+		}
 	}
 }
 
