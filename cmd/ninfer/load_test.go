@@ -24,12 +24,14 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// TestLoadWithDisconnects runs a real `ninfer serve` (NINFER_BIN) in three
+// TestLoadWithDisconnects runs a real `ninfer serve` (NINFER_BIN) in four
 // phases of LOAD_DURATION (default 60s) each:
 //
 //   - stories260K: 64 streaming and 16 non-streaming clients, a quarter of
 //     whose requests hang up early (streams after a few events,
 //     non-streaming ones after a random delay);
+//   - ngram: the same load on stories260K drafting through graphs/ngram.yaml
+//     (speculative, prompt lookup);
 //   - hybrid + mtp: the same load on tiny-qwen35 (recurrent state slots)
 //     decoding through graphs/mtp.yaml (speculative, multi-token
 //     prediction);
@@ -58,6 +60,10 @@ func TestLoadWithDisconnects(t *testing.T) {
 	}
 	t.Run("stories260K", func(t *testing.T) {
 		loadPhase(t, bin, duration, "stories260K", 0, "--model", sharedPath(t, "models", "stories260K.gguf"))
+	})
+	t.Run("ngram", func(t *testing.T) {
+		loadPhase(t, bin, duration, "stories260K", 0, "--model", sharedPath(t, "models", "stories260K.gguf"),
+			"--graph", "ngram")
 	})
 	t.Run("hybrid + mtp", func(t *testing.T) {
 		loadPhase(t, bin, duration, "tiny-qwen35-f32", 0, "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"),
