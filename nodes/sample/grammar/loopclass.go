@@ -28,6 +28,17 @@ const maxClassSets = 64
 // inside a UTF-8 sequence, has more than maxLoopClassRanges intervals of
 // code points that its classes treat alike, or loops on nothing.
 func (s *State) loopClass() []rng {
+	if s.loop != nil {
+		return *s.loop
+	}
+	class := s.computeLoopClass()
+	if s.c.work.Err() == nil {
+		s.loop = &class
+	}
+	return class
+}
+
+func (s *State) computeLoopClass() []rng {
 	if s.need > 0 {
 		return nil
 	}
@@ -87,13 +98,19 @@ func classKey(class []rng) string {
 type classTokens struct {
 	inside []uint64 // tokens whose pieces are code points of the class only
 	any    bool     // inside holds a token
-	exits  []exitGroup
+	// insideByFirst[b] are inside's tokens whose piece starts with b, an
+	// ASCII byte.
+	insideByFirst [0x80][]int32
+	exits         []exitGroup // by first
+	exitsByFirst  [257]int    // exits[exitsByFirst[b]:exitsByFirst[b+1]] start with b
 }
 
-// exitGroup is where pieces leave the class with the same bytes: after a
-// prefix of class code points, seq (a code point outside the class, an
-// invalid sequence, or the start of a code point a piece ends in).
+// exitGroup is where pieces starting with the byte first leave the class
+// with the same bytes: after a prefix of class code points, seq (a code
+// point outside the class, an invalid sequence, or the start of a code
+// point a piece ends in).
 type exitGroup struct {
+	first byte
 	seq   []byte
 	nodes []exitNode
 }
@@ -123,9 +140,17 @@ func (v *Vocab) classTokensFor(class []rng, w *Work) *classTokens {
 	}
 	b := classBuilder{v: v, class: class, w: w, groups: map[string]int{},
 		ct: &classTokens{inside: make([]uint64, (v.size+63)/64)}}
-	b.inside(0)
+	b.inside(0, true)
 	if w.Err() != nil {
 		return nil
+	}
+	slices.SortStableFunc(b.ct.exits, func(x, y exitGroup) int { return int(x.first) - int(y.first) })
+	k := 0
+	for first := range 257 {
+		for k < len(b.ct.exits) && int(b.ct.exits[k].first) < first {
+			k++
+		}
+		b.ct.exitsByFirst[first] = k
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -147,30 +172,40 @@ type classBuilder struct {
 	class  []rng
 	w      *Work
 	ct     *classTokens
-	groups map[string]int // seq -> index in ct.exits
+	groups map[string]int // first byte and seq -> index in ct.exits
+	first  byte           // of the pieces being visited
 }
 
 func (b *classBuilder) exit(seq []byte, node int32, tokensOnly bool) {
-	k, ok := b.groups[string(seq)]
+	first := b.first
+	key := string(append([]byte{first}, seq...))
+	k, ok := b.groups[key]
 	if !ok {
 		k = len(b.ct.exits)
-		b.groups[string(seq)] = k
-		b.ct.exits = append(b.ct.exits, exitGroup{seq: slices.Clone(seq)})
+		b.groups[key] = k
+		b.ct.exits = append(b.ct.exits, exitGroup{first: first, seq: slices.Clone(seq)})
 	}
 	b.ct.exits[k].nodes = append(b.ct.exits[k].nodes, exitNode{node, tokensOnly})
 }
 
-// inside visits node n, reached by class code points only.
-func (b *classBuilder) inside(n int32) {
+// inside visits node n, reached by class code points only (the root
+// when root).
+func (b *classBuilder) inside(n int32, root bool) {
 	node := &b.v.nodes[n]
 	for _, id := range node.tokens {
 		b.ct.inside[id/64] |= 1 << (id % 64)
 		b.ct.any = true
+		if b.first < 0x80 {
+			b.ct.insideByFirst[b.first] = append(b.ct.insideByFirst[b.first], id)
+		}
 	}
 	var seq [utf8.UTFMax]byte
 	for _, e := range node.kids {
 		if !b.w.charge(1) {
 			return
+		}
+		if root {
+			b.first = e.b
 		}
 		seq[0] = e.b
 		b.codePoint(seq[:1], e.node)
@@ -209,42 +244,91 @@ func (b *classBuilder) codePoint(seq []byte, n int32) {
 		}
 		return
 	}
-	if c, size := utf8.DecodeRune(seq); size == length && c != utf8.RuneError && inClass(b.class, c) {
-		b.inside(n)
+	if c, size := utf8.DecodeRune(seq); size == length && inClass(b.class, c) { // an invalid sequence decodes one byte
+		b.inside(n, false)
 		return
 	}
 	b.exit(seq, n, false)
 }
 
-// maskByClass sets in bits the tokens Allow allows from s, by s's loop
-// class; false when s has none or its tokens are not precomputed (the
-// caller walks the trie).
-func (v *Vocab) maskByClass(s *State, budget int, bits []uint64) (ok, cut bool) {
-	class := s.loopClass()
-	if len(class) == 0 {
-		return false, false
-	}
+// maskByClass sets in bits the tokens Allow allows from s and reports
+// whether the budget cut some. A state with a loop class takes its class
+// tokens; otherwise each first byte of a piece is taken alone: an ASCII
+// byte leading to a state that loops on it takes that state's class
+// tokens starting with the byte, and the pieces starting with any other
+// byte are walked.
+func (v *Vocab) maskByClass(s *State, budget int, bits []uint64) (cut bool) {
 	w := s.c.work
-	ct := v.classTokensFor(class, w)
-	if ct == nil {
-		return false, false
-	}
-	if ct.any {
-		if budget <= 0 || s.Remaining() <= budget-1 {
-			if !w.charge(len(bits) / 16) {
-				return true, cut
-			}
-			for i, x := range ct.inside {
-				bits[i] |= x
-			}
-		} else {
-			cut = true
+	if class := s.loopClass(); len(class) > 0 {
+		if ct := v.classTokensFor(class, w); ct != nil {
+			return v.allowClass(ct, s, budget, bits, -1)
 		}
 	}
 	allow := func(id int32) { bits[id/64] |= 1 << (id % 64) }
-	for _, g := range ct.exits {
+	for _, e := range v.nodes[0].kids {
 		if !w.charge(1) {
-			return true, cut
+			return cut
+		}
+		next := s.Advance(e.b)
+		if next == nil {
+			continue
+		}
+		if e.b < 0x80 {
+			if class := next.loopClass(); inClass(class, rune(e.b)) {
+				if ct := v.classTokensFor(class, w); ct != nil {
+					if v.allowClass(ct, next, budget, bits, int(e.b)) {
+						cut = true
+					}
+					continue
+				}
+			}
+		}
+		if v.allowAt(e.node, next, budget, allow) {
+			cut = true
+		}
+		if v.walk(int(e.node), next, budget, allow) {
+			cut = true
+		}
+	}
+	return cut
+}
+
+// allowClass allows the tokens ct's class leads to from s, a state that
+// loops on the class: all of them (first < 0), or those starting with the
+// byte first, which is in the class. The pieces leaving the class are
+// walked from where they leave it.
+func (v *Vocab) allowClass(ct *classTokens, s *State, budget int, bits []uint64, first int) (cut bool) {
+	w := s.c.work
+	inBudget := budget <= 0 || s.Remaining() <= budget-1
+	exits := ct.exits
+	switch {
+	case first >= 0:
+		ids := ct.insideByFirst[first]
+		exits = exits[ct.exitsByFirst[first]:ct.exitsByFirst[first+1]]
+		if len(ids) > 0 && !inBudget {
+			cut = true
+		} else if len(ids) > 0 {
+			if !w.charge(len(ids) / 64) {
+				return cut
+			}
+			for _, id := range ids {
+				bits[id/64] |= 1 << (id % 64)
+			}
+		}
+	case ct.any && !inBudget:
+		cut = true
+	case ct.any:
+		if !w.charge(len(bits) / 16) {
+			return cut
+		}
+		for i, x := range ct.inside {
+			bits[i] |= x
+		}
+	}
+	allow := func(id int32) { bits[id/64] |= 1 << (id % 64) }
+	for _, g := range exits {
+		if !w.charge(1) {
+			return cut
 		}
 		next := s.AdvanceBytes(g.seq)
 		if next == nil {
@@ -252,7 +336,7 @@ func (v *Vocab) maskByClass(s *State, budget int, bits []uint64) (ok, cut bool) 
 		}
 		for _, x := range g.nodes {
 			if !w.charge(1) {
-				return true, cut
+				return cut
 			}
 			if v.allowAt(x.node, next, budget, allow) {
 				cut = true
@@ -262,5 +346,5 @@ func (v *Vocab) maskByClass(s *State, budget int, bits []uint64) (ok, cut bool) 
 			}
 		}
 	}
-	return true, cut
+	return cut
 }

@@ -38,6 +38,7 @@ type State struct {
 	c    *Cache
 	next *[256]*State // transitions computed so far; dead for a rejected byte
 	rem  int          // Remaining, once computed (-1 before)
+	loop *[]rng       // loopClass, once computed
 }
 
 // dead marks a rejected transition in State.next.

@@ -133,11 +133,10 @@ func (v *Vocab) mask(s *State, budget int, byClass bool) []uint64 {
 		return e.bits
 	}
 	bits := make([]uint64, (v.size+63)/64)
-	ok, cut := false, false
+	var cut bool
 	if byClass {
-		ok, cut = v.maskByClass(s, budget, bits)
-	}
-	if !ok {
+		cut = v.maskByClass(s, budget, bits)
+	} else {
 		cut = v.walk(0, s, budget, func(id int32) { bits[id/64] |= 1 << (id % 64) })
 	}
 	if c.work.Err() == nil && !cut && len(c.masks) < maxMasks {
