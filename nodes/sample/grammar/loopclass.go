@@ -38,12 +38,14 @@ func (s *State) loopClass() []rng {
 	return class
 }
 
-func (s *State) computeLoopClass() []rng {
+// cuts are the starts of the intervals of code points that s's classes
+// treat alike (every code point of one is admitted by the same stacks, so
+// it reaches the same state), and the end of the last; nil when s is
+// inside a UTF-8 sequence or has more than maxLoopClassRanges intervals.
+func (s *State) cuts() []rune {
 	if s.need > 0 {
 		return nil
 	}
-	// Every code point of an interval between two cuts is admitted by the
-	// same stacks, so it reaches the same state: one probe per interval.
 	cuts := []rune{0, 0x80, 0x800, 0xD800, 0xE000, 0x10000, utf8.MaxRune + 1}
 	for _, st := range s.stacks {
 		if st == nil {
@@ -61,6 +63,28 @@ func (s *State) computeLoopClass() []rng {
 	if len(cuts) > maxLoopClassRanges+1 {
 		return nil
 	}
+	return cuts
+}
+
+// afterCodePoint is the state after code point c of s (nil: rejected),
+// probed once per interval of cuts (s.cuts()) and kept in targets.
+func (s *State) afterCodePoint(c rune, cuts []rune, targets []*State) *State {
+	i := sort.Search(len(cuts), func(i int) bool { return cuts[i] > c }) - 1
+	if targets[i] == nil {
+		var buf [utf8.UTFMax]byte
+		targets[i] = dead
+		if t := s.AdvanceBytes(buf[:utf8.EncodeRune(buf[:], cuts[i])]); t != nil {
+			targets[i] = t
+		}
+	}
+	if targets[i] == dead {
+		return nil
+	}
+	return targets[i]
+}
+
+func (s *State) computeLoopClass() []rng {
+	cuts := s.cuts()
 	var class []rng
 	var buf [utf8.UTFMax]byte
 	for i := 0; i+1 < len(cuts); i++ {
@@ -98,19 +122,21 @@ func classKey(class []rng) string {
 type classTokens struct {
 	inside []uint64 // tokens whose pieces are code points of the class only
 	any    bool     // inside holds a token
-	// insideByFirst[b] are inside's tokens whose piece starts with b, an
-	// ASCII byte.
-	insideByFirst [0x80][]int32
-	exits         []exitGroup // by first
-	exitsByFirst  [257]int    // exits[exitsByFirst[b]:exitsByFirst[b+1]] start with b
+	// byFirst are inside's tokens and the exits, by the first code point
+	// of their pieces (one of the class).
+	byFirst map[rune]*firstTokens
+	exits   []exitGroup // all of them
 }
 
-// exitGroup is where pieces starting with the byte first leave the class
-// with the same bytes: after a prefix of class code points, seq (a code
-// point outside the class, an invalid sequence, or the start of a code
-// point a piece ends in).
+type firstTokens struct {
+	inside []int32
+	exits  []exitGroup
+}
+
+// exitGroup is where pieces leave the class with the same bytes: after a
+// prefix of class code points, seq (a code point outside the class, an
+// invalid sequence, or the start of a code point a piece ends in).
 type exitGroup struct {
-	first byte
 	seq   []byte
 	nodes []exitNode
 }
@@ -121,6 +147,7 @@ type exitGroup struct {
 type exitNode struct {
 	node       int32
 	tokensOnly bool
+	first      rune // the first code point of the pieces; -1 when seq is at their start
 }
 
 // classTokensFor returns the precomputed tokens of class, computing them
@@ -139,18 +166,20 @@ func (v *Vocab) classTokensFor(class []rng, w *Work) *classTokens {
 		return nil
 	}
 	b := classBuilder{v: v, class: class, w: w, groups: map[string]int{},
-		ct: &classTokens{inside: make([]uint64, (v.size+63)/64)}}
-	b.inside(0, true)
+		ct: &classTokens{inside: make([]uint64, (v.size+63)/64), byFirst: map[rune]*firstTokens{}}}
+	b.inside(0)
 	if w.Err() != nil {
 		return nil
 	}
-	slices.SortStableFunc(b.ct.exits, func(x, y exitGroup) int { return int(x.first) - int(y.first) })
-	k := 0
-	for first := range 257 {
-		for k < len(b.ct.exits) && int(b.ct.exits[k].first) < first {
-			k++
+	for _, g := range b.ct.exits {
+		for _, x := range g.nodes {
+			if f := b.ct.byFirst[x.first]; f != nil {
+				if k := len(f.exits); k == 0 || !slices.Equal(f.exits[k-1].seq, g.seq) {
+					f.exits = append(f.exits, exitGroup{seq: g.seq})
+				}
+				f.exits[len(f.exits)-1].nodes = append(f.exits[len(f.exits)-1].nodes, x)
+			}
 		}
-		b.ct.exitsByFirst[first] = k
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -172,40 +201,37 @@ type classBuilder struct {
 	class  []rng
 	w      *Work
 	ct     *classTokens
-	groups map[string]int // first byte and seq -> index in ct.exits
-	first  byte           // of the pieces being visited
+	groups map[string]int // seq -> index in ct.exits
+	first  *firstTokens   // of the pieces being visited; nil at the root
+	firstC rune
 }
 
 func (b *classBuilder) exit(seq []byte, node int32, tokensOnly bool) {
-	first := b.first
-	key := string(append([]byte{first}, seq...))
-	k, ok := b.groups[key]
+	k, ok := b.groups[string(seq)]
 	if !ok {
 		k = len(b.ct.exits)
-		b.groups[key] = k
-		b.ct.exits = append(b.ct.exits, exitGroup{first: first, seq: slices.Clone(seq)})
+		b.groups[string(seq)] = k
+		b.ct.exits = append(b.ct.exits, exitGroup{seq: slices.Clone(seq)})
 	}
-	b.ct.exits[k].nodes = append(b.ct.exits[k].nodes, exitNode{node, tokensOnly})
+	first := rune(-1)
+	if b.first != nil {
+		first = b.firstC
+	}
+	b.ct.exits[k].nodes = append(b.ct.exits[k].nodes, exitNode{node, tokensOnly, first})
 }
 
-// inside visits node n, reached by class code points only (the root
-// when root).
-func (b *classBuilder) inside(n int32, root bool) {
+// inside visits node n, reached by class code points only.
+func (b *classBuilder) inside(n int32) {
 	node := &b.v.nodes[n]
 	for _, id := range node.tokens {
 		b.ct.inside[id/64] |= 1 << (id % 64)
 		b.ct.any = true
-		if b.first < 0x80 {
-			b.ct.insideByFirst[b.first] = append(b.ct.insideByFirst[b.first], id)
-		}
+		b.first.inside = append(b.first.inside, id)
 	}
 	var seq [utf8.UTFMax]byte
 	for _, e := range node.kids {
 		if !b.w.charge(1) {
 			return
-		}
-		if root {
-			b.first = e.b
 		}
 		seq[0] = e.b
 		b.codePoint(seq[:1], e.node)
@@ -244,85 +270,142 @@ func (b *classBuilder) codePoint(seq []byte, n int32) {
 		}
 		return
 	}
-	if c, size := utf8.DecodeRune(seq); size == length && inClass(b.class, c) { // an invalid sequence decodes one byte
-		b.inside(n, false)
+	c, size := utf8.DecodeRune(seq)
+	if size != length || !inClass(b.class, c) { // an invalid sequence decodes one byte
+		b.exit(seq, n, false)
 		return
 	}
-	b.exit(seq, n, false)
+	if b.first != nil {
+		b.inside(n)
+		return
+	}
+	b.first, b.firstC = &firstTokens{}, c
+	b.ct.byFirst[c] = b.first
+	b.inside(n)
+	b.first = nil
 }
 
 // maskByClass sets in bits the tokens Allow allows from s and reports
 // whether the budget cut some. A state with a loop class takes its class
-// tokens; otherwise each first byte of a piece is taken alone: an ASCII
-// byte leading to a state that loops on it takes that state's class
-// tokens starting with the byte, and the pieces starting with any other
-// byte are walked.
+// tokens; otherwise the first code point of a piece is taken alone: one
+// leading to a state that loops on it takes that state's class tokens
+// starting with the code point, and the pieces starting with any other
+// are walked.
 func (v *Vocab) maskByClass(s *State, budget int, bits []uint64) (cut bool) {
-	w := s.c.work
 	if class := s.loopClass(); len(class) > 0 {
-		if ct := v.classTokensFor(class, w); ct != nil {
-			return v.allowClass(ct, s, budget, bits, -1)
+		if ct := v.classTokensFor(class, s.c.work); ct != nil {
+			return v.allowClass(ct, s, budget, bits, ct.inside, nil, ct.exits)
 		}
 	}
-	allow := func(id int32) { bits[id/64] |= 1 << (id % 64) }
+	cuts := s.cuts()
+	if cuts == nil { // pieces start inside a code point, or s's classes are too fine
+		return v.walk(0, s, budget, func(id int32) { bits[id/64] |= 1 << (id % 64) })
+	}
+	f := firstCodePoints{v: v, s: s, budget: budget, bits: bits, cuts: cuts, targets: make([]*State, len(cuts))}
+	var seq [utf8.UTFMax]byte
 	for _, e := range v.nodes[0].kids {
-		if !w.charge(1) {
-			return cut
+		if !s.c.work.charge(1) {
+			return f.cut
 		}
-		next := s.Advance(e.b)
-		if next == nil {
-			continue
-		}
-		if e.b < 0x80 {
-			if class := next.loopClass(); inClass(class, rune(e.b)) {
-				if ct := v.classTokensFor(class, w); ct != nil {
-					if v.allowClass(ct, next, budget, bits, int(e.b)) {
-						cut = true
-					}
-					continue
-				}
-			}
-		}
-		if v.allowAt(e.node, next, budget, allow) {
-			cut = true
-		}
-		if v.walk(int(e.node), next, budget, allow) {
-			cut = true
-		}
+		seq[0] = e.b
+		f.codePoint(seq[:1], e.node)
 	}
-	return cut
+	return f.cut
 }
 
-// allowClass allows the tokens ct's class leads to from s, a state that
-// loops on the class: all of them (first < 0), or those starting with the
-// byte first, which is in the class. The pieces leaving the class are
-// walked from where they leave it.
-func (v *Vocab) allowClass(ct *classTokens, s *State, budget int, bits []uint64, first int) (cut bool) {
-	w := s.c.work
-	inBudget := budget <= 0 || s.Remaining() <= budget-1
-	exits := ct.exits
-	switch {
-	case first >= 0:
-		ids := ct.insideByFirst[first]
-		exits = exits[ct.exitsByFirst[first]:ct.exitsByFirst[first+1]]
-		if len(ids) > 0 && !inBudget {
-			cut = true
-		} else if len(ids) > 0 {
-			if !w.charge(len(ids) / 64) {
-				return cut
-			}
-			for _, id := range ids {
-				bits[id/64] |= 1 << (id % 64)
+// firstCodePoints is maskByClass of a state without a loop class: the
+// pieces by their first code point.
+type firstCodePoints struct {
+	v       *Vocab
+	s       *State
+	budget  int
+	bits    []uint64
+	cuts    []rune
+	targets []*State
+	cut     bool
+}
+
+func (f *firstCodePoints) allow(id int32) { f.bits[id/64] |= 1 << (id % 64) }
+
+// codePoint continues the first code point seq of the pieces at trie
+// node n. A sequence no state accepts (see classBuilder.codePoint) is
+// left out, as the walk rejects it.
+func (f *firstCodePoints) codePoint(seq []byte, n int32) {
+	v, s := f.v, f.s
+	length := 0
+	switch lead := seq[0]; {
+	case lead < 0x80:
+		length = 1
+	case lead >= 0xC2 && lead <= 0xDF:
+		length = 2
+	case lead >= 0xE0 && lead <= 0xEF:
+		length = 3
+	case lead >= 0xF0 && lead <= 0xF4:
+		length = 4
+	default:
+		return
+	}
+	if len(seq) < length {
+		if len(v.nodes[n].tokens) > 0 {
+			if next := s.AdvanceBytes(seq); next != nil && v.allowAt(n, next, f.budget, f.allow) {
+				f.cut = true
 			}
 		}
-	case ct.any && !inBudget:
+		for _, e := range v.nodes[n].kids {
+			if !s.c.work.charge(1) {
+				return
+			}
+			if e.b&0xC0 == 0x80 {
+				f.codePoint(append(seq, e.b), e.node)
+			}
+		}
+		return
+	}
+	c, size := utf8.DecodeRune(seq)
+	if size != length {
+		return
+	}
+	next := s.afterCodePoint(c, f.cuts, f.targets)
+	if next == nil {
+		return
+	}
+	if class := next.loopClass(); inClass(class, c) {
+		if ct := v.classTokensFor(class, s.c.work); ct != nil {
+			if first := ct.byFirst[c]; first != nil && v.allowClass(ct, next, f.budget, f.bits, nil, first.inside, first.exits) {
+				f.cut = true
+			}
+			return
+		}
+	}
+	if v.allowAt(n, next, f.budget, f.allow) {
+		f.cut = true
+	}
+	if v.walk(int(n), next, f.budget, f.allow) {
+		f.cut = true
+	}
+}
+
+// allowClass allows the tokens of inside (a bitset) or ids, which lead
+// from s back to s, and walks the exits from s.
+func (v *Vocab) allowClass(ct *classTokens, s *State, budget int, bits, inside []uint64, ids []int32, exits []exitGroup) (cut bool) {
+	w := s.c.work
+	inBudget := budget <= 0 || s.Remaining() <= budget-1
+	switch {
+	case inside != nil && ct.any && !inBudget, len(ids) > 0 && !inBudget:
 		cut = true
-	case ct.any:
+	case inside != nil && ct.any:
 		if !w.charge(len(bits) / 16) {
 			return cut
 		}
-		for i, x := range ct.inside {
+		for i, x := range inside {
 			bits[i] |= x
+		}
+	case len(ids) > 0:
+		if !w.charge(len(ids) / 16) {
+			return cut
+		}
+		for _, id := range ids {
+			bits[id/64] |= 1 << (id % 64)
 		}
 	}
 	allow := func(id int32) { bits[id/64] |= 1 << (id % 64) }
