@@ -150,6 +150,23 @@ type exitNode struct {
 	first      rune // the first code point of the pieces; -1 when seq is at their start
 }
 
+// loopTokens is classTokensFor s's loop class, kept in s.
+func (v *Vocab) loopTokens(s *State) *classTokens {
+	if s.loopTok != nil && s.loopTok.v == v {
+		return s.loopTok.ct
+	}
+	ct := v.classTokensFor(s.loopClass(), s.c.work)
+	if s.c.work.Err() == nil {
+		s.loopTok = &stateTokens{v, ct}
+	}
+	return ct
+}
+
+type stateTokens struct {
+	v  *Vocab
+	ct *classTokens
+}
+
 // classTokensFor returns the precomputed tokens of class, computing them
 // under w (one unit per trie edge); nil when w stopped or the Vocab keeps
 // maxClassSets classes already.
@@ -293,7 +310,7 @@ func (b *classBuilder) codePoint(seq []byte, n int32) {
 // are walked.
 func (v *Vocab) maskByClass(s *State, budget int, bits []uint64) (cut bool) {
 	if class := s.loopClass(); len(class) > 0 {
-		if ct := v.classTokensFor(class, s.c.work); ct != nil {
+		if ct := v.loopTokens(s); ct != nil {
 			return v.allowClass(ct, s, budget, bits, ct.inside, nil, ct.exits)
 		}
 	}
@@ -370,7 +387,7 @@ func (f *firstCodePoints) codePoint(seq []byte, n int32) {
 		return
 	}
 	if class := next.loopClass(); inClass(class, c) {
-		if ct := v.classTokensFor(class, s.c.work); ct != nil {
+		if ct := v.loopTokens(next); ct != nil {
 			if first := ct.byFirst[c]; first != nil && v.allowClass(ct, next, f.budget, f.bits, nil, first.inside, first.exits) {
 				f.cut = true
 			}
