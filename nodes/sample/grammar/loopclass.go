@@ -104,6 +104,22 @@ func (s *State) computeLoopClass() []rng {
 	return class
 }
 
+// seqLen is the length of the UTF-8 sequence that lead starts, 0 when no
+// valid one starts with it.
+func seqLen(lead byte) int {
+	switch {
+	case lead < 0x80:
+		return 1
+	case lead >= 0xC2 && lead <= 0xDF:
+		return 2
+	case lead >= 0xE0 && lead <= 0xEF:
+		return 3
+	case lead >= 0xF0 && lead <= 0xF4:
+		return 4
+	}
+	return 0
+}
+
 func inClass(class []rng, c rune) bool {
 	k := sort.Search(len(class), func(i int) bool { return class[i].hi >= c })
 	return k < len(class) && class[k].lo <= c
@@ -260,17 +276,8 @@ func (b *classBuilder) inside(n int32) {
 // invalid lead byte starting a code point, any other byte inside one)
 // lead nowhere: the trie walk rejects them whatever the state.
 func (b *classBuilder) codePoint(seq []byte, n int32) {
-	length := 0
-	switch lead := seq[0]; {
-	case lead < 0x80:
-		length = 1
-	case lead >= 0xC2 && lead <= 0xDF:
-		length = 2
-	case lead >= 0xE0 && lead <= 0xEF:
-		length = 3
-	case lead >= 0xF0 && lead <= 0xF4:
-		length = 4
-	default:
+	length := seqLen(seq[0])
+	if length == 0 {
 		return
 	}
 	if len(seq) < length {
@@ -349,17 +356,8 @@ func (f *firstCodePoints) allow(id int32) { f.bits[id/64] |= 1 << (id % 64) }
 // left out, as the walk rejects it.
 func (f *firstCodePoints) codePoint(seq []byte, n int32) {
 	v, s := f.v, f.s
-	length := 0
-	switch lead := seq[0]; {
-	case lead < 0x80:
-		length = 1
-	case lead >= 0xC2 && lead <= 0xDF:
-		length = 2
-	case lead >= 0xE0 && lead <= 0xEF:
-		length = 3
-	case lead >= 0xF0 && lead <= 0xF4:
-		length = 4
-	default:
+	length := seqLen(seq[0])
+	if length == 0 {
 		return
 	}
 	if len(seq) < length {
