@@ -136,17 +136,22 @@ func classKey(class []rng) string {
 
 // classTokens is what Vocab precomputes for a loop class.
 type classTokens struct {
-	inside []uint64 // tokens whose pieces are code points of the class only
-	any    bool     // inside holds a token
-	// byFirst are inside's tokens and the exits, by the first code point
-	// of their pieces (one of the class).
-	byFirst map[rune]*firstTokens
-	exits   []exitGroup // all of them
+	inside []uint64    // tokens whose pieces are code points of the class only
+	any    bool        // inside holds a token
+	exits  []exitGroup // all of them, by seq
+	// The same by trie node: inside's tokens in depth-first order of the
+	// nodes their pieces end at (ordered, ascending); the exits by the
+	// node their seq starts from (exitFrom, ascending); and the nodes
+	// reached by class code points only (a bitset).
+	ordered, orderedNode []int32
+	exitFrom             []int32
+	exitAt               []exitAt
+	allInside            []uint64
 }
 
-type firstTokens struct {
-	inside []int32
-	exits  []exitGroup
+type exitAt struct {
+	group int32 // in exits
+	exitNode
 }
 
 // exitGroup is where pieces leave the class with the same bytes: after a
@@ -163,7 +168,6 @@ type exitGroup struct {
 type exitNode struct {
 	node       int32
 	tokensOnly bool
-	first      rune // the first code point of the pieces; -1 when seq is at their start
 }
 
 // loopTokens is classTokensFor s's loop class, kept in s.
@@ -199,21 +203,13 @@ func (v *Vocab) classTokensFor(class []rng, w *Work) *classTokens {
 		return nil
 	}
 	b := classBuilder{v: v, class: class, w: w, groups: map[string]int{},
-		ct: &classTokens{inside: make([]uint64, (v.size+63)/64), byFirst: map[rune]*firstTokens{}}}
+		ct: &classTokens{inside: make([]uint64, (v.size+63)/64), allInside: make([]uint64, (len(v.nodes)+63)/64)}}
 	b.inside(0)
 	if w.Err() != nil {
 		return nil
 	}
-	for _, g := range b.ct.exits {
-		for _, x := range g.nodes {
-			if f := b.ct.byFirst[x.first]; f != nil {
-				if k := len(f.exits); k == 0 || !slices.Equal(f.exits[k-1].seq, g.seq) {
-					f.exits = append(f.exits, exitGroup{seq: g.seq})
-				}
-				f.exits[len(f.exits)-1].nodes = append(f.exits[len(f.exits)-1].nodes, x)
-			}
-		}
-	}
+	ct = b.ct
+	sort.Stable(byFrom{ct})
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if got, ok := v.classes[key]; ok {
@@ -225,8 +221,17 @@ func (v *Vocab) classTokensFor(class []rng, w *Work) *classTokens {
 	if v.classes == nil {
 		v.classes = map[string]*classTokens{}
 	}
-	v.classes[key] = b.ct
-	return b.ct
+	v.classes[key] = ct
+	return ct
+}
+
+type byFrom struct{ ct *classTokens }
+
+func (x byFrom) Len() int           { return len(x.ct.exitFrom) }
+func (x byFrom) Less(i, j int) bool { return x.ct.exitFrom[i] < x.ct.exitFrom[j] }
+func (x byFrom) Swap(i, j int) {
+	x.ct.exitFrom[i], x.ct.exitFrom[j] = x.ct.exitFrom[j], x.ct.exitFrom[i]
+	x.ct.exitAt[i], x.ct.exitAt[j] = x.ct.exitAt[j], x.ct.exitAt[i]
 }
 
 type classBuilder struct {
@@ -235,31 +240,32 @@ type classBuilder struct {
 	w      *Work
 	ct     *classTokens
 	groups map[string]int // seq -> index in ct.exits
-	first  *firstTokens   // of the pieces being visited; nil at the root
-	firstC rune
 }
 
-func (b *classBuilder) exit(seq []byte, node int32, tokensOnly bool) {
+// exit records that seq leads from node from (reached by class code
+// points) to node.
+func (b *classBuilder) exit(seq []byte, from, node int32, tokensOnly bool) {
 	k, ok := b.groups[string(seq)]
 	if !ok {
 		k = len(b.ct.exits)
 		b.groups[string(seq)] = k
 		b.ct.exits = append(b.ct.exits, exitGroup{seq: slices.Clone(seq)})
 	}
-	first := rune(-1)
-	if b.first != nil {
-		first = b.firstC
-	}
-	b.ct.exits[k].nodes = append(b.ct.exits[k].nodes, exitNode{node, tokensOnly, first})
+	x := exitNode{node, tokensOnly}
+	b.ct.exits[k].nodes = append(b.ct.exits[k].nodes, x)
+	b.ct.exitFrom = append(b.ct.exitFrom, from)
+	b.ct.exitAt = append(b.ct.exitAt, exitAt{int32(k), x})
 }
 
 // inside visits node n, reached by class code points only.
 func (b *classBuilder) inside(n int32) {
 	node := &b.v.nodes[n]
+	b.ct.allInside[n/64] |= 1 << (n % 64)
 	for _, id := range node.tokens {
 		b.ct.inside[id/64] |= 1 << (id % 64)
 		b.ct.any = true
-		b.first.inside = append(b.first.inside, id)
+		b.ct.ordered = append(b.ct.ordered, id)
+		b.ct.orderedNode = append(b.ct.orderedNode, n)
 	}
 	var seq [utf8.UTFMax]byte
 	for _, e := range node.kids {
@@ -267,58 +273,51 @@ func (b *classBuilder) inside(n int32) {
 			return
 		}
 		seq[0] = e.b
-		b.codePoint(seq[:1], e.node)
+		b.codePoint(seq[:1], n, e.node)
 	}
 }
 
-// codePoint continues the code point seq (its bytes so far) at node n.
-// Bytes no state accepts at that position (a continuation byte or an
-// invalid lead byte starting a code point, any other byte inside one)
-// lead nowhere: the trie walk rejects them whatever the state.
-func (b *classBuilder) codePoint(seq []byte, n int32) {
+// codePoint continues the code point seq (its bytes so far, from node
+// from) at node n. Bytes no state accepts at that position (a
+// continuation byte or an invalid lead byte starting a code point, any
+// other byte inside one) lead nowhere: the trie walk rejects them
+// whatever the state.
+func (b *classBuilder) codePoint(seq []byte, from, n int32) {
 	length := seqLen(seq[0])
 	if length == 0 {
 		return
 	}
 	if len(seq) < length {
 		if len(b.v.nodes[n].tokens) > 0 {
-			b.exit(seq, n, true)
+			b.exit(seq, from, n, true)
 		}
 		for _, e := range b.v.nodes[n].kids {
 			if !b.w.charge(1) {
 				return
 			}
 			if e.b&0xC0 == 0x80 {
-				b.codePoint(append(seq, e.b), e.node)
+				b.codePoint(append(seq, e.b), from, e.node)
 			}
 		}
 		return
 	}
-	c, size := utf8.DecodeRune(seq)
-	if size != length || !inClass(b.class, c) { // an invalid sequence decodes one byte
-		b.exit(seq, n, false)
-		return
-	}
-	if b.first != nil {
+	if c, size := utf8.DecodeRune(seq); size == length && inClass(b.class, c) { // an invalid sequence decodes one byte
 		b.inside(n)
 		return
 	}
-	b.first, b.firstC = &firstTokens{}, c
-	b.ct.byFirst[c] = b.first
-	b.inside(n)
-	b.first = nil
+	b.exit(seq, from, n, false)
 }
 
 // maskByClass sets in bits the tokens Allow allows from s and reports
 // whether the budget cut some. A state with a loop class takes its class
-// tokens; otherwise the first code point of a piece is taken alone: one
-// leading to a state that loops on it takes that state's class tokens
-// starting with the code point, and the pieces starting with any other
-// are walked.
+// tokens; otherwise the trie is walked from the first code point of the
+// pieces (probed once per interval of code points the state's classes
+// treat alike), and a node reached by class code points in a state that
+// loops on the class takes that state's class tokens below the node.
 func (v *Vocab) maskByClass(s *State, budget int, bits []uint64) (cut bool) {
 	if class := s.loopClass(); len(class) > 0 {
 		if ct := v.loopTokens(s); ct != nil {
-			return v.allowClass(ct, s, budget, bits, ct.inside, nil, ct.exits)
+			return v.allowClass(ct, s, budget, bits)
 		}
 	}
 	cuts := s.cuts()
@@ -384,47 +383,101 @@ func (f *firstCodePoints) codePoint(seq []byte, n int32) {
 	if next == nil {
 		return
 	}
-	if class := next.loopClass(); inClass(class, c) {
-		if ct := v.loopTokens(next); ct != nil {
-			if first := ct.byFirst[c]; first != nil && v.allowClass(ct, next, f.budget, f.bits, nil, first.inside, first.exits) {
-				f.cut = true
-			}
-			return
-		}
+	if f.subtree(n, next) {
+		return
 	}
 	if v.allowAt(n, next, f.budget, f.allow) {
 		f.cut = true
 	}
-	if v.walk(int(n), next, f.budget, f.allow) {
-		f.cut = true
+	f.walk(n, next)
+}
+
+// walk is Vocab.walk, taking the subtrees that loop classes cover whole.
+func (f *firstCodePoints) walk(n int32, s *State) {
+	v := f.v
+	for _, e := range v.nodes[n].kids {
+		if !s.c.work.charge(1) {
+			return
+		}
+		next := s.Advance(e.b)
+		if next == nil || f.subtree(e.node, next) {
+			continue
+		}
+		if v.allowAt(e.node, next, f.budget, f.allow) {
+			f.cut = true
+		}
+		f.walk(e.node, next)
 	}
 }
 
-// allowClass allows the tokens of inside (a bitset) or ids, which lead
-// from s back to s, and walks the exits from s.
-func (v *Vocab) allowClass(ct *classTokens, s *State, budget int, bits, inside []uint64, ids []int32, exits []exitGroup) (cut bool) {
+// subtree allows the tokens of node n's subtree, reached in state s, when
+// s loops on a class and n is reached from the root by code points of the
+// class: the pieces that stay in it lead back to s, the others are walked
+// from where they leave it. It reports whether it did.
+func (f *firstCodePoints) subtree(n int32, s *State) bool {
+	if s.need > 0 || len(s.loopClass()) == 0 {
+		return false
+	}
+	v := f.v
+	ct := v.loopTokens(s)
+	if ct == nil || ct.allInside[n/64]&(1<<(n%64)) == 0 {
+		return false
+	}
 	w := s.c.work
-	inBudget := budget <= 0 || s.Remaining() <= budget-1
+	lo, hi := n, v.end[n]
+	i, _ := slices.BinarySearch(ct.orderedNode, lo)
+	j, _ := slices.BinarySearch(ct.orderedNode, hi)
+	if i < j {
+		if budget := f.budget; budget > 0 && s.Remaining() > budget-1 {
+			f.cut = true
+		} else {
+			if !w.charge((j - i) / 16) {
+				return true
+			}
+			for _, id := range ct.ordered[i:j] {
+				f.allow(id)
+			}
+		}
+	}
+	i, _ = slices.BinarySearch(ct.exitFrom, lo)
+	j, _ = slices.BinarySearch(ct.exitFrom, hi)
+	for _, x := range ct.exitAt[i:j] {
+		if !w.charge(1) {
+			return true
+		}
+		next := s.AdvanceBytes(ct.exits[x.group].seq)
+		if next == nil {
+			continue
+		}
+		if v.allowAt(x.node, next, f.budget, f.allow) {
+			f.cut = true
+		}
+		if !x.tokensOnly {
+			f.walk(x.node, next)
+		}
+	}
+	return true
+}
+
+// allowClass allows from s, a state that loops on ct's class, the tokens
+// made of the class's code points (they lead back to s), and walks the
+// exits from s.
+func (v *Vocab) allowClass(ct *classTokens, s *State, budget int, bits []uint64) (cut bool) {
+	w := s.c.work
 	switch {
-	case inside != nil && ct.any && !inBudget, len(ids) > 0 && !inBudget:
+	case !ct.any:
+	case budget > 0 && s.Remaining() > budget-1:
 		cut = true
-	case inside != nil && ct.any:
+	default:
 		if !w.charge(len(bits) / 16) {
 			return cut
 		}
-		for i, x := range inside {
+		for i, x := range ct.inside {
 			bits[i] |= x
-		}
-	case len(ids) > 0:
-		if !w.charge(len(ids) / 16) {
-			return cut
-		}
-		for _, id := range ids {
-			bits[id/64] |= 1 << (id % 64)
 		}
 	}
 	allow := func(id int32) { bits[id/64] |= 1 << (id % 64) }
-	for _, g := range exits {
+	for _, g := range ct.exits {
 		if !w.charge(1) {
 			return cut
 		}

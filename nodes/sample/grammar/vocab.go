@@ -9,7 +9,8 @@ import (
 // computing which tokens a State allows. It is immutable and safe for
 // concurrent use.
 type Vocab struct {
-	nodes []trieNode // nodes[0] is the root
+	nodes []trieNode // nodes[0] is the root, in depth-first order
+	end   []int32    // node n's subtree is the nodes [n, end[n])
 	size  int
 
 	mu      sync.Mutex
@@ -54,7 +55,27 @@ func NewVocab(size int, piece func(id int32) []byte) *Vocab {
 		}
 		v.nodes[n].tokens = append(v.nodes[n].tokens, id)
 	}
+	v.preorder()
 	return v
+}
+
+// preorder renumbers v's nodes in depth-first order and sets v.end.
+func (v *Vocab) preorder() {
+	nodes := make([]trieNode, 0, len(v.nodes))
+	v.end = make([]int32, len(v.nodes))
+	var visit func(old int32) int32
+	visit = func(old int32) int32 {
+		n := int32(len(nodes))
+		nodes = append(nodes, v.nodes[old])
+		kids := nodes[n].kids
+		for i := range kids {
+			kids[i].node = visit(kids[i].node)
+		}
+		v.end[n] = int32(len(nodes))
+		return n
+	}
+	visit(0)
+	v.nodes = nodes
 }
 
 // Nodes is the number of nodes of the vocabulary's trie: what a mask
