@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -13,9 +14,8 @@ import (
 
 // qwen3Vocab is the Qwen3 tokenizer (151,936 tokens; `just tokenizers`
 // makes .cache/qwen3-vocab.gguf) and its grammar vocabulary.
-func qwen3Vocab(b *testing.B) (*tok.Tokenizer, *Vocab) {
-	_, file, _, _ := runtime.Caller(0)
-	f, err := weights.Open(filepath.Join(filepath.Dir(file), "..", "..", "..", ".cache", "qwen3-vocab.gguf"))
+func qwen3Vocab(b testing.TB) (*tok.Tokenizer, *Vocab) {
+	f, err := weights.Open(qwen3VocabPath())
 	if err != nil {
 		b.Skipf("vocabulary: %v (run just tokenizers)", err)
 	}
@@ -33,6 +33,19 @@ func qwen3Vocab(b *testing.B) (*tok.Tokenizer, *Vocab) {
 	return tk, v
 }
 
+func qwen3VocabPath() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", ".cache", "qwen3-vocab.gguf")
+}
+
+// qwen3VocabIfMade is qwen3Vocab, or nils when it has not been made.
+func qwen3VocabIfMade(t testing.TB) (*tok.Tokenizer, *Vocab) {
+	if _, err := os.Stat(qwen3VocabPath()); err != nil {
+		return nil, nil
+	}
+	return qwen3Vocab(t)
+}
+
 // BenchmarkMaskBench measures what MaskBench reports, on one thread with
 // the Qwen3 vocabulary: compilation (schema to a grammar's start state)
 // p75, and the time of each token mask (p50/p95/p99, first visits of
@@ -41,6 +54,13 @@ func qwen3Vocab(b *testing.B) (*tok.Tokenizer, *Vocab) {
 // maskbench-tests.jsonl (all with NINFER_SCHEMABENCH=full).
 func BenchmarkMaskBench(b *testing.B) {
 	tk, v := qwen3Vocab(b)
+	b.Run("byClass", func(b *testing.B) { benchMasks(b, tk, v, true) })
+	b.Run("trieWalk", func(b *testing.B) { benchMasks(b, tk, v, false) })
+}
+
+// benchMasks is BenchmarkMaskBench with masks by loop class, or by a walk
+// of the whole trie from every state.
+func benchMasks(b *testing.B, tk *tok.Tokenizer, v *Vocab, byClass bool) {
 	schemas := readBench(b, filepath.Join(benchDir(b), "maskbench-tests.jsonl"))
 	var compile, masks []time.Duration
 	for range b.N {
@@ -70,7 +90,7 @@ func BenchmarkMaskBench(b *testing.B) {
 				st := st
 				for _, id := range tk.Encode(string(text), false, false) {
 					t0 := time.Now()
-					bits := v.Mask(st, 0)
+					bits := v.mask(st, 0, byClass)
 					masks = append(masks, time.Since(t0))
 					if bits[id/64]&(1<<(id%64)) == 0 {
 						break // outside the grammar (TestMaskBench counts these)

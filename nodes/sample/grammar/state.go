@@ -35,9 +35,11 @@ type State struct {
 	// States are interned in a Cache (Cache.Start): they share equal
 	// stacks and are unique per Cache, so transitions and Remaining are
 	// computed once.
-	c    *Cache
-	next *[256]*State // transitions computed so far; dead for a rejected byte
-	rem  int          // Remaining, once computed (-1 before)
+	c       *Cache
+	next    *[256]*State // transitions computed so far; dead for a rejected byte
+	rem     int          // Remaining, once computed (-1 before)
+	loop    *[]rng       // loopClass, once computed
+	loopTok *stateTokens // Vocab.loopTokens, once computed
 }
 
 // dead marks a rejected transition in State.next.

@@ -1,13 +1,20 @@
 package grammar
 
-import "sort"
+import (
+	"sort"
+	"sync"
+)
 
 // Vocab is a vocabulary as a byte trie of its tokens' pieces, for
 // computing which tokens a State allows. It is immutable and safe for
 // concurrent use.
 type Vocab struct {
-	nodes []trieNode // nodes[0] is the root
+	nodes []trieNode // nodes[0] is the root, in depth-first order
+	end   []int32    // node n's subtree is the nodes [n, end[n])
 	size  int
+
+	mu      sync.Mutex
+	classes map[string]*classTokens // by classKey of a loop class
 }
 
 type trieNode struct {
@@ -48,7 +55,27 @@ func NewVocab(size int, piece func(id int32) []byte) *Vocab {
 		}
 		v.nodes[n].tokens = append(v.nodes[n].tokens, id)
 	}
+	v.preorder()
 	return v
+}
+
+// preorder renumbers v's nodes in depth-first order and sets v.end.
+func (v *Vocab) preorder() {
+	nodes := make([]trieNode, 0, len(v.nodes))
+	v.end = make([]int32, len(v.nodes))
+	var visit func(old int32) int32
+	visit = func(old int32) int32 {
+		n := int32(len(nodes))
+		nodes = append(nodes, v.nodes[old])
+		kids := nodes[n].kids
+		for i := range kids {
+			kids[i].node = visit(kids[i].node)
+		}
+		v.end[n] = int32(len(nodes))
+		return n
+	}
+	visit(0)
+	v.nodes = nodes
 }
 
 // Nodes is the number of nodes of the vocabulary's trie: what a mask
@@ -76,21 +103,30 @@ func (v *Vocab) walk(n int, s *State, budget int, allow func(id int32)) (cut boo
 		if next == nil {
 			continue
 		}
-		child := &v.nodes[e.node]
-		if len(child.tokens) > 0 {
-			if budget <= 0 || next.Remaining() <= budget-1 {
-				for _, id := range child.tokens {
-					allow(id)
-				}
-			} else {
-				cut = true
-			}
+		if v.allowAt(e.node, next, budget, allow) {
+			cut = true
 		}
 		if v.walk(int(e.node), next, budget, allow) {
 			cut = true
 		}
 	}
 	return cut
+}
+
+// allowAt allows the tokens whose piece ends at node n, reached in state
+// s, unless the budget cuts them (then it reports true).
+func (v *Vocab) allowAt(n int32, s *State, budget int, allow func(id int32)) (cut bool) {
+	tokens := v.nodes[n].tokens
+	if len(tokens) == 0 {
+		return false
+	}
+	if budget > 0 && s.Remaining() > budget-1 {
+		return true
+	}
+	for _, id := range tokens {
+		allow(id)
+	}
+	return false
 }
 
 // maxMasks bounds the masks a Cache keeps.
@@ -107,14 +143,23 @@ type maskEntry struct {
 // and reused at larger budgets when the budget excluded no token. When
 // the cache's Work stops the walk (Work.Err), the mask is incomplete and
 // not kept.
-func (v *Vocab) Mask(s *State, budget int) []uint64 {
+func (v *Vocab) Mask(s *State, budget int) []uint64 { return v.mask(s, budget, true) }
+
+// mask is Mask; byClass false walks the whole trie from every state, as
+// the loop classes would not exist (tests compare the two).
+func (v *Vocab) mask(s *State, budget int, byClass bool) []uint64 {
 	c := s.c
 	if e, ok := c.masks[s]; ok && e.v == v && (budget <= 0 && e.budget <= 0 || budget >= e.budget && e.budget > 0) {
 		c.work.charge(1)
 		return e.bits
 	}
 	bits := make([]uint64, (v.size+63)/64)
-	cut := v.walk(0, s, budget, func(id int32) { bits[id/64] |= 1 << (id % 64) })
+	var cut bool
+	if byClass {
+		cut = v.maskByClass(s, budget, bits)
+	} else {
+		cut = v.walk(0, s, budget, func(id int32) { bits[id/64] |= 1 << (id % 64) })
+	}
 	if c.work.Err() == nil && !cut && len(c.masks) < maxMasks {
 		if c.masks == nil {
 			c.masks = map[*State]maskEntry{}
