@@ -17,7 +17,7 @@ run prompt="Once upon a time" n="128": build
 # Vet, check formatting, run every test (includes the llama.cpp golden suite, also
 # on the AVX2 kernels: NINFER_CPU_KERNELS=avx2 caps an AVX-512 CPU at that level)
 # and check the bundled graphs and generated node docs.
-test: build
+test: build test-deps
     test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)
     go vet ./...
     {{just_executable()}} tokenizers
@@ -38,6 +38,20 @@ test: build
     {{just_executable()}} frameworks
     {{just_executable()}} webui-test
     {{just_executable()}} prometheus-test
+
+# The Debian packages `just test` runs besides Go and Node.js, installed with apt when their command is
+# missing: g++ (with its sanitizer runtimes) builds the CUDA kernel emulator (cuda-emu), chromium runs
+# the web UI's browser test (webui-test), prometheus scrapes a live server (prometheus-test).
+test-deps:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    missing=()
+    for pair in g++:g++ chromium:chromium prometheus:prometheus; do
+        command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
 
 # The official OpenAI Node SDK (pinned in suites/sdk/package-lock.json) against a live `ninfer serve`.
 sdk: build
