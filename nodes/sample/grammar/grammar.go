@@ -388,11 +388,7 @@ func (s sym) key() string {
 	if s.neg {
 		b = append(b, 1)
 	}
-	for _, r := range s.ranges {
-		b = binary.LittleEndian.AppendUint32(b, uint32(r.lo))
-		b = binary.LittleEndian.AppendUint32(b, uint32(r.hi))
-	}
-	return string(b)
+	return string(append(b, classKey(s.ranges)...))
 }
 
 func (p *parser) sequence(nested bool) (alt, error) {

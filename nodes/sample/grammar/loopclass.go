@@ -137,7 +137,6 @@ func classKey(class []rng) string {
 // classTokens is what Vocab precomputes for a loop class.
 type classTokens struct {
 	inside []uint64    // tokens whose pieces are code points of the class only
-	any    bool        // inside holds a token
 	exits  []exitGroup // all of them, by seq
 	// The same by trie node: inside's tokens in depth-first order of the
 	// nodes their pieces end at (ordered, ascending); the exits by the
@@ -263,7 +262,6 @@ func (b *classBuilder) inside(n int32) {
 	b.ct.allInside[n/64] |= 1 << (n % 64)
 	for _, id := range node.tokens {
 		b.ct.inside[id/64] |= 1 << (id % 64)
-		b.ct.any = true
 		b.ct.ordered = append(b.ct.ordered, id)
 		b.ct.orderedNode = append(b.ct.orderedNode, n)
 	}
@@ -465,7 +463,7 @@ func (f *firstCodePoints) subtree(n int32, s *State) bool {
 func (v *Vocab) allowClass(ct *classTokens, s *State, budget int, bits []uint64) (cut bool) {
 	w := s.c.work
 	switch {
-	case !ct.any:
+	case len(ct.ordered) == 0:
 	case budget > 0 && s.Remaining() > budget-1:
 		cut = true
 	default:

@@ -308,7 +308,7 @@ func (c *schemaCompiler) productGBNF(hint string, res []*regex) (name string, ok
 		if nd.final {
 			alts = append(alts, `""`)
 		}
-		c.out = append(c.out, names[i]+" ::= "+strings.Join(alts, " | "))
+		c.emit(names[i] + " ::= " + strings.Join(alts, " | "))
 	}
 	return names[0], true, nil
 }

@@ -80,10 +80,11 @@ func (c *schemaCompiler) stringRule(o *object, at string) (string, error) {
 	}
 	pattern, hasPattern := o.vals["pattern"].(string)
 	keyword := "pattern"
+	var alsoFormat string // a format the pattern's strings must match too
 	if f, ok := o.vals["format"].(string); ok {
 		switch p, known := formatPatterns[f]; {
 		case known && hasPattern:
-			return c.patternAndFormat(pattern, f, lo, hi, hasHi, at)
+			alsoFormat = f
 		case known:
 			pattern, hasPattern, keyword = p, true, "format"
 		case assertedFormats[f]:
@@ -101,6 +102,9 @@ func (c *schemaCompiler) stringRule(o *object, at string) (string, error) {
 	}
 	if err := c.spend(len(pattern), at); err != nil {
 		return "", err
+	}
+	if alsoFormat != "" {
+		return c.patternAndFormat(pattern, alsoFormat, lo, hi, hasHi, at)
 	}
 	re, err := parseRegex(pattern)
 	if err != nil {

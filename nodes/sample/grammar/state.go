@@ -289,16 +289,16 @@ func (s *State) advance(b byte) *State {
 		return nil
 	}
 	if s.need == 0 {
-		var length int
-		switch {
-		case b < 0x80:
+		length := seqLen(b)
+		switch length {
+		case 1:
 			return s.complete(rune(b))
-		case b >= 0xC2 && b <= 0xDF:
-			length, n.cp, n.lo, n.hi = 2, rune(b&0x1F), 0x80, 0x7FF
-		case b >= 0xE0 && b <= 0xEF:
-			length, n.cp, n.lo, n.hi = 3, rune(b&0x0F), 0x800, 0xFFFF
-		case b >= 0xF0 && b <= 0xF4:
-			length, n.cp, n.lo, n.hi = 4, rune(b&0x07), 0x10000, 0x10FFFF
+		case 2:
+			n.cp, n.lo, n.hi = rune(b&0x1F), 0x80, 0x7FF
+		case 3:
+			n.cp, n.lo, n.hi = rune(b&0x0F), 0x800, 0xFFFF
+		case 4:
+			n.cp, n.lo, n.hi = rune(b&0x07), 0x10000, 0x10FFFF
 		default:
 			return nil
 		}
