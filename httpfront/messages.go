@@ -47,9 +47,10 @@ func (s *Server) prepareMessages(ctx *fasthttp.RequestCtx, m *Model, countOnly b
 	var prompt []int32
 	if e == nil {
 		prompt, e = prepareChat(m, r.Chat)
+		e = renameFields(e, nil, messagesNames)
 	}
 	if e != nil {
-		s.fail(ctx, renameFields(e, nil, messagesNames))
+		s.fail(ctx, e)
 		return nil, nil
 	}
 	return r, prompt

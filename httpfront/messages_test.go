@@ -2,6 +2,7 @@ package httpfront_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -221,6 +222,12 @@ func TestMessagesErrorShapes(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
+	}
+	// A field renamed for the decoder's errors is not renamed again for
+	// the chat path's.
+	if status, doc := s.call(t, "POST", "/v1/messages", strings.Replace(ok, `"max_tokens":2,`, `"max_tokens":2,"stop_sequences":[""],`, 1), key...); status != 400 ||
+		!strings.Contains(fmt.Sprint(doc), "'stop_sequences") || strings.Contains(fmt.Sprint(doc), "stop_sequences_sequences") {
+		t.Errorf("an empty stop sequence: %d %v, want a 400 naming 'stop_sequences'", status, doc)
 	}
 	for _, h := range [][]string{key, {"Authorization", "Bearer k"}} {
 		if status, doc := s.call(t, "POST", "/v1/messages", ok, h...); status != 200 || doc["type"] != "message" {
