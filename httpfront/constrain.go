@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"runtime"
 	"strings"
 	"sync"
@@ -189,13 +188,13 @@ func (s *Server) decodeOptions(ctx *fasthttp.RequestCtx) DecodeOptions {
 		now := time.Now()
 		switch {
 		case s.generations.Err() != nil:
-			return interrupted{&Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down", Message: "The server is shutting down."}}
+			return interrupted{shuttingDownError()}
 		case s.cfg.Timeout > 0 && now.After(deadline):
-			return interrupted{&Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded", Message: "The request exceeded the server's deadline."}}
+			return interrupted{deadlineError()}
 		case conn != nil && now.Sub(polled) >= peerPollInterval:
 			polled = now
 			if closed, _ := peerClosed(conn); closed {
-				return interrupted{&Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: "The client closed the connection."}}
+				return interrupted{clientClosedError("The client closed the connection.")}
 			}
 		}
 		return nil
@@ -461,7 +460,7 @@ func newGrammarMask(ctx context.Context, fail context.CancelCauseFunc, p *Params
 	}
 	switch {
 	case ctx.Err() != nil:
-		return nil, &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded", Message: "The request exceeded the server's deadline."}
+		return nil, deadlineError()
 	case err != nil:
 		return nil, tooComplex(p.ConstraintField, err)
 	}

@@ -118,7 +118,7 @@ func (s *Server) embeddings(ctx *fasthttp.RequestCtx, m *Model) {
 				if failure == nil {
 					failure = &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: "The engine failed: " + errString(ev.Err)}
 					if errors.Is(ev.Err, context.DeadlineExceeded) {
-						failure = &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded", Message: "The request exceeded the server's deadline."}
+						failure = deadlineError()
 					}
 				}
 				continue

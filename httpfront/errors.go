@@ -47,6 +47,25 @@ func badParam(param, format string, args ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: typeInvalid, Param: param, Message: fmt.Sprintf(format, args...)}
 }
 
+// deadlineError is the 504 of a request past the server's --timeout.
+func deadlineError() *Error {
+	return &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded",
+		Message: "The request exceeded the server's deadline."}
+}
+
+// shuttingDownError is the 503 of a request the server will not finish
+// because it is shutting down.
+func shuttingDownError() *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down",
+		Message: "The server is shutting down."}
+}
+
+// clientClosedError is the 499 of a request its client abandoned; message
+// says how.
+func clientClosedError(message string) *Error {
+	return &Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: message}
+}
+
 // badRequest is a 400 that names no single field.
 func badRequest(code, format string, args ...any) *Error {
 	e := &Error{Status: http.StatusBadRequest, Type: typeInvalid, Message: fmt.Sprintf(format, args...)}

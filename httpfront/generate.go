@@ -119,7 +119,7 @@ func (s *Server) start(j *job) *Error {
 					return j.contextError(prompt, req.MaxTokens)
 				}
 				if errors.Is(err, engine.ErrClosed) {
-					return &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down", Message: "The server is shutting down."}
+					return shuttingDownError()
 				}
 				return badRequest("", "%v", err)
 			}
@@ -348,7 +348,7 @@ func (j *job) run(ctx context.Context, index int, events <-chan engine.Event, ab
 				continue
 			}
 			var failed constraintFailure
-			constraintFailed := errors.As(context.Cause(ctx), &failed)
+			constraintFailed := ctx.Err() != nil && errors.As(context.Cause(ctx), &failed)
 			if !ev.Done {
 				clock.token(time.Now())
 				j.decoded[index].Add(1)
@@ -408,12 +408,11 @@ func (j *job) ending(ctx context.Context, ev engine.Event, st *stopper, overrun 
 	case ev.Finish == engine.FinishLength:
 		return text, "length", nil
 	case ev.Finish == engine.FinishAbort && errors.Is(ev.Err, context.DeadlineExceeded):
-		return text, "stop", &Error{Status: http.StatusGatewayTimeout, Type: typeTimeout, Code: "deadline_exceeded",
-			Message: "The request exceeded the server's deadline."}
+		return text, "stop", deadlineError()
 	case ev.Finish == engine.FinishAbort && errors.Is(context.Cause(ctx), errShuttingDown):
-		return text, "stop", &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down", Message: "The server is shutting down."}
+		return text, "stop", shuttingDownError()
 	case ev.Finish == engine.FinishAbort:
-		return text, "stop", &Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: "The request was cancelled."}
+		return text, "stop", clientClosedError("The request was cancelled.")
 	default:
 		return text, "stop", &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: "The engine failed: " + errString(ev.Err)}
 	}
@@ -514,7 +513,7 @@ func (j *job) collect() ([]*choiceResult, *Error) {
 		select {
 		case d = <-j.out:
 		case <-j.gone: // the client left (watchPeer): nobody gets a response
-			return nil, &Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: "The client closed the connection."}
+			return nil, clientClosedError("The client closed the connection.")
 		}
 		r := res[d.index]
 		r.text.WriteString(d.text)

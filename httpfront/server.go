@@ -391,8 +391,7 @@ func (s *Server) refuseWhileClosing(ctx *fasthttp.RequestCtx) bool {
 		return false
 	}
 	ctx.Response.Header.Set("Retry-After", "5")
-	s.fail(ctx, &Error{Status: http.StatusServiceUnavailable, Type: typeUnavailable, Code: "shutting_down",
-		Message: "The server is shutting down."})
+	s.fail(ctx, shuttingDownError())
 	return true
 }
 
