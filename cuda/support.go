@@ -47,9 +47,6 @@ var opSupport = map[string]string{
 	"moe":        "",
 }
 
-// noOpKernelYet is why an op the CPU backend runs has no CUDA kernel.
-const noOpKernelYet = "no CUDA kernel yet (the CPU backend runs it)"
-
 // notAWeight is why a dtype has no matmul or get_rows kernels.
 const notAWeight = "not a weight dtype of a matmul (an integer or activation format)"
 

@@ -132,12 +132,11 @@ func bytesText(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-// loadProgress reports a model load that takes a while on w: on a
-// terminal one line rewritten every 200 ms with the time so far, else a
-// plain line every 5 s. It prints nothing for a load under a second; stop
+// loadProgress reports the load of the model at path (size bytes) when it
+// takes a while, on w: on a terminal one line rewritten every 200 ms with
+// the time so far, else a plain line every 5 s. It prints nothing for a load under a second; stop
 // ends it (and clears the terminal line).
-func loadProgress(w io.Writer, path string) (stop func()) {
-	size := modelBytes(path)
+func loadProgress(w io.Writer, path string, size int64) (stop func()) {
 	tty := isTerminal(w)
 	every := 5 * time.Second
 	if tty {

@@ -186,7 +186,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(stderr, "ninfer serve: loading %s (%s); /health answers 503 until it is open\n", opts.Model, bytesText(modelBytes(opts.Model)))
+	size := modelBytes(opts.Model)
+	fmt.Fprintf(stderr, "ninfer serve: loading %s (%s); /health answers 503 until it is open\n", opts.Model, bytesText(size))
 
 	loaded := make(chan error, 1)
 	var inst *instance.Instance
@@ -195,7 +196,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		inst, err = openInstance(opts)
 		loaded <- err
 	}()
-	stopProgress := loadProgress(stderr, opts.Model)
+	stopProgress := loadProgress(stderr, opts.Model, size)
 	select {
 	case err := <-loaded:
 		stopProgress()
@@ -215,9 +216,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	serveSummary{ID: id, Path: opts.Model, Graph: mf.graph, Threads: opts.Threads, APIKey: key != "", StepTokens: *stepTokens}.write(stderr, inst)
 	if inst.BackendReport != "" {
 		fmt.Fprintf(stderr, "ninfer serve: %s\n", inst.BackendReport)
-	}
-	if inst.ChatErr != nil {
-		fmt.Fprintf(stderr, "ninfer serve: warning: %v: /v1/chat/completions will answer 400\n", inst.ChatErr)
 	}
 	srv.SetModel(&httpfront.Model{ID: id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat,
 		ChatErr: inst.ChatErr, Created: time.Now(), TrainContext: trainContext(inst.File), Plan: inst.Plan, Path: opts.Model})
