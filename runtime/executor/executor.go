@@ -188,7 +188,7 @@ func (x *Executor) ReleaseSeq(id uint64) {
 	for _, rel := range x.releasers {
 		rel.ReleaseSeq(id)
 	}
-	delete(x.seqs, id)
+	x.DropCarry(id)
 }
 
 // hostStep is a host node's context with the batch its rows were fed in:

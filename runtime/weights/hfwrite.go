@@ -78,15 +78,18 @@ func WriteHF(f *File, dir string, o HFWriteOptions) error {
 		return fail("architecture %q not supported (llama, qwen2, qwen3)", f.Arch())
 	}
 	a := arch.gguf
+	inRange := func(key string, v uint64) (int, error) {
+		if v == 0 || v > 1<<31 {
+			return 0, fail("%s.%s = %d out of range", a, key, v)
+		}
+		return int(v), nil
+	}
 	need := func(key string) (int, error) {
 		v, err := f.Uint(a + "." + key)
 		if err != nil {
 			return 0, err
 		}
-		if v == 0 || v > 1<<31 {
-			return 0, fail("%s.%s = %d out of range", a, key, v)
-		}
-		return int(v), nil
+		return inRange(key, v)
 	}
 	cfg := map[string]any{
 		"architectures": []string{arch.class},
@@ -139,10 +142,11 @@ func WriteHF(f *File, dir string, o HFWriteOptions) error {
 		if err != nil {
 			return err
 		}
-		if v == 0 || v > 1<<31 {
-			return fail("%s.context_length = %d out of range", a, v)
+		n, err := inRange("context_length", uint64(v))
+		if err != nil {
+			return err
 		}
-		cfg["max_position_embeddings"] = v
+		cfg["max_position_embeddings"] = n
 	}
 	for _, k := range []struct{ gguf, hf string }{{"rope.freq_base", "rope_theta"}, {"attention.layer_norm_rms_epsilon", "rms_norm_eps"}} {
 		if f.Has(a + "." + k.gguf) {
