@@ -30,7 +30,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (fail func(er
 		fs.PrintDefaults()
 		return fail, 0, false
 	case err != nil:
-		fmt.Fprintf(stderr, "ninfer %s: %v\n", fs.Name(), err)
+		fail(err)
 		if name, found := strings.CutPrefix(err.Error(), "flag provided but not defined: "); found {
 			var names []string
 			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
