@@ -12,15 +12,10 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/runtime/kv"
-	"github.com/ninfer/ninfer-go/runtime/node"
-	"github.com/ninfer/ninfer-go/runtime/tensor"
-	"github.com/ninfer/ninfer-go/runtime/tok"
-	"github.com/ninfer/ninfer-go/runtime/weights"
 	"github.com/ninfer/ninfer-go/suites/golden"
 )
 
@@ -88,14 +83,15 @@ type kvStats struct {
 	sumKL        float64 // behind KLMean
 }
 
-// add folds one position's comparison into s: ref and got are [vocab]
-// logits, want the f32 greedy token at the position pos.
-func (s *kvStats) add(pos int, want int32, ref, got []float32) {
+// add folds one position's comparison into s: want is the f32 greedy
+// token at position pos, top the format's own top token there, ref and got
+// the [vocab] logits of f32 and the format.
+func (s *kvStats) add(pos int, want, top int32, ref, got []float32) {
 	if s.Positions == 0 {
 		s.FirstDiv = -1
 	}
 	s.Positions++
-	if argmax(got) == want {
+	if top == want {
 		s.agree++
 	} else if s.FirstDiv < 0 {
 		s.FirstDiv, s.Diverged = pos, 1
@@ -136,31 +132,6 @@ func (s *kvStats) finish() {
 	s.Agreement = float64(s.agree) / float64(s.Positions)
 	s.MeanAbs = s.sumAbs / float64(s.cells)
 	s.KLMean = s.sumKL / float64(s.Positions)
-}
-
-// argmax is the index of the largest logit, ties to the lower id (as greedy sampling).
-func argmax(x []float32) int32 {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
-
-// margin is the top1 - top2 logit gap of x.
-func margin(x []float32) float64 {
-	a, b := math.Inf(-1), math.Inf(-1)
-	for _, v := range x {
-		f := float64(v)
-		if f > a {
-			a, b = f, a
-		} else if f > b {
-			b = f
-		}
-	}
-	return a - b
 }
 
 // klDivergence is KL(softmax(p) || softmax(q)) in nats, computed in float64.
@@ -267,113 +238,62 @@ func parseKVFormats(s string) ([]string, error) {
 	return out, nil
 }
 
-// kvEval runs the comparison of formats with f32 described in kvEvalUsage.
+// kvEval runs the comparison of formats with f32 described in kvEvalUsage:
+// every format decodes through an engine of its own (the format's graph),
+// which hands out each position's whole logit row (engine.Request.Logits).
 func kvEval(model string, formats []string, prompts []golden.Prompt, n, threads, rounds int) (*kvEvalReport, error) {
-	f, err := weights.Open(model)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	tk, err := tok.FromGGUF(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", model, err)
-	}
-	fwd, err := forwardNode(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", model, err)
-	}
-	layers, kvDim := fwd.(exec.KVShaper).KVShape()
-	ctxLen, err := f.ContextLength()
-	if err != nil {
-		return nil, fmt.Errorf("%s: context length: %w", model, err)
-	}
-	ids := make([][]int32, len(prompts))
-	longest := 0
-	for i, p := range prompts {
-		ids[i] = tk.Encode(p.Text, true, true)
-		if len(ids[i]) == 0 {
-			return nil, fmt.Errorf("prompt %s encodes to no tokens", p.ID)
-		}
-		if len(ids[i])+n > int(ctxLen) {
-			return nil, fmt.Errorf("prompt %s: %d tokens + %d > context %d", p.ID, len(ids[i]), n, ctxLen)
-		}
-		longest = max(longest, len(ids[i])+n)
-	}
-	rep := &kvEvalReport{Model: filepath.Base(model), Prompts: len(prompts), Tokens: n, Layers: layers, KVDim: kvDim}
-	runners := map[string]*kvRunner{}
+	engines := map[string]*instance.Instance{}
 	defer func() {
-		for _, r := range runners {
-			r.close()
+		for _, in := range engines {
+			in.Close()
 		}
 	}()
 	for _, format := range append([]string{kv.F32.Name}, formats...) {
-		r, err := newKVRunner(f, fwd, format, layers, kvDim, longest, threads)
+		in, err := openKVEngine(model, format, threads)
 		if err != nil {
 			return nil, err
 		}
-		runners[format] = r
+		engines[format] = in
 	}
-	type refCase struct {
-		tokens []int32
-		logits [][]float32 // [n][vocab]
+	ref := engines[kv.F32.Name]
+	ids := make([][]int32, len(prompts))
+	for i, p := range prompts {
+		ids[i] = ref.Tokenizer.Encode(p.Text, true, true)
+		if len(ids[i]) == 0 {
+			return nil, fmt.Errorf("prompt %s encodes to no tokens", p.ID)
+		}
+		if ctxLen := ref.Engine.ContextLength(); len(ids[i])+n > ctxLen {
+			return nil, fmt.Errorf("prompt %s: %d tokens + %d > context %d", p.ID, len(ids[i]), n, ctxLen)
+		}
 	}
-	refs := make([]refCase, len(prompts))
+	info := ref.Engine.Model()
+	rep := &kvEvalReport{Model: filepath.Base(model), Prompts: len(prompts), Tokens: n, Layers: info.KVLayers, KVDim: info.KVDim}
+	refs := make([][]engine.Event, len(prompts)) // [prompt][n]: f32's greedy tokens and their logits
 	for i := range prompts {
-		err := runners[kv.F32.Name].generate(ids[i], n, func(pos int, logits []float32) int32 {
-			t := argmax(logits)
-			refs[i].tokens = append(refs[i].tokens, t)
-			refs[i].logits = append(refs[i].logits, slices.Clone(logits))
-			return t
-		})
+		evs, _, err := kvGenerate(ref, engine.Request{Prompt: ids[i], MaxTokens: n, Logits: true, TopLogits: 2})
 		if err != nil {
 			return nil, fmt.Errorf("prompt %s (f32): %w", prompts[i].ID, err)
 		}
+		refs[i] = evs
 	}
 	for _, format := range formats {
-		fr := kvFormatReport{Format: format}
-		for i, p := range prompts {
-			c := kvCaseReport{ID: p.ID}
-			err := runners[format].generate(ids[i], n, func(pos int, logits []float32) int32 {
-				c.Stats.add(pos, refs[i].tokens[pos], refs[i].logits[pos], logits)
-				return refs[i].tokens[pos]
-			})
-			if err != nil {
-				return nil, fmt.Errorf("prompt %s (%s): %w", p.ID, format, err)
-			}
-			if c.Stats.FirstDiv >= 0 {
-				c.RefMargin = margin(refs[i].logits[c.Stats.FirstDiv])
-			}
-			fr.Stats.merge(c.Stats)
-			fr.Cases = append(fr.Cases, c)
+		fr, err := kvCompare(engines[format], format, prompts, ids, refs)
+		if err != nil {
+			return nil, err
 		}
 		rep.Formats = append(rep.Formats, fr)
 	}
-	// Decode speed: rounds of the longest prompt through every format in
-	// turn, keeping each format's fastest round, so that load from other
-	// processes affects all formats alike (0 rounds: speeds stay 0).
-	long := ids[0]
-	for _, x := range ids {
-		if len(x) > len(long) {
-			long = x
-		}
-	}
-	best := map[string]float64{}
-	for range rounds {
-		for format, r := range runners {
-			r.decode, r.decoded = 0, 0
-			if err := r.generate(long, n, func(_ int, logits []float32) int32 { return argmax(logits) }); err != nil {
-				return nil, err
-			}
-			best[format] = max(best[format], r.decodeTPS())
-		}
+	best, err := kvDecodeSpeeds(engines, ids, n, rounds)
+	if err != nil {
+		return nil, err
 	}
 	speed := func(format string) kvSpeed {
 		fm, err := kv.LookupFormat(format)
 		if err != nil { // state-bf16: f32 pages
 			fm = kv.F32
 		}
-		return kvSpeed{BytesPerToken: kv.BytesPerToken(fm, layers, kvDim),
-			TokensPerGiB: kv.CapacityTokens(1<<30, fm, layers, kvDim, 1), DecodeTPS: best[format]}
+		return kvSpeed{BytesPerToken: kv.BytesPerToken(fm, info.KVLayers, info.KVDim),
+			TokensPerGiB: kv.CapacityTokens(1<<30, fm, info.KVLayers, info.KVDim, 1), DecodeTPS: best[format]}
 	}
 	rep.F32 = speed(kv.F32.Name)
 	for i := range rep.Formats {
@@ -386,162 +306,109 @@ func kvEval(model string, formats []string, prompts []golden.Prompt, n, threads,
 	return rep, nil
 }
 
-// forwardNode returns the model.forward node of the plain graph, bound to f.
-func forwardNode(f *weights.File) (node.DeviceNode, error) {
-	p, err := instance.LoadPlan("plain", node.Default, nil)
-	if err != nil {
-		return nil, err
-	}
-	for _, st := range p.Steps {
-		dn, ok := st.Node.(node.DeviceNode)
-		if _, shaped := st.Node.(exec.KVShaper); !ok || !shaped {
-			continue
+// kvCompare teacher-forces every prompt's f32 greedy tokens (refs) through
+// in, whose KV cache is stored in format, and compares each position's
+// logits with f32's.
+func kvCompare(in *instance.Instance, format string, prompts []golden.Prompt, ids [][]int32, refs [][]engine.Event) (kvFormatReport, error) {
+	fr := kvFormatReport{Format: format}
+	for i, p := range prompts {
+		force := make([]int32, len(refs[i]))
+		for pos, ev := range refs[i] {
+			force[pos] = ev.Token
 		}
-		if b, ok := st.Node.(exec.Binder); ok {
-			if err := b.Bind(f); err != nil {
+		evs, _, err := kvGenerate(in, engine.Request{Prompt: ids[i], MaxTokens: len(force), Force: force, Logits: true, TopLogits: 1})
+		if err != nil {
+			return fr, fmt.Errorf("prompt %s (%s): %w", p.ID, format, err)
+		}
+		c := kvCaseReport{ID: p.ID}
+		for pos, ev := range evs {
+			c.Stats.add(pos, force[pos], ev.Top[0].ID, refs[i][pos].Logits, ev.Logits)
+		}
+		if d := c.Stats.FirstDiv; d >= 0 {
+			top := refs[i][d].Top
+			c.RefMargin = float64(top[0].Logit) - float64(top[1].Logit)
+		}
+		fr.Stats.merge(c.Stats)
+		fr.Cases = append(fr.Cases, c)
+	}
+	return fr, nil
+}
+
+// kvDecodeSpeeds runs rounds of the longest prompt through every engine in
+// turn, keeping each format's fastest decode (tokens per second after the
+// first token), so that load from other processes affects all formats
+// alike (0 rounds: no speeds).
+func kvDecodeSpeeds(engines map[string]*instance.Instance, ids [][]int32, n, rounds int) (map[string]float64, error) {
+	long := ids[0]
+	for _, x := range ids {
+		if len(x) > len(long) {
+			long = x
+		}
+	}
+	best := map[string]float64{}
+	for range rounds {
+		for format, in := range engines {
+			_, st, err := kvGenerate(in, engine.Request{Prompt: long, MaxTokens: n})
+			if err != nil {
 				return nil, err
 			}
+			if decoded := st.GeneratedTokens - 1; decoded > 0 {
+				best[format] = max(best[format], float64(decoded)/st.Decode.Seconds())
+			}
 		}
-		return dn, nil
 	}
-	return nil, errors.New("the plain graph has no model.forward step")
+	return best, nil
 }
 
-// kvRunner decodes one sequence at a time on its own CPU backend, whose KV
-// cache is stored in one format, returning the full logits of every
-// generated position (the engine only hands out sampled tokens).
-type kvRunner struct {
-	file    *weights.File
-	fwd     node.DeviceNode
-	be      exec.Backend
-	table   []int32                 // the one sequence's blocks: 0, 1, 2 ...
-	execs   map[int]exec.Executable // by step rows
-	decode  time.Duration           // time running one-row (decode) steps
-	decoded int
-	// stateful: the model keeps recurrent state (a hybrid model), in slot 0.
-	stateful bool
+// kvFormatGraph is the embedded graph that stores the KV cache (or, for
+// state-bf16, the recurrent state) in format.
+func kvFormatGraph(format string) string {
+	switch format {
+	case kv.F32.Name:
+		return "plain"
+	case stateBF16:
+		return stateBF16
+	}
+	return "kv-" + format
 }
 
-func newKVRunner(f *weights.File, fwd node.DeviceNode, format string, layers, kvDim, maxTokens, threads int) (*kvRunner, error) {
-	be, err := exec.New("cpu", exec.Options{Threads: threads})
+// openKVEngine starts the model with its KV cache in format, for one
+// sequence at a time and without a prefix cache (every run computes its
+// prompt), on a CPU backend of its own.
+func openKVEngine(model, format string, threads int) (*instance.Instance, error) {
+	in, err := instance.Open(instance.Options{Model: model, Graph: kvFormatGraph(format), Threads: threads, MaxRunning: 1, Mmap: true, NoPrefixCache: true})
 	if err != nil {
 		return nil, err
 	}
-	const blockTokens = 16
-	blocks := (maxTokens + blockTokens - 1) / blockTokens
-	r := &kvRunner{file: f, fwd: fwd, be: be, execs: map[int]exec.Executable{}, table: make([]int32, blocks)}
-	for i := range r.table {
-		r.table[i] = int32(i)
-	}
-	if err := be.Load(f); err != nil {
-		be.Close()
-		return nil, err
-	}
-	layout := exec.KVLayout{Layers: layers, KVDim: kvDim, BlockTokens: blockTokens, Blocks: blocks, DType: format}
-	if format == stateBF16 {
-		layout.DType = kv.F32.Name
-	}
-	if s, ok := fwd.(exec.StateShaper); ok && s.StateShape().Layers() > 0 {
-		// A hybrid model: one recurrent state slot for the one sequence.
-		layout.State = s.StateShape()
-		layout.State.Slots = 1
-		if format == stateBF16 {
-			layout.State.DType = "bf16"
-		}
-		r.stateful = true
-	} else if format == stateBF16 {
-		be.Close()
+	if format == stateBF16 && in.Engine.Model().State.Layers() == 0 {
+		in.Close()
 		return nil, fmt.Errorf("--kv %s: the model keeps no recurrent state", stateBF16)
 	}
-	if err := be.Reserve(layout); err != nil {
-		be.Close()
-		return nil, err
-	}
-	return r, nil
+	return in, nil
 }
 
-func (r *kvRunner) close() {
-	for _, x := range r.execs {
-		x.Close()
-	}
-	r.be.Close()
-}
-
-func (r *kvRunner) decodeTPS() float64 {
-	if r.decoded == 0 {
-		return 0
-	}
-	return float64(r.decoded) / r.decode.Seconds()
-}
-
-// generate prefills prompt, then produces n positions: at each it calls
-// next with the position (0..n-1) and its [vocab] logits (valid only during
-// the call), and feeds the token next returns. Positions are decoded one
-// token per step, as the engine does.
-func (r *kvRunner) generate(prompt []int32, n int, next func(pos int, logits []float32) int32) error {
-	logits, err := r.step(prompt, 0)
+// kvGenerate runs r to its length limit on in and returns its token events
+// and statistics.
+func kvGenerate(in *instance.Instance, r engine.Request) ([]engine.Event, engine.Stats, error) {
+	ch, err := in.Engine.Submit(context.Background(), r)
 	if err != nil {
-		return err
+		return nil, engine.Stats{}, err
 	}
-	for pos := 0; pos < n; pos++ {
-		t := next(pos, logits)
-		if pos == n-1 {
-			break
+	var evs []engine.Event
+	for ev := range ch {
+		if !ev.Done {
+			evs = append(evs, ev)
+			continue
 		}
-		if logits, err = r.step([]int32{t}, len(prompt)+pos); err != nil {
-			return err
+		if ev.Err != nil {
+			return nil, ev.Stats, ev.Err
 		}
-	}
-	return nil
-}
-
-// step runs tokens at positions start.. and returns the logits of the last
-// row. One-row steps (decode) are timed, not counting their first-time Prepare.
-func (r *kvRunner) step(tokens []int32, start int) ([]float32, error) {
-	x, ok := r.execs[len(tokens)]
-	if !ok {
-		b := tensor.NewBuilder(func(name string) (tensor.DType, int, int, bool) {
-			t, err := r.file.Tensor(name)
-			if err != nil {
-				return 0, 0, 0, false
-			}
-			return t.DType, t.Rows(), t.RowLen(), true
-		})
-		in := map[string]tensor.Tensor{"tokens": b.Input(node.BindTokens, len(tokens)), "positions": b.Input(node.BindPositions, len(tokens))}
-		b.Input(node.BindLogitRows, 1)
-		out, err := r.fwd.Record(b, in)
-		if err != nil {
-			return nil, err
+		if ev.Finish != engine.FinishLength {
+			return nil, ev.Stats, fmt.Errorf("stopped after %d of %d tokens (%s)", len(evs), r.MaxTokens, ev.Finish)
 		}
-		b.Output("logits", out["logits"])
-		g, err := b.Finish()
-		if err != nil {
-			return nil, err
-		}
-		if x, err = r.be.Prepare(g); err != nil {
-			return nil, err
-		}
-		r.execs[len(tokens)] = x
+		return evs, ev.Stats, nil
 	}
-	pos := make([]int32, len(tokens))
-	for i := range pos {
-		pos[i] = int32(start + i)
-	}
-	batch := &exec.Batch{Tokens: tokens, Positions: pos, RowSeq: make([]int32, len(tokens)),
-		Tables: [][]int32{r.table}, LogitRows: []int32{int32(len(tokens) - 1)}}
-	if r.stateful {
-		batch.StateSlots = []int32{0} // reset at position 0, as the stateful ops do
-	}
-	started := time.Now()
-	if err := x.Run(context.Background(), batch); err != nil {
-		return nil, err
-	}
-	if len(tokens) == 1 {
-		r.decode += time.Since(started)
-		r.decoded++
-	}
-	data, _, _, err := x.Output("logits")
-	return data, err
+	return nil, engine.Stats{}, errors.New("the engine closed the request's events without a final one")
 }
 
 func printKVEval(w io.Writer, rep *kvEvalReport) {

@@ -85,3 +85,48 @@ func TestGreedyStepsCopyBackIDs(t *testing.T) {
 		t.Errorf("a logprobs request: %d logits copies, ids %v want %v", logitsCopies.Load(), res.IDs, want[0][:4])
 	}
 }
+
+// A request that asks for logit rows gets each position's whole row, the
+// one its token was chosen from (greedy: the row's first largest; the
+// same row kv-eval compares), even on a backend that reduces greedy steps
+// to ids on the device; a forced request gets the rows of the forced
+// tokens' positions, the same as a free run that chose them.
+func TestLogitRows(t *testing.T) {
+	in := open(t, instance.Options{Model: modelPath(t, "tiny-qwen3-f32.gguf"), Threads: 2, Backend: "cpu-argmax", NoPrefixCache: true})
+	prompt := []int32{1, 2, 3}
+	rows := func(r engine.Request) (ids []int32, rows [][]float32) {
+		ch, err := in.Engine.Submit(t.Context(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ev := range ch {
+			if !ev.Done {
+				ids, rows = append(ids, ev.Token), append(rows, ev.Logits)
+			}
+		}
+		return ids, rows
+	}
+	logitsCopies.Store(0)
+	ids, free := rows(engine.Request{Prompt: prompt, MaxTokens: 6, Logits: true})
+	if logitsCopies.Load() == 0 {
+		t.Error("a logits request's greedy steps copied no logits back")
+	}
+	for i, row := range free {
+		best := 0
+		for j, v := range row {
+			if v > row[best] {
+				best = j
+			}
+		}
+		if len(row) != in.Engine.Vocab() || int32(best) != ids[i] {
+			t.Fatalf("position %d: %d logits with argmax %d, token %d; want %d logits", i, len(row), best, ids[i], in.Engine.Vocab())
+		}
+	}
+	forcedIDs, forced := rows(engine.Request{Prompt: prompt, MaxTokens: len(ids), Force: ids, Logits: true})
+	if diff := cmp.Diff(free, forced); diff != "" || !cmp.Equal(ids, forcedIDs) {
+		t.Errorf("forced ids %v, want %v; rows (-free +forced):\n%s", forcedIDs, ids, diff)
+	}
+	if _, none := rows(engine.Request{Prompt: prompt, MaxTokens: 2}); none[0] != nil || none[1] != nil {
+		t.Error("a request that asks for no logits got rows")
+	}
+}

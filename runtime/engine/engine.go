@@ -82,6 +82,11 @@ type Request struct {
 	TopLogits int
 	// Logprobs asks for Event.Logprob and Event.LogZ on every token event.
 	Logprobs bool
+	// Logits asks for each generated position's whole raw logit row (the
+	// logits the token was chosen from, before penalties and sampling
+	// filters) in Event.Logits: what a caller comparing two runs' logits
+	// needs (ninfer kv-eval).
+	Logits bool
 	// Tag is carried, untouched, into StepInfo.Tags of the steps that
 	// advance this request (e.g. its trace span context).
 	Tag any
@@ -124,10 +129,13 @@ type Event struct {
 	// Request.Logprobs or Request.TopLogits asks, else 0.
 	Logprob float32
 	LogZ    float32
-	Done    bool
-	Finish  string
-	Err     error
-	Stats   Stats // filled on the final event
+	// Logits is the position's raw logit row, [vocab], when Request.Logits
+	// asks (a copy the receiver owns), else nil.
+	Logits []float32
+	Done   bool
+	Finish string
+	Err    error
+	Stats  Stats // filled on the final event
 	// Embedding is an Embed request's embedding, on its final event.
 	Embedding []float32
 }
@@ -205,6 +213,7 @@ type Engine struct {
 	state          exec.StateLayout
 	prefixCacheOff string
 	kvBlockBytes   int64
+	model          ModelInfo
 }
 
 // inflight is a submitted request with what the engine keeps of it.
@@ -241,6 +250,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.model = ModelInfo{KVLayers: shape.Layers, KVDim: shape.KVDim, State: shape.State}
 	snapshots, err := e.stateSnapshots(shape.State)
 	if err != nil {
 		return nil, err
@@ -405,6 +415,20 @@ type KVUsage = executor.KVUsage
 // besides the target (by alias; empty when there are none). Like KVBlocks
 // it is a snapshot, safe to call from any goroutine.
 func (e *Engine) ModelKVBlocks() map[string]KVUsage { return e.x.ModelKVBlocks() }
+
+// ModelInfo is what the engine reads of its model once, at New: the
+// cache shapes the plan's nodes declare for the target.
+type ModelInfo struct {
+	// KVLayers are the target's layers that keep K and V, KVDim the width
+	// of one token's K (or V) row in one of them.
+	KVLayers, KVDim int
+	// State is a hybrid model's recurrent state (Layers() == 0 without
+	// one); Slots and DType are the engine's.
+	State exec.StateLayout
+}
+
+// Model is the model's info (ModelInfo).
+func (e *Engine) Model() ModelInfo { return e.model }
 
 // Vocab is the model's vocabulary size.
 func (e *Engine) Vocab() int { return e.vocab }

@@ -170,7 +170,7 @@ func (e *Engine) greedyStep(hc *node.HostContext) bool {
 		}
 	}
 	for _, r := range e.reqs {
-		if r.seq.KV.Blocks != nil && (r.Logprobs || r.TopLogits > 0) {
+		if r.seq.KV.Blocks != nil && r.readsLogits() {
 			return false
 		}
 	}
@@ -297,8 +297,11 @@ func (e *Engine) emit(s *step, out executor.Result, outcomes []sched.Outcome) er
 		}
 		for j, tok := range o.Tokens {
 			ev := Event{Token: tok}
-			if (r.TopLogits > 0 || r.Logprobs) && out.Logits.Rows > 0 {
+			if r.readsLogits() && out.Logits.Rows > 0 {
 				row := out.Logits.Row(first[i] + j)
+				if r.Logits {
+					ev.Logits = slices.Clone(row)
+				}
 				if r.TopLogits > 0 {
 					ev.Top = topLogits(row, r.TopLogits)
 				}
@@ -316,6 +319,11 @@ func (e *Engine) emit(s *step, out executor.Result, outcomes []sched.Outcome) er
 	}
 	return nil
 }
+
+// readsLogits reports whether r's events carry anything of its logit
+// rows (top logits, logprobs, whole rows), so that its steps read rows back
+// rather than argmax ids.
+func (r *Request) readsLogits() bool { return r.TopLogits > 0 || r.Logprobs || r.Logits }
 
 // emitEmbedding finishes embedding request r with its prompt's embedding:
 // the hidden row of its last prompt token (the step's first logit row of
