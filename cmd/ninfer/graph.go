@@ -13,7 +13,7 @@ import (
 
 	"github.com/ninfer/ninfer-go/graphs"
 	"github.com/ninfer/ninfer-go/nodes/model"
-	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/executor"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/graphdef/hint"
 	"github.com/ninfer/ninfer-go/runtime/instance"
@@ -24,73 +24,55 @@ import (
 )
 
 // checkOnModel reports what plan p (compiled from the graph at path) cannot
-// do on the model file at modelPath: on a model with recurrent state (a
-// hybrid model), a step that drafts with the target's own layers would
-// advance that state (exec.StateRollbacker), and a node that runs a head
-// of the target (an MTP block) needs the file to have one; each error is
-// positioned at the node in the graph file, as the compiler's are.
+// do on the model file at modelPath, as the engine would refuse it
+// (executor.BindTarget): on a model with recurrent state (a hybrid model),
+// a loop that drafts with the target's own layers would advance that
+// state, and a node that runs a head of the target (an MTP block) needs
+// the file to have one; each error about a step is positioned at its node
+// in the graph file, as the compiler's are.
 func checkOnModel(path string, p *plan.Plan, modelPath string) error {
-	if err := bindPlan(p, modelPath, path); err != nil {
-		return err
-	}
-	var errs []error
-	stateful := false
-	for _, st := range targetSteps(p) {
-		if s, ok := st.Node.(exec.StateShaper); ok && s.StateShape().Layers() > 0 {
-			stateful = true
-		}
-	}
-	if !stateful {
-		return errors.Join(errs...)
-	}
-	for _, st := range p.Steps {
-		if r, ok := st.Node.(exec.StateRollbacker); ok && r.DraftsWithTargetState() {
-			errs = append(errs, fmt.Errorf("%s: node %s (%s) drafts with the target's own layers, which would advance the recurrent state of %s (a hybrid model): use a proposer that does not run the target (ngram, draft)",
-				nodePos(path, st.ID), st.ID, st.Op, filepath.Base(modelPath)))
-		}
-	}
-	return errors.Join(errs...)
+	_, err := bindTarget(p, modelPath, path)
+	return err
 }
 
-// bindPlan binds p's steps to the model file at modelPath (exec.Binder),
-// as the engine does when it loads the plan, but for the body steps of
-// loops over another model; each error names the step's position in the
-// graph file at path (a node that runs a head of the target, model.mtp,
-// needs the file to have one).
-func bindPlan(p *plan.Plan, modelPath, path string) error {
+// bindTarget binds p's target steps to the model file at modelPath
+// (executor.BindTarget) and returns the cache shape they need.
+func bindTarget(p *plan.Plan, modelPath, path string) (executor.Shape, error) {
 	f, err := weights.Open(modelPath)
 	if err != nil {
-		return err
+		return executor.Shape{}, err
 	}
 	defer f.Close()
-	var errs []error
-	for _, st := range targetSteps(p) {
-		if b, ok := st.Node.(exec.Binder); ok {
-			if err := b.Bind(f); err != nil {
-				errs = append(errs, fmt.Errorf("%s: node %s (%s) cannot run on %s: %w", nodePos(path, st.ID), st.ID, st.Op, filepath.Base(modelPath), err))
-			}
-		}
+	shape, err := executor.BindTarget(p, f)
+	if err == nil {
+		return shape, nil
 	}
-	return errors.Join(errs...)
+	var errs []error
+	for _, err := range unjoin(err) {
+		var se *executor.StepError
+		if errors.As(err, &se) {
+			err = fmt.Errorf("%s: node %s (%s) %w", nodePos(path, se.Step), se.Step, se.Op, se.Err)
+		} else {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+		errs = append(errs, err)
+	}
+	return shape, errors.Join(errs...)
 }
 
-// targetSteps are p's steps and the body steps of its loops over the
-// target: the steps that run the target model.
-func targetSteps(p *plan.Plan) []*plan.Step {
-	var out []*plan.Step
-	for _, st := range p.AllSteps() {
-		if st.Placement != node.Device || plan.StepModel(st) == node.Target {
-			out = append(out, st)
-		}
+// unjoin is the errors errors.Join joined into err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
 	}
-	return out
+	return []error{err}
 }
 
 // cacheGroups describes the caches p keeps on the model at modelPath: the
 // paged KV group of the layers that attend and, for a hybrid model, the
 // recurrent state group (per-sequence slots), with their sizes.
 func cacheGroups(p *plan.Plan, modelPath string) (string, error) {
-	if err := bindPlan(p, modelPath, p.File); err != nil {
+	if _, err := bindTarget(p, modelPath, p.File); err != nil {
 		return "", err
 	}
 	f, err := kv.LookupFormat(p.Policy.KVDType)
@@ -99,7 +81,7 @@ func cacheGroups(p *plan.Plan, modelPath string) (string, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cache groups on %s:\n", filepath.Base(modelPath))
-	for _, st := range targetSteps(p) {
+	for _, st := range executor.TargetSteps(p) {
 		if m, ok := st.Node.(*model.MTP); ok {
 			layers, kvDim := m.KVShape()
 			fmt.Fprintf(&b, "  kv (paged, step %s: the MTP block's attention): KV layer %d, after the trunk's, on each sequence's block table, kv dim %d, %s, %d bytes per token\n",

@@ -251,10 +251,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.model = ModelInfo{KVLayers: shape.Layers, KVDim: shape.KVDim, State: shape.State}
-	snapshots, err := e.stateSnapshots(shape.State)
-	if err != nil {
-		return nil, err
-	}
+	snapshots := e.stateSnapshots(shape.State)
 	if e.context, err = contextLength(cfg); err != nil {
 		return nil, err
 	}
@@ -303,18 +300,13 @@ func contextLength(cfg Config) (int, error) {
 // stateSnapshots is how many snapshot slots each sequence of a model with
 // recurrent state needs besides its own: a verify step writes the state
 // after each of its 1+k rows into one, and commit keeps the last accepted
-// row's. A plan that drafts with the target's own layers cannot speculate
-// on such a model.
-func (e *Engine) stateSnapshots(state exec.StateLayout) (int, error) {
+// row's. (executor.BindTarget refuses a plan that drafts with the target's
+// own layers on such a model.)
+func (e *Engine) stateSnapshots(state exec.StateLayout) int {
 	if state.Layers() == 0 || e.draftK == 0 {
-		return 0, nil
+		return 0
 	}
-	for _, st := range e.plan.Steps {
-		if r, ok := st.Node.(exec.StateRollbacker); ok && r.DraftsWithTargetState() {
-			return 0, fmt.Errorf("engine: step %s (%s) drafts with the target's own layers, which would advance the model's recurrent state (a hybrid model): use a proposer that does not run the target (ngram, draft)", st.ID, st.Op)
-		}
-	}
-	return e.draftK + 1, nil
+	return e.draftK + 1
 }
 
 // sizeCaches sizes the recurrent state slots (first: one per running

@@ -113,13 +113,6 @@ func (b *Batch) StateRows() (read, write []int32) {
 	return read, write
 }
 
-// StateRollbacker is implemented by nodes that draft with the target's own
-// layers (a draft loop over the target): on a model with recurrent state their
-// drafting would advance the state, so the engine refuses such a plan.
-type StateRollbacker interface {
-	DraftsWithTargetState() bool
-}
-
 // Inputs returns the named int32 bindings the recorded graph may declare.
 func (b *Batch) Inputs() map[string][]int32 {
 	return map[string][]int32{node.BindTokens: b.Tokens, node.BindPositions: b.Positions, node.BindLogitRows: b.LogitRows}

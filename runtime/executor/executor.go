@@ -77,21 +77,17 @@ func New(cfg Config) (*Executor, Shape, error) {
 	x := &Executor{cfg: cfg, plan: p, backend: cfg.Backend, planHash: p.Hash(), execs: map[execKey]exec.Executable{},
 		models: map[string]*modelDevice{}, modelLoops: map[string]*modelLoop{}, loopHidden: map[string]loopWidths{},
 		seqs: map[uint64]*seqValues{}, stepCarry: map[string]carryRows{}}
-	drafting, err := x.bindModelLoops()
+	shape, err := BindTarget(p, cfg.Model)
 	if err != nil {
+		return nil, Shape{}, fmt.Errorf("engine: %w", err)
+	}
+	if err := x.bindModelLoops(); err != nil {
 		return nil, Shape{}, err
 	}
-	var shape Shape
-	for _, st := range p.AllSteps() {
-		if drafting[st] {
-			continue
-		}
-		if err := x.bindStep(st, &shape); err != nil {
+	for _, st := range TargetSteps(p) {
+		if err := x.bindRunner(st); err != nil {
 			return nil, Shape{}, err
 		}
-	}
-	if shape.Layers == 0 {
-		return nil, Shape{}, errors.New("engine: the plan has no step that owns a KV cache (model.forward)")
 	}
 	if err := x.resolveLoopHidden(); err != nil {
 		return nil, Shape{}, err
@@ -100,39 +96,30 @@ func New(cfg Config) (*Executor, Shape, error) {
 }
 
 // bindModelLoops binds the plan's draft loops over a model of their own
-// to it, and returns their body steps (bound with them).
-func (x *Executor) bindModelLoops() (map[*plan.Step]bool, error) {
-	drafting := map[*plan.Step]bool{}
+// to it (with their body steps).
+func (x *Executor) bindModelLoops() error {
 	for _, st := range x.plan.Steps {
 		l, ok := st.Node.(*plan.Loop)
 		if ok && l.Block && l.Model == node.Target {
-			return nil, fmt.Errorf("engine: block loop %s runs the target: a block drafter runs a model of its own (its model param)", st.ID)
+			return fmt.Errorf("engine: block loop %s runs the target: a block drafter runs a model of its own (its model param)", st.ID)
 		}
 		if ok && l.Model != node.Target {
 			ml := &modelLoop{step: st.ID, loop: l}
 			mb, err := bindModel(x.cfg, st, ml)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			x.binders = append(x.binders, mb)
 			x.releasers = append(x.releasers, ml)
 			x.modelLoops[st.ID] = ml
-			for _, bs := range l.Steps {
-				drafting[bs] = true
-			}
 		}
 	}
-	return drafting, nil
+	return nil
 }
 
-// bindStep binds step st to the target (or the model it runs) and adds
-// the caches it owns to shape.
-func (x *Executor) bindStep(st *plan.Step, shape *Shape) error {
-	if b, ok := st.Node.(exec.Binder); ok {
-		if err := b.Bind(x.cfg.Model); err != nil {
-			return fmt.Errorf("engine: bind %s (%s): %w", st.ID, st.Op, err)
-		}
-	}
+// bindRunner binds target step st, when it runs a model of its own, to
+// that model, and keeps it if it is told when a sequence ends.
+func (x *Executor) bindRunner(st *plan.Step) error {
 	if b, ok := st.Node.(exec.ModelBinder); ok {
 		mb, err := bindModel(x.cfg, st, b)
 		if err != nil {
@@ -142,16 +129,6 @@ func (x *Executor) bindStep(st *plan.Step, shape *Shape) error {
 	}
 	if r, ok := st.Node.(exec.SeqReleaser); ok {
 		x.releasers = append(x.releasers, r)
-	}
-	if s, ok := st.Node.(exec.StateShaper); ok && s.StateShape().Layers() > 0 {
-		shape.State = s.StateShape()
-	}
-	if s, ok := st.Node.(exec.KVShaper); ok {
-		l, d := s.KVShape()
-		if shape.Layers != 0 && d != shape.KVDim {
-			return fmt.Errorf("engine: step %s wants kv %dx%d, another step %dx%d", st.ID, l, d, shape.Layers, shape.KVDim)
-		}
-		shape.Layers, shape.KVDim = max(shape.Layers, l), d
 	}
 	return nil
 }

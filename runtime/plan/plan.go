@@ -277,8 +277,8 @@ func (l *Loop) DraftTokens() int { return l.Repeat }
 // DraftsWithTargetState reports whether the body runs a device step that
 // runs the target's own layers (node.Info.RecurrentState: model.forward
 // over the target), which on a model with recurrent state would advance it
-// (exec.StateRollbacker). A head with layers of its own (model.mtp) and a
-// draft model leave it alone.
+// (executor.BindTarget refuses such a plan there). A head with layers of
+// its own (model.mtp) and a draft model leave it alone.
 func (l *Loop) DraftsWithTargetState() bool {
 	return l.Model == node.Target && slices.ContainsFunc(l.Steps, func(s *Step) bool {
 		return s.Placement == node.Device && s.Node != nil && s.Spec.Info.RecurrentState
