@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ninfer/ninfer-go/httpfront/wire"
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/request"
 	"github.com/ninfer/ninfer-go/runtime/tok"
@@ -530,45 +531,11 @@ func (j *job) collect() ([]*choiceResult, *Error) {
 	return res, nil
 }
 
-// timings are llama.cpp's per-response timings.
-type timings struct {
-	// CacheN is how many prompt tokens came from the prefix cache (their
-	// prefill was skipped); PromptN counts the rest, as llama-server does.
-	CacheN              int     `json:"cache_n"`
-	PromptN             int     `json:"prompt_n"`
-	PromptMS            float64 `json:"prompt_ms"`
-	PromptPerTokenMS    float64 `json:"prompt_per_token_ms"`
-	PromptPerSecond     float64 `json:"prompt_per_second"`
-	PredictedN          int     `json:"predicted_n"`
-	PredictedMS         float64 `json:"predicted_ms"`
-	PredictedPerTokenMS float64 `json:"predicted_per_token_ms"`
-	PredictedPerSecond  float64 `json:"predicted_per_second"`
-	// DraftN and DraftNAccepted are llama.cpp's speculative counts (draft
-	// tokens verified, and accepted), summed over choices; absent when the
-	// engine's graph does not speculate.
-	DraftN         *int `json:"draft_n,omitempty"`
-	DraftNAccepted *int `json:"draft_n_accepted,omitempty"`
-}
-
-// usage is OpenAI's token accounting.
-type usage struct {
-	PromptTokens        int                 `json:"prompt_tokens"`
-	CompletionTokens    int                 `json:"completion_tokens"`
-	TotalTokens         int                 `json:"total_tokens"`
-	PromptTokensDetails promptTokensDetails `json:"prompt_tokens_details"`
-}
-
-// promptTokensDetails is OpenAI's breakdown of the prompt tokens:
-// CachedTokens came from the prefix cache.
-type promptTokensDetails struct {
-	CachedTokens int `json:"cached_tokens"`
-}
-
 // account sums the choices' stats (stats[i] is choice i's: prompt i/n):
 // prompts count once, with the most cached tokens any of their choices
 // had; completions per choice; timings take the slowest choice's phases.
-func (j *job) account(stats []engine.Stats) (usage, timings) {
-	var u usage
+func (j *job) account(stats []engine.Stats) (wire.Usage, wire.Timings) {
+	u := wire.Usage{PromptTokensDetails: &wire.PromptTokensDetails{}}
 	for _, p := range j.prompts {
 		u.PromptTokens += len(p)
 	}
@@ -586,7 +553,7 @@ func (j *job) account(stats []engine.Stats) (usage, timings) {
 		u.PromptTokensDetails.CachedTokens += c
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	t := timings{CacheN: u.PromptTokensDetails.CachedTokens, PromptN: u.PromptTokens - u.PromptTokensDetails.CachedTokens,
+	t := wire.Timings{CacheN: u.PromptTokensDetails.CachedTokens, PromptN: u.PromptTokens - u.PromptTokensDetails.CachedTokens,
 		PromptMS: ms(prompt), PredictedN: u.CompletionTokens, PredictedMS: ms(predicted)}
 	t.PromptPerTokenMS, t.PromptPerSecond = rates(t.PromptN, t.PromptMS)
 	t.PredictedPerTokenMS, t.PredictedPerSecond = rates(t.PredictedN, t.PredictedMS)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/ninfer/ninfer-go/httpfront/wire"
 	"github.com/ninfer/ninfer-go/runtime/engine"
 )
 
@@ -389,7 +390,7 @@ type llamaCompletionDoc struct {
 	StopType           string        `json:"stop_type"` // "eos", "limit" or "word"
 	StoppingWord       string        `json:"stopping_word"`
 	TokensCached       int           `json:"tokens_cached"` // prompt tokens the prefix cache held
-	Timings            timings       `json:"timings"`
+	Timings            wire.Timings  `json:"timings"`
 }
 
 // llamaChunk is one streamed /completion event before the last.

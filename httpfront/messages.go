@@ -157,7 +157,7 @@ func (a *messagesAnswer) rename(e *Error) *Error { return renameFields(e, nil, m
 // usage is the Anthropic usage of a finished choice.
 func (a *messagesAnswer) usage(j *job, st engine.Stats) messagesUsage {
 	u, _ := j.account([]engine.Stats{st})
-	cached := u.PromptTokensDetails.CachedTokens
+	cached := u.Cached()
 	return messagesUsage{InputTokens: u.PromptTokens - cached, CacheReadInputTokens: cached, OutputTokens: u.CompletionTokens}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ninfer/ninfer-go/httpfront/wire"
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/tok"
 )
@@ -23,14 +24,14 @@ type response struct {
 // Chat completion documents, as OpenAI's API reference gives them.
 type (
 	chatCompletion struct {
-		ID                string       `json:"id"`
-		Object            string       `json:"object"`
-		Created           int64        `json:"created"`
-		Model             string       `json:"model"`
-		SystemFingerprint string       `json:"system_fingerprint"`
-		Choices           []chatChoice `json:"choices"`
-		Usage             *usage       `json:"usage"`
-		Timings           *timings     `json:"timings,omitempty"`
+		ID                string        `json:"id"`
+		Object            string        `json:"object"`
+		Created           int64         `json:"created"`
+		Model             string        `json:"model"`
+		SystemFingerprint string        `json:"system_fingerprint"`
+		Choices           []chatChoice  `json:"choices"`
+		Usage             *wire.Usage   `json:"usage"`
+		Timings           *wire.Timings `json:"timings,omitempty"`
 	}
 	chatChoice struct {
 		Index        int           `json:"index"`
@@ -68,14 +69,14 @@ type (
 // Text completion documents (the legacy completions API).
 type (
 	textCompletion struct {
-		ID                string       `json:"id"`
-		Object            string       `json:"object"`
-		Created           int64        `json:"created"`
-		Model             string       `json:"model"`
-		SystemFingerprint string       `json:"system_fingerprint"`
-		Choices           []textChoice `json:"choices"`
-		Usage             *usage       `json:"usage"`
-		Timings           *timings     `json:"timings,omitempty"`
+		ID                string        `json:"id"`
+		Object            string        `json:"object"`
+		Created           int64         `json:"created"`
+		Model             string        `json:"model"`
+		SystemFingerprint string        `json:"system_fingerprint"`
+		Choices           []textChoice  `json:"choices"`
+		Usage             *wire.Usage   `json:"usage"`
+		Timings           *wire.Timings `json:"timings,omitempty"`
 	}
 	textChoice struct {
 		Index        int           `json:"index"`
@@ -264,7 +265,7 @@ func (r *response) stream(w *bufio.Writer, j *job) bool {
 			j.leave()
 		}
 	}()
-	var u *usage // null in every chunk when usage is asked for, absent otherwise
+	var u *wire.Usage // null in every chunk when usage is asked for, absent otherwise
 	offsets := make([]int, j.choices)
 	stats := make([]engine.Stats, j.choices)
 	pipes := make([]*chatPipe, j.choices)
@@ -326,7 +327,7 @@ func (r *response) stream(w *bufio.Writer, j *job) bool {
 		if pipes[d.index].calls > 0 && finish == "stop" {
 			finish = "tool_calls"
 		}
-		var t *timings // on the last finish chunk when no usage chunk follows
+		var t *wire.Timings // on the last finish chunk when no usage chunk follows
 		if j.finishes == j.choices && !j.p.IncludeUsage {
 			_, tt := j.account(stats)
 			t = &tt
@@ -397,7 +398,7 @@ func (p *chatPipe) push(d delta) (reasoning, content string, calls []toolDelta) 
 // content in one chunk, then the tool call deltas as OpenAI streams them
 // (deltaDocs). Text that may still be markup is held back; a final delta
 // flushes it.
-func (r *response) streamChat(out *sse, p *chatPipe, d delta, u *usage) bool {
+func (r *response) streamChat(out *sse, p *chatPipe, d delta, u *wire.Usage) bool {
 	reasoning, content, calls := p.push(d)
 	var lp *chatLogprobs
 	if d.logprobs != nil {
@@ -431,13 +432,13 @@ func (r *response) streamChat(out *sse, p *chatPipe, d delta, u *usage) bool {
 	return true
 }
 
-func (r *response) chatChunk(index int, d *chatMessage, lp *chatLogprobs, finish *string, u *usage) chatCompletion {
+func (r *response) chatChunk(index int, d *chatMessage, lp *chatLogprobs, finish *string, u *wire.Usage) chatCompletion {
 	return chatCompletion{ID: r.id, Object: "chat.completion.chunk", Created: r.created, Model: r.model,
 		SystemFingerprint: fingerprint, Usage: u,
 		Choices: []chatChoice{{Index: index, Delta: d, Logprobs: lp, FinishReason: finish}}}
 }
 
-func (r *response) textChunk(index int, text string, lp *textLogprobs, finish *string, u *usage) textCompletion {
+func (r *response) textChunk(index int, text string, lp *textLogprobs, finish *string, u *wire.Usage) textCompletion {
 	return textCompletion{ID: r.id, Object: "text_completion", Created: r.created, Model: r.model,
 		SystemFingerprint: fingerprint, Usage: u,
 		Choices: []textChoice{{Index: index, Text: text, Logprobs: lp, FinishReason: finish}}}

@@ -151,7 +151,7 @@ func (a *responsesAnswer) finish(j *job, b *outputBuilder, finish string, st eng
 	}
 	u, _ := j.account([]engine.Stats{st})
 	ru := &responseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
-	ru.InputTokensDetails.CachedTokens = u.PromptTokensDetails.CachedTokens
+	ru.InputTokensDetails.CachedTokens = u.Cached()
 	if b.reasoning.Len() > 0 {
 		ru.OutputTokensDetails.ReasoningTokens = min(len(a.m.Tokenizer.Encode(b.reasoning.String(), false, false)), u.CompletionTokens)
 	}

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/ninfer/ninfer-go/httpfront/wire"
 )
 
 // Sampling are the sampling parameters every request sends.
@@ -42,28 +44,6 @@ type Client struct {
 	HTTP     *http.Client
 }
 
-// ServerTimings are the server's llama.cpp-style timings block.
-type ServerTimings struct {
-	CacheN      int     `json:"cache_n"` // prompt tokens reused from the prefix cache
-	PromptN     int     `json:"prompt_n"`
-	PromptMS    float64 `json:"prompt_ms"`
-	PredictedN  int     `json:"predicted_n"`
-	PredictedMS float64 `json:"predicted_ms"`
-	// DraftN and DraftNAccepted are llama.cpp's speculative counts; nil
-	// when the server does not speculate.
-	DraftN         *int `json:"draft_n,omitempty"`
-	DraftNAccepted *int `json:"draft_n_accepted,omitempty"`
-}
-
-// Usage is OpenAI's token accounting.
-type Usage struct {
-	PromptTokens        int `json:"prompt_tokens"`
-	CompletionTokens    int `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details,omitempty"`
-}
-
 // Cached is the prompt tokens the server reports it reused from its
 // prefix cache: usage.prompt_tokens_details.cached_tokens, else the
 // timings' cache_n (llama-server reports only that); 0 when neither.
@@ -90,14 +70,14 @@ type Result struct {
 	// ITL are the gaps between successive token-bearing chunks.
 	ITL []float64 `json:"itl_s"`
 	// StreamedTokens counts the per-token logprob entries streamed.
-	StreamedTokens int            `json:"streamed_tokens"`
-	Chunks         int            `json:"chunks"` // token-bearing chunks
-	Usage          *Usage         `json:"usage"`
-	Timings        *ServerTimings `json:"timings"`
-	Finish         string         `json:"finish_reason"`
-	Text           string         `json:"text"`
-	Status         int            `json:"http_status"`
-	Error          string         `json:"error,omitempty"`
+	StreamedTokens int           `json:"streamed_tokens"`
+	Chunks         int           `json:"chunks"` // token-bearing chunks
+	Usage          *wire.Usage   `json:"usage"`
+	Timings        *wire.Timings `json:"timings"`
+	Finish         string        `json:"finish_reason"`
+	Text           string        `json:"text"`
+	Status         int           `json:"http_status"`
+	Error          string        `json:"error,omitempty"`
 	// Labels name the checks this request failed (see Check).
 	Labels []string `json:"labels"`
 }
@@ -150,8 +130,8 @@ type chunk struct {
 		} `json:"logprobs"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage   *Usage         `json:"usage"`
-	Timings *ServerTimings `json:"timings"`
+	Usage   *wire.Usage   `json:"usage"`
+	Timings *wire.Timings `json:"timings"`
 	Error   *struct {
 		Message string `json:"message"`
 	} `json:"error"`

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/ninfer/ninfer-go/httpfront/wire"
 	"github.com/ninfer/ninfer-go/suites/bench"
 )
 
@@ -203,8 +204,8 @@ func TestSendRecordsFailures(t *testing.T) {
 
 func TestChecks(t *testing.T) {
 	ok := func() Result {
-		return Result{Request: Request{MaxTokens: 8}, StreamedTokens: 8, Usage: &Usage{PromptTokens: 5, CompletionTokens: 8},
-			Timings: &ServerTimings{PromptN: 5, PredictedN: 8}, Finish: "length", Text: "a quiet day by the sea with friends"}
+		return Result{Request: Request{MaxTokens: 8}, StreamedTokens: 8, Usage: &wire.Usage{PromptTokens: 5, CompletionTokens: 8},
+			Timings: &wire.Timings{PromptN: 5, PredictedN: 8}, Finish: "length", Text: "a quiet day by the sea with friends"}
 	}
 	tests := []struct {
 		name   string
@@ -256,7 +257,7 @@ func TestRepetitive(t *testing.T) {
 
 func TestPointStatistics(t *testing.T) {
 	mk := func(prompt, completion int, end, ttft, e2e float64) Result {
-		return Result{End: end, TTFT: ttft, E2E: e2e, Chunks: completion, Usage: &Usage{PromptTokens: prompt, CompletionTokens: completion}, Labels: []string{}}
+		return Result{End: end, TTFT: ttft, E2E: e2e, Chunks: completion, Usage: &wire.Usage{PromptTokens: prompt, CompletionTokens: completion}, Labels: []string{}}
 	}
 	results := []Result{mk(100, 11, 1.5, 0.1, 1.1), mk(50, 21, 2.0, 0.2, 2.2), {Error: "HTTP 503", Labels: []string{LabelFailed}}}
 	p := NewPoint(2, results, 2.0, nil, "no intervals")
@@ -276,12 +277,12 @@ func TestPointSteadyDecodeAndSpeedups(t *testing.T) {
 			DecodeReadyMin: 2, DecodeReadyMax: 2, DecodeRounds: tokens / 2, RowsPerRoundMin: 2, RowsPerRoundMax: 2}
 	}
 	ivs := []bench.Interval{iv(64, 20), iv(0, 40), iv(0, 44)}
-	res := []Result{{End: 4, Usage: &Usage{CompletionTokens: 101}, Labels: []string{}}}
+	res := []Result{{End: 4, Usage: &wire.Usage{CompletionTokens: 101}, Labels: []string{}}}
 	p2 := NewPoint(2, res, 4, ivs, "")
 	if p2.SteadyDecodeTPS == nil || *p2.SteadyDecodeTPS != 42 || p2.SteadyIntervals != 2 || *p2.AvgDecodeBatch != 2 {
 		t.Errorf("steady %v over %d intervals, batch %v", p2.SteadyDecodeTPS, p2.SteadyIntervals, p2.AvgDecodeBatch)
 	}
-	p1 := NewPoint(1, []Result{{End: 8, Usage: &Usage{CompletionTokens: 101}, Labels: []string{}}}, 8, nil, "none")
+	p1 := NewPoint(1, []Result{{End: 8, Usage: &wire.Usage{CompletionTokens: 101}, Labels: []string{}}}, 8, nil, "none")
 	points := []Point{p1, p2}
 	SetSpeedups(points)
 	// Corpus decode 100/8 at C=1, 100/4 at C=2: throughput 2x, makespan 8/4 = 2x.
@@ -293,8 +294,8 @@ func TestPointSteadyDecodeAndSpeedups(t *testing.T) {
 func TestPhaseTableAndAcceptance(t *testing.T) {
 	i := func(v int) *int { return &v }
 	mk := func(cat string, promptN int, promptMS float64, completion int, predictedMS float64, drafted, accepted int) Result {
-		return Result{Request: Request{Category: cat}, Usage: &Usage{PromptTokens: promptN, CompletionTokens: completion},
-			Timings: &ServerTimings{PromptN: promptN, PromptMS: promptMS, PredictedN: completion, PredictedMS: predictedMS, DraftN: i(drafted), DraftNAccepted: i(accepted)}}
+		return Result{Request: Request{Category: cat}, Usage: &wire.Usage{PromptTokens: promptN, CompletionTokens: completion},
+			Timings: &wire.Timings{PromptN: promptN, PromptMS: promptMS, PredictedN: completion, PredictedMS: predictedMS, DraftN: i(drafted), DraftNAccepted: i(accepted)}}
 	}
 	results := []Result{
 		mk("Code", 100, 100, 11, 1000, 4, 4),  // prefill 1000 tok/s, decode 10 tok/s, acceptance 1
