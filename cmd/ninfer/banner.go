@@ -35,11 +35,12 @@ func (s serveSummary) write(w io.Writer, inst *instance.Instance) {
 	line := func(name, format string, args ...any) {
 		fmt.Fprintf(w, "  %-13s %s\n", name, fmt.Sprintf(format, args...))
 	}
-	line("model", "%s (%s)", s.Path, f.Arch())
+	info := inst.Engine.Model()
+	line("model", "%s (%s)", s.Path, info.Arch)
 	line("weights", "%s", weightTypes(f))
 	ctx := fmt.Sprintf("%d tokens per request", inst.Engine.ContextLength())
-	if train := trainContext(f); train > 0 {
-		ctx += fmt.Sprintf(" (trained %d)", train)
+	if info.ContextLength > 0 {
+		ctx += fmt.Sprintf(" (trained %d)", info.ContextLength)
 	}
 	line("context", "%s", ctx)
 	kvTokens := snap.KVBlocksTotal * snap.KVBlockTokens

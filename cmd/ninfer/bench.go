@@ -13,7 +13,6 @@ import (
 	"maps"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -262,7 +261,7 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 		return nil, errors.New("the prompt corpus encodes to no tokens")
 	}
 
-	rep := newReport(o, args, inst, cfg, format, corpusPath, len(corpus.tokens))
+	rep := newReport(o, args, inst, format, corpusPath, len(corpus.tokens))
 	var work int64
 	for _, t := range tests {
 		work += int64(o.warmup+o.reps) * int64(t.prompt()+t.outputs())
@@ -270,7 +269,7 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 	prog := newProgress(o.progressOut, work)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	kvPerToken := kv.BytesPerToken(format, cfg.AttentionLayers(), cfg.KVDim())
+	kvPerToken := rep.Memory.KVBytesPerToken
 	blockTokens := pol.KVBlockTokens
 	peakBlocks := 0
 	primed := 0
@@ -349,8 +348,8 @@ func decodeBytesPerToken(inst *instance.Instance, cfg *model.Config, kvPerToken 
 }
 
 // newReport fills everything but the tests and the run's peak KV use.
-func newReport(o *benchOptions, args []string, inst *instance.Instance, cfg *model.Config, format kv.Format, corpusPath string, corpusTokens int) *bench.Report {
-	f := inst.File
+func newReport(o *benchOptions, args []string, inst *instance.Instance, format kv.Format, corpusPath string, corpusTokens int) *bench.Report {
+	f, info := inst.File, inst.Engine.Model()
 	pol := inst.Plan.Policy
 	var weightBytes int64
 	formats := map[string]bool{}
@@ -362,13 +361,9 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, cfg *mod
 	if fi, err := os.Stat(f.Path); err == nil {
 		size = fi.Size()
 	}
-	name, _ := f.String("general.name")
-	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(f.Path), filepath.Ext(f.Path))
-	}
 	sig := sha256.Sum256([]byte(inst.Plan.String()))
 	_, blocks := inst.Engine.KVBlocks()
-	kvPerToken := kv.BytesPerToken(format, cfg.AttentionLayers(), cfg.KVDim())
+	kvPerToken := kv.BytesPerToken(format, info.KVLayers, info.KVDim)
 	payload := int64(blocks) * int64(pol.KVBlockTokens) * kvPerToken
 	increment := int64(pol.KVBlockTokens) * kvPerToken
 	mode := "automatic"
@@ -381,7 +376,7 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, cfg *mod
 		Command:     commandLine(append([]string{"ninfer", "bench"}, args...)),
 		Environment: hostEnvironment(o.mf.backend, threads),
 		Artifact:    bench.Artifact{Path: f.Path, FileSizeBytes: size},
-		Load: bench.Load{Architecture: f.Arch(), Name: name, Formats: slices.Sorted(maps.Keys(formats)),
+		Load: bench.Load{Architecture: info.Arch, Name: info.Name, Formats: slices.Sorted(maps.Keys(formats)),
 			PrefillSignature: hex.EncodeToString(sig[:]), LoadSeconds: inst.LoadTime.Seconds(),
 			ArtifactBytesRead: f.DataOffset, ArtifactBytesMapped: size, HostObjectCount: len(f.Tensors)},
 		Memory: bench.Memory{MaxContext: inst.Engine.ContextLength(), KVCapacityMode: mode,
@@ -389,8 +384,8 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, cfg *mod
 			KVCache: format.Name, Weights: bench.Arena{CapacityBytes: weightBytes, UsedBytes: weightBytes, PeakUsedBytes: weightBytes},
 			Sequence:                 bench.Arena{CapacityBytes: payload},
 			KVCapacityIncrementBytes: &increment, KVPayloadBytes: payload, KVBlockTokens: pol.KVBlockTokens,
-			KVBytesPerToken: kvPerToken, KVTokensPerGiB: kv.CapacityTokens(1<<30, format, cfg.AttentionLayers(), cfg.KVDim(), pol.KVBlockTokens),
-			KVAccounting:          "runtime/kv: " + format.Name + ", " + strconv.Itoa(cfg.AttentionLayers()) + " attending layers x K,V x " + strconv.Itoa(cfg.KVDim()) + " values",
+			KVBytesPerToken: kvPerToken, KVTokensPerGiB: kv.CapacityTokens(1<<30, format, info.KVLayers, info.KVDim, pol.KVBlockTokens),
+			KVAccounting:          "runtime/kv: " + format.Name + ", " + strconv.Itoa(info.KVLayers) + " attending layers x K,V x " + strconv.Itoa(info.KVDim) + " values",
 			StateBytesPerSequence: inst.Engine.Snapshot().StateSlotBytes, StateSlots: inst.Engine.Snapshot().StateSlotsTotal},
 		Config: bench.Config{MaxContext: inst.Engine.ContextLength(), PrefillChunk: pol.PrefillChunk, KVCache: format.Name,
 			DecodePath: "cpu_op_list", Repetitions: o.reps, Warmup: o.warmup, CorpusPath: corpusPath, CorpusTokens: corpusTokens,

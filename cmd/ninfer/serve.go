@@ -218,7 +218,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ninfer serve: %s\n", inst.BackendReport)
 	}
 	srv.SetModel(&httpfront.Model{ID: id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat,
-		ChatErr: inst.ChatErr, Created: time.Now(), TrainContext: trainContext(inst.File), Plan: inst.Plan, Path: opts.Model})
+		ChatErr: inst.ChatErr, Created: time.Now(), TrainContext: inst.Engine.Model().ContextLength, Plan: inst.Plan, Path: opts.Model})
 	snap := inst.Engine.Snapshot()
 	fmt.Fprintf(stderr, "ninfer serve: listening on %s%s\n", url, agent)
 	fmt.Fprintf(stdout, "%s%s model=%s max_concurrency=%d kv_blocks=%d%s\n", serveReady, url, id, snap.MaxRunning, snap.KVBlocksTotal, agent)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-
-	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
 // parseOrigins reads --allowed-origins: a comma-separated list of browser
@@ -27,14 +25,4 @@ func parseOrigins(s string) ([]string, error) {
 		out = append(out, o)
 	}
 	return out, nil
-}
-
-// trainContext is the model's training context (GGUF
-// <arch>.context_length), 0 when the file does not say.
-func trainContext(f *weights.File) int {
-	c, err := f.ContextLength()
-	if err != nil {
-		return 0
-	}
-	return c
 }

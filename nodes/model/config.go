@@ -200,7 +200,7 @@ func ReadConfig(f *weights.File) (*Config, error) {
 		c.Context = 2048
 	case err != nil:
 		errs = append(errs, err)
-	case n == 0 || n > 1<<24:
+	case n == 0 || n > weights.MaxContextLength:
 		errs = append(errs, fmt.Errorf("%s.context_length = %d out of range", arch, n))
 	default:
 		c.Context = n

@@ -183,8 +183,6 @@ type Engine struct {
 	kv         *kv.Manager
 	sched      *sched.Scheduler
 	context    int
-	vocab      int
-	embed      int // hidden size (token_embd's row length)
 	maxRunning int
 	wake       chan struct{}
 	mu         sync.Mutex // guards pending
@@ -250,9 +248,11 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.model = ModelInfo{KVLayers: shape.Layers, KVDim: shape.KVDim, State: shape.State}
+	if e.model, err = modelInfo(cfg.Model, shape); err != nil {
+		return nil, err
+	}
 	snapshots := e.stateSnapshots(shape.State)
-	if e.context, err = contextLength(cfg); err != nil {
+	if e.context, err = contextLength(cfg, e.model.Info); err != nil {
 		return nil, err
 	}
 	e.maxRunning = cfg.MaxRunning
@@ -269,12 +269,6 @@ func New(cfg Config) (*Engine, error) {
 	if err := x.Start(layout); err != nil {
 		return nil, err
 	}
-	emb, err := cfg.Model.Tensor("token_embd.weight")
-	if err != nil {
-		x.CloseModels()
-		return nil, fmt.Errorf("engine: %w", err)
-	}
-	e.vocab, e.embed = emb.Rows(), emb.RowLen()
 	e.publish()
 	if err := x.Warmup(e.maxRunning*(1+e.draftK), e.maxRunning); err != nil {
 		x.CloseModels()
@@ -284,17 +278,29 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// modelInfo reads the model's info once (weights.File.Info) and adds the
+// cache shape the bound plan needs of it.
+func modelInfo(f *weights.File, shape executor.Shape) (ModelInfo, error) {
+	info, err := f.Info()
+	if err != nil {
+		return ModelInfo{}, fmt.Errorf("engine: %w", err)
+	}
+	if info.Vocab == 0 {
+		return ModelInfo{}, errors.New("engine: the model has no token_embd.weight")
+	}
+	return ModelInfo{Info: info, KVLayers: shape.Layers, KVDim: shape.KVDim, State: shape.State}, nil
+}
+
 // contextLength is the most tokens one request may use: Config.Context,
 // or the model's context length.
-func contextLength(cfg Config) (int, error) {
+func contextLength(cfg Config, info weights.Info) (int, error) {
 	if cfg.Context > 0 {
 		return cfg.Context, nil
 	}
-	c, err := cfg.Model.ContextLength()
-	if err != nil {
-		return 0, fmt.Errorf("engine: model context length: %w", err)
+	if info.ContextLength == 0 {
+		return 0, fmt.Errorf("engine: the model does not say its context length (%s.context_length): give one (Config.Context)", info.Arch)
 	}
-	return c, nil
+	return info.ContextLength, nil
 }
 
 // stateSnapshots is how many snapshot slots each sequence of a model with
@@ -409,13 +415,16 @@ type KVUsage = executor.KVUsage
 func (e *Engine) ModelKVBlocks() map[string]KVUsage { return e.x.ModelKVBlocks() }
 
 // ModelInfo is what the engine reads of its model once, at New: the
-// cache shapes the plan's nodes declare for the target.
+// file's facts (weights.Info; its ContextLength is the training context,
+// the engine's limit per request is Engine.ContextLength) and the cache
+// shapes the plan's nodes declare for the target.
 type ModelInfo struct {
+	weights.Info
 	// KVLayers are the target's layers that keep K and V, KVDim the width
 	// of one token's K (or V) row in one of them.
 	KVLayers, KVDim int
-	// State is a hybrid model's recurrent state (Layers() == 0 without
-	// one); Slots and DType are the engine's.
+	// State is a hybrid model's recurrent state as its nodes declare it
+	// (Layers() == 0 without one; the engine sizes Slots and DType).
 	State exec.StateLayout
 }
 
@@ -423,11 +432,11 @@ type ModelInfo struct {
 func (e *Engine) Model() ModelInfo { return e.model }
 
 // Vocab is the model's vocabulary size.
-func (e *Engine) Vocab() int { return e.vocab }
+func (e *Engine) Vocab() int { return e.model.Vocab }
 
 // EmbeddingLength is the width of an Embed request's embedding (the
 // model's hidden size).
-func (e *Engine) EmbeddingLength() int { return e.embed }
+func (e *Engine) EmbeddingLength() int { return e.model.Embed }
 
 // ContextLength is the most tokens (prompt + generated) one request may use.
 func (e *Engine) ContextLength() int { return e.context }
@@ -523,8 +532,8 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 		return nil, fmt.Errorf("engine: max tokens %d < 1", r.MaxTokens)
 	}
 	for i, id := range r.Prompt {
-		if id < 0 || int(id) >= e.vocab {
-			return nil, fmt.Errorf("engine: prompt token %d at %d out of vocabulary [0,%d)", id, i, e.vocab)
+		if id < 0 || int(id) >= e.model.Vocab {
+			return nil, fmt.Errorf("engine: prompt token %d at %d out of vocabulary [0,%d)", id, i, e.model.Vocab)
 		}
 	}
 	if r.Embed && len(r.Force) > 0 {
@@ -534,8 +543,8 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 		return nil, errors.New("engine: a plan that speculates cannot teacher-force tokens")
 	}
 	for i, id := range r.Force {
-		if id < 0 || int(id) >= e.vocab {
-			return nil, fmt.Errorf("engine: forced token %d at %d out of vocabulary [0,%d)", id, i, e.vocab)
+		if id < 0 || int(id) >= e.model.Vocab {
+			return nil, fmt.Errorf("engine: forced token %d at %d out of vocabulary [0,%d)", id, i, e.model.Vocab)
 		}
 	}
 	if n := len(r.Prompt) + r.MaxTokens; n > e.context {

@@ -3,7 +3,6 @@ package weights
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -138,15 +137,12 @@ func WriteHF(f *File, dir string, o HFWriteOptions) error {
 			return fail("%s.rope.dimension_count %d: partial rotary (of head dim %d) cannot be written", a, v, headDim)
 		}
 	}
-	if v, err := f.ContextLength(); !errors.Is(err, ErrNotFound) {
-		if err != nil {
-			return err
-		}
-		n, err := inRange("context_length", uint64(v))
-		if err != nil {
-			return err
-		}
-		cfg["max_position_embeddings"] = n
+	info, err := f.Info()
+	if err != nil {
+		return fail("%v", err)
+	}
+	if info.ContextLength > 0 {
+		cfg["max_position_embeddings"] = info.ContextLength
 	}
 	for _, k := range []struct{ gguf, hf string }{{"rope.freq_base", "rope_theta"}, {"attention.layer_norm_rms_epsilon", "rms_norm_eps"}} {
 		if f.Has(a + "." + k.gguf) {
@@ -162,11 +158,10 @@ func WriteHF(f *File, dir string, o HFWriteOptions) error {
 	if _, err := f.Tensor(hfRopeFreqs); err == nil {
 		return fail("tensor %q: rope frequency factors cannot be written as config.json rope_scaling", hfRopeFreqs)
 	}
-	emb, err := f.Tensor("token_embd.weight")
-	if err != nil {
-		return err
+	if info.Vocab == 0 {
+		return fail("no token_embd.weight")
 	}
-	cfg["vocab_size"] = emb.Rows()
+	cfg["vocab_size"] = info.Vocab
 	_, err = f.Tensor("output.weight")
 	cfg["tie_word_embeddings"] = err != nil
 
