@@ -17,7 +17,7 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 	"github.com/ninfer/ninfer-go/runtime/weights"
@@ -30,7 +30,7 @@ func init() {
 // Backend runs recorded graphs on CUDA device 0 (CUDA_VISIBLE_DEVICES
 // picks it) on one stream. Weights are uploaded once in their GGUF bytes;
 // the KV cache is one page area per layer for K and for V, in the layout's
-// kv.Format, with one block past the engine's for pad rows. All graphs share
+// page.Format, with one block past the engine's for pad rows. All graphs share
 // one activation arena and one step-input buffer: the engine runs one step
 // at a time, so they never run together.
 //
@@ -62,7 +62,7 @@ type Backend struct {
 	norms   map[string]cu.DevicePtr // f32 copies of rms_norm weights by name
 
 	kvl      exec.KVLayout
-	kvFormat kv.Format
+	kvFormat page.Format
 	kc, vc   []cu.DevicePtr // [layer] (Blocks+1)*BlockTokens rows of RowBytes(KVDim)
 	// convState and deltaState are the recurrent state areas per state
 	// layer (0 where the layer has none): kvl.State.Slots+1 slots of f32,
@@ -229,7 +229,7 @@ func (b *Backend) Reserve(l exec.KVLayout) error {
 	if l.Layers <= 0 || l.KVDim <= 0 || l.BlockTokens <= 0 || l.Blocks <= 0 {
 		return fmt.Errorf("cuda: bad kv layout %+v", l)
 	}
-	f, err := kv.LookupFormat(l.DType)
+	f, err := page.LookupFormat(l.DType)
 	if err != nil {
 		return fmt.Errorf("cuda: kv dtype: %w", err)
 	}

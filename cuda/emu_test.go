@@ -36,7 +36,7 @@ import (
 
 	"github.com/ninfer/ninfer-go/runtime/cpu"
 	"github.com/ninfer/ninfer-go/runtime/exec"
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
@@ -571,7 +571,7 @@ func TestEmuSelectRows(t *testing.T) {
 	})
 }
 
-// kvRows returns rows*kvDim values with the special cases of kv.Codec in
+// kvRows returns rows*kvDim values with the special cases of page.Codec in
 // some groups: zeros, a NaN, an Inf, tiny values and values near the float
 // maximum.
 func kvRows(r *rand.Rand, rows, kvDim int) []float32 {
@@ -602,10 +602,10 @@ func kvRows(r *rand.Rand, rows, kvDim int) []float32 {
 }
 
 func TestEmuKVWrite(t *testing.T) {
-	for _, format := range kv.FormatNames() {
+	for _, format := range page.FormatNames() {
 		for _, kvDim := range []int{96, 320} {
 			parityCase(t, fmt.Sprintf("%s/kvDim %d", format, kvDim), func(t *testing.T, e *emulator) {
-				c, err := kv.NewCodec(format, kvDim)
+				c, err := page.NewCodec(format, kvDim)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -642,7 +642,7 @@ func TestEmuKVWrite(t *testing.T) {
 							for got[i] == w[i] {
 								i++
 							}
-							t.Errorf("%s page slot %d: byte %d is %#x, kv.Codec (or untouched) %#x", name, s, i, got[i], w[i])
+							t.Errorf("%s page slot %d: byte %d is %#x, page.Codec (or untouched) %#x", name, s, i, got[i], w[i])
 							break
 						}
 					}
@@ -670,9 +670,9 @@ func TestEmuAttention(t *testing.T) {
 		{8, 4, 32, 16, 300, false}, // 1200 blocks: 4 warps, several tiles per warp
 		{8, 2, 32, 4, 37, true},    // non-causal (a block drafter's): rows attend their step's later rows
 	}
-	for _, format := range kv.FormatNames() {
+	for _, format := range page.FormatNames() {
 		for _, c := range cases {
-			if c.prefill > 100 && format != kv.F16.Name && format != kv.Int8G64.Name {
+			if c.prefill > 100 && format != page.F16.Name && format != page.Int8G64.Name {
 				continue // the long context is slow under the sanitizers: two formats
 			}
 			p, err := planAttention(1, c.heads, c.kvHeads, c.headDim)
@@ -704,7 +704,7 @@ func padBucket(rows int) int {
 
 // emuAttention runs a prefill of each of two sequences, three decode steps
 // of both and a 3-row verify step of the second through the CPU backend
-// and through attn_<format>_<NI> on pages kv.Codec encodes from the same K
+// and through attn_<format>_<NI> on pages page.Codec encodes from the same K
 // and V rows, the step buffer packed as the backend packs it (stepPacker)
 // at a bucket shape with pad rows.
 func emuAttention(t *testing.T, e *emulator, format string, c attnCase) {
@@ -745,7 +745,7 @@ func emuAttention(t *testing.T, e *emulator, format string, c attnCase) {
 		b.Output("v", v)
 	}, steps...)
 
-	codec, err := kv.NewCodec(format, kvDim)
+	codec, err := page.NewCodec(format, kvDim)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
@@ -94,20 +94,20 @@ func kvWriteGeometry(rows int) launchDims {
 }
 
 // kvFormat returns the kernel suffix of the KV page format called name ("" is f32).
-func kvFormat(name string) (kv.Format, string, error) {
-	f, err := kv.LookupFormat(name)
+func kvFormat(name string) (page.Format, string, error) {
+	f, err := page.LookupFormat(name)
 	if err != nil {
-		return kv.Format{}, "", err
+		return page.Format{}, "", err
 	}
 	switch f.Name {
-	case kv.F32.Name, kv.F16.Name, kv.BF16.Name:
+	case page.F32.Name, page.F16.Name, page.BF16.Name:
 		return f, f.Name, nil
-	case kv.Int8G64.Name:
+	case page.Int8G64.Name:
 		return f, "int8", nil
-	case kv.FP8E4M3Row256.Name:
+	case page.FP8E4M3Row256.Name:
 		return f, "fp8", nil
 	}
-	return kv.Format{}, "", fmt.Errorf("cuda: no kernels for kv format %q", f.Name)
+	return page.Format{}, "", fmt.Errorf("cuda: no kernels for kv format %q", f.Name)
 }
 
 // Matrix multiplication.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
@@ -372,7 +372,7 @@ func TestRowAndKVWriteGeometry(t *testing.T) {
 
 func TestEveryKVFormatHasKernels(t *testing.T) {
 	var got []string
-	for _, f := range kv.Formats() {
+	for _, f := range page.Formats() {
 		_, suf, err := kvFormat(f.Name)
 		if err != nil {
 			t.Fatalf("kvFormat(%q): %v", f.Name, err)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
@@ -57,7 +57,7 @@ func kernelNames() ([]string, error) {
 			names = append(names, "moe_mm_"+dt.String())
 		}
 	}
-	for _, f := range kv.Formats() {
+	for _, f := range page.Formats() {
 		_, suf, err := kvFormat(f.Name)
 		if err != nil {
 			return nil, err
@@ -178,7 +178,7 @@ func ropeLaunch(out, x, pos, factors devPtr, rows, cols int, a tensor.RoPEArgs) 
 }
 
 // kvWriteLaunch encodes row t of kx and vx [rows, kvDim] f32 into slot
-// slots[t] (int32) of the page areas kc and vc in format (a kv.Format name;
+// slots[t] (int32) of the page areas kc and vc in format (a page.Format name;
 // "" is f32); slot s starts at byte s*RowBytes(kvDim). A negative slot
 // skips the row.
 func kvWriteLaunch(kc, vc, kx, vx, slots devPtr, format string, rows, kvDim int) (launchSpec, error) {

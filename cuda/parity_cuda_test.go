@@ -4,7 +4,7 @@ package cuda
 
 // Parity of the CUDA backend with the CPU backend, through the exec
 // contract both implement: every kernel on random weights of every dtype
-// and every KV format, the KV page bytes against kv.Codec, graphs replayed
+// and every KV format, the KV page bytes against page.Codec, graphs replayed
 // against eager launches, and greedy generations of the bundled models.
 // These tests need a GPU: `just gpu-check` builds them for one.
 
@@ -30,7 +30,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/cpu"
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 	"github.com/ninfer/ninfer-go/suites/golden"
@@ -207,7 +207,7 @@ func attentionRec(a tensor.AttentionArgs) func(b *tensor.Builder, rows, logitRow
 
 func TestAttentionParity(t *testing.T) {
 	const vocab = 64
-	for _, format := range kv.FormatNames() {
+	for _, format := range page.FormatNames() {
 		for _, c := range []struct{ heads, kvHeads, headDim, blockTokens int }{{4, 2, 64, 16}, {8, 8, 32, 4}, {16, 2, 128, 32}} {
 			name := fmt.Sprintf("%s/h%d-kv%d-d%d-b%d", format, c.heads, c.kvHeads, c.headDim, c.blockTokens)
 			t.Run(name, func(t *testing.T) {
@@ -239,11 +239,11 @@ func TestAttentionParity(t *testing.T) {
 	}
 }
 
-// checkPages compares the CUDA backend's KV pages with kv.Codec's encoding
+// checkPages compares the CUDA backend's KV pages with page.Codec's encoding
 // of every K and V row the steps wrote.
 func checkPages(t *testing.T, b *Backend, l exec.KVLayout, steps []*exec.Batch, outs []map[string][]float32) {
 	t.Helper()
-	c, err := kv.NewCodec(l.DType, l.KVDim)
+	c, err := page.NewCodec(l.DType, l.KVDim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func checkPages(t *testing.T, b *Backend, l exec.KVLayout, steps []*exec.Batch, 
 			for _, name := range []string{"k", "v"} {
 				c.Encode(want, outs[i][name][row*l.KVDim:(row+1)*l.KVDim])
 				if got := pages[name][slot*rb : (slot+1)*rb]; !bytes.Equal(got, want) {
-					t.Errorf("step %d row %d: %s page bytes differ from kv.Codec (%s): first %x, want %x", i, row, name, l.DType, got[:min(16, rb)], want[:min(16, rb)])
+					t.Errorf("step %d row %d: %s page bytes differ from page.Codec (%s): first %x, want %x", i, row, name, l.DType, got[:min(16, rb)], want[:min(16, rb)])
 					return
 				}
 			}

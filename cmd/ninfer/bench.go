@@ -23,7 +23,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/cpu"
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/instance"
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/suites/bench"
 )
 
@@ -136,7 +136,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.pg, "pg", "PROMPT,GEN of pp+tg tests; ';' separates pairs; repeatable")
 	fs.IntVar(&o.reps, "r", 3, "measured repetitions per test")
 	fs.IntVar(&o.warmup, "warmup", 1, "discarded warm-up repetitions per test")
-	fs.StringVar(&o.kvDType, "kv-dtype", "", "KV cache format: "+strings.Join(kv.FormatNames(), ", ")+" (selects the embedded kv-FORMAT graph; default the graph's)")
+	fs.StringVar(&o.kvDType, "kv-dtype", "", "KV cache format: "+strings.Join(page.FormatNames(), ", ")+" (selects the embedded kv-FORMAT graph; default the graph's)")
 	fs.IntVar(&o.chunk, "prefill-chunk", 0, "prefill chunk in tokens (sets the graph's chunk parameter; 0 = the graph's)")
 	fs.StringVar(&o.output, "output", "md", "report format: json or md")
 	fs.StringVar(&o.outputFile, "output-file", "", "write the report to this file instead of stdout")
@@ -197,14 +197,14 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 	if len(tests) == 0 {
 		return nil, errors.New("no tests: give -p, -n or -pg")
 	}
-	var kvFormat kv.Format
+	var kvFormat page.Format
 	if o.kvDType != "" {
-		f, err := kv.LookupFormat(o.kvDType)
+		f, err := page.LookupFormat(o.kvDType)
 		if err != nil {
 			return nil, fmt.Errorf("--kv-dtype: %w", err)
 		}
 		kvFormat = f
-		if o.mf.graph == "plain" && f.Name != kv.F32.Name {
+		if o.mf.graph == "plain" && f.Name != page.F32.Name {
 			o.mf.graph = "kv-" + f.Name
 		}
 	}
@@ -252,7 +252,7 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	format, err := kv.LookupFormat(pol.KVDType)
+	format, err := page.LookupFormat(pol.KVDType)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +348,7 @@ func decodeBytesPerToken(inst *instance.Instance, cfg *model.Config, kvPerToken 
 }
 
 // newReport fills everything but the tests and the run's peak KV use.
-func newReport(o *benchOptions, args []string, inst *instance.Instance, format kv.Format, corpusPath string, corpusTokens int) *bench.Report {
+func newReport(o *benchOptions, args []string, inst *instance.Instance, format page.Format, corpusPath string, corpusTokens int) *bench.Report {
 	f, info := inst.File, inst.Engine.Model()
 	pol := inst.Plan.Policy
 	var weightBytes int64
@@ -363,7 +363,7 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, format k
 	}
 	sig := sha256.Sum256([]byte(inst.Plan.String()))
 	_, blocks := inst.Engine.KVBlocks()
-	kvPerToken := kv.BytesPerToken(format, info.KVLayers, info.KVDim)
+	kvPerToken := page.BytesPerToken(format, info.KVLayers, info.KVDim)
 	payload := int64(blocks) * int64(pol.KVBlockTokens) * kvPerToken
 	increment := int64(pol.KVBlockTokens) * kvPerToken
 	mode := "automatic"
@@ -384,7 +384,7 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, format k
 			KVCache: format.Name, Weights: bench.Arena{CapacityBytes: weightBytes, UsedBytes: weightBytes, PeakUsedBytes: weightBytes},
 			Sequence:                 bench.Arena{CapacityBytes: payload},
 			KVCapacityIncrementBytes: &increment, KVPayloadBytes: payload, KVBlockTokens: pol.KVBlockTokens,
-			KVBytesPerToken: kvPerToken, KVTokensPerGiB: kv.CapacityTokens(1<<30, format, info.KVLayers, info.KVDim, pol.KVBlockTokens),
+			KVBytesPerToken: kvPerToken, KVTokensPerGiB: page.CapacityTokens(1<<30, format, info.KVLayers, info.KVDim, pol.KVBlockTokens),
 			KVAccounting:          "runtime/kv: " + format.Name + ", " + strconv.Itoa(info.KVLayers) + " attending layers x K,V x " + strconv.Itoa(info.KVDim) + " values",
 			StateBytesPerSequence: inst.Engine.Snapshot().StateSlotBytes, StateSlots: inst.Engine.Snapshot().StateSlotsTotal},
 		Config: bench.Config{MaxContext: inst.Engine.ContextLength(), PrefillChunk: pol.PrefillChunk, KVCache: format.Name,

@@ -17,7 +17,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/graphdef/hint"
 	"github.com/ninfer/ninfer-go/runtime/instance"
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/weights"
@@ -75,7 +75,7 @@ func cacheGroups(p *plan.Plan, modelPath string) (string, error) {
 	if _, err := bindTarget(p, modelPath, p.File); err != nil {
 		return "", err
 	}
-	f, err := kv.LookupFormat(p.Policy.KVDType)
+	f, err := page.LookupFormat(p.Policy.KVDType)
 	if err != nil {
 		return "", err
 	}
@@ -85,7 +85,7 @@ func cacheGroups(p *plan.Plan, modelPath string) (string, error) {
 		if m, ok := st.Node.(*model.MTP); ok {
 			layers, kvDim := m.KVShape()
 			fmt.Fprintf(&b, "  kv (paged, step %s: the MTP block's attention): KV layer %d, after the trunk's, on each sequence's block table, kv dim %d, %s, %d bytes per token\n",
-				st.ID, layers-1, kvDim, f.Name, kv.BytesPerToken(f, 1, kvDim))
+				st.ID, layers-1, kvDim, f.Name, page.BytesPerToken(f, 1, kvDim))
 			continue
 		}
 		fw, ok := st.Node.(*model.Forward)
@@ -102,7 +102,7 @@ func cacheGroups(p *plan.Plan, modelPath string) (string, error) {
 			}
 		}
 		fmt.Fprintf(&b, "  kv (paged, step %s): layers %v, kv dim %d, %s, %d tokens per block, %d bytes per token\n",
-			st.ID, attn, c.KVDim(), f.Name, p.Policy.KVBlockTokens, kv.BytesPerToken(f, len(attn), c.KVDim()))
+			st.ID, attn, c.KVDim(), f.Name, p.Policy.KVBlockTokens, page.BytesPerToken(f, len(attn), c.KVDim()))
 		if state := fw.StateShape(); state.Layers() > 0 {
 			state.DType = p.Policy.StateDType
 			fmt.Fprintf(&b, "  state (a slot per running sequence, +k+1 snapshot slots when speculating): layers %v, %s, %d bytes per slot (conv window %v + delta rule %v values per layer)\n",

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/instance"
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/suites/golden"
 )
 
@@ -217,7 +217,7 @@ const stateBF16 = "state-bf16"
 // every format but f32.
 func parseKVFormats(s string) ([]string, error) {
 	if s == "all" {
-		return kv.FormatNames()[1:], nil
+		return page.FormatNames()[1:], nil
 	}
 	var out []string
 	for _, name := range strings.Split(s, ",") {
@@ -227,9 +227,9 @@ func parseKVFormats(s string) ([]string, error) {
 			}
 			continue
 		}
-		f, err := kv.LookupFormat(strings.TrimSpace(name))
+		f, err := page.LookupFormat(strings.TrimSpace(name))
 		if err != nil || strings.TrimSpace(name) == "" {
-			return nil, fmt.Errorf("--kv %q: unknown format %q (have %s, %s, or all)", s, name, strings.Join(kv.FormatNames(), ", "), stateBF16)
+			return nil, fmt.Errorf("--kv %q: unknown format %q (have %s, %s, or all)", s, name, strings.Join(page.FormatNames(), ", "), stateBF16)
 		}
 		if !slices.Contains(out, f.Name) {
 			out = append(out, f.Name)
@@ -248,14 +248,14 @@ func kvEval(model string, formats []string, prompts []golden.Prompt, n, threads,
 			in.Close()
 		}
 	}()
-	for _, format := range append([]string{kv.F32.Name}, formats...) {
+	for _, format := range append([]string{page.F32.Name}, formats...) {
 		in, err := openKVEngine(model, format, threads)
 		if err != nil {
 			return nil, err
 		}
 		engines[format] = in
 	}
-	ref := engines[kv.F32.Name]
+	ref := engines[page.F32.Name]
 	ids := make([][]int32, len(prompts))
 	for i, p := range prompts {
 		ids[i] = ref.Tokenizer.Encode(p.Text, true, true)
@@ -288,14 +288,14 @@ func kvEval(model string, formats []string, prompts []golden.Prompt, n, threads,
 		return nil, err
 	}
 	speed := func(format string) kvSpeed {
-		fm, err := kv.LookupFormat(format)
+		fm, err := page.LookupFormat(format)
 		if err != nil { // state-bf16: f32 pages
-			fm = kv.F32
+			fm = page.F32
 		}
-		return kvSpeed{BytesPerToken: kv.BytesPerToken(fm, info.KVLayers, info.KVDim),
-			TokensPerGiB: kv.CapacityTokens(1<<30, fm, info.KVLayers, info.KVDim, 1), DecodeTPS: best[format]}
+		return kvSpeed{BytesPerToken: page.BytesPerToken(fm, info.KVLayers, info.KVDim),
+			TokensPerGiB: page.CapacityTokens(1<<30, fm, info.KVLayers, info.KVDim, 1), DecodeTPS: best[format]}
 	}
-	rep.F32 = speed(kv.F32.Name)
+	rep.F32 = speed(page.F32.Name)
 	for i := range rep.Formats {
 		fr := &rep.Formats[i]
 		fr.kvSpeed = speed(fr.Format)
@@ -364,7 +364,7 @@ func kvDecodeSpeeds(engines map[string]*instance.Instance, ids [][]int32, n, rou
 // state-bf16, the recurrent state) in format.
 func kvFormatGraph(format string) string {
 	switch format {
-	case kv.F32.Name:
+	case page.F32.Name:
 		return "plain"
 	case stateBF16:
 		return stateBF16

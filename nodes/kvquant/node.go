@@ -1,26 +1,26 @@
 // Package kvquant registers kv.cache, the policy node that picks a graph's
 // KV cache page format and block size. The formats' sizes and codecs live in
-// runtime/kv, where backends use them.
+// runtime/kv/page, where backends use them.
 package kvquant
 
 import (
 	"strings"
 
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/runtime/node"
 )
 
 func init() {
 	one, most := 1.0, 4096.0
 	var formats []string
-	for _, f := range kv.Formats() {
+	for _, f := range page.Formats() {
 		formats = append(formats, "`"+f.Name+"` ("+f.Doc+")")
 	}
 	node.Register(node.Spec{
 		Op:        "kv.cache",
 		Placement: node.Policy,
 		Params: []node.Param{
-			{Name: "dtype", Kind: node.Enum, Default: kv.F32.Name, Enum: kv.FormatNames(),
+			{Name: "dtype", Kind: node.Enum, Default: page.F32.Name, Enum: page.FormatNames(),
 				Doc: "format of the K and V rows stored in the cache pages"},
 			{Name: "block", Kind: node.Int, Default: int64(16), Min: &one, Max: &most,
 				Doc: "tokens per KV cache block (the unit of allocation)"},
@@ -40,7 +40,7 @@ func init() {
 
 // Cache is the kv.cache node: the KV page format and block size of a plan.
 type Cache struct {
-	DType string // a kv.Format name
+	DType string // a page.Format name
 	Block int    // tokens per block, >= 1
 	State string // recurrent state storage: "f32" or "bf16"
 }

@@ -12,14 +12,14 @@ import (
 	_ "github.com/ninfer/ninfer-go/nodes/prefill"
 	_ "github.com/ninfer/ninfer-go/nodes/sample"
 	"github.com/ninfer/ninfer-go/runtime/compile"
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/runtime/node"
 )
 
 // TestGraphsFoldKVPolicy compiles every shipped kv-FORMAT graph and checks
 // that kv.cache folded its format and block size into the plan's policy.
 func TestGraphsFoldKVPolicy(t *testing.T) {
-	for _, f := range kv.Formats()[1:] {
+	for _, f := range page.Formats()[1:] {
 		t.Run(f.Name, func(t *testing.T) {
 			file, src, err := graphs.Source("kv-" + f.Name)
 			if err != nil {

@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
@@ -28,7 +28,7 @@ const attnChunk = 16
 type kvPages struct {
 	k, v     [][]float32 // direct f32: [layer] K [block][KVDim][BlockTokens], V [block][KVHead][BlockTokens][HeadDim]
 	kq, vq   [][]byte    // coded: [layer][slot*rowBytes]
-	codec    *kv.Codec   // nil for direct f32
+	codec    *page.Codec // nil for direct f32
 	rowBytes int         // bytes of one encoded K or V row
 }
 
@@ -42,12 +42,12 @@ func vRow(l exec.KVLayout, blk, r, kvh, hd int) int {
 }
 
 // Reserve implements exec.Backend. It allocates, for every layer, a K and a
-// V page area of l.Slots() rows in l.DType (any kv.Format; "" is f32).
+// V page area of l.Slots() rows in l.DType (any page.Format; "" is f32).
 func (b *Backend) Reserve(l exec.KVLayout) error {
 	if l.Layers <= 0 || l.KVDim <= 0 || l.BlockTokens <= 0 || l.Blocks <= 0 {
 		return fmt.Errorf("cpu: bad kv layout %+v", l)
 	}
-	c, err := kv.NewCodec(l.DType, l.KVDim)
+	c, err := page.NewCodec(l.DType, l.KVDim)
 	if err != nil {
 		return fmt.Errorf("cpu: kv dtype: %w", err)
 	}
@@ -55,7 +55,7 @@ func (b *Backend) Reserve(l exec.KVLayout) error {
 	if b.state, err = newStateMemory(l.State); err != nil {
 		return err
 	}
-	if c.Format == kv.F32 && l.BlockTokens%attnChunk == 0 {
+	if c.Format == page.F32 && l.BlockTokens%attnChunk == 0 {
 		b.cache = kvPages{k: make([][]float32, l.Layers), v: make([][]float32, l.Layers), rowBytes: c.RowBytes()}
 		for i := range b.cache.k {
 			b.cache.k[i] = make([]float32, l.Slots()*l.KVDim)
@@ -72,7 +72,7 @@ func (b *Backend) Reserve(l exec.KVLayout) error {
 }
 
 // KVBytes is the memory Reserve allocated for K and V pages (scales
-// included): kv.BytesPerToken of the layout's format times its slots.
+// included): page.BytesPerToken of the layout's format times its slots.
 func (b *Backend) KVBytes() int64 {
 	if !b.cache.reserved() {
 		return 0
@@ -133,7 +133,7 @@ func visibleRows(vis []int, a tensor.AttentionArgs, b *exec.Batch) []int {
 // KV head per work item: a direct K page is [KVDim][BlockTokens], so a
 // row's K is KVDim stores a cache line apart, and one goroutine writing a
 // decode batch's rows took 2% of its step; encoded pages quantize each
-// head's slice on its own (kv.Codec.EncodeSlice) unless a head is not
+// head's slice on its own (page.Codec.EncodeSlice) unless a head is not
 // whole scale groups. Each item writes its head's slice of every row in
 // row order, so rows that share a slot (a padded bucket's) end as the
 // serial loop left them.
@@ -581,9 +581,9 @@ func (t *attnTask) decode(w *attnScratch, table []int32, n, ncPad, kvh int) {
 	w.rows = grow(w.rows, bt*hd)
 	kind := 0 // kvTranspose16's value type of the pages: 1 f16, 2 bf16, 0 decoded float32 rows
 	switch c.codec.Format.Name {
-	case kv.F16.Name:
+	case page.F16.Name:
 		kind = 1
-	case kv.BF16.Name:
+	case page.BF16.Name:
 		kind = 2
 	}
 	if hd%16 != 0 {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/instance"
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 )
 
 // BenchmarkDecodeKV reports decode tokens/s with each KV format after a
@@ -23,10 +23,10 @@ func BenchmarkDecodeKV(b *testing.B) {
 		if _, err := os.Stat(path); err != nil {
 			b.Skipf("model not found: %s", path)
 		}
-		for _, f := range kv.FormatNames() {
+		for _, f := range page.FormatNames() {
 			b.Run(m+"/"+f, func(b *testing.B) {
 				graph := "kv-" + f
-				if f == kv.F32.Name {
+				if f == page.F32.Name {
 					graph = "plain"
 				}
 				in, err := instance.Open(instance.Options{Model: path, Graph: graph, MaxRunning: 1, KVTokens: 512})

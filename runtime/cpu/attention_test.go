@@ -16,7 +16,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
-	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
@@ -95,7 +95,7 @@ func TestCodedAttentionMatchesF32(t *testing.T) {
 			model := sharedModel(t, m)
 			want := generate(t, startEngine(t, model, "plain", nil))
 			coded := startEngine(t, model, "plain", func(b *Backend) {
-				c, err := kv.NewCodec("f32", b.kv.KVDim)
+				c, err := page.NewCodec("f32", b.kv.KVDim)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -117,15 +117,15 @@ func TestCodedAttentionMatchesF32(t *testing.T) {
 // accounted size and decodes, and that unknown formats fail at Reserve.
 func TestReserveFormats(t *testing.T) {
 	model := sharedModel(t, "stories260K.gguf")
-	for _, f := range kv.Formats() {
+	for _, f := range page.Formats() {
 		t.Run(f.Name, func(t *testing.T) {
 			graph := "kv-" + f.Name
-			if f == kv.F32 {
+			if f == page.F32 {
 				graph = "plain"
 			}
 			var be *Backend
 			e := startEngine(t, model, graph, func(b *Backend) { be = b })
-			if got, want := be.KVBytes(), kv.BytesPerToken(f, 5, 32)*64; got != want {
+			if got, want := be.KVBytes(), page.BytesPerToken(f, 5, 32)*64; got != want {
 				t.Errorf("KVBytes() = %d, want %d", got, want)
 			}
 			if g := generate(t, e); len(g.IDs) != 24 {

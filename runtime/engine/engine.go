@@ -16,6 +16,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/executor"
 	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/request"
@@ -33,7 +34,7 @@ type Config struct {
 	KVTokens int
 	// KVMemory, used when KVTokens is 0, sizes the KV cache to the most
 	// whole blocks whose K and V pages (in the plan's KV format, scales
-	// included: kv.CapacityTokens) fit in KVMemory bytes.
+	// included: page.CapacityTokens) fit in KVMemory bytes.
 	KVMemory int64
 	// MaxRunning bounds the sequences that hold KV at once; 0 means 8.
 	MaxRunning int
@@ -353,8 +354,8 @@ func (e *Engine) sizeCaches(shape executor.Shape, snapshots int) (exec.KVLayout,
 		m.EnablePrefixCache(prefixSalt(cfg.Model, e.plan, pol.KVDType))
 	}
 	e.kv = m
-	if f, err := kv.LookupFormat(pol.KVDType); err == nil {
-		e.kvBlockBytes = kv.BytesPerToken(f, shape.Layers, shape.KVDim) * int64(pol.KVBlockTokens)
+	if f, err := page.LookupFormat(pol.KVDType); err == nil {
+		e.kvBlockBytes = page.BytesPerToken(f, shape.Layers, shape.KVDim) * int64(pol.KVBlockTokens)
 	}
 	return exec.KVLayout{Layers: shape.Layers, KVDim: shape.KVDim, BlockTokens: pol.KVBlockTokens, Blocks: blocks, DType: pol.KVDType, State: state}, nil
 }
@@ -366,13 +367,13 @@ func (e *Engine) kvTokens(cfg Config, shape executor.Shape) (int, error) {
 	pol := e.plan.Policy
 	kvTokens := cfg.KVTokens
 	if kvTokens <= 0 && cfg.KVMemory > 0 {
-		f, err := kv.LookupFormat(pol.KVDType)
+		f, err := page.LookupFormat(pol.KVDType)
 		if err != nil {
 			return 0, fmt.Errorf("engine: %w", err)
 		}
-		if kvTokens = int(kv.CapacityTokens(cfg.KVMemory, f, shape.Layers, shape.KVDim, pol.KVBlockTokens)); kvTokens == 0 {
+		if kvTokens = int(page.CapacityTokens(cfg.KVMemory, f, shape.Layers, shape.KVDim, pol.KVBlockTokens)); kvTokens == 0 {
 			return 0, fmt.Errorf("engine: kv memory %d bytes holds no block of %d tokens (%d bytes per token in %s)",
-				cfg.KVMemory, pol.KVBlockTokens, kv.BytesPerToken(f, shape.Layers, shape.KVDim), f.Name)
+				cfg.KVMemory, pol.KVBlockTokens, page.BytesPerToken(f, shape.Layers, shape.KVDim), f.Name)
 		}
 	}
 	if kvTokens <= 0 {

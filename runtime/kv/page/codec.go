@@ -1,7 +1,7 @@
 // Codecs of the KV page formats: a backend quantizes K and V rows with them
 // as it writes pages and dequantizes them in attention.
 
-package kv
+package page
 
 import (
 	"encoding/binary"
