@@ -28,7 +28,6 @@ type step struct {
 	sampledAt []int
 	decodeRow []bool
 	decoding  []bool
-	history   [][]int32
 	info      StepInfo
 }
 
@@ -126,7 +125,6 @@ func (e *Engine) buildStep(ctx context.Context, work []sched.Work) *step {
 			s.hc.Rows = append(s.hc.Rows, &r.state)
 			s.sampled = append(s.sampled, r)
 			s.sampledAt = append(s.sampledAt, si)
-			s.history = append(s.history, w.Seq.Tokens)
 		}
 	}
 	return s
@@ -152,7 +150,7 @@ func (e *Engine) runningInfo(start time.Time) StepInfo {
 
 // executorBatch is what the executor runs the plan over for step s.
 func (e *Engine) executorBatch(s *step) executor.Batch {
-	return executor.Batch{Host: s.hc, Feed: s.batch, History: s.history, Greedy: e.greedyStep(s.hc),
+	return executor.Batch{Host: s.hc, Feed: s.batch, Greedy: e.greedyStep(s.hc),
 		Embeds: slices.ContainsFunc(s.sampled, func(r *inflight) bool { return r.Embed })}
 }
 

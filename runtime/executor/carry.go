@@ -37,29 +37,53 @@ type carryRows struct {
 	feed  *exec.Batch
 }
 
+// carried is one value the plan carries (Plan.Carry) as takeCarry hands
+// it out, worked out once when the executor is made.
+type carried struct {
+	name string
+	// ahead: an ahead loop's drafts (probs: their distributions, a
+	// draft_probs output); entered: the in.hidden of an ahead loop, which
+	// takes it when it runs rather than at the step's start.
+	ahead, probs, entered bool
+}
+
+// carriedValues are p's carried values in name order.
+func (x *Executor) carriedValues() []carried {
+	var out []carried
+	for _, name := range slices.Sorted(maps.Keys(x.plan.Carry)) {
+		ref := x.plan.Carry[name]
+		c := carried{name: name, entered: x.enteredAhead(ref)}
+		if st := x.aheadLoop(ref); st != nil {
+			out := st.Spec.Output(ref.Port)
+			c.ahead, c.probs = true, out != nil && out.Type == node.DraftProbs
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // takeCarry hands each sampled sequence (rows) its carried values
 // ($prev.NAME, one exec.Carried per row, or an ahead loop's drafts) and
 // clears them: the host nodes that read them keep what they need. The rows
 // an ahead loop enters stay until it runs.
 func (x *Executor) takeCarry(rows []*node.SeqState, values map[plan.Ref]any) {
-	for _, name := range slices.Sorted(maps.Keys(x.plan.Carry)) {
-		ref := x.plan.Carry[name]
-		if st := x.aheadLoop(ref); st != nil {
-			out := st.Spec.Output(ref.Port)
-			values[plan.Ref{Node: plan.PrevNode, Port: name}] = x.takeAhead(name, out != nil && out.Type == node.DraftProbs, rows)
+	for _, c := range x.carried {
+		ref := plan.Ref{Node: plan.PrevNode, Port: c.name}
+		switch {
+		case c.ahead:
+			values[ref] = x.takeAhead(c.name, c.probs, rows)
 			continue
-		}
-		if x.enteredAhead(ref) {
+		case c.entered:
 			continue
 		}
 		v := make([]exec.Carried, len(rows))
 		for i, row := range rows {
 			if s, ok := x.seqs[row.ID]; ok {
-				v[i] = s.carry[name]
-				delete(s.carry, name)
+				v[i] = s.carry[c.name]
+				delete(s.carry, c.name)
 			}
 		}
-		values[plan.Ref{Node: plan.PrevNode, Port: name}] = v
+		values[ref] = v
 	}
 }
 

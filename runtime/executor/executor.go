@@ -68,6 +68,11 @@ type Executor struct {
 	stepCarry map[string]carryRows
 	// stepEmbeds is set while a step runs whose hidden rows are read back.
 	stepEmbeds bool
+	// carried and passReads are facts of the plan that each step reads:
+	// its carried values (takeCarry) and the outputs each pass of a loop
+	// reads back (runPass).
+	carried   []carried
+	passReads map[string][][]passRead
 }
 
 // New binds the plan's nodes to cfg's models and returns the executor and
@@ -92,6 +97,7 @@ func New(cfg Config) (*Executor, Shape, error) {
 	if err := x.resolveLoopHidden(); err != nil {
 		return nil, Shape{}, err
 	}
+	x.carried, x.passReads = x.carriedValues(), x.loopPassReads()
 	return x, shape, nil
 }
 
@@ -177,13 +183,11 @@ type hostStep struct {
 
 // Batch is one step's input to Run.
 type Batch struct {
-	// Host has one row per sampled sequence, its History and Lookahead
-	// set.
+	// Host has one row per sampled sequence, its History (the plan's
+	// in.history) and Lookahead set.
 	Host *node.HostContext
 	// Feed is the step's feed before any drafts.
 	Feed *exec.Batch
-	// History is each sampled sequence's tokens, the plan's in.history.
-	History [][]int32
 	// Greedy allows logits to be reduced to argmax ids on the device: every
 	// sampled row picks greedily, unpenalized, and no logprobs are asked.
 	Greedy bool
@@ -212,7 +216,7 @@ func (x *Executor) Run(ctx context.Context, b Batch) (Result, error) {
 	values := map[plan.Ref]any{
 		{Node: plan.InputNode, Port: node.BindTokens}:    b.Feed.Tokens,
 		{Node: plan.InputNode, Port: node.BindPositions}: b.Feed.Positions,
-		{Node: plan.InputNode, Port: node.BindHistory}:   b.History,
+		{Node: plan.InputNode, Port: node.BindHistory}:   histories(b.Host.Rows),
 	}
 	clear(x.stepCarry) // a failed step's
 	x.takeCarry(b.Host.Rows, values)
@@ -233,6 +237,16 @@ func (x *Executor) Run(ctx context.Context, b Batch) (Result, error) {
 	}
 	res.Hidden, _ = values[x.hiddenOf()].(exec.Logits)
 	return res, nil
+}
+
+// histories are rows' tokens so far, the plan's in.history: one per
+// sampled sequence.
+func histories(rows []*node.SeqState) [][]int32 {
+	out := make([][]int32, len(rows))
+	for i, row := range rows {
+		out[i] = row.History
+	}
+	return out
 }
 
 // runSegment runs segment si of the plan over hs (greedy: Batch.Greedy).

@@ -404,30 +404,64 @@ func (x *Executor) runPass(st *plan.Step, l *plan.Loop, phc *hostStep, vals map[
 		if err := ex.Run(phc.Ctx, phc.Batch); err != nil {
 			return err
 		}
-		for _, idx := range seg.Steps {
-			s := l.Steps[idx]
-			for _, p := range s.Spec.Out {
-				ref := plan.Ref{Node: s.ID, Port: p.Name}
-				readers := hostReaders(l, ref)
-				if len(readers) == 0 && !slices.Contains(slices.Collect(maps.Values(l.Next)), ref) {
-					continue // not read outside the segment
-				}
-				argmaxOnly := p.Type == node.Logits && !slices.ContainsFunc(readers, func(r *plan.Step) bool {
-					ar, ok := r.Node.(exec.ArgmaxReader)
-					return !ok || !ar.ReadsArgmaxOnly(phc.HostContext)
-				})
-				v, err := readOutput(ex, ref, argmaxOnly)
-				if errors.As(err, new(argmaxError)) {
-					return errors.Unwrap(err)
-				}
-				if err != nil {
-					return fmt.Errorf("engine: loop %s: %w", st.ID, err)
-				}
-				vals[ref] = v
+		for _, r := range x.passReads[st.ID][si] {
+			argmaxOnly := r.logits && !slices.ContainsFunc(r.readers, func(r *plan.Step) bool {
+				ar, ok := r.Node.(exec.ArgmaxReader)
+				return !ok || !ar.ReadsArgmaxOnly(phc.HostContext)
+			})
+			v, err := readOutput(ex, r.ref, argmaxOnly)
+			if errors.As(err, new(argmaxError)) {
+				return errors.Unwrap(err)
 			}
+			if err != nil {
+				return fmt.Errorf("engine: loop %s: %w", st.ID, err)
+			}
+			vals[r.ref] = v
 		}
 	}
 	return nil
+}
+
+// passRead is an output of a loop body's device segment that a pass reads
+// back: one a host step of the body reads (readers) or that the loop's
+// next feeds to the following pass.
+type passRead struct {
+	ref     plan.Ref
+	logits  bool // a logits port, which argmax ids may stand for
+	readers []*plan.Step
+}
+
+// loopPassReads are, for each loop of the plan (by step id), the outputs
+// each device segment of its body reads back (by segment index), worked
+// out once when the executor is made.
+func (x *Executor) loopPassReads() map[string][][]passRead {
+	out := map[string][][]passRead{}
+	for _, st := range x.plan.Steps {
+		l, ok := st.Node.(*plan.Loop)
+		if !ok {
+			continue
+		}
+		next := slices.Collect(maps.Values(l.Next))
+		reads := make([][]passRead, len(l.Segments))
+		for si, seg := range l.Segments {
+			if seg.Placement != node.Device {
+				continue
+			}
+			for _, idx := range seg.Steps {
+				s := l.Steps[idx]
+				for _, p := range s.Spec.Out {
+					ref := plan.Ref{Node: s.ID, Port: p.Name}
+					readers := hostReaders(l, ref)
+					if len(readers) == 0 && !slices.Contains(next, ref) {
+						continue // not read outside the segment
+					}
+					reads[si] = append(reads[si], passRead{ref: ref, logits: p.Type == node.Logits, readers: readers})
+				}
+			}
+		}
+		out[st.ID] = reads
+	}
+	return out
 }
 
 // loopSegment is the executable of device segment si of loop l (plan step
