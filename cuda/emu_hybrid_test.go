@@ -440,3 +440,130 @@ func TestEmuMoE(t *testing.T) {
 		})
 	}
 }
+
+// TestEmuDeltaRuleChunked runs delta_rule_chunked, the launch of steps of
+// deltaChunkMin rows or more, against the CPU backend over prompts whose
+// prefill rows take the chunked form: a 150-row prompt from position 0
+// beside a 20-row one (two chunks and a tail; a run just over the
+// minimum), then a decode row of the first beside a 40-row continuation of
+// the second from its carried state, then a 17-row continuation and a
+// 3-row verify writing snapshots (a run too short to chunk). Each step is
+// packed at its bucket with pad rows, the state area starting as NaN. The
+// chunked form reassociates the recurrence, so outputs agree within 2e-5
+// of the largest magnitude (runtime/cpu's own chunked-vs-recurrent bound);
+// rows outside chunked runs must equal delta_rule's bits, and some chunked
+// row must not (the chunked form ran). Broken: every row's decay taken
+// from the next row (g shifted by one row), which must fail.
+func TestEmuDeltaRuleChunked(t *testing.T) {
+	for _, a := range []tensor.StateArgs{
+		{KeyHeads: 2, KeyDim: 32, ValueHeads: 4, ValueDim: 48},  // a partial warp of columns
+		{KeyHeads: 1, KeyDim: 16, ValueHeads: 2, ValueDim: 160}, // two blocks of columns per head
+	} {
+		a.Scale = float32(1 / math.Sqrt(float64(a.KeyDim)))
+		parityCase(t, fmt.Sprintf("%d/%d heads of %d/%d", a.KeyHeads, a.ValueHeads, a.KeyDim, a.ValueDim), func(t *testing.T, e *emulator) {
+			emuDeltaChunked(t, e, a)
+		})
+	}
+}
+
+func emuDeltaChunked(t *testing.T, e *emulator, a tensor.StateArgs) {
+	const vocab, stateSlots = 256, 8
+	r := rand.New(rand.NewPCG(19, uint64(a.ValueDim)))
+	kd, vd := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim
+	q, k := randF32(r, vocab*kd, 1), randF32(r, vocab*kd, 1)
+	for _, x := range [][]float32{q, k} { // unit keys and queries per head, as the model's l2_norm gives
+		for s := 0; s < len(x); s += a.KeyDim {
+			var n float64
+			for _, v := range x[s : s+a.KeyDim] {
+				n += float64(v * v)
+			}
+			for i := range x[s : s+a.KeyDim] {
+				x[s+i] /= float32(math.Sqrt(n))
+			}
+		}
+	}
+	g, beta := randF32(r, vocab*a.ValueHeads, 1), make([]float32, vocab*a.ValueHeads)
+	for i := range g {
+		g[i] = -float32(math.Log1p(math.Exp(float64(g[i])))) * float32(0.05+0.5*r.Float64()) // -softplus, as the model's gate
+		beta[i] = 1 / (1 + float32(math.Exp(-r.NormFloat64())))
+	}
+	f := memFile(t, f32Weight("q", vocab, kd, q), f32Weight("k", vocab, kd, k), randTensor(r, "v", tensor.F32, vocab, vd),
+		f32Weight("g", vocab, a.ValueHeads, g), f32Weight("beta", vocab, a.ValueHeads, beta))
+	slots := func(s ...int32) []int32 { return s }
+	steps := []*exec.Batch{
+		{Tokens: randIDs(r, vocab, 170), Positions: append(count(0, 150), count(0, 20)...),
+			RowSeq: append(fill(0, 150), fill(1, 20)...), StateSlots: slots(0, 3)},
+		{Tokens: randIDs(r, vocab, 41), Positions: append([]int32{150}, count(20, 40)...),
+			RowSeq: append([]int32{0}, fill(1, 40)...), StateSlots: slots(0, 3)},
+		{Tokens: randIDs(r, vocab, 20), Positions: append(count(151, 17), count(60, 3)...),
+			RowSeq: append(fill(0, 17), fill(1, 3)...), StateSlots: slots(0, 3), StateSnapshots: [][]int32{nil, {4, 5, 6}}},
+	}
+	// chunked[i] are the rows of step i in runs the chunked form takes.
+	chunked := [][2]int{{0, 170}, {1, 41}, {0, 17}}
+	for _, s := range steps {
+		s.Tables, s.LogitRows = [][]int32{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {13, 14, 15, 16}}, []int32{0}
+	}
+	layout := exec.KVLayout{Layers: 1, KVDim: 32, BlockTokens: 16, Blocks: 17,
+		State: exec.StateLayout{Slots: stateSlots, Delta: []int{a.DeltaStateFloats()}}}
+	outs := cpuRun(t, f, layout, func(b *tensor.Builder, rows, logitRows int) {
+		tok := b.Input("tokens", rows)
+		b.Input("positions", rows)
+		b.Input("logit_rows", logitRows)
+		in := map[string]tensor.Tensor{}
+		for _, n := range []string{"q", "k", "v", "g", "beta"} {
+			in[n] = b.GetRows(b.Weight(n), tok)
+			b.Output(n, in[n])
+		}
+		b.Output("delta", b.DeltaRule(in["q"], in["k"], in["v"], in["g"], in["beta"], a))
+	}, steps...)
+
+	var mem emuMem
+	state := mem.nanBuf(4 * (stateSlots + 1) * a.DeltaStateFloats())
+	var packer stepPacker
+	for i, s := range steps {
+		rows := len(s.Tokens)
+		bucket := padBucket(rows)
+		sl := newStepLayout(bucket, len(s.LogitRows), layout.Blocks)
+		sl.StateSlots, sl.Stateful = stateSlots, true
+		words := make([]int32, sl.Words)
+		if err := packer.pack(words, sl, s, layout.BlockTokens, vocab); err != nil {
+			t.Fatal(err)
+		}
+		step := mem.buf(i32Bytes(words), false)
+		sr := stateRows{read: step.at(4 * sl.StateRead), write: step.at(4 * sl.StateWrite), pos: step.at(4 * sl.Positions)}
+		act := map[string]*emuBuf{}
+		for n, cols := range map[string]int{"q": kd, "k": kd, "v": vd, "g": a.ValueHeads, "beta": a.ValueHeads} {
+			act[n] = mem.buf(f32Bytes(append(slices.Clone(outs[i][n]), make([]float32, (bucket-rows+1)*cols)...)), false)
+		}
+		before := mem.buf(state.data, true) // the state the step starts from, for the recurrent and broken runs
+		what := fmt.Sprintf("step %d (%d rows in a bucket of %d)", i, rows, bucket)
+		// run launches the step on state with decays g, as kernel.
+		run := func(state, g devPtr, kernel string) []float32 {
+			out := mem.nanBuf(4 * bucket * vd)
+			l, err := deltaRuleLaunch(out.dev, act["q"].dev, act["k"].dev, act["v"].dev, g, act["beta"].dev, state, sr, bucket, a)
+			if err == nil && l.kernel != "delta_rule_chunked" {
+				t.Fatalf("%s: launched %q, want delta_rule_chunked", what, l.kernel)
+			}
+			l.kernel = kernel // delta_rule takes the same arguments and grid
+			e.launch(t, l, err, &mem)
+			return bytesF32(out.data)[:rows*vd]
+		}
+		got := run(state.dev, act["g"].dev, "delta_rule_chunked")
+		near(t, what+" delta_rule_chunked", outs[i]["delta"], got, 2e-5)
+
+		// The same step on delta_rule, from the state the step started with.
+		rec := run(mem.buf(before.data, true).dev, act["g"].dev, "delta_rule")
+		lo, hi := chunked[i][0]*vd, chunked[i][1]*vd
+		if !slices.Equal(got[:lo], rec[:lo]) || !slices.Equal(got[hi:], rec[hi:]) {
+			t.Errorf("%s: rows outside chunked runs differ from delta_rule's bits", what)
+		}
+		if slices.Equal(got[lo:hi], rec[lo:hi]) {
+			t.Errorf("%s: the chunked rows equal delta_rule's bits; did the chunked form run?", what)
+		}
+
+		// Broken: each row's decay is the next row's.
+		late := run(before.dev, act["g"].at(4*a.ValueHeads), "delta_rule_chunked")
+		mustDiffer(t, what+" delta_rule_chunked, decays a row late", outs[i]["delta"], late, 2e-5)
+		mem.bufs = mem.bufs[:1] // keep the state area
+	}
+}
