@@ -46,7 +46,7 @@ var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor
 // define them all.
 func kernelNames() ([]string, error) {
 	names := []string{"quantize_q8", "quantize_q8k", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows", "argmax_rows",
-		"columns", "concat", "unary", "mul", "add_row", "mul_row", "l2_norm", "short_conv", "delta_rule", "delta_rule_chunked",
+		"columns", "concat", "unary", "mul", "add_row", "mul_row", "l2_norm", "short_conv", "delta_rule", "delta_rule_chunked", "state_widen", "state_narrow",
 		"moe_route", "moe_matmul", "moe_combine"}
 	for _, dt := range matmulDTypes {
 		for _, nt := range gemvVariants {
@@ -389,6 +389,37 @@ func deltaRuleLaunch(out, q, k, v, g, beta, state devPtr, sr stateRows, rows int
 	}
 	return spec(kernel, d, out, q, k, v, g, beta, state, sr.read, sr.write, sr.pos, intArg(rows),
 		intArg(a.KeyHeads), intArg(a.KeyDim), intArg(a.ValueHeads), intArg(a.ValueDim), f32Arg(a.Scale))
+}
+
+// stateStage is a step's staging of a bf16 state area: the step buffer's
+// list of the staged slots (int32 [capacity]: each entry's slot, and
+// whether a row writes it) and their count (int32 [1]), and the f32
+// staging area of capacity slots.
+type stateStage struct {
+	area, slot, written, count devPtr
+	capacity                   int
+}
+
+// stateWidenLaunch fills the staging area with the staged slots of store
+// (bf16 slots of per values) widened to f32; stateNarrowLaunch rounds the
+// entries the rows wrote back into their slots.
+func stateWidenLaunch(st stateStage, store devPtr, per int) (launchSpec, error) {
+	return stateStageLaunch("state_widen", st, store, per)
+}
+
+func stateNarrowLaunch(st stateStage, store devPtr, per int) (launchSpec, error) {
+	return stateStageLaunch("state_narrow", st, store, per)
+}
+
+func stateStageLaunch(kernel string, st stateStage, store devPtr, per int) (launchSpec, error) {
+	if per < 1 || per > maxInt32 || st.capacity < 1 || st.capacity > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: %s: %d staged slots of %d values", kernel, st.capacity, per)
+	}
+	d := elemGeometry(st.capacity * per)
+	if kernel == "state_widen" {
+		return spec(kernel, d, st.area, store, st.slot, st.count, intArg(per))
+	}
+	return spec(kernel, d, store, st.area, st.slot, st.written, st.count, intArg(per))
 }
 
 // moeMaxTopK is the most experts a row may be routed to (moe_route keeps

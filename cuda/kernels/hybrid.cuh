@@ -345,3 +345,31 @@ extern "C" __global__ void __launch_bounds__(DELTA_CHUNK_THREADS)
         r += run;
     }
 }
+
+// ---------------------------------------------------------------------------
+// bf16 state (exec.StateLayout.DType "bf16"): the slots are stored as bf16
+// and a stateful op runs on an f32 staging area, as runtime/cpu's stage:
+// before the op, state_widen copies the slots the step's rows read or write
+// (staging entry j holds slot slot[j], j < *count, the step buffer's list)
+// into it; the op reads and writes staging entries (the step's rows
+// renumbered), so a slot one row writes is read back in f32 by a later row
+// of the step; after it, state_narrow rounds the entries the rows wrote
+// (written[j] != 0) back into their slots, round to nearest even. per is a
+// slot's floats; the count lives in device memory so that a captured step
+// reads each step's own. Grid-stride over the staging area's capacity.
+
+extern "C" __global__ void state_widen(float* stage, const unsigned short* store, const int* slot, const int* count,
+                                       long long per) {
+    GRID_STRIDE(i, (long long)*count * per) {
+        stage[i] = bf16_to_f32(store[(long long)slot[i / per] * per + i % per]);
+    }
+}
+
+extern "C" __global__ void state_narrow(unsigned short* store, const float* stage, const int* slot, const int* written,
+                                        const int* count, long long per) {
+    GRID_STRIDE(i, (long long)*count * per) {
+        if (written[i / per]) {
+            store[(long long)slot[i / per] * per + i % per] = (unsigned short)f32_to_bf16_bits(stage[i]);
+        }
+    }
+}
