@@ -8,6 +8,8 @@
 #      under the plain graph and every speculative graph the model runs
 #      (ngram on all; mtp on the hybrids; self and draft, eagle3, dflash on
 #      tiny-qwen3-f32); quantized kq-* models teacher-forced;
+#      and the hybrids' greedy ids with bf16 state (state-bf16) equal to
+#      the cpu backend's;
 #   3. `golden drafts`: llama.cpp's draft counts under mtp, eagle3, dflash;
 #   4. `ninfer bench --batch 1,8,32`, CUDA graph replay then eager
 #      launches, on the Qwen3-0.6B shape and a 1.7B generated model: bench
@@ -134,6 +136,22 @@ for g in "${goldens[@]}"; do
 		esac
 		step "golden $base $gr" "$G/ninfer" golden verify --backend cuda --graph "$gr" --model "$model" "${extra[@]}" "${mode[@]}" "$g"
 	done
+done
+
+# same_ids runs a greedy prompt under a graph on the cpu and the cuda
+# backend and fails unless both give the same ids.
+same_ids() { # model graph
+	local ids=()
+	for be in cpu cuda; do
+		ids+=("$("$G/ninfer" run --backend "$be" --graph "$2" --model "$1" --prompt "Once upon a time" --max-tokens 32 --ignore-eos --json |
+			"$PY" -c 'import json, sys; print(json.load(sys.stdin)["ids"])')") || return 1
+	done
+	echo "cpu  ${ids[0]}"
+	echo "cuda ${ids[1]}"
+	[ "${ids[0]}" = "${ids[1]}" ]
+}
+for m in tiny-qwen35-f32 tiny-qwen35moe-f32; do
+	[ -f "$M/$m.gguf" ] && step "state-bf16 $m cuda = cpu" same_ids "$M/$m.gguf" state-bf16
 done
 
 echo "== 3. llama.cpp's draft counts (golden drafts) on --backend cuda"
