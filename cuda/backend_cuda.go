@@ -730,9 +730,10 @@ func (p *program) stateful(i int, op tensor.Op, out cu.DevicePtr) error {
 	}
 	state := store
 	l := p.layout
-	st := stateStage{area: ptr(b.arena.ptr + cu.DevicePtr(p.plan.Scratch[i])), slot: ptr(p.word(l.StageSlot)),
-		written: ptr(p.word(l.StageWritten)), count: ptr(p.word(l.StageCount)), capacity: l.Stage}
+	var st stateStage
 	if l.Stage > 0 {
+		st = stateStage{area: ptr(b.arena.ptr + cu.DevicePtr(p.plan.Scratch[i])), slot: ptr(p.word(l.StageSlot)),
+			written: ptr(p.word(l.StageWritten)), count: ptr(p.word(l.StageCount)), capacity: l.Stage}
 		if err := k.stateStage(s, true, st, store, per); err != nil {
 			return err
 		}
