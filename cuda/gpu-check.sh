@@ -210,7 +210,9 @@ done
 # replay and eager, the speed-up, bytes read per token and the fraction of
 # HBM peak (graph replay), from every bench report in OUT.
 benches=("$OUT"/bench-*.json)
-if [ ${#benches[@]} -gt 0 ]; then
+if [ ${#benches[@]} -gt 0 ] && [ -z "$PY" ]; then
+	echo "no python3 here: the bench table is left out (reports in $OUT)"
+elif [ ${#benches[@]} -gt 0 ]; then
 	echo
 	if ! "$PY" - "${benches[@]}" <<'EOF'; then
 import json, os, sys
