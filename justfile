@@ -211,7 +211,8 @@ gpu-check:
         [ "$size" -le "$budget" ] && cp {{models}}/$m.gguf bin/gpu/models/ || echo "bin/gpu: no room for $m.gguf"
     done
     size=$(du -sb bin/gpu | cut -f1); echo "bin/gpu: $((size >> 20)) MiB"; [ "$size" -le "$budget" ] || (echo "bin/gpu is over the 64 MiB a carried folder may take" && exit 1)
-    bash bin/gpu/gpu-check.sh --dry-run
+    go build -o .cache/ninfer-cpu ./cmd/ninfer  # the dry run's cpu bench
+    NINFER_CPU=.cache/ninfer-cpu bash bin/gpu/gpu-check.sh --dry-run
     echo "on the GPU machine, from the repository root (carry bin/gpu):  bash bin/gpu/gpu-check.sh"
 
 # go vet and formatting.

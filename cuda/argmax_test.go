@@ -31,7 +31,7 @@ func TestPlanArgmax(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := planBuffers(g)
+	p, err := planBuffers(g, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,8 +65,9 @@ type Backend struct {
 	kvFormat page.Format
 	kc, vc   []cu.DevicePtr // [layer] (Blocks+1)*BlockTokens rows of RowBytes(KVDim)
 	// convState and deltaState are the recurrent state areas per state
-	// layer (0 where the layer has none): kvl.State.Slots+1 slots of f32,
-	// the last for pad rows.
+	// layer (0 where the layer has none): kvl.State.Slots+1 slots of f32
+	// or, with kvl.State.DType bf16, of bf16 (staged in f32 around each
+	// op, program.stateful), the last for pad rows.
 	convState, deltaState []cu.DevicePtr
 
 	arena deviceBuf // activations of every graph
@@ -224,7 +225,8 @@ func upload(data []byte) (cu.DevicePtr, error) {
 }
 
 // Reserve implements exec.Backend: a K and a V page area per layer of
-// l.Blocks+1 blocks (the last for pad rows), zeroed.
+// l.Blocks+1 blocks (the last for pad rows), and the recurrent state areas
+// in l.State.DType (stateDTypes), zeroed.
 func (b *Backend) Reserve(l exec.KVLayout) error {
 	if l.Layers <= 0 || l.KVDim <= 0 || l.BlockTokens <= 0 || l.Blocks <= 0 {
 		return fmt.Errorf("cuda: bad kv layout %+v", l)
@@ -241,8 +243,8 @@ func (b *Backend) Reserve(l exec.KVLayout) error {
 	if !b.ready {
 		return errors.New("cuda: Reserve before Load")
 	}
-	if st := l.State; st.Layers() > 0 && st.DType != "" && st.DType != "f32" {
-		return fmt.Errorf("cuda: recurrent state dtype %q: the CUDA kernels keep state in f32 only", st.DType)
+	if why := stateDType(l.State.DType); l.State.Layers() > 0 && why != "" {
+		return fmt.Errorf("cuda: recurrent state dtype %q: %s", l.State.DType, why)
 	}
 	area := int64(l.Blocks+1) * int64(l.BlockTokens) * int64(f.RowBytes(l.KVDim))
 	stateBytes := int64(l.State.Slots+1) * l.State.BytesPerSlot()
@@ -275,7 +277,7 @@ func (b *Backend) Reserve(l exec.KVLayout) error {
 		}{{&b.convState, l.State.Conv}, {&b.deltaState, l.State.Delta}} {
 			var ptr cu.DevicePtr
 			if i < len(st.floats) && st.floats[i] > 0 {
-				n := 4 * int64(l.State.Slots+1) * int64(st.floats[i])
+				n := stateValueBytes(l.State.DType) * int64(l.State.Slots+1) * int64(st.floats[i])
 				if ptr, err = cu.MemAlloc(n); err == nil {
 					err = cu.MemsetD8(ptr, 0, n)
 				}
@@ -501,14 +503,6 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 	if err := checkGraph(g); err != nil {
 		return nil, err
 	}
-	plan, err := planBuffers(g)
-	if err != nil {
-		return nil, err
-	}
-	argmax, arenaSize := planArgmax(g, plan)
-	p := &program{b: b, g: g, key: key, refs: 1, plan: plan, vocab: math.MaxInt32, argmax: argmax,
-		w: make([]deviceTensor, len(g.Ops)), norms: make([]cu.DevicePtr, len(g.Ops)), inputAt: make([]int, len(g.Ops)),
-		outputs: map[string]*output{}}
 	rows, logitRows := -1, 0
 	for _, op := range g.Ops {
 		if op.Kind == tensor.OpInput {
@@ -530,6 +524,18 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 	if rows < 0 {
 		return nil, errors.New("cuda: graph has no tokens input")
 	}
+	stage := 0 // staged slots of a bf16 state
+	if b.kvl.State.DType == "bf16" {
+		stage = stageSlots(rows, b.kvl.State.Slots)
+	}
+	plan, err := planBuffers(g, stage)
+	if err != nil {
+		return nil, err
+	}
+	argmax, arenaSize := planArgmax(g, plan)
+	p := &program{b: b, g: g, key: key, refs: 1, plan: plan, vocab: math.MaxInt32, argmax: argmax,
+		w: make([]deviceTensor, len(g.Ops)), norms: make([]cu.DevicePtr, len(g.Ops)), inputAt: make([]int, len(g.Ops)),
+		outputs: map[string]*output{}}
 	p.layout = newStepLayout(rows, logitRows, b.kvl.Blocks)
 	p.layout.StateSlots = b.kvl.State.Slots
 	for i, op := range g.Ops {
@@ -593,6 +599,9 @@ func (b *Backend) newProgram(g *tensor.Graph, key captureKey) (*program, error) 
 			}
 			if op.Kind == tensor.OpShortConv && g.Ops[op.Args[1].ID].Kind != tensor.OpWeight {
 				return nil, errors.New("cuda: short_conv: the taps must be a weight")
+			}
+			if !p.layout.Stateful && stage > 0 {
+				p.layout.addStage(stage)
 			}
 			p.layout.Stateful = true
 		case tensor.OpAdd, tensor.OpSwiGLU, tensor.OpColumns, tensor.OpConcat, tensor.OpUnary, tensor.OpMul, tensor.OpL2Norm:
@@ -710,6 +719,39 @@ func (p *program) stateRows() stateRows {
 	return stateRows{read: ptr(p.word(l.StateRead)), write: ptr(p.word(l.StateWrite)), pos: ptr(p.word(l.Positions))}
 }
 
+// stateful launches a short_conv or delta_rule op on its layer's state
+// area; on a bf16 state, on the op's f32 staging between state_widen and
+// state_narrow (the step buffer's rows then bind staging entries).
+func (p *program) stateful(i int, op tensor.Op, out cu.DevicePtr) error {
+	b, k, s := p.b, p.b.k, p.b.stream
+	store, per := b.deltaState[op.State.Layer], stateFloats(op)
+	if op.Kind == tensor.OpShortConv {
+		store = b.convState[op.State.Layer]
+	}
+	state := store
+	l := p.layout
+	var st stateStage
+	if l.Stage > 0 {
+		st = stateStage{area: ptr(b.arena.ptr + cu.DevicePtr(p.plan.Scratch[i])), slot: ptr(p.word(l.StageSlot)),
+			written: ptr(p.word(l.StageWritten)), count: ptr(p.word(l.StageCount)), capacity: l.Stage}
+		if err := k.stateStage(s, true, st, store, per); err != nil {
+			return err
+		}
+		state = cu.DevicePtr(st.area)
+	}
+	var err error
+	if a := op.Args; op.Kind == tensor.OpShortConv {
+		err = k.shortConv(s, out, p.ptr(a[0].ID), p.w[a[1].ID].ptr, state, p.stateRows(), a[0].Rows(), a[0].Cols(), op.State.Kernel)
+	} else {
+		err = k.deltaRule(s, out, p.ptr(a[0].ID), p.ptr(a[1].ID), p.ptr(a[2].ID), p.ptr(a[3].ID), p.ptr(a[4].ID),
+			state, p.stateRows(), op.Out.Rows(), op.State)
+	}
+	if err != nil || l.Stage == 0 {
+		return err
+	}
+	return k.stateStage(s, false, st, store, per)
+}
+
 // checkState reports whether op's state fits the reserved layout: its
 // state layer has an area of the op's size per slot.
 func (b *Backend) checkState(op tensor.Op) error {
@@ -797,13 +839,8 @@ func (p *program) launch() error {
 			a := op.Args
 			err = k.moe(s, out(), p.ptr(a[0].ID), p.ptr(a[1].ID), b.arena.ptr+cu.DevicePtr(p.plan.Scratch[i]),
 				p.w[a[2].ID], p.w[a[3].ID], p.w[a[4].ID], op.Out.Rows(), op.Out.Cols(), op.MoE)
-		case tensor.OpShortConv:
-			x := op.Args[0]
-			err = k.shortConv(s, out(), p.ptr(x.ID), p.w[op.Args[1].ID].ptr, b.convState[op.State.Layer], p.stateRows(), x.Rows(), x.Cols(), op.State.Kernel)
-		case tensor.OpDeltaRule:
-			a := op.Args
-			err = k.deltaRule(s, out(), p.ptr(a[0].ID), p.ptr(a[1].ID), p.ptr(a[2].ID), p.ptr(a[3].ID), p.ptr(a[4].ID),
-				b.deltaState[op.State.Layer], p.stateRows(), op.Out.Rows(), op.State)
+		case tensor.OpShortConv, tensor.OpDeltaRule:
+			err = p.stateful(i, op, out())
 		case tensor.OpSelectRows:
 			err = k.selectRows(s, out(), p.ptr(op.Args[0].ID), p.in(op.Args[1].ID), op.Out.Rows(), op.Out.Cols())
 		default:

@@ -27,7 +27,9 @@ const (
 // activation read by a Q8_0 or Q4_0 matmul gets a second one holding its
 // Q8_0 blocks (rows * cols/32 blocks of 34 bytes), quantized once by the
 // first such matmul; an MoE op gets a scratch buffer for its routing and
-// expert activations (moeScratch), live only while it runs. Buffers whose lifetimes (from the op that writes them
+// expert activations (moeScratch), live only while it runs, and with a
+// bf16 recurrent state (stage > 0) a stateful op gets one for the f32
+// staging of stage slots of its state (stateStage). Buffers whose lifetimes (from the op that writes them
 // to the last op that reads them; graph outputs to the end) do not overlap
 // share memory.
 type bufferPlan struct {
@@ -35,7 +37,7 @@ type bufferPlan struct {
 	QuantOffset  []int64     // [op] byte offset of the Q8_0 blocks of the op's output; -1 when none
 	QuantKOffset []int64     // [op] byte offset of the Q8_K blocks of the op's output; -1 when none
 	QuantBefore  []bool      // [op] a matmul that quantizes its input (into the form its weight reads) first
-	Scratch      []int64     // [op] byte offset of the op's scratch (MoE); -1 when none
+	Scratch      []int64     // [op] byte offset of the op's scratch (MoE, staged state); -1 when none
 	Rows         []rowSource // [op]
 	Size         int64       // arena bytes
 }
@@ -77,10 +79,11 @@ func quantBytes(dt tensor.DType, rows, cols int) int64 {
 	return q8Bytes(rows, cols)
 }
 
-// planBuffers lays out g's activations. It fails on graphs the kernels
-// cannot run: an arg that is not computed before its use, a quantized
-// matmul whose row width is not a multiple of 32.
-func planBuffers(g *tensor.Graph) (bufferPlan, error) {
+// planBuffers lays out g's activations, with stage staging slots for each
+// stateful op of a bf16 state (0 for an f32 state). It fails on graphs the
+// kernels cannot run: an arg that is not computed before its use, a
+// quantized matmul whose row width is not a multiple of 32.
+func planBuffers(g *tensor.Graph, stage int) (bufferPlan, error) {
 	n := len(g.Ops)
 	p := bufferPlan{Offset: make([]int64, n), QuantOffset: make([]int64, n), QuantKOffset: make([]int64, n), QuantBefore: make([]bool, n),
 		Scratch: make([]int64, n), Rows: make([]rowSource, n)}
@@ -156,8 +159,11 @@ func planBuffers(g *tensor.Graph) (bufferPlan, error) {
 		if quantFrom[1][i] >= 0 {
 			ivs = append(ivs, interval{op: i, from: quantFrom[1][i], to: quantTo[1][i], size: q8KBytes(op.Out.Rows(), op.Out.Cols()), kind: 2})
 		}
-		if op.Kind == tensor.OpMoE {
+		switch {
+		case op.Kind == tensor.OpMoE:
 			ivs = append(ivs, interval{op: i, from: i, to: i, size: newMoEScratch(op.Out.Rows(), op.Out.Cols(), op.MoE, moeDTypes(op)).size, kind: 3})
+		case stage > 0 && (op.Kind == tensor.OpShortConv || op.Kind == tensor.OpDeltaRule):
+			ivs = append(ivs, interval{op: i, from: i, to: i, size: 4 * int64(stage) * int64(stateFloats(op)), kind: 3})
 		}
 	}
 	// First fit in order of start: each buffer takes the lowest aligned
@@ -184,6 +190,14 @@ func planBuffers(g *tensor.Graph) (bufferPlan, error) {
 		[...][]int64{p.Offset, p.QuantOffset, p.QuantKOffset, p.Scratch}[iv.kind][iv.op] = off
 	}
 	return p, nil
+}
+
+// stateFloats is a stateful op's state per slot, in values.
+func stateFloats(op tensor.Op) int {
+	if op.Kind == tensor.OpShortConv {
+		return op.State.ConvStateFloats(op.Out.Cols())
+	}
+	return op.State.DeltaStateFloats()
 }
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }

@@ -128,7 +128,7 @@ func TestPlanBuffers(t *testing.T) {
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.Q8_0, tensor.Q4_0} {
 		for _, shape := range [][2]int{{1, 1}, {8, 8}, {24, 3}, {512, 1}} {
 			g := recordBlock(t, shape[0], shape[1], dt)
-			p, err := planBuffers(g)
+			p, err := planBuffers(g, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +164,7 @@ func TestPlanBuffersChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := planBuffers(g)
+	p, err := planBuffers(g, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,11 +184,11 @@ func TestPlanBuffersRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := planBuffers(g); err == nil || !strings.Contains(err.Error(), "multiple of 32") {
+	if _, err := planBuffers(g, 0); err == nil || !strings.Contains(err.Error(), "multiple of 32") {
 		t.Errorf("planBuffers: %v", err)
 	}
 	g.Ops[2].Args[1].ID = 5
-	if _, err := planBuffers(g); err == nil || !strings.Contains(err.Error(), "before it is computed") {
+	if _, err := planBuffers(g, 0); err == nil || !strings.Contains(err.Error(), "before it is computed") {
 		t.Errorf("planBuffers: %v", err)
 	}
 }
@@ -219,7 +219,7 @@ func TestPlanFloatInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := planBuffers(g)
+	p, err := planBuffers(g, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestPlanMixedQuantForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := planBuffers(g)
+	p, err := planBuffers(g, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,5 +264,43 @@ func TestPlanMixedQuantForms(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"q4_K", "q8_0"}, quantizes); diff != "" {
 		t.Errorf("matmuls that quantize their input (-want +got):\n%s", diff)
+	}
+}
+
+// With a bf16 state, each stateful op gets a scratch for the f32 staging of
+// stage slots of its state, live only while it runs (the two ops' scratches
+// may share memory); with an f32 state, none.
+func TestPlanStagesABF16State(t *testing.T) {
+	a := tensor.StateArgs{Layer: 0, Kernel: 4, KeyHeads: 1, KeyDim: 16, ValueHeads: 2, ValueDim: 32, Scale: 0.25}
+	b := tensor.NewBuilder(fakeWeights(map[string]tensor.Tensor{
+		"x":    {Shape: [2]int{10, 96}, DType: tensor.F32},
+		"conv": {Shape: [2]int{96, 4}, DType: tensor.F32},
+		"g":    {Shape: [2]int{10, 2}, DType: tensor.F32},
+	}))
+	tok := b.Input("tokens", 3)
+	b.Input("positions", 3)
+	x := b.GetRows(b.Weight("x"), tok)
+	c := b.ShortConv(x, b.Weight("conv"), a)
+	q, g := b.Columns(c, 96, 0, 16), b.GetRows(b.Weight("g"), tok)
+	d := b.DeltaRule(q, q, b.Columns(c, 96, 32, 64), g, g, a)
+	b.Output("y", d)
+	gr, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []int{0, 7} {
+		p, err := planBuffers(gr, stage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range []tensor.Tensor{c, d} {
+			need := int64(4 * stage * stateFloats(gr.Ops[op.ID]))
+			switch {
+			case stage == 0 && p.Scratch[op.ID] != -1:
+				t.Errorf("f32 state: %v has a scratch at %d", gr.Ops[op.ID].Kind, p.Scratch[op.ID])
+			case stage > 0 && (p.Scratch[op.ID] < 0 || p.Scratch[op.ID]+need > p.Size):
+				t.Errorf("bf16 state: %v scratch at %d of %d bytes (arena %d)", gr.Ops[op.ID].Kind, p.Scratch[op.ID], need, p.Size)
+			}
+		}
 	}
 }

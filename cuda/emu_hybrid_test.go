@@ -270,14 +270,17 @@ type stateCase struct {
 	keyHeads, keyDim       int
 	valueHeads, valueDim   int
 	bucketRows, stateSlots int
+	dtype                  string // the state's storage: "f32" or "bf16" (staged)
 }
 
 func TestEmuStateful(t *testing.T) {
 	for _, c := range []stateCase{
-		{kernel: 4, keyHeads: 2, keyDim: 32, valueHeads: 4, valueDim: 48, stateSlots: 8},  // a partial warp of columns
-		{kernel: 2, keyHeads: 1, keyDim: 16, valueHeads: 2, valueDim: 160, stateSlots: 8}, // two blocks of columns per head
+		{kernel: 4, keyHeads: 2, keyDim: 32, valueHeads: 4, valueDim: 48, stateSlots: 8, dtype: "f32"},  // a partial warp of columns
+		{kernel: 2, keyHeads: 1, keyDim: 16, valueHeads: 2, valueDim: 160, stateSlots: 8, dtype: "f32"}, // two blocks of columns per head
+		{kernel: 4, keyHeads: 2, keyDim: 32, valueHeads: 4, valueDim: 48, stateSlots: 8, dtype: "bf16"},
+		{kernel: 3, keyHeads: 1, keyDim: 16, valueHeads: 2, valueDim: 160, stateSlots: 8, dtype: "bf16"},
 	} {
-		name := fmt.Sprintf("kernel %d, %d/%d heads of %d/%d", c.kernel, c.keyHeads, c.valueHeads, c.keyDim, c.valueDim)
+		name := fmt.Sprintf("kernel %d, %d/%d heads of %d/%d, %s state", c.kernel, c.keyHeads, c.valueHeads, c.keyDim, c.valueDim, c.dtype)
 		parityCase(t, name, func(t *testing.T, e *emulator) { emuStateful(t, e, c) })
 	}
 }
@@ -291,6 +294,10 @@ func TestEmuStateful(t *testing.T) {
 // areas starting as NaN so a read of a slot no row wrote shows. The
 // verify step is also run broken (every row reading its own write slot,
 // the snapshots' chain ignored) on a copy of the state, which must fail.
+// A bf16 state (c.dtype) is stored as bf16 and staged around each op
+// (state_widen, the op on the staging entries, state_narrow), against the
+// CPU's bf16 layout; the same steps on an f32 state, the rounding left
+// out, must fail against it.
 func emuStateful(t *testing.T, e *emulator, c stateCase) {
 	const vocab = 48
 	r := rand.New(rand.NewPCG(17, uint64(c.valueDim*10+c.kernel)))
@@ -318,12 +325,11 @@ func emuStateful(t *testing.T, e *emulator, c stateCase) {
 			StateSnapshots: [][]int32{{4, 5, 6}, nil}},
 		{Tokens: randIDs(r, vocab, 2), Positions: []int32{10, 4}, RowSeq: []int32{0, 1}, StateSlots: slots(5, 3)}, // one draft accepted
 	}
-	const verify = 2
 	for _, s := range steps {
 		s.Tables, s.LogitRows = tables, []int32{0}
 	}
 	layout := exec.KVLayout{Layers: 1, KVDim: 32, BlockTokens: 16, Blocks: 4,
-		State: exec.StateLayout{Slots: c.stateSlots, Conv: []int{a.ConvStateFloats(channels)}, Delta: []int{a.DeltaStateFloats()}}}
+		State: exec.StateLayout{Slots: c.stateSlots, Conv: []int{a.ConvStateFloats(channels)}, Delta: []int{a.DeltaStateFloats()}, DType: c.dtype}}
 	outs := cpuRun(t, f, layout, func(b *tensor.Builder, rows, logitRows int) {
 		tok := b.Input("tokens", rows)
 		b.Input("positions", rows)
@@ -336,50 +342,114 @@ func emuStateful(t *testing.T, e *emulator, c stateCase) {
 		b.Output("conv", b.ShortConv(in["x"], b.Weight("conv"), a))
 		b.Output("delta", b.DeltaRule(in["q"], in["k"], in["v"], in["g"], in["beta"], a))
 	}, steps...)
+	g := statefulGPU{e: e, a: a, c: c, channels: channels, conv: conv, vocab: vocab, layout: layout, steps: steps, outs: outs}
+	g.run(t, c.dtype == "bf16", true)
+	if c.dtype == "bf16" {
+		g.run(t, false, false)
+	}
+}
 
+// statefulGPU runs emuStateful's steps through the kernels.
+type statefulGPU struct {
+	e        *emulator
+	a        tensor.StateArgs
+	c        stateCase
+	channels int
+	conv     []float32
+	vocab    int
+	layout   exec.KVLayout
+	steps    []*exec.Batch
+	outs     []map[string][]float32 // the CPU's
+}
+
+// run runs the steps on a state stored as bf16 and staged (staged) or as
+// f32, and compares the outputs with the CPU's: they must agree (match)
+// or, the rounding of a bf16 state left out, differ from a step on.
+func (g *statefulGPU) run(t *testing.T, staged, match bool) {
+	const verify = 2
+	a, c, channels, e := g.a, g.c, g.channels, g.e
+	kd, vd := c.keyHeads*c.keyDim, c.valueHeads*c.valueDim
 	var mem emuMem
 	perSlot := []int{a.ConvStateFloats(channels), a.DeltaStateFloats()}
-	convState := mem.nanBuf(4 * (c.stateSlots + 1) * perSlot[0])
-	deltaState := mem.nanBuf(4 * (c.stateSlots + 1) * perSlot[1])
-	wb := mem.buf(f32Bytes(conv), false)
+	width := int64(4)
+	if staged {
+		width = 2
+	}
+	convState := mem.nanBuf(int(width) * (c.stateSlots + 1) * perSlot[0])
+	deltaState := mem.nanBuf(int(width) * (c.stateSlots + 1) * perSlot[1])
+	wb := mem.buf(f32Bytes(g.conv), false)
 	var packer stepPacker
-	for i, s := range steps {
+	diverged := false
+	for i, s := range g.steps {
 		rows := len(s.Tokens)
 		bucket := padBucket(rows)
-		sl := newStepLayout(bucket, len(s.LogitRows), layout.Blocks)
+		sl := newStepLayout(bucket, len(s.LogitRows), g.layout.Blocks)
 		sl.StateSlots, sl.Stateful = c.stateSlots, true
+		if staged {
+			sl.addStage(stageSlots(bucket, c.stateSlots))
+		}
 		words := make([]int32, sl.Words)
-		if err := packer.pack(words, sl, s, layout.BlockTokens, vocab); err != nil {
+		if err := packer.pack(words, sl, s, g.layout.BlockTokens, g.vocab); err != nil {
 			t.Fatal(err)
 		}
 		step := mem.buf(i32Bytes(words), false)
 		sr := stateRows{read: step.at(4 * sl.StateRead), write: step.at(4 * sl.StateWrite), pos: step.at(4 * sl.Positions)}
 		act := map[string]*emuBuf{}
 		for n, cols := range map[string]int{"x": channels, "q": kd, "k": kd, "v": vd, "g": c.valueHeads, "beta": c.valueHeads} {
-			act[n] = mem.buf(f32Bytes(append(slices.Clone(outs[i][n]), make([]float32, (bucket-rows)*cols)...)), false)
+			act[n] = mem.buf(f32Bytes(append(slices.Clone(g.outs[i][n]), make([]float32, (bucket-rows)*cols)...)), false)
+		}
+		// stateful launches op on store: directly, or on a staging area
+		// between state_widen and state_narrow.
+		stateful := func(store *emuBuf, per int, op func(state devPtr) (launchSpec, error)) {
+			if !staged {
+				l, err := op(store.dev)
+				e.launch(t, l, err, &mem)
+				return
+			}
+			st := stateStage{area: mem.nanBuf(4 * sl.Stage * per).dev, slot: step.at(4 * sl.StageSlot),
+				written: step.at(4 * sl.StageWritten), count: step.at(4 * sl.StageCount), capacity: sl.Stage}
+			l, err := stateWidenLaunch(st, store.dev, per)
+			e.launch(t, l, err, &mem)
+			l, err = op(st.area)
+			e.launch(t, l, err, &mem)
+			l, err = stateNarrowLaunch(st, store.dev, per)
+			e.launch(t, l, err, &mem)
 		}
 		var brokenConv, brokenDelta *emuBuf
-		if i == verify {
+		if i == verify && match {
 			brokenConv, brokenDelta = mem.buf(convState.data, true), mem.buf(deltaState.data, true)
 		}
 		convOut, deltaOut := mem.nanBuf(4*bucket*channels), mem.nanBuf(4*bucket*vd)
-		l, err := shortConvLaunch(convOut.dev, act["x"].dev, wb.dev, convState.dev, sr, bucket, channels, c.kernel)
-		e.launch(t, l, err, &mem)
-		l, err = deltaRuleLaunch(deltaOut.dev, act["q"].dev, act["k"].dev, act["v"].dev, act["g"].dev, act["beta"].dev, deltaState.dev, sr, bucket, a)
-		e.launch(t, l, err, &mem)
+		stateful(convState, perSlot[0], func(state devPtr) (launchSpec, error) {
+			return shortConvLaunch(convOut.dev, act["x"].dev, wb.dev, state, sr, bucket, channels, c.kernel)
+		})
+		stateful(deltaState, perSlot[1], func(state devPtr) (launchSpec, error) {
+			return deltaRuleLaunch(deltaOut.dev, act["q"].dev, act["k"].dev, act["v"].dev, act["g"].dev, act["beta"].dev, state, sr, bucket, a)
+		})
 		what := fmt.Sprintf("step %d (%d rows in a bucket of %d)", i, rows, bucket)
-		near(t, what+" short_conv", outs[i]["conv"], bytesF32(convOut.data)[:rows*channels], 1e-6)
-		near(t, what+" delta_rule", outs[i]["delta"], bytesF32(deltaOut.data)[:rows*vd], 2e-6)
+		gotConv, gotDelta := bytesF32(convOut.data)[:rows*channels], bytesF32(deltaOut.data)[:rows*vd]
+		if !match {
+			diverged = diverged || nearDiff(g.outs[i]["conv"], gotConv, 1e-6) != "" || nearDiff(g.outs[i]["delta"], gotDelta, 2e-6) != ""
+			mem.bufs = mem.bufs[:3]
+			continue
+		}
+		near(t, what+" short_conv", g.outs[i]["conv"], gotConv, 1e-6)
+		near(t, what+" delta_rule", g.outs[i]["delta"], gotDelta, 2e-6)
 		if i == verify {
 			broken := stateRows{read: sr.write, write: sr.write, pos: sr.pos}
-			l, err := shortConvLaunch(convOut.dev, act["x"].dev, wb.dev, brokenConv.dev, broken, bucket, channels, c.kernel)
-			e.launch(t, l, err, &mem)
-			mustDiffer(t, what+" short_conv, snapshots not chained", outs[i]["conv"], bytesF32(convOut.data)[:rows*channels], 1e-6)
-			l, err = deltaRuleLaunch(deltaOut.dev, act["q"].dev, act["k"].dev, act["v"].dev, act["g"].dev, act["beta"].dev, brokenDelta.dev, broken, bucket, a)
-			e.launch(t, l, err, &mem)
-			mustDiffer(t, what+" delta_rule, snapshots not chained", outs[i]["delta"], bytesF32(deltaOut.data)[:rows*vd], 2e-6)
+			stateful(brokenConv, perSlot[0], func(state devPtr) (launchSpec, error) {
+				return shortConvLaunch(convOut.dev, act["x"].dev, wb.dev, state, broken, bucket, channels, c.kernel)
+			})
+			mustDiffer(t, what+" short_conv, snapshots not chained", g.outs[i]["conv"], bytesF32(convOut.data)[:rows*channels], 1e-6)
+			stateful(brokenDelta, perSlot[1], func(state devPtr) (launchSpec, error) {
+				return deltaRuleLaunch(deltaOut.dev, act["q"].dev, act["k"].dev, act["v"].dev, act["g"].dev, act["beta"].dev, state, broken, bucket, a)
+			})
+			mustDiffer(t, what+" delta_rule, snapshots not chained", g.outs[i]["delta"], bytesF32(deltaOut.data)[:rows*vd], 2e-6)
 		}
 		mem.bufs = mem.bufs[:3] // keep the state areas and the taps
+	}
+	if !match && !diverged {
+		t.Error("the steps on an f32 state match the CPU's bf16 state: the test cannot see the rounding")
 	}
 }
 
@@ -438,5 +508,132 @@ func TestEmuMoE(t *testing.T) {
 			broken.Normalize = !a.Normalize
 			mustDiffer(t, "moe with normalize flipped", want, run(broken), 2e-5)
 		})
+	}
+}
+
+// TestEmuDeltaRuleChunked runs delta_rule_chunked, the launch of steps of
+// deltaChunkMin rows or more, against the CPU backend over prompts whose
+// prefill rows take the chunked form: a 150-row prompt from position 0
+// beside a 20-row one (two chunks and a tail; a run just over the
+// minimum), then a decode row of the first beside a 40-row continuation of
+// the second from its carried state, then a 17-row continuation and a
+// 3-row verify writing snapshots (a run too short to chunk). Each step is
+// packed at its bucket with pad rows, the state area starting as NaN. The
+// chunked form reassociates the recurrence, so outputs agree within 2e-5
+// of the largest magnitude (runtime/cpu's own chunked-vs-recurrent bound);
+// rows outside chunked runs must equal delta_rule's bits, and some chunked
+// row must not (the chunked form ran). Broken: every row's decay taken
+// from the next row (g shifted by one row), which must fail.
+func TestEmuDeltaRuleChunked(t *testing.T) {
+	for _, a := range []tensor.StateArgs{
+		{KeyHeads: 2, KeyDim: 32, ValueHeads: 4, ValueDim: 48},  // a partial warp of columns
+		{KeyHeads: 1, KeyDim: 16, ValueHeads: 2, ValueDim: 160}, // two blocks of columns per head
+	} {
+		a.Scale = float32(1 / math.Sqrt(float64(a.KeyDim)))
+		parityCase(t, fmt.Sprintf("%d/%d heads of %d/%d", a.KeyHeads, a.ValueHeads, a.KeyDim, a.ValueDim), func(t *testing.T, e *emulator) {
+			emuDeltaChunked(t, e, a)
+		})
+	}
+}
+
+func emuDeltaChunked(t *testing.T, e *emulator, a tensor.StateArgs) {
+	const vocab, stateSlots = 256, 8
+	r := rand.New(rand.NewPCG(19, uint64(a.ValueDim)))
+	kd, vd := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim
+	q, k := randF32(r, vocab*kd, 1), randF32(r, vocab*kd, 1)
+	for _, x := range [][]float32{q, k} { // unit keys and queries per head, as the model's l2_norm gives
+		for s := 0; s < len(x); s += a.KeyDim {
+			var n float64
+			for _, v := range x[s : s+a.KeyDim] {
+				n += float64(v * v)
+			}
+			for i := range x[s : s+a.KeyDim] {
+				x[s+i] /= float32(math.Sqrt(n))
+			}
+		}
+	}
+	g, beta := randF32(r, vocab*a.ValueHeads, 1), make([]float32, vocab*a.ValueHeads)
+	for i := range g {
+		g[i] = -float32(math.Log1p(math.Exp(float64(g[i])))) * float32(0.05+0.5*r.Float64()) // -softplus, as the model's gate
+		beta[i] = 1 / (1 + float32(math.Exp(-r.NormFloat64())))
+	}
+	f := memFile(t, f32Weight("q", vocab, kd, q), f32Weight("k", vocab, kd, k), randTensor(r, "v", tensor.F32, vocab, vd),
+		f32Weight("g", vocab, a.ValueHeads, g), f32Weight("beta", vocab, a.ValueHeads, beta))
+	slots := func(s ...int32) []int32 { return s }
+	steps := []*exec.Batch{
+		{Tokens: randIDs(r, vocab, 170), Positions: append(count(0, 150), count(0, 20)...),
+			RowSeq: append(fill(0, 150), fill(1, 20)...), StateSlots: slots(0, 3)},
+		{Tokens: randIDs(r, vocab, 41), Positions: append([]int32{150}, count(20, 40)...),
+			RowSeq: append([]int32{0}, fill(1, 40)...), StateSlots: slots(0, 3)},
+		{Tokens: randIDs(r, vocab, 20), Positions: append(count(151, 17), count(60, 3)...),
+			RowSeq: append(fill(0, 17), fill(1, 3)...), StateSlots: slots(0, 3), StateSnapshots: [][]int32{nil, {4, 5, 6}}},
+	}
+	// chunked[i] are the rows of step i in runs the chunked form takes.
+	chunked := [][2]int{{0, 170}, {1, 41}, {0, 17}}
+	for _, s := range steps {
+		s.Tables, s.LogitRows = [][]int32{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {13, 14, 15, 16}}, []int32{0}
+	}
+	layout := exec.KVLayout{Layers: 1, KVDim: 32, BlockTokens: 16, Blocks: 17,
+		State: exec.StateLayout{Slots: stateSlots, Delta: []int{a.DeltaStateFloats()}}}
+	outs := cpuRun(t, f, layout, func(b *tensor.Builder, rows, logitRows int) {
+		tok := b.Input("tokens", rows)
+		b.Input("positions", rows)
+		b.Input("logit_rows", logitRows)
+		in := map[string]tensor.Tensor{}
+		for _, n := range []string{"q", "k", "v", "g", "beta"} {
+			in[n] = b.GetRows(b.Weight(n), tok)
+			b.Output(n, in[n])
+		}
+		b.Output("delta", b.DeltaRule(in["q"], in["k"], in["v"], in["g"], in["beta"], a))
+	}, steps...)
+
+	var mem emuMem
+	state := mem.nanBuf(4 * (stateSlots + 1) * a.DeltaStateFloats())
+	var packer stepPacker
+	for i, s := range steps {
+		rows := len(s.Tokens)
+		bucket := padBucket(rows)
+		sl := newStepLayout(bucket, len(s.LogitRows), layout.Blocks)
+		sl.StateSlots, sl.Stateful = stateSlots, true
+		words := make([]int32, sl.Words)
+		if err := packer.pack(words, sl, s, layout.BlockTokens, vocab); err != nil {
+			t.Fatal(err)
+		}
+		step := mem.buf(i32Bytes(words), false)
+		sr := stateRows{read: step.at(4 * sl.StateRead), write: step.at(4 * sl.StateWrite), pos: step.at(4 * sl.Positions)}
+		act := map[string]*emuBuf{}
+		for n, cols := range map[string]int{"q": kd, "k": kd, "v": vd, "g": a.ValueHeads, "beta": a.ValueHeads} {
+			act[n] = mem.buf(f32Bytes(append(slices.Clone(outs[i][n]), make([]float32, (bucket-rows+1)*cols)...)), false)
+		}
+		before := mem.buf(state.data, true) // the state the step starts from, for the recurrent and broken runs
+		what := fmt.Sprintf("step %d (%d rows in a bucket of %d)", i, rows, bucket)
+		// run launches the step on state with decays g, as kernel.
+		run := func(state, g devPtr, kernel string) []float32 {
+			out := mem.nanBuf(4 * bucket * vd)
+			l, err := deltaRuleLaunch(out.dev, act["q"].dev, act["k"].dev, act["v"].dev, g, act["beta"].dev, state, sr, bucket, a)
+			if err == nil && l.kernel != "delta_rule_chunked" {
+				t.Fatalf("%s: launched %q, want delta_rule_chunked", what, l.kernel)
+			}
+			l.kernel = kernel // delta_rule takes the same arguments and grid
+			e.launch(t, l, err, &mem)
+			return bytesF32(out.data)[:rows*vd]
+		}
+		got := run(state.dev, act["g"].dev, "delta_rule_chunked")
+		near(t, what+" delta_rule_chunked", outs[i]["delta"], got, 2e-5)
+
+		// The same step on delta_rule, from the state the step started with.
+		rec := run(mem.buf(before.data, true).dev, act["g"].dev, "delta_rule")
+		lo, hi := chunked[i][0]*vd, chunked[i][1]*vd
+		if !slices.Equal(got[:lo], rec[:lo]) || !slices.Equal(got[hi:], rec[hi:]) {
+			t.Errorf("%s: rows outside chunked runs differ from delta_rule's bits", what)
+		}
+		if slices.Equal(got[lo:hi], rec[lo:hi]) {
+			t.Errorf("%s: the chunked rows equal delta_rule's bits; did the chunked form run?", what)
+		}
+
+		// Broken: each row's decay is the next row's.
+		late := run(before.dev, act["g"].at(4*a.ValueHeads), "delta_rule_chunked")
+		mustDiffer(t, what+" delta_rule_chunked, decays a row late", outs[i]["delta"], late, 2e-5)
+		mem.bufs = mem.bufs[:1] // keep the state area
 	}
 }

@@ -209,6 +209,17 @@ func (k *kernels) deltaRule(s cu.Stream, out, q, kk, v, g, beta, state cu.Device
 	return k.launch(s, l, err)
 }
 
+// stateStage widens the staged slots of a bf16 state area store (slots of
+// per values) into the staging area (widen), or rounds the written ones
+// back (stateWidenLaunch, stateNarrowLaunch).
+func (k *kernels) stateStage(s cu.Stream, widen bool, st stateStage, store cu.DevicePtr, per int) error {
+	l, err := stateNarrowLaunch(st, ptr(store), per)
+	if widen {
+		l, err = stateWidenLaunch(st, ptr(store), per)
+	}
+	return k.launch(s, l, err)
+}
+
 // moe runs an MoE op into out from h and router with the stacked expert
 // weights and the op's scratch, all on the device (moeLaunches).
 func (k *kernels) moe(s cu.Stream, out, h, router, scratch cu.DevicePtr, gate, up, down deviceTensor, rows, cols int, a tensor.MoEArgs) error {

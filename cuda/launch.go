@@ -46,7 +46,7 @@ var matmulDTypes = [...]tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor
 // define them all.
 func kernelNames() ([]string, error) {
 	names := []string{"quantize_q8", "quantize_q8k", "get_rows", "rms_norm", "rope", "add", "swiglu", "select_rows", "argmax_rows",
-		"columns", "concat", "unary", "mul", "add_row", "mul_row", "l2_norm", "short_conv", "delta_rule",
+		"columns", "concat", "unary", "mul", "add_row", "mul_row", "l2_norm", "short_conv", "delta_rule", "delta_rule_chunked", "state_widen", "state_narrow",
 		"moe_route", "moe_matmul", "moe_combine"}
 	for _, dt := range matmulDTypes {
 		for _, nt := range gemvVariants {
@@ -360,12 +360,19 @@ func shortConvLaunch(out, x, w, state devPtr, sr stateRows, rows, channels, kern
 }
 
 // deltaRuleThreads is the most threads of a delta_rule block: one per
-// column of a value head's state.
+// column of a value head's state (DELTA_CHUNK_THREADS).
 const deltaRuleThreads = 128
+
+// deltaChunkMin is the fewest rows of a step (a bucket) launched on
+// delta_rule_chunked, which takes the chunked form for runs of at least
+// as many prefill rows of one sequence (DELTA_CHUNK_MIN, runtime/cpu's
+// deltaChunkMin); smaller steps (decode, verify) take delta_rule.
+const deltaChunkMin = 16
 
 // deltaRuleLaunch writes out [rows, ValueHeads*ValueDim]: the gated delta
 // rule of q, k, v, g and beta over each row's state in the state area
-// (slots of a.DeltaStateFloats() f32), which it advances.
+// (slots of a.DeltaStateFloats() f32), which it advances. A step of
+// deltaChunkMin rows or more runs delta_rule_chunked.
 func deltaRuleLaunch(out, q, k, v, g, beta, state devPtr, sr stateRows, rows int, a tensor.StateArgs) (launchSpec, error) {
 	if a.KeyHeads < 1 || a.ValueHeads%a.KeyHeads != 0 || a.KeyDim < 1 || a.ValueDim < 1 || a.ValueHeads > maxGridX ||
 		rows < 0 || rows > maxInt32 || int64(a.ValueHeads)*int64(a.ValueDim) > maxInt32 || int64(a.KeyHeads)*int64(a.KeyDim) > maxInt32 {
@@ -376,8 +383,43 @@ func deltaRuleLaunch(out, q, k, v, g, beta, state devPtr, sr stateRows, rows int
 	}
 	block := min(deltaRuleThreads, ceilDiv(a.ValueDim, warpSize)*warpSize)
 	d := launchDims{grid: [3]int{a.ValueHeads, ceilDiv(a.ValueDim, block), 1}, block: [3]int{block, 1, 1}}
-	return spec("delta_rule", d, out, q, k, v, g, beta, state, sr.read, sr.write, sr.pos, intArg(rows),
+	kernel := "delta_rule"
+	if rows >= deltaChunkMin {
+		kernel = "delta_rule_chunked"
+	}
+	return spec(kernel, d, out, q, k, v, g, beta, state, sr.read, sr.write, sr.pos, intArg(rows),
 		intArg(a.KeyHeads), intArg(a.KeyDim), intArg(a.ValueHeads), intArg(a.ValueDim), f32Arg(a.Scale))
+}
+
+// stateStage is a step's staging of a bf16 state area: the step buffer's
+// list of the staged slots (int32 [capacity]: each entry's slot, and
+// whether a row writes it) and their count (int32 [1]), and the f32
+// staging area of capacity slots.
+type stateStage struct {
+	area, slot, written, count devPtr
+	capacity                   int
+}
+
+// stateWidenLaunch fills the staging area with the staged slots of store
+// (bf16 slots of per values) widened to f32; stateNarrowLaunch rounds the
+// entries the rows wrote back into their slots.
+func stateWidenLaunch(st stateStage, store devPtr, per int) (launchSpec, error) {
+	return stateStageLaunch("state_widen", st, store, per)
+}
+
+func stateNarrowLaunch(st stateStage, store devPtr, per int) (launchSpec, error) {
+	return stateStageLaunch("state_narrow", st, store, per)
+}
+
+func stateStageLaunch(kernel string, st stateStage, store devPtr, per int) (launchSpec, error) {
+	if per < 1 || per > maxInt32 || st.capacity < 1 || st.capacity > maxInt32 {
+		return launchSpec{}, fmt.Errorf("cuda: %s: %d staged slots of %d values", kernel, st.capacity, per)
+	}
+	d := elemGeometry(st.capacity * per)
+	if kernel == "state_widen" {
+		return spec(kernel, d, st.area, store, st.slot, st.count, intArg(per))
+	}
+	return spec(kernel, d, store, st.area, st.slot, st.written, st.count, intArg(per))
 }
 
 // moeMaxTopK is the most experts a row may be routed to (moe_route keeps

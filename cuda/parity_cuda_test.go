@@ -386,3 +386,71 @@ func TestDeviceArgmax(t *testing.T) {
 	}, batch)
 	near(t, "logits", cpuOut[0]["logits"], gpuOut[0]["logits"], 2e-5)
 }
+
+// TestSpeculativeReplayMatchesEager runs the speculative graphs of the
+// bundled models (the MTP head on the hybrid, EAGLE-3 and DFlash drafters
+// with their ahead loops on tiny-qwen3) on the CUDA backend with captured
+// graphs and with eager launches: every drafter pass and verify step is
+// captured per bucket like the target step, so both must give the same
+// tokens and the same draft counts (rounds, drafted, accepted per
+// position), and the tokens must be the CPU backend's up to the first
+// position where the CPU's top-two margin is under 0.02.
+func TestSpeculativeReplayMatchesEager(t *testing.T) {
+	dir := modelsDir(t)
+	prompts := []string{"Once upon a time", "1, 2, 3, 4,"}
+	for _, c := range []struct{ graph, model, draft string }{
+		{"mtp", "tiny-qwen35-f32", ""},
+		{"mtp", "tiny-qwen35moe-f32", ""},
+		{"eagle3", "tiny-qwen3-f32", "tiny-qwen3-eagle3-f32"},
+		{"dflash", "tiny-qwen3-f32", "tiny-qwen3-dflash-f32"},
+	} {
+		t.Run(c.graph+" "+c.model, func(t *testing.T) {
+			opts := instance.Options{Model: filepath.Join(dir, c.model+".gguf"), Graph: c.graph, Threads: 2, MaxRunning: 2}
+			if c.draft != "" {
+				opts.Models = map[string]string{"draft": filepath.Join(dir, c.draft+".gguf")}
+			}
+			runs := map[string][]*golden.Case{}
+			for _, mode := range []string{"cpu", "graph", "eager"} {
+				o := opts
+				o.Backend, o.Eager = "cuda", mode == "eager"
+				if mode == "cpu" {
+					o.Backend = "cpu"
+				}
+				in, err := instance.Open(o)
+				if err != nil {
+					t.Fatalf("%s: %v", mode, err)
+				}
+				defer in.Close()
+				for _, p := range prompts {
+					res, err := golden.Generate(context.Background(), in, p, 32, 2)
+					if err != nil {
+						t.Fatalf("%s %q: %v", mode, p, err)
+					}
+					runs[mode] = append(runs[mode], res)
+				}
+			}
+			for i, p := range prompts {
+				g, e, want := runs["graph"][i], runs["eager"][i], runs["cpu"][i]
+				if !slices.Equal(g.GeneratedTokens, e.GeneratedTokens) {
+					t.Errorf("%q: replayed %v, eager %v", p, g.GeneratedTokens, e.GeneratedTokens)
+				}
+				gs, es := g.Timing.Speculative, e.Timing.Speculative
+				if gs.Rounds != es.Rounds || gs.Drafted != es.Drafted || gs.Accepted != es.Accepted || !slices.Equal(gs.AcceptedPerPosition, es.AcceptedPerPosition) {
+					t.Errorf("%q: draft counts replayed %+v, eager %+v", p, gs, es)
+				}
+				if gs.Rounds == 0 {
+					t.Errorf("%q: no speculative rounds: the drafter did not run", p)
+				}
+				for j := range want.GeneratedTokens {
+					if want.Margins[j] < 0.02 {
+						break
+					}
+					if j >= len(g.GeneratedTokens) || g.GeneratedTokens[j] != want.GeneratedTokens[j] {
+						t.Errorf("%q: token %d: cuda %v, cpu %v", p, j, g.GeneratedTokens[:min(j+1, len(g.GeneratedTokens))], want.GeneratedTokens[:j+1])
+						break
+					}
+				}
+			}
+		})
+	}
+}

@@ -24,6 +24,10 @@ import (
 //	stateRead [Rows]       recurrent state slot the row reads (exec.Batch.StateRows); pad
 //	                       rows, and every row of a batch without state slots, the pad slot
 //	stateWrite [Rows]      recurrent state slot the row writes; the same pad slot
+//	stageSlot [Stage]      with a bf16 state (Stage > 0): the slot each staging entry
+//	                       holds; stateRead and stateWrite are then staging entries
+//	stageWritten [Stage]   1 where a row writes the entry, else 0
+//	stageCount [1]         the entries in use
 //	floats    [...]        each float input (tensor.Builder.InputF32, a draft pass's
 //	                       hidden states) as float bits, [rows, cols] row-major, the rows
 //	                       past the batch's zero (Floats, added by addFloat)
@@ -41,10 +45,27 @@ type stepLayout struct {
 	// must bind every sequence's slot.
 	StateSlots int
 	Stateful   bool
+	// Stage is the staging entries of a bf16 state (stageSlots); 0 when
+	// the state is f32 and the rows' slots are bound directly.
+	Stage int
 	// word offsets
 	Tokens, Positions, Slots, RowTables, Reach, LogitRowsAt, Tables, StateRead, StateWrite int
+	StageSlot, StageWritten, StageCount                                                    int
 	Words                                                                                  int
 	Floats                                                                                 []stepFloat
+}
+
+// stageSlots is the staging entries a step of rows rows needs on a state
+// of slots slots (the pad slot besides): every slot a row reads or writes
+// (a row reads one and writes one), at most every slot.
+func stageSlots(rows, slots int) int { return min(2*rows+1, slots+1) }
+
+// addStage places the staging list of a bf16 state of n entries at the end
+// of the buffer.
+func (l *stepLayout) addStage(n int) {
+	l.Stage = n
+	l.StageSlot, l.StageWritten, l.StageCount = l.Words, l.Words+n, l.Words+2*n
+	l.Words += 2*n + 1
 }
 
 // stepFloat is a float input of the step buffer: Rows x Cols floats at
@@ -87,6 +108,7 @@ type stepPacker struct {
 	seqNeed  []int32 // [sequences] blocks of its table that rows read
 	seqLast  []int32 // [sequences] the last position of its rows
 	seqSeen  []int32 // [sequences] its rows so far (state snapshots)
+	entry    []int32 // [state slots + 1] a slot's staging entry; -1 when not staged
 }
 
 // pack writes b into dst ([l.Words]) padded to l's shape, after checking
@@ -211,7 +233,7 @@ func (p *stepPacker) packState(dst []int32, l stepLayout, b *exec.Batch) error {
 		for t := range l.Rows {
 			dst[l.StateRead+t], dst[l.StateWrite+t] = pad, pad
 		}
-		return nil
+		return p.packStage(dst, l)
 	}
 	if len(b.StateSlots) != len(b.Tables) {
 		return fmt.Errorf("cuda: %d state slots for %d sequences", len(b.StateSlots), len(b.Tables))
@@ -252,6 +274,51 @@ func (p *stepPacker) packState(dst []int32, l stepLayout, b *exec.Batch) error {
 		p.seqSeen[s]++
 		dst[l.StateRead+t], dst[l.StateWrite+t] = read, write
 	}
+	return p.packStage(dst, l)
+}
+
+// packStage renumbers the rows' state slots into staging entries when the
+// state is staged (l.Stage > 0): each slot a row reads or writes gets the
+// next entry, in row order, and the list records its slot and whether a
+// row writes it.
+func (p *stepPacker) packStage(dst []int32, l stepLayout) error {
+	if l.Stage == 0 {
+		return nil
+	}
+	p.entry = resize(p.entry, l.StateSlots+1)
+	for i := range p.entry {
+		p.entry[i] = -1
+	}
+	n := int32(0)
+	stage := func(slot int32, write bool) (int32, error) {
+		e := p.entry[slot]
+		if e < 0 {
+			if int(n) == l.Stage {
+				return 0, fmt.Errorf("cuda: the step's rows touch more than the %d staged state slots", l.Stage)
+			}
+			e, n = n, n+1
+			p.entry[slot] = e
+			dst[l.StageSlot+int(e)], dst[l.StageWritten+int(e)] = slot, 0
+		}
+		if write {
+			dst[l.StageWritten+int(e)] = 1
+		}
+		return e, nil
+	}
+	for t := range l.Rows {
+		read, err := stage(dst[l.StateRead+t], false)
+		if err != nil {
+			return err
+		}
+		write, err := stage(dst[l.StateWrite+t], true)
+		if err != nil {
+			return err
+		}
+		dst[l.StateRead+t], dst[l.StateWrite+t] = read, write
+	}
+	clear(dst[l.StageSlot+int(n) : l.StageSlot+l.Stage])
+	clear(dst[l.StageWritten+int(n) : l.StageWritten+l.Stage])
+	dst[l.StageCount] = n
 	return nil
 }
 

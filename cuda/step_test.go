@@ -158,6 +158,46 @@ func TestStepPackState(t *testing.T) {
 	}
 }
 
+// A staged (bf16) state binds the rows to staging entries, numbered in row
+// order over the slots read and written, and lists each entry's slot and
+// whether a row writes it; entries past the count are zero.
+func TestStepPackStage(t *testing.T) {
+	// Sequence 0 decodes in slot 2; sequence 1 verifies three rows from
+	// slot 1 (read, not written) into snapshots [3 4 5]; a pad row (slot 6).
+	b := &exec.Batch{
+		Tokens: []int32{1, 2, 3, 4}, Positions: []int32{9, 3, 4, 5}, RowSeq: []int32{0, 1, 1, 1},
+		Tables: [][]int32{{0, 1, 2}, {3, 4}}, LogitRows: []int32{0},
+		StateSlots: []int32{2, 1}, StateSnapshots: [][]int32{nil, {3, 4, 5}},
+	}
+	l := newStepLayout(5, 1, 8)
+	l.StateSlots, l.Stateful = 6, true
+	l.addStage(stageSlots(5, 6))
+	dst := make([]int32, l.Words)
+	for i := range dst {
+		dst[i] = -7 // stale words of an earlier step
+	}
+	var p stepPacker
+	if err := p.pack(dst, l, b, 4, 100); err != nil {
+		t.Fatal(err)
+	}
+	type stage struct{ Read, Write, Slot, Written, Count []int32 }
+	got := stage{dst[l.StateRead : l.StateRead+5], dst[l.StateWrite : l.StateWrite+5], dst[l.StageSlot : l.StageSlot+l.Stage],
+		dst[l.StageWritten : l.StageWritten+l.Stage], dst[l.StageCount : l.StageCount+1]}
+	want := stage{
+		Read:    []int32{0, 1, 2, 3, 5}, // slots 2 1 3 4 6 as entries
+		Write:   []int32{0, 2, 3, 4, 5}, // slots 2 3 4 5 6
+		Slot:    []int32{2, 1, 3, 4, 5, 6, 0},
+		Written: []int32{1, 0, 1, 1, 1, 1, 0},
+		Count:   []int32{6},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("staged state rows (-want +got):\n%s", diff)
+	}
+	if l.Stage != 7 || stageSlots(100, 6) != 7 {
+		t.Errorf("stage of 5 rows on 6 slots %d, of 100 rows %d; want 7 (every slot and the pad slot)", l.Stage, stageSlots(100, 6))
+	}
+}
+
 func TestStepPackFloats(t *testing.T) {
 	// A float input of 4 rows x 2 recorded at a bucket of 4; the batch has
 	// 3 rows, so the last row is zeros.

@@ -75,6 +75,35 @@ var weightDTypes = map[tensor.DType]string{
 	tensor.Q8_K:   notAWeight,
 }
 
+// stateDTypes is, for each way a hybrid model's recurrent state slots are
+// stored (exec.StateLayout.DType, the kv.cache node's state parameter;
+// "" is f32), "" when the kernels keep it and otherwise why Reserve
+// refuses it. A bf16 state is widened into an f32 staging area for each
+// stateful op and rounded back (state_widen, state_narrow).
+var stateDTypes = map[string]string{
+	"":     "",
+	"f32":  "",
+	"bf16": "",
+}
+
+// stateDType reports why a recurrent state stored as dt cannot be kept ("" if
+// it can).
+func stateDType(dt string) string {
+	why, ok := stateDTypes[dt]
+	if !ok {
+		return "a state dtype the CUDA backend does not know"
+	}
+	return why
+}
+
+// stateValueBytes is the bytes of one stored state value of dt.
+func stateValueBytes(dt string) int64 {
+	if dt == "bf16" {
+		return 2
+	}
+	return 4
+}
+
 // weightKernelDType reports why a weight of dt cannot be read by the
 // matmul and get_rows kernels ("" if it can).
 func weightKernelDType(dt tensor.DType) string {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	_ "github.com/ninfer/ninfer-go/nodes/kvquant" // registers kv.cache
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
@@ -300,5 +302,29 @@ func TestCheckGraphRefusesUnknownOp(t *testing.T) {
 	err := checkGraph(g)
 	if err == nil || !strings.Contains(err.Error(), "op(250)") {
 		t.Fatalf("checkGraph of an unknown op: %v", err)
+	}
+}
+
+// Every recurrent state storage the kv.cache node offers has kernels (an
+// entry in stateDTypes), and one it does not know is refused.
+func TestSupportCoversEveryStateDType(t *testing.T) {
+	spec, ok := node.Default.Lookup("kv.cache")
+	if !ok {
+		t.Fatal("kv.cache is not registered")
+	}
+	p := spec.Param("state")
+	if p == nil || len(p.Enum) == 0 {
+		t.Fatal("kv.cache has no state enum")
+	}
+	for _, dt := range append([]string{""}, p.Enum...) {
+		if why := stateDType(dt); why != "" {
+			t.Errorf("state dtype %q: refused (%s)", dt, why)
+		}
+	}
+	if stateDType("f8") == "" {
+		t.Error("an unknown state dtype is accepted")
+	}
+	if stateValueBytes("bf16") != 2 || stateValueBytes("f32") != 4 || stateValueBytes("") != 4 {
+		t.Error("state value sizes: want bf16 2 bytes, f32 4")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ninfer/ninfer-go/nodes/model"
@@ -26,6 +27,9 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/suites/bench"
 )
+
+// maxBenchBatch is the most concurrent sequences --batch takes.
+const maxBenchBatch = 256
 
 // benchTest is one test to run: kind, prompt and generated tokens.
 type benchTest struct {
@@ -78,6 +82,7 @@ type benchOptions struct {
 	mf          modelFlags
 	prompts     intList
 	gens        intList
+	batches     intList // concurrent sequences per step; every test runs at each
 	pg          pgList
 	reps        int
 	warmup      int
@@ -111,11 +116,13 @@ func (o *benchOptions) tests() []benchTest {
 }
 
 const benchUsage = `usage: ninfer bench --model FILE [--graph FILE] [-p 512] [-n 128] [-pg 2048,512]
-                    [-r 3] [--warmup 1] [--kv-dtype FORMAT] [--prefill-chunk N] [--threads N]
-                    [--output json|md] [--output-file F]
+                    [--batch 1,8,32] [-r 3] [--warmup 1] [--kv-dtype FORMAT] [--prefill-chunk N]
+                    [--threads N] [--output json|md] [--output-file F]
 
 Measures prompt processing (pp{P}), text generation (tg{G}) and both
-(pp{P}+tg{G}) as llama-bench does, and writes the ninfer_bench_report JSON
+(pp{P}+tg{G}) as llama-bench does; with --batch B a test also runs as B
+concurrent requests decoded together (label suffix @bB, tokens and rates
+summed over the B). Writes the ninfer_bench_report JSON
 (schema 15, suites/bench/schema.json) or a Markdown table. Prompts are taken
 from a token corpus with a different token substituted in every repetition,
 warm-up repetitions are discarded, generation ignores end-of-sequence tokens.
@@ -134,6 +141,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&o.prompts, "p", "prompt lengths of pp tests, comma-separated (0 = none; default 512)")
 	fs.Var(&o.gens, "n", "generated tokens of tg tests, comma-separated (0 = none; default 128)")
 	fs.Var(&o.pg, "pg", "PROMPT,GEN of pp+tg tests; ';' separates pairs; repeatable")
+	fs.Var(&o.batches, "batch", "concurrent sequences per step, comma-separated: every test runs at each (default 1)")
 	fs.IntVar(&o.reps, "r", 3, "measured repetitions per test")
 	fs.IntVar(&o.warmup, "warmup", 1, "discarded warm-up repetitions per test")
 	fs.StringVar(&o.kvDType, "kv-dtype", "", "KV cache format: "+strings.Join(page.FormatNames(), ", ")+" (selects the embedded kv-FORMAT graph; default the graph's)")
@@ -152,6 +160,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.gens == nil {
 		o.gens = intList{128}
+	}
+	if o.batches == nil {
+		o.batches = intList{1}
 	}
 	rep, err := benchRun(&o, args)
 	if err != nil {
@@ -193,6 +204,11 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 	case o.triadMiB < 1:
 		return nil, fmt.Errorf("--triad-mib %d must be >= 1", o.triadMiB)
 	}
+	for _, b := range o.batches {
+		if b < 1 || b > maxBenchBatch {
+			return nil, fmt.Errorf("--batch %d: want 1 to %d concurrent sequences", b, maxBenchBatch)
+		}
+	}
 	tests := o.tests()
 	if len(tests) == 0 {
 		return nil, errors.New("no tests: give -p, -n or -pg")
@@ -214,6 +230,17 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 	opts, err := o.mf.options()
 	if err != nil {
 		return nil, err
+	}
+	// A batch runs its sequences together; the KV cache, unless sized by a
+	// flag, holds them all with a block of slack each (the default, a
+	// context per sequence, would be far larger than the tests need).
+	opts.MaxRunning = slices.Max(o.batches)
+	if opts.MaxRunning > 1 && opts.KVTokens == 0 && opts.KVMemory == 0 {
+		need := 0
+		for _, t := range tests {
+			need = max(need, t.prompt()+t.outputs())
+		}
+		opts.KVTokens = opts.MaxRunning * (need + kvSlackTokens)
 	}
 	var corpusText string
 	corpusPath := "builtin:suites/bench/corpus.txt"
@@ -264,69 +291,184 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 	rep := newReport(o, args, inst, format, corpusPath, len(corpus.tokens))
 	var work int64
 	for _, t := range tests {
-		work += int64(o.warmup+o.reps) * int64(t.prompt()+t.outputs())
+		for _, b := range o.batches {
+			work += int64(o.warmup+o.reps) * int64(b) * int64(t.prompt()+t.outputs())
+		}
 	}
 	prog := newProgress(o.progressOut, work)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	kvPerToken := rep.Memory.KVBytesPerToken
 	blockTokens := pol.KVBlockTokens
-	peakBlocks := 0
-	primed := 0
+	_, totalBlocks := inst.Engine.KVBlocks()
 	for _, t := range tests {
-		label := bench.Label(t.kind, t.nPrompt, t.nGen)
-		bt := bench.Test{Label: label, Kind: t.kind, NPrompt: t.nPrompt, NGen: t.nGen, RequestedOutputTokens: t.outputs()}
-		for i := range o.warmup + o.reps {
-			prompt, pos, sub := corpus.next(t.prompt())
-			prog.label = fmt.Sprintf("%s rep %d/%d", label, i-o.warmup+1, o.reps)
-			if i < o.warmup {
-				prog.label = fmt.Sprintf("%s warm-up %d/%d", label, i+1, o.warmup)
+		for _, b := range o.batches {
+			if need := b * ceilDiv(t.prompt()+t.outputs(), blockTokens); need > totalBlocks {
+				prog.done()
+				return nil, fmt.Errorf("--batch %d: test %s needs %d KV blocks of %d tokens for its %d sequences, the cache holds %d (raise --kv-capacity)",
+					b, bench.Label(t.kind, t.nPrompt, t.nGen), need, blockTokens, b, totalBlocks)
 			}
-			req := engine.Request{Prompt: prompt, MaxTokens: t.outputs()}
-			prog.add(int64(len(prompt)))
-			start := time.Now()
-			res, err := inst.Generate(ctx, req, func(int32) { prog.add(1) })
-			total := time.Since(start)
+		}
+	}
+	r := benchRunner{inst: inst, corpus: corpus, prog: prog, warmup: o.warmup, reps: o.reps, blockTokens: blockTokens}
+	for _, t := range tests {
+		for _, b := range o.batches {
+			bt, err := r.test(ctx, t, b)
 			if err != nil {
 				prog.done()
-				return nil, fmt.Errorf("%s: %w", label, err)
+				return nil, err
 			}
-			if res.Finish == engine.FinishAbort {
-				prog.done()
-				return nil, fmt.Errorf("%s: interrupted", label)
-			}
-			// Every token but the last sampled one has its K and V stored.
-			peakBlocks = max(peakBlocks, (len(prompt)+len(res.IDs)-1+blockTokens-1)/blockTokens)
-			if i < o.warmup {
-				primed += len(res.IDs)
-				continue
-			}
-			st := res.Stats
-			dec := max(len(res.IDs)-1, 0)
-			bt.Reps = append(bt.Reps, bench.Rep{
-				GeneratedOutputTokens: len(res.IDs), DecodeOutputTokens: dec, DecodeEngineTokens: dec,
-				Timings: bench.Timings{PrepareSeconds: st.Queue.Seconds(), PrefillSeconds: st.Prefill.Seconds(),
-					DecodeSeconds: st.Decode.Seconds(), TotalSeconds: total.Seconds()},
-				Speculative: specBlock(inst, res.Stats.Speculative), PromptTokens: len(prompt), SubstitutedPosition: pos, SubstitutedToken: sub,
-				FinishReason: res.Finish,
-			})
+			bench.Aggregate(&bt)
+			bench.SetBandwidth(&bt, decodeBytesPerToken(inst, cfg, kvPerToken, bt), rep.Bandwidth.PeakBytesPerSecond)
+			rep.Tests = append(rep.Tests, bt)
 		}
-		bench.Aggregate(&bt)
-		bench.SetBandwidth(&bt, decodeBytesPerToken(inst, cfg, kvPerToken, bt), rep.Bandwidth.PeakBytesPerSecond)
-		rep.Tests = append(rep.Tests, bt)
 	}
 	prog.done()
 	used, _ := inst.Engine.KVBlocks()
 	blockBytes := int64(blockTokens) * kvPerToken
 	rep.Memory.Sequence.UsedBytes = int64(used) * blockBytes
-	rep.Memory.Sequence.PeakUsedBytes = int64(peakBlocks) * blockBytes
-	rep.Config.DecodeGraphPrime = bench.Prime{Primed: o.warmup > 0, OutputTokens: primed}
+	rep.Memory.Sequence.PeakUsedBytes = int64(r.peakBlocks) * blockBytes
+	rep.Config.DecodeGraphPrime = bench.Prime{Primed: o.warmup > 0, OutputTokens: r.primed}
 	return rep, nil
 }
 
-// decodeBytesPerToken is the mean memory one decode step of t reads: every
-// weight (only one embedding row when the output matrix is separate) and
-// the K and V of every position the step attends, averaged over the
+// benchRunner runs the repetitions of the tests on one instance and keeps
+// what the report needs across them.
+type benchRunner struct {
+	inst               *instance.Instance
+	corpus             *promptCorpus
+	prog               *progress
+	warmup, reps       int
+	blockTokens        int
+	peakBlocks, primed int // the most KV blocks a repetition held; warm-up output tokens
+}
+
+// test runs test t at batch b: its warm-up and measured repetitions.
+func (r *benchRunner) test(ctx context.Context, t benchTest, b int) (bench.Test, error) {
+	label := bench.Label(t.kind, t.nPrompt, t.nGen)
+	if b > 1 {
+		label += "@b" + strconv.Itoa(b)
+	}
+	bt := bench.Test{Label: label, Kind: t.kind, NPrompt: t.nPrompt, NGen: t.nGen, Batch: b, RequestedOutputTokens: t.outputs()}
+	for i := range r.warmup + r.reps {
+		r.prog.label = fmt.Sprintf("%s rep %d/%d", label, i-r.warmup+1, r.reps)
+		if i < r.warmup {
+			r.prog.label = fmt.Sprintf("%s warm-up %d/%d", label, i+1, r.warmup)
+		}
+		rep, err := r.rep(ctx, t, b)
+		if err != nil {
+			return bench.Test{}, fmt.Errorf("%s: %w", label, err)
+		}
+		if i < r.warmup {
+			r.primed += rep.GeneratedOutputTokens
+			continue
+		}
+		bt.Reps = append(bt.Reps, rep)
+	}
+	return bt, nil
+}
+
+// rep runs one repetition of t: b requests submitted together, each with
+// its own prompt (bench.Rep says how a batch's phases are measured; a
+// single request's come from the engine's own clock).
+func (r *benchRunner) rep(ctx context.Context, t benchTest, b int) (bench.Rep, error) {
+	type seq struct {
+		prompt []int32
+		pos    int
+		sub    int32
+		res    *instance.Result
+		err    error
+	}
+	seqs := make([]seq, b)
+	for i := range seqs {
+		s := &seqs[i]
+		s.prompt, s.pos, s.sub = r.corpus.next(t.prompt())
+		r.prog.add(int64(len(s.prompt)))
+	}
+	var mu sync.Mutex // guards r.prog
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range seqs {
+		s := &seqs[i]
+		wg.Go(func() {
+			s.res, s.err = r.inst.Generate(ctx, engine.Request{Prompt: s.prompt, MaxTokens: t.outputs()}, func(int32) {
+				mu.Lock()
+				r.prog.add(1)
+				mu.Unlock()
+			})
+		})
+	}
+	wg.Wait()
+	total := time.Since(start)
+	blocks := 0
+	for _, s := range seqs {
+		if s.err != nil {
+			return bench.Rep{}, s.err
+		}
+		if s.res.Finish == engine.FinishAbort {
+			return bench.Rep{}, errors.New("interrupted")
+		}
+		// Every token but the last sampled one has its K and V stored.
+		blocks += ceilDiv(len(s.prompt)+len(s.res.IDs)-1, r.blockTokens)
+	}
+	r.peakBlocks = max(r.peakBlocks, blocks)
+	first := seqs[0]
+	rep := bench.Rep{PromptTokens: len(first.prompt), SubstitutedPosition: first.pos, SubstitutedToken: first.sub, FinishReason: first.res.Finish}
+	specs := make([]bench.Speculative, b)
+	for i, s := range seqs {
+		rep.GeneratedOutputTokens += len(s.res.IDs)
+		specs[i] = specBlock(r.inst, s.res.Stats.Speculative)
+	}
+	rep.Speculative = bench.SumSpeculative(specs)
+	if b == 1 {
+		st := first.res.Stats
+		dec := max(len(first.res.IDs)-1, 0)
+		rep.DecodeOutputTokens, rep.DecodeEngineTokens = dec, dec
+		rep.Timings = bench.Timings{PrepareSeconds: st.Queue.Seconds(), PrefillSeconds: st.Prefill.Seconds(),
+			DecodeSeconds: st.Decode.Seconds(), TotalSeconds: total.Seconds()}
+		return rep, nil
+	}
+	// The batch's phases on the engine's clock: the first request started,
+	// every request has its first token, the last one is done.
+	fs := first.res.Stats
+	submitted, started, prefilled, done, decodeFrom := fs.Submitted, fs.Started, fs.FirstToken, fs.Done, fs.FirstToken
+	for _, s := range seqs {
+		st := s.res.Stats
+		rep.DecodeOutputTokens += max(len(s.res.IDs)-1, 0)
+		submitted, started, decodeFrom = earlier(submitted, st.Submitted), earlier(started, st.Started), earlier(decodeFrom, st.FirstToken)
+		prefilled, done = later(prefilled, st.FirstToken), later(done, st.Done)
+	}
+	rep.DecodeEngineTokens = rep.DecodeOutputTokens
+	rep.Timings = bench.Timings{PrepareSeconds: started.Sub(submitted).Seconds(), PrefillSeconds: prefilled.Sub(started).Seconds(),
+		DecodeSeconds: done.Sub(decodeFrom).Seconds(), TotalSeconds: total.Seconds()}
+	return rep, nil
+}
+
+// kvSlackTokens is the KV a batched bench adds per sequence to its need,
+// for the block a sequence's last tokens round up to.
+const kvSlackTokens = 256
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// later and earlier are the later and the earlier of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// decodeBytesPerToken is the mean memory one decode step of t reads per
+// token it decodes: every weight (only one embedding row when the output
+// matrix is separate), read once for the step's t.Batch sequences, and
+// the K and V of every position a sequence attends, averaged over the
 // decode steps (step j of D attends prompt + j positions).
 func decodeBytesPerToken(inst *instance.Instance, cfg *model.Config, kvPerToken int64, t bench.Test) float64 {
 	var w int64
@@ -339,12 +481,13 @@ func decodeBytesPerToken(inst *instance.Instance, cfg *model.Config, kvPerToken 
 	}
 	var ctx []float64
 	for _, r := range t.Reps {
-		ctx = append(ctx, float64(r.PromptTokens)+float64(r.DecodeOutputTokens+1)/2)
+		ctx = append(ctx, float64(r.PromptTokens)+(float64(r.DecodeOutputTokens)/float64(max(t.Batch, 1))+1)/2)
 	}
+	perSeq := float64(w) / float64(max(t.Batch, 1))
 	if len(ctx) == 0 {
-		return float64(w)
+		return perSeq
 	}
-	return float64(w) + float64(kvPerToken)*bench.Mean(ctx)
+	return perSeq + float64(kvPerToken)*bench.Mean(ctx)
 }
 
 // newReport fills everything but the tests and the run's peak KV use.
@@ -392,10 +535,8 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, format p
 			Graph: inst.Plan.Name, Backend: o.mf.backend, Threads: threads, Sampling: "greedy"},
 	}
 	if o.mf.backend != "cpu" {
-		r.Config.DecodePath = o.mf.backend + "_graph"
-		if o.mf.noCUDAGraph {
-			r.Config.DecodePath = o.mf.backend + "_eager"
-		}
+		r.Config.UseCUDAGraph = !o.mf.noCUDAGraph
+		r.Config.DecodePath = decodePath(o.mf.backend, specBackend(inst), o.mf.noCUDAGraph)
 	}
 	if d := inst.Device; d.Name != "" {
 		r.Environment.GPUName, r.Environment.DeviceID = &d.Name, &d.ID
@@ -407,6 +548,21 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, format p
 	}
 	r.Bandwidth = peakBandwidth(o)
 	return r
+}
+
+// decodePath names how a decode step runs on a device backend, as the
+// seed's reports do ("mtp_cuda_graph"): the speculative backend, if any,
+// then the backend, then "graph" (captured CUDA graphs replayed per
+// bucket) or "eager" (each kernel launched).
+func decodePath(backend, spec string, eager bool) string {
+	p := backend + "_graph"
+	if eager {
+		p = backend + "_eager"
+	}
+	if spec != "none" {
+		p = spec + "_" + p
+	}
+	return p
 }
 
 // peakBandwidth is the given peak, or a triad measured with the bench's threads.

@@ -113,6 +113,9 @@ func TestBenchBadInputs(t *testing.T) {
 		{"an unknown KV format", []string{"--kv-dtype", "int4"}, `kv: unknown format "int4"`},
 		{"a malformed -pg", []string{"-pg", "16"}, "want PROMPT,GEN"},
 		{"nothing to run", []string{"-p", "0", "-n", "0"}, "no tests"},
+		{"a batch of none", []string{"--batch", "1,0"}, "--batch 0: want 1 to 256 concurrent sequences"},
+		{"a batch beyond the limit", []string{"--batch", "1000000"}, "--batch 1000000: want 1 to 256"},
+		{"a batch the KV cache cannot hold", []string{"-p", "64", "-n", "8", "--batch", "4", "--kv-capacity", "128"}, "--batch 4: test pp64 needs"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,5 +124,71 @@ func TestBenchBadInputs(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want an error containing %q", code, stderr, tc.want)
 			}
 		})
+	}
+}
+
+// --batch runs every test again as B concurrent requests: labels get
+// "@bB", token counts are summed over the B, the prompts differ, and one
+// step's weight reads are shared by the B sequences (the bytes per
+// decoded token fall).
+func TestBenchBatch(t *testing.T) {
+	model := sharedPath(t, "models", "stories260K.gguf")
+	r := benchJSON(t, "--model", model, "-p", "16", "-n", "6", "--batch", "1,3", "-r", "2", "--warmup", "1", "--peak-bandwidth", "10")
+	type row struct {
+		Label           string
+		Batch           int
+		Generated, Sent []int
+	}
+	var got []row
+	byLabel := map[string]bench.Test{}
+	subs := map[int32]bool{}
+	for _, tc := range r.Tests {
+		rw := row{Label: tc.Label, Batch: tc.Batch}
+		for _, rep := range tc.Reps {
+			rw.Generated = append(rw.Generated, rep.GeneratedOutputTokens)
+			rw.Sent = append(rw.Sent, rep.PromptTokens)
+			if subs[rep.SubstitutedToken] {
+				t.Errorf("%s: two repetitions began with the same substituted token %d", tc.Label, rep.SubstitutedToken)
+			}
+			subs[rep.SubstitutedToken] = true
+			if rep.DecodeOutputTokens != tc.Batch*tc.NGen || rep.FinishReason != "length" {
+				t.Errorf("%s: %d decode tokens, finish %s; want %d, length", tc.Label, rep.DecodeOutputTokens, rep.FinishReason, tc.Batch*tc.NGen)
+			}
+		}
+		got = append(got, rw)
+		byLabel[tc.Label] = tc
+	}
+	want := []row{
+		{"pp16", 1, []int{1, 1}, []int{16, 16}},
+		{"pp16@b3", 3, []int{3, 3}, []int{16, 16}},
+		{"tg6", 1, []int{7, 7}, []int{1, 1}},
+		{"tg6@b3", 3, []int{21, 21}, []int{1, 1}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("tests (-want +got):\n%s", diff)
+	}
+	one, three := byLabel["tg6"], byLabel["tg6@b3"]
+	if one.DecodeBytesPerToken == nil || three.DecodeBytesPerToken == nil || *three.DecodeBytesPerToken >= *one.DecodeBytesPerToken {
+		t.Errorf("decode bytes per token at batch 1 %v, at batch 3 %v: want fewer at batch 3", one.DecodeBytesPerToken, three.DecodeBytesPerToken)
+	}
+	if r.Config.DecodePath != "cpu_op_list" || r.Config.UseCUDAGraph {
+		t.Errorf("decode path %q, use_cuda_graph %v on the cpu backend", r.Config.DecodePath, r.Config.UseCUDAGraph)
+	}
+}
+
+func TestDecodePathNamesTheCUDAGraphPath(t *testing.T) {
+	for _, c := range []struct {
+		spec  string
+		eager bool
+		want  string
+	}{
+		{"none", false, "cuda_graph"},
+		{"none", true, "cuda_eager"},
+		{"mtp", false, "mtp_cuda_graph"},
+		{"dflash", true, "dflash_cuda_eager"},
+	} {
+		if got := decodePath("cuda", c.spec, c.eager); got != c.want {
+			t.Errorf("decodePath(cuda, %s, eager %v) = %q, want %q", c.spec, c.eager, got, c.want)
+		}
 	}
 }

@@ -15,7 +15,7 @@ namespace emu {
 
 const kernel_entry kernels[] = {
     K(quantize_q8) K(quantize_q8k) K(get_rows) K(rms_norm) K(rope) K(add) K(swiglu) K(select_rows) K(argmax_rows)
-    K(columns) K(concat) K(unary) K(mul) K(add_row) K(mul_row) K(l2_norm) K(short_conv) K(delta_rule)
+    K(columns) K(concat) K(unary) K(mul) K(add_row) K(mul_row) K(l2_norm) K(short_conv) K(delta_rule) K(delta_rule_chunked) K(state_widen) K(state_narrow)
     K(moe_route) K(moe_matmul) K(moe_combine)
     K(moe_mm_q8_0) K(moe_mm_q4_0) K(moe_mm_q4_1) K(moe_mm_q5_0) K(moe_mm_q5_1) K(moe_mm_iq4_nl)
     K(moe_mm_q2_K) K(moe_mm_q3_K) K(moe_mm_q4_K) K(moe_mm_q5_K) K(moe_mm_q6_K) K(moe_mm_iq4_xs)

@@ -37,7 +37,7 @@ func meanStd(xs []float64) (*float64, *float64) {
 
 // Aggregate fills t's means, deviations and summed speculative block from
 // t.Reps, as the seed's report does: a rate is each repetition's ratio
-// (prefill: n_prompt / prefill_seconds; decode: decode tokens /
+// (prefill: n_prompt x batch / prefill_seconds; decode: decode tokens /
 // decode_seconds), then averaged. Prefill fields are null for tg tests and
 // decode fields null for pp tests. Bandwidth fields are left alone.
 func Aggregate(t *Test) {
@@ -49,7 +49,7 @@ func Aggregate(t *Test) {
 		dec = append(dec, tm.DecodeSeconds)
 		tot = append(tot, tm.TotalSeconds)
 		if tm.PrefillSeconds > 0 {
-			preRate = append(preRate, float64(t.NPrompt)/tm.PrefillSeconds)
+			preRate = append(preRate, float64(t.NPrompt*max(t.Batch, 1))/tm.PrefillSeconds)
 		}
 		if tm.DecodeSeconds > 0 {
 			outRate = append(outRate, float64(r.DecodeOutputTokens)/tm.DecodeSeconds)

@@ -114,7 +114,7 @@ func (r *Report) Markdown() string {
 	default:
 		b.WriteString("Peak bandwidth not measured.\n")
 	}
-	b.WriteString("Rates and deviations: mean ± sample standard deviation over repetitions. Decode GB/s: mean bytes read per decoded token (weights + KV of the context) × mean decode tok/s. Speculation: ")
+	b.WriteString("Rates and deviations: mean ± sample standard deviation over repetitions. Decode GB/s: mean bytes read per decoded token (weights, shared by the sequences of a @bB batch, + KV of the context) × mean decode tok/s. Speculation: ")
 	spec := "off (no speculative graph).\n"
 	for _, t := range r.Tests {
 		if t.Speculative.Enabled {

@@ -146,7 +146,10 @@ type Config struct {
 	ProposalHead       *string `json:"proposal_head"` // null: no speculation
 	UseCUDAGraph       bool    `json:"use_cuda_graph"`
 	// DecodePath names how a decode step runs ("cpu_op_list": the CPU
-	// backend's prepared op list, one per batch shape).
+	// backend's prepared op list, one per batch shape; "cuda_graph":
+	// CUDA graphs captured per bucket and replayed, "cuda_eager": kernels
+	// launched one by one; prefixed with the speculative backend, as
+	// "mtp_cuda_graph").
 	DecodePath       string `json:"decode_path"`
 	DecodeGraphPrime Prime  `json:"decode_graph_prime"`
 	Repetitions      int    `json:"repetitions"`
@@ -181,10 +184,14 @@ type Bandwidth struct {
 // a deviation is null with fewer than two. Rates are per-repetition ratios,
 // then averaged.
 type Test struct {
-	Label                 string   `json:"label"` // pp{P}, tg{G}, pp{P}+tg{G}
-	Kind                  string   `json:"kind"`  // "pp", "tg", "pp+tg"
-	NPrompt               int      `json:"n_prompt"`
-	NGen                  int      `json:"n_gen"`
+	Label   string `json:"label"` // pp{P}, tg{G}, pp{P}+tg{G}
+	Kind    string `json:"kind"`  // "pp", "tg", "pp+tg"
+	NPrompt int    `json:"n_prompt"`
+	NGen    int    `json:"n_gen"`
+	// Batch is the sequences decoded together: 1 as llama-bench; B runs B
+	// concurrent requests, each with its own prompt, and its token counts
+	// and rates are summed over them (Label gets "@bB").
+	Batch                 int      `json:"batch"`
 	RequestedOutputTokens int      `json:"requested_output_tokens"` // n_gen + 1: prefill yields the first
 	PrefillTokSMean       *float64 `json:"prefill_tok_s_mean"`      // null for tg
 	PrefillTokSStddev     *float64 `json:"prefill_tok_s_stddev"`
@@ -206,7 +213,8 @@ type Test struct {
 	WorkspaceAllocatorPeakBytes *int64      `json:"workspace_allocator_peak_bytes"`
 	Speculative                 Speculative `json:"speculative"` // summed over repetitions
 	// DecodeBytesPerToken is the mean memory read per decoded token:
-	// weights (an embedding row when the output matrix is separate) plus
+	// weights (an embedding row when the output matrix is separate),
+	// divided by Batch (one step reads them once for every sequence), plus
 	// the KV of the context. Null for pp.
 	DecodeBytesPerToken *float64 `json:"decode_bytes_per_token"`
 	// DecodeBandwidthBytesPerSecond is DecodeBytesPerToken x the mean
@@ -217,7 +225,14 @@ type Test struct {
 	Reps                          []Rep    `json:"reps"`
 }
 
-// Rep is one measured repetition.
+// Rep is one measured repetition. With a Batch of B, its token counts are
+// summed over the B requests, submitted together; its timings are the
+// batch's phases on the engine's clock (prepare: submit -> the first
+// request's first step; prefill: -> every request has its first token;
+// decode: the first request's first token -> the last request done, so
+// with staggered prefills the decode rate is a lower bound; total: submit
+// -> the last final event, as the caller saw it), and its prompt and
+// substitution are the first request's.
 type Rep struct {
 	GeneratedOutputTokens int `json:"generated_output_tokens"`
 	// DecodeOutputTokens excludes the first token, which prefill produces.

@@ -91,7 +91,7 @@ var ours = []string{
 	"memory.kv_accounting", "memory.kv_block_tokens", "memory.kv_bytes_per_token", "memory.kv_tokens_per_gib",
 	"memory.state_bytes_per_sequence", "memory.state_slots",
 	"memory.vision_workspace.capacity_bytes", "memory.vision_workspace.peak_used_bytes", "memory.vision_workspace.used_bytes",
-	"tests[].decode_bandwidth_bytes_per_second", "tests[].decode_bandwidth_fraction_of_peak", "tests[].decode_bytes_per_token",
+	"tests[].batch", "tests[].decode_bandwidth_bytes_per_second", "tests[].decode_bandwidth_fraction_of_peak", "tests[].decode_bytes_per_token",
 	"tests[].reps[].finish_reason", "tests[].reps[].prompt_tokens", "tests[].reps[].substituted_position", "tests[].reps[].substituted_token",
 }
 
@@ -202,6 +202,7 @@ func sampleReport(t *testing.T) Report {
 	peak := 1.8e12
 	r.Bandwidth = Bandwidth{PeakBytesPerSecond: &peak, PeakSource: "triad", TriadBytes: 3 << 27, TriadThreads: 2}
 	for i := range r.Tests {
+		r.Tests[i].Batch = 1
 		for j := range r.Tests[i].Reps {
 			r.Tests[i].Reps[j].FinishReason = "length"
 			r.Tests[i].Reps[j].PromptTokens = max(1, r.Tests[i].NPrompt)
