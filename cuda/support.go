@@ -45,7 +45,16 @@ var opSupport = map[string]string{
 	"short_conv": "",
 	"delta_rule": "",
 	"moe":        "",
+	// A vision tower (nodes/vision): refused until it has kernels.
+	"norm":           noVisionKernels,
+	"gelu":           noVisionKernels,
+	"rope_2d":        noVisionKernels,
+	"self_attention": noVisionKernels,
+	"reshape":        noVisionKernels,
 }
+
+// noVisionKernels is why the vision tower's ops are refused.
+const noVisionKernels = "a vision tower op with no CUDA kernels yet: encode images with the cpu backend"
 
 // notAWeight is why a dtype has no matmul or get_rows kernels.
 const notAWeight = "not a weight dtype of a matmul (an integer or activation format)"

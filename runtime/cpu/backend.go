@@ -276,7 +276,7 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 				copy(out[j*w:(j+1)*w], x[int(r)*w:(int(r)+1)*w])
 			}
 		default:
-			if !p.runHybrid(out, op, batch) {
+			if !p.runHybrid(out, op, batch) && !p.runVision(out, op) {
 				return fmt.Errorf("cpu: op %v not implemented", op.Kind)
 			}
 		}

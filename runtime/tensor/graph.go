@@ -35,15 +35,20 @@ const (
 	OpSwiGLU
 	OpSelectRows
 	OpAddRow
-	OpColumns   // hybrid.go
-	OpUnary     // hybrid.go
-	OpMul       // hybrid.go
-	OpMulRow    // hybrid.go
-	OpL2Norm    // hybrid.go
-	OpShortConv // hybrid.go
-	OpDeltaRule // hybrid.go
-	OpMoE       // moe.go
-	OpConcat    // hybrid.go
+	OpColumns       // hybrid.go
+	OpUnary         // hybrid.go
+	OpMul           // hybrid.go
+	OpMulRow        // hybrid.go
+	OpL2Norm        // hybrid.go
+	OpShortConv     // hybrid.go
+	OpDeltaRule     // hybrid.go
+	OpMoE           // moe.go
+	OpConcat        // hybrid.go
+	OpNorm          // vision.go
+	OpGELU          // vision.go
+	OpRoPE2D        // vision.go
+	OpSelfAttention // vision.go
+	OpReshape       // vision.go
 )
 
 var opNames = [...]string{
@@ -52,6 +57,7 @@ var opNames = [...]string{
 	OpSwiGLU: "swiglu", OpSelectRows: "select_rows", OpAddRow: "add_row",
 	OpColumns: "columns", OpUnary: "unary", OpMul: "mul", OpMulRow: "mul_row", OpL2Norm: "l2_norm",
 	OpShortConv: "short_conv", OpDeltaRule: "delta_rule", OpMoE: "moe", OpConcat: "concat",
+	OpNorm: "norm", OpGELU: "gelu", OpRoPE2D: "rope_2d", OpSelfAttention: "self_attention", OpReshape: "reshape",
 }
 
 func (k OpKind) String() string {
