@@ -39,6 +39,17 @@ func (p *program) runVision(out []float32, op tensor.Op) bool {
 		p.selfAttention(out, op)
 	case tensor.OpReshape:
 		copy(out, p.f32[op.Args[0].ID])
+	case tensor.OpMixRows:
+		x, y, mask, d := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID], p.i32[op.Args[2].ID], op.Out.Cols()
+		for r, m := range mask {
+			src := x
+			if m != 0 {
+				src = y
+			}
+			copy(out[r*d:(r+1)*d], src[r*d:(r+1)*d])
+		}
+	case tensor.OpMRoPE:
+		p.mrope(out, op)
 	default:
 		return false
 	}
@@ -138,6 +149,30 @@ func (p *program) selfAttention(out []float32, op tensor.Op) {
 					o[d] += pj * vv
 				}
 			}
+		}
+	})
+}
+
+// mrope rotates the rows of an MRoPE op: ropeRow's angles, each pair's
+// from its section's position component.
+func (p *program) mrope(out []float32, op tensor.Op) {
+	copy(out, p.f32[op.Args[0].ID])
+	a, w := op.RoPE, op.Out.Cols()
+	comps, _ := a.SectionComponents() // checked by the builder
+	pos := [3][]int32{p.i32[op.Args[1].ID], p.i32[op.Args[2].ID], p.i32[op.Args[3].ID]}
+	thetaScale := float32(math.Pow(float64(a.Base), float64(float32(-2.0)/float32(a.Dims))))
+	p.b.pool.parallel(op.Out.Rows(), 8, func(worker, lo, hi int) {
+		trig := p.scratch(p.trig, worker, a.Dims)
+		cos, sin := trig[:a.Dims/2], trig[a.Dims/2:]
+		for r := lo; r < hi; r++ {
+			theta := [3]float32{float32(pos[0][r]), float32(pos[1][r]), float32(pos[2][r])}
+			for i, c := range comps {
+				cos[i], sin[i] = cosf32(theta[c]), sinf32(theta[c])
+				for k := range theta {
+					theta[k] *= thetaScale
+				}
+			}
+			rotateHeads(out[r*w:(r+1)*w], a, cos, sin)
 		}
 	})
 }

@@ -97,6 +97,10 @@ type Request struct {
 	// Event.Embedding. The request generates nothing (MaxTokens >= 1 still
 	// reserves room for the step that computes it).
 	Embed bool
+	// Images are the prompt's images, in prompt order, each taking rows
+	// of Prompt (any token ids there: their embeddings are the images').
+	// Only a plan that reads $in.images takes them.
+	Images []Image
 }
 
 // TokenLogit is a token id and its raw logit.
@@ -176,7 +180,8 @@ type Engine struct {
 	sched      *sched.Scheduler
 	context    int
 	vocab      int
-	embed      int // hidden size (token_embd's row length)
+	embed      int  // hidden size (token_embd's row length)
+	images     bool // the plan reads $in.images (ImagesInput)
 	maxRunning int
 	wake       chan struct{}
 	mu         sync.Mutex // guards pending
@@ -268,6 +273,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e.vocab, e.embed = emb.Rows(), emb.RowLen()
+	e.images = p.Reads(ImagesInput)
 	e.publish()
 	if err := x.Warmup(e.maxRunning*(1+e.draftK), e.maxRunning); err != nil {
 		x.CloseModels()
@@ -510,6 +516,9 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 		if id < 0 || int(id) >= e.vocab {
 			return nil, fmt.Errorf("engine: prompt token %d at %d out of vocabulary [0,%d)", id, i, e.vocab)
 		}
+	}
+	if err := e.keyImages(&r); err != nil {
+		return nil, err
 	}
 	if r.Embed && len(r.Force) > 0 {
 		return nil, errors.New("engine: an embedding request cannot force tokens")

@@ -129,6 +129,9 @@ func (e *Engine) buildStep(ctx context.Context, work []sched.Work) *step {
 			s.history = append(s.history, w.Seq.Tokens)
 		}
 	}
+	if e.images {
+		e.bindImages(s)
+	}
 	return s
 }
 

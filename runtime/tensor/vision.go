@@ -1,5 +1,7 @@
 package tensor
 
+import "fmt"
+
 // The ops of a vision tower (a ViT encoder, Qwen3-VL's qwen3vl_merger): a
 // LayerNorm without its affine part, GELU, the 2-D rotary embedding of image
 // patches, attention of every row over every row with no KV cache, and a
@@ -80,4 +82,72 @@ func (b *Builder) Reshape(x Tensor, cols int) Tensor {
 		return b.fail("reshape: %v %v into rows of %d", x.DType, x.Shape, cols)
 	}
 	return b.push(Op{Kind: OpReshape, Args: []Tensor{x}, Out: Tensor{Shape: [2]int{n / cols, cols}, DType: F32}})
+}
+
+// The ops a text model needs to read images: rows of input embeddings in
+// place of token embeddings, and M-RoPE positions.
+
+// MixRows returns x [T, d] with every row r whose mask[r] is not zero
+// replaced by y's row r (y [T, d] f32, mask [T] i32): an image's token
+// rows take the tower's embeddings.
+func (b *Builder) MixRows(x, y, mask Tensor) Tensor {
+	if b.bad(x, y, mask) {
+		return Tensor{ID: -1}
+	}
+	if x.Shape != y.Shape || y.DType != F32 || mask.DType != I32 || mask.Rows() != x.Rows() || mask.Cols() != 1 {
+		return b.fail("mix_rows: x %v, y %v %v and mask %v %v, want equal shapes and an i32 mask of %d rows",
+			x.Shape, y.DType, y.Shape, mask.DType, mask.Shape, x.Rows())
+	}
+	return b.push(Op{Kind: OpMixRows, Args: []Tensor{x, y, mask}, Out: Tensor{Shape: x.Shape, DType: F32}})
+}
+
+// MRoPE is RoPE with a position of three components per row, t, h and w
+// ([T] i32 each), interleaved over the rotated pairs as ggml's IMROPE
+// does (Qwen3.5): pair i takes component s = i mod (s0+s1+s2) by
+// s%3 == 0 -> t (while s < 3 s0), 1 -> h (s < 3 s1), 2 -> w (s < 3 s2),
+// with sections = a.Sections; every pair must fall to one of them. Each
+// component's angle is its position x Base^(-2i/Dims), as RoPE's, so a
+// row whose three components are equal rotates exactly as RoPE at that
+// position. a.Mode must be RoPENeox.
+func (b *Builder) MRoPE(x, t, h, w Tensor, a RoPEArgs) Tensor {
+	if b.bad(x, t, h, w) {
+		return Tensor{ID: -1}
+	}
+	if a.HeadDim <= 0 || x.Cols()%a.HeadDim != 0 || a.Dims <= 0 || a.Dims > a.HeadDim || a.Dims%2 != 0 || a.Mode != RoPENeox {
+		return b.fail("mrope: bad head_dim %d / dims %d / mode %d for row width %d", a.HeadDim, a.Dims, a.Mode, x.Cols())
+	}
+	if _, err := a.SectionComponents(); err != nil {
+		return b.fail("mrope: %v", err)
+	}
+	for _, p := range []Tensor{t, h, w} {
+		if p.DType != I32 || p.Rows() != x.Rows() || p.Cols() != 1 {
+			return b.fail("mrope: positions %v %v for %d rows, want i32 [%d]", p.DType, p.Shape, x.Rows(), x.Rows())
+		}
+	}
+	return b.push(Op{Kind: OpMRoPE, Args: []Tensor{x, t, h, w}, RoPE: a, Out: Tensor{Shape: x.Shape, DType: F32}})
+}
+
+// SectionComponents returns, for each rotated pair of an MRoPE, the
+// position component it turns by: 0 (t), 1 (h) or 2 (w).
+func (a RoPEArgs) SectionComponents() ([]int, error) {
+	s := a.Sections
+	total := s[0] + s[1] + s[2] + s[3]
+	if total <= 0 || s[0] < 0 || s[1] < 0 || s[2] < 0 || s[3] < 0 {
+		return nil, fmt.Errorf("sections %v: want non-negative counts with a positive sum", s)
+	}
+	out := make([]int, a.Dims/2)
+	for i := range out {
+		sector := i % total
+		switch {
+		case sector%3 == 1 && sector < 3*s[1]:
+			out[i] = 1
+		case sector%3 == 2 && sector < 3*s[2]:
+			out[i] = 2
+		case sector%3 == 0 && sector < 3*s[0]:
+			out[i] = 0
+		default:
+			return nil, fmt.Errorf("sections %v: pair %d turns by a fourth component, which text and image positions do not have", s, i)
+		}
+	}
+	return out, nil
 }

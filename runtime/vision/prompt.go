@@ -13,6 +13,9 @@ const MediaMarker = "<__media__>"
 const (
 	VisionStart = "<|vision_start|>"
 	VisionEnd   = "<|vision_end|>"
+	// ImagePad is the token an image's rows hold in a prompt's ids
+	// (their embeddings are the tower's, whatever the id).
+	ImagePad = "<|image_pad|>"
 )
 
 // Part is one content part of a chat message: text, or an image (which the

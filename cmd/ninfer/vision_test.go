@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// visionTolerance bounds the relative difference (against max(1, |v|)) of
+// the image embeddings' checksums from llama.cpp's: the vision tower's
+// (nodes/vision's TestEncodeMatchesLlamaCpp measures up to 6.7e-4, GELU
+// inputs at an fp16 rounding boundary).
+const visionTolerance = 2e-3
+
+// visionGolden is the part of vision-tiny-qwen35.json a run reproduces.
+type visionGolden struct {
+	Results []struct {
+		ID            string   `json:"id"`
+		Prompt        string   `json:"prompt"`
+		Images        []string `json:"images"`
+		NPromptTokens int      `json:"n_prompt_tokens"`
+		Generated     []int32  `json:"generated_tokens"`
+		Chunks        []struct {
+			Type              string          `json:"type"`
+			Tokens            []int32         `json:"tokens"`
+			NTokens           int             `json:"n_tokens"`
+			Grid              [2]int          `json:"grid_tokens"`
+			PosStart          int             `json:"pos_start"`
+			NPos              int             `json:"n_pos"`
+			EmbdStats         json.RawMessage `json:"embd_stats"`
+			EmbdFirst8        []float64       `json:"embd_first8"`
+			EmbdLastRowFirst8 []float64       `json:"embd_last_row_first8"`
+		} `json:"chunks"`
+	} `json:"results"`
+}
+
+// TestRunImagesMatchLlamaCpp runs every case of the vision golden through
+// `ninfer run --json --image ... --mmproj ...` and compares the prompt's
+// chunks (text ids, each image's token count, grid and positions), the
+// image embeddings' checksums and all 32 greedy ids; the text-only case
+// also equals the plain graph's run without a tower.
+func TestRunImagesMatchLlamaCpp(t *testing.T) {
+	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
+	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	dir := sharedPath(t, "golden")
+	data, err := os.ReadFile(filepath.Join(dir, "vision-tiny-qwen35.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g visionGolden
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	near := cmp.Comparer(func(a, b float64) bool {
+		return math.Abs(a-b) <= visionTolerance*max(1, math.Abs(a), math.Abs(b))
+	})
+	type chunk struct {
+		Type                    string
+		Tokens                  []int32
+		NTokens, PosStart, NPos int
+		Grid                    [2]int
+		Stats                   map[string]float64
+		First8, LastRowFirst8   []float64
+	}
+	ran := 0
+	for _, r := range g.Results {
+		if r.Prompt == "" {
+			continue // a raw completion case
+		}
+		ran++
+		t.Run(r.ID, func(t *testing.T) {
+			args := []string{"run", "--json", "--model", model, "--mmproj", mmproj, "--prompt", r.Prompt,
+				"--max-tokens", "32", "--temperature", "0", "--ignore-eos", "--threads", "2"}
+			for _, img := range r.Images {
+				args = append(args, "--image", filepath.Join(dir, "images", img))
+			}
+			code, stdout, stderr := runCLI(args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var out struct {
+				PromptIDs []int32 `json:"prompt_ids"`
+				IDs       []int32 `json:"ids"`
+				Chunks    []struct {
+					Type              string             `json:"type"`
+					Tokens            []int32            `json:"tokens"`
+					NTokens           int                `json:"n_tokens"`
+					Grid              [2]int             `json:"grid_tokens"`
+					PosStart          int                `json:"pos_start"`
+					NPos              int                `json:"n_pos"`
+					EmbdStats         map[string]float64 `json:"embd_stats"`
+					EmbdFirst8        []float64          `json:"embd_first8"`
+					EmbdLastRowFirst8 []float64          `json:"embd_last_row_first8"`
+				} `json:"chunks"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+				t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+			}
+			if len(out.PromptIDs) != r.NPromptTokens {
+				t.Errorf("%d prompt ids, llama.cpp has %d prompt tokens", len(out.PromptIDs), r.NPromptTokens)
+			}
+			if diff := cmp.Diff(r.Generated, out.IDs); diff != "" {
+				t.Errorf("greedy ids (-llama.cpp +ours):\n%s", diff)
+			}
+			if len(r.Images) == 0 {
+				plainIDs := runPlain(t, model, r.Prompt)
+				if diff := cmp.Diff(plainIDs, out.IDs); diff != "" {
+					t.Errorf("text-only ids through the vision graph (-plain graph +vision):\n%s", diff)
+				}
+				return
+			}
+			var want, got []chunk
+			for _, c := range r.Chunks {
+				w := chunk{Type: c.Type, Tokens: c.Tokens, NTokens: c.NTokens, PosStart: c.PosStart, NPos: c.NPos}
+				if c.Type == "image" {
+					w.Grid, w.First8, w.LastRowFirst8 = c.Grid, c.EmbdFirst8, c.EmbdLastRowFirst8
+					if err := json.Unmarshal(c.EmbdStats, &w.Stats); err != nil {
+						t.Fatal(err)
+					}
+				}
+				want = append(want, w)
+			}
+			for _, c := range out.Chunks {
+				got = append(got, chunk{Type: c.Type, Tokens: c.Tokens, NTokens: c.NTokens, PosStart: c.PosStart, NPos: c.NPos,
+					Grid: c.Grid, Stats: c.EmbdStats, First8: c.EmbdFirst8, LastRowFirst8: c.EmbdLastRowFirst8})
+			}
+			if diff := cmp.Diff(want, got, near); diff != "" {
+				t.Errorf("prompt chunks (-llama.cpp +ours):\n%s", diff)
+			}
+		})
+	}
+	if ran < 6 {
+		t.Errorf("ran %d golden cases, want at least 6", ran)
+	}
+}
+
+// runPlain runs prompt through the plain graph without a tower: its 32
+// greedy ids.
+func runPlain(t *testing.T, model, prompt string) []int32 {
+	t.Helper()
+	code, stdout, stderr := runCLI("run", "--json", "--model", model, "--prompt", prompt,
+		"--max-tokens", "32", "--temperature", "0", "--ignore-eos", "--threads", "2")
+	if code != 0 {
+		t.Fatalf("plain run: exit %d: %s", code, stderr)
+	}
+	var out struct {
+		IDs []int32 `json:"ids"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.IDs
+}
