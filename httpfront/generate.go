@@ -181,6 +181,7 @@ func (j *job) engineRequest(ctx context.Context, cancel context.CancelCauseFunc,
 		},
 		Logprobs: p.Logprobs,
 		Tag:      j.tag,
+		Images:   p.Images,
 	}
 	if p.Grammar != nil {
 		m, e := newGrammarMask(ctx, cancel, &j.p, j.m.Tokenizer, maxTokens)

@@ -58,6 +58,9 @@ type Model struct {
 	Plan *plan.Plan
 	// Path is the model's file or folder, shown in /props.
 	Path string
+	// Images encodes the images of chat requests (the model's vision
+	// tower); nil answers 400 to a request with images.
+	Images ImageEncoder
 }
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -100,6 +103,8 @@ type Config struct {
 	// RequestLog, when set, receives one line per request (requestLog);
 	// nil means off.
 	RequestLog io.Writer
+	// Media bounds the images of a request and where they may come from.
+	Media MediaOptions
 }
 
 // Config defaults.
@@ -148,6 +153,7 @@ func New(cfg Config) *Server {
 	if cfg.MaxQueue <= 0 {
 		cfg.MaxQueue = DefaultMaxQueue
 	}
+	cfg.Media = cfg.Media.withDefaults()
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -154,4 +160,138 @@ func runPlain(t *testing.T, model, prompt string) []int32 {
 		t.Fatal(err)
 	}
 	return out.IDs
+}
+
+// serveForTest runs `ninfer serve` with args on a free port until the test
+// ends and returns its URL.
+func serveForTest(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr lockedBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- serve(ctx, append([]string{"--port", "0", "--threads", "2"}, args...), &stdout, &stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-exit:
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not exit")
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if line, ok := strings.CutPrefix(stdout.String(), serveReady); ok {
+			return strings.Fields(line)[0]
+		}
+		select {
+		case code := <-exit:
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no ready line; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// postJSON posts body to url and decodes the answer into out: the status.
+func postJSON(t *testing.T, url string, body any, out any) int {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("POST %s: %d, body not JSON: %v", url, resp.StatusCode, err)
+	}
+	return resp.StatusCode
+}
+
+// dataURL is the file at path as a data:image/png;base64 URL.
+func dataURL(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(data)
+}
+
+// TestServeImagesMatchLlamaCpp sends every case of the vision golden to
+// /v1/chat/completions as llama-server received it (images as data URLs)
+// and compares the generated text (llama.cpp's 32 greedy tokens) and
+// usage.prompt_tokens (image tokens included).
+func TestServeImagesMatchLlamaCpp(t *testing.T) {
+	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
+	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	dir := sharedPath(t, "golden")
+	var g struct {
+		Results []struct {
+			ID       string `json:"id"`
+			Messages []struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"request_messages"`
+			NPromptTokens int    `json:"n_prompt_tokens"`
+			Text          string `json:"generated_text"`
+		} `json:"results"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "vision-tiny-qwen35.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	serverURL := serveForTest(t, "--model", model, "--mmproj", mmproj, "--model-id", "vl")
+	for _, r := range g.Results {
+		if len(r.Messages) == 0 {
+			continue
+		}
+		t.Run(r.ID, func(t *testing.T) {
+			var msgs []map[string]any
+			for _, m := range r.Messages {
+				var parts []map[string]any
+				if json.Unmarshal(m.Content, &parts) != nil {
+					msgs = append(msgs, map[string]any{"role": m.Role, "content": m.Content})
+					continue
+				}
+				for _, p := range parts {
+					if iu, ok := p["image_url"].(map[string]any); ok {
+						iu["url"] = dataURL(t, filepath.Join(dir, "images", iu["url"].(string)))
+					}
+				}
+				msgs = append(msgs, map[string]any{"role": m.Role, "content": parts})
+			}
+			var out struct {
+				Choices []struct {
+					Message struct {
+						Content string `json:"content"`
+					} `json:"message"`
+				} `json:"choices"`
+				Usage struct {
+					PromptTokens int `json:"prompt_tokens"`
+				} `json:"usage"`
+			}
+			body := map[string]any{"model": "vl", "messages": msgs, "max_tokens": 32, "temperature": 0,
+				"ignore_eos": true, "skip_special_tokens": false}
+			if code := postJSON(t, serverURL+"/v1/chat/completions", body, &out); code != 200 || len(out.Choices) != 1 {
+				t.Fatalf("status %d: %+v", code, out)
+			}
+			if diff := cmp.Diff(r.Text, out.Choices[0].Message.Content); diff != "" {
+				t.Errorf("generated text (-llama.cpp +ours):\n%s", diff)
+			}
+			if out.Usage.PromptTokens != r.NPromptTokens {
+				t.Errorf("usage.prompt_tokens %d, llama.cpp %d", out.Usage.PromptTokens, r.NPromptTokens)
+			}
+		})
+	}
 }

@@ -82,16 +82,6 @@ type ImagePrompt struct {
 	Encode time.Duration
 }
 
-// ImageError is an error of one of a request's images (a corrupt or
-// unsupported file, one over the limits): the caller's fault.
-type ImageError struct {
-	Index int
-	Err   error
-}
-
-func (e *ImageError) Error() string { return fmt.Sprintf("image %d: %v", e.Index, e.Err) }
-func (e *ImageError) Unwrap() error { return e.Err }
-
 // PromptWithImages tokenizes a rendered prompt holding one
 // vision.MediaMarker per image as llama.cpp's mtmd tokenizer does
 // (vision.SplitPrompt) and encodes the images (file bytes) with the tower.
@@ -120,11 +110,11 @@ func (in *Instance) PromptWithImages(ctx context.Context, prompt string, images 
 	for i, data := range images {
 		src, _, err := vision.Decode(data, lim)
 		if err != nil {
-			return nil, &ImageError{Index: i, Err: err}
+			return nil, &vision.ImageError{Index: i, Err: err}
 		}
 		p, err := vision.PreprocessRGB(src, v.Config.Options(lim))
 		if err != nil {
-			return nil, &ImageError{Index: i, Err: err}
+			return nil, &vision.ImageError{Index: i, Err: err}
 		}
 		pre[i], digests[i], grids[i] = p, src.Digest(), p.Grid
 	}
