@@ -63,8 +63,8 @@ func prepareChat(m *Model, r *ChatRequest) ([]int32, *Error) {
 	if r.Params.Grammar, e = compileParams(&r.Params); e != nil {
 		return nil, e
 	}
-	if r.images != nil && len(r.images.data) > 0 {
-		return encodeImages(context.Background(), m, text, r.images, &r.Params)
+	if r.Images != nil {
+		return encodeImages(context.Background(), m, text, r.Images, &r.Params)
 	}
 	return m.Tokenizer.EncodeChat(text), nil
 }

@@ -130,18 +130,26 @@ func (ri *requestImages) readLocal(path, param string) ([]byte, *Error) {
 	return data, nil
 }
 
+// ChatImages are the images of a chat request's messages, in order.
+type ChatImages struct {
+	Data   [][]byte // each image's file bytes
+	Fields []string // the field each came from ("messages[0].content[1].image_url.url")
+	// MaxPixels bounds each image's width x height (MediaOptions).
+	MaxPixels int
+}
+
 // encodeImages turns a rendered chat prompt with images into its ids,
 // setting p.Images: a 400 naming the image's field for a bad image, or
 // the messages when the model reads no images.
-func encodeImages(ctx context.Context, m *Model, text string, ri *requestImages, p *Params) ([]int32, *Error) {
+func encodeImages(ctx context.Context, m *Model, text string, ci *ChatImages, p *Params) ([]int32, *Error) {
 	if m.Images == nil {
-		return nil, badParam(ri.params[0], "Invalid '%s': this model takes no images (the server has no --mmproj vision tower).", ri.params[0])
+		return nil, badParam(ci.Fields[0], "Invalid '%s': this model takes no images (the server has no --mmproj vision tower).", ci.Fields[0])
 	}
-	ids, imgs, err := m.Images(ctx, text, ri.data, m.Tokenizer.ChatAddsSpecial(text), vision.DecodeLimits{MaxPixels: ri.opts.MaxImagePixels})
+	ids, imgs, err := m.Images(ctx, text, ci.Data, m.Tokenizer.ChatAddsSpecial(text), vision.DecodeLimits{MaxPixels: ci.MaxPixels})
 	var ie *vision.ImageError
 	switch {
-	case errors.As(err, &ie) && ie.Index >= 0 && ie.Index < len(ri.params):
-		return nil, badParam(ri.params[ie.Index], "Invalid '%s': %v.", ri.params[ie.Index], ie.Err)
+	case errors.As(err, &ie) && ie.Index >= 0 && ie.Index < len(ci.Fields):
+		return nil, badParam(ci.Fields[ie.Index], "Invalid '%s': %v.", ci.Fields[ie.Index], ie.Err)
 	case err != nil:
 		return nil, badParam("messages", "The images could not be placed in the prompt: %v", err)
 	}

@@ -51,6 +51,7 @@ var messageBlockFields = map[string]map[string]bool{
 	"tool_result":       {"type": true, "tool_use_id": true, "content": true, "is_error": true, "cache_control": true},
 	"thinking":          {"type": true, "thinking": true, "signature": true},
 	"redacted_thinking": {"type": true, "data": true},
+	"image":             {"type": true, "source": true, "cache_control": true},
 }
 
 // DecodeMessages parses and validates a /v1/messages body; countOnly
@@ -306,9 +307,20 @@ func userBlocks(blocks []fields, at string, strict bool) ([]map[string]any, []st
 	var msgs []map[string]any
 	var msgAt []string
 	var text []string
+	var parts []map[string]any // with images: the chat content parts so far
 	textAt := ""
-	flush := func() {
+	textPart := func() {
 		if text != nil {
+			parts, text = append(parts, map[string]any{"type": "text", "text": strings.Join(text, "\n\n")}), nil
+		}
+	}
+	flush := func() {
+		switch {
+		case parts != nil:
+			textPart()
+			msgs, msgAt = append(msgs, map[string]any{"role": "user", "content": parts}), append(msgAt, textAt)
+			parts = nil
+		case text != nil:
 			msgs, msgAt = append(msgs, map[string]any{"role": "user", "content": strings.Join(text, "\n\n")}), append(msgAt, textAt)
 			text = nil
 		}
@@ -329,6 +341,16 @@ func userBlocks(blocks []fields, at string, strict bool) ([]map[string]any, []st
 				textAt = where
 			}
 			text = append(text, s)
+		case "image":
+			url, e := imageBlockURL(b, where)
+			if e != nil {
+				return nil, nil, e
+			}
+			if text == nil && parts == nil {
+				textAt = at
+			}
+			textPart()
+			parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}})
 		case "tool_result":
 			flush()
 			id, e := blockString(b, "tool_use_id", where)
@@ -348,7 +370,7 @@ func userBlocks(blocks []fields, at string, strict bool) ([]map[string]any, []st
 			}
 			msgs, msgAt = append(msgs, map[string]any{"role": "tool", "tool_call_id": id, "content": content}), append(msgAt, where)
 		default:
-			return nil, nil, badParam(where+".type", "Invalid value for '%s.type': a user message holds 'text' and 'tool_result' blocks, not '%s'.", where, typ)
+			return nil, nil, badParam(where+".type", "Invalid value for '%s.type': a user message holds 'text', 'image' and 'tool_result' blocks, not '%s'.", where, typ)
 		}
 	}
 	flush()
@@ -477,4 +499,25 @@ func messagesToolChoice(raw json.RawMessage) (choice, parallel json.RawMessage, 
 		return mustJSON(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}}), parallel, nil
 	}
 	return nil, nil, badParam("tool_choice.type", "Invalid value for 'tool_choice.type': expected 'auto', 'any', 'tool' or 'none', got '%.32s'.", c.Type)
+}
+
+// imageBlockURL reads an image block's source as the URL the chat decoder
+// reads: base64 data as a data URL, a url source as it is.
+func imageBlockURL(b fields, where string) (string, *Error) {
+	var src struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	}
+	if err := json.Unmarshal(b["source"], &src); err != nil {
+		return "", badParam(where+".source", "Invalid type for '%s.source': expected an object.", where)
+	}
+	switch src.Type {
+	case "base64":
+		return "data:" + src.MediaType + ";base64," + src.Data, nil
+	case "url":
+		return src.URL, nil
+	}
+	return "", badParam(where+".source.type", "Invalid value for '%s.source.type': '%.32s'; use 'base64' or 'url'.", where, src.Type)
 }

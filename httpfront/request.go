@@ -115,9 +115,9 @@ type ChatRequest struct {
 	ToolChoice        string
 	ToolName          string
 	ParallelToolCalls bool
-	// images are the messages' images, in order; their places in
-	// Messages' content are vision.MediaMarker.
-	images *requestImages
+	// Images are the messages' images, in order (their places in
+	// Messages' content are vision.MediaMarker); nil without any.
+	Images *ChatImages
 	Params
 }
 
@@ -302,9 +302,12 @@ func DecodeChat(body []byte, o DecodeOptions) (*ChatRequest, *Error) {
 	if r.Model, e = model(f); e != nil {
 		return nil, e
 	}
-	r.images = &requestImages{opts: o.Media.withDefaults()}
-	if r.Messages, e = messages(f, o.Strict, r.images); e != nil {
+	images := &requestImages{opts: o.Media.withDefaults()}
+	if r.Messages, e = messages(f, o.Strict, images); e != nil {
 		return nil, e
+	}
+	if len(images.data) > 0 {
+		r.Images = &ChatImages{Data: images.data, Fields: images.params, MaxPixels: images.opts.MaxImagePixels}
 	}
 	if r.Params, e = params(f, true, o); e != nil {
 		return nil, e

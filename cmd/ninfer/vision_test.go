@@ -294,4 +294,56 @@ func TestServeImagesMatchLlamaCpp(t *testing.T) {
 			}
 		})
 	}
+	// The same image through /v1/responses (input_image) and /v1/messages
+	// (an Anthropic image block) gives what the chat API gives.
+	sq64 := dataURL(t, filepath.Join(dir, "images", "sq64.png"))
+	var chat struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	postJSON(t, serverURL+"/v1/chat/completions", map[string]any{"model": "vl", "max_tokens": 16, "temperature": 0, "ignore_eos": true,
+		"messages": []any{map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "image_url", "image_url": map[string]any{"url": sq64}},
+			map[string]any{"type": "text", "text": "Describe this image."}}}}}, &chat)
+	var resp struct {
+		Output []struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"output"`
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	if code := postJSON(t, serverURL+"/v1/responses", map[string]any{"model": "vl", "max_output_tokens": 16, "temperature": 0, "ignore_eos": true,
+		"input": []any{map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "input_image", "image_url": sq64},
+			map[string]any{"type": "input_text", "text": "Describe this image."}}}}}, &resp); code != 200 || len(resp.Output) == 0 || len(resp.Output[0].Content) == 0 {
+		t.Fatalf("/v1/responses: %d %+v", code, resp)
+	}
+	var msg struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	_, b64, _ := strings.Cut(sq64, ",")
+	if code := postJSON(t, serverURL+"/v1/messages", map[string]any{"model": "vl", "max_tokens": 16, "temperature": 0, "ignore_eos": true,
+		"messages": []any{map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": b64}},
+			map[string]any{"type": "text", "text": "Describe this image."}}}}}, &msg); code != 200 || len(msg.Content) == 0 {
+		t.Fatalf("/v1/messages: %d %+v", code, msg)
+	}
+	want := chat.Choices[0].Message.Content
+	if diff := cmp.Diff([]string{want, want}, []string{resp.Output[0].Content[0].Text, msg.Content[0].Text}); diff != "" {
+		t.Errorf("responses and messages text (-chat +[responses messages]):\n%s", diff)
+	}
+	if resp.Usage.InputTokens != 39 || msg.Usage.InputTokens != 39 {
+		t.Errorf("input tokens: responses %d, messages %d, want 39 (sq64_describe's)", resp.Usage.InputTokens, msg.Usage.InputTokens)
+	}
 }
