@@ -549,6 +549,9 @@ type timings struct {
 	// engine's graph does not speculate.
 	DraftN         *int `json:"draft_n,omitempty"`
 	DraftNAccepted *int `json:"draft_n_accepted,omitempty"`
+	// VisionMS is the time the request's images took to decode and
+	// encode (before the prefill); absent without images.
+	VisionMS float64 `json:"vision_ms,omitempty"`
 }
 
 // usage is OpenAI's token accounting.
@@ -590,6 +593,7 @@ func (j *job) account(stats []engine.Stats) (usage, timings) {
 	t := timings{CacheN: u.PromptTokensDetails.CachedTokens, PromptN: u.PromptTokens - u.PromptTokensDetails.CachedTokens,
 		PromptMS: ms(prompt), PredictedN: u.CompletionTokens, PredictedMS: ms(predicted)}
 	t.PromptPerTokenMS, t.PromptPerSecond = rates(t.PromptN, t.PromptMS)
+	t.VisionMS = ms(j.p.Vision.End.Sub(j.p.Vision.Start))
 	t.PredictedPerTokenMS, t.PredictedPerSecond = rates(t.PredictedN, t.PredictedMS)
 	if j.m.Engine.DraftWindow() > 0 {
 		var drafted, accepted int

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/vision"
@@ -130,6 +131,14 @@ func (ri *requestImages) readLocal(path, param string) ([]byte, *Error) {
 	return data, nil
 }
 
+// VisionTiming is when a request's images were decoded and encoded by
+// the vision tower (the vision span, timings.vision_ms); zero without
+// images.
+type VisionTiming struct {
+	Images     int
+	Start, End time.Time
+}
+
 // ChatImages are the images of a chat request's messages, in order.
 type ChatImages struct {
 	Data   [][]byte // each image's file bytes
@@ -145,7 +154,9 @@ func encodeImages(ctx context.Context, m *Model, text string, ci *ChatImages, p 
 	if m.Images == nil {
 		return nil, badParam(ci.Fields[0], "Invalid '%s': this model takes no images (the server has no --mmproj vision tower).", ci.Fields[0])
 	}
+	start := time.Now()
 	ids, imgs, err := m.Images(ctx, text, ci.Data, m.Tokenizer.ChatAddsSpecial(text), vision.DecodeLimits{MaxPixels: ci.MaxPixels})
+	p.Vision = VisionTiming{Images: len(ci.Data), Start: start, End: time.Now()}
 	var ie *vision.ImageError
 	switch {
 	case errors.As(err, &ie) && ie.Index >= 0 && ie.Index < len(ci.Fields):

@@ -89,8 +89,9 @@ type Params struct {
 	// compiles (nil: never).
 	Interrupt func() error
 	// Images are the encoded images of a chat request's prompt
-	// (engine.Request.Images).
+	// (engine.Request.Images), and Vision when they were encoded.
 	Images []engine.Image
+	Vision VisionTiming
 }
 
 // ChatRequest is a validated /v1/chat/completions request.

@@ -228,7 +228,12 @@ func DecodeResponses(body []byte, o DecodeOptions) (*ResponsesRequest, *Error) {
 	}
 	cr, e := DecodeChat(cb, o)
 	if e != nil {
-		return nil, renameResponses(e, msgAt)
+		e = renameResponses(e, msgAt)
+		// An input_image part's url is its image_url member.
+		if p, ok := e.Param.(string); ok && strings.HasSuffix(p, ".image_url.url") {
+			e.Param, e.Message = strings.TrimSuffix(p, ".url"), strings.ReplaceAll(e.Message, p, strings.TrimSuffix(p, ".url"))
+		}
+		return nil, e
 	}
 	if cr.ConstraintField == "response_format" {
 		cr.ConstraintField = "text.format"

@@ -678,7 +678,7 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 		cancel()
 		// The choices leave the in-flight count only once their figures
 		// are in /metrics: an idle /health implies complete counters.
-		s.metrics.observeRequest(received, p.N, j.maxTokens, j.stats, j.finishReasons)
+		s.metrics.observeRequest(received, p.N, j.maxTokens, p.Vision, j.stats, j.finishReasons)
 		s.finishTrace(rt, prompts, j.stats, j.finishReasons, j.err)
 		s.inflight.Add(-k)
 	}()

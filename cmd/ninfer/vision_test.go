@@ -303,6 +303,9 @@ func TestServeImagesMatchLlamaCpp(t *testing.T) {
 				Content string `json:"content"`
 			} `json:"message"`
 		} `json:"choices"`
+		Timings struct {
+			VisionMS float64 `json:"vision_ms"`
+		} `json:"timings"`
 	}
 	postJSON(t, serverURL+"/v1/chat/completions", map[string]any{"model": "vl", "max_tokens": 16, "temperature": 0, "ignore_eos": true,
 		"messages": []any{map[string]any{"role": "user", "content": []any{
@@ -345,5 +348,27 @@ func TestServeImagesMatchLlamaCpp(t *testing.T) {
 	}
 	if resp.Usage.InputTokens != 39 || msg.Usage.InputTokens != 39 {
 		t.Errorf("input tokens: responses %d, messages %d, want 39 (sq64_describe's)", resp.Usage.InputTokens, msg.Usage.InputTokens)
+	}
+	if chat.Timings.VisionMS <= 0 {
+		t.Errorf("timings.vision_ms %g, want the encoding's time", chat.Timings.VisionMS)
+	}
+	// 6 images in the golden cases, 3 above.
+	const images = `ninfer:images_total{model_name="vl"} 9`
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(serverURL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(b.String(), images) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics has no %q:\n%s", images, b.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
