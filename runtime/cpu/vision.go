@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
@@ -122,19 +123,38 @@ func rope2DRow(row []float32, y, x int32, headDim int, freq []float32) {
 }
 
 // selfAttention computes softmax(q k^T x scale) v for every head and row
-// over all rows, split by (head, row) across workers.
+// over all rows: each head's keys and transposed values are gathered once
+// (so both products are dot products of contiguous rows), then the work
+// is split by (head, row) across workers.
 func (p *program) selfAttention(out []float32, op tensor.Op) {
 	q, k, v := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID], p.f32[op.Args[2].ID]
-	n, width, hd, scale := op.Out.Rows(), op.Out.Cols(), op.Attn.HeadDim, op.Attn.Scale
-	clear(out)
-	p.b.pool.parallel(op.Attn.Heads*n, 4, func(worker, lo, hi int) {
+	n, width, hd, heads, scale := op.Out.Rows(), op.Out.Cols(), op.Attn.HeadDim, op.Attn.Heads, op.Attn.Scale
+	if cap(p.attnKV) < 2*n*width {
+		p.attnKV = make([]float32, 2*n*width)
+	}
+	kh, vt := p.attnKV[:n*width], p.attnKV[n*width:2*n*width] // per head: keys [n, hd], values [hd, n]
+	p.b.pool.parallel(heads, 1, func(_, lo, hi int) {
+		for h := lo; h < hi; h++ {
+			base := h * n * hd
+			for j := range n {
+				row := j*width + h*hd
+				copy(kh[base+j*hd:base+(j+1)*hd], k[row:row+hd])
+				for d := range hd {
+					vt[base+d*n+j] = v[row+d]
+				}
+			}
+		}
+	})
+	p.b.pool.parallel(heads*n, 4, func(worker, lo, hi int) {
 		scores := p.scratch(p.score, worker, n)
 		for item := lo; item < hi; item++ {
-			h, i := item/n*hd, item%n
-			qi := q[i*width+h:][:hd]
+			h, i := item/n, item%n
+			base := h * n * hd
+			qi := q[i*width+h*hd:][:hd]
+			dots(scores, kh[base:base+n*hd], hd, qi)
 			maxScore := float32(math.Inf(-1))
 			for j := range n {
-				scores[j] = dotF32(qi, k[j*width+h:][:hd]) * scale
+				scores[j] *= scale
 				maxScore = max(maxScore, scores[j])
 			}
 			var sum float64
@@ -142,13 +162,11 @@ func (p *program) selfAttention(out []float32, op tensor.Op) {
 				scores[j] = float32(math.Exp(float64(scores[j] - maxScore)))
 				sum += float64(scores[j])
 			}
-			o := out[i*width+h:][:hd]
+			inv := 1 / float32(sum)
 			for j := range n {
-				pj := scores[j] / float32(sum)
-				for d, vv := range v[j*width+h:][:hd] {
-					o[d] += pj * vv
-				}
+				scores[j] *= inv
 			}
+			dots(out[i*width+h*hd:][:hd], vt[base:base+hd*n], n, scores)
 		}
 	})
 }
@@ -175,4 +193,18 @@ func (p *program) mrope(out []float32, op tensor.Op) {
 			rotateHeads(out[r*w:(r+1)*w], a, cos, sin)
 		}
 	})
+}
+
+// dots writes into out[r] the dot product of row r of rows (len(out) rows
+// of k values) with x, four rows at a time with the level's kernel.
+func dots(out, rows []float32, k int, x []float32) {
+	r := 0
+	if level != levelRef {
+		for ; r+4 <= len(out); r += 4 {
+			floatDot4x1(tensor.F32, unsafe.Pointer(&rows[r*k]), uintptr(4*k), unsafe.Pointer(&x[0]), k, unsafe.Pointer(&out[r]), 4)
+		}
+	}
+	for ; r < len(out); r++ {
+		out[r] = dotF32(x, rows[r*k:(r+1)*k])
+	}
 }
