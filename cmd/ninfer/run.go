@@ -270,30 +270,9 @@ type runChunk struct {
 	NPos     int     `json:"n_pos"`
 	// EmbdStats, EmbdFirst8 and EmbdLastRowFirst8 describe the tower's
 	// output rows of an image chunk [n_tokens, n_embd].
-	EmbdStats         *embdStats `json:"embd_stats,omitempty"`
-	EmbdFirst8        []float32  `json:"embd_first8,omitempty"`
-	EmbdLastRowFirst8 []float32  `json:"embd_last_row_first8,omitempty"`
-}
-
-// embdStats are the count, sum, sum of squares, minimum and maximum of
-// values (the golden's checksums).
-type embdStats struct {
-	N     int     `json:"n"`
-	Sum   float64 `json:"sum"`
-	SumSq float64 `json:"sum_sq"`
-	Min   float64 `json:"min"`
-	Max   float64 `json:"max"`
-}
-
-func statsOf(xs []float32) *embdStats {
-	s := &embdStats{N: len(xs), Min: math.Inf(1), Max: math.Inf(-1)}
-	for _, x := range xs {
-		v := float64(x)
-		s.Sum += v
-		s.SumSq += v * v
-		s.Min, s.Max = min(s.Min, v), max(s.Max, v)
-	}
-	return s
+	EmbdStats         *vision.Stats `json:"embd_stats,omitempty"`
+	EmbdFirst8        []float32     `json:"embd_first8,omitempty"`
+	EmbdLastRowFirst8 []float32     `json:"embd_last_row_first8,omitempty"`
 }
 
 // runChunks reports p's chunks with the embedding checksums of its images.
@@ -307,7 +286,8 @@ func runChunks(p *instance.ImagePrompt) []runChunk {
 			img++
 			width := len(emb) / c.Grid.Tokens()
 			rc.Type, rc.Grid = "image", [2]int{c.Grid.NX, c.Grid.NY}
-			rc.EmbdStats, rc.EmbdFirst8, rc.EmbdLastRowFirst8 = statsOf(emb), emb[:min(8, width)], emb[len(emb)-width:][:min(8, width)]
+			stats := vision.StatsOf(emb)
+			rc.EmbdStats, rc.EmbdFirst8, rc.EmbdLastRowFirst8 = &stats, emb[:min(8, width)], emb[len(emb)-width:][:min(8, width)]
 		}
 		out = append(out, rc)
 	}

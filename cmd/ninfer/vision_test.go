@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ninfer/ninfer-go/runtime/vision"
 )
 
 // visionTolerance bounds the relative difference (against max(1, |v|)) of
@@ -25,23 +27,28 @@ const visionTolerance = 2e-3
 // visionGolden is the part of vision-tiny-qwen35.json a run reproduces.
 type visionGolden struct {
 	Results []struct {
-		ID            string   `json:"id"`
-		Prompt        string   `json:"prompt"`
-		Images        []string `json:"images"`
-		NPromptTokens int      `json:"n_prompt_tokens"`
-		Generated     []int32  `json:"generated_tokens"`
-		Chunks        []struct {
-			Type              string          `json:"type"`
-			Tokens            []int32         `json:"tokens"`
-			NTokens           int             `json:"n_tokens"`
-			Grid              [2]int          `json:"grid_tokens"`
-			PosStart          int             `json:"pos_start"`
-			NPos              int             `json:"n_pos"`
-			EmbdStats         json.RawMessage `json:"embd_stats"`
-			EmbdFirst8        []float64       `json:"embd_first8"`
-			EmbdLastRowFirst8 []float64       `json:"embd_last_row_first8"`
-		} `json:"chunks"`
+		ID            string        `json:"id"`
+		Prompt        string        `json:"prompt"`
+		Images        []string      `json:"images"`
+		NPromptTokens int           `json:"n_prompt_tokens"`
+		Generated     []int32       `json:"generated_tokens"`
+		Chunks        []visionChunk `json:"chunks"`
 	} `json:"results"`
+}
+
+// visionChunk is a prompt chunk as the golden states it and `run --json`
+// reports it: text ids, or an image's tokens, grid, positions and
+// embedding checksums.
+type visionChunk struct {
+	Type              string        `json:"type"`
+	Tokens            []int32       `json:"tokens"`
+	NTokens           int           `json:"n_tokens"`
+	Grid              [2]int        `json:"grid_tokens"`
+	PosStart          int           `json:"pos_start"`
+	NPos              int           `json:"n_pos"`
+	EmbdStats         *vision.Stats `json:"embd_stats"`
+	EmbdFirst8        []float64     `json:"embd_first8"`
+	EmbdLastRowFirst8 []float64     `json:"embd_last_row_first8"`
 }
 
 // TestRunImagesMatchLlamaCpp runs every case of the vision golden through
@@ -64,14 +71,6 @@ func TestRunImagesMatchLlamaCpp(t *testing.T) {
 	near := cmp.Comparer(func(a, b float64) bool {
 		return math.Abs(a-b) <= visionTolerance*max(1, math.Abs(a), math.Abs(b))
 	})
-	type chunk struct {
-		Type                    string
-		Tokens                  []int32
-		NTokens, PosStart, NPos int
-		Grid                    [2]int
-		Stats                   map[string]float64
-		First8, LastRowFirst8   []float64
-	}
 	ran := 0
 	for _, r := range g.Results {
 		if r.Prompt == "" {
@@ -89,19 +88,9 @@ func TestRunImagesMatchLlamaCpp(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
 			var out struct {
-				PromptIDs []int32 `json:"prompt_ids"`
-				IDs       []int32 `json:"ids"`
-				Chunks    []struct {
-					Type              string             `json:"type"`
-					Tokens            []int32            `json:"tokens"`
-					NTokens           int                `json:"n_tokens"`
-					Grid              [2]int             `json:"grid_tokens"`
-					PosStart          int                `json:"pos_start"`
-					NPos              int                `json:"n_pos"`
-					EmbdStats         map[string]float64 `json:"embd_stats"`
-					EmbdFirst8        []float64          `json:"embd_first8"`
-					EmbdLastRowFirst8 []float64          `json:"embd_last_row_first8"`
-				} `json:"chunks"`
+				PromptIDs []int32       `json:"prompt_ids"`
+				IDs       []int32       `json:"ids"`
+				Chunks    []visionChunk `json:"chunks"`
 			}
 			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 				t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
@@ -119,22 +108,7 @@ func TestRunImagesMatchLlamaCpp(t *testing.T) {
 				}
 				return
 			}
-			var want, got []chunk
-			for _, c := range r.Chunks {
-				w := chunk{Type: c.Type, Tokens: c.Tokens, NTokens: c.NTokens, PosStart: c.PosStart, NPos: c.NPos}
-				if c.Type == "image" {
-					w.Grid, w.First8, w.LastRowFirst8 = c.Grid, c.EmbdFirst8, c.EmbdLastRowFirst8
-					if err := json.Unmarshal(c.EmbdStats, &w.Stats); err != nil {
-						t.Fatal(err)
-					}
-				}
-				want = append(want, w)
-			}
-			for _, c := range out.Chunks {
-				got = append(got, chunk{Type: c.Type, Tokens: c.Tokens, NTokens: c.NTokens, PosStart: c.PosStart, NPos: c.NPos,
-					Grid: c.Grid, Stats: c.EmbdStats, First8: c.EmbdFirst8, LastRowFirst8: c.EmbdLastRowFirst8})
-			}
-			if diff := cmp.Diff(want, got, near); diff != "" {
+			if diff := cmp.Diff(r.Chunks, out.Chunks, near); diff != "" {
 				t.Errorf("prompt chunks (-llama.cpp +ours):\n%s", diff)
 			}
 		})

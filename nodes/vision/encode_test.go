@@ -34,33 +34,14 @@ const towerTolerance = 2e-3
 // fp16 moves the sums by 2.8e-5 and fails.
 const embedTolerance = 5e-6
 
-type stats struct {
-	N     int     `json:"n"`
-	Sum   float64 `json:"sum"`
-	SumSq float64 `json:"sum_sq"`
-	Min   float64 `json:"min"`
-	Max   float64 `json:"max"`
-}
-
-func statsOf(xs []float32) stats {
-	s := stats{N: len(xs), Min: math.Inf(1), Max: math.Inf(-1)}
-	for _, x := range xs {
-		v := float64(x)
-		s.Sum += v
-		s.SumSq += v * v
-		s.Min, s.Max = min(s.Min, v), max(s.Max, v)
-	}
-	return s
-}
-
 // goldenTower is what vision-tiny-qwen35.json states about one image's
 // tower and projector output.
 type goldenTower struct {
-	Image         string           `json:"image"`
-	Tower         map[string]stats `json:"tower"`
-	EmbdStats     stats            `json:"embd_stats"`
-	First8        []float64        `json:"embd_first8"`
-	LastRowFirst8 []float64        `json:"embd_last_row_first8"`
+	Image         string                  `json:"image"`
+	Tower         map[string]vision.Stats `json:"tower"`
+	EmbdStats     vision.Stats            `json:"embd_stats"`
+	First8        []float64               `json:"embd_first8"`
+	LastRowFirst8 []float64               `json:"embd_last_row_first8"`
 	// Values is the full projector output where the golden has it
 	// (image_embeddings), else nil.
 	Values []float64
@@ -161,11 +142,11 @@ func TestEncodeMatchesLlamaCpp(t *testing.T) {
 			if want := p.Grid.Tokens() * cfg.OutputWidth; len(emb) != want {
 				t.Fatalf("%d embedding values, want %d tokens x %d", len(emb), p.Grid.Tokens(), cfg.OutputWidth)
 			}
-			got := map[string]stats{"embd": statsOf(emb)}
-			want := map[string]stats{"embd": g.EmbdStats}
+			got := map[string]vision.Stats{"embd": vision.StatsOf(emb)}
+			want := map[string]vision.Stats{"embd": g.EmbdStats}
 			for k, v := range g.Tower {
 				want[k] = v
-				got[k] = statsOf(outs[k])
+				got[k] = vision.StatsOf(outs[k])
 			}
 			if diff := cmp.Diff(want, got, near); diff != "" {
 				t.Errorf("tower statistics (-llama.cpp +ours):\n%s", diff)
