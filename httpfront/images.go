@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,14 @@ type MediaOptions struct {
 	// LocalPath, when set, lets images be file:// URLs of files inside
 	// that folder (vLLM's --allowed-local-media-path); others are refused.
 	LocalPath string
+	// AllowedDomains are the hosts whose http(s) image URLs the server
+	// fetches (vLLM's --allowed-media-domains), redirects included; other
+	// remote URLs are refused. None by default.
+	AllowedDomains []string
 }
+
+// fetchTimeout bounds fetching one remote image.
+const fetchTimeout = 10 * time.Second
 
 // Media defaults.
 const (
@@ -88,9 +96,50 @@ func (ri *requestImages) read(url, param string) ([]byte, *Error) {
 	data, err := vision.ParseImageURL(url, ri.opts.MaxImageBytes)
 	switch {
 	case errors.Is(err, vision.ErrRemoteURL):
-		return nil, badParam(param, "Invalid '%s': remote image URLs are not fetched by this server; send the image as a data URL (data:image/png;base64,...).", param)
+		return ri.fetch(url, param)
 	case err != nil:
 		return nil, badParam(param, "Invalid '%s': %v.", param, err)
+	}
+	return data, nil
+}
+
+// allowed reports whether host is one of AllowedDomains.
+func (o MediaOptions) allowed(host string) bool {
+	for _, d := range o.AllowedDomains {
+		if strings.EqualFold(d, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// fetch downloads a remote image from an allowed host, within the byte
+// limit and fetchTimeout; a redirect to another host is refused.
+func (ri *requestImages) fetch(raw, param string) ([]byte, *Error) {
+	u, err := neturl.Parse(raw)
+	if err != nil || !ri.opts.allowed(u.Hostname()) {
+		return nil, badParam(param, "Invalid '%s': remote image URLs are fetched only from the server's --allowed-media-domains; send the image as a data URL (data:image/png;base64,...).", param)
+	}
+	client := &http.Client{Timeout: fetchTimeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 5 || !ri.opts.allowed(req.URL.Hostname()) {
+			return errors.New("redirected outside the allowed media domains")
+		}
+		return nil
+	}}
+	resp, err := client.Get(u.String())
+	if err != nil {
+		return nil, badParam(param, "Invalid '%s': fetching the image failed: %v.", param, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, badParam(param, "Invalid '%s': fetching the image answered %s.", param, resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(ri.opts.MaxImageBytes)+1))
+	switch {
+	case err != nil:
+		return nil, badParam(param, "Invalid '%s': fetching the image failed: %v.", param, err)
+	case len(data) > ri.opts.MaxImageBytes:
+		return nil, badParam(param, "Invalid '%s': %v: more than %d bytes.", param, vision.ErrImageBytes, ri.opts.MaxImageBytes)
 	}
 	return data, nil
 }

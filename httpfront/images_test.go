@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +76,7 @@ func TestChatImagesRefusedNamingTheField(t *testing.T) {
 		name, body, param, message string
 		media                      MediaOptions
 	}{
-		{"remote url", string(chatWithParts(imagePart("https://example.com/a.png"))), field, "remote image URLs are not fetched", MediaOptions{}},
+		{"remote url", string(chatWithParts(imagePart("https://example.com/a.png"))), field, "--allowed-media-domains", MediaOptions{}},
 		{"bad data url", string(chatWithParts(imagePart("data:image/png;base64"))), field, "malformed image data URL", MediaOptions{}},
 		{"other media type", string(chatWithParts(imagePart("data:image/bmp;base64,AAAA"))), field, "unsupported image format", MediaOptions{}},
 		{"over the byte limit", string(chatWithParts(imagePart(big))), field, "byte limit", MediaOptions{MaxImageBytes: 1000}},
@@ -116,5 +118,49 @@ func TestEncodeImagesNamesTheImage(t *testing.T) {
 	}
 	if _, e := encodeImages(context.Background(), m, "", ri, &Params{}); e == nil || e.Param != "b" || !strings.Contains(e.Message, "pixel limit") {
 		t.Errorf("image 1 too large: %v", e)
+	}
+}
+
+// TestRemoteImagesOnlyFromAllowedDomains: an http(s) image URL is fetched
+// from an allowed host (within the byte limit, redirects only to allowed
+// hosts) and refused otherwise, naming the field.
+func TestRemoteImagesOnlyFromAllowedDomains(t *testing.T) {
+	img := pngBytes(t, 4, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/a.png":
+			w.Write(img)
+		case "/big.png":
+			w.Write(make([]byte, 5000))
+		case "/away":
+			http.Redirect(w, r, strings.Replace("http://"+r.Host+"/a.png", "127.0.0.1", "localhost", 1), http.StatusFound)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	allowed := MediaOptions{AllowedDomains: []string{"127.0.0.1"}, MaxImageBytes: 4000}
+	r, e := DecodeChat(chatWithParts(imagePart(srv.URL+"/a.png")), DecodeOptions{Media: allowed})
+	if e != nil {
+		t.Fatal(e)
+	}
+	if diff := cmp.Diff([][]byte{img}, r.Images.Data); diff != "" {
+		t.Errorf("fetched image (-want +got):\n%s", diff)
+	}
+	field := "messages[0].content[0].image_url.url"
+	for _, tc := range []struct {
+		name, url, message string
+		media              MediaOptions
+	}{
+		{"no allow-list", srv.URL + "/a.png", "--allowed-media-domains", MediaOptions{}},
+		{"another host", "https://example.com/a.png", "--allowed-media-domains", allowed},
+		{"a redirect to another host", srv.URL + "/away", "redirected outside", allowed},
+		{"not found", srv.URL + "/none.png", "404", allowed},
+		{"over the byte limit", srv.URL + "/big.png", "byte limit", allowed},
+	} {
+		_, e := DecodeChat(chatWithParts(imagePart(tc.url)), DecodeOptions{Media: tc.media})
+		if e == nil || e.Status != 400 || e.Param != field || !strings.Contains(e.Message, tc.message) {
+			t.Errorf("%s: %v, want 400 %s containing %q", tc.name, e, field, tc.message)
+		}
 	}
 }
