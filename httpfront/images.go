@@ -72,6 +72,7 @@ type requestImages struct {
 	opts   MediaOptions
 	data   [][]byte
 	params []string
+	marker string // the first field whose text holds vision.MediaMarker
 }
 
 // add reads the image of an image_url part's url at param.
@@ -230,11 +231,20 @@ func imagePartURL(raw []byte, param string) (string, *Error) {
 	return *part.ImageURL.URL, nil
 }
 
-// checkNoMarker refuses text that holds the media marker, which would
-// stand for an image the request does not carry.
-func checkNoMarker(text, param string) *Error {
-	if strings.Contains(text, vision.MediaMarker) {
-		return badParam(param, "Invalid '%s': the text holds %q, which this server reserves for images.", param, vision.MediaMarker)
+// noteMarker remembers the first field whose text holds the media marker:
+// in a request with images it would stand for an image the request does
+// not carry (markerError).
+func (ri *requestImages) noteMarker(text, param string) {
+	if ri.marker == "" && strings.Contains(text, vision.MediaMarker) {
+		ri.marker = param
 	}
-	return nil
+}
+
+// markerError refuses a request with images whose text holds the media
+// marker; nil otherwise (without images the marker is plain text).
+func (ri *requestImages) markerError() *Error {
+	if ri.marker == "" || len(ri.data) == 0 {
+		return nil
+	}
+	return badParam(ri.marker, "Invalid '%s': the text holds %q, which stands for an image in a request with images.", ri.marker, vision.MediaMarker)
 }

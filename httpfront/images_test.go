@@ -86,8 +86,8 @@ func TestChatImagesRefusedNamingTheField(t *testing.T) {
 		{"escape by dots", string(chatWithParts(imagePart("file://" + dir + "/../" + filepath.Base(filepath.Dir(outside)) + "/out.png"))), field, "outside", MediaOptions{LocalPath: dir}},
 		{"missing local file", string(chatWithParts(imagePart("file://" + dir + "/none.png"))), field, "no such file", MediaOptions{LocalPath: dir}},
 		{"image part without url", string(chatWithParts(`{"type":"image_url","image_url":{}}`)), "messages[0].content[0]", "needs", MediaOptions{}},
-		{"marker in text", string(chatWithParts(`{"type":"text","text":"a <__media__> b"}`)), "messages[0].content[0]", "reserves for images", MediaOptions{}},
-		{"marker in string content", `{"model":"m","messages":[{"role":"user","content":"<__media__>"}]}`, "messages[0].content", "reserves", MediaOptions{}},
+		{"marker in text beside an image", string(chatWithParts(`{"type":"text","text":"a <__media__> b"}`, imagePart(ok))), "messages[0].content[0]", "stands for an image", MediaOptions{}},
+		{"marker in another message", `{"model":"m","messages":[{"role":"system","content":"<__media__>"},{"role":"user","content":[` + imagePart(ok) + `]}]}`, "messages[0].content", "stands for an image", MediaOptions{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, e := DecodeChat([]byte(tc.body), DecodeOptions{Media: tc.media})
@@ -102,6 +102,9 @@ func TestChatImagesRefusedNamingTheField(t *testing.T) {
 	r, e := DecodeChat(chatWithParts(imagePart("file://"+inside)), DecodeOptions{Media: MediaOptions{LocalPath: dir}})
 	if e != nil || r.Images == nil || len(r.Images.Data) != 1 {
 		t.Errorf("a file inside the folder: %v", e)
+	}
+	if _, e := DecodeChat(chatWithParts(`{"type":"text","text":"<__media__> is plain text here"}`), DecodeOptions{}); e != nil {
+		t.Errorf("the marker in a request without images: %v", e)
 	}
 }
 

@@ -307,6 +307,9 @@ func DecodeChat(body []byte, o DecodeOptions) (*ChatRequest, *Error) {
 	if r.Messages, e = messages(f, o.Strict, images); e != nil {
 		return nil, e
 	}
+	if e := images.markerError(); e != nil {
+		return nil, e
+	}
 	if len(images.data) > 0 {
 		r.Images = &ChatImages{Data: images.data, Fields: images.params, MaxPixels: images.opts.MaxImagePixels}
 	}
@@ -596,7 +599,8 @@ func messageContent(m fields, at string, images *requestImages) (string, *Error)
 	}
 	var s string
 	if json.Unmarshal(m["content"], &s) == nil {
-		return s, checkNoMarker(s, param)
+		images.noteMarker(s, param)
+		return s, nil
 	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal(m["content"], &raw); err != nil {
@@ -615,9 +619,7 @@ func messageContent(m fields, at string, images *requestImages) (string, *Error)
 		}
 		switch {
 		case p.Type == "text" && p.Text != nil:
-			if e := checkNoMarker(*p.Text, at); e != nil {
-				return "", e
-			}
+			images.noteMarker(*p.Text, at)
 			parts = append(parts, vision.Part{Text: *p.Text})
 		case p.Type == "image_url":
 			url, e := imagePartURL(r, at)
