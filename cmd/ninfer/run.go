@@ -253,6 +253,9 @@ type runOutput struct {
 	// ForcedArgmax, with --teacher-force IDS, is the model's argmax after
 	// the prompt and after each forced id: len(IDS)+1 ids.
 	ForcedArgmax []int32 `json:"forced_argmax,omitempty"`
+	// TopLogits, with --top-logits N, are the N largest raw logits of each
+	// generated position, [id, logit] pairs, descending.
+	TopLogits [][][2]float64 `json:"top_logits,omitempty"`
 	// Chunks, with --image, are the prompt's text and image chunks in
 	// order (llama.cpp's mtmd chunks).
 	Chunks []runChunk `json:"chunks,omitempty"`
@@ -321,6 +324,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	maxTokens := fs.Int("max-tokens", 128, "tokens to generate (>= 1)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming text")
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-generation tokens")
+	topLogits := fs.Int("top-logits", 0, "with --json, report the N largest raw logits of each generated position (top_logits)")
 	var images filesFlag
 	fs.Var(&images, "image", "image FILE (PNG, JPEG, GIF, WebP) for the prompt, which holds one <__media__> marker per image (repeatable; needs --mmproj)")
 	teacher := fs.String("teacher-force", "", "comma-separated ids fed after the prompt instead of sampled ones; --json reports the model's argmax at each fed position as forced_argmax (--max-tokens is then len(IDS)+1)")
@@ -330,6 +334,9 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if *maxTokens < 1 {
 		return fail(fmt.Errorf("--max-tokens %d must be >= 1", *maxTokens))
+	}
+	if *topLogits < 0 || *topLogits > 100 {
+		return fail(fmt.Errorf("--top-logits %d must be in [0, 100]", *topLogits))
 	}
 	if (*prompt == "") == (*promptIDs == "") {
 		return fail(errors.New("give exactly one of --prompt and --prompt-ids"))
@@ -379,7 +386,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if len(ids) == 0 {
 		return fail(errors.New("the prompt encodes to no tokens"))
 	}
-	req := engine.Request{Prompt: ids, MaxTokens: *maxTokens, Sampling: samp}
+	req := engine.Request{Prompt: ids, MaxTokens: *maxTokens, Sampling: samp, TopLogits: *topLogits}
 	if withImages != nil {
 		req.Images = withImages.Images
 	}
@@ -421,6 +428,14 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if req.Force != nil {
 		for _, top := range res.Tops {
 			out.ForcedArgmax = append(out.ForcedArgmax, top[0].ID)
+		}
+	} else if *topLogits > 0 {
+		for _, top := range res.Tops {
+			row := make([][2]float64, len(top))
+			for i, tl := range top {
+				row[i] = [2]float64{float64(tl.ID), float64(tl.Logit)}
+			}
+			out.TopLogits = append(out.TopLogits, row)
 		}
 	}
 	if out.IDs == nil {

@@ -24,15 +24,23 @@ import (
 // inputs at an fp16 rounding boundary).
 const visionTolerance = 2e-3
 
+// logitTolerance bounds the absolute difference of the top logits of the
+// first generated positions from llama.cpp's (logits of 30 to 60):
+// measured at most 6.0e-4 (two_images; 2.5e-5 for text only). Turning
+// image tokens by (w, h) instead of (h, w) moves them by 0.08 to 0.32 and
+// fails while every greedy id stays the same.
+const logitTolerance = 2e-3
+
 // visionGolden is the part of vision-tiny-qwen35.json a run reproduces.
 type visionGolden struct {
 	Results []struct {
-		ID            string        `json:"id"`
-		Prompt        string        `json:"prompt"`
-		Images        []string      `json:"images"`
-		NPromptTokens int           `json:"n_prompt_tokens"`
-		Generated     []int32       `json:"generated_tokens"`
-		Chunks        []visionChunk `json:"chunks"`
+		ID            string         `json:"id"`
+		Prompt        string         `json:"prompt"`
+		Images        []string       `json:"images"`
+		NPromptTokens int            `json:"n_prompt_tokens"`
+		Generated     []int32        `json:"generated_tokens"`
+		TopLogits     [][][2]float64 `json:"top_logits"`
+		Chunks        []visionChunk  `json:"chunks"`
 	} `json:"results"`
 }
 
@@ -79,7 +87,7 @@ func TestRunImagesMatchLlamaCpp(t *testing.T) {
 		ran++
 		t.Run(r.ID, func(t *testing.T) {
 			args := []string{"run", "--json", "--model", model, "--mmproj", mmproj, "--prompt", r.Prompt,
-				"--max-tokens", "32", "--temperature", "0", "--ignore-eos", "--threads", "2"}
+				"--max-tokens", "32", "--temperature", "0", "--ignore-eos", "--threads", "2", "--top-logits", "5"}
 			for _, img := range r.Images {
 				args = append(args, "--image", filepath.Join(dir, "images", img))
 			}
@@ -88,9 +96,10 @@ func TestRunImagesMatchLlamaCpp(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
 			var out struct {
-				PromptIDs []int32       `json:"prompt_ids"`
-				IDs       []int32       `json:"ids"`
-				Chunks    []visionChunk `json:"chunks"`
+				PromptIDs []int32        `json:"prompt_ids"`
+				IDs       []int32        `json:"ids"`
+				TopLogits [][][2]float64 `json:"top_logits"`
+				Chunks    []visionChunk  `json:"chunks"`
 			}
 			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 				t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
@@ -100,6 +109,14 @@ func TestRunImagesMatchLlamaCpp(t *testing.T) {
 			}
 			if diff := cmp.Diff(r.Generated, out.IDs); diff != "" {
 				t.Errorf("greedy ids (-llama.cpp +ours):\n%s", diff)
+			}
+			if n := len(r.TopLogits); n == 0 || len(out.TopLogits) < n {
+				t.Fatalf("%d golden and %d reported top-logit positions", n, len(out.TopLogits))
+			}
+			if diff := cmp.Diff(r.TopLogits, out.TopLogits[:len(r.TopLogits)], cmp.Comparer(func(a, b float64) bool {
+				return math.Abs(a-b) <= logitTolerance
+			})); diff != "" {
+				t.Errorf("top logits of the first positions (-llama.cpp +ours):\n%s", diff)
 			}
 			if len(r.Images) == 0 {
 				plainIDs := runPlain(t, model, r.Prompt)
