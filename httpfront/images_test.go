@@ -167,3 +167,26 @@ func TestRemoteImagesOnlyFromAllowedDomains(t *testing.T) {
 		}
 	}
 }
+
+// TestAnthropicImageBlocksNamedBySource: a bad image block of /v1/messages
+// is a 400 naming the block's source.
+func TestAnthropicImageBlocksNamedBySource(t *testing.T) {
+	for _, tc := range []struct{ body, param string }{
+		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"AAAA"}}]}]}`, "messages[0].content[0].source"},
+		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yes"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"},{"type":"image","source":{"type":"url","url":"https://example.com/y.png"}}]}]}`, "messages[2].content[2].source"},
+		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file"}}]}]}`, "messages[0].content[0].source.type"},
+	} {
+		_, e := DecodeMessages([]byte(tc.body), DecodeOptions{}, false)
+		if e == nil || e.Status != 400 || e.Param != tc.param {
+			t.Errorf("%s: %v, want 400 naming %s", tc.body, e, tc.param)
+		}
+	}
+	r, e := DecodeMessages([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"`+
+		base64.StdEncoding.EncodeToString(pngBytes(t, 2, 2))+`"}},{"type":"text","text":"b"}]}]}`), DecodeOptions{}, false)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if diff := cmp.Diff("a<__media__>b", r.Chat.Messages[0].Content); diff != "" {
+		t.Errorf("content (-want +got):\n%s", diff)
+	}
+}

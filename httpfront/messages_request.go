@@ -122,7 +122,13 @@ func DecodeMessages(body []byte, o DecodeOptions, countOnly bool) (*MessagesRequ
 	}
 	cr, e := DecodeChat(mustJSON(chat), o)
 	if e != nil {
-		return nil, renameFields(e, msgAt, messagesNames)
+		e = renameFields(e, msgAt, messagesNames)
+		// An image block's URL is its source.
+		if p, ok := e.Param.(string); ok && strings.HasSuffix(p, ".image_url.url") {
+			to := strings.TrimSuffix(p, ".image_url.url") + ".source"
+			e.Param, e.Message = to, strings.ReplaceAll(e.Message, p, to)
+		}
+		return nil, e
 	}
 	return &MessagesRequest{Chat: cr}, nil
 }
@@ -307,18 +313,15 @@ func userBlocks(blocks []fields, at string, strict bool) ([]map[string]any, []st
 	var msgs []map[string]any
 	var msgAt []string
 	var text []string
-	var parts []map[string]any // with images: the chat content parts so far
-	textAt := ""
-	textPart := func() {
-		if text != nil {
-			parts, text = append(parts, map[string]any{"type": "text", "text": strings.Join(text, "\n\n")}), nil
-		}
-	}
+	// With images, parts are the chat content parts so far, one per block
+	// (text blocks are not merged), so that a part's index is its block's
+	// when the chat message starts at block 0 (partsAt).
+	var parts []map[string]any
+	textAt, partsAt := "", ""
 	flush := func() {
 		switch {
 		case parts != nil:
-			textPart()
-			msgs, msgAt = append(msgs, map[string]any{"role": "user", "content": parts}), append(msgAt, textAt)
+			msgs, msgAt = append(msgs, map[string]any{"role": "user", "content": parts}), append(msgAt, partsAt)
 			parts = nil
 		case text != nil:
 			msgs, msgAt = append(msgs, map[string]any{"role": "user", "content": strings.Join(text, "\n\n")}), append(msgAt, textAt)
@@ -337,6 +340,10 @@ func userBlocks(blocks []fields, at string, strict bool) ([]map[string]any, []st
 			if e != nil {
 				return nil, nil, e
 			}
+			if parts != nil {
+				parts = append(parts, map[string]any{"type": "text", "text": s})
+				continue
+			}
 			if text == nil {
 				textAt = where
 			}
@@ -346,10 +353,19 @@ func userBlocks(blocks []fields, at string, strict bool) ([]map[string]any, []st
 			if e != nil {
 				return nil, nil, e
 			}
-			if text == nil && parts == nil {
-				textAt = at
+			if parts == nil {
+				// The message's blocks so far (text since the last tool_result) become parts.
+				partsAt = textAt
+				if i-len(text) == 0 {
+					partsAt = strings.TrimSuffix(at, ".content")
+				} else if text == nil {
+					partsAt = where
+				}
+				for _, s := range text {
+					parts = append(parts, map[string]any{"type": "text", "text": s})
+				}
+				text = nil
 			}
-			textPart()
 			parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}})
 		case "tool_result":
 			flush()
