@@ -45,7 +45,19 @@ var opSupport = map[string]string{
 	"short_conv": "",
 	"delta_rule": "",
 	"moe":        "",
+	// A vision tower (nodes/vision) and a text model's image rows:
+	// refused until they have kernels.
+	"norm":           noVisionKernels,
+	"gelu":           noVisionKernels,
+	"rope_2d":        noVisionKernels,
+	"self_attention": noVisionKernels,
+	"reshape":        noVisionKernels,
+	"mix_rows":       noVisionKernels,
+	"mrope":          noVisionKernels,
 }
+
+// noVisionKernels is why the vision tower's ops are refused.
+const noVisionKernels = "an image-input op with no CUDA kernels yet: run image requests on the cpu backend"
 
 // notAWeight is why a dtype has no matmul or get_rows kernels.
 const notAWeight = "not a weight dtype of a matmul (an integer or activation format)"

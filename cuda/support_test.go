@@ -198,6 +198,20 @@ func opGraph(t *testing.T, k tensor.OpKind, dt tensor.DType) (g *tensor.Graph, w
 		router := b.MatMul(x, b.Weight("heads")) // [rows, 4 experts]
 		y = b.MoE(x, router, b.Weight("experts"), b.Weight("experts"), b.Weight("experts_down"), tensor.MoEArgs{Experts: 4, TopK: 2, FFN: 8})
 		weighted = true
+	case tensor.OpNorm:
+		y = b.Norm(x, 1e-6)
+	case tensor.OpGELU:
+		y = b.GELU(x)
+	case tensor.OpRoPE2D:
+		y = b.RoPE2D(x, pos, pos, tensor.RoPEArgs{HeadDim: 64, Dims: 64, Base: 10000})
+	case tensor.OpSelfAttention:
+		y = b.SelfAttention(x, x, x, tensor.AttentionArgs{Heads: 4, KVHeads: 4, HeadDim: 64, Scale: 0.125})
+	case tensor.OpReshape:
+		y = b.Reshape(x, 2*cols)
+	case tensor.OpMixRows:
+		y = b.MixRows(x, x, pos)
+	case tensor.OpMRoPE:
+		y = b.MRoPE(x, pos, pos, pos, tensor.RoPEArgs{HeadDim: 64, Dims: 64, Base: 10000, Mode: tensor.RoPENeox, Sections: [4]int{11, 11, 10, 0}})
 	default:
 		return nil, false, false
 	}

@@ -1,6 +1,7 @@
 package httpfront
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"strings"
@@ -61,6 +62,9 @@ func prepareChat(m *Model, r *ChatRequest) ([]int32, *Error) {
 	}
 	if r.Params.Grammar, e = compileParams(&r.Params); e != nil {
 		return nil, e
+	}
+	if r.Images != nil {
+		return encodeImages(context.Background(), m, text, r.Images, &r.Params)
 	}
 	return m.Tokenizer.EncodeChat(text), nil
 }

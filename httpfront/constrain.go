@@ -199,7 +199,7 @@ func (s *Server) decodeOptions(ctx *fasthttp.RequestCtx) DecodeOptions {
 		}
 		return nil
 	}
-	return DecodeOptions{Strict: s.cfg.StrictFields, Interrupt: interrupt}
+	return DecodeOptions{Strict: s.cfg.StrictFields, Interrupt: interrupt, Media: s.cfg.Media}
 }
 
 // schemaError is the answer to a constraint that failed to compile

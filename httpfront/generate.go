@@ -182,6 +182,7 @@ func (j *job) engineRequest(ctx context.Context, cancel context.CancelCauseFunc,
 		},
 		Logprobs: p.Logprobs,
 		Tag:      j.tag,
+		Images:   p.Images,
 	}
 	if p.Grammar != nil {
 		m, e := newGrammarMask(ctx, cancel, &j.p, j.m.Tokenizer, maxTokens)
@@ -556,6 +557,7 @@ func (j *job) account(stats []engine.Stats) (wire.Usage, wire.Timings) {
 	t := wire.Timings{CacheN: u.PromptTokensDetails.CachedTokens, PromptN: u.PromptTokens - u.PromptTokensDetails.CachedTokens,
 		PromptMS: ms(prompt), PredictedN: u.CompletionTokens, PredictedMS: ms(predicted)}
 	t.PromptPerTokenMS, t.PromptPerSecond = rates(t.PromptN, t.PromptMS)
+	t.VisionMS = ms(j.p.Vision.End.Sub(j.p.Vision.Start))
 	t.PredictedPerTokenMS, t.PredictedPerSecond = rates(t.PredictedN, t.PredictedMS)
 	if j.m.Engine.DraftWindow() > 0 {
 		var drafted, accepted int

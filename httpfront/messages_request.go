@@ -51,6 +51,7 @@ var messageBlockFields = map[string]map[string]bool{
 	"tool_result":       {"type": true, "tool_use_id": true, "content": true, "is_error": true, "cache_control": true},
 	"thinking":          {"type": true, "thinking": true, "signature": true},
 	"redacted_thinking": {"type": true, "data": true},
+	"image":             {"type": true, "source": true, "cache_control": true},
 }
 
 // DecodeMessages parses and validates a /v1/messages body; countOnly
@@ -121,7 +122,13 @@ func DecodeMessages(body []byte, o DecodeOptions, countOnly bool) (*MessagesRequ
 	}
 	cr, e := DecodeChat(mustJSON(chat), o)
 	if e != nil {
-		return nil, renameFields(e, msgAt, messagesNames)
+		e = renameFields(e, msgAt, messagesNames)
+		// An image block's URL is its source.
+		if p, ok := e.Param.(string); ok && strings.HasSuffix(p, ".image_url.url") {
+			to := strings.TrimSuffix(p, ".image_url.url") + ".source"
+			e.Param, e.Message = to, strings.ReplaceAll(e.Message, p, to)
+		}
+		return nil, e
 	}
 	return &MessagesRequest{Chat: cr}, nil
 }
@@ -306,9 +313,17 @@ func userBlocks(blocks []fields, at string, strict bool) ([]map[string]any, []st
 	var msgs []map[string]any
 	var msgAt []string
 	var text []string
-	textAt := ""
+	// With images, parts are the chat content parts so far, one per block
+	// (text blocks are not merged), so that a part's index is its block's
+	// when the chat message starts at block 0 (partsAt).
+	var parts []map[string]any
+	textAt, partsAt := "", ""
 	flush := func() {
-		if text != nil {
+		switch {
+		case parts != nil:
+			msgs, msgAt = append(msgs, map[string]any{"role": "user", "content": parts}), append(msgAt, partsAt)
+			parts = nil
+		case text != nil:
 			msgs, msgAt = append(msgs, map[string]any{"role": "user", "content": strings.Join(text, "\n\n")}), append(msgAt, textAt)
 			text = nil
 		}
@@ -325,10 +340,33 @@ func userBlocks(blocks []fields, at string, strict bool) ([]map[string]any, []st
 			if e != nil {
 				return nil, nil, e
 			}
+			if parts != nil {
+				parts = append(parts, map[string]any{"type": "text", "text": s})
+				continue
+			}
 			if text == nil {
 				textAt = where
 			}
 			text = append(text, s)
+		case "image":
+			url, e := imageBlockURL(b, where)
+			if e != nil {
+				return nil, nil, e
+			}
+			if parts == nil {
+				// The message's blocks so far (text since the last tool_result) become parts.
+				partsAt = textAt
+				if i-len(text) == 0 {
+					partsAt = strings.TrimSuffix(at, ".content")
+				} else if text == nil {
+					partsAt = where
+				}
+				for _, s := range text {
+					parts = append(parts, map[string]any{"type": "text", "text": s})
+				}
+				text = nil
+			}
+			parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}})
 		case "tool_result":
 			flush()
 			id, e := blockString(b, "tool_use_id", where)
@@ -348,7 +386,7 @@ func userBlocks(blocks []fields, at string, strict bool) ([]map[string]any, []st
 			}
 			msgs, msgAt = append(msgs, map[string]any{"role": "tool", "tool_call_id": id, "content": content}), append(msgAt, where)
 		default:
-			return nil, nil, badParam(where+".type", "Invalid value for '%s.type': a user message holds 'text' and 'tool_result' blocks, not '%s'.", where, typ)
+			return nil, nil, badParam(where+".type", "Invalid value for '%s.type': a user message holds 'text', 'image' and 'tool_result' blocks, not '%s'.", where, typ)
 		}
 	}
 	flush()
@@ -477,4 +515,25 @@ func messagesToolChoice(raw json.RawMessage) (choice, parallel json.RawMessage, 
 		return mustJSON(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}}), parallel, nil
 	}
 	return nil, nil, badParam("tool_choice.type", "Invalid value for 'tool_choice.type': expected 'auto', 'any', 'tool' or 'none', got '%.32s'.", c.Type)
+}
+
+// imageBlockURL reads an image block's source as the URL the chat decoder
+// reads: base64 data as a data URL, a url source as it is.
+func imageBlockURL(b fields, where string) (string, *Error) {
+	var src struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	}
+	if err := json.Unmarshal(b["source"], &src); err != nil {
+		return "", badParam(where+".source", "Invalid type for '%s.source': expected an object.", where)
+	}
+	switch src.Type {
+	case "base64":
+		return "data:" + src.MediaType + ";base64," + src.Data, nil
+	case "url":
+		return src.URL, nil
+	}
+	return "", badParam(where+".source.type", "Invalid value for '%s.source.type': '%.32s'; use 'base64' or 'url'.", where, src.Type)
 }

@@ -87,6 +87,8 @@ type modelSeries struct {
 	nTTFT, nTPOT, nE2E, nQueue       prometheus.Histogram
 	nDrafts, nDraftTokens, nAccepted prometheus.Counter
 	nAcceptedPerPos                  *prometheus.CounterVec // by position
+	nImages                          prometheus.Counter
+	nVision                          prometheus.Histogram
 
 	// vllm: metrics. prompt, generation and itl are recorded as tokens
 	// arrive (tokenClock), iteration per engine step (ObserveStep), the
@@ -133,6 +135,8 @@ func newModelSeries(id string, context int) *modelSeries {
 	ms.nDraftTokens = counter("ninfer:spec_decode_num_draft_tokens_total", "Speculative tokens proposed.")
 	ms.nAccepted = counter("ninfer:spec_decode_num_accepted_tokens_total", "Speculative tokens accepted.")
 	ms.nAcceptedPerPos = counterVec("ninfer:spec_decode_num_accepted_tokens_per_pos", "Speculative tokens accepted at each draft position.", "position")
+	ms.nImages = counter("ninfer:images_total", "Images of finished requests, encoded by the vision tower.")
+	ms.nVision = histogram("ninfer:vision_seconds", "Time a request's images took to decode and encode, for requests with images.", latencyBuckets)
 
 	ms.prompt = counter("vllm:prompt_tokens_total", "Prompt tokens, counted when a sequence's prefill yields its first token.")
 	ms.generation = counter("vllm:generation_tokens_total", "Generated tokens, counted as each engine step yields them.")
@@ -302,13 +306,17 @@ func (c *tokenClock) token(now time.Time) {
 
 // observeRequest records one finished request: its parameters (n and the
 // max_tokens its choices ran with) and each choice's figures.
-func (m *Metrics) observeRequest(received time.Time, n, maxTokens int, stats []engine.Stats, finishes []string) {
+func (m *Metrics) observeRequest(received time.Time, n, maxTokens int, vision VisionTiming, stats []engine.Stats, finishes []string) {
 	ms := m.series.Load()
 	if ms == nil || len(stats) == 0 {
 		return
 	}
 	m.recording.RLock()
 	defer m.recording.RUnlock()
+	if vision.Images > 0 {
+		ms.nImages.Add(float64(vision.Images))
+		ms.nVision.Observe(vision.End.Sub(vision.Start).Seconds())
+	}
 	ms.paramsN.Observe(float64(n))
 	ms.paramsMaxTokens.Observe(float64(maxTokens))
 	for i, st := range stats {

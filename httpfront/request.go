@@ -11,8 +11,10 @@ import (
 	"strings"
 
 	"github.com/ninfer/ninfer-go/nodes/sample/grammar"
+	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/request"
 	"github.com/ninfer/ninfer-go/runtime/tok"
+	"github.com/ninfer/ninfer-go/runtime/vision"
 )
 
 // Limits of request fields.
@@ -86,6 +88,10 @@ type Params struct {
 	// Interrupt is DecodeOptions.Interrupt: polled while the constraint
 	// compiles (nil: never).
 	Interrupt func() error
+	// Images are the encoded images of a chat request's prompt
+	// (engine.Request.Images), and Vision when they were encoded.
+	Images []engine.Image
+	Vision VisionTiming
 }
 
 // ChatRequest is a validated /v1/chat/completions request.
@@ -110,6 +116,9 @@ type ChatRequest struct {
 	ToolChoice        string
 	ToolName          string
 	ParallelToolCalls bool
+	// Images are the messages' images, in order (their places in
+	// Messages' content are vision.MediaMarker); nil without any.
+	Images *ChatImages
 	Params
 }
 
@@ -140,6 +149,9 @@ type DecodeOptions struct {
 	// type interrupted stops the compilation, and the request fails
 	// with its Error.
 	Interrupt func() error
+	// Media bounds a chat request's images (MediaOptions defaults when
+	// zero).
+	Media MediaOptions
 }
 
 // field kinds: how a request field is handled.
@@ -291,8 +303,15 @@ func DecodeChat(body []byte, o DecodeOptions) (*ChatRequest, *Error) {
 	if r.Model, e = model(f); e != nil {
 		return nil, e
 	}
-	if r.Messages, e = messages(f, o.Strict); e != nil {
+	images := &requestImages{opts: o.Media.withDefaults()}
+	if r.Messages, e = messages(f, o.Strict, images); e != nil {
 		return nil, e
+	}
+	if e := images.markerError(); e != nil {
+		return nil, e
+	}
+	if len(images.data) > 0 {
+		r.Images = &ChatImages{Data: images.data, Fields: images.params, MaxPixels: images.opts.MaxImagePixels}
 	}
 	if r.Params, e = params(f, true, o); e != nil {
 		return nil, e
@@ -410,7 +429,7 @@ var streamOptionsFields = map[string]bool{"include_usage": true}
 var messageFields = map[string]bool{"role": true, "content": true, "name": true, "tool_calls": true,
 	"tool_call_id": true, "reasoning_content": true}
 
-func messages(f fields, strict bool) ([]tok.Message, *Error) {
+func messages(f fields, strict bool, images *requestImages) ([]tok.Message, *Error) {
 	if !f.has("messages") {
 		return nil, badParam("messages", "Missing required parameter: 'messages'.")
 	}
@@ -504,7 +523,7 @@ func messages(f fields, strict bool) ([]tok.Message, *Error) {
 			out[i] = msg // content may be null beside tool calls, as OpenAI
 			continue
 		}
-		content, e := messageContent(m, at)
+		content, e := messageContent(m, at, images)
 		if e != nil {
 			return nil, e
 		}
@@ -568,30 +587,59 @@ func messageToolCalls(raw json.RawMessage, at string) (json.RawMessage, *Error) 
 	return b, nil
 }
 
-// messageContent reads a message's content: a string, or an array of text
-// parts joined with no separator.
-func messageContent(m fields, at string) (string, *Error) {
+// messageContent reads a message's content: a string, or an array of
+// content parts: text parts joined with no separator, or, when the parts
+// hold images (image_url, added to images), joined as llama-server joins
+// them (vision.JoinContent: "\n" between text parts, each image a
+// vision.MediaMarker).
+func messageContent(m fields, at string, images *requestImages) (string, *Error) {
 	param := at + ".content"
 	if !m.has("content") {
 		return "", badParam(param, "Missing required parameter: '%s'.", param)
 	}
 	var s string
 	if json.Unmarshal(m["content"], &s) == nil {
+		images.noteMarker(s, param)
 		return s, nil
 	}
-	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
-	}
-	if err := json.Unmarshal(m["content"], &parts); err != nil {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(m["content"], &raw); err != nil {
 		return "", badParam(param, "Invalid type for '%s': expected a string or an array of content parts.", param)
 	}
-	var b strings.Builder
-	for j, p := range parts {
-		if p.Type != "text" || p.Text == nil {
-			return "", badParam(fmt.Sprintf("%s[%d]", param, j), "Invalid content part type '%s': only 'text' parts are supported.", p.Type)
+	var parts []vision.Part
+	withImages := false
+	for j, r := range raw {
+		at := fmt.Sprintf("%s[%d]", param, j)
+		var p struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
 		}
-		b.WriteString(*p.Text)
+		if err := json.Unmarshal(r, &p); err != nil {
+			return "", badParam(at, "Invalid content part '%s': expected an object.", at)
+		}
+		switch {
+		case p.Type == "text" && p.Text != nil:
+			images.noteMarker(*p.Text, at)
+			parts = append(parts, vision.Part{Text: *p.Text})
+		case p.Type == "image_url":
+			url, e := imagePartURL(r, at)
+			if e == nil {
+				e = images.add(url, at+".image_url.url")
+			}
+			if e != nil {
+				return "", e
+			}
+			parts, withImages = append(parts, vision.Part{Image: true}), true
+		default:
+			return "", badParam(at, "Invalid content part type '%s': only 'text' and 'image_url' parts are supported.", p.Type)
+		}
+	}
+	if withImages {
+		return vision.JoinContent(parts), nil
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
 	}
 	return b.String(), nil
 }

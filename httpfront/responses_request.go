@@ -228,7 +228,12 @@ func DecodeResponses(body []byte, o DecodeOptions) (*ResponsesRequest, *Error) {
 	}
 	cr, e := DecodeChat(cb, o)
 	if e != nil {
-		return nil, renameResponses(e, msgAt)
+		e = renameResponses(e, msgAt)
+		// An input_image part's url is its image_url member.
+		if p, ok := e.Param.(string); ok && strings.HasSuffix(p, ".image_url.url") {
+			e.Param, e.Message = strings.TrimSuffix(p, ".url"), strings.ReplaceAll(e.Message, p, strings.TrimSuffix(p, ".url"))
+		}
+		return nil, e
 	}
 	if cr.ConstraintField == "response_format" {
 		cr.ConstraintField = "text.format"
@@ -307,7 +312,7 @@ func responsesInput(f fields, strict bool) ([]map[string]any, []string, *Error) 
 			default:
 				return nil, nil, badParam(where+".role", "Invalid value for '%s.role': '%.32s' is not supported; use 'user', 'system', 'developer' or 'assistant'.", where, role)
 			}
-			content, e := inputContent(it["content"], where+".content")
+			content, e := inputContent(it["content"], where+".content", true)
 			if e != nil {
 				return nil, nil, e
 			}
@@ -352,7 +357,7 @@ func responsesInput(f fields, strict bool) ([]map[string]any, []string, *Error) 
 			if !it.has("output") {
 				return nil, nil, badParam(where+".output", "Missing required parameter: '%s.output'.", where)
 			}
-			out, e := inputContent(it["output"], where+".output")
+			out, e := inputContent(it["output"], where+".output", false)
 			if e != nil {
 				return nil, nil, e
 			}
@@ -385,8 +390,10 @@ func mustJSON(v any) []byte {
 
 // inputContent reads a message's content or a function call's output: a
 // string, or an array of text parts (input_text, output_text) joined with
-// no separator.
-func inputContent(raw json.RawMessage, param string) (string, *Error) {
+// no separator. A message's input_image parts (allowImages) make it the
+// chat content parts instead: text, and image_url with the part's
+// image_url, which the chat decoder reads and checks.
+func inputContent(raw json.RawMessage, param string, allowImages bool) (any, *Error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", badParam(param, "Missing required parameter: '%s'.", param)
 	}
@@ -395,21 +402,34 @@ func inputContent(raw json.RawMessage, param string) (string, *Error) {
 		return s, nil
 	}
 	var parts []struct {
-		Type string  `json:"type"`
-		Text *string `json:"text"`
+		Type     string  `json:"type"`
+		Text     *string `json:"text"`
+		ImageURL *string `json:"image_url"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return "", badParam(param, "Invalid type for '%s': expected a string or an array of content parts.", param)
 	}
 	var b strings.Builder
+	var chatParts []map[string]any
+	images := false
 	for j, p := range parts {
 		switch {
+		case p.Type == "input_image" && allowImages:
+			if p.ImageURL == nil {
+				return "", badParam(fmt.Sprintf("%s[%d].image_url", param, j), "Missing required parameter: '%s[%d].image_url' (file_id is not supported).", param, j)
+			}
+			chatParts, images = append(chatParts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": *p.ImageURL}}), true
+			continue
 		case p.Type != "input_text" && p.Type != "output_text" && p.Type != "text":
-			return "", badParam(fmt.Sprintf("%s[%d].type", param, j), "Invalid value for '%s[%d].type': '%.32s' parts are not supported; use 'input_text' or 'output_text'.", param, j, p.Type)
+			return "", badParam(fmt.Sprintf("%s[%d].type", param, j), "Invalid value for '%s[%d].type': '%.32s' parts are not supported; use 'input_text', 'output_text' or 'input_image'.", param, j, p.Type)
 		case p.Text == nil:
 			return "", badParam(fmt.Sprintf("%s[%d].text", param, j), "Missing required parameter: '%s[%d].text'.", param, j)
 		}
 		b.WriteString(*p.Text)
+		chatParts = append(chatParts, map[string]any{"type": "text", "text": *p.Text})
+	}
+	if images {
+		return chatParts, nil
 	}
 	return b.String(), nil
 }

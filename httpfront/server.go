@@ -58,6 +58,9 @@ type Model struct {
 	Plan *plan.Plan
 	// Path is the model's file or folder, shown in /props.
 	Path string
+	// Images encodes the images of chat requests (the model's vision
+	// tower); nil answers 400 to a request with images.
+	Images ImageEncoder
 }
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -100,6 +103,8 @@ type Config struct {
 	// RequestLog, when set, receives one line per request (requestLog);
 	// nil means off.
 	RequestLog io.Writer
+	// Media bounds the images of a request and where they may come from.
+	Media MediaOptions
 }
 
 // Config defaults.
@@ -148,6 +153,7 @@ func New(cfg Config) *Server {
 	if cfg.MaxQueue <= 0 {
 		cfg.MaxQueue = DefaultMaxQueue
 	}
+	cfg.Media = cfg.Media.withDefaults()
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -672,7 +678,7 @@ func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promp
 		cancel()
 		// The choices leave the in-flight count only once their figures
 		// are in /metrics: an idle /health implies complete counters.
-		s.metrics.observeRequest(received, p.N, j.maxTokens, j.stats, j.finishReasons)
+		s.metrics.observeRequest(received, p.N, j.maxTokens, p.Vision, j.stats, j.finishReasons)
 		s.finishTrace(rt, prompts, j.stats, j.finishReasons, j.err)
 		s.inflight.Add(-k)
 	}()

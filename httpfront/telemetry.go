@@ -33,6 +33,7 @@ func (c headerCarrier) Keys() []string {
 type requestTrace struct {
 	ctx      context.Context // holds the root llm_request span
 	received time.Time
+	vision   VisionTiming
 }
 
 // startTrace opens the request's root span, continuing a W3C traceparent
@@ -40,7 +41,7 @@ type requestTrace struct {
 func (s *Server) startTrace(ctx *fasthttp.RequestCtx, received time.Time, id, model string, p Params) (requestTrace, string) {
 	a := traces.RequestAttrs{ID: id, Model: model, MaxTokens: p.MaxTokens, Temperature: p.Temperature, TopP: p.TopP, N: p.N}
 	tctx, _ := s.cfg.Traces.StartRequest(context.Background(), headerCarrier{&ctx.Request.Header}, received, a)
-	rt := requestTrace{ctx: tctx, received: received}
+	rt := requestTrace{ctx: tctx, received: received, vision: p.Vision}
 	if sc := trace.SpanContextFromContext(tctx); sc.IsValid() {
 		return rt, sc.TraceID().String()
 	}
@@ -57,7 +58,7 @@ func (s *Server) finishTrace(rt requestTrace, prompts [][]int32, stats []engine.
 	if !s.cfg.Traces.Enabled || len(stats) == 0 {
 		return
 	}
-	ph := traces.Phases{Received: rt.received, Err: err, FinishReason: finishes[0],
+	ph := traces.Phases{Received: rt.received, VisionStart: rt.vision.Start, VisionEnd: rt.vision.End, Err: err, FinishReason: finishes[0],
 		Chunks: make([]traces.Chunk, 0, len(stats[0].Chunks)), Rounds: stats[0].Rounds}
 	for _, c := range stats[0].Chunks {
 		ph.Chunks = append(ph.Chunks, traces.Chunk{At: c.At, Start: c.Start, Tokens: c.Tokens})

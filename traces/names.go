@@ -8,6 +8,7 @@ const (
 	SpanRequest    = "llm_request" // root span of one API request (kind server)
 	SpanQueue      = "queue"       // submitted -> first engine step
 	SpanPrepare    = "prepare"     // template rendering and tokenization
+	SpanVision     = "vision"      // decoding and encoding the request's images with the vision tower
 	SpanPrefill    = "prefill"     // first engine step -> first token; one event per chunk
 	SpanDecode     = "decode"      // first token -> last token
 	SpanDraft      = "draft"       // speculative proposals

@@ -32,12 +32,16 @@ type Chunk struct {
 // Phases are a finished request's phase boundaries and counts. Zero times
 // mean the phase did not happen (e.g. no first token after an early abort).
 type Phases struct {
-	Received   time.Time // request arrived
-	Submitted  time.Time // tokenized and queued in the engine
-	Started    time.Time // first engine step that included it
-	FirstToken time.Time
-	Done       time.Time
-	Chunks     []Chunk
+	Received time.Time // request arrived
+	// VisionStart and VisionEnd bound the encoding of the request's
+	// images (zero without images): the vision span, which ends the
+	// prepare span.
+	VisionStart, VisionEnd time.Time
+	Submitted              time.Time // tokenized and queued in the engine
+	Started                time.Time // first engine step that included it
+	FirstToken             time.Time
+	Done                   time.Time
+	Chunks                 []Chunk
 
 	PromptTokens     int
 	CompletionTokens int
@@ -85,7 +89,12 @@ func (p *Provider) EndRequest(ctx context.Context, ph Phases) {
 	}
 	secs := func(d time.Duration) float64 { return d.Seconds() }
 	if !ph.Submitted.IsZero() {
-		child(SpanPrepare, ph.Received, ph.Submitted)
+		prepared := ph.Submitted
+		if !ph.VisionStart.IsZero() {
+			prepared = ph.VisionStart
+			child(SpanVision, ph.VisionStart, ph.VisionEnd)
+		}
+		child(SpanPrepare, ph.Received, prepared)
 	}
 	if !ph.Started.IsZero() {
 		child(SpanQueue, ph.Submitted, ph.Started)

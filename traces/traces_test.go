@@ -151,3 +151,30 @@ func TestStartRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestVisionSpanSitsBetweenPrepareAndQueue: a request with images gets a
+// vision span from the start of their encoding to its end, and prepare
+// ends where it starts.
+func TestVisionSpanSitsBetweenPrepareAndQueue(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	p := NewWithSDK(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	t0 := time.Unix(1_800_000_000, 0)
+	ctx, _ := p.StartRequest(context.Background(), nil, t0, RequestAttrs{ID: "req-v"})
+	ph := phases(t0)
+	ph.VisionStart, ph.VisionEnd = t0.Add(200*time.Microsecond), t0.Add(900*time.Microsecond)
+	p.EndRequest(ctx, ph)
+	got := map[string][2]time.Duration{}
+	for _, s := range rec.Ended() {
+		got[s.Name()] = [2]time.Duration{s.StartTime().Sub(t0), s.EndTime().Sub(t0)}
+	}
+	want := map[string][2]time.Duration{
+		SpanPrepare: {0, 200 * time.Microsecond},
+		SpanVision:  {200 * time.Microsecond, 900 * time.Microsecond},
+		SpanQueue:   {time.Millisecond, 3 * time.Millisecond},
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s span: %v, want %v", name, got[name], w)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/request"
+	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 	"github.com/ninfer/ninfer-go/suites/bench"
 )
@@ -32,6 +33,7 @@ type modelFlags struct {
 	kvMemory              int64
 	noCUDAGraph, mmap     bool
 	noPrefixCache         bool
+	mmproj                string
 	set                   setFlag
 }
 
@@ -46,6 +48,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&m.kvMemory, "kv-memory", 0, "KV cache capacity in bytes, scales included, in the graph's KV format (instead of --kv-capacity)")
 	fs.Var(&m.set, "set", "graph parameter override NAME=VALUE (repeatable)")
 	fs.BoolVar(&m.noPrefixCache, "no-prefix-cache", false, "turn automatic prefix caching off (full KV blocks shared by prompts that begin the same way, their prefill skipped)")
+	fs.StringVar(&m.mmproj, "mmproj", "", "vision tower of a vision-language model (a qwen3vl_merger mmproj GGUF): requests may carry images; the graph plain becomes vision")
 }
 
 func (m *modelFlags) options() (instance.Options, error) {
@@ -66,9 +69,13 @@ func (m *modelFlags) options() (instance.Options, error) {
 			return instance.Options{}, err
 		}
 	}
-	return instance.Options{Model: m.model, Models: m.models, Graph: m.graph, Set: m.set.params, Backend: m.backend,
+	graph := m.graph
+	if m.mmproj != "" && graph == "plain" {
+		graph = "vision" // plain reads no images
+	}
+	return instance.Options{Model: m.model, Models: m.models, Graph: graph, Set: m.set.params, Backend: m.backend,
 		Threads: m.threads, Eager: m.noCUDAGraph, Mmap: m.mmap, KVTokens: m.kvTokens, KVMemory: m.kvMemory, MaxRunning: 1,
-		NoPrefixCache: m.noPrefixCache}, nil
+		NoPrefixCache: m.noPrefixCache, MMProj: m.mmproj}, nil
 }
 
 // checkModelFolder explains a --model folder that is not a Hugging Face
@@ -246,11 +253,60 @@ type runOutput struct {
 	// ForcedArgmax, with --teacher-force IDS, is the model's argmax after
 	// the prompt and after each forced id: len(IDS)+1 ids.
 	ForcedArgmax []int32 `json:"forced_argmax,omitempty"`
+	// TopLogits, with --top-logits N, are the N largest raw logits of each
+	// generated position, [id, logit] pairs, descending.
+	TopLogits [][][2]float64 `json:"top_logits,omitempty"`
+	// Chunks, with --image, are the prompt's text and image chunks in
+	// order (llama.cpp's mtmd chunks).
+	Chunks []runChunk `json:"chunks,omitempty"`
 }
+
+// runChunk is one chunk of a prompt with images: text tokens, or an
+// image's tokens with its grid, positions and embedding checksums.
+type runChunk struct {
+	Type     string  `json:"type"` // "text" or "image"
+	Tokens   []int32 `json:"tokens,omitempty"`
+	Image    int     `json:"image_index"`
+	NTokens  int     `json:"n_tokens"`
+	Grid     [2]int  `json:"grid_tokens"` // [nx, ny]
+	PosStart int     `json:"pos_start"`
+	NPos     int     `json:"n_pos"`
+	// EmbdStats, EmbdFirst8 and EmbdLastRowFirst8 describe the tower's
+	// output rows of an image chunk [n_tokens, n_embd].
+	EmbdStats         *vision.Stats `json:"embd_stats,omitempty"`
+	EmbdFirst8        []float32     `json:"embd_first8,omitempty"`
+	EmbdLastRowFirst8 []float32     `json:"embd_last_row_first8,omitempty"`
+}
+
+// runChunks reports p's chunks with the embedding checksums of its images.
+func runChunks(p *instance.ImagePrompt) []runChunk {
+	var out []runChunk
+	img := 0
+	for _, c := range p.Chunks {
+		rc := runChunk{Type: "text", Tokens: c.Tokens, Image: c.Image, NTokens: c.Len(), PosStart: c.PosStart, NPos: c.NPos}
+		if c.Image >= 0 {
+			emb := p.Images[img].Embeddings
+			img++
+			width := len(emb) / c.Grid.Tokens()
+			rc.Type, rc.Grid = "image", [2]int{c.Grid.NX, c.Grid.NY}
+			stats := vision.StatsOf(emb)
+			rc.EmbdStats, rc.EmbdFirst8, rc.EmbdLastRowFirst8 = &stats, emb[:min(8, width)], emb[len(emb)-width:][:min(8, width)]
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+// filesFlag collects repeated FILE arguments.
+type filesFlag []string
+
+func (f *filesFlag) String() string     { return strings.Join(*f, ",") }
+func (f *filesFlag) Set(v string) error { *f = append(*f, v); return nil }
 
 type runTimings struct {
 	LoadSeconds    float64 `json:"load_seconds"`
 	PrefillSeconds float64 `json:"prefill_seconds"`
+	VisionSeconds  float64 `json:"vision_seconds"` // decoding, preprocessing and encoding the images
 	DecodeSeconds  float64 `json:"decode_seconds"`
 	PromptTokens   int     `json:"prompt_n"`
 	Predicted      int     `json:"predicted_n"`
@@ -268,6 +324,9 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	maxTokens := fs.Int("max-tokens", 128, "tokens to generate (>= 1)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming text")
 	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-generation tokens")
+	topLogits := fs.Int("top-logits", 0, "with --json, report the N largest raw logits of each generated position (top_logits)")
+	var images filesFlag
+	fs.Var(&images, "image", "image FILE (PNG, JPEG, GIF, WebP) for the prompt, which holds one <__media__> marker per image (repeatable; needs --mmproj)")
 	teacher := fs.String("teacher-force", "", "comma-separated ids fed after the prompt instead of sampled ones; --json reports the model's argmax at each fed position as forced_argmax (--max-tokens is then len(IDS)+1)")
 	fail, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
@@ -275,6 +334,9 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if *maxTokens < 1 {
 		return fail(fmt.Errorf("--max-tokens %d must be >= 1", *maxTokens))
+	}
+	if *topLogits < 0 || *topLogits > 100 {
+		return fail(fmt.Errorf("--top-logits %d must be in [0, 100]", *topLogits))
 	}
 	if (*prompt == "") == (*promptIDs == "") {
 		return fail(errors.New("give exactly one of --prompt and --prompt-ids"))
@@ -299,13 +361,35 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer inst.Close()
 	tk := inst.Tokenizer
-	if ids == nil {
-		ids = tk.Encode(*prompt, true, true)
-		if len(ids) == 0 {
-			return fail(errors.New("the prompt encodes to no tokens"))
+	var withImages *instance.ImagePrompt
+	switch {
+	case len(images) > 0 && ids != nil:
+		return fail(errors.New("--image needs --prompt (with one <__media__> marker per image), not --prompt-ids"))
+	case inst.Vision != nil && ids == nil:
+		var files [][]byte
+		for _, name := range images {
+			data, err := os.ReadFile(name)
+			if err != nil {
+				return fail(fmt.Errorf("--image: %w", err))
+			}
+			files = append(files, data)
 		}
+		if withImages, err = inst.PromptWithImages(context.Background(), *prompt, files, true, vision.DecodeLimits{}); err != nil {
+			return fail(err)
+		}
+		ids = withImages.IDs
+	case len(images) > 0:
+		return fail(errors.New("--image needs --mmproj (the model's vision tower)"))
+	case ids == nil:
+		ids = tk.Encode(*prompt, true, true)
 	}
-	req := engine.Request{Prompt: ids, MaxTokens: *maxTokens, Sampling: samp}
+	if len(ids) == 0 {
+		return fail(errors.New("the prompt encodes to no tokens"))
+	}
+	req := engine.Request{Prompt: ids, MaxTokens: *maxTokens, Sampling: samp, TopLogits: *topLogits}
+	if withImages != nil {
+		req.Images = withImages.Images
+	}
 	if !*ignoreEOS {
 		req.Stop = tk.IsEOG
 	}
@@ -335,9 +419,23 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		Timings: runTimings{LoadSeconds: inst.LoadTime.Seconds(), PrefillSeconds: res.Stats.Prefill.Seconds(),
 			DecodeSeconds: res.Stats.Decode.Seconds(), PromptTokens: len(ids), Predicted: len(res.IDs)},
 		Speculative: specBlock(inst, res.Stats.Speculative)}
+	if withImages != nil {
+		out.Timings.VisionSeconds = withImages.Encode.Seconds()
+		if len(withImages.Images) > 0 {
+			out.Chunks = runChunks(withImages)
+		}
+	}
 	if req.Force != nil {
 		for _, top := range res.Tops {
 			out.ForcedArgmax = append(out.ForcedArgmax, top[0].ID)
+		}
+	} else if *topLogits > 0 {
+		for _, top := range res.Tops {
+			row := make([][2]float64, len(top))
+			for i, tl := range top {
+				row[i] = [2]float64{float64(tl.ID), float64(tl.Logit)}
+			}
+			out.TopLogits = append(out.TopLogits, row)
 		}
 	}
 	if out.IDs == nil {

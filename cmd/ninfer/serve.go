@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"github.com/ninfer/ninfer-go/httpfront"
+	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/traces"
 )
 
@@ -84,6 +86,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pprofAddr := fs.String("pprof", "", "serve Go's net/http/pprof profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (default off; it exposes internals: keep it on loopback)")
 	allowedOrigins := fs.String("allowed-origins", "", "comma-separated browser origins allowed cross-origin calls (CORS), e.g. https://app.example; \"*\" allows any origin without credentials (default none)")
 	noWebUI := fs.Bool("no-webui", false, "do not serve the built-in web UI at / (chat, the running graph, live engine figures)")
+	maxImages := fs.Int("max-images", httpfront.DefaultMaxImages, "most images one request may carry (400 above)")
+	maxImageBytes := fs.Int("max-image-bytes", httpfront.DefaultMaxImageBytes, "largest image file in bytes (400 above; --max-body bounds data URLs too)")
+	maxImagePixels := fs.Int("max-image-pixels", vision.DefaultMaxPixels, "largest image width x height, checked on its header before decoding (400 above)")
+	localMedia := fs.String("allowed-local-media-path", "", "let requests name images as file:// URLs of files inside this folder (default: none)")
+	mediaDomains := fs.String("allowed-media-domains", "", "comma-separated hosts whose http(s) image URLs the server fetches (default: none; other remote URLs get 400)")
 	noRequestLog := fs.Bool("no-request-log", false, "do not log a line per request on stderr (method, path, status, tokens in/out, time to first token, duration)")
 	fail, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
@@ -114,6 +121,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("--agent-port %d must be in [0, 65535]", *agentPort))
 	case !(*sampleRatio > 0 && *sampleRatio <= 1):
 		return fail(fmt.Errorf("--trace-sample-ratio %g must be in (0, 1]", *sampleRatio))
+	case *maxImages < 1 || *maxImageBytes < 1 || *maxImagePixels < 1:
+		return fail(fmt.Errorf("--max-images %d, --max-image-bytes %d and --max-image-pixels %d must be >= 1", *maxImages, *maxImageBytes, *maxImagePixels))
+	}
+	if *localMedia != "" {
+		if st, err := os.Stat(*localMedia); err != nil || !st.IsDir() {
+			return fail(fmt.Errorf("--allowed-local-media-path %s is not a folder", *localMedia))
+		}
 	}
 	key, err := resolveAPIKey(*apiKey, *apiKeyFile, os.Getenv(apiKeyEnv))
 	if err != nil {
@@ -164,7 +178,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		requestLog = stderr
 	}
 	srv := httpfront.New(httpfront.Config{APIKey: key, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody, Traces: tp,
-		StrictFields: *strictFields, AllowedOrigins: origins, NoWebUI: *noWebUI, RequestLog: requestLog})
+		StrictFields: *strictFields, AllowedOrigins: origins, NoWebUI: *noWebUI, RequestLog: requestLog,
+		Media: httpfront.MediaOptions{MaxImages: *maxImages, MaxImageBytes: *maxImageBytes, MaxImagePixels: *maxImagePixels, LocalPath: *localMedia,
+			AllowedDomains: splitList(*mediaDomains)}})
 	opts.Observer = httpfront.StepObservers(opts.Observer, srv)
 	agent := ""
 	if *agentPort != 0 {
@@ -218,7 +234,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ninfer serve: %s\n", inst.BackendReport)
 	}
 	srv.SetModel(&httpfront.Model{ID: id, Engine: inst.Engine, Tokenizer: inst.Tokenizer, Chat: inst.Chat,
-		ChatErr: inst.ChatErr, Created: time.Now(), TrainContext: inst.Engine.Model().ContextLength, Plan: inst.Plan, Path: opts.Model})
+		ChatErr: inst.ChatErr, Created: time.Now(), TrainContext: inst.Engine.Model().ContextLength, Plan: inst.Plan, Path: opts.Model,
+		Images: imageEncoder(inst)})
 	snap := inst.Engine.Snapshot()
 	fmt.Fprintf(stderr, "ninfer serve: listening on %s%s\n", url, agent)
 	fmt.Fprintf(stdout, "%s%s model=%s max_concurrency=%d kv_blocks=%d%s\n", serveReady, url, id, snap.MaxRunning, snap.KVBlocksTotal, agent)
@@ -347,4 +364,30 @@ func pprofMux() *http.ServeMux {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// imageEncoder is the server's httpfront.ImageEncoder for inst: nil
+// without a vision tower.
+func imageEncoder(inst *instance.Instance) httpfront.ImageEncoder {
+	if inst.Vision == nil {
+		return nil
+	}
+	return func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits) ([]int32, []engine.Image, error) {
+		p, err := inst.PromptWithImages(ctx, prompt, images, addSpecial, lim)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p.IDs, p.Images, nil
+	}
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

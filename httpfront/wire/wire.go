@@ -47,4 +47,7 @@ type Timings struct {
 	// server does not speculate.
 	DraftN         *int `json:"draft_n,omitempty"`
 	DraftNAccepted *int `json:"draft_n_accepted,omitempty"`
+	// VisionMS is the time the request's images took to decode and
+	// encode (before the prefill); absent without images.
+	VisionMS float64 `json:"vision_ms,omitempty"`
 }

@@ -36,8 +36,12 @@ type Config struct {
 	QKVBias bool
 	// RopeFreqs names the rope frequency factors (RopeDims/2 f32 values
 	// dividing each pair's angle: llama-3 rope scaling), "" for none.
-	RopeFreqs  string
-	OutputName string // "output.weight", or "token_embd.weight" when tied
+	RopeFreqs string
+	// RopeSections are the rotated pairs per M-RoPE position component
+	// (t, h, w, e) of a model that reads images (rope.dimension_sections
+	// of qwen35); all zero for a model with one position per token.
+	RopeSections [4]int
+	OutputName   string // "output.weight", or "token_embd.weight" when tied
 	// Hybrid is the Gated DeltaNet shape of a hybrid model (qwen35); nil
 	// for a transformer whose every layer attends.
 	Hybrid *Hybrid
@@ -244,6 +248,15 @@ func ReadConfig(f *weights.File) (*Config, error) {
 	}
 	if c.RopeDims > c.HeadDim || c.RopeDims%2 != 0 {
 		return nil, fmt.Errorf("model: rope.dimension_count %d invalid for head dim %d", c.RopeDims, c.HeadDim)
+	}
+	if key := arch + ".rope.dimension_sections"; f.Has(key) {
+		s, err := f.Int32s(key)
+		if err != nil || len(s) != len(c.RopeSections) {
+			return nil, fmt.Errorf("model: %s: want %d section sizes (%v)", key, len(c.RopeSections), err)
+		}
+		for i, v := range s {
+			c.RopeSections[i] = int(v)
+		}
 	}
 	if v, err := f.Uint(arch + ".attention.value_length"); err == nil && int(v) != c.HeadDim {
 		return nil, fmt.Errorf("model: value_length %d != key_length %d not supported", v, c.HeadDim)

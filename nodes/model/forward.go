@@ -23,6 +23,8 @@ func init() {
 			{Name: "positions", Type: node.Positions, Doc: "position of each row in its sequence [T]"},
 			{Name: "draft", Type: node.Draft, Optional: true,
 				Doc: "drafts to verify: each sequence's drafts are fed after its last token, with logits for every draft row"},
+			{Name: "images", Type: node.Images, Optional: true,
+				Doc: "image token rows ($in.images): their input embeddings are the vision tower's rows instead of token embeddings, and every row turns by its M-RoPE position (a model with rope.dimension_sections, run with --mmproj)"},
 		},
 		Out: []node.Port{
 			{Name: "logits", Type: node.Logits, Doc: "next-token logits of the rows that need a token [R, vocab]"},
@@ -196,8 +198,15 @@ func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[s
 			return nil, fmt.Errorf("model.forward: tap %d: the model has %d layers (ids 0..%d)", id, c.Layers, c.Layers)
 		}
 	}
+	var img *imageRows
+	if mask, ok := in["images"]; ok {
+		var err error
+		if img, err = imageInputs(b, c, mask); err != nil {
+			return nil, fmt.Errorf("model.forward: %w", err)
+		}
+	}
 	inputs := make([]tensor.Tensor, c.Layers) // [T, E] each: the input of each block
-	x, err := recordTrunk(b, c, in["tokens"], in["positions"], fw.layers, func(l int, x tensor.Tensor) { inputs[l] = x })
+	x, err := recordTrunk(b, c, in["tokens"], in["positions"], img, fw.layers, func(l int, x tensor.Tensor) { inputs[l] = x })
 	if err != nil {
 		return nil, fmt.Errorf("model.forward: %w", err)
 	}
@@ -262,7 +271,7 @@ func RecordLayers(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor,
 // RecordHidden is RecordLayers without the output projection: the final
 // norm's hidden state of the step's "logit_rows" rows, [R, E].
 func RecordHidden(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor, layers int) (tensor.Tensor, error) {
-	x, err := recordTrunk(b, c, tokens, positions, layers, nil)
+	x, err := recordTrunk(b, c, tokens, positions, nil, layers, nil)
 	if err != nil {
 		return tensor.Tensor{}, err
 	}
@@ -271,10 +280,36 @@ func RecordHidden(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor,
 	return rows, b.Err()
 }
 
+// imageRows are the inputs of a forward over rows some of which are image
+// tokens (node.BindImages and the bindings beside it).
+type imageRows struct {
+	mask       tensor.Tensor    // [T] i32: 1 on image rows
+	embeddings tensor.Tensor    // [T, E] f32: the image rows' input embeddings
+	mrope      [3]tensor.Tensor // [T] i32 each: t, h, w
+}
+
+// imageInputs declares the inputs beside mask (node.BindImages) for c,
+// which must turn by M-RoPE sections.
+func imageInputs(b *tensor.Builder, c *Config, mask tensor.Tensor) (*imageRows, error) {
+	if c.RopeSections == [4]int{} {
+		return nil, fmt.Errorf("images: the %s model has no M-RoPE sections (%s.rope.dimension_sections), so it cannot place image tokens", c.Arch, c.Arch)
+	}
+	if c.Hybrid == nil {
+		return nil, fmt.Errorf("images: only qwen35 models read images (this is %s)", c.Arch)
+	}
+	img := &imageRows{mask: mask, embeddings: b.InputF32(node.BindImageEmbeddings, mask.Rows(), c.Embed)}
+	for i, name := range node.BindMRoPE {
+		img.mrope[i] = b.Input(name, mask.Rows())
+	}
+	return img, b.Err()
+}
+
 // recordTrunk records c's first layers blocks over tokens [T] at
 // positions [T]: the last block's output [T, E], before the final norm.
-// tap, when not nil, is told each block's input x [T, E].
-func recordTrunk(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor, layers int, tap func(l int, x tensor.Tensor)) (tensor.Tensor, error) {
+// With img, image rows take their embeddings from it and every row turns
+// by its M-RoPE position. tap, when not nil, is told each block's input x
+// [T, E].
+func recordTrunk(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor, img *imageRows, layers int, tap func(l int, x tensor.Tensor)) (tensor.Tensor, error) {
 	if tap == nil {
 		tap = func(int, tensor.Tensor) {}
 	}
@@ -287,7 +322,16 @@ func recordTrunk(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor, 
 
 	x := b.GetRows(b.Weight("token_embd.weight"), tokens) // [T, E]
 	if c.Hybrid != nil {
-		x = recordHybridLayers(b, c, x, positions, layers, tap)
+		turn := func(t tensor.Tensor) tensor.Tensor { return b.RoPE(t, positions, rope) }
+		if img != nil {
+			x = b.MixRows(x, img.embeddings, img.mask)
+			mrope := rope
+			mrope.Sections = c.RopeSections
+			turn = func(t tensor.Tensor) tensor.Tensor {
+				return b.MRoPE(t, img.mrope[0], img.mrope[1], img.mrope[2], mrope)
+			}
+		}
+		x = recordHybridLayers(b, c, x, turn, layers, tap)
 	}
 	for l := 0; l < layers && c.Hybrid == nil; l++ {
 		tap(l, x)

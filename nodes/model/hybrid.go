@@ -11,8 +11,9 @@ import (
 // hybrid model over x [T, E]: each block is x += mixer(attn_norm(x)); x +=
 // ffn(post_attention_norm(x)), the mixer a Gated DeltaNet (recurrent
 // layers, state layer = recurrent layers before it) or gated full
-// attention (KV layer = attending layers before it).
-func recordHybridLayers(b *tensor.Builder, c *Config, x, positions tensor.Tensor, layers int, tap func(int, tensor.Tensor)) tensor.Tensor {
+// attention (KV layer = attending layers before it), whose q and k turn by
+// turn (RoPE at the rows' positions, or M-RoPE).
+func recordHybridLayers(b *tensor.Builder, c *Config, x tensor.Tensor, turn func(tensor.Tensor) tensor.Tensor, layers int, tap func(int, tensor.Tensor)) tensor.Tensor {
 	kvLayer, stateLayer := 0, 0
 	for l := range layers {
 		tap(l, x)
@@ -23,7 +24,7 @@ func recordHybridLayers(b *tensor.Builder, c *Config, x, positions tensor.Tensor
 			mixed = recordDeltaNet(b, c, h, w, stateLayer)
 			stateLayer++
 		} else {
-			mixed = recordGatedAttention(b, c, h, positions, w, kvLayer)
+			mixed = recordGatedAttention(b, c, h, turn, w, kvLayer)
 			kvLayer++
 		}
 		x = b.Add(x, mixed)
@@ -40,7 +41,9 @@ func recordHybridLayers(b *tensor.Builder, c *Config, x, positions tensor.Tensor
 func RecordAttentionBlock(b *tensor.Builder, c *Config, x, positions tensor.Tensor, l, kvLayer int) tensor.Tensor {
 	w := func(name string) tensor.Tensor { return b.Weight(fmt.Sprintf("blk.%d.%s", l, name)) }
 	h := b.RMSNorm(x, w("attn_norm.weight"), c.Embed, c.NormEps)
-	x = b.Add(x, recordGatedAttention(b, c, h, positions, w, kvLayer))
+	rope := tensor.RoPEArgs{HeadDim: c.HeadDim, Dims: c.RopeDims, Base: c.RopeBase, Mode: c.RopeMode}
+	turn := func(t tensor.Tensor) tensor.Tensor { return b.RoPE(t, positions, rope) }
+	x = b.Add(x, recordGatedAttention(b, c, h, turn, w, kvLayer))
 	h = b.RMSNorm(x, w("post_attention_norm.weight"), c.Embed, c.NormEps)
 	return b.Add(x, recordFFN(b, c, h, l))
 }
@@ -66,8 +69,9 @@ func recordDeltaNet(b *tensor.Builder, c *Config, h tensor.Tensor, w func(string
 }
 
 // recordGatedAttention is full attention whose query projection carries
-// a per-head output gate ([q | gate] per head): [T, E].
-func recordGatedAttention(b *tensor.Builder, c *Config, h, positions tensor.Tensor, w func(string) tensor.Tensor, kvLayer int) tensor.Tensor {
+// a per-head output gate ([q | gate] per head), q and k turned by turn:
+// [T, E].
+func recordGatedAttention(b *tensor.Builder, c *Config, h tensor.Tensor, turn func(tensor.Tensor) tensor.Tensor, w func(string) tensor.Tensor, kvLayer int) tensor.Tensor {
 	qg := b.MatMul(h, w("attn_q.weight")) // [T, H*2D]
 	q := b.Columns(qg, 2*c.HeadDim, 0, c.HeadDim)
 	gate := b.Columns(qg, 2*c.HeadDim, c.HeadDim, c.HeadDim)
@@ -75,8 +79,7 @@ func recordGatedAttention(b *tensor.Builder, c *Config, h, positions tensor.Tens
 	v := b.MatMul(h, w("attn_v.weight"))
 	q = b.RMSNorm(q, w("attn_q_norm.weight"), c.HeadDim, c.NormEps)
 	k = b.RMSNorm(k, w("attn_k_norm.weight"), c.HeadDim, c.NormEps)
-	rope := tensor.RoPEArgs{HeadDim: c.HeadDim, Dims: c.RopeDims, Base: c.RopeBase, Mode: c.RopeMode}
-	q, k = b.RoPE(q, positions, rope), b.RoPE(k, positions, rope)
+	q, k = turn(q), turn(k)
 	attn := b.Attention(q, k, v, tensor.AttentionArgs{Layer: kvLayer, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
 		Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))})
 	attn = b.Mul(attn, b.Unary(gate, tensor.Sigmoid))

@@ -25,6 +25,7 @@ var Inputs = []node.Port{
 	{Name: node.BindTokens, Type: node.Tokens, Doc: "the tokens this step feeds for the request"},
 	{Name: node.BindPositions, Type: node.Positions, Doc: "the positions of those tokens"},
 	{Name: node.BindHistory, Type: node.History, Doc: "the request's tokens so far"},
+	{Name: node.BindImages, Type: node.Images, Doc: "which of those tokens are image tokens (their embeddings and M-RoPE positions come with them)"},
 }
 
 // Outputs are the graph outputs every graph must bind under out:. A graph may

@@ -149,6 +149,7 @@ func hostValue(ref plan.Ref, dst *node.Port, src *cnode) string {
 	switch {
 	case dst.Type == node.Draft:
 	case (ref.Node == plan.InputNode || ref.Node == plan.LoopNode) && (ref.Port == node.BindTokens || ref.Port == node.BindPositions):
+	case ref.Node == plan.InputNode && ref.Port == node.BindImages:
 	case ref.Node == plan.LoopNode && ref.Port == node.BindHidden:
 	case ref.Node == plan.InputNode:
 		return fmt.Sprintf("$in.%s, which only host nodes can read", ref.Port)

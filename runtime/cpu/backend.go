@@ -78,6 +78,7 @@ type program struct {
 	attnScr  []attnScratch     // per worker attention scratch
 	fused    [][]int           // per op: matmuls run together (fuseMatmuls); nil on the reference path
 	trig     [][]float32       // per worker rope cos/sin
+	attnKV   []float32         // self_attention's per-head keys and transposed values (vision.go)
 	stateful bool              // the graph has short_conv or delta_rule ops
 	// stateRead and stateWrite are the state slot each row of the batch
 	// being run reads and writes (hybrid.go).
@@ -276,7 +277,7 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 				copy(out[j*w:(j+1)*w], x[int(r)*w:(int(r)+1)*w])
 			}
 		default:
-			if !p.runHybrid(out, op, batch) {
+			if !p.runHybrid(out, op, batch) && !p.runVision(out, op) {
 				return fmt.Errorf("cpu: op %v not implemented", op.Kind)
 			}
 		}

@@ -253,6 +253,13 @@ func ropeRow(x []float32, pos int32, a tensor.RoPEArgs, factors, cos, sin []floa
 		sin[i] = sinf32(t)
 		theta *= thetaScale
 	}
+	rotateHeads(x, a, cos, sin)
+}
+
+// rotateHeads rotates every head of x by the angles whose cosines and
+// sines are cos and sin [Dims/2], pairs as a.Mode says.
+func rotateHeads(x []float32, a tensor.RoPEArgs, cos, sin []float32) {
+	half := a.Dims / 2
 	fast := 0 // the pairs ropeNeox16 rotates
 	if useSIMD && a.Mode == tensor.RoPENeox {
 		fast = half &^ 15

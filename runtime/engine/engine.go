@@ -103,6 +103,10 @@ type Request struct {
 	// Event.Embedding. The request generates nothing (MaxTokens >= 1 still
 	// reserves room for the step that computes it).
 	Embed bool
+	// Images are the prompt's images, in prompt order, each taking rows
+	// of Prompt (any token ids there: their embeddings are the images').
+	// Only a plan that reads $in.images takes them.
+	Images []Image
 }
 
 // TokenLogit is a token id and its raw logit.
@@ -184,6 +188,7 @@ type Engine struct {
 	kv         *kv.Manager
 	sched      *sched.Scheduler
 	context    int
+	images     bool // the plan reads $in.images (ImagesInput)
 	maxRunning int
 	wake       chan struct{}
 	mu         sync.Mutex // guards pending
@@ -270,6 +275,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := x.Start(layout); err != nil {
 		return nil, err
 	}
+	e.images = p.Reads(ImagesInput)
 	e.publish()
 	if err := x.Warmup(e.maxRunning*(1+e.draftK), e.maxRunning); err != nil {
 		x.CloseModels()
@@ -536,6 +542,9 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 		if id < 0 || int(id) >= e.model.Vocab {
 			return nil, fmt.Errorf("engine: prompt token %d at %d out of vocabulary [0,%d)", id, i, e.model.Vocab)
 		}
+	}
+	if err := e.keyImages(&r); err != nil {
+		return nil, err
 	}
 	if r.Embed && len(r.Force) > 0 {
 		return nil, errors.New("engine: an embedding request cannot force tokens")

@@ -127,6 +127,9 @@ func (e *Engine) buildStep(ctx context.Context, work []sched.Work) *step {
 			s.sampledAt = append(s.sampledAt, si)
 		}
 	}
+	if e.images {
+		e.bindImages(s)
+	}
 	return s
 }
 

@@ -90,6 +90,10 @@ type Batch struct {
 	// Floats are the float32 bindings of tensor.Builder.InputF32 inputs,
 	// by name: rows x cols values, row-major; nil for a step without any.
 	Floats map[string][]float32
+	// Ints are the int32 bindings of tensor.Builder.Input inputs other
+	// than the step's own (a vision tower's patch rows and columns), by
+	// name; nil for a step without any.
+	Ints map[string][]int32
 }
 
 // StateRows returns, for every row of b, the state slot it reads and the
@@ -113,9 +117,16 @@ func (b *Batch) StateRows() (read, write []int32) {
 	return read, write
 }
 
-// Inputs returns the named int32 bindings the recorded graph may declare.
+// Inputs returns the named int32 bindings the recorded graph may declare:
+// the step's own, then Ints.
 func (b *Batch) Inputs() map[string][]int32 {
-	return map[string][]int32{node.BindTokens: b.Tokens, node.BindPositions: b.Positions, node.BindLogitRows: b.LogitRows}
+	m := map[string][]int32{node.BindTokens: b.Tokens, node.BindPositions: b.Positions, node.BindLogitRows: b.LogitRows}
+	for name, v := range b.Ints {
+		if _, own := m[name]; !own {
+			m[name] = v
+		}
+	}
+	return m
 }
 
 // Backend executes recorded graphs on one device. Calls are made by one

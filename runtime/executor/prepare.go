@@ -85,6 +85,13 @@ func (x *Executor) record(f *weights.File, steps []*plan.Step, seg plan.Segment,
 	}
 	b.Input(node.BindLogitRows, key.logitRows)
 	for _, idx := range seg.Steps {
+		for _, ref := range steps[idx].In {
+			if ref == stepImages {
+				vals[ref] = b.Input(node.BindImages, key.rows)
+			}
+		}
+	}
+	for _, idx := range seg.Steps {
 		if err := recordStep(b, steps[idx], vals); err != nil {
 			return nil, err
 		}
@@ -96,6 +103,11 @@ func (x *Executor) record(f *weights.File, steps []*plan.Step, seg plan.Segment,
 	g.Origin = fmt.Sprintf("plan %.12s %s", x.planHash, key)
 	return g, nil
 }
+
+// stepImages marks the step's image rows, $in.images: declared only in
+// the segments that read it, whose batches bind it and the inputs beside
+// it (node.BindImageEmbeddings, node.BindMRoPE).
+var stepImages = plan.Ref{Node: plan.InputNode, Port: node.BindImages}
 
 // loopHidden is a loop pass's hidden-state rows, $loop.hidden.
 var loopHidden = plan.Ref{Node: plan.LoopNode, Port: node.BindHidden}

@@ -53,6 +53,9 @@ type Options struct {
 	Observer engine.StepObserver
 	// NoPrefixCache turns automatic prefix caching off (engine.Config).
 	NoPrefixCache bool
+	// MMProj is the vision tower (a qwen3vl_merger mmproj GGUF) of a
+	// vision-language model, for a graph that reads images; "" for none.
+	MMProj string
 }
 
 // Instance is a loaded model with a running engine.
@@ -75,6 +78,8 @@ type Instance struct {
 	BackendReport string
 	// Device is the backend's accelerator (exec.Reporter); zero on the CPU.
 	Device exec.DeviceInfo
+	// Vision is the vision tower (Options.MMProj); nil without one.
+	Vision *Vision
 }
 
 // Open loads the model and graph and starts the engine.
@@ -139,6 +144,19 @@ func Open(o Options) (*Instance, error) {
 			return nil, fmt.Errorf("%s: %w", o.Model, err)
 		}
 	}
+	if err := checkVisionPlan(o, p.Reads(engine.ImagesInput), f); err != nil {
+		closeAll()
+		return nil, err
+	}
+	var vis *Vision
+	if o.MMProj != "" {
+		if vis, err = openVision(o.MMProj, f, o.Threads); err != nil {
+			closeAll()
+			return nil, err
+		}
+		closeText := closeAll
+		closeAll = func() { closeText(); vis.Close() }
+	}
 	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory,
 		MaxRunning: o.MaxRunning, StepTokens: o.StepTokens, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend,
 		NoPrefixCache: o.NoPrefixCache})
@@ -147,7 +165,7 @@ func Open(o Options) (*Instance, error) {
 		return nil, fmt.Errorf("%s: %w", o.Model, err)
 	}
 	chat, chatErr := tok.ChatTemplateFromGGUF(f, tk)
-	inst := &Instance{File: f, Models: models, Tokenizer: tk, Plan: p, Engine: eng, Chat: chat, ChatErr: chatErr, LoadTime: time.Since(start)}
+	inst := &Instance{File: f, Models: models, Tokenizer: tk, Plan: p, Engine: eng, Chat: chat, ChatErr: chatErr, LoadTime: time.Since(start), Vision: vis}
 	if r, ok := be.(exec.Reporter); ok {
 		inst.BackendReport, inst.Device = r.Report(), r.Device()
 	}
@@ -221,7 +239,11 @@ func LoadPlan(graph string, reg *node.Registry, set node.Params) (*plan.Plan, er
 
 // Close stops the engine and unmaps the model.
 func (in *Instance) Close() error {
-	return errors.Join(in.Engine.Close(), closeModels(in.File, in.Models), in.File.Close())
+	err := errors.Join(in.Engine.Close(), closeModels(in.File, in.Models), in.File.Close())
+	if in.Vision != nil {
+		err = errors.Join(err, in.Vision.Close())
+	}
+	return err
 }
 
 // Result is a finished generation.

@@ -62,6 +62,11 @@ const (
 	Draft PortType = "draft"
 	// DraftProbs are the distributions drafts were drawn from.
 	DraftProbs PortType = "draft_probs"
+	// Images mark the rows of a step that are image tokens, one value per
+	// row: the engine binds their embeddings (the vision tower's output
+	// rows) and M-RoPE positions beside it (BindImageEmbeddings,
+	// BindMRoPE).
+	Images PortType = "images"
 )
 
 // Step bindings: the names under which a step binds its per-row values,
@@ -82,7 +87,20 @@ const (
 	// step computes [R]: the last row of each sampled sequence, and its
 	// drafts' rows.
 	BindLogitRows = "logit_rows"
+	// BindImages is the device input marking each row that is an image
+	// token [T] (1) or text (0): what $in.images carries.
+	BindImages = "images"
+	// BindImageEmbeddings is the f32 input of the image rows' embeddings
+	// [T, E] (zero on text rows), read beside BindImages.
+	BindImageEmbeddings = "image_embeddings"
 )
+
+// BindMRoPE are the device inputs of each row's M-RoPE position
+// components t, h and w [T] each, read beside BindImages: a text row's
+// three are its position in the model's numbering (which resumes after an
+// image at its start plus the larger side of its token grid), an image
+// token's are its image's start, that plus its row, that plus its column.
+var BindMRoPE = [3]string{"mrope_t", "mrope_h", "mrope_w"}
 
 // Target is the alias of the model a plan's model.forward runs: the model
 // whose tokens the engine commits. Other aliases ("draft") name further

@@ -285,6 +285,18 @@ func (l *Loop) DraftsWithTargetState() bool {
 	})
 }
 
+// Reads reports whether a step of p (or of one of its loops) reads ref.
+func (p *Plan) Reads(ref Ref) bool {
+	for _, st := range p.AllSteps() {
+		for _, r := range st.In {
+			if r == ref {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // AllSteps returns the plan's steps followed by the body steps of each of
 // its loops, in plan order: every node the engine binds.
 func (p *Plan) AllSteps() []*Step {

@@ -35,15 +35,22 @@ const (
 	OpSwiGLU
 	OpSelectRows
 	OpAddRow
-	OpColumns   // hybrid.go
-	OpUnary     // hybrid.go
-	OpMul       // hybrid.go
-	OpMulRow    // hybrid.go
-	OpL2Norm    // hybrid.go
-	OpShortConv // hybrid.go
-	OpDeltaRule // hybrid.go
-	OpMoE       // moe.go
-	OpConcat    // hybrid.go
+	OpColumns       // hybrid.go
+	OpUnary         // hybrid.go
+	OpMul           // hybrid.go
+	OpMulRow        // hybrid.go
+	OpL2Norm        // hybrid.go
+	OpShortConv     // hybrid.go
+	OpDeltaRule     // hybrid.go
+	OpMoE           // moe.go
+	OpConcat        // hybrid.go
+	OpNorm          // vision.go
+	OpGELU          // vision.go
+	OpRoPE2D        // vision.go
+	OpSelfAttention // vision.go
+	OpReshape       // vision.go
+	OpMixRows       // vision.go
+	OpMRoPE         // vision.go
 )
 
 var opNames = [...]string{
@@ -52,6 +59,8 @@ var opNames = [...]string{
 	OpSwiGLU: "swiglu", OpSelectRows: "select_rows", OpAddRow: "add_row",
 	OpColumns: "columns", OpUnary: "unary", OpMul: "mul", OpMulRow: "mul_row", OpL2Norm: "l2_norm",
 	OpShortConv: "short_conv", OpDeltaRule: "delta_rule", OpMoE: "moe", OpConcat: "concat",
+	OpNorm: "norm", OpGELU: "gelu", OpRoPE2D: "rope_2d", OpSelfAttention: "self_attention", OpReshape: "reshape",
+	OpMixRows: "mix_rows", OpMRoPE: "mrope",
 }
 
 func (k OpKind) String() string {
@@ -91,6 +100,9 @@ type RoPEArgs struct {
 	Dims    int      // rotated elements per head (<= HeadDim), usually HeadDim
 	Base    float32  // frequency base (theta)
 	Mode    RoPEMode // pairing of rotated elements
+	// Sections are the rotated pairs per position component of an MRoPE
+	// (t, h, w, e), ggml's rope sections; unused by RoPE.
+	Sections [4]int
 }
 
 // Op is one recorded operation: Out = Kind(Args...).

@@ -168,9 +168,14 @@ func (c *ChatTemplate) Render(msgs []Message, o RenderOptions) (string, error) {
 // text already starts with it (templates such as Llama 3's write
 // bos_token themselves).
 func (t *Tokenizer) EncodeChat(rendered string) []int32 {
+	return t.Encode(rendered, t.ChatAddsSpecial(rendered), true)
+}
+
+// ChatAddsSpecial reports whether EncodeChat adds the special tokens
+// (BOS) to rendered: unless the template already wrote BOS.
+func (t *Tokenizer) ChatAddsSpecial(rendered string) bool {
 	bos := t.specialText(t.BOS())
-	addSpecial := !(bos != "" && strings.HasPrefix(rendered, bos))
-	return t.Encode(rendered, addSpecial, true)
+	return !(bos != "" && strings.HasPrefix(rendered, bos))
 }
 
 // jsonValue converts one JSON value to a template value; objects keep

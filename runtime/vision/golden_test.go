@@ -20,37 +20,29 @@ var (
 	clipStd  = [3]float32{0.26862954, 0.26130258, 0.27577711}
 )
 
-type goldenStats struct {
-	N     int     `json:"n"`
-	Sum   float64 `json:"sum"`
-	SumSq float64 `json:"sum_sq"`
-	Min   float64 `json:"min"`
-	Max   float64 `json:"max"`
-}
-
 type goldenImage struct {
-	Image      string                 `json:"image"`
-	NTokens    int                    `json:"n_tokens"`
-	NPos       int                    `json:"n_pos"`
-	GridTokens [2]int                 `json:"grid_tokens"`
-	PosStart   int                    `json:"pos_start"`
-	DecoderPos [][4]int32             `json:"decoder_pos_t_y_x_z"`
-	Tower      map[string]goldenStats `json:"tower"`
+	Image      string           `json:"image"`
+	NTokens    int              `json:"n_tokens"`
+	NPos       int              `json:"n_pos"`
+	GridTokens [2]int           `json:"grid_tokens"`
+	PosStart   int              `json:"pos_start"`
+	DecoderPos [][4]int32       `json:"decoder_pos_t_y_x_z"`
+	Tower      map[string]Stats `json:"tower"`
 	// The projector output: statistics, the first 8 values of the first
 	// and of the last image token.
-	EmbdStats     goldenStats `json:"embd_stats"`
-	First8        []float64   `json:"embd_first8"`
-	LastRowFirst8 []float64   `json:"embd_last_row_first8"`
+	EmbdStats     Stats     `json:"embd_stats"`
+	First8        []float64 `json:"embd_first8"`
+	LastRowFirst8 []float64 `json:"embd_last_row_first8"`
 	Preprocessed  struct {
-		Width        int         `json:"width"`
-		Height       int         `json:"height"`
-		Resized      bool        `json:"resized"`
-		RGBSHA256    string      `json:"rgb_sha256"`
-		ChannelSums  [3]int      `json:"rgb_channel_sums"`
-		FirstPixels  [4][3]int   `json:"rgb_first_row_first4"`
-		RGBPNG       string      `json:"rgb_png"`
-		Normalized   goldenStats `json:"normalized"`
-		PatchInputTy string      `json:"patch_input_type"`
+		Width        int       `json:"width"`
+		Height       int       `json:"height"`
+		Resized      bool      `json:"resized"`
+		RGBSHA256    string    `json:"rgb_sha256"`
+		ChannelSums  [3]int    `json:"rgb_channel_sums"`
+		FirstPixels  [4][3]int `json:"rgb_first_row_first4"`
+		RGBPNG       string    `json:"rgb_png"`
+		Normalized   Stats     `json:"normalized"`
+		PatchInputTy string    `json:"patch_input_type"`
 	} `json:"preprocessed"`
 }
 
@@ -165,24 +157,12 @@ func TestPreprocessMatchesLlamaCpp(t *testing.T) {
 // min/max differ.
 const normalizedTolerance = 1e-8
 
-func statsOf(xs []float32) goldenStats {
-	s := goldenStats{N: len(xs), Min: math.Inf(1), Max: math.Inf(-1)}
-	for _, x := range xs {
-		v := float64(x)
-		s.Sum += v
-		s.SumSq += v * v
-		s.Min = min(s.Min, v)
-		s.Max = max(s.Max, v)
-	}
-	return s
-}
-
-func checkStats(t *testing.T, want goldenStats, xs []float32) {
+func checkStats(t *testing.T, want Stats, xs []float32) {
 	t.Helper()
 	near := cmp.Comparer(func(a, b float64) bool {
 		return math.Abs(a-b) <= normalizedTolerance*max(1, math.Abs(a), math.Abs(b))
 	})
-	if diff := cmp.Diff(want, statsOf(xs), near); diff != "" {
+	if diff := cmp.Diff(want, StatsOf(xs), near); diff != "" {
 		t.Errorf("normalised pixels (-llama.cpp +ours):\n%s", diff)
 	}
 }

@@ -13,6 +13,9 @@ const MediaMarker = "<__media__>"
 const (
 	VisionStart = "<|vision_start|>"
 	VisionEnd   = "<|vision_end|>"
+	// ImagePad is the token an image's rows hold in a prompt's ids
+	// (their embeddings are the tower's, whatever the id).
+	ImagePad = "<|image_pad|>"
 )
 
 // Part is one content part of a chat message: text, or an image (which the
@@ -118,3 +121,14 @@ func SplitPrompt(prompt string, grids []Grid, enc Encoder, addSpecial bool) ([]C
 	flush()
 	return chunks, nil
 }
+
+// ImageError is an error of one of a request's images (a corrupt or
+// unsupported file, one over the limits): the caller's fault, Index
+// counting the request's images from 0.
+type ImageError struct {
+	Index int
+	Err   error
+}
+
+func (e *ImageError) Error() string { return fmt.Sprintf("image %d: %v", e.Index, e.Err) }
+func (e *ImageError) Unwrap() error { return e.Err }

@@ -716,3 +716,15 @@ func (p *parser) tensorInfo(align uint64) (*Tensor, uint64, error) {
 	}
 	return t, nbytes, nil
 }
+
+// WeightInfo resolves f's tensor names to their dtype and [rows, cols]
+// (Rows, RowLen) for a tensor.Builder.
+func (f *File) WeightInfo() tensor.WeightInfo {
+	return func(name string) (tensor.DType, int, int, bool) {
+		t, err := f.Tensor(name)
+		if err != nil {
+			return 0, 0, 0, false
+		}
+		return t.DType, t.Rows(), t.RowLen(), true
+	}
+}

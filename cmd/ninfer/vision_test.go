@@ -1,0 +1,365 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ninfer/ninfer-go/runtime/vision"
+)
+
+// visionTolerance bounds the relative difference (against max(1, |v|)) of
+// the image embeddings' checksums from llama.cpp's: the vision tower's
+// (nodes/vision's TestEncodeMatchesLlamaCpp measures up to 6.7e-4, GELU
+// inputs at an fp16 rounding boundary).
+const visionTolerance = 2e-3
+
+// logitTolerance bounds the absolute difference of the top logits of the
+// first generated positions from llama.cpp's (logits of 30 to 60):
+// measured at most 6.0e-4 (two_images; 2.5e-5 for text only). Turning
+// image tokens by (w, h) instead of (h, w) moves them by 0.08 to 0.32 and
+// fails while every greedy id stays the same.
+const logitTolerance = 2e-3
+
+// visionGolden is the part of vision-tiny-qwen35.json a run reproduces.
+type visionGolden struct {
+	Results []struct {
+		ID            string         `json:"id"`
+		Prompt        string         `json:"prompt"`
+		Images        []string       `json:"images"`
+		NPromptTokens int            `json:"n_prompt_tokens"`
+		Generated     []int32        `json:"generated_tokens"`
+		TopLogits     [][][2]float64 `json:"top_logits"`
+		Chunks        []visionChunk  `json:"chunks"`
+	} `json:"results"`
+}
+
+// visionChunk is a prompt chunk as the golden states it and `run --json`
+// reports it: text ids, or an image's tokens, grid, positions and
+// embedding checksums.
+type visionChunk struct {
+	Type              string        `json:"type"`
+	Tokens            []int32       `json:"tokens"`
+	NTokens           int           `json:"n_tokens"`
+	Grid              [2]int        `json:"grid_tokens"`
+	PosStart          int           `json:"pos_start"`
+	NPos              int           `json:"n_pos"`
+	EmbdStats         *vision.Stats `json:"embd_stats"`
+	EmbdFirst8        []float64     `json:"embd_first8"`
+	EmbdLastRowFirst8 []float64     `json:"embd_last_row_first8"`
+}
+
+// TestRunImagesMatchLlamaCpp runs every case of the vision golden through
+// `ninfer run --json --image ... --mmproj ...` and compares the prompt's
+// chunks (text ids, each image's token count, grid and positions), the
+// image embeddings' checksums and all 32 greedy ids; the text-only case
+// also equals the plain graph's run without a tower.
+func TestRunImagesMatchLlamaCpp(t *testing.T) {
+	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
+	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	dir := sharedPath(t, "golden")
+	data, err := os.ReadFile(filepath.Join(dir, "vision-tiny-qwen35.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g visionGolden
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	near := cmp.Comparer(func(a, b float64) bool {
+		return math.Abs(a-b) <= visionTolerance*max(1, math.Abs(a), math.Abs(b))
+	})
+	ran := 0
+	for _, r := range g.Results {
+		if r.Prompt == "" {
+			continue // a raw completion case
+		}
+		ran++
+		t.Run(r.ID, func(t *testing.T) {
+			args := []string{"run", "--json", "--model", model, "--mmproj", mmproj, "--prompt", r.Prompt,
+				"--max-tokens", "32", "--temperature", "0", "--ignore-eos", "--threads", "2", "--top-logits", "5"}
+			for _, img := range r.Images {
+				args = append(args, "--image", filepath.Join(dir, "images", img))
+			}
+			code, stdout, stderr := runCLI(args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var out struct {
+				PromptIDs []int32        `json:"prompt_ids"`
+				IDs       []int32        `json:"ids"`
+				TopLogits [][][2]float64 `json:"top_logits"`
+				Chunks    []visionChunk  `json:"chunks"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+				t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+			}
+			if len(out.PromptIDs) != r.NPromptTokens {
+				t.Errorf("%d prompt ids, llama.cpp has %d prompt tokens", len(out.PromptIDs), r.NPromptTokens)
+			}
+			if diff := cmp.Diff(r.Generated, out.IDs); diff != "" {
+				t.Errorf("greedy ids (-llama.cpp +ours):\n%s", diff)
+			}
+			if n := len(r.TopLogits); n == 0 || len(out.TopLogits) < n {
+				t.Fatalf("%d golden and %d reported top-logit positions", n, len(out.TopLogits))
+			}
+			if diff := cmp.Diff(r.TopLogits, out.TopLogits[:len(r.TopLogits)], cmp.Comparer(func(a, b float64) bool {
+				return math.Abs(a-b) <= logitTolerance
+			})); diff != "" {
+				t.Errorf("top logits of the first positions (-llama.cpp +ours):\n%s", diff)
+			}
+			if len(r.Images) == 0 {
+				plainIDs := runPlain(t, model, r.Prompt)
+				if diff := cmp.Diff(plainIDs, out.IDs); diff != "" {
+					t.Errorf("text-only ids through the vision graph (-plain graph +vision):\n%s", diff)
+				}
+				return
+			}
+			if diff := cmp.Diff(r.Chunks, out.Chunks, near); diff != "" {
+				t.Errorf("prompt chunks (-llama.cpp +ours):\n%s", diff)
+			}
+		})
+	}
+	if ran < 6 {
+		t.Errorf("ran %d golden cases, want at least 6", ran)
+	}
+}
+
+// runPlain runs prompt through the plain graph without a tower: its 32
+// greedy ids.
+func runPlain(t *testing.T, model, prompt string) []int32 {
+	t.Helper()
+	code, stdout, stderr := runCLI("run", "--json", "--model", model, "--prompt", prompt,
+		"--max-tokens", "32", "--temperature", "0", "--ignore-eos", "--threads", "2")
+	if code != 0 {
+		t.Fatalf("plain run: exit %d: %s", code, stderr)
+	}
+	var out struct {
+		IDs []int32 `json:"ids"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.IDs
+}
+
+// serveForTest runs `ninfer serve` with args on a free port until the test
+// ends and returns its URL.
+func serveForTest(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr lockedBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- serve(ctx, append([]string{"--port", "0", "--threads", "2"}, args...), &stdout, &stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-exit:
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not exit")
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if line, ok := strings.CutPrefix(stdout.String(), serveReady); ok {
+			return strings.Fields(line)[0]
+		}
+		select {
+		case code := <-exit:
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no ready line; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// postJSON posts body to url and decodes the answer into out: the status.
+func postJSON(t *testing.T, url string, body any, out any) int {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("POST %s: %d, body not JSON: %v", url, resp.StatusCode, err)
+	}
+	return resp.StatusCode
+}
+
+// dataURL is the file at path as a data:image/png;base64 URL.
+func dataURL(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(data)
+}
+
+// TestServeImagesMatchLlamaCpp sends every case of the vision golden to
+// /v1/chat/completions as llama-server received it (images as data URLs)
+// and compares the generated text (llama.cpp's 32 greedy tokens) and
+// usage.prompt_tokens (image tokens included).
+func TestServeImagesMatchLlamaCpp(t *testing.T) {
+	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
+	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	dir := sharedPath(t, "golden")
+	var g struct {
+		Results []struct {
+			ID       string `json:"id"`
+			Messages []struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"request_messages"`
+			NPromptTokens int    `json:"n_prompt_tokens"`
+			Text          string `json:"generated_text"`
+		} `json:"results"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "vision-tiny-qwen35.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	serverURL := serveForTest(t, "--model", model, "--mmproj", mmproj, "--model-id", "vl")
+	for _, r := range g.Results {
+		if len(r.Messages) == 0 {
+			continue
+		}
+		t.Run(r.ID, func(t *testing.T) {
+			var msgs []map[string]any
+			for _, m := range r.Messages {
+				var parts []map[string]any
+				if json.Unmarshal(m.Content, &parts) != nil {
+					msgs = append(msgs, map[string]any{"role": m.Role, "content": m.Content})
+					continue
+				}
+				for _, p := range parts {
+					if iu, ok := p["image_url"].(map[string]any); ok {
+						iu["url"] = dataURL(t, filepath.Join(dir, "images", iu["url"].(string)))
+					}
+				}
+				msgs = append(msgs, map[string]any{"role": m.Role, "content": parts})
+			}
+			var out struct {
+				Choices []struct {
+					Message struct {
+						Content string `json:"content"`
+					} `json:"message"`
+				} `json:"choices"`
+				Usage struct {
+					PromptTokens int `json:"prompt_tokens"`
+				} `json:"usage"`
+			}
+			body := map[string]any{"model": "vl", "messages": msgs, "max_tokens": 32, "temperature": 0,
+				"ignore_eos": true, "skip_special_tokens": false}
+			if code := postJSON(t, serverURL+"/v1/chat/completions", body, &out); code != 200 || len(out.Choices) != 1 {
+				t.Fatalf("status %d: %+v", code, out)
+			}
+			if diff := cmp.Diff(r.Text, out.Choices[0].Message.Content); diff != "" {
+				t.Errorf("generated text (-llama.cpp +ours):\n%s", diff)
+			}
+			if out.Usage.PromptTokens != r.NPromptTokens {
+				t.Errorf("usage.prompt_tokens %d, llama.cpp %d", out.Usage.PromptTokens, r.NPromptTokens)
+			}
+		})
+	}
+	// The same image through /v1/responses (input_image) and /v1/messages
+	// (an Anthropic image block) gives what the chat API gives.
+	sq64 := dataURL(t, filepath.Join(dir, "images", "sq64.png"))
+	var chat struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+		Timings struct {
+			VisionMS float64 `json:"vision_ms"`
+		} `json:"timings"`
+	}
+	postJSON(t, serverURL+"/v1/chat/completions", map[string]any{"model": "vl", "max_tokens": 16, "temperature": 0, "ignore_eos": true,
+		"messages": []any{map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "image_url", "image_url": map[string]any{"url": sq64}},
+			map[string]any{"type": "text", "text": "Describe this image."}}}}}, &chat)
+	var resp struct {
+		Output []struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"output"`
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	if code := postJSON(t, serverURL+"/v1/responses", map[string]any{"model": "vl", "max_output_tokens": 16, "temperature": 0, "ignore_eos": true,
+		"input": []any{map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "input_image", "image_url": sq64},
+			map[string]any{"type": "input_text", "text": "Describe this image."}}}}}, &resp); code != 200 || len(resp.Output) == 0 || len(resp.Output[0].Content) == 0 {
+		t.Fatalf("/v1/responses: %d %+v", code, resp)
+	}
+	var msg struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	_, b64, _ := strings.Cut(sq64, ",")
+	if code := postJSON(t, serverURL+"/v1/messages", map[string]any{"model": "vl", "max_tokens": 16, "temperature": 0, "ignore_eos": true,
+		"messages": []any{map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": b64}},
+			map[string]any{"type": "text", "text": "Describe this image."}}}}}, &msg); code != 200 || len(msg.Content) == 0 {
+		t.Fatalf("/v1/messages: %d %+v", code, msg)
+	}
+	want := chat.Choices[0].Message.Content
+	if diff := cmp.Diff([]string{want, want}, []string{resp.Output[0].Content[0].Text, msg.Content[0].Text}); diff != "" {
+		t.Errorf("responses and messages text (-chat +[responses messages]):\n%s", diff)
+	}
+	if resp.Usage.InputTokens != 39 || msg.Usage.InputTokens != 39 {
+		t.Errorf("input tokens: responses %d, messages %d, want 39 (sq64_describe's)", resp.Usage.InputTokens, msg.Usage.InputTokens)
+	}
+	if chat.Timings.VisionMS <= 0 {
+		t.Errorf("timings.vision_ms %g, want the encoding's time", chat.Timings.VisionMS)
+	}
+	// 6 images in the golden cases, 3 above.
+	const images = `ninfer:images_total{model_name="vl"} 9`
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(serverURL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(b.String(), images) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics has no %q:\n%s", images, b.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

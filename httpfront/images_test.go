@@ -1,0 +1,192 @@
+package httpfront
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"image"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/tok"
+	"github.com/ninfer/ninfer-go/runtime/vision"
+)
+
+// pngBytes is a w x h grey PNG.
+func pngBytes(t *testing.T, w, h int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// chatWithParts is a chat request whose one user message has parts.
+func chatWithParts(parts ...string) []byte {
+	return []byte(`{"model":"m","messages":[{"role":"user","content":[` + strings.Join(parts, ",") + `]}]}`)
+}
+
+func imagePart(url string) string {
+	return fmt.Sprintf(`{"type":"image_url","image_url":{"url":%q}}`, url)
+}
+
+func TestChatImagePartsJoinAsLlamaServer(t *testing.T) {
+	data := pngBytes(t, 4, 4)
+	url := "data:image/png;base64," + base64.StdEncoding.EncodeToString(data)
+	r, e := DecodeChat(chatWithParts(`{"type":"text","text":"Compare"}`, `{"type":"text","text":"these."}`, imagePart(url), imagePart(url)), DecodeOptions{})
+	if e != nil {
+		t.Fatal(e)
+	}
+	if diff := cmp.Diff("Compare\nthese.<__media__><__media__>", r.Messages[0].Content); diff != "" {
+		t.Errorf("content (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([][]byte{data, data}, r.Images.Data); diff != "" {
+		t.Errorf("images (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"messages[0].content[2].image_url.url", "messages[0].content[3].image_url.url"}, r.Images.Fields); diff != "" {
+		t.Errorf("image fields (-want +got):\n%s", diff)
+	}
+}
+
+// TestChatImagesRefusedNamingTheField: every bad image is a 400 naming
+// its field, never a panic.
+func TestChatImagesRefusedNamingTheField(t *testing.T) {
+	dir := t.TempDir()
+	inside := filepath.Join(dir, "in.png")
+	if err := os.WriteFile(inside, pngBytes(t, 4, 4), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "out.png")
+	if err := os.WriteFile(outside, pngBytes(t, 4, 4), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok := "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes(t, 4, 4))
+	big := "data:image/png;base64," + strings.Repeat("A", 4000)
+	field := "messages[0].content[0].image_url.url"
+	for _, tc := range []struct {
+		name, body, param, message string
+		media                      MediaOptions
+	}{
+		{"remote url", string(chatWithParts(imagePart("https://example.com/a.png"))), field, "--allowed-media-domains", MediaOptions{}},
+		{"bad data url", string(chatWithParts(imagePart("data:image/png;base64"))), field, "malformed image data URL", MediaOptions{}},
+		{"other media type", string(chatWithParts(imagePart("data:image/bmp;base64,AAAA"))), field, "unsupported image format", MediaOptions{}},
+		{"over the byte limit", string(chatWithParts(imagePart(big))), field, "byte limit", MediaOptions{MaxImageBytes: 1000}},
+		{"too many images", string(chatWithParts(imagePart(ok), imagePart(ok))), "messages[0].content[1].image_url.url", "at most 1", MediaOptions{MaxImages: 1}},
+		{"local file without a folder", string(chatWithParts(imagePart("file://" + inside))), field, "--allowed-local-media-path", MediaOptions{}},
+		{"local file outside the folder", string(chatWithParts(imagePart("file://" + outside))), field, "outside the allowed local media path", MediaOptions{LocalPath: dir}},
+		{"escape by dots", string(chatWithParts(imagePart("file://" + dir + "/../" + filepath.Base(filepath.Dir(outside)) + "/out.png"))), field, "outside", MediaOptions{LocalPath: dir}},
+		{"missing local file", string(chatWithParts(imagePart("file://" + dir + "/none.png"))), field, "no such file", MediaOptions{LocalPath: dir}},
+		{"image part without url", string(chatWithParts(`{"type":"image_url","image_url":{}}`)), "messages[0].content[0]", "needs", MediaOptions{}},
+		{"marker in text beside an image", string(chatWithParts(`{"type":"text","text":"a <__media__> b"}`, imagePart(ok))), "messages[0].content[0]", "stands for an image", MediaOptions{}},
+		{"marker in another message", `{"model":"m","messages":[{"role":"system","content":"<__media__>"},{"role":"user","content":[` + imagePart(ok) + `]}]}`, "messages[0].content", "stands for an image", MediaOptions{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, e := DecodeChat([]byte(tc.body), DecodeOptions{Media: tc.media})
+			if e == nil {
+				t.Fatal("accepted")
+			}
+			if e.Status != 400 || e.Param != tc.param || !strings.Contains(e.Message, tc.message) {
+				t.Errorf("got %d %v %q, want 400 %s containing %q", e.Status, e.Param, e.Message, tc.param, tc.message)
+			}
+		})
+	}
+	r, e := DecodeChat(chatWithParts(imagePart("file://"+inside)), DecodeOptions{Media: MediaOptions{LocalPath: dir}})
+	if e != nil || r.Images == nil || len(r.Images.Data) != 1 {
+		t.Errorf("a file inside the folder: %v", e)
+	}
+	if _, e := DecodeChat(chatWithParts(`{"type":"text","text":"<__media__> is plain text here"}`), DecodeOptions{}); e != nil {
+		t.Errorf("the marker in a request without images: %v", e)
+	}
+}
+
+// TestEncodeImagesNamesTheImage: a decode error of the encoder is a 400
+// naming the image's field; a model without a tower refuses images.
+func TestEncodeImagesNamesTheImage(t *testing.T) {
+	ri := &ChatImages{Data: [][]byte{{1}, {2}}, Fields: []string{"a", "b"}}
+	m := &Model{Tokenizer: &tok.Tokenizer{}}
+	if _, e := encodeImages(context.Background(), m, "", ri, &Params{}); e == nil || e.Param != "a" || !strings.Contains(e.Message, "--mmproj") {
+		t.Errorf("no tower: %v", e)
+	}
+	m.Images = func(context.Context, string, [][]byte, bool, vision.DecodeLimits) ([]int32, []engine.Image, error) {
+		return nil, nil, &vision.ImageError{Index: 1, Err: vision.ErrTooLarge}
+	}
+	if _, e := encodeImages(context.Background(), m, "", ri, &Params{}); e == nil || e.Param != "b" || !strings.Contains(e.Message, "pixel limit") {
+		t.Errorf("image 1 too large: %v", e)
+	}
+}
+
+// TestRemoteImagesOnlyFromAllowedDomains: an http(s) image URL is fetched
+// from an allowed host (within the byte limit, redirects only to allowed
+// hosts) and refused otherwise, naming the field.
+func TestRemoteImagesOnlyFromAllowedDomains(t *testing.T) {
+	img := pngBytes(t, 4, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/a.png":
+			w.Write(img)
+		case "/big.png":
+			w.Write(make([]byte, 5000))
+		case "/away":
+			http.Redirect(w, r, strings.Replace("http://"+r.Host+"/a.png", "127.0.0.1", "localhost", 1), http.StatusFound)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	allowed := MediaOptions{AllowedDomains: []string{"127.0.0.1"}, MaxImageBytes: 4000}
+	r, e := DecodeChat(chatWithParts(imagePart(srv.URL+"/a.png")), DecodeOptions{Media: allowed})
+	if e != nil {
+		t.Fatal(e)
+	}
+	if diff := cmp.Diff([][]byte{img}, r.Images.Data); diff != "" {
+		t.Errorf("fetched image (-want +got):\n%s", diff)
+	}
+	field := "messages[0].content[0].image_url.url"
+	for _, tc := range []struct {
+		name, url, message string
+		media              MediaOptions
+	}{
+		{"no allow-list", srv.URL + "/a.png", "--allowed-media-domains", MediaOptions{}},
+		{"another host", "https://example.com/a.png", "--allowed-media-domains", allowed},
+		{"a redirect to another host", srv.URL + "/away", "redirected outside", allowed},
+		{"not found", srv.URL + "/none.png", "404", allowed},
+		{"over the byte limit", srv.URL + "/big.png", "byte limit", allowed},
+	} {
+		_, e := DecodeChat(chatWithParts(imagePart(tc.url)), DecodeOptions{Media: tc.media})
+		if e == nil || e.Status != 400 || e.Param != field || !strings.Contains(e.Message, tc.message) {
+			t.Errorf("%s: %v, want 400 %s containing %q", tc.name, e, field, tc.message)
+		}
+	}
+}
+
+// TestAnthropicImageBlocksNamedBySource: a bad image block of /v1/messages
+// is a 400 naming the block's source.
+func TestAnthropicImageBlocksNamedBySource(t *testing.T) {
+	for _, tc := range []struct{ body, param string }{
+		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"AAAA"}}]}]}`, "messages[0].content[0].source"},
+		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yes"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"},{"type":"image","source":{"type":"url","url":"https://example.com/y.png"}}]}]}`, "messages[2].content[2].source"},
+		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file"}}]}]}`, "messages[0].content[0].source.type"},
+	} {
+		_, e := DecodeMessages([]byte(tc.body), DecodeOptions{}, false)
+		if e == nil || e.Status != 400 || e.Param != tc.param {
+			t.Errorf("%s: %v, want 400 naming %s", tc.body, e, tc.param)
+		}
+	}
+	r, e := DecodeMessages([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"`+
+		base64.StdEncoding.EncodeToString(pngBytes(t, 2, 2))+`"}},{"type":"text","text":"b"}]}]}`), DecodeOptions{}, false)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if diff := cmp.Diff("a<__media__>b", r.Chat.Messages[0].Content); diff != "" {
+		t.Errorf("content (-want +got):\n%s", diff)
+	}
+}

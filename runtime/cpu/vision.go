@@ -1,0 +1,210 @@
+package cpu
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// The vision tower's ops (runtime/tensor/vision.go), in the float32
+// arithmetic of ggml's CPU kernels.
+
+// runVision runs op if it is a vision tower op and reports whether it was.
+func (p *program) runVision(out []float32, op tensor.Op) bool {
+	switch op.Kind {
+	case tensor.OpNorm:
+		x, d := p.f32[op.Args[0].ID], op.Out.Cols()
+		p.b.pool.parallel(op.Out.Rows(), 8, func(_, lo, hi int) {
+			for r := lo; r < hi; r++ {
+				layerNormRow(out[r*d:(r+1)*d], x[r*d:(r+1)*d], op.Eps)
+			}
+		})
+	case tensor.OpGELU:
+		x := p.f32[op.Args[0].ID]
+		p.b.pool.parallel(len(out), 4096, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				out[i] = geluF16(x[i])
+			}
+		})
+	case tensor.OpRoPE2D:
+		copy(out, p.f32[op.Args[0].ID])
+		ys, xs, w, a := p.i32[op.Args[1].ID], p.i32[op.Args[2].ID], op.Out.Cols(), op.RoPE
+		trig := rope2DTable(a)
+		p.b.pool.parallel(op.Out.Rows(), 8, func(_, lo, hi int) {
+			for r := lo; r < hi; r++ {
+				rope2DRow(out[r*w:(r+1)*w], ys[r], xs[r], a.HeadDim, trig)
+			}
+		})
+	case tensor.OpSelfAttention:
+		p.selfAttention(out, op)
+	case tensor.OpReshape:
+		copy(out, p.f32[op.Args[0].ID])
+	case tensor.OpMixRows:
+		x, y, mask, d := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID], p.i32[op.Args[2].ID], op.Out.Cols()
+		for r, m := range mask {
+			src := x
+			if m != 0 {
+				src = y
+			}
+			copy(out[r*d:(r+1)*d], src[r*d:(r+1)*d])
+		}
+	case tensor.OpMRoPE:
+		p.mrope(out, op)
+	default:
+		return false
+	}
+	return true
+}
+
+// layerNormRow writes (x - mean) / sqrt(var + eps) of one row to dst as
+// ggml_norm does: the sums in float64, the mean and variance rounded to
+// float32.
+func layerNormRow(dst, x []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v)
+	}
+	mean := float32(sum / float64(len(x)))
+	var sq float64
+	for _, v := range x {
+		d := v - mean
+		sq += float64(d * d)
+	}
+	scale := 1 / float32(math.Sqrt(float64(float32(sq/float64(len(x)))+eps)))
+	for i, v := range x {
+		dst[i] = (v - mean) * scale
+	}
+}
+
+// geluF16 is ggml's tanh GELU through its fp16 table.
+func geluF16(x float32) float32 {
+	switch {
+	case x <= -10:
+		return 0
+	case x >= 10:
+		return x
+	}
+	h := tensor.F16ToF32(tensor.F32ToF16(x))
+	const sqrt2OverPi, coefA = 0.79788456080286535587989211986876, 0.044715
+	inner := float32(sqrt2OverPi) * h * (1 + float32(coefA)*h*h)
+	g := 0.5 * h * (1 + float32(math.Tanh(float64(inner))))
+	return tensor.F16ToF32(tensor.F32ToF16(g))
+}
+
+// rope2DTable returns the inverse frequency of each pair of a section:
+// Base^(-k/(HeadDim/4)), k = 0..HeadDim/4-1.
+func rope2DTable(a tensor.RoPEArgs) []float32 {
+	section := a.HeadDim / 4
+	freq := make([]float32, section)
+	for k := range freq {
+		freq[k] = float32(math.Pow(float64(a.Base), -float64(k)/float64(section)))
+	}
+	return freq
+}
+
+// rope2DRow rotates every head of one row in place: pairs (i, i+half) of
+// a head, the first half/2 pairs by y and the rest by x.
+func rope2DRow(row []float32, y, x int32, headDim int, freq []float32) {
+	half, section := headDim/2, headDim/4
+	for h := 0; h < len(row); h += headDim {
+		v := row[h : h+headDim]
+		for i := range half {
+			pos, k := y, i
+			if i >= section {
+				pos, k = x, i-section
+			}
+			theta := float32(pos) * freq[k]
+			c, s := float32(math.Cos(float64(theta))), float32(math.Sin(float64(theta)))
+			a, b := v[i], v[i+half]
+			v[i], v[i+half] = a*c-b*s, a*s+b*c
+		}
+	}
+}
+
+// selfAttention computes softmax(q k^T x scale) v for every head and row
+// over all rows: each head's keys and transposed values are gathered once
+// (so both products are dot products of contiguous rows), then the work
+// is split by (head, row) across workers.
+func (p *program) selfAttention(out []float32, op tensor.Op) {
+	q, k, v := p.f32[op.Args[0].ID], p.f32[op.Args[1].ID], p.f32[op.Args[2].ID]
+	n, width, hd, heads, scale := op.Out.Rows(), op.Out.Cols(), op.Attn.HeadDim, op.Attn.Heads, op.Attn.Scale
+	if cap(p.attnKV) < 2*n*width {
+		p.attnKV = make([]float32, 2*n*width)
+	}
+	kh, vt := p.attnKV[:n*width], p.attnKV[n*width:2*n*width] // per head: keys [n, hd], values [hd, n]
+	p.b.pool.parallel(heads, 1, func(_, lo, hi int) {
+		for h := lo; h < hi; h++ {
+			base := h * n * hd
+			for j := range n {
+				row := j*width + h*hd
+				copy(kh[base+j*hd:base+(j+1)*hd], k[row:row+hd])
+				for d := range hd {
+					vt[base+d*n+j] = v[row+d]
+				}
+			}
+		}
+	})
+	p.b.pool.parallel(heads*n, 4, func(worker, lo, hi int) {
+		scores := p.scratch(p.score, worker, n)
+		for item := lo; item < hi; item++ {
+			h, i := item/n, item%n
+			base := h * n * hd
+			qi := q[i*width+h*hd:][:hd]
+			dots(scores, kh[base:base+n*hd], hd, qi)
+			maxScore := float32(math.Inf(-1))
+			for j := range n {
+				scores[j] *= scale
+				maxScore = max(maxScore, scores[j])
+			}
+			var sum float64
+			for j := range n {
+				scores[j] = float32(math.Exp(float64(scores[j] - maxScore)))
+				sum += float64(scores[j])
+			}
+			inv := 1 / float32(sum)
+			for j := range n {
+				scores[j] *= inv
+			}
+			dots(out[i*width+h*hd:][:hd], vt[base:base+hd*n], n, scores)
+		}
+	})
+}
+
+// mrope rotates the rows of an MRoPE op: ropeRow's angles, each pair's
+// from its section's position component.
+func (p *program) mrope(out []float32, op tensor.Op) {
+	copy(out, p.f32[op.Args[0].ID])
+	a, w := op.RoPE, op.Out.Cols()
+	comps, _ := a.SectionComponents() // checked by the builder
+	pos := [3][]int32{p.i32[op.Args[1].ID], p.i32[op.Args[2].ID], p.i32[op.Args[3].ID]}
+	thetaScale := float32(math.Pow(float64(a.Base), float64(float32(-2.0)/float32(a.Dims))))
+	p.b.pool.parallel(op.Out.Rows(), 8, func(worker, lo, hi int) {
+		trig := p.scratch(p.trig, worker, a.Dims)
+		cos, sin := trig[:a.Dims/2], trig[a.Dims/2:]
+		for r := lo; r < hi; r++ {
+			theta := [3]float32{float32(pos[0][r]), float32(pos[1][r]), float32(pos[2][r])}
+			for i, c := range comps {
+				cos[i], sin[i] = cosf32(theta[c]), sinf32(theta[c])
+				for k := range theta {
+					theta[k] *= thetaScale
+				}
+			}
+			rotateHeads(out[r*w:(r+1)*w], a, cos, sin)
+		}
+	})
+}
+
+// dots writes into out[r] the dot product of row r of rows (len(out) rows
+// of k values) with x, four rows at a time with the level's kernel.
+func dots(out, rows []float32, k int, x []float32) {
+	r := 0
+	if level != levelRef {
+		for ; r+4 <= len(out); r += 4 {
+			floatDot4x1(tensor.F32, unsafe.Pointer(&rows[r*k]), uintptr(4*k), unsafe.Pointer(&x[0]), k, unsafe.Pointer(&out[r]), 4)
+		}
+	}
+	for ; r < len(out); r++ {
+		out[r] = dotF32(x, rows[r*k:(r+1)*k])
+	}
+}

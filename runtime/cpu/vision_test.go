@@ -1,0 +1,87 @@
+package cpu
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// runInputs records build over float and int inputs named "x" [rows,
+// cols], "y" (the same) and the int inputs, runs it on the CPU backend
+// and returns the output "out".
+func runInputs(t *testing.T, rows, cols int, floats map[string][]float32, ints map[string][]int32, build func(b *tensor.Builder, x, y tensor.Tensor) tensor.Tensor) []float32 {
+	t.Helper()
+	be := New(exec.Options{Threads: 2})
+	t.Cleanup(func() { be.Close() })
+	if err := be.Load(&weights.File{}); err != nil {
+		t.Fatal(err)
+	}
+	b := tensor.NewBuilder(func(string) (tensor.DType, int, int, bool) { return 0, 0, 0, false })
+	b.Output("out", build(b, b.InputF32("x", rows, cols), b.InputF32("y", rows, cols)))
+	g, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := be.Prepare(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Run(context.Background(), &exec.Batch{Floats: floats, Ints: ints}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _, err := x.Output("out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]float32(nil), out...)
+}
+
+// TestMRoPEWithEqualComponentsIsRoPE: a text row's three M-RoPE
+// components are its position, and it must turn exactly as RoPE turns it
+// (so a prompt without images computes what the plain text path does),
+// while an image row's h and w components move the pairs of their
+// sections.
+func TestMRoPEWithEqualComponentsIsRoPE(t *testing.T) {
+	const rows, cols = 3, 64 // 2 heads of 32, 8 rotated dims, as tiny-qwen35
+	a := tensor.RoPEArgs{HeadDim: 32, Dims: 8, Base: 100, Mode: tensor.RoPENeox, Sections: [4]int{2, 1, 1, 0}}
+	xs := make([]float32, rows*cols)
+	for i := range xs {
+		xs[i] = float32(i%17) - 8.5
+	}
+	pos := []int32{0, 7, 1234}
+	floats := map[string][]float32{"x": xs, "y": xs}
+	ints := map[string][]int32{"p": pos, "t": pos, "h": pos, "w": pos}
+	rope := runInputs(t, rows, cols, floats, ints, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
+		return b.RoPE(x, b.Input("p", rows), a)
+	})
+	mrope := runInputs(t, rows, cols, floats, ints, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
+		return b.MRoPE(x, b.Input("t", rows), b.Input("h", rows), b.Input("w", rows), a)
+	})
+	if diff := cmp.Diff(rope, mrope); diff != "" {
+		t.Errorf("mrope with t = h = w (-rope +mrope):\n%s", diff)
+	}
+	ints["h"] = []int32{0, 8, 1234}
+	moved := runInputs(t, rows, cols, floats, ints, func(b *tensor.Builder, x, _ tensor.Tensor) tensor.Tensor {
+		return b.MRoPE(x, b.Input("t", rows), b.Input("h", rows), b.Input("w", rows), a)
+	})
+	for c := range cols {
+		// Row 1's h component moved: pair 1 (elements 1 and 5 of each head) turns differently.
+		changed := moved[cols+c] != rope[cols+c]
+		if want := c%32 == 1 || c%32 == 5; changed != want {
+			t.Errorf("row 1 element %d: changed %v, want %v", c, changed, want)
+		}
+	}
+}
+
+func TestMixRowsTakesMaskedRowsFromY(t *testing.T) {
+	x, y := []float32{1, 2, 3, 4, 5, 6}, []float32{-1, -2, -3, -4, -5, -6}
+	got := runInputs(t, 3, 2, map[string][]float32{"x": x, "y": y}, map[string][]int32{"m": {0, 1, 0}},
+		func(b *tensor.Builder, x, y tensor.Tensor) tensor.Tensor { return b.MixRows(x, y, b.Input("m", 3)) })
+	if diff := cmp.Diff([]float32{1, 2, -3, -4, 5, 6}, got); diff != "" {
+		t.Errorf("mix_rows (-want +got):\n%s", diff)
+	}
+}
