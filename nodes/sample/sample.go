@@ -249,7 +249,8 @@ func resized[T any](buf []T, n int) []T {
 }
 
 // Pick chooses one token from logits under s, drawing from rng when s is
-// not greedy. It allocates nothing.
+// not greedy. It allocates nothing once the pooled scratch it works in is
+// sized to the vocabulary.
 func Pick(logits []float32, s request.Sampling, rng *rand.Rand) int32 {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
