@@ -460,7 +460,7 @@ func newGrammarMask(ctx context.Context, fail context.CancelCauseFunc, p *Params
 	}
 	switch {
 	case ctx.Err() != nil:
-		return nil, deadlineError()
+		return nil, abortError(ctx)
 	case err != nil:
 		return nil, tooComplex(p.ConstraintField, err)
 	}

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/http"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/ninfer/ninfer-go/nodes/sample/grammar"
 )
@@ -89,6 +93,58 @@ func TestGrammarMaskStops(t *testing.T) {
 			}
 			if tc.wantFailure && (failed.e.Param != "grammar" || failed.e.Code != "constraint_too_complex" || failed.e.Status != 400) {
 				t.Errorf("failure %+v, want a 400 constraint_too_complex naming grammar", failed.e)
+			}
+		})
+	}
+}
+
+// A choice whose context ends while its first mask is computed fails as
+// any aborted request does: 504 past the deadline, 503 shutting_down when
+// Shutdown aborted it, 499 when cancelled.
+func TestGrammarMaskAbortReportsItsCause(t *testing.T) {
+	tk := tinyTokenizer(t)
+	g, err := grammar.Parse(`root ::= "a"+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		end    func(generations context.CancelCauseFunc) context.Context
+		status int
+		code   string
+	}{
+		{"past the deadline", func(context.CancelCauseFunc) context.Context {
+			ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+			t.Cleanup(cancel)
+			return ctx
+		}, http.StatusGatewayTimeout, "deadline_exceeded"},
+		{"aborted by shutdown", func(generations context.CancelCauseFunc) context.Context {
+			generations(errShuttingDown)
+			return nil
+		}, http.StatusServiceUnavailable, "shutting_down"},
+		{"cancelled", func(context.CancelCauseFunc) context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}, 499, "client_closed_request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// As the server nests them: generations, the request's timeout, the choice.
+			generations, stop := context.WithCancelCause(context.Background())
+			defer stop(nil)
+			parent, cancelJob := context.WithTimeout(generations, time.Hour)
+			defer cancelJob()
+			if ended := tc.end(stop); ended != nil {
+				parent = ended
+			}
+			ctx, cancel := context.WithCancelCause(parent)
+			defer cancel(nil)
+			_, e := newGrammarMask(ctx, cancel, &Params{Grammar: g, ConstraintField: "grammar"}, tk, 200)
+			if e == nil {
+				t.Fatal("no error from a mask whose context ended")
+			}
+			if diff := cmp.Diff([]any{tc.status, tc.code}, []any{e.Status, e.Code}); diff != "" {
+				t.Errorf("status and code (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -1,7 +1,9 @@
 package httpfront
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 )
@@ -64,6 +66,20 @@ func shuttingDownError() *Error {
 // says how.
 func clientClosedError(message string) *Error {
 	return &Error{Status: 499, Type: typeInvalid, Code: "client_closed_request", Message: message}
+}
+
+// abortError is the failure of a request whose context ctx ended: 504 past
+// the server's deadline, 503 when Shutdown aborted it, else 499 (its client
+// or the server cancelled it).
+func abortError(ctx context.Context) *Error {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return deadlineError()
+	case errors.Is(context.Cause(ctx), errShuttingDown):
+		return shuttingDownError()
+	default:
+		return clientClosedError("The request was cancelled.")
+	}
 }
 
 // badRequest is a 400 that names no single field.

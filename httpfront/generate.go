@@ -409,12 +409,8 @@ func (j *job) ending(ctx context.Context, ev engine.Event, st *stopper, overrun 
 		return text, "stop", nil
 	case ev.Finish == engine.FinishLength:
 		return text, "length", nil
-	case ev.Finish == engine.FinishAbort && errors.Is(ev.Err, context.DeadlineExceeded):
-		return text, "stop", deadlineError()
-	case ev.Finish == engine.FinishAbort && errors.Is(context.Cause(ctx), errShuttingDown):
-		return text, "stop", shuttingDownError()
-	case ev.Finish == engine.FinishAbort:
-		return text, "stop", clientClosedError("The request was cancelled.")
+	case ev.Finish == engine.FinishAbort: // the engine saw ctx end
+		return text, "stop", abortError(ctx)
 	default:
 		return text, "stop", &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: "The engine failed: " + errString(ev.Err)}
 	}

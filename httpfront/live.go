@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/valyala/fasthttp"
 
@@ -164,47 +165,50 @@ func (s *Server) live(ctx *fasthttp.RequestCtx, m *Model) {
 	st := LiveStats{UnixMs: time.Now().UnixMilli(), Running: snap.Running, Waiting: snap.Waiting, MaxRunning: snap.MaxRunning,
 		CacheUsage: snap.CacheUsage(), CacheGroups: cacheGroups(m, snap), PrefixCache: snap.PrefixCache,
 		PrefixQueries: snap.PrefixQueries, PrefixHits: snap.PrefixHits, Recent: s.recent.snapshot()}
-	families, err := s.metrics.gather()
-	if err != nil {
-		s.fail(ctx, &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: err.Error()})
-		return
-	}
-	for _, f := range families {
-		switch f.GetName() {
-		case "ninfer:prompt_tokens_total":
-			st.PromptTokens = counter(f)
-		case "ninfer:generation_tokens_total":
-			st.GenerationTokens = counter(f)
-		case "ninfer:spec_decode_num_drafts_total":
-			st.Speculative.Rounds = counter(f)
-		case "ninfer:spec_decode_num_draft_tokens_total":
-			st.Speculative.Drafted = counter(f)
-		case "ninfer:spec_decode_num_accepted_tokens_total":
-			st.Speculative.Accepted = counter(f)
-		case "ninfer:spec_decode_num_accepted_tokens_per_pos":
-			st.Speculative.AcceptedPerPosition = perPosition(f)
-		}
-	}
-	if st.Speculative.AcceptedPerPosition == nil {
-		st.Speculative.AcceptedPerPosition = []int64{}
-	}
+	s.metrics.readLive(&st)
 	s.writeJSON(ctx, http.StatusOK, st)
 }
 
-// counter is the value of an unlabelled counter family.
-func counter(f *dto.MetricFamily) int64 {
-	var n float64
-	for _, m := range f.GetMetric() {
-		n += m.GetCounter().GetValue()
+// readLive reads the counters of LiveStats from the served model's series
+// alone (not the whole registry), as a scrape would see them: each
+// finished request's figures all or not at all.
+func (m *Metrics) readLive(st *LiveStats) {
+	m.recording.Lock()
+	defer m.recording.Unlock()
+	st.Speculative.AcceptedPerPosition = []int64{}
+	ms := m.series.Load()
+	if ms == nil {
+		return
 	}
-	return int64(n)
+	st.PromptTokens, st.GenerationTokens = counterValue(ms.nPrompt), counterValue(ms.nGeneration)
+	st.Speculative.Rounds, st.Speculative.Drafted, st.Speculative.Accepted =
+		counterValue(ms.nDrafts), counterValue(ms.nDraftTokens), counterValue(ms.nAccepted)
+	st.Speculative.AcceptedPerPosition = perPosition(ms.nAcceptedPerPos)
 }
 
-// perPosition turns the per-position counter family (label "position")
-// into a slice indexed by position.
-func perPosition(f *dto.MetricFamily) []int64 {
-	var out []int64
-	for _, m := range f.GetMetric() {
+// counterValue is c's count.
+func counterValue(c prometheus.Counter) int64 {
+	var d dto.Metric
+	if c.Write(&d) != nil {
+		return 0
+	}
+	return int64(d.GetCounter().GetValue())
+}
+
+// perPosition turns the per-position counters (label "position") into a
+// slice indexed by position.
+func perPosition(v *prometheus.CounterVec) []int64 {
+	ch := make(chan prometheus.Metric)
+	go func() {
+		v.Collect(ch)
+		close(ch)
+	}()
+	out := []int64{}
+	for c := range ch {
+		var m dto.Metric
+		if c.Write(&m) != nil {
+			continue
+		}
 		for _, l := range m.GetLabel() {
 			if l.GetName() != "position" {
 				continue

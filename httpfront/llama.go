@@ -289,14 +289,12 @@ func (s *Server) llamaCompletion(ctx *fasthttp.RequestCtx, m *Model, infill bool
 // model named id ("model" may be left out): its fields (the prompt is read
 // from them) and its parameters, one choice without log-probabilities.
 func decodeLlama(body []byte, id string, o DecodeOptions) (fields, Params, *Error) {
-	strict := o.Strict
-	body, e := withModel(body, id)
+	f, e := object(body, llamaFields, o.Strict)
 	if e != nil {
 		return nil, Params{}, e
 	}
-	f, e := object(body, llamaFields, strict)
-	if e != nil {
-		return nil, Params{}, e
+	if _, named := f["model"]; !named {
+		f["model"], _ = json.Marshal(id)
 	}
 	if named, e := model(f); e != nil {
 		return nil, Params{}, e

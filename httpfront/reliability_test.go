@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"testing"
@@ -173,28 +174,66 @@ func TestNonStreamingDisconnectsAbortTheirWork(t *testing.T) {
 	}
 }
 
-// liveHeap is the Go heap's live bytes after a collection. The KV cache is
-// allocated when the server starts, so growth after that is what requests
-// hold (RSS would also grow as the engine first writes KV pages).
+// liveHeap is the Go heap's live bytes as a forced collection marked them.
+// The KV cache is allocated when the server starts, so growth after that is
+// what requests hold (RSS would also grow as the engine first writes KV
+// pages). MemStats.HeapAlloc would also count the garbage the running
+// engine made between the collection and the read. It collects twice: the
+// first collection keeps what sync.Pools cache (earlier tests' servers
+// pooled buffers too) as their victims, the second drops it.
 func liveHeap() int64 {
 	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	return int64(sample[0].Value.Uint64())
+}
+
+// settledLiveHeap is liveHeap once it has stopped falling (three readings
+// 100 ms apart, none more than 64 KB below the lowest before it, within 10
+// s): goroutines that earlier tests' servers left winding down hold
+// megabytes for a few hundred milliseconds, which would otherwise be freed
+// while a test measures its own growth.
+func settledLiveHeap() int64 {
+	low, steady := liveHeap(), 0
+	for deadline := time.Now().Add(10 * time.Second); steady < 3 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		if h := liveHeap(); h < low-64<<10 {
+			low, steady = h, 0
+		} else {
+			low, steady = min(low, h), steady+1
+		}
+	}
+	return low
 }
 
 // A small request that asks for many long choices (16 prompts x n:16, no
-// max_tokens: each may run to the context length) holds memory per token
-// produced, not per token allowed: the live heap grows by well under 50 MB.
+// max_tokens: each may run to the context length) at OpenAI's default
+// sampling (temperature 1 over the whole vocabulary) holds memory per token
+// produced, not per token allowed. The heap is measured once the engine
+// has produced a fixed number of tokens (not after a fixed time, which a
+// fast machine fills with more tokens), against the lower of the server's
+// heap before the request and once idle after it, and may grow by a fixed
+// allowance plus a small amount per token produced (2-4 MB in all when
+// this was written); holding 16 bytes per token allowed (256 choices x the
+// context length) exceeds it.
 func TestManyLongChoicesMemoryIsBounded(t *testing.T) {
+	const (
+		produce        = 4000    // tokens produced before the heap is measured
+		fixedBytes     = 8 << 20 // the 256 choices' requests and state, the sampler's scratch
+		bytesPerToken  = 1 << 10 // a produced token's id, text and bookkeeping
+		heldPerAllowed = 16      // what a server holding memory per token allowed holds at the least
+	)
 	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 16)
-	before := liveHeap()
+	allowed := 256 * s.inst.Engine.ContextLength()
+	before := settledLiveHeap()
 	prompts := make([]string, 16)
 	for i := range prompts {
 		prompts[i] = fmt.Sprintf("%q", fmt.Sprintf("p%d", i))
 	}
 	body := `{"model":"tiny-qwen3-f32","prompt":[` + strings.Join(prompts, ",") + `],"n":16}`
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	go func() {
@@ -202,19 +241,34 @@ func TestManyLongChoicesMemoryIsBounded(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	time.Sleep(2 * time.Second)
+	generated := func() int { return int(sumMetric(scrape(t, s.url)["vllm:generation_tokens_total"])) }
+	for deadline := time.Now().Add(time.Minute); generated() < produce; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tokens produced after a minute, want %d", generated(), produce)
+		}
+	}
 	h := s.health(t)
-	grew := liveHeap() - before
+	during := liveHeap()
+	n := generated()
 	cancel()
 	if h.RequestsInFlight != 256 {
 		t.Errorf("requests_in_flight %d, want 256 choices running or queued", h.RequestsInFlight)
 	}
-	if grew > 50<<20 {
-		t.Errorf("the live heap grew by %d MB while 256 choices ran", grew>>20)
-	} else {
-		t.Logf("the live heap grew by %.2f MB while 256 choices ran", float64(grew)/(1<<20))
-	}
 	s.waitIdle(t)
+	// The same server idle again is a baseline too, taken once whatever
+	// earlier tests left running has surely ended.
+	idle := settledLiveHeap()
+	grew := during - min(before, idle)
+	bound := int64(fixedBytes + n*bytesPerToken)
+	if int64(allowed*heldPerAllowed) <= bound {
+		t.Fatalf("%d tokens allowed hold %d bytes at %d bytes each, within the bound of %d: the context is too short for the test to tell tokens allowed from tokens produced", allowed, allowed*heldPerAllowed, heldPerAllowed, bound)
+	}
+	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
+	if grew > bound {
+		t.Errorf("the live heap grew by %.1f MB with %d tokens produced, want at most %.1f MB (baseline %.1f MB before, %.1f MB idle after)", mb(grew), n, mb(bound), mb(before), mb(idle))
+	} else {
+		t.Logf("the live heap grew by %.2f MB with %d tokens produced (%d allowed; baseline %.2f MB before, %.2f MB idle after)", mb(grew), n, allowed, mb(before), mb(idle))
+	}
 }
 
 // Requests that can never succeed get a 4xx that names the field (or the

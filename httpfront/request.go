@@ -471,9 +471,9 @@ func messages(f fields, strict bool, images *requestImages) ([]tok.Message, *Err
 			return nil, badParam(at+".role", "Invalid value for '%s.role': '%s' is not supported; use 'system', 'developer', 'user', 'assistant' or 'tool'.", at, role)
 		}
 		msg := tok.Message{Role: role}
-		for _, k := range []string{"tool_call_id", "reasoning_content"} {
-			var v string
-			if e := m.decode(k, "a string", &v); e != nil {
+		var strs [2]string // tool_call_id, reasoning_content
+		for j, k := range [2]string{"tool_call_id", "reasoning_content"} {
+			if e := m.decode(k, "a string", &strs[j]); e != nil {
 				e.Param, e.Message = at+"."+k, fmt.Sprintf("Invalid type for '%s.%s': expected a string.", at, k)
 				return nil, e
 			}
@@ -482,12 +482,10 @@ func messages(f fields, strict bool, images *requestImages) ([]tok.Message, *Err
 			return nil, badParam(at+".tool_calls", "Invalid '%s.tool_calls': only assistant messages carry tool calls.", at)
 		}
 		if role == "tool" {
-			var id string
 			if !m.has("tool_call_id") {
 				return nil, badParam(at+".tool_call_id", "Missing required parameter: '%s.tool_call_id'.", at)
 			}
-			m.decode("tool_call_id", "a string", &id)
-			if !callIDs[id] && anonymousCalls == 0 {
+			if id := strs[0]; !callIDs[id] && anonymousCalls == 0 {
 				return nil, badParam(at+".tool_call_id", "Invalid '%s.tool_call_id': no earlier assistant message has a tool call with id '%.64s'.", at, id)
 			}
 		}
@@ -500,7 +498,7 @@ func messages(f fields, strict bool, images *requestImages) ([]tok.Message, *Err
 			}
 		}
 		if m.has("tool_calls") {
-			calls, e := messageToolCalls(m["tool_calls"], at+".tool_calls")
+			calls, ids, e := messageToolCalls(m["tool_calls"], at+".tool_calls")
 			if e != nil {
 				return nil, e
 			}
@@ -508,15 +506,11 @@ func messages(f fields, strict bool, images *requestImages) ([]tok.Message, *Err
 				msg.Extra = map[string]json.RawMessage{}
 			}
 			msg.Extra["tool_calls"] = calls
-			var ids []struct {
-				ID string `json:"id"`
-			}
-			json.Unmarshal(calls, &ids)
-			for _, c := range ids {
-				if c.ID == "" {
+			for _, id := range ids {
+				if id == "" {
 					anonymousCalls++
 				}
-				callIDs[c.ID] = true
+				callIDs[id] = true
 			}
 		}
 		if role == "assistant" && msg.Extra["tool_calls"] != nil && !m.has("content") {
@@ -534,10 +528,10 @@ func messages(f fields, strict bool, images *requestImages) ([]tok.Message, *Err
 }
 
 // messageToolCalls validates an assistant message's tool_calls and returns
-// them for the chat template: OpenAI's shape with each function's
-// arguments, a JSON string, parsed into its object (Hugging Face templates
-// render arguments with tojson).
-func messageToolCalls(raw json.RawMessage, at string) (json.RawMessage, *Error) {
+// them for the chat template (OpenAI's shape with each function's
+// arguments, a JSON string, parsed into its object: Hugging Face templates
+// render arguments with tojson) and each call's id ("" when it has none).
+func messageToolCalls(raw json.RawMessage, at string) (json.RawMessage, []string, *Error) {
 	var calls []struct {
 		ID       string `json:"id"`
 		Type     string `json:"type"`
@@ -547,7 +541,7 @@ func messageToolCalls(raw json.RawMessage, at string) (json.RawMessage, *Error) 
 		} `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &calls); err != nil {
-		return nil, badParam(at, "Invalid type for '%s': expected an array of tool calls.", at)
+		return nil, nil, badParam(at, "Invalid type for '%s': expected an array of tool calls.", at)
 	}
 	type fn struct {
 		Name      string          `json:"name"`
@@ -558,14 +552,14 @@ func messageToolCalls(raw json.RawMessage, at string) (json.RawMessage, *Error) 
 		Type     string `json:"type"`
 		Function fn     `json:"function"`
 	}
-	out := make([]call, len(calls))
+	out, ids := make([]call, len(calls)), make([]string, len(calls))
 	for i, c := range calls {
 		ci := fmt.Sprintf("%s[%d]", at, i)
 		if c.Type != "" && c.Type != "function" {
-			return nil, badParam(ci+".type", "Invalid value for '%s.type': only 'function' tool calls are supported.", ci)
+			return nil, nil, badParam(ci+".type", "Invalid value for '%s.type': only 'function' tool calls are supported.", ci)
 		}
 		if c.Function == nil || c.Function.Name == "" {
-			return nil, badParam(ci+".function", "Missing required parameter: '%s.function.name'.", ci)
+			return nil, nil, badParam(ci+".function", "Missing required parameter: '%s.function.name'.", ci)
 		}
 		args := c.Function.Arguments
 		var text string
@@ -578,13 +572,13 @@ func messageToolCalls(raw json.RawMessage, at string) (json.RawMessage, *Error) 
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
-		out[i] = call{ID: c.ID, Type: "function", Function: fn{Name: c.Function.Name, Arguments: args}}
+		out[i], ids[i] = call{ID: c.ID, Type: "function", Function: fn{Name: c.Function.Name, Arguments: args}}, c.ID
 	}
 	b, err := marshal(out)
 	if err != nil {
-		return nil, badParam(at, "Invalid '%s': %v", at, err)
+		return nil, nil, badParam(at, "Invalid '%s': %v", at, err)
 	}
-	return b, nil
+	return b, ids, nil
 }
 
 // messageContent reads a message's content: a string, or an array of

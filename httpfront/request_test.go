@@ -73,6 +73,12 @@ func TestDecodeChatAcceptsValidRequests(t *testing.T) {
 			&ChatRequest{Model: "m", ToolChoice: "none", ParallelToolCalls: true, AddGenerationPrompt: true, Messages: []tok.Message{hi[0],
 				{Role: "assistant", Extra: map[string]json.RawMessage{"tool_calls": json.RawMessage(`[{"id":"c1","type":"function","function":{"name":"f","arguments":{"x":1}}}]`)}},
 				{Role: "tool", Content: "42", Extra: map[string]json.RawMessage{"tool_call_id": json.RawMessage(`"c1"`)}}}, Params: defaults()}},
+		{"a tool result may answer a call that has no id",
+			`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"f"}}]},
+			{"role":"tool","tool_call_id":"any","content":"42"}]}`,
+			&ChatRequest{Model: "m", ToolChoice: "none", ParallelToolCalls: true, AddGenerationPrompt: true, Messages: []tok.Message{
+				{Role: "assistant", Extra: map[string]json.RawMessage{"tool_calls": json.RawMessage(`[{"type":"function","function":{"name":"f","arguments":{}}}]`)}},
+				{Role: "tool", Content: "42", Extra: map[string]json.RawMessage{"tool_call_id": json.RawMessage(`"any"`)}}}, Params: defaults()}},
 		{"a forced call of a named function",
 			`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`,
 			&ChatRequest{Model: "m", AddGenerationPrompt: true, Messages: hi, Tools: json.RawMessage(`[{"type":"function","function":{"name":"f"}}]`),

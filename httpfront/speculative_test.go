@@ -1,7 +1,11 @@
 package httpfront_test
 
 import (
+	"encoding/json"
+	"strconv"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/ninfer/ninfer-go/httpfront"
 	_ "github.com/ninfer/ninfer-go/nodes/speculative"
@@ -32,5 +36,43 @@ func TestSpeculativeTimings(t *testing.T) {
 	a, okA := tm["draft_n_accepted"].(float64)
 	if !okN || !okA || n < 1 || a < 1 || a > n {
 		t.Errorf("ngram timings %v: want 1 <= draft_n_accepted <= draft_n", tm)
+	}
+}
+
+// The live figures' speculative counts are /metrics' ninfer: counters
+// after a speculative request: rounds, drafted, accepted and accepted by
+// draft position.
+func TestLiveStatsCountSpeculation(t *testing.T) {
+	s := startGraph(t, "stories260K.gguf", "ngram")
+	s.completion(t, "/v1/completions", `{"model":"stories260K","prompt":"the cat sat on the mat. the cat sat on the mat. the cat sat","max_tokens":32,"temperature":0}`)
+	s.waitIdle(t)
+	status, _, body := s.get(t, "GET", httpfront.LivePath, "")
+	var live httpfront.LiveStats
+	if err := json.Unmarshal([]byte(body), &live); status != 200 || err != nil {
+		t.Fatalf("GET %s: %d %s (%v)", httpfront.LivePath, status, body, err)
+	}
+	fams := scrape(t, s.url)
+	count := func(name string) int64 { return int64(sumMetric(fams[name])) }
+	want := httpfront.SpecCounts{Rounds: count("ninfer:spec_decode_num_drafts_total"), Drafted: count("ninfer:spec_decode_num_draft_tokens_total"),
+		Accepted: count("ninfer:spec_decode_num_accepted_tokens_total"), AcceptedPerPosition: []int64{}}
+	for _, m := range fams["ninfer:spec_decode_num_accepted_tokens_per_pos"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "position" {
+				i, _ := strconv.Atoi(l.GetValue())
+				for len(want.AcceptedPerPosition) <= i {
+					want.AcceptedPerPosition = append(want.AcceptedPerPosition, 0)
+				}
+				want.AcceptedPerPosition[i] = int64(m.GetCounter().GetValue())
+			}
+		}
+	}
+	if want.Rounds == 0 || want.Accepted == 0 || len(want.AcceptedPerPosition) == 0 {
+		t.Fatalf("/metrics counted no speculation: %+v", want)
+	}
+	if diff := cmp.Diff(want, live.Speculative); diff != "" {
+		t.Errorf("live speculative counts (-/metrics +live):\n%s", diff)
+	}
+	if got, want := live.GenerationTokens, count("ninfer:generation_tokens_total"); got != want || got != 32 {
+		t.Errorf("live generation tokens %d, /metrics %d, want 32", got, want)
 	}
 }

@@ -17,7 +17,7 @@ import (
 const goldenUsage = `usage:
   ninfer golden record --model FILE [--graph G] --prompts PROMPTS.json [--n 64] --output OUT.json
   ninfer golden verify [--models DIR | --model FILE] [--graph G] [--teacher-forced] GOLDEN.json...
-  ninfer golden drafts --graph G [--model FILE] [--model draft=FILE] SPEC.json...
+  ninfer golden drafts --graph G [--models DIR | --model FILE] [--model draft=FILE] SPEC.json...
 
 --teacher-forced feeds each case its golden generated tokens and compares
 the model's argmax at every position with the golden's next token (the
@@ -29,7 +29,8 @@ drafts checks llama-server's speculative goldens (spec-*.json): each prompt
 decoded greedily under the speculative graph G, one request at a time with
 k set to the golden's --spec-draft-n-max, gives plain decoding's tokens and
 exactly the drafted and accepted counts llama-server reported. The target
-model defaults to the golden's, beside the golden's ../models.
+model defaults to the golden's, in --models or beside the golden's
+../models.
 `
 
 func runGolden(args []string, stdout, stderr io.Writer) int {
@@ -98,132 +99,136 @@ func goldenRecord(args []string, stdout, stderr io.Writer) int {
 }
 
 func goldenVerify(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("golden verify", flag.ContinueOnError)
+	var forced *bool
+	flags := func(fs *flag.FlagSet) {
+		forced = fs.Bool("teacher-forced", false, "compare teacher-forced argmax per position instead of free-running ids")
+	}
+	check := func(path string, open goldenOpener) (int, int, error) {
+		f, err := golden.Load(path)
+		if err != nil {
+			return 0, 0, err
+		}
+		in, err := open(f.ModelPath, 0)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer in.Close()
+		if !*forced {
+			mism, err := golden.Verify(context.Background(), in, f)
+			if err != nil {
+				return 0, 0, fmt.Errorf("%s: %w", path, err)
+			}
+			for _, x := range mism {
+				fmt.Fprintf(stdout, "%s: %s\n", path, x)
+			}
+			return len(f.Results), len(mism), nil
+		}
+		r, err := golden.VerifyTeacherForced(context.Background(), in, f)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", path, err)
+		}
+		for _, x := range r.Mismatches {
+			fmt.Fprintf(stdout, "%s: %s\n", path, x)
+		}
+		verdict, failed := "ok", 0
+		if !r.Ok() {
+			verdict, failed = "FAIL", 1
+		}
+		fmt.Fprintf(stdout, "%s: %d/%d positions agree (%.2f%%), %d high-margin mismatches: %s\n", path, r.Agree, r.Positions,
+			100*float64(r.Agree)/float64(max(r.Positions, 1)), len(r.Mismatches), verdict)
+		return 1, failed, nil // a file is one teacher-forced case
+	}
+	summary := func(ok, total int) string {
+		if *forced {
+			return fmt.Sprintf("%d/%d files agree teacher-forced", ok, total)
+		}
+		return fmt.Sprintf("%d/%d cases match", ok, total)
+	}
+	return goldenCheck("verify", args, stdout, stderr, flags, check, summary)
+}
+
+func goldenDrafts(args []string, stdout, stderr io.Writer) int {
+	check := func(path string, open goldenOpener) (int, int, error) {
+		f, err := golden.LoadSpec(path)
+		if err != nil {
+			return 0, 0, err
+		}
+		model := func(dir string) string { return filepath.Join(dir, filepath.Base(f.Model)) }
+		in, err := open(model, f.DraftMax())
+		if err != nil {
+			return 0, 0, err
+		}
+		defer in.Close()
+		mism, err := golden.VerifySpec(context.Background(), in, f)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", path, err)
+		}
+		for _, x := range mism {
+			fmt.Fprintf(stdout, "%s: %s\n", path, x)
+		}
+		return len(f.Results), len(mism), nil
+	}
+	summary := func(ok, total int) string { return fmt.Sprintf("%d/%d cases draft as llama-server", ok, total) }
+	return goldenCheck("drafts", args, stdout, stderr, func(*flag.FlagSet) {}, check, summary)
+}
+
+// goldenOpener opens the instance that checks a golden file: its model is
+// --model, else model(the models directory), the file's model there; the
+// graph's k is set to k when k > 0 and --set did not give it.
+type goldenOpener func(model func(dir string) string, k int) (*instance.Instance, error)
+
+// goldenCheck is golden verify and drafts: its flags are the model flags,
+// --models and those flags adds; check checks each golden file given with
+// an opener whose models directory is --models (default: ../models beside
+// the file), and returns the file's cases and failed cases, having printed
+// what failed. goldenCheck then prints summary(passed, total) and exits 1
+// when any case failed.
+func goldenCheck(sub string, args []string, stdout, stderr io.Writer, flags func(*flag.FlagSet),
+	check func(path string, open goldenOpener) (cases, failed int, err error), summary func(passed, total int) string) int {
+	fs := flag.NewFlagSet("golden "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var mf modelFlags
 	mf.register(fs)
-	models := fs.String("models", "", "directory the golden files' model names resolve in (default: beside each golden file, then ../models)")
-	forced := fs.Bool("teacher-forced", false, "compare teacher-forced argmax per position instead of free-running ids")
+	models := fs.String("models", "", "directory the golden files' model names resolve in (default: ../models beside each golden file)")
+	flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	fail := func(err error) int { fmt.Fprintf(stderr, "ninfer golden verify: %v\n", err); return 1 }
+	fail := func(err error) int { fmt.Fprintf(stderr, "ninfer golden %s: %v\n", sub, err); return 1 }
 	if fs.NArg() == 0 {
 		return fail(errors.New("no golden files given"))
 	}
 	failed, total := 0, 0
 	for _, path := range fs.Args() {
-		f, err := golden.Load(path)
-		if err != nil {
-			return fail(err)
-		}
-		model := mf.model
-		if model == "" {
-			dir := *models
-			if dir == "" {
-				dir = filepath.Join(filepath.Dir(path), "..", "models")
+		open := func(model func(dir string) string, k int) (*instance.Instance, error) {
+			m := mf
+			if m.model == "" {
+				dir := *models
+				if dir == "" {
+					dir = filepath.Join(filepath.Dir(path), "..", "models")
+				}
+				m.model = model(dir)
 			}
-			model = f.ModelPath(dir)
-		}
-		m := mf
-		m.model = model
-		opts, err := m.options()
-		if err != nil {
-			return fail(err)
-		}
-		in, err := instance.Open(opts)
-		if err != nil {
-			return fail(err)
-		}
-		if *forced {
-			r, err := golden.VerifyTeacherForced(context.Background(), in, f)
-			in.Close()
+			m.set.params = maps.Clone(mf.set.params)
+			if _, given := m.set.params["k"]; !given && k > 0 {
+				if err := m.set.Set("k=" + strconv.Itoa(k)); err != nil {
+					return nil, err
+				}
+			}
+			opts, err := m.options()
 			if err != nil {
-				return fail(fmt.Errorf("%s: %w", path, err))
+				return nil, err
 			}
-			for _, x := range r.Mismatches {
-				fmt.Fprintf(stdout, "%s: %s\n", path, x)
-			}
-			verdict := "ok"
-			if !r.Ok() {
-				verdict = "FAIL"
-				failed++
-			}
-			fmt.Fprintf(stdout, "%s: %d/%d positions agree (%.2f%%), %d high-margin mismatches: %s\n", path, r.Agree, r.Positions,
-				100*float64(r.Agree)/float64(max(r.Positions, 1)), len(r.Mismatches), verdict)
-			total++
-			continue
+			return instance.Open(opts)
 		}
-		mism, err := golden.Verify(context.Background(), in, f)
-		in.Close()
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", path, err))
-		}
-		for _, x := range mism {
-			fmt.Fprintf(stdout, "%s: %s\n", path, x)
-		}
-		failed += len(mism)
-		total += len(f.Results)
-	}
-	if *forced {
-		fmt.Fprintf(stdout, "%d/%d files agree teacher-forced\n", total-failed, total)
-	} else {
-		fmt.Fprintf(stdout, "%d/%d cases match\n", total-failed, total)
-	}
-	if failed > 0 {
-		return 1
-	}
-	return 0
-}
-
-func goldenDrafts(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("golden drafts", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var mf modelFlags
-	mf.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	fail := func(err error) int { fmt.Fprintf(stderr, "ninfer golden drafts: %v\n", err); return 1 }
-	if fs.NArg() == 0 {
-		return fail(errors.New("no speculative golden files given"))
-	}
-	failed, total := 0, 0
-	for _, path := range fs.Args() {
-		f, err := golden.LoadSpec(path)
+		cases, bad, err := check(path, open)
 		if err != nil {
 			return fail(err)
 		}
-		m := mf
-		if m.model == "" {
-			m.model = filepath.Join(filepath.Dir(path), "..", "models", filepath.Base(f.Model))
-		}
-		m.set.params = maps.Clone(mf.set.params)
-		if _, given := m.set.params["k"]; !given && f.DraftMax() > 0 {
-			if err := m.set.Set("k=" + strconv.Itoa(f.DraftMax())); err != nil {
-				return fail(err)
-			}
-		}
-		opts, err := m.options()
-		if err != nil {
-			return fail(err)
-		}
-		in, err := instance.Open(opts)
-		if err != nil {
-			return fail(err)
-		}
-		mism, err := golden.VerifySpec(context.Background(), in, f)
-		in.Close()
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", path, err))
-		}
-		for _, x := range mism {
-			fmt.Fprintf(stdout, "%s: %s\n", path, x)
-		}
-		failed += len(mism)
-		total += len(f.Results)
+		failed += bad
+		total += cases
 	}
-	fmt.Fprintf(stdout, "%d/%d cases draft as llama-server\n", total-failed, total)
+	fmt.Fprintln(stdout, summary(total-failed, total))
 	if failed > 0 {
 		return 1
 	}

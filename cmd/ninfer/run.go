@@ -21,7 +21,6 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/request"
 	"github.com/ninfer/ninfer-go/runtime/vision"
-	"github.com/ninfer/ninfer-go/runtime/weights"
 	"github.com/ninfer/ninfer-go/suites/bench"
 )
 
@@ -64,11 +63,6 @@ func (m *modelFlags) options() (instance.Options, error) {
 	if m.kvMemory < 0 || (m.kvMemory > 0 && m.kvTokens > 0) {
 		return instance.Options{}, fmt.Errorf("--kv-memory %d must be >= 0 and not given with --kv-capacity", m.kvMemory)
 	}
-	for _, path := range append([]string{m.model}, slices.Sorted(maps.Values(m.models))...) {
-		if err := checkModelFolder(path); err != nil {
-			return instance.Options{}, err
-		}
-	}
 	graph := m.graph
 	if m.mmproj != "" && graph == "plain" {
 		graph = "vision" // plain reads no images
@@ -76,31 +70,6 @@ func (m *modelFlags) options() (instance.Options, error) {
 	return instance.Options{Model: m.model, Models: m.models, Graph: graph, Set: m.set.params, Backend: m.backend,
 		Threads: m.threads, Eager: m.noCUDAGraph, Mmap: m.mmap, KVTokens: m.kvTokens, KVMemory: m.kvMemory, MaxRunning: 1,
 		NoPrefixCache: m.noPrefixCache, MMProj: m.mmproj}, nil
-}
-
-// checkModelFolder explains a --model folder that is not a Hugging Face
-// checkpoint (it has no config.json): what a model path must be, and what
-// the folder holds.
-func checkModelFolder(path string) error {
-	st, err := os.Stat(path)
-	if err != nil || !st.IsDir() || weights.IsHFDir(path) {
-		return nil // a file, or a missing path: the loader says what is wrong
-	}
-	entries, _ := os.ReadDir(path)
-	var names []string
-	for _, e := range entries {
-		if len(names) == 8 {
-			names = append(names, "...")
-			break
-		}
-		names = append(names, e.Name())
-	}
-	found := "it is empty"
-	if len(names) > 0 {
-		found = "it holds " + strings.Join(names, ", ")
-	}
-	return fmt.Errorf("--model %s is a folder without %s: expected a GGUF file, or a Hugging Face checkpoint folder with %s, %s (or its shards and %s), tokenizer.json and tokenizer_config.json; %s",
-		path, weights.HFConfigFile, weights.HFConfigFile, weights.HFSafetensorsFile, weights.HFIndexFile, found)
 }
 
 // modelFlag is --model: FILE or target=FILE sets the target model, ALIAS=FILE

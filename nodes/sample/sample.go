@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"sync"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
@@ -84,12 +85,15 @@ func (Token) RunHost(hc *node.HostContext, in map[string]any) (map[string]any, e
 		}
 		return map[string]any{"tokens": append(out[:0], l.Argmax...)}, nil
 	}
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
 	for i, row := range hc.Rows {
 		logits := l.Row(i)
 		if row.Sampling.Penalized() {
-			logits = Penalize(logits, row.Sampling, row.History, row.Prompt)
+			sc.penalized = penalizeInto(resized(sc.penalized, len(logits)), logits, row.Sampling, row.History, row.Prompt)
+			logits = sc.penalized
 		}
-		out[i] = Pick(logits, row.Sampling, row.RNG)
+		out[i] = sc.pick(logits, row.Sampling, row.RNG)
 	}
 	return map[string]any{"tokens": out}, nil
 }
@@ -103,7 +107,12 @@ func (Token) RunHost(hc *node.HostContext, in map[string]any) (map[string]any, e
 // LogitBias and Suppress outside logits are ignored; logits is not
 // modified.
 func Penalize(logits []float32, s request.Sampling, history []int32, prompt int) []float32 {
-	out := append([]float32(nil), logits...)
+	return penalizeInto(make([]float32, len(logits)), logits, s, history, prompt)
+}
+
+// penalizeInto is Penalize writing into out, which has logits' length.
+func penalizeInto(out, logits []float32, s request.Sampling, history []int32, prompt int) []float32 {
+	copy(out, logits)
 	prompt = max(0, min(prompt, len(history)))
 	for id, b := range s.LogitBias {
 		if id >= 0 && int(id) < len(out) {
@@ -211,35 +220,89 @@ func argmaxScan(logits []float32) int32 {
 	return int32(best)
 }
 
+// cand is a candidate token: its id and its logit.
 type cand struct {
 	id int32
-	p  float64 // logit, then probability
+	v  float32
+}
+
+// scratch is the working memory of a row's pick, sized to the vocabulary
+// by its first use and reused through scratchPool, so that a pick
+// allocates nothing.
+type scratch struct {
+	penalized   []float32 // [vocab] the row's logits after Penalize
+	keys, spare []uint64  // [vocab] the radix sort's sortKey<<32 | id
+	cands       []cand    // [vocab] the candidates in order
+	weights     []float64 // [candidates] their softmax weights
+	counts      [radixPasses][radixBuckets + 1]int
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// resized returns buf with length n, reallocated only when its capacity is
+// short.
+func resized[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
 }
 
 // Pick chooses one token from logits under s, drawing from rng when s is
-// not greedy.
+// not greedy. It allocates nothing once the pooled scratch it works in is
+// sized to the vocabulary.
 func Pick(logits []float32, s request.Sampling, rng *rand.Rand) int32 {
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	return sc.pick(logits, s, rng)
+}
+
+// pick is Pick in sc's memory.
+func (sc *scratch) pick(logits []float32, s request.Sampling, rng *rand.Rand) int32 {
 	if s.Greedy() || rng == nil {
 		return Argmax(logits)
 	}
-	ids, probs := Dist(logits, s)
-	return Draw(ids, probs, rng.Float64())
+	cs, w, sum := sc.dist(logits, s)
+	r := rng.Float64()
+	var cum float64
+	for i, c := range cs { // Draw, dividing each weight only as far as the draw reaches
+		cum += w[i] / sum
+		if r < cum {
+			return c.id
+		}
+	}
+	return cs[len(cs)-1].id
 }
 
 // Dist is the distribution Pick draws from when s is not greedy: the
 // candidate ids after top_k, top_p and min_p, by descending logit (ties in
 // id order), and their probabilities at s's temperature, summing to 1.
-// For a greedy s it is the argmax with probability 1.
+// For a greedy s it is the argmax with probability 1. The slices are the
+// caller's.
 func Dist(logits []float32, s request.Sampling) ([]int32, []float64) {
 	if s.Greedy() {
 		return []int32{Argmax(logits)}, []float64{1}
 	}
-	cs := candidates(logits, s.TopK)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	cs, w, sum := sc.dist(logits, s)
+	ids, probs := make([]int32, len(cs)), make([]float64, len(cs))
+	for i, c := range cs {
+		ids[i], probs[i] = c.id, w[i]/sum
+	}
+	return ids, probs
+}
+
+// dist is Dist in sc's memory: the candidates, their softmax weights at
+// s's temperature and the weights' sum (a candidate's probability is its
+// weight / sum). The slices are sc's, valid until its next use.
+func (sc *scratch) dist(logits []float32, s request.Sampling) ([]cand, []float64, float64) {
+	cs := sc.candidates(logits, s.TopK)
 	if s.TopP > 0 && s.TopP < 1 {
-		probs := softmax(cs, 1)
+		w, sum := sc.softmax(cs, 1)
 		var cum float64
-		for i, p := range probs {
-			cum += p
+		for i := range cs {
+			cum += w[i] / sum
 			if cum >= float64(s.TopP) {
 				cs = cs[:i+1]
 				break
@@ -247,92 +310,115 @@ func Dist(logits []float32, s request.Sampling) ([]int32, []float64) {
 		}
 	}
 	if s.MinP > 0 {
-		probs := softmax(cs, 1)
+		w, sum := sc.softmax(cs, 1)
 		keep := 1
-		for keep < len(cs) && probs[keep] >= float64(s.MinP)*probs[0] {
+		for keep < len(cs) && w[keep]/sum >= float64(s.MinP)*(w[0]/sum) {
 			keep++
 		}
 		cs = cs[:keep]
 	}
-	ids := make([]int32, len(cs))
+	w, sum := sc.softmax(cs, float64(s.Temperature))
+	return cs, w, sum
+}
+
+// softmax returns the unnormalised softmax weights of sorted candidates at
+// temperature t, exp((logit - max) / t), in sc's weights, and their sum.
+func (sc *scratch) softmax(cs []cand, t float64) ([]float64, float64) {
+	w := resized(sc.weights, len(cs))
+	sc.weights = w
+	m := float64(cs[0].v)
+	var sum float64
 	for i, c := range cs {
-		ids[i] = c.id
+		w[i] = math.Exp((float64(c.v) - m) / t)
+		sum += w[i]
 	}
-	return ids, softmax(cs, float64(s.Temperature))
+	return w, sum
 }
 
 // candidates returns the logits as candidates by descending logit, ties in
-// id order, keeping only the first k when 0 < k < len(logits). That is the
-// stable sort of all of them cut to k (NaN logits, which have no order,
-// last); for k > 0 it is found in one pass that keeps the k best so far,
-// otherwise by a radix sort (a comparison sort of a 150k vocabulary costs
-// about 150 ms per token).
-func candidates(logits []float32, k int) []cand {
+// id order, keeping only the first k when 0 < k < len(logits), in sc's
+// memory. That is the stable sort of all of them cut to k (NaN logits,
+// which have no order, last); for k > 0 it is found in one pass that keeps
+// the k best so far, otherwise by a radix sort (a comparison sort of a 150k
+// vocabulary costs about 150 ms per token).
+func (sc *scratch) candidates(logits []float32, k int) []cand {
 	if k <= 0 || k >= len(logits) {
-		return sortedCandidates(logits)
+		return sc.sorted(logits)
 	}
-	top := make([]cand, 0, k+1)
+	sc.cands = resized(sc.cands, k+1)
+	top := sc.cands[:0]
 	for i, v := range logits {
-		p := float64(v)
-		if len(top) == k && !(p > top[k-1].p) {
+		if len(top) == k && !(v > top[k-1].v) {
 			continue // an equal logit with a higher id sorts after the k-th
 		}
-		// After every kept candidate not below p: equal logits keep id order.
-		j := sort.Search(len(top), func(j int) bool { return top[j].p < p })
+		// After every kept candidate not below v: equal logits keep id order.
+		j := sort.Search(len(top), func(j int) bool { return top[j].v < v })
 		top = append(top, cand{})
 		copy(top[j+1:], top[j:])
-		top[j] = cand{int32(i), p}
+		top[j] = cand{int32(i), v}
 		top = top[:min(len(top), k)]
 	}
 	return top
 }
 
-// sortedCandidates is every logit as a candidate, by descending logit, ties
-// in id order, NaN last: a stable least-significant-digit radix sort, one
-// byte per pass, on keys whose unsigned order is the logits' descending
-// order (-0 and +0 equal).
-func sortedCandidates(logits []float32) []cand {
+const (
+	radixBits    = 11
+	radixBuckets = 1 << radixBits
+	radixPasses  = (32 + radixBits - 1) / radixBits
+)
+
+// sortKey is v's key in sorted's radix sort: the unsigned order of keys is
+// the logits' descending order, -0 and +0 equal, NaN after every number.
+// A negative logit's bits already order so; a positive one's are flipped
+// below the sign bit.
+func sortKey(v float32) uint32 {
+	b := math.Float32bits(v)
+	key := b ^ (^uint32(int32(b)>>31) & 0x7fffffff)
+	if v == 0 {
+		key = 0x7fffffff
+	}
+	if v != v {
+		key = 0xffffffff
+	}
+	return key
+}
+
+// sorted is every logit as a candidate, by descending logit, ties in id
+// order, NaN last, in sc's memory: a stable least-significant-digit radix
+// sort of sortKey<<32 | id, radixBits of the key per pass, with every
+// pass's counts taken in one read of the logits.
+func (sc *scratch) sorted(logits []float32) []cand {
 	n := len(logits)
-	if n == 0 {
-		return nil
-	}
-	keys, ids := make([]uint32, n), make([]int32, n)
+	sc.keys, sc.spare, sc.cands = resized(sc.keys, n), resized(sc.spare, n), resized(sc.cands, n)
+	src, dst := sc.keys, sc.spare
+	counts := &sc.counts
+	*counts = [radixPasses][radixBuckets + 1]int{}
 	for i, v := range logits {
-		b := math.Float32bits(v)
-		switch {
-		case v != v:
-			b = 0 // NaN: the largest key, after every number
-		case v == 0:
-			b = 0x80000000
-		case b&0x80000000 != 0:
-			b = ^b
-		default:
-			b |= 0x80000000
-		}
-		keys[i], ids[i] = ^b, int32(i) // ascending keys: descending logits
+		key := sortKey(v)
+		src[i] = uint64(key)<<32 | uint64(i)
+		counts[0][key%radixBuckets+1]++
+		counts[1][(key>>radixBits)%radixBuckets+1]++
+		counts[2][(key>>(2*radixBits))%radixBuckets+1]++
 	}
-	k2, i2 := make([]uint32, n), make([]int32, n)
-	for shift := 0; shift < 32; shift += 8 {
-		var count [257]int
-		for _, key := range keys {
-			count[(key>>shift)&0xff+1]++
+	for p := range counts {
+		shift, count := 32+p*radixBits, &counts[p]
+		if n == 0 || count[(src[0]>>shift)%radixBuckets+1] == n {
+			continue // every key has this digit: the pass would not move anything
 		}
-		if count[(keys[0]>>shift)&0xff+1] == n {
-			continue // every key has this byte: the pass would not move anything
-		}
-		for d := 1; d < 257; d++ {
+		for d := 1; d <= radixBuckets; d++ {
 			count[d] += count[d-1]
 		}
-		for j, key := range keys {
-			d := (key >> shift) & 0xff
-			k2[count[d]], i2[count[d]] = key, ids[j]
+		for _, x := range src {
+			d := (x >> shift) % radixBuckets
+			dst[count[d]] = x
 			count[d]++
 		}
-		keys, k2, ids, i2 = k2, keys, i2, ids
+		src, dst = dst, src
 	}
-	cs := make([]cand, n)
-	for j, id := range ids {
-		cs[j] = cand{id, float64(logits[id])}
+	cs := sc.cands
+	for j, x := range src {
+		id := int32(uint32(x))
+		cs[j] = cand{id, logits[id]}
 	}
 	return cs
 }
@@ -349,19 +435,4 @@ func Draw(ids []int32, probs []float64, r float64) int32 {
 		}
 	}
 	return ids[len(ids)-1]
-}
-
-// softmax returns the probabilities of sorted candidates at temperature t.
-func softmax(cs []cand, t float64) []float64 {
-	out := make([]float64, len(cs))
-	m := cs[0].p
-	var sum float64
-	for i, c := range cs {
-		out[i] = math.Exp((c.p - m) / t)
-		sum += out[i]
-	}
-	for i := range out {
-		out[i] /= sum
-	}
-	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 
@@ -219,14 +220,44 @@ func TestRunHostAppliesPenalties(t *testing.T) {
 	}
 }
 
+// Sampled rows, penalized or not, draw what Pick draws from Penalize's
+// logits with the same generators.
+func TestRunHostSamplesAsPickDoes(t *testing.T) {
+	logits := exec.Logits{Data: append(qwen3Logits(17, 18)[:500], qwen3Logits(19, 20)[:500]...), Rows: 2, Vocab: 500}
+	samplings := []request.Sampling{
+		{Temperature: 0.9, PresencePenalty: 1.5, RepetitionPenalty: 1.3},
+		{Temperature: 1.1, TopP: 0.8},
+	}
+	history := []int32{3, 4, 5, 4}
+	rngs := func() []*rand.Rand { return []*rand.Rand{rand.New(rand.NewPCG(1, 2)), rand.New(rand.NewPCG(3, 4))} }
+	rows, picks := rngs(), rngs()
+	hc := &node.HostContext{}
+	for i, s := range samplings {
+		hc.Rows = append(hc.Rows, &node.SeqState{Sampling: s, History: history, Prompt: 2, RNG: rows[i]})
+	}
+	for step := range 30 {
+		out, err := Token{}.RunHost(hc, map[string]any{"logits": logits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []int32
+		for i, s := range samplings {
+			want = append(want, Pick(Penalize(logits.Row(i), s, history, 2), s, picks[i]))
+		}
+		if diff := cmp.Diff(want, out["tokens"]); diff != "" {
+			t.Fatalf("step %d tokens (-Pick +RunHost):\n%s", step, diff)
+		}
+	}
+}
+
 // candidatesBySort is candidates by its definition: the stable sort of all
 // logits by descending value, cut to k.
 func candidatesBySort(logits []float32, k int) []cand {
 	cs := make([]cand, len(logits))
 	for i, v := range logits {
-		cs[i] = cand{int32(i), float64(v)}
+		cs[i] = cand{int32(i), v}
 	}
-	sort.SliceStable(cs, func(a, b int) bool { return cs[a].p > cs[b].p })
+	sort.SliceStable(cs, func(a, b int) bool { return cs[a].v > cs[b].v })
 	if k > 0 && k < len(cs) {
 		cs = cs[:k]
 	}
@@ -251,7 +282,7 @@ func TestCandidatesTopK(t *testing.T) {
 			}
 		}
 		for _, k := range []int{0, 1, 2, 3, 20, 40, n - 1, n, n + 5} {
-			if diff := cmp.Diff(candidatesBySort(logits, k), candidates(logits, k), cmp.AllowUnexported(cand{})); diff != "" {
+			if diff := cmp.Diff(candidatesBySort(logits, k), new(scratch).candidates(logits, k), cmp.AllowUnexported(cand{})); diff != "" {
 				t.Fatalf("n=%d k=%d (-sorted +one pass):\n%s", n, k, diff)
 			}
 		}
@@ -266,11 +297,11 @@ func TestCandidatesSorted(t *testing.T) {
 	for i := range logits {
 		logits[i] = float32(r.NormFloat64() * 3)
 	}
-	if diff := cmp.Diff(candidatesBySort(logits, 0), candidates(logits, 0), cmp.AllowUnexported(cand{})); diff != "" {
+	if diff := cmp.Diff(candidatesBySort(logits, 0), new(scratch).candidates(logits, 0), cmp.AllowUnexported(cand{})); diff != "" {
 		t.Fatalf("(-sorted +radix):\n%s", diff)
 	}
 	nan := float32(math.NaN())
-	got := candidates([]float32{nan, 1, nan, -2, 3}, 0)
+	got := new(scratch).candidates([]float32{nan, 1, nan, -2, 3}, 0)
 	var ids []int32
 	for _, c := range got {
 		ids = append(ids, c.id)
@@ -278,8 +309,145 @@ func TestCandidatesSorted(t *testing.T) {
 	if diff := cmp.Diff([]int32{4, 1, 3, 0, 2}, ids); diff != "" {
 		t.Errorf("order with NaN (-want +got):\n%s", diff)
 	}
-	if len(candidates(nil, 0)) != 0 {
+	if len(new(scratch).candidates(nil, 0)) != 0 {
 		t.Error("candidates of no logits are not empty")
+	}
+}
+
+// distByDefinition is Dist as its contract reads: the stable sort of the
+// logits cut to top_k, cut again at top_p and min_p by the softmax at
+// temperature 1, then the softmax at s's temperature, each normalised by
+// dividing by the sum of exp((logit - max) / t) in candidate order.
+func distByDefinition(logits []float32, s request.Sampling) ([]int32, []float64) {
+	softmax := func(cs []cand, t float64) []float64 {
+		out := make([]float64, len(cs))
+		m := float64(cs[0].v)
+		var sum float64
+		for i, c := range cs {
+			out[i] = math.Exp((float64(c.v) - m) / t)
+			sum += out[i]
+		}
+		for i := range out {
+			out[i] /= sum
+		}
+		return out
+	}
+	cs := candidatesBySort(logits, s.TopK)
+	if s.TopP > 0 && s.TopP < 1 {
+		var cum float64
+		for i, p := range softmax(cs, 1) {
+			cum += p
+			if cum >= float64(s.TopP) {
+				cs = cs[:i+1]
+				break
+			}
+		}
+	}
+	if s.MinP > 0 {
+		probs := softmax(cs, 1)
+		keep := 1
+		for keep < len(cs) && probs[keep] >= float64(s.MinP)*probs[0] {
+			keep++
+		}
+		cs = cs[:keep]
+	}
+	ids := make([]int32, len(cs))
+	for i, c := range cs {
+		ids[i] = c.id
+	}
+	return ids, softmax(cs, float64(s.Temperature))
+}
+
+// Dist is its definition bit for bit, and Pick draws what Draw does from
+// it with the same generator, for every filter, on a vocabulary-sized row
+// and on small rows with ties, -Inf (a mask) and signed zeros; the rows
+// run largest first, so the pooled scratch is reused at smaller sizes.
+func TestDistAndPickEqualTheirDefinition(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	rows := [][]float32{qwen3Logits(1, 2), qwen3Logits(3, 4)[:1000]}
+	for _, n := range []int{300, 17, 2, 1} {
+		l := make([]float32, n)
+		for i := range l {
+			l[i] = []float32{inf(-1), float32(math.Copysign(0, -1)), 0, 1, 2, 2.5}[r.IntN(6)]
+		}
+		l[r.IntN(n)] = 3 // a finite maximum
+		rows = append(rows, l)
+	}
+	for _, s := range []request.Sampling{
+		{Temperature: 0.7},
+		{Temperature: 0.7, TopP: 1},
+		{Temperature: 0.6, TopP: 0.95, TopK: 20},
+		{Temperature: 1, TopP: 0.9},
+		{Temperature: 1.3, MinP: 0.05},
+		{Temperature: 0.8, TopK: 50, MinP: 0.1, TopP: 0.5},
+		{Temperature: 2, TopK: 200000},
+	} {
+		for _, logits := range rows {
+			t.Run(fmt.Sprintf("%+v/%d logits", s, len(logits)), func(t *testing.T) {
+				wantIDs, wantProbs := distByDefinition(logits, s)
+				ids, probs := Dist(logits, s)
+				if diff := cmp.Diff(wantIDs, ids); diff != "" {
+					t.Fatalf("Dist ids (-definition +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(wantProbs, probs); diff != "" {
+					t.Fatalf("Dist probs (-definition +got):\n%s", diff)
+				}
+				picks, draws := rand.New(rand.NewPCG(s.Seed, 5)), rand.New(rand.NewPCG(s.Seed, 5))
+				for range 20 {
+					if got, want := Pick(logits, s, picks), Draw(wantIDs, wantProbs, draws.Float64()); got != want {
+						t.Fatalf("Pick drew %d, Draw from the definition %d", got, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Dist's slices are the caller's: a later pick does not change them.
+func TestDistResultsAreTheCallers(t *testing.T) {
+	s := request.Sampling{Temperature: 1}
+	ids, probs := Dist([]float32{1, 2, 3}, s)
+	wantIDs, wantProbs := slices.Clone(ids), slices.Clone(probs)
+	Pick([]float32{9, 8, 7, 6}, s, rand.New(rand.NewPCG(1, 2)))
+	Dist([]float32{4, 5, 6}, s)
+	if diff := cmp.Diff(wantIDs, ids); diff != "" {
+		t.Errorf("ids changed (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantProbs, probs); diff != "" {
+		t.Errorf("probs changed (-before +after):\n%s", diff)
+	}
+}
+
+// A stochastic pick allocates nothing once its scratch is sized (Pick's
+// scratch comes from a sync.Pool, which the race detector makes drop some
+// of what is put back, so the scratch is held here).
+func TestPickAllocatesNothing(t *testing.T) {
+	logits := qwen3Logits(15, 16)
+	rng := rand.New(rand.NewPCG(1, 2))
+	sc := new(scratch)
+	for _, s := range []request.Sampling{{Temperature: 0.7}, {Temperature: 0.6, TopP: 0.95, TopK: 20}, {Temperature: 1, MinP: 0.05}} {
+		sc.pick(logits, s, rng)
+		if a := testing.AllocsPerRun(20, func() { sc.pick(logits, s, rng) }); a != 0 {
+			t.Errorf("a pick with %+v: %g allocations per token", s, a)
+		}
+	}
+}
+
+// BenchmarkPick times one stochastic token's pick on a Qwen3-sized
+// vocabulary, the seed's settings and an OpenAI client's default.
+func BenchmarkPick(b *testing.B) {
+	logits := qwen3Logits(7, 8)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, s := range []request.Sampling{
+		{Temperature: 0.6, TopP: 0.95, TopK: 20},
+		{Temperature: 0.7, TopP: 1},
+	} {
+		b.Run(fmt.Sprintf("top_k=%d/top_p=%g", s.TopK, s.TopP), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				Pick(logits, s, rng)
+			}
+		})
 	}
 }
 
@@ -304,8 +472,9 @@ func BenchmarkDist(b *testing.B) {
 func BenchmarkCandidates(b *testing.B) {
 	logits := qwen3Logits(11, 12)
 	b.Run("radix", func(b *testing.B) {
+		sc := new(scratch)
 		for range b.N {
-			candidates(logits, 0)
+			sc.candidates(logits, 0)
 		}
 	})
 	b.Run("sort.SliceStable", func(b *testing.B) {

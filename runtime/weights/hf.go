@@ -115,13 +115,27 @@ var errFolder = errors.New("a folder, not a file")
 
 // folderError words err, from opening the model file at path, for a
 // folder: one without config.json is not a Hugging Face checkpoint, and a
-// model is either that or a GGUF file. Other errors return unchanged.
+// model is either that or a GGUF file; it names what the folder holds (up
+// to 8 entries). Other errors return unchanged.
 func folderError(path string, err error) error {
 	if !errors.Is(err, errFolder) {
 		return err
 	}
-	return fmt.Errorf("%s: a folder without %s: a model is a GGUF file or a Hugging Face folder holding %s and %s",
-		path, HFConfigFile, HFConfigFile, HFSafetensorsFile)
+	entries, _ := os.ReadDir(path)
+	var names []string
+	for _, e := range entries {
+		if len(names) == 8 {
+			names = append(names, "...")
+			break
+		}
+		names = append(names, e.Name())
+	}
+	found := "it is empty"
+	if len(names) > 0 {
+		found = "it holds " + strings.Join(names, ", ")
+	}
+	return fmt.Errorf("%s is a folder without %s: expected a GGUF file, or a Hugging Face checkpoint folder with %s, %s (or its shards and %s), %s and %s; %s",
+		path, HFConfigFile, HFConfigFile, HFSafetensorsFile, HFIndexFile, HFTokenizerFile, HFTokenizerConfigFile, found)
 }
 
 // HFOptions configure OpenHF.

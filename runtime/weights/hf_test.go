@@ -427,13 +427,18 @@ func TestHFDeclaredLayersAllocateNothing(t *testing.T) {
 }
 
 // Opening a folder that holds no config.json as a model says what is
-// missing, from Open and from Load.
+// missing and what the folder holds, from Open and from Load.
 func TestOpenAFolderWithoutConfigSaysSo(t *testing.T) {
 	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "model.gguf.part"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for name, open := range map[string]func(string) (*File, error){"Open": Open, "Load": Load} {
 		_, err := open(dir)
-		if err == nil || !strings.Contains(err.Error(), "a folder without config.json") {
-			t.Errorf("%s(folder) = %v, want an error saying the folder has no config.json", name, err)
+		for _, want := range []string{"a folder without config.json", "it holds model.gguf.part"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s(folder) = %v, want an error saying %q", name, err, want)
+			}
 		}
 	}
 }
