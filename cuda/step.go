@@ -249,6 +249,11 @@ func (p *stepPacker) packState(dst []int32, l stepLayout, b *exec.Batch) error {
 				return err
 			}
 		}
+		if int(s) < len(b.StateFrom) && b.StateFrom[s] >= 0 && p.seqSeen[s] == 0 {
+			if read = b.StateFrom[s]; inRange(int(s), read) != nil {
+				return inRange(int(s), read)
+			}
+		}
 		p.seqSeen[s]++
 		dst[l.StateRead+t], dst[l.StateWrite+t] = read, write
 	}

@@ -137,7 +137,8 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 			(*m).EnablePrefixCache([]byte(strconv.Itoa(salt)))
 		}
 		if *sc, err = New(Config{Chunk: args["chunk"], StepTokens: args["step"], MaxRunning: args["running"],
-			Draft: args["draft"], DraftMaxBatch: args["maxbatch"], StateSlots: args["slots"], Snapshots: args["snapshots"]}, *m); err != nil {
+			Draft: args["draft"], DraftMaxBatch: args["maxbatch"], StateSlots: args["slots"], Snapshots: args["snapshots"],
+			Checkpoints: args["checkpoints"], CheckpointEvery: args["every"]}, *m); err != nil {
 			return err.Error() + "\n"
 		}
 	case "add":
@@ -176,6 +177,12 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 			}
 			if w.Draft > 0 {
 				l += fmt.Sprintf(" draft=%d", w.Draft)
+			}
+			if from := w.Seq.StateFrom(); from >= 0 {
+				l += fmt.Sprintf(" from=%d", from)
+			}
+			if to := w.StateTo(); to >= 0 {
+				l += fmt.Sprintf(" take=%d", to)
 			}
 			lines[i] = l + fmt.Sprintf(" blocks=%v", w.Seq.KV.Blocks)
 		}
@@ -218,6 +225,9 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 		}
 		if (*sc).cfg.StateSlots > 0 {
 			fmt.Fprintf(&b, " slots_free=%d", (*sc).StateSlotsFree())
+		}
+		if held, capacity := (*sc).Checkpoints(); capacity > 0 {
+			fmt.Fprintf(&b, " checkpoints=%d/%d indexed=%v", held, capacity, indexed((*sc).state))
 		}
 		b.WriteString("\n")
 		for _, id := range slices.Sorted(maps.Keys(seqs)) {
@@ -275,4 +285,19 @@ func TestNextDrafts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// indexed lists the indexed checkpoints as blocks@slot, by blocks then slot.
+func indexed(g *StateGroup) []string {
+	var out []string
+	for _, c := range g.index {
+		out = append(out, fmt.Sprintf("%d@%d", c.Blocks, c.Slot))
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(a) - len(b)
+		}
+		return strings.Compare(a, b)
+	})
+	return out
 }
