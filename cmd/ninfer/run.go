@@ -32,6 +32,8 @@ type modelFlags struct {
 	kvMemory              int64
 	noCUDAGraph, mmap     bool
 	noPrefixCache         bool
+	checkpointMemory      int64
+	checkpointEvery       int
 	set                   setFlag
 }
 
@@ -46,6 +48,8 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&m.kvMemory, "kv-memory", 0, "KV cache capacity in bytes, scales included, in the graph's KV format (instead of --kv-capacity)")
 	fs.Var(&m.set, "set", "graph parameter override NAME=VALUE (repeatable)")
 	fs.BoolVar(&m.noPrefixCache, "no-prefix-cache", false, "turn automatic prefix caching off (full KV blocks shared by prompts that begin the same way, their prefill skipped)")
+	fs.Int64Var(&m.checkpointMemory, "checkpoint-memory", 0, "hybrid models: bytes of recurrent state checkpoints, the prefix cache's (0 = 512 MiB, at most 16 per running sequence; -1 = none, prefix caching off)")
+	fs.IntVar(&m.checkpointEvery, "checkpoint-every", 0, "hybrid models: KV blocks between a long prompt's periodic state checkpoints (0 = 32; -1 = none)")
 }
 
 func (m *modelFlags) options() (instance.Options, error) {
@@ -68,7 +72,7 @@ func (m *modelFlags) options() (instance.Options, error) {
 	}
 	return instance.Options{Model: m.model, Models: m.models, Graph: m.graph, Set: m.set.params, Backend: m.backend,
 		Threads: m.threads, Eager: m.noCUDAGraph, Mmap: m.mmap, KVTokens: m.kvTokens, KVMemory: m.kvMemory, MaxRunning: 1,
-		NoPrefixCache: m.noPrefixCache}, nil
+		NoPrefixCache: m.noPrefixCache, CheckpointMemory: m.checkpointMemory, CheckpointEvery: m.checkpointEvery}, nil
 }
 
 // checkModelFolder explains a --model folder that is not a Hugging Face

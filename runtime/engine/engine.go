@@ -64,7 +64,26 @@ type Config struct {
 	// blocks are shared between sequences whose tokens begin the same way
 	// (kv.Manager), and a prompt's cached blocks skip prefill.
 	NoPrefixCache bool
+	// CheckpointMemory is the memory of a hybrid model's recurrent state
+	// checkpoints, its prefix cache (sched.StateGroup): 0 means
+	// DefaultCheckpointMemory, negative none (the prefix cache is then off
+	// for the model). It is reserved beside the KV cache (not part of
+	// KVMemory), at most DefaultCheckpointsPerSeq checkpoints per running
+	// sequence.
+	CheckpointMemory int64
+	// CheckpointEvery is the interval, in KV blocks, of a long prompt's
+	// periodic checkpoints: 0 means DefaultCheckpointEvery, negative none
+	// (checkpoints are then taken at the prompt's last block boundary and
+	// at the last block a sequence generates only).
+	CheckpointEvery int
 }
+
+// Checkpoint defaults (Config.CheckpointMemory, CheckpointEvery).
+const (
+	DefaultCheckpointMemory  = 512 << 20
+	DefaultCheckpointsPerSeq = 16
+	DefaultCheckpointEvery   = 32
+)
 
 // Request is one generation request.
 type Request struct {
@@ -203,6 +222,7 @@ type Engine struct {
 	// state is the model's recurrent state cache group (zero without one);
 	// prefixCacheOff says why prefix caching is off for the model, if it is.
 	state          exec.StateLayout
+	checkpoints    int // of state.Slots, the checkpoint pool's
 	prefixCacheOff string
 	kvBlockBytes   int64
 }
@@ -337,18 +357,40 @@ func (e *Engine) sizeCaches(shape executor.Shape, snapshots int) (exec.KVLayout,
 		return exec.KVLayout{}, fmt.Errorf("engine: %w", err)
 	}
 	switch {
-	case state.Layers() > 0:
-		e.prefixCacheOff = "prefix caching is off for this model: its recurrent state has no checkpoints at block boundaries to resume from"
 	case len(e.plan.Carry) > 0:
 		e.prefixCacheOff = "prefix caching is off for this plan: it carries hidden states ($prev) that the cache does not keep"
-	case !cfg.NoPrefixCache:
-		m.EnablePrefixCache(prefixSalt(cfg.Model, e.plan, pol.KVDType))
+	case cfg.NoPrefixCache:
+	case state.Layers() > 0 && e.checkpointSlots(state) == 0:
+		e.prefixCacheOff = "prefix caching is off for this model: its recurrent state checkpoint memory (--checkpoint-memory) holds no checkpoint"
+	default:
+		salt := prefixSalt(cfg.Model, e.plan, pol.KVDType)
+		if state.Layers() > 0 {
+			e.checkpoints = e.checkpointSlots(state)
+			e.state.Slots += e.checkpoints
+			state = e.state
+			salt = append(salt, "|state="+state.DType...)
+		}
+		m.EnablePrefixCache(salt)
 	}
 	e.kv = m
 	if f, err := kv.LookupFormat(pol.KVDType); err == nil {
 		e.kvBlockBytes = kv.BytesPerToken(f, shape.Layers, shape.KVDim) * int64(pol.KVBlockTokens)
 	}
 	return exec.KVLayout{Layers: shape.Layers, KVDim: shape.KVDim, BlockTokens: pol.KVBlockTokens, Blocks: blocks, DType: pol.KVDType, State: state}, nil
+}
+
+// checkpointSlots is how many recurrent state checkpoints of state's slot
+// size Config.CheckpointMemory holds, at most DefaultCheckpointsPerSeq per
+// running sequence.
+func (e *Engine) checkpointSlots(state exec.StateLayout) int {
+	budget := e.cfg.CheckpointMemory
+	if budget == 0 {
+		budget = DefaultCheckpointMemory
+	}
+	if budget < 0 {
+		return 0
+	}
+	return int(min(budget/state.BytesPerSlot(), int64(DefaultCheckpointsPerSeq*e.maxRunning)))
 }
 
 // kvTokens is the KV cache's capacity in tokens: cfg.KVTokens, or what
@@ -385,9 +427,17 @@ func (e *Engine) newScheduler(maxBatch, snapshots int) error {
 		return fmt.Errorf("engine: step tokens %d is less than %d: %d running sequences x %d tokens per decode step",
 			stepTokens, maxRunning*(1+e.draftK), maxRunning, 1+e.draftK)
 	}
+	every := e.cfg.CheckpointEvery
+	switch {
+	case every == 0:
+		every = DefaultCheckpointEvery
+	case every < 0:
+		every = 0
+	}
 	var err error
 	e.sched, err = sched.New(sched.Config{Chunk: pol.PrefillChunk, StepTokens: stepTokens,
-		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch, StateSlots: e.state.Slots, Snapshots: snapshots}, e.kv)
+		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch, StateSlots: e.state.Slots - e.checkpoints, Snapshots: snapshots,
+		Checkpoints: e.checkpoints, CheckpointEvery: every}, e.kv)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -442,7 +492,11 @@ type Snapshot struct {
 	// state slots (0 without one), StateSlotBytes the memory of one.
 	StateSlotsUsed, StateSlotsTotal int
 	StateSlotBytes                  int64
-	KVBlockBytes                    int64 // K and V of one block, every layer, in the KV format
+	// Checkpoints counts a hybrid model's recurrent state checkpoints
+	// held (its prefix cache, each of StateSlotBytes), CheckpointsMax the
+	// most its memory budget holds.
+	Checkpoints, CheckpointsMax int
+	KVBlockBytes                int64 // K and V of one block, every layer, in the KV format
 }
 
 // CacheUsage is the fraction (0..1) of the cache memory held by sequences:
@@ -472,11 +526,13 @@ func (e *Engine) Snapshot() Snapshot {
 // calls it.
 func (e *Engine) publish() {
 	ps := e.sched.PrefixStats()
+	held, capacity := e.sched.Checkpoints()
 	e.snap.Store(&Snapshot{Running: e.sched.Running(), Waiting: e.sched.Waiting(),
 		KVBlocksUsed: e.kv.Used(), KVBlocksTotal: e.kv.Total(), KVBlockTokens: e.kv.BlockTokens(),
 		MaxRunning: e.maxRunning, PrefixCache: e.kv.PrefixCaching(), KVBlocksCached: e.kv.Cached(),
 		PrefixQueries: ps.Queries, PrefixHits: ps.Hits,
-		StateSlotsUsed: e.state.Slots - e.sched.StateSlotsFree(), StateSlotsTotal: e.state.Slots, StateSlotBytes: e.state.BytesPerSlot(),
+		StateSlotsUsed: e.state.Slots - e.checkpoints - e.sched.StateSlotsFree(), StateSlotsTotal: e.state.Slots - e.checkpoints, StateSlotBytes: e.state.BytesPerSlot(),
+		Checkpoints: held, CheckpointsMax: capacity,
 		KVBlockBytes: e.kvBlockBytes})
 }
 

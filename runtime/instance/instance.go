@@ -53,6 +53,10 @@ type Options struct {
 	Observer engine.StepObserver
 	// NoPrefixCache turns automatic prefix caching off (engine.Config).
 	NoPrefixCache bool
+	// CheckpointMemory and CheckpointEvery size a hybrid model's recurrent
+	// state checkpoints (engine.Config): 0 means the default.
+	CheckpointMemory int64
+	CheckpointEvery  int
 }
 
 // Instance is a loaded model with a running engine.
@@ -141,7 +145,7 @@ func Open(o Options) (*Instance, error) {
 	}
 	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory,
 		MaxRunning: o.MaxRunning, StepTokens: o.StepTokens, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend,
-		NoPrefixCache: o.NoPrefixCache})
+		NoPrefixCache: o.NoPrefixCache, CheckpointMemory: o.CheckpointMemory, CheckpointEvery: o.CheckpointEvery})
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("%s: %w", o.Model, err)
