@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,4 +72,60 @@ func cachedTokens(stats []engine.Stats) int {
 		n += st.CachedTokens
 	}
 	return n
+}
+
+// The hybrid prefix cache keeps speculation and preemption lossless:
+// under ngram (snapshot slots beside the checkpoints) and after
+// preemption (a cache too small for all the prompts at once, so sequences
+// recompute from their best checkpoint), greedy ids equal plain decoding
+// with the cache off, and the second pass hits. The mtp graph carries the
+// MTP head's hidden state ($prev), which no cache keeps, so it caches no
+// prefix on a hybrid model either, and says so.
+func TestHybridPrefixCacheSpeculationAndPreemption(t *testing.T) {
+	graphs := specGraphs(t)
+	const n = 24
+	for _, model := range []string{"tiny-qwen35-f32.gguf", "tiny-qwen35moe-f32.gguf"} {
+		t.Run(model, func(t *testing.T) {
+			m := modelPath(t, model)
+			off := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true})
+			prompts := hybridTurns(t, off, goldenPrompts(t, off), n)
+			want, _ := generateAll(t, off, prompts, n, 8)
+			for _, tc := range []struct {
+				name string
+				opts instance.Options
+			}{
+				{"ngram", instance.Options{Graph: graphs["ngram"], Set: node.Params{"k": int64(3), "chunk": int64(7)}}},
+				{"preemption", instance.Options{KVTokens: 352}},
+				{"ngram under preemption", instance.Options{Graph: graphs["ngram"], KVTokens: 352, Set: node.Params{"k": int64(2)}}},
+			} {
+				o := tc.opts
+				o.Model, o.MaxRunning, o.Threads, o.CheckpointEvery = m, 8, 2, 1
+				on := open(t, o)
+				preempted := 0
+				for pass := range 2 {
+					got, stats := submitAll(t, on, prompts, n)
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Fatalf("%s pass %d: ids differ with the cache on (-off +on):\n%s", tc.name, pass, diff)
+					}
+					for _, st := range stats {
+						preempted += st.Preempted
+					}
+					if pass == 1 && cachedTokens(stats) == 0 {
+						t.Errorf("%s: the second pass hit no checkpoint", tc.name)
+					}
+				}
+				if o.KVTokens > 0 && preempted == 0 {
+					t.Errorf("%s: no sequence was preempted", tc.name)
+				}
+				if s := on.Engine.Snapshot(); s.Checkpoints > s.CheckpointsMax || s.StateSlotsUsed != 0 || s.KVBlocksUsed != 0 {
+					t.Errorf("%s: after every request %+v", tc.name, s)
+				}
+				on.Close()
+			}
+			mtp := open(t, instance.Options{Model: m, Graph: mtpGraph, MaxRunning: 1, Threads: 1})
+			if why := mtp.Engine.PrefixCacheOff(); !strings.Contains(why, "carries") {
+				t.Errorf("mtp on a hybrid model: prefix cache off because %q", why)
+			}
+		})
+	}
 }
