@@ -499,6 +499,9 @@ type Snapshot struct {
 	KVBlockBytes                int64 // K and V of one block, every layer, in the KV format
 }
 
+// CheckpointBytes is the memory of the recurrent state checkpoints held.
+func (s Snapshot) CheckpointBytes() int64 { return int64(s.Checkpoints) * s.StateSlotBytes }
+
 // CacheUsage is the fraction (0..1) of the cache memory held by sequences:
 // KV blocks and recurrent state slots together, by bytes.
 func (s Snapshot) CacheUsage() float64 {
