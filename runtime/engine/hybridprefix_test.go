@@ -3,6 +3,7 @@ package engine_test
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -127,5 +128,52 @@ func TestHybridPrefixCacheSpeculationAndPreemption(t *testing.T) {
 				t.Errorf("mtp on a hybrid model: prefix cache off because %q", why)
 			}
 		})
+	}
+}
+
+// checkpointWatch records the most checkpoints any step left held.
+type checkpointWatch struct {
+	eng  atomic.Pointer[engine.Engine]
+	most atomic.Int64
+}
+
+func (w *checkpointWatch) ObserveStep(engine.StepInfo) {
+	if e := w.eng.Load(); e != nil {
+		if n := int64(e.Snapshot().Checkpoints); n > w.most.Load() {
+			w.most.Store(n)
+		}
+	}
+}
+
+// Checkpoint memory never exceeds its budget: with room for three
+// checkpoints and one taken every block, eight sequences at once (each
+// also holding a rolling one) never hold more than three after any step
+// (evicting least recently used ones), the ids still equal the cache
+// off, and a budget too small for one
+// checkpoint turns the model's prefix cache off and says why.
+func TestHybridCheckpointMemoryBudget(t *testing.T) {
+	const n = 24
+	m := modelPath(t, "tiny-qwen35-f32.gguf")
+	off := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true})
+	prompts := hybridTurns(t, off, goldenPrompts(t, off), n)
+	want, _ := generateAll(t, off, prompts, n, 8)
+	slot := off.Engine.Snapshot().StateSlotBytes
+	watch := &checkpointWatch{}
+	budget := 3*slot + slot/2
+	on := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, CheckpointMemory: budget, CheckpointEvery: 1, Observer: watch})
+	watch.eng.Store(on.Engine)
+	for pass := range 2 {
+		got, _ := submitAll(t, on, prompts, n)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("pass %d: ids differ with the cache on (-off +on):\n%s", pass, diff)
+		}
+	}
+	s := on.Engine.Snapshot()
+	if s.CheckpointsMax != 3 || int64(s.CheckpointsMax)*s.StateSlotBytes > budget || watch.most.Load() > 3 || watch.most.Load() == 0 {
+		t.Errorf("budget of 3.5 checkpoints: at most %d held after a step; snapshot %+v", watch.most.Load(), s)
+	}
+	tiny := open(t, instance.Options{Model: m, MaxRunning: 1, Threads: 1, CheckpointMemory: slot - 1})
+	if s := tiny.Engine.Snapshot(); s.PrefixCache || !strings.Contains(tiny.Engine.PrefixCacheOff(), "checkpoint") {
+		t.Errorf("a budget below one checkpoint: %+v, off because %q", s, tiny.Engine.PrefixCacheOff())
 	}
 }
