@@ -40,6 +40,9 @@ type Seq struct {
 	// step writes; rolling its latest generated block's, published when it
 	// stops running (StateGroup).
 	from, take, rolling *checkpoint
+	// verified is the rows of the verify step Update is applying (its
+	// first position and accepted rows + 1), for StateGroup.Publish.
+	verified verifiedRows
 	// Prompt is how many leading Tokens are the prompt: a sequence drafts
 	// only once it holds generated tokens (it decodes).
 	Prompt int

@@ -261,6 +261,7 @@ func (g *StateGroup) release(c *checkpoint) {
 func (g *StateGroup) Commit(s *Seq, w Work, accepted int) {
 	if w.Draft > 0 && len(s.Snapshots) > accepted {
 		s.StateSlot, s.Snapshots[accepted] = s.Snapshots[accepted], s.StateSlot
+		s.verified = verifiedRows{start: w.Start, rows: accepted + 1}
 	}
 	if s.from != nil {
 		g.unpin(s.from)
@@ -278,9 +279,55 @@ func (g *StateGroup) Commit(s *Seq, w Work, accepted int) {
 	}
 }
 
-// Publish implements Group: a sequence's checkpoints are published by
-// Commit and Release.
-func (g *StateGroup) Publish(*Seq) {}
+// verifiedRows are the rows of a verify step whose state is kept: row j
+// (0 <= j < rows) fed position start+j, and the state after it is in
+// snapshot j (j < rows-1) or the sequence's slot (the last).
+type verifiedRows struct{ start, rows int }
+
+// Publish implements Group: after a verify step (its tokens appended), a
+// generated block boundary that one of its kept rows reached becomes s's
+// rolling checkpoint by handing the slot that holds the state there to the
+// pool (a snapshot of a row before the last, or s's own slot, which s then
+// reads back from). Other checkpoints are published by Commit and Release.
+func (g *StateGroup) Publish(s *Seq) {
+	v := s.verified
+	s.verified = verifiedRows{}
+	if g.kv == nil || v.rows == 0 {
+		return
+	}
+	b := g.kv.BlockTokens()
+	for j := v.rows - 1; j >= 0; j-- {
+		end := v.start + 1 + j
+		if end%b != 0 || end <= s.Prompt || end > len(s.Tokens) {
+			continue
+		}
+		key := g.kv.Hashes(s.Tokens, end/b)[end/b-1]
+		if c, ok := g.index[key]; ok {
+			g.touch(c)
+			return
+		}
+		if s.rolling != nil {
+			g.drop(s.rolling)
+			s.rolling = nil
+		}
+		if g.held >= g.capacity && !g.evict() {
+			return
+		}
+		fresh := g.free[len(g.free)-1]
+		g.free = g.free[:len(g.free)-1]
+		g.held++
+		c := &checkpoint{Blocks: end / b, Key: key, rolling: true}
+		if j < v.rows-1 {
+			c.Slot, s.Snapshots[j] = s.Snapshots[j], fresh
+		} else {
+			c.Slot, s.StateSlot = s.StateSlot, fresh
+			c.pins++
+			s.from = c
+		}
+		s.rolling = c
+		return
+	}
+}
 
 // Release implements Group: s's slot and snapshots go back, a checkpoint
 // its unfinished step was to take is freed, and its rolling checkpoint is
