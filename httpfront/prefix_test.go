@@ -129,3 +129,55 @@ func TestReadyWhenBusyAndDraining(t *testing.T) {
 		}
 	}
 }
+
+// A hybrid model checkpoints its state where each chat message ends
+// (rounded down to a block): sixteen concurrent chats that share a long
+// system message but not their user messages all resume after the system
+// message's whole blocks once one of them has computed it, and give the
+// ids they give with the prefix cache off.
+func TestHybridSharedSystemMessageHits(t *testing.T) {
+	words := make([]string, 120)
+	for i := range words {
+		words[i] = fmt.Sprintf("rule%d", i)
+	}
+	system := "You are a careful assistant. Follow these rules: " + strings.Join(words, " ") + "."
+	body := func(i int) string {
+		return fmt.Sprintf(`{"model":"tiny-qwen35-f32","messages":[{"role":"system","content":%q},{"role":"user","content":"question number %d"}],"max_tokens":6,"temperature":0}`, system, i)
+	}
+	off := start(t, "tiny-qwen35-f32.gguf", httpfront.Config{}, 16)
+	on := start(t, "tiny-qwen35-f32.gguf", httpfront.Config{}, 16)
+	on.completion(t, "/v1/chat/completions", body(100)) // computes the system message
+	type answer struct {
+		text   string
+		cached float64
+		prompt float64
+	}
+	run := func(s *server) []answer {
+		out := make([]answer, 16)
+		done := make(chan struct{})
+		for i := range out {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				doc := s.completion(t, "/v1/chat/completions", body(i))
+				u := doc["usage"].(map[string]any)
+				out[i] = answer{text: doc["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"].(string),
+					cached: u["prompt_tokens_details"].(map[string]any)["cached_tokens"].(float64), prompt: u["prompt_tokens"].(float64)}
+			}()
+		}
+		for range out {
+			<-done
+		}
+		return out
+	}
+	got, want := run(on), run(off)
+	for i := range got {
+		if got[i].text != want[i].text {
+			t.Errorf("chat %d: %q with the cache, %q without", i, got[i].text, want[i].text)
+		}
+		// The system message is most of the prompt: all but the user turn's
+		// few tokens and the block they share with the system message's end.
+		if got[i].cached < got[i].prompt-32 || got[i].cached == 0 {
+			t.Errorf("chat %d: %g of %g prompt tokens cached", i, got[i].cached, got[i].prompt)
+		}
+	}
+}

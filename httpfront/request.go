@@ -86,6 +86,10 @@ type Params struct {
 	// Interrupt is DecodeOptions.Interrupt: polled while the constraint
 	// compiles (nil: never).
 	Interrupt func() error
+	// MessageEnds are the token offsets where a chat prompt's messages end
+	// (engine.Request.MessageEnds), set by the chat handler for a model
+	// that checkpoints recurrent state; not a request field.
+	MessageEnds []int
 }
 
 // ChatRequest is a validated /v1/chat/completions request.

@@ -116,6 +116,12 @@ type Request struct {
 	// Event.Embedding. The request generates nothing (MaxTokens >= 1 still
 	// reserves room for the step that computes it).
 	Embed bool
+	// MessageEnds are token offsets into Prompt, ascending, where chat
+	// messages end (tok.Tokenizer.TokenOffsets): a hybrid model
+	// checkpoints its recurrent state at the block boundary at or before
+	// each, so a later prompt that shares the messages (a system prompt, a
+	// conversation's history) resumes there.
+	MessageEnds []int
 }
 
 // TokenLogit is a token id and its raw logit.
@@ -570,6 +576,11 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 			return nil, fmt.Errorf("engine: prompt token %d at %d out of vocabulary [0,%d)", id, i, e.vocab)
 		}
 	}
+	for i, end := range r.MessageEnds {
+		if end < 0 || end > len(r.Prompt) || (i > 0 && end < r.MessageEnds[i-1]) {
+			return nil, fmt.Errorf("engine: message ends %v: not ascending offsets within the prompt of %d tokens", r.MessageEnds, len(r.Prompt))
+		}
+	}
 	if r.Embed && len(r.Force) > 0 {
 		return nil, errors.New("engine: an embedding request cannot force tokens")
 	}
@@ -662,7 +673,7 @@ func (e *Engine) admit() {
 	for _, r := range pend {
 		e.nextID++
 		r.seq = &sched.Seq{ID: e.nextID, Tokens: append([]int32(nil), r.Prompt...), Prompt: len(r.Prompt),
-			Limit: len(r.Prompt) + r.MaxTokens, Stop: r.Stop}
+			Limit: len(r.Prompt) + r.MaxTokens, Stop: r.Stop, Marks: r.MessageEnds}
 		r.state.ID = e.nextID
 		if e.draftK > 0 {
 			r.spec.AcceptedPerPosition = make([]int, e.draftK)

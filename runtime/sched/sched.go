@@ -43,6 +43,10 @@ type Seq struct {
 	// verified is the rows of the verify step Update is applying (its
 	// first position and accepted rows + 1), for StateGroup.Publish.
 	verified verifiedRows
+	// Marks are offsets into the prompt (ascending) where the recurrent
+	// state is checkpointed at the block boundary at or before each (chat
+	// message ends; StateGroup.Target).
+	Marks []int
 	// Prompt is how many leading Tokens are the prompt: a sequence drafts
 	// only once it holds generated tokens (it decodes).
 	Prompt int

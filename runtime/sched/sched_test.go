@@ -25,7 +25,10 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	                    [snapshots=N] (prefix: a prefix cache whose hashes use
 //	                     salt SALT; slots: N recurrent state slots, of which
 //	                     each running sequence holds 1 + snapshots)
-//	add ID PROMPT_TOKENS [limit=N] [stop=TOK] [text=B] [diverge=K]
+//	                    [checkpoints=N] [every=N] (a pool of N recurrent
+//	                     state checkpoints, taken every N blocks of a prompt
+//	                     too)
+//	add ID PROMPT_TOKENS [limit=N] [stop=TOK] [text=B] [diverge=K] [mark=M]
 //	                    (stop: Seq.Stop matches token TOK; prompt token i is
 //	                     B*1000+i, plus 500 from position K on)
 //	accept ID N         (the next update of sequence ID accepts N drafts)
@@ -143,6 +146,9 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 		}
 	case "add":
 		s := &Seq{ID: uint64(pos[0]), Tokens: make([]int32, pos[1]), Prompt: pos[1], Limit: args["limit"]}
+		if mark, ok := args["mark"]; ok {
+			s.Marks = []int{mark}
+		}
 		diverge, ok := args["diverge"]
 		if !ok {
 			diverge = pos[1]

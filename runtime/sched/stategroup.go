@@ -129,7 +129,8 @@ func (g *StateGroup) Grow(*Seq, int) {}
 
 // Target reports whether the state after s's first end tokens is to be
 // checkpointed: end is a block boundary and either the last one of the
-// prompt, a multiple of the periodic interval within the prompt, or the
+// prompt, the last one at or before one of s's marks (a chat message's
+// end), a multiple of the periodic interval within the prompt, or the
 // last one of s's known tokens past the prompt (a generated block, or one
 // recomputed after preemption).
 func (g *StateGroup) Target(s *Seq, end int) bool {
@@ -138,7 +139,8 @@ func (g *StateGroup) Target(s *Seq, end int) bool {
 	}
 	b := g.kv.BlockTokens()
 	if end <= s.Prompt {
-		return end == s.Prompt/b*b || (g.every > 0 && end%(g.every*b) == 0)
+		return end == s.Prompt/b*b || (g.every > 0 && end%(g.every*b) == 0) ||
+			slices.ContainsFunc(s.Marks, func(m int) bool { return m/b*b == end })
 	}
 	return end == len(s.Tokens)/b*b
 }
