@@ -250,8 +250,9 @@ func (p *stepPacker) packState(dst []int32, l stepLayout, b *exec.Batch) error {
 			}
 		}
 		if int(s) < len(b.StateFrom) && b.StateFrom[s] >= 0 && p.seqSeen[s] == 0 {
-			if read = b.StateFrom[s]; inRange(int(s), read) != nil {
-				return inRange(int(s), read)
+			read = b.StateFrom[s]
+			if err := inRange(int(s), read); err != nil {
+				return err
 			}
 		}
 		p.seqSeen[s]++
