@@ -112,7 +112,7 @@ func (g *StateGroup) Admit(s *Seq, cached int) {
 	g.free = g.free[:take]
 	g.seqHeld += 1 + g.snapshots
 	s.from = nil
-	if cached > 0 {
+	if cached > 0 && g.kv != nil {
 		hashes := g.kv.Hashes(s.Tokens, cached/g.kv.BlockTokens())
 		c := g.index[hashes[len(hashes)-1]]
 		c.pins++
