@@ -271,6 +271,12 @@ func (p *stepPacker) packState(dst []int32, l stepLayout, b *exec.Batch) error {
 				return err
 			}
 		}
+		if int(s) < len(b.StateFrom) && b.StateFrom[s] >= 0 && p.seqSeen[s] == 0 {
+			read = b.StateFrom[s]
+			if err := inRange(int(s), read); err != nil {
+				return err
+			}
+		}
 		p.seqSeen[s]++
 		dst[l.StateRead+t], dst[l.StateWrite+t] = read, write
 	}

@@ -138,6 +138,18 @@ func TestStepPackState(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("state rows (-want +got):\n%s", diff)
 	}
+	// Resuming from checkpoints (StateFrom): each sequence's first row
+	// reads the checkpoint's slot, the others as before.
+	resumed := b()
+	resumed.StateFrom = []int32{0, 3}
+	if err := p.pack(dst, l, resumed, 4, 100); err != nil {
+		t.Fatal(err)
+	}
+	got = [][]int32{dst[l.StateRead : l.StateRead+5], dst[l.StateWrite : l.StateWrite+5]}
+	want = [][]int32{{0, 3, 1, 4, 6}, {2, 1, 4, 5, 6}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("state rows resuming from checkpoints (-want +got):\n%s", diff)
+	}
 	for _, c := range []struct {
 		name string
 		edit func(*exec.Batch)
@@ -145,6 +157,7 @@ func TestStepPackState(t *testing.T) {
 	}{
 		{"slot past the reserved", func(b *exec.Batch) { b.StateSlots[0] = 6 }, "state slot 6 out of range"},
 		{"negative slot", func(b *exec.Batch) { b.StateSlots[1] = -1 }, "state slot -1 out of range"},
+		{"checkpoint past the reserved", func(b *exec.Batch) { b.StateFrom = []int32{-1, 9} }, "state slot 9 out of range"},
 		{"snapshot past the reserved", func(b *exec.Batch) { b.StateSnapshots[1][2] = 7 }, "state slot 7 out of range"},
 		{"too few snapshots", func(b *exec.Batch) { b.StateSnapshots[1] = b.StateSnapshots[1][:2] }, "2 state snapshots for more rows"},
 		{"slots for too few sequences", func(b *exec.Batch) { b.StateSlots = b.StateSlots[:1] }, "1 state slots for 2 sequences"},

@@ -66,7 +66,11 @@ func prepareChat(m *Model, r *ChatRequest) ([]int32, *Error) {
 	if r.Images != nil {
 		return encodeImages(context.Background(), m, text, r.Images, &r.Params)
 	}
-	return m.Tokenizer.EncodeChat(text), nil
+	ids := m.Tokenizer.EncodeChat(text)
+	if m.Engine.Snapshot().CheckpointsMax > 0 {
+		r.Params.MessageEnds = m.Tokenizer.TokenOffsets(ids, text, m.Chat.MessageEnds(r.Messages, text, renderOptions(r)))
+	}
+	return ids, nil
 }
 
 // renderChat renders r's messages with the model's template: with the
@@ -74,15 +78,7 @@ func prepareChat(m *Model, r *ChatRequest) ([]int32, *Error) {
 // it (the text after the final message's content, its end-of-turn markup,
 // is cut, as vLLM's continue_final_message).
 func renderChat(ct *tok.ChatTemplate, r *ChatRequest) (string, *Error) {
-	vars := r.TemplateKwargs
-	if r.Tools != nil {
-		vars = maps.Clone(vars)
-		if vars == nil {
-			vars = map[string]json.RawMessage{}
-		}
-		vars["tools"] = r.Tools
-	}
-	text, err := ct.Render(r.Messages, tok.RenderOptions{AddGenerationPrompt: r.AddGenerationPrompt, Vars: vars})
+	text, err := ct.Render(r.Messages, renderOptions(r))
 	if err != nil {
 		param := "messages"
 		if len(r.TemplateKwargs) > 0 {
@@ -99,6 +95,20 @@ func renderChat(ct *tok.ChatTemplate, r *ChatRequest) (string, *Error) {
 		text = text[:i+len(final)]
 	}
 	return text, nil
+}
+
+// renderOptions are the template options r's messages render with: its
+// generation prompt flag, its chat_template_kwargs and its tools.
+func renderOptions(r *ChatRequest) tok.RenderOptions {
+	vars := r.TemplateKwargs
+	if r.Tools != nil {
+		vars = maps.Clone(vars)
+		if vars == nil {
+			vars = map[string]json.RawMessage{}
+		}
+		vars["tools"] = r.Tools
+	}
+	return tok.RenderOptions{AddGenerationPrompt: r.AddGenerationPrompt, Vars: vars}
 }
 
 // checkTokenIDs checks the token ids of p (logit_bias, stop_token_ids)

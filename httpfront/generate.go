@@ -180,9 +180,10 @@ func (j *job) engineRequest(ctx context.Context, cancel context.CancelCauseFunc,
 			PresencePenalty: float32(p.Presence), FrequencyPenalty: float32(p.Frequency),
 			RepetitionPenalty: float32(p.Repetition), Seed: seed, LogitBias: p.LogitBias,
 		},
-		Logprobs: p.Logprobs,
-		Tag:      j.tag,
-		Images:   p.Images,
+		Logprobs:    p.Logprobs,
+		Tag:         j.tag,
+		Images:      p.Images,
+		MessageEnds: p.MessageEnds,
 	}
 	if p.Grammar != nil {
 		m, e := newGrammarMask(ctx, cancel, &j.p, j.m.Tokenizer, maxTokens)

@@ -206,6 +206,8 @@ var (
 	loadNinferRunning = loadDesc("ninfer:num_requests_running", "Sequences holding KV blocks in the engine.")
 	loadNinferWaiting = loadDesc("ninfer:num_requests_waiting", "Sequences queued for admission.")
 	loadNinferUsage   = loadDesc("ninfer:kv_cache_usage_perc", "Fraction of the cache memory (KV blocks and recurrent state slots) held by sequences (0..1).")
+	loadCheckpoints   = loadDesc("ninfer:state_checkpoints", "Recurrent state checkpoints held (a hybrid model's prefix cache).")
+	loadCheckpointMem = loadDesc("ninfer:state_checkpoint_bytes", "Memory of the recurrent state checkpoints held, in bytes.")
 	loadCacheConfig   = prometheus.NewDesc("vllm:cache_config_info", "The KV cache's configuration in its labels: block_size (tokens per block) and num_gpu_blocks (blocks in all); the value is 1.",
 		[]string{"model_name", "block_size", "num_gpu_blocks"}, nil)
 )
@@ -217,7 +219,7 @@ func loadDesc(name, help string) *prometheus.Desc {
 // Describe implements prometheus.Collector.
 func (c loadCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{loadRunning, loadWaiting, loadKVUsage, loadGPUUsage, loadQueries, loadHits,
-		loadNinferRunning, loadNinferWaiting, loadNinferUsage, loadCacheConfig} {
+		loadNinferRunning, loadNinferWaiting, loadNinferUsage, loadCheckpoints, loadCheckpointMem, loadCacheConfig} {
 		ch <- d
 	}
 }
@@ -246,6 +248,10 @@ func (c loadCollector) Collect(ch chan<- prometheus.Metric) {
 		{loadNinferUsage, prometheus.GaugeValue, usage},
 	} {
 		ch <- prometheus.MustNewConstMetric(g.d, g.t, g.v, m.ID)
+	}
+	if snap.CheckpointsMax > 0 {
+		ch <- prometheus.MustNewConstMetric(loadCheckpoints, prometheus.GaugeValue, float64(snap.Checkpoints), m.ID)
+		ch <- prometheus.MustNewConstMetric(loadCheckpointMem, prometheus.GaugeValue, float64(snap.CheckpointBytes()), m.ID)
 	}
 	ch <- prometheus.MustNewConstMetric(loadCacheConfig, prometheus.GaugeValue, 1, m.ID,
 		strconv.Itoa(snap.KVBlockTokens), strconv.Itoa(snap.KVBlocksTotal))

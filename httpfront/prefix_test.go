@@ -23,9 +23,17 @@ func idList(ids []int) string {
 
 // A known sequence of requests: usage.prompt_tokens_details.cached_tokens
 // and timings.cache_n report the hits, and /metrics exports vLLM's names
-// with the model_name label and exact values.
+// with the model_name label and exact values; on a hybrid model the hits
+// resume from recurrent state checkpoints, counted by
+// ninfer:state_checkpoints, with the same figures.
 func TestPrefixCacheUsageAndVLLMMetrics(t *testing.T) {
-	s := start(t, "stories260K.gguf", httpfront.Config{}, 2) // 16-token blocks
+	for _, model := range []string{"stories260K", "tiny-qwen35-f32"} {
+		t.Run(model, func(t *testing.T) { prefixCacheUsage(t, model) })
+	}
+}
+
+func prefixCacheUsage(t *testing.T, model string) {
+	s := start(t, model+".gguf", httpfront.Config{}, 2) // 16-token blocks
 	a := make([]int, 40)
 	for i := range a {
 		a[i] = 10 + i
@@ -42,7 +50,7 @@ func TestPrefixCacheUsageAndVLLMMetrics(t *testing.T) {
 		{a, 32},        // two full blocks; the third (8 tokens) is partial
 		{extended, 32}, // the third block differs from a's
 	} {
-		doc := s.completion(t, "/v1/completions", fmt.Sprintf(`{"model":"stories260K","prompt":%s,"max_tokens":4,"temperature":0}`, idList(tc.prompt)))
+		doc := s.completion(t, "/v1/completions", fmt.Sprintf(`{"model":"%s","prompt":%s,"max_tokens":4,"temperature":0}`, model, idList(tc.prompt)))
 		u := doc["usage"].(map[string]any)
 		tm := doc["timings"].(map[string]any)
 		got := u["prompt_tokens_details"].(map[string]any)["cached_tokens"]
@@ -52,22 +60,27 @@ func TestPrefixCacheUsageAndVLLMMetrics(t *testing.T) {
 	}
 	s.waitIdle(t)
 	fams := scrape(t, s.url)
-	for name, want := range map[string]float64{
+	want := map[string]float64{
 		"vllm:prefix_cache_queries_total": 40 + 40 + 60,
 		"vllm:prefix_cache_hits_total":    32 + 32,
 		"vllm:num_requests_running":       0,
 		"vllm:num_requests_waiting":       0,
 		"vllm:kv_cache_usage_perc":        0,
 		"vllm:gpu_cache_usage_perc":       0,
-	} {
+	}
+	if model == "tiny-qwen35-f32" {
+		// The prompts' last block boundaries: 32 (a) and 48 (extended).
+		want["ninfer:state_checkpoints"] = 2
+	}
+	for name, want := range want {
 		f, ok := fams[name]
 		if !ok || len(f.GetMetric()) != 1 {
 			t.Errorf("%s: missing or not one series: %v", name, f)
 			continue
 		}
 		m := f.GetMetric()[0]
-		if l := m.GetLabel(); len(l) != 1 || l[0].GetName() != "model_name" || l[0].GetValue() != "stories260K" {
-			t.Errorf("%s: labels %v, want model_name=stories260K", name, l)
+		if l := m.GetLabel(); len(l) != 1 || l[0].GetName() != "model_name" || l[0].GetValue() != model {
+			t.Errorf("%s: labels %v, want model_name=%s", name, l, model)
 		}
 		if got := sumMetric(f); got != want {
 			t.Errorf("%s = %g, want %g", name, got, want)
@@ -113,6 +126,58 @@ func TestReadyWhenBusyAndDraining(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("/ready while draining: %d %v", r.StatusCode, doc)
+		}
+	}
+}
+
+// A hybrid model checkpoints its state where each chat message ends
+// (rounded down to a block): sixteen concurrent chats that share a long
+// system message but not their user messages all resume after the system
+// message's whole blocks once one of them has computed it, and give the
+// ids they give with the prefix cache off.
+func TestHybridSharedSystemMessageHits(t *testing.T) {
+	words := make([]string, 120)
+	for i := range words {
+		words[i] = fmt.Sprintf("rule%d", i)
+	}
+	system := "You are a careful assistant. Follow these rules: " + strings.Join(words, " ") + "."
+	body := func(i int) string {
+		return fmt.Sprintf(`{"model":"tiny-qwen35-f32","messages":[{"role":"system","content":%q},{"role":"user","content":"question number %d"}],"max_tokens":6,"temperature":0}`, system, i)
+	}
+	off := start(t, "tiny-qwen35-f32.gguf", httpfront.Config{}, 16)
+	on := start(t, "tiny-qwen35-f32.gguf", httpfront.Config{}, 16)
+	on.completion(t, "/v1/chat/completions", body(100)) // computes the system message
+	type answer struct {
+		text   string
+		cached float64
+		prompt float64
+	}
+	run := func(s *server) []answer {
+		out := make([]answer, 16)
+		done := make(chan struct{})
+		for i := range out {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				doc := s.completion(t, "/v1/chat/completions", body(i))
+				u := doc["usage"].(map[string]any)
+				out[i] = answer{text: doc["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"].(string),
+					cached: u["prompt_tokens_details"].(map[string]any)["cached_tokens"].(float64), prompt: u["prompt_tokens"].(float64)}
+			}()
+		}
+		for range out {
+			<-done
+		}
+		return out
+	}
+	got, want := run(on), run(off)
+	for i := range got {
+		if got[i].text != want[i].text {
+			t.Errorf("chat %d: %q with the cache, %q without", i, got[i].text, want[i].text)
+		}
+		// The system message is most of the prompt: all but the user turn's
+		// few tokens and the block they share with the system message's end.
+		if got[i].cached < got[i].prompt-32 || got[i].cached == 0 {
+			t.Errorf("chat %d: %g of %g prompt tokens cached", i, got[i].cached, got[i].prompt)
 		}
 	}
 }

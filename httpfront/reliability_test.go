@@ -452,15 +452,16 @@ func TestExpectContinueIsAnsweredAfterTheChecks(t *testing.T) {
 	}
 }
 
-// /health lists a hybrid model's state slots, used ones included when
-// none is, as the README says; a model without recurrent state has
-// neither key.
+// /health lists a hybrid model's state slots and checkpoints, used ones
+// included when none is, as the README says; a model without recurrent
+// state has none of the keys.
 func TestHealthListsStateSlotsOfHybridModels(t *testing.T) {
 	for _, tc := range []struct {
 		model string
 		want  map[string]any
 	}{
-		{"tiny-qwen35-f32.gguf", map[string]any{"state_slots_used": 0.0, "state_slots_total": 2.0}},
+		{"tiny-qwen35-f32.gguf", map[string]any{"state_slots_used": 0.0, "state_slots_total": 2.0,
+			"state_checkpoints": 0.0, "state_checkpoint_bytes": 0.0, "state_checkpoints_max": 32.0}},
 		{"stories260K.gguf", map[string]any{}},
 	} {
 		t.Run(tc.model, func(t *testing.T) {
@@ -470,7 +471,7 @@ func TestHealthListsStateSlotsOfHybridModels(t *testing.T) {
 				t.Fatalf("status %d: %v", status, doc)
 			}
 			got := map[string]any{}
-			for _, k := range []string{"state_slots_used", "state_slots_total"} {
+			for _, k := range []string{"state_slots_used", "state_slots_total", "state_checkpoints", "state_checkpoint_bytes", "state_checkpoints_max"} {
 				if v, ok := doc[k]; ok {
 					got[k] = v
 				}

@@ -92,6 +92,10 @@ type Params struct {
 	// (engine.Request.Images), and Vision when they were encoded.
 	Images []engine.Image
 	Vision VisionTiming
+	// MessageEnds are the token offsets where a chat prompt's messages end
+	// (engine.Request.MessageEnds), set by the chat handler for a model
+	// that checkpoints recurrent state; not a request field.
+	MessageEnds []int
 }
 
 // ChatRequest is a validated /v1/chat/completions request.

@@ -459,11 +459,17 @@ type Health struct {
 	// StateSlotsUsed and StateSlotsTotal count a hybrid model's recurrent
 	// state slots; both are present, zero included, for a hybrid model and
 	// absent (nil) for other models.
-	StateSlotsUsed   *int  `json:"state_slots_used,omitempty"`
-	StateSlotsTotal  *int  `json:"state_slots_total,omitempty"`
-	MaxRunning       int   `json:"max_running"`
-	RequestsInFlight int   `json:"requests_in_flight"` // choices submitted and not finished
-	StreamsAborted   int64 `json:"streams_aborted"`    // streams whose client left early, since start
+	StateSlotsUsed  *int `json:"state_slots_used,omitempty"`
+	StateSlotsTotal *int `json:"state_slots_total,omitempty"`
+	// StateCheckpoints counts a hybrid model's recurrent state checkpoints
+	// held (its prefix cache), StateCheckpointBytes their memory and
+	// StateCheckpointsMax the most its budget holds; absent without them.
+	StateCheckpoints     *int   `json:"state_checkpoints,omitempty"`
+	StateCheckpointBytes *int64 `json:"state_checkpoint_bytes,omitempty"`
+	StateCheckpointsMax  *int   `json:"state_checkpoints_max,omitempty"`
+	MaxRunning           int    `json:"max_running"`
+	RequestsInFlight     int    `json:"requests_in_flight"` // choices submitted and not finished
+	StreamsAborted       int64  `json:"streams_aborted"`    // streams whose client left early, since start
 	// RequestsAbandoned counts non-streaming requests whose client left
 	// before the response, since start.
 	RequestsAbandoned int64 `json:"requests_abandoned"`
@@ -484,6 +490,10 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 		h.KVBlocksCached = snap.KVBlocksCached
 		if snap.StateSlotsTotal > 0 {
 			h.StateSlotsUsed, h.StateSlotsTotal = &snap.StateSlotsUsed, &snap.StateSlotsTotal
+		}
+		if snap.CheckpointsMax > 0 {
+			bytes := snap.CheckpointBytes()
+			h.StateCheckpoints, h.StateCheckpointBytes, h.StateCheckpointsMax = &snap.Checkpoints, &bytes, &snap.CheckpointsMax
 		}
 		h.Status, status = "ok", http.StatusOK
 		if s.draining.Load() {

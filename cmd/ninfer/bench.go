@@ -514,6 +514,7 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, format p
 		mode = "explicit"
 	}
 	threads := o.mf.threads
+	snap := inst.Engine.Snapshot()
 	r := &bench.Report{
 		SchemaVersion: bench.SchemaVersion, ArtifactType: "ninfer_bench_report", Tool: "ninfer_bench",
 		Command:     commandLine(append([]string{"ninfer", "bench"}, args...)),
@@ -529,7 +530,8 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, format p
 			KVCapacityIncrementBytes: &increment, KVPayloadBytes: payload, KVBlockTokens: pol.KVBlockTokens,
 			KVBytesPerToken: kvPerToken, KVTokensPerGiB: page.CapacityTokens(1<<30, format, info.KVLayers, info.KVDim, pol.KVBlockTokens),
 			KVAccounting:          "runtime/kv: " + format.Name + ", " + strconv.Itoa(info.KVLayers) + " attending layers x K,V x " + strconv.Itoa(info.KVDim) + " values",
-			StateBytesPerSequence: inst.Engine.Snapshot().StateSlotBytes, StateSlots: inst.Engine.Snapshot().StateSlotsTotal},
+			StateBytesPerSequence: snap.StateSlotBytes, StateSlots: snap.StateSlotsTotal,
+			StateCheckpoints: snap.CheckpointsMax, StateCheckpointBytes: int64(snap.CheckpointsMax) * snap.StateSlotBytes},
 		Config: bench.Config{MaxContext: inst.Engine.ContextLength(), PrefillChunk: pol.PrefillChunk, KVCache: format.Name,
 			DecodePath: "cpu_op_list", Repetitions: o.reps, Warmup: o.warmup, CorpusPath: corpusPath, CorpusTokens: corpusTokens,
 			Graph: inst.Plan.Name, Backend: o.mf.backend, Threads: threads, Sampling: "greedy"},

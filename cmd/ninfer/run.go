@@ -33,6 +33,8 @@ type modelFlags struct {
 	noCUDAGraph, mmap     bool
 	noPrefixCache         bool
 	mmproj                string
+	checkpointMemory      int64
+	checkpointEvery       int
 	set                   setFlag
 }
 
@@ -48,6 +50,8 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.Var(&m.set, "set", "graph parameter override NAME=VALUE (repeatable)")
 	fs.BoolVar(&m.noPrefixCache, "no-prefix-cache", false, "turn automatic prefix caching off (full KV blocks shared by prompts that begin the same way, their prefill skipped)")
 	fs.StringVar(&m.mmproj, "mmproj", "", "vision tower of a vision-language model (a qwen3vl_merger mmproj GGUF): requests may carry images; the graph plain becomes vision")
+	fs.Int64Var(&m.checkpointMemory, "checkpoint-memory", 0, "hybrid models: bytes of recurrent state checkpoints, the prefix cache's (0 = 512 MiB, at most 16 per running sequence; -1 = none, prefix caching off)")
+	fs.IntVar(&m.checkpointEvery, "checkpoint-every", 0, "hybrid models: KV blocks between a long prompt's periodic state checkpoints (0 = 32; -1 = none)")
 }
 
 func (m *modelFlags) options() (instance.Options, error) {
@@ -69,7 +73,7 @@ func (m *modelFlags) options() (instance.Options, error) {
 	}
 	return instance.Options{Model: m.model, Models: m.models, Graph: graph, Set: m.set.params, Backend: m.backend,
 		Threads: m.threads, Eager: m.noCUDAGraph, Mmap: m.mmap, KVTokens: m.kvTokens, KVMemory: m.kvMemory, MaxRunning: 1,
-		NoPrefixCache: m.noPrefixCache, MMProj: m.mmproj}, nil
+		NoPrefixCache: m.noPrefixCache, MMProj: m.mmproj, CheckpointMemory: m.checkpointMemory, CheckpointEvery: m.checkpointEvery}, nil
 }
 
 // modelFlag is --model: FILE or target=FILE sets the target model, ALIAS=FILE

@@ -154,6 +154,11 @@ func (p *program) bindStateRows(b *exec.Batch) error {
 		if err := inRange(s, slot); err != nil {
 			return err
 		}
+		if s < len(b.StateFrom) && b.StateFrom[s] >= 0 {
+			if err := inRange(s, b.StateFrom[s]); err != nil {
+				return err
+			}
+		}
 		if s < len(b.StateSnapshots) && b.StateSnapshots[s] != nil {
 			if len(b.StateSnapshots[s]) < rows[s] {
 				return fmt.Errorf("cpu: sequence %d: %d state snapshots for %d rows", s, len(b.StateSnapshots[s]), rows[s])

@@ -116,9 +116,13 @@ func (t *deltaTask) run(worker, lo, hi int) {
 		rows := h.seqRows[h.seqStart[s]:h.seqStart[s+1]]
 		if t.chunk && len(rows) >= deltaChunkMin && t.chunkable(rows) {
 			r0 := rows[0]
-			st := t.mem[int(t.p.stateWrite[r0])*per+vh*hd:][:hd]
-			if t.pos[r0] == 0 {
+			src, dst := int(t.p.stateRead[r0]), int(t.p.stateWrite[r0])
+			st := t.mem[dst*per+vh*hd:][:hd]
+			switch {
+			case t.pos[r0] == 0:
 				clear(st)
+			case src != dst:
+				copy(st, t.mem[src*per+vh*hd:][:hd])
 			}
 			scr := h.scratch(t.p.b.pool.n, worker, deltaChunkScratch(dk, dv))
 			for c := 0; c < len(rows); c += deltaChunkLen {
@@ -142,11 +146,12 @@ func (t *deltaTask) run(worker, lo, hi int) {
 }
 
 // chunkable reports whether rows (one sequence's, in order) keep their
-// state in one slot, reset only before the first: no snapshots.
+// state in one slot, reset or copied in (a checkpoint, exec.Batch.StateFrom)
+// only before the first: no snapshots.
 func (t *deltaTask) chunkable(rows []int) bool {
 	slot := t.p.stateWrite[rows[0]]
 	for i, r := range rows {
-		if t.p.stateRead[r] != slot || t.p.stateWrite[r] != slot || (i > 0 && t.pos[r] == 0) {
+		if (i > 0 && t.p.stateRead[r] != slot) || t.p.stateWrite[r] != slot || (i > 0 && t.pos[r] == 0) {
 			return false
 		}
 	}

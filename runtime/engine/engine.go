@@ -65,7 +65,26 @@ type Config struct {
 	// blocks are shared between sequences whose tokens begin the same way
 	// (kv.Manager), and a prompt's cached blocks skip prefill.
 	NoPrefixCache bool
+	// CheckpointMemory is the memory of a hybrid model's recurrent state
+	// checkpoints, its prefix cache (sched.StateGroup): 0 means
+	// DefaultCheckpointMemory, negative none (the prefix cache is then off
+	// for the model). It is reserved beside the KV cache (not part of
+	// KVMemory), at most DefaultCheckpointsPerSeq checkpoints per running
+	// sequence.
+	CheckpointMemory int64
+	// CheckpointEvery is the interval, in KV blocks, of a long prompt's
+	// periodic checkpoints: 0 means DefaultCheckpointEvery, negative none
+	// (checkpoints are then taken at the prompt's last block boundary and
+	// at the last block a sequence generates only).
+	CheckpointEvery int
 }
+
+// Checkpoint defaults (Config.CheckpointMemory, CheckpointEvery).
+const (
+	DefaultCheckpointMemory  = 512 << 20
+	DefaultCheckpointsPerSeq = 16
+	DefaultCheckpointEvery   = 32
+)
 
 // Request is one generation request.
 type Request struct {
@@ -107,6 +126,12 @@ type Request struct {
 	// of Prompt (any token ids there: their embeddings are the images').
 	// Only a plan that reads $in.images takes them.
 	Images []Image
+	// MessageEnds are token offsets into Prompt, ascending, where chat
+	// messages end (tok.Tokenizer.TokenOffsets): a hybrid model
+	// checkpoints its recurrent state at the block boundary at or before
+	// each, so a later prompt that shares the messages (a system prompt, a
+	// conversation's history) resumes there.
+	MessageEnds []int
 }
 
 // TokenLogit is a token id and its raw logit.
@@ -215,6 +240,7 @@ type Engine struct {
 	// state is the model's recurrent state cache group (zero without one);
 	// prefixCacheOff says why prefix caching is off for the model, if it is.
 	state          exec.StateLayout
+	checkpoints    int // of state.Slots, the checkpoint pool's
 	prefixCacheOff string
 	kvBlockBytes   int64
 	model          ModelInfo
@@ -352,18 +378,40 @@ func (e *Engine) sizeCaches(shape executor.Shape, snapshots int) (exec.KVLayout,
 		return exec.KVLayout{}, fmt.Errorf("engine: %w", err)
 	}
 	switch {
-	case state.Layers() > 0:
-		e.prefixCacheOff = "prefix caching is off for this model: its recurrent state has no checkpoints at block boundaries to resume from"
 	case len(e.plan.Carry) > 0:
 		e.prefixCacheOff = "prefix caching is off for this plan: it carries hidden states ($prev) that the cache does not keep"
-	case !cfg.NoPrefixCache:
-		m.EnablePrefixCache(prefixSalt(cfg.Model, e.plan, pol.KVDType))
+	case cfg.NoPrefixCache:
+	case state.Layers() > 0 && e.checkpointSlots(state) == 0:
+		e.prefixCacheOff = "prefix caching is off for this model: its recurrent state checkpoint memory (--checkpoint-memory) holds no checkpoint"
+	default:
+		salt := prefixSalt(cfg.Model, e.plan, pol.KVDType)
+		if state.Layers() > 0 {
+			e.checkpoints = e.checkpointSlots(state)
+			e.state.Slots += e.checkpoints
+			state = e.state
+			salt = append(salt, "|state="+state.DType...)
+		}
+		m.EnablePrefixCache(salt)
 	}
 	e.kv = m
 	if f, err := page.LookupFormat(pol.KVDType); err == nil {
 		e.kvBlockBytes = page.BytesPerToken(f, shape.Layers, shape.KVDim) * int64(pol.KVBlockTokens)
 	}
 	return exec.KVLayout{Layers: shape.Layers, KVDim: shape.KVDim, BlockTokens: pol.KVBlockTokens, Blocks: blocks, DType: pol.KVDType, State: state}, nil
+}
+
+// checkpointSlots is how many recurrent state checkpoints of state's slot
+// size Config.CheckpointMemory holds, at most DefaultCheckpointsPerSeq per
+// running sequence.
+func (e *Engine) checkpointSlots(state exec.StateLayout) int {
+	budget := e.cfg.CheckpointMemory
+	if budget == 0 {
+		budget = DefaultCheckpointMemory
+	}
+	if budget < 0 {
+		return 0
+	}
+	return int(min(budget/state.BytesPerSlot(), int64(DefaultCheckpointsPerSeq*e.maxRunning)))
 }
 
 // kvTokens is the KV cache's capacity in tokens: cfg.KVTokens, or what
@@ -400,9 +448,17 @@ func (e *Engine) newScheduler(maxBatch, snapshots int) error {
 		return fmt.Errorf("engine: step tokens %d is less than %d: %d running sequences x %d tokens per decode step",
 			stepTokens, maxRunning*(1+e.draftK), maxRunning, 1+e.draftK)
 	}
+	every := e.cfg.CheckpointEvery
+	switch {
+	case every == 0:
+		every = DefaultCheckpointEvery
+	case every < 0:
+		every = 0
+	}
 	var err error
 	e.sched, err = sched.New(sched.Config{Chunk: pol.PrefillChunk, StepTokens: stepTokens,
-		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch, StateSlots: e.state.Slots, Snapshots: snapshots}, e.kv)
+		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch, StateSlots: e.state.Slots - e.checkpoints, Snapshots: snapshots,
+		Checkpoints: e.checkpoints, CheckpointEvery: every}, e.kv)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -474,8 +530,15 @@ type Snapshot struct {
 	// state slots (0 without one), StateSlotBytes the memory of one.
 	StateSlotsUsed, StateSlotsTotal int
 	StateSlotBytes                  int64
-	KVBlockBytes                    int64 // K and V of one block, every layer, in the KV format
+	// Checkpoints counts a hybrid model's recurrent state checkpoints
+	// held (its prefix cache, each of StateSlotBytes), CheckpointsMax the
+	// most its memory budget holds.
+	Checkpoints, CheckpointsMax int
+	KVBlockBytes                int64 // K and V of one block, every layer, in the KV format
 }
+
+// CheckpointBytes is the memory of the recurrent state checkpoints held.
+func (s Snapshot) CheckpointBytes() int64 { return int64(s.Checkpoints) * s.StateSlotBytes }
 
 // CacheUsage is the fraction (0..1) of the cache memory held by sequences:
 // KV blocks and recurrent state slots together, by bytes.
@@ -504,11 +567,13 @@ func (e *Engine) Snapshot() Snapshot {
 // calls it.
 func (e *Engine) publish() {
 	ps := e.sched.PrefixStats()
+	held, capacity := e.sched.Checkpoints()
 	e.snap.Store(&Snapshot{Running: e.sched.Running(), Waiting: e.sched.Waiting(),
 		KVBlocksUsed: e.kv.Used(), KVBlocksTotal: e.kv.Total(), KVBlockTokens: e.kv.BlockTokens(),
 		MaxRunning: e.maxRunning, PrefixCache: e.kv.PrefixCaching(), KVBlocksCached: e.kv.Cached(),
 		PrefixQueries: ps.Queries, PrefixHits: ps.Hits,
-		StateSlotsUsed: e.state.Slots - e.sched.StateSlotsFree(), StateSlotsTotal: e.state.Slots, StateSlotBytes: e.state.BytesPerSlot(),
+		StateSlotsUsed: e.state.Slots - e.checkpoints - e.sched.StateSlotsFree(), StateSlotsTotal: e.state.Slots - e.checkpoints, StateSlotBytes: e.state.BytesPerSlot(),
+		Checkpoints: held, CheckpointsMax: capacity,
 		KVBlockBytes: e.kvBlockBytes})
 }
 
@@ -545,6 +610,11 @@ func (e *Engine) Submit(ctx context.Context, r Request) (<-chan Event, error) {
 	}
 	if err := e.keyImages(&r); err != nil {
 		return nil, err
+	}
+	for i, end := range r.MessageEnds {
+		if end < 0 || end > len(r.Prompt) || (i > 0 && end < r.MessageEnds[i-1]) {
+			return nil, fmt.Errorf("engine: message ends %v: not ascending offsets within the prompt of %d tokens", r.MessageEnds, len(r.Prompt))
+		}
 	}
 	if r.Embed && len(r.Force) > 0 {
 		return nil, errors.New("engine: an embedding request cannot force tokens")
@@ -638,7 +708,7 @@ func (e *Engine) admit() {
 	for _, r := range pend {
 		e.nextID++
 		r.seq = &sched.Seq{ID: e.nextID, Tokens: append([]int32(nil), r.Prompt...), Prompt: len(r.Prompt),
-			Limit: len(r.Prompt) + r.MaxTokens, Stop: r.Stop}
+			Limit: len(r.Prompt) + r.MaxTokens, Stop: r.Stop, Marks: r.MessageEnds}
 		r.state.ID = e.nextID
 		if e.draftK > 0 {
 			r.spec.AcceptedPerPosition = make([]int, e.draftK)

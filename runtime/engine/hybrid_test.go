@@ -31,7 +31,7 @@ func hybridInvariance(t *testing.T, m string) {
 	ref := open(t, instance.Options{Model: m, MaxRunning: 1, Threads: 2})
 	prompts := goldenPrompts(t, ref)
 	want, _ := generateAll(t, ref, prompts, n, 1)
-	if s := ref.Engine.Snapshot(); s.StateSlotsTotal != 1 || s.PrefixCache || ref.Engine.PrefixCacheOff() == "" {
+	if s := ref.Engine.Snapshot(); s.StateSlotsTotal != 1 || !s.PrefixCache || ref.Engine.PrefixCacheOff() != "" {
 		t.Errorf("hybrid snapshot %+v, prefix cache off: %q", s, ref.Engine.PrefixCacheOff())
 	}
 	for _, tc := range []struct {

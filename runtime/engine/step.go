@@ -106,7 +106,17 @@ func (e *Engine) buildStep(ctx context.Context, work []sched.Work) *step {
 		}
 		b.Tables = append(b.Tables, w.Seq.KV.Blocks)
 		if e.state.Slots > 0 {
-			b.StateSlots = append(b.StateSlots, w.Seq.StateSlot)
+			read, write := w.Seq.StateFrom(), w.Seq.StateSlot
+			if to := w.StateTo(); to >= 0 {
+				// The step takes a checkpoint: its rows write the pool
+				// slot, the first reading the sequence's state.
+				if read < 0 {
+					read = write
+				}
+				write = to
+			}
+			b.StateSlots = append(b.StateSlots, write)
+			b.StateFrom = append(b.StateFrom, read)
 			var snaps []int32
 			if w.Draft > 0 {
 				snaps = w.Seq.Snapshots

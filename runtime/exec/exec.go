@@ -81,6 +81,12 @@ type Batch struct {
 	// with StateLayout); nil otherwise. A row reads and writes its
 	// sequence's slot, unless the sequence has StateSnapshots.
 	StateSlots []int32
+	// StateFrom [S], when not nil, is the slot each sequence's first row
+	// reads instead of its StateSlots (or StateSnapshots) slot: a state
+	// checkpoint the sequence resumes from, copied by that row into the
+	// slot it writes. An entry of -1 (or a nil StateFrom) reads the
+	// sequence's own slot; a row at position 0 reads nothing (zero state).
+	StateFrom []int32
 	// StateSnapshots [S], for a sequence that verifies drafts, are the
 	// slots its rows write in order: row j reads the state row j-1 wrote
 	// (row 0 the StateSlots slot, left unchanged) and writes slot j, so
@@ -112,9 +118,20 @@ func (b *Batch) StateRows() (read, write []int32) {
 			}
 			write[r] = b.StateSnapshots[s][j]
 		}
+		if from := b.firstRead(int(s)); seen[s] == 0 && from >= 0 {
+			read[r] = from
+		}
 		seen[s]++
 	}
 	return read, write
+}
+
+// firstRead is StateFrom[s], or -1 when sequence s reads its own slot.
+func (b *Batch) firstRead(s int) int32 {
+	if s < len(b.StateFrom) {
+		return b.StateFrom[s]
+	}
+	return -1
 }
 
 // Inputs returns the named int32 bindings the recorded graph may declare:

@@ -189,6 +189,28 @@ func (m *Manager) Match(tokens []int32, maxBlocks int) []int32 {
 	return out
 }
 
+// Hashes returns the chain hashes (BlockHash) of the first blocks whole
+// blocks of tokens (fewer when tokens are shorter), under m's salt: the
+// keys of the prefixes ending at each block.
+func (m *Manager) Hashes(tokens []int32, blocks int) []BlockHash {
+	blocks = min(blocks, len(tokens)/m.blockTokens)
+	out := make([]BlockHash, 0, max(blocks, 0))
+	var parent BlockHash
+	for i := 0; i < blocks; i++ {
+		parent = m.chain(parent, tokens[i*m.blockTokens:(i+1)*m.blockTokens])
+		out = append(out, parent)
+	}
+	return out
+}
+
+// Holds reports whether a block with hash h is registered (held by a
+// sequence or cached): a prefix ending at it can be adopted while the
+// blocks before it are registered too.
+func (m *Manager) Holds(h BlockHash) bool {
+	_, ok := m.cached[h]
+	return ok
+}
+
 // Reusable is how many of blocks (from Match) are free now: adopting them
 // takes them out of the free count.
 func (m *Manager) Reusable(blocks []int32) int {

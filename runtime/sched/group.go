@@ -9,14 +9,22 @@ package sched
 // each. Groups are pure state machines, used by the scheduler's caller's
 // goroutine only.
 type Group interface {
+	// Hit reports how many leading tokens of waiting sequence s, at most
+	// limit, the group can restore from its prefix cache, and whether it
+	// keeps one at all. Restoring fewer tokens than a hit must be possible
+	// for the paged KV cache (any whole-block prefix of its hit) but not
+	// for the recurrent state (only a checkpoint's position): the
+	// scheduler asks every group again with the smallest hit as the limit
+	// until they agree (see agree).
+	Hit(s *Seq, limit int) (n int, caches bool)
 	// CanAdmit reports whether waiting sequence s (holding nothing) fits
-	// the group now, its prompt and one more token included, so that an
-	// admitted sequence can finish its prefill without preempting others.
-	CanAdmit(s *Seq) bool
-	// Admit gives s its share. cached is how many leading tokens of s the
-	// group restored from its prefix cache (their prefill is skipped), and
-	// caches whether the group keeps a prefix cache at all.
-	Admit(s *Seq) (cached int, caches bool)
+	// the group now with its first cached tokens restored, its prompt and
+	// one more token included, so that an admitted sequence can finish its
+	// prefill without preempting others.
+	CanAdmit(s *Seq, cached int) bool
+	// Admit gives s its share, its first cached tokens (an agreed hit)
+	// restored from the group's prefix cache.
+	Admit(s *Seq, cached int)
 	// CanGrow reports whether s's share can hold n tokens; Grow makes it
 	// so (after CanGrow said it can).
 	CanGrow(s *Seq, n int) bool

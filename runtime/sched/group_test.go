@@ -1,7 +1,10 @@
 package sched
 
 import (
+	"slices"
+
 	"fmt"
+	"github.com/google/go-cmp/cmp"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -73,10 +76,11 @@ func groupCommand(t *testing.T, line string, g *Group, seqs *[]*Seq) string {
 		*seqs = append(*seqs, s)
 	case "admit":
 		s := seq()
-		if !(*g).CanAdmit(s) {
+		cached, caches := agree([]Group{*g}, s)
+		if !(*g).CanAdmit(s, cached) {
 			return "does not fit"
 		}
-		cached, caches := (*g).Admit(s)
+		(*g).Admit(s, cached)
 		s.Computed = cached
 		return fmt.Sprintf("admitted cached=%d caches=%t", cached, caches)
 	case "grow":
@@ -106,4 +110,50 @@ func groupCommand(t *testing.T, line string, g *Group, seqs *[]*Seq) string {
 		t.Fatalf("unknown command %q", line)
 	}
 	return ""
+}
+
+// The checkpoint pool evicts a checkpoint whose last KV block is no longer
+// cached (it can never be adopted) before the least recently used one,
+// never one a sequence is about to read, and then nothing.
+func TestCheckpointEvictionFollowsBlocks(t *testing.T) {
+	m, err := kv.New(8, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.EnablePrefixCache([]byte("salt"))
+	g := NewStateGroup(1, 0)
+	g.EnableCheckpoints(m, 3, 0)
+	cached := &Seq{Tokens: []int32{1, 2, 3, 4, 5}}
+	if err := m.Grow(&cached.KV, 4); err != nil {
+		t.Fatal(err)
+	}
+	m.Publish(&cached.KV, cached.Tokens, 4)
+	keys := map[string]kv.BlockHash{
+		"blocks cached, least recently used": m.Hashes(cached.Tokens, 1)[0],
+		"blocks evicted":                     m.Hashes([]int32{9, 9, 9, 9}, 1)[0],
+		"read by a sequence":                 m.Hashes([]int32{7, 7, 7, 7}, 1)[0],
+	}
+	for i, name := range []string{"blocks cached, least recently used", "blocks evicted", "read by a sequence"} {
+		c := &checkpoint{Slot: int32(1 + i), Blocks: 1, Key: keys[name], indexed: true}
+		g.touch(c)
+		g.index[c.Key] = c
+		g.held++
+		if name == "read by a sequence" {
+			c.pins = 1
+		}
+	}
+	var evicted []string
+	for g.evict() {
+		for name, k := range keys {
+			if _, ok := g.index[k]; !ok && !slices.Contains(evicted, name) {
+				evicted = append(evicted, name)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"blocks evicted", "blocks cached, least recently used"}, evicted); diff != "" {
+		t.Errorf("eviction order (-want +got):\n%s", diff)
+	}
+	if held, _ := g.Checkpoints(); held != 1 {
+		t.Errorf("held %d after evicting all but the pinned one", held)
+	}
 }

@@ -12,26 +12,24 @@ type KVGroup struct{ m *kv.Manager }
 // NewKVGroup returns the cache group of the block manager m.
 func NewKVGroup(m *kv.Manager) *KVGroup { return &KVGroup{m} }
 
-// hit is the longest cached prefix of s's tokens made of whole blocks,
-// short of the last token: the step must compute at least that one to
-// sample.
-func (g *KVGroup) hit(s *Seq) []int32 {
-	return g.m.Match(s.Tokens, (len(s.Tokens)-1)/g.m.BlockTokens())
+// Hit implements Group: the longest cached prefix of s's tokens made of
+// whole blocks, at most limit tokens.
+func (g *KVGroup) Hit(s *Seq, limit int) (int, bool) {
+	return len(g.m.Match(s.Tokens, limit/g.m.BlockTokens())) * g.m.BlockTokens(), g.m.PrefixCaching()
 }
 
 // CanAdmit implements Group.
-func (g *KVGroup) CanAdmit(s *Seq) bool {
-	hit := g.hit(s)
+func (g *KVGroup) CanAdmit(s *Seq, cached int) bool {
+	hit := g.m.Match(s.Tokens, cached/g.m.BlockTokens())
 	return g.m.BlocksFor(len(s.Tokens)+1)-len(hit) <= g.m.Free()-g.m.Reusable(hit)
 }
 
-// Admit implements Group: with a prefix cache, s adopts its cached prefix.
-func (g *KVGroup) Admit(s *Seq) (int, bool) {
-	if !g.m.PrefixCaching() {
-		return 0, false
+// Admit implements Group: with a prefix cache, s adopts the blocks of its
+// first cached tokens.
+func (g *KVGroup) Admit(s *Seq, cached int) {
+	if g.m.PrefixCaching() {
+		g.m.Adopt(&s.KV, g.m.Match(s.Tokens, cached/g.m.BlockTokens()))
 	}
-	g.m.Adopt(&s.KV, g.hit(s))
-	return s.KV.Len, true
 }
 
 // CanGrow implements Group.

@@ -35,6 +35,18 @@ type Seq struct {
 	// (exec.Batch.StateSnapshots), and Update makes the one after the last
 	// accepted row the sequence's StateSlot by swapping slot ids (no copy).
 	Snapshots []int32
+	// from is the checkpoint the sequence's next row reads (adopted at
+	// admission, or taken by its last step); take the one its scheduled
+	// step writes; rolling its latest generated block's, published when it
+	// stops running (StateGroup).
+	from, take, rolling *checkpoint
+	// verified is the rows of the verify step Update is applying (its
+	// first position and accepted rows + 1), for StateGroup.Publish.
+	verified verifiedRows
+	// Marks are offsets into the prompt (ascending) where the recurrent
+	// state is checkpointed at the block boundary at or before each (chat
+	// message ends; StateGroup.Target).
+	Marks []int
 	// Prompt is how many leading Tokens are the prompt: a sequence drafts
 	// only once it holds generated tokens (it decodes).
 	Prompt int
@@ -56,6 +68,15 @@ func (s *Seq) Pending() int { return len(s.Tokens) - s.Computed }
 // token (it decodes) rather than prompt tokens or a recomputed prefix.
 func (s *Seq) decodes() bool { return s.Pending() == 1 && len(s.Tokens) > s.Prompt }
 
+// StateFrom is the state slot the sequence's next row reads when it is
+// not its own (a checkpoint: exec.Batch.StateFrom), else -1.
+func (s *Seq) StateFrom() int32 {
+	if s.from == nil {
+		return -1
+	}
+	return s.from.Slot
+}
+
 // Generated is the number of tokens after the prompt.
 func (s *Seq) Generated() int { return len(s.Tokens) - s.Prompt }
 
@@ -73,6 +94,15 @@ type Work struct {
 	N      int
 	Sample bool
 	Draft  int
+}
+
+// StateTo is the state slot w's step writes instead of its sequence's own
+// (a checkpoint it takes, StateGroup.Plan), else -1.
+func (w Work) StateTo() int32 {
+	if w.Seq.take == nil {
+		return -1
+	}
+	return w.Seq.take.Slot
 }
 
 // Config bounds a step.
@@ -96,6 +126,12 @@ type Config struct {
 	// Snapshots is how many snapshot slots each running sequence holds
 	// besides its own (Draft + 1 when speculating on a model with state).
 	Snapshots int
+	// Checkpoints is how many recurrent state checkpoints the state group
+	// keeps (slots besides StateSlots; StateGroup.EnableCheckpoints) when
+	// the block manager caches prefixes; 0: none, and a model with state
+	// caches no prefix. CheckpointEvery is the interval, in blocks, of a
+	// long prompt's periodic checkpoints (0: none).
+	Checkpoints, CheckpointEvery int
 }
 
 // Scheduler holds waiting and running sequences. Not safe for concurrent use.
@@ -123,15 +159,21 @@ func New(cfg Config, m *kv.Manager) (*Scheduler, error) {
 	if cfg.Chunk <= 0 || cfg.MaxRunning <= 0 || cfg.Draft < 0 || cfg.DraftMaxBatch < 0 || cfg.StepTokens <= 0 {
 		return nil, fmt.Errorf("sched: bad config %+v", cfg)
 	}
-	if cfg.StateSlots < 0 || cfg.Snapshots < 0 || (cfg.Snapshots > 0 && cfg.Snapshots < cfg.Draft+1) {
+	if cfg.StateSlots < 0 || cfg.Snapshots < 0 || (cfg.Snapshots > 0 && cfg.Snapshots < cfg.Draft+1) || cfg.Checkpoints < 0 || cfg.CheckpointEvery < 0 {
 		return nil, fmt.Errorf("sched: bad config %+v", cfg)
 	}
 	sc := &Scheduler{cfg: cfg}
 	if cfg.StateSlots > 0 {
 		sc.state = NewStateGroup(cfg.StateSlots, cfg.Snapshots)
+		if cfg.Checkpoints > 0 && m.PrefixCaching() {
+			sc.state.EnableCheckpoints(m, cfg.Checkpoints, cfg.CheckpointEvery)
+		}
 		sc.groups = append(sc.groups, sc.state)
 	}
 	sc.groups = append(sc.groups, NewKVGroup(m))
+	if sc.state != nil && cfg.Checkpoints == 0 && m.PrefixCaching() {
+		return nil, fmt.Errorf("sched: a model with recurrent state caches prefixes only with checkpoints: bad config %+v", cfg)
+	}
 	return sc, nil
 }
 
@@ -147,13 +189,23 @@ func (sc *Scheduler) Running() int { return len(sc.running) }
 // Idle reports whether there is nothing to schedule.
 func (sc *Scheduler) Idle() bool { return len(sc.waiting) == 0 && len(sc.running) == 0 }
 
-// StateSlotsFree is the number of free recurrent state slots.
+// StateSlotsFree is the number of free recurrent state slots of running
+// sequences.
 func (sc *Scheduler) StateSlotsFree() int {
 	if sc.state == nil {
 		return 0
 	}
 	used, total := sc.state.Usage()
 	return total - used
+}
+
+// Checkpoints reports the recurrent state checkpoints held and the most
+// the pool keeps (0, 0 without a pool).
+func (sc *Scheduler) Checkpoints() (held, capacity int) {
+	if sc.state == nil {
+		return 0, 0
+	}
+	return sc.state.Checkpoints()
 }
 
 // Remove drops s wherever it is and frees its share of every cache group.
@@ -192,23 +244,44 @@ func (sc *Scheduler) grow(s *Seq, n int) {
 	}
 }
 
+// agree is the longest prefix of s's tokens, short of the last token (the
+// step must compute at least that one to sample), that every group that
+// caches prefixes can restore (Group.Hit, asked again with the smallest
+// hit until all agree), and whether any group caches.
+func agree(groups []Group, s *Seq) (cached int, caching bool) {
+	cached = len(s.Tokens) - 1
+	for changed := true; changed; {
+		changed = false
+		for _, g := range groups {
+			if n, caches := g.Hit(s, cached); caches {
+				caching = true
+				if n < cached {
+					cached, changed = n, true
+				}
+			}
+		}
+	}
+	if !caching {
+		return 0, false
+	}
+	return cached, true
+}
+
 // admit moves the first waiting sequence to the running ones when every
 // group can hold it, and reports whether it did. Its computed prefix is
-// the one the groups that cache prefixes restored.
+// the one the groups that cache prefixes agree to restore.
 func (sc *Scheduler) admit() bool {
 	s := sc.waiting[0]
+	computed, caching := agree(sc.groups, s)
 	for _, g := range sc.groups {
-		if !g.CanAdmit(s) {
+		if !g.CanAdmit(s, computed) {
 			return false
 		}
 	}
 	sc.waiting = sc.waiting[1:]
 	sc.running = append(sc.running, s)
-	computed, caching := len(s.Tokens), false
 	for _, g := range sc.groups {
-		if n, caches := g.Admit(s); caches {
-			computed, caching = min(computed, n), true
-		}
+		g.Admit(s, computed)
 	}
 	if caching {
 		s.Computed = computed
@@ -250,7 +323,7 @@ func (sc *Scheduler) Schedule() []Work {
 			if s.decodes() != decoding {
 				continue
 			}
-			n := min(s.Pending(), sc.cfg.Chunk, budget)
+			n := sc.split(s, min(s.Pending(), sc.cfg.Chunk, budget))
 			if n <= 0 {
 				continue
 			}
@@ -274,7 +347,7 @@ func (sc *Scheduler) Schedule() []Work {
 				d = sc.drafts(s, budget-n)
 			}
 			sc.grow(s, s.Computed+n+d)
-			out = append(out, Work{Seq: s, Start: s.Computed, N: n, Sample: s.Computed+n == len(s.Tokens), Draft: d})
+			out = append(out, sc.plan(Work{Seq: s, Start: s.Computed, N: n, Sample: s.Computed+n == len(s.Tokens), Draft: d}))
 			budget -= n + d
 		}
 	}
@@ -283,12 +356,30 @@ func (sc *Scheduler) Schedule() []Work {
 	// Admit waiting sequences while the cache groups and budget last.
 	for len(sc.waiting) > 0 && budget > 0 && len(sc.running) < sc.cfg.MaxRunning && sc.admit() {
 		s := sc.running[len(sc.running)-1]
-		n := min(s.Pending(), sc.cfg.Chunk, budget)
+		n := sc.split(s, min(s.Pending(), sc.cfg.Chunk, budget))
 		sc.grow(s, s.Computed+n) // admission checked the room
-		out = append(out, Work{Seq: s, Start: s.Computed, N: n, Sample: s.Computed+n == len(s.Tokens)})
+		out = append(out, sc.plan(Work{Seq: s, Start: s.Computed, N: n, Sample: s.Computed+n == len(s.Tokens)}))
 		budget -= n
 	}
 	return out
+}
+
+// split cuts n tokens of s's next step to end at its first recurrent
+// state checkpoint position (StateGroup.Split).
+func (sc *Scheduler) split(s *Seq, n int) int {
+	if sc.state == nil {
+		return n
+	}
+	return sc.state.Split(s, s.Computed, n)
+}
+
+// plan lets the state group arrange for w to take a checkpoint
+// (StateGroup.Plan) and returns w.
+func (sc *Scheduler) plan(w Work) Work {
+	if sc.state != nil && sc.state.kv != nil {
+		sc.state.Plan(&w)
+	}
+	return w
 }
 
 // drafts is how many draft slots s's decode step gets: at most Config.Draft

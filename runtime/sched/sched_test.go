@@ -25,7 +25,10 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	                    [snapshots=N] (prefix: a prefix cache whose hashes use
 //	                     salt SALT; slots: N recurrent state slots, of which
 //	                     each running sequence holds 1 + snapshots)
-//	add ID PROMPT_TOKENS [limit=N] [stop=TOK] [text=B] [diverge=K]
+//	                    [checkpoints=N] [every=N] (a pool of N recurrent
+//	                     state checkpoints, taken every N blocks of a prompt
+//	                     too)
+//	add ID PROMPT_TOKENS [limit=N] [stop=TOK] [text=B] [diverge=K] [mark=M]
 //	                    (stop: Seq.Stop matches token TOK; prompt token i is
 //	                     B*1000+i, plus 500 from position K on)
 //	accept ID N         (the next update of sequence ID accepts N drafts)
@@ -137,11 +140,15 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 			(*m).EnablePrefixCache([]byte(strconv.Itoa(salt)))
 		}
 		if *sc, err = New(Config{Chunk: args["chunk"], StepTokens: args["step"], MaxRunning: args["running"],
-			Draft: args["draft"], DraftMaxBatch: args["maxbatch"], StateSlots: args["slots"], Snapshots: args["snapshots"]}, *m); err != nil {
+			Draft: args["draft"], DraftMaxBatch: args["maxbatch"], StateSlots: args["slots"], Snapshots: args["snapshots"],
+			Checkpoints: args["checkpoints"], CheckpointEvery: args["every"]}, *m); err != nil {
 			return err.Error() + "\n"
 		}
 	case "add":
 		s := &Seq{ID: uint64(pos[0]), Tokens: make([]int32, pos[1]), Prompt: pos[1], Limit: args["limit"]}
+		if mark, ok := args["mark"]; ok {
+			s.Marks = []int{mark}
+		}
 		diverge, ok := args["diverge"]
 		if !ok {
 			diverge = pos[1]
@@ -176,6 +183,12 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 			}
 			if w.Draft > 0 {
 				l += fmt.Sprintf(" draft=%d", w.Draft)
+			}
+			if from := w.Seq.StateFrom(); from >= 0 {
+				l += fmt.Sprintf(" from=%d", from)
+			}
+			if to := w.StateTo(); to >= 0 {
+				l += fmt.Sprintf(" take=%d", to)
 			}
 			lines[i] = l + fmt.Sprintf(" blocks=%v", w.Seq.KV.Blocks)
 		}
@@ -218,6 +231,9 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 		}
 		if (*sc).cfg.StateSlots > 0 {
 			fmt.Fprintf(&b, " slots_free=%d", (*sc).StateSlotsFree())
+		}
+		if held, capacity := (*sc).Checkpoints(); capacity > 0 {
+			fmt.Fprintf(&b, " checkpoints=%d/%d indexed=%v", held, capacity, indexed((*sc).state))
 		}
 		b.WriteString("\n")
 		for _, id := range slices.Sorted(maps.Keys(seqs)) {
@@ -275,4 +291,19 @@ func TestNextDrafts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// indexed lists the indexed checkpoints as blocks@slot, by blocks then slot.
+func indexed(g *StateGroup) []string {
+	var out []string
+	for _, c := range g.index {
+		out = append(out, fmt.Sprintf("%d@%d", c.Blocks, c.Slot))
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(a) - len(b)
+		}
+		return strings.Compare(a, b)
+	})
+	return out
 }

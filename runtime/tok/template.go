@@ -237,3 +237,63 @@ func decodeValue(dec *json.Decoder) (jinja.Value, error) {
 		return jinja.FromGoValue(t), nil
 	}
 }
+
+// MessageEnds returns the byte offsets in text (msgs rendered with o) at
+// which messages end: for each message i of the first one and the last
+// maxMessageEnds-1, where rendering msgs[:i+1] without the generation
+// prompt gives a prefix of text, that prefix's length; ascending. A
+// template that renders an earlier message differently once later ones
+// follow (a reasoning trace dropped, say) gives no offset for it.
+func (c *ChatTemplate) MessageEnds(msgs []Message, text string, o RenderOptions) []int {
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	o.AddGenerationPrompt = false
+	var ends []int
+	for i := range msgs {
+		if i > 0 && i < len(msgs)-(maxMessageEnds-1) {
+			continue
+		}
+		prefix, err := c.Render(msgs[:i+1], o)
+		if err != nil || !strings.HasPrefix(text, prefix) || (len(ends) > 0 && len(prefix) <= ends[len(ends)-1]) {
+			continue
+		}
+		ends = append(ends, len(prefix))
+	}
+	return ends
+}
+
+// maxMessageEnds bounds the renders MessageEnds does per request.
+const maxMessageEnds = 16
+
+// TokenOffsets maps byte offsets into text (ascending) to token offsets
+// into ids, the tokens of text (EncodeChat's, a BOS it prepended
+// included): the number of leading ids whose pieces spell exactly
+// text[:offset]. An offset inside a token, or past the point where the
+// pieces stop spelling text, is left out.
+func (t *Tokenizer) TokenOffsets(ids []int32, text string, offsets []int) []int {
+	skip := 0
+	if len(ids) > 0 && ids[0] == t.BOS() && !strings.HasPrefix(text, t.specialText(t.BOS())) {
+		skip = 1
+	}
+	var out []int
+	at, next := 0, 0 // bytes of text spelled by ids[:k]; the next offset to find
+	for k := skip; k <= len(ids) && next < len(offsets); k++ {
+		for next < len(offsets) && offsets[next] < at {
+			next++
+		}
+		if next < len(offsets) && offsets[next] == at {
+			out = append(out, k)
+			next++
+		}
+		if k == len(ids) || ids[k] < 0 || int(ids[k]) >= len(t.pieces) {
+			break
+		}
+		p := t.pieces[ids[k]]
+		if !strings.HasPrefix(text[at:], p) {
+			break
+		}
+		at += len(p)
+	}
+	return out
+}

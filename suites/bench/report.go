@@ -124,6 +124,11 @@ type Memory struct {
 	// sequence and StateSlots the slots reserved (0 without state).
 	StateBytesPerSequence int64 `json:"state_bytes_per_sequence"`
 	StateSlots            int   `json:"state_slots"`
+	// StateCheckpoints is the most recurrent state checkpoints (a hybrid
+	// model's prefix cache, each of StateBytesPerSequence) the budget
+	// holds, StateCheckpointBytes their memory.
+	StateCheckpoints     int   `json:"state_checkpoints"`
+	StateCheckpointBytes int64 `json:"state_checkpoint_bytes"`
 	// KVTokensPerGiB is how many tokens of KV one GiB holds in this format.
 	KVTokensPerGiB int64 `json:"kv_tokens_per_gib"`
 	// KVAccounting names the source of the KV figures.

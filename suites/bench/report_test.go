@@ -89,7 +89,7 @@ var ours = []string{
 	"environment.os", "environment.threads",
 	"load.artifact_bytes_mapped",
 	"memory.kv_accounting", "memory.kv_block_tokens", "memory.kv_bytes_per_token", "memory.kv_tokens_per_gib",
-	"memory.state_bytes_per_sequence", "memory.state_slots",
+	"memory.state_bytes_per_sequence", "memory.state_checkpoint_bytes", "memory.state_checkpoints", "memory.state_slots",
 	"memory.vision_workspace.capacity_bytes", "memory.vision_workspace.peak_used_bytes", "memory.vision_workspace.used_bytes",
 	"tests[].batch", "tests[].decode_bandwidth_bytes_per_second", "tests[].decode_bandwidth_fraction_of_peak", "tests[].decode_bytes_per_token",
 	"tests[].reps[].finish_reason", "tests[].reps[].prompt_tokens", "tests[].reps[].substituted_position", "tests[].reps[].substituted_token",

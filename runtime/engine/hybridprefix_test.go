@@ -1,0 +1,179 @@
+package engine_test
+
+import (
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/node"
+)
+
+// hybridTurns extends prompts with longer ones that share their prefixes
+// as agent turns do: the three first prompts concatenated, and each of
+// the first four prompts followed by its greedy reply (from ref) and the
+// next prompt, as a chat's next turn resends the history.
+func hybridTurns(t *testing.T, ref *instance.Instance, prompts [][]int32, n int) [][]int32 {
+	t.Helper()
+	replies, _ := generateAll(t, ref, prompts[:4], n, 4)
+	out := append(slices.Clone(prompts), slices.Concat(prompts[0], prompts[1], prompts[2]))
+	for i, r := range replies {
+		out = append(out, slices.Concat(prompts[i], r, prompts[i+1]))
+	}
+	return out
+}
+
+// On a hybrid model the prefix cache resumes from recurrent state
+// checkpoints: greedy ids with the cache on equal the cache off on every
+// hybrid golden model, at prefill chunks that do and do not align with
+// blocks, one and eight sequences at a time; the later passes report
+// hits (prompts and next turns through the previous reply), and the
+// checkpoints never exceed their budget.
+func TestHybridPrefixCacheOnEqualsOff(t *testing.T) {
+	const n = 24
+	for _, model := range []string{"tiny-qwen35-f32.gguf", "tiny-qwen35-f16.gguf", "tiny-qwen35moe-f32.gguf"} {
+		t.Run(model, func(t *testing.T) {
+			m := modelPath(t, model)
+			off := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true})
+			prompts := hybridTurns(t, off, goldenPrompts(t, off), n)
+			want, _ := generateAll(t, off, prompts, n, 8)
+			if s := off.Engine.Snapshot(); s.PrefixCache || s.CheckpointsMax != 0 {
+				t.Fatalf("cache off: %+v", s)
+			}
+			for _, chunk := range []int{1, 7, 64, 512} {
+				on := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, CheckpointEvery: 2,
+					Set: node.Params{"chunk": int64(chunk)}})
+				for pass, conc := range []int{1, 8} {
+					got, stats := generateAll(t, on, prompts, n, conc)
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Fatalf("chunk %d pass %d: ids differ with the cache on (-off +on):\n%s", chunk, pass, diff)
+					}
+					if cached := cachedTokens(stats[len(stats)-4:]); cached == 0 {
+						t.Errorf("chunk %d pass %d: no next turn hit the cache", chunk, pass)
+					}
+				}
+				s := on.Engine.Snapshot()
+				if !s.PrefixCache || s.PrefixHits == 0 || s.Checkpoints == 0 || s.Checkpoints > s.CheckpointsMax ||
+					s.StateSlotsUsed != 0 || s.KVBlocksUsed != 0 || s.StateSlotsTotal != 8 {
+					t.Errorf("chunk %d: snapshot after the passes %+v", chunk, s)
+				}
+				on.Close()
+			}
+		})
+	}
+}
+
+func cachedTokens(stats []engine.Stats) int {
+	n := 0
+	for _, st := range stats {
+		n += st.CachedTokens
+	}
+	return n
+}
+
+// The hybrid prefix cache keeps speculation and preemption lossless:
+// under ngram (snapshot slots beside the checkpoints) and after
+// preemption (a cache too small for all the prompts at once, so sequences
+// recompute from their best checkpoint), greedy ids equal plain decoding
+// with the cache off, and the second pass hits. The mtp graph carries the
+// MTP head's hidden state ($prev), which no cache keeps, so it caches no
+// prefix on a hybrid model either, and says so.
+func TestHybridPrefixCacheSpeculationAndPreemption(t *testing.T) {
+	graphs := specGraphs(t)
+	const n = 24
+	for _, model := range []string{"tiny-qwen35-f32.gguf", "tiny-qwen35moe-f32.gguf"} {
+		t.Run(model, func(t *testing.T) {
+			m := modelPath(t, model)
+			off := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true})
+			prompts := hybridTurns(t, off, goldenPrompts(t, off), n)
+			want, _ := generateAll(t, off, prompts, n, 8)
+			for _, tc := range []struct {
+				name string
+				opts instance.Options
+			}{
+				{"ngram", instance.Options{Graph: graphs["ngram"], Set: node.Params{"k": int64(3), "chunk": int64(7)}}},
+				{"preemption", instance.Options{KVTokens: 352}},
+				{"ngram under preemption", instance.Options{Graph: graphs["ngram"], KVTokens: 352, Set: node.Params{"k": int64(2)}}},
+			} {
+				o := tc.opts
+				o.Model, o.MaxRunning, o.Threads, o.CheckpointEvery = m, 8, 2, 1
+				on := open(t, o)
+				preempted := 0
+				for pass := range 2 {
+					got, stats := submitAll(t, on, prompts, n)
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Fatalf("%s pass %d: ids differ with the cache on (-off +on):\n%s", tc.name, pass, diff)
+					}
+					for _, st := range stats {
+						preempted += st.Preempted
+					}
+					if pass == 1 && cachedTokens(stats) == 0 {
+						t.Errorf("%s: the second pass hit no checkpoint", tc.name)
+					}
+				}
+				if o.KVTokens > 0 && preempted == 0 {
+					t.Errorf("%s: no sequence was preempted", tc.name)
+				}
+				if s := on.Engine.Snapshot(); s.Checkpoints > s.CheckpointsMax || s.StateSlotsUsed != 0 || s.KVBlocksUsed != 0 {
+					t.Errorf("%s: after every request %+v", tc.name, s)
+				}
+				on.Close()
+			}
+			mtp := open(t, instance.Options{Model: m, Graph: mtpGraph, MaxRunning: 1, Threads: 1})
+			if why := mtp.Engine.PrefixCacheOff(); !strings.Contains(why, "carries") {
+				t.Errorf("mtp on a hybrid model: prefix cache off because %q", why)
+			}
+		})
+	}
+}
+
+// checkpointWatch records the most checkpoints any step left held.
+type checkpointWatch struct {
+	eng  atomic.Pointer[engine.Engine]
+	most atomic.Int64
+}
+
+func (w *checkpointWatch) ObserveStep(engine.StepInfo) {
+	if e := w.eng.Load(); e != nil {
+		if n := int64(e.Snapshot().Checkpoints); n > w.most.Load() {
+			w.most.Store(n)
+		}
+	}
+}
+
+// Checkpoint memory never exceeds its budget: with room for three
+// checkpoints and one taken every block, eight sequences at once (each
+// also holding a rolling one) never hold more than three after any step
+// (evicting least recently used ones), the ids still equal the cache
+// off, and a budget too small for one
+// checkpoint turns the model's prefix cache off and says why.
+func TestHybridCheckpointMemoryBudget(t *testing.T) {
+	const n = 24
+	m := modelPath(t, "tiny-qwen35-f32.gguf")
+	off := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true})
+	prompts := hybridTurns(t, off, goldenPrompts(t, off), n)
+	want, _ := generateAll(t, off, prompts, n, 8)
+	slot := off.Engine.Snapshot().StateSlotBytes
+	watch := &checkpointWatch{}
+	budget := 3*slot + slot/2
+	on := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, CheckpointMemory: budget, CheckpointEvery: 1, Observer: watch})
+	watch.eng.Store(on.Engine)
+	for pass := range 2 {
+		got, _ := submitAll(t, on, prompts, n)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("pass %d: ids differ with the cache on (-off +on):\n%s", pass, diff)
+		}
+	}
+	s := on.Engine.Snapshot()
+	if s.CheckpointsMax != 3 || int64(s.CheckpointsMax)*s.StateSlotBytes > budget || watch.most.Load() > 3 || watch.most.Load() == 0 {
+		t.Errorf("budget of 3.5 checkpoints: at most %d held after a step; snapshot %+v", watch.most.Load(), s)
+	}
+	tiny := open(t, instance.Options{Model: m, MaxRunning: 1, Threads: 1, CheckpointMemory: slot - 1})
+	if s := tiny.Engine.Snapshot(); s.PrefixCache || !strings.Contains(tiny.Engine.PrefixCacheOff(), "checkpoint") {
+		t.Errorf("a budget below one checkpoint: %+v, off because %q", s, tiny.Engine.PrefixCacheOff())
+	}
+}
