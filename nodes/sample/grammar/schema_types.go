@@ -122,11 +122,7 @@ func (c *schemaCompiler) stringRule(o *object, at string) (string, error) {
 		}
 		return "", fmt.Errorf("schema%s: keyword %q: no string a JSON text can hold matches %q", at, keyword, pattern)
 	}
-	lengthKey := "maxLength"
-	if !hasHi {
-		lengthKey = "minLength"
-	}
-	return "", fmt.Errorf("schema%s: keyword %q with %q is supported when the pattern repeats one character class", at, lengthKey, keyword)
+	return c.patternAndLength(re, keyword, lo, hi, hasHi, at)
 }
 
 // array is GBNF for the arrays o admits: items, prefixItems (or draft-04
