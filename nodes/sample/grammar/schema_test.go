@@ -212,8 +212,12 @@ func TestSchemaNumberLimits(t *testing.T) {
 		schema  string
 		yes, no []string
 	}{
-		{`{"type":"number","minimum":0,"exclusiveMaximum":1}`, []string{"0", "0.5", "0.999", "0.05"}, []string{"1", "1.0", "-0.1", "1.5", "1e0", "0.50"}},
-		{`{"type":"number","exclusiveMinimum":-2,"maximum":3}`, []string{"-1.5", "3", "-1", "2.25"}, []string{"-2", "3.1", "-2.5"}},
+		{`{"type":"number","minimum":0,"exclusiveMaximum":1}`, []string{"0", "0.5", "0.999", "0.05", "0.50", "0.0"}, []string{"1", "1.0", "-0.1", "1.5", "1e0", "-0", "1.00"}},
+		{`{"type":"number","exclusiveMinimum":-2,"maximum":3}`, []string{"-1.5", "3", "-1", "2.25", "3.000", "-1.999"}, []string{"-2", "3.1", "-2.5", "-2.0", "3.0001"}},
+		{`{"type":"number","minimum":0.25,"maximum":4.294967295}`, []string{"0.25", "0.250", "0.3", "1", "4.294967295", "4.2949672949", "4.0"}, []string{"0.2", "0.249", "0", "4.2949672951", "4.3", "5"}},
+		{`{"type":"number","exclusiveMinimum":0.5,"exclusiveMaximum":0.75}`, []string{"0.51", "0.7", "0.7499"}, []string{"0.5", "0.50", "0.75", "0.750", "0", "1"}},
+		{`{"type":"number","minimum":-10.5,"maximum":-0.125}`, []string{"-10.5", "-10", "-0.125", "-0.2", "-3.14"}, []string{"-10.51", "-0.12", "0", "-11", "1"}},
+		{`{"type":"number","minimum":0,"multipleOf":0.01}`, []string{"0.25", "2048.0", "3"}, []string{"0.255", "-1"}},
 		{`{"type":"number","multipleOf":0.01}`, []string{"1.25", "-3", "0.1"}, []string{"1.255", "1e2"}},
 		{`{"type":"integer","multipleOf":3}`, []string{"0", "3", "-12", "999"}, []string{"1", "10", "-4"}},
 		{`{"type":"integer","multipleOf":5,"minimum":1}`, []string{"5", "100"}, []string{"0", "-5", "7"}},
