@@ -103,23 +103,27 @@ func (p *parser) memberDirective() error {
 			}
 			continue
 		}
-		nums, err := memberNumbers(strings.Split(value, ","))
-		if err != nil {
-			return p.errorf("%s= expects numbers", word)
-		}
 		switch word {
 		case "n", "min", "max":
-			if len(nums) != 1 {
-				return p.errorf("%s= expects one number", word)
+			v, err := strconv.Atoi(value)
+			if err != nil || v < 0 {
+				return p.errorf("%s= expects a number", word)
 			}
 			switch word {
 			case "n":
-				ms.n = nums[0]
+				ms.n = v
 			case "min":
-				ms.min = nums[0]
+				ms.min = v
 			default:
-				ms.max = nums[0]
+				ms.max = v
 			}
+			continue
+		}
+		nums, err := memberNumbers(strings.Split(value, ","))
+		if err != nil {
+			return p.errorf("%s= expects member numbers", word)
+		}
+		switch word {
 		case "required":
 			for _, k := range nums {
 				ms.required |= 1 << k

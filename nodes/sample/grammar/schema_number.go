@@ -241,7 +241,7 @@ func (c *schemaCompiler) multipleRule(m any, b bounds, at string) (string, error
 	}
 	if !c.modRules[k] {
 		c.modRules[k] = true
-		c.emit(modRules(c.prefix, k))
+		c.emitShared(modRules(c.prefix, k))
 	}
 	// The first digit, then the automaton over remainders.
 	var digits []string

@@ -127,7 +127,7 @@ func (c *schemaCompiler) stringRule(o *object, at string) (string, error) {
 
 // array is GBNF for the arrays o admits: items, prefixItems (or draft-04
 // items lists with additionalItems), minItems, maxItems and uniqueItems
-// (enforced by generating at most one item).
+// (with maxItems 1 or less only).
 func (c *schemaCompiler) array(hint string, o *object, at string) (string, error) {
 	lo, _, err := count(o, "minItems", at)
 	if err != nil {
@@ -138,10 +138,7 @@ func (c *schemaCompiler) array(hint string, o *object, at string) (string, error
 		return "", err
 	}
 	if u, _ := o.vals["uniqueItems"].(bool); u && (!hasHi || hi > 1) {
-		if lo > 1 {
-			return "", fmt.Errorf("schema%s: keyword \"uniqueItems\" with minItems above 1 is not supported", at)
-		}
-		hi, hasHi = 1, true
+		return "", fmt.Errorf("schema%s: keyword \"uniqueItems\" is supported only with maxItems 1 or less (the grammar cannot compare items)", at)
 	}
 	if hasHi && hi < lo {
 		return "", fmt.Errorf("schema%s: maxItems is below minItems", at)
@@ -318,19 +315,13 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 			}
 		}
 	}
-	for k := range depSchemas {
-		if required[k] {
-			return "", fmt.Errorf("schema%s: keyword \"dependencies\" with a schema for required property %q is not supported", at, k)
+	for _, k := range names {
+		if depSchemas[k] {
+			return "", fmt.Errorf("schema%s: keyword \"dependencies\" with a schema (for property %q) is not supported", at, k)
 		}
 	}
 	var members []member
 	for _, k := range names {
-		if !required[k] && depSchemas[k] {
-			continue
-		}
-		if !required[k] && slices.ContainsFunc(deps[k], func(d string) bool { return !required[d] && !slices.Contains(names, d) }) {
-			continue // it needs a property the object never writes
-		}
 		members = append(members, member{name: k, required: required[k]})
 	}
 	if err := c.spend(len(required)*(1+len(forbid)), at); err != nil {
@@ -392,14 +383,9 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 				continue
 			}
 		}
-		mk := c.mark()
 		name, err := c.rule(hint+"-"+m.name, s, at+".properties."+m.name)
 		if err != nil {
-			c.rollback(mk)
-			if m.required {
-				return "", err
-			}
-			continue // an optional property the grammar cannot write is left out
+			return "", err // leaving an optional property out would reject valid objects that have it
 		}
 		members[i].rule = literal(mustJSON(m.name)) + ` ws ":" ws ` + name + ` ws`
 	}
@@ -417,10 +403,10 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 			for _, d := range deps[members[k].name] {
 				j, ok := index[d]
 				if !ok {
-					if members[k].required {
-						return "", fmt.Errorf("schema%s: required property %q depends on %q, which the grammar cannot write", at, members[k].name, d)
+					if _, listed := props.vals[d]; members[k].required || !listed {
+						return "", fmt.Errorf("schema%s: keyword \"dependencies\": property %q depends on %q, which the grammar does not write as a listed property", at, members[k].name, d)
 					}
-					members[k].rule, changed = "", true
+					members[k].rule, changed = "", true // d fails propertyNames: an object with k fails
 					break
 				}
 				members[k].needs = append(members[k].needs, j)
@@ -470,7 +456,7 @@ func (c *schemaCompiler) otherName(hint string, names []string) string {
 	raw := c.prefix + "s-rawchar"
 	if !c.names[raw] {
 		c.names[raw] = true
-		c.emit(raw + ` ::= [^"\\\x7F\x00-\x1F]`)
+		c.emitShared(raw + ` ::= [^"\\\x7F\x00-\x1F]`)
 	}
 	type node struct {
 		kids     map[rune]*node

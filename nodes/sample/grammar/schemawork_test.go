@@ -38,8 +38,8 @@ var costlySchemas = []struct{ name, schema string }{
 	{"20,000 optional prefixItems (each nests the rest)",
 		`{"type":"array","prefixItems":[` + list(20000, func(int) string { return `{"type":"integer","minimum":-12345678,"maximum":98765432}` }) + `]}`},
 	{"many objects each naming many properties (a name trie each)",
-		`{"type":"object","properties":{` + list(300, func(i int) string {
-			return fmt.Sprintf(`"o%d":{"type":"object","properties":{%s}}`, i, list(300, func(j int) string { return fmt.Sprintf(`"property-name-%d":{}`, j) }))
+		`{"type":"object","properties":{` + list(1500, func(i int) string {
+			return fmt.Sprintf(`"o%d":{"type":"object","properties":{%s}}`, i, list(60, func(j int) string { return fmt.Sprintf(`"property-name-%d":{}`, j) }))
 		}) + `}}`},
 }
 
