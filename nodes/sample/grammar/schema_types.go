@@ -617,7 +617,13 @@ func (c *schemaCompiler) freeObject(hint string, o *object, patterns *object, ap
 			}
 		}
 	}
-	if closed || patterns != nil && len(patterns.keys) > 0 || constrained || hasMaxP && maxP == 0 {
+	switch {
+	case patterns != nil && len(patterns.keys) > 0:
+		return "", fmt.Errorf("schema%s: keyword \"patternProperties\" is supported with one pattern the grammar can write and nothing else constraining the names", at)
+	case constrained:
+		return "", fmt.Errorf("schema%s: keyword \"propertyNames\", \"dependencies\" or \"not\" on an object without listed properties is not supported", at)
+	}
+	if closed || hasMaxP && maxP == 0 {
 		if minP > 0 {
 			return "", fmt.Errorf("schema%s: keyword \"minProperties\" with no properties to write is not supported", at)
 		}
