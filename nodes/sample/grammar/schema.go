@@ -15,10 +15,10 @@ import (
 // FromSchema compiles a JSON Schema to GBNF whose sentences are JSON texts
 // that validate against it. Annotations and unknown keywords are ignored;
 // a keyword the grammar cannot enforce is an error naming it, rather than
-// output that may not validate. Some keywords are enforced by admitting a
-// subset of the valid texts (properties in the schema's order and no
-// unlisted ones, uniqueItems as at most one item, ...):
-// docs/structured-output.md lists what each keyword does.
+// output that may not validate. A few keywords are enforced by admitting a
+// subset of the valid texts (formats narrowed to what every validator
+// accepts, no exponent under number limits, ...): docs/structured-output.md
+// lists what each keyword does.
 func FromSchema(schema json.RawMessage) (string, error) {
 	return FromSchemaWork(schema, &Work{Limit: MaxSchemaWork})
 }
