@@ -24,7 +24,7 @@ func joined(n int, item func(i int) string) string {
 }
 
 // costlySchemas need far more work to compile than their size suggests
-// (exponential $ref expansion, a rule per property and count, a regexp per
+// (exponential $ref expansion, rules for many objects' properties, a regexp per
 // property and pattern); before the compiler had a Work each ran for
 // minutes in its request's handler.
 var costlySchemas = []struct{ name, schema string }{
@@ -32,8 +32,10 @@ var costlySchemas = []struct{ name, schema string }{
 		joined(10, func(i int) string {
 			return fmt.Sprintf(`"d%d":{"anyOf":[%s]}`, i, joined(20, func(int) string { return fmt.Sprintf(`{"$ref":"#/$defs/d%d"}`, i+1) }))
 		}) + `,"d10":{"type":"integer"}}}`},
-	{"5,000 properties under maxProperties", `{"type":"object","maxProperties":999,"properties":{` +
-		joined(5000, func(i int) string { return fmt.Sprintf(`"p%d":{}`, i) }) + `}}`},
+	{"3,000 objects of 60 properties", `{"type":"object","properties":{` +
+		joined(3000, func(i int) string {
+			return fmt.Sprintf(`"o%d":{"type":"object","properties":{%s}}`, i, joined(60, func(j int) string { return fmt.Sprintf(`"p%d":{}`, j) }))
+		}) + `}}`},
 	{"properties against patternProperties", `{"type":"object","properties":{` +
 		joined(3000, func(i int) string { return fmt.Sprintf(`"p%d":{}`, i) }) + `},"patternProperties":{` +
 		joined(3000, func(i int) string { return fmt.Sprintf(`"^q%d$":{}`, i) }) + `}}`},
@@ -99,7 +101,7 @@ func TestCostlySchemasAreBounded(t *testing.T) {
 				"tools[0].function.parameters", "constraint_too_complex", "needs more work to compile"})
 	}
 	requests = append(requests,
-		request{"5,000 properties as a completion's json_schema", "/v1/completions",
+		request{"3,000 objects of 60 properties as a completion's json_schema", "/v1/completions",
 			`{"model":"tiny-qwen3-f32","prompt":"x","max_tokens":8,"json_schema":` + costlySchemas[1].schema + `}`,
 			"json_schema", "constraint_too_complex", "needs more work to compile"},
 		request{"an enum of 100,001 values", "/v1/chat/completions",

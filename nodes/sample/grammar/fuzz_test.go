@@ -48,7 +48,8 @@ func maskWithin(t *testing.T, g *Grammar, v *Vocab, input []byte) {
 // FuzzParse: Parse never panics, and a grammar it accepts follows input
 // with every mask within its Work limit.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{`root ::= "a" | [b-d]+ x?` + "\nx ::= \"\\u00e9\"{1,3}", "root ::= object\n" + JSONRules, `root ::= (.)*`, `root ::= [^\x00-\x7f]`} {
+	for _, s := range []string{`root ::= "a" | [b-d]+ x?` + "\nx ::= \"\\u00e9\"{1,3}", "root ::= object\n" + JSONRules, `root ::= (.)*`, `root ::= [^\x00-\x7f]`,
+		"%members m r n=3 required=0 min=1 max=2 needs=2:1\nroot ::= \"{\" m \"}\"\nm ::= \"a\" r | \"b\" r | \"c\" r | \"x\" r | \"\"\nr ::= \",a\" r | \",b\" r | \",c\" r | \",x\" r | \"\""} {
 		f.Add(s, []byte(`{"a": [1, "é"]}`))
 	}
 	for _, h := range hostile {

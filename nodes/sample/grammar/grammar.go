@@ -25,6 +25,8 @@ type Grammar struct {
 	names  []string
 	owner  []int // the rule written in the source that each rule is part of (itself, or the one a group or repetition is in)
 	minLen []int // shortest expansion of each rule, in bytes
+
+	members []*memberSet // by rule: the member set it is in (nil: none)
 }
 
 type alt []sym
@@ -123,13 +125,19 @@ func ParseWork(src string, w *Work) (*Grammar, error) {
 	if w != nil && !w.reserve(parseUnitsPerByte*len(src)) {
 		return nil, fmt.Errorf("grammar: %w", w.Err())
 	}
-	p := &parser{src: src, line: 1, col: 1, index: map[string]int{}, gen: map[int]bool{}, owner: map[int]int{}}
+	p := &parser{src: src, line: 1, col: 1, index: map[string]int{}, gen: map[int]bool{}, owner: map[int]int{}, members: map[int]*memberSet{}}
 	root := p.ruleIndex("root")
 	defined := map[int]bool{}
 	for {
 		p.skipSpace(true)
 		if p.eof() {
 			break
+		}
+		if p.consume("%") {
+			if err := p.memberDirective(); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		name := p.ident()
 		if name == "" {
@@ -145,7 +153,7 @@ func ParseWork(src string, w *Work) (*Grammar, error) {
 			return nil, p.errorf("rule %q defined twice", name)
 		}
 		defined[i] = true
-		alts, err := p.alternatives(false)
+		alts, err := p.alternatives(false, p.members[i] == nil)
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +167,10 @@ func ParseWork(src string, w *Work) (*Grammar, error) {
 			return nil, fmt.Errorf("grammar: rule %q is used but not defined", n)
 		}
 	}
-	g := &Grammar{rules: p.rules, names: p.names, owner: make([]int, len(p.names))}
+	g := &Grammar{rules: p.rules, names: p.names, owner: make([]int, len(p.names)), members: make([]*memberSet, len(p.names))}
+	for i, ms := range p.members {
+		g.members[i] = ms
+	}
 	for i := range g.owner {
 		g.owner[i] = i
 		if o, ok := p.owner[i]; ok {
@@ -202,10 +213,11 @@ type parser struct {
 	pos       int
 	line, col int
 	index     map[string]int
-	gen       map[int]bool // generated rules
-	owner     map[int]int  // generated rule -> the rule being defined when it was made
-	current   int          // the rule being defined
-	size      int          // symbols so far, repetitions expanded
+	gen       map[int]bool       // generated rules
+	owner     map[int]int        // generated rule -> the rule being defined when it was made
+	current   int                // the rule being defined
+	members   map[int]*memberSet // by rule: the %members set it is in
+	size      int                // symbols so far, repetitions expanded
 	names     []string
 	rules     [][]alt
 }
@@ -299,7 +311,7 @@ func (p *parser) newRule(alts []alt) int {
 
 // alternatives parses a | b | c up to the end of the rule (nested: up to
 // the closing parenthesis).
-func (p *parser) alternatives(nested bool) ([]alt, error) {
+func (p *parser) alternatives(nested, factor bool) ([]alt, error) {
 	var alts []alt
 	for {
 		seq, err := p.sequence(nested)
@@ -309,6 +321,9 @@ func (p *parser) alternatives(nested bool) ([]alt, error) {
 		alts = append(alts, seq)
 		p.skipSpace(nested)
 		if !p.consume("|") {
+			if !factor {
+				return alts, nil
+			}
 			return p.factor(alts), nil
 		}
 		p.skipSpace(true)
@@ -426,7 +441,7 @@ func (p *parser) sequence(nested bool) (alt, error) {
 			item = []sym{{ref: -1, neg: true}}
 		case c == '(':
 			p.advance(1)
-			alts, err := p.alternatives(true)
+			alts, err := p.alternatives(true, true)
 			if err != nil {
 				return nil, err
 			}
@@ -622,16 +637,23 @@ func (p *parser) class() (sym, error) {
 	}
 }
 
-// check computes the rules' shortest expansions and rejects left
+// check checks member sets, computes the rules' shortest expansions and rejects left
 // recursion and rules that match nothing finite.
 func (g *Grammar) check() error {
-	g.computeMinLen()
+	if err := g.checkMembers(); err != nil {
+		return err
+	}
+	g.minLenFixed(nil)
 	for i, l := range g.minLen {
 		if l >= infLen {
 			return fmt.Errorf("grammar: %s never ends", g.describe(i))
 		}
 	}
-	return g.checkLeftRecursion()
+	if err := g.checkLeftRecursion(); err != nil {
+		return err
+	}
+	g.settleMembers()
+	return nil
 }
 
 // infLen is the shortest expansion of a rule that never ends; lengths
@@ -642,22 +664,29 @@ const infLen = 1 << 30
 // addLen is a + b capped below infLen.
 func addLen(a, b int) int { return min(a+b, infLen-1) }
 
-// computeMinLen sets g.minLen by Knuth's generalization of Dijkstra's
-// algorithm, in time linear in the grammar's size (times a log): rules
-// are settled shortest first; an alternative becomes a candidate once
-// every rule it references is settled.
-func (g *Grammar) computeMinLen() {
+// minLenFixed sets g.minLen, the lengths of the rules in fixed given, by
+// Knuth's generalization of Dijkstra's algorithm, in time linear in the
+// grammar's size (times a log): rules are settled shortest first; an
+// alternative becomes a candidate once every rule it references is
+// settled.
+func (g *Grammar) minLenFixed(fixed map[int]int) {
 	n := len(g.rules)
-	g.minLen = make([]int, n)
-	for i := range g.minLen {
-		g.minLen[i] = infLen
+	minLen := make([]int, n)
+	for i := range minLen {
+		minLen[i] = infLen
 	}
 	type altID struct{ rule, alt int }
 	var alts []altID
 	var partial, unsettled []int // per alternative: the settled part's length, the references still unsettled
 	users := make([][]int, n)    // rule -> the alternatives referencing it, once per reference
 	h := &lenHeap{}
+	for r, l := range fixed {
+		heap.Push(h, ruleLen{l, r})
+	}
 	for i, as := range g.rules {
+		if _, ok := fixed[i]; ok {
+			continue
+		}
 		for k, a := range as {
 			id := len(alts)
 			alts = append(alts, altID{i, k})
@@ -682,7 +711,7 @@ func (g *Grammar) computeMinLen() {
 		if settled[top.rule] {
 			continue
 		}
-		settled[top.rule], g.minLen[top.rule] = true, top.len
+		settled[top.rule], minLen[top.rule] = true, top.len
 		for _, id := range users[top.rule] {
 			partial[id] = addLen(partial[id], top.len)
 			if unsettled[id]--; unsettled[id] == 0 {
@@ -690,6 +719,7 @@ func (g *Grammar) computeMinLen() {
 			}
 		}
 	}
+	g.minLen = minLen
 }
 
 type ruleLen struct{ len, rule int }

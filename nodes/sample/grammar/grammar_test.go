@@ -40,6 +40,12 @@ func TestParseAndMatch(t *testing.T) {
 		{"any character", `root ::= . .`, []string{"ab", "é€"}, []string{"a", "abc"}, []string{"\xe2\x82"}},
 		{"a repetition of a nullable repetition", `root ::= (("a")*)* "b"`, []string{"b", "ab", "aaab"}, []string{"", "ba", "c"}, []string{"a", "aa"}},
 		{"tail references round a nullable cycle", "root ::= x \"!\"\nx ::= y | \"b\"\ny ::= \"a\" x | x | \"\"", []string{"!", "b!", "aab!"}, []string{"", "ba!"}, []string{"a", "ab"}},
+		{"members in any order, each once, required ones always",
+			"%members m r n=3 required=0 needs=2:1\nroot ::= \"{\" m \"}\"\nm ::= \"a\" r | \"b\" r | \"c\" r | \"\"\nr ::= \",a\" r | \",b\" r | \",c\" r | \"\"",
+			[]string{"{a}", "{b,a}", "{a,b}", "{c,a,b}", "{b,c,a}"}, []string{"{}", "{b}", "{a,a}", "{a,c}", "{c,a}", "{a,b,b}"}, []string{"{b", "{c,a", "{a,"}},
+		{"members counted by min and max",
+			"%members m r n=3 required=2 min=2 max=2 needs=0:1\nroot ::= m\nm ::= \"a\" r | \"b\" r | \"c\" r | \"\"\nr ::= \",a\" r | \",b\" r | \",c\" r | \"\"",
+			[]string{"b,c", "c,b"}, []string{"c", "a,b,c", "a,c", "b,c,a", "a"}, []string{"b", "c", "b,"}},
 		{"alternatives that share prefixes", `root ::= "item1" | "item12" | "item2" | "it" | "other" | "item1"`, []string{"item1", "item12", "item2", "it", "other"}, []string{"item", "item3", "i"}, []string{"ite", "o"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,6 +86,10 @@ func TestParseErrors(t *testing.T) {
 		{`root ::= [b-a]`, "backwards"},
 		{`root ::= "a" root`, "never ends"},
 		{"root ::= \"a\"\nroot ::= \"b\"", "defined twice"},
+		{"root ::= m\nm ::= \"a\" m | \"\"\n%members m n=1", "must come before rule \"m\""},
+		{"%members m n=2\nroot ::= m\nm ::= \"a\" m | \"b\" | \"\"", "member alternative 1 does not end in a rule of its member set"},
+		{"%members m n=1 required=1\nroot ::= m\nm ::= \"a\" m | \"\"", "a required member is past n=1"},
+		{"%members m n=1 depth=1\nroot ::= m\nm ::= \"a\" m | \"\"", `unknown %members setting "depth"`},
 		{"root ::= " + strings.Repeat(`"abcdefghij"{1000} `, 210), "too large"},
 	} {
 		_, err := Parse(tc.src)
@@ -98,6 +108,22 @@ func TestRemaining(t *testing.T) {
 		in   string
 		want int
 	}{{"", 2}, {"{", 1}, {"{abc", 1}, {"{}", 0}, {"[", 1}} {
+		if got := g.Start().AdvanceBytes([]byte(tc.in)).Remaining(); got != tc.want {
+			t.Errorf("Remaining after %q = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRemainingCountsMembersDue(t *testing.T) {
+	g, err := Parse("%members m r n=3 required=0,2 needs=1:2\nroot ::= \"{\" m \"}\"\n" +
+		"m ::= \"aa\" r | \"b\" r | \"cccc\" r | \"\"\nr ::= \",aa\" r | \",b\" r | \",cccc\" r | \"\"")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{{"", len("{aa,cccc}")}, {"{", len("aa,cccc}")}, {"{b", len(",aa,cccc}")}, {"{cccc", len(",aa}")}, {"{aa,cccc", 1}, {"{cccc,aa", 1}} {
 		if got := g.Start().AdvanceBytes([]byte(tc.in)).Remaining(); got != tc.want {
 			t.Errorf("Remaining after %q = %d, want %d", tc.in, got, tc.want)
 		}

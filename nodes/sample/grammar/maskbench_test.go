@@ -6,13 +6,19 @@ import (
 	"testing"
 )
 
+// minValidAccepted is the fraction of MaskBench's valid instances the
+// grammars of the schemas compiled must accept (measured: 0.97 on the
+// sample, 0.97 on all); the rest fall in the subsets the compiler still
+// writes (formats, an anyOf branch left out, exponents under limits, ...:
+// docs/structured-output.md).
+const minValidAccepted = 0.95
+
 // TestMaskBench runs MaskBench's instances (maskbench-tests.jsonl, 1,500
 // schemas with valid and invalid instances) through every schema the
 // compiler accepts: no invalid instance may pass the grammar to its end
-// (the grammar admits only what validates); valid instances, written
-// compactly in their own member order, are accepted at a measured rate
-// (the grammar writes properties in the schema's order and leaves out
-// unlisted ones, so some valid instances are outside it).
+// (the grammar admits only what validates), and valid instances, written
+// compactly in their own member order, are accepted at minValidAccepted
+// or above.
 func TestMaskBench(t *testing.T) {
 	schemas := readBench(t, filepath.Join(benchDir(t), "maskbench-tests.jsonl"))
 	var compiled, valid, validAccepted, invalid, invalidRejected int
@@ -57,6 +63,10 @@ func TestMaskBench(t *testing.T) {
 			t.Errorf("%s: an invalid instance passes the grammar: %s", s.ID, text)
 		}
 	}
+	rate := float64(validAccepted) / float64(max(valid, 1))
 	t.Log(fmt.Sprintf("\n%d schemas compiled; valid instances accepted %d/%d (%.2f); invalid rejected %d/%d",
-		compiled, validAccepted, valid, float64(validAccepted)/float64(max(valid, 1)), invalidRejected, invalid))
+		compiled, validAccepted, valid, rate, invalidRejected, invalid))
+	if rate < minValidAccepted {
+		t.Errorf("valid instances accepted %.3f, want >= %.2f", rate, minValidAccepted)
+	}
 }

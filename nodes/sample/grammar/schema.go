@@ -15,10 +15,10 @@ import (
 // FromSchema compiles a JSON Schema to GBNF whose sentences are JSON texts
 // that validate against it. Annotations and unknown keywords are ignored;
 // a keyword the grammar cannot enforce is an error naming it, rather than
-// output that may not validate. Some keywords are enforced by admitting a
-// subset of the valid texts (properties in the schema's order and no
-// unlisted ones, uniqueItems as at most one item, ...):
-// docs/structured-output.md lists what each keyword does.
+// output that may not validate. A few keywords are enforced by admitting a
+// subset of the valid texts (formats narrowed to what every validator
+// accepts, no exponent under number limits, ...): docs/structured-output.md
+// lists what each keyword does.
 func FromSchema(schema json.RawMessage) (string, error) {
 	return FromSchemaWork(schema, &Work{Limit: MaxSchemaWork})
 }
@@ -191,6 +191,7 @@ type schemaCompiler struct {
 	textKeys []string           // byText's keys in the order added
 	depth    int                // rules being compiled, nested
 	modRules map[int64]bool     // multipleOf automata added
+	shared   []string           // rule lines written once, after out (emitShared)
 	// prefix starts every rule name.
 	prefix  string
 	work    *Work                     // charged by every step
@@ -702,7 +703,17 @@ func (c *schemaCompiler) rules() string {
 	for _, r := range c.out {
 		b.WriteString(r + "\n")
 	}
+	for _, r := range c.shared {
+		b.WriteString(r + "\n")
+	}
 	return b.String()
+}
+
+// emitShared adds a rule line that rules referring to it share, once (a
+// rollback keeps it: a later rule may still refer to it).
+func (c *schemaCompiler) emitShared(line string) {
+	c.work.reserve(1 + len(line))
+	c.shared = append(c.shared, line)
 }
 
 // mark is how far the compiler's output has come, for rollback.

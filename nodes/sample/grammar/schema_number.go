@@ -241,7 +241,7 @@ func (c *schemaCompiler) multipleRule(m any, b bounds, at string) (string, error
 	}
 	if !c.modRules[k] {
 		c.modRules[k] = true
-		c.emit(modRules(c.prefix, k))
+		c.emitShared(modRules(c.prefix, k))
 	}
 	// The first digit, then the automaton over remainders.
 	var digits []string
@@ -280,10 +280,10 @@ func modRules(prefix string, k int64) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// numberRule is GBNF for the numbers o admits. With limits, integers are
-// written exactly (intRange) and fractions have a nonzero last digit, so
-// that i.f lies strictly between i and i+1; no exponent is written.
-// multipleOf 10^-p (p >= 0) limits the fraction to p digits.
+// numberRule is GBNF for the numbers o admits. With limits, numbers are
+// written without an exponent and compared exactly, digit by digit
+// (decimalRange); multipleOf 10^-p (p >= 0) limits the fraction to p
+// digits.
 func (c *schemaCompiler) numberRule(o *object, at string) (string, error) {
 	l, err := readLimits(o, at)
 	if err != nil {
@@ -311,33 +311,232 @@ func (c *schemaCompiler) numberRule(o *object, at string) (string, error) {
 	if !l.hasLimit && fracDigits == 16 {
 		return "number", nil
 	}
-	b, ok := l.intBounds()
-	if !ok {
-		return "", fmt.Errorf("schema%s: minimum and maximum admit no integer", at)
+	limit := new(big.Rat).SetInt64(intLimit + 1) // integer parts have at most maxIntDigits digits
+	lo, hi := new(big.Rat).Neg(limit), limit
+	loExcl, hiExcl := true, true
+	if l.min != nil && l.min.Cmp(lo) > 0 {
+		lo, loExcl = l.min, l.minExcl
 	}
-	alts := []string{intRange(b)}
-	if l.fraction {
-		// Non-integer limits: only the integers inside them.
-		return alts[0], nil
+	if l.max != nil && l.max.Cmp(hi) < 0 {
+		hi, hiExcl = l.max, l.maxExcl
 	}
-	frac := fmt.Sprintf(`"." [0-9]{0,%d} [1-9]`, fracDigits-1)
-	// i.f with 0 < f < 1: positive in (i, i+1) needs lo <= i <= hi-1 (for
-	// inclusive or exclusive integer limits alike); negative -(i.f) lies
-	// in (-(i+1), -i), so -hi <= i <= -lo-1.
-	lo, hi := int64(-intLimit), int64(intLimit)
-	if l.min != nil {
-		lo = clampInt(l.min)
+	var alts []string
+	zero := new(big.Rat)
+	if hi.Sign() > 0 || hi.Sign() == 0 && !hiExcl {
+		from, fromExcl := lo, loExcl
+		if lo.Sign() < 0 {
+			from, fromExcl = zero, false
+		}
+		if r, ok, err := c.decimalRange(from, hi, fromExcl, hiExcl, fracDigits, at); err != nil {
+			return "", err
+		} else if ok {
+			alts = append(alts, r)
+		}
 	}
-	if l.max != nil {
-		hi = clampInt(l.max)
+	if lo.Sign() < 0 {
+		// -y with y in [max(-hi, 0), -lo]; y > 0 (0 is written unsigned).
+		to := new(big.Rat).Neg(lo)
+		from, fromExcl := new(big.Rat).Neg(hi), hiExcl
+		if hi.Sign() >= 0 {
+			from, fromExcl = zero, true
+		}
+		if r, ok, err := c.decimalRange(from, to, fromExcl, loExcl, fracDigits, at); err != nil {
+			return "", err
+		} else if ok {
+			alts = append(alts, `"-" `+r)
+		}
 	}
-	if p := (bounds{max(lo, 0), hi - 1}); p.lo <= p.hi {
-		alts = append(alts, digitRange(p.lo, p.hi)+" "+frac)
-	}
-	if n := (bounds{max(-hi, 0), -lo - 1}); n.lo <= n.hi {
-		alts = append(alts, `"-" `+digitRange(n.lo, n.hi)+" "+frac)
+	if len(alts) == 0 {
+		return "", fmt.Errorf("schema%s: minimum and maximum admit no number", at)
 	}
 	return "( " + strings.Join(alts, " | ") + " )", nil
+}
+
+// decimalRange is GBNF for the unsigned decimals (an integer part without
+// leading zeros, then optionally "." and 1 to fracDigits digits) from lo
+// to hi (0 <= lo <= hi < 10^16, each excluded when its flag is set); ok
+// is false when there are none.
+func (c *schemaCompiler) decimalRange(lo, hi *big.Rat, loExcl, hiExcl bool, fracDigits int, at string) (string, bool, error) {
+	loInt, loFrac, ok1 := decimalDigits(lo)
+	hiInt, hiFrac, ok2 := decimalDigits(hi)
+	if !ok1 || !ok2 {
+		return "", false, fmt.Errorf("schema%s: keyword \"minimum\" or \"maximum\" is not a decimal number", at)
+	}
+	if cmp := lo.Cmp(hi); cmp > 0 || cmp == 0 && (loExcl || hiExcl) {
+		return "", false, nil
+	}
+	f := fractions{c: c, digits: fracDigits, rules: map[fracKey]string{}}
+	var alts []string
+	add := func(integer string, k fracKey) {
+		if frac, ok := f.part(k); ok {
+			alts = append(alts, integer+" "+frac)
+		}
+	}
+	lit := func(v int64) string { return `"` + strconv.FormatInt(v, 10) + `"` }
+	if loInt == hiInt {
+		add(lit(loInt), fracKey{lo: loFrac, hi: hiFrac, tightLo: true, tightHi: true, loExcl: loExcl, hiExcl: hiExcl})
+	} else {
+		add(lit(loInt), fracKey{lo: loFrac, tightLo: true, loExcl: loExcl})
+		if loInt+1 <= hiInt-1 {
+			add(digitRange(loInt+1, hiInt-1), fracKey{})
+		}
+		add(lit(hiInt), fracKey{hi: hiFrac, tightHi: true, hiExcl: hiExcl})
+	}
+	if len(alts) == 0 {
+		return "", false, nil
+	}
+	return "( " + strings.Join(alts, " | ") + " )", true, nil
+}
+
+// decimalDigits splits r >= 0 into its integer part and the digits of its
+// fraction (no trailing zeros); ok is false past 10^16 or when the
+// fraction does not end within 64 digits.
+func decimalDigits(r *big.Rat) (integer int64, frac string, ok bool) {
+	q := floorRat(r)
+	if q.Cmp(big.NewInt(intLimit)) > 0 {
+		if r.Cmp(new(big.Rat).SetInt64(intLimit+1)) == 0 {
+			return intLimit + 1, "", true
+		}
+		return 0, "", false
+	}
+	rest := new(big.Rat).Sub(r, new(big.Rat).SetInt(q))
+	var b strings.Builder
+	ten := big.NewRat(10, 1)
+	for rest.Sign() != 0 {
+		if b.Len() == 64 {
+			return 0, "", false
+		}
+		rest.Mul(rest, ten)
+		d := floorRat(rest)
+		b.WriteByte(byte('0' + d.Int64()))
+		rest.Sub(rest, new(big.Rat).SetInt(d))
+	}
+	return q.Int64(), b.String(), true
+}
+
+// fractions writes GBNF for the fraction parts of decimals whose integer
+// part is fixed: digit strings compared with the limits' fraction digits.
+type fractions struct {
+	c      *schemaCompiler
+	digits int // at most this many
+	rules  map[fracKey]string
+}
+
+// fracKey is the fraction digits from position at on, given the digits
+// so far equal lo's (tightLo) and hi's (tightHi).
+type fracKey struct {
+	lo, hi           string
+	tightLo, tightHi bool
+	loExcl, hiExcl   bool
+	at               int
+}
+
+func fracDigit(s string, i int) byte {
+	if i < len(s) {
+		return s[i]
+	}
+	return '0'
+}
+
+// canEnd reports whether the digits so far (k.at of them) meet the limits.
+func (k fracKey) canEnd() bool {
+	if k.tightLo && (k.at < len(k.lo) || k.loExcl) {
+		return false // below lo (its remaining digits are not all zero), or equal to an excluded lo
+	}
+	if k.tightHi && k.at >= len(k.hi) && k.hiExcl {
+		return false // equal to an excluded hi
+	}
+	return true
+}
+
+// steps are the alternatives for the next digit: a class, then the rest
+// (none that leads nowhere).
+func (f *fractions) steps(k fracKey) []string {
+	if k.at == f.digits {
+		return nil
+	}
+	a, b := byte('0'), byte('9')
+	if k.tightLo {
+		a = fracDigit(k.lo, k.at)
+	}
+	if k.tightHi {
+		b = fracDigit(k.hi, k.at)
+	}
+	var alts []string
+	step := func(lo, hi byte, tightLo, tightHi bool) {
+		if lo > hi {
+			return
+		}
+		next := fracKey{lo: k.lo, hi: k.hi, tightLo: tightLo, tightHi: tightHi, loExcl: k.loExcl, hiExcl: k.hiExcl, at: k.at + 1}
+		if !next.tightLo && !next.tightHi {
+			next = fracKey{at: k.at + 1}
+		}
+		rest, ok := f.rest(next)
+		if !ok {
+			return
+		}
+		class := fmt.Sprintf("[%c-%c]", lo, hi)
+		if lo == hi {
+			class = `"` + string(lo) + `"`
+		}
+		alts = append(alts, class+" "+rest)
+	}
+	switch {
+	case k.tightLo && k.tightHi && a == b:
+		step(a, a, true, true)
+	case k.tightLo && k.tightHi:
+		step(a, a, true, false)
+		step(a+1, b-1, false, false)
+		step(b, b, false, true)
+	case k.tightLo:
+		step(a, a, true, false)
+		step(a+1, '9', false, false)
+	case k.tightHi:
+		step('0', b-1, false, false)
+		step(b, b, false, true)
+	default:
+		step('0', '9', false, false)
+	}
+	return alts
+}
+
+// rest is the rule for the digits from k on, ending where the limits
+// allow; ok is false when no digits do.
+func (f *fractions) rest(k fracKey) (string, bool) {
+	if !k.tightLo && !k.tightHi {
+		return fmt.Sprintf("[0-9]{0,%d}", f.digits-k.at), true
+	}
+	if r, ok := f.rules[k]; ok {
+		return r, r != ""
+	}
+	alts := f.steps(k)
+	if k.canEnd() {
+		alts = append(alts, `""`)
+	}
+	if len(alts) == 0 {
+		f.rules[k] = ""
+		return "", false
+	}
+	name := f.c.ruleName("fraction")
+	f.rules[k] = name
+	f.c.emit(name + " ::= " + strings.Join(alts, " | "))
+	return name, true
+}
+
+// part is the fraction part for k (at 0): none, or "." and its digits;
+// ok is false when no fraction meets the limits.
+func (f *fractions) part(k fracKey) (string, bool) {
+	var alts []string
+	if k.canEnd() {
+		alts = append(alts, `""`)
+	}
+	if steps := f.steps(k); len(steps) > 0 {
+		alts = append(alts, `"." ( `+strings.Join(steps, " | ")+` )`)
+	}
+	if len(alts) == 0 {
+		return "", false
+	}
+	return "( " + strings.Join(alts, " | ") + " )", true
 }
 
 func clampInt(r *big.Rat) int64 {

@@ -325,20 +325,39 @@ func (c *schemaCompiler) patternAndFormat(pattern, f string, lo, hi int, hasHi b
 	if err != nil {
 		return "", fmt.Errorf("schema%s: keyword \"format\": %v", at, err)
 	}
-	res := []*regex{re, formatRe}
-	if lo > 0 || hasHi {
-		count := &regex{kind: reRepeat, subs: []*regex{{kind: reClass, set: []rng{{0, maxRune}}}}, lo: lo, hi: -1}
-		if hasHi {
-			count.hi = hi
-		}
-		res = append(res, &regex{kind: reAlt, subs: []*regex{{kind: reSeq, subs: []*regex{count}, top: true, start: true, end: true}}})
-	}
-	name, ok, err := c.productGBNF("pattern-"+f, res)
+	name, ok, err := c.productGBNF("pattern-"+f, withLength([]*regex{re, formatRe}, lo, hi, hasHi))
 	if err != nil {
 		return "", fmt.Errorf("schema%s: keyword \"pattern\" with \"format\" %q: %v", at, f, err)
 	}
 	if !ok {
 		return "", fmt.Errorf("schema%s: keyword \"pattern\": no string a JSON text can hold matches %q and format %q", at, pattern, f)
+	}
+	return `"\"" ` + name + ` "\""`, nil
+}
+
+// withLength is res and, when lo > 0 or hasHi, a pattern of lo to hi code
+// points (minLength and maxLength), for productGBNF.
+func withLength(res []*regex, lo, hi int, hasHi bool) []*regex {
+	if lo == 0 && !hasHi {
+		return res
+	}
+	count := &regex{kind: reRepeat, subs: []*regex{{kind: reClass, set: []rng{{0, maxRune}}}}, lo: lo, hi: -1}
+	if hasHi {
+		count.hi = hi
+	}
+	return append(res, &regex{kind: reAlt, subs: []*regex{{kind: reSeq, subs: []*regex{count}, top: true, start: true, end: true}}})
+}
+
+// patternAndLength is GBNF for the strings that match re (pattern, or a
+// format's pattern: keyword) within minLength lo and maxLength hi (when
+// hasHi): the product of the pattern's automaton and a counter.
+func (c *schemaCompiler) patternAndLength(re *regex, keyword string, lo, hi int, hasHi bool, at string) (string, error) {
+	name, ok, err := c.productGBNF("pattern-length", withLength([]*regex{re}, lo, hi, hasHi))
+	if err != nil {
+		return "", fmt.Errorf("schema%s: keyword %q with minLength or maxLength: %v", at, keyword, err)
+	}
+	if !ok {
+		return "", fmt.Errorf("schema%s: keyword %q: no string a JSON text can hold matches it within minLength and maxLength", at, keyword)
 	}
 	return `"\"" ` + name + ` "\""`, nil
 }

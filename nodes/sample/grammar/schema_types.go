@@ -122,16 +122,12 @@ func (c *schemaCompiler) stringRule(o *object, at string) (string, error) {
 		}
 		return "", fmt.Errorf("schema%s: keyword %q: no string a JSON text can hold matches %q", at, keyword, pattern)
 	}
-	lengthKey := "maxLength"
-	if !hasHi {
-		lengthKey = "minLength"
-	}
-	return "", fmt.Errorf("schema%s: keyword %q with %q is supported when the pattern repeats one character class", at, lengthKey, keyword)
+	return c.patternAndLength(re, keyword, lo, hi, hasHi, at)
 }
 
 // array is GBNF for the arrays o admits: items, prefixItems (or draft-04
 // items lists with additionalItems), minItems, maxItems and uniqueItems
-// (enforced by generating at most one item).
+// (with maxItems 1 or less only).
 func (c *schemaCompiler) array(hint string, o *object, at string) (string, error) {
 	lo, _, err := count(o, "minItems", at)
 	if err != nil {
@@ -142,10 +138,7 @@ func (c *schemaCompiler) array(hint string, o *object, at string) (string, error
 		return "", err
 	}
 	if u, _ := o.vals["uniqueItems"].(bool); u && (!hasHi || hi > 1) {
-		if lo > 1 {
-			return "", fmt.Errorf("schema%s: keyword \"uniqueItems\" with minItems above 1 is not supported", at)
-		}
-		hi, hasHi = 1, true
+		return "", fmt.Errorf("schema%s: keyword \"uniqueItems\" is supported only with maxItems 1 or less (the grammar cannot compare items)", at)
 	}
 	if hasHi && hi < lo {
 		return "", fmt.Errorf("schema%s: maxItems is below minItems", at)
@@ -240,11 +233,14 @@ type member struct {
 	name     string
 	rule     string
 	required bool
+	needs    []int // the members (by index) it depends on
 }
 
-// object is GBNF for the objects o admits. Properties are written in the
-// schema's order: required ones always, optional ones when the model
-// chooses, no others; minProperties and maxProperties count them. An
+// object is GBNF for the objects o admits. Properties are written in any
+// order, each once: required ones always, optional ones when the model
+// chooses, unlisted ones as additionalProperties allows (when nothing
+// else constrains them); minProperties and maxProperties count the
+// listed ones. An
 // object without properties has free-form members (values meeting
 // additionalProperties) unless patternProperties, propertyNames or
 // dependencies would constrain their names, when it is empty.
@@ -319,19 +315,13 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 			}
 		}
 	}
-	for k := range depSchemas {
-		if required[k] {
-			return "", fmt.Errorf("schema%s: keyword \"dependencies\" with a schema for required property %q is not supported", at, k)
+	for _, k := range names {
+		if depSchemas[k] {
+			return "", fmt.Errorf("schema%s: keyword \"dependencies\" with a schema (for property %q) is not supported", at, k)
 		}
 	}
 	var members []member
 	for _, k := range names {
-		if !required[k] && depSchemas[k] {
-			continue
-		}
-		if !required[k] && slices.ContainsFunc(deps[k], func(d string) bool { return !required[d] }) {
-			continue
-		}
 		members = append(members, member{name: k, required: required[k]})
 	}
 	if err := c.spend(len(required)*(1+len(forbid)), at); err != nil {
@@ -393,19 +383,38 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 				continue
 			}
 		}
-		mk := c.mark()
 		name, err := c.rule(hint+"-"+m.name, s, at+".properties."+m.name)
 		if err != nil {
-			c.rollback(mk)
-			if m.required {
-				return "", err
-			}
-			continue // an optional property the grammar cannot write is left out
+			return "", err // leaving an optional property out would reject valid objects that have it
 		}
 		members[i].rule = literal(mustJSON(m.name)) + ` ws ":" ws ` + name + ` ws`
 	}
 	members = slices.DeleteFunc(members, func(m member) bool { return m.rule == "" })
-	return c.memberChain(hint, members, minP, maxP, hasMaxP, c.extraMember(hint, o, props, forbid, ap, hasAP, at), at)
+	// A member needs the members its dependencies name; one that needs a
+	// member left out is left out too.
+	for changed := true; changed; {
+		changed = false
+		index := map[string]int{}
+		for k, m := range members {
+			index[m.name] = k
+		}
+		for k := range members {
+			members[k].needs = members[k].needs[:0]
+			for _, d := range deps[members[k].name] {
+				j, ok := index[d]
+				if !ok {
+					if _, listed := props.vals[d]; members[k].required || !listed {
+						return "", fmt.Errorf("schema%s: keyword \"dependencies\": property %q depends on %q, which the grammar does not write as a listed property", at, members[k].name, d)
+					}
+					members[k].rule, changed = "", true // d fails propertyNames: an object with k fails
+					break
+				}
+				members[k].needs = append(members[k].needs, j)
+			}
+		}
+		members = slices.DeleteFunc(members, func(m member) bool { return m.rule == "" })
+	}
+	return c.memberSet(hint, members, minP, maxP, hasMaxP, c.extraMember(hint, o, props, forbid, ap, hasAP, at), at)
 }
 
 // extraMember is GBNF for one member the schema does not list (its name
@@ -447,7 +456,7 @@ func (c *schemaCompiler) otherName(hint string, names []string) string {
 	raw := c.prefix + "s-rawchar"
 	if !c.names[raw] {
 		c.names[raw] = true
-		c.emit(raw + ` ::= [^"\\\x7F\x00-\x1F]`)
+		c.emitShared(raw + ` ::= [^"\\\x7F\x00-\x1F]`)
 	}
 	type node struct {
 		kids     map[rune]*node
@@ -509,84 +518,75 @@ func cmpOrAny(v any, ok bool) any {
 	return true
 }
 
-// memberChain writes members in order with commas between, the count of
-// members written within [minP, maxP]: rule (i, k) is members i.. after k
-// written (k capped where it no longer matters).
-func (c *schemaCompiler) memberChain(hint string, members []member, minP, maxP int, hasMaxP bool, extra, at string) (string, error) {
+// memberSet writes members in any order, each at most once, with commas
+// between (a %members set): every required one, the others when the model
+// chooses, their count within [minP, maxP]; extra (GBNF for an unlisted
+// member, "" for none) may repeat among them.
+func (c *schemaCompiler) memberSet(hint string, members []member, minP, maxP int, hasMaxP bool, extra, at string) (string, error) {
 	n := len(members)
+	if n > maxMembers {
+		return "", fmt.Errorf("schema%s: keyword \"properties\": more than %d properties the object may write are not supported", at, maxMembers)
+	}
 	if hasMaxP && maxP >= n {
 		hasMaxP = false
 	}
-	limit := max(minP, 1)
-	if hasMaxP {
-		limit = maxP
-	}
-	reqAfter := make([]int, n+1) // required members from i on
-	for i := n - 1; i >= 0; i-- {
-		reqAfter[i] = reqAfter[i+1]
-		if members[i].required {
-			reqAfter[i]++
+	var required []string
+	for k, m := range members {
+		if m.required {
+			required = append(required, strconv.Itoa(k))
 		}
 	}
 	if n < minP {
 		return "", fmt.Errorf("schema%s: keyword \"minProperties\" needs more properties than the schema lists", at)
 	}
-	if hasMaxP && reqAfter[0] > maxP {
+	if hasMaxP && len(required) > maxP {
 		return "", fmt.Errorf("schema%s: keyword \"maxProperties\" is below the required properties", at)
 	}
-	type key struct{ i, k int }
-	rules := map[key]string{}
-	var chain func(i, k int) (string, bool)
-	chain = func(i, k int) (string, bool) {
-		if !c.work.charge(1) {
-			return "", false
-		}
-		written := k
-		if hasMaxP && k+reqAfter[i] > maxP || k+(n-i) < minP {
-			return "", false
-		}
-		if i == n {
-			switch {
-			case extra == "":
-				return `""`, true
-			case written > 0:
-				return `( "," ws ` + extra + ` )*`, true
-			}
-			return `( ` + extra + ` ( "," ws ` + extra + ` )* )?`, true
-		}
-		k = min(k, limit)
-		if r, ok := rules[key{i, k}]; ok {
-			return r, r != ""
-		}
-		sep := ""
-		if written > 0 {
-			sep = `"," ws `
-		}
-		var alts []string
-		if next, ok := chain(i+1, k+1); ok {
-			alts = append(alts, sep+members[i].rule+" "+next)
-		}
-		if !members[i].required {
-			if next, ok := chain(i+1, k); ok {
-				alts = append(alts, next)
-			}
-		}
-		if len(alts) == 0 {
-			rules[key{i, k}] = ""
-			return "", false
-		}
-		name := c.ruleName(hint + "-members")
-		rules[key{i, k}] = name
-		c.emit(name + " ::= " + strings.Join(alts, " | "))
-		return name, true
-	}
-	first, ok := chain(0, 0)
-	if c.work.Err() != nil {
-		return "", stopped(c.work, at)
-	}
-	if !ok {
+	if hasMaxP && maxP < minP {
 		return "", fmt.Errorf("schema%s: minProperties and maxProperties admit no object", at)
 	}
+	if n == 0 && extra == "" {
+		return `"{" ws "}"`, nil
+	}
+	first, rest := c.ruleName(hint+"-members"), c.ruleName(hint+"-more")
+	directive := fmt.Sprintf("%%members %s %s n=%d", first, rest, n)
+	if len(required) > 0 {
+		directive += " required=" + strings.Join(required, ",")
+	}
+	if minP > 0 {
+		directive += fmt.Sprintf(" min=%d", minP)
+	}
+	if hasMaxP {
+		directive += fmt.Sprintf(" max=%d", maxP)
+	}
+	var needs []string
+	for k, m := range members {
+		if len(m.needs) > 0 {
+			list := []string{strconv.Itoa(k)}
+			for _, j := range m.needs {
+				list = append(list, strconv.Itoa(j))
+			}
+			needs = append(needs, strings.Join(list, ":"))
+		}
+	}
+	if len(needs) > 0 {
+		directive += " needs=" + strings.Join(needs, ",")
+	}
+	firstAlts := make([]string, 0, n+2)
+	restAlts := make([]string, 0, n+2)
+	for _, m := range members {
+		firstAlts = append(firstAlts, m.rule+" "+rest)
+		restAlts = append(restAlts, `"," ws `+m.rule+" "+rest)
+	}
+	if extra != "" {
+		firstAlts = append(firstAlts, extra+" "+rest)
+		restAlts = append(restAlts, `"," ws `+extra+" "+rest)
+	}
+	firstAlts = append(firstAlts, `""`)
+	restAlts = append(restAlts, `""`)
+	c.emit(directive)
+	c.emit(first + " ::= " + strings.Join(firstAlts, " | "))
+	c.emit(rest + " ::= " + strings.Join(restAlts, " | "))
 	return `"{" ws ` + first + ` "}"`, nil
 }
 
@@ -617,7 +617,13 @@ func (c *schemaCompiler) freeObject(hint string, o *object, patterns *object, ap
 			}
 		}
 	}
-	if closed || patterns != nil && len(patterns.keys) > 0 || constrained || hasMaxP && maxP == 0 {
+	switch {
+	case patterns != nil && len(patterns.keys) > 0:
+		return "", fmt.Errorf("schema%s: keyword \"patternProperties\" is supported with one pattern the grammar can write and nothing else constraining the names", at)
+	case constrained:
+		return "", fmt.Errorf("schema%s: keyword \"propertyNames\", \"dependencies\" or \"not\" on an object without listed properties is not supported", at)
+	}
+	if closed || hasMaxP && maxP == 0 {
 		if minP > 0 {
 			return "", fmt.Errorf("schema%s: keyword \"minProperties\" with no properties to write is not supported", at)
 		}

@@ -9,6 +9,7 @@ import (
 // frame points at the next symbol of a rule's alternative.
 type frame struct {
 	rule, alt, idx int32
+	set            uint64 // in a member set's rule: the members written before this alternative
 }
 
 // stack is an immutable pushdown stack: its top points at a code point
@@ -104,7 +105,9 @@ func (c *Cache) startState() (*State, error) {
 	s := &State{g: c.g}
 	e := expansion{c: c}
 	for a := range c.g.rules[0] {
-		e.expand(frame{0, int32(a), 0}, nil)
+		if c.g.takes(0, a, 0) {
+			e.expand(frame{0, int32(a), 0, 0}, nil)
+		}
 	}
 	if err := c.work.Err(); err != nil {
 		return nil, err
@@ -162,7 +165,12 @@ func (s *State) Cache() *Cache { return s.c }
 func (g *Grammar) Start() *State { return g.NewCache().Start() }
 
 // suffixLen is the fewest bytes the rest of f's alternative expands to.
-func (g *Grammar) suffixLen(f frame) int { return g.altLen(g.rules[f.rule][f.alt], int(f.idx)) }
+func (g *Grammar) suffixLen(f frame) int {
+	if g.members[f.rule] != nil {
+		return g.frameLen(f)
+	}
+	return g.altLen(g.rules[f.rule][f.alt], int(f.idx))
+}
 
 // expansion collects the stacks that frames reach without consuming input
 // (references replaced by their alternatives, ended alternatives popped):
@@ -230,11 +238,15 @@ func (e *expansion) expand(f frame, next *stack) {
 		return
 	}
 	cont := next
-	if int(f.idx)+1 < len(a) { // a reference in tail position pushes nothing
-		cont = c.newStack(frame{f.rule, f.alt, f.idx + 1}, next)
+	tail := int(f.idx)+1 == len(a)
+	if !tail { // a reference in tail position pushes nothing
+		cont = c.newStack(frame{f.rule, f.alt, f.idx + 1, f.set}, next)
 	}
+	set := c.g.childSet(f, s.ref, tail)
 	for k := range c.g.rules[s.ref] {
-		e.expand(frame{int32(s.ref), int32(k), 0}, cont)
+		if c.g.takes(s.ref, k, set) {
+			e.expand(frame{int32(s.ref), int32(k), 0, set}, cont)
+		}
 	}
 }
 
