@@ -64,7 +64,7 @@ func cacheGroups(m *Model, snap engine.Snapshot) []CacheGroup {
 		groups = append(groups, CacheGroup{Name: "state", Kind: "state", Model: node.Target, Total: snap.StateSlotsTotal,
 			UnitBytes: snap.StateSlotBytes, DType: stateType, Used: snap.StateSlotsUsed})
 	}
-	others := m.Engine.ModelKVBlocks()
+	others := snap.ModelKV
 	for _, alias := range slices.Sorted(maps.Keys(others)) {
 		u := others[alias]
 		groups = append(groups, CacheGroup{Name: "kv:" + alias, Kind: "kv", Model: alias, Total: u.Total,

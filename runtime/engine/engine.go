@@ -7,8 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -211,6 +213,7 @@ type Engine struct {
 	plan       *plan.Plan
 	x          *executor.Executor
 	kv         *kv.Manager
+	drafts     map[string]*sched.DraftKVGroup // draft models' caches (the executor's), by alias
 	sched      *sched.Scheduler
 	context    int
 	images     bool // the plan reads $in.images (ImagesInput)
@@ -295,10 +298,11 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.newScheduler(maxBatch, snapshots); err != nil {
+	if err := x.Start(layout); err != nil {
 		return nil, err
 	}
-	if err := x.Start(layout); err != nil {
+	if err := e.newScheduler(maxBatch, snapshots); err != nil {
+		x.CloseModels()
 		return nil, err
 	}
 	e.images = p.Reads(ImagesInput)
@@ -436,7 +440,8 @@ func (e *Engine) kvTokens(cfg Config, shape executor.Shape) (int, error) {
 	return kvTokens, nil
 }
 
-// newScheduler creates the scheduler over the KV block manager, with the
+// newScheduler creates the scheduler over the KV block manager and the
+// draft models' caches (the executor's, once it started), with the
 // step budget of Config.StepTokens.
 func (e *Engine) newScheduler(maxBatch, snapshots int) error {
 	pol, maxRunning := e.plan.Policy, e.maxRunning
@@ -455,10 +460,17 @@ func (e *Engine) newScheduler(maxBatch, snapshots int) error {
 	case every < 0:
 		every = 0
 	}
+	caches := e.x.DraftCaches()
+	e.drafts = map[string]*sched.DraftKVGroup{}
+	var drafts []*sched.DraftKVGroup
+	for _, alias := range slices.Sorted(maps.Keys(caches)) {
+		e.drafts[alias] = sched.NewDraftKVGroup(caches[alias])
+		drafts = append(drafts, e.drafts[alias])
+	}
 	var err error
 	e.sched, err = sched.New(sched.Config{Chunk: pol.PrefillChunk, StepTokens: stepTokens,
 		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch, StateSlots: e.state.Slots - e.checkpoints, Snapshots: snapshots,
-		Checkpoints: e.checkpoints, CheckpointEvery: every}, e.kv)
+		Checkpoints: e.checkpoints, CheckpointEvery: every}, e.kv, drafts...)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -470,12 +482,12 @@ func (e *Engine) newScheduler(maxBatch, snapshots int) error {
 var ErrNoModel = executor.ErrNoModel
 
 // KVUsage is a KV cache's used and total blocks.
-type KVUsage = executor.KVUsage
+type KVUsage struct{ Used, Total int }
 
 // ModelKVBlocks reports the KV blocks of each model the plan's nodes run
 // besides the target (by alias; empty when there are none). Like KVBlocks
 // it is a snapshot, safe to call from any goroutine.
-func (e *Engine) ModelKVBlocks() map[string]KVUsage { return e.x.ModelKVBlocks() }
+func (e *Engine) ModelKVBlocks() map[string]KVUsage { return e.Snapshot().ModelKV }
 
 // ModelInfo is what the engine reads of its model once, at New: the
 // file's facts (weights.Info; its ContextLength is the training context,
@@ -535,6 +547,10 @@ type Snapshot struct {
 	// most its memory budget holds.
 	Checkpoints, CheckpointsMax int
 	KVBlockBytes                int64 // K and V of one block, every layer, in the KV format
+	// ModelKV is the KV blocks of each model the plan's nodes run besides
+	// the target, by alias (nil when there are none): its cache group's
+	// usage (sched.DraftKVGroup).
+	ModelKV map[string]KVUsage
 }
 
 // CheckpointBytes is the memory of the recurrent state checkpoints held.
@@ -574,7 +590,20 @@ func (e *Engine) publish() {
 		PrefixQueries: ps.Queries, PrefixHits: ps.Hits,
 		StateSlotsUsed: e.state.Slots - e.checkpoints - e.sched.StateSlotsFree(), StateSlotsTotal: e.state.Slots - e.checkpoints, StateSlotBytes: e.state.BytesPerSlot(),
 		Checkpoints: held, CheckpointsMax: capacity,
-		KVBlockBytes: e.kvBlockBytes})
+		KVBlockBytes: e.kvBlockBytes, ModelKV: e.modelKV()})
+}
+
+// modelKV is the usage of the draft models' cache groups, by alias.
+func (e *Engine) modelKV() map[string]KVUsage {
+	if len(e.drafts) == 0 {
+		return nil
+	}
+	out := make(map[string]KVUsage, len(e.drafts))
+	for alias, g := range e.drafts {
+		used, total := g.Usage()
+		out[alias] = KVUsage{used, total}
+	}
+	return out
 }
 
 // PrefixCacheOff says why prefix caching is off for the model ("" when it
@@ -743,7 +772,7 @@ func (e *Engine) finish(r *inflight, reason string, err error) {
 		}
 	}
 	e.sched.Remove(r.seq) // a no-op for a sequence Update ended
-	e.x.ReleaseSeq(r.seq.ID)
+	e.x.DropCarry(r.seq.ID)
 	delete(e.reqs, r.seq)
 	e.publish() // a reader that sees the final event sees the freed KV
 	r.events.put(Event{Done: true, Finish: reason, Err: err, Stats: st, Embedding: r.embedding})

@@ -52,36 +52,13 @@ type WeightBorrower interface {
 }
 
 // ModelDevice is the device of one model besides the target: a backend of
-// its own, over a paged KV cache of its own whose blocks the node
-// allocates per sequence with KV. The block tables of the batches its
-// passes run over must be ones KV grew. KV's mutating methods are called
-// by the engine's goroutine only (from RunHost and SeqReleaser.ReleaseSeq).
+// its own, over a paged KV cache of its own in which the node keeps each
+// running sequence's entries as its share (kv.Shares; the scheduler's
+// cache group sched.DraftKVGroup frees a sequence's shares when it stops
+// running). The block tables of the batches its passes run over must be
+// ones of its shares. It is used by the engine's goroutine only.
 type ModelDevice interface {
-	KV() KVBlocks
-}
-
-// KVBlocks hands out a model device's KV cache blocks to sequences (the
-// kv.Manager contract). Usage may be called from any goroutine.
-type KVBlocks interface {
-	// BlockTokens is the number of token slots per block.
-	BlockTokens() int
-	// Grow reserves slots so that s holds n tokens; on kv.ErrNoSpace
-	// nothing changes.
-	Grow(s *kv.Seq, n int) error
-	// Truncate shrinks s to n tokens, freeing whole blocks past n.
-	Truncate(s *kv.Seq, n int)
-	// Release frees all of s's blocks.
-	Release(s *kv.Seq)
-	// Usage reports used and total blocks.
-	Usage() (used, total int)
-}
-
-// SeqReleaser is implemented by nodes that keep state per sequence (a
-// draft model's KV blocks): the engine calls ReleaseSeq with SeqState.ID
-// when the sequence's request finishes, fails or is aborted, after which
-// the id never reappears.
-type SeqReleaser interface {
-	ReleaseSeq(id uint64)
+	KV() *kv.Shares
 }
 
 // TargetChecker is implemented by the body nodes of a draft loop over a

@@ -143,5 +143,6 @@ func (x *Executor) KeepCarry(kept []Kept) {
 }
 
 // DropCarry forgets the carried values of sequence id, which holds no KV
-// (waiting, or preempted to be recomputed): its next rows start over.
+// (waiting, or preempted to be recomputed: its next rows start over) or
+// ended.
 func (x *Executor) DropCarry(id uint64) { delete(x.seqs, id) }

@@ -7,8 +7,7 @@
 // the prepared graphs; the engine owns the scheduler and the KV cache and
 // hands the executor one batch a step.
 //
-// An Executor is used by one goroutine (the engine's loop), except
-// ModelKVBlocks.
+// An Executor is used by one goroutine (the engine's loop).
 package executor
 
 import (
@@ -51,11 +50,9 @@ type Executor struct {
 	planHash string
 	execs    map[execKey]exec.Executable
 	// binders are the nodes that run a model of their own, bound to it,
-	// attached to their devices (models, by alias) by Start; releasers are
-	// the nodes told when a sequence ends.
-	binders   []modelBinding
-	models    map[string]*modelDevice
-	releasers []exec.SeqReleaser
+	// attached to their devices (models, by alias) by Start.
+	binders []modelBinding
+	models  map[string]*modelDevice
 	// modelLoops are the plan's draft loops over a draft model, by step id;
 	// loopHidden is the row width of $loop.hidden in each loop that reads
 	// a carried value (in.hidden).
@@ -116,7 +113,6 @@ func (x *Executor) bindModelLoops() error {
 				return err
 			}
 			x.binders = append(x.binders, mb)
-			x.releasers = append(x.releasers, ml)
 			x.modelLoops[st.ID] = ml
 		}
 	}
@@ -124,7 +120,7 @@ func (x *Executor) bindModelLoops() error {
 }
 
 // bindRunner binds target step st, when it runs a model of its own, to
-// that model, and keeps it if it is told when a sequence ends.
+// that model.
 func (x *Executor) bindRunner(st *plan.Step) error {
 	if b, ok := st.Node.(exec.ModelBinder); ok {
 		mb, err := bindModel(x.cfg, st, b)
@@ -132,9 +128,6 @@ func (x *Executor) bindRunner(st *plan.Step) error {
 			return err
 		}
 		x.binders = append(x.binders, mb)
-	}
-	if r, ok := st.Node.(exec.SeqReleaser); ok {
-		x.releasers = append(x.releasers, r)
 	}
 	return nil
 }
@@ -163,15 +156,6 @@ func (x *Executor) Close() error {
 		ex.Close()
 	}
 	return errors.Join(x.CloseModels(), x.backend.Close())
-}
-
-// ReleaseSeq forgets sequence id (its request ended): the nodes that keep
-// state per sequence free it, and its carried values go.
-func (x *Executor) ReleaseSeq(id uint64) {
-	for _, rel := range x.releasers {
-		rel.ReleaseSeq(id)
-	}
-	x.DropCarry(id)
 }
 
 // hostStep is a host node's context with the batch its rows were fed in:

@@ -344,7 +344,7 @@ func blockPass(hc *hostStep, ml *modelLoop, k int, mask int32, entered, wants []
 		if wants[j] == 0 || !ml.reserve(row, len(h)+k) {
 			continue
 		}
-		block.Tables = append(block.Tables, ml.seq(row.ID).kv.Blocks)
+		block.Tables = append(block.Tables, ml.seq(row.ID).Seq.Blocks)
 		for m := range k + 1 {
 			t := mask
 			if m == 0 {

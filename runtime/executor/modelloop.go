@@ -1,9 +1,7 @@
 package executor
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/kv"
@@ -15,27 +13,14 @@ import (
 // modelLoop is a draft loop whose body runs a model other than the target
 // (plan.Loop.Model, a draft model of the target's vocabulary): it binds
 // the body to that model (exec.ModelBinder) and keeps each sequence's
-// entries in the model's own paged KV cache (exec.SeqReleaser). Its
-// methods run on the engine's goroutine.
+// entries in its share of the model's own paged KV cache (kv.Shares; the
+// scheduler's cache group sched.DraftKVGroup frees the share when the
+// sequence stops running). Its methods run on the engine's goroutine.
 type modelLoop struct {
 	step string
 	loop *plan.Loop
 	dev  *modelDevice
-	seqs map[uint64]*loopSeq // by node.SeqState.ID
-	runs uint64              // steps that drafted, for eviction order
-}
-
-// loopSeq is one sequence's entries in a model loop's cache.
-type loopSeq struct {
-	kv     kv.Seq
-	cached []int32 // the tokens whose K/V the cache holds, position order
-	used   uint64  // the last step the sequence drafted in
-	// A loop that enters carried hidden states tracks, instead of cached,
-	// next, the first token index it has not entered, and lost, set when
-	// it missed entries (its blocks were evicted): the sequence drafts no
-	// more until it is recomputed from position 0.
-	next int
-	lost bool
+	runs uint64 // steps that drafted, for eviction order
 }
 
 // ModelAlias implements exec.ModelBinder.
@@ -77,7 +62,6 @@ func (m *modelLoop) BindModel(f, target *weights.File) (layers, kvDim int, err e
 		return 0, 0, fmt.Errorf("block loop %s drafts %d tokens a block, but the drafter %s fills at most %d (its block_size - 1)",
 			m.step, m.loop.Repeat, f.Path, bd.MaxBlock())
 	}
-	m.seqs = map[uint64]*loopSeq{}
 	return layers, kvDim, nil
 }
 
@@ -102,30 +86,22 @@ func (m *modelLoop) TargetWeights() []string {
 func (m *modelLoop) enterTable(row *node.SeqState, q0, end, off, want int, fromZero bool) ([]int32, bool) {
 	s := m.seq(row.ID) // marked used by beginStep
 	if fromZero {
-		s.lost = false
-	} else if q0 > s.next {
-		s.lost = true // entries the drafter never made
+		s.Lost = false
+	} else if q0 > s.Next {
+		s.Lost = true // entries the drafter never made
 	}
-	if s.lost {
+	if s.Lost {
 		return nil, false
 	}
 	if !m.reserve(row, end-off+max(0, want-1)) {
 		return nil, false
 	}
-	s.next = end
-	return s.kv.Blocks, true
+	s.Next = end
+	return s.Seq.Blocks, true
 }
 
 // Attach implements exec.ModelBinder.
 func (m *modelLoop) Attach(d exec.ModelDevice) { m.dev = d.(*modelDevice) }
-
-// ReleaseSeq implements exec.SeqReleaser: the sequence's blocks are freed.
-func (m *modelLoop) ReleaseSeq(id uint64) {
-	if s, ok := m.seqs[id]; ok {
-		m.dev.Release(&s.kv)
-		delete(m.seqs, id)
-	}
-}
 
 // firstPass builds pass 0 over the sequences of hc rows active (each
 // wanting want[j] drafts): each is fed the tokens of its history that the
@@ -138,29 +114,29 @@ func (m *modelLoop) ReleaseSeq(id uint64) {
 func (m *modelLoop) firstPass(hc *hostStep, active, want []int) (*exec.Batch, []int, [][]int32) {
 	m.runs++
 	for _, i := range active { // mark first, so that growing one never evicts another
-		m.seq(hc.Rows[i].ID).used = m.runs
+		m.seq(hc.Rows[i].ID).Used = m.runs
 	}
 	b := &exec.Batch{}
 	var rows []int
 	for j, i := range active {
 		h, s := hc.Rows[i].History, m.seq(hc.Rows[i].ID)
 		p := 0
-		for p < min(len(s.cached), len(h)-1) && s.cached[p] == h[p] {
+		for p < min(len(s.Tokens), len(h)-1) && s.Tokens[p] == h[p] {
 			p++
 		}
-		m.dev.Truncate(&s.kv, p)
-		s.cached = s.cached[:p]
+		m.dev.kv.Truncate(s, p)
+		s.Tokens = s.Tokens[:p]
 		if !m.grow(s, len(h)+want[j]-1) { // the history and every draft but the last
 			continue
 		}
-		b.Tables = append(b.Tables, s.kv.Blocks)
+		b.Tables = append(b.Tables, s.Seq.Blocks)
 		for pos := p; pos < len(h); pos++ {
 			b.Tokens = append(b.Tokens, h[pos])
 			b.Positions = append(b.Positions, int32(pos))
 			b.RowSeq = append(b.RowSeq, int32(len(b.Tables)-1))
 		}
 		b.LogitRows = append(b.LogitRows, int32(len(b.Tokens)-1))
-		s.cached = append(s.cached, h[p:]...)
+		s.Tokens = append(s.Tokens, h[p:]...)
 		rows = append(rows, i)
 	}
 	return b, rows, b.Tables
@@ -174,8 +150,8 @@ func (m *modelLoop) reserve(row *node.SeqState, n int) bool {
 	if m.grow(s, n) {
 		return true
 	}
-	s.lost = true
-	m.dev.Release(&s.kv)
+	s.Lost = true
+	m.dev.kv.Truncate(s, 0)
 	return false
 }
 
@@ -184,44 +160,22 @@ func (m *modelLoop) reserve(row *node.SeqState, n int) bool {
 func (m *modelLoop) beginStep(hc *hostStep) {
 	m.runs++
 	for _, row := range hc.Rows {
-		m.seq(row.ID).used = m.runs
+		m.seq(row.ID).Used = m.runs
 	}
 }
 
 // fed records that the sequence of row was fed token t in a later pass.
 func (m *modelLoop) fed(row *node.SeqState, t int32) {
 	s := m.seq(row.ID)
-	s.cached = append(s.cached, t)
+	s.Tokens = append(s.Tokens, t)
 }
 
-// seq returns the state of sequence id, creating it empty.
-func (m *modelLoop) seq(id uint64) *loopSeq {
-	s, ok := m.seqs[id]
-	if !ok {
-		s = &loopSeq{}
-		m.seqs[id] = s
-	}
-	return s
-}
+// seq returns the loop's share of sequence id, creating it empty.
+func (m *modelLoop) seq(id uint64) *kv.Share { return m.dev.kv.Share(m.step, id) }
 
-// grow reserves n tokens of cache for s, evicting idle sequences (see
-// firstPass) when the cache is full; it reports whether s has the room.
-func (m *modelLoop) grow(s *loopSeq, n int) bool {
-	if m.dev.Grow(&s.kv, n) == nil {
-		return true
-	}
-	var idle []uint64
-	for id, o := range m.seqs {
-		if o.used != m.runs {
-			idle = append(idle, id)
-		}
-	}
-	slices.SortFunc(idle, func(a, b uint64) int { return cmp.Compare(m.seqs[a].used, m.seqs[b].used) })
-	for _, id := range idle {
-		m.ReleaseSeq(id)
-		if m.dev.Grow(&s.kv, n) == nil {
-			return true
-		}
-	}
-	return false
+// grow reserves n tokens of cache for s, evicting the loop's shares idle
+// in this step (see firstPass) when the cache is full; it reports whether
+// s has the room.
+func (m *modelLoop) grow(s *kv.Share, n int) bool {
+	return m.dev.kv.Reserve(m.step, s, n, m.runs)
 }

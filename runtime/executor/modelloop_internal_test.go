@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"maps"
 	"slices"
 	"testing"
 
@@ -18,7 +17,7 @@ func newTestModelLoop(t *testing.T, blocks, blockTokens int) *modelLoop {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &modelLoop{step: "draft", loop: &plan.Loop{Model: "draft"}, dev: &modelDevice{kv: m}, seqs: map[uint64]*loopSeq{}}
+	return &modelLoop{step: "draft", loop: &plan.Loop{Model: "draft"}, dev: &modelDevice{kv: kv.NewShares(m)}}
 }
 
 // draftFor runs one step of ml for rows (wanting want drafts each) as
@@ -74,13 +73,13 @@ func TestModelLoopFeedsOnlyWhatItsCacheLacks(t *testing.T) {
 		if diff := cmp.Diff([][]int32{st.tok, st.pos}, [][]int32{b.Tokens, b.Positions}); diff != "" {
 			t.Errorf("%s: pass 0 tokens and positions (-want +got):\n%s", st.name, diff)
 		}
-		if s := ml.seqs[7]; s.kv.Len != st.kvLen || len(s.cached) != st.kvLen {
-			t.Errorf("%s: cache holds %d slots, %d tokens; want %d", st.name, s.kv.Len, len(s.cached), st.kvLen)
+		if s := ml.seq(7); s.Seq.Len != st.kvLen || len(s.Tokens) != st.kvLen {
+			t.Errorf("%s: cache holds %d slots, %d tokens; want %d", st.name, s.Seq.Len, len(s.Tokens), st.kvLen)
 		}
 	}
-	ml.ReleaseSeq(7)
-	if used, _ := ml.dev.Usage(); used != 0 || len(ml.seqs) != 0 {
-		t.Errorf("after ReleaseSeq: %d blocks used, %d sequences", used, len(ml.seqs))
+	ml.dev.kv.ReleaseSeq(7) // the sequence stops running
+	if used, _ := ml.dev.kv.Usage(); used != 0 || len(ml.seq(7).Tokens) != 0 {
+		t.Errorf("after Release: %d blocks used, share of %d tokens", used, len(ml.seq(7).Tokens))
 	}
 }
 
@@ -94,7 +93,7 @@ func TestModelLoopBatchesSequences(t *testing.T) {
 		t.Errorf("drafts (-want +got):\n%s", diff)
 	}
 	want := &exec.Batch{Tokens: []int32{1, 2, 20, 50, 51}, Positions: []int32{0, 1, 0, 0, 1}, RowSeq: []int32{0, 0, 1, 2, 2},
-		LogitRows: []int32{1, 2, 4}, Tables: [][]int32{ml.seqs[1].kv.Blocks, ml.seqs[2].kv.Blocks, ml.seqs[5].kv.Blocks}}
+		LogitRows: []int32{1, 2, 4}, Tables: [][]int32{ml.seq(1).Seq.Blocks, ml.seq(2).Seq.Blocks, ml.seq(5).Seq.Blocks}}
 	if diff := cmp.Diff(want, b); diff != "" {
 		t.Errorf("pass 0 (-want +got):\n%s", diff)
 	}
@@ -109,15 +108,15 @@ func TestModelLoopEvictsIdleSequences(t *testing.T) {
 	a.History, b.History = []int32{1, 2, 3, 4, 5}, []int32{1, 2}
 	draftFor(ml, []*node.SeqState{a}, []int{3}) // 7 slots: 2 blocks
 	draftFor(ml, []*node.SeqState{b}, []int{3}) // 4 slots: 1 block
-	if used, _ := ml.dev.Usage(); used != 3 {
+	if used, _ := ml.dev.kv.Usage(); used != 3 {
 		t.Fatalf("%d blocks used, want 3", used)
 	}
 	// c needs 3 blocks, 2 are free: a (least recently drafting) is
 	// evicted, b is kept.
 	c.History = []int32{1, 2, 3, 4, 5, 6, 7, 8, 9}
 	_, got := draftFor(ml, []*node.SeqState{c}, []int{3})
-	if _, ok := ml.seqs[1]; ok || ml.seqs[2] == nil || !slices.Equal(got[0], []int32{10, 11, 12}) {
-		t.Errorf("after evicting: sequences %v, drafts %v", slices.Sorted(maps.Keys(ml.seqs)), got)
+	if held := []int{ml.seq(1).Seq.Len, ml.seq(2).Seq.Len}; held[0] != 0 || held[1] != 4 || !slices.Equal(got[0], []int32{10, 11, 12}) {
+		t.Errorf("after evicting: sequences 1 and 2 hold %v slots, drafts %v", held, got)
 	}
 	// b and c draft together; a no longer fits beside them and gets none.
 	a.History, b.History, c.History = []int32{1, 2, 3, 4, 5, 6}, []int32{1, 2, 3}, []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
@@ -126,9 +125,9 @@ func TestModelLoopEvictsIdleSequences(t *testing.T) {
 		t.Errorf("drafts (-want +got):\n%s", diff)
 	}
 	for _, id := range []uint64{1, 2, 3} {
-		ml.ReleaseSeq(id)
+		ml.dev.kv.ReleaseSeq(id)
 	}
-	if used, _ := ml.dev.Usage(); used != 0 {
+	if used, _ := ml.dev.kv.Usage(); used != 0 {
 		t.Errorf("%d blocks used after releasing every sequence", used)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/kv"
@@ -97,30 +96,26 @@ func (x *Executor) CloseModels() error {
 	return errors.Join(errs...)
 }
 
-// KVUsage is a KV cache's used and total blocks.
-type KVUsage struct{ Used, Total int }
-
-// ModelKVBlocks reports the KV blocks of each model the plan's nodes run
-// besides the target (by alias; empty when there are none). It is safe to
-// call from any goroutine.
-func (x *Executor) ModelKVBlocks() map[string]KVUsage {
-	out := map[string]KVUsage{}
+// DraftCaches are the KV caches of the models the plan's nodes run
+// besides the target, by alias (empty when there are none; the engine's
+// scheduler holds each as a cache group, sched.DraftKVGroup). They exist
+// once Start has returned.
+func (x *Executor) DraftCaches() map[string]*kv.Shares {
+	out := map[string]*kv.Shares{}
 	for alias, d := range x.models {
-		used, total := d.Usage()
-		out[alias] = KVUsage{used, total}
+		out[alias] = d.kv
 	}
 	return out
 }
 
 // modelDevice is the exec.ModelDevice of one model besides the target: its
-// backend, prepared graphs and KV block manager.
+// backend, prepared graphs and KV cache.
 type modelDevice struct {
 	file    *weights.File
 	backend exec.Backend
 	execs   map[execKey]exec.Executable
 	layout  exec.KVLayout
-	mu      sync.Mutex // guards kv
-	kv      *kv.Manager
+	kv      *kv.Shares
 }
 
 func newModelDevice(newBackend func() (exec.Backend, error), mb modelBinding, target exec.KVLayout) (*modelDevice, error) {
@@ -143,42 +138,11 @@ func newModelDevice(newBackend func() (exec.Backend, error), mb modelBinding, ta
 		be.Close()
 		return nil, fmt.Errorf("reserve: %w", err)
 	}
-	return &modelDevice{file: mb.file, backend: be, execs: map[execKey]exec.Executable{}, layout: layout, kv: m}, nil
+	return &modelDevice{file: mb.file, backend: be, execs: map[execKey]exec.Executable{}, layout: layout, kv: kv.NewShares(m)}, nil
 }
 
 // KV implements exec.ModelDevice.
-func (d *modelDevice) KV() exec.KVBlocks { return d }
-
-// BlockTokens implements exec.KVBlocks.
-func (d *modelDevice) BlockTokens() int { return d.layout.BlockTokens }
-
-// Grow implements exec.KVBlocks.
-func (d *modelDevice) Grow(s *kv.Seq, n int) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.kv.Grow(s, n)
-}
-
-// Truncate implements exec.KVBlocks.
-func (d *modelDevice) Truncate(s *kv.Seq, n int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.kv.Truncate(s, n)
-}
-
-// Release implements exec.KVBlocks.
-func (d *modelDevice) Release(s *kv.Seq) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.kv.Release(s)
-}
-
-// Usage implements exec.KVBlocks.
-func (d *modelDevice) Usage() (used, total int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.kv.Used(), d.kv.Total()
-}
+func (d *modelDevice) KV() *kv.Shares { return d.kv }
 
 func (d *modelDevice) close() error {
 	for _, x := range d.execs {

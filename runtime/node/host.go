@@ -11,7 +11,7 @@ import (
 // SeqState is what host nodes know of one sequence that needs a token this step.
 type SeqState struct {
 	// ID identifies the sequence: unique among an engine's sequences for
-	// the engine's lifetime (exec.SeqReleaser is told when it ends).
+	// the engine's lifetime (sched.Seq.ID).
 	ID       uint64
 	Sampling request.Sampling
 	RNG      *rand.Rand // seeded from Sampling.Seed when the request is admitted

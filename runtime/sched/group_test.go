@@ -18,6 +18,7 @@ import (
 //
 //	kv blocks=N block=N [prefix=SALT]  (a KVGroup; prefix: with a prefix cache)
 //	state slots=N snapshots=N          (a StateGroup)
+//	draft blocks=N block=N             (a DraftKVGroup)
 //	seq ID TOKENS [text=B]             (a sequence of TOKENS tokens B*1000+i)
 //	admit ID                           (CanAdmit, then Admit when it can)
 //	grow ID N                          (CanGrow, then Grow when it can)
@@ -25,6 +26,9 @@ import (
 //	publish ID
 //	release ID
 //	usage                              (Usage, then each sequence's share)
+//	reserve ID N loop=L step=S         (draft loop L's share of ID marked
+//	                                    used in its step S, Reserve N tokens)
+//	truncate ID N loop=L               (Truncate draft loop L's share of ID)
 func TestGroupScripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/groups/*.txt")
 	if len(files) == 0 {
@@ -34,8 +38,9 @@ func TestGroupScripts(t *testing.T) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			var g Group
 			var seqs []*Seq
+			loops := map[uint64][]string{} // the draft loops that reserved in each sequence
 			runCommands(t, file, func(line string) string {
-				if out := groupCommand(t, line, &g, &seqs); out != "" {
+				if out := groupCommand(t, line, &g, &seqs, loops); out != "" {
 					return out + "\n"
 				}
 				return ""
@@ -44,7 +49,7 @@ func TestGroupScripts(t *testing.T) {
 	}
 }
 
-func groupCommand(t *testing.T, line string, g *Group, seqs *[]*Seq) string {
+func groupCommand(t *testing.T, line string, g *Group, seqs *[]*Seq, loops map[uint64][]string) string {
 	t.Helper()
 	f, args, pos := parseCommand(line)
 	seq := func() *Seq {
@@ -68,6 +73,27 @@ func groupCommand(t *testing.T, line string, g *Group, seqs *[]*Seq) string {
 		*g, *seqs = NewKVGroup(m), nil
 	case "state":
 		*g, *seqs = NewStateGroup(args["slots"], args["snapshots"]), nil
+	case "draft":
+		m, err := kv.New(args["blocks"], args["block"])
+		if err != nil {
+			return err.Error()
+		}
+		*g, *seqs = NewDraftKVGroup(kv.NewShares(m)), nil
+		clear(loops)
+	case "reserve":
+		c, loop, s := (*g).(*DraftKVGroup).c, fmt.Sprintf("loop%d", args["loop"]), seq()
+		if !slices.Contains(loops[s.ID], loop) {
+			loops[s.ID] = append(loops[s.ID], loop)
+		}
+		sh := c.Share(loop, s.ID)
+		sh.Used = uint64(args["step"])
+		if !c.Reserve(loop, sh, pos[1], sh.Used) {
+			return "does not fit"
+		}
+		return "reserved"
+	case "truncate":
+		c := (*g).(*DraftKVGroup).c
+		c.Truncate(c.Share(fmt.Sprintf("loop%d", args["loop"]), seq().ID), pos[1])
 	case "seq":
 		s := &Seq{ID: uint64(pos[0]), Tokens: make([]int32, pos[1]), Prompt: pos[1]}
 		for i := range s.Tokens {
@@ -104,6 +130,12 @@ func groupCommand(t *testing.T, line string, g *Group, seqs *[]*Seq) string {
 		fmt.Fprintf(&b, "used=%d total=%d", used, total)
 		for _, s := range *seqs {
 			fmt.Fprintf(&b, "\nseq %d: computed=%d blocks=%v len=%d slot=%d snapshots=%v", s.ID, s.Computed, s.KV.Blocks, s.KV.Len, s.StateSlot, s.Snapshots)
+			if d, ok := (*g).(*DraftKVGroup); ok {
+				for _, loop := range slices.Sorted(slices.Values(loops[s.ID])) {
+					sh := d.c.Share(loop, s.ID) // empty once released or evicted
+					fmt.Fprintf(&b, " %s: blocks=%v len=%d", loop, sh.Seq.Blocks, sh.Seq.Len)
+				}
+			}
 		}
 		return b.String()
 	default:

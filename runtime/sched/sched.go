@@ -154,8 +154,9 @@ type PrefixStats struct {
 // PrefixStats reports the lookups so far.
 func (sc *Scheduler) PrefixStats() PrefixStats { return sc.stats }
 
-// New returns a scheduler over the block manager m.
-func New(cfg Config, m *kv.Manager) (*Scheduler, error) {
+// New returns a scheduler over the block manager m and the further cache
+// groups drafts (draft models' caches, DraftKVGroup).
+func New(cfg Config, m *kv.Manager, drafts ...*DraftKVGroup) (*Scheduler, error) {
 	if cfg.Chunk <= 0 || cfg.MaxRunning <= 0 || cfg.Draft < 0 || cfg.DraftMaxBatch < 0 || cfg.StepTokens <= 0 {
 		return nil, fmt.Errorf("sched: bad config %+v", cfg)
 	}
@@ -171,6 +172,9 @@ func New(cfg Config, m *kv.Manager) (*Scheduler, error) {
 		sc.groups = append(sc.groups, sc.state)
 	}
 	sc.groups = append(sc.groups, NewKVGroup(m))
+	for _, g := range drafts {
+		sc.groups = append(sc.groups, g)
+	}
 	if sc.state != nil && cfg.Checkpoints == 0 && m.PrefixCaching() {
 		return nil, fmt.Errorf("sched: a model with recurrent state caches prefixes only with checkpoints: bad config %+v", cfg)
 	}
