@@ -46,14 +46,14 @@ func (f *File) Info() (Info, error) {
 		info.Name = name
 	}
 	var errs []error
-	switch n, err := f.ContextLength(); {
+	switch n, err := f.Uint(arch + ".context_length"); {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
 		errs = append(errs, err)
 	case n == 0 || n > MaxContextLength:
 		errs = append(errs, fmt.Errorf("%s.context_length = %d out of range [1, %d]", arch, n, MaxContextLength))
 	default:
-		info.ContextLength = n
+		info.ContextLength = int(n)
 	}
 	switch n, err := f.Uint(arch + ".block_count"); {
 	case errors.Is(err, ErrNotFound):
