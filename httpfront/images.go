@@ -91,8 +91,12 @@ func (ri *requestImages) add(url, param string) *Error {
 // read returns the bytes of a data URL, or of a file:// URL inside
 // MediaOptions.LocalPath.
 func (ri *requestImages) read(url, param string) ([]byte, *Error) {
-	if rest, ok := strings.CutPrefix(url, "file://"); ok {
-		return ri.readLocal(rest, param)
+	if strings.HasPrefix(url, "file://") {
+		u, err := neturl.Parse(url)
+		if err != nil || (u.Host != "" && u.Host != "localhost") {
+			return nil, badParam(param, "Invalid '%s': a file URL is file:///absolute/path (percent-encoded).", param)
+		}
+		return ri.readLocal(u.Path, param)
 	}
 	data, err := vision.ParseImageURL(url, ri.opts.MaxImageBytes)
 	switch {
@@ -162,17 +166,23 @@ func (ri *requestImages) readLocal(path, param string) ([]byte, *Error) {
 	if rel, err := filepath.Rel(root, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return nil, badParam(param, "Invalid '%s': the file is outside the allowed local media path.", param)
 	}
+	// Stat before opening: opening a FIFO or a device could block.
+	st, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return nil, badParam(param, "Invalid '%s': no such file in the allowed local media path.", param)
+	case !st.Mode().IsRegular():
+		return nil, badParam(param, "Invalid '%s': not a regular file.", param)
+	case st.Size() > int64(ri.opts.MaxImageBytes):
+		return nil, badParam(param, "Invalid '%s': %v: %d bytes, limit %d.", param, vision.ErrImageBytes, st.Size(), ri.opts.MaxImageBytes)
+	}
 	f, err := os.Open(abs)
 	if err != nil {
 		return nil, badParam(param, "Invalid '%s': no such file in the allowed local media path.", param)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	switch {
-	case err != nil || !st.Mode().IsRegular():
-		return nil, badParam(param, "Invalid '%s': not a regular file.", param)
-	case st.Size() > int64(ri.opts.MaxImageBytes):
-		return nil, badParam(param, "Invalid '%s': %v: %d bytes, limit %d.", param, vision.ErrImageBytes, st.Size(), ri.opts.MaxImageBytes)
+	if opened, err := f.Stat(); err != nil || !os.SameFile(st, opened) {
+		return nil, badParam(param, "Invalid '%s': the file changed while it was opened.", param)
 	}
 	data := make([]byte, st.Size())
 	if _, err := io.ReadFull(f, data); err != nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -69,6 +70,15 @@ func TestChatImagesRefusedNamingTheField(t *testing.T) {
 	if err := os.WriteFile(outside, pngBytes(t, 4, 4), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link.png")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.png"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a b.png"), pngBytes(t, 4, 4), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ok := "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes(t, 4, 4))
 	big := "data:image/png;base64," + strings.Repeat("A", 4000)
 	field := "messages[0].content[0].image_url.url"
@@ -84,6 +94,11 @@ func TestChatImagesRefusedNamingTheField(t *testing.T) {
 		{"local file without a folder", string(chatWithParts(imagePart("file://" + inside))), field, "--allowed-local-media-path", MediaOptions{}},
 		{"local file outside the folder", string(chatWithParts(imagePart("file://" + outside))), field, "outside the allowed local media path", MediaOptions{LocalPath: dir}},
 		{"escape by dots", string(chatWithParts(imagePart("file://" + dir + "/../" + filepath.Base(filepath.Dir(outside)) + "/out.png"))), field, "outside", MediaOptions{LocalPath: dir}},
+		{"link inside the folder to a file outside", string(chatWithParts(imagePart("file://" + dir + "/link.png"))), field, "outside the allowed local media path", MediaOptions{LocalPath: dir}},
+		{"fifo", string(chatWithParts(imagePart("file://" + dir + "/fifo.png"))), field, "not a regular file", MediaOptions{LocalPath: dir}},
+		{"folder", string(chatWithParts(imagePart("file://" + dir))), field, "not a regular file", MediaOptions{LocalPath: dir}},
+		{"local file over the byte limit", string(chatWithParts(imagePart("file://" + inside))), field, "byte limit", MediaOptions{LocalPath: dir, MaxImageBytes: 10}},
+		{"file url with a host", string(chatWithParts(imagePart("file://example.com" + inside))), field, "file:///absolute/path", MediaOptions{LocalPath: dir}},
 		{"missing local file", string(chatWithParts(imagePart("file://" + dir + "/none.png"))), field, "no such file", MediaOptions{LocalPath: dir}},
 		{"image part without url", string(chatWithParts(`{"type":"image_url","image_url":{}}`)), "messages[0].content[0]", "needs", MediaOptions{}},
 		{"marker in text beside an image", string(chatWithParts(`{"type":"text","text":"a <__media__> b"}`, imagePart(ok))), "messages[0].content[0]", "stands for an image", MediaOptions{}},
@@ -102,6 +117,10 @@ func TestChatImagesRefusedNamingTheField(t *testing.T) {
 	r, e := DecodeChat(chatWithParts(imagePart("file://"+inside)), DecodeOptions{Media: MediaOptions{LocalPath: dir}})
 	if e != nil || r.Images == nil || len(r.Images.Data) != 1 {
 		t.Errorf("a file inside the folder: %v", e)
+	}
+	r, e = DecodeChat(chatWithParts(imagePart("file://"+dir+"/a%20b.png")), DecodeOptions{Media: MediaOptions{LocalPath: dir}})
+	if e != nil || r.Images == nil || len(r.Images.Data) != 1 {
+		t.Errorf("a percent-encoded file name: %v", e)
 	}
 	if _, e := DecodeChat(chatWithParts(`{"type":"text","text":"<__media__> is plain text here"}`), DecodeOptions{}); e != nil {
 		t.Errorf("the marker in a request without images: %v", e)
