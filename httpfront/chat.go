@@ -17,10 +17,16 @@ import (
 func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
 	received := time.Now()
 	r, e := DecodeChat(ctx.PostBody(), s.decodeOptions(ctx))
-	var prompt []int32
-	if e == nil {
-		prompt, e = prepareChat(m, r)
+	if e != nil {
+		s.fail(ctx, e)
+		return
 	}
+	if s.queueFull(ctx, m, r.N) {
+		return
+	}
+	pctx, cancel := s.prepareContext(ctx)
+	prompt, e := prepareChat(pctx, m, r, false)
+	cancel()
 	if e != nil {
 		s.fail(ctx, e)
 		return
@@ -31,9 +37,11 @@ func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
 // prepareChat turns a decoded chat request into its prompt: it checks the
 // model and the token ids, renders the messages with the model's template,
 // and sets r.Params' reasoning split, tool call format and compiled
-// constraint (a forced tool call's included). /v1/chat/completions and
-// /v1/responses both serve through it.
-func prepareChat(m *Model, r *ChatRequest) ([]int32, *Error) {
+// constraint (a forced tool call's included). /v1/chat/completions,
+// /v1/responses and /v1/messages serve through it. Its images are read
+// and encoded within ctx, or, when countOnly (a token count, nothing
+// generated), only sized.
+func prepareChat(ctx context.Context, m *Model, r *ChatRequest, countOnly bool) ([]int32, *Error) {
 	if r.Model != m.ID {
 		return nil, unknownModel(r.Model)
 	}
@@ -64,7 +72,7 @@ func prepareChat(m *Model, r *ChatRequest) ([]int32, *Error) {
 		return nil, e
 	}
 	if r.Images != nil {
-		return encodeImages(context.Background(), m, text, r.Images, &r.Params)
+		return encodeImages(ctx, m, text, r.Images, &r.Params, countOnly)
 	}
 	ids := m.Tokenizer.EncodeChat(text)
 	if m.Engine.Snapshot().CheckpointsMax > 0 {

@@ -641,12 +641,29 @@ func (r *response) rename(e *Error) *Error { return e }
 func (s *Server) takeSlots(ctx *fasthttp.RequestCtx, k, limit int64) bool {
 	if s.inflight.Add(k) > limit {
 		s.inflight.Add(-k)
-		ctx.Response.Header.Set("Retry-After", "1")
-		s.fail(ctx, &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "queue_full",
-			Message: fmt.Sprintf("The server's queue is full (%d sequences); retry later.", limit)})
+		s.failQueueFull(ctx, limit)
 		return false
 	}
 	return true
+}
+
+// queueFull answers 429 (true) when the queue has no room now for the n
+// choices of a request about to be prepared, so that a request that
+// cannot be admitted reads and encodes no images; takeSlots still admits
+// it after.
+func (s *Server) queueFull(ctx *fasthttp.RequestCtx, m *Model, n int) bool {
+	limit := int64(m.Engine.Snapshot().MaxRunning + s.cfg.MaxQueue)
+	if k := int64(n); k <= limit && s.inflight.Load()+k > limit {
+		s.failQueueFull(ctx, limit)
+		return true
+	}
+	return false
+}
+
+func (s *Server) failQueueFull(ctx *fasthttp.RequestCtx, limit int64) {
+	ctx.Response.Header.Set("Retry-After", "1")
+	s.fail(ctx, &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "queue_full",
+		Message: fmt.Sprintf("The server's queue is full (%d sequences); retry later.", limit)})
 }
 
 func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promptParam string, p Params, prompts [][]int32, received time.Time) {

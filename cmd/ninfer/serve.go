@@ -376,8 +376,8 @@ func imageEncoder(inst *instance.Instance) httpfront.ImageEncoder {
 	if inst.Vision == nil {
 		return nil
 	}
-	return func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits) ([]int32, []engine.Image, error) {
-		p, err := inst.PromptWithImages(ctx, prompt, images, addSpecial, lim)
+	return func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits, encode bool) ([]int32, []engine.Image, error) {
+		p, err := inst.PromptWithImages(ctx, prompt, images, addSpecial, lim, encode)
 		if err != nil {
 			return nil, nil, err
 		}

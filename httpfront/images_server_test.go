@@ -1,0 +1,134 @@
+package httpfront_test
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ninfer/ninfer-go/httpfront"
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/vision"
+)
+
+// fakeTower stands in for a vision tower on a text model: it records the
+// context and encode flag of each call and tokenizes the prompt as text.
+type fakeTower struct {
+	mu       sync.Mutex
+	encodes  []bool
+	deadline []bool
+}
+
+func (f *fakeTower) encoder(s *server) httpfront.ImageEncoder {
+	return func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, _ vision.DecodeLimits, encode bool) ([]int32, []engine.Image, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		_, ok := ctx.Deadline()
+		f.encodes, f.deadline = append(f.encodes, encode), append(f.deadline, ok)
+		return s.inst.Tokenizer.Encode(prompt, addSpecial, true), nil, nil
+	}
+}
+
+// withTower serves s's model with a fake vision tower.
+func withTower(s *server) *fakeTower {
+	f := &fakeTower{}
+	s.srv.SetModel(&httpfront.Model{ID: s.id, Engine: s.inst.Engine, Tokenizer: s.inst.Tokenizer, Chat: s.inst.Chat, Created: time.Unix(1, 0), Plan: s.inst.Plan, Images: f.encoder(s)})
+	return f
+}
+
+// imageHost serves /a.png, counting requests, after holding each for hold.
+func imageHost(t *testing.T, hold time.Duration) (*httptest.Server, *atomic.Int32) {
+	var hits atomic.Int32
+	img := base64.StdEncoding.EncodeToString([]byte("not decoded by the fake tower"))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		select {
+		case <-time.After(hold):
+		case <-r.Context().Done():
+		}
+		w.Write([]byte(img))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &hits
+}
+
+func imageChat(model, url string) string {
+	return `{"model":"` + model + `","max_tokens":2,"messages":[{"role":"user","content":[{"type":"text","text":"What is it?"},{"type":"image_url","image_url":{"url":"` + url + `"}}]}]}`
+}
+
+// TestImagesAfterAdmission: a request the full queue refuses fetches no
+// image; an image fetch ends at the request's deadline (504), not at the
+// fetch timeout; the tower runs under the request's deadline.
+func TestImagesAfterAdmission(t *testing.T) {
+	host, hits := imageHost(t, 0)
+	media := httpfront.MediaOptions{AllowedDomains: []string{"127.0.0.1"}}
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{MaxQueue: 1, Media: media}, 1)
+	tower := withTower(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions",
+		strings.NewReader(`{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":4000,"n":2,"stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
+		body := imageChat(s.id, host.URL+"/a.png")
+		if path == "/v1/messages" {
+			body = `{"model":"` + s.id + `","max_tokens":2,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"` + host.URL + `/a.png"}}]}]}`
+		}
+		status, doc := s.call(t, "POST", path, body)
+		if status != 429 || hits.Load() != 0 {
+			t.Errorf("%s with the queue full: status %d %v, %d image fetches; want 429 and none", path, status, doc, hits.Load())
+		}
+	}
+	cancel()
+	resp.Body.Close()
+	s.waitIdle(t)
+
+	status, doc := s.call(t, "POST", "/v1/chat/completions", imageChat(s.id, host.URL+"/a.png"))
+	if status != 200 || hits.Load() != 1 {
+		t.Errorf("admitted: status %d %v, %d image fetches; want 200 and 1", status, doc, hits.Load())
+	}
+	if diff := cmp.Diff([]bool{true}, tower.deadline); diff != "" {
+		t.Errorf("the tower's context had a deadline (-want +got):\n%s", diff)
+	}
+
+	slow, _ := imageHost(t, time.Minute)
+	s2 := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{Timeout: 300 * time.Millisecond, Media: media}, 1)
+	withTower(s2)
+	began := time.Now()
+	status, doc = s2.call(t, "POST", "/v1/chat/completions", imageChat(s2.id, slow.URL+"/a.png"))
+	if took := time.Since(began); status != 504 || errorOf(doc)["code"] != "deadline_exceeded" || took > 5*time.Second {
+		t.Errorf("a slow image: status %d %v after %v, want 504 deadline_exceeded at the 300ms deadline", status, doc, took)
+	}
+}
+
+// TestImagesOnlyCountedOrRendered: count_tokens sizes the images without
+// running the tower; /apply-template renders the text without reading
+// them.
+func TestImagesOnlyCountedOrRendered(t *testing.T) {
+	host, hits := imageHost(t, 0)
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{Media: httpfront.MediaOptions{AllowedDomains: []string{"127.0.0.1"}}}, 1)
+	tower := withTower(s)
+	status, doc := s.call(t, "POST", "/apply-template", imageChat(s.id, host.URL+"/a.png"))
+	if status != 200 || !strings.Contains(doc["prompt"].(string), vision.MediaMarker) || hits.Load() != 0 {
+		t.Errorf("/apply-template: status %d %v, %d image fetches; want 200, the marker, none", status, doc, hits.Load())
+	}
+	status, doc = s.call(t, "POST", "/v1/messages/count_tokens", `{"model":"`+s.id+`","messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"`+host.URL+`/a.png"}}]}]}`)
+	if status != 200 || doc["input_tokens"].(float64) <= 0 {
+		t.Errorf("count_tokens: status %d %v", status, doc)
+	}
+	if diff := cmp.Diff([]bool{false}, tower.encodes); diff != "" {
+		t.Errorf("encode flags (-want +got):\n%s", diff)
+	}
+}
