@@ -1,8 +1,11 @@
 package httpfront_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"image"
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,11 +30,16 @@ type fakeTower struct {
 }
 
 func (f *fakeTower) encoder(s *server) httpfront.ImageEncoder {
-	return func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, _ vision.DecodeLimits, encode bool) ([]int32, []engine.Image, error) {
+	return func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits, encode bool) ([]int32, []engine.Image, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		_, ok := ctx.Deadline()
 		f.encodes, f.deadline = append(f.encodes, encode), append(f.deadline, ok)
+		for i, data := range images {
+			if _, _, err := vision.Decode(data, lim); err != nil {
+				return nil, nil, &vision.ImageError{Index: i, Err: err}
+			}
+		}
 		return s.inst.Tokenizer.Encode(prompt, addSpecial, true), nil, nil
 	}
 }
@@ -43,17 +51,27 @@ func withTower(s *server) *fakeTower {
 	return f
 }
 
+// grayPNG is a w x h grey PNG.
+func grayPNG(t *testing.T, w, h int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
 // imageHost serves /a.png, counting requests, after holding each for hold.
 func imageHost(t *testing.T, hold time.Duration) (*httptest.Server, *atomic.Int32) {
 	var hits atomic.Int32
-	img := base64.StdEncoding.EncodeToString([]byte("not decoded by the fake tower"))
+	img := grayPNG(t, 4, 4)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		select {
 		case <-time.After(hold):
 		case <-r.Context().Done():
 		}
-		w.Write([]byte(img))
+		w.Write(img)
 	}))
 	t.Cleanup(srv.Close)
 	return srv, &hits
@@ -130,5 +148,45 @@ func TestImagesOnlyCountedOrRendered(t *testing.T) {
 	}
 	if diff := cmp.Diff([]bool{false}, tower.encodes); diff != "" {
 		t.Errorf("encode flags (-want +got):\n%s", diff)
+	}
+}
+
+// TestImageErrorsNameTheAPIsField: an image the tower refuses (over the
+// pixel limit) is a 400 naming the image's field in each API's names,
+// after a system prompt, instructions and a tool result.
+func TestImageErrorsNameTheAPIsField(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{Media: httpfront.MediaOptions{MaxImagePixels: 32}}, 1)
+	withTower(s)
+	small := base64.StdEncoding.EncodeToString(grayPNG(t, 4, 4))
+	big := base64.StdEncoding.EncodeToString(grayPNG(t, 8, 8))
+	block := func(data string) string {
+		return `{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + data + `"}}`
+	}
+	part := func(data string) string {
+		return `{"type":"input_image","image_url":"data:image/png;base64,` + data + `"}`
+	}
+	for _, tc := range []struct{ name, path, body, param string }{
+		{"messages after system", "/v1/messages", `{"model":"` + s.id + `","max_tokens":2,"system":"Be brief.","messages":[{"role":"user","content":[` + block(big) + `]}]}`,
+			"messages[0].content[0].source"},
+		{"messages, the second image", "/v1/messages", `{"model":"` + s.id + `","max_tokens":2,"system":"Be brief.","messages":[{"role":"user","content":[{"type":"text","text":"a"},` + block(small) + `]},{"role":"assistant","content":"b"},{"role":"user","content":[{"type":"text","text":"c"},` + block(big) + `]}]}`,
+			"messages[2].content[1].source"},
+		{"messages after a tool result", "/v1/messages", `{"model":"` + s.id + `","max_tokens":2,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"},{"type":"text","text":"and"},` + block(big) + `]}]}`,
+			"messages[2].content[2].source"},
+		{"responses after instructions", "/v1/responses", `{"model":"` + s.id + `","max_output_tokens":2,"instructions":"Be brief.","input":[{"role":"user","content":[{"type":"input_text","text":"a"},` + part(big) + `]}]}`,
+			"input[0].content[1].image_url"},
+	} {
+		status, doc := s.call(t, "POST", tc.path, tc.body)
+		e := errorOf(doc)
+		param, _ := e["param"].(string)
+		if tc.path == "/v1/messages" {
+			// Anthropic errors name no param; the message quotes it.
+			param = ""
+			if msg, _ := e["message"].(string); strings.Contains(msg, "'"+tc.param+"'") {
+				param = tc.param
+			}
+		}
+		if status != 400 || param != tc.param || !strings.Contains(e["message"].(string), "pixel limit") {
+			t.Errorf("%s: status %d %v, want 400 naming %s", tc.name, status, e, tc.param)
+		}
 	}
 }
