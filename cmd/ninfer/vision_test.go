@@ -365,3 +365,55 @@ func TestServeImagesMatchLlamaCpp(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestServeImagePrefixCache: a second request with the same image reuses
+// the cached prompt (the hybrid model's message-end checkpoint, past the
+// image) and answers the same; one with another image reuses nothing past
+// the text before its image.
+func TestServeImagePrefixCache(t *testing.T) {
+	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
+	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	dir := sharedPath(t, "golden", "images")
+	serverURL := serveForTest(t, "--model", model, "--mmproj", mmproj, "--model-id", "vl")
+	type answer struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens        int `json:"prompt_tokens"`
+			PromptTokensDetails struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	ask := func(image string) answer {
+		var out answer
+		parts := []any{map[string]any{"type": "text", "text": "What is this?"}}
+		if image != "" {
+			parts = append([]any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": dataURL(t, filepath.Join(dir, image))}}}, parts...)
+		}
+		body := map[string]any{"model": "vl", "max_tokens": 8, "temperature": 0, "ignore_eos": true, "messages": []any{
+			map[string]any{"role": "system", "content": "You describe images."},
+			map[string]any{"role": "user", "content": parts}}}
+		if code := postJSON(t, serverURL+"/v1/chat/completions", body, &out); code != 200 || len(out.Choices) != 1 {
+			t.Fatalf("status %d: %+v", code, out)
+		}
+		return out
+	}
+	first, again, other := ask("sq64.png"), ask("sq64.png"), ask("wide160x64.png")
+	t.Logf("prompt/cached tokens: first %d/%d, same image %d/%d, other image %d/%d", first.Usage.PromptTokens, first.Usage.PromptTokensDetails.CachedTokens,
+		again.Usage.PromptTokens, again.Usage.PromptTokensDetails.CachedTokens, other.Usage.PromptTokens, other.Usage.PromptTokensDetails.CachedTokens)
+	// The image's rows and its vision_start/vision_end markers.
+	imageTokens := first.Usage.PromptTokens - ask("").Usage.PromptTokens
+	if c := again.Usage.PromptTokensDetails.CachedTokens; first.Usage.PromptTokensDetails.CachedTokens != 0 || c <= imageTokens || c >= again.Usage.PromptTokens {
+		t.Errorf("same image: %d of %d prompt tokens cached, want the image's rows and more, short of the whole prompt", c, again.Usage.PromptTokens)
+	}
+	if diff := cmp.Diff(first.Choices[0].Message.Content, again.Choices[0].Message.Content); diff != "" {
+		t.Errorf("same image, answer (-first +again):\n%s", diff)
+	}
+	if c := other.Usage.PromptTokensDetails.CachedTokens; c >= again.Usage.PromptTokensDetails.CachedTokens-imageTokens {
+		t.Errorf("other image: %d prompt tokens cached, want none of the image's rows (the same image cached %d)", c, again.Usage.PromptTokensDetails.CachedTokens)
+	}
+}
