@@ -89,16 +89,8 @@ func TestImagesAfterAdmission(t *testing.T) {
 	media := httpfront.MediaOptions{AllowedDomains: []string{"127.0.0.1"}}
 	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{MaxQueue: 1, Media: media}, 1)
 	tower := withTower(s)
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel := s.fillQueue(t)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions",
-		strings.NewReader(`{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":4000,"n":2,"stream":true}`))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
 		body := imageChat(s.id, host.URL+"/a.png")
 		if path == "/v1/messages" {
@@ -110,7 +102,6 @@ func TestImagesAfterAdmission(t *testing.T) {
 		}
 	}
 	cancel()
-	resp.Body.Close()
 	s.waitIdle(t)
 
 	status, doc := s.call(t, "POST", "/v1/chat/completions", imageChat(s.id, host.URL+"/a.png"))

@@ -216,6 +216,24 @@ func dataURL(t *testing.T, path string) string {
 	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(data)
 }
 
+// chatAnswer is the part of a chat completion the vision tests read.
+type chatAnswer struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Timings struct {
+		VisionMS float64 `json:"vision_ms"`
+	} `json:"timings"`
+}
+
 // TestServeImagesMatchLlamaCpp sends every case of the vision golden to
 // /v1/chat/completions as llama-server received it (images as data URLs)
 // and compares the generated text (llama.cpp's 32 greedy tokens) and
@@ -262,16 +280,7 @@ func TestServeImagesMatchLlamaCpp(t *testing.T) {
 				}
 				msgs = append(msgs, map[string]any{"role": m.Role, "content": parts})
 			}
-			var out struct {
-				Choices []struct {
-					Message struct {
-						Content string `json:"content"`
-					} `json:"message"`
-				} `json:"choices"`
-				Usage struct {
-					PromptTokens int `json:"prompt_tokens"`
-				} `json:"usage"`
-			}
+			var out chatAnswer
 			body := map[string]any{"model": "vl", "messages": msgs, "max_tokens": 32, "temperature": 0,
 				"ignore_eos": true, "skip_special_tokens": false}
 			if code := postJSON(t, serverURL+"/v1/chat/completions", body, &out); code != 200 || len(out.Choices) != 1 {
@@ -288,16 +297,7 @@ func TestServeImagesMatchLlamaCpp(t *testing.T) {
 	// The same image through /v1/responses (input_image) and /v1/messages
 	// (an Anthropic image block) gives what the chat API gives.
 	sq64 := dataURL(t, filepath.Join(dir, "images", "sq64.png"))
-	var chat struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-		Timings struct {
-			VisionMS float64 `json:"vision_ms"`
-		} `json:"timings"`
-	}
+	var chat chatAnswer
 	postJSON(t, serverURL+"/v1/chat/completions", map[string]any{"model": "vl", "max_tokens": 16, "temperature": 0, "ignore_eos": true,
 		"messages": []any{map[string]any{"role": "user", "content": []any{
 			map[string]any{"type": "image_url", "image_url": map[string]any{"url": sq64}},
@@ -375,21 +375,8 @@ func TestServeImagePrefixCache(t *testing.T) {
 	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
 	dir := sharedPath(t, "golden", "images")
 	serverURL := serveForTest(t, "--model", model, "--mmproj", mmproj, "--model-id", "vl")
-	type answer struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-		Usage struct {
-			PromptTokens        int `json:"prompt_tokens"`
-			PromptTokensDetails struct {
-				CachedTokens int `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-		} `json:"usage"`
-	}
-	ask := func(image string) answer {
-		var out answer
+	ask := func(image string) chatAnswer {
+		var out chatAnswer
 		parts := []any{map[string]any{"type": "text", "text": "What is this?"}}
 		if image != "" {
 			parts = append([]any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": dataURL(t, filepath.Join(dir, image))}}}, parts...)
