@@ -17,16 +17,10 @@ import (
 func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
 	received := time.Now()
 	r, e := DecodeChat(ctx.PostBody(), s.decodeOptions(ctx))
-	if e != nil {
-		s.fail(ctx, e)
-		return
+	var prompt []int32
+	if e == nil {
+		prompt, e = s.prepareAdmitted(ctx, m, r, false)
 	}
-	if s.queueFull(ctx, m, r.N) {
-		return
-	}
-	pctx, cancel := s.prepareContext(ctx)
-	prompt, e := prepareChat(pctx, m, r, false)
-	cancel()
 	if e != nil {
 		s.fail(ctx, e)
 		return
@@ -79,6 +73,19 @@ func prepareChat(ctx context.Context, m *Model, r *ChatRequest, countOnly bool) 
 		r.Params.MessageEnds = m.Tokenizer.TokenOffsets(ids, text, m.Chat.MessageEnds(r.Messages, text, renderOptions(r)))
 	}
 	return ids, nil
+}
+
+// prepareAdmitted is prepareChat under the request's preparation context
+// (prepareContext), after the queue check (queueFull) unless countOnly.
+func (s *Server) prepareAdmitted(ctx *fasthttp.RequestCtx, m *Model, r *ChatRequest, countOnly bool) ([]int32, *Error) {
+	if !countOnly {
+		if e := s.queueFull(ctx, m, r.N); e != nil {
+			return nil, e
+		}
+	}
+	pctx, cancel := s.prepareContext(ctx)
+	defer cancel()
+	return prepareChat(pctx, m, r, countOnly)
 }
 
 // renderChat renders r's messages with the model's template: with the

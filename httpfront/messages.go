@@ -44,17 +44,12 @@ func (s *Server) countTokens(ctx *fasthttp.RequestCtx, m *Model) {
 // and renders its prompt, or answers the error and returns nil.
 func (s *Server) prepareMessages(ctx *fasthttp.RequestCtx, m *Model, countOnly bool) (*MessagesRequest, []int32) {
 	r, e := DecodeMessages(ctx.PostBody(), s.decodeOptions(ctx), countOnly)
+	var prompt []int32
+	if e == nil {
+		prompt, e = s.prepareAdmitted(ctx, m, r.Chat, countOnly)
+		e = renameFields(e, nil, messagesNames)
+	}
 	if e != nil {
-		s.fail(ctx, e)
-		return nil, nil
-	}
-	if !countOnly && s.queueFull(ctx, m, r.Chat.N) {
-		return nil, nil
-	}
-	pctx, cancel := s.prepareContext(ctx)
-	prompt, e := prepareChat(pctx, m, r.Chat, countOnly)
-	cancel()
-	if e = renameFields(e, nil, messagesNames); e != nil {
 		s.fail(ctx, e)
 		return nil, nil
 	}

@@ -17,17 +17,12 @@ import (
 func (s *Server) responses(ctx *fasthttp.RequestCtx, m *Model) {
 	received := time.Now()
 	r, e := DecodeResponses(ctx.PostBody(), s.decodeOptions(ctx))
+	var prompt []int32
+	if e == nil {
+		prompt, e = s.prepareAdmitted(ctx, m, r.Chat, false)
+		e = renameResponses(e, nil)
+	}
 	if e != nil {
-		s.fail(ctx, e)
-		return
-	}
-	if s.queueFull(ctx, m, r.Chat.N) {
-		return
-	}
-	pctx, cancel := s.prepareContext(ctx)
-	prompt, e := prepareChat(pctx, m, r.Chat, false)
-	cancel()
-	if e = renameResponses(e, nil); e != nil {
 		s.fail(ctx, e)
 		return
 	}
