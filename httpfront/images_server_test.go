@@ -181,3 +181,32 @@ func TestImageErrorsNameTheAPIsField(t *testing.T) {
 		}
 	}
 }
+
+// TestImageFetchEndsWithItsClient: a client that leaves while its image
+// is fetched ends the fetch.
+func TestImageFetchEndsWithItsClient(t *testing.T) {
+	fetchEnded := make(chan struct{})
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			close(fetchEnded)
+		case <-time.After(time.Minute):
+		}
+	}))
+	t.Cleanup(host.Close)
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{Media: httpfront.MediaOptions{AllowedDomains: []string{"127.0.0.1"}}}, 1)
+	withTower(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/chat/completions", strings.NewReader(imageChat(s.id, host.URL+"/a.png")))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("answered %d before the image was fetched", resp.StatusCode)
+	}
+	select {
+	case <-fetchEnded:
+	case <-time.After(5 * time.Second):
+		t.Error("the image fetch outlived its client by 5s")
+	}
+}
