@@ -19,7 +19,7 @@ func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
 	r, e := DecodeChat(ctx.PostBody(), s.decodeOptions(ctx))
 	var prompt []int32
 	if e == nil {
-		prompt, e = prepareChat(m, r)
+		prompt, e = s.prepareAdmitted(ctx, m, r, false)
 	}
 	if e != nil {
 		s.fail(ctx, e)
@@ -31,9 +31,11 @@ func (s *Server) chat(ctx *fasthttp.RequestCtx, m *Model) {
 // prepareChat turns a decoded chat request into its prompt: it checks the
 // model and the token ids, renders the messages with the model's template,
 // and sets r.Params' reasoning split, tool call format and compiled
-// constraint (a forced tool call's included). /v1/chat/completions and
-// /v1/responses both serve through it.
-func prepareChat(m *Model, r *ChatRequest) ([]int32, *Error) {
+// constraint (a forced tool call's included). /v1/chat/completions,
+// /v1/responses and /v1/messages serve through it. Its images are read
+// and encoded within ctx, or, when countOnly (a token count, nothing
+// generated), only sized.
+func prepareChat(ctx context.Context, m *Model, r *ChatRequest, countOnly bool) ([]int32, *Error) {
 	if r.Model != m.ID {
 		return nil, unknownModel(r.Model)
 	}
@@ -64,13 +66,26 @@ func prepareChat(m *Model, r *ChatRequest) ([]int32, *Error) {
 		return nil, e
 	}
 	if r.Images != nil {
-		return encodeImages(context.Background(), m, text, r.Images, &r.Params)
+		return encodeImages(ctx, m, text, r.Images, &r.Params, countOnly)
 	}
 	ids := m.Tokenizer.EncodeChat(text)
 	if m.Engine.Snapshot().CheckpointsMax > 0 {
 		r.Params.MessageEnds = m.Tokenizer.TokenOffsets(ids, text, m.Chat.MessageEnds(r.Messages, text, renderOptions(r)))
 	}
 	return ids, nil
+}
+
+// prepareAdmitted is prepareChat under the request's preparation context
+// (prepareContext), after the queue check (queueFull) unless countOnly.
+func (s *Server) prepareAdmitted(ctx *fasthttp.RequestCtx, m *Model, r *ChatRequest, countOnly bool) ([]int32, *Error) {
+	if !countOnly {
+		if e := s.queueFull(ctx, m, r.N); e != nil {
+			return nil, e
+		}
+	}
+	pctx, cancel := s.prepareContext(ctx)
+	defer cancel()
+	return prepareChat(pctx, m, r, countOnly)
 }
 
 // renderChat renders r's messages with the model's template: with the

@@ -202,6 +202,38 @@ func (s *Server) decodeOptions(ctx *fasthttp.RequestCtx) DecodeOptions {
 	return DecodeOptions{Strict: s.cfg.StrictFields, Interrupt: interrupt, Media: s.cfg.Media}
 }
 
+// prepareContext bounds the work of preparing the request ctx before it
+// is admitted (reading and encoding its images) as decodeOptions bounds
+// its compiles: it ends at the request's deadline, the server's shutdown,
+// or its client leaving (polled every peerPollInterval). abortError gives
+// the answer. The caller calls cancel when the preparation is done.
+func (s *Server) prepareContext(ctx *fasthttp.RequestCtx) (context.Context, context.CancelFunc) {
+	withCause, cancelCause := context.WithCancelCause(s.generations)
+	pctx, cancelDeadline := context.WithDeadline(withCause, ctx.Time().Add(s.cfg.Timeout))
+	conn := ctx.Conn()
+	if conn != nil {
+		go func() {
+			t := time.NewTicker(peerPollInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-pctx.Done():
+					return
+				case <-t.C:
+					if closed, _ := peerClosed(conn); closed {
+						cancelCause(errClientClosed)
+						return
+					}
+				}
+			}
+		}()
+	}
+	return pctx, func() { cancelDeadline(); cancelCause(nil) }
+}
+
+// errClientClosed is the cause of a request preparation whose client left.
+var errClientClosed = errors.New("the client closed the connection")
+
 // schemaError is the answer to a constraint that failed to compile
 // (format has a %s for param and a %v for err): the interrupt's answer
 // when interrupted, a 400 constraint_too_complex past the Work's limit,

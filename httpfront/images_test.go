@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -37,6 +39,16 @@ func chatWithParts(parts ...string) []byte {
 
 func imagePart(url string) string {
 	return fmt.Sprintf(`{"type":"image_url","image_url":{"url":%q}}`, url)
+}
+
+// decodeAndLoad is DecodeChat with the request's images read, as the
+// chat handler reads them once the request is admitted.
+func decodeAndLoad(body []byte, o DecodeOptions) (*ChatRequest, *Error) {
+	r, e := DecodeChat(body, o)
+	if e == nil && r.Images != nil {
+		e = r.Images.load(context.Background())
+	}
+	return r, e
 }
 
 func TestChatImagePartsJoinAsLlamaServer(t *testing.T) {
@@ -69,6 +81,15 @@ func TestChatImagesRefusedNamingTheField(t *testing.T) {
 	if err := os.WriteFile(outside, pngBytes(t, 4, 4), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link.png")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.png"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a b.png"), pngBytes(t, 4, 4), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ok := "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes(t, 4, 4))
 	big := "data:image/png;base64," + strings.Repeat("A", 4000)
 	field := "messages[0].content[0].image_url.url"
@@ -84,13 +105,18 @@ func TestChatImagesRefusedNamingTheField(t *testing.T) {
 		{"local file without a folder", string(chatWithParts(imagePart("file://" + inside))), field, "--allowed-local-media-path", MediaOptions{}},
 		{"local file outside the folder", string(chatWithParts(imagePart("file://" + outside))), field, "outside the allowed local media path", MediaOptions{LocalPath: dir}},
 		{"escape by dots", string(chatWithParts(imagePart("file://" + dir + "/../" + filepath.Base(filepath.Dir(outside)) + "/out.png"))), field, "outside", MediaOptions{LocalPath: dir}},
+		{"link inside the folder to a file outside", string(chatWithParts(imagePart("file://" + dir + "/link.png"))), field, "outside the allowed local media path", MediaOptions{LocalPath: dir}},
+		{"fifo", string(chatWithParts(imagePart("file://" + dir + "/fifo.png"))), field, "not a regular file", MediaOptions{LocalPath: dir}},
+		{"folder", string(chatWithParts(imagePart("file://" + dir))), field, "not a regular file", MediaOptions{LocalPath: dir}},
+		{"local file over the byte limit", string(chatWithParts(imagePart("file://" + inside))), field, "byte limit", MediaOptions{LocalPath: dir, MaxImageBytes: 10}},
+		{"file url with a host", string(chatWithParts(imagePart("file://example.com" + inside))), field, "file:///absolute/path", MediaOptions{LocalPath: dir}},
 		{"missing local file", string(chatWithParts(imagePart("file://" + dir + "/none.png"))), field, "no such file", MediaOptions{LocalPath: dir}},
 		{"image part without url", string(chatWithParts(`{"type":"image_url","image_url":{}}`)), "messages[0].content[0]", "needs", MediaOptions{}},
 		{"marker in text beside an image", string(chatWithParts(`{"type":"text","text":"a <__media__> b"}`, imagePart(ok))), "messages[0].content[0]", "stands for an image", MediaOptions{}},
 		{"marker in another message", `{"model":"m","messages":[{"role":"system","content":"<__media__>"},{"role":"user","content":[` + imagePart(ok) + `]}]}`, "messages[0].content", "stands for an image", MediaOptions{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, e := DecodeChat([]byte(tc.body), DecodeOptions{Media: tc.media})
+			_, e := decodeAndLoad([]byte(tc.body), DecodeOptions{Media: tc.media})
 			if e == nil {
 				t.Fatal("accepted")
 			}
@@ -99,9 +125,13 @@ func TestChatImagesRefusedNamingTheField(t *testing.T) {
 			}
 		})
 	}
-	r, e := DecodeChat(chatWithParts(imagePart("file://"+inside)), DecodeOptions{Media: MediaOptions{LocalPath: dir}})
+	r, e := decodeAndLoad(chatWithParts(imagePart("file://"+inside)), DecodeOptions{Media: MediaOptions{LocalPath: dir}})
 	if e != nil || r.Images == nil || len(r.Images.Data) != 1 {
 		t.Errorf("a file inside the folder: %v", e)
+	}
+	r, e = decodeAndLoad(chatWithParts(imagePart("file://"+dir+"/a%20b.png")), DecodeOptions{Media: MediaOptions{LocalPath: dir}})
+	if e != nil || r.Images == nil || len(r.Images.Data) != 1 {
+		t.Errorf("a percent-encoded file name: %v", e)
 	}
 	if _, e := DecodeChat(chatWithParts(`{"type":"text","text":"<__media__> is plain text here"}`), DecodeOptions{}); e != nil {
 		t.Errorf("the marker in a request without images: %v", e)
@@ -109,18 +139,50 @@ func TestChatImagesRefusedNamingTheField(t *testing.T) {
 }
 
 // TestEncodeImagesNamesTheImage: a decode error of the encoder is a 400
-// naming the image's field; a model without a tower refuses images.
+// naming the image's field, a model without a tower refuses images; a
+// failure of the tower or the model is a 500, the request's context
+// ending is its abort error; a token count runs no tower.
 func TestEncodeImagesNamesTheImage(t *testing.T) {
-	ri := &ChatImages{Data: [][]byte{{1}, {2}}, Fields: []string{"a", "b"}}
+	ri := &ChatImages{Data: [][]byte{{1}, {2}}, URLs: []string{"data:a", "data:b"}, Fields: []string{"a", "b"}}
 	m := &Model{Tokenizer: &tok.Tokenizer{}}
-	if _, e := encodeImages(context.Background(), m, "", ri, &Params{}); e == nil || e.Param != "a" || !strings.Contains(e.Message, "--mmproj") {
+	if _, e := encodeImages(context.Background(), m, "", ri, &Params{}, false); e == nil || e.Param != "a" || !strings.Contains(e.Message, "--mmproj") {
 		t.Errorf("no tower: %v", e)
 	}
-	m.Images = func(context.Context, string, [][]byte, bool, vision.DecodeLimits) ([]int32, []engine.Image, error) {
-		return nil, nil, &vision.ImageError{Index: 1, Err: vision.ErrTooLarge}
+	var encodeErr error
+	var encoded []bool
+	m.Images = func(_ context.Context, _ string, _ [][]byte, _ bool, _ vision.DecodeLimits, encode bool) ([]int32, []engine.Image, error) {
+		encoded = append(encoded, encode)
+		return []int32{1}, nil, encodeErr
 	}
-	if _, e := encodeImages(context.Background(), m, "", ri, &Params{}); e == nil || e.Param != "b" || !strings.Contains(e.Message, "pixel limit") {
-		t.Errorf("image 1 too large: %v", e)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name   string
+		ctx    context.Context
+		err    error
+		status int
+		param  any
+		text   string
+	}{
+		{"image 1 too large", context.Background(), &vision.ImageError{Index: 1, Err: vision.ErrTooLarge}, 400, "b", "pixel limit"},
+		{"markers not one per image", context.Background(), fmt.Errorf("%w: 1 for 2", vision.ErrMarkerCount), 400, "messages", "place each image once"},
+		{"the tower fails", context.Background(), errors.New("cuda: out of memory"), 500, nil, "out of memory"},
+		{"no image pad token", context.Background(), errors.New("model m has no <|image_pad|> token"), 500, nil, "image_pad"},
+		{"the request ended", cancelled, context.Canceled, 499, nil, "cancelled"},
+	} {
+		encodeErr = tc.err
+		_, e := encodeImages(tc.ctx, m, "", ri, &Params{}, false)
+		if e == nil || e.Status != tc.status || e.Param != tc.param || !strings.Contains(e.Message, tc.text) {
+			t.Errorf("%s: %+v, want %d naming %v containing %q", tc.name, e, tc.status, tc.param, tc.text)
+		}
+	}
+	encodeErr, encoded = nil, nil
+	p := &Params{}
+	if _, e := encodeImages(context.Background(), m, "", ri, p, true); e != nil || p.Vision.Images != 0 {
+		t.Errorf("count: %v, vision %+v", e, p.Vision)
+	}
+	if diff := cmp.Diff([]bool{false}, encoded); diff != "" {
+		t.Errorf("encode flags of a count (-want +got):\n%s", diff)
 	}
 }
 
@@ -143,7 +205,7 @@ func TestRemoteImagesOnlyFromAllowedDomains(t *testing.T) {
 	}))
 	defer srv.Close()
 	allowed := MediaOptions{AllowedDomains: []string{"127.0.0.1"}, MaxImageBytes: 4000}
-	r, e := DecodeChat(chatWithParts(imagePart(srv.URL+"/a.png")), DecodeOptions{Media: allowed})
+	r, e := decodeAndLoad(chatWithParts(imagePart(srv.URL+"/a.png")), DecodeOptions{Media: allowed})
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -161,7 +223,7 @@ func TestRemoteImagesOnlyFromAllowedDomains(t *testing.T) {
 		{"not found", srv.URL + "/none.png", "404", allowed},
 		{"over the byte limit", srv.URL + "/big.png", "byte limit", allowed},
 	} {
-		_, e := DecodeChat(chatWithParts(imagePart(tc.url)), DecodeOptions{Media: tc.media})
+		_, e := decodeAndLoad(chatWithParts(imagePart(tc.url)), DecodeOptions{Media: tc.media})
 		if e == nil || e.Status != 400 || e.Param != field || !strings.Contains(e.Message, tc.message) {
 			t.Errorf("%s: %v, want 400 %s containing %q", tc.name, e, field, tc.message)
 		}
@@ -175,6 +237,7 @@ func TestAnthropicImageBlocksNamedBySource(t *testing.T) {
 		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"AAAA"}}]}]}`, "messages[0].content[0].source"},
 		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yes"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"},{"type":"image","source":{"type":"url","url":"https://example.com/y.png"}}]}]}`, "messages[2].content[2].source"},
 		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file"}}]}]}`, "messages[0].content[0].source.type"},
+		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"},{"type":"text","text":"and"},{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"AAAA"}}]}]}`, "messages[2].content[2].source"},
 	} {
 		_, e := DecodeMessages([]byte(tc.body), DecodeOptions{}, false)
 		if e == nil || e.Status != 400 || e.Param != tc.param {

@@ -46,7 +46,7 @@ func (s *Server) prepareMessages(ctx *fasthttp.RequestCtx, m *Model, countOnly b
 	r, e := DecodeMessages(ctx.PostBody(), s.decodeOptions(ctx), countOnly)
 	var prompt []int32
 	if e == nil {
-		prompt, e = prepareChat(m, r.Chat)
+		prompt, e = s.prepareAdmitted(ctx, m, r.Chat, countOnly)
 		e = renameFields(e, nil, messagesNames)
 	}
 	if e != nil {

@@ -80,18 +80,19 @@ func DecodeMessages(body []byte, o DecodeOptions, countOnly bool) (*MessagesRequ
 	}
 	var msgs []map[string]any
 	var msgAt []string
+	var partAt [][]string
 	if f.has("system") {
 		text, e := blockText(f["system"], "system")
 		if e != nil {
 			return nil, e
 		}
-		msgs, msgAt = append(msgs, map[string]any{"role": "system", "content": text}), append(msgAt, "system")
+		msgs, msgAt, partAt = append(msgs, map[string]any{"role": "system", "content": text}), append(msgAt, "system"), append(partAt, nil)
 	}
-	in, inAt, prefill, e := messagesInput(f, o.Strict)
+	in, inAt, inParts, prefill, e := messagesInput(f, o.Strict)
 	if e != nil {
 		return nil, e
 	}
-	msgs, msgAt = append(msgs, in...), append(msgAt, inAt...)
+	msgs, msgAt, partAt = append(msgs, in...), append(msgAt, inAt...), append(partAt, inParts...)
 	chat["messages"] = mustJSON(msgs)
 	if prefill {
 		chat["continue_final_message"] = json.RawMessage("true")
@@ -121,15 +122,21 @@ func DecodeMessages(body []byte, o DecodeOptions, countOnly bool) (*MessagesRequ
 		chat["chat_template_kwargs"] = mustJSON(map[string]bool{"enable_thinking": on})
 	}
 	cr, e := DecodeChat(mustJSON(chat), o)
+	// An image block's URL is its source.
+	blockAt := func(part string) string {
+		var i, j int
+		if n, _ := fmt.Sscanf(part, "messages[%d].content[%d]", &i, &j); n == 2 && i < len(partAt) && j < len(partAt[i]) {
+			return partAt[i][j]
+		}
+		return renameField(part, msgAt, messagesNames)
+	}
 	if e != nil {
-		e = renameFields(e, msgAt, messagesNames)
-		// An image block's URL is its source.
-		if p, ok := e.Param.(string); ok && strings.HasSuffix(p, ".image_url.url") {
-			to := strings.TrimSuffix(p, ".image_url.url") + ".source"
-			e.Param, e.Message = to, strings.ReplaceAll(e.Message, p, to)
+		if !imageFieldNames(nil, e, blockAt, ".source") {
+			e = renameFields(e, msgAt, messagesNames)
 		}
 		return nil, e
 	}
+	imageFieldNames(cr, nil, blockAt, ".source")
 	return &MessagesRequest{Chat: cr}, nil
 }
 
@@ -218,62 +225,63 @@ func blockText(raw json.RawMessage, param string) (string, *Error) {
 // and its thinking its reasoning_content. prefill reports a final
 // assistant message with text and no tool calls, which the reply
 // continues.
-func messagesInput(f fields, strict bool) (msgs []map[string]any, at []string, prefill bool, e *Error) {
+func messagesInput(f fields, strict bool) (msgs []map[string]any, at []string, partAt [][]string, prefill bool, e *Error) {
 	if !f.has("messages") {
-		return nil, nil, false, badParam("messages", "Missing required parameter: 'messages'.")
+		return nil, nil, nil, false, badParam("messages", "Missing required parameter: 'messages'.")
 	}
 	var raw []fields
 	if e := f.decode("messages", "an array of message objects", &raw); e != nil {
-		return nil, nil, false, e
+		return nil, nil, nil, false, e
 	}
 	if len(raw) == 0 {
-		return nil, nil, false, badParam("messages", "'messages' must contain at least one message.")
+		return nil, nil, nil, false, badParam("messages", "'messages' must contain at least one message.")
 	}
 	for i, m := range raw {
 		where := fmt.Sprintf("messages[%d]", i)
 		if m == nil {
-			return nil, nil, false, badParam(where, "Invalid type for '%s': expected an object.", where)
+			return nil, nil, nil, false, badParam(where, "Invalid type for '%s': expected an object.", where)
 		}
 		if e := nestedFields(m, map[string]bool{"role": true, "content": true}, where, "messages[]", strict); e != nil {
-			return nil, nil, false, e
+			return nil, nil, nil, false, e
 		}
 		var role string
 		if e := m.decode("role", "a string", &role); e != nil {
 			e.Param, e.Message = where+".role", fmt.Sprintf("Invalid type for '%s.role': expected a string.", where)
-			return nil, nil, false, e
+			return nil, nil, nil, false, e
 		}
 		if role != "user" && role != "assistant" {
-			return nil, nil, false, badParam(where+".role", "Invalid value for '%s.role': expected 'user' or 'assistant', got '%.32s'.", where, role)
+			return nil, nil, nil, false, badParam(where+".role", "Invalid value for '%s.role': expected 'user' or 'assistant', got '%.32s'.", where, role)
 		}
 		if !m.has("content") {
-			return nil, nil, false, badParam(where+".content", "Missing required parameter: '%s.content'.", where)
+			return nil, nil, nil, false, badParam(where+".content", "Missing required parameter: '%s.content'.", where)
 		}
 		var s string
 		if json.Unmarshal(m["content"], &s) == nil {
-			msgs, at = append(msgs, map[string]any{"role": role, "content": s}), append(at, where)
+			msgs, at, partAt = append(msgs, map[string]any{"role": role, "content": s}), append(at, where), append(partAt, nil)
 			prefill = role == "assistant" && s != ""
 			continue
 		}
 		var blocks []fields
 		if err := json.Unmarshal(m["content"], &blocks); err != nil {
-			return nil, nil, false, badParam(where+".content", "Invalid type for '%s.content': expected a string or an array of content blocks.", where)
+			return nil, nil, nil, false, badParam(where+".content", "Invalid type for '%s.content': expected a string or an array of content blocks.", where)
 		}
 		var out []map[string]any
 		var outAt []string
+		var outParts [][]string
 		if role == "user" {
-			out, outAt, e = userBlocks(blocks, where+".content", strict)
+			out, outAt, outParts, e = userBlocks(blocks, where+".content", strict)
 			prefill = false
 		} else {
 			var m map[string]any
 			m, prefill, e = assistantBlocks(blocks, where+".content", strict)
-			out, outAt = []map[string]any{m}, []string{where}
+			out, outAt, outParts = []map[string]any{m}, []string{where}, [][]string{nil}
 		}
 		if e != nil {
-			return nil, nil, false, e
+			return nil, nil, nil, false, e
 		}
-		msgs, at = append(msgs, out...), append(at, outAt...)
+		msgs, at, partAt = append(msgs, out...), append(at, outAt...), append(partAt, outParts...)
 	}
-	return msgs, at, prefill, nil
+	return msgs, at, partAt, prefill, nil
 }
 
 // contentBlock checks block i of a message's content and returns its
@@ -308,50 +316,50 @@ func blockString(b fields, name, at string) (string, *Error) {
 
 // userBlocks turns a user message's blocks into chat messages: text
 // blocks gather into a user message, each tool_result ends it and adds a
-// tool message.
-func userBlocks(blocks []fields, at string, strict bool) ([]map[string]any, []string, *Error) {
-	var msgs []map[string]any
-	var msgAt []string
-	var text []string
+// tool message. partAt[i] is the block each content part of msgs[i] came
+// from (nil without parts).
+func userBlocks(blocks []fields, at string, strict bool) (msgs []map[string]any, msgAt []string, partAt [][]string, e *Error) {
+	var text, textBlocks []string
 	// With images, parts are the chat content parts so far, one per block
 	// (text blocks are not merged), so that a part's index is its block's
 	// when the chat message starts at block 0 (partsAt).
 	var parts []map[string]any
+	var partBlocks []string // each part's block
 	textAt, partsAt := "", ""
 	flush := func() {
 		switch {
 		case parts != nil:
-			msgs, msgAt = append(msgs, map[string]any{"role": "user", "content": parts}), append(msgAt, partsAt)
-			parts = nil
+			msgs, msgAt, partAt = append(msgs, map[string]any{"role": "user", "content": parts}), append(msgAt, partsAt), append(partAt, partBlocks)
+			parts, partBlocks = nil, nil
 		case text != nil:
-			msgs, msgAt = append(msgs, map[string]any{"role": "user", "content": strings.Join(text, "\n\n")}), append(msgAt, textAt)
-			text = nil
+			msgs, msgAt, partAt = append(msgs, map[string]any{"role": "user", "content": strings.Join(text, "\n\n")}), append(msgAt, textAt), append(partAt, nil)
+			text, textBlocks = nil, nil
 		}
 	}
 	for i, b := range blocks {
 		where := fmt.Sprintf("%s[%d]", at, i)
 		typ, e := contentBlock(b, where, strict)
 		if e != nil {
-			return nil, nil, e
+			return nil, nil, nil, e
 		}
 		switch typ {
 		case "text":
 			s, e := blockString(b, "text", where)
 			if e != nil {
-				return nil, nil, e
+				return nil, nil, nil, e
 			}
 			if parts != nil {
-				parts = append(parts, map[string]any{"type": "text", "text": s})
+				parts, partBlocks = append(parts, map[string]any{"type": "text", "text": s}), append(partBlocks, where)
 				continue
 			}
 			if text == nil {
 				textAt = where
 			}
-			text = append(text, s)
+			text, textBlocks = append(text, s), append(textBlocks, where)
 		case "image":
 			url, e := imageBlockURL(b, where)
 			if e != nil {
-				return nil, nil, e
+				return nil, nil, nil, e
 			}
 			if parts == nil {
 				// The message's blocks so far (text since the last tool_result) become parts.
@@ -364,36 +372,37 @@ func userBlocks(blocks []fields, at string, strict bool) ([]map[string]any, []st
 				for _, s := range text {
 					parts = append(parts, map[string]any{"type": "text", "text": s})
 				}
-				text = nil
+				partBlocks = textBlocks
+				text, textBlocks = nil, nil
 			}
-			parts = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}})
+			parts, partBlocks = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}}), append(partBlocks, where)
 		case "tool_result":
 			flush()
 			id, e := blockString(b, "tool_use_id", where)
 			if e != nil {
-				return nil, nil, e
+				return nil, nil, nil, e
 			}
 			var content string
 			if b.has("content") {
 				if content, e = blockText(b["content"], where+".content"); e != nil {
-					return nil, nil, e
+					return nil, nil, nil, e
 				}
 			}
 			var isErr bool
 			if e := b.decode("is_error", "a boolean", &isErr); e != nil {
 				e.Param, e.Message = where+".is_error", fmt.Sprintf("Invalid type for '%s.is_error': expected a boolean.", where)
-				return nil, nil, e
+				return nil, nil, nil, e
 			}
-			msgs, msgAt = append(msgs, map[string]any{"role": "tool", "tool_call_id": id, "content": content}), append(msgAt, where)
+			msgs, msgAt, partAt = append(msgs, map[string]any{"role": "tool", "tool_call_id": id, "content": content}), append(msgAt, where), append(partAt, nil)
 		default:
-			return nil, nil, badParam(where+".type", "Invalid value for '%s.type': a user message holds 'text', 'image' and 'tool_result' blocks, not '%s'.", where, typ)
+			return nil, nil, nil, badParam(where+".type", "Invalid value for '%s.type': a user message holds 'text', 'image' and 'tool_result' blocks, not '%s'.", where, typ)
 		}
 	}
 	flush()
 	if len(msgs) == 0 {
-		msgs, msgAt = []map[string]any{{"role": "user", "content": ""}}, []string{at}
+		msgs, msgAt, partAt = []map[string]any{{"role": "user", "content": ""}}, []string{at}, [][]string{nil}
 	}
-	return msgs, msgAt, nil
+	return msgs, msgAt, partAt, nil
 }
 
 // assistantBlocks turns an assistant message's blocks into one chat

@@ -314,9 +314,7 @@ func DecodeChat(body []byte, o DecodeOptions) (*ChatRequest, *Error) {
 	if e := images.markerError(); e != nil {
 		return nil, e
 	}
-	if len(images.data) > 0 {
-		r.Images = &ChatImages{Data: images.data, Fields: images.params, MaxPixels: images.opts.MaxImagePixels}
-	}
+	r.Images = images.images()
 	if r.Params, e = params(f, true, o); e != nil {
 		return nil, e
 	}

@@ -19,7 +19,7 @@ func (s *Server) responses(ctx *fasthttp.RequestCtx, m *Model) {
 	r, e := DecodeResponses(ctx.PostBody(), s.decodeOptions(ctx))
 	var prompt []int32
 	if e == nil {
-		prompt, e = prepareChat(m, r.Chat)
+		prompt, e = s.prepareAdmitted(ctx, m, r.Chat, false)
 		e = renameResponses(e, nil)
 	}
 	if e != nil {

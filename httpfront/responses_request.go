@@ -93,25 +93,7 @@ func renameFields(e *Error, msgAt []string, names [][2]string) *Error {
 	if !ok {
 		return e
 	}
-	to := param
-	if rest, ok := strings.CutPrefix(param, "messages["); ok && len(msgAt) > 0 {
-		var i int
-		var tail string
-		if n, _ := fmt.Sscanf(rest, "%d]", &i); n == 1 && i >= 0 && i < len(msgAt) {
-			tail = rest[strings.IndexByte(rest, ']')+1:]
-			to = msgAt[i] + tail
-		}
-	} else if rest, ok := strings.CutPrefix(param, "tools["); ok {
-		to = "tools[" + strings.Replace(rest, "].function", "]", 1)
-	} else {
-		for _, n := range names {
-			if r, ok := strings.CutPrefix(param, n[0]); ok {
-				to = n[1] + r
-				break
-			}
-		}
-	}
-	if to != param {
+	if to := renameField(param, msgAt, names); to != param {
 		e.Message = strings.ReplaceAll(e.Message, "'"+param, "'"+to)
 		for _, n := range names {
 			if !strings.HasSuffix(n[0], ".") {
@@ -121,6 +103,56 @@ func renameFields(e *Error, msgAt []string, names [][2]string) *Error {
 		e.Param = to
 	}
 	return e
+}
+
+// renameField is renameFields' name of the chat field param.
+func renameField(param string, msgAt []string, names [][2]string) string {
+	if rest, ok := strings.CutPrefix(param, "messages["); ok && len(msgAt) > 0 {
+		var i int
+		if n, _ := fmt.Sscanf(rest, "%d]", &i); n == 1 && i >= 0 && i < len(msgAt) {
+			return msgAt[i] + rest[strings.IndexByte(rest, ']')+1:]
+		}
+		return param
+	}
+	if rest, ok := strings.CutPrefix(param, "tools["); ok {
+		return "tools[" + strings.Replace(rest, "].function", "]", 1)
+	}
+	for _, n := range names {
+		if r, ok := strings.CutPrefix(param, n[0]); ok {
+			return n[1] + r
+		}
+	}
+	return param
+}
+
+// imageFieldNames gives the image fields of a chat request translated from
+// another API that API's names: e's field when it names an image's URL
+// (reporting whether it did), else, with e nil, the field of each of r's
+// images, which later errors name. partAt is the API's field of a chat
+// content part ("messages[i].content[j]"), member the member of that part
+// holding the image (".source", ".image_url").
+func imageFieldNames(r *ChatRequest, e *Error, partAt func(string) string, member string) bool {
+	rename := func(p string) (string, bool) {
+		part, ok := strings.CutSuffix(p, ".image_url.url")
+		if !ok {
+			return p, false
+		}
+		return partAt(part) + member, true
+	}
+	if e != nil {
+		p, _ := e.Param.(string)
+		to, ok := rename(p)
+		if ok {
+			e.Param, e.Message = to, strings.ReplaceAll(e.Message, p, to)
+		}
+		return ok
+	}
+	if r.Images != nil {
+		for i, f := range r.Images.Fields {
+			r.Images.Fields[i], _ = rename(f)
+		}
+	}
+	return false
 }
 
 // chatTokenLimit matches the chat names of the Responses API's
@@ -227,14 +259,15 @@ func DecodeResponses(body []byte, o DecodeOptions) (*ResponsesRequest, *Error) {
 		return nil, badRequest("invalid_json", "%v", err)
 	}
 	cr, e := DecodeChat(cb, o)
+	// An input_image part's URL is its image_url member.
+	partAt := func(p string) string { return renameField(p, msgAt, responsesNames) }
 	if e != nil {
-		e = renameResponses(e, msgAt)
-		// An input_image part's url is its image_url member.
-		if p, ok := e.Param.(string); ok && strings.HasSuffix(p, ".image_url.url") {
-			e.Param, e.Message = strings.TrimSuffix(p, ".url"), strings.ReplaceAll(e.Message, p, strings.TrimSuffix(p, ".url"))
+		if !imageFieldNames(nil, e, partAt, ".image_url") {
+			e = renameResponses(e, msgAt)
 		}
 		return nil, e
 	}
+	imageFieldNames(cr, nil, partAt, ".image_url")
 	if cr.ConstraintField == "response_format" {
 		cr.ConstraintField = "text.format"
 	}

@@ -641,12 +641,30 @@ func (r *response) rename(e *Error) *Error { return e }
 func (s *Server) takeSlots(ctx *fasthttp.RequestCtx, k, limit int64) bool {
 	if s.inflight.Add(k) > limit {
 		s.inflight.Add(-k)
-		ctx.Response.Header.Set("Retry-After", "1")
-		s.fail(ctx, &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "queue_full",
-			Message: fmt.Sprintf("The server's queue is full (%d sequences); retry later.", limit)})
+		s.fail(ctx, queueFullError(ctx, limit))
 		return false
 	}
 	return true
+}
+
+// queueFull is the 429 of a request whose n choices the queue has no room
+// for now (nil when it has), checked before the request is prepared so
+// that one that cannot be admitted reads and encodes no images; takeSlots
+// still admits it after.
+func (s *Server) queueFull(ctx *fasthttp.RequestCtx, m *Model, n int) *Error {
+	limit := int64(m.Engine.Snapshot().MaxRunning + s.cfg.MaxQueue)
+	if k := int64(n); k <= limit && s.inflight.Load()+k > limit {
+		return queueFullError(ctx, limit)
+	}
+	return nil
+}
+
+// queueFullError is the 429 of a full queue of limit sequences; it sets
+// ctx's Retry-After.
+func queueFullError(ctx *fasthttp.RequestCtx, limit int64) *Error {
+	ctx.Response.Header.Set("Retry-After", "1")
+	return &Error{Status: http.StatusTooManyRequests, Type: typeRateLimit, Code: "queue_full",
+		Message: fmt.Sprintf("The server's queue is full (%d sequences); retry later.", limit)}
 }
 
 func (s *Server) serveAnswer(ctx *fasthttp.RequestCtx, m *Model, a answer, promptParam string, p Params, prompts [][]int32, received time.Time) {

@@ -474,24 +474,31 @@ func TestStreaming(t *testing.T) {
 // A full queue answers 429; the queue counts choices.
 func TestQueueLimit(t *testing.T) {
 	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{MaxQueue: 1}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel := s.fillQueue(t)
 	defer cancel()
-	// A long stream of two choices fills the one running slot and the one
-	// queue slot.
-	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions",
-		strings.NewReader(`{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":4000,"n":2,"stream":true}`))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	status, doc := s.call(t, "POST", "/v1/completions", `{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":2}`)
 	if status != 429 || errorOf(doc)["code"] != "queue_full" {
 		t.Errorf("status %d %v, want 429 queue_full", status, doc)
 	}
 	cancel()
 	s.waitIdle(t)
+}
+
+// fillQueue holds the one running slot and the one queue slot of a
+// tiny-qwen3-f32 server (one running, --max-queue 1) with a long stream of
+// two choices, until cancel.
+func (s *server) fillQueue(t *testing.T) (cancel func()) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions",
+		strings.NewReader(`{"model":"tiny-qwen3-f32","prompt":"Once","max_tokens":4000,"n":2,"stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	return func() { stop(); resp.Body.Close() }
 }
 
 // A request past the server deadline is aborted with 504 and frees its KV.

@@ -347,7 +347,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			}
 			files = append(files, data)
 		}
-		if withImages, err = inst.PromptWithImages(context.Background(), *prompt, files, true, vision.DecodeLimits{}); err != nil {
+		if withImages, err = inst.PromptWithImages(context.Background(), *prompt, files, true, vision.DecodeLimits{}, true); err != nil {
 			return fail(err)
 		}
 		ids = withImages.IDs

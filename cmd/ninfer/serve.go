@@ -90,13 +90,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxImageBytes := fs.Int("max-image-bytes", httpfront.DefaultMaxImageBytes, "largest image file in bytes (400 above; --max-body bounds data URLs too)")
 	maxImagePixels := fs.Int("max-image-pixels", vision.DefaultMaxPixels, "largest image width x height, checked on its header before decoding (400 above)")
 	localMedia := fs.String("allowed-local-media-path", "", "let requests name images as file:// URLs of files inside this folder (default: none)")
-	mediaDomains := fs.String("allowed-media-domains", "", "comma-separated hosts whose http(s) image URLs the server fetches (default: none; other remote URLs get 400)")
+	mediaDomainList := fs.String("allowed-media-domains", "", "comma-separated hosts whose http(s) image URLs the server fetches (default: none; other remote URLs get 400)")
 	noRequestLog := fs.Bool("no-request-log", false, "do not log a line per request on stderr (method, path, status, tokens in/out, time to first token, duration)")
 	fail, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return code
 	}
 	origins, err := parseOrigins(*allowedOrigins)
+	if err != nil {
+		return fail(err)
+	}
+	mediaDomains, err := parseMediaDomains(*mediaDomainList)
 	if err != nil {
 		return fail(err)
 	}
@@ -180,7 +184,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	srv := httpfront.New(httpfront.Config{APIKey: key, MaxQueue: *maxQueue, Timeout: *timeout, MaxBodyBytes: *maxBody, Traces: tp,
 		StrictFields: *strictFields, AllowedOrigins: origins, NoWebUI: *noWebUI, RequestLog: requestLog,
 		Media: httpfront.MediaOptions{MaxImages: *maxImages, MaxImageBytes: *maxImageBytes, MaxImagePixels: *maxImagePixels, LocalPath: *localMedia,
-			AllowedDomains: splitList(*mediaDomains)}})
+			AllowedDomains: mediaDomains}})
 	opts.Observer = httpfront.StepObservers(opts.Observer, srv)
 	agent := ""
 	if *agentPort != 0 {
@@ -372,22 +376,11 @@ func imageEncoder(inst *instance.Instance) httpfront.ImageEncoder {
 	if inst.Vision == nil {
 		return nil
 	}
-	return func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits) ([]int32, []engine.Image, error) {
-		p, err := inst.PromptWithImages(ctx, prompt, images, addSpecial, lim)
+	return func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits, encode bool) ([]int32, []engine.Image, error) {
+		p, err := inst.PromptWithImages(ctx, prompt, images, addSpecial, lim, encode)
 		if err != nil {
 			return nil, nil, err
 		}
 		return p.IDs, p.Images, nil
 	}
-}
-
-// splitList splits a comma-separated flag value, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

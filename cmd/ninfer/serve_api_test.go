@@ -25,3 +25,25 @@ func TestParseOrigins(t *testing.T) {
 		}
 	}
 }
+
+func TestParseMediaDomains(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+		ok   bool
+	}{
+		{"", nil, true},
+		{"images.example, 127.0.0.1,", []string{"images.example", "127.0.0.1"}, true},
+		{"https://images.example", nil, false},
+		{"images.example:8080", nil, false},
+		{"images.example/pics", nil, false},
+		{"*.example", nil, false},
+		{"user@images.example", nil, false},
+		{"[::1]", nil, false},
+	} {
+		got, err := parseMediaDomains(tc.in)
+		if (err == nil) != tc.ok || cmp.Diff(tc.want, got) != "" {
+			t.Errorf("parseMediaDomains(%q) = %v, %v; want %v, ok %v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}

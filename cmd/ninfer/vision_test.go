@@ -216,6 +216,24 @@ func dataURL(t *testing.T, path string) string {
 	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(data)
 }
 
+// chatAnswer is the part of a chat completion the vision tests read.
+type chatAnswer struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Timings struct {
+		VisionMS float64 `json:"vision_ms"`
+	} `json:"timings"`
+}
+
 // TestServeImagesMatchLlamaCpp sends every case of the vision golden to
 // /v1/chat/completions as llama-server received it (images as data URLs)
 // and compares the generated text (llama.cpp's 32 greedy tokens) and
@@ -262,16 +280,7 @@ func TestServeImagesMatchLlamaCpp(t *testing.T) {
 				}
 				msgs = append(msgs, map[string]any{"role": m.Role, "content": parts})
 			}
-			var out struct {
-				Choices []struct {
-					Message struct {
-						Content string `json:"content"`
-					} `json:"message"`
-				} `json:"choices"`
-				Usage struct {
-					PromptTokens int `json:"prompt_tokens"`
-				} `json:"usage"`
-			}
+			var out chatAnswer
 			body := map[string]any{"model": "vl", "messages": msgs, "max_tokens": 32, "temperature": 0,
 				"ignore_eos": true, "skip_special_tokens": false}
 			if code := postJSON(t, serverURL+"/v1/chat/completions", body, &out); code != 200 || len(out.Choices) != 1 {
@@ -288,16 +297,7 @@ func TestServeImagesMatchLlamaCpp(t *testing.T) {
 	// The same image through /v1/responses (input_image) and /v1/messages
 	// (an Anthropic image block) gives what the chat API gives.
 	sq64 := dataURL(t, filepath.Join(dir, "images", "sq64.png"))
-	var chat struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-		Timings struct {
-			VisionMS float64 `json:"vision_ms"`
-		} `json:"timings"`
-	}
+	var chat chatAnswer
 	postJSON(t, serverURL+"/v1/chat/completions", map[string]any{"model": "vl", "max_tokens": 16, "temperature": 0, "ignore_eos": true,
 		"messages": []any{map[string]any{"role": "user", "content": []any{
 			map[string]any{"type": "image_url", "image_url": map[string]any{"url": sq64}},
@@ -367,5 +367,44 @@ func TestServeImagesMatchLlamaCpp(t *testing.T) {
 			t.Fatalf("/metrics has no %q:\n%s", images, b.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServeImagePrefixCache: a second request with the same image reuses
+// the cached prompt (the hybrid model's message-end checkpoint, past the
+// image) and answers the same; one with another image reuses nothing past
+// the text before its image.
+func TestServeImagePrefixCache(t *testing.T) {
+	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
+	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	dir := sharedPath(t, "golden", "images")
+	serverURL := serveForTest(t, "--model", model, "--mmproj", mmproj, "--model-id", "vl")
+	ask := func(image string) chatAnswer {
+		var out chatAnswer
+		parts := []any{map[string]any{"type": "text", "text": "What is this?"}}
+		if image != "" {
+			parts = append([]any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": dataURL(t, filepath.Join(dir, image))}}}, parts...)
+		}
+		body := map[string]any{"model": "vl", "max_tokens": 8, "temperature": 0, "ignore_eos": true, "messages": []any{
+			map[string]any{"role": "system", "content": "You describe images."},
+			map[string]any{"role": "user", "content": parts}}}
+		if code := postJSON(t, serverURL+"/v1/chat/completions", body, &out); code != 200 || len(out.Choices) != 1 {
+			t.Fatalf("status %d: %+v", code, out)
+		}
+		return out
+	}
+	first, again, other := ask("sq64.png"), ask("sq64.png"), ask("wide160x64.png")
+	t.Logf("prompt/cached tokens: first %d/%d, same image %d/%d, other image %d/%d", first.Usage.PromptTokens, first.Usage.PromptTokensDetails.CachedTokens,
+		again.Usage.PromptTokens, again.Usage.PromptTokensDetails.CachedTokens, other.Usage.PromptTokens, other.Usage.PromptTokensDetails.CachedTokens)
+	// The image's rows and its vision_start/vision_end markers.
+	imageTokens := first.Usage.PromptTokens - ask("").Usage.PromptTokens
+	if c := again.Usage.PromptTokensDetails.CachedTokens; first.Usage.PromptTokensDetails.CachedTokens != 0 || c <= imageTokens || c >= again.Usage.PromptTokens {
+		t.Errorf("same image: %d of %d prompt tokens cached, want the image's rows and more, short of the whole prompt", c, again.Usage.PromptTokens)
+	}
+	if diff := cmp.Diff(first.Choices[0].Message.Content, again.Choices[0].Message.Content); diff != "" {
+		t.Errorf("same image, answer (-first +again):\n%s", diff)
+	}
+	if c := other.Usage.PromptTokensDetails.CachedTokens; c >= again.Usage.PromptTokensDetails.CachedTokens-imageTokens {
+		t.Errorf("other image: %d prompt tokens cached, want none of the image's rows (the same image cached %d)", c, again.Usage.PromptTokensDetails.CachedTokens)
 	}
 }

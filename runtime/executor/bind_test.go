@@ -39,6 +39,17 @@ func openModel(t *testing.T, name string) *weights.File {
 // the engine refuses and graph check --model positions at its node.
 func TestBindTarget(t *testing.T) {
 	dense, hybrid := openModel(t, "tiny-qwen3-f32.gguf"), openModel(t, "tiny-qwen35-f32.gguf")
+	visionNgram := filepath.Join(t.TempDir(), "vision-ngram.yaml")
+	if err := os.WriteFile(visionNgram, []byte(`graph: vision-ngram
+nodes:
+  - {id: chunking, op: prefill.chunk}
+  - {id: draft, op: speculative.ngram, in: {history: $in.history}}
+  - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, images: $in.images, draft: draft.draft}}
+  - {id: verify, op: speculative.verify, in: {draft: draft.draft, logits: fwd.logits}}
+out: {tokens: verify.tokens}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		graph     string
 		model     *weights.File
@@ -52,9 +63,11 @@ func TestBindTarget(t *testing.T) {
 		{"mtp", hybrid, executor.Shape{Layers: 3, KVDim: 64}, true, nil},
 		{"self", hybrid, executor.Shape{}, false, []string{"draft"}},
 		{"mtp", dense, executor.Shape{}, false, []string{"head"}},
+		{"vision", hybrid, executor.Shape{Layers: 2, KVDim: 64}, true, nil},
+		{visionNgram, hybrid, executor.Shape{}, false, []string{"draft"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.graph+" on "+filepath.Base(tt.model.Path), func(t *testing.T) {
+		t.Run(filepath.Base(tt.graph)+" on "+filepath.Base(tt.model.Path), func(t *testing.T) {
 			p, err := instance.LoadPlan(tt.graph, node.Default, nil)
 			if err != nil {
 				t.Fatal(err)

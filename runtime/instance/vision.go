@@ -86,8 +86,9 @@ type ImagePrompt struct {
 // vision.MediaMarker per image as llama.cpp's mtmd tokenizer does
 // (vision.SplitPrompt) and encodes the images (file bytes) with the tower.
 // Without images it is the plain tokenization. lim bounds each decoded
-// image's pixels.
-func (in *Instance) PromptWithImages(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits) (*ImagePrompt, error) {
+// image's pixels. Without encode the images are only decoded and sized:
+// the ids are the same (one image pad per image token), Images is nil.
+func (in *Instance) PromptWithImages(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits, encode bool) (*ImagePrompt, error) {
 	if len(images) == 0 {
 		chunks, err := vision.SplitPrompt(prompt, nil, in.Tokenizer, addSpecial)
 		if err != nil {
@@ -127,18 +128,22 @@ func (in *Instance) PromptWithImages(ctx context.Context, prompt string, images 
 		return nil, fmt.Errorf("model %s has no %s token", in.File.Path, vision.ImagePad)
 	}
 	out := &ImagePrompt{Chunks: chunks}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	if encode {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+	}
 	for _, c := range chunks {
 		if c.Image < 0 {
 			out.IDs = append(out.IDs, c.Tokens...)
 			continue
 		}
-		emb, err := v.encoder.Encode(ctx, pre[c.Image])
-		if err != nil {
-			return nil, err
+		if encode {
+			emb, err := v.encoder.Encode(ctx, pre[c.Image])
+			if err != nil {
+				return nil, err
+			}
+			out.Images = append(out.Images, engine.Image{At: len(out.IDs), NX: c.Grid.NX, NY: c.Grid.NY, Embeddings: emb, Digest: digests[c.Image]})
 		}
-		out.Images = append(out.Images, engine.Image{At: len(out.IDs), NX: c.Grid.NX, NY: c.Grid.NY, Embeddings: emb, Digest: digests[c.Image]})
 		for range c.Grid.Tokens() {
 			out.IDs = append(out.IDs, pad[0])
 		}

@@ -1,6 +1,7 @@
 package vision
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -75,6 +76,10 @@ func (c Chunk) Len() int {
 	return c.Grid.Tokens()
 }
 
+// ErrMarkerCount is SplitPrompt's error when the prompt's markers are not
+// one per image (a chat template that drops or repeats an image's place).
+var ErrMarkerCount = errors.New("vision: image markers do not match the images")
+
 // SplitPrompt cuts a rendered prompt at each MediaMarker into chunks as
 // llama.cpp's mtmd tokenizer does for Qwen3-VL: every text piece is
 // tokenized on its own (special tokens added to the first piece only,
@@ -85,7 +90,7 @@ func (c Chunk) Len() int {
 func SplitPrompt(prompt string, grids []Grid, enc Encoder, addSpecial bool) ([]Chunk, error) {
 	parts := strings.Split(prompt, MediaMarker)
 	if n := len(parts) - 1; n != len(grids) {
-		return nil, fmt.Errorf("vision: the prompt holds %d image markers for %d images", n, len(grids))
+		return nil, fmt.Errorf("%w: the prompt holds %d image markers for %d images", ErrMarkerCount, n, len(grids))
 	}
 	var chunks []Chunk
 	pos := 0

@@ -10,9 +10,15 @@ import (
 // ContextLength is the model's training context: the GGUF metadata key
 // <arch>.context_length, the one place it is read. A file that does not
 // say gives an error wrapping ErrNotFound; each caller decides what that
-// means (Info leaves it 0, the model config assumes 2048).
+// means (Info leaves it 0, the model config assumes 2048). A value above
+// MaxContextLength is an error (checked on the uint64, which int would
+// wrap).
 func (f *File) ContextLength() (int, error) {
-	c, err := f.Uint(f.Arch() + ".context_length")
+	key := f.Arch() + ".context_length"
+	c, err := f.Uint(key)
+	if err == nil && c > MaxContextLength {
+		return 0, fmt.Errorf("%s = %d out of range [1, %d]", key, c, MaxContextLength)
+	}
 	return int(c), err
 }
 
@@ -50,8 +56,8 @@ func (f *File) Info() (Info, error) {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
 		errs = append(errs, err)
-	case n == 0 || n > MaxContextLength:
-		errs = append(errs, fmt.Errorf("%s.context_length = %d out of range [1, %d]", arch, n, MaxContextLength))
+	case n == 0:
+		errs = append(errs, fmt.Errorf("%s.context_length = 0 out of range [1, %d]", arch, MaxContextLength))
 	default:
 		info.ContextLength = n
 	}

@@ -30,6 +30,10 @@ func TestInfo(t *testing.T) {
 		{"none said", []KV{arch}, nil, Info{Arch: "qwen3", Name: "model"}, ""},
 		{"context out of range", []KV{arch, {Key: "qwen3.context_length", Value: U64(1 << 25)}}, nil, Info{},
 			"qwen3.context_length = 33554432 out of range"},
+		{"context zero", []KV{arch, {Key: "qwen3.context_length", Value: U32(0)}}, nil, Info{},
+			"qwen3.context_length = 0 out of range"},
+		{"context past int64", []KV{arch, {Key: "qwen3.context_length", Value: U64(1<<64 - 1)}}, nil, Info{},
+			"qwen3.context_length = 18446744073709551615 out of range"},
 		{"context of the wrong type", []KV{arch, {Key: "qwen3.context_length", Value: Str("4k")}}, nil, Info{},
 			`key "qwen3.context_length"`},
 	}

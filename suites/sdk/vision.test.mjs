@@ -50,12 +50,16 @@ test('an image as a data URL gives llama.cpp greedy text, twice', async () => {
   assert.equal(first.usage.prompt_tokens, want.n_prompt_tokens);
   const again = await ask(dataURL('sq64.png'), 'Describe this image.');
   assert.equal(again.choices[0].message.content, want.generated_text);
+  // The second request reuses the cached prompt past the image.
+  assert.ok(again.usage.prompt_tokens_details.cached_tokens > 0, `cached ${JSON.stringify(again.usage)}`);
 });
 
 test('another image gives its own golden text', async () => {
   const want = golden.results.find((r) => r.id === 'pad_describe');
   const res = await ask(dataURL('pad100x90.png'), 'Describe this image.');
   assert.equal(res.choices[0].message.content, want.generated_text);
+  // Nothing of sq64's cached prompt past the text before the image.
+  assert.ok((res.usage.prompt_tokens_details?.cached_tokens ?? 0) < 5, `cached ${JSON.stringify(res.usage)}`);
 });
 
 test('a remote image URL is a 400 naming the field', async () => {
