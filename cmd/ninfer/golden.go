@@ -19,11 +19,13 @@ const goldenUsage = `usage:
   ninfer golden verify [--models DIR | --model FILE] [--graph G] [--teacher-forced] GOLDEN.json...
   ninfer golden drafts --graph G [--model FILE] [--model draft=FILE] SPEC.json...
 
---teacher-forced feeds each case its golden generated tokens and compares
-the model's argmax at every position with the golden's next token (the
-check for quantized models, whose free-running output is chaotic): it
-passes when at least 99% of a file's positions agree and every position
-whose golden margin is >= 0.5 does.
+verify judges a file by the rule of its model's weights: quantized
+weights teacher-forced (each case fed its golden generated tokens, the
+model's argmax at every position compared with the golden's next token;
+it passes when at least 99% of a file's positions agree and every
+position whose golden margin is >= 0.5 does), F32/F16/BF16 free-running
+(generated ids up to the first near-tie). --teacher-forced applies the
+teacher-forced rule to every file.
 
 drafts checks llama-server's speculative goldens (spec-*.json): each prompt
 decoded greedily under the speculative graph G, one request at a time with
@@ -103,7 +105,7 @@ func goldenVerify(args []string, stdout, stderr io.Writer) int {
 	var mf modelFlags
 	mf.register(fs)
 	models := fs.String("models", "", "directory the golden files' model names resolve in (default: beside each golden file, then ../models)")
-	forced := fs.Bool("teacher-forced", false, "compare teacher-forced argmax per position instead of free-running ids")
+	forced := fs.Bool("teacher-forced", false, "compare teacher-forced argmax per position for every file (the default for quantized models only)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -111,7 +113,8 @@ func goldenVerify(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() == 0 {
 		return fail(errors.New("no golden files given"))
 	}
-	failed, total := 0, 0
+	failed, total := 0, 0             // free-running cases
+	forcedFailed, forcedTotal := 0, 0 // teacher-forced files
 	for _, path := range fs.Args() {
 		f, err := golden.Load(path)
 		if err != nil {
@@ -135,7 +138,7 @@ func goldenVerify(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(err)
 		}
-		if *forced {
+		if *forced || golden.TeacherForced(in.File) {
 			r, err := golden.VerifyTeacherForced(context.Background(), in, f)
 			in.Close()
 			if err != nil {
@@ -147,11 +150,11 @@ func goldenVerify(args []string, stdout, stderr io.Writer) int {
 			verdict := "ok"
 			if !r.Ok() {
 				verdict = "FAIL"
-				failed++
+				forcedFailed++
 			}
 			fmt.Fprintf(stdout, "%s: %d/%d positions agree (%.2f%%), %d high-margin mismatches: %s\n", path, r.Agree, r.Positions,
 				100*float64(r.Agree)/float64(max(r.Positions, 1)), len(r.Mismatches), verdict)
-			total++
+			forcedTotal++
 			continue
 		}
 		mism, err := golden.Verify(context.Background(), in, f)
@@ -165,12 +168,13 @@ func goldenVerify(args []string, stdout, stderr io.Writer) int {
 		failed += len(mism)
 		total += len(f.Results)
 	}
-	if *forced {
-		fmt.Fprintf(stdout, "%d/%d files agree teacher-forced\n", total-failed, total)
-	} else {
+	if total > 0 {
 		fmt.Fprintf(stdout, "%d/%d cases match\n", total-failed, total)
 	}
-	if failed > 0 {
+	if forcedTotal > 0 {
+		fmt.Fprintf(stdout, "%d/%d files agree teacher-forced\n", forcedTotal-forcedFailed, forcedTotal)
+	}
+	if failed+forcedFailed > 0 {
 		return 1
 	}
 	return 0
