@@ -625,10 +625,6 @@ func (t *matmulTask) runQuant(lo, hi int) {
 			t.quantRow(r, t0, t1)
 		}
 		pair := func(tt int) unsafe.Pointer { return unsafe.Pointer(&t.qz[tt/2*nb*q8PairBlock]) }
-		gemm4x8 := q8Gemm4x8
-		if t.dt == tensor.Q4_0 {
-			gemm4x8 = q4Gemm4x8
-		}
 		for ; r+4 <= hi; r += 4 {
 			wp, ws := unsafe.Pointer(&t.w[r*rb]), unsafe.Pointer(nil)
 			if t.ws != nil {
@@ -636,14 +632,14 @@ func (t *matmulTask) runQuant(lo, hi int) {
 			}
 			tt := t0
 			for ; tt+8 <= t1; tt += 8 {
-				gemm4x8(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
+				pairGemm4x8(t.dt, wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
 			}
 			if n := t1 - tt; n >= 5 {
 				// Five tokens or more: one 4x8 tile over padding (quantizeQ8
 				// allocates whole tiles) costs less than 4x2 tiles and a
 				// single token; the padding tokens' outputs are dropped.
 				var tile [8 * 4]float32
-				gemm4x8(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&tile[0]), 16)
+				pairGemm4x8(t.dt, wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&tile[0]), 16)
 				for j := range n {
 					copy(t.out[(tt+j)*N+r:(tt+j)*N+r+4], tile[4*j:4*j+4])
 				}
@@ -674,6 +670,16 @@ func (t *matmulTask) runQuant(lo, hi int) {
 			t.quantRow(r, t0, t1)
 		}
 	}
+}
+
+// pairGemm4x8 calls the 4x8 pair kernel of dt (Q8_0 or Q4_0), directly
+// rather than through a function value, so out does not escape.
+func pairGemm4x8(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+	if dt == tensor.Q4_0 {
+		q4Gemm4x8(w, wstride, xp, pstride, ws, nb, out, ostride)
+		return
+	}
+	q8Gemm4x8(w, wstride, xp, pstride, ws, nb, out, ostride)
 }
 
 // quantRow computes output column (weight row) r for tokens [t0, t1).
