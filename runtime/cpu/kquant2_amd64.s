@@ -769,6 +769,133 @@ iq414done:
 	VZEROUPPER
 	RET
 
+DATA kiq4b20<>+0(SB)/8, $0x2020202020202020
+DATA kiq4b20<>+8(SB)/8, $0x2020202020202020
+GLOBL kiq4b20<>(SB), RODATA|NOPTR, $16
+
+// IQ4SC8 is IQ4SC with the 0x20 bytes read from memory (kiq4b20), which
+// leaves X0 free for iq4XSDot1x8's accumulators.
+#define IQ4SC8(row) \
+	IQ4XSSCALEBYTES(row); \
+	VMOVQ     AX, X9; \
+	VPSUBB    kiq4b20<>(SB), X9, X9; \
+	VPMOVSXBW X9, X25
+
+// IQ4PAIR8 is IQ4PAIR4 for eight tokens: tokens 4..7 at aoff(R13),
+// aoff(R13)(R10*1), aoff(R13)(R10*2) and aoff(R9) into Z6, Z7, Z21, Z22.
+#define IQ4PAIR8(off, aoff, idx) \
+	VMOVDQU    off(SI), Y8; \
+	VSHUFI64X2 $0x50, Z8, Z8, Z8; \
+	VPSRLVW    Z2, Z8, Z8; \
+	VPANDQ     Z30, Z8, Z8; \
+	VPSHUFB    Z8, Z31, Z8; \
+	VPMOVB2M   Z8, K1; \
+	VPABSB     Z8, Z8; \
+	VPERMW     Z25, idx, Z9; \
+	IQ4TOK4(aoff(DI), Z1); \
+	IQ4TOK4(aoff(DI)(R10*1), Z3); \
+	IQ4TOK4(aoff(DI)(R10*2), Z4); \
+	IQ4TOK4(aoff(BX), Z5); \
+	IQ4TOK4(aoff(R13), Z6); \
+	IQ4TOK4(aoff(R13)(R10*1), Z7); \
+	IQ4TOK4(aoff(R13)(R10*2), Z21); \
+	IQ4TOK4(aoff(R9), Z22)
+
+// func iq4XSDot1x8(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+// iq4XSDot1x4 for eight tokens: each super-block's scales and levels
+// unpacked once for all eight, the same integer and float work per token
+// (out + t*otok = dotIQ4XS(row, token t), bit for bit).
+TEXT ·iq4XSDot1x8(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xqstride+16(FP), R10
+	MOVQ xd+24(FP), DX
+	MOVQ xdstride+32(FP), R11
+	MOVQ nb+40(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	LEAQ (DI)(R10*4), R13
+	LEAQ (BX)(R10*4), R9
+	LEAQ (DX)(R11*2), R12
+	ADDQ R11, R12
+	VMOVDQU64 kq8idx<>+0(SB), Z26
+	VMOVDQU64 kq8idx<>+64(SB), Z27
+	VMOVDQU64 kq8idx<>+128(SB), Z28
+	VMOVDQU64 kq8idx<>+192(SB), Z29
+	VMOVDQU64 kiq4shift<>+0(SB), Z2
+	VMOVDQU64 kiq4lev<>+0(SB), Z31
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z30
+	VPXORD Z18, Z18, Z18
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y19, Y19, Y19
+	VPXORD Y20, Y20, Y20
+	VPXORD Y23, Y23, Y23
+	VPXORD Y24, Y24, Y24
+	VPXORD Y15, Y15, Y15
+	VPXORD Y0, Y0, Y0
+	TESTQ CX, CX
+	JEQ   iq418done
+iq418loop:
+	IQ4SC8(SI)
+	VPXORD Z1, Z1, Z1
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	IQ4PAIR8(8, 0, Z26)
+	IQ4PAIR8(40, 64, Z27)
+	IQ4PAIR8(72, 128, Z28)
+	IQ4PAIR8(104, 192, Z29)
+	VPBROADCASTW (SI), X13
+	VCVTPH2PS X13, Y13
+	IQ4FIN4(Z1, Y1, (DX), Y16)
+	IQ4FIN4(Z3, Y3, (DX)(R11*1), Y17)
+	IQ4FIN4(Z4, Y4, (DX)(R11*2), Y19)
+	IQ4FIN4(Z5, Y5, (R12), Y20)
+	IQ4FIN4(Z6, Y6, (R12)(R11*1), Y23)
+	IQ4FIN4(Z7, Y7, (R12)(R11*2), Y24)
+	LEAQ (R12)(R11*2), AX
+	IQ4FIN4(Z21, Y21, (AX)(R11*1), Y15)
+	IQ4FIN4(Z22, Y22, (AX)(R11*2), Y0)
+	ADDQ $136, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $256, R13
+	ADDQ $256, R9
+	ADDQ $4, DX
+	ADDQ $4, R12
+	DECQ CX
+	JNZ  iq418loop
+iq418done:
+	MOVQ out+48(FP), BX
+	MOVQ otok+56(FP), R9
+	LEAQ (BX)(R9*4), R8
+	HSUM8(Y0, X0)
+	LEAQ (R8)(R9*2), AX
+	VMOVSS X0, (AX)(R9*1)
+	HSUM8(Y16, X16)
+	VMOVSS X0, (BX)
+	HSUM8(Y17, X17)
+	VMOVSS X0, (BX)(R9*1)
+	HSUM8(Y19, X19)
+	VMOVSS X0, (BX)(R9*2)
+	LEAQ (BX)(R9*2), AX
+	HSUM8(Y20, X20)
+	VMOVSS X0, (AX)(R9*1)
+	HSUM8(Y23, X23)
+	VMOVSS X0, (R8)
+	HSUM8(Y24, X24)
+	VMOVSS X0, (R8)(R9*1)
+	HSUM8(Y15, X15)
+	VMOVSS X0, (R8)(R9*2)
+	VZEROUPPER
+	RET
+
 // Q3KTOK4 multiplies one token's activations at act with the unpacked
 // weights w+4 in Z8, subtracts 4 times the activations' pair sums (as
 // Q3KPAIR's p4) and adds the pairs weighted by the scale words Z9 into
