@@ -286,6 +286,19 @@ q3kdone:
 	VZEROUPPER
 	RET
 
+// IQ4CONSTS loads the IQ4_XS kernels' constants: the scale word indices
+// (Z26..Z29), the nibble shifts (Z2), the levels (Z31) and 0x0f bytes (Z30).
+// Clobbers AX.
+#define IQ4CONSTS \
+	VMOVDQU64 kq8idx<>+0(SB), Z26; \
+	VMOVDQU64 kq8idx<>+64(SB), Z27; \
+	VMOVDQU64 kq8idx<>+128(SB), Z28; \
+	VMOVDQU64 kq8idx<>+192(SB), Z29; \
+	VMOVDQU64 kiq4shift<>+0(SB), Z2; \
+	VMOVDQU64 kiq4lev<>+0(SB), Z31; \
+	MOVL $0x0f0f0f0f, AX; \
+	VPBROADCASTD AX, Z30
+
 // IQ4SC unpacks the 8 6-bit scales of the IQ4_XS super-block at (row)
 // (low nibbles at 4(row), high bit pairs at 2(row); tensor.IQ4XSScale,
 // minus 32) into X25 as words. Needs X0 = 0x20 bytes; clobbers AX, R8,
@@ -349,14 +362,7 @@ TEXT ·iq4XSDot4x1(SB), NOSPLIT, $0-56
 	LEAQ (SI)(R8*1), R10
 	LEAQ (SI)(R8*2), R11
 	LEAQ (R11)(R8*1), R12
-	VMOVDQU64 kq8idx<>+0(SB), Z26
-	VMOVDQU64 kq8idx<>+64(SB), Z27
-	VMOVDQU64 kq8idx<>+128(SB), Z28
-	VMOVDQU64 kq8idx<>+192(SB), Z29
-	VMOVDQU64 kiq4shift<>+0(SB), Z2
-	VMOVDQU64 kiq4lev<>+0(SB), Z31
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z30
+	IQ4CONSTS
 	MOVL $0x20202020, AX
 	VMOVD AX, X0
 	VPBROADCASTD X0, X0
@@ -694,6 +700,16 @@ q2k14done:
 	VMULPS    Y14, Y13, Y14; \
 	VFMADD231PS Y12, Y14, acc
 
+// IQ4FIN0123 is IQ4FIN4 for tokens 0..3 (their scales at DX, DX+R11,
+// DX+2*R11 and R12) of the super-block at SI.
+#define IQ4FIN0123 \
+	VPBROADCASTW (SI), X13; \
+	VCVTPH2PS X13, Y13; \
+	IQ4FIN4(Z1, Y1, (DX), Y16); \
+	IQ4FIN4(Z3, Y3, (DX)(R11*1), Y17); \
+	IQ4FIN4(Z4, Y4, (DX)(R11*2), Y19); \
+	IQ4FIN4(Z5, Y5, (R12), Y20)
+
 // func iq4XSDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
 // One IQ4_XS row (w) against four tokens of Q8_K activations (token t's
 // quants at xq + t*xqstride, scale at xd + t*xdstride; the sums are not
@@ -711,14 +727,7 @@ TEXT ·iq4XSDot1x4(SB), NOSPLIT, $0-80
 	ADDQ R10, BX
 	LEAQ (DX)(R11*2), R12
 	ADDQ R11, R12
-	VMOVDQU64 kq8idx<>+0(SB), Z26
-	VMOVDQU64 kq8idx<>+64(SB), Z27
-	VMOVDQU64 kq8idx<>+128(SB), Z28
-	VMOVDQU64 kq8idx<>+192(SB), Z29
-	VMOVDQU64 kiq4shift<>+0(SB), Z2
-	VMOVDQU64 kiq4lev<>+0(SB), Z31
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z30
+	IQ4CONSTS
 	MOVL $0x20202020, AX
 	VMOVD AX, X0
 	VPBROADCASTD X0, X0
@@ -731,20 +740,12 @@ TEXT ·iq4XSDot1x4(SB), NOSPLIT, $0-80
 	JEQ   iq414done
 iq414loop:
 	IQ4SC(SI)
-	VPXORD Z1, Z1, Z1
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
+	VPXORD Z1, Z1, Z1; VPXORD Z3, Z3, Z3; VPXORD Z4, Z4, Z4; VPXORD Z5, Z5, Z5
 	IQ4PAIR4(8, 0, Z26)
 	IQ4PAIR4(40, 64, Z27)
 	IQ4PAIR4(72, 128, Z28)
 	IQ4PAIR4(104, 192, Z29)
-	VPBROADCASTW (SI), X13
-	VCVTPH2PS X13, Y13
-	IQ4FIN4(Z1, Y1, (DX), Y16)
-	IQ4FIN4(Z3, Y3, (DX)(R11*1), Y17)
-	IQ4FIN4(Z4, Y4, (DX)(R11*2), Y19)
-	IQ4FIN4(Z5, Y5, (R12), Y20)
+	IQ4FIN0123
 	ADDQ $136, SI
 	ADDQ $256, DI
 	ADDQ $256, BX
@@ -784,18 +785,7 @@ GLOBL kiq4b20<>(SB), RODATA|NOPTR, $16
 // IQ4PAIR8 is IQ4PAIR4 for eight tokens: tokens 4..7 at aoff(R13),
 // aoff(R13)(R10*1), aoff(R13)(R10*2) and aoff(R9) into Z6, Z7, Z21, Z22.
 #define IQ4PAIR8(off, aoff, idx) \
-	VMOVDQU    off(SI), Y8; \
-	VSHUFI64X2 $0x50, Z8, Z8, Z8; \
-	VPSRLVW    Z2, Z8, Z8; \
-	VPANDQ     Z30, Z8, Z8; \
-	VPSHUFB    Z8, Z31, Z8; \
-	VPMOVB2M   Z8, K1; \
-	VPABSB     Z8, Z8; \
-	VPERMW     Z25, idx, Z9; \
-	IQ4TOK4(aoff(DI), Z1); \
-	IQ4TOK4(aoff(DI)(R10*1), Z3); \
-	IQ4TOK4(aoff(DI)(R10*2), Z4); \
-	IQ4TOK4(aoff(BX), Z5); \
+	IQ4PAIR4(off, aoff, idx); \
 	IQ4TOK4(aoff(R13), Z6); \
 	IQ4TOK4(aoff(R13)(R10*1), Z7); \
 	IQ4TOK4(aoff(R13)(R10*2), Z21); \
@@ -818,14 +808,7 @@ TEXT ·iq4XSDot1x8(SB), NOSPLIT, $0-64
 	LEAQ (BX)(R10*4), R9
 	LEAQ (DX)(R11*2), R12
 	ADDQ R11, R12
-	VMOVDQU64 kq8idx<>+0(SB), Z26
-	VMOVDQU64 kq8idx<>+64(SB), Z27
-	VMOVDQU64 kq8idx<>+128(SB), Z28
-	VMOVDQU64 kq8idx<>+192(SB), Z29
-	VMOVDQU64 kiq4shift<>+0(SB), Z2
-	VMOVDQU64 kiq4lev<>+0(SB), Z31
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z30
+	IQ4CONSTS
 	VPXORD Z18, Z18, Z18
 	VPXORD Y16, Y16, Y16
 	VPXORD Y17, Y17, Y17
@@ -839,10 +822,7 @@ TEXT ·iq4XSDot1x8(SB), NOSPLIT, $0-64
 	JEQ   iq418done
 iq418loop:
 	IQ4SC8(SI)
-	VPXORD Z1, Z1, Z1
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
+	VPXORD Z1, Z1, Z1; VPXORD Z3, Z3, Z3; VPXORD Z4, Z4, Z4; VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 	VPXORD Z21, Z21, Z21
@@ -851,12 +831,7 @@ iq418loop:
 	IQ4PAIR8(40, 64, Z27)
 	IQ4PAIR8(72, 128, Z28)
 	IQ4PAIR8(104, 192, Z29)
-	VPBROADCASTW (SI), X13
-	VCVTPH2PS X13, Y13
-	IQ4FIN4(Z1, Y1, (DX), Y16)
-	IQ4FIN4(Z3, Y3, (DX)(R11*1), Y17)
-	IQ4FIN4(Z4, Y4, (DX)(R11*2), Y19)
-	IQ4FIN4(Z5, Y5, (R12), Y20)
+	IQ4FIN0123
 	IQ4FIN4(Z6, Y6, (R12)(R11*1), Y23)
 	IQ4FIN4(Z7, Y7, (R12)(R11*2), Y24)
 	LEAQ (R12)(R11*2), AX
