@@ -70,6 +70,7 @@ func (p *program) workspace() footprint {
 	addSlice(&f, p.hy.seqStart)
 	addSlice(&f, p.hy.seqRows)
 	addSlices(&f, p.hy.scr)
+	addSlice(&f, p.hy.ones)
 	e := &p.moeScr
 	addSlice(&f, e.choice)
 	addSlice(&f, e.weight)
