@@ -328,6 +328,9 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 	blockBytes := int64(blockTokens) * kvPerToken
 	rep.Memory.Sequence.UsedBytes = int64(used) * blockBytes
 	rep.Memory.Sequence.PeakUsedBytes = int64(r.peakBlocks) * blockBytes
+	if w, ok := inst.Workspace(); ok {
+		rep.Memory.Workspace = &bench.Arena{CapacityBytes: w.CapacityBytes, UsedBytes: w.UsedBytes, PeakUsedBytes: w.PeakUsedBytes}
+	}
 	rep.Config.DecodeGraphPrime = bench.Prime{Primed: o.warmup > 0, OutputTokens: r.primed}
 	return rep, nil
 }

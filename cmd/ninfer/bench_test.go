@@ -77,6 +77,9 @@ func TestBenchReportOnBothModelFamilies(t *testing.T) {
 			if r.Memory.KVPayloadBytes != int64(r.Memory.KVCapacity)*r.Memory.KVBytesPerToken || r.Memory.Sequence.PeakUsedBytes == 0 {
 				t.Errorf("memory: payload %d for %d tokens of %d bytes, peak %d", r.Memory.KVPayloadBytes, r.Memory.KVCapacity, r.Memory.KVBytesPerToken, r.Memory.Sequence.PeakUsedBytes)
 			}
+			if w := r.Memory.Workspace; w == nil || w.UsedBytes <= 0 || w.UsedBytes > w.PeakUsedBytes || w.PeakUsedBytes > w.CapacityBytes {
+				t.Errorf("memory: workspace %+v, want 0 < used <= peak <= capacity", w)
+			}
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/suites/golden"
@@ -19,11 +20,13 @@ const goldenUsage = `usage:
   ninfer golden verify [--models DIR | --model FILE] [--graph G] [--teacher-forced] GOLDEN.json...
   ninfer golden drafts --graph G [--models DIR | --model FILE] [--model draft=FILE] SPEC.json...
 
---teacher-forced feeds each case its golden generated tokens and compares
-the model's argmax at every position with the golden's next token (the
-check for quantized models, whose free-running output is chaotic): it
-passes when at least 99% of a file's positions agree and every position
-whose golden margin is >= 0.5 does.
+verify judges a file by the rule of its model's weights: quantized
+weights teacher-forced (each case fed its golden generated tokens, the
+model's argmax at every position compared with the golden's next token;
+it passes when at least 99% of a file's positions agree and every
+position whose golden margin is >= 0.5 does), F32/F16/BF16 free-running
+(generated ids up to the first near-tie). --teacher-forced applies the
+teacher-forced rule to every file.
 
 drafts checks llama-server's speculative goldens (spec-*.json): each prompt
 decoded greedily under the speculative graph G, one request at a time with
@@ -101,8 +104,9 @@ func goldenRecord(args []string, stdout, stderr io.Writer) int {
 func goldenVerify(args []string, stdout, stderr io.Writer) int {
 	var forced *bool
 	flags := func(fs *flag.FlagSet) {
-		forced = fs.Bool("teacher-forced", false, "compare teacher-forced argmax per position instead of free-running ids")
+		forced = fs.Bool("teacher-forced", false, "compare teacher-forced argmax per position for every file (the default for quantized models only)")
 	}
+	forcedFiles, forcedFailed := 0, 0 // of the cases checked, the teacher-forced files
 	check := func(path string, open goldenOpener) (int, int, error) {
 		f, err := golden.Load(path)
 		if err != nil {
@@ -113,7 +117,7 @@ func goldenVerify(args []string, stdout, stderr io.Writer) int {
 			return 0, 0, err
 		}
 		defer in.Close()
-		if !*forced {
+		if !*forced && !golden.TeacherForced(in.File) {
 			mism, err := golden.Verify(context.Background(), in, f)
 			if err != nil {
 				return 0, 0, fmt.Errorf("%s: %w", path, err)
@@ -136,13 +140,20 @@ func goldenVerify(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%s: %d/%d positions agree (%.2f%%), %d high-margin mismatches: %s\n", path, r.Agree, r.Positions,
 			100*float64(r.Agree)/float64(max(r.Positions, 1)), len(r.Mismatches), verdict)
+		forcedFiles++
+		forcedFailed += failed
 		return 1, failed, nil // a file is one teacher-forced case
 	}
 	summary := func(ok, total int) string {
-		if *forced {
-			return fmt.Sprintf("%d/%d files agree teacher-forced", ok, total)
+		var lines []string
+		if cases := total - forcedFiles; cases > 0 {
+			failed := total - ok - forcedFailed
+			lines = append(lines, fmt.Sprintf("%d/%d cases match", cases-failed, cases))
 		}
-		return fmt.Sprintf("%d/%d cases match", ok, total)
+		if forcedFiles > 0 {
+			lines = append(lines, fmt.Sprintf("%d/%d files agree teacher-forced", forcedFiles-forcedFailed, forcedFiles))
+		}
+		return strings.Join(lines, "\n")
 	}
 	return goldenCheck("verify", args, stdout, stderr, flags, check, summary)
 }

@@ -5,6 +5,7 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -26,6 +27,11 @@ type Backend struct {
 	// scales4 holds, per Q8_0 weight a prefill has multiplied, its block
 	// scales regrouped for the pair kernels (q8Scales4): made on first use.
 	scales4 map[*weights.Tensor][]float32
+	// programs are the open programs (workspace.go accounts their scratch);
+	// ws is the workspace noteStep recorded, guarded by wsMu.
+	programs map[*program]struct{}
+	wsMu     sync.Mutex
+	ws       exec.Workspace
 }
 
 // New returns a CPU backend using o.Threads workers.
@@ -59,6 +65,7 @@ func (b *Backend) Close() error {
 	b.cache = kvPages{}
 	b.state = stateMemory{}
 	b.scales4 = nil
+	b.programs = nil
 	return nil
 }
 
@@ -80,6 +87,7 @@ type program struct {
 	trig     [][]float32       // per worker rope cos/sin
 	attnKV   []float32         // self_attention's per-head keys and transposed values (vision.go)
 	stateful bool              // the graph has short_conv or delta_rule ops
+	arena    [][]float32       // the distinct buffers of f32 (assignBuffers)
 	// stateRead and stateWrite are the state slot each row of the batch
 	// being run reads and writes (hybrid.go).
 	stateRead, stateWrite []int32
@@ -121,6 +129,11 @@ func (b *Backend) Prepare(g *tensor.Graph) (exec.Executable, error) {
 	if err := p.prepareVectors(); err != nil {
 		return nil, err
 	}
+	if b.programs == nil {
+		b.programs = map[*program]struct{}{}
+	}
+	b.programs[p] = struct{}{}
+	b.noteStep(nil)
 	return p, nil
 }
 
@@ -164,7 +177,9 @@ func (p *program) assignBuffers() {
 			}
 		}
 		if best < 0 {
-			return make([]float32, n)
+			buf := make([]float32, n)
+			p.arena = append(p.arena, buf)
+			return buf
 		}
 		buf := free[best][:n]
 		free = append(free[:best], free[best+1:]...)
@@ -196,7 +211,12 @@ func (p *program) assignBuffers() {
 	}
 }
 
-func (p *program) Close() error { p.f32, p.mm = nil, matmulState{}; return nil }
+func (p *program) Close() error {
+	delete(p.b.programs, p)
+	p.f32, p.arena, p.mm = nil, nil, matmulState{}
+	p.b.noteStep(nil)
+	return nil
+}
 
 func (p *program) Output(name string) ([]float32, int, int, error) {
 	t, ok := p.g.Outputs[name]
@@ -282,6 +302,7 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 			}
 		}
 	}
+	p.b.noteStep(p)
 	return nil
 }
 

@@ -28,6 +28,7 @@ type hybridState struct {
 	delta    deltaTask
 	conv     convTask
 	unary    unaryTask
+	ones     []float32 // all 1: the up operand that turns the SwiGLU kernels into SiLU
 	// recurrent turns the chunked form off (tests compare the two forms).
 	recurrent bool
 }
@@ -398,6 +399,7 @@ func (t *convTask) run(_, lo, hi int) {
 type unaryTask struct {
 	kind  tensor.OpKind
 	fn    func(float32) float32 // unary; nil for SiLU (by rows, as ggml)
+	ones  []float32             // SiLU: len(out) ones (hybridState.ones)
 	out   []float32
 	x, y  []float32
 	d     int // mul with y [T, 1], mul_row: row width; l2_norm: group
@@ -410,6 +412,11 @@ func (t *unaryTask) run(_, lo, hi int) {
 	case tensor.OpUnary:
 		out, x := t.out[lo:hi], t.x[lo:hi]
 		if t.fn == nil { // SiLU: ggml_vec_silu_f32, by rows of d
+			if level != levelRef {
+				// The SwiGLU kernels times 1: siluV and siluTail exactly.
+				swigluFast(t.out, t.x, t.ones, lo, hi, t.d)
+				break
+			}
 			whole := t.d - t.d%16
 			for i, v := range x {
 				if (lo+i)%t.d < whole {
@@ -459,6 +466,15 @@ func (p *program) elementwiseHybrid(out []float32, op tensor.Op) {
 	switch op.Kind {
 	case tensor.OpUnary:
 		t.fn, t.d = unaryFn(op.Fn), op.Out.Cols()
+		if t.fn == nil {
+			if len(p.hy.ones) < len(out) {
+				p.hy.ones = make([]float32, len(out))
+				for i := range p.hy.ones {
+					p.hy.ones[i] = 1
+				}
+			}
+			t.ones = p.hy.ones
+		}
 	case tensor.OpMul:
 		t.y = p.f32[op.Args[1].ID]
 		if op.Args[1].Cols() == 1 && op.Out.Cols() != 1 {

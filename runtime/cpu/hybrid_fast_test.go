@@ -308,3 +308,39 @@ func TestMoEFastAgreesWithTheReference(t *testing.T) {
 		}
 	}
 }
+
+// The hybrid path's SiLU (by rows, as ggml_vec_silu_f32: siluV on each
+// row's whole 16s, siluTail after them) gives the reference loop's bits at
+// every level, where the fast levels run it as the SwiGLU kernels times 1.
+func TestHybridSiLUEqualsTheReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const rows, d = 7, 40 // two 16s and a tail of 8 per row
+	x := make([]float32, rows*d)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * 6)
+	}
+	copy(x, []float32{0, float32(math.Copysign(0, -1)), 100, -100, 88.7, -88.7, float32(math.Inf(1)), float32(math.Inf(-1)), 1e-30, -1e-30})
+	want := make([]float32, len(x))
+	for i, v := range x {
+		if i%d < d-d%16 {
+			want[i] = siluV(v)
+		} else {
+			want[i] = siluTail(v)
+		}
+	}
+	b := &Backend{pool: newPool(2)}
+	defer b.pool.close()
+	op := tensor.Op{Kind: tensor.OpUnary, Fn: tensor.SiLU, Args: []tensor.Tensor{{ID: 0, Shape: [2]int{rows, d}}}, Out: tensor.Tensor{ID: 1, Shape: [2]int{rows, d}}}
+	for _, lv := range testLevels() {
+		restore := setLevel(lv)
+		p := &program{b: b, f32: [][]float32{x}}
+		got := make([]float32, len(x))
+		p.elementwiseHybrid(got, op)
+		restore()
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%v: silu(%g) = %g (%#x), reference %g (%#x)", lv, x[i], got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+			}
+		}
+	}
+}

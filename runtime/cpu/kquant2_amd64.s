@@ -286,6 +286,19 @@ q3kdone:
 	VZEROUPPER
 	RET
 
+// IQ4CONSTS loads the IQ4_XS kernels' constants: the scale word indices
+// (Z26..Z29), the nibble shifts (Z2), the levels (Z31) and 0x0f bytes (Z30).
+// Clobbers AX.
+#define IQ4CONSTS \
+	VMOVDQU64 kq8idx<>+0(SB), Z26; \
+	VMOVDQU64 kq8idx<>+64(SB), Z27; \
+	VMOVDQU64 kq8idx<>+128(SB), Z28; \
+	VMOVDQU64 kq8idx<>+192(SB), Z29; \
+	VMOVDQU64 kiq4shift<>+0(SB), Z2; \
+	VMOVDQU64 kiq4lev<>+0(SB), Z31; \
+	MOVL $0x0f0f0f0f, AX; \
+	VPBROADCASTD AX, Z30
+
 // IQ4SC unpacks the 8 6-bit scales of the IQ4_XS super-block at (row)
 // (low nibbles at 4(row), high bit pairs at 2(row); tensor.IQ4XSScale,
 // minus 32) into X25 as words. Needs X0 = 0x20 bytes; clobbers AX, R8,
@@ -349,14 +362,7 @@ TEXT ·iq4XSDot4x1(SB), NOSPLIT, $0-56
 	LEAQ (SI)(R8*1), R10
 	LEAQ (SI)(R8*2), R11
 	LEAQ (R11)(R8*1), R12
-	VMOVDQU64 kq8idx<>+0(SB), Z26
-	VMOVDQU64 kq8idx<>+64(SB), Z27
-	VMOVDQU64 kq8idx<>+128(SB), Z28
-	VMOVDQU64 kq8idx<>+192(SB), Z29
-	VMOVDQU64 kiq4shift<>+0(SB), Z2
-	VMOVDQU64 kiq4lev<>+0(SB), Z31
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z30
+	IQ4CONSTS
 	MOVL $0x20202020, AX
 	VMOVD AX, X0
 	VPBROADCASTD X0, X0
@@ -694,6 +700,16 @@ q2k14done:
 	VMULPS    Y14, Y13, Y14; \
 	VFMADD231PS Y12, Y14, acc
 
+// IQ4FIN0123 is IQ4FIN4 for tokens 0..3 (their scales at DX, DX+R11,
+// DX+2*R11 and R12) of the super-block at SI.
+#define IQ4FIN0123 \
+	VPBROADCASTW (SI), X13; \
+	VCVTPH2PS X13, Y13; \
+	IQ4FIN4(Z1, Y1, (DX), Y16); \
+	IQ4FIN4(Z3, Y3, (DX)(R11*1), Y17); \
+	IQ4FIN4(Z4, Y4, (DX)(R11*2), Y19); \
+	IQ4FIN4(Z5, Y5, (R12), Y20)
+
 // func iq4XSDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
 // One IQ4_XS row (w) against four tokens of Q8_K activations (token t's
 // quants at xq + t*xqstride, scale at xd + t*xdstride; the sums are not
@@ -711,14 +727,7 @@ TEXT ·iq4XSDot1x4(SB), NOSPLIT, $0-80
 	ADDQ R10, BX
 	LEAQ (DX)(R11*2), R12
 	ADDQ R11, R12
-	VMOVDQU64 kq8idx<>+0(SB), Z26
-	VMOVDQU64 kq8idx<>+64(SB), Z27
-	VMOVDQU64 kq8idx<>+128(SB), Z28
-	VMOVDQU64 kq8idx<>+192(SB), Z29
-	VMOVDQU64 kiq4shift<>+0(SB), Z2
-	VMOVDQU64 kiq4lev<>+0(SB), Z31
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z30
+	IQ4CONSTS
 	MOVL $0x20202020, AX
 	VMOVD AX, X0
 	VPBROADCASTD X0, X0
@@ -731,20 +740,12 @@ TEXT ·iq4XSDot1x4(SB), NOSPLIT, $0-80
 	JEQ   iq414done
 iq414loop:
 	IQ4SC(SI)
-	VPXORD Z1, Z1, Z1
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
+	VPXORD Z1, Z1, Z1; VPXORD Z3, Z3, Z3; VPXORD Z4, Z4, Z4; VPXORD Z5, Z5, Z5
 	IQ4PAIR4(8, 0, Z26)
 	IQ4PAIR4(40, 64, Z27)
 	IQ4PAIR4(72, 128, Z28)
 	IQ4PAIR4(104, 192, Z29)
-	VPBROADCASTW (SI), X13
-	VCVTPH2PS X13, Y13
-	IQ4FIN4(Z1, Y1, (DX), Y16)
-	IQ4FIN4(Z3, Y3, (DX)(R11*1), Y17)
-	IQ4FIN4(Z4, Y4, (DX)(R11*2), Y19)
-	IQ4FIN4(Z5, Y5, (R12), Y20)
+	IQ4FIN0123
 	ADDQ $136, SI
 	ADDQ $256, DI
 	ADDQ $256, BX
@@ -766,6 +767,107 @@ iq414done:
 	ADDQ R9, BX
 	HSUM8(Y20, X20)
 	VMOVSS X0, (BX)
+	VZEROUPPER
+	RET
+
+DATA kiq4b20<>+0(SB)/8, $0x2020202020202020
+DATA kiq4b20<>+8(SB)/8, $0x2020202020202020
+GLOBL kiq4b20<>(SB), RODATA|NOPTR, $16
+
+// IQ4SC8 is IQ4SC with the 0x20 bytes read from memory (kiq4b20), which
+// leaves X0 free for iq4XSDot1x8's accumulators.
+#define IQ4SC8(row) \
+	IQ4XSSCALEBYTES(row); \
+	VMOVQ     AX, X9; \
+	VPSUBB    kiq4b20<>(SB), X9, X9; \
+	VPMOVSXBW X9, X25
+
+// IQ4PAIR8 is IQ4PAIR4 for eight tokens: tokens 4..7 at aoff(R13),
+// aoff(R13)(R10*1), aoff(R13)(R10*2) and aoff(R9) into Z6, Z7, Z21, Z22.
+#define IQ4PAIR8(off, aoff, idx) \
+	IQ4PAIR4(off, aoff, idx); \
+	IQ4TOK4(aoff(R13), Z6); \
+	IQ4TOK4(aoff(R13)(R10*1), Z7); \
+	IQ4TOK4(aoff(R13)(R10*2), Z21); \
+	IQ4TOK4(aoff(R9), Z22)
+
+// func iq4XSDot1x8(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
+// iq4XSDot1x4 for eight tokens: each super-block's scales and levels
+// unpacked once for all eight, the same integer and float work per token
+// (out + t*otok = dotIQ4XS(row, token t), bit for bit).
+TEXT ·iq4XSDot1x8(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xqstride+16(FP), R10
+	MOVQ xd+24(FP), DX
+	MOVQ xdstride+32(FP), R11
+	MOVQ nb+40(FP), CX
+	LEAQ (DI)(R10*2), BX
+	ADDQ R10, BX
+	LEAQ (DI)(R10*4), R13
+	LEAQ (BX)(R10*4), R9
+	LEAQ (DX)(R11*2), R12
+	ADDQ R11, R12
+	IQ4CONSTS
+	VPXORD Z18, Z18, Z18
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y19, Y19, Y19
+	VPXORD Y20, Y20, Y20
+	VPXORD Y23, Y23, Y23
+	VPXORD Y24, Y24, Y24
+	VPXORD Y15, Y15, Y15
+	VPXORD Y0, Y0, Y0
+	TESTQ CX, CX
+	JEQ   iq418done
+iq418loop:
+	IQ4SC8(SI)
+	VPXORD Z1, Z1, Z1; VPXORD Z3, Z3, Z3; VPXORD Z4, Z4, Z4; VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	IQ4PAIR8(8, 0, Z26)
+	IQ4PAIR8(40, 64, Z27)
+	IQ4PAIR8(72, 128, Z28)
+	IQ4PAIR8(104, 192, Z29)
+	IQ4FIN0123
+	IQ4FIN4(Z6, Y6, (R12)(R11*1), Y23)
+	IQ4FIN4(Z7, Y7, (R12)(R11*2), Y24)
+	LEAQ (R12)(R11*2), AX
+	IQ4FIN4(Z21, Y21, (AX)(R11*1), Y15)
+	IQ4FIN4(Z22, Y22, (AX)(R11*2), Y0)
+	ADDQ $136, SI
+	ADDQ $256, DI
+	ADDQ $256, BX
+	ADDQ $256, R13
+	ADDQ $256, R9
+	ADDQ $4, DX
+	ADDQ $4, R12
+	DECQ CX
+	JNZ  iq418loop
+iq418done:
+	MOVQ out+48(FP), BX
+	MOVQ otok+56(FP), R9
+	LEAQ (BX)(R9*4), R8
+	HSUM8(Y0, X0)
+	LEAQ (R8)(R9*2), AX
+	VMOVSS X0, (AX)(R9*1)
+	HSUM8(Y16, X16)
+	VMOVSS X0, (BX)
+	HSUM8(Y17, X17)
+	VMOVSS X0, (BX)(R9*1)
+	HSUM8(Y19, X19)
+	VMOVSS X0, (BX)(R9*2)
+	LEAQ (BX)(R9*2), AX
+	HSUM8(Y20, X20)
+	VMOVSS X0, (AX)(R9*1)
+	HSUM8(Y23, X23)
+	VMOVSS X0, (R8)
+	HSUM8(Y24, X24)
+	VMOVSS X0, (R8)(R9*1)
+	HSUM8(Y15, X15)
+	VMOVSS X0, (R8)(R9*2)
 	VZEROUPPER
 	RET
 

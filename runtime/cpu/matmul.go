@@ -288,7 +288,10 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 		}
 		t.qx, t.qd = m.qx, m.qd
 		if pairs {
-			t.qz, t.ws = m.qz, p.b.q8Scales4(w)
+			t.qz = m.qz
+			if w.DType == tensor.Q8_0 {
+				t.ws = p.b.q8Scales4(w)
+			}
 		}
 	}
 	if kernelOf(w.DType).kind == kindBlock {
@@ -382,10 +385,11 @@ func (p *program) matmulFused(ops []int) {
 }
 
 // usesPairs reports whether a matmul of T tokens by weights of dtype dt
-// runs the pair kernels (Q8_0, 2 tokens or more), which read the pair
-// layout of the activations.
+// runs the pair kernels (Q8_0, 2 tokens or more; Q4_0, 8 tokens or more,
+// whose 4x8 tiles alone have a pair kernel), which read the pair layout of
+// the activations.
 func usesPairs(dt tensor.DType, T int) bool {
-	return level == levelAVX512 && T >= 2 && dt == tensor.Q8_0
+	return level == levelAVX512 && (dt == tensor.Q8_0 && T >= 2 || dt == tensor.Q4_0 && T >= 8)
 }
 
 // quantizeQ8 quantizes x [T, K] to Q8_0 into *qx and *qd, and with pairs
@@ -448,8 +452,8 @@ type matmulTask struct {
 	x        []float32 // [T, K] activations (f16/bf16: rounded)
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
-	qz       []byte    // [whole 4x8 tiles of pairs, K/32, q8PairBlock] set for Q8_0 weights when T >= 2: qx and qd as q8PairLayout writes them
-	ws       []float32 // [N/4, K/32, 4] set with qz: the weight's scales as q8Scales4 writes them
+	qz       []byte    // [whole 4x8 tiles of pairs, K/32, q8PairBlock] set when usesPairs: qx and qd as q8PairLayout writes them
+	ws       []float32 // [N/4, K/32, 4] set with qz for Q8_0 weights: their scales as q8Scales4 writes them
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [4*K]; set when T >= 4 for f16/bf16
@@ -622,21 +626,34 @@ func (t *matmulTask) runQuant(lo, hi int) {
 		}
 		pair := func(tt int) unsafe.Pointer { return unsafe.Pointer(&t.qz[tt/2*nb*q8PairBlock]) }
 		for ; r+4 <= hi; r += 4 {
-			wp, ws := unsafe.Pointer(&t.w[r*rb]), unsafe.Pointer(&t.ws[r*nb])
+			wp, ws := unsafe.Pointer(&t.w[r*rb]), unsafe.Pointer(nil)
+			if t.ws != nil {
+				ws = unsafe.Pointer(&t.ws[r*nb])
+			}
 			tt := t0
 			for ; tt+8 <= t1; tt += 8 {
-				q8Gemm4x8(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
+				pairGemm4x8(t.dt, wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
 			}
 			if n := t1 - tt; n >= 5 {
 				// Five tokens or more: one 4x8 tile over padding (quantizeQ8
 				// allocates whole tiles) costs less than 4x2 tiles and a
 				// single token; the padding tokens' outputs are dropped.
 				var tile [8 * 4]float32
-				q8Gemm4x8(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&tile[0]), 16)
+				pairGemm4x8(t.dt, wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&tile[0]), 16)
 				for j := range n {
 					copy(t.out[(tt+j)*N+r:(tt+j)*N+r+4], tile[4*j:4*j+4])
 				}
 				tt += n
+			}
+			if t.dt == tensor.Q4_0 {
+				// No smaller Q4_0 pair kernels: pairs of tokens, then one.
+				for ; tt+2 <= t1; tt += 2 {
+					q4Dot4x2AVX2(wp, uintptr(rb), unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, unsafe.Pointer(&t.out[tt*N+r]), 4, uintptr(4*N))
+				}
+				if tt < t1 {
+					quantDot4x1(t.dt, wp, uintptr(rb), unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, unsafe.Pointer(&t.out[tt*N+r]), 4)
+				}
+				continue
 			}
 			if n := t1 - tt; n == 4 {
 				q8Gemm4x4(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
@@ -653,6 +670,16 @@ func (t *matmulTask) runQuant(lo, hi int) {
 			t.quantRow(r, t0, t1)
 		}
 	}
+}
+
+// pairGemm4x8 calls the 4x8 pair kernel of dt (Q8_0 or Q4_0), directly
+// rather than through a function value, so out does not escape.
+func pairGemm4x8(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+	if dt == tensor.Q4_0 {
+		q4Gemm4x8(w, wstride, xp, pstride, ws, nb, out, ostride)
+		return
+	}
+	q8Gemm4x8(w, wstride, xp, pstride, ws, nb, out, ostride)
 }
 
 // quantRow computes output column (weight row) r for tokens [t0, t1).

@@ -655,6 +655,33 @@ GLOBL q8Flip<>(SB), RODATA|NOPTR, $4
 	MOVQ out+48(FP), BX; \
 	MOVQ ostride+56(FP), R9
 
+// Z48ZERO clears the 4x8 tiles' accumulators Z16..Z31 (pair p, row i in
+// Z16 + 4p + i).
+#define Z48ZERO \
+	VPXORD Z16, Z16, Z16; VPXORD Z17, Z17, Z17; VPXORD Z18, Z18, Z18; VPXORD Z19, Z19, Z19; \
+	VPXORD Z20, Z20, Z20; VPXORD Z21, Z21, Z21; VPXORD Z22, Z22, Z22; VPXORD Z23, Z23, Z23; \
+	VPXORD Z24, Z24, Z24; VPXORD Z25, Z25, Z25; VPXORD Z26, Z26, Z26; VPXORD Z27, Z27, Z27; \
+	VPXORD Z28, Z28, Z28; VPXORD Z29, Z29, Z29; VPXORD Z30, Z30, Z30; VPXORD Z31, Z31, Z31
+
+// Z48PAIRS accumulates one block of the 4 pairs at DI, DI+R9, DI+2*R9 and
+// R13 against the 4 rows' weights (ZWEIGHTS or Q4WEIGHTS).
+#define Z48PAIRS \
+	ZPAIR((DI), 64(DI), 128(DI), Z16, Z17, Z18, Z19); \
+	ZPAIR((DI)(R9*1), 64(DI)(R9*1), 128(DI)(R9*1), Z20, Z21, Z22, Z23); \
+	ZPAIR((DI)(R9*2), 64(DI)(R9*2), 128(DI)(R9*2), Z24, Z25, Z26, Z27); \
+	ZPAIR((R13), 64(R13), 128(R13), Z28, Z29, Z30, Z31)
+
+// Z48STORE writes the 4x8 tile's outputs (ZOUT, then ZSTORE per pair).
+#define Z48STORE \
+	ZOUT; \
+	ZSTORE(Z16, Y16, X16, Z17, Y17, X17, Z18, Y18, X18, Z19, Y19, X19); \
+	LEAQ (BX)(R9*2), BX; \
+	ZSTORE(Z20, Y20, X20, Z21, Y21, X21, Z22, Y22, X22, Z23, Y23, X23); \
+	LEAQ (BX)(R9*2), BX; \
+	ZSTORE(Z24, Y24, X24, Z25, Y25, X25, Z26, Y26, X26, Z27, Y27, X27); \
+	LEAQ (BX)(R9*2), BX; \
+	ZSTORE(Z28, Y28, X28, Z29, Y29, X29, Z30, Y30, X30, Z31, Y31, X31)
+
 // func q8Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 // For the 4 Q8_0 rows w + i*wstride (row scales ws: 4 float32 per block,
 // as q8Scales4 groups them) and the 8 tokens of 4 pairs laid out by
@@ -664,43 +691,100 @@ TEXT ·q8Gemm4x8(SB), NOSPLIT, $0-64
 	ZSETUP
 	LEAQ (DI)(R9*2), R13
 	ADDQ R9, R13
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-	VPXORD Z24, Z24, Z24
-	VPXORD Z25, Z25, Z25
-	VPXORD Z26, Z26, Z26
-	VPXORD Z27, Z27, Z27
-	VPXORD Z28, Z28, Z28
-	VPXORD Z29, Z29, Z29
-	VPXORD Z30, Z30, Z30
-	VPXORD Z31, Z31, Z31
+	Z48ZERO
 	TESTQ CX, CX
 	JEQ   z48done
 z48loop:
 	ZWEIGHTS
-	ZPAIR((DI), 64(DI), 128(DI), Z16, Z17, Z18, Z19)
-	ZPAIR((DI)(R9*1), 64(DI)(R9*1), 128(DI)(R9*1), Z20, Z21, Z22, Z23)
-	ZPAIR((DI)(R9*2), 64(DI)(R9*2), 128(DI)(R9*2), Z24, Z25, Z26, Z27)
-	ZPAIR((R13), 64(R13), 128(R13), Z28, Z29, Z30, Z31)
+	Z48PAIRS
 	ZNEXT
 	ADDQ $192, R13
 	DECQ CX
 	JNZ  z48loop
 z48done:
-	ZOUT
-	ZSTORE(Z16, Y16, X16, Z17, Y17, X17, Z18, Y18, X18, Z19, Y19, X19)
-	LEAQ (BX)(R9*2), BX
-	ZSTORE(Z20, Y20, X20, Z21, Y21, X21, Z22, Y22, X22, Z23, Y23, X23)
-	LEAQ (BX)(R9*2), BX
-	ZSTORE(Z24, Y24, X24, Z25, Y25, X25, Z26, Y26, X26, Z27, Y27, X27)
-	LEAQ (BX)(R9*2), BX
-	ZSTORE(Z28, Y28, X28, Z29, Y29, X29, Z30, Y30, X30, Z31, Y31, X31)
+	Z48STORE
+	VZEROUPPER
+	RET
+
+// Q4ROW loads the next Q4_0 block of the row at r into zw (both halves)
+// as the pair kernels take weights: the 32 values w-8 in element order
+// plus 128, as unsigned bytes (nibble + 120), and its scale broadcast into
+// zs as float32. The 16 quant bytes go to all four 128-bit lanes; lanes 1
+// and 3 are shifted right by 4 (q4PairShift), so that after the mask each
+// 256-bit half holds the low nibbles (elements 0..15) then the high ones
+// (16..31).
+#define Q4ROW(r, zw, ys, zs) \
+	VBROADCASTI32X4 2(r), zw; \
+	VPSRLVW         q4PairShift<>(SB), zw, zw; \
+	VPANDD.BCST     q4Low<>(SB), zw, zw; \
+	VPADDB          q4Plus120<>(SB), zw, zw; \
+	VPBROADCASTW    0(r), ys; \
+	VCVTPH2PS       ys, zs
+
+// Q4WEIGHTS is ZWEIGHTS for Q4_0 rows (at SI, R10, R11, R12; prefetching
+// the next 4 rows, R8 = wstride): Z0..Z3 and their scales Z8, Z10, Z12,
+// Z15.
+#define Q4WEIGHTS \
+	PREFETCHT0 (SI)(R8*4); \
+	PREFETCHT0 (R10)(R8*4); \
+	PREFETCHT0 (R11)(R8*4); \
+	PREFETCHT0 (R12)(R8*4); \
+	Q4ROW(SI, Z0, Y8, Z8); \
+	Q4ROW(R10, Z1, Y10, Z10); \
+	Q4ROW(R11, Z2, Y12, Z12); \
+	Q4ROW(R12, Z3, Y15, Z15)
+
+DATA q4PairShift<>+0(SB)/8, $0
+DATA q4PairShift<>+8(SB)/8, $0
+DATA q4PairShift<>+16(SB)/8, $0x0004000400040004
+DATA q4PairShift<>+24(SB)/8, $0x0004000400040004
+DATA q4PairShift<>+32(SB)/8, $0
+DATA q4PairShift<>+40(SB)/8, $0
+DATA q4PairShift<>+48(SB)/8, $0x0004000400040004
+DATA q4PairShift<>+56(SB)/8, $0x0004000400040004
+GLOBL q4PairShift<>(SB), RODATA|NOPTR, $64
+
+DATA q4Low<>+0(SB)/4, $0x0f0f0f0f
+GLOBL q4Low<>(SB), RODATA|NOPTR, $4
+
+DATA q4Plus120<>+0(SB)/8, $0x7878787878787878
+DATA q4Plus120<>+8(SB)/8, $0x7878787878787878
+DATA q4Plus120<>+16(SB)/8, $0x7878787878787878
+DATA q4Plus120<>+24(SB)/8, $0x7878787878787878
+DATA q4Plus120<>+32(SB)/8, $0x7878787878787878
+DATA q4Plus120<>+40(SB)/8, $0x7878787878787878
+DATA q4Plus120<>+48(SB)/8, $0x7878787878787878
+DATA q4Plus120<>+56(SB)/8, $0x7878787878787878
+GLOBL q4Plus120<>(SB), RODATA|NOPTR, $64
+
+// Q4NEXT is ZNEXT for Q4_0 rows (18-byte blocks, scales read from them).
+#define Q4NEXT \
+	ADDQ $18, SI; \
+	ADDQ $18, R10; \
+	ADDQ $18, R11; \
+	ADDQ $18, R12; \
+	ADDQ $192, DI
+
+// func q4Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// q8Gemm4x8 for the 4 Q4_0 rows w + i*wstride (ws unused: each block's
+// scale is read from it): out + j*ostride + 4*i = dotQ4(row i, token j),
+// the lane arithmetic of dotQ4 (dotQ8's) for 8 tokens at once.
+TEXT ·q4Gemm4x8(SB), NOSPLIT, $0-64
+	ZSETUP
+	LEAQ (DI)(R9*2), R13
+	ADDQ R9, R13
+	Z48ZERO
+	TESTQ CX, CX
+	JEQ   q448done
+q448loop:
+	Q4WEIGHTS
+	Z48PAIRS
+	Q4NEXT
+	ADDQ $192, R13
+	DECQ CX
+	JNZ  q448loop
+q448done:
+	Z48STORE
 	VZEROUPPER
 	RET
 

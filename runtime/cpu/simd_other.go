@@ -39,3 +39,7 @@ func q8Gemm4x2(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uin
 }
 
 func ropeNeox16(head, cos, sin *float32, half, n16 int) { panic("cpu: no simd kernels") }
+
+func q4Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+	panic("cpu: no simd kernels")
+}

@@ -137,7 +137,7 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 		avx512: fastKernels{dot4: q6KDot4, dot2x2: q6KDot22, dot1x4n: q6KDot14n},
 		avx2:   fastKernels{dot4: q6KDot4AVX2, dot1x4n: q6KDot14nAVX2}}
 	t[tensor.IQ4_XS] = weightKernel{kind: kindBlock, dot: dotIQ4XS,
-		avx512: fastKernels{dot4: iq4XSDot4, dot1x4: iq4XSDot14},
+		avx512: fastKernels{dot4: iq4XSDot4, dot1x4n: iq4XSDot14n},
 		avx2:   fastKernels{dot4: iq4XSDot4AVX2, dot1x4: iq4XSDot14AVX2}}
 	for dt, k := range t {
 		if k.kind != kindNone && tensor.DType(dt).DotType() == 0 {
@@ -397,6 +397,19 @@ func q3KDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uin
 // iq4XSDot14 is the weightKernel.dot1x4 of IQ4_XS (iq4XSDot1x4).
 func iq4XSDot14(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr) {
 	kquantDot1x4(iq4XSDot1x4, w, a, t, out, otok)
+}
+
+// iq4XSDot14n is the weightKernel.dot1x4n of IQ4_XS at levelAVX512:
+// iq4XSDot1x8 on pairs of groups of four, iq4XSDot1x4 on an odd last one.
+func iq4XSDot14n(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, otok uintptr) {
+	xq, xd, _, nb := q8KTokens(a, t, 4*n)
+	for ; n >= 2; n -= 2 {
+		iq4XSDot1x8(w, xq, uintptr(a.K), xd, uintptr(4*nb), nb, out, otok)
+		xq, xd, out = unsafe.Add(xq, 8*a.K), unsafe.Add(xd, 8*4*nb), unsafe.Add(out, 8*otok)
+	}
+	if n == 1 {
+		iq4XSDot1x4(w, xq, uintptr(a.K), xd, uintptr(4*nb), nil, 0, nb, out, otok)
+	}
 }
 
 // iq4XSDot4 is the weightKernel.dot4 of IQ4_XS (iq4XSDot4x1).

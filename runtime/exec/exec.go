@@ -199,6 +199,20 @@ type Reporter interface {
 	Device() DeviceInfo
 }
 
+// Workspace is a backend's scratch memory: what its kernels compute in
+// besides the weights, the KV cache and recurrent state.
+type Workspace struct {
+	CapacityBytes int64 // allocated now
+	UsedBytes     int64 // used by the last step
+	PeakUsedBytes int64 // the most one step has used
+}
+
+// WorkspaceReporter is implemented by backends that account their scratch
+// memory. Workspace may be called between steps.
+type WorkspaceReporter interface {
+	Workspace() Workspace
+}
+
 // HostStreamer is implemented by backends that compute from the weights
 // in host memory and read every one of them each decode step (the CPU).
 // Their model files are best loaded into private huge-page memory

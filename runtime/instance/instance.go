@@ -84,6 +84,8 @@ type Instance struct {
 	Device exec.DeviceInfo
 	// Vision is the vision tower (Options.MMProj); nil without one.
 	Vision *Vision
+	// backend is the target model's backend.
+	backend exec.Backend
 }
 
 // Open loads the model and graph and starts the engine.
@@ -169,7 +171,7 @@ func Open(o Options) (*Instance, error) {
 		return nil, fmt.Errorf("%s: %w", o.Model, err)
 	}
 	chat, chatErr := tok.ChatTemplateFromGGUF(f, tk)
-	inst := &Instance{File: f, Models: models, Tokenizer: tk, Plan: p, Engine: eng, Chat: chat, ChatErr: chatErr, LoadTime: time.Since(start), Vision: vis}
+	inst := &Instance{File: f, Models: models, Tokenizer: tk, Plan: p, Engine: eng, Chat: chat, ChatErr: chatErr, LoadTime: time.Since(start), Vision: vis, backend: be}
 	if r, ok := be.(exec.Reporter); ok {
 		inst.BackendReport, inst.Device = r.Report(), r.Device()
 	}
@@ -239,6 +241,17 @@ func LoadPlan(graph string, reg *node.Registry, set node.Params) (*plan.Plan, er
 		return nil, fmt.Errorf("%s: no such file or embedded graph (embedded: %s)", graph, strings.Join(graphs.Names(), ", "))
 	}
 	return compile.Source(file, src, reg, set)
+}
+
+// Workspace reports the target backend's scratch memory
+// (exec.WorkspaceReporter), and false for a backend that does not account
+// it. Call it between generations.
+func (in *Instance) Workspace() (exec.Workspace, bool) {
+	r, ok := in.backend.(exec.WorkspaceReporter)
+	if !ok {
+		return exec.Workspace{}, false
+	}
+	return r.Workspace(), true
 }
 
 // Close stops the engine and unmaps the model.

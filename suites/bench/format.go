@@ -106,6 +106,9 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "\nMemory: weights %d bytes; KV %s, %d tokens (%d blocks of %d), %d bytes (%d bytes/token, %d tokens/GiB; %s), peak used %d bytes.\n",
 		m.Weights.CapacityBytes, m.KVCache, m.KVCapacity, m.KVCapacityPageGroups, m.KVBlockTokens, m.KVPayloadBytes,
 		m.KVBytesPerToken, m.KVTokensPerGiB, m.KVAccounting, m.Sequence.PeakUsedBytes)
+	if w := m.Workspace; w != nil {
+		fmt.Fprintf(&b, "Workspace: %d bytes held, %d used by the last step, %d at the peak.\n", w.CapacityBytes, w.UsedBytes, w.PeakUsedBytes)
+	}
 	switch r.Bandwidth.PeakSource {
 	case "triad":
 		fmt.Fprintf(&b, "Peak bandwidth %s GB/s, measured by a %d-byte triad on %d goroutines.\n", Rate(*r.Bandwidth.PeakBytesPerSecond/GB), r.Bandwidth.TriadBytes, r.Bandwidth.TriadThreads)

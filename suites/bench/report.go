@@ -102,8 +102,11 @@ type Memory struct {
 	// the blocks held when the report was written; peak is the blocks that
 	// hold the K and V of the longest request (prompt + generated - 1
 	// tokens; one request runs at a time).
-	Sequence                       Arena  `json:"sequence"`
-	Workspace                      *Arena `json:"workspace"`        // null: the CPU backend does not account scratch buffers
+	Sequence Arena `json:"sequence"`
+	// Workspace is the backend's scratch (exec.Workspace: on the CPU the
+	// programs' activation buffers and the kernels' scratch); null for a
+	// backend that does not account it.
+	Workspace                      *Arena `json:"workspace"`
 	VisionWorkspace                *Arena `json:"vision_workspace"` // null: no vision tower
 	MinimumRuntimeReservationBytes *int64 `json:"minimum_runtime_reservation_bytes"`
 	// KVCapacityIncrementBytes is the memory of one more KV block.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
 // Margin is the top1 - top2 logit gap below which a position is a near-tie:
@@ -147,7 +148,10 @@ func Verify(ctx context.Context, in *instance.Instance, f *File) ([]Mismatch, er
 
 // Teacher-forced comparison of quantized models, whose free-running greedy
 // output is chaotic: an activation one float32 ulp from a rounding boundary
-// flips a later token and everything after it differs.
+// flips a later token and everything after it differs. Quantized matmuls may
+// sum their exact per-block integer dots in any float order (ggml's own
+// definition of the types), so a file with quantized weights is judged by
+// this rule and never by free-running ids; see TeacherForced.
 const (
 	// ForcedAgreement is the least share of a file's positions whose
 	// argmax, fed the golden's tokens, must be the golden's next token.
@@ -156,6 +160,19 @@ const (
 	// must agree.
 	ForcedMargin = 0.5
 )
+
+// TeacherForced reports whether goldens of model m are judged by the
+// teacher-forced rule (VerifyTeacherForced): m stores some tensor in a
+// quantized (block) type. F32, F16 and BF16 files keep the free-running
+// margin rule (Verify).
+func TeacherForced(m *weights.File) bool {
+	for _, t := range m.Tensors {
+		if t.DType.BlockSize() > 1 {
+			return true
+		}
+	}
+	return false
+}
 
 // TeacherForce feeds prompt then forced to in, greedily, and returns the
 // model's argmax (of the raw logits, ties to the lower id) after the

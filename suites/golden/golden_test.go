@@ -2,10 +2,11 @@ package golden_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
+	"slices"
 	"testing"
 
 	_ "github.com/ninfer/ninfer-go/nodes/model"
@@ -27,8 +28,9 @@ func sharedDir(t testing.TB) string {
 	return dir
 }
 
-// The llama.cpp goldens every build must reproduce. llama-2-tiny-random's
-// generations are not meaningful (flat logits): only its prompt ids count.
+// The llama.cpp goldens every build must reproduce, besides the kq-*
+// files (goldenPaths adds them). llama-2-tiny-random's generations are not
+// meaningful (flat logits): only its prompt ids count.
 var goldenFiles = []struct {
 	file       string
 	promptOnly bool
@@ -43,47 +45,64 @@ var goldenFiles = []struct {
 	{"tiny-qwen35-f16.json", false},
 	{"tiny-qwen35moe-f32.json", false}, // hybrid with mixture-of-experts FFNs and a shared expert
 	{"tiny-qwen3moe-f32.json", false},
-	// K-quants, IQ4 and legacy quants: every op in ggml's float order
-	// (its repacked Q4_K, Q2_K and IQ4_NL kernels included), so all 64
-	// tokens of every prompt match.
-	{"kq-qwen3-q2_k.json", false},
-	{"kq-qwen3-q3_k_m.json", false},
-	{"kq-qwen3-q4_k_m.json", false},
-	{"kq-qwen3-q5_k_m.json", false},
-	{"kq-qwen3-q6_k.json", false},
-	{"kq-qwen3-iq4_xs.json", false},
-	{"kq-qwen3-iq4_nl.json", false},
-	{"kq-qwen3-q4_1.json", false},
-	{"kq-qwen3-q5_0.json", false},
-	{"kq-qwen3-q5_1.json", false},
-	{"kq-llama-q4_k_m.json", false},
-	{"kq-llama-q6_k.json", false},
 }
 
+// goldenPaths returns goldenFiles and every kq-*.json of ../shared/golden
+// (K-quants, IQ4 and legacy quants, and their F32 sources), with whether
+// only the prompt ids count.
+func goldenPaths(t *testing.T, shared string) map[string]bool {
+	paths := map[string]bool{}
+	for _, gf := range goldenFiles {
+		paths[filepath.Join(shared, "golden", gf.file)] = gf.promptOnly
+	}
+	kq, err := filepath.Glob(filepath.Join(shared, "golden", "kq-*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range kq {
+		paths[p] = false
+	}
+	return paths
+}
+
+// Every golden passes the rule of its weights (golden.TeacherForced):
+// files with quantized weights teacher-forced (golden.VerifyTeacherForced:
+// >= 99% of positions and every position of margin >= 0.5 agree), F32,
+// F16 and BF16 files free-running up to the first near-tie.
 func TestLlamaCppGoldens(t *testing.T) {
 	shared := sharedDir(t)
-	for _, gf := range goldenFiles {
-		t.Run(gf.file, func(t *testing.T) {
-			f, err := golden.Load(filepath.Join(shared, "golden", gf.file))
+	paths := goldenPaths(t, shared)
+	for _, path := range slices.Sorted(maps.Keys(paths)) {
+		promptOnly := paths[path]
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			f, err := golden.Load(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			in, err := instance.Open(instance.Options{Model: f.ModelPath(filepath.Join(shared, "models")), Threads: 2})
+			model := f.ModelPath(filepath.Join(shared, "models"))
+			if _, err := os.Stat(model); err != nil {
+				t.Skipf("model %s not stored (the kq F32 sources are made by make_kq_gguf.py)", f.Model)
+			}
+			in, err := instance.Open(instance.Options{Model: model, Threads: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer in.Close()
+			if !promptOnly && golden.TeacherForced(in.File) {
+				checkTeacherForced(t, in, f)
+				return
+			}
 			for _, want := range f.Results {
 				t.Run(want.ID, func(t *testing.T) {
 					n := len(want.GeneratedTokens)
-					if gf.promptOnly {
+					if promptOnly {
 						n = 1
 					}
 					got, err := golden.Generate(context.Background(), in, want.Prompt, n, 5)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if gf.promptOnly {
+					if promptOnly {
 						want := want
 						want.GeneratedTokens, want.Margins = nil, nil
 						got.GeneratedTokens = nil
@@ -99,6 +118,23 @@ func TestLlamaCppGoldens(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// checkTeacherForced checks f on in by the teacher-forced rule.
+func checkTeacherForced(t *testing.T, in *instance.Instance, f *golden.File) {
+	t.Helper()
+	r, err := golden.VerifyTeacherForced(context.Background(), in, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	share := float64(r.Agree) / float64(r.Positions)
+	t.Logf("teacher-forced: %d/%d positions agree (%.2f%%), %d high-margin mismatches", r.Agree, r.Positions, 100*share, len(r.Mismatches))
+	for _, m := range r.Mismatches {
+		t.Error(m)
+	}
+	if !r.Ok() {
+		t.Errorf("agreement %.2f%% with %d high-margin mismatches: below the bar", 100*share, len(r.Mismatches))
 	}
 }
 
@@ -200,48 +236,5 @@ func TestBigModelGolden(t *testing.T) {
 		}
 		checkTopLogits(t, &want, got)
 		t.Logf("%s: prefill %v, decode %d tokens in %v", want.ID, got.Timing.Prefill, len(got.GeneratedTokens), got.Timing.Decode)
-	}
-}
-
-// The quantized kq models, fed llama.cpp's greedy tokens, meet the
-// teacher-forced bar (golden.VerifyTeacherForced: >= 99% of positions and
-// every position of margin >= 0.5); with ggml's float order they agree at
-// every position.
-func TestKQTeacherForced(t *testing.T) {
-	shared := sharedDir(t)
-	files, err := filepath.Glob(filepath.Join(shared, "golden", "kq-*.json"))
-	if err != nil || len(files) == 0 {
-		t.Skipf("no kq goldens (%v)", err)
-	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			f, err := golden.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			model := f.ModelPath(filepath.Join(shared, "models"))
-			if _, err := os.Stat(model); err != nil {
-				t.Skipf("model %s not stored (the F32 sources are made by make_kq_gguf.py)", f.Model)
-			}
-			in, err := instance.Open(instance.Options{Model: model, Threads: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer in.Close()
-			r, err := golden.VerifyTeacherForced(context.Background(), in, f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			share := float64(r.Agree) / float64(r.Positions)
-			t.Logf("%d/%d positions agree (%.2f%%), %d high-margin mismatches, meets the 99%% bar: %v", r.Agree, r.Positions, 100*share, len(r.Mismatches), r.Ok())
-			for _, m := range r.Mismatches {
-				if strings.Contains(m.Detail, "prompt ids") {
-					t.Error(m)
-				}
-			}
-			if !r.Ok() {
-				t.Errorf("agreement %.2f%% with %d high-margin mismatches: below the bar", 100*share, len(r.Mismatches))
-			}
-		})
 	}
 }

@@ -1,0 +1,79 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// BenchmarkPeak reports the machine's peak multiply-add rates (Peak) at
+// each fast level on GOMAXPROCS threads: int8 VPDPBUSD and f32 FMA in
+// GMAC/s, the ceilings BenchmarkGEMM's figures are measured against.
+func BenchmarkPeak(b *testing.B) {
+	for _, lv := range testLevels() {
+		for _, op := range []PeakOp{PeakInt8, PeakF32} {
+			b.Run(fmt.Sprintf("%v/%v", op, lv), func(b *testing.B) {
+				defer setLevel(lv)()
+				if run, _ := peakLoop(op); run == nil {
+					b.Skipf("no %v loop at level %v", op, lv)
+				}
+				var rate float64
+				for range b.N {
+					rate = Peak(op, runtime.GOMAXPROCS(0), 50*time.Millisecond)
+				}
+				b.ReportMetric(rate/1e9, "GMAC/s")
+			})
+		}
+	}
+}
+
+// peaks caches Peak per level and op for BenchmarkGEMM.
+var peaks = map[[2]int]float64{}
+
+func cachedPeak(op PeakOp) float64 {
+	key := [2]int{int(level), int(op)}
+	if v, ok := peaks[key]; ok {
+		return v
+	}
+	v := Peak(op, runtime.GOMAXPROCS(0), 100*time.Millisecond)
+	peaks[key] = v
+	return v
+}
+
+// BenchmarkGEMM times the compute-bound matmuls of prefill and batched
+// decode: T = 64 and 512 tokens against the 0.6B-shape FFN weight
+// (3072x1024, which stays in L3), every weight dtype (NINFER_BENCH_DTYPES
+// limits them), at each fast level on GOMAXPROCS threads. It reports
+// GMAC/s and pct_peak: the share of the level's measured peak (Peak:
+// PeakInt8 for quantized dtypes, PeakF32 for F32/F16/BF16; none at avx2
+// for the quantized ones, whose int8 arithmetic has no VNNI there).
+func BenchmarkGEMM(b *testing.B) {
+	const k, n = 1024, 3072
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, dt := range benchDTypes(b) {
+		w := randWeight(r, dt, n, k)
+		op := PeakInt8
+		if kernelOf(dt).kind == kindFloat {
+			op = PeakF32
+		}
+		for _, T := range []int{64, 512} {
+			x := randActivations(r, T, k)
+			for _, lv := range testLevels() {
+				if lv == levelRef {
+					continue
+				}
+				b.Run(fmt.Sprintf("%v/T=%d/%v", dt, T, lv), func(b *testing.B) {
+					defer setLevel(lv)()
+					peak := cachedPeak(op)
+					benchMatMul(b, w, x, T, true)
+					if peak > 0 {
+						gmacs := float64(T*k*n) * float64(b.N) / b.Elapsed().Seconds()
+						b.ReportMetric(100*gmacs/peak, "pct_peak")
+					}
+				})
+			}
+		}
+	}
+}

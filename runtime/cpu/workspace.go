@@ -1,0 +1,136 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/ninfer/ninfer-go/runtime/exec"
+)
+
+// Workspace accounting (exec.WorkspaceReporter). A program's workspace is
+// its op output buffers (the activations between ops, sized when the graph
+// is prepared and shared by ops whose lifetimes do not overlap) and the
+// scratch its kernels grow on demand and keep: quantized and rounded
+// activations, weight tiles, attention, recurrent and MoE scratch. The
+// backend adds the Q8_0 scale tables of the pair kernels (q8Scales4).
+// Capacity is what every open program holds; used is what the program of
+// the last step held when it finished, and peak the most any step's
+// program held.
+
+// footprint is bytes in use (the slices' lengths) and held (their
+// capacities).
+type footprint struct{ used, held int64 }
+
+// addSlice adds s to f.
+func addSlice[E any](f *footprint, s []E) {
+	var e E
+	size := int64(unsafe.Sizeof(e))
+	f.used += size * int64(len(s))
+	f.held += size * int64(cap(s))
+}
+
+// addSlices adds each slice of ss to f.
+func addSlices[E any](f *footprint, ss [][]E) {
+	for _, s := range ss {
+		addSlice(f, s)
+	}
+}
+
+// workspace returns p's footprint.
+func (p *program) workspace() footprint {
+	var f footprint
+	for _, buf := range p.arena {
+		addSlice(&f, buf[:cap(buf)]) // shared by ops of different sizes: held whole
+	}
+	m := &p.mm
+	for _, q := range m.xq {
+		addSlice(&f, q.d)
+		addSlice(&f, q.qs)
+	}
+	addSlice(&f, m.xr)
+	m.aq.addTo(&f)
+	addSlice(&f, m.qx)
+	addSlice(&f, m.qd)
+	addSlice(&f, m.qz)
+	addSlice(&f, m.rx)
+	addSlices(&f, m.tiles)
+	addSlices(&f, p.score)
+	addSlices(&f, p.trig)
+	for _, s := range p.attnScr {
+		addSlice(&f, s.scores)
+		addSlice(&f, s.acc)
+		addSlice(&f, s.koffs)
+		addSlice(&f, s.voffs)
+		addSlice(&f, s.ks)
+		addSlice(&f, s.vs)
+		addSlice(&f, s.rows)
+	}
+	addSlice(&f, p.visible)
+	addSlice(&f, p.stateRead)
+	addSlice(&f, p.stateWrite)
+	addSlice(&f, p.hy.seqStart)
+	addSlice(&f, p.hy.seqRows)
+	addSlices(&f, p.hy.scr)
+	addSlice(&f, p.hy.ones)
+	e := &p.moeScr
+	addSlice(&f, e.choice)
+	addSlice(&f, e.weight)
+	addSlice(&f, e.prob)
+	addSlice(&f, e.order)
+	addSlice(&f, e.rows)
+	addSlice(&f, e.x)
+	addSlice(&f, e.g)
+	addSlice(&f, e.u)
+	addSlice(&f, e.y)
+	addSlice(&f, e.results)
+	addSlice(&f, e.rx)
+	addSlice(&f, e.qx)
+	addSlice(&f, e.qd)
+	addSlice(&f, e.qz)
+	e.aq.addTo(&f)
+	return f
+}
+
+// addTo adds a's buffers to f.
+func (a *actQuant) addTo(f *footprint) {
+	addSlice(f, a.qs)
+	addSlice(f, a.d)
+	addSlice(f, a.s)
+	addSlice(f, a.bsums)
+	addSlice(f, a.x4)
+}
+
+// scaleTables returns the bytes of the backend's q8Scales4 tables.
+func (b *Backend) scaleTables() int64 {
+	var f footprint
+	for _, s := range b.scales4 {
+		addSlice(&f, s)
+	}
+	return f.held
+}
+
+// noteStep records the workspace after p's step: p's as used, every open
+// program's as capacity. It runs on the goroutine that drives the backend
+// (as Prepare and Close do, which call it with p nil); Workspace, which
+// may be called from another goroutine between steps, reads what it
+// recorded.
+func (b *Backend) noteStep(p *program) {
+	tables := b.scaleTables()
+	capacity := tables
+	for q := range b.programs {
+		capacity += q.workspace().held
+	}
+	b.wsMu.Lock()
+	defer b.wsMu.Unlock()
+	b.ws.CapacityBytes = capacity
+	if p != nil {
+		b.ws.UsedBytes = p.workspace().held + tables
+		b.ws.PeakUsedBytes = max(b.ws.PeakUsedBytes, b.ws.UsedBytes)
+	}
+}
+
+// Workspace implements exec.WorkspaceReporter.
+func (b *Backend) Workspace() exec.Workspace {
+	b.wsMu.Lock()
+	defer b.wsMu.Unlock()
+	return b.ws
+}
