@@ -405,7 +405,9 @@ func iq4XSDot14n(w unsafe.Pointer, a *actQuant, t, n int, out unsafe.Pointer, ot
 	xq, xd, _, nb := q8KTokens(a, t, 4*n)
 	for ; n >= 2; n -= 2 {
 		iq4XSDot1x8(w, xq, uintptr(a.K), xd, uintptr(4*nb), nb, out, otok)
-		xq, xd, out = unsafe.Add(xq, 8*a.K), unsafe.Add(xd, 8*4*nb), unsafe.Add(out, 8*otok)
+		if n > 2 { // advancing past the last group would point past the activations and the output
+			xq, xd, out = unsafe.Add(xq, 8*a.K), unsafe.Add(xd, 8*4*nb), unsafe.Add(out, 8*otok)
+		}
 	}
 	if n == 1 {
 		iq4XSDot1x4(w, xq, uintptr(a.K), xd, uintptr(4*nb), nil, 0, nb, out, otok)
