@@ -147,6 +147,7 @@ func TestHybridPrefixCacheSpeculationAndPreemption(t *testing.T) {
 				{"ngram under preemption", instance.Options{Graph: graphs["ngram"], KVTokens: 352, Set: node.Params{"k": int64(2)}}},
 				{"mtp", instance.Options{Graph: mtpGraph, Set: node.Params{"k": int64(3), "chunk": int64(7)}}},
 				{"mtp ahead", instance.Options{Graph: aheadGraph(t, mtpGraph), Set: node.Params{"k": int64(3)}}},
+				{"mtp chunk 1", instance.Options{Graph: mtpGraph, Set: node.Params{"k": int64(2), "chunk": int64(1)}}},
 				{"mtp under preemption", instance.Options{Graph: mtpGraph, KVTokens: 352, Set: node.Params{"k": int64(2)}}},
 			} {
 				o := tc.opts
@@ -272,7 +273,7 @@ func TestHybridPrefixCacheMTPTurns(t *testing.T) {
 	prompts := goldenPrompts(t, on)
 	cached := 0
 	for i := 0; i+1 < len(prompts); i++ {
-		for _, n := range []int{19, 26} {
+		for _, n := range []int{17, 19, 23, 26} {
 			first := fmt.Sprintf("prompt %d, %d tokens", i, n)
 			next := first + ", next turn"
 			want := generate(off, first, prompts[i], n)
