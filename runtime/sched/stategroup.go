@@ -374,7 +374,10 @@ func (g *StateGroup) KeepHidden(s *Seq, first, last int, hidden func(pos int) []
 		return
 	}
 	b := g.kv.BlockTokens()
-	hashes := g.kv.Hashes(s.Tokens, min(last, len(s.Tokens))/b)
+	if last = min(last, len(s.Tokens)); first/b == last/b {
+		return // no block boundary: most decode steps
+	}
+	hashes := g.kv.Hashes(s.Tokens, last/b)
 	for k := first/b + 1; k <= len(hashes); k++ {
 		c := g.index[hashes[k-1]]
 		if c == nil && s.rolling != nil && s.rolling.Key == hashes[k-1] {
