@@ -65,8 +65,12 @@ func (s serveSummary) write(w io.Writer, inst *instance.Instance) {
 	line("graph", "%s (max concurrency %d, step tokens %s, prefill chunk %d)", s.Graph, snap.MaxRunning, steps, inst.Plan.Policy.PrefillChunk)
 	switch why := inst.Engine.PrefixCacheOff(); {
 	case snap.PrefixCache && snap.CheckpointsMax > 0:
-		line("prefix cache", "on (blocks of %d tokens; up to %d recurrent state checkpoints, %s)", snap.KVBlockTokens,
-			snap.CheckpointsMax, bytesText(int64(snap.CheckpointsMax)*snap.StateSlotBytes))
+		hidden := ""
+		if inst.Engine.CheckpointsKeepHidden() {
+			hidden = ", each with the target's hidden state the MTP head resumes from"
+		}
+		line("prefix cache", "on (blocks of %d tokens; up to %d recurrent state checkpoints, %s%s)", snap.KVBlockTokens,
+			snap.CheckpointsMax, bytesText(int64(snap.CheckpointsMax)*snap.StateSlotBytes), hidden)
 	case snap.PrefixCache:
 		line("prefix cache", "on (blocks of %d tokens)", snap.KVBlockTokens)
 	case why != "":

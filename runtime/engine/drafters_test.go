@@ -58,7 +58,10 @@ func readSpecGolden(t *testing.T, name string) specGolden {
 // drafted and accepted counts are the server's exactly.
 //
 // Each drafter also runs ahead (aheadGraph): drafting for the next step at
-// the end of this one gives the same drafts.
+// the end of this one gives the same drafts. Every prompt runs twice with
+// the prefix cache on: under mtp on the hybrid models the second run of
+// each prompt longer than a block resumes from a checkpoint (the MTP head
+// from the hidden state it keeps) and drafts the same.
 func TestDraftersEqualLlamaCpp(t *testing.T) {
 	for _, tc := range []struct{ name, model, drafter, graph, golden string }{
 		{"mtp", "tiny-qwen35-f32.gguf", "", mtpGraph, "spec-tiny-qwen35-mtp.json"},
@@ -86,6 +89,19 @@ func drafterEqualsLlamaCpp(t *testing.T, model, drafter, graph, golden, name str
 		o.Models = map[string]string{"draft": modelPath(t, drafter)}
 	}
 	in := open(t, o)
+	var wantDrafts, drafts *draftLog // the MTP head's drafts with the cache off and on
+	if drafter == "" {
+		off := o
+		off.NoPrefixCache = true
+		offIn := open(t, off)
+		wantDrafts, drafts = watchDrafts(offIn.Engine), watchDrafts(in.Engine)
+		for _, r := range g.Results {
+			if _, err := offIn.Generate(context.Background(), engine.Request{Prompt: offIn.Tokenizer.Encode(r.Prompt, true, true),
+				MaxTokens: len(r.TokensPlain), Tag: r.ID}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	var bias map[int32]float32
 	if len(g.Banned) > 0 {
 		bias = map[int32]float32{}
@@ -93,19 +109,34 @@ func drafterEqualsLlamaCpp(t *testing.T, model, drafter, graph, golden, name str
 			bias[id] = float32(math.Inf(-1))
 		}
 	}
-	for _, r := range g.Results {
-		res, err := in.Generate(context.Background(), engine.Request{Prompt: in.Tokenizer.Encode(r.Prompt, true, true),
-			MaxTokens: len(r.TokensPlain), Sampling: request.Sampling{LogitBias: bias}}, nil)
-		if err != nil {
-			t.Fatal(err)
+	cached := 0
+	for pass := range 2 {
+		for _, r := range g.Results {
+			res, err := in.Generate(context.Background(), engine.Request{Prompt: in.Tokenizer.Encode(r.Prompt, true, true),
+				MaxTokens: len(r.TokensPlain), Sampling: request.Sampling{LogitBias: bias}, Tag: r.ID}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(r.TokensPlain, res.IDs); diff != "" {
+				t.Errorf("%s pass %d: ids differ from llama.cpp's (-llama.cpp +%s):\n%s", r.ID, pass, name, diff)
+			}
+			s := res.Stats.Speculative
+			if s.Drafted != r.DraftN || s.Accepted != r.Accepted {
+				t.Errorf("%s pass %d (%d prompt tokens cached): drafted %d, accepted %d; llama-server drafted %d, accepted %d",
+					r.ID, pass, res.Stats.CachedTokens, s.Drafted, s.Accepted, r.DraftN, r.Accepted)
+			}
+			if pass == 1 {
+				cached += res.Stats.CachedTokens
+			}
+			if drafts != nil {
+				if diff := cmp.Diff(wantDrafts.get(r.ID), drafts.take(r.ID)); diff != "" {
+					t.Errorf("%s pass %d (%d prompt tokens cached): drafts differ from the cache off's (-off +on):\n%s", r.ID, pass, res.Stats.CachedTokens, diff)
+				}
+			}
 		}
-		if diff := cmp.Diff(r.TokensPlain, res.IDs); diff != "" {
-			t.Errorf("%s: ids differ from llama.cpp's (-llama.cpp +%s):\n%s", r.ID, name, diff)
-		}
-		s := res.Stats.Speculative
-		if s.Drafted != r.DraftN || s.Accepted != r.Accepted {
-			t.Errorf("%s: drafted %d, accepted %d; llama-server drafted %d, accepted %d", r.ID, s.Drafted, s.Accepted, r.DraftN, r.Accepted)
-		}
+	}
+	if off := in.Engine.PrefixCacheOff(); drafter == "" && (off != "" || cached == 0) {
+		t.Errorf("%s: the second run of the prompts hit %d tokens (prefix cache off: %q)", name, cached, off)
 	}
 }
 

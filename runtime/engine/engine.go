@@ -242,8 +242,12 @@ type Engine struct {
 	specPrior backoff
 	// state is the model's recurrent state cache group (zero without one);
 	// prefixCacheOff says why prefix caching is off for the model, if it is.
-	state          exec.StateLayout
-	checkpoints    int // of state.Slots, the checkpoint pool's
+	state       exec.StateLayout
+	checkpoints int // of state.Slots, the checkpoint pool's
+	// draftsChecked, when set (by tests, before the first Submit), is
+	// called on the engine goroutine with each verify step's drafts of a
+	// request (by its Tag).
+	draftsChecked  func(tag any, drafts []int32)
 	prefixCacheOff string
 	kvBlockBytes   int64
 	model          ModelInfo
@@ -382,8 +386,10 @@ func (e *Engine) sizeCaches(shape executor.Shape, snapshots int) (exec.KVLayout,
 		return exec.KVLayout{}, fmt.Errorf("engine: %w", err)
 	}
 	switch {
-	case len(e.plan.Carry) > 0:
-		e.prefixCacheOff = "prefix caching is off for this plan: it carries hidden states ($prev) that the cache does not keep"
+	case !e.x.ResumesFromHidden():
+		e.prefixCacheOff = "prefix caching is off for this plan: it carries values ($prev) that the cache does not keep"
+	case e.x.EntersTargetHidden() && state.Layers() == 0:
+		e.prefixCacheOff = "prefix caching is off for this plan: its drafter resumes from the target's hidden state, which only a hybrid model's checkpoints keep"
 	case cfg.NoPrefixCache:
 	case state.Layers() > 0 && e.checkpointSlots(state) == 0:
 		e.prefixCacheOff = "prefix caching is off for this model: its recurrent state checkpoint memory (--checkpoint-memory) holds no checkpoint"
@@ -470,7 +476,7 @@ func (e *Engine) newScheduler(maxBatch, snapshots int) error {
 	var err error
 	e.sched, err = sched.New(sched.Config{Chunk: pol.PrefillChunk, StepTokens: stepTokens,
 		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch, StateSlots: e.state.Slots - e.checkpoints, Snapshots: snapshots,
-		Checkpoints: e.checkpoints, CheckpointEvery: every}, e.kv, drafts...)
+		Checkpoints: e.checkpoints, CheckpointEvery: every, DrafterEntries: e.x.EntersTargetHidden()}, e.kv, drafts...)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
@@ -609,6 +615,12 @@ func (e *Engine) modelKV() map[string]KVUsage {
 // PrefixCacheOff says why prefix caching is off for the model ("" when it
 // is on, or was turned off by Config.NoPrefixCache).
 func (e *Engine) PrefixCacheOff() string { return e.prefixCacheOff }
+
+// CheckpointsKeepHidden reports whether each recurrent state checkpoint
+// also keeps the target's hidden state before its end ([E] floats, host
+// memory beside the pool), which the plan's drafter resumes from (the mtp
+// graph's MTP head).
+func (e *Engine) CheckpointsKeepHidden() bool { return e.checkpoints > 0 && e.x.EntersTargetHidden() }
 
 // prefixSalt is what, besides the tokens, determines a KV block's contents
 // (kv.Chain): the model's architecture, shape and file, the plan (its

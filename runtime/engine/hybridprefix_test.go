@@ -1,8 +1,11 @@
 package engine_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -67,6 +70,49 @@ func TestHybridPrefixCacheOnEqualsOff(t *testing.T) {
 	}
 }
 
+// draftLog records the drafts each request's verify steps checked, by
+// Request.Tag.
+type draftLog struct {
+	mu     sync.Mutex
+	drafts map[any][][]int32
+}
+
+// watchDrafts records e's drafts (engine.SetDraftsChecked).
+func watchDrafts(e *engine.Engine) *draftLog {
+	l := &draftLog{drafts: map[any][][]int32{}}
+	e.SetDraftsChecked(func(tag any, d []int32) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.drafts[tag] = append(l.drafts[tag], slices.Clone(d))
+	})
+	return l
+}
+
+// get returns the drafts of the request tagged tag.
+func (l *draftLog) get(tag any) [][]int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.drafts[tag]
+}
+
+// take returns and forgets the drafts of the request tagged tag.
+func (l *draftLog) take(tag any) [][]int32 {
+	d := l.get(tag)
+	l.mu.Lock()
+	delete(l.drafts, tag)
+	l.mu.Unlock()
+	return d
+}
+
+// specStats are the speculative counts of each request.
+func specStats(stats []engine.Stats) []engine.SpecStats {
+	out := make([]engine.SpecStats, len(stats))
+	for i, st := range stats {
+		out[i] = st.Speculative
+	}
+	return out
+}
+
 func cachedTokens(stats []engine.Stats) int {
 	n := 0
 	for _, st := range stats {
@@ -79,9 +125,10 @@ func cachedTokens(stats []engine.Stats) int {
 // under ngram (snapshot slots beside the checkpoints) and after
 // preemption (a cache too small for all the prompts at once, so sequences
 // recompute from their best checkpoint), greedy ids equal plain decoding
-// with the cache off, and the second pass hits. The mtp graph carries the
-// MTP head's hidden state ($prev), which no cache keeps, so it caches no
-// prefix on a hybrid model either, and says so.
+// with the cache off, and the second pass hits. So under mtp, whose MTP
+// head resumes from the target's hidden state a checkpoint keeps beside
+// the state, drafting from the hidden rows it carries (and, drafting
+// ahead, from this step's), also under preemption.
 func TestHybridPrefixCacheSpeculationAndPreemption(t *testing.T) {
 	graphs := specGraphs(t)
 	const n = 24
@@ -98,15 +145,43 @@ func TestHybridPrefixCacheSpeculationAndPreemption(t *testing.T) {
 				{"ngram", instance.Options{Graph: graphs["ngram"], Set: node.Params{"k": int64(3), "chunk": int64(7)}}},
 				{"preemption", instance.Options{KVTokens: 352}},
 				{"ngram under preemption", instance.Options{Graph: graphs["ngram"], KVTokens: 352, Set: node.Params{"k": int64(2)}}},
+				{"mtp", instance.Options{Graph: mtpGraph, Set: node.Params{"k": int64(3), "chunk": int64(7)}}},
+				{"mtp ahead", instance.Options{Graph: aheadGraph(t, mtpGraph), Set: node.Params{"k": int64(3)}}},
+				{"mtp chunk 1", instance.Options{Graph: mtpGraph, Set: node.Params{"k": int64(2), "chunk": int64(1)}}},
+				{"mtp under preemption", instance.Options{Graph: mtpGraph, KVTokens: 352, Set: node.Params{"k": int64(2)}}},
 			} {
 				o := tc.opts
 				o.Model, o.MaxRunning, o.Threads, o.CheckpointEvery = m, 8, 2, 1
+				var wantSpec []engine.SpecStats  // the counts of each request with the cache off
+				var wantDrafts, drafts *draftLog // and its drafts
+				if o.KVTokens == 0 {
+					specOff := o
+					specOff.NoPrefixCache = true
+					offIn := open(t, specOff)
+					wantDrafts = watchDrafts(offIn.Engine)
+					_, offStats := submitAll(t, offIn, prompts, n)
+					wantSpec = specStats(offStats)
+				}
 				on := open(t, o)
+				if wantDrafts != nil {
+					drafts = watchDrafts(on.Engine)
+				}
 				preempted := 0
 				for pass := range 2 {
 					got, stats := submitAll(t, on, prompts, n)
 					if diff := cmp.Diff(want, got); diff != "" {
 						t.Fatalf("%s pass %d: ids differ with the cache on (-off +on):\n%s", tc.name, pass, diff)
+					}
+					if diff := cmp.Diff(wantSpec, specStats(stats)); wantSpec != nil && diff != "" {
+						t.Errorf("%s pass %d: speculation counts differ with the cache on (-off +on):\n%s", tc.name, pass, diff)
+					}
+					for i := range prompts {
+						if drafts == nil {
+							break
+						}
+						if diff := cmp.Diff(wantDrafts.get(i), drafts.take(i)); diff != "" {
+							t.Errorf("%s pass %d, prompt %d: drafts differ with the cache on (-off +on):\n%s", tc.name, pass, i, diff)
+						}
 					}
 					for _, st := range stats {
 						preempted += st.Preempted
@@ -122,10 +197,6 @@ func TestHybridPrefixCacheSpeculationAndPreemption(t *testing.T) {
 					t.Errorf("%s: after every request %+v", tc.name, s)
 				}
 				on.Close()
-			}
-			mtp := open(t, instance.Options{Model: m, Graph: mtpGraph, MaxRunning: 1, Threads: 1})
-			if why := mtp.Engine.PrefixCacheOff(); !strings.Contains(why, "carries") {
-				t.Errorf("mtp on a hybrid model: prefix cache off because %q", why)
 			}
 		})
 	}
@@ -175,5 +246,56 @@ func TestHybridCheckpointMemoryBudget(t *testing.T) {
 	tiny := open(t, instance.Options{Model: m, MaxRunning: 1, Threads: 1, CheckpointMemory: slot - 1})
 	if s := tiny.Engine.Snapshot(); s.PrefixCache || !strings.Contains(tiny.Engine.PrefixCacheOff(), "checkpoint") {
 		t.Errorf("a budget below one checkpoint: %+v, off because %q", s, tiny.Engine.PrefixCacheOff())
+	}
+}
+
+// Under mtp a chat's next turn resumes through the previous reply, one
+// request at a time: each golden prompt, then the prompt with its reply
+// and the next prompt, twice. The MTP head's drafts equal the cache off's
+// on every run: a resumed sequence's head starts from the hidden state
+// its checkpoint keeps, and a block is shared only once the head's own
+// entries of its tokens are written (a reply's last step writes none).
+func TestHybridPrefixCacheMTPTurns(t *testing.T) {
+	opts := instance.Options{Model: modelPath(t, "tiny-qwen35-f32.gguf"), Graph: mtpGraph, MaxRunning: 1, Threads: 2,
+		CheckpointEvery: 1, Set: node.Params{"k": int64(3)}}
+	offOpts := opts
+	offOpts.NoPrefixCache = true
+	off, on := open(t, offOpts), open(t, opts)
+	offDrafts, onDrafts := watchDrafts(off.Engine), watchDrafts(on.Engine)
+	generate := func(in *instance.Instance, tag string, prompt []int32, n int) *instance.Result {
+		t.Helper()
+		res, err := in.Generate(context.Background(), engine.Request{Prompt: prompt, MaxTokens: n, Tag: tag}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	prompts := goldenPrompts(t, on)
+	cached := 0
+	for i := 0; i+1 < len(prompts); i++ {
+		for _, n := range []int{17, 19, 23, 26} {
+			first := fmt.Sprintf("prompt %d, %d tokens", i, n)
+			next := first + ", next turn"
+			want := generate(off, first, prompts[i], n)
+			turn := slices.Concat(prompts[i], want.IDs, prompts[i+1])
+			wantNext := generate(off, next, turn, n)
+			for pass, tc := range []struct {
+				tag    string
+				prompt []int32
+				want   *instance.Result
+			}{{first, prompts[i], want}, {next, turn, wantNext}, {next, turn, wantNext}} {
+				got := generate(on, tc.tag, tc.prompt, n)
+				cached += got.Stats.CachedTokens
+				if diff := cmp.Diff(tc.want.IDs, got.IDs); diff != "" {
+					t.Fatalf("%s, run %d: ids differ with the cache on (-off +on):\n%s", tc.tag, pass, diff)
+				}
+				if diff := cmp.Diff(offDrafts.get(tc.tag), onDrafts.take(tc.tag)); diff != "" {
+					t.Errorf("%s, run %d (%d tokens cached): drafts differ with the cache on (-off +on):\n%s", tc.tag, pass, got.Stats.CachedTokens, diff)
+				}
+			}
+		}
+	}
+	if cached == 0 {
+		t.Error("no turn hit the prefix cache")
 	}
 }

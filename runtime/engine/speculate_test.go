@@ -292,7 +292,7 @@ func submitAll(t *testing.T, in *instance.Instance, prompts [][]int32, n int) ([
 	t.Helper()
 	chans := make([]<-chan engine.Event, len(prompts))
 	for i, p := range prompts {
-		ch, err := in.Engine.Submit(context.Background(), engine.Request{Prompt: p, MaxTokens: n})
+		ch, err := in.Engine.Submit(context.Background(), engine.Request{Prompt: p, MaxTokens: n, Tag: i})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,6 +57,7 @@ func (e *Engine) Step(ctx context.Context) error {
 		return err
 	}
 	e.x.KeepCarry(e.kept(s, res))
+	e.keepHidden(s) // before Update releases a sequence that ends
 	outcomes := e.sched.Update(work, res)
 	if err := e.draftAhead(ctx, s, outcomes); err != nil {
 		return err
@@ -105,6 +106,9 @@ func (e *Engine) buildStep(ctx context.Context, work []sched.Work) *step {
 			s.info.PrefillTokens += w.N
 		}
 		b.Tables = append(b.Tables, w.Seq.KV.Blocks)
+		if h := w.Seq.TakeResumeHidden(); h != nil {
+			e.x.ResumeHidden(w.Seq.ID, w.Start, h)
+		}
 		if e.state.Slots > 0 {
 			read, write := w.Seq.StateFrom(), w.Seq.StateSlot
 			if to := w.StateTo(); to >= 0 {
@@ -197,6 +201,9 @@ func (e *Engine) accept(s *step, out executor.Result) ([]sched.Result, error) {
 	for i, si := range s.sampledAt {
 		r, w := s.sampled[i], s.work[si]
 		a, err := checkAccepted(out.Tokens[i], out.Drafts[i], w)
+		if e.draftsChecked != nil && len(out.Drafts[i]) > 0 {
+			e.draftsChecked(r.Tag, out.Drafts[i])
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -252,7 +259,25 @@ func (e *Engine) draftAhead(ctx context.Context, s *step, outcomes []sched.Outco
 		}
 		seqs = append(seqs, executor.AheadSeq{State: &r.state, History: r.seq.Tokens, Room: e.aheadRoom(r), KV: &r.seq.KV})
 	}
-	return e.x.DraftAhead(ctx, seqs, e.kv)
+	if err := e.x.DraftAhead(ctx, seqs, e.kv); err != nil {
+		return err
+	}
+	e.keepHidden(s)
+	return nil
+}
+
+// keepHidden tells the scheduler how far the step's sequences' drafter
+// entries reach, for the loops over the target's cache that entered
+// hidden rows since the last call (sched.Scheduler.KeepHidden).
+func (e *Engine) keepHidden(s *step) {
+	for _, en := range e.x.TakeEnteredHidden() {
+		for _, w := range s.work {
+			if w.Seq.ID == en.ID {
+				e.sched.KeepHidden(w.Seq, en.Rows.Pos, en.Last, func(pos int) []float32 { return en.Rows.Row(pos - en.Rows.Pos) })
+				break
+			}
+		}
+	}
 }
 
 // aheadRoom is how many drafts r's next step may verify, as far as the

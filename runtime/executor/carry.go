@@ -146,3 +146,80 @@ func (x *Executor) KeepCarry(kept []Kept) {
 // (waiting, or preempted to be recomputed: its next rows start over) or
 // ended.
 func (x *Executor) DropCarry(id uint64) { delete(x.seqs, id) }
+
+// targetHidden is the name under which sequences carry the hidden rows
+// that a loop over the target's cache enters (its in.hidden: "NAME" for
+// $prev.NAME, the mtp graph's; the producing output, "fwd.hidden", for
+// an ahead loop), or "" when no loop does.
+func (x *Executor) targetHidden() string {
+	for _, st := range x.plan.Steps {
+		l, ok := st.Node.(*plan.Loop)
+		href, enters := st.In[node.BindHidden]
+		switch {
+		case !ok || !enters || x.modelLoops[st.ID] != nil:
+		case href.Node == plan.PrevNode:
+			return href.Port
+		case l.Ahead:
+			return href.String()
+		}
+	}
+	return ""
+}
+
+// EntersTargetHidden reports whether a loop over the target's cache
+// enters carried hidden rows (the mtp graph): its K/V entries of a token
+// are written a step or more after the target's (EnteredHidden).
+func (x *Executor) EntersTargetHidden() bool { return x.targetHidden() != "" }
+
+// ResumesFromHidden reports whether a sequence resumed from a prefix
+// cache hit needs at most the target's hidden state before its first
+// position to go on as if it had computed the prefix: every value the
+// plan carries is an ahead loop's drafts or the hidden rows a loop over
+// the target's cache enters (whose entries of the prefix are in the
+// target's KV blocks). A plan that carries nothing reports true.
+func (x *Executor) ResumesFromHidden() bool {
+	key := x.targetHidden()
+	for _, c := range x.carried {
+		if !c.ahead && (key == "" || c.name != key) {
+			return false
+		}
+	}
+	return true
+}
+
+// EnteredHidden is what a loop over the target's cache entered for
+// sequence ID: the token at each position q, Rows.Pos < q <= Last, with
+// the hidden state at q-1 (Rows' row q-1-Rows.Pos, [E]).
+type EnteredHidden struct {
+	ID   uint64
+	Rows exec.Carried
+	Last int
+}
+
+// noteEntered records that pass 0 of a loop over the target's cache
+// entered, for each hc row active, its carried rows c (up to its last
+// known token).
+func (x *Executor) noteEntered(hc *hostStep, c []exec.Carried, active []int) {
+	for _, i := range active {
+		row := hc.Rows[i]
+		x.entered = append(x.entered, EnteredHidden{ID: row.ID, Rows: c[i], Last: min(c[i].Pos+c[i].Rows(), len(row.History)-1)})
+	}
+}
+
+// TakeEnteredHidden returns what loops over the target's cache entered
+// since the last call (EnteredHidden), in order.
+func (x *Executor) TakeEnteredHidden() []EnteredHidden {
+	e := x.entered
+	x.entered = nil
+	return e
+}
+
+// ResumeHidden gives sequence id, resumed from a prefix cache hit at
+// position pos, the target's hidden state at pos-1 (hidden, [E]), which
+// the loop entering the target's hidden rows pairs with the token at pos.
+// Call it before the sequence's first step.
+func (x *Executor) ResumeHidden(id uint64, pos int, hidden []float32) {
+	if key := x.targetHidden(); key != "" && pos > 0 {
+		x.seq(id).carry[key] = exec.Carried{Pos: pos - 1, Width: len(hidden), Data: slices.Clone(hidden)}
+	}
+}

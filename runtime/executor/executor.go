@@ -63,6 +63,7 @@ type Executor struct {
 	// its device segments computed, by name.
 	seqs      map[uint64]*seqValues
 	stepCarry map[string]carryRows
+	entered   []EnteredHidden // since TakeEnteredHidden
 	// stepEmbeds is set while a step runs whose hidden rows are read back.
 	stepEmbeds bool
 	// carried and passReads are facts of the plan that each step reads:

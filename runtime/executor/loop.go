@@ -157,6 +157,9 @@ func (x *Executor) loopFirstPass(st *plan.Step, l *plan.Loop, hc *hostStep, in m
 		if err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("engine: loop %s: %w", st.ID, err)
 		}
+		if ml == nil && !enteredAtHidden(l) {
+			x.noteEntered(hc, c, active)
+		}
 		return b, active, want, tables, nil
 	case ml != nil:
 		b, active, tables := ml.firstPass(hc, active, want)

@@ -7,10 +7,16 @@ import "github.com/ninfer/ninfer-go/runtime/kv"
 // truncated to its computed tokens after each step, and with a prefix
 // cache (kv.Manager.EnablePrefixCache) admitted onto the cached blocks of
 // its prompt's longest cached prefix.
-type KVGroup struct{ m *kv.Manager }
+//
+// With entries set (Config.DrafterEntries) a block becomes shareable only
+// once the drafter's entries of its tokens are written too (Seq.entered).
+type KVGroup struct {
+	m       *kv.Manager
+	entries bool
+}
 
 // NewKVGroup returns the cache group of the block manager m.
-func NewKVGroup(m *kv.Manager) *KVGroup { return &KVGroup{m} }
+func NewKVGroup(m *kv.Manager) *KVGroup { return &KVGroup{m: m} }
 
 // Hit implements Group: the longest cached prefix of s's tokens made of
 // whole blocks, at most limit tokens.
@@ -30,6 +36,7 @@ func (g *KVGroup) Admit(s *Seq, cached int) {
 	if g.m.PrefixCaching() {
 		g.m.Adopt(&s.KV, g.m.Match(s.Tokens, cached/g.m.BlockTokens()))
 	}
+	s.entered = cached
 }
 
 // CanGrow implements Group.
@@ -43,8 +50,15 @@ func (g *KVGroup) Grow(s *Seq, n int) {
 // Commit implements Group: the slots past the computed tokens are freed.
 func (g *KVGroup) Commit(s *Seq, _ Work, _ int) { g.m.Truncate(&s.KV, s.Computed) }
 
-// Publish implements Group: full computed blocks become shareable.
-func (g *KVGroup) Publish(s *Seq) { g.m.Publish(&s.KV, s.Tokens, s.Computed) }
+// Publish implements Group: full computed blocks become shareable (with
+// entries, those the drafter's entries cover).
+func (g *KVGroup) Publish(s *Seq) {
+	computed := s.Computed
+	if g.entries {
+		computed = min(computed, s.entered)
+	}
+	g.m.Publish(&s.KV, s.Tokens, computed)
+}
 
 // Release implements Group.
 func (g *KVGroup) Release(s *Seq) { g.m.Release(&s.KV) }

@@ -40,6 +40,12 @@ type Seq struct {
 	// step writes; rolling its latest generated block's, published when it
 	// stops running (StateGroup).
 	from, take, rolling *checkpoint
+	// entered is how many leading tokens the drafter's own K/V entries
+	// cover (Config.DrafterEntries; Scheduler.KeepHidden).
+	entered int
+	// resumeHidden is the hidden state the checkpoint adopted at
+	// admission holds (checkpoint.Hidden), until the engine takes it.
+	resumeHidden []float32
 	// verified is the rows of the verify step Update is applying (its
 	// first position and accepted rows + 1), for StateGroup.Publish.
 	verified verifiedRows
@@ -75,6 +81,16 @@ func (s *Seq) StateFrom() int32 {
 		return -1
 	}
 	return s.from.Slot
+}
+
+// TakeResumeHidden returns, once after each admission that adopted a
+// checkpoint keeping hidden states (Config.DrafterEntries), the
+// target's hidden state [E] at position Computed-1, where the sequence
+// resumes; nil otherwise.
+func (s *Seq) TakeResumeHidden() []float32 {
+	h := s.resumeHidden
+	s.resumeHidden = nil
+	return h
 }
 
 // Generated is the number of tokens after the prompt.
@@ -132,6 +148,13 @@ type Config struct {
 	// caches no prefix. CheckpointEvery is the interval, in blocks, of a
 	// long prompt's periodic checkpoints (0: none).
 	Checkpoints, CheckpointEvery int
+	// DrafterEntries says that the plan's drafter writes its own K/V
+	// entries of a token into the target's blocks a step or more after the
+	// target's (the mtp graph's MTP head, from the target's hidden state
+	// before the token): a block is shared only once its entries are
+	// written, and a checkpoint adopted only once it holds the hidden
+	// state before its end (Scheduler.KeepHidden).
+	DrafterEntries bool
 }
 
 // Scheduler holds waiting and running sequences. Not safe for concurrent use.
@@ -139,6 +162,7 @@ type Scheduler struct {
 	cfg     Config
 	groups  []Group // the cache groups every running sequence holds a share of
 	state   *StateGroup
+	kv      *KVGroup
 	waiting []*Seq
 	running []*Seq
 	stats   PrefixStats
@@ -168,10 +192,13 @@ func New(cfg Config, m *kv.Manager, drafts ...*DraftKVGroup) (*Scheduler, error)
 		sc.state = NewStateGroup(cfg.StateSlots, cfg.Snapshots)
 		if cfg.Checkpoints > 0 && m.PrefixCaching() {
 			sc.state.EnableCheckpoints(m, cfg.Checkpoints, cfg.CheckpointEvery)
+			sc.state.hidden = cfg.DrafterEntries
 		}
 		sc.groups = append(sc.groups, sc.state)
 	}
-	sc.groups = append(sc.groups, NewKVGroup(m))
+	sc.kv = NewKVGroup(m)
+	sc.kv.entries = cfg.DrafterEntries
+	sc.groups = append(sc.groups, sc.kv)
 	for _, g := range drafts {
 		sc.groups = append(sc.groups, g)
 	}
@@ -179,6 +206,19 @@ func New(cfg Config, m *kv.Manager, drafts ...*DraftKVGroup) (*Scheduler, error)
 		return nil, fmt.Errorf("sched: a model with recurrent state caches prefixes only with checkpoints: bad config %+v", cfg)
 	}
 	return sc, nil
+}
+
+// KeepHidden records that s's drafter has entered its tokens through
+// last (Config.DrafterEntries): the full blocks before become shareable,
+// and each checkpoint of a prefix of s that ends at a block boundary in
+// (first, last] gets the target's hidden state before its end,
+// hidden(end-1) (StateGroup.KeepHidden).
+func (sc *Scheduler) KeepHidden(s *Seq, first, last int, hidden func(pos int) []float32) {
+	s.entered = max(s.entered, last+1)
+	sc.kv.Publish(s)
+	if sc.state != nil {
+		sc.state.KeepHidden(s, first, last, hidden)
+	}
 }
 
 // Add queues s (FIFO). s must have at least one token.

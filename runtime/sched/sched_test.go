@@ -141,7 +141,7 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 		}
 		if *sc, err = New(Config{Chunk: args["chunk"], StepTokens: args["step"], MaxRunning: args["running"],
 			Draft: args["draft"], DraftMaxBatch: args["maxbatch"], StateSlots: args["slots"], Snapshots: args["snapshots"],
-			Checkpoints: args["checkpoints"], CheckpointEvery: args["every"]}, *m); err != nil {
+			Checkpoints: args["checkpoints"], CheckpointEvery: args["every"], DrafterEntries: args["entries"] > 0}, *m); err != nil {
 			return err.Error() + "\n"
 		}
 	case "add":
@@ -190,6 +190,9 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 			if to := w.StateTo(); to >= 0 {
 				l += fmt.Sprintf(" take=%d", to)
 			}
+			if h := w.Seq.TakeResumeHidden(); h != nil {
+				l += fmt.Sprintf(" hidden=%v", h)
+			}
 			lines[i] = l + fmt.Sprintf(" blocks=%v", w.Seq.KV.Blocks)
 		}
 		outcomes := (*sc).Update(work, res)
@@ -221,6 +224,10 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 		for _, tok := range pos[1:] {
 			yield[uint64(pos[0])] = append(yield[uint64(pos[0])], int32(tok))
 		}
+	case "entered":
+		// entered ID FIRST LAST: the drafter entered ID's tokens
+		// through LAST with the hidden rows from FIRST; row p is [p].
+		(*sc).KeepHidden(seqs[uint64(pos[0])], pos[1], pos[2], func(p int) []float32 { return []float32{float32(p)} })
 	case "remove":
 		(*sc).Remove(seqs[uint64(pos[0])])
 	case "state":
@@ -297,7 +304,11 @@ func TestNextDrafts(t *testing.T) {
 func indexed(g *StateGroup) []string {
 	var out []string
 	for _, c := range g.index {
-		out = append(out, fmt.Sprintf("%d@%d", c.Blocks, c.Slot))
+		l := fmt.Sprintf("%d@%d", c.Blocks, c.Slot)
+		if c.Hidden != nil {
+			l += fmt.Sprintf("+h%v", c.Hidden)
+		}
+		out = append(out, l)
 	}
 	slices.SortFunc(out, func(a, b string) int {
 		if len(a) != len(b) {

@@ -37,6 +37,10 @@ type StateGroup struct {
 	held     int // checkpoints holding a slot: indexed, rolling or pinned
 	index    map[kv.BlockHash]*checkpoint
 	clock    uint64
+	// hidden says that a checkpoint is adopted only once it holds the
+	// target's hidden state before its end (KeepHidden): the plan drafts
+	// from it (the mtp graph).
+	hidden bool
 }
 
 // checkpoint is one pool slot holding the state after Blocks whole KV
@@ -54,6 +58,11 @@ type checkpoint struct {
 	pins    int
 	indexed bool
 	rolling bool
+	// Hidden is the target's hidden state at the prefix's last position
+	// [E], when the group keeps them (StateGroup.hidden): set once the
+	// sequence that computed the prefix entered it into its drafter, so
+	// the drafter's KV entries of the prefix's blocks are written too.
+	Hidden []float32
 }
 
 // NewStateGroup returns a group of slots state slots, of which each
@@ -93,7 +102,7 @@ func (g *StateGroup) Hit(s *Seq, limit int) (int, bool) {
 	}
 	hashes := g.kv.Hashes(s.Tokens, limit/g.kv.BlockTokens())
 	for k := len(hashes); k > 0; k-- {
-		if _, ok := g.index[hashes[k-1]]; ok {
+		if c, ok := g.index[hashes[k-1]]; ok && (!g.hidden || c.Hidden != nil) {
 			return k * g.kv.BlockTokens(), true
 		}
 	}
@@ -111,13 +120,14 @@ func (g *StateGroup) Admit(s *Seq, cached int) {
 	s.Snapshots = slices.Clone(g.free[take : len(g.free)-1])
 	g.free = g.free[:take]
 	g.seqHeld += 1 + g.snapshots
-	s.from = nil
+	s.from, s.resumeHidden = nil, nil
 	if cached > 0 && g.kv != nil {
 		hashes := g.kv.Hashes(s.Tokens, cached/g.kv.BlockTokens())
 		c := g.index[hashes[len(hashes)-1]]
 		c.pins++
 		g.touch(c)
 		s.from = c
+		s.resumeHidden = c.Hidden
 	}
 }
 
@@ -350,6 +360,32 @@ func (g *StateGroup) Release(s *Seq) {
 	if c := s.rolling; c != nil {
 		s.rolling = nil
 		g.publish(c)
+	}
+}
+
+// KeepHidden gives each checkpoint of a prefix of s that ends at a block
+// boundary end, first < end <= last (indexed, or s's rolling one), the
+// target's hidden state at position end-1 (hidden(end-1), [E]), once s's
+// drafter has entered the tokens through last: the checkpoint can then be
+// adopted (Hit) when the group keeps hidden states, and a sequence that
+// adopts it resumes from it (Seq.TakeResumeHidden).
+func (g *StateGroup) KeepHidden(s *Seq, first, last int, hidden func(pos int) []float32) {
+	if g.kv == nil || !g.hidden {
+		return
+	}
+	b := g.kv.BlockTokens()
+	if last = min(last, len(s.Tokens)); first/b == last/b {
+		return // no block boundary: most decode steps
+	}
+	hashes := g.kv.Hashes(s.Tokens, last/b)
+	for k := first/b + 1; k <= len(hashes); k++ {
+		c := g.index[hashes[k-1]]
+		if c == nil && s.rolling != nil && s.rolling.Key == hashes[k-1] {
+			c = s.rolling
+		}
+		if c != nil && c.Hidden == nil {
+			c.Hidden = slices.Clone(hidden(k*b - 1))
+		}
 	}
 }
 
