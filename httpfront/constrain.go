@@ -189,7 +189,7 @@ func (s *Server) decodeOptions(ctx *fasthttp.RequestCtx) DecodeOptions {
 		switch {
 		case s.generations.Err() != nil:
 			return interrupted{shuttingDownError()}
-		case s.cfg.Timeout > 0 && now.After(deadline):
+		case now.After(deadline): // New sets a Timeout (DefaultTimeout when none is given)
 			return interrupted{deadlineError()}
 		case conn != nil && now.Sub(polled) >= peerPollInterval:
 			polled = now
