@@ -64,7 +64,8 @@ func isMessagesPath(path []byte) bool {
 }
 
 // anthropicError is e as Anthropic writes errors: its status (503 becomes
-// Anthropic's 529 overloaded_error) and the document
+// Anthropic's 529 overloaded_error; a 504 past the request's deadline is
+// Anthropic's timeout_error) and the document
 // {"type":"error","error":{"type","message"}}.
 func anthropicError(e *Error) (int, []byte) {
 	status, typ := e.Status, "invalid_request_error"
@@ -81,6 +82,8 @@ func anthropicError(e *Error) (int, []byte) {
 		typ = "rate_limit_error"
 	case status == http.StatusServiceUnavailable:
 		status, typ = 529, "overloaded_error"
+	case status == http.StatusGatewayTimeout:
+		typ = "timeout_error"
 	case status >= 500:
 		typ = "api_error"
 	}

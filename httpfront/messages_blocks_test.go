@@ -128,7 +128,8 @@ func TestAnthropicError(t *testing.T) {
 		{429, 429, "rate_limit_error"},
 		{500, 500, "api_error"},
 		{http.StatusServiceUnavailable, 529, "overloaded_error"},
-		{504, 504, "api_error"},
+		{502, 502, "api_error"},
+		{504, 504, "timeout_error"},
 	} {
 		status, body := anthropicError(&Error{Status: tc.status, Type: typeInvalid, Message: "m"})
 		var got map[string]any

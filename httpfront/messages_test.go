@@ -1,8 +1,10 @@
 package httpfront_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -297,16 +299,83 @@ func TestMessagesStream(t *testing.T) {
 	}
 }
 
-// An error after the stream started is an Anthropic error event.
-func TestMessagesStreamError(t *testing.T) {
+// Past the request's deadline a message is Anthropic's 504 timeout_error:
+// the status before the stream starts, an error event after.
+func TestMessagesPastTheDeadline(t *testing.T) {
 	s := start(t, "stories260K.gguf", httpfront.Config{Timeout: 30 * time.Millisecond}, 1)
-	// Keep the only slot busy so the stream waits past its deadline.
-	go http.Post(s.url+"/v1/completions", "application/json", strings.NewReader(`{"model":"stories260K","prompt":"Once","max_tokens":450,"temperature":0,"ignore_eos":true}`))
-	time.Sleep(5 * time.Millisecond)
-	events := s.namedStream(t, "/v1/messages", `{"model":"stories260K","max_tokens":450,"stream":true,"messages":[{"role":"user","content":"Once"}]}`)
-	last := events[len(events)-1]
-	if e, _ := last["error"].(map[string]any); last["type"] != "error" || e["type"] != "api_error" || e["message"] == "" {
-		t.Errorf("last event %v, want an api_error event", last)
+	body := `{"model":"stories260K","max_tokens":450,%s"messages":[{"role":"user","content":"Once"}]}`
+	// busy keeps the only slot busy so the message waits past its deadline.
+	busy := func() {
+		go http.Post(s.url+"/v1/completions", "application/json", strings.NewReader(`{"model":"stories260K","prompt":"Once","max_tokens":450,"temperature":0,"ignore_eos":true}`))
+		time.Sleep(5 * time.Millisecond)
 	}
-	s.waitIdle(t)
+	t.Run("streamed: an error event", func(t *testing.T) {
+		busy()
+		events := s.namedStream(t, "/v1/messages", fmt.Sprintf(body, `"stream":true,`))
+		last := events[len(events)-1]
+		if e, _ := last["error"].(map[string]any); last["type"] != "error" || e["type"] != "timeout_error" || e["message"] == "" {
+			t.Errorf("last event %v, want a timeout_error event", last)
+		}
+		s.waitIdle(t)
+	})
+	t.Run("not streamed: 504", func(t *testing.T) {
+		busy()
+		status, doc := s.call(t, "POST", "/v1/messages", fmt.Sprintf(body, ""))
+		if e, _ := doc["error"].(map[string]any); status != 504 || doc["type"] != "error" || e["type"] != "timeout_error" {
+			t.Errorf("status %d %v, want 504 timeout_error", status, doc)
+		}
+		s.waitIdle(t)
+	})
+}
+
+// The statuses that need a server in a particular state: 403 for a
+// cross-origin preflight from an origin not allowed, 413 for a body over
+// the limit, 429 for a full queue, 529 while no model is loaded; each in
+// Anthropic's shape.
+func TestMessagesOverloadAndLimits(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{MaxQueue: 1, MaxBodyBytes: 4 << 10, AllowedOrigins: []string{"https://app.example"}}, 1)
+	loading := httpfront.New(httpfront.Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go loading.Serve(ln)
+	t.Cleanup(func() { loading.Shutdown(context.Background()) })
+	ok := `{"model":"` + s.id + `","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`
+	big := `{"model":"` + s.id + `","max_tokens":2,"messages":[{"role":"user","content":"` + strings.Repeat("a", 8<<10) + `"}]}`
+	type answer struct {
+		Status int
+		Type   string
+	}
+	for _, tc := range []struct {
+		name, url, method, path, body string
+		header                        []string
+		want                          answer
+	}{
+		{"a preflight from an origin not allowed", s.url, "OPTIONS", "/v1/messages", "", []string{"Origin", "https://other.example", "Access-Control-Request-Method", "POST"}, answer{403, "permission_error"}},
+		{"a body over --max-body", s.url, "POST", "/v1/messages", big, nil, answer{413, "request_too_large"}},
+		{"count_tokens of a body over --max-body", s.url, "POST", "/v1/messages/count_tokens", big, nil, answer{413, "request_too_large"}},
+		{"while the model loads", "http://" + ln.Addr().String(), "POST", "/v1/messages", ok, nil, answer{529, "overloaded_error"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, doc := (&server{url: tc.url}).call(t, tc.method, tc.path, tc.body, tc.header...)
+			e, _ := doc["error"].(map[string]any)
+			if e == nil || doc["type"] != "error" || e["message"] == "" {
+				t.Fatalf("not an Anthropic error: %v", doc)
+			}
+			if d := cmp.Diff(tc.want, answer{status, e["type"].(string)}); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+	t.Run("a full queue", func(t *testing.T) {
+		cancel := s.fillQueue(t)
+		defer cancel()
+		status, doc := s.call(t, "POST", "/v1/messages", ok)
+		if e, _ := doc["error"].(map[string]any); status != 429 || e["type"] != "rate_limit_error" {
+			t.Errorf("status %d %v, want 429 rate_limit_error", status, doc)
+		}
+		cancel()
+		s.waitIdle(t)
+	})
 }
