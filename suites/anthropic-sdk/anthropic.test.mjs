@@ -128,6 +128,48 @@ test('count_tokens equals the prompt the message then bills', async () => {
   }
 });
 
+// A long system prompt sent twice: the second message reads it from the
+// prefix cache (cache_control is not needed: the cache is automatic), and
+// still bills the whole prompt.
+test('usage: cache_read_input_tokens count the prompt the prefix cache held', async () => {
+  const req = { model, max_tokens: 4, temperature: 0, messages: hello,
+    system: 'You tell short stories about the sea, the wind and the ships that sail on it. '.repeat(6) };
+  const count = await plain.client.messages.countTokens(req);
+  const first = await plain.client.messages.create(req);
+  const second = await plain.client.messages.create(req);
+  assert.equal(billed(first.usage), count.input_tokens);
+  assert.equal(billed(second.usage), count.input_tokens);
+  assert.ok(second.usage.cache_read_input_tokens >= 64, `second usage ${JSON.stringify(second.usage)}: the prefix cache held nothing`);
+  assert.ok(second.usage.input_tokens < count.input_tokens);
+  assert.equal(second.usage.cache_creation_input_tokens, 0);
+});
+
+test('top_k and top_p reach the sampler: top_k 1 is greedy at any temperature', async () => {
+  const greedy = await plain.client.messages.create({ model, max_tokens: 24, temperature: 0, messages: hello });
+  const topK = await plain.client.messages.create({ model, max_tokens: 24, temperature: 1, top_k: 1, messages: hello });
+  assert.equal(textOf(topK), textOf(greedy));
+  const topP = await plain.client.messages.create({ model, max_tokens: 24, temperature: 1, top_p: 1e-6, messages: hello });
+  assert.equal(textOf(topP), textOf(greedy));
+});
+
+// The raw event stream, read through the SDK's transport: Anthropic's
+// event order, the ping included, each event named by its type.
+test('the stream: message_start, ping, content blocks, message_delta, message_stop', async () => {
+  const res = await plain.client.messages.create({ model, max_tokens: 6, temperature: 0, messages: hello, stream: true }).asResponse();
+  assert.equal(res.headers.get('content-type'), 'text/event-stream');
+  const names = [];
+  for (const raw of (await res.text()).split('\n\n').filter((e) => e.trim())) {
+    const name = /^event: (.*)$/m.exec(raw)[1];
+    const data = JSON.parse(/^data: (.*)$/m.exec(raw)[1]);
+    assert.equal(data.type, name);
+    names.push(name);
+  }
+  const deltas = names.length - 6;
+  assert.ok(deltas >= 1, names.join(' '));
+  assert.deepEqual(names, ['message_start', 'ping', 'content_block_start', ...Array(deltas).fill('content_block_delta'),
+    'content_block_stop', 'message_delta', 'message_stop']);
+});
+
 test('stop sequences end the text before them', async () => {
   const want = textOf(await plain.client.messages.create({ model, max_tokens: 24, temperature: 0, messages: hello }));
   const k = Math.floor(want.length / 2);
@@ -217,6 +259,28 @@ test('a forced tool call (tool_choice type tool) and a tool_result round trip', 
   assert.ok(['end_turn', 'max_tokens', 'tool_use'].includes(final.stop_reason));
   assert.equal(billed(final.usage), (await c.messages.countTokens({ model: thinkModel, tools: [weatherTool, timeTool],
     thinking: { type: 'disabled' }, messages: turn('18 C') })).input_tokens);
+});
+
+test('tool_choice any calls one of the tools; none calls none', async () => {
+  const c = thinker.client;
+  const base = { model: thinkModel, max_tokens: 120, temperature: 0, messages: ask, tools: [weatherTool, timeTool], thinking: { type: 'disabled' } };
+  const any = await c.messages.create({ ...base, tool_choice: { type: 'any', disable_parallel_tool_use: true } });
+  assert.equal(any.stop_reason, 'tool_use');
+  const uses = any.content.filter((b) => b.type === 'tool_use');
+  assert.equal(uses.length, 1);
+  assert.ok(['get_weather', 'get_time'].includes(uses[0].name), uses[0].name);
+  if (uses[0].name === 'get_weather') checkWeather(uses[0].input);
+  else assert.deepEqual(typeof uses[0].input, 'object');
+
+  const none = await c.messages.create({ ...base, max_tokens: 16, tool_choice: { type: 'none' } });
+  assert.ok(none.content.every((b) => b.type !== 'tool_use'), JSON.stringify(none.content));
+  assert.notEqual(none.stop_reason, 'tool_use');
+
+  // A failed tool's result (is_error) goes back like any other.
+  const turn = [...ask, { role: 'assistant', content: any.content },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: uses[0].id, is_error: true, content: [{ type: 'text', text: 'service down' }] }] }];
+  const after = await c.messages.create({ ...base, max_tokens: 4, messages: turn });
+  assert.equal(billed(after.usage), (await c.messages.countTokens({ model: thinkModel, tools: base.tools, thinking: base.thinking, messages: turn })).input_tokens);
 });
 
 test('thinking blocks on a thinking template', async () => {
