@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
@@ -22,9 +22,10 @@ const model = path.basename(modelFile, '.gguf');
 const apiKey = 'anthropic-suite-key';
 
 // plain serves the model with its own template. thinker serves it with
-// Qwen3's template (tools, tool calls) changed to open a <think> block in
-// the generation prompt unless enable_thinking is false, as thinking-only
-// templates do: the random-weight model never writes <think> itself.
+// Qwen3's template (tools, tool calls) changed by `toolmodel
+// -open-thinking` to open a <think> block in the generation prompt unless
+// enable_thinking is false, as thinking-only templates do: the
+// random-weight model never writes <think> itself.
 let plain, thinker;
 const thinkModel = 'tiny-qwen3-thinking';
 
@@ -33,22 +34,11 @@ async function startServer(file) {
   return { ...s, client: new Anthropic({ baseURL: s.url, apiKey, maxRetries: 0 }) };
 }
 
-function thinkingTemplate() {
-  const qwen3 = readFileSync(path.join(root, 'runtime', 'tok', 'testdata', 'chat', 'qwen3.jinja'), 'utf8');
-  const from = "{{- '<|im_start|>assistant\\n' }}\n    {%- if enable_thinking is defined and enable_thinking is false %}\n        {{- '<think>\\n\\n</think>\\n\\n' }}";
-  const to = "{{- '<|im_start|>assistant\\n<think>\\n' }}\n    {%- if enable_thinking is defined and enable_thinking is false %}\n        {{- '\\n</think>\\n\\n' }}";
-  assert.ok(qwen3.includes(from), "qwen3.jinja's generation prompt changed: update thinkingTemplate");
-  return qwen3.replace(from, to);
-}
-
 before(async () => {
   plain = await startServer(modelFile);
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'ninfer-anthropic-'));
-  const template = path.join(dir, 'thinking.jinja');
-  writeFileSync(template, thinkingTemplate());
-  const file = path.join(dir, `${thinkModel}.gguf`);
-  execFileSync('go', ['run', './toolmodel', '-in', modelFile, '-template', template, '-out', file],
-    { cwd: path.join(here, '..', 'sdk'), stdio: 'inherit' });
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'ninfer-anthropic-')), `${thinkModel}.gguf`);
+  execFileSync('go', ['run', './toolmodel', '-in', modelFile, '-template', path.join(root, 'runtime', 'tok', 'testdata', 'chat', 'qwen3.jinja'),
+    '-open-thinking', '-out', file], { cwd: path.join(here, '..', 'sdk'), stdio: 'inherit' });
   thinker = await startServer(file);
 });
 
