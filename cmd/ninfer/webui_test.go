@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -21,18 +23,23 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/ninfer/ninfer-go/httpfront"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 )
 
 // TestWebUI drives the built-in web UI in real headless Chromium against a
-// real `ninfer serve` (tiny-qwen3 with the eagle3 graph and its draft
-// head, behind an API key): the page asks for the key, streams a chat
-// reply, shows the live figures moving while the request runs, stops a
-// request, and draws every step of the plan, its loop, carried value and
-// cache groups. The page must log no console error and request nothing
-// from any host but the server. Screenshots go to $WEBUI_SCREENSHOTS
+// real `ninfer serve` (the hybrid tiny-qwen35 with Qwen3's template
+// changed to open a <think> block unless thinking is off, the mtp graph,
+// behind an API key): the page asks for the key, sends the sampling
+// controls, streams a chat reply, shows the live figures moving while the
+// request runs (tokens/s, running, KV and state use, prefix-cache hit
+// rate),
+// stops a request, shows a reply's reasoning collapsed and a tool call,
+// and draws every step of the plan, its loop, carried value and cache
+// groups. The page must log no console error and request nothing from any
+// host but the server. Screenshots go to $WEBUI_SCREENSHOTS
 // (`just webui-screenshots` writes docs/webui-chat.png and
 // docs/webui-graph.png).
 func TestWebUI(t *testing.T) {
@@ -52,9 +59,19 @@ func TestWebUI(t *testing.T) {
 		shots = t.TempDir()
 	}
 	const key = "webui-test-key"
-	srv, err := startServe(context.Background(), &corpusOptions{serverBin: bin, model: sharedPath(t, "models", "tiny-qwen3-f32.gguf"),
-		graph: "eagle3", out: t.TempDir(),
-		serverArgs: []string{"--model", "draft=" + sharedPath(t, "models", "tiny-qwen3-eagle3-f32.gguf"), "--threads", "1", "--api-key", key}}, 1)
+	// The thinking model: tiny-qwen35 whose generation prompt opens a
+	// <think> block unless enable_thinking is false. A hybrid model under
+	// the mtp graph has every figure the page shows: KV and recurrent
+	// state groups, the prefix cache, a draft loop with a carried value.
+	thinker := filepath.Join(t.TempDir(), "tiny-qwen35-thinking.gguf")
+	gen := exec.Command("go", "run", "./suites/sdk/toolmodel", "-in", sharedPath(t, "models", "tiny-qwen35-f32.gguf"),
+		"-template", filepath.Join("runtime", "tok", "testdata", "chat", "qwen3.jinja"), "-open-thinking", "-out", thinker)
+	gen.Dir = filepath.Join("..", "..")
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("toolmodel: %v\n%s", err, out)
+	}
+	srv, err := startServe(context.Background(), &corpusOptions{serverBin: bin, model: thinker,
+		graph: "mtp", out: t.TempDir(), serverArgs: []string{"--threads", "1", "--api-key", key}}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +99,24 @@ func TestWebUI(t *testing.T) {
 
 	var mu sync.Mutex
 	var problems, requests []string
+	var chats []map[string]any // the bodies of the page's chat requests
 	if err := chromedp.Listen(ctx, func(ev any) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch e := ev.(type) {
 		case *network.EventRequestWillBeSent:
 			requests = append(requests, e.Request.URL)
+			if strings.HasSuffix(e.Request.URL, "/v1/chat/completions") {
+				var body []byte
+				for _, p := range e.Request.PostDataEntries {
+					body = append(body, p.Bytes...)
+				}
+				var doc map[string]any
+				if err := json.Unmarshal(body, &doc); err != nil {
+					problems = append(problems, fmt.Sprintf("a chat request body is not JSON: %v: %.200s", err, body))
+				}
+				chats = append(chats, doc)
+			}
 		case *runtime.EventConsoleAPICalled:
 			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeAssert {
 				problems = append(problems, fmt.Sprintf("console.%s: %s", e.Type, consoleArgs(e.Args)))
@@ -123,8 +152,8 @@ func TestWebUI(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#figures[data-polls] #plot-tps svg")),
 	)
 	model := value(t, ctx, "read the model", chromedp.AttributeValue(chromedp.CSS("#model-info"), "data-model")).Value
-	if model != "tiny-qwen3-f32" {
-		t.Errorf("model info shows %q, want tiny-qwen3-f32", model)
+	if model != "tiny-qwen35-thinking" {
+		t.Errorf("model info shows %q, want tiny-qwen35-thinking", model)
 	}
 
 	// A long reply: its tokens must arrive in several pieces, and the live
@@ -135,6 +164,8 @@ func TestWebUI(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS("#max_tokens"), "3000"),
 		chromedp.SetValue(chromedp.CSS("#temperature"), "0.8"),
 		chromedp.SetValue(chromedp.CSS("#seed"), "7"),
+		chromedp.SetValue(chromedp.CSS("#top_k"), "40"),
+		chromedp.SetValue(chromedp.CSS("#thinking"), "off"),
 		chromedp.SendKeys(chromedp.CSS("#prompt"), "Tell me a long story about the sea."),
 		chromedp.Click(chromedp.CSS("#send")),
 	)
@@ -145,8 +176,13 @@ func TestWebUI(t *testing.T) {
 		ui := readUI(t, ctx)
 		if ui.Generating && ui.Reply > 0 {
 			lengths[ui.Reply] = true
-			if moved == "" && ui.Polls > before.Polls && (strings.HasPrefix(ui.Load, "1 running") && ui.Load != before.Load) && ui.TPS != before.TPS {
-				moved = fmt.Sprintf("tokens/s %q -> %q, load %q -> %q", before.TPS, ui.TPS, before.Load, ui.Load)
+			if moved == "" && ui.Polls > before.Polls && (strings.HasPrefix(ui.Load, "1 running") && ui.Load != before.Load) && ui.TPS != before.TPS &&
+				ui.Cache != before.Cache && ui.PrefixLines > 0 {
+				moved = fmt.Sprintf("tokens/s %q -> %q, load %q -> %q, cache %q -> %q, prefix cache %q -> %q",
+					before.TPS, ui.TPS, before.Load, ui.Load, before.Cache, ui.Cache, before.Prefix, ui.Prefix)
+				if !prefixRate.MatchString(ui.Prefix) {
+					t.Errorf("the prefix-cache figure shows %q once a prompt was looked up, want its hit rate", ui.Prefix)
+				}
 			}
 		}
 		if moved != "" && len(lengths) >= 3 {
@@ -164,6 +200,22 @@ func TestWebUI(t *testing.T) {
 		t.Fatalf("the live figures did not change while the request ran: before %+v, now %+v", before, readUI(t, ctx))
 	}
 	t.Logf("live figures while streaming: %s; reply seen at %d lengths", moved, len(lengths))
+	if before.Prefix != "no prompt yet" || before.PrefixLines != 0 {
+		t.Errorf("before any request the prefix-cache figure shows %q with %d lines", before.Prefix, before.PrefixLines)
+	}
+	// The controls went out with the request.
+	mu.Lock()
+	first := map[string]any{}
+	if len(chats) > 0 {
+		for _, k := range []string{"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stream", "chat_template_kwargs"} {
+			first[k] = chats[0][k]
+		}
+	}
+	mu.Unlock()
+	if d := cmp.Diff(map[string]any{"model": "tiny-qwen35-thinking", "max_tokens": 3000.0, "temperature": 0.8, "top_p": 1.0, "top_k": 40.0, "seed": 7.0,
+		"stream": true, "chat_template_kwargs": map[string]any{"enable_thinking": false}}, first); d != "" {
+		t.Errorf("the first chat request (-want +got):\n%s", d)
+	}
 	run(t, ctx, "stop the reply", chromedp.Click(chromedp.CSS("#stop")),
 		chromedp.WaitVisible(chromedp.CSS("#send:not([disabled])")))
 	stopped := value(t, ctx, "read the stopped reply", chromedp.Text(chromedp.CSS(".msg.assistant .meta")))
@@ -172,18 +224,39 @@ func TestWebUI(t *testing.T) {
 	}
 	waitIdleOnServer(t, base, key)
 
-	// A short reply that finishes, in a new conversation (the stopped
-	// reply may fill most of the context), for the screenshot.
-	run(t, ctx, "send a short prompt",
+	// A short reply with thinking on, in a new conversation (the stopped
+	// reply may fill most of the context): the model never closes its
+	// <think> block, so the reply is reasoning, shown collapsed.
+	run(t, ctx, "send a short prompt with thinking on",
 		chromedp.Click(chromedp.CSS("#clear")),
-		chromedp.SetValue(chromedp.CSS("#max_tokens"), "120"),
+		chromedp.SetValue(chromedp.CSS("#max_tokens"), "60"),
+		chromedp.SetValue(chromedp.CSS("#thinking"), "on"),
 		chromedp.SendKeys(chromedp.CSS("#prompt"), "Once upon a time"),
 		chromedp.Click(chromedp.CSS("#send")),
 		chromedp.WaitVisible(chromedp.CSS(".msg.assistant .meta:not(:empty)")),
 		chromedp.WaitVisible(chromedp.CSS("#plot-phases rect.bar")),
 		chromedp.WaitVisible(chromedp.CSS("#plot-spec rect.bar")),
-		chromedp.Sleep(1200*time.Millisecond), // one idle poll redraws the plots at rest
 	)
+	type reasoningView struct {
+		Shown, Open, TextShown bool
+		Reasoning              int
+	}
+	readReasoning := func() reasoningView {
+		return value(t, ctx, "read the reasoning", chromedp.Evaluate[reasoningView](`(() => {
+			const d = document.querySelector('.msg.assistant:last-child details.reasoning');
+			const text = d.querySelector('.reasoning-text');
+			return {Shown: d.checkVisibility(), Open: d.open, TextShown: text.checkVisibility(), Reasoning: text.textContent.length};
+		})()`))
+	}
+	if r := readReasoning(); !r.Shown || r.Open || r.TextShown || r.Reasoning == 0 {
+		t.Errorf("the reasoning shows as %+v, want a collapsed box holding the reasoning", r)
+	}
+	run(t, ctx, "open the reasoning", chromedp.Click(chromedp.CSS(".msg.assistant:last-child details.reasoning summary")))
+	if r := readReasoning(); !r.Open || !r.TextShown {
+		t.Errorf("opened, the reasoning shows as %+v", r)
+	}
+	run(t, ctx, "close the reasoning", chromedp.Click(chromedp.CSS(".msg.assistant:last-child details.reasoning summary")),
+		chromedp.Sleep(1200*time.Millisecond)) // one idle poll redraws the plots at rest
 	// A forced tool call (grammar-constrained) is shown with its name and
 	// arguments.
 	const tools = `[{"type":"function","function":{"name":"get_weather","description":"The weather in a city.",` +
@@ -192,6 +265,7 @@ func TestWebUI(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#settings summary")),
 		chromedp.SetValue(chromedp.CSS("#tools"), tools),
 		chromedp.SetValue(chromedp.CSS("#tool_choice"), "required"),
+		chromedp.SetValue(chromedp.CSS("#thinking"), "off"),
 		chromedp.SetValue(chromedp.CSS("#max_tokens"), "200"),
 		chromedp.SendKeys(chromedp.CSS("#prompt"), "What is the weather in Paris?"),
 		chromedp.Click(chromedp.CSS("#send")),
@@ -254,22 +328,30 @@ func TestWebUI(t *testing.T) {
 		t.Errorf("drawn steps %v, want the plan's %v", drawn.Steps, want)
 	}
 	if loops == 0 || drawn.Loops != loops || drawn.Next != next {
-		t.Errorf("drawn %d loops with %d feedback edges, want %d and %d (and the eagle3 plan has a loop)", drawn.Loops, drawn.Next, loops, next)
+		t.Errorf("drawn %d loops with %d feedback edges, want %d and %d (and the mtp plan has a loop)", drawn.Loops, drawn.Next, loops, next)
 	}
 	if drawn.Carry != len(g.Plan.Carry) || drawn.Carry == 0 {
-		t.Errorf("drawn %d carried-value edges, want %d (one per $prev read of the eagle3 plan)", drawn.Carry, len(g.Plan.Carry))
+		t.Errorf("drawn %d carried-value edges, want %d (one per $prev read of the mtp plan)", drawn.Carry, len(g.Plan.Carry))
 	}
 	var groups []string
 	for _, c := range g.CacheGroups {
 		groups = append(groups, c.Name)
 	}
 	if !slices.Equal(groups, drawn.Caches) || len(groups) < 2 {
-		t.Errorf("drawn cache groups %v, want %v (the target's KV and the draft's)", drawn.Caches, groups)
+		t.Errorf("drawn cache groups %v, want %v (the target's KV and its recurrent state)", drawn.Caches, groups)
 	}
 	saveScreenshot(t, ctx, filepath.Join(shots, "webui-graph.png"))
 
 	mu.Lock()
 	defer mu.Unlock()
+	var thinking []any
+	for _, c := range chats {
+		thinking = append(thinking, c["chat_template_kwargs"])
+	}
+	off, on := map[string]any{"enable_thinking": false}, map[string]any{"enable_thinking": true}
+	if d := cmp.Diff([]any{off, on, off}, thinking); d != "" {
+		t.Errorf("the chat requests' chat_template_kwargs (-want +got):\n%s", d)
+	}
 	if len(problems) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(problems, "\n"))
 	}
@@ -286,11 +368,15 @@ func TestWebUI(t *testing.T) {
 
 // uiState is what the test reads of the page while it streams.
 type uiState struct {
-	Generating bool
-	Reply      int // characters of the last assistant reply
-	Polls      int
-	TPS, Load  string
+	Generating               bool
+	Reply                    int // characters of the last assistant reply
+	Polls                    int
+	TPS, Load, Cache, Prefix string
+	PrefixLines              int // hit-rate lines drawn
 }
+
+// prefixRate is the prefix-cache figure once a prompt was looked up.
+var prefixRate = regexp.MustCompile(`^\d+\.\d% of \d+ prompt tokens$`)
 
 func readUI(t *testing.T, ctx context.Context) uiState {
 	t.Helper()
@@ -303,6 +389,9 @@ func readUI(t *testing.T, ctx context.Context) uiState {
 			Polls: Number(document.getElementById('figures').dataset.polls || 0),
 			TPS: document.getElementById('fig-tps').textContent,
 			Load: document.getElementById('fig-load').textContent,
+			Cache: document.getElementById('fig-cache').textContent,
+			Prefix: document.getElementById('fig-prefix').textContent,
+			PrefixLines: document.querySelectorAll('#plot-prefix polyline.series').length,
 		};
 	})()`))
 }

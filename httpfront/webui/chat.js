@@ -136,6 +136,10 @@ async function send(text) {
   addMessage('user').append(el('div', 'content', text));
   const reply = new Reply();
   const body = { model, messages: [], stream: true, stream_options: { include_usage: true }, ...sampling() };
+  // thinking sets the template's enable_thinking (the chat path's
+  // chat_template_kwargs); empty leaves the template's default.
+  const thinking = $('thinking').value;
+  if (thinking) body.chat_template_kwargs = { enable_thinking: thinking === 'on' };
   const system = $('system').value.trim();
   if (system) body.messages.push({ role: 'system', content: system });
   body.messages.push(...history);
