@@ -27,7 +27,7 @@ func (s *Server) messages(ctx *fasthttp.RequestCtx, m *Model) {
 	if r == nil {
 		return
 	}
-	a := &messagesAnswer{id: newID("msg_"), model: m.ID}
+	a := &messagesAnswer{id: newID("msg_"), model: m.ID, ping: s.cfg.StreamPing}
 	s.serveAnswer(ctx, m, a, "messages", r.Chat.Params, [][]int32{prompt}, received)
 }
 
@@ -151,6 +151,7 @@ type (
 type messagesAnswer struct {
 	id    string
 	model string
+	ping  time.Duration // Config.StreamPing
 }
 
 func (a *messagesAnswer) ident() string { return a.id }
@@ -198,7 +199,8 @@ func (a *messagesAnswer) complete(j *job, res []*choiceResult) any {
 
 // stream writes the Message's events: message_start, a ping, each content
 // block's content_block_start, deltas and content_block_stop, then
-// message_delta (stop reason and the whole usage) and message_stop.
+// message_delta (stop reason and the whole usage) and message_stop; a
+// ping each time a.ping passes without an event.
 func (a *messagesAnswer) stream(w *bufio.Writer, j *job) bool {
 	out := &sse{w: w}
 	defer func() {
@@ -222,7 +224,7 @@ func (a *messagesAnswer) stream(w *bufio.Writer, j *job) bool {
 	}, func(e *Error) bool {
 		_, body := anthropicError(e)
 		return out.named("error", json.RawMessage(body))
-	})
+	}, a.ping, func() bool { return b.emit("ping", map[string]any{}) })
 }
 
 // blockBuilder turns a reply's reasoning, content and tool call deltas,

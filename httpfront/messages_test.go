@@ -379,3 +379,48 @@ func TestMessagesOverloadAndLimits(t *testing.T) {
 		s.waitIdle(t)
 	})
 }
+
+// A stream that waits (here in the queue, behind a long request) sends a
+// ping each time Config.StreamPing passes without an event, and is
+// otherwise Anthropic's event sequence.
+func TestMessagesStreamPingsWhileItWaits(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{StreamPing: 5 * time.Millisecond}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/completions",
+		strings.NewReader(`{"model":"`+s.id+`","prompt":"Once","max_tokens":4000,"ignore_eos":true,"stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	busy, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Body.Close()
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+	}()
+	events := s.namedStream(t, "/v1/messages", `{"model":"`+s.id+`","max_tokens":3,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	var names []string
+	pings := 0
+	for _, e := range events {
+		if e["type"] == "ping" {
+			pings++
+			continue
+		}
+		names = append(names, e["type"].(string))
+	}
+	want := []string{"message_start", "content_block_start"}
+	for range len(names) - 5 {
+		want = append(want, "content_block_delta")
+	}
+	want = append(want, "content_block_stop", "message_delta", "message_stop")
+	if d := cmp.Diff(want, names); d != "" {
+		t.Errorf("events but pings (-want +got):\n%s", d)
+	}
+	// One ping follows message_start at once; the wait of ~200 ms holds
+	// tens of 5 ms periods.
+	if pings < 4 {
+		t.Errorf("%d pings in a stream that waited ~200 ms with a 5 ms ping period", pings)
+	}
+	s.waitIdle(t)
+}

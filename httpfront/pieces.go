@@ -1,6 +1,9 @@
 package httpfront
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // The pieces of a chat reply (reasoning, content, tool call deltas) as the
 // answers built from them (/v1/responses' output items, /v1/messages'
@@ -19,13 +22,35 @@ func replyDeltas(p *Params, text string) (reasoning, content string, deltas []to
 
 // pipeReply reads j's one choice through its reasoning split and tool
 // call parser: add gets each piece, final the choice's final delta (after
-// its last piece), fail an error, which ends the stream. Each reports
-// whether its writes reached the client; pipeReply reports whether the
-// client received everything.
-func (j *job) pipeReply(add func(reasoning, content string, calls []toolDelta) bool, final func(d delta) bool, fail func(e *Error) bool) bool {
+// its last piece), fail an error, which ends the stream; with idleEvery >
+// 0, idle is called each time idleEvery passes without a delta (a request
+// waiting in the queue or in a long prefill), to keep the stream alive.
+// Each reports whether its writes reached the client; pipeReply reports
+// whether the client received everything.
+func (j *job) pipeReply(add func(reasoning, content string, calls []toolDelta) bool, final func(d delta) bool, fail func(e *Error) bool,
+	idleEvery time.Duration, idle func() bool) bool {
 	pipe := &chatPipe{sp: newReasoningSplitter(j.p.Reasoning), tp: newToolParser(j.p.ToolFormat), single: j.p.SingleToolCall}
+	var quiet <-chan time.Time // fires after idleEvery without a delta
+	var timer *time.Timer
+	if idleEvery > 0 {
+		timer = time.NewTimer(idleEvery)
+		defer timer.Stop()
+		quiet = timer.C
+	}
 	for j.finishes < j.choices {
-		d := <-j.out // past the deadline too, every runner still reports its end
+		var d delta
+		select {
+		case d = <-j.out: // past the deadline too, every runner still reports its end
+		case <-quiet:
+			if !idle() {
+				return false
+			}
+			timer.Reset(idleEvery)
+			continue
+		}
+		if timer != nil {
+			timer.Reset(idleEvery)
+		}
 		if d.err != nil {
 			ok := fail(d.err)
 			j.leave()

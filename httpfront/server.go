@@ -77,6 +77,11 @@ type Config struct {
 	Timeout time.Duration
 	// MaxBodyBytes bounds request bodies; larger ones get 413. Default 4 MiB.
 	MaxBodyBytes int
+	// StreamPing is how long a /v1/messages stream goes without an event
+	// before the server sends a ping (Anthropic's keep-alive), so that a
+	// request waiting in the queue or in a long prefill keeps its
+	// connection through idle timeouts. Default 10 s.
+	StreamPing time.Duration
 	// MaxStreamLag bounds how far a streaming client may fall behind: when
 	// more than this many tokens of one choice wait unread (the client
 	// stopped reading), the choice is aborted, the unread tokens are
@@ -114,6 +119,7 @@ const (
 	DefaultMaxBodyBytes = 4 << 20
 	DefaultReadTimeout  = time.Minute
 	DefaultMaxStreamLag = 2048
+	DefaultStreamPing   = 10 * time.Second
 )
 
 // Server is the HTTP front end. Create it with New, start it with Serve,
@@ -162,6 +168,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxStreamLag <= 0 {
 		cfg.MaxStreamLag = DefaultMaxStreamLag
+	}
+	if cfg.StreamPing <= 0 {
+		cfg.StreamPing = DefaultStreamPing
 	}
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = DefaultReadTimeout
