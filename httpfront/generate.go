@@ -185,13 +185,19 @@ func (j *job) engineRequest(ctx context.Context, cancel context.CancelCauseFunc,
 		Images:      p.Images,
 		MessageEnds: p.MessageEnds,
 	}
+	var grammarMask func(generated []int32, logits []float32)
 	if p.Grammar != nil {
 		m, e := newGrammarMask(ctx, cancel, &j.p, j.m.Tokenizer, maxTokens)
 		if e != nil {
 			return engine.Request{}, e
 		}
-		req.Sampling.Mask = m.mask
+		grammarMask = m.mask
 	}
+	var budgetMask func(generated []int32, logits []float32)
+	if b := newReasoningBudget(j.m.Tokenizer, p.Reasoning, p.ReasoningBudget); b != nil {
+		budgetMask = b.mask
+	}
+	req.Sampling.Mask = masks(grammarMask, budgetMask)
 	if p.MinTokens > 0 {
 		req.Sampling.SuppressUntil = p.MinTokens
 		req.Sampling.Suppress = suppressed(j.m.Tokenizer, p)

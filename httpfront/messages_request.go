@@ -114,12 +114,14 @@ func DecodeMessages(body []byte, o DecodeOptions, countOnly bool) (*MessagesRequ
 		}
 		chat["tool_choice"], chat["parallel_tool_calls"] = choice, parallel
 	}
+	budget := 0
 	if f.has("thinking") {
-		on, e := messagesThinking(f)
+		on, b, e := messagesThinking(f)
 		if e != nil {
 			return nil, e
 		}
 		chat["chat_template_kwargs"] = mustJSON(map[string]bool{"enable_thinking": on})
+		budget = b
 	}
 	cr, e := DecodeChat(mustJSON(chat), o)
 	// An image block's URL is its source.
@@ -137,6 +139,7 @@ func DecodeMessages(body []byte, o DecodeOptions, countOnly bool) (*MessagesRequ
 		return nil, e
 	}
 	imageFieldNames(cr, nil, blockAt, ".source")
+	cr.Params.ReasoningBudget = budget
 	return &MessagesRequest{Chat: cr}, nil
 }
 
@@ -156,38 +159,38 @@ func messagesMetadata(f fields) *Error {
 }
 
 // messagesThinking reads thinking: {"type":"enabled","budget_tokens":N}
-// (N >= 1024, as Anthropic), {"type":"adaptive"} or
-// {"type":"between_tools"} (thinking on, the model decides how much), or
-// {"type":"disabled"}; it reports whether thinking is on. The budget is
-// checked, not enforced: the reply's thinking is bounded by max_tokens
-// only. display is checked and ignored: the thinking is always returned.
-func messagesThinking(f fields) (bool, *Error) {
+// (N >= 1024, as Anthropic; the reply's reasoning is closed after N
+// tokens), {"type":"adaptive"} or {"type":"between_tools"} (thinking on,
+// the model decides how much), or {"type":"disabled"}; it reports whether
+// thinking is on, and the budget (0 for none). display is checked and
+// ignored: the thinking is always returned.
+func messagesThinking(f fields) (on bool, budget int, e *Error) {
 	var t struct {
 		Type         string   `json:"type"`
 		BudgetTokens *float64 `json:"budget_tokens"`
 		Display      *string  `json:"display"`
 	}
 	if err := json.Unmarshal(f["thinking"], &t); err != nil {
-		return false, badParam("thinking", "Invalid type for 'thinking': expected an object with a 'type'.")
+		return false, 0, badParam("thinking", "Invalid type for 'thinking': expected an object with a 'type'.")
 	}
 	if t.Display != nil && *t.Display != "summarized" && *t.Display != "omitted" {
-		return false, badParam("thinking.display", "Invalid value for 'thinking.display': expected 'summarized' or 'omitted', got '%.32s'.", *t.Display)
+		return false, 0, badParam("thinking.display", "Invalid value for 'thinking.display': expected 'summarized' or 'omitted', got '%.32s'.", *t.Display)
 	}
 	switch t.Type {
 	case "disabled":
-		return false, nil
+		return false, 0, nil
 	case "adaptive", "between_tools":
-		return true, nil
+		return true, 0, nil
 	case "enabled":
 		if t.BudgetTokens == nil {
-			return false, badParam("thinking.budget_tokens", "Missing required parameter: 'thinking.budget_tokens'.")
+			return false, 0, badParam("thinking.budget_tokens", "Missing required parameter: 'thinking.budget_tokens'.")
 		}
 		if b := *t.BudgetTokens; b != float64(int(b)) || b < 1024 {
-			return false, badParam("thinking.budget_tokens", "Invalid 'thinking.budget_tokens': expected an integer >= 1024, got %g.", b)
+			return false, 0, badParam("thinking.budget_tokens", "Invalid 'thinking.budget_tokens': expected an integer >= 1024, got %g.", b)
 		}
-		return true, nil
+		return true, int(*t.BudgetTokens), nil
 	}
-	return false, badParam("thinking.type", "Invalid value for 'thinking.type': expected 'enabled', 'adaptive', 'between_tools' or 'disabled', got '%.32s'.", t.Type)
+	return false, 0, badParam("thinking.type", "Invalid value for 'thinking.type': expected 'enabled', 'adaptive', 'between_tools' or 'disabled', got '%.32s'.", t.Type)
 }
 
 // blockText reads system or a tool_result's content: a string, or an

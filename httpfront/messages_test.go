@@ -52,6 +52,7 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 		Stream            bool
 		ContinueFinal     bool
 		Kwargs            map[string]any
+		ReasoningBudget   int
 		Tools             any
 	}
 	for _, tc := range []struct {
@@ -86,8 +87,8 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 			`{"model":"m","max_tokens":9,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"},
 			"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"x"}]}`,
 			want{Messages: []map[string]any{{"role": "user", "content": "x"}}, ToolChoice: "function", ToolName: "f", ParallelToolCalls: true, MaxTokens: 9,
-				Kwargs: map[string]any{"enable_thinking": true},
-				Tools:  []any{map[string]any{"type": "function", "function": map[string]any{"name": "f", "parameters": map[string]any{"type": "object"}}}}}},
+				Kwargs: map[string]any{"enable_thinking": true}, ReasoningBudget: 1024,
+				Tools: []any{map[string]any{"type": "function", "function": map[string]any{"name": "f", "parameters": map[string]any{"type": "object"}}}}}},
 		{"adaptive thinking",
 			`{"model":"m","max_tokens":9,"thinking":{"type":"adaptive","display":"summarized"},"messages":[{"role":"user","content":"x"}]}`,
 			want{Messages: []map[string]any{{"role": "user", "content": "x"}}, ToolChoice: "none", ParallelToolCalls: true, MaxTokens: 9,
@@ -114,7 +115,7 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 			}
 			c := r.Chat
 			got := want{Messages: chatView(t, c.Messages), ToolChoice: c.ToolChoice, ToolName: c.ToolName, ParallelToolCalls: c.ParallelToolCalls,
-				Stop: c.Stop, MaxTokens: c.MaxTokens, TopK: c.TopK, Stream: c.Stream, ContinueFinal: c.ContinueFinal}
+				Stop: c.Stop, MaxTokens: c.MaxTokens, TopK: c.TopK, Stream: c.Stream, ContinueFinal: c.ContinueFinal, ReasoningBudget: c.ReasoningBudget}
 			if c.TemplateKwargs != nil {
 				got.Kwargs = map[string]any{}
 				for k, v := range c.TemplateKwargs {
@@ -423,4 +424,62 @@ func TestMessagesStreamPingsWhileItWaits(t *testing.T) {
 		t.Errorf("%d pings in a stream that waited ~200 ms with a 5 ms ping period", pings)
 	}
 	s.waitIdle(t)
+}
+
+// thinking.budget_tokens closes the reasoning after that many tokens: the
+// random model never closes its <think> block itself, so without a budget
+// its reply is all thinking; with one, the server closes the block at the
+// budget and the model writes text after it, streamed and not alike.
+func TestMessagesThinkingBudget(t *testing.T) {
+	s := start(t, "tiny-qwen3-f32.gguf", httpfront.Config{}, 1)
+	ct, err := tok.NewChatTemplate(thinkingTemplate, "", "<|im_end|>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.srv.SetModel(&httpfront.Model{ID: s.id, Engine: s.inst.Engine, Tokenizer: s.inst.Tokenizer, Chat: ct, Created: time.Unix(1, 0)})
+	const budget, maxTokens = 1024, 1040
+	body := fmt.Sprintf(`{"model":"%s","max_tokens":%d,"temperature":0,"messages":[{"role":"user","content":"hi"}],"thinking":%%s%%s}`, s.id, maxTokens)
+	types := func(content []any) []string {
+		var out []string
+		for _, b := range content {
+			out = append(out, b.(map[string]any)["type"].(string))
+		}
+		return out
+	}
+	_, unbounded := s.call(t, "POST", "/v1/messages", fmt.Sprintf(body, `{"type":"adaptive"}`, ""))
+	if d := cmp.Diff([]string{"thinking"}, types(unbounded["content"].([]any))); d != "" {
+		t.Fatalf("without a budget the reply is not all thinking (-want +got):\n%s", d)
+	}
+	enabled := fmt.Sprintf(`{"type":"enabled","budget_tokens":%d}`, budget)
+	_, bounded := s.call(t, "POST", "/v1/messages", fmt.Sprintf(body, enabled, ""))
+	content := bounded["content"].([]any)
+	if d := cmp.Diff([]string{"thinking", "text"}, types(content)); d != "" {
+		t.Fatalf("with budget_tokens %d of max_tokens %d (-want +got):\n%s", budget, maxTokens, d)
+	}
+	thinking := content[0].(map[string]any)["thinking"].(string)
+	if !strings.HasPrefix(unbounded["content"].([]any)[0].(map[string]any)["thinking"].(string), thinking) {
+		t.Errorf("the bounded thinking is not the start of the unbounded one")
+	}
+	if u := bounded["usage"].(map[string]any); u["output_tokens"] != float64(maxTokens) || bounded["stop_reason"] != "max_tokens" {
+		t.Errorf("usage %v, stop_reason %v: want %d output tokens, max_tokens", u, bounded["stop_reason"], maxTokens)
+	}
+	var streamed []any
+	var open map[string]any
+	for _, e := range s.namedStream(t, "/v1/messages", fmt.Sprintf(body, enabled, `,"stream":true`)) {
+		switch e["type"] {
+		case "content_block_start":
+			open = e["content_block"].(map[string]any)
+			streamed = append(streamed, open)
+		case "content_block_delta":
+			d := e["delta"].(map[string]any)
+			for _, k := range []string{"thinking", "text"} {
+				if v, ok := d[k].(string); ok {
+					open[k] = open[k].(string) + v
+				}
+			}
+		}
+	}
+	if d := cmp.Diff(content, streamed); d != "" {
+		t.Errorf("streamed content (-non-streamed +streamed):\n%s", d)
+	}
 }

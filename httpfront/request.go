@@ -73,6 +73,10 @@ type Params struct {
 	// Reasoning is how a chat reply's reasoning is split from its content
 	// (reasoning_content); the handler sets it from the chat template.
 	Reasoning Reasoning
+	// ReasoningBudget, when > 0, is how many tokens the reply's reasoning
+	// block may hold before the server closes it (Anthropic's
+	// thinking.budget_tokens; reasoningBudget).
+	ReasoningBudget int
 	// ToolFormat names the tool call format parsed out of chat replies
 	// (toolFormats), "" for none; the handler sets it from the chat
 	// template when the request has tools and tool_choice "auto".

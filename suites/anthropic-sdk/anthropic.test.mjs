@@ -298,3 +298,21 @@ test('thinking blocks on a thinking template', async () => {
   const off = await c.messages.create({ ...req, thinking: { type: 'disabled' } });
   assert.ok(off.content.every((b) => b.type !== 'thinking'), `thinking disabled: ${JSON.stringify(off.content)}`);
 });
+
+// The model never closes its thinking by itself: budget_tokens is what
+// ends it, and the reply goes on as text.
+test('thinking.budget_tokens ends the thinking, then the reply is text', async () => {
+  const c = thinker.client;
+  const req = { model: thinkModel, max_tokens: 1040, temperature: 0, messages: hello };
+  const unbounded = await c.messages.create({ ...req, thinking: { type: 'adaptive' } });
+  assert.deepEqual(unbounded.content.map((b) => b.type), ['thinking']);
+  const stream = c.messages.stream({ ...req, thinking: { type: 'enabled', budget_tokens: 1024 } });
+  let text = '';
+  stream.on('text', (d) => { text += d; });
+  const m = await stream.finalMessage();
+  assert.deepEqual(m.content.map((b) => b.type), ['thinking', 'text']);
+  assert.ok(text.length > 0);
+  assert.equal(m.content[1].text, text);
+  assert.ok(unbounded.content[0].thinking.startsWith(m.content[0].thinking));
+  assert.equal(m.usage.output_tokens, 1040);
+});
