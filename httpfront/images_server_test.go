@@ -140,6 +140,16 @@ func TestImagesOnlyCountedOrRendered(t *testing.T) {
 	if diff := cmp.Diff([]bool{false}, tower.encodes); diff != "" {
 		t.Errorf("encode flags (-want +got):\n%s", diff)
 	}
+	// An image a tool returned counts as the image it is.
+	toolTurn := func(result string) string {
+		return `{"model":"` + s.id + `","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"shot"}` + result + `]}]}]}`
+	}
+	_, text := s.call(t, "POST", "/v1/messages/count_tokens", toolTurn(""))
+	status, withImage := s.call(t, "POST", "/v1/messages/count_tokens", toolTurn(`,{"type":"image","source":{"type":"url","url":"`+host.URL+`/a.png"}}`))
+	if status != 200 || withImage["input_tokens"].(float64) <= text["input_tokens"].(float64) {
+		t.Errorf("count_tokens of a tool result with an image: %d %v, without %v", status, withImage, text)
+	}
 }
 
 // TestImageErrorsNameTheAPIsField: an image the tower refuses (over the
@@ -163,6 +173,8 @@ func TestImageErrorsNameTheAPIsField(t *testing.T) {
 			"messages[2].content[1].source"},
 		{"messages after a tool result", "/v1/messages", `{"model":"` + s.id + `","max_tokens":2,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"},{"type":"text","text":"and"},` + block(big) + `]}]}`,
 			"messages[2].content[2].source"},
+		{"messages, an image a tool returned", "/v1/messages", `{"model":"` + s.id + `","max_tokens":2,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"shot"},` + block(small) + `,` + block(big) + `]}]}]}`,
+			"messages[2].content[0].content[2].source"},
 		{"responses after instructions", "/v1/responses", `{"model":"` + s.id + `","max_output_tokens":2,"instructions":"Be brief.","input":[{"role":"user","content":[{"type":"input_text","text":"a"},` + part(big) + `]}]}`,
 			"input[0].content[1].image_url"},
 	} {

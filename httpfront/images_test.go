@@ -238,6 +238,8 @@ func TestAnthropicImageBlocksNamedBySource(t *testing.T) {
 		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yes"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"},{"type":"image","source":{"type":"url","url":"https://example.com/y.png"}}]}]}`, "messages[2].content[2].source"},
 		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file"}}]}]}`, "messages[0].content[0].source.type"},
 		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"},{"type":"text","text":"and"},{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"AAAA"}}]}]}`, "messages[2].content[2].source"},
+		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"shot:"},{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"AAAA"}}]}]}]}`, "messages[2].content[0].content[1].source"},
+		{`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"document","source":{}}]}]}]}`, "messages[2].content[0].content[0].type"},
 	} {
 		_, e := DecodeMessages([]byte(tc.body), DecodeOptions{}, false)
 		if e == nil || e.Status != 400 || e.Param != tc.param {
@@ -251,5 +253,18 @@ func TestAnthropicImageBlocksNamedBySource(t *testing.T) {
 	}
 	if diff := cmp.Diff("a<__media__>b", r.Chat.Messages[0].Content); diff != "" {
 		t.Errorf("content (-want +got):\n%s", diff)
+	}
+	// A tool's result may be an image: it reaches the tool message.
+	r, e = DecodeMessages([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},`+
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"shot:"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"`+
+		base64.StdEncoding.EncodeToString(pngBytes(t, 2, 2))+`"}}]}]}]}`), DecodeOptions{}, false)
+	if e != nil {
+		t.Fatal(e)
+	}
+	tool := r.Chat.Messages[2]
+	if diff := cmp.Diff([]string{"tool", "shot:<__media__>"}, []string{tool.Role, tool.Content}); diff != "" || r.Chat.Images == nil || len(r.Chat.Images.Fields) != 1 {
+		t.Errorf("tool message (-want +got):\n%s\nimages %+v", diff, r.Chat.Images)
+	} else if f := r.Chat.Images.Fields[0]; f != "messages[2].content[0].content[1].source" {
+		t.Errorf("the image's field is %q", f)
 	}
 }

@@ -385,9 +385,10 @@ func userBlocks(blocks []fields, at string, strict bool) (msgs []map[string]any,
 			if e != nil {
 				return nil, nil, nil, e
 			}
-			var content string
+			var content any = ""
+			var parts []string
 			if b.has("content") {
-				if content, e = blockText(b["content"], where+".content"); e != nil {
+				if content, parts, e = toolResultContent(b["content"], where+".content", strict); e != nil {
 					return nil, nil, nil, e
 				}
 			}
@@ -396,7 +397,7 @@ func userBlocks(blocks []fields, at string, strict bool) (msgs []map[string]any,
 				e.Param, e.Message = where+".is_error", fmt.Sprintf("Invalid type for '%s.is_error': expected a boolean.", where)
 				return nil, nil, nil, e
 			}
-			msgs, msgAt, partAt = append(msgs, map[string]any{"role": "tool", "tool_call_id": id, "content": content}), append(msgAt, where), append(partAt, nil)
+			msgs, msgAt, partAt = append(msgs, map[string]any{"role": "tool", "tool_call_id": id, "content": content}), append(msgAt, where), append(partAt, parts)
 		default:
 			return nil, nil, nil, badParam(where+".type", "Invalid value for '%s.type': a user message holds 'text', 'image' and 'tool_result' blocks, not '%s'.", where, typ)
 		}
@@ -406,6 +407,52 @@ func userBlocks(blocks []fields, at string, strict bool) (msgs []map[string]any,
 		msgs, msgAt, partAt = []map[string]any{{"role": "user", "content": ""}}, []string{at}, [][]string{nil}
 	}
 	return msgs, msgAt, partAt, nil
+}
+
+// toolResultContent reads a tool_result's content at at: a string, or
+// text and image blocks (a tool that returns a screenshot or a file's
+// image). Text alone is joined with a blank line; with images the content
+// is chat content parts, one per block, and partAt the block of each.
+func toolResultContent(raw json.RawMessage, at string, strict bool) (content any, partAt []string, e *Error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil, nil
+	}
+	var blocks []fields
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, nil, badParam(at, "Invalid type for '%s': expected a string or an array of text and image blocks.", at)
+	}
+	var texts []string
+	var parts []map[string]any
+	images := false
+	for i, b := range blocks {
+		where := fmt.Sprintf("%s[%d]", at, i)
+		typ, e := contentBlock(b, where, strict)
+		if e != nil {
+			return nil, nil, e
+		}
+		switch typ {
+		case "text":
+			t, e := blockString(b, "text", where)
+			if e != nil {
+				return nil, nil, e
+			}
+			texts, parts = append(texts, t), append(parts, map[string]any{"type": "text", "text": t})
+		case "image":
+			url, e := imageBlockURL(b, where)
+			if e != nil {
+				return nil, nil, e
+			}
+			parts, images = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}}), true
+		default:
+			return nil, nil, badParam(where+".type", "Invalid value for '%s.type': a tool_result holds 'text' and 'image' blocks, not '%s'.", where, typ)
+		}
+		partAt = append(partAt, where)
+	}
+	if !images {
+		return strings.Join(texts, "\n\n"), nil, nil
+	}
+	return parts, partAt, nil
 }
 
 // assistantBlocks turns an assistant message's blocks into one chat
