@@ -268,7 +268,14 @@ func TestCluster(t *testing.T) {
 	}
 	st := haproxyStats(statsURL)
 	be := st["ninfer/BACKEND"]
-	sse := streamThroughCurl(gateway)
+	// A buffering proxy fails every try; a descheduled test process on a
+	// loaded host fails one now and then, so three tries are allowed.
+	var sse sseCheck
+	for try := 0; try < 3; try++ {
+		if sse = streamThroughCurl(gateway); sse.err != nil || !sse.buffered() {
+			break
+		}
+	}
 
 	t.Logf("setup %v; load %v for %d requests (%d clients); whole test %v", setup.Round(time.Millisecond), loadTime.Round(time.Millisecond), total, workers, time.Since(began).Round(time.Millisecond))
 	t.Logf("requests per replica: r1 %d (restarted), r2 %d, r3 %d (slow: --max-concurrency 1, nice 10); failed %d", perReplica["r1"], perReplica["r2"], perReplica["r3"], len(failed))
@@ -318,8 +325,8 @@ func TestCluster(t *testing.T) {
 	}
 	if sse.err != nil {
 		t.Errorf("SSE through curl: %v", sse.err)
-	} else if spread := sse.last - sse.first; 8*spread < sse.generation {
-		t.Errorf("SSE through HAProxy looks buffered: its events arrived within %v, the replica took %v to generate them", spread, sse.generation)
+	} else if sse.buffered() {
+		t.Errorf("SSE through HAProxy looks buffered: three times its events arrived within %v, the replica took %v to generate them", sse.last-sse.first, sse.generation)
 	}
 }
 
@@ -674,6 +681,10 @@ type sseCheck struct {
 	generation  time.Duration // the replica's decode time (timings.predicted_ms)
 	err         error
 }
+
+// buffered reports whether the events arrived within an eighth of the
+// time the replica took to generate them.
+func (c sseCheck) buffered() bool { return 8*(c.last-c.first) < c.generation }
 
 // streamThroughCurl streams a 400-token greedy completion through the
 // gateway with curl -N and timestamps each event as curl prints it. A
