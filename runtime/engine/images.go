@@ -38,7 +38,7 @@ func (im Image) positions() int { return max(im.NX, im.NY) }
 var ImagesInput = plan.Ref{Node: plan.InputNode, Port: node.BindImages}
 
 // errNoImages is Submit's error for images sent to a plan that reads none.
-var errNoImages = errors.New("engine: the graph does not read images (no model.forward input images: $in.images)")
+var errNoImages = errors.New("engine: the graph does not read images (no vision.encode node on $in.images)")
 
 // keyImages checks r.Images against the prompt and the model (in prompt
 // order, inside it, apart, Embeddings of E-wide rows) and gives r a copy

@@ -83,6 +83,39 @@ func BindTarget(p *plan.Plan, target *weights.File) (Shape, error) {
 	return shape, errors.Join(errs...)
 }
 
+// BindTower binds p's step that encodes images (exec.TowerBinder,
+// vision.encode) to the vision tower file tower for target and returns it
+// (nil when p has none). It refuses, each about its step a *StepError, a
+// step that encodes images when no tower is given and a tower that does
+// not fit target, and, about the plan, a second such step and a tower
+// given to a plan that encodes no images. New calls it, and so does
+// `ninfer graph check --model [--mmproj]`.
+func BindTower(p *plan.Plan, tower, target *weights.File) (exec.TowerBinder, error) {
+	var bound exec.TowerBinder
+	var errs []error
+	for _, st := range p.AllSteps() {
+		tb, ok := st.Node.(exec.TowerBinder)
+		switch {
+		case !ok:
+			continue
+		case bound != nil:
+			errs = append(errs, &StepError{st.ID, st.Op, errors.New("encodes images a second time: a plan runs one vision tower")})
+		case tower == nil:
+			errs = append(errs, &StepError{st.ID, st.Op, fmt.Errorf("needs a vision tower: %s has none given (--mmproj FILE)", filepath.Base(target.Path))})
+		default:
+			if err := tb.BindTower(tower, target); err != nil {
+				errs = append(errs, &StepError{st.ID, st.Op, fmt.Errorf("cannot run the tower: %w", err)})
+				continue
+			}
+			bound = tb
+		}
+	}
+	if bound == nil && tower != nil && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("vision tower %s given, but the graph encodes no images (a vision.encode node feeding model.forward's images; the graph vision does)", tower.Path))
+	}
+	return bound, errors.Join(errs...)
+}
+
 // TargetSteps are p's steps and the body steps of its loops over the
 // target: the steps that run the target model (a loop over a model of its
 // own binds its body to that model).

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +14,7 @@ import (
 	_ "github.com/ninfer/ninfer-go/nodes/prefill"
 	_ "github.com/ninfer/ninfer-go/nodes/sample"
 	_ "github.com/ninfer/ninfer-go/nodes/speculative"
+	_ "github.com/ninfer/ninfer-go/nodes/vision"
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/executor"
 	"github.com/ninfer/ninfer-go/runtime/instance"
@@ -44,7 +46,8 @@ func TestBindTarget(t *testing.T) {
 nodes:
   - {id: chunking, op: prefill.chunk}
   - {id: draft, op: speculative.ngram, in: {history: $in.history}}
-  - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, images: $in.images, draft: draft.draft}}
+  - {id: see, op: vision.encode, in: {images: $in.images}}
+  - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, images: see.embeddings, draft: draft.draft}}
   - {id: verify, op: speculative.verify, in: {draft: draft.draft, logits: fwd.logits}}
 out: {tokens: verify.tokens}
 `), 0o644); err != nil {
@@ -94,6 +97,57 @@ out: {tokens: verify.tokens}
 				if diff := cmp.Diff(tt.wantShape, shape); diff != "" {
 					t.Errorf("shape (-want +got):\n%s", diff)
 				}
+			}
+		})
+	}
+}
+
+// BindTower binds the plan's vision.encode step to the mmproj and refuses,
+// naming the step, a vision graph without a tower and a tower the model
+// cannot take (no M-RoPE sections; another width is
+// vision.TestCheckTextModel's); a tower for a graph
+// that encodes no images is refused about the plan.
+func TestBindTower(t *testing.T) {
+	vl, dense := openModel(t, "tiny-qwen35-vl-f32.gguf"), openModel(t, "tiny-qwen3-f32.gguf")
+	tower := openModel(t, "tiny-qwen35-mmproj-f32.gguf")
+	tests := []struct {
+		graph     string
+		model     *weights.File
+		tower     *weights.File
+		wantBound bool
+		wantSteps []string // the steps of the StepErrors, in order
+		wantErr   string   // a part of the error
+	}{
+		{"vision", vl, tower, true, nil, ""},
+		{"plain", vl, nil, false, nil, ""},
+		{"vision", vl, nil, false, []string{"see"}, "needs a vision tower: tiny-qwen35-vl-f32.gguf has none given (--mmproj FILE)"},
+		{"vision", dense, tower, false, []string{"see"}, "is not a vision-language model: it has no M-RoPE sections (qwen3.rope.dimension_sections)"},
+		{"plain", vl, tower, false, nil, "given, but the graph encodes no images"},
+	}
+	for _, tt := range tests {
+		name := tt.graph + " on " + filepath.Base(tt.model.Path)
+		if tt.tower != nil {
+			name += " with a tower"
+		}
+		t.Run(name, func(t *testing.T) {
+			p, err := instance.LoadPlan(tt.graph, node.Default, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bound, err := executor.BindTower(p, tt.tower, tt.model)
+			var steps []string
+			var se *executor.StepError
+			if errors.As(err, &se) {
+				steps = append(steps, se.Step)
+			}
+			if diff := cmp.Diff(tt.wantSteps, steps); diff != "" {
+				t.Errorf("error steps (-want +got):\n%s\nerror: %v", diff, err)
+			}
+			if (err != nil) != (tt.wantErr != "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error %v, want one containing %q", err, tt.wantErr)
+			}
+			if got := bound != nil; got != tt.wantBound {
+				t.Errorf("bound %v, want %v", got, tt.wantBound)
 			}
 		})
 	}

@@ -31,6 +31,10 @@ type Config struct {
 	// one's backend (required when a node runs one).
 	Models     exec.Models
 	NewBackend func() (exec.Backend, error)
+	// Tower is the vision tower file (an mmproj) of a plan that encodes
+	// images (exec.TowerBinder, vision.encode); nil for none. Start runs
+	// it on a backend of its own from NewBackend.
+	Tower *weights.File
 }
 
 // Shape is what the bound plan needs of the target's caches: the KV
@@ -53,6 +57,9 @@ type Executor struct {
 	// attached to their devices (models, by alias) by Start.
 	binders []modelBinding
 	models  map[string]*modelDevice
+	// tower is the plan's vision.encode step, bound to Config.Tower; nil
+	// in a plan that encodes no images.
+	tower exec.TowerBinder
 	// modelLoops are the plan's draft loops over a draft model, by step id;
 	// loopHidden is the row width of $loop.hidden in each loop that reads
 	// a carried value (in.hidden).
@@ -82,6 +89,9 @@ func New(cfg Config) (*Executor, Shape, error) {
 		seqs: map[uint64]*seqValues{}, stepCarry: map[string]carryRows{}}
 	shape, err := BindTarget(p, cfg.Model)
 	if err != nil {
+		return nil, Shape{}, fmt.Errorf("engine: %w", err)
+	}
+	if x.tower, err = BindTower(p, cfg.Tower, cfg.Model); err != nil {
 		return nil, Shape{}, fmt.Errorf("engine: %w", err)
 	}
 	if err := x.bindModelLoops(); err != nil {
@@ -144,6 +154,10 @@ func (x *Executor) Start(layout exec.KVLayout) error {
 		return fmt.Errorf("engine: reserve: %w", err)
 	}
 	if err := x.attachModels(x.binders, layout); err != nil {
+		x.CloseModels()
+		return err
+	}
+	if err := x.attachTower(); err != nil {
 		x.CloseModels()
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/tok"
+	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
@@ -150,21 +151,23 @@ func Open(o Options) (*Instance, error) {
 			return nil, fmt.Errorf("%s: %w", o.Model, err)
 		}
 	}
-	if err := checkVisionPlan(o, p.Reads(engine.ImagesInput), f); err != nil {
-		closeAll()
-		return nil, err
-	}
 	var vis *Vision
 	if o.MMProj != "" {
-		if vis, err = openVision(o.MMProj, f, o.Threads); err != nil {
+		tf, cfg, err := vision.OpenMMProj(o.MMProj)
+		if err != nil {
 			closeAll()
 			return nil, err
 		}
+		vis = &Vision{File: tf, Config: cfg}
 		closeText := closeAll
 		closeAll = func() { closeText(); vis.Close() }
 	}
+	var tower *weights.File
+	if vis != nil {
+		tower = vis.File
+	}
 	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory,
-		MaxRunning: o.MaxRunning, StepTokens: o.StepTokens, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend,
+		MaxRunning: o.MaxRunning, StepTokens: o.StepTokens, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend, Tower: tower,
 		NoPrefixCache: o.NoPrefixCache, CheckpointMemory: o.CheckpointMemory, CheckpointEvery: o.CheckpointEvery})
 	if err != nil {
 		closeAll()

@@ -4,68 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	tower "github.com/ninfer/ninfer-go/nodes/vision"
+	_ "github.com/ninfer/ninfer-go/nodes/vision" // the vision.encode node of the graph vision
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// Vision is a loaded vision tower (Options.MMProj): the mmproj file, its
-// hyper-parameters and the Encoder that runs it on a CPU backend of its
-// own. It encodes one image at a time.
+// Vision is a loaded vision tower (Options.MMProj): the mmproj file and
+// its hyper-parameters. The plan's vision.encode node runs it
+// (engine.Engine.EncodeImage).
 type Vision struct {
-	File    *weights.File
-	Config  *vision.Config
-	mu      sync.Mutex
-	encoder *tower.Encoder
+	File   *weights.File
+	Config *vision.Config
 }
 
-// openVision loads the mmproj at path for the text model text.
-func openVision(path string, text *weights.File, threads int) (*Vision, error) {
-	f, cfg, err := vision.OpenMMProj(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := cfg.CheckTextModel(text); err != nil {
-		f.Close()
-		return nil, err
-	}
-	enc, err := tower.NewEncoder(f, cfg, "cpu", threads)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &Vision{File: f, Config: cfg, encoder: enc}, nil
-}
-
-// Close releases the encoder and the mmproj file.
-func (v *Vision) Close() error {
-	return errors.Join(v.encoder.Close(), v.File.Close())
-}
-
-// checkVisionPlan refuses a graph that reads images ($in.images) on a
-// model that cannot place image tokens (no M-RoPE sections), and a tower
-// given for a graph that reads none.
-func checkVisionPlan(o Options, readsImages bool, text *weights.File) error {
-	key := text.Arch() + ".rope.dimension_sections"
-	switch {
-	case readsImages && !text.Has(key):
-		return fmt.Errorf("graph %s reads images ($in.images), but model %s is not a vision-language model (no %s)", graphName(o.Graph), text.Path, key)
-	case !readsImages && o.MMProj != "":
-		return fmt.Errorf("mmproj %s: graph %s does not read images (model.forward input images: $in.images; the graph vision does)", o.MMProj, graphName(o.Graph))
-	}
-	return nil
-}
-
-func graphName(g string) string {
-	if g == "" {
-		return "plain"
-	}
-	return g
-}
+// Close releases the mmproj file.
+func (v *Vision) Close() error { return v.File.Close() }
 
 // ErrNoVision is returned for images sent to an instance without a tower.
 var ErrNoVision = errors.New("this model has no vision tower loaded (--mmproj)")
@@ -128,17 +84,13 @@ func (in *Instance) PromptWithImages(ctx context.Context, prompt string, images 
 		return nil, fmt.Errorf("model %s has no %s token", in.File.Path, vision.ImagePad)
 	}
 	out := &ImagePrompt{Chunks: chunks}
-	if encode {
-		v.mu.Lock()
-		defer v.mu.Unlock()
-	}
 	for _, c := range chunks {
 		if c.Image < 0 {
 			out.IDs = append(out.IDs, c.Tokens...)
 			continue
 		}
 		if encode {
-			emb, err := v.encoder.Encode(ctx, pre[c.Image])
+			emb, err := in.Engine.EncodeImage(ctx, pre[c.Image])
 			if err != nil {
 				return nil, err
 			}

@@ -67,6 +67,11 @@ const (
 	// rows) and M-RoPE positions beside it (BindImageEmbeddings,
 	// BindMRoPE).
 	Images PortType = "images"
+	// ImageEmbeddings are the input embeddings of a step's image rows, one
+	// row per step row [T, E] (zero on text rows): vision.encode's output,
+	// the vision tower's rows that model.forward puts in place of the
+	// image placeholder tokens' embeddings (mix_rows on BindImages).
+	ImageEmbeddings PortType = "image_embeddings"
 )
 
 // Step bindings: the names under which a step binds its per-row values,
