@@ -53,6 +53,24 @@ out: {tokens: verify.tokens}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	visionDraft := filepath.Join(t.TempDir(), "vision-draft.yaml")
+	if err := os.WriteFile(visionDraft, []byte(`graph: vision-draft
+nodes:
+  - {id: chunking, op: prefill.chunk}
+  - id: draft
+    repeat: 2
+    nodes:
+      - {id: small, op: model.forward, with: {model: draft}, in: {tokens: $loop.tokens, positions: $loop.positions}}
+      - {id: pick, op: sample.argmax, in: {logits: small.logits}}
+    next: {tokens: pick.tokens}
+    out: {draft: pick.tokens}
+  - {id: see, op: vision.encode, in: {images: $in.images}}
+  - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, images: see.embeddings, draft: draft.draft}}
+  - {id: verify, op: speculative.verify, in: {draft: draft.draft, logits: fwd.logits}}
+out: {tokens: verify.tokens}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		graph     string
 		model     *weights.File
@@ -67,7 +85,8 @@ out: {tokens: verify.tokens}
 		{"self", hybrid, executor.Shape{}, false, []string{"draft"}},
 		{"mtp", dense, executor.Shape{}, false, []string{"head"}},
 		{"vision", hybrid, executor.Shape{Layers: 2, KVDim: 64}, true, nil},
-		{visionNgram, hybrid, executor.Shape{}, false, []string{"draft"}},
+		{visionNgram, hybrid, executor.Shape{Layers: 2, KVDim: 64}, true, nil},
+		{visionDraft, hybrid, executor.Shape{}, false, []string{"draft"}},
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.graph)+" on "+filepath.Base(tt.model.Path), func(t *testing.T) {

@@ -178,6 +178,8 @@ func (x *Executor) Close() error {
 type hostStep struct {
 	*node.HostContext
 	Batch *exec.Batch
+	// bindRows binds a feed's per-row inputs (Batch.BindRows).
+	bindRows func(*exec.Batch)
 }
 
 // Batch is one step's input to Run.
@@ -193,6 +195,11 @@ type Batch struct {
 	// Embeds asks for the hidden rows to be read back (an embedding request
 	// is sampled).
 	Embeds bool
+	// BindRows, when set, binds the per-row inputs beside the tokens
+	// (exec.Batch.Ints and Floats: the image rows and their M-RoPE
+	// positions) of a feed with drafts inserted, by each row's RowSeq and
+	// position, as the engine bound them for Feed.
+	BindRows func(*exec.Batch)
 }
 
 // Result is what a step's plan gave each sampled sequence.
@@ -211,7 +218,7 @@ type Result struct {
 // do not run here: DraftAhead runs them once the tokens are accepted.
 func (x *Executor) Run(ctx context.Context, b Batch) (Result, error) {
 	x.stepEmbeds = b.Embeds
-	hs := &hostStep{HostContext: b.Host, Batch: b.Feed}
+	hs := &hostStep{HostContext: b.Host, Batch: b.Feed, bindRows: b.BindRows}
 	values := map[plan.Ref]any{
 		{Node: plan.InputNode, Port: node.BindTokens}:    b.Feed.Tokens,
 		{Node: plan.InputNode, Port: node.BindPositions}: b.Feed.Positions,

@@ -100,6 +100,19 @@ const (
 	BindImageEmbeddings = "image_embeddings"
 )
 
+// FedToken is the token id a pass feeds for history entry t: t itself, or
+// token 0 for an image row, whose history entry is the image's key (a
+// negative id, no token): model.forward replaces that row's embedding with
+// the tower's (mix_rows), and a drafting head over the target's hidden
+// states (model.mtp) reads token 0's embedding beside the image row's
+// hidden state.
+func FedToken(t int32) int32 {
+	if t < 0 {
+		return 0
+	}
+	return t
+}
+
 // BindMRoPE are the device inputs of each row's M-RoPE position
 // components t, h and w [T] each, read beside BindImages: a text row's
 // three are its position in the model's numbering (which resumes after an
