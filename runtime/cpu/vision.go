@@ -162,7 +162,7 @@ func (p *program) selfAttention(out []float32, op tensor.Op) {
 		}
 	})
 	blocks := (n + attnQueries - 1) / attnQueries // query blocks per head
-	stride := (n + 15) &^ 15 // a row of scores, whole vectors for softmaxScores' kernels
+	stride := (n + 15) &^ 15                      // a row of scores, whole vectors for softmaxScores' kernels
 	p.b.pool.parallel(heads*blocks, 1, func(worker, lo, hi int) {
 		scores := p.scratch(p.score, worker, attnQueries*stride) // [attnQueries, stride]
 		for item := lo; item < hi; item++ {
