@@ -330,6 +330,18 @@ func (e *Encode) run(ctx context.Context, p *vision.Preprocessed, stages bool) (
 	return res, nil
 }
 
+// Workspace implements exec.TowerBinder: the scratch memory of the tower's
+// backend (its graphs' buffers), when it accounts it.
+func (e *Encode) Workspace() (exec.Workspace, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, ok := e.backend.(exec.WorkspaceReporter)
+	if !ok {
+		return exec.Workspace{}, false
+	}
+	return r.Workspace(), true
+}
+
 // Close implements exec.TowerBinder: it releases the backend AttachTower
 // gave the node (not the mmproj file).
 func (e *Encode) Close() error {

@@ -525,6 +525,10 @@ func (e *Engine) EncodeImage(ctx context.Context, p *vision.Preprocessed) ([]flo
 	return e.x.EncodeImage(ctx, p)
 }
 
+// VisionWorkspace is the scratch memory of the vision tower's backend;
+// false without a tower or when the backend does not account it.
+func (e *Engine) VisionWorkspace() (exec.Workspace, bool) { return e.x.TowerWorkspace() }
+
 // Vocab is the model's vocabulary size.
 func (e *Engine) Vocab() int { return e.model.Vocab }
 

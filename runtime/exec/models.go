@@ -91,6 +91,9 @@ type TowerBinder interface {
 	// [p.Grid.Tokens(), E], row-major. It is safe for concurrent use
 	// (images are encoded one at a time).
 	EncodeImage(ctx context.Context, p *vision.Preprocessed) ([]float32, error)
+	// Workspace is the scratch memory of the tower's backend, false when
+	// it does not account it (exec.WorkspaceReporter).
+	Workspace() (Workspace, bool)
 	// Close releases the backend AttachTower gave the node.
 	Close() error
 }

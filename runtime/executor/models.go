@@ -122,6 +122,15 @@ func (x *Executor) EncodeImage(ctx context.Context, p *vision.Preprocessed) ([]f
 	return x.tower.EncodeImage(ctx, p)
 }
 
+// TowerWorkspace is the scratch memory of the vision tower's backend;
+// false without a tower or when the backend does not account it.
+func (x *Executor) TowerWorkspace() (exec.Workspace, bool) {
+	if x.tower == nil {
+		return exec.Workspace{}, false
+	}
+	return x.tower.Workspace()
+}
+
 // CloseModels releases the devices of the models besides the target (Close
 // does too; New's caller calls it alone when it gives up after Start).
 func (x *Executor) CloseModels() error {

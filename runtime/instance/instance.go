@@ -257,6 +257,11 @@ func (in *Instance) Workspace() (exec.Workspace, bool) {
 	return r.Workspace(), true
 }
 
+// VisionWorkspace reports the vision tower backend's scratch memory, false
+// without a tower (Options.MMProj) or for a backend that does not account
+// it. Call it between generations.
+func (in *Instance) VisionWorkspace() (exec.Workspace, bool) { return in.Engine.VisionWorkspace() }
+
 // Close stops the engine and unmaps the model.
 func (in *Instance) Close() error {
 	err := errors.Join(in.Engine.Close(), closeModels(in.File, in.Models), in.File.Close())
