@@ -27,6 +27,16 @@ import (
 // model file (--model) and its vision tower (--mmproj, "" for none).
 type onModel struct{ model, mmproj string }
 
+// loadPlan compiles the graph at path as the engine would for m: with a
+// vision tower (m.mmproj), a graph that encodes no images gets the tower
+// wired in (instance.LoadPlanWithImages).
+func (m onModel) loadPlan(path string, set node.Params) (*plan.Plan, error) {
+	if m.mmproj != "" {
+		return instance.LoadPlanWithImages(path, graphRegistry, set)
+	}
+	return loadPlan(path, set)
+}
+
 // checkOnModel reports what plan p (compiled from the graph at path) cannot
 // do on the model file m.model, as the engine would refuse it
 // (executor.BindTarget, executor.BindTower): on a model with recurrent
@@ -220,7 +230,7 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 		}
 		status := 0
 		for _, f := range files {
-			p, err := loadPlan(f, nil)
+			p, err := checkModel.loadPlan(f, nil)
 			if err == nil && checkModel.model != "" {
 				err = checkOnModel(f, p, checkModel)
 			}
@@ -237,7 +247,7 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "ninfer graph %s: want exactly one FILE\n%s", cmd, usage)
 			return 2
 		}
-		p, err := loadPlan(files[0], set)
+		p, err := checkModel.loadPlan(files[0], set)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1

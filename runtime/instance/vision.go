@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	_ "github.com/ninfer/ninfer-go/nodes/vision" // the vision.encode node of the graph vision
 	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/graphdef"
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
@@ -22,6 +25,63 @@ type Vision struct {
 
 // Close releases the mmproj file.
 func (v *Vision) Close() error { return v.File.Close() }
+
+// towerNode is the id of the vision.encode node withTower adds.
+const towerNode = "vision"
+
+// withTower wires the vision tower into g, a graph that encodes no images,
+// as graphs/vision.yaml wires it into plain: a node "vision" (vision.encode
+// on $in.images) before the first top-level model.forward of the target,
+// whose embeddings feed the images input of every such forward (a
+// speculative graph's verifying forward included; the forwards of loop
+// bodies and of other models read none). It reports whether it changed g:
+// not for a graph with a vision.encode node, a forward that wires images
+// already, no target forward, or a node already called "vision". The
+// added nodes and bindings take the position of the first forward.
+func withTower(g *graphdef.Graph) bool {
+	var fwds []*graphdef.Node
+	first := -1
+	for i, n := range g.Nodes {
+		switch {
+		case n.ID == towerNode || n.Op == "vision.encode":
+			return false
+		case n.Op != "model.forward" || n.IsLoop():
+			continue
+		}
+		if slices.ContainsFunc(n.In, func(b *graphdef.Binding) bool { return b.Name == "images" }) {
+			return false
+		}
+		if !runsTarget(n) {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		fwds = append(fwds, n)
+	}
+	if first < 0 {
+		return false
+	}
+	at := g.Nodes[first].Pos
+	tower := &graphdef.Node{Pos: at, ID: towerNode, IDPos: at, Op: "vision.encode", OpPos: at, InPos: at,
+		In: []*graphdef.Binding{{Name: "images", NamePos: at, Ref: graphdef.InputNode + "." + node.BindImages, RefPos: at}}}
+	g.Nodes = slices.Insert(g.Nodes, first, tower)
+	for _, n := range fwds {
+		n.In = append(n.In, &graphdef.Binding{Name: "images", NamePos: n.Pos, Ref: towerNode + ".embeddings", RefPos: n.Pos})
+	}
+	return true
+}
+
+// runsTarget reports whether forward n runs the target: no model param, or
+// model: target.
+func runsTarget(n *graphdef.Node) bool {
+	for _, a := range n.With {
+		if a.Name == "model" {
+			return a.Value == node.Target
+		}
+	}
+	return true
+}
 
 // ErrNoVision is returned for images sent to an instance without a tower.
 var ErrNoVision = errors.New("this model has no vision tower loaded (--mmproj)")

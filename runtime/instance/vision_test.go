@@ -5,10 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	_ "github.com/ninfer/ninfer-go/nodes/vision"
 	"github.com/ninfer/ninfer-go/runtime/cpu"
+	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
@@ -44,4 +49,38 @@ func TestVisionTowerRefusedAtLoadNamingTheOp(t *testing.T) {
 		t.Fatalf("plain on a backend without gelu: %v", err)
 	}
 	in.Close()
+}
+
+// LoadPlanWithImages wires the tower into graphs that encode no images:
+// a vision.encode node "vision" feeding the images of the top-level
+// forwards of the target (not a draft loop's forward), and leaves graphs
+// that encode images as written.
+func TestLoadPlanWithImagesWiresTheTower(t *testing.T) {
+	for _, tc := range []struct {
+		graph string
+		want  []string // the steps reading vision.embeddings, in plan order
+	}{
+		{"plain", []string{"fwd"}},
+		{"ngram", []string{"fwd"}},
+		{"mtp", []string{"fwd"}},
+		{"draft", []string{"fwd"}},
+		{"vision", nil}, // its own node, see
+	} {
+		p, err := instance.LoadPlanWithImages(tc.graph, node.Default, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.graph, err)
+		}
+		var got []string
+		for _, st := range p.AllSteps() {
+			if st.In["images"] == (plan.Ref{Node: "vision", Port: "embeddings"}) {
+				got = append(got, st.ID)
+			}
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: steps reading vision.embeddings (-want +got):\n%s", tc.graph, diff)
+		}
+		if !p.Reads(engine.ImagesInput) {
+			t.Errorf("%s: the plan reads no images", tc.graph)
+		}
+	}
 }
