@@ -32,6 +32,20 @@ const visionTolerance = 2e-3
 // fails while every greedy id stays the same.
 const logitTolerance = 2e-3
 
+// readVisionGolden reads vision-tiny-qwen35.json from the golden folder dir.
+func readVisionGolden(t *testing.T, dir string) visionGolden {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "vision-tiny-qwen35.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g visionGolden
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // visionGolden is the part of vision-tiny-qwen35.json a run reproduces.
 type visionGolden struct {
 	Results []struct {
@@ -69,14 +83,7 @@ func TestRunImagesMatchLlamaCpp(t *testing.T) {
 	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
 	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
 	dir := sharedPath(t, "golden")
-	data, err := os.ReadFile(filepath.Join(dir, "vision-tiny-qwen35.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g visionGolden
-	if err := json.Unmarshal(data, &g); err != nil {
-		t.Fatal(err)
-	}
+	g := readVisionGolden(t, dir)
 	near := cmp.Comparer(func(a, b float64) bool {
 		return math.Abs(a-b) <= visionTolerance*max(1, math.Abs(a), math.Abs(b))
 	})
@@ -428,14 +435,7 @@ func TestRunSpeculationWithImages(t *testing.T) {
 		"--param", "n_nextn=1", "--param", "mtp_eye=1.0", "--param", "mtp_out_gain=0.3", "-o", model).CombinedOutput(); err != nil {
 		t.Skipf("cannot make the model (python3 with numpy): %v\n%s", err, out)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "vision-tiny-qwen35.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g visionGolden
-	if err := json.Unmarshal(data, &g); err != nil {
-		t.Fatal(err)
-	}
+	g := readVisionGolden(t, dir)
 	graphs := map[string]string{"ngram": "ngram", "mtp": "mtp"}
 	accepted := map[string]int{}
 	for _, r := range g.Results {

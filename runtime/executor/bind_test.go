@@ -36,13 +36,22 @@ func openModel(t *testing.T, name string) *weights.File {
 	return f
 }
 
+// writeGraph writes the graph src to a file of its own and returns its path.
+func writeGraph(t *testing.T, src string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "graph.yaml")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // BindTarget returns the cache shape of the target's steps, and names the
 // step of each thing the plan cannot do on the model (a *StepError), which
 // the engine refuses and graph check --model positions at its node.
 func TestBindTarget(t *testing.T) {
 	dense, hybrid := openModel(t, "tiny-qwen3-f32.gguf"), openModel(t, "tiny-qwen35-f32.gguf")
-	visionNgram := filepath.Join(t.TempDir(), "vision-ngram.yaml")
-	if err := os.WriteFile(visionNgram, []byte(`graph: vision-ngram
+	visionNgram := writeGraph(t, `graph: vision-ngram
 nodes:
   - {id: chunking, op: prefill.chunk}
   - {id: draft, op: speculative.ngram, in: {history: $in.history}}
@@ -50,11 +59,8 @@ nodes:
   - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, images: see.embeddings, draft: draft.draft}}
   - {id: verify, op: speculative.verify, in: {draft: draft.draft, logits: fwd.logits}}
 out: {tokens: verify.tokens}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	visionDraft := filepath.Join(t.TempDir(), "vision-draft.yaml")
-	if err := os.WriteFile(visionDraft, []byte(`graph: vision-draft
+`)
+	visionDraft := writeGraph(t, `graph: vision-draft
 nodes:
   - {id: chunking, op: prefill.chunk}
   - id: draft
@@ -68,9 +74,7 @@ nodes:
   - {id: fwd, op: model.forward, in: {tokens: $in.tokens, positions: $in.positions, images: see.embeddings, draft: draft.draft}}
   - {id: verify, op: speculative.verify, in: {draft: draft.draft, logits: fwd.logits}}
 out: {tokens: verify.tokens}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	tests := []struct {
 		graph     string
 		model     *weights.File
