@@ -9,7 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
@@ -78,7 +80,14 @@ type Encode struct {
 
 	mu      sync.Mutex // one image at a time on backend
 	backend exec.Backend
+	// prepared are the tower's prepared graphs by patch grid [pw, ph]
+	// (at most maxPrepared): an image of a size seen before reuses its
+	// buffers instead of allocating them again.
+	prepared map[[2]int]exec.Executable
 }
+
+// maxPrepared bounds the prepared tower graphs an Encode keeps.
+const maxPrepared = 4
 
 // Record implements node.DeviceNode for the step: in["images"] is the
 // step's image row mask [T]; the output "embeddings" [T, OutputWidth] is
@@ -307,20 +316,18 @@ func (e *Encode) run(ctx context.Context, p *vision.Preprocessed, stages bool) (
 		},
 		Ints: map[string][]int32{BindPosY: ys, BindPosX: xs},
 	}
-	g, err := e.towerGraph(l.PW, l.PH, stages)
+	x, outputs, err := e.prepare(l.PW, l.PH, stages)
 	if err != nil {
 		return nil, err
 	}
-	x, err := e.backend.Prepare(g)
-	if err != nil {
-		return nil, fmt.Errorf("vision.encode: %w", err)
+	if stages {
+		defer x.Close()
 	}
-	defer x.Close()
 	if err := x.Run(ctx, batch); err != nil {
 		return nil, fmt.Errorf("vision.encode: %w", err)
 	}
 	res := map[string][]float32{}
-	for name := range g.Outputs {
+	for _, name := range outputs {
 		data, _, _, err := x.Output(name)
 		if err != nil {
 			return nil, err
@@ -342,6 +349,40 @@ func (e *Encode) Workspace() (exec.Workspace, bool) {
 	return r.Workspace(), true
 }
 
+// prepare returns the tower prepared for a pw x ph patch grid and its
+// outputs' names: with stages a graph of its own (the caller closes it),
+// else the one kept for the grid, prepared the first time.
+func (e *Encode) prepare(pw, ph int, stages bool) (exec.Executable, []string, error) {
+	key := [2]int{pw, ph}
+	if x, ok := e.prepared[key]; ok && !stages {
+		return x, []string{"embeddings"}, nil
+	}
+	g, err := e.towerGraph(pw, ph, stages)
+	if err != nil {
+		return nil, nil, err
+	}
+	x, err := e.backend.Prepare(g)
+	if err != nil {
+		return nil, nil, fmt.Errorf("vision.encode: %w", err)
+	}
+	outputs := slices.Sorted(maps.Keys(g.Outputs))
+	if stages {
+		return x, outputs, nil
+	}
+	if e.prepared == nil {
+		e.prepared = map[[2]int]exec.Executable{}
+	}
+	for k, old := range e.prepared {
+		if len(e.prepared) < maxPrepared {
+			break
+		}
+		old.Close()
+		delete(e.prepared, k)
+	}
+	e.prepared[key] = x
+	return x, outputs, nil
+}
+
 // Close implements exec.TowerBinder: it releases the backend AttachTower
 // gave the node (not the mmproj file).
 func (e *Encode) Close() error {
@@ -350,6 +391,10 @@ func (e *Encode) Close() error {
 	if e.backend == nil {
 		return nil
 	}
+	for _, x := range e.prepared {
+		x.Close()
+	}
+	e.prepared = nil
 	err := e.backend.Close()
 	e.backend = nil
 	return err

@@ -189,3 +189,31 @@ func TestEncodeMatchesLlamaCpp(t *testing.T) {
 		t.Error("no image had its full embeddings compared")
 	}
 }
+
+// The tower kept prepared for an image size gives, for the same image
+// again after images of other sizes, exactly the rows it gave first.
+func TestEncodeAgainReusesThePreparedTower(t *testing.T) {
+	e := newTestEncoder(t)
+	var first [][]float32
+	for round := range 2 {
+		for i, name := range []string{"sq64.png", "wide160x64.png", "tall75x100.png"} {
+			data, err := os.ReadFile(filepath.Join(goldenDir, "images", name))
+			if err != nil {
+				t.Skipf("golden image: %v", err)
+			}
+			p, err := vision.Preprocess(data, e.Config.Options(vision.DecodeLimits{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := e.EncodeImage(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if round == 0 {
+				first = append(first, rows)
+			} else if diff := cmp.Diff(first[i], rows); diff != "" {
+				t.Errorf("%s encoded again (-first +again):\n%s", name, diff)
+			}
+		}
+	}
+}
