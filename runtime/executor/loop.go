@@ -169,7 +169,7 @@ func (x *Executor) loopFirstPass(st *plan.Step, l *plan.Loop, hc *hostStep, in m
 	var tables [][]int32
 	for _, i := range active {
 		h := hc.Rows[i].History
-		b.Tokens = append(b.Tokens, h[len(h)-1])
+		b.Tokens = append(b.Tokens, node.FedToken(h[len(h)-1]))
 		b.Positions = append(b.Positions, int32(len(h)-1))
 		b.RowSeq = append(b.RowSeq, int32(len(tables)))
 		b.LogitRows = append(b.LogitRows, int32(len(tables)))

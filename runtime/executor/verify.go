@@ -11,8 +11,9 @@ import (
 
 // feed is the batch a device segment computes over: batch itself, or, when
 // a step of the segment wires an input of type draft, batch with those
-// drafts inserted (its per-row inputs bound by hc.bindRows). Each sequence's drafts must fit the KV the scheduler
-// reserved for it (SeqState.Lookahead).
+// drafts inserted (its per-row inputs bound by hc.bindRows). Each
+// sequence's drafts must fit the KV the scheduler reserved for it
+// (SeqState.Lookahead).
 func (x *Executor) feed(seg plan.Segment, hc *hostStep, values map[plan.Ref]any) (*exec.Batch, error) {
 	var drafts exec.Drafts
 	var from plan.Ref
