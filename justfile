@@ -28,7 +28,7 @@ test: build test-deps
     {{bin}} graph test --model {{models}}/stories260K.gguf $(ls graphs/*.yaml | grep -v -e '/mtp.yaml$' -e '/eagle3.yaml$' -e '/dflash.yaml$' -e '/vision.yaml$')
     {{bin}} graph test --model {{models}}/tiny-qwen3-f32.gguf --model draft={{models}}/tiny-qwen3-q8_0.gguf graphs/draft.yaml
     {{bin}} graph test --model {{models}}/tiny-qwen35-f32.gguf graphs/mtp.yaml
-    {{bin}} graph test --model {{models}}/tiny-qwen35-vl-f32.gguf graphs/vision.yaml
+    {{bin}} graph test --model {{models}}/tiny-qwen35-vl-f32.gguf --mmproj {{models}}/tiny-qwen35-mmproj-f32.gguf graphs/vision.yaml
     {{bin}} graph test --model {{models}}/tiny-qwen35moe-f32.gguf graphs/mtp.yaml
     {{bin}} graph test --model {{models}}/tiny-qwen3-f32.gguf --model draft={{models}}/tiny-qwen3-eagle3-f32.gguf graphs/eagle3.yaml
     {{bin}} graph test --model {{models}}/tiny-qwen3-f32.gguf --model draft={{models}}/tiny-qwen3-dflash-f32.gguf graphs/dflash.yaml

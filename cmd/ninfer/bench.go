@@ -25,6 +25,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/runtime/kv/page"
+	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/suites/bench"
 )
 
@@ -93,6 +94,7 @@ type benchOptions struct {
 	corpus      string
 	peakGBs     float64
 	triadMiB    int
+	image       string    // appended to every prompt, encoded by the vision tower (--mmproj)
 	progressOut io.Writer // nil: no progress bar
 }
 
@@ -151,6 +153,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.corpus, "corpus", "", "prompt corpus, a UTF-8 text file (default the built-in one)")
 	fs.Float64Var(&o.peakGBs, "peak-bandwidth", 0, "peak memory bandwidth in GB/s to compare with (0 = measure with a triad, < 0 = none)")
 	fs.IntVar(&o.triadMiB, "triad-mib", 256, "memory of the bandwidth triad's three arrays, MiB")
+	fs.StringVar(&o.image, "image", "", "an image file appended to every prompt and encoded by the vision tower each repetition (needs --mmproj): vision_seconds and memory.vision_workspace")
 	fail, code, ok := parseFlags(fs, args, stderr)
 	if !ok {
 		return code
@@ -203,6 +206,15 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 		return nil, fmt.Errorf("--prefill-chunk %d must be >= 0", o.chunk)
 	case o.triadMiB < 1:
 		return nil, fmt.Errorf("--triad-mib %d must be >= 1", o.triadMiB)
+	case o.image != "" && o.mf.mmproj == "":
+		return nil, errors.New("--image needs --mmproj (the vision tower that encodes it)")
+	}
+	var image []byte
+	if o.image != "" {
+		var err error
+		if image, err = os.ReadFile(o.image); err != nil {
+			return nil, fmt.Errorf("--image: %w", err)
+		}
 	}
 	for _, b := range o.batches {
 		if b < 1 || b > maxBenchBatch {
@@ -268,9 +280,17 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 	if o.chunk > 0 && pol.PrefillChunk != o.chunk {
 		return nil, fmt.Errorf("--prefill-chunk %d: graph %s runs chunks of %d", o.chunk, o.mf.graph, pol.PrefillChunk)
 	}
+	imageTokens := 0
+	if image != nil {
+		ip, err := inst.PromptWithImages(context.Background(), vision.MediaMarker, [][]byte{image}, false, vision.DecodeLimits{}, false)
+		if err != nil {
+			return nil, fmt.Errorf("--image %s: %w", o.image, err)
+		}
+		imageTokens = len(ip.IDs)
+	}
 	ctxLen := inst.Engine.ContextLength()
 	for _, t := range tests {
-		if need := t.prompt() + t.outputs(); need > ctxLen {
+		if need := t.prompt() + imageTokens + t.outputs(); need > ctxLen {
 			return nil, fmt.Errorf("test %s needs %d tokens (prompt %d + %d outputs), more than the context length %d",
 				bench.Label(t.kind, t.nPrompt, t.nGen), need, t.prompt(), t.outputs(), ctxLen)
 		}
@@ -310,7 +330,7 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 			}
 		}
 	}
-	r := benchRunner{inst: inst, corpus: corpus, prog: prog, warmup: o.warmup, reps: o.reps, blockTokens: blockTokens}
+	r := benchRunner{inst: inst, corpus: corpus, prog: prog, warmup: o.warmup, reps: o.reps, blockTokens: blockTokens, image: image}
 	for _, t := range tests {
 		for _, b := range o.batches {
 			bt, err := r.test(ctx, t, b)
@@ -331,6 +351,9 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 	if w, ok := inst.Workspace(); ok {
 		rep.Memory.Workspace = &bench.Arena{CapacityBytes: w.CapacityBytes, UsedBytes: w.UsedBytes, PeakUsedBytes: w.PeakUsedBytes}
 	}
+	if w, ok := inst.VisionWorkspace(); ok {
+		rep.Memory.VisionWorkspace = &bench.Arena{CapacityBytes: w.CapacityBytes, UsedBytes: w.UsedBytes, PeakUsedBytes: w.PeakUsedBytes}
+	}
 	rep.Config.DecodeGraphPrime = bench.Prime{Primed: o.warmup > 0, OutputTokens: r.primed}
 	return rep, nil
 }
@@ -343,7 +366,8 @@ type benchRunner struct {
 	prog               *progress
 	warmup, reps       int
 	blockTokens        int
-	peakBlocks, primed int // the most KV blocks a repetition held; warm-up output tokens
+	peakBlocks, primed int    // the most KV blocks a repetition held; warm-up output tokens
+	image              []byte // appended to every prompt (--image), nil for none
 }
 
 // test runs test t at batch b: its warm-up and measured repetitions.
@@ -379,14 +403,28 @@ func (r *benchRunner) rep(ctx context.Context, t benchTest, b int) (bench.Rep, e
 		prompt []int32
 		pos    int
 		sub    int32
+		images []engine.Image
 		res    *instance.Result
 		err    error
 	}
 	seqs := make([]seq, b)
+	var visionTime time.Duration // encoding each sequence's image, one after another
 	for i := range seqs {
 		s := &seqs[i]
 		s.prompt, s.pos, s.sub = r.corpus.next(t.prompt())
 		r.prog.add(int64(len(s.prompt)))
+		if r.image != nil {
+			ip, err := r.inst.PromptWithImages(ctx, vision.MediaMarker, [][]byte{r.image}, false, vision.DecodeLimits{}, true)
+			if err != nil {
+				return bench.Rep{}, err
+			}
+			visionTime += ip.Encode
+			for _, im := range ip.Images {
+				im.At += len(s.prompt)
+				s.images = append(s.images, im)
+			}
+			s.prompt = append(s.prompt, ip.IDs...)
+		}
 	}
 	var mu sync.Mutex // guards r.prog
 	start := time.Now()
@@ -394,7 +432,7 @@ func (r *benchRunner) rep(ctx context.Context, t benchTest, b int) (bench.Rep, e
 	for i := range seqs {
 		s := &seqs[i]
 		wg.Go(func() {
-			s.res, s.err = r.inst.Generate(ctx, engine.Request{Prompt: s.prompt, MaxTokens: t.outputs()}, func(int32) {
+			s.res, s.err = r.inst.Generate(ctx, engine.Request{Prompt: s.prompt, Images: s.images, MaxTokens: t.outputs()}, func(int32) {
 				mu.Lock()
 				r.prog.add(1)
 				mu.Unlock()
@@ -427,8 +465,8 @@ func (r *benchRunner) rep(ctx context.Context, t benchTest, b int) (bench.Rep, e
 		st := first.res.Stats
 		dec := max(len(first.res.IDs)-1, 0)
 		rep.DecodeOutputTokens, rep.DecodeEngineTokens = dec, dec
-		rep.Timings = bench.Timings{PrepareSeconds: st.Queue.Seconds(), PrefillSeconds: st.Prefill.Seconds(),
-			DecodeSeconds: st.Decode.Seconds(), TotalSeconds: total.Seconds()}
+		rep.Timings = bench.Timings{PrepareSeconds: st.Queue.Seconds(), VisionSeconds: visionTime.Seconds(), PrefillSeconds: st.Prefill.Seconds(),
+			DecodeSeconds: st.Decode.Seconds(), TotalSeconds: (visionTime + total).Seconds()}
 		return rep, nil
 	}
 	// The batch's phases on the engine's clock: the first request started,
@@ -442,8 +480,8 @@ func (r *benchRunner) rep(ctx context.Context, t benchTest, b int) (bench.Rep, e
 		prefilled, done = later(prefilled, st.FirstToken), later(done, st.Done)
 	}
 	rep.DecodeEngineTokens = rep.DecodeOutputTokens
-	rep.Timings = bench.Timings{PrepareSeconds: started.Sub(submitted).Seconds(), PrefillSeconds: prefilled.Sub(started).Seconds(),
-		DecodeSeconds: done.Sub(decodeFrom).Seconds(), TotalSeconds: total.Seconds()}
+	rep.Timings = bench.Timings{PrepareSeconds: started.Sub(submitted).Seconds(), VisionSeconds: visionTime.Seconds(), PrefillSeconds: prefilled.Sub(started).Seconds(),
+		DecodeSeconds: done.Sub(decodeFrom).Seconds(), TotalSeconds: (visionTime + total).Seconds()}
 	return rep, nil
 }
 

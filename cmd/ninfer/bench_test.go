@@ -103,6 +103,28 @@ func TestBenchMarkdownAndTriad(t *testing.T) {
 	}
 }
 
+// --image appends the image to every prompt: each repetition reports the
+// time its tower took (vision_seconds), the prompt counts the image's
+// tokens (9 rows and the vision start and end markers for sq64.png), and
+// the memory block has the tower's workspace.
+func TestBenchWithAnImage(t *testing.T) {
+	model, mmproj := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf"), sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	image := sharedPath(t, "golden", "images", "sq64.png")
+	r := benchJSON(t, "--model", model, "--mmproj", mmproj, "--image", image, "-p", "16", "-n", "4", "-r", "2", "--warmup", "0",
+		"--peak-bandwidth", "-1", "--threads", "2")
+	if w := r.Memory.VisionWorkspace; w == nil || w.PeakUsedBytes <= 0 {
+		t.Errorf("vision_workspace %+v, want the tower's scratch", w)
+	}
+	for _, tc := range r.Tests {
+		for _, rep := range tc.Reps {
+			want := max(tc.NPrompt, 1) + 11 // a tg test's prompt is one token
+			if rep.Timings.VisionSeconds <= 0 || rep.PromptTokens != want {
+				t.Errorf("%s: vision_seconds %g, prompt tokens %d; want > 0 and %d", tc.Label, rep.Timings.VisionSeconds, rep.PromptTokens, want)
+			}
+		}
+	}
+}
+
 func TestBenchBadInputs(t *testing.T) {
 	model := sharedPath(t, "models", "stories260K.gguf")
 	tests := []struct {
@@ -119,6 +141,7 @@ func TestBenchBadInputs(t *testing.T) {
 		{"a batch of none", []string{"--batch", "1,0"}, "--batch 0: want 1 to 256 concurrent sequences"},
 		{"a batch beyond the limit", []string{"--batch", "1000000"}, "--batch 1000000: want 1 to 256"},
 		{"a batch the KV cache cannot hold", []string{"-p", "64", "-n", "8", "--batch", "4", "--kv-capacity", "128"}, "--batch 4: test pp64 needs"},
+		{"an image without a tower", []string{"--image", "x.png"}, "--image needs --mmproj"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

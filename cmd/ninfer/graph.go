@@ -23,27 +23,53 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
+// onModel is what `graph check` and `graph plan` bind a graph to: the
+// model file (--model) and its vision tower (--mmproj, "" for none).
+type onModel struct{ model, mmproj string }
+
+// loadPlan compiles the graph at path as the engine would for m: with a
+// vision tower (m.mmproj), a graph that encodes no images gets the tower
+// wired in (instance.LoadPlanWithImages).
+func (m onModel) loadPlan(path string, set node.Params) (*plan.Plan, error) {
+	if m.mmproj != "" {
+		return instance.LoadPlanWithImages(path, graphRegistry, set)
+	}
+	return loadPlan(path, set)
+}
+
 // checkOnModel reports what plan p (compiled from the graph at path) cannot
-// do on the model file at modelPath, as the engine would refuse it
-// (executor.BindTarget): on a model with recurrent state (a hybrid model),
-// a loop that drafts with the target's own layers would advance that
-// state, and a node that runs a head of the target (an MTP block) needs
-// the file to have one; each error about a step is positioned at its node
-// in the graph file, as the compiler's are.
-func checkOnModel(path string, p *plan.Plan, modelPath string) error {
-	_, err := bindTarget(p, modelPath, path)
+// do on the model file m.model, as the engine would refuse it
+// (executor.BindTarget, executor.BindTower): on a model with recurrent
+// state (a hybrid model), a loop that drafts with the target's own layers
+// would advance that state, a node that runs a head of the target (an MTP
+// block) needs the file to have one, and a node that encodes images needs
+// a tower (m.mmproj) that fits the model; each error about a step is
+// positioned at its node in the graph file, as the compiler's are.
+func checkOnModel(path string, p *plan.Plan, m onModel) error {
+	_, err := bindTarget(p, m, path)
 	return err
 }
 
-// bindTarget binds p's target steps to the model file at modelPath
-// (executor.BindTarget) and returns the cache shape they need.
-func bindTarget(p *plan.Plan, modelPath, path string) (executor.Shape, error) {
-	f, err := weights.Open(modelPath)
+// bindTarget binds p's target steps to the model file m.model and its
+// vision tower to m.mmproj (executor.BindTarget, executor.BindTower) and
+// returns the cache shape they need.
+func bindTarget(p *plan.Plan, m onModel, path string) (executor.Shape, error) {
+	f, err := weights.Open(m.model)
 	if err != nil {
 		return executor.Shape{}, err
 	}
 	defer f.Close()
+	var tower *weights.File
+	if m.mmproj != "" {
+		if tower, err = weights.Open(m.mmproj); err != nil {
+			return executor.Shape{}, fmt.Errorf("mmproj: %w", err)
+		}
+		defer tower.Close()
+	}
 	shape, err := executor.BindTarget(p, f)
+	if _, terr := executor.BindTower(p, tower, f); terr != nil {
+		err = errors.Join(err, terr)
+	}
 	if err == nil {
 		return shape, nil
 	}
@@ -71,8 +97,8 @@ func unjoin(err error) []error {
 // cacheGroups describes the caches p keeps on the model at modelPath: the
 // paged KV group of the layers that attend and, for a hybrid model, the
 // recurrent state group (per-sequence slots), with their sizes.
-func cacheGroups(p *plan.Plan, modelPath string) (string, error) {
-	if _, err := bindTarget(p, modelPath, p.File); err != nil {
+func cacheGroups(p *plan.Plan, on onModel) (string, error) {
+	if _, err := bindTarget(p, on, p.File); err != nil {
 		return "", err
 	}
 	f, err := page.LookupFormat(p.Policy.KVDType)
@@ -80,7 +106,7 @@ func cacheGroups(p *plan.Plan, modelPath string) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "cache groups on %s:\n", filepath.Base(modelPath))
+	fmt.Fprintf(&b, "cache groups on %s:\n", filepath.Base(on.model))
 	for _, st := range executor.TargetSteps(p) {
 		if m, ok := st.Node.(*model.MTP); ok {
 			layers, kvDim := m.KVShape()
@@ -145,9 +171,11 @@ var graphRegistry = node.Default
 const graphUsage = `usage: ninfer graph <command> [arguments]
 
 commands:
-  check [--model M] FILE...  report every problem in each graph; "FILE: ok" when none (with --model,
-                             also what the graph cannot do on model M, e.g. roll back a hybrid model's state)
-  plan [--model M] FILE [--set k=v]...
+  check [--model M [--mmproj P]] FILE...
+                             report every problem in each graph; "FILE: ok" when none (with --model,
+                             also what the graph cannot do on model M, e.g. roll back a hybrid model's state,
+                             or encode images without a vision tower P)
+  plan [--model M [--mmproj P]] FILE [--set k=v]...
                              print the compiled plan (with --model, also its cache groups on model M)
   dot FILE [--set k=v]...    print the compiled plan as a Graphviz digraph
   docs                       print the node reference (Markdown)
@@ -170,14 +198,23 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 	if cmd == "test" {
 		return runGraphTest(rest, stdout, stderr)
 	}
-	var checkModel string
+	var checkModel onModel
 	if cmd == "check" || cmd == "plan" {
-		for i := 0; i < len(rest); i++ {
-			if rest[i] == "--model" && i+1 < len(rest) {
-				checkModel = rest[i+1]
-				rest = append(slices.Clone(rest[:i]), rest[i+2:]...)
-				break
+		for _, flag := range []struct {
+			name string
+			dst  *string
+		}{{"--model", &checkModel.model}, {"--mmproj", &checkModel.mmproj}} {
+			for i := 0; i < len(rest); i++ {
+				if rest[i] == flag.name && i+1 < len(rest) {
+					*flag.dst = rest[i+1]
+					rest = append(slices.Clone(rest[:i]), rest[i+2:]...)
+					break
+				}
 			}
+		}
+		if checkModel.mmproj != "" && checkModel.model == "" {
+			fmt.Fprintf(stderr, "ninfer graph %s: --mmproj needs --model\n%s", cmd, usage)
+			return 2
 		}
 	}
 	files, set, err := graphArgs(rest)
@@ -193,8 +230,8 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 		}
 		status := 0
 		for _, f := range files {
-			p, err := loadPlan(f, nil)
-			if err == nil && checkModel != "" {
+			p, err := checkModel.loadPlan(f, nil)
+			if err == nil && checkModel.model != "" {
 				err = checkOnModel(f, p, checkModel)
 			}
 			if err != nil {
@@ -210,14 +247,14 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "ninfer graph %s: want exactly one FILE\n%s", cmd, usage)
 			return 2
 		}
-		p, err := loadPlan(files[0], set)
+		p, err := checkModel.loadPlan(files[0], set)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
 		if cmd == "plan" {
 			fmt.Fprint(stdout, p.String())
-			if checkModel != "" {
+			if checkModel.model != "" {
 				groups, err := cacheGroups(p, checkModel)
 				if err != nil {
 					fmt.Fprintln(stderr, err)

@@ -303,6 +303,33 @@ func TestGraphCheckOnAHybridModel(t *testing.T) {
 	}
 }
 
+// graph check --model refuses, at the vision.encode node, the vision graph
+// without a tower (--mmproj) and with a tower the model cannot take; with
+// a tower, graphs that encode no images get it wired in (plain and ngram
+// pass, draft's model of its own is refused with images).
+func TestGraphCheckVisionNeedsATower(t *testing.T) {
+	vl, tower := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf"), sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	dense := sharedPath(t, "models", "kq-qwen3-q4_k_m.gguf")
+	for _, tc := range []struct {
+		args     []string
+		wantCode int
+		want     string // in stderr, or in stdout when the check passes
+	}{
+		{[]string{"--model", vl, "vision"}, 1, "vision.yaml:11:5: node see (vision.encode) needs a vision tower: tiny-qwen35-vl-f32.gguf has none given (--mmproj FILE)"},
+		{[]string{"--model", vl, "--mmproj", tower, "vision"}, 0, "vision: ok"},
+		{[]string{"--model", dense, "--mmproj", tower, "vision"}, 1, "vision.yaml:11:5: node see (vision.encode) cannot run the tower: model " + dense + " is not a vision-language model"},
+		{[]string{"--model", vl, "--mmproj", tower, "plain"}, 0, "plain: ok"}, // the tower wired in, as in vision
+		{[]string{"--model", vl, "--mmproj", tower, "ngram"}, 0, "ngram: ok"},
+		{[]string{"--model", vl, "--mmproj", tower, "draft"}, 1, "node draft (loop) runs the model \"draft\" in a graph that reads images"},
+		{[]string{"--mmproj", tower, "vision"}, 2, "--mmproj needs --model"},
+	} {
+		code, stdout, stderr := runCLI(append([]string{"graph", "check"}, tc.args...)...)
+		if code != tc.wantCode || !strings.Contains(stdout+stderr, tc.want) {
+			t.Errorf("graph check %v: exit %d, stdout %q, stderr %q; want exit %d with %q", tc.args, code, stdout, stderr, tc.wantCode, tc.want)
+		}
+	}
+}
+
 // graph plan --model prints the plan's cache groups on the model: paged KV
 // for the attending layers, and a hybrid model's recurrent state slots.
 func TestGraphPlanCacheGroups(t *testing.T) {

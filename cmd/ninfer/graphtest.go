@@ -32,7 +32,8 @@ const graphTestSeed = 1
 // --model FILE (or target=FILE) is the target model; --model ALIAS=FILE
 // gives a further model a graph runs (draft=FILE for graphs/draft.yaml).
 // An alias a graph runs but the command line does not give is the target
-// model itself (a draft model identical to the target).
+// model itself (a draft model identical to the target). --mmproj FILE is
+// the vision tower of the graphs that encode images (graphs/vision.yaml).
 func runGraphTest(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("graph test", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -40,14 +41,15 @@ func runGraphTest(args []string, stdout, stderr io.Writer) int {
 	fs.Var(modelFlag{&mf}, "model", "GGUF model to run the tests on (required): FILE or target=FILE; ALIAS=FILE a further model a graph runs (default: the target)")
 	threads := fs.Int("threads", 0, "backend threads (0 = all cores)")
 	backend := fs.String("backend", "cpu", "compute backend: cpu, or cuda in binaries built with -tags cuda (same_as graphs run on it too)")
+	mmproj := fs.String("mmproj", "", "vision tower (mmproj GGUF) of the graphs that encode images (vision.encode)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if mf.model == "" || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: ninfer graph test --model FILE [--model ALIAS=FILE]... [--backend cpu|cuda] GRAPH...")
+		fmt.Fprintln(stderr, "usage: ninfer graph test --model FILE [--model ALIAS=FILE]... [--mmproj FILE] [--backend cpu|cuda] GRAPH...")
 		return 2
 	}
-	r := graphTester{model: mf.model, models: mf.models, threads: *threads, backend: *backend,
+	r := graphTester{model: mf.model, models: mf.models, mmproj: *mmproj, threads: *threads, backend: *backend,
 		open: map[string]*instance.Instance{}, using: map[string]string{}}
 	defer r.close()
 	status := 0
@@ -78,6 +80,7 @@ func runGraphTest(args []string, stdout, stderr io.Writer) int {
 type graphTester struct {
 	model   string
 	models  map[string]string // by alias; the target stands in for the others
+	mmproj  string            // the vision tower of the graphs that encode images
 	threads int
 	backend string
 	open    map[string]*instance.Instance // by graph path or name
@@ -106,7 +109,11 @@ func (r *graphTester) instance(graph string) (*instance.Instance, error) {
 			}
 		}
 	}
-	in, err := instance.Open(instance.Options{Model: r.model, Models: models, Graph: graph, Backend: r.backend, Threads: r.threads, MaxRunning: 1})
+	var mmproj string
+	if p.Reads(engine.ImagesInput) {
+		mmproj = r.mmproj
+	}
+	in, err := instance.Open(instance.Options{Model: r.model, Models: models, MMProj: mmproj, Graph: graph, Backend: r.backend, Threads: r.threads, MaxRunning: 1})
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	_ "github.com/ninfer/ninfer-go/nodes/prefill"
 	_ "github.com/ninfer/ninfer-go/nodes/sample"
 	_ "github.com/ninfer/ninfer-go/nodes/speculative"
+	_ "github.com/ninfer/ninfer-go/nodes/vision"
 	_ "github.com/ninfer/ninfer-go/runtime/cpu"
 )
 

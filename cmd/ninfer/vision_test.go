@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,6 +31,20 @@ const visionTolerance = 2e-3
 // image tokens by (w, h) instead of (h, w) moves them by 0.08 to 0.32 and
 // fails while every greedy id stays the same.
 const logitTolerance = 2e-3
+
+// readVisionGolden reads vision-tiny-qwen35.json from the golden folder dir.
+func readVisionGolden(t *testing.T, dir string) visionGolden {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "vision-tiny-qwen35.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g visionGolden
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
 
 // visionGolden is the part of vision-tiny-qwen35.json a run reproduces.
 type visionGolden struct {
@@ -68,14 +83,7 @@ func TestRunImagesMatchLlamaCpp(t *testing.T) {
 	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
 	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
 	dir := sharedPath(t, "golden")
-	data, err := os.ReadFile(filepath.Join(dir, "vision-tiny-qwen35.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var g visionGolden
-	if err := json.Unmarshal(data, &g); err != nil {
-		t.Fatal(err)
-	}
+	g := readVisionGolden(t, dir)
 	near := cmp.Comparer(func(a, b float64) bool {
 		return math.Abs(a-b) <= visionTolerance*max(1, math.Abs(a), math.Abs(b))
 	})
@@ -406,5 +414,74 @@ func TestServeImagePrefixCache(t *testing.T) {
 	}
 	if c := other.Usage.PromptTokensDetails.CachedTokens; c >= again.Usage.PromptTokensDetails.CachedTokens-imageTokens {
 		t.Errorf("other image: %d prompt tokens cached, want none of the image's rows (the same image cached %d)", c, again.Usage.PromptTokensDetails.CachedTokens)
+	}
+}
+
+// Speculation with images: the graphs ngram and mtp, run with --mmproj
+// (the tower wired in, instance.LoadPlanWithImages), give at temperature 0
+// the ids the vision graph gives for the golden's image prompts, and draft
+// and accept tokens doing so. tiny-qwen35-vl has
+// no MTP block, so the test makes one with it (make_random_gguf.py's
+// tiny-qwen35-vl with n_nextn 1); the MTP head reads each image row's
+// hidden state with token 0's embedding, ngram drafts stop before image
+// rows (speculative.Lookup).
+func TestRunSpeculationWithImages(t *testing.T) {
+	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	tool := sharedPath(t, "tools", "make_random_gguf.py")
+	dir := sharedPath(t, "golden")
+	tmp := t.TempDir()
+	model := filepath.Join(tmp, "tiny-qwen35-vl-mtp-f32.gguf")
+	if out, err := exec.Command("/usr/bin/python3", tool, "--preset", "tiny-qwen35-vl", "--dtype", "f32",
+		"--param", "n_nextn=1", "--param", "mtp_eye=1.0", "--param", "mtp_out_gain=0.3", "-o", model).CombinedOutput(); err != nil {
+		t.Skipf("cannot make the model (python3 with numpy): %v\n%s", err, out)
+	}
+	g := readVisionGolden(t, dir)
+	graphs := map[string]string{"ngram": "ngram", "mtp": "mtp"}
+	accepted := map[string]int{}
+	for _, r := range g.Results {
+		if len(r.Images) == 0 {
+			continue
+		}
+		run := func(graph string) (ids []int32, accepted int) {
+			t.Helper()
+			args := []string{"run", "--json", "--model", model, "--mmproj", mmproj, "--graph", graph, "--prompt", r.Prompt,
+				"--max-tokens", "32", "--temperature", "0", "--ignore-eos", "--threads", "2"}
+			for _, img := range r.Images {
+				args = append(args, "--image", filepath.Join(dir, "images", img))
+			}
+			code, stdout, stderr := runCLI(args...)
+			if code != 0 {
+				t.Fatalf("%s, graph %s: exit %d: %s", r.ID, graph, code, stderr)
+			}
+			var out struct {
+				IDs         []int32 `json:"ids"`
+				Speculative *struct {
+					Accepted int `json:"accepted_tokens"`
+				} `json:"speculative"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+				t.Fatal(err)
+			}
+			if out.Speculative != nil {
+				accepted = out.Speculative.Accepted
+			}
+			return out.IDs, accepted
+		}
+		want, _ := run("vision")
+		if len(want) != 32 {
+			t.Fatalf("%s: vision gave %d ids, want 32", r.ID, len(want))
+		}
+		for name, graph := range graphs {
+			got, n := run(graph)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: %s with images (-vision +%s):\n%s", r.ID, name, name, diff)
+			}
+			accepted[name] += n
+		}
+	}
+	for name := range graphs {
+		if accepted[name] == 0 {
+			t.Errorf("%s accepted no drafts over the image prompts: the test did not speculate", name)
+		}
 	}
 }

@@ -23,8 +23,8 @@ func init() {
 			{Name: "positions", Type: node.Positions, Doc: "position of each row in its sequence [T]"},
 			{Name: "draft", Type: node.Draft, Optional: true,
 				Doc: "drafts to verify: each sequence's drafts are fed after its last token, with logits for every draft row"},
-			{Name: "images", Type: node.Images, Optional: true,
-				Doc: "image token rows ($in.images): their input embeddings are the vision tower's rows instead of token embeddings, and every row turns by its M-RoPE position (a model with rope.dimension_sections, run with --mmproj)"},
+			{Name: "images", Type: node.ImageEmbeddings, Optional: true,
+				Doc: "the image rows' embeddings [T, E] (vision.encode's output): the rows of $in.images take them instead of their token embeddings, and every row turns by its M-RoPE position (a model with rope.dimension_sections)"},
 		},
 		Out: []node.Port{
 			{Name: "logits", Type: node.Logits, Doc: "next-token logits of the rows that need a token [R, vocab]"},
@@ -199,9 +199,9 @@ func (fw *Forward) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[s
 		}
 	}
 	var img *imageRows
-	if mask, ok := in["images"]; ok {
+	if emb, ok := in["images"]; ok {
 		var err error
-		if img, err = imageInputs(b, c, mask); err != nil {
+		if img, err = imageInputs(b, c, emb); err != nil {
 			return nil, fmt.Errorf("model.forward: %w", err)
 		}
 	}
@@ -281,25 +281,30 @@ func RecordHidden(b *tensor.Builder, c *Config, tokens, positions tensor.Tensor,
 }
 
 // imageRows are the inputs of a forward over rows some of which are image
-// tokens (node.BindImages and the bindings beside it).
+// tokens: their embeddings (vision.encode's output), node.BindImages and
+// the M-RoPE positions beside it.
 type imageRows struct {
 	mask       tensor.Tensor    // [T] i32: 1 on image rows
 	embeddings tensor.Tensor    // [T, E] f32: the image rows' input embeddings
 	mrope      [3]tensor.Tensor // [T] i32 each: t, h, w
 }
 
-// imageInputs declares the inputs beside mask (node.BindImages) for c,
-// which must turn by M-RoPE sections.
-func imageInputs(b *tensor.Builder, c *Config, mask tensor.Tensor) (*imageRows, error) {
+// imageInputs declares the inputs beside the image rows' embeddings emb
+// [T, E] for c, which must turn by M-RoPE sections: the step's image row
+// mask (node.BindImages) and each row's M-RoPE components.
+func imageInputs(b *tensor.Builder, c *Config, emb tensor.Tensor) (*imageRows, error) {
 	if c.RopeSections == [4]int{} {
 		return nil, fmt.Errorf("images: the %s model has no M-RoPE sections (%s.rope.dimension_sections), so it cannot place image tokens", c.Arch, c.Arch)
 	}
 	if c.Hybrid == nil {
 		return nil, fmt.Errorf("images: only qwen35 models read images (this is %s)", c.Arch)
 	}
-	img := &imageRows{mask: mask, embeddings: b.InputF32(node.BindImageEmbeddings, mask.Rows(), c.Embed)}
+	if emb.Cols() != c.Embed {
+		return nil, fmt.Errorf("images: the image rows are %d wide, the %s model's embeddings %d", emb.Cols(), c.Arch, c.Embed)
+	}
+	img := &imageRows{mask: b.Input(node.BindImages, emb.Rows()), embeddings: emb}
 	for i, name := range node.BindMRoPE {
-		img.mrope[i] = b.Input(name, mask.Rows())
+		img.mrope[i] = b.Input(name, emb.Rows())
 	}
 	return img, b.Err()
 }

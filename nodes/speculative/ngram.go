@@ -58,8 +58,9 @@ func (n *NGram) RunHost(hc *node.HostContext, in map[string]any) (map[string]any
 
 // Lookup is prompt lookup over h: for n from maxMatch down to minMatch, it
 // finds the latest earlier occurrence of h's last n tokens and returns the
-// up to k tokens that followed it (fewer where h ends); nil when no suffix
-// of those lengths occurs earlier.
+// up to k tokens that followed it (fewer where h ends, or where an image
+// row's key, a negative id and no token, follows); nil when no suffix of
+// those lengths occurs earlier.
 func Lookup(h []int32, k, minMatch, maxMatch int) []int32 {
 	if k <= 0 {
 		return nil
@@ -69,7 +70,11 @@ func Lookup(h []int32, k, minMatch, maxMatch int) []int32 {
 		for s := len(h) - n - 1; s >= 0; s-- {
 			if slices.Equal(h[s:s+n], suffix) {
 				end := s + n
-				return slices.Clone(h[end:min(end+k, len(h))])
+				next := h[end:min(end+k, len(h))]
+				if i := slices.IndexFunc(next, func(t int32) bool { return t < 0 }); i >= 0 {
+					next = next[:i]
+				}
+				return slices.Clone(next)
 			}
 		}
 	}

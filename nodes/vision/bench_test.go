@@ -180,10 +180,7 @@ func BenchmarkEncode448(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	e, err := NewEncoder(f, cfg, "cpu", 0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := attachedTower(b, f, 0)
 	defer e.Close()
 	p, err := vision.Preprocess(pngData.Bytes(), cfg.Options(vision.DecodeLimits{}))
 	if err != nil {
@@ -194,7 +191,7 @@ func BenchmarkEncode448(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		if _, err := e.Encode(context.Background(), p); err != nil {
+		if _, err := e.EncodeImage(context.Background(), p); err != nil {
 			b.Fatal(err)
 		}
 	}

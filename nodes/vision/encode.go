@@ -1,20 +1,46 @@
 // Package vision holds the vision.encode node: a Qwen3-VL / Qwen3.5
-// vision tower (qwen3vl_merger mmproj) recorded as device ops, and the
-// Encoder that runs it over one preprocessed image on a backend of its own
-// loaded with the mmproj file.
+// vision tower (qwen3vl_merger mmproj) recorded as device ops and run, on a
+// backend of its own loaded with the mmproj file, over each image of a
+// request; its output rows replace the image placeholder rows of
+// model.forward's input embeddings.
 package vision
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"sync"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
+
+func init() {
+	node.Register(node.Spec{
+		Op:        "vision.encode",
+		Placement: node.Device,
+		In: []node.Port{
+			{Name: "images", Type: node.Images, Doc: "the step's image token rows ($in.images)"},
+		},
+		Out: []node.Port{
+			{Name: "embeddings", Type: node.ImageEmbeddings,
+				Doc: "the tower's rows at the image rows [T, E] (E = clip.vision.projection_dim, the text model's width), for model.forward's images input"},
+		},
+		Summary: "Encode each image of a request with the vision tower (--mmproj); its rows replace the image placeholder rows' embeddings.",
+		Doc: "The tower (patch embedding with the resized learned position table, pre-LayerNorm ViT blocks with 2-D rotary " +
+			"attention over the image's patches, `v.post_ln`, the 2x2 merge and the `mm.0` -> GELU -> `mm.2` merger) runs once per image, " +
+			"before the request's prefill, on a backend of the target's kind loaded with the mmproj file; a backend without one of its ops " +
+			"refuses the graph at load, naming the op. Each step binds the rows of the images it covers. " +
+			"The graph needs a tower (`--mmproj`, `graph check --mmproj`) whose projection width equals the model's embedding width.",
+		NewDevice: func(node.Params) (node.DeviceNode, error) { return &Encode{}, nil },
+	})
+}
 
 // The tower's inputs, bound per image (exec.Batch.Floats and Ints).
 const (
@@ -39,30 +65,57 @@ const (
 	kernel1 = "v.patch_embd.weight.1.im2col"
 )
 
-// Encode records the tower over one image's patches: the patch embedding
-// (both fp16 kernels, bias, resized position table), Layers pre-LayerNorm
-// ViT blocks (fused qkv, 2-D rotary, attention over all patches, GELU
-// FFN), v.post_ln, Merge² consecutive patches concatenated, and the
-// merger mm.0 -> GELU -> mm.2. Its output "embeddings" [tokens,
-// OutputWidth] are the rows that replace an image's placeholder tokens in
-// the text model.
+// Encode is the vision.encode node. As a step of a plan it records the
+// image rows' embeddings as an input of the step (node.BindImageEmbeddings,
+// bound from the rows EncodeImage gave each image); RecordTower records
+// the tower itself over one image's patches, which EncodeImage runs on the
+// node's own backend (exec.TowerBinder).
 type Encode struct {
+	// Config is the tower's hyper-parameters (BindTower).
 	Config *vision.Config
 	// twoKernels: the file has v.patch_embd.weight.1.
 	twoKernels bool
-	// Stages also outputs "inp_pos_emb" and "layer_out-N" [patches,
-	// Width], the tower after the patch embedding and after block N (what
-	// the golden's tower statistics describe).
-	Stages bool
+	view       *weights.File // the mmproj with the im2col kernels
+	table      []float32     // v.position_embd.weight [grid², Width]
+
+	mu      sync.Mutex // one image at a time on backend
+	backend exec.Backend
+	// prepared are the tower's prepared graphs by patch grid [pw, ph]
+	// (at most maxPrepared): an image of a size seen before reuses its
+	// buffers instead of allocating them again.
+	prepared map[[2]int]exec.Executable
 }
 
-// Record implements node.DeviceNode. in holds BindPatches [n, 3p²],
-// BindPosEmbd [n, Width], BindPosY and BindPosX [n], n a multiple of
-// Merge²; the output is "embeddings" [n/Merge², OutputWidth].
+// maxPrepared bounds the prepared tower graphs an Encode keeps.
+const maxPrepared = 4
+
+// Record implements node.DeviceNode for the step: in["images"] is the
+// step's image row mask [T]; the output "embeddings" [T, OutputWidth] is
+// the step input node.BindImageEmbeddings, the tower's rows at the image
+// rows.
 func (e *Encode) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[string]tensor.Tensor, error) {
+	if e.Config == nil {
+		return nil, errors.New("vision.encode: no vision tower bound (--mmproj)")
+	}
+	mask := in["images"]
+	return map[string]tensor.Tensor{"embeddings": b.InputF32(node.BindImageEmbeddings, mask.Rows(), e.Config.OutputWidth)}, b.Err()
+}
+
+// RecordTower records the tower over one image's patches: the patch
+// embedding (both fp16 kernels, bias, resized position table), Layers
+// pre-LayerNorm ViT blocks (fused qkv, 2-D rotary, attention over all
+// patches, GELU FFN), v.post_ln, Merge² consecutive patches concatenated,
+// and the merger mm.0 -> GELU -> mm.2. in holds BindPatches [n, 3p²],
+// BindPosEmbd [n, Width], BindPosY and BindPosX [n], n a multiple of
+// Merge²; the output "embeddings" [n/Merge², OutputWidth] are the rows
+// that replace an image's placeholder tokens in the text model. With
+// stages it also outputs "inp_pos_emb" and "layer_out-N" [n, Width], the
+// tower after the patch embedding and after block N (what the golden's
+// tower statistics describe).
+func (e *Encode) RecordTower(b *tensor.Builder, in map[string]tensor.Tensor, stages bool) (map[string]tensor.Tensor, error) {
 	c := e.Config
 	if c == nil {
-		return nil, errors.New("vision.encode: no mmproj bound")
+		return nil, errors.New("vision.encode: no vision tower bound (--mmproj)")
 	}
 	patches, pos, ys, xs := in[BindPatches], in[BindPosEmbd], in[BindPosY], in[BindPosX]
 	if group := c.SpatialMerge * c.SpatialMerge; patches.Rows()%group != 0 {
@@ -75,7 +128,7 @@ func (e *Encode) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[str
 	}
 	x = b.Add(b.AddRow(x, b.Weight("v.patch_embd.bias")), pos)
 	stage := func(name string, t tensor.Tensor) {
-		if e.Stages {
+		if stages {
 			out[name] = t
 		}
 	}
@@ -105,53 +158,74 @@ func (e *Encode) Record(b *tensor.Builder, in map[string]tensor.Tensor) (map[str
 	return out, b.Err()
 }
 
-// Encoder runs the tower over images on a backend of its own, loaded with
-// the mmproj file. It is used by one goroutine at a time.
-type Encoder struct {
-	node    *Encode
-	view    *weights.File // the mmproj with the im2col kernels
-	backend exec.Backend
-	table   []float32 // v.position_embd.weight [grid², Width]
-}
-
-// NewEncoder binds the tower of the mmproj f (read by vision.ReadConfig
-// into cfg) to a new backend of the given name. f stays owned by the
-// caller and open while the Encoder is used; Close releases the backend.
-func NewEncoder(f *weights.File, cfg *vision.Config, backend string, threads int) (*Encoder, error) {
-	node := &Encode{Config: cfg}
+// BindTower implements exec.TowerBinder: it reads the tower's
+// hyper-parameters from f (vision.ReadConfig), refuses a target that
+// cannot place image tokens (no M-RoPE sections) or whose embeddings the
+// tower's rows do not fit (target nil: neither is checked), and makes the
+// fp16 patch kernels. f stays owned by the caller and open while the node
+// is used.
+func (e *Encode) BindTower(f, target *weights.File) error {
+	cfg, err := vision.ReadConfig(f)
+	if err != nil {
+		return err
+	}
+	if target != nil {
+		if key := target.Arch() + ".rope.dimension_sections"; !target.Has(key) {
+			return fmt.Errorf("model %s is not a vision-language model: it has no M-RoPE sections (%s) to place image tokens by", target.Path, key)
+		}
+		if err := cfg.CheckTextModel(target); err != nil {
+			return err
+		}
+	}
 	k0, err := im2colKernel(f, "v.patch_embd.weight", kernel0, cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	extra := []*weights.Tensor{k0}
+	extra, two := []*weights.Tensor{k0}, false
 	if _, err := f.Tensor("v.patch_embd.weight.1"); err == nil {
 		k1, err := im2colKernel(f, "v.patch_embd.weight.1", kernel1, cfg)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		extra, node.twoKernels = append(extra, k1), true
+		extra, two = append(extra, k1), true
 	}
 	view, err := f.With(extra...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pt, err := f.Tensor("v.position_embd.weight")
 	if err != nil {
-		return nil, fmt.Errorf("mmproj %s: %w", f.Path, err)
+		return fmt.Errorf("mmproj %s: %w", f.Path, err)
 	}
 	table, err := pt.Float32s()
 	if err != nil {
-		return nil, fmt.Errorf("mmproj %s: %w", f.Path, err)
+		return fmt.Errorf("mmproj %s: %w", f.Path, err)
 	}
-	be, err := exec.New(backend, exec.Options{Threads: threads})
+	e.Config, e.twoKernels, e.view, e.table = cfg, two, view, table
+	return nil
+}
+
+// AttachTower implements exec.TowerBinder: it loads the tower into be and
+// prepares the tower over the smallest image (one merged token), so that a
+// backend without one of the tower's ops refuses it now, naming the op.
+func (e *Encode) AttachTower(be exec.Backend) error {
+	if e.Config == nil {
+		return errors.New("vision.encode: AttachTower before BindTower")
+	}
+	if err := be.Load(e.view); err != nil {
+		return fmt.Errorf("vision.encode: load %s: %w", e.view.Path, err)
+	}
+	g, err := e.towerGraph(e.Config.SpatialMerge, e.Config.SpatialMerge, false)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := be.Load(view); err != nil {
-		be.Close()
-		return nil, fmt.Errorf("vision.encode: load %s: %w", f.Path, err)
+	x, err := be.Prepare(g)
+	if err != nil {
+		return fmt.Errorf("vision.encode: %s: %w", e.view.Path, err)
 	}
-	return &Encoder{node: node, view: view, backend: be, table: table}, nil
+	x.Close()
+	e.backend = be
+	return nil
 }
 
 // im2colKernel returns the patch kernel name of f as the tensor dst: shape
@@ -179,13 +253,10 @@ func im2colKernel(f *weights.File, name, dst string, c *vision.Config) (*weights
 	return &weights.Tensor{Name: dst, Shape: shape, DType: tensor.F16, Data: data}, nil
 }
 
-// Config returns the tower's hyper-parameters.
-func (e *Encoder) Config() *vision.Config { return e.node.Config }
-
-// Encode runs the tower over p: the image's embeddings [Grid.Tokens(),
-// OutputWidth], row-major, one row per image token in the text model's
-// order (row-major over the token grid).
-func (e *Encoder) Encode(ctx context.Context, p *vision.Preprocessed) ([]float32, error) {
+// EncodeImage implements exec.TowerBinder: the tower over p, the image's
+// embeddings [Grid.Tokens(), OutputWidth], row-major, one row per image
+// token in the text model's order (row-major over the token grid).
+func (e *Encode) EncodeImage(ctx context.Context, p *vision.Preprocessed) ([]float32, error) {
 	out, err := e.run(ctx, p, false)
 	if err != nil {
 		return nil, err
@@ -193,10 +264,42 @@ func (e *Encoder) Encode(ctx context.Context, p *vision.Preprocessed) ([]float32
 	return out["embeddings"], nil
 }
 
-// run records the tower for p's patch count, prepares it and runs it,
+// towerGraph records the tower over a pw x ph patch grid (with stages, the
+// tower after each stage too).
+func (e *Encode) towerGraph(pw, ph int, stages bool) (*tensor.Graph, error) {
+	c := e.Config
+	n := pw * ph
+	b := tensor.NewBuilder(e.view.WeightInfo())
+	in := map[string]tensor.Tensor{
+		BindPatches: b.InputF32(BindPatches, n, 3*c.PatchSize*c.PatchSize),
+		BindPosEmbd: b.InputF32(BindPosEmbd, n, c.Width),
+		BindPosY:    b.Input(BindPosY, n),
+		BindPosX:    b.Input(BindPosX, n),
+	}
+	outs, err := e.RecordTower(b, in, stages)
+	if err != nil {
+		return nil, err
+	}
+	for name, t := range outs {
+		b.Output(name, t)
+	}
+	g, err := b.Finish()
+	if err != nil {
+		return nil, fmt.Errorf("vision.encode: %w", err)
+	}
+	g.Origin = fmt.Sprintf("vision.encode %dx%d patches", pw, ph)
+	return g, nil
+}
+
+// run records the tower for p's patch grid, prepares it and runs it,
 // returning every output (with stages, the tower after each stage too).
-func (e *Encoder) run(ctx context.Context, p *vision.Preprocessed, stages bool) (map[string][]float32, error) {
-	c := e.node.Config
+func (e *Encode) run(ctx context.Context, p *vision.Preprocessed, stages bool) (map[string][]float32, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.backend == nil {
+		return nil, errors.New("vision.encode: no backend attached")
+	}
+	c := e.Config
 	l := vision.LayoutOf(p, c.PatchSize, c.SpatialMerge)
 	n := l.Patches()
 	if n == 0 || l.PW%c.SpatialMerge != 0 || l.PH%c.SpatialMerge != 0 {
@@ -213,37 +316,18 @@ func (e *Encoder) run(ctx context.Context, p *vision.Preprocessed, stages bool) 
 		},
 		Ints: map[string][]int32{BindPosY: ys, BindPosX: xs},
 	}
-	b := tensor.NewBuilder(e.view.WeightInfo())
-	in := map[string]tensor.Tensor{
-		BindPatches: b.InputF32(BindPatches, n, 3*c.PatchSize*c.PatchSize),
-		BindPosEmbd: b.InputF32(BindPosEmbd, n, c.Width),
-		BindPosY:    b.Input(BindPosY, n),
-		BindPosX:    b.Input(BindPosX, n),
-	}
-	rec := *e.node
-	rec.Stages = stages
-	outs, err := rec.Record(b, in)
+	x, outputs, err := e.prepare(l.PW, l.PH, stages)
 	if err != nil {
 		return nil, err
 	}
-	for name, t := range outs {
-		b.Output(name, t)
+	if stages {
+		defer x.Close()
 	}
-	g, err := b.Finish()
-	if err != nil {
-		return nil, fmt.Errorf("vision.encode: %w", err)
-	}
-	g.Origin = fmt.Sprintf("vision.encode %dx%d patches", l.PW, l.PH)
-	x, err := e.backend.Prepare(g)
-	if err != nil {
-		return nil, fmt.Errorf("vision.encode: %w", err)
-	}
-	defer x.Close()
 	if err := x.Run(ctx, batch); err != nil {
 		return nil, fmt.Errorf("vision.encode: %w", err)
 	}
-	res := make(map[string][]float32, len(outs))
-	for name := range outs {
+	res := map[string][]float32{}
+	for _, name := range outputs {
 		data, _, _, err := x.Output(name)
 		if err != nil {
 			return nil, err
@@ -253,5 +337,65 @@ func (e *Encoder) run(ctx context.Context, p *vision.Preprocessed, stages bool) 
 	return res, nil
 }
 
-// Close releases the Encoder's backend (not the mmproj file).
-func (e *Encoder) Close() error { return e.backend.Close() }
+// Workspace implements exec.TowerBinder: the scratch memory of the tower's
+// backend (its graphs' buffers), when it accounts it.
+func (e *Encode) Workspace() (exec.Workspace, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, ok := e.backend.(exec.WorkspaceReporter)
+	if !ok {
+		return exec.Workspace{}, false
+	}
+	return r.Workspace(), true
+}
+
+// prepare returns the tower prepared for a pw x ph patch grid and its
+// outputs' names: with stages a graph of its own (the caller closes it),
+// else the one kept for the grid, prepared the first time.
+func (e *Encode) prepare(pw, ph int, stages bool) (exec.Executable, []string, error) {
+	key := [2]int{pw, ph}
+	if x, ok := e.prepared[key]; ok && !stages {
+		return x, []string{"embeddings"}, nil
+	}
+	g, err := e.towerGraph(pw, ph, stages)
+	if err != nil {
+		return nil, nil, err
+	}
+	x, err := e.backend.Prepare(g)
+	if err != nil {
+		return nil, nil, fmt.Errorf("vision.encode: %w", err)
+	}
+	outputs := slices.Sorted(maps.Keys(g.Outputs))
+	if stages {
+		return x, outputs, nil
+	}
+	if e.prepared == nil {
+		e.prepared = map[[2]int]exec.Executable{}
+	}
+	for k, old := range e.prepared {
+		if len(e.prepared) < maxPrepared {
+			break
+		}
+		old.Close()
+		delete(e.prepared, k)
+	}
+	e.prepared[key] = x
+	return x, outputs, nil
+}
+
+// Close implements exec.TowerBinder: it releases the backend AttachTower
+// gave the node (not the mmproj file).
+func (e *Encode) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.backend == nil {
+		return nil
+	}
+	for _, x := range e.prepared {
+		x.Close()
+	}
+	e.prepared = nil
+	err := e.backend.Close()
+	e.backend = nil
+	return err
+}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	_ "github.com/ninfer/ninfer-go/runtime/cpu"
+	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/vision"
+	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
 const (
@@ -85,18 +87,34 @@ func readGolden(t *testing.T) []goldenTower {
 	return out
 }
 
-func newTestEncoder(t *testing.T) *Encoder {
+func newTestEncoder(t *testing.T) *Encode {
 	t.Helper()
-	f, cfg, err := vision.OpenMMProj(filepath.Join(modelsDir, "tiny-qwen35-mmproj-f32.gguf"))
+	f, _, err := vision.OpenMMProj(filepath.Join(modelsDir, "tiny-qwen35-mmproj-f32.gguf"))
 	if err != nil {
 		t.Skipf("mmproj not available: %v", err)
 	}
 	t.Cleanup(func() { f.Close() })
-	e, err := NewEncoder(f, cfg, "cpu", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := attachedTower(t, f, 2)
 	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// attachedTower is the vision.encode node bound to the mmproj f and
+// attached to a CPU backend of threads threads, as the executor binds it.
+func attachedTower(tb testing.TB, f *weights.File, threads int) *Encode {
+	tb.Helper()
+	e := &Encode{}
+	if err := e.BindTower(f, nil); err != nil {
+		tb.Fatal(err)
+	}
+	be, err := exec.New("cpu", exec.Options{Threads: threads})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := e.AttachTower(be); err != nil {
+		be.Close()
+		tb.Fatal(err)
+	}
 	return e
 }
 
@@ -121,7 +139,7 @@ func f64s(xs []float32) []float64 {
 // and last rows, and sq64's full embedding matrix.
 func TestEncodeMatchesLlamaCpp(t *testing.T) {
 	e := newTestEncoder(t)
-	cfg := e.Config()
+	cfg := e.Config
 	near := within(towerTolerance)
 	full := 0
 	for _, g := range readGolden(t) {
@@ -169,5 +187,33 @@ func TestEncodeMatchesLlamaCpp(t *testing.T) {
 	}
 	if full == 0 {
 		t.Error("no image had its full embeddings compared")
+	}
+}
+
+// The tower kept prepared for an image size gives, for the same image
+// again after images of other sizes, exactly the rows it gave first.
+func TestEncodeAgainReusesThePreparedTower(t *testing.T) {
+	e := newTestEncoder(t)
+	var first [][]float32
+	for round := range 2 {
+		for i, name := range []string{"sq64.png", "wide160x64.png", "tall75x100.png"} {
+			data, err := os.ReadFile(filepath.Join(goldenDir, "images", name))
+			if err != nil {
+				t.Skipf("golden image: %v", err)
+			}
+			p, err := vision.Preprocess(data, e.Config.Options(vision.DecodeLimits{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := e.EncodeImage(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if round == 0 {
+				first = append(first, rows)
+			} else if diff := cmp.Diff(first[i], rows); diff != "" {
+				t.Errorf("%s encoded again (-first +again):\n%s", name, diff)
+			}
+		}
 	}
 }

@@ -83,7 +83,7 @@ func testRegistry() *node.Registry {
 	r.Register(node.Spec{
 		Op: "model.forward", Placement: node.Device, Summary: "Run the model.",
 		In: []node.Port{{Name: "tokens", Type: node.Tokens}, {Name: "positions", Type: node.Positions},
-			{Name: "draft", Type: node.Draft, Optional: true}},
+			{Name: "draft", Type: node.Draft, Optional: true}, {Name: "images", Type: node.ImageEmbeddings, Optional: true}},
 		Out: []node.Port{{Name: "logits", Type: node.Logits}, {Name: "hidden", Type: node.Hidden}},
 		Params: []node.Param{
 			{Name: "model", Kind: node.String, Default: "target"},
@@ -92,6 +92,12 @@ func testRegistry() *node.Registry {
 			{Name: "hidden_rows", Kind: node.Enum, Default: "sampled", Enum: []string{"sampled", "all"}},
 		},
 		Info:      node.Info{ModelAlias: node.ModelParam("model")},
+		NewDevice: buildDevice,
+	})
+	r.Register(node.Spec{
+		Op: "vision.encode", Placement: node.Device, Summary: "Encode the prompt's images.",
+		In:        []node.Port{{Name: "images", Type: node.Images}},
+		Out:       []node.Port{{Name: "embeddings", Type: node.ImageEmbeddings}},
 		NewDevice: buildDevice,
 	})
 	r.Register(node.Spec{

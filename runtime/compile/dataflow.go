@@ -163,9 +163,12 @@ func hostValue(ref plan.Ref, dst *node.Port, src *cnode) string {
 }
 
 // kindHint explains a type mismatch between one value per row and a
-// sequence's history, or is "".
+// sequence's history, or between the image rows and their embeddings, or
+// is "".
 func kindHint(have, want node.PortType) string {
 	switch {
+	case have == node.Images && want == node.ImageEmbeddings:
+		return " ($in.images only marks the image rows: their embeddings come from the vision tower, a vision.encode node's embeddings)"
 	case want == node.History:
 		return fmt.Sprintf(" (a %s input reads each sequence's tokens so far, $in.history, not one token per row)", node.History)
 	case have == node.History:

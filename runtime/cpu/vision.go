@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -77,7 +78,8 @@ func layerNormRow(dst, x []float32, eps float32) {
 	}
 }
 
-// geluF16 is ggml's tanh GELU through its fp16 table.
+// geluF16 is ggml's tanh GELU through its fp16 table: 0 at or below -10,
+// x at or above 10, else the table's value at x rounded to fp16.
 func geluF16(x float32) float32 {
 	switch {
 	case x <= -10:
@@ -85,7 +87,21 @@ func geluF16(x float32) float32 {
 	case x >= 10:
 		return x
 	}
-	h := tensor.F16ToF32(tensor.F32ToF16(x))
+	return geluTable()[tensor.F32ToF16(x)]
+}
+
+// geluTable is ggml's table_gelu_f16 as float32: for every fp16 bit
+// pattern h, fp16(gelu(h)) with the tanh form in float32 (geluOfF16).
+var geluTable = sync.OnceValue(func() *[1 << 16]float32 {
+	t := new([1 << 16]float32)
+	for h := range t {
+		t[h] = geluOfF16(tensor.F16ToF32(uint16(h)))
+	}
+	return t
+})
+
+// geluOfF16 is ggml's tanh GELU of the fp16 value h, rounded to fp16.
+func geluOfF16(h float32) float32 {
 	const sqrt2OverPi, coefA = 0.79788456080286535587989211986876, 0.044715
 	inner := float32(sqrt2OverPi) * h * (1 + float32(coefA)*h*h)
 	g := 0.5 * h * (1 + float32(math.Tanh(float64(inner))))
@@ -145,30 +161,73 @@ func (p *program) selfAttention(out []float32, op tensor.Op) {
 			}
 		}
 	})
-	p.b.pool.parallel(heads*n, 4, func(worker, lo, hi int) {
-		scores := p.scratch(p.score, worker, n)
+	blocks := (n + attnQueries - 1) / attnQueries // query blocks per head
+	stride := (n + 15) &^ 15                      // a row of scores, whole vectors for softmaxScores' kernels
+	p.b.pool.parallel(heads*blocks, 1, func(worker, lo, hi int) {
+		scores := p.scratch(p.score, worker, attnQueries*stride) // [attnQueries, stride]
 		for item := lo; item < hi; item++ {
-			h, i := item/n, item%n
+			h, i0 := item/blocks, item%blocks*attnQueries
+			m := min(attnQueries, n-i0)
 			base := h * n * hd
-			qi := q[i*width+h*hd:][:hd]
-			dots(scores, kh[base:base+n*hd], hd, qi)
-			maxScore := float32(math.Inf(-1))
-			for j := range n {
-				scores[j] *= scale
-				maxScore = max(maxScore, scores[j])
+			keys, values := kh[base:base+n*hd], vt[base:base+hd*n]
+			qs := q[i0*width+h*hd:]
+			if m == attnQueries && level != levelRef {
+				// scores[i][j] = q_i . k_j, four keys by four queries a call
+				for j := 0; j+4 <= n; j += 4 {
+					floatDot4x4(unsafe.Pointer(&keys[j*hd]), uintptr(4*hd), unsafe.Pointer(&qs[0]), uintptr(4*width), hd, unsafe.Pointer(&scores[j]), uintptr(4*stride))
+				}
+				for j := n &^ 3; j < n; j++ {
+					for i := range m {
+						scores[i*stride+j] = dotF32(qs[i*width:i*width+hd], keys[j*hd:(j+1)*hd])
+					}
+				}
+			} else {
+				for i := range m {
+					dots(scores[i*stride:i*stride+n], keys, hd, qs[i*width:i*width+hd])
+				}
 			}
-			var sum float64
-			for j := range n {
-				scores[j] = float32(math.Exp(float64(scores[j] - maxScore)))
-				sum += float64(scores[j])
+			for i := range m {
+				row := scores[i*stride : i*stride+n]
+				for j := range row {
+					row[j] *= scale
+				}
+				softmaxScores(row)
 			}
-			inv := 1 / float32(sum)
-			for j := range n {
-				scores[j] *= inv
+			o := out[i0*width+h*hd:]
+			if m == attnQueries && level != levelRef {
+				// out_i[d] = p_i . v^T_d, four value dims by four queries a call
+				for d := 0; d+4 <= hd; d += 4 {
+					floatDot4x4(unsafe.Pointer(&values[d*n]), uintptr(4*n), unsafe.Pointer(&scores[0]), uintptr(4*stride), n, unsafe.Pointer(&o[d]), uintptr(4*width))
+				}
+				for d := hd &^ 3; d < hd; d++ {
+					for i := range m {
+						o[i*width+d] = dotF32(scores[i*stride:i*stride+n], values[d*n:(d+1)*n])
+					}
+				}
+			} else {
+				for i := range m {
+					dots(o[i*width:i*width+hd], values, n, scores[i*stride:i*stride+n])
+				}
 			}
-			dots(out[i*width+h*hd:][:hd], vt[base:base+hd*n], n, scores)
 		}
 	})
+}
+
+// attnQueries is how many queries of one head selfAttention scores and
+// weighs together, reading each key and value row once for all of them.
+const attnQueries = 4
+
+// softmaxScores normalises one row of attention scores as ggml's soft_max
+// does (softmaxInPlace), with the level's kernel.
+func softmaxScores(s []float32) {
+	switch level {
+	case levelAVX512:
+		softmaxV(&s[0], len(s))
+	case levelAVX2:
+		softmaxVAVX2(&s[0], len(s))
+	default:
+		softmaxInPlace(s)
+	}
 }
 
 // mrope rotates the rows of an MRoPE op: ropeRow's angles, each pair's

@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -83,5 +85,73 @@ func TestMixRowsTakesMaskedRowsFromY(t *testing.T) {
 		func(b *tensor.Builder, x, y tensor.Tensor) tensor.Tensor { return b.MixRows(x, y, b.Input("m", 3)) })
 	if diff := cmp.Diff([]float32{1, 2, -3, -4, 5, 6}, got); diff != "" {
 		t.Errorf("mix_rows (-want +got):\n%s", diff)
+	}
+}
+
+// TestSelfAttentionMatchesFloat64 checks self_attention against softmax
+// attention in float64, at shapes that take the 4-query blocks and the
+// single-query rows and leave key and dimension remainders: softmax(q k^T
+// scale) v per head over every row.
+func TestSelfAttentionMatchesFloat64(t *testing.T) {
+	for _, tc := range []struct{ n, heads, hd int }{{36, 2, 16}, {13, 3, 12}, {6, 2, 10}, {1, 1, 8}, {784, 1, 64}} {
+		width := tc.heads * tc.hd
+		rng := rand.New(rand.NewPCG(uint64(tc.n), uint64(tc.hd)))
+		gen := func() []float32 {
+			v := make([]float32, tc.n*width)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64())
+			}
+			return v
+		}
+		q, k, v := gen(), gen(), gen()
+		scale := 1 / float32(math.Sqrt(float64(tc.hd)))
+		got := runInputs(t, tc.n, width, map[string][]float32{"x": q, "y": k, "v": v}, nil, func(b *tensor.Builder, x, y tensor.Tensor) tensor.Tensor {
+			return b.SelfAttention(x, y, b.InputF32("v", tc.n, width), tensor.AttentionArgs{Heads: tc.heads, KVHeads: tc.heads, HeadDim: tc.hd, Scale: scale})
+		})
+		for h := range tc.heads {
+			for i := range tc.n {
+				w := make([]float64, tc.n)
+				var m, sum float64 = math.Inf(-1), 0
+				for j := range tc.n {
+					for d := range tc.hd {
+						w[j] += float64(q[i*width+h*tc.hd+d]) * float64(k[j*width+h*tc.hd+d])
+					}
+					w[j] *= float64(scale)
+					m = max(m, w[j])
+				}
+				for j := range w {
+					w[j] = math.Exp(w[j] - m)
+					sum += w[j]
+				}
+				for d := range tc.hd {
+					var want float64
+					for j := range tc.n {
+						want += w[j] / sum * float64(v[j*width+h*tc.hd+d])
+					}
+					if g := got[i*width+h*tc.hd+d]; math.Abs(float64(g)-want) > 1e-5*max(1, math.Abs(want)) {
+						t.Fatalf("n %d heads %d hd %d: head %d row %d dim %d: %g, want %g", tc.n, tc.heads, tc.hd, h, i, d, g, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGELUWithinFp16OfTanhGELU: the table GELU is the tanh GELU in float64
+// within its two fp16 roundings (input and output), 0 below -10 and x
+// above 10.
+func TestGELUWithinFp16OfTanhGELU(t *testing.T) {
+	for x := float32(-12); x <= 12; x += 0.001 {
+		xf := float64(x)
+		want := 0.5 * xf * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(xf+0.044715*xf*xf*xf)))
+		switch {
+		case x <= -10:
+			want = 0
+		case x >= 10:
+			want = xf
+		}
+		if got := float64(geluF16(x)); math.Abs(got-want) > 2e-3*max(1, math.Abs(xf)) {
+			t.Fatalf("gelu(%g) = %g, want %g", x, got, want)
+		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/request"
 	"github.com/ninfer/ninfer-go/runtime/sched"
+	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
@@ -63,6 +64,10 @@ type Config struct {
 	// NewBackend constructs the backend of each model in Models that a
 	// node runs; required when one does.
 	NewBackend func() (exec.Backend, error)
+	// Tower is the vision tower file (an mmproj) of a plan that encodes
+	// images (vision.encode); it runs on a backend of its own from
+	// NewBackend (EncodeImage).
+	Tower *weights.File
 	// NoPrefixCache turns automatic prefix caching off: by default full KV
 	// blocks are shared between sequences whose tokens begin the same way
 	// (kv.Manager), and a prompt's cached blocks skip prefill.
@@ -277,7 +282,7 @@ func New(cfg Config) (*Engine, error) {
 	if p == nil || cfg.Model == nil || cfg.Backend == nil {
 		return nil, errors.New("engine: plan, model and backend are required")
 	}
-	x, shape, err := executor.New(executor.Config{Plan: p, Model: cfg.Model, Backend: cfg.Backend, Models: cfg.Models, NewBackend: cfg.NewBackend})
+	x, shape, err := executor.New(executor.Config{Plan: p, Model: cfg.Model, Backend: cfg.Backend, Models: cfg.Models, NewBackend: cfg.NewBackend, Tower: cfg.Tower})
 	if err != nil {
 		return nil, err
 	}
@@ -511,6 +516,18 @@ type ModelInfo struct {
 
 // Model is the model's info (ModelInfo).
 func (e *Engine) Model() ModelInfo { return e.model }
+
+// EncodeImage runs the plan's vision tower (vision.encode) over one
+// preprocessed image: the rows [p.Grid.Tokens(), E] a Request's Image
+// carries. It may be called from any goroutine (the tower has a device of
+// its own and encodes one image at a time).
+func (e *Engine) EncodeImage(ctx context.Context, p *vision.Preprocessed) ([]float32, error) {
+	return e.x.EncodeImage(ctx, p)
+}
+
+// VisionWorkspace is the scratch memory of the vision tower's backend;
+// false without a tower or when the backend does not account it.
+func (e *Engine) VisionWorkspace() (exec.Workspace, bool) { return e.x.TowerWorkspace() }
 
 // Vocab is the model's vocabulary size.
 func (e *Engine) Vocab() int { return e.model.Vocab }

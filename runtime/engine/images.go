@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 )
@@ -38,7 +39,7 @@ func (im Image) positions() int { return max(im.NX, im.NY) }
 var ImagesInput = plan.Ref{Node: plan.InputNode, Port: node.BindImages}
 
 // errNoImages is Submit's error for images sent to a plan that reads none.
-var errNoImages = errors.New("engine: the graph does not read images (no model.forward input images: $in.images)")
+var errNoImages = errors.New("engine: the graph does not read images (no vision.encode node on $in.images)")
 
 // keyImages checks r.Images against the prompt and the model (in prompt
 // order, inside it, apart, Embeddings of E-wide rows) and gives r a copy
@@ -87,11 +88,12 @@ func imageKey(d [32]byte, j int) int32 {
 	return -1 - int32(binary.LittleEndian.Uint32(h[:])&0x7fffffff)
 }
 
-// bindImages binds a step's image inputs on a plan that reads images:
-// node.BindImages (1 on image rows), node.BindImageEmbeddings, and each
-// row's M-RoPE components (node.BindMRoPE); image rows feed token 0.
-func (e *Engine) bindImages(s *step) {
-	b := s.batch
+// bindImages binds the image inputs of b, step s's feed (or that feed with
+// drafts inserted), on a plan that reads images: node.BindImages (1 on
+// image rows), node.BindImageEmbeddings, and each row's M-RoPE components
+// (node.BindMRoPE), by each row's sequence and position; image rows feed
+// token 0 (node.FedToken).
+func (e *Engine) bindImages(s *step, b *exec.Batch) {
 	n := len(b.Tokens)
 	mask := make([]int32, n)
 	mrope := [3][]int32{make([]int32, n), make([]int32, n), make([]int32, n)}
@@ -103,7 +105,7 @@ func (e *Engine) bindImages(s *step) {
 		mrope[0][row], mrope[1][row], mrope[2][row] = t, h, w
 		if im != nil {
 			mask[row] = 1
-			b.Tokens[row] = 0
+			b.Tokens[row] = node.FedToken(b.Tokens[row])
 			copy(emb[row*e.model.Embed:(row+1)*e.model.Embed], im.Embeddings[j*e.model.Embed:(j+1)*e.model.Embed])
 		}
 	}

@@ -142,7 +142,7 @@ func (e *Engine) buildStep(ctx context.Context, work []sched.Work) *step {
 		}
 	}
 	if e.images {
-		e.bindImages(s)
+		e.bindImages(s, s.batch)
 	}
 	return s
 }
@@ -167,8 +167,12 @@ func (e *Engine) runningInfo(start time.Time) StepInfo {
 
 // executorBatch is what the executor runs the plan over for step s.
 func (e *Engine) executorBatch(s *step) executor.Batch {
-	return executor.Batch{Host: s.hc, Feed: s.batch, Greedy: e.greedyStep(s.hc),
+	b := executor.Batch{Host: s.hc, Feed: s.batch, Greedy: e.greedyStep(s.hc),
 		Embeds: slices.ContainsFunc(s.sampled, func(r *inflight) bool { return r.Embed })}
+	if e.images {
+		b.BindRows = func(feed *exec.Batch) { e.bindImages(s, feed) }
+	}
+	return b
 }
 
 // greedyStep reports whether a step's logits may be reduced to argmax ids

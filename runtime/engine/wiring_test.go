@@ -28,6 +28,7 @@ var (
 		"model.mtp":          "runs a hybrid model's MTP head (a loop body on tiny-qwen35)",
 		"speculative.eagle3": "runs an EAGLE-3 draft model in a loop body",
 		"speculative.dflash": "runs a DFlash draft model in a block loop",
+		"vision.encode":      "runs a vision tower (an mmproj) for a vision-language model (tiny-qwen35-vl)",
 	}
 )
 

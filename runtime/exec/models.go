@@ -1,10 +1,12 @@
 package exec
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 
 	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
@@ -67,4 +69,31 @@ type ModelDevice interface {
 // they need of f.
 type TargetChecker interface {
 	BindTarget(f, target *weights.File) error
+}
+
+// TowerBinder is implemented by a device node that runs a vision tower on
+// a device of its own (vision.encode): the engine encodes each image of a
+// request with it once, before the request's prefill, and binds its rows
+// where the node's output feeds the step (node.BindImageEmbeddings). The
+// engine binds it in two steps: BindTower when the plan is bound, then
+// AttachTower with a backend of the target's kind once the target is
+// loaded.
+type TowerBinder interface {
+	// BindTower binds the node to the vision tower file tower (an mmproj)
+	// for the text model target, refusing a tower whose output rows do not
+	// fit target's embeddings.
+	BindTower(tower, target *weights.File) error
+	// AttachTower loads the tower into be, a backend the node owns from
+	// then on, and prepares its graph once, so that a backend that cannot
+	// run one of its ops refuses it here, naming the op.
+	AttachTower(be Backend) error
+	// EncodeImage runs the tower over one preprocessed image: its rows
+	// [p.Grid.Tokens(), E], row-major. It is safe for concurrent use
+	// (images are encoded one at a time).
+	EncodeImage(ctx context.Context, p *vision.Preprocessed) ([]float32, error)
+	// Workspace is the scratch memory of the tower's backend, false when
+	// it does not account it (exec.WorkspaceReporter).
+	Workspace() (Workspace, bool)
+	// Close releases the backend AttachTower gave the node.
+	Close() error
 }

@@ -112,7 +112,7 @@ func (x *Executor) DraftAhead(ctx context.Context, seqs []AheadSeq, target Targe
 func (x *Executor) aheadRows(st *plan.Step, seqs []AheadSeq, target TargetKV) (*hostStep, []*node.SeqState, map[string]any) {
 	onTarget := x.modelLoops[st.ID] == nil
 	href, entersHidden := st.In[node.BindHidden]
-	hc := &hostStep{&node.HostContext{}, &exec.Batch{}}
+	hc := &hostStep{HostContext: &node.HostContext{}, Batch: &exec.Batch{}}
 	var hidden []exec.Carried
 	for _, sq := range seqs {
 		h, room := sq.History, sq.Room

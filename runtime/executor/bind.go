@@ -33,8 +33,8 @@ func (e *StepError) Unwrap() error { return e.Err }
 // that disagree on the KV row width, no step that owns a KV cache, and,
 // on a model that keeps recurrent state, a loop that drafts with the
 // target's own layers (plan.Loop.DraftsWithTargetState), which would
-// advance that state, and a plan that both reads images and drafts
-// (exec.Proposer). It reports every problem it finds, each about one
+// advance that state, and, in a plan that reads images, a step that runs
+// a model of its own (a draft model does not see the image rows). It reports every problem it finds, each about one
 // step a *StepError. New calls it, and so does `ninfer graph check
 // --model`: check ok on a model means the engine binds the plan to it.
 func BindTarget(p *plan.Plan, target *weights.File) (Shape, error) {
@@ -68,8 +68,8 @@ func BindTarget(p *plan.Plan, target *weights.File) (Shape, error) {
 	}
 	if p.Reads(plan.Ref{Node: plan.InputNode, Port: node.BindImages}) {
 		for _, st := range p.Steps {
-			if pr, ok := st.Node.(exec.Proposer); ok && pr.DraftTokens() > 0 {
-				errs = append(errs, &StepError{st.ID, st.Op, errors.New("drafts in a graph that reads images ($in.images): an image's prompt rows hold image keys, not token ids, which a proposer would copy or feed as tokens; speculation with images is not supported")})
+			if alias := plan.StepModel(st); alias != node.Target {
+				errs = append(errs, &StepError{st.ID, st.Op, fmt.Errorf("runs the model %q in a graph that reads images: only the target's own layers and heads see the image rows' embeddings, a model of its own would read image keys as tokens (speculate with images through ngram or mtp)", alias)})
 			}
 		}
 	}
@@ -81,6 +81,39 @@ func BindTarget(p *plan.Plan, target *weights.File) (Shape, error) {
 		}
 	}
 	return shape, errors.Join(errs...)
+}
+
+// BindTower binds p's step that encodes images (exec.TowerBinder,
+// vision.encode) to the vision tower file tower for target and returns it
+// (nil when p has none). It refuses, each about its step a *StepError, a
+// step that encodes images when no tower is given and a tower that does
+// not fit target, and, about the plan, a second such step and a tower
+// given to a plan that encodes no images. New calls it, and so does
+// `ninfer graph check --model [--mmproj]`.
+func BindTower(p *plan.Plan, tower, target *weights.File) (exec.TowerBinder, error) {
+	var bound exec.TowerBinder
+	var errs []error
+	for _, st := range p.AllSteps() {
+		tb, ok := st.Node.(exec.TowerBinder)
+		switch {
+		case !ok:
+			continue
+		case bound != nil:
+			errs = append(errs, &StepError{st.ID, st.Op, errors.New("encodes images a second time: a plan runs one vision tower")})
+		case tower == nil:
+			errs = append(errs, &StepError{st.ID, st.Op, fmt.Errorf("needs a vision tower: %s has none given (--mmproj FILE)", filepath.Base(target.Path))})
+		default:
+			if err := tb.BindTower(tower, target); err != nil {
+				errs = append(errs, &StepError{st.ID, st.Op, fmt.Errorf("cannot run the tower: %w", err)})
+				continue
+			}
+			bound = tb
+		}
+	}
+	if bound == nil && tower != nil && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("vision tower %s given, but the graph encodes no images (a vision.encode node feeding model.forward's images; the graph vision does)", tower.Path))
+	}
+	return bound, errors.Join(errs...)
 }
 
 // TargetSteps are p's steps and the body steps of its loops over the

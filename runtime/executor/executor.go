@@ -31,6 +31,10 @@ type Config struct {
 	// one's backend (required when a node runs one).
 	Models     exec.Models
 	NewBackend func() (exec.Backend, error)
+	// Tower is the vision tower file (an mmproj) of a plan that encodes
+	// images (exec.TowerBinder, vision.encode); nil for none. Start runs
+	// it on a backend of its own from NewBackend.
+	Tower *weights.File
 }
 
 // Shape is what the bound plan needs of the target's caches: the KV
@@ -53,6 +57,9 @@ type Executor struct {
 	// attached to their devices (models, by alias) by Start.
 	binders []modelBinding
 	models  map[string]*modelDevice
+	// tower is the plan's vision.encode step, bound to Config.Tower; nil
+	// in a plan that encodes no images.
+	tower exec.TowerBinder
 	// modelLoops are the plan's draft loops over a draft model, by step id;
 	// loopHidden is the row width of $loop.hidden in each loop that reads
 	// a carried value (in.hidden).
@@ -82,6 +89,9 @@ func New(cfg Config) (*Executor, Shape, error) {
 		seqs: map[uint64]*seqValues{}, stepCarry: map[string]carryRows{}}
 	shape, err := BindTarget(p, cfg.Model)
 	if err != nil {
+		return nil, Shape{}, fmt.Errorf("engine: %w", err)
+	}
+	if x.tower, err = BindTower(p, cfg.Tower, cfg.Model); err != nil {
 		return nil, Shape{}, fmt.Errorf("engine: %w", err)
 	}
 	if err := x.bindModelLoops(); err != nil {
@@ -147,6 +157,10 @@ func (x *Executor) Start(layout exec.KVLayout) error {
 		x.CloseModels()
 		return err
 	}
+	if err := x.attachTower(); err != nil {
+		x.CloseModels()
+		return err
+	}
 	return nil
 }
 
@@ -164,6 +178,8 @@ func (x *Executor) Close() error {
 type hostStep struct {
 	*node.HostContext
 	Batch *exec.Batch
+	// bindRows binds a feed's per-row inputs (Batch.BindRows).
+	bindRows func(*exec.Batch)
 }
 
 // Batch is one step's input to Run.
@@ -179,6 +195,11 @@ type Batch struct {
 	// Embeds asks for the hidden rows to be read back (an embedding request
 	// is sampled).
 	Embeds bool
+	// BindRows, when set, binds the per-row inputs beside the tokens
+	// (exec.Batch.Ints and Floats: the image rows and their M-RoPE
+	// positions) of a feed with drafts inserted, by each row's RowSeq and
+	// position, as the engine bound them for Feed.
+	BindRows func(*exec.Batch)
 }
 
 // Result is what a step's plan gave each sampled sequence.
@@ -197,7 +218,7 @@ type Result struct {
 // do not run here: DraftAhead runs them once the tokens are accepted.
 func (x *Executor) Run(ctx context.Context, b Batch) (Result, error) {
 	x.stepEmbeds = b.Embeds
-	hs := &hostStep{HostContext: b.Host, Batch: b.Feed}
+	hs := &hostStep{HostContext: b.Host, Batch: b.Feed, bindRows: b.BindRows}
 	values := map[plan.Ref]any{
 		{Node: plan.InputNode, Port: node.BindTokens}:    b.Feed.Tokens,
 		{Node: plan.InputNode, Port: node.BindPositions}: b.Feed.Positions,

@@ -46,7 +46,7 @@ func (x *Executor) runLoop(st *plan.Step, l *plan.Loop, hc *hostStep, in map[str
 		for j, i := range active {
 			rows[j] = hc.Rows[i]
 		}
-		phc := &hostStep{&node.HostContext{Ctx: hc.Ctx, Rows: rows}, b}
+		phc := &hostStep{HostContext: &node.HostContext{Ctx: hc.Ctx, Rows: rows}, Batch: b}
 		vals := passInputs(b)
 		if err := x.runPass(st, l, phc, vals, pass == 0); err != nil {
 			return nil, err
@@ -169,7 +169,7 @@ func (x *Executor) loopFirstPass(st *plan.Step, l *plan.Loop, hc *hostStep, in m
 	var tables [][]int32
 	for _, i := range active {
 		h := hc.Rows[i].History
-		b.Tokens = append(b.Tokens, h[len(h)-1])
+		b.Tokens = append(b.Tokens, node.FedToken(h[len(h)-1]))
 		b.Positions = append(b.Positions, int32(len(h)-1))
 		b.RowSeq = append(b.RowSeq, int32(len(tables)))
 		b.LogitRows = append(b.LogitRows, int32(len(tables)))
@@ -301,7 +301,7 @@ func (x *Executor) runBlockLoop(st *plan.Step, l *plan.Loop, hc *hostStep, in ma
 		return nil
 	}
 	vals := passInputs(block)
-	if err := x.runPass(st, l, &hostStep{&node.HostContext{Ctx: hc.Ctx, Rows: maskRows}, block}, vals, false); err != nil {
+	if err := x.runPass(st, l, &hostStep{HostContext: &node.HostContext{Ctx: hc.Ctx, Rows: maskRows}, Batch: block}, vals, false); err != nil {
 		return err
 	}
 	spans := make([]span, len(drafting)) // each drafting row's first drafted mask rows
@@ -585,7 +585,7 @@ func carriedFirstPass(hc *hostStep, c []exec.Carried, drafting, want []int, widt
 			continue
 		}
 		for q := q0; q < end; q++ {
-			b.Tokens = append(b.Tokens, h[q])
+			b.Tokens = append(b.Tokens, node.FedToken(h[q]))
 			b.Positions = append(b.Positions, int32(q-off))
 			b.RowSeq = append(b.RowSeq, int32(len(tables)))
 			if q == 0 {

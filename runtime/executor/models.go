@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/kv"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
@@ -86,12 +88,58 @@ func (x *Executor) attachModels(binders []modelBinding, target exec.KVLayout) er
 	return nil
 }
 
+// attachTower gives the plan's vision tower a backend of its own (the
+// target's kind), which refuses at once a tower op it cannot run.
+func (x *Executor) attachTower() error {
+	if x.tower == nil {
+		return nil
+	}
+	if x.cfg.NewBackend == nil {
+		return errors.New("engine: the plan encodes images but the engine has no NewBackend")
+	}
+	be, err := x.cfg.NewBackend()
+	if err != nil {
+		return fmt.Errorf("engine: vision tower: %w", err)
+	}
+	if err := x.tower.AttachTower(be); err != nil {
+		be.Close()
+		return fmt.Errorf("engine: vision tower: %w", err)
+	}
+	return nil
+}
+
+// ErrNoTower is returned by EncodeImage for a plan that encodes no images.
+var ErrNoTower = errors.New("the graph encodes no images (vision.encode)")
+
+// EncodeImage runs the plan's vision tower (vision.encode) over one
+// preprocessed image: its rows [p.Grid.Tokens(), E]. Unlike the rest of
+// the Executor it may be called from any goroutine once Start returned:
+// the tower runs on a device of its own, one image at a time.
+func (x *Executor) EncodeImage(ctx context.Context, p *vision.Preprocessed) ([]float32, error) {
+	if x.tower == nil {
+		return nil, ErrNoTower
+	}
+	return x.tower.EncodeImage(ctx, p)
+}
+
+// TowerWorkspace is the scratch memory of the vision tower's backend;
+// false without a tower or when the backend does not account it.
+func (x *Executor) TowerWorkspace() (exec.Workspace, bool) {
+	if x.tower == nil {
+		return exec.Workspace{}, false
+	}
+	return x.tower.Workspace()
+}
+
 // CloseModels releases the devices of the models besides the target (Close
 // does too; New's caller calls it alone when it gives up after Start).
 func (x *Executor) CloseModels() error {
 	var errs []error
 	for _, d := range x.models {
 		errs = append(errs, d.close())
+	}
+	if x.tower != nil {
+		errs = append(errs, x.tower.Close())
 	}
 	return errors.Join(errs...)
 }

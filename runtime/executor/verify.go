@@ -11,8 +11,9 @@ import (
 
 // feed is the batch a device segment computes over: batch itself, or, when
 // a step of the segment wires an input of type draft, batch with those
-// drafts inserted. Each sequence's drafts must fit the KV the scheduler
-// reserved for it (SeqState.Lookahead).
+// drafts inserted (its per-row inputs bound by hc.bindRows). Each
+// sequence's drafts must fit the KV the scheduler reserved for it
+// (SeqState.Lookahead).
 func (x *Executor) feed(seg plan.Segment, hc *hostStep, values map[plan.Ref]any) (*exec.Batch, error) {
 	var drafts exec.Drafts
 	var from plan.Ref
@@ -40,7 +41,12 @@ func (x *Executor) feed(seg plan.Segment, hc *hostStep, values map[plan.Ref]any)
 			return nil, fmt.Errorf("engine: %s drafted %d tokens for a sequence with room for %d", from, len(d), hc.Rows[i].Lookahead)
 		}
 	}
-	return hc.Batch.WithDrafts(drafts)
+	feed, err := hc.Batch.WithDrafts(drafts)
+	if err != nil || feed == hc.Batch || hc.bindRows == nil {
+		return feed, err
+	}
+	hc.bindRows(feed)
+	return feed, nil
 }
 
 // verifiedDrafts is the draft input of the step that produced out.tokens,

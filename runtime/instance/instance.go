@@ -17,9 +17,11 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/compile"
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/tok"
+	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
@@ -91,7 +93,11 @@ type Instance struct {
 // Open loads the model and graph and starts the engine.
 func Open(o Options) (*Instance, error) {
 	start := time.Now()
-	p, err := LoadPlan(o.Graph, node.Default, o.Set)
+	loadPlan := LoadPlan
+	if o.MMProj != "" {
+		loadPlan = LoadPlanWithImages
+	}
+	p, err := loadPlan(o.Graph, node.Default, o.Set)
 	if err != nil {
 		return nil, err
 	}
@@ -150,21 +156,23 @@ func Open(o Options) (*Instance, error) {
 			return nil, fmt.Errorf("%s: %w", o.Model, err)
 		}
 	}
-	if err := checkVisionPlan(o, p.Reads(engine.ImagesInput), f); err != nil {
-		closeAll()
-		return nil, err
-	}
 	var vis *Vision
 	if o.MMProj != "" {
-		if vis, err = openVision(o.MMProj, f, o.Threads); err != nil {
+		tf, cfg, err := vision.OpenMMProj(o.MMProj)
+		if err != nil {
 			closeAll()
 			return nil, err
 		}
+		vis = &Vision{File: tf, Config: cfg}
 		closeText := closeAll
 		closeAll = func() { closeText(); vis.Close() }
 	}
+	var tower *weights.File
+	if vis != nil {
+		tower = vis.File
+	}
 	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory,
-		MaxRunning: o.MaxRunning, StepTokens: o.StepTokens, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend,
+		MaxRunning: o.MaxRunning, StepTokens: o.StepTokens, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend, Tower: tower,
 		NoPrefixCache: o.NoPrefixCache, CheckpointMemory: o.CheckpointMemory, CheckpointEvery: o.CheckpointEvery})
 	if err != nil {
 		closeAll()
@@ -228,19 +236,45 @@ func closeModels(target *weights.File, models exec.Models) error {
 // LoadPlan compiles, against reg, the graph file at graph or, when no such
 // file exists, the embedded graph of that name ("" is "plain").
 func LoadPlan(graph string, reg *node.Registry, set node.Params) (*plan.Plan, error) {
+	file, src, err := graphSource(graph)
+	if err != nil {
+		return nil, err
+	}
+	return compile.Source(file, src, reg, set)
+}
+
+// LoadPlanWithImages is LoadPlan for a model with a vision tower
+// (Options.MMProj): a graph that encodes no images gets the tower wired in
+// (withTower), so that plain and every speculative graph take images.
+func LoadPlanWithImages(graph string, reg *node.Registry, set node.Params) (*plan.Plan, error) {
+	file, src, err := graphSource(graph)
+	if err != nil {
+		return nil, err
+	}
+	g, err := graphdef.Parse(file, src)
+	if err != nil || !withTower(g) {
+		return compile.Source(file, src, reg, set) // its errors, or the graph as written
+	}
+	return compile.Compile(g, reg, set)
+}
+
+// graphSource reads the graph file at graph or, when no such file exists,
+// the embedded graph of that name ("" is "plain").
+func graphSource(graph string) (file string, src []byte, err error) {
 	if graph == "" {
 		graph = "plain"
 	}
 	if _, err := os.Stat(graph); err == nil {
-		return compile.File(graph, reg, set)
+		src, err := os.ReadFile(graph)
+		return graph, src, err
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+		return "", nil, err
 	}
-	file, src, err := graphs.Source(graph)
+	file, src, err = graphs.Source(graph)
 	if err != nil {
-		return nil, fmt.Errorf("%s: no such file or embedded graph (embedded: %s)", graph, strings.Join(graphs.Names(), ", "))
+		return "", nil, fmt.Errorf("%s: no such file or embedded graph (embedded: %s)", graph, strings.Join(graphs.Names(), ", "))
 	}
-	return compile.Source(file, src, reg, set)
+	return file, src, nil
 }
 
 // Workspace reports the target backend's scratch memory
@@ -253,6 +287,11 @@ func (in *Instance) Workspace() (exec.Workspace, bool) {
 	}
 	return r.Workspace(), true
 }
+
+// VisionWorkspace reports the vision tower backend's scratch memory, false
+// without a tower (Options.MMProj) or for a backend that does not account
+// it. Call it between generations.
+func (in *Instance) VisionWorkspace() (exec.Workspace, bool) { return in.Engine.VisionWorkspace() }
 
 // Close stops the engine and unmaps the model.
 func (in *Instance) Close() error {

@@ -4,67 +4,83 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"slices"
 	"time"
 
-	tower "github.com/ninfer/ninfer-go/nodes/vision"
+	_ "github.com/ninfer/ninfer-go/nodes/vision" // the vision.encode node of the graph vision
 	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/graphdef"
+	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// Vision is a loaded vision tower (Options.MMProj): the mmproj file, its
-// hyper-parameters and the Encoder that runs it on a CPU backend of its
-// own. It encodes one image at a time.
+// Vision is a loaded vision tower (Options.MMProj): the mmproj file and
+// its hyper-parameters. The plan's vision.encode node runs it
+// (engine.Engine.EncodeImage).
 type Vision struct {
-	File    *weights.File
-	Config  *vision.Config
-	mu      sync.Mutex
-	encoder *tower.Encoder
+	File   *weights.File
+	Config *vision.Config
 }
 
-// openVision loads the mmproj at path for the text model text.
-func openVision(path string, text *weights.File, threads int) (*Vision, error) {
-	f, cfg, err := vision.OpenMMProj(path)
-	if err != nil {
-		return nil, err
+// Close releases the mmproj file.
+func (v *Vision) Close() error { return v.File.Close() }
+
+// towerNode is the id of the vision.encode node withTower adds.
+const towerNode = "vision"
+
+// withTower wires the vision tower into g, a graph that encodes no images,
+// as graphs/vision.yaml wires it into plain: a node "vision" (vision.encode
+// on $in.images) before the first top-level model.forward of the target,
+// whose embeddings feed the images input of every such forward (a
+// speculative graph's verifying forward included; the forwards of loop
+// bodies and of other models read none). It reports whether it changed g:
+// not for a graph with a vision.encode node, a forward that wires images
+// already, no target forward, or a node already called "vision". The
+// added nodes and bindings take the position of the first forward.
+func withTower(g *graphdef.Graph) bool {
+	var fwds []*graphdef.Node
+	first := -1
+	for i, n := range g.Nodes {
+		switch {
+		case n.ID == towerNode || n.Op == "vision.encode":
+			return false
+		case n.Op != "model.forward" || n.IsLoop():
+			continue
+		}
+		if slices.ContainsFunc(n.In, func(b *graphdef.Binding) bool { return b.Name == "images" }) {
+			return false
+		}
+		if !runsTarget(n) {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		fwds = append(fwds, n)
 	}
-	if err := cfg.CheckTextModel(text); err != nil {
-		f.Close()
-		return nil, err
+	if first < 0 {
+		return false
 	}
-	enc, err := tower.NewEncoder(f, cfg, "cpu", threads)
-	if err != nil {
-		f.Close()
-		return nil, err
+	at := g.Nodes[first].Pos
+	tower := &graphdef.Node{Pos: at, ID: towerNode, IDPos: at, Op: "vision.encode", OpPos: at, InPos: at,
+		In: []*graphdef.Binding{{Name: "images", NamePos: at, Ref: graphdef.InputNode + "." + node.BindImages, RefPos: at}}}
+	g.Nodes = slices.Insert(g.Nodes, first, tower)
+	for _, n := range fwds {
+		n.In = append(n.In, &graphdef.Binding{Name: "images", NamePos: n.Pos, Ref: towerNode + ".embeddings", RefPos: n.Pos})
 	}
-	return &Vision{File: f, Config: cfg, encoder: enc}, nil
+	return true
 }
 
-// Close releases the encoder and the mmproj file.
-func (v *Vision) Close() error {
-	return errors.Join(v.encoder.Close(), v.File.Close())
-}
-
-// checkVisionPlan refuses a graph that reads images ($in.images) on a
-// model that cannot place image tokens (no M-RoPE sections), and a tower
-// given for a graph that reads none.
-func checkVisionPlan(o Options, readsImages bool, text *weights.File) error {
-	key := text.Arch() + ".rope.dimension_sections"
-	switch {
-	case readsImages && !text.Has(key):
-		return fmt.Errorf("graph %s reads images ($in.images), but model %s is not a vision-language model (no %s)", graphName(o.Graph), text.Path, key)
-	case !readsImages && o.MMProj != "":
-		return fmt.Errorf("mmproj %s: graph %s does not read images (model.forward input images: $in.images; the graph vision does)", o.MMProj, graphName(o.Graph))
+// runsTarget reports whether forward n runs the target: no model param, or
+// model: target.
+func runsTarget(n *graphdef.Node) bool {
+	for _, a := range n.With {
+		if a.Name == "model" {
+			return a.Value == node.Target
+		}
 	}
-	return nil
-}
-
-func graphName(g string) string {
-	if g == "" {
-		return "plain"
-	}
-	return g
+	return true
 }
 
 // ErrNoVision is returned for images sent to an instance without a tower.
@@ -128,17 +144,13 @@ func (in *Instance) PromptWithImages(ctx context.Context, prompt string, images 
 		return nil, fmt.Errorf("model %s has no %s token", in.File.Path, vision.ImagePad)
 	}
 	out := &ImagePrompt{Chunks: chunks}
-	if encode {
-		v.mu.Lock()
-		defer v.mu.Unlock()
-	}
 	for _, c := range chunks {
 		if c.Image < 0 {
 			out.IDs = append(out.IDs, c.Tokens...)
 			continue
 		}
 		if encode {
-			emb, err := v.encoder.Encode(ctx, pre[c.Image])
+			emb, err := in.Engine.EncodeImage(ctx, pre[c.Image])
 			if err != nil {
 				return nil, err
 			}

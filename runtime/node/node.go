@@ -67,6 +67,11 @@ const (
 	// rows) and M-RoPE positions beside it (BindImageEmbeddings,
 	// BindMRoPE).
 	Images PortType = "images"
+	// ImageEmbeddings are the input embeddings of a step's image rows, one
+	// row per step row [T, E] (zero on text rows): vision.encode's output,
+	// the vision tower's rows that model.forward puts in place of the
+	// image placeholder tokens' embeddings (mix_rows on BindImages).
+	ImageEmbeddings PortType = "image_embeddings"
 )
 
 // Step bindings: the names under which a step binds its per-row values,
@@ -94,6 +99,19 @@ const (
 	// [T, E] (zero on text rows), read beside BindImages.
 	BindImageEmbeddings = "image_embeddings"
 )
+
+// FedToken is the token id a pass feeds for history entry t: t itself, or
+// token 0 for an image row, whose history entry is the image's key (a
+// negative id, no token): model.forward replaces that row's embedding with
+// the tower's (mix_rows), and a drafting head over the target's hidden
+// states (model.mtp) reads token 0's embedding beside the image row's
+// hidden state.
+func FedToken(t int32) int32 {
+	if t < 0 {
+		return 0
+	}
+	return t
+}
 
 // BindMRoPE are the device inputs of each row's M-RoPE position
 // components t, h and w [T] each, read beside BindImages: a text row's

@@ -107,7 +107,7 @@ type Memory struct {
 	// programs' activation buffers and the kernels' scratch); null for a
 	// backend that does not account it.
 	Workspace                      *Arena `json:"workspace"`
-	VisionWorkspace                *Arena `json:"vision_workspace"` // null: no vision tower
+	VisionWorkspace                *Arena `json:"vision_workspace"` // the vision tower backend's scratch (--mmproj); null: no tower
 	MinimumRuntimeReservationBytes *int64 `json:"minimum_runtime_reservation_bytes"`
 	// KVCapacityIncrementBytes is the memory of one more KV block.
 	KVCapacityIncrementBytes   *int64 `json:"kv_capacity_increment_bytes"`
@@ -262,7 +262,7 @@ type Rep struct {
 // Timings are one repetition's phase durations in seconds.
 type Timings struct {
 	PrepareSeconds float64 `json:"prepare_seconds"` // submit -> first engine step (queue)
-	VisionSeconds  float64 `json:"vision_seconds"`  // always 0: no vision tower
+	VisionSeconds  float64 `json:"vision_seconds"`  // encoding the repetition's images (ninfer bench --image); 0 without
 	PrefillSeconds float64 `json:"prefill_seconds"` // first step -> first token
 	DecodeSeconds  float64 `json:"decode_seconds"`  // first token -> last token
 	TotalSeconds   float64 `json:"total_seconds"`   // submit -> final event, as the caller saw it

@@ -1,0 +1,86 @@
+package instance_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	_ "github.com/ninfer/ninfer-go/nodes/vision"
+	"github.com/ninfer/ninfer-go/runtime/cpu"
+	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/exec"
+	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+)
+
+// noGELU is the CPU backend refusing, as the CUDA backend refuses an op it
+// has no kernels for, any graph with a gelu op: only the vision tower has
+// one.
+type noGELU struct{ *cpu.Backend }
+
+func (b noGELU) Prepare(g *tensor.Graph) (exec.Executable, error) {
+	for _, op := range g.Ops {
+		if op.Kind == tensor.OpGELU {
+			return nil, fmt.Errorf("op %s: no kernels on this backend", op.Kind)
+		}
+	}
+	return b.Backend.Prepare(g)
+}
+
+func init() {
+	exec.Register("cpu-no-gelu", func(o exec.Options) exec.Backend { return noGELU{cpu.New(o)} })
+}
+
+// The vision tower runs on a backend of the target's kind: one that cannot
+// run a tower op refuses the vision graph at load, naming the op, and the
+// same backend serves text-only graphs.
+func TestVisionTowerRefusedAtLoadNamingTheOp(t *testing.T) {
+	model, mmproj := sharedModel(t, "tiny-qwen35-vl-f32.gguf"), sharedModel(t, "tiny-qwen35-mmproj-f32.gguf")
+	_, err := instance.Open(instance.Options{Model: model, MMProj: mmproj, Graph: "vision", Backend: "cpu-no-gelu", Threads: 1})
+	if err == nil || !strings.Contains(err.Error(), "vision tower") || !strings.Contains(err.Error(), "op gelu: no kernels") {
+		t.Fatalf("open with a backend without gelu: %v, want a load error naming the vision tower and the op", err)
+	}
+	in, err := instance.Open(instance.Options{Model: model, Graph: "plain", Backend: "cpu-no-gelu", Threads: 1})
+	if err != nil {
+		t.Fatalf("plain on a backend without gelu: %v", err)
+	}
+	in.Close()
+}
+
+// LoadPlanWithImages wires the tower into graphs that encode no images:
+// a vision.encode node "vision" feeding the images of the top-level
+// forwards of the target (not a draft loop's forward), and leaves graphs
+// that encode images as written.
+func TestLoadPlanWithImagesWiresTheTower(t *testing.T) {
+	for _, tc := range []struct {
+		graph string
+		want  []string // the steps reading vision.embeddings, in plan order
+	}{
+		{"plain", []string{"fwd"}},
+		{"ngram", []string{"fwd"}},
+		{"mtp", []string{"fwd"}},
+		{"draft", []string{"fwd"}},
+		{"vision", nil}, // its own node, see
+	} {
+		p, err := instance.LoadPlanWithImages(tc.graph, node.Default, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.graph, err)
+		}
+		var got []string
+		for _, st := range p.AllSteps() {
+			if st.In["images"] == (plan.Ref{Node: "vision", Port: "embeddings"}) {
+				got = append(got, st.ID)
+			}
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: steps reading vision.embeddings (-want +got):\n%s", tc.graph, diff)
+		}
+		if !p.Reads(engine.ImagesInput) {
+			t.Errorf("%s: the plan reads no images", tc.graph)
+		}
+	}
+}
