@@ -120,8 +120,7 @@ func loadPhase(t *testing.T, bin string, duration time.Duration, model string, s
 
 	slow := c.stopReading(t, slowReaders)
 	c.load(duration, 0)
-	h := c.waitIdle(t)
-	after := c.scrape(t)
+	h, after := c.settle(t, before, float64(c.sent.Load())+float64(slowReaders))
 	time.Sleep(2 * idleRelease) // serve returns freed memory once idle
 	rssEnd := rssOf(t, srv.Process.Pid)
 	endedSlow := slow.finish(t)
@@ -453,6 +452,27 @@ func (c *loadClient) waitIdle(t *testing.T) loadHealth {
 			return h
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// settle waits until the server is idle and request_success_total has
+// grown by want since before, or 10 s have passed since it was first idle,
+// and returns its health and metrics then. A request whose client hung up
+// before the server read it is read, admitted and aborted after the load
+// ends: an idle /health (choices submitted and unfinished) does not count
+// it yet.
+func (c *loadClient) settle(t *testing.T, before map[string]*dto.MetricFamily, want float64) (loadHealth, map[string]*dto.MetricFamily) {
+	t.Helper()
+	h := c.waitIdle(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		after := c.scrape(t)
+		grew := metric(after, "ninfer:request_success_total") - metric(before, "ninfer:request_success_total")
+		if grew >= want || time.Now().After(deadline) {
+			return h, after
+		}
+		time.Sleep(100 * time.Millisecond)
+		h = c.waitIdle(t)
 	}
 }
 
