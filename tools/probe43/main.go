@@ -623,7 +623,10 @@ func probeSlowReaders(string) {
 	const model = "tiny-qwen3-f32"
 	s := serve("--model", filepath.Join(*modelsDir, model+".gguf"), "--max-concurrency", "16")
 	defer s.stop()
-	// Warm-up: the same 16 streams, read to their end.
+	time.Sleep(time.Second)
+	fresh := s.rssMB()
+	// Warm-up: the same 16 streams, read to their end, so that the KV
+	// pages they use are resident before the baseline is read.
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Add(1)
@@ -669,8 +672,8 @@ func probeSlowReaders(string) {
 	h := s.health()
 	report("4 16 SSE clients that stop reading (tiny-qwen3, 4000 tokens, top_logprobs 20)",
 		"RSS 31→101 MB, climbing 0.7 MB/s idle, 130 MB after close",
-		fmt.Sprintf("RSS before %.0f MB, peak during %.0f, idle with the clients connected %.0f then %.0f 10 s later, after they close %.0f (%+.1f%%); streams ended %v, streams_aborted %v",
-			before, during, connectedIdle, connectedLater, after, 100*(after-before)/before, idle, h["streams_aborted"]),
+		fmt.Sprintf("RSS at start %.0f MB, after a warm-up (before) %.0f, peak during %.0f, idle with the clients connected %.0f then %.0f 10 s later, after they close %.0f (%+.1f%%); streams ended %v, streams_aborted %v",
+			fresh, before, during, connectedIdle, connectedLater, after, 100*(after-before)/before, idle, h["streams_aborted"]),
 		"after within 10% of before; no climb while idle", idle && after <= before*1.10 && connectedLater <= connectedIdle*1.02)
 }
 
