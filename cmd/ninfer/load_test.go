@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"strconv"
@@ -134,8 +135,8 @@ func loadPhase(t *testing.T, bin string, duration time.Duration, model string, s
 	stopped := delta("ninfer:request_success_total", "finished_reason", "stop") + delta("ninfer:request_success_total", "finished_reason", "length")
 	aborted := delta("ninfer:request_success_total", "finished_reason", "abort")
 	generated := delta("ninfer:generation_tokens_total")
-	t.Logf("%v: %d requests (%d completed, %d hung up; %d failed), %d tokens received by completed requests, %.1f tok/s; %d of %d slow readers ended with slow_reader; server: %g finished (%g stop/length, %g aborted), %g tokens generated; RSS %.1f -> %.1f MB; health %+v",
-		duration, sent, completed, left, c.failed.Load(), c.tokens.Load(), float64(c.tokens.Load())/duration.Seconds(), endedSlow, slowReaders,
+	t.Logf("%v: %d requests (%d completed, %d hung up; %d failed; %d more hung up before they were sent), %d tokens received by completed requests, %.1f tok/s; %d of %d slow readers ended with slow_reader; server: %g finished (%g stop/length, %g aborted), %g tokens generated; RSS %.1f -> %.1f MB; health %+v",
+		duration, sent, completed, left, c.failed.Load(), c.unsent.Load(), c.tokens.Load(), float64(c.tokens.Load())/duration.Seconds(), endedSlow, slowReaders,
 		finished, stopped, aborted, generated, float64(rssStart)/(1<<20), float64(rssEnd)/(1<<20), h)
 	if n := c.failed.Load(); n > 0 {
 		t.Errorf("%d requests failed or were truncated; first: %s", n, c.firstFailure())
@@ -281,10 +282,10 @@ func requestBody(rng *rand.Rand, model string, chat, stream bool, w, n int) stri
 
 // loadClient sends requests and keeps the client-side totals.
 type loadClient struct {
-	base, model                           string
-	sent, completed, left, failed, tokens atomic.Int64
-	mu                                    sync.Mutex
-	failure                               string
+	base, model                                   string
+	sent, completed, left, failed, tokens, unsent atomic.Int64 // unsent: hung up before the request was written in full
+	mu                                            sync.Mutex
+	failure                                       string
 }
 
 func (c *loadClient) reset() {
@@ -293,6 +294,7 @@ func (c *loadClient) reset() {
 	c.left.Store(0)
 	c.failed.Store(0)
 	c.tokens.Store(0)
+	c.unsent.Store(0)
 }
 
 func (c *loadClient) fail(format string, args ...any) {
@@ -334,10 +336,18 @@ func (c *loadClient) complete(ctx context.Context, chat bool, body string) {
 // run sends one request; a stream is left after leaveAfter events (>= 0),
 // a non-streaming request when ctx ends. Completed requests are checked:
 // usage.completion_tokens must equal the tokens received (one logprob
-// each) and the answer must end properly.
+// each) and the answer must end properly. A request counts as sent once
+// it has been written in full.
 func (c *loadClient) run(ctx context.Context, chat, stream bool, body string, leaveAfter int) {
-	c.sent.Add(1)
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(w httptrace.WroteRequestInfo) { wrote.Store(w.Err == nil) }})
 	resp, err := c.post(ctx, chat, body)
+	if err != nil && ctx.Err() != nil && !wrote.Load() {
+		c.unsent.Add(1) // it left before the server had the whole request: the server has nothing to count
+		return
+	}
+	c.sent.Add(1)
 	if err != nil {
 		if ctx.Err() != nil {
 			c.left.Add(1)

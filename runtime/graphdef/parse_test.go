@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -136,7 +137,22 @@ func TestErrorPositions(t *testing.T) {
 		{
 			name: "a file over the size limit is refused before it is parsed",
 			src:  "graph: a\ndoc: " + strings.Repeat("x", graphdef.MaxSourceBytes) + "\n",
-			want: []string{`g.yaml:1:1: the file has 1048591 bytes: a graph file holds at most 1048576`},
+			want: []string{fmt.Sprintf(`g.yaml:1:1: the file has %d bytes: a graph file holds at most %d`, graphdef.MaxSourceBytes+15, graphdef.MaxSourceBytes)},
+		},
+		{
+			name: "a block mapping with more keys than the limit is refused at the first key over",
+			src:  "graph: a\nnodes:\n- id: x\n  op: a.b\n  with:\n" + keyLines("    k%d: v\n", graphdef.MaxKeys+10),
+			want: []string{fmt.Sprintf(`g.yaml:%d:5: yaml: a mapping with more than %d keys`, 5+graphdef.MaxKeys+1, graphdef.MaxKeys)},
+		},
+		{
+			name: "keys whose values are sequences at their column count as keys of one mapping",
+			src:  "graph: a\n" + keyLines("k%d:\n- a\n", graphdef.MaxKeys+10),
+			want: []string{fmt.Sprintf(`g.yaml:%d:1: yaml: a mapping with more than %d keys`, 2*graphdef.MaxKeys, graphdef.MaxKeys)},
+		},
+		{
+			name: "a flow mapping with more keys than the limit is refused at the first key over",
+			src:  "graph: a\ndoc: {" + keyLines("k%d: v, ", graphdef.MaxKeys+10) + "}\n",
+			want: []string{fmt.Sprintf(`g.yaml:2:%d: yaml: a mapping with more than %d keys`, len("doc: {"+keyLines("k%d: v, ", graphdef.MaxKeys))+1, graphdef.MaxKeys)},
 		},
 		{
 			name: "nodes past the limit are refused at the first one over",
@@ -175,6 +191,50 @@ func blockNest(depth int) string {
 		fmt.Fprintf(&b, "%sk:\n", strings.Repeat(" ", i+1))
 	}
 	return b.String()
+}
+
+// keyLines is format filled with 0 to n-1, concatenated.
+func keyLines(format string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, format, i)
+	}
+	return b.String()
+}
+
+// The densest files within the limits cost what a file of that size
+// should: checking each allocates less than 300 MB in all (so its peak
+// memory is less), where a file of the same shape once cost gigabytes or
+// a time quadratic in its keys.
+func TestDensestFilesWithinTheLimitsAreCheap(t *testing.T) {
+	fill := func(head, unit, tail string) string {
+		n := (graphdef.MaxSourceBytes - len(head) - len(tail)) / len(unit)
+		return head + strings.Repeat(unit, n) + tail
+	}
+	var withs strings.Builder
+	for i := 0; withs.Len() < graphdef.MaxSourceBytes-16<<10; i++ {
+		fmt.Fprintf(&withs, "- id: n%d\n  op: a.b\n  with:\n%s", i, keyLines("    k%d: v\n", graphdef.MaxKeys))
+	}
+	for _, tc := range []struct{ name, src string }{
+		{"nodes", fill("graph: a\nnodes:\n", "- {id: n, op: a.b}\n", "")},
+		{"a flow sequence of scalars", fill("graph: a\ndoc: [", "a,", "]\n")},
+		{"a block sequence of scalars", fill("graph: a\nvalues:\n", "- a\n", "")},
+		{"flow mappings of one key", fill("graph: a\ndoc: [", "{a: b},", "]\n")},
+		{"nodes with mappings of the most keys", "graph: a\nnodes:\n" + withs.String()},
+		{"comments", fill("graph: a\n", "#\n", "")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			graphdef.Parse("g.yaml", []byte(tc.src))
+			runtime.ReadMemStats(&after)
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 300<<20 {
+				t.Errorf("checking %d bytes allocated %d MB", len(tc.src), grew>>20)
+			} else {
+				t.Logf("checking %d bytes allocated %d MB", len(tc.src), grew>>20)
+			}
+		})
+	}
 }
 
 // nodeList is n nodes of a block sequence, one per line, with distinct ids.

@@ -52,11 +52,11 @@ func (e *yamlSyntaxError) Error() string {
 // with both positions. Syntax errors are *yamlSyntaxError.
 //
 // A leading UTF-8 byte order mark is skipped. Collections nested deeper
-// than MaxDepth are a syntax error found before parsing, in one pass over
-// the tokens: the YAML parser's work grows with the square of the depth.
+// than MaxDepth and mappings with more than MaxKeys keys are a syntax
+// error found before parsing, in one pass over the tokens (checkShape).
 func parseYAML(src []byte) ([]*yamlNode, error) {
 	tokens := lexer.Tokenize(string(bytes.TrimPrefix(src, utf8BOM)))
-	if err := checkDepth(tokens); err != nil {
+	if err := checkShape(tokens); err != nil {
 		return nil, err
 	}
 	f, err := parser.Parse(tokens, 0, parser.AllowDuplicateMapKey())
@@ -90,41 +90,85 @@ func parseYAML(src []byte) ([]*yamlNode, error) {
 
 var utf8BOM = []byte("\ufeff")
 
-// checkDepth returns a *yamlSyntaxError at the first token nested deeper
-// than MaxDepth collections. A flow collection's brackets count one level
+// checkShape returns a *yamlSyntaxError at the first token nested deeper
+// than MaxDepth collections, or at the first key past MaxKeys of one
+// mapping: the YAML parser's work grows with the square of the depth and
+// of a block mapping's keys. A flow collection's brackets count one level
 // each; block collections count by indentation: a sequence entry or a key
 // opens a level unless a level at its column or further right is open,
-// whose levels it then closes.
-func checkDepth(tokens token.Tokens) error {
-	var block []int // the columns of the open block levels, increasing
-	flow := 0
+// whose levels it then closes. A key at the column of an open mapping is
+// that mapping's next key, and a sequence entry there is the value of the
+// mapping's last key (a level within it).
+func checkShape(tokens token.Tokens) error {
+	type level struct {
+		col  int  // block levels: the column of their keys or entries
+		keys int  // mappings: the keys seen so far
+		seq  bool // a sequence, else a mapping
+	}
+	var block, flow []level // the open levels, outermost first
 	for _, tk := range tokens {
+		isKey := tk.Type == token.MappingKeyType || tk.NextType() == token.MappingValueType
+		var keys int // the keys of the mapping tk is a key of, tk included
 		switch tk.Type {
 		case token.DocumentHeaderType, token.DocumentEndType:
-			block, flow = block[:0], 0
+			block, flow = block[:0], flow[:0]
 			continue
 		case token.SequenceStartType, token.MappingStartType:
-			flow++
+			flow = append(flow, level{seq: tk.Type == token.SequenceStartType})
 		case token.SequenceEndType, token.MappingEndType:
-			flow = max(flow-1, 0)
+			flow = flow[:max(len(flow)-1, 0)]
 			continue
 		default:
-			isBlockLevel := tk.Type == token.SequenceEntryType || tk.Type == token.MappingKeyType || tk.NextType() == token.MappingValueType
-			if flow > 0 || !isBlockLevel {
+			if len(flow) > 0 {
+				if top := &flow[len(flow)-1]; isKey && !top.seq {
+					top.keys++
+					keys = top.keys
+				}
+				break
+			}
+			if tk.Type != token.SequenceEntryType && !isKey {
 				continue
 			}
 			col := tk.Position.Column
-			for len(block) > 0 && block[len(block)-1] >= col {
+			for len(block) > 0 && block[len(block)-1].col > col {
 				block = block[:len(block)-1]
 			}
-			block = append(block, col)
+			if n := len(block); n > 0 && block[n-1].col == col {
+				top := &block[n-1]
+				switch {
+				case isKey && top.seq && n > 1 && !block[n-2].seq && block[n-2].col == col:
+					block = block[:n-1] // a key after its sibling's sequence value
+					block[n-2].keys++
+					keys = block[n-2].keys
+				case isKey && !top.seq:
+					top.keys++
+					keys = top.keys
+				case !isKey && !top.seq:
+					block = append(block, level{col: col, seq: true})
+				case isKey:
+					*top = level{col: col, keys: 1}
+				}
+				break
+			}
+			block = append(block, level{col: col, seq: !isKey, keys: btoi(isKey)})
 		}
-		if len(block)+flow > MaxDepth {
+		if len(block)+len(flow) > MaxDepth {
 			return &yamlSyntaxError{Line: tk.Position.Line, Column: max(tk.Position.Column, 1),
 				Message: fmt.Sprintf("collections nested more than %d deep", MaxDepth)}
 		}
+		if keys > MaxKeys {
+			return &yamlSyntaxError{Line: tk.Position.Line, Column: max(tk.Position.Column, 1),
+				Message: fmt.Sprintf("a mapping with more than %d keys", MaxKeys)}
+		}
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // convert turns a goccy/go-yaml AST node into a yamlNode. Anchors are
