@@ -39,6 +39,9 @@ type corpusOptions struct {
 	warmup, limit                                                int
 	timeout                                                      time.Duration
 	serverArgs                                                   []string
+	// serverLog is the file name under out of the next started server's
+	// log (default serve-c<C>.log).
+	serverLog string
 }
 
 func runCorpus(args []string, stdout, stderr io.Writer) int {
@@ -257,7 +260,11 @@ func startServe(ctx context.Context, o *corpusOptions, c int) (*serveProcess, er
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(o.out, fmt.Sprintf("serve-c%d.log", c)))
+	logName := o.serverLog
+	if logName == "" {
+		logName = fmt.Sprintf("serve-c%d.log", c)
+	}
+	logf, err := os.Create(filepath.Join(o.out, logName))
 	if err != nil {
 		return nil, err
 	}

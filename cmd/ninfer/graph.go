@@ -13,6 +13,7 @@ import (
 
 	"github.com/ninfer/ninfer-go/graphs"
 	"github.com/ninfer/ninfer-go/nodes/model"
+	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/executor"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/graphdef/hint"
@@ -133,9 +134,23 @@ func cacheGroups(p *plan.Plan, on onModel) (string, error) {
 			state.DType = p.Policy.StateDType
 			fmt.Fprintf(&b, "  state (a slot per running sequence, +k+1 snapshot slots when speculating): layers %v, %s, %d bytes per slot (conv window %v + delta rule %v values per layer)\n",
 				rec, state.DType, state.BytesPerSlot(), state.Conv, state.Delta)
+			fmt.Fprint(&b, checkpointPolicy(state.BytesPerSlot(), p.Policy.KVBlockTokens))
 		}
 	}
 	return b.String(), nil
+}
+
+// checkpointPolicy describes the prefix cache of a hybrid model whose state
+// slots are slotBytes each, with KV blocks of block tokens, under the
+// default --checkpoint-memory and --checkpoint-every.
+func checkpointPolicy(slotBytes int64, block int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  checkpoints (the prefix cache: a state slot's copy, %d bytes each, keyed by the hash of the KV block it ends): pool of --checkpoint-memory (default %s: %d, at most %d per running sequence)\n",
+		slotBytes, bytesText(engine.DefaultCheckpointMemory), engine.DefaultCheckpointMemory/slotBytes, engine.DefaultCheckpointsPerSeq)
+	fmt.Fprintf(&b, "    taken at the block boundary at or before each chat message's end, the prompt's last block boundary, every --checkpoint-every blocks of a prompt (default %d: %d tokens) and a sequence's last generated block boundary\n",
+		engine.DefaultCheckpointEvery, engine.DefaultCheckpointEvery*block)
+	b.WriteString("    a prompt resumes at its longest prefix of cached KV blocks that ends at a checkpoint; full pool: a checkpoint whose KV blocks are gone goes first, else the least recently used; KV blocks past a finished sequence's last checkpoint are evicted before other cached blocks\n")
+	return b.String()
 }
 
 // nodePos is the file:line:col of node id in the graph at path (a file or

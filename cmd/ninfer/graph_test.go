@@ -331,19 +331,27 @@ func TestGraphCheckVisionNeedsATower(t *testing.T) {
 }
 
 // graph plan --model prints the plan's cache groups on the model: paged KV
-// for the attending layers, and a hybrid model's recurrent state slots.
+// for the attending layers, and a hybrid model's recurrent state slots
+// with its prefix cache's checkpoint policy (bf16 checkpoints under the
+// state-bf16 graph).
 func TestGraphPlanCacheGroups(t *testing.T) {
 	code, stdout, stderr := runCLI("graph", "plan", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "plain")
 	if code != 0 || !strings.Contains(stdout, "kv (paged, step fwd): layers [3 7], kv dim 64, f32, 16 tokens per block, 1024 bytes per token") ||
-		!strings.Contains(stdout, "layers [0 1 2 4 5 6], f32, 33792 bytes per slot") {
+		!strings.Contains(stdout, "layers [0 1 2 4 5 6], f32, 33792 bytes per slot") ||
+		!strings.Contains(stdout, "checkpoints (the prefix cache: a state slot's copy, 33792 bytes each") ||
+		!strings.Contains(stdout, "every --checkpoint-every blocks of a prompt (default 32: 512 tokens)") {
 		t.Errorf("exit %d, stdout:\n%s\nstderr %q", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI("graph", "plan", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "state-bf16")
+	if code != 0 || !strings.Contains(stdout, "checkpoints (the prefix cache: a state slot's copy, 16896 bytes each") {
+		t.Errorf("state-bf16: exit %d, stdout:\n%s", code, stdout)
 	}
 	code, stdout, _ = runCLI("graph", "plan", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "mtp")
 	if code != 0 || !strings.Contains(stdout, "kv (paged, step head: the MTP block's attention): KV layer 2, after the trunk's, on each sequence's block table, kv dim 64, f32, 512 bytes per token") {
 		t.Errorf("mtp: exit %d, stdout:\n%s", code, stdout)
 	}
 	code, stdout, _ = runCLI("graph", "plan", "--model", sharedPath(t, "models", "tiny-qwen3-f32.gguf"), "plain")
-	if code != 0 || !strings.Contains(stdout, "kv (paged, step fwd): layers [0 1]") || strings.Contains(stdout, "state (") {
+	if code != 0 || !strings.Contains(stdout, "kv (paged, step fwd): layers [0 1]") || strings.Contains(stdout, "state (") || strings.Contains(stdout, "checkpoints (") {
 		t.Errorf("a transformer: exit %d, stdout:\n%s", code, stdout)
 	}
 }

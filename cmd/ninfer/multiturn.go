@@ -18,15 +18,17 @@ import (
 
 const multiturnUsage = `usage: ninfer multiturn --model FILE [--compare-no-cache] [--url URL --label NAME]...
                         [--conversations 4] [--turns 4] [--system-words 900] [--user-words 150]
-                        [--reply-tokens 32] [--concurrency 1] [--out DIR]
+                        [--reply-tokens 32] [--concurrency 1] [--side-by-side] [--out DIR]
 
 Multi-turn chat workload: conversations whose every turn resends the whole
 history plus a new user message. Measures each turn's TTFT and the prompt
 tokens the server reports cached (usage.prompt_tokens_details.cached_tokens,
 or llama-server's timings.cache_n), on a fresh 'ninfer serve' (--model;
 also one with --no-prefix-cache when --compare-no-cache) and on running
-servers (--url, e.g. a llama-server, labelled with --label). Writes
-multiturn.json, multiturn.md and ttft_per_turn.png to --out.
+servers (--url, e.g. a llama-server, labelled with --label). With
+--side-by-side every server runs at once and each turn goes to them one
+after another (one request at a time), so a busy host's load falls on all
+alike. Writes multiturn.json, multiturn.md and ttft_per_turn.png to --out.
 
 `
 
@@ -50,6 +52,7 @@ func runMultiTurn(args []string, stdout, stderr io.Writer) int {
 		return nil
 	})
 	noCache := fs.Bool("compare-no-cache", false, "also run the workload on a fresh ninfer serve --no-prefix-cache")
+	sideBySide := fs.Bool("side-by-side", false, "start every server at once and send each turn to them one after another")
 	fs.Func("url", "a running OpenAI-compatible server to measure as well (repeatable)", func(s string) error {
 		urls = append(urls, s)
 		return nil
@@ -90,16 +93,33 @@ func runMultiTurn(args []string, stdout, stderr io.Writer) int {
 		Model: filepath.Base(o.model), Workload: mt, Notes: []string{},
 		Environment: hostEnvironment("cpu", 0)}
 	hc := &http.Client{Timeout: o.timeout}
-	measure := func(label, base, model string) {
-		fmt.Fprintf(stderr, "ninfer multiturn: %s: %d conversations x %d turns\n", label, mt.Conversations, mt.Turns)
-		c := &corpus.Client{BaseURL: base, Model: model, Chat: true, Sampling: corpus.Greedy(), HTTP: hc}
+	// target is one server measured: a fresh ninfer serve (stop set) or
+	// a running one.
+	type target struct {
+		label, base, model string
+		stop               func() error
+	}
+	client := func(t target) *corpus.Client {
+		c := &corpus.Client{BaseURL: t.base, Model: t.model, Chat: true, Sampling: corpus.Greedy(), HTTP: hc}
 		// One warm-up request, discarded: it shares nothing with the workload.
 		c.Send(ctx, corpus.Request{Fixture: "warmup", Prompt: "Warm up.", MaxTokens: 4}, time.Now())
-		run := corpus.NewMultiTurnRun(label, base, mt.Turns, mt.Run(ctx, c))
+		return c
+	}
+	record := func(t target, results []corpus.TurnResult) {
+		run := corpus.NewMultiTurnRun(t.label, t.base, mt.Turns, results)
 		rep.Runs = append(rep.Runs, run)
-		fmt.Fprintf(stderr, "ninfer multiturn: %s: hit rate %.1f%%, last turn TTFT %.1f ms, %d failed\n", label, 100*run.HitRate,
+		fmt.Fprintf(stderr, "ninfer multiturn: %s: hit rate %.1f%%, last turn TTFT %.1f ms, %d failed\n", t.label, 100*run.HitRate,
 			run.Turns[len(run.Turns)-1].TTFT.Mean, run.Failures)
 	}
+	stopServer := func(t target) {
+		if t.stop == nil {
+			return
+		}
+		if err := t.stop(); err != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("The %s server did not stop cleanly: %v.", t.label, err))
+		}
+	}
+	var fresh []target
 	if o.model != "" {
 		configs := []struct {
 			label string
@@ -112,21 +132,30 @@ func runMultiTurn(args []string, stdout, stderr io.Writer) int {
 			}{"ninfer, prefix cache off", []string{"--no-prefix-cache"}})
 		}
 		base := o.serverArgs
-		for _, cfg := range configs {
+		for i, cfg := range configs {
 			o.serverArgs = append(append([]string(nil), base...), cfg.args...)
+			o.serverLog = fmt.Sprintf("serve-%d.log", i+1)
 			srv, err := startServe(ctx, &o, mt.Concurrency)
 			if err != nil {
+				for _, t := range fresh {
+					stopServer(t)
+				}
 				return fail(fmt.Errorf("%s: %w", cfg.label, err))
 			}
-			measure(cfg.label, srv.url, srv.model)
-			if err := srv.stop(); err != nil {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("The %s server did not stop cleanly: %v.", cfg.label, err))
+			t := target{label: cfg.label, base: srv.url, model: srv.model, stop: srv.stop}
+			if *sideBySide {
+				fresh = append(fresh, t)
+				continue
 			}
+			fmt.Fprintf(stderr, "ninfer multiturn: %s: %d conversations x %d turns\n", t.label, mt.Conversations, mt.Turns)
+			record(t, mt.Run(ctx, client(t)))
+			stopServer(t)
 			if ctx.Err() != nil {
 				return fail(ctx.Err())
 			}
 		}
 	}
+	running := fresh
 	for i, u := range urls {
 		label := u
 		if i < len(labels) {
@@ -134,9 +163,35 @@ func runMultiTurn(args []string, stdout, stderr io.Writer) int {
 		}
 		model, err := serverModel(ctx, hc, u)
 		if err != nil {
+			for _, t := range fresh {
+				stopServer(t)
+			}
 			return fail(fmt.Errorf("%s: %w", u, err))
 		}
-		measure(label, u, model)
+		t := target{label: label, base: u, model: model}
+		if *sideBySide {
+			running = append(running, t)
+			continue
+		}
+		fmt.Fprintf(stderr, "ninfer multiturn: %s: %d conversations x %d turns\n", label, mt.Conversations, mt.Turns)
+		record(t, mt.Run(ctx, client(t)))
+	}
+	if *sideBySide {
+		fmt.Fprintf(stderr, "ninfer multiturn: %d servers side by side: %d conversations x %d turns\n", len(running), mt.Conversations, mt.Turns)
+		clients := make([]*corpus.Client, len(running))
+		for i, t := range running {
+			clients[i] = client(t)
+		}
+		for i, results := range mt.RunSideBySide(ctx, clients) {
+			record(running[i], results)
+		}
+		for _, t := range fresh {
+			stopServer(t)
+		}
+		if ctx.Err() != nil {
+			return fail(ctx.Err())
+		}
+		rep.Notes = append(rep.Notes, "Side by side: every server ran at once, each turn sent to them one after another, one request at a time.")
 	}
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {

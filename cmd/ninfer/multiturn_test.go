@@ -14,26 +14,7 @@ import (
 // and off: every turn's prompt extends the last, the cache-on server
 // reports the history as cached from turn 2 on, the cache-off one never.
 func TestMultiTurnAgainstFreshServers(t *testing.T) {
-	model := sharedPath(t, "models", "tiny-qwen3-f32.gguf")
-	t.Setenv("NINFER_TEST_AS_CLI", "1")
-	bin, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := t.TempDir()
-	code, stdout, stderr := runCLI("multiturn", "--model", model, "--compare-no-cache", "--conversations", "2", "--turns", "3",
-		"--system-words", "60", "--user-words", "20", "--reply-tokens", "6", "--out", out, "--server-bin", bin, "--server-arg=--threads=1")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	data, err := os.ReadFile(filepath.Join(out, "multiturn.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r corpus.MultiTurnReport
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatal(err)
-	}
+	r, out, stdout := runMultiTurnCLI(t, "--conversations", "2")
 	if len(r.Runs) != 2 {
 		t.Fatalf("%d runs", len(r.Runs))
 	}
@@ -62,4 +43,55 @@ func TestMultiTurnAgainstFreshServers(t *testing.T) {
 	if !strings.Contains(stdout, "| ninfer, prefix cache off | 3 |") {
 		t.Errorf("Markdown:\n%s", stdout)
 	}
+}
+
+// --side-by-side runs the cache-on and cache-off servers at once and sends
+// each turn to both: the same conversations reach both (equal prompt
+// tokens at turn 1), each server keeps its own history, the cache-on one
+// hits from turn 2 on, and each server writes its own log.
+func TestMultiTurnSideBySide(t *testing.T) {
+	r, out, stdout := runMultiTurnCLI(t, "--side-by-side", "--conversations", "1")
+	if len(r.Runs) != 2 || r.Runs[0].Failures+r.Runs[1].Failures != 0 || len(r.Runs[0].Results) != 3 || len(r.Runs[1].Results) != 3 {
+		t.Fatalf("runs %+v", r.Runs)
+	}
+	on, off := r.Runs[0], r.Runs[1]
+	if on.Turns[0].PromptTokens != off.Turns[0].PromptTokens || on.Turns[1].CachedTokens < 16 || off.HitRate != 0 {
+		t.Errorf("on %+v\noff %+v", on.Turns, off.Turns)
+	}
+	for _, f := range []string{"serve-1.log", "serve-2.log"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	if !strings.Contains(stdout, "Side by side") {
+		t.Errorf("Markdown:\n%s", stdout)
+	}
+}
+
+// runMultiTurnCLI runs ninfer multiturn on tiny-qwen3-f32 with the cache
+// on and off, 3 short turns, and the extra args; it returns the report,
+// the output folder and stdout.
+func runMultiTurnCLI(t *testing.T, args ...string) (corpus.MultiTurnReport, string, string) {
+	t.Helper()
+	model := sharedPath(t, "models", "tiny-qwen3-f32.gguf")
+	t.Setenv("NINFER_TEST_AS_CLI", "1")
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(append([]string{"multiturn", "--model", model, "--compare-no-cache", "--turns", "3",
+		"--system-words", "60", "--user-words", "20", "--reply-tokens", "6", "--out", out, "--server-bin", bin, "--server-arg=--threads=1"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "multiturn.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r corpus.MultiTurnReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r, out, stdout
 }

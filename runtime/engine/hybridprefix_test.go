@@ -70,6 +70,43 @@ func TestHybridPrefixCacheOnEqualsOff(t *testing.T) {
 	}
 }
 
+// bf16 checkpoints: under the state-bf16 graph the state slots, and so
+// the checkpoints (slots of the same storage), hold bf16 in half the
+// memory, and the prefix cache hits as with f32. The state is rounded to
+// bf16 at the end of every step, and the cache adds step ends (at
+// checkpoint positions, at the adopted prefix), so the ids are not the
+// cache off's bit for bit: they follow them at first, as bf16 state
+// follows f32 (TestHybridBF16State; `ninfer kv-eval --kv state-bf16`
+// measures the error).
+func TestHybridPrefixCacheBF16Checkpoints(t *testing.T) {
+	const n = 24
+	m := modelPath(t, "tiny-qwen35-f32.gguf")
+	graph := "../../graphs/state-bf16.yaml"
+	off := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true, Graph: graph})
+	prompts := hybridTurns(t, off, goldenPrompts(t, off), n)
+	want, _ := generateAll(t, off, prompts, n, 8)
+	on := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, CheckpointEvery: 2, Graph: graph})
+	f32 := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 1})
+	for pass := range 2 {
+		got, stats := generateAll(t, on, prompts, n, 1)
+		same := 0
+		for i := range want {
+			if want[i][0] == got[i][0] {
+				same++
+			}
+		}
+		if same < len(want)*3/4 {
+			t.Errorf("pass %d: first tokens: %d of %d agree with the cache off:\noff %v\non  %v", pass, same, len(want), want, got)
+		}
+		if cached := cachedTokens(stats[len(stats)-4:]); cached == 0 {
+			t.Errorf("pass %d: no next turn hit the cache", pass)
+		}
+	}
+	if s, full := on.Engine.Snapshot(), f32.Engine.Snapshot(); !s.PrefixCache || s.Checkpoints == 0 || 2*s.StateSlotBytes != full.StateSlotBytes {
+		t.Errorf("bf16 checkpoints: snapshot %+v; f32 state slot %d bytes", s, full.StateSlotBytes)
+	}
+}
+
 // draftLog records the drafts each request's verify steps checked, by
 // Request.Tag.
 type draftLog struct {

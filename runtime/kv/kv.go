@@ -168,6 +168,23 @@ func (m *Manager) drop(b int32) {
 // Release frees all of s's blocks.
 func (m *Manager) Release(s *Seq) { m.Truncate(s, 0) }
 
+// Demote makes those of blocks (a released sequence's, in position order)
+// that are cached and held by no sequence the next ones evicted, the last
+// block first: their K/V are kept but worth less than any other cached
+// block's (a hybrid model resumes only at a state checkpoint, and these
+// lie past a sequence's last one).
+func (m *Manager) Demote(blocks []int32) {
+	if m.cached == nil {
+		return
+	}
+	for _, b := range blocks {
+		if m.lru.in[b] {
+			m.lru.remove(b)
+			m.lru.pushFront(b)
+		}
+	}
+}
+
 // Match returns the cached blocks that hold the longest prefix of tokens
 // made of whole blocks, at most maxBlocks of them, in position order; nil
 // without a prefix cache. It changes nothing: Adopt takes them.
@@ -308,6 +325,17 @@ func (l *lruList) pushBack(b int32) {
 		l.head = b
 	}
 	l.tail = b
+	l.len++
+}
+
+func (l *lruList) pushFront(b int32) {
+	l.prev[b], l.next[b], l.in[b] = -1, l.head, true
+	if l.head >= 0 {
+		l.prev[l.head] = b
+	} else {
+		l.tail = b
+	}
+	l.head = b
 	l.len++
 }
 

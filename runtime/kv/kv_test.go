@@ -80,3 +80,44 @@ func TestChainDependsOnSaltAndParent(t *testing.T) {
 		t.Errorf("cached %d free %d used %d, want 2 4 0", m.Cached(), m.Free(), m.Used())
 	}
 }
+
+// Demote puts a released sequence's cached blocks first in the eviction
+// order, its last block first; blocks a sequence still holds and blocks
+// that were never registered are left as they are.
+func TestDemoteEvictsFirst(t *testing.T) {
+	m, err := New(6, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.EnablePrefixCache([]byte("salt"))
+	var old, tail, held Seq
+	for _, c := range []struct {
+		s      *Seq
+		tokens []int32
+	}{{&old, []int32{1, 2, 3, 4}}, {&tail, []int32{5, 6, 7, 8}}, {&held, []int32{9, 10}}} {
+		if err := m.Grow(c.s, len(c.tokens)); err != nil {
+			t.Fatal(err)
+		}
+		m.Publish(c.s, c.tokens, len(c.tokens))
+	}
+	m.Release(&old)       // cached, oldest
+	blocks := tail.Blocks // [2 3]
+	m.Release(&tail)      // cached after old's
+	m.Demote(append(blocks, held.Blocks...))
+	var got []int32
+	for range 3 {
+		var s Seq
+		if err := m.Grow(&s, 2); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, s.Blocks...)
+	}
+	// One plain free block (5), then the demoted ones, last first, before
+	// the older cached ones (1, 0); the held block (4) stays held.
+	if diff := cmp.Diff([]int32{5, 3, 2}, got); diff != "" {
+		t.Errorf("blocks taken after Demote (-want +got):\n%s", diff)
+	}
+	if m.Cached() != 2 || len(held.Blocks) != 1 {
+		t.Errorf("cached %d, held %v", m.Cached(), held.Blocks)
+	}
+}

@@ -260,14 +260,21 @@ func (sc *Scheduler) Remove(s *Seq) {
 
 // stopRunning takes s out of the running sequences, releasing its share of
 // every cache group; a no-op for a sequence that is not running (which
-// holds none).
+// holds none). With recurrent state checkpoints, its KV blocks past its
+// last checkpoint are evicted before any other cached block
+// (StateGroup.Uncheckpointed).
 func (sc *Scheduler) stopRunning(s *Seq) {
 	n := len(sc.running)
 	sc.running = without(sc.running, s)
 	if len(sc.running) < n {
+		var tail []int32
+		if sc.state != nil {
+			tail = sc.state.Uncheckpointed(s)
+		}
 		for _, g := range sc.groups {
 			g.Release(s)
 		}
+		sc.kv.m.Demote(tail)
 	}
 }
 

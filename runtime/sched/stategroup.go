@@ -389,6 +389,26 @@ func (g *StateGroup) KeepHidden(s *Seq, first, last int, hidden func(pos int) []
 	}
 }
 
+// Uncheckpointed is running sequence s's KV blocks past the longest
+// prefix of its registered blocks that ends at a checkpoint (indexed, or
+// s's rolling one, which Release publishes); nil without a pool. No
+// sequence can resume inside them until a checkpoint past them is taken,
+// so they are the first cached blocks to evict once s releases them
+// (kv.Manager.Demote).
+func (g *StateGroup) Uncheckpointed(s *Seq) []int32 {
+	if g.kv == nil {
+		return nil
+	}
+	hashes := g.kv.Hashes(s.Tokens, s.KV.Hashed)
+	k := len(hashes)
+	for ; k > 0; k-- {
+		if _, ok := g.index[hashes[k-1]]; ok || (s.rolling != nil && s.rolling.Key == hashes[k-1]) {
+			break
+		}
+	}
+	return slices.Clone(s.KV.Blocks[k:])
+}
+
 // Usage implements Group: used and total sequence slots (the checkpoint
 // pool's are reported by Checkpoints).
 func (g *StateGroup) Usage() (used, total int) { return g.seqHeld, g.seqSlots }

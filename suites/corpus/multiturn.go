@@ -110,23 +110,80 @@ func (mt MultiTurn) Run(ctx context.Context, c *Client) []TurnResult {
 
 // conversation runs one conversation's turns in order.
 func (mt MultiTurn) conversation(ctx context.Context, c *Client, conv int, release time.Time) []TurnResult {
-	rng := rand.New(rand.NewPCG(mt.Seed, uint64(conv)))
-	var msgs []Message
-	if mt.SystemWords > 0 {
-		msgs = append(msgs, Message{Role: "system", Content: text(rng, mt.SystemWords)})
-	}
+	h := mt.history(conv)
 	var out []TurnResult
 	for turn := 1; turn <= mt.Turns; turn++ {
-		msgs = append(msgs, Message{Role: "user", Content: text(rng, mt.UserWords)})
-		r := c.Send(ctx, Request{Index: conv*mt.Turns + turn - 1, Fixture: fmt.Sprintf("conv%d-turn%d", conv, turn),
-			Category: "multi-turn", Seed: uint64(conv), MaxTokens: mt.ReplyTokens, Messages: append([]Message(nil), msgs...)}, release)
-		out = append(out, TurnResult{Conversation: conv, Turn: turn, Result: r})
+		r := h.next(ctx, c, release)
+		out = append(out, r)
 		if r.Error != "" {
 			break
 		}
-		msgs = append(msgs, Message{Role: "assistant", Content: r.Text})
 	}
 	return out
+}
+
+// RunSideBySide sends the workload to every client (chat clients, one per
+// server) one request at a time, turn by turn: each turn of a
+// conversation goes to the clients one after another before the next
+// turn, and each client keeps its own history (its server's replies). So
+// a busy host's load falls on every server alike, which measuring them one
+// after another does not give. Concurrency is not used. It returns each
+// client's results, conversation-major; a client's conversation stops at
+// its first failed turn.
+func (mt MultiTurn) RunSideBySide(ctx context.Context, clients []*Client) [][]TurnResult {
+	out := make([][]TurnResult, len(clients))
+	release := time.Now()
+	for conv := range mt.Conversations {
+		hs := make([]*history, len(clients))
+		for i := range clients {
+			hs[i] = mt.history(conv)
+		}
+		for range mt.Turns {
+			for i, c := range clients {
+				if hs[i].failed {
+					continue
+				}
+				out[i] = append(out[i], hs[i].next(ctx, c, release))
+			}
+		}
+	}
+	return out
+}
+
+// history is one conversation's messages so far.
+type history struct {
+	mt     MultiTurn
+	conv   int
+	rng    *rand.Rand
+	msgs   []Message
+	turn   int // turns sent
+	failed bool
+}
+
+// history starts conversation conv: its system prompt, drawn from the
+// conversation's own seed, as its user messages will be.
+func (mt MultiTurn) history(conv int) *history {
+	h := &history{mt: mt, conv: conv, rng: rand.New(rand.NewPCG(mt.Seed, uint64(conv)))}
+	if mt.SystemWords > 0 {
+		h.msgs = append(h.msgs, Message{Role: "system", Content: text(h.rng, mt.SystemWords)})
+	}
+	return h
+}
+
+// next sends the conversation's next turn with c: a new user message after
+// the history, whose reply joins the history.
+func (h *history) next(ctx context.Context, c *Client, release time.Time) TurnResult {
+	mt := h.mt
+	h.turn++
+	h.msgs = append(h.msgs, Message{Role: "user", Content: text(h.rng, mt.UserWords)})
+	r := c.Send(ctx, Request{Index: h.conv*mt.Turns + h.turn - 1, Fixture: fmt.Sprintf("conv%d-turn%d", h.conv, h.turn),
+		Category: "multi-turn", Seed: uint64(h.conv), MaxTokens: mt.ReplyTokens, Messages: append([]Message(nil), h.msgs...)}, release)
+	if r.Error != "" {
+		h.failed = true
+	} else {
+		h.msgs = append(h.msgs, Message{Role: "assistant", Content: r.Text})
+	}
+	return TurnResult{Conversation: h.conv, Turn: h.turn, Result: r}
 }
 
 // TurnRow summarises one turn number over the conversations.
