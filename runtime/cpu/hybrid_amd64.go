@@ -17,3 +17,13 @@ func gemmF32(c, a, b *float32, m, k, n, lda, ldb, ldc int)
 //
 //go:noescape
 func gemmF32AVX2(c, a, b *float32, m, k, n, lda, ldb, ldc int)
+
+// convRow is convRowGo for n a multiple of 16 (AVX-512).
+//
+//go:noescape
+func convRow(o, win, x, taps *float32, n, c, k int)
+
+// convRowAVX2 is convRow at levelAVX2, with the same bits.
+//
+//go:noescape
+func convRowAVX2(o, win, x, taps *float32, n, c, k int)

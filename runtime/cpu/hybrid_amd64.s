@@ -435,3 +435,51 @@ gn16:
 gdone:
 	VZEROUPPER
 	RET
+
+// func convRow(o, win, x, taps *float32, n, c, k int)
+// One row of short_conv over n channels (a multiple of 16): o[i] = (sum
+// over j < k-1 in order, from 0, of win[j*c+i]*taps[j*c+i]) +
+// x[i]*taps[(k-1)*c+i], each product rounded, then added (convRowGo).
+TEXT ·convRow(SB), NOSPLIT, $0-56
+	MOVQ o+0(FP), DI
+	MOVQ win+8(FP), SI
+	MOVQ x+16(FP), BX
+	MOVQ taps+24(FP), R8
+	MOVQ n+32(FP), CX
+	MOVQ c+40(FP), DX
+	MOVQ k+48(FP), R9
+	SHLQ $2, CX
+	SHLQ $2, DX
+	DECQ R9
+	XORQ AX, AX
+
+cr16:
+	CMPQ   AX, CX
+	JGE    crdone
+	VXORPS Z0, Z0, Z0
+	LEAQ   (SI)(AX*1), R10
+	LEAQ   (R8)(AX*1), R11
+	MOVQ   R9, R12
+	TESTQ  R12, R12
+	JEQ    crx
+
+crj:
+	VMOVUPS (R10), Z1
+	VMULPS  (R11), Z1, Z1
+	VADDPS  Z1, Z0, Z0
+	ADDQ    DX, R10
+	ADDQ    DX, R11
+	DECQ    R12
+	JNZ     crj
+
+crx:
+	VMOVUPS (BX)(AX*1), Z1
+	VMULPS  (R11), Z1, Z1
+	VADDPS  Z1, Z0, Z0
+	VMOVUPS Z0, (DI)(AX*1)
+	ADDQ    $64, AX
+	JMP     cr16
+
+crdone:
+	VZEROUPPER
+	RET

@@ -117,3 +117,49 @@ hn16:
 hdone:
 	VZEROUPPER
 	RET
+
+// func convRowAVX2(o, win, x, taps *float32, n, c, k int)
+// convRow in 8-lane halves, the same bits.
+TEXT ·convRowAVX2(SB), NOSPLIT, $0-56
+	MOVQ o+0(FP), DI
+	MOVQ win+8(FP), SI
+	MOVQ x+16(FP), BX
+	MOVQ taps+24(FP), R8
+	MOVQ n+32(FP), CX
+	MOVQ c+40(FP), DX
+	MOVQ k+48(FP), R9
+	SHLQ $2, CX
+	SHLQ $2, DX
+	DECQ R9
+	XORQ AX, AX
+
+dr8:
+	CMPQ   AX, CX
+	JGE    drdone
+	VXORPS Y0, Y0, Y0
+	LEAQ   (SI)(AX*1), R10
+	LEAQ   (R8)(AX*1), R11
+	MOVQ   R9, R12
+	TESTQ  R12, R12
+	JEQ    drx
+
+drj:
+	VMOVUPS (R10), Y1
+	VMULPS  (R11), Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	ADDQ    DX, R10
+	ADDQ    DX, R11
+	DECQ    R12
+	JNZ     drj
+
+drx:
+	VMOVUPS (BX)(AX*1), Y1
+	VMULPS  (R11), Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, (DI)(AX*1)
+	ADDQ    $32, AX
+	JMP     dr8
+
+drdone:
+	VZEROUPPER
+	RET

@@ -29,6 +29,7 @@ type hybridState struct {
 	conv     convTask
 	unary    unaryTask
 	ones     []float32 // all 1: the up operand that turns the SwiGLU kernels into SiLU
+	taps     []float32 // short_conv's taps tap-major (convTask.taps)
 	// recurrent turns the chunked form off (tests compare the two forms).
 	recurrent bool
 }
@@ -412,6 +413,10 @@ func deltaDecays(dec []float32, G []float64, ld int) {
 	}
 }
 
+// convTapRows is the fewest rows for which short_conv runs on the convRow
+// kernels: they read the taps tap-major, transposed once per op.
+const convTapRows = 8
+
 // shortConv runs short_conv (see shortConvRef) on the worker pool, split
 // by channel: each channel's outputs and window are computed as the
 // reference does, rows in order.
@@ -420,6 +425,15 @@ func (p *program) shortConv(out []float32, op tensor.Op, batch *exec.Batch) {
 	*t = convTask{p: p, out: out, x: p.f32[op.Args[0].ID], w: p.f32[op.Args[1].ID],
 		c: op.Out.Cols(), k: op.State.Kernel, rows: op.Out.Rows(), pos: batch.Positions,
 		mem: p.b.state.conv[op.State.Layer]}
+	if level != levelRef && t.rows >= convTapRows {
+		p.hy.taps = grow(p.hy.taps, t.c*t.k)
+		t.taps = p.hy.taps
+		for ch := range t.c {
+			for j := range t.k {
+				t.taps[j*t.c+ch] = t.w[ch*t.k+j]
+			}
+		}
+	}
 	workers := p.b.pool.n
 	if len(out) < parallelElems {
 		workers = 1
@@ -431,6 +445,7 @@ func (p *program) shortConv(out []float32, op tensor.Op, batch *exec.Batch) {
 type convTask struct {
 	p          *program
 	out, x, w  []float32
+	taps       []float32 // w tap-major [K, C] for convRow; nil: the Go loop
 	mem        []float32
 	c, k, rows int
 	pos        []int32
@@ -454,13 +469,17 @@ func (t *convTask) run(_, lo, hi int) {
 			}
 		}
 		xr, o := t.x[r*c:(r+1)*c], t.out[r*c:(r+1)*c]
-		for ch := lo; ch < hi; ch++ {
-			taps := t.w[ch*k : (ch+1)*k]
-			var sum float32
-			for j := 0; j < k-1; j++ {
-				sum += win[j*c+ch] * taps[j]
+		if t.taps != nil {
+			convRows(o[lo:hi], win[lo:], xr[lo:hi], t.taps[lo:], c, k)
+		} else {
+			for ch := lo; ch < hi; ch++ {
+				taps := t.w[ch*k : (ch+1)*k]
+				var sum float32
+				for j := 0; j < k-1; j++ {
+					sum += win[j*c+ch] * taps[j]
+				}
+				o[ch] = sum + xr[ch]*taps[k-1]
 			}
-			o[ch] = sum + xr[ch]*taps[k-1]
 		}
 		if k > 1 {
 			for j := 0; j < k-2; j++ {
@@ -468,6 +487,40 @@ func (t *convTask) run(_, lo, hi int) {
 			}
 			copy(win[(k-2)*c+lo:(k-2)*c+hi], xr[lo:hi])
 		}
+	}
+}
+
+// convRowGo is convRow: for i < len(o), o[i] = (sum over j < k-1 in order,
+// from 0, of win[j*c+i]*taps[j*c+i]) + x[i]*taps[(k-1)*c+i], the
+// reference's operations for one row with the taps tap-major.
+func convRowGo(o, win, x, taps []float32, c, k int) {
+	for i := range o {
+		var sum float32
+		for j := 0; j < k-1; j++ {
+			sum += win[j*c+i] * taps[j*c+i]
+		}
+		o[i] = sum + x[i]*taps[(k-1)*c+i]
+	}
+}
+
+// convRows is convRowGo on the level's kernel for the channels in whole
+// 16s, the Go loop for the rest.
+func convRows(o, win, x, taps []float32, c, k int) {
+	n := len(o) &^ 15
+	if n > 0 {
+		_ = taps[(k-1)*c+n-1]
+		_ = x[n-1]
+		if k > 1 {
+			_ = win[(k-2)*c+n-1]
+		}
+		if useSIMD {
+			convRow(&o[0], &win[0], &x[0], &taps[0], n, c, k)
+		} else {
+			convRowAVX2(&o[0], &win[0], &x[0], &taps[0], n, c, k)
+		}
+	}
+	if n < len(o) {
+		convRowGo(o[n:], win[n:], x[n:], taps[n:], c, k)
 	}
 }
 

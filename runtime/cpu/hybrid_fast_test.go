@@ -38,6 +38,38 @@ func TestHybridKernelsMatchTheirGoReferences(t *testing.T) {
 	}
 }
 
+// convRow and convRowAVX2 equal convRowGo bit for bit, for kernels of 1,
+// 2 and 4 taps (signed zeros included: products of zeros).
+func TestConvRowKernelsMatchTheirGoReference(t *testing.T) {
+	kernels := map[string]func(o, win, x, taps *float32, n, c, k int){}
+	if useSIMD {
+		kernels["avx512"] = convRow
+	}
+	if hasAVX2() {
+		kernels["avx2"] = convRowAVX2
+	}
+	if len(kernels) == 0 {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(19, 20))
+	for name, kernel := range kernels {
+		for _, k := range []int{1, 2, 4} {
+			for _, n := range []int{16, 48, 256} {
+				c := n + 32
+				win, x, taps := randVec(rng, max(k-1, 1)*c), randVec(rng, n), randVec(rng, k*c)
+				x[0], taps[0], taps[(k-1)*c] = 0, float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1))
+				want, got := randVec(rng, n), randVec(rng, n)
+				convRowGo(want, win, x, taps, c, k)
+				kernel(&got[0], &win[0], &x[0], &taps[0], n, c, k)
+				bitsEqual(t, fmt.Sprintf("%s k=%d n=%d", name, k, n), want, got)
+				if math.Signbit(float64(want[0])) != math.Signbit(float64(got[0])) {
+					t.Errorf("%s k=%d n=%d: the sign of zero differs", name, k, n)
+				}
+			}
+		}
+	}
+}
+
 // gemmF32 and gemmF32AVX2 equal gemmF32Go bit for bit over row counts
 // around the 4-row tiles, column counts around the 64-column tiles, empty
 // and long inner dimensions, and strides wider than the rows.
