@@ -11,12 +11,12 @@ func deltaUpdateOut(s, k, q, d, o *float32, dk, dv int, scale float32)
 // gemmF32 is gemmF32Go for n a multiple of 16 (AVX-512).
 //
 //go:noescape
-func gemmF32(c, a, b *float32, m, k, n, lda, ldb, ldc int)
+func gemmF32(c, a, b *float32, m, k, n, lda, ldb, ldc int, beta float32)
 
 // gemmF32AVX2 is gemmF32 at levelAVX2, with the same bits.
 //
 //go:noescape
-func gemmF32AVX2(c, a, b *float32, m, k, n, lda, ldb, ldc int)
+func gemmF32AVX2(c, a, b *float32, m, k, n, lda, ldb, ldc int, beta float32)
 
 // convRow is convRowGo for n a multiple of 16 (AVX-512).
 //

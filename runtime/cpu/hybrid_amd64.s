@@ -208,19 +208,21 @@ dudone:
 	VZEROUPPER
 	RET
 
-// func gemmF32(c, a, b *float32, m, k, n, lda, ldb, ldc int)
-// C[i,j] = fma(A[i,p], B[p,j], C[i,j]) for p = 0..k-1 in order, for i < m,
-// j < n (n a multiple of 16; strides in floats). Tiles of 4 rows x 64
+// func gemmF32(c, a, b *float32, m, k, n, lda, ldb, ldc int, beta float32)
+// C[i,j] = fma(A[i,p], B[p,j], c) for p = 0..k-1 in order, from c =
+// beta*C[i,j] (rounded), for i < m, j < n (n a multiple of 16; strides in
+// floats). Tiles of 4 rows x 64
 // columns keep 16 accumulators; 1-row and 16-column tiles take the rest.
 // Every element is one fused chain in p order, so the tiling does not
 // change its bits (gemmF32Go).
-TEXT ·gemmF32(SB), NOSPLIT, $0-72
+TEXT ·gemmF32(SB), NOSPLIT, $0-76
 	MOVQ c+0(FP), DI
 	MOVQ b+16(FP), BX
 	MOVQ n+40(FP), DX
 	MOVQ lda+48(FP), R9
 	MOVQ ldb+56(FP), R10
 	MOVQ ldc+64(FP), R11
+	VBROADCASTSS beta+72(FP), Z24
 	SHLQ $2, DX
 	SHLQ $2, R9
 	SHLQ $2, R10
@@ -255,6 +257,22 @@ gr4x64:
 	VMOVUPS 64(R15)(R11*1), Z13
 	VMOVUPS 128(R15)(R11*1), Z14
 	VMOVUPS 192(R15)(R11*1), Z15
+	VMULPS  Z24, Z0, Z0
+	VMULPS  Z24, Z1, Z1
+	VMULPS  Z24, Z2, Z2
+	VMULPS  Z24, Z3, Z3
+	VMULPS  Z24, Z4, Z4
+	VMULPS  Z24, Z5, Z5
+	VMULPS  Z24, Z6, Z6
+	VMULPS  Z24, Z7, Z7
+	VMULPS  Z24, Z8, Z8
+	VMULPS  Z24, Z9, Z9
+	VMULPS  Z24, Z10, Z10
+	VMULPS  Z24, Z11, Z11
+	VMULPS  Z24, Z12, Z12
+	VMULPS  Z24, Z13, Z13
+	VMULPS  Z24, Z14, Z14
+	VMULPS  Z24, Z15, Z15
 	MOVQ    k+32(FP), CX
 	TESTQ   CX, CX
 	JEQ     gs4x64
@@ -323,6 +341,10 @@ gr1x64:
 	VMOVUPS 64(R12), Z1
 	VMOVUPS 128(R12), Z2
 	VMOVUPS 192(R12), Z3
+	VMULPS  Z24, Z0, Z0
+	VMULPS  Z24, Z1, Z1
+	VMULPS  Z24, Z2, Z2
+	VMULPS  Z24, Z3, Z3
 	MOVQ    k+32(FP), CX
 	TESTQ   CX, CX
 	JEQ     gs1x64
@@ -369,6 +391,10 @@ gr4x16:
 	VMOVUPS (R12)(R11*1), Z1
 	VMOVUPS (R15), Z2
 	VMOVUPS (R15)(R11*1), Z3
+	VMULPS  Z24, Z0, Z0
+	VMULPS  Z24, Z1, Z1
+	VMULPS  Z24, Z2, Z2
+	VMULPS  Z24, Z3, Z3
 	MOVQ    k+32(FP), CX
 	TESTQ   CX, CX
 	JEQ     gs4x16
@@ -407,6 +433,7 @@ gr1x16:
 	TESTQ   R8, R8
 	JEQ     gn16
 	VMOVUPS (R12), Z0
+	VMULPS  Z24, Z0, Z0
 	MOVQ    k+32(FP), CX
 	TESTQ   CX, CX
 	JEQ     gs1x16

@@ -3,17 +3,19 @@
 // AVX2 + FMA kernels of the hybrid ops: the same results as their AVX-512
 // counterparts in hybrid_amd64.s (the Go references in hybrid_fast.go).
 
-// func gemmF32AVX2(c, a, b *float32, m, k, n, lda, ldb, ldc int)
-// gemmF32: C[i,j] = fma(A[i,p], B[p,j], C[i,j]) for p = 0..k-1 in order
+// func gemmF32AVX2(c, a, b *float32, m, k, n, lda, ldb, ldc int, beta float32)
+// gemmF32: C[i,j] = fma(A[i,p], B[p,j], c) for p = 0..k-1 in order, from
+// c = beta*C[i,j]
 // (n a multiple of 16), in tiles of 4 rows x 16 columns (8 accumulators)
 // and a 1-row tile.
-TEXT ·gemmF32AVX2(SB), NOSPLIT, $0-72
+TEXT ·gemmF32AVX2(SB), NOSPLIT, $0-76
 	MOVQ c+0(FP), DI
 	MOVQ b+16(FP), BX
 	MOVQ n+40(FP), DX
 	MOVQ lda+48(FP), R9
 	MOVQ ldb+56(FP), R10
 	MOVQ ldc+64(FP), R11
+	VBROADCASTSS beta+72(FP), Y15
 	SHLQ $2, DX
 	SHLQ $2, R9
 	SHLQ $2, R10
@@ -39,6 +41,14 @@ hr4:
 	VMOVUPS 32(R15), Y5
 	VMOVUPS (R15)(R11*1), Y6
 	VMOVUPS 32(R15)(R11*1), Y7
+	VMULPS  Y15, Y0, Y0
+	VMULPS  Y15, Y1, Y1
+	VMULPS  Y15, Y2, Y2
+	VMULPS  Y15, Y3, Y3
+	VMULPS  Y15, Y4, Y4
+	VMULPS  Y15, Y5, Y5
+	VMULPS  Y15, Y6, Y6
+	VMULPS  Y15, Y7, Y7
 	MOVQ    k+32(FP), CX
 	TESTQ   CX, CX
 	JEQ     hs4
@@ -87,6 +97,8 @@ hr1:
 	JEQ     hn16
 	VMOVUPS (R12), Y0
 	VMOVUPS 32(R12), Y1
+	VMULPS  Y15, Y0, Y0
+	VMULPS  Y15, Y1, Y1
 	MOVQ    k+32(FP), CX
 	TESTQ   CX, CX
 	JEQ     hs1

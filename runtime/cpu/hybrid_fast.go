@@ -210,14 +210,14 @@ func deltaUpdateOutGo(s, k, q, d, o []float32, dk, dv int, scale float32) {
 	}
 }
 
-// gemmF32Go is gemmF32: C[i,j] = fma(A[i,p], B[p,j], C[i,j]) for p < k in
-// order, for i < m, j < n; A [m, k], B [k, n] and C [m, n] are row-major
-// with row strides lda, ldb and ldc.
-func gemmF32Go(c, a, b []float32, m, k, n, lda, ldb, ldc int) {
+// gemmF32Go is gemmF32: C[i,j] = fma(A[i,p], B[p,j], c) for p < k in
+// order, from c = beta*C[i,j] (rounded), for i < m, j < n; A [m, k],
+// B [k, n] and C [m, n] are row-major with row strides lda, ldb and ldc.
+func gemmF32Go(c, a, b []float32, m, k, n, lda, ldb, ldc int, beta float32) {
 	for i := range m {
 		ci, ai := c[i*ldc:][:n], a[i*lda:][:k]
 		for j := range ci {
-			s := ci[j]
+			s := ci[j] * beta
 			for p, x := range ai {
 				s = fma32(x, b[p*ldb+j], s)
 			}
@@ -228,22 +228,22 @@ func gemmF32Go(c, a, b []float32, m, k, n, lda, ldb, ldc int) {
 
 // gemm is gemmF32Go on the kernel of the level where it applies (n a
 // multiple of 16).
-func gemm(c, a, b []float32, m, k, n, lda, ldb, ldc int) {
-	if m == 0 || n == 0 || k == 0 {
+func gemm(c, a, b []float32, m, k, n, lda, ldb, ldc int, beta float32) {
+	if m == 0 || n == 0 || (k == 0 && beta == 1) {
 		return
 	}
-	if level == levelRef || n%16 != 0 {
-		gemmF32Go(c, a, b, m, k, n, lda, ldb, ldc)
+	if level == levelRef || n%16 != 0 || k == 0 {
+		gemmF32Go(c, a, b, m, k, n, lda, ldb, ldc, beta)
 		return
 	}
 	_ = c[(m-1)*ldc+n-1]
 	_ = a[(m-1)*lda+k-1]
 	_ = b[(k-1)*ldb+n-1]
 	if useSIMD {
-		gemmF32(&c[0], &a[0], &b[0], m, k, n, lda, ldb, ldc)
+		gemmF32(&c[0], &a[0], &b[0], m, k, n, lda, ldb, ldc, beta)
 		return
 	}
-	gemmF32AVX2(&c[0], &a[0], &b[0], m, k, n, lda, ldb, ldc)
+	gemmF32AVX2(&c[0], &a[0], &b[0], m, k, n, lda, ldb, ldc, beta)
 }
 
 // deltaChunkPad is n rounded up to the kernels' 16 columns.
@@ -265,31 +265,42 @@ func deltaChunkScratch(dk, dv int) int {
 // deltaChunkLen consecutive rows of one sequence) with the chunked form of
 // the gated delta rule, writing the rows' outputs. With G_t the
 // cumulative sum of g over the chunk up to row t, S0 the state before it,
-// q'_t = Scale*q_t, and u_t = beta_t (v_t - exp(g_t) S_{t-1}^T k_t) (the
-// recurrence's delta):
+// and u_t = beta_t (v_t - exp(g_t) S_{t-1}^T k_t) (the recurrence's
+// delta):
 //
 //	u_t = beta_t (v_t - exp(G_t) S0^T k_t) - sum_{i<t} beta_t exp(G_t-G_i) (k_t.k_i) u_i
-//	o_t = exp(G_t) S0^T q'_t + sum_{i<=t} exp(G_t-G_i) (q'_t.k_i) u_i
+//	o_t = Scale (exp(G_t) S0^T q_t + sum_{i<=t} exp(G_t-G_i) (q_t.k_i) u_i)
 //	S   = exp(G_last) S0 + sum_t exp(G_last-G_t) k_t u_t^T
 //
 // which is the recurrence unrolled over the chunk, as matrix products on
-// gemm: [K; Q'] S0, [K; Q'] K^T, the triangular solve for U row by row,
-// the masked (Q'K^T) U and K^T U. Every value depends only on the chunk's
-// rows and S0, never on the batch's other rows.
+// gemm: K S0 and Q S0, K K^T and Q K^T, the triangular solve for U in
+// blocks, the masked (Q K^T) U and K^T U. Every value depends only on the
+// chunk's rows and S0, never on the batch's other rows.
 func (t *deltaTask) headChunk(st []float32, vh int, rows []int, scr []float32) {
 	a := t.a
 	kd, vd, dk, dv := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim, a.KeyDim, a.ValueDim
 	kh := vh % a.KeyHeads
 	n := len(rows)
 	np := deltaChunkPad(n)
-	kq, scr := scr[:2*n*dk], scr[2*n*dk:] // [K; Q'] [2n, dk]
+	kq, scr := scr[:2*n*dk], scr[2*n*dk:] // K, Q rows [2n, dk] when not in place
 	kT, scr := scr[:dk*np], scr[dk*np:]   // K^T [dk, np], zero past n
-	ws, scr := scr[:2*n*dv], scr[2*n*dv:] // [K; Q'] S0 [2n, dv]
-	kk, scr := scr[:2*n*np], scr[2*n*np:] // [K; Q'] K^T [2n, np]
-	dec, scr := scr[:n*np], scr[n*np:]    // exp(G_c-G_i) masked (Q'K^T) [n, np]
+	ws, scr := scr[:2*n*dv], scr[2*n*dv:] // [K; Q] S0 [2n, dv]
+	kk, scr := scr[:2*n*np], scr[2*n*np:] // [K; Q] K^T [2n, np]
+	dec, scr := scr[:n*np], scr[n*np:]    // exp(G_c-G_i) masked (Q K^T) [n, np]
 	u, scr := scr[:n*dv], scr[n*dv:]      // [n, dv]
 	o, scr := scr[:n*dv], scr[n*dv:]      // [n, dv]
 	sc := scr[:dk*np]                     // exp(G_last-G_c) K^T [dk, np]
+	// The rows' keys and queries: in place when the rows are consecutive
+	// (a prompt's), else gathered.
+	r0 := rows[0]
+	kRows, qRows, ld := t.k[r0*kd+kh*dk:], t.q[r0*kd+kh*dk:], kd
+	if rows[n-1]-r0 != n-1 {
+		kRows, qRows, ld = kq[:n*dk], kq[n*dk:], dk
+		for c, r := range rows {
+			copy(kRows[c*dk:(c+1)*dk], t.k[r*kd+kh*dk:][:dk])
+			copy(qRows[c*dk:(c+1)*dk], t.q[r*kd+kh*dk:][:dk])
+		}
+	}
 	var G [deltaChunkLen]float64
 	var gexp [deltaChunkLen]float32
 	var acc float64
@@ -298,24 +309,22 @@ func (t *deltaTask) headChunk(st []float32, vh int, rows []int, scr []float32) {
 		acc += float64(t.g[r*a.ValueHeads+vh])
 		G[c] = acc
 		gexp[c] = float32(math.Exp(acc))
-		kr, qr := t.k[r*kd+kh*dk:][:dk], t.q[r*kd+kh*dk:][:dk]
-		kc, qc := kq[c*dk:(c+1)*dk], kq[(n+c)*dk:(n+c+1)*dk]
-		copy(kc, kr)
-		for i := range dk {
-			kT[i*np+c] = kr[i]
-			qc[i] = qr[i] * a.Scale
+		kr := kRows[c*ld:][:dk]
+		for i, x := range kr {
+			kT[i*np+c] = x
 		}
 	}
 	clear(ws)
-	gemm(ws, kq, st, 2*n, dk, dv, dk, dv, dv)
-	// kk: K K^T and Q' K^T, only the 16-column blocks at or left of each
+	gemm(ws, kRows, st, n, dk, dv, ld, dv, dv, 1)
+	gemm(ws[n*dv:], qRows, st, n, dk, dv, ld, dv, dv, 1)
+	// kk: K K^T and Q K^T, only the 16-column blocks at or left of each
 	// 16-row block's diagonal (the rest is masked out below).
 	clear(kk)
 	for c0 := 0; c0 < n; c0 += 16 {
 		m := min(16, n-c0)
 		w := deltaChunkPad(c0 + m)
-		gemm(kk[c0*np:], kq[c0*dk:], kT, m, dk, w, dk, np, np)
-		gemm(kk[(n+c0)*np:], kq[(n+c0)*dk:], kT, m, dk, w, dk, np, np)
+		gemm(kk[c0*np:], kRows[c0*ld:], kT, m, dk, w, ld, np, np, 1)
+		gemm(kk[(n+c0)*np:], qRows[c0*ld:], kT, m, dk, w, ld, np, np, 1)
 	}
 	deltaDecays(dec, G[:n], np)
 	// U = diag(beta) (V - diag(exp(G)) K S0) + C U with C strictly lower
@@ -337,47 +346,44 @@ func (t *deltaTask) headChunk(st []float32, vh int, rows []int, scr []float32) {
 	}
 	for c0 := 0; c0 < n; c0 += 16 {
 		m := min(16, n-c0)
-		gemm(u[c0*dv:], kk[c0*np:], u, m, c0, dv, np, dv, dv)
+		gemm(u[c0*dv:], kk[c0*np:], u, m, c0, dv, np, dv, dv, 1)
 		for c := c0 + 1; c < c0+m; c++ {
-			gemm(u[c*dv:], kk[c*np+c0:], u[c0*dv:], 1, c-c0, dv, np, dv, dv)
+			gemm(u[c*dv:], kk[c*np+c0:], u[c0*dv:], 1, c-c0, dv, np, dv, dv, 1)
 		}
 	}
-	// O = diag(exp(G)) Q'S0 + (decay-masked Q'K^T) U, in blocks of 16 rows
-	// over the U rows at or before them.
+	// O = diag(Scale exp(G)) Q S0 + Scale (decay-masked Q K^T) U, in
+	// blocks of 16 rows over the U rows at or before them.
 	for c := range n {
 		dc, qk := dec[c*np:c*np+c+1], kk[(n+c)*np:]
 		for i := range dc {
-			dc[i] *= qk[i]
+			dc[i] *= qk[i] * a.Scale
 		}
 		oc, xc := o[c*dv:(c+1)*dv], ws[(n+c)*dv:(n+c+1)*dv]
+		gs := gexp[c] * a.Scale
 		for j := range oc {
-			oc[j] = gexp[c] * xc[j]
+			oc[j] = gs * xc[j]
 		}
 	}
 	for c0 := 0; c0 < n; c0 += 16 {
 		m := min(16, n-c0)
-		gemm(o[c0*dv:], dec[c0*np:], u, m, c0+m, dv, np, dv, dv)
+		gemm(o[c0*dv:], dec[c0*np:], u, m, c0+m, dv, np, dv, dv, 1)
 	}
 	for c, r := range rows {
 		copy(t.out[r*vd+vh*dv:][:dv], o[c*dv:(c+1)*dv])
 	}
 	// S = exp(G_last) S0 + (K^T diag(exp(G_last-G))) U.
 	last := G[n-1]
-	gl := gexp[n-1]
 	var coef [deltaChunkLen]float32
 	for c := range n {
 		coef[c] = float32(math.Exp(last - G[c]))
 	}
 	for i := range dk {
-		row, ci, ki := st[i*dv:(i+1)*dv], sc[i*np:(i+1)*np], kT[i*np:(i+1)*np]
-		for j := range row {
-			row[j] *= gl
-		}
-		for c := range n {
+		ci, ki := sc[i*np:i*np+n], kT[i*np:i*np+n]
+		for c := range ci {
 			ci[c] = coef[c] * ki[c]
 		}
 	}
-	gemm(st, sc, u, dk, n, dv, np, dv, dv)
+	gemm(st, sc, u, dk, n, dv, np, dv, dv, gexp[n-1])
 }
 
 // deltaDecays writes exp(G[c]-G[i]) to dec[c*ld+i] for i <= c and 0 past

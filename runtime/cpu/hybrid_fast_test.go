@@ -72,9 +72,10 @@ func TestConvRowKernelsMatchTheirGoReference(t *testing.T) {
 
 // gemmF32 and gemmF32AVX2 equal gemmF32Go bit for bit over row counts
 // around the 4-row tiles, column counts around the 64-column tiles, empty
-// and long inner dimensions, and strides wider than the rows.
+// and long inner dimensions, strides wider than the rows, and C scaled by
+// 1 and by other factors first.
 func TestGemmKernelsMatchTheirGoReference(t *testing.T) {
-	kernels := map[string]func(c, a, b *float32, m, k, n, lda, ldb, ldc int){}
+	kernels := map[string]func(c, a, b *float32, m, k, n, lda, ldb, ldc int, beta float32){}
 	if useSIMD {
 		kernels["avx512"] = gemmF32
 	}
@@ -93,8 +94,9 @@ func TestGemmKernelsMatchTheirGoReference(t *testing.T) {
 					a, b := randVec(rng, m*lda), randVec(rng, max(k, 1)*ldb)
 					c0 := randVec(rng, m*ldc)
 					want, got := slices.Clone(c0), slices.Clone(c0)
-					gemmF32Go(want, a, b, m, k, n, lda, ldb, ldc)
-					kernel(&got[0], &a[0], &b[0], m, k, n, lda, ldb, ldc)
+					beta := []float32{1, 0.75, -3}[(m+k+n)%3]
+					gemmF32Go(want, a, b, m, k, n, lda, ldb, ldc, beta)
+					kernel(&got[0], &a[0], &b[0], m, k, n, lda, ldb, ldc, beta)
 					bitsEqual(t, fmt.Sprintf("%s m=%d k=%d n=%d", name, m, k, n), want, got)
 				}
 			}
@@ -197,6 +199,30 @@ func seqBatch(rows, start []int, snap map[int]bool) (*exec.Batch, int) {
 	return b, int(next)
 }
 
+// interleaveRows reorders b's rows round-robin over its sequences, each
+// sequence's rows staying in order (b has no snapshots).
+func interleaveRows(b *exec.Batch) *exec.Batch {
+	out := &exec.Batch{StateSlots: b.StateSlots, StateSnapshots: b.StateSnapshots}
+	var bySeq [][]int
+	for r, q := range b.RowSeq {
+		for int(q) >= len(bySeq) {
+			bySeq = append(bySeq, nil)
+		}
+		bySeq[q] = append(bySeq[q], r)
+	}
+	for len(out.RowSeq) < len(b.RowSeq) {
+		for q := range bySeq {
+			if len(bySeq[q]) > 0 {
+				r := bySeq[q][0]
+				bySeq[q] = bySeq[q][1:]
+				out.RowSeq = append(out.RowSeq, b.RowSeq[r])
+				out.Positions = append(out.Positions, b.Positions[r])
+			}
+		}
+	}
+	return out
+}
+
 var deltaShapes = []tensor.StateArgs{
 	{Layer: 1, KeyHeads: 2, KeyDim: 128, ValueHeads: 4, ValueDim: 128, Scale: 1 / float32(math.Sqrt(128))},
 	{Layer: 1, KeyHeads: 3, KeyDim: 32, ValueHeads: 3, ValueDim: 48, Scale: 0.2},
@@ -235,8 +261,11 @@ func TestDeltaRuleChunkedAgreesWithTheRecurrentForm(t *testing.T) {
 	}
 	const tol = 2e-5
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, a := range deltaShapes {
+	for i, a := range append(deltaShapes, deltaShapes[0]) {
 		batch, slots := seqBatch([]int{150, 3, 150, 16}, []int{0, 5, 30, 200}, nil)
+		if i == len(deltaShapes) { // the sequences' rows interleaved: keys and queries gathered
+			batch = interleaveRows(batch)
+		}
 		c := newDeltaCase(rng, a, batch, slots)
 		init := randVec(rng, slots*a.DeltaStateFloats())
 		for i := range init {
