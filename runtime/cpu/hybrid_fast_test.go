@@ -38,19 +38,26 @@ func TestHybridKernelsMatchTheirGoReferences(t *testing.T) {
 	}
 }
 
-// convRow and convRowAVX2 equal convRowGo bit for bit, for kernels of 1,
-// 2 and 4 taps (signed zeros included: products of zeros).
-func TestConvRowKernelsMatchTheirGoReference(t *testing.T) {
-	kernels := map[string]func(o, win, x, taps *float32, n, c, k int){}
+// levelKernels names the kernels this CPU runs of an AVX-512 kernel and
+// its AVX2 version; the test is skipped when it runs neither.
+func levelKernels[F any](t *testing.T, avx512, avx2 F) map[string]F {
+	kernels := map[string]F{}
 	if useSIMD {
-		kernels["avx512"] = convRow
+		kernels["avx512"] = avx512
 	}
 	if hasAVX2() {
-		kernels["avx2"] = convRowAVX2
+		kernels["avx2"] = avx2
 	}
 	if len(kernels) == 0 {
 		t.Skip("no AVX2")
 	}
+	return kernels
+}
+
+// convRow and convRowAVX2 equal convRowGo bit for bit, for kernels of 1,
+// 2 and 4 taps (signed zeros included: products of zeros).
+func TestConvRowKernelsMatchTheirGoReference(t *testing.T) {
+	kernels := levelKernels(t, convRow, convRowAVX2)
 	rng := rand.New(rand.NewPCG(19, 20))
 	for name, kernel := range kernels {
 		for _, k := range []int{1, 2, 4} {
@@ -75,16 +82,7 @@ func TestConvRowKernelsMatchTheirGoReference(t *testing.T) {
 // and long inner dimensions, strides wider than the rows, and C scaled by
 // 1 and by other factors first.
 func TestGemmKernelsMatchTheirGoReference(t *testing.T) {
-	kernels := map[string]func(c, a, b *float32, m, k, n, lda, ldb, ldc int, beta float32){}
-	if useSIMD {
-		kernels["avx512"] = gemmF32
-	}
-	if hasAVX2() {
-		kernels["avx2"] = gemmF32AVX2
-	}
-	if len(kernels) == 0 {
-		t.Skip("no AVX2")
-	}
+	kernels := levelKernels(t, gemmF32, gemmF32AVX2)
 	rng := rand.New(rand.NewPCG(15, 16))
 	for name, kernel := range kernels {
 		for _, m := range []int{1, 3, 4, 5, 9, 64} {
