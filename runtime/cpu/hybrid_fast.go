@@ -290,12 +290,15 @@ func (t *deltaTask) headChunk(st []float32, vh int, rows []int, scr []float32) {
 	u, scr := scr[:n*dv], scr[n*dv:]      // [n, dv]
 	o, scr := scr[:n*dv], scr[n*dv:]      // [n, dv]
 	sc := scr[:dk*np]                     // exp(G_last-G_c) K^T [dk, np]
-	// The rows' keys and queries: in place when the rows are consecutive
-	// (a prompt's), else gathered.
+	// The rows' keys, queries and outputs: in place when the rows are
+	// consecutive (a prompt's), else gathered (and scattered).
 	r0 := rows[0]
 	kRows, qRows, ld := t.k[r0*kd+kh*dk:], t.q[r0*kd+kh*dk:], kd
-	if rows[n-1]-r0 != n-1 {
+	oRows, ldo := t.out[r0*vd+vh*dv:], vd // O [n, dv], in place too
+	inPlace := rows[n-1]-r0 == n-1
+	if !inPlace {
 		kRows, qRows, ld = kq[:n*dk], kq[n*dk:], dk
+		oRows, ldo = o, dv
 		for c, r := range rows {
 			copy(kRows[c*dk:(c+1)*dk], t.k[r*kd+kh*dk:][:dk])
 			copy(qRows[c*dk:(c+1)*dk], t.q[r*kd+kh*dk:][:dk])
@@ -358,7 +361,7 @@ func (t *deltaTask) headChunk(st []float32, vh int, rows []int, scr []float32) {
 		for i := range dc {
 			dc[i] *= qk[i] * a.Scale
 		}
-		oc, xc := o[c*dv:(c+1)*dv], ws[(n+c)*dv:(n+c+1)*dv]
+		oc, xc := oRows[c*ldo:][:dv], ws[(n+c)*dv:(n+c+1)*dv]
 		gs := gexp[c] * a.Scale
 		for j := range oc {
 			oc[j] = gs * xc[j]
@@ -366,10 +369,12 @@ func (t *deltaTask) headChunk(st []float32, vh int, rows []int, scr []float32) {
 	}
 	for c0 := 0; c0 < n; c0 += 16 {
 		m := min(16, n-c0)
-		gemm(o[c0*dv:], dec[c0*np:], u, m, c0+m, dv, np, dv, dv, 1)
+		gemm(oRows[c0*ldo:], dec[c0*np:], u, m, c0+m, dv, np, dv, ldo, 1)
 	}
-	for c, r := range rows {
-		copy(t.out[r*vd+vh*dv:][:dv], o[c*dv:(c+1)*dv])
+	if !inPlace {
+		for c, r := range rows {
+			copy(t.out[r*vd+vh*dv:][:dv], o[c*dv:(c+1)*dv])
+		}
 	}
 	// S = exp(G_last) S0 + (K^T diag(exp(G_last-G))) U.
 	last := G[n-1]
