@@ -29,6 +29,7 @@ type hybridState struct {
 	conv     convTask
 	unary    unaryTask
 	ones     []float32 // all 1: the up operand that turns the SwiGLU kernels into SiLU
+	taps     []float32 // short_conv's taps tap-major (convTask.taps)
 	// recurrent turns the chunked form off (tests compare the two forms).
 	recurrent bool
 }
@@ -93,7 +94,7 @@ func (p *program) deltaRule(out []float32, op tensor.Op, batch *exec.Batch) {
 	*t = deltaTask{p: p, a: op.State, out: out, pos: batch.Positions,
 		q: p.f32[op.Args[0].ID], k: p.f32[op.Args[1].ID], v: p.f32[op.Args[2].ID],
 		g: p.f32[op.Args[3].ID], beta: p.f32[op.Args[4].ID],
-		mem: p.b.state.delta[op.State.Layer], chunk: useSIMD && !h.recurrent}
+		mem: p.b.state.delta[op.State.Layer], chunk: level != levelRef && !h.recurrent}
 	p.b.pool.run(s*op.State.ValueHeads, 1, p.b.pool.n, t)
 }
 
@@ -209,130 +210,223 @@ func deltaUpdateOutGo(s, k, q, d, o []float32, dk, dv int, scale float32) {
 	}
 }
 
-// vecMatAccGo is vecMatAcc: y[j] += a[i]*x[i*n+j] for i < m in order.
-func vecMatAccGo(y, a, x []float32, m, n int) {
+// gemmF32Go is gemmF32: C[i,j] = fma(A[i,p], B[p,j], c) for p < k in
+// order, from c = beta*C[i,j] (rounded), for i < m, j < n; A [m, k],
+// B [k, n] and C [m, n] are row-major with row strides lda, ldb and ldc.
+func gemmF32Go(c, a, b []float32, m, k, n, lda, ldb, ldc int, beta float32) {
 	for i := range m {
-		ai, row := a[i], x[i*n:(i+1)*n]
-		for j := range n {
-			y[j] += float32(ai * row[j])
+		ci, ai := c[i*ldc:][:n], a[i*lda:][:k]
+		for j := range ci {
+			s := ci[j] * beta
+			for p, x := range ai {
+				s = fma32(x, b[p*ldb+j], s)
+			}
+			ci[j] = s
 		}
 	}
 }
 
-// vma is vecMatAcc on the kernel where it applies.
-func vma(y, a, x []float32, m, n int) {
-	if m == 0 || n == 0 {
+// gemm is gemmF32Go on the kernel of the level where it applies (n a
+// multiple of 16).
+func gemm(c, a, b []float32, m, k, n, lda, ldb, ldc int, beta float32) {
+	if m == 0 || n == 0 || (k == 0 && beta == 1) {
 		return
 	}
-	if useSIMD && n%16 == 0 {
-		_ = y[n-1]
-		_ = a[m-1]
-		_ = x[m*n-1]
-		vecMatAcc(&y[0], &a[0], &x[0], m, n)
+	if level == levelRef || n%16 != 0 || k == 0 {
+		gemmF32Go(c, a, b, m, k, n, lda, ldb, ldc, beta)
 		return
 	}
-	vecMatAccGo(y, a, x, m, n)
+	_ = c[(m-1)*ldc+n-1]
+	_ = a[(m-1)*lda+k-1]
+	_ = b[(k-1)*ldb+n-1]
+	if useSIMD {
+		gemmF32(&c[0], &a[0], &b[0], m, k, n, lda, ldb, ldc, beta)
+		return
+	}
+	gemmF32AVX2(&c[0], &a[0], &b[0], m, k, n, lda, ldb, ldc, beta)
 }
+
+// deltaChunkPad is n rounded up to the kernels' 16 columns.
+func deltaChunkPad(n int) int { return (n + 15) &^ 15 }
 
 // deltaChunkScratch is the scratch headChunk needs, in floats.
 func deltaChunkScratch(dk, dv int) int {
-	const c = deltaChunkLen
-	return dk*c + // kT [dk, c]
-		c*dk + // qs [c, dk]
-		2*c*c + // kk, qk [c, c]
-		c*dv + // u [c, dv]
-		dv + // w
-		c + // coef
-		dk*c // the state update's coefficients [dk, c]
+	const c, cp = deltaChunkLen, (deltaChunkLen + 15) &^ 15
+	return 2*c*dk + // kq [2c, dk]
+		dk*cp + // kT [dk, cp]
+		2*c*dv + // ws [2c, dv]
+		2*c*cp + // kk [2c, cp]
+		cp*c + // decay [c, cp]
+		2*c*dv + // u, o [c, dv]
+		dk*cp // sc [dk, cp]
 }
 
 // headChunk advances value head vh's state st [dk, dv] over rows (at most
 // deltaChunkLen consecutive rows of one sequence) with the chunked form of
 // the gated delta rule, writing the rows' outputs. With G_t the
 // cumulative sum of g over the chunk up to row t, S0 the state before it,
-// q'_t = Scale*q_t, and u_t = beta_t (v_t - exp(g_t) S_{t-1}^T k_t) (the
-// recurrence's delta):
+// and u_t = beta_t (v_t - exp(g_t) S_{t-1}^T k_t) (the recurrence's
+// delta):
 //
 //	u_t = beta_t (v_t - exp(G_t) S0^T k_t) - sum_{i<t} beta_t exp(G_t-G_i) (k_t.k_i) u_i
-//	o_t = exp(G_t) S0^T q'_t + sum_{i<=t} exp(G_t-G_i) (q'_t.k_i) u_i
+//	o_t = Scale (exp(G_t) S0^T q_t + sum_{i<=t} exp(G_t-G_i) (q_t.k_i) u_i)
 //	S   = exp(G_last) S0 + sum_t exp(G_last-G_t) k_t u_t^T
 //
-// which is the recurrence unrolled over the chunk: the state is read twice
-// per row and written once per chunk (the recurrence reads and writes it
-// twice per row), and every product runs on vecMatAcc.
+// which is the recurrence unrolled over the chunk, as matrix products on
+// gemm: K S0 and Q S0, K K^T and Q K^T, the triangular solve for U in
+// blocks, the masked (Q K^T) U and K^T U. Every value depends only on the
+// chunk's rows and S0, never on the batch's other rows.
 func (t *deltaTask) headChunk(st []float32, vh int, rows []int, scr []float32) {
 	a := t.a
 	kd, vd, dk, dv := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim, a.KeyDim, a.ValueDim
 	kh := vh % a.KeyHeads
 	n := len(rows)
-	kT, scr := scr[:dk*n], scr[dk*n:]
-	qs, scr := scr[:n*dk], scr[n*dk:]
-	kk, scr := scr[:n*n], scr[n*n:]
-	qk, scr := scr[:n*n], scr[n*n:]
-	u, scr := scr[:n*dv], scr[n*dv:]
-	w, scr := scr[:dv], scr[dv:]
-	coef, scr := scr[:n], scr[n:]
-	sc := scr[:dk*n]
+	np := deltaChunkPad(n)
+	kq, scr := scr[:2*n*dk], scr[2*n*dk:] // K, Q rows [2n, dk] when not in place
+	kT, scr := scr[:dk*np], scr[dk*np:]   // K^T [dk, np], zero past n
+	ws, scr := scr[:2*n*dv], scr[2*n*dv:] // [K; Q] S0 [2n, dv]
+	kk, scr := scr[:2*n*np], scr[2*n*np:] // [K; Q] K^T [2n, np]
+	dec, scr := scr[:n*np], scr[n*np:]    // exp(G_c-G_i) masked (Q K^T) [n, np]
+	u, scr := scr[:n*dv], scr[n*dv:]      // [n, dv]
+	o, scr := scr[:n*dv], scr[n*dv:]      // [n, dv]
+	sc := scr[:dk*np]                     // exp(G_last-G_c) K^T [dk, np]
+	// The rows' keys, queries and outputs: in place when the rows are
+	// consecutive (a prompt's), else gathered (and scattered).
+	r0 := rows[0]
+	kRows, qRows, ld := t.k[r0*kd+kh*dk:], t.q[r0*kd+kh*dk:], kd
+	oRows, ldo := t.out[r0*vd+vh*dv:], vd // O [n, dv], in place too
+	inPlace := rows[n-1]-r0 == n-1
+	if !inPlace {
+		kRows, qRows, ld = kq[:n*dk], kq[n*dk:], dk
+		oRows, ldo = o, dv
+		for c, r := range rows {
+			copy(kRows[c*dk:(c+1)*dk], t.k[r*kd+kh*dk:][:dk])
+			copy(qRows[c*dk:(c+1)*dk], t.q[r*kd+kh*dk:][:dk])
+		}
+	}
 	var G [deltaChunkLen]float64
+	var gexp [deltaChunkLen]float32
 	var acc float64
+	clear(kT)
 	for c, r := range rows {
 		acc += float64(t.g[r*a.ValueHeads+vh])
 		G[c] = acc
-		kr, qr := t.k[r*kd+kh*dk:][:dk], t.q[r*kd+kh*dk:][:dk]
-		qc := qs[c*dk : (c+1)*dk]
-		for i := range dk {
-			kT[i*n+c] = kr[i]
-			qc[i] = qr[i] * a.Scale
+		gexp[c] = float32(math.Exp(acc))
+		kr := kRows[c*ld:][:dk]
+		for i, x := range kr {
+			kT[i*np+c] = x
 		}
 	}
-	// kk[c, i] = k_c.k_i and qk[c, i] = q'_c.k_i (only i <= c are used).
+	clear(ws)
+	gemm(ws, kRows, st, n, dk, dv, ld, dv, dv, 1)
+	gemm(ws[n*dv:], qRows, st, n, dk, dv, ld, dv, dv, 1)
+	// kk: K K^T and Q K^T, only the 16-column blocks at or left of each
+	// 16-row block's diagonal (the rest is masked out below).
 	clear(kk)
-	clear(qk)
-	for c, r := range rows {
-		vma(kk[c*n:(c+1)*n], t.k[r*kd+kh*dk:][:dk], kT, dk, n)
-		vma(qk[c*n:(c+1)*n], qs[c*dk:(c+1)*dk], kT, dk, n)
+	for c0 := 0; c0 < n; c0 += 16 {
+		m := min(16, n-c0)
+		w := deltaChunkPad(c0 + m)
+		gemm(kk[c0*np:], kRows[c0*ld:], kT, m, dk, w, ld, np, np, 1)
+		gemm(kk[(n+c0)*np:], qRows[c0*ld:], kT, m, dk, w, ld, np, np, 1)
 	}
+	deltaDecays(dec, G[:n], np)
+	// U = diag(beta) (V - diag(exp(G)) K S0) + C U with C strictly lower
+	// triangular, C[c,i] = -beta_c exp(G_c-G_i) (k_c.k_i), held in kk's K
+	// rows; solved in blocks of 16 rows: the rows before the block in one
+	// product, then the block's own rows one by one (each element's fused
+	// chain still runs over i in order).
 	for c, r := range rows {
-		kr := t.k[r*kd+kh*dk:][:dk]
-		v, o := t.v[r*vd+vh*dv:][:dv], t.out[r*vd+vh*dv:][:dv]
+		v := t.v[r*vd+vh*dv:][:dv]
 		b := t.beta[r*a.ValueHeads+vh]
-		gc := float32(math.Exp(G[c]))
-		clear(w)
-		vma(w, kr, st, dk, dv) // S0^T k_c
-		uc := u[c*dv : (c+1)*dv]
+		uc, wc := u[c*dv:(c+1)*dv], ws[c*dv:(c+1)*dv]
 		for j := range uc {
-			uc[j] = b * (v[j] - gc*w[j])
+			uc[j] = b * (v[j] - gexp[c]*wc[j])
 		}
-		for i := range c {
-			coef[i] = -b * float32(math.Exp(G[c]-G[i])) * kk[c*n+i]
+		cc, dc := kk[c*np:c*np+c], dec[c*np:c*np+c]
+		for i := range cc {
+			cc[i] = -b * dc[i] * cc[i]
 		}
-		vma(uc, coef[:c], u, c, dv)
-		clear(w)
-		vma(w, qs[c*dk:(c+1)*dk], st, dk, dv) // S0^T q'_c
-		for j := range o {
-			o[j] = gc * w[j]
-		}
-		for i := 0; i <= c; i++ {
-			coef[i] = float32(math.Exp(G[c]-G[i])) * qk[c*n+i]
-		}
-		vma(o, coef[:c+1], u, c+1, dv)
 	}
+	for c0 := 0; c0 < n; c0 += 16 {
+		m := min(16, n-c0)
+		gemm(u[c0*dv:], kk[c0*np:], u, m, c0, dv, np, dv, dv, 1)
+		for c := c0 + 1; c < c0+m; c++ {
+			gemm(u[c*dv:], kk[c*np+c0:], u[c0*dv:], 1, c-c0, dv, np, dv, dv, 1)
+		}
+	}
+	// O = diag(Scale exp(G)) Q S0 + Scale (decay-masked Q K^T) U, in
+	// blocks of 16 rows over the U rows at or before them.
+	for c := range n {
+		dc, qk := dec[c*np:c*np+c+1], kk[(n+c)*np:]
+		for i := range dc {
+			dc[i] *= qk[i] * a.Scale
+		}
+		oc, xc := oRows[c*ldo:][:dv], ws[(n+c)*dv:(n+c+1)*dv]
+		gs := gexp[c] * a.Scale
+		for j := range oc {
+			oc[j] = gs * xc[j]
+		}
+	}
+	for c0 := 0; c0 < n; c0 += 16 {
+		m := min(16, n-c0)
+		gemm(oRows[c0*ldo:], dec[c0*np:], u, m, c0+m, dv, np, dv, ldo, 1)
+	}
+	if !inPlace {
+		for c, r := range rows {
+			copy(t.out[r*vd+vh*dv:][:dv], o[c*dv:(c+1)*dv])
+		}
+	}
+	// S = exp(G_last) S0 + (K^T diag(exp(G_last-G))) U.
 	last := G[n-1]
-	gl := float32(math.Exp(last))
+	var coef [deltaChunkLen]float32
 	for c := range n {
 		coef[c] = float32(math.Exp(last - G[c]))
 	}
 	for i := range dk {
-		row, ci := st[i*dv:(i+1)*dv], sc[i*n:(i+1)*n]
-		for j := range row {
-			row[j] *= gl
+		ci, ki := sc[i*np:i*np+n], kT[i*np:i*np+n]
+		for c := range ci {
+			ci[c] = coef[c] * ki[c]
 		}
-		for c := range n {
-			ci[c] = coef[c] * kT[i*n+c]
+	}
+	gemm(st, sc, u, dk, n, dv, np, dv, dv, gexp[n-1])
+}
+
+// deltaDecays writes exp(G[c]-G[i]) to dec[c*ld+i] for i <= c and 0 past
+// the diagonal, for the chunk's cumulative gates G (non-increasing: the
+// model's gates are <= 0). Each value is exp(G[c]-M) * exp(M-G[i]) in
+// float64 around the midpoint M of G's range, so a chunk takes 2n
+// exponentials instead of n^2/2; a range too wide for float64's exponents
+// takes the direct form.
+func deltaDecays(dec []float32, G []float64, ld int) {
+	n := len(G)
+	lo, hi := G[0], G[0]
+	for _, x := range G {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	direct := hi-lo > 1200 || math.IsNaN(hi-lo)
+	var up, down [deltaChunkLen]float64
+	mid := (lo + hi) / 2
+	if !direct {
+		for c, x := range G {
+			up[c], down[c] = math.Exp(x-mid), math.Exp(mid-x)
 		}
-		vma(row, ci, u, n, dv)
+	}
+	for c := range n {
+		row := dec[c*ld : (c+1)*ld]
+		for i := 0; i <= c; i++ {
+			if direct {
+				row[i] = float32(math.Exp(G[c] - G[i]))
+			} else {
+				row[i] = float32(up[c] * down[i])
+			}
+		}
+		clear(row[c+1:])
 	}
 }
+
+// convTapRows is the fewest rows for which short_conv runs on the convRow
+// kernels: they read the taps tap-major, transposed once per op.
+const convTapRows = 8
 
 // shortConv runs short_conv (see shortConvRef) on the worker pool, split
 // by channel: each channel's outputs and window are computed as the
@@ -342,6 +436,15 @@ func (p *program) shortConv(out []float32, op tensor.Op, batch *exec.Batch) {
 	*t = convTask{p: p, out: out, x: p.f32[op.Args[0].ID], w: p.f32[op.Args[1].ID],
 		c: op.Out.Cols(), k: op.State.Kernel, rows: op.Out.Rows(), pos: batch.Positions,
 		mem: p.b.state.conv[op.State.Layer]}
+	if level != levelRef && t.rows >= convTapRows {
+		p.hy.taps = grow(p.hy.taps, t.c*t.k)
+		t.taps = p.hy.taps
+		for ch := range t.c {
+			for j := range t.k {
+				t.taps[j*t.c+ch] = t.w[ch*t.k+j]
+			}
+		}
+	}
 	workers := p.b.pool.n
 	if len(out) < parallelElems {
 		workers = 1
@@ -353,6 +456,7 @@ func (p *program) shortConv(out []float32, op tensor.Op, batch *exec.Batch) {
 type convTask struct {
 	p          *program
 	out, x, w  []float32
+	taps       []float32 // w tap-major [K, C] for convRow; nil: the Go loop
 	mem        []float32
 	c, k, rows int
 	pos        []int32
@@ -376,13 +480,17 @@ func (t *convTask) run(_, lo, hi int) {
 			}
 		}
 		xr, o := t.x[r*c:(r+1)*c], t.out[r*c:(r+1)*c]
-		for ch := lo; ch < hi; ch++ {
-			taps := t.w[ch*k : (ch+1)*k]
-			var sum float32
-			for j := 0; j < k-1; j++ {
-				sum += win[j*c+ch] * taps[j]
+		if t.taps != nil {
+			convRows(o[lo:hi], win[lo:], xr[lo:hi], t.taps[lo:], c, k)
+		} else {
+			for ch := lo; ch < hi; ch++ {
+				taps := t.w[ch*k : (ch+1)*k]
+				var sum float32
+				for j := 0; j < k-1; j++ {
+					sum += win[j*c+ch] * taps[j]
+				}
+				o[ch] = sum + xr[ch]*taps[k-1]
 			}
-			o[ch] = sum + xr[ch]*taps[k-1]
 		}
 		if k > 1 {
 			for j := 0; j < k-2; j++ {
@@ -390,6 +498,40 @@ func (t *convTask) run(_, lo, hi int) {
 			}
 			copy(win[(k-2)*c+lo:(k-2)*c+hi], xr[lo:hi])
 		}
+	}
+}
+
+// convRowGo is convRow: for i < len(o), o[i] = (sum over j < k-1 in order,
+// from 0, of win[j*c+i]*taps[j*c+i]) + x[i]*taps[(k-1)*c+i], the
+// reference's operations for one row with the taps tap-major.
+func convRowGo(o, win, x, taps []float32, c, k int) {
+	for i := range o {
+		var sum float32
+		for j := 0; j < k-1; j++ {
+			sum += win[j*c+i] * taps[j*c+i]
+		}
+		o[i] = sum + x[i]*taps[(k-1)*c+i]
+	}
+}
+
+// convRows is convRowGo on the level's kernel for the channels in whole
+// 16s, the Go loop for the rest.
+func convRows(o, win, x, taps []float32, c, k int) {
+	n := len(o) &^ 15
+	if n > 0 {
+		_ = taps[(k-1)*c+n-1]
+		_ = x[n-1]
+		if k > 1 {
+			_ = win[(k-2)*c+n-1]
+		}
+		if useSIMD {
+			convRow(&o[0], &win[0], &x[0], &taps[0], n, c, k)
+		} else {
+			convRowAVX2(&o[0], &win[0], &x[0], &taps[0], n, c, k)
+		}
+	}
+	if n < len(o) {
+		convRowGo(o[n:], win[n:], x[n:], taps[n:], c, k)
 	}
 }
 

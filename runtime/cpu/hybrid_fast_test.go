@@ -34,11 +34,70 @@ func TestHybridKernelsMatchTheirGoReferences(t *testing.T) {
 			deltaUpdateOut(&s2[0], &k[0], &q[0], &d[0], &o2[0], dk, dv, scale)
 			bitsEqual(t, fmt.Sprintf("deltaUpdateOut %dx%d state", dk, dv), s1, s2)
 			bitsEqual(t, fmt.Sprintf("deltaUpdateOut %dx%d out", dk, dv), o1, o2)
-			y1 := randVec(rng, dv)
-			y2 := slices.Clone(y1)
-			vecMatAccGo(y1, k, s0, dk, dv)
-			vecMatAcc(&y2[0], &k[0], &s0[0], dk, dv)
-			bitsEqual(t, fmt.Sprintf("vecMatAcc %dx%d", dk, dv), y1, y2)
+		}
+	}
+}
+
+// levelKernels names the kernels this CPU runs of an AVX-512 kernel and
+// its AVX2 version; the test is skipped when it runs neither.
+func levelKernels[F any](t *testing.T, avx512, avx2 F) map[string]F {
+	kernels := map[string]F{}
+	if useSIMD {
+		kernels["avx512"] = avx512
+	}
+	if hasAVX2() {
+		kernels["avx2"] = avx2
+	}
+	if len(kernels) == 0 {
+		t.Skip("no AVX2")
+	}
+	return kernels
+}
+
+// convRow and convRowAVX2 equal convRowGo bit for bit, for kernels of 1,
+// 2 and 4 taps (signed zeros included: products of zeros).
+func TestConvRowKernelsMatchTheirGoReference(t *testing.T) {
+	kernels := levelKernels(t, convRow, convRowAVX2)
+	rng := rand.New(rand.NewPCG(19, 20))
+	for name, kernel := range kernels {
+		for _, k := range []int{1, 2, 4} {
+			for _, n := range []int{16, 48, 256} {
+				c := n + 32
+				win, x, taps := randVec(rng, max(k-1, 1)*c), randVec(rng, n), randVec(rng, k*c)
+				x[0], taps[0], taps[(k-1)*c] = 0, float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1))
+				want, got := randVec(rng, n), randVec(rng, n)
+				convRowGo(want, win, x, taps, c, k)
+				kernel(&got[0], &win[0], &x[0], &taps[0], n, c, k)
+				bitsEqual(t, fmt.Sprintf("%s k=%d n=%d", name, k, n), want, got)
+				if math.Signbit(float64(want[0])) != math.Signbit(float64(got[0])) {
+					t.Errorf("%s k=%d n=%d: the sign of zero differs", name, k, n)
+				}
+			}
+		}
+	}
+}
+
+// gemmF32 and gemmF32AVX2 equal gemmF32Go bit for bit over row counts
+// around the 4-row tiles, column counts around the 64-column tiles, empty
+// and long inner dimensions, strides wider than the rows, and C scaled by
+// 1 and by other factors first.
+func TestGemmKernelsMatchTheirGoReference(t *testing.T) {
+	kernels := levelKernels(t, gemmF32, gemmF32AVX2)
+	rng := rand.New(rand.NewPCG(15, 16))
+	for name, kernel := range kernels {
+		for _, m := range []int{1, 3, 4, 5, 9, 64} {
+			for _, k := range []int{0, 1, 7, 128} {
+				for _, n := range []int{16, 48, 64, 80, 128, 144} {
+					lda, ldb, ldc := k+3, n+16, n+5
+					a, b := randVec(rng, m*lda), randVec(rng, max(k, 1)*ldb)
+					c0 := randVec(rng, m*ldc)
+					want, got := slices.Clone(c0), slices.Clone(c0)
+					beta := []float32{1, 0.75, -3}[(m+k+n)%3]
+					gemmF32Go(want, a, b, m, k, n, lda, ldb, ldc, beta)
+					kernel(&got[0], &a[0], &b[0], m, k, n, lda, ldb, ldc, beta)
+					bitsEqual(t, fmt.Sprintf("%s m=%d k=%d n=%d", name, m, k, n), want, got)
+				}
+			}
 		}
 	}
 }
@@ -105,7 +164,7 @@ func (c deltaCase) run(b *Backend, mode string) []float32 {
 	return out
 }
 
-func deltaBackend(t *testing.T, a tensor.StateArgs, slots int, init []float32) *Backend {
+func deltaBackend(t testing.TB, a tensor.StateArgs, slots int, init []float32) *Backend {
 	t.Helper()
 	b := &Backend{pool: newPool(2)}
 	t.Cleanup(b.pool.close)
@@ -136,6 +195,30 @@ func seqBatch(rows, start []int, snap map[int]bool) (*exec.Batch, int) {
 		}
 	}
 	return b, int(next)
+}
+
+// interleaveRows reorders b's rows round-robin over its sequences, each
+// sequence's rows staying in order (b has no snapshots).
+func interleaveRows(b *exec.Batch) *exec.Batch {
+	out := &exec.Batch{StateSlots: b.StateSlots, StateSnapshots: b.StateSnapshots}
+	var bySeq [][]int
+	for r, q := range b.RowSeq {
+		for int(q) >= len(bySeq) {
+			bySeq = append(bySeq, nil)
+		}
+		bySeq[q] = append(bySeq[q], r)
+	}
+	for len(out.RowSeq) < len(b.RowSeq) {
+		for q := range bySeq {
+			if len(bySeq[q]) > 0 {
+				r := bySeq[q][0]
+				bySeq[q] = bySeq[q][1:]
+				out.RowSeq = append(out.RowSeq, b.RowSeq[r])
+				out.Positions = append(out.Positions, b.Positions[r])
+			}
+		}
+	}
+	return out
 }
 
 var deltaShapes = []tensor.StateArgs{
@@ -171,13 +254,16 @@ func TestDeltaRuleFastRecurrentEqualsTheReference(t *testing.T) {
 // to the largest magnitude of its head's output (state) in the case (the
 // values are O(0.1..1); the two forms only reassociate float32 sums).
 func TestDeltaRuleChunkedAgreesWithTheRecurrentForm(t *testing.T) {
-	if !useSIMD {
-		t.Skip("the chunked form runs with the AVX-512 kernels")
+	if level == levelRef {
+		t.Skip("the chunked form runs with the AVX2 and AVX-512 kernels")
 	}
 	const tol = 2e-5
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, a := range deltaShapes {
+	for i, a := range append(deltaShapes, deltaShapes[0]) {
 		batch, slots := seqBatch([]int{150, 3, 150, 16}, []int{0, 5, 30, 200}, nil)
+		if i == len(deltaShapes) { // the sequences' rows interleaved: keys and queries gathered
+			batch = interleaveRows(batch)
+		}
 		c := newDeltaCase(rng, a, batch, slots)
 		init := randVec(rng, slots*a.DeltaStateFloats())
 		for i := range init {
@@ -343,4 +429,71 @@ func TestHybridSiLUEqualsTheReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkDeltaRule runs the delta rule of one Qwen3.5 0.8B-width layer
+// (16 key and value heads of 128x128) over a 512-row prompt from position
+// 0 (the chunked form; "recurrent" for comparison) and one decode row,
+// reporting the multiply-adds of the chunked form per second.
+func BenchmarkDeltaRule(b *testing.B) {
+	a := tensor.StateArgs{Layer: 1, KeyHeads: 16, KeyDim: 128, ValueHeads: 16, ValueDim: 128, Scale: 1 / float32(math.Sqrt(128))}
+	for _, bc := range []struct {
+		name string
+		rows int
+		mode string
+	}{{"prompt=512", 512, "chunked"}, {"prompt=512/recurrent", 512, "recurrent"}, {"decode", 1, "chunked"}} {
+		b.Run(bc.name, func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			batch, slots := seqBatch([]int{bc.rows}, []int{0}, nil)
+			c := newDeltaCase(rng, a, batch, slots)
+			be := deltaBackend(b, a, slots, nil)
+			b.ResetTimer()
+			for range b.N {
+				c.run(be, bc.mode)
+			}
+			// Per head and chunk of n rows: [K;Q']S0, [K;Q']K^T, the
+			// triangular U and O, and K^T U.
+			n, d := float64(deltaChunkLen), float64(a.KeyDim)
+			macs := float64(a.ValueHeads) * float64(bc.rows) / n * (2*n*d*d + 2*n*n*d + n*n*d + n*d*d)
+			b.ReportMetric(macs*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+		})
+	}
+}
+
+// deltaDecays gives exp(G[c]-G[i]) within 2 float32 ulps below the
+// diagonal and 0 above it, on the anchored products and on the direct form
+// a range too wide for them takes.
+func TestDeltaDecaysAreTheDecayMask(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, step := range []float64{0.01, 1, 30} { // ranges of ~0.6, ~60 and ~1900 over 64 rows
+		G := make([]float64, deltaChunkLen)
+		var acc float64
+		for i := range G {
+			acc -= step * rng.Float64() * 2
+			G[i] = acc
+		}
+		const ld = deltaChunkLen + 16
+		dec := randVec(rng, deltaChunkLen*ld)
+		deltaDecays(dec, G, ld)
+		for c := range G {
+			for i := range ld {
+				got := dec[c*ld+i]
+				if i > c {
+					if got != 0 {
+						t.Fatalf("step %g: dec[%d,%d] = %v past the diagonal, want 0", step, c, i, got)
+					}
+					continue
+				}
+				want := float32(math.Exp(G[c] - G[i]))
+				if d := math.Abs(float64(got - want)); d > 2*ulp32(want) {
+					t.Fatalf("step %g: dec[%d,%d] = %v, want %v", step, c, i, got, want)
+				}
+			}
+		}
+	}
+}
+
+// ulp32 is the spacing of float32s at x (the smallest subnormal at 0).
+func ulp32(x float32) float64 {
+	return float64(math.Nextafter32(float32(math.Abs(float64(x))), float32(math.Inf(1))) - float32(math.Abs(float64(x))))
 }
