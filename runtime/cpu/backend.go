@@ -24,9 +24,6 @@ type Backend struct {
 	kv      exec.KVLayout
 	cache   kvPages
 	state   stateMemory // hybrid.go
-	// scales4 holds, per Q8_0 weight a prefill has multiplied, its block
-	// scales regrouped for the pair kernels (q8Scales4): made on first use.
-	scales4 map[*weights.Tensor][]float32
 	// programs are the open programs (workspace.go accounts their scratch);
 	// ws is the workspace noteStep recorded, guarded by wsMu.
 	programs map[*program]struct{}
@@ -64,7 +61,6 @@ func (b *Backend) Close() error {
 	b.pool.close()
 	b.cache = kvPages{}
 	b.state = stateMemory{}
-	b.scales4 = nil
 	b.programs = nil
 	return nil
 }

@@ -4,7 +4,7 @@
 // AVX-512 (F, BW, VL; IQ4_XS also BMI2's PDEP) decode kernels for Q3_K,
 // IQ4_XS and Q2_K weights against Q8_K activations: 4 weight rows and one
 // token per call, bit for bit dotQ3K, dotIQ4XS and dotQ2K, and for Q2_K
-// also one row and four tokens (dotQ2KGemm). As in
+// also one row and four tokens (dotQ2K too). As in
 // kquant_amd64.s, a super-block's weights are unpacked two 32-element
 // chunks per 512-bit register (chunk 2p in the low 256 bits, 2p+1 in the
 // high), multiplied with the signed activations by VPMADDUBSW (pairs of
@@ -428,27 +428,6 @@ iq4done:
 	VPMADDUBSW act, Z12, Z14; \
 	op         Z13, Z14, acc
 
-// Q2KROW leaves in qdst and mdst 8 int32 lanes each of the Q2_K
-// super-block at (row) against the token's activations Z20..Z23 and sums
-// Y18 (words): lanes that add up to the whole block's sum of scale*w*x
-// (qdst) and of min*bsum (mdst). Needs Z24, Z25 = kq2shift, Z26..Z29 =
-// kq16idx, Z30; clobbers Y9, Z1, Z11..Z14, Y31.
-#define Q2KROW(row, qdst, mdst) \
-	Q2KSC(row, Y9); \
-	VPMADDWD  Y18, Y9, mdst; \
-	VBROADCASTI64X4 16(row), Z11; \
-	Q2KW(Z11, Z24, Z26); \
-	Q2KMUL(VPMADDWD, Z20, Z1); \
-	Q2KW(Z11, Z25, Z27); \
-	Q2KMUL(VPDPWSSD, Z21, Z1); \
-	VBROADCASTI64X4 48(row), Z11; \
-	Q2KW(Z11, Z24, Z28); \
-	Q2KMUL(VPDPWSSD, Z22, Z1); \
-	Q2KW(Z11, Z25, Z29); \
-	Q2KMUL(VPDPWSSD, Z23, Z1); \
-	VEXTRACTI64X4 $1, Z1, Y14; \
-	VPADDD    Y14, Y1, qdst
-
 // Q2KCONST loads the constants of the Q2_K kernels: Z24, Z25 = kq2shift,
 // Z26..Z29 = kq16idx, Z30 = 0x03 bytes.
 #define Q2KCONST \
@@ -461,15 +440,82 @@ iq4done:
 	MOVL $0x03030303, AX; \
 	VPBROADCASTD AX, Z30
 
+// Q2KROWH accumulates the Q2_K super-block at (row) against the token's
+// activations (DI, 256 quants) and sums (R13, 16 words): the scaled
+// products of elements 0..127 into qa and of 128..255 into qb (16 int32
+// lanes each), and the mins times the sums into m (8 int32 lanes, lanes
+// 0..3 from elements 0..127). Needs Q2KCONST's registers; clobbers Z0,
+// Y31, Z12..Z14.
+#define Q2KROWH(row, qa, qb, m) \
+	Q2KSC(row, Y0); \
+	VPMADDWD  (R13), Y0, m; \
+	VBROADCASTI64X4 16(row), Z0; \
+	Q2KW(Z0, Z24, Z26); \
+	Q2KMUL(VPMADDWD, (DI), qa); \
+	Q2KW(Z0, Z25, Z27); \
+	Q2KMUL(VPDPWSSD, 64(DI), qa); \
+	VBROADCASTI64X4 48(row), Z0; \
+	Q2KW(Z0, Z24, Z28); \
+	Q2KMUL(VPMADDWD, 128(DI), qb); \
+	Q2KW(Z0, Z25, Z29); \
+	Q2KMUL(VPDPWSSD, 192(DI), qb)
+
+// Q2KHALVES reduces the Q2_K sums of 4 units u (rows of one token, or
+// tokens of one row) to Y0 = [q of half 0 of u = 0..3, m of half 0 of
+// u = 0..3] and Y4 the same for half 1, as float32: Z16..Z19 hold the
+// units' 16 lanes of products of elements 0..127, Z20..Z23 those of
+// 128..255, Y8..Y11 their 8 lanes of mins times sums (lanes 0..3 from
+// half 0). Clobbers Y1..Y3, Y5..Y7, Y12, Y13.
+#define Q2KHALVES \
+	VEXTRACTI64X4 $1, Z16, Y0; \
+	VPADDD    Y0, Y16, Y0; \
+	VEXTRACTI64X4 $1, Z17, Y1; \
+	VPADDD    Y1, Y17, Y1; \
+	VEXTRACTI64X4 $1, Z18, Y2; \
+	VPADDD    Y2, Y18, Y2; \
+	VEXTRACTI64X4 $1, Z19, Y3; \
+	VPADDD    Y3, Y19, Y3; \
+	VEXTRACTI64X4 $1, Z20, Y4; \
+	VPADDD    Y4, Y20, Y4; \
+	VEXTRACTI64X4 $1, Z21, Y5; \
+	VPADDD    Y5, Y21, Y5; \
+	VEXTRACTI64X4 $1, Z22, Y6; \
+	VPADDD    Y6, Y22, Y6; \
+	VEXTRACTI64X4 $1, Z23, Y7; \
+	VPADDD    Y7, Y23, Y7; \
+	VPHADDD   Y1, Y0, Y0; \
+	VPHADDD   Y3, Y2, Y2; \
+	VPHADDD   Y2, Y0, Y0; \
+	VPHADDD   Y5, Y4, Y4; \
+	VPHADDD   Y7, Y6, Y6; \
+	VPHADDD   Y6, Y4, Y4; \
+	VPHADDD   Y9, Y8, Y8; \
+	VPHADDD   Y11, Y10, Y10; \
+	VPHADDD   Y10, Y8, Y8; \
+	VINSERTI128 $1, X4, Y0, Y12; \
+	VPERM2I128  $0x31, Y4, Y0, Y13; \
+	VPADDD    Y13, Y12, Y12; \
+	VINSERTI128 $1, X8, Y12, Y0; \
+	VPERM2I128  $0x31, Y8, Y12, Y4; \
+	VCVTDQ2PS Y0, Y0; \
+	VCVTDQ2PS Y4, Y4
+
+// q2kdeint moves the words [d0, dm0, d1, dm1, d2, dm2, d3, dm3] to
+// [d0, d1, d2, d3, dm0, dm1, dm2, dm3] (VPSHUFB).
+DATA q2kdeint<>+0(SB)/8, $0x0d0c090805040100
+DATA q2kdeint<>+8(SB)/8, $0x0f0e0b0a07060302
+GLOBL q2kdeint<>(SB), RODATA|NOPTR, $16
+
 // func q2KDot4x1(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 // out + i*ostride = dotQ2K(row i, x), bit for bit, for the 4 Q2_K rows
 // w + i*wstride (strides in bytes), x being nb Q8_K blocks: quants xq (256
-// per block), scales xd (float32) and sums xb (16 int16 per block). Per
-// super-block each row's lanes are reduced (VPHADDD) to one int32 q and
-// one m, the 4 rows' in the lanes of Y2 as [q0, m0, q1, m1, ...]; their
-// fp16 [d, dmin] words, in the same order, times d_x give the factors of
-// one VFMADD231PS into Y15 = [acc0, accm0, acc1, accm1, ...]; the outputs
-// are acc - accm.
+// per block), scales xd (float32) and sums xb (16 int16 per block). The
+// float work is q2KDot1x4's with rows in place of tokens: per super-block
+// and row the lanes of each half of 128 elements are reduced (VPHADDD) to
+// one int32 q and one m; Y0 = [q of half 0 of rows 0..3, m of half 0 of
+// rows 0..3] and Y4 the same for half 1, and two VFMADD231PS (half 0, then
+// half 1) with [d(r)*d_x, dmin(r)*d_x] go into Y15 = [acc(r), accm(r)];
+// the outputs are acc - accm.
 TEXT ·q2KDot4x1(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R8
@@ -485,33 +531,21 @@ TEXT ·q2KDot4x1(SB), NOSPLIT, $0-64
 	TESTQ CX, CX
 	JEQ   q2kdone
 q2kloop:
-	VMOVDQU64 (DI), Z20
-	VMOVDQU64 64(DI), Z21
-	VMOVDQU64 128(DI), Z22
-	VMOVDQU64 192(DI), Z23
-	VMOVDQU64 (R13), Y18
-	VBROADCASTSS (DX), Y19
-	Q2KROW(SI, Y2, Y3)
-	Q2KROW(R10, Y4, Y5)
-	VPHADDD   Y3, Y2, Y2
-	VPHADDD   Y5, Y4, Y4
-	VPHADDD   Y4, Y2, Y0
-	Q2KROW(R11, Y2, Y3)
-	Q2KROW(R12, Y4, Y5)
-	VPHADDD   Y3, Y2, Y2
-	VPHADDD   Y5, Y4, Y4
-	VPHADDD   Y4, Y2, Y6
-	VINSERTI128 $1, X6, Y0, Y2
-	VPERM2I128  $0x31, Y6, Y0, Y3
-	VPADDD    Y3, Y2, Y2
-	VCVTDQ2PS Y2, Y2
+	Q2KROWH(SI, Z16, Z20, Y8)
+	Q2KROWH(R10, Z17, Z21, Y9)
+	Q2KROWH(R11, Z18, Z22, Y10)
+	Q2KROWH(R12, Z19, Z23, Y11)
+	Q2KHALVES
 	VMOVD     80(SI), X3
 	VPINSRD   $1, 80(R10), X3, X3
 	VPINSRD   $2, 80(R11), X3, X3
 	VPINSRD   $3, 80(R12), X3, X3
+	VPSHUFB   q2kdeint<>(SB), X3, X3
 	VCVTPH2PS X3, Y3
-	VMULPS    Y19, Y3, Y3
-	VFMADD231PS Y2, Y3, Y15
+	VBROADCASTSS (DX), Y1
+	VMULPS    Y1, Y3, Y2
+	VFMADD231PS Y0, Y2, Y15
+	VFMADD231PS Y4, Y2, Y15
 	ADDQ $84, SI
 	ADDQ $84, R10
 	ADDQ $84, R11
@@ -524,21 +558,20 @@ q2kloop:
 q2kdone:
 	MOVQ out+48(FP), BX
 	MOVQ ostride+56(FP), R9
-	VMOVSHDUP Y15, Y13
-	VSUBPS    Y13, Y15, Y15
-	VMOVSS     X15, (BX)
-	VEXTRACTPS $2, X15, (BX)(R9*1)
-	VEXTRACTF128 $1, Y15, X15
-	VMOVSS     X15, (BX)(R9*2)
+	VEXTRACTF128 $1, Y15, X0
+	VSUBPS     X0, X15, X0
+	VMOVSS     X0, (BX)
+	VEXTRACTPS $1, X0, (BX)(R9*1)
 	LEAQ       (BX)(R9*2), BX
-	VEXTRACTPS $2, X15, (BX)(R9*1)
+	VEXTRACTPS $2, X0, (BX)
+	VEXTRACTPS $3, X0, (BX)(R9*1)
 	VZEROUPPER
 	RET
 
 // func q2KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
 // One Q2_K row (w) against four tokens of Q8_K activations, token t's
 // quants at xq + t*xqstride, scales at xd + t*xdstride and sums at
-// xb + t*xbstride (strides in bytes): out + t*otok = dotQ2KGemm(row, token
+// xb + t*xbstride (strides in bytes): out + t*otok = dotQ2K(row, token
 // t), bit for bit, each super-block's scales and quants unpacked once for
 // the four tokens. Per token and half of 128 elements the lanes are
 // reduced (VPHADDD) to one int32 q and one m; Y0 = [q of half 0 of tokens
@@ -592,38 +625,7 @@ q2k14loop:
 	Q2KMUL(VPDPWSSD, 192(DI)(R10*1), Z21)
 	Q2KMUL(VPDPWSSD, 192(DI)(R10*2), Z22)
 	Q2KMUL(VPDPWSSD, 192(BX), Z23)
-	VEXTRACTI64X4 $1, Z16, Y0
-	VPADDD    Y0, Y16, Y0
-	VEXTRACTI64X4 $1, Z17, Y1
-	VPADDD    Y1, Y17, Y1
-	VEXTRACTI64X4 $1, Z18, Y2
-	VPADDD    Y2, Y18, Y2
-	VEXTRACTI64X4 $1, Z19, Y3
-	VPADDD    Y3, Y19, Y3
-	VEXTRACTI64X4 $1, Z20, Y4
-	VPADDD    Y4, Y20, Y4
-	VEXTRACTI64X4 $1, Z21, Y5
-	VPADDD    Y5, Y21, Y5
-	VEXTRACTI64X4 $1, Z22, Y6
-	VPADDD    Y6, Y22, Y6
-	VEXTRACTI64X4 $1, Z23, Y7
-	VPADDD    Y7, Y23, Y7
-	VPHADDD   Y1, Y0, Y0
-	VPHADDD   Y3, Y2, Y2
-	VPHADDD   Y2, Y0, Y0
-	VPHADDD   Y5, Y4, Y4
-	VPHADDD   Y7, Y6, Y6
-	VPHADDD   Y6, Y4, Y4
-	VPHADDD   Y9, Y8, Y8
-	VPHADDD   Y11, Y10, Y10
-	VPHADDD   Y10, Y8, Y8
-	VINSERTI128 $1, X4, Y0, Y12
-	VPERM2I128  $0x31, Y4, Y0, Y13
-	VPADDD    Y13, Y12, Y12
-	VINSERTI128 $1, X8, Y12, Y0
-	VPERM2I128  $0x31, Y8, Y12, Y4
-	VCVTDQ2PS Y0, Y0
-	VCVTDQ2PS Y4, Y4
+	Q2KHALVES
 	MOVQ      DX, AX
 	VMOVSS    (AX), X1
 	VINSERTPS $0x10, (AX)(R11*1), X1, X1

@@ -13,7 +13,7 @@ import "unsafe"
 //go:noescape
 func q2KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 
-// q2KDot1x4AVX2 sets out + t*otok = dotQ2KGemm(row, token t) for one Q2_K
+// q2KDot1x4AVX2 sets out + t*otok = dotQ2K(row, token t) for one Q2_K
 // row w and tokens t = 0..3 of Q8_K activations, token t's quants, scales
 // and sums at xq + t*xqstride, xd + t*xdstride and xb + t*xbstride.
 //

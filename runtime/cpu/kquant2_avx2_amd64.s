@@ -2,8 +2,8 @@
 #include "lanes_amd64.h"
 
 // AVX2 kernels (with FMA, F16C and BMI2) for Q2_K, Q3_K and IQ4_XS weights
-// against Q8_K activations, bit for bit the references dotQ2K, dotQ2KGemm,
-// dotQ3K and dotIQ4XS, as the AVX-512 kernels of kquant2_amd64.s are. A
+// against Q8_K activations, bit for bit the references dotQ2K, dotQ3K and
+// dotIQ4XS, as the AVX-512 kernels of kquant2_amd64.s are. A
 // super-block's weights are unpacked one 32-element chunk per 256-bit
 // register, multiplied with the signed activations by VPMADDUBSW (int16
 // pair sums, exact: no pair can saturate) and weighted by the sub-block
@@ -68,15 +68,15 @@ GLOBL kq2scshuf<>(SB), RODATA|NOPTR, $128
 	VPMADDWD   Y11, w, w; \
 	VPADDD     w, acc, acc
 
-// Q2KROWX leaves in qdst and mdst 8 int32 lanes each of the Q2_K
-// super-block at (row) against the activations at (DI) and sums at (R13):
-// lanes that add up to the whole block's sum of scale*w*x (qdst) and of
-// min*bsum (mdst). Needs Y13 = 0x03 bytes, Y14 = 0x000f words; clobbers
-// Y7..Y11.
-#define Q2KROWX(row, qdst, mdst) \
+// Q2KROWX accumulates the Q2_K super-block at (row) against the
+// activations at (DI) and sums at (R13): 8 int32 lanes of the scaled
+// products of elements 0..127 into qa and of 128..255 into qb, and 8 of
+// min*bsum into m (lanes 0..3 from elements 0..127). Needs Y13 = 0x03
+// bytes, Y14 = 0x000f words; clobbers Y7..Y11.
+#define Q2KROWX(row, qa, qb, m) \
 	VPMOVZXBW  (row), Y7; \
 	VPSRLW     $4, Y7, Y8; \
-	VPMADDWD   (R13), Y8, mdst; \
+	VPMADDWD   (R13), Y8, m; \
 	VPAND      Y14, Y7, Y7; \
 	VPERMQ     $0x44, Y7, Y8; \
 	VPERMQ     $0xee, Y7, Y7; \
@@ -84,37 +84,45 @@ GLOBL kq2scshuf<>(SB), RODATA|NOPTR, $128
 	VPAND      Y13, Y9, Y10; \
 	VPMADDUBSW (DI), Y10, Y10; \
 	VPSHUFB    kq2scshuf<>+0(SB), Y8, Y11; \
-	VPMADDWD   Y11, Y10, qdst; \
+	VPMADDWD   Y11, Y10, qa; \
 	VPSRLW     $2, Y9, Y10; \
 	VPAND      Y13, Y10, Y10; \
-	Q2KCH(Y10, Y8, kq2scshuf<>+32(SB), 32(DI), qdst); \
+	Q2KCH(Y10, Y8, kq2scshuf<>+32(SB), 32(DI), qa); \
 	VPSRLW     $4, Y9, Y10; \
 	VPAND      Y13, Y10, Y10; \
-	Q2KCH(Y10, Y8, kq2scshuf<>+64(SB), 64(DI), qdst); \
+	Q2KCH(Y10, Y8, kq2scshuf<>+64(SB), 64(DI), qa); \
 	VPSRLW     $6, Y9, Y10; \
 	VPAND      Y13, Y10, Y10; \
-	Q2KCH(Y10, Y8, kq2scshuf<>+96(SB), 96(DI), qdst); \
+	Q2KCH(Y10, Y8, kq2scshuf<>+96(SB), 96(DI), qa); \
 	VMOVDQU    48(row), Y9; \
 	VPAND      Y13, Y9, Y10; \
-	Q2KCH(Y10, Y7, kq2scshuf<>+0(SB), 128(DI), qdst); \
+	VPMADDUBSW 128(DI), Y10, Y10; \
+	VPSHUFB    kq2scshuf<>+0(SB), Y7, Y11; \
+	VPMADDWD   Y11, Y10, qb; \
 	VPSRLW     $2, Y9, Y10; \
 	VPAND      Y13, Y10, Y10; \
-	Q2KCH(Y10, Y7, kq2scshuf<>+32(SB), 160(DI), qdst); \
+	Q2KCH(Y10, Y7, kq2scshuf<>+32(SB), 160(DI), qb); \
 	VPSRLW     $4, Y9, Y10; \
 	VPAND      Y13, Y10, Y10; \
-	Q2KCH(Y10, Y7, kq2scshuf<>+64(SB), 192(DI), qdst); \
+	Q2KCH(Y10, Y7, kq2scshuf<>+64(SB), 192(DI), qb); \
 	VPSRLW     $6, Y9, Y10; \
 	VPAND      Y13, Y10, Y10; \
-	Q2KCH(Y10, Y7, kq2scshuf<>+96(SB), 224(DI), qdst)
+	Q2KCH(Y10, Y7, kq2scshuf<>+96(SB), 224(DI), qb)
+
+// kq2deint moves the words [d0, dm0, d1, dm1, d2, dm2, d3, dm3] to
+// [d0, d1, d2, d3, dm0, dm1, dm2, dm3] (VPSHUFB).
+DATA kq2deint<>+0(SB)/8, $0x0d0c090805040100
+DATA kq2deint<>+8(SB)/8, $0x0f0e0b0a07060302
+GLOBL kq2deint<>(SB), RODATA|NOPTR, $16
 
 // func q2KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 // out + i*ostride = dotQ2K(row i, x), bit for bit, for the 4 Q2_K rows
 // w + i*wstride (strides in bytes), x being nb Q8_K blocks: quants xq (256
 // per block), scales xd (float32) and sums xb (16 int16 per block). The
-// float work is q2KDot4x1's: per super-block the 4 rows' whole sums in the
-// lanes of Y2 as [q0, m0, q1, m1, ...] times [d, dmin]*d_x, one
-// VFMADD231PS into Y15 = [acc0, accm0, acc1, accm1, ...]; the outputs are
-// acc - accm.
+// float work is q2KDot4x1's: per super-block Y0 = [q of half 0 of rows
+// 0..3, m of half 0 of rows 0..3] and Y1 the same for half 1, two
+// VFMADD231PS (half 0, then half 1) with [d(r)*d_x, dmin(r)*d_x] into
+// Y15 = [acc(r), accm(r)]; the outputs are acc - accm.
 TEXT ·q2KDot4x1AVX2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ wstride+8(FP), R8
@@ -131,28 +139,44 @@ TEXT ·q2KDot4x1AVX2(SB), NOSPLIT, $0-64
 	TESTQ   CX, CX
 	JEQ     q2kdone
 q2kloop:
-	Q2KROWX(SI, Y2, Y3)
-	Q2KROWX(R10, Y4, Y5)
-	VPHADDD Y3, Y2, Y2
-	VPHADDD Y5, Y4, Y4
-	VPHADDD Y4, Y2, Y0
-	Q2KROWX(R11, Y2, Y3)
-	Q2KROWX(R12, Y4, Y5)
-	VPHADDD Y3, Y2, Y2
-	VPHADDD Y5, Y4, Y4
-	VPHADDD Y4, Y2, Y6
-	VINSERTI128 $1, X6, Y0, Y2
-	VPERM2I128  $0x31, Y6, Y0, Y3
-	VPADDD      Y3, Y2, Y2
-	VCVTDQ2PS   Y2, Y2
-	VMOVD       80(SI), X3
-	VPINSRD     $1, 80(R10), X3, X3
-	VPINSRD     $2, 80(R11), X3, X3
-	VPINSRD     $3, 80(R12), X3, X3
-	VCVTPH2PS   X3, Y3
-	VBROADCASTSS (DX), Y1
-	VMULPS      Y1, Y3, Y3
-	VFMADD231PS Y2, Y3, Y15
+	// Rows 0 and 1: Y6 = [qa0, qa1, qb0, qb1] in each 128-bit lane (the
+	// low lane's from lanes 0..3, the high lane's from 4..7), Y12 = the
+	// mins' pair sums [m0, m1].
+	Q2KROWX(SI, Y0, Y1, Y2)
+	Q2KROWX(R10, Y3, Y4, Y5)
+	VPHADDD Y3, Y0, Y0
+	VPHADDD Y4, Y1, Y1
+	VPHADDD Y1, Y0, Y6
+	VPHADDD Y5, Y2, Y12
+	// Rows 2 and 3 likewise into Y7; Y12 becomes [m0, m1, m2, m3] with
+	// half 0's in the low lane and half 1's in the high one.
+	Q2KROWX(R11, Y0, Y1, Y2)
+	Q2KROWX(R12, Y3, Y4, Y5)
+	VPHADDD Y3, Y0, Y0
+	VPHADDD Y4, Y1, Y1
+	VPHADDD Y1, Y0, Y7
+	VPHADDD Y5, Y2, Y2
+	VPHADDD Y2, Y12, Y12
+	VEXTRACTI128 $1, Y6, X0
+	VPADDD       X0, X6, X6
+	VEXTRACTI128 $1, Y7, X1
+	VPADDD       X1, X7, X7
+	VPUNPCKLQDQ  X7, X6, X0
+	VPUNPCKHQDQ  X7, X6, X1
+	VINSERTI128  $1, X12, Y0, Y0
+	VINSERTI128  $0, X1, Y12, Y1
+	VCVTDQ2PS    Y0, Y0
+	VCVTDQ2PS    Y1, Y1
+	VMOVD        80(SI), X3
+	VPINSRD      $1, 80(R10), X3, X3
+	VPINSRD      $2, 80(R11), X3, X3
+	VPINSRD      $3, 80(R12), X3, X3
+	VPSHUFB      kq2deint<>(SB), X3, X3
+	VCVTPH2PS    X3, Y3
+	VBROADCASTSS (DX), Y2
+	VMULPS       Y2, Y3, Y3
+	VFMADD231PS  Y0, Y3, Y15
+	VFMADD231PS  Y1, Y3, Y15
 	ADDQ $84, SI
 	ADDQ $84, R10
 	ADDQ $84, R11
@@ -165,14 +189,13 @@ q2kloop:
 q2kdone:
 	MOVQ out+48(FP), BX
 	MOVQ ostride+56(FP), R9
-	VMOVSHDUP    Y15, Y13
-	VSUBPS       Y13, Y15, Y15
-	VMOVSS       X15, (BX)
-	VEXTRACTPS   $2, X15, (BX)(R9*1)
-	VEXTRACTF128 $1, Y15, X15
-	VMOVSS       X15, (BX)(R9*2)
+	VEXTRACTF128 $1, Y15, X0
+	VSUBPS       X0, X15, X0
+	VMOVSS       X0, (BX)
+	VEXTRACTPS   $1, X0, (BX)(R9*1)
 	LEAQ         (BX)(R9*2), BX
-	VEXTRACTPS   $2, X15, (BX)(R9*1)
+	VEXTRACTPS   $2, X0, (BX)
+	VEXTRACTPS   $3, X0, (BX)(R9*1)
 	VZEROUPPER
 	RET
 
@@ -230,7 +253,7 @@ q2kdone:
 // func q2KDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr)
 // One Q2_K row (w) against four tokens of Q8_K activations, token t's
 // quants at xq + t*xqstride, scales at xd + t*xdstride and sums at
-// xb + t*xbstride (strides in bytes): out + t*otok = dotQ2KGemm(row, token
+// xb + t*xbstride (strides in bytes): out + t*otok = dotQ2K(row, token
 // t), bit for bit, each super-block's scales and quants unpacked once for
 // the four tokens. The float work is q2KDot1x4's: per super-block Y1 =
 // [q of half 0 of tokens 0..3, m of half 0 of tokens 0..3] and Y2 the

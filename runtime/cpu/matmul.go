@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -289,9 +288,6 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 		t.qx, t.qd = m.qx, m.qd
 		if pairs {
 			t.qz = m.qz
-			if w.DType == tensor.Q8_0 {
-				t.ws = p.b.q8Scales4(w)
-			}
 		}
 	}
 	if kernelOf(w.DType).kind == kindBlock {
@@ -453,7 +449,6 @@ type matmulTask struct {
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
 	qz       []byte    // [whole 4x8 tiles of pairs, K/32, q8PairBlock] set when usesPairs: qx and qd as q8PairLayout writes them
-	ws       []float32 // [N/4, K/32, 4] set with qz for Q8_0 weights: their scales as q8Scales4 writes them
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [4*K]; set when T >= 4 for f16/bf16
@@ -626,20 +621,17 @@ func (t *matmulTask) runQuant(lo, hi int) {
 		}
 		pair := func(tt int) unsafe.Pointer { return unsafe.Pointer(&t.qz[tt/2*nb*q8PairBlock]) }
 		for ; r+4 <= hi; r += 4 {
-			wp, ws := unsafe.Pointer(&t.w[r*rb]), unsafe.Pointer(nil)
-			if t.ws != nil {
-				ws = unsafe.Pointer(&t.ws[r*nb])
-			}
+			wp := unsafe.Pointer(&t.w[r*rb])
 			tt := t0
 			for ; tt+8 <= t1; tt += 8 {
-				pairGemm4x8(t.dt, wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
+				pairGemm4x8(t.dt, wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
 			}
 			if n := t1 - tt; n >= 5 {
 				// Five tokens or more: one 4x8 tile over padding (quantizeQ8
 				// allocates whole tiles) costs less than 4x2 tiles and a
 				// single token; the padding tokens' outputs are dropped.
 				var tile [8 * 4]float32
-				pairGemm4x8(t.dt, wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&tile[0]), 16)
+				pairGemm4x8(t.dt, wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), nb, unsafe.Pointer(&tile[0]), 16)
 				for j := range n {
 					copy(t.out[(tt+j)*N+r:(tt+j)*N+r+4], tile[4*j:4*j+4])
 				}
@@ -656,11 +648,11 @@ func (t *matmulTask) runQuant(lo, hi int) {
 				continue
 			}
 			if n := t1 - tt; n == 4 {
-				q8Gemm4x4(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
+				q8Gemm4x4(wp, uintptr(rb), pair(tt), uintptr(nb*q8PairBlock), nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
 				tt += 4
 			}
 			for ; tt+2 <= t1; tt += 2 {
-				q8Gemm4x2(wp, uintptr(rb), pair(tt), 0, ws, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
+				q8Gemm4x2(wp, uintptr(rb), pair(tt), 0, nb, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
 			}
 			for ; tt < t1; tt++ {
 				quantDot4x1(t.dt, wp, uintptr(rb), unsafe.Pointer(&t.qx[tt*K]), unsafe.Pointer(&t.qd[tt*nb]), nb, unsafe.Pointer(&t.out[tt*N+r]), 4)
@@ -674,12 +666,12 @@ func (t *matmulTask) runQuant(lo, hi int) {
 
 // pairGemm4x8 calls the 4x8 pair kernel of dt (Q8_0 or Q4_0), directly
 // rather than through a function value, so out does not escape.
-func pairGemm4x8(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+func pairGemm4x8(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr) {
 	if dt == tensor.Q4_0 {
-		q4Gemm4x8(w, wstride, xp, pstride, ws, nb, out, ostride)
+		q4Gemm4x8(w, wstride, xp, pstride, nb, out, ostride)
 		return
 	}
-	q8Gemm4x8(w, wstride, xp, pstride, ws, nb, out, ostride)
+	q8Gemm4x8(w, wstride, xp, pstride, nb, out, ostride)
 }
 
 // quantRow computes output column (weight row) r for tokens [t0, t1).
@@ -769,33 +761,6 @@ func grow64(s []byte, n int) []byte {
 	buf := make([]byte, n+63)
 	off := (64 - int(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%64)) % 64
 	return buf[off : off+n : off+n]
-}
-
-// q8Scales4 returns the block scales of Q8_0 weight w [N, K] as float32 in
-// groups of 4 rows for the pair kernels, [N/4, K/32, 4]: block b of group
-// g holds the scales of rows 4g..4g+3. Rows past the last group of 4 are
-// left out. They are made on first use and kept: 4 bytes per 34-byte block.
-func (b *Backend) q8Scales4(w *weights.Tensor) []float32 {
-	if s, ok := b.scales4[w]; ok {
-		return s
-	}
-	N, rb := w.Rows(), w.RowBytes()
-	nb := rb / 34
-	s := make([]float32, N/4*nb*4)
-	for g := range N / 4 {
-		grp := s[g*nb*4 : (g+1)*nb*4]
-		for i := range 4 {
-			row := w.Data[(4*g+i)*rb : (4*g+i+1)*rb]
-			for blk := range nb {
-				grp[4*blk+i] = f16tab[binary.LittleEndian.Uint16(row[34*blk:])]
-			}
-		}
-	}
-	if b.scales4 == nil {
-		b.scales4 = map[*weights.Tensor][]float32{}
-	}
-	b.scales4[w] = s
-	return s
 }
 
 // quantDot4x1 calls the level's 4-row decode kernel for Q8_0 or Q4_0

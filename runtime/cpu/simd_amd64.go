@@ -76,16 +76,16 @@ func cvtBF16(dst *float32, src unsafe.Pointer, n int)
 func q8PairToken(xu *byte, xd *float32, nb int, dst *byte)
 
 //go:noescape
-func q8Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+func q8Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
 
 //go:noescape
-func q4Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+func q4Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
 
 //go:noescape
-func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
 
 //go:noescape
-func q8Gemm4x2(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+func q8Gemm4x2(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
 
 //go:noescape
 func ropeNeox16(head, cos, sin *float32, half, n16 int)

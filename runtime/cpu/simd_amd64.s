@@ -587,11 +587,11 @@ q8ptdone:
 	VFMADD231PS      Z6, Z11, a3
 
 // ZWEIGHTS loads the next block of the 4 rows at SI, R10, R11, R12 into
-// Z0..Z3 as unsigned bytes (w XOR 0x80, both halves) and their scales (DX:
-// 4 float32) broadcast into Z8, Z10, Z12, Z15, and prefetches the same
-// block of the next 4 rows (R8 = wstride): a worker's rows are one stream
-// that the hardware prefetchers alone do not keep far enough ahead of
-// kernels this slow to consume it.
+// Z0..Z3 as unsigned bytes (w XOR 0x80, both halves) and their fp16 scales,
+// converted to float32 (exactly, as f16tab), broadcast into Z8, Z10, Z12,
+// Z15, and prefetches the same block of the next 4 rows (R8 = wstride): a
+// worker's rows are one stream that the hardware prefetchers alone do not
+// keep far enough ahead of kernels this slow to consume it.
 #define ZWEIGHTS \
 	PREFETCHT0      (SI)(R8*4); \
 	PREFETCHT0      (R10)(R8*4); \
@@ -605,10 +605,14 @@ q8ptdone:
 	VPXORD.BCST     q8Flip<>(SB), Z2, Z2; \
 	VBROADCASTI64X4 2(R12), Z3; \
 	VPXORD.BCST     q8Flip<>(SB), Z3, Z3; \
-	VBROADCASTSS    0(DX), Z8; \
-	VBROADCASTSS    4(DX), Z10; \
-	VBROADCASTSS    8(DX), Z12; \
-	VBROADCASTSS    12(DX), Z15
+	VPBROADCASTW    0(SI), Y8; \
+	VCVTPH2PS       Y8, Z8; \
+	VPBROADCASTW    0(R10), Y10; \
+	VCVTPH2PS       Y10, Z10; \
+	VPBROADCASTW    0(R11), Y12; \
+	VCVTPH2PS       Y12, Z12; \
+	VPBROADCASTW    0(R12), Y15; \
+	VCVTPH2PS       Y15, Z15
 
 DATA q8Flip<>+0(SB)/4, $0x80808080
 GLOBL q8Flip<>(SB), RODATA|NOPTR, $4
@@ -627,33 +631,31 @@ GLOBL q8Flip<>(SB), RODATA|NOPTR, $4
 	VEXTRACTF32X8 $1, a3, Y4; HSUM8(Y4, X4); VMOVSS X0, 12(BX)(R9*1)
 
 // ZSETUP loads the pair kernels' arguments (their signature is
-// q8Gemm4x8's): SI = w, R8 = wstride, DI = xp, R9 = pstride, DX = ws, CX =
-// nb, and R10..R12 = weight rows 1..3.
+// q8Gemm4x8's): SI = w, R8 = wstride, DI = xp, R9 = pstride, CX = nb, and
+// R10..R12 = weight rows 1..3.
 #define ZSETUP \
 	MOVQ w+0(FP), SI; \
 	MOVQ wstride+8(FP), R8; \
 	MOVQ xp+16(FP), DI; \
 	MOVQ pstride+24(FP), R9; \
-	MOVQ ws+32(FP), DX; \
-	MOVQ nb+40(FP), CX; \
+	MOVQ nb+32(FP), CX; \
 	LEAQ (SI)(R8*1), R10; \
 	LEAQ (SI)(R8*2), R11; \
 	LEAQ (R11)(R8*1), R12
 
-// ZNEXT moves the 4 weight rows, the first pair's activations (DI) and the
-// row scales (DX) on to the next block.
+// ZNEXT moves the 4 weight rows and the first pair's activations (DI) on
+// to the next block.
 #define ZNEXT \
 	ADDQ $34, SI; \
 	ADDQ $34, R10; \
 	ADDQ $34, R11; \
 	ADDQ $34, R12; \
-	ADDQ $192, DI; \
-	ADDQ $16, DX
+	ADDQ $192, DI
 
 // ZOUT loads the outputs' base and token stride: BX = out, R9 = ostride.
 #define ZOUT \
-	MOVQ out+48(FP), BX; \
-	MOVQ ostride+56(FP), R9
+	MOVQ out+40(FP), BX; \
+	MOVQ ostride+48(FP), R9
 
 // Z48ZERO clears the 4x8 tiles' accumulators Z16..Z31 (pair p, row i in
 // Z16 + 4p + i).
@@ -682,12 +684,11 @@ GLOBL q8Flip<>(SB), RODATA|NOPTR, $4
 	LEAQ (BX)(R9*2), BX; \
 	ZSTORE(Z28, Y28, X28, Z29, Y29, X29, Z30, Y30, X30, Z31, Y31, X31)
 
-// func q8Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
-// For the 4 Q8_0 rows w + i*wstride (row scales ws: 4 float32 per block,
-// as q8Scales4 groups them) and the 8 tokens of 4 pairs laid out by
+// func q8Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
+// For the 4 Q8_0 rows w + i*wstride and the 8 tokens of 4 pairs laid out by
 // q8PairLayout at xp + p*pstride: out + j*ostride + 4*i = dotQ8(row i,
 // token j).
-TEXT ·q8Gemm4x8(SB), NOSPLIT, $0-64
+TEXT ·q8Gemm4x8(SB), NOSPLIT, $0-56
 	ZSETUP
 	LEAQ (DI)(R9*2), R13
 	ADDQ R9, R13
@@ -765,11 +766,11 @@ GLOBL q4Plus120<>(SB), RODATA|NOPTR, $64
 	ADDQ $18, R12; \
 	ADDQ $192, DI
 
-// func q4Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
-// q8Gemm4x8 for the 4 Q4_0 rows w + i*wstride (ws unused: each block's
-// scale is read from it): out + j*ostride + 4*i = dotQ4(row i, token j),
-// the lane arithmetic of dotQ4 (dotQ8's) for 8 tokens at once.
-TEXT ·q4Gemm4x8(SB), NOSPLIT, $0-64
+// func q4Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
+// q8Gemm4x8 for the 4 Q4_0 rows w + i*wstride: out + j*ostride + 4*i =
+// dotQ4(row i, token j), the lane arithmetic of dotQ4 (dotQ8's) for 8
+// tokens at once.
+TEXT ·q4Gemm4x8(SB), NOSPLIT, $0-56
 	ZSETUP
 	LEAQ (DI)(R9*2), R13
 	ADDQ R9, R13
@@ -788,10 +789,10 @@ q448done:
 	VZEROUPPER
 	RET
 
-// func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
 // q8Gemm4x8 for two pairs of tokens: each weight block loaded once for 4
 // tokens, where two q8Gemm4x2 calls load it twice.
-TEXT ·q8Gemm4x4(SB), NOSPLIT, $0-64
+TEXT ·q8Gemm4x4(SB), NOSPLIT, $0-56
 	ZSETUP
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
@@ -818,9 +819,9 @@ z44done:
 	VZEROUPPER
 	RET
 
-// func q8Gemm4x2(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
+// func q8Gemm4x2(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr)
 // q8Gemm4x8 for one pair of tokens (pstride unused).
-TEXT ·q8Gemm4x2(SB), NOSPLIT, $0-64
+TEXT ·q8Gemm4x2(SB), NOSPLIT, $0-56
 	ZSETUP
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17

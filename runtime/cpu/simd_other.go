@@ -28,18 +28,18 @@ func q8Dot4x1(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Po
 func cvtF16(dst *float32, src unsafe.Pointer, n int)       { panic("cpu: no simd kernels") }
 func cvtBF16(dst *float32, src unsafe.Pointer, n int)      { panic("cpu: no simd kernels") }
 func q8PairToken(xu *byte, xd *float32, nb int, dst *byte) { panic("cpu: no simd kernels") }
-func q8Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+func q8Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
-func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+func q8Gemm4x4(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
-func q8Gemm4x2(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+func q8Gemm4x2(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
 
 func ropeNeox16(head, cos, sin *float32, half, n16 int) { panic("cpu: no simd kernels") }
 
-func q4Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, ws unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr) {
+func q4Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }

@@ -121,7 +121,7 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.IQ4_NL] = weightKernel{kind: kindBlock, dot: dotIQ4NL,
 		avx512: fastKernels{dot4: iq4NLDot4, dot2x2: iq4NLDot22},
 		avx2:   fastKernels{dot4: iq4NLDot4AVX2, dot2x2: iq4NLDot22AVX2}}
-	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K, gemm: dotQ2KGemm,
+	t[tensor.Q2_K] = weightKernel{kind: kindBlock, dot: dotQ2K,
 		avx512: fastKernels{dot4: q2KDot4, dot1x4: q2KDot14},
 		avx2:   fastKernels{dot4: q2KDot4AVX2, dot1x4: q2KDot14AVX2}}
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K,

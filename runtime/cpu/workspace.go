@@ -10,9 +10,8 @@ import (
 // its op output buffers (the activations between ops, sized when the graph
 // is prepared and shared by ops whose lifetimes do not overlap) and the
 // scratch its kernels grow on demand and keep: quantized and rounded
-// activations, weight tiles, attention, recurrent and MoE scratch. The
-// backend adds the Q8_0 scale tables of the pair kernels (q8Scales4).
-// Capacity is what every open program holds; used is what the program of
+// activations, weight tiles, attention, recurrent and MoE scratch; the
+// weights themselves take none of it. Capacity is what every open program holds; used is what the program of
 // the last step held when it finished, and peak the most any step's
 // program held.
 
@@ -99,23 +98,13 @@ func (a *actQuant) addTo(f *footprint) {
 	addSlice(f, a.x4)
 }
 
-// scaleTables returns the bytes of the backend's q8Scales4 tables.
-func (b *Backend) scaleTables() int64 {
-	var f footprint
-	for _, s := range b.scales4 {
-		addSlice(&f, s)
-	}
-	return f.held
-}
-
 // noteStep records the workspace after p's step: p's as used, every open
 // program's as capacity. It runs on the goroutine that drives the backend
 // (as Prepare and Close do, which call it with p nil); Workspace, which
 // may be called from another goroutine between steps, reads what it
 // recorded.
 func (b *Backend) noteStep(p *program) {
-	tables := b.scaleTables()
-	capacity := tables
+	var capacity int64
 	for q := range b.programs {
 		capacity += q.workspace().held
 	}
@@ -123,7 +112,7 @@ func (b *Backend) noteStep(p *program) {
 	defer b.wsMu.Unlock()
 	b.ws.CapacityBytes = capacity
 	if p != nil {
-		b.ws.UsedBytes = p.workspace().held + tables
+		b.ws.UsedBytes = p.workspace().held
 		b.ws.PeakUsedBytes = max(b.ws.PeakUsedBytes, b.ws.UsedBytes)
 	}
 }

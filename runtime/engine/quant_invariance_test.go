@@ -10,14 +10,16 @@ import (
 )
 
 // The quantized models whose matmuls sum exact per-block integer dots in
-// one float order for every token of a batch. Q4_K and Q2_K are left out:
-// their kernels copy ggml's, which scale a block in parts for the tokens a
-// batch takes in fours and whole for the rest, so a row's result depends
-// on the batch size (as llama.cpp's does); one order for both costs the
-// kq Q4_K and Q2_K goldens teacher-forced positions of margin >= 0.5.
+// one float order for every token of a batch. Q4_K is left out: its
+// kernels copy ggml's, which scale a block in parts for the tokens a batch
+// takes in fours and whole for the rest, so a row's result depends on the
+// batch size (as llama.cpp's does); either order alone costs the kq Q4_K
+// goldens teacher-forced positions of margin >= 0.5. Q2_K takes the
+// grouped order for every token (dotQ2K).
 var batchInvariantModels = []string{
 	"tiny-qwen3-q8_0.gguf", "kq-qwen3-iq4_xs.gguf", "kq-qwen3-iq4_nl.gguf", "kq-qwen3-q4_1.gguf",
 	"kq-qwen3-q5_0.gguf", "kq-qwen3-q5_1.gguf", "kq-qwen3-q6_k.gguf", "kq-llama-q6_k.gguf",
+	"kq-qwen3-q2_k.gguf",
 }
 
 // A quantized model's greedy ids are batch-invariant: each golden prompt
