@@ -142,7 +142,8 @@ func compileConstraint(src, field string, interrupt func() error) (*grammar.Gram
 var compileSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 
 // withCompileSlot runs compile holding one of compileSlots, with a Work
-// of grammar.MaxSchemaWork units that polls interrupt (nil: never). It
+// of grammar.MaxSchemaWork units that yields and polls interrupt (nil:
+// only yields) every compilePollEvery units. It
 // waits for the slot until interrupt reports an error (polled every
 // peerPollInterval), and then returns that error.
 func withCompileSlot(interrupt func() error, compile func(w *grammar.Work) error) error {
@@ -167,8 +168,19 @@ func withCompileSlot(interrupt func() error, compile func(w *grammar.Work) error
 		}
 	}
 	defer func() { <-compileSlots }()
-	return compile(&grammar.Work{Limit: grammar.MaxSchemaWork, Interrupt: interrupt})
+	yielding := func() error {
+		runtime.Gosched()
+		return interrupt()
+	}
+	return compile(&grammar.Work{Limit: grammar.MaxSchemaWork, Interrupt: yielding, PollEvery: compilePollEvery})
 }
+
+// compilePollEvery is the Work units between two polls of a compile's
+// interrupt, each of which yields the processor (runtime.Gosched): a few
+// tens of microseconds, so that a compile running beside the engine's
+// step hands its processor back at once instead of holding it for the
+// scheduler's 10 ms time slice.
+const compilePollEvery = 64
 
 // interrupted is the error a request's compile Interrupt stops its
 // compilation with: the request's answer.
