@@ -141,8 +141,9 @@ func compileConstraint(src, field string, interrupt func() error) (*grammar.Gram
 // run at once, so that large ones leave CPU to the engine.
 var compileSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 
-// withCompileSlot runs compile holding one of compileSlots, with a Work
-// of grammar.MaxSchemaWork units that polls interrupt (nil: never). It
+// withCompileSlot runs compile holding one of compileSlots, with a
+// yieldingWork of grammar.MaxSchemaWork units polling interrupt (nil:
+// one that only yields). It
 // waits for the slot until interrupt reports an error (polled every
 // peerPollInterval), and then returns that error.
 func withCompileSlot(interrupt func() error, compile func(w *grammar.Work) error) error {
@@ -167,8 +168,26 @@ func withCompileSlot(interrupt func() error, compile func(w *grammar.Work) error
 		}
 	}
 	defer func() { <-compileSlots }()
-	return compile(&grammar.Work{Limit: grammar.MaxSchemaWork, Interrupt: interrupt})
+	return compile(yieldingWork(grammar.MaxSchemaWork, interrupt))
 }
+
+// yieldingWork is a Work of limit units for a task in a request's handler
+// (a compile, a first mask) that holds no lock the engine waits for: every
+// compilePollEvery units it yields the processor and polls interrupt.
+func yieldingWork(limit int64, interrupt func() error) *grammar.Work {
+	yielding := func() error {
+		runtime.Gosched()
+		return interrupt()
+	}
+	return &grammar.Work{Limit: limit, Interrupt: yielding, PollEvery: compilePollEvery}
+}
+
+// compilePollEvery is the Work units between two polls of a compile's
+// interrupt, each of which yields the processor (runtime.Gosched): a few
+// tens of microseconds, so that a compile running beside the engine's
+// step hands its processor back at once instead of holding it for the
+// scheduler's 10 ms time slice.
+const compilePollEvery = 64
 
 // interrupted is the error a request's compile Interrupt stops its
 // compilation with: the request's answer.
@@ -466,9 +485,8 @@ func newGrammarMask(ctx context.Context, fail context.CancelCauseFunc, p *Params
 	m := &grammarMask{shared: sg, v: v, tk: tk, field: p.ConstraintField, maxTokens: maxTokens, ctx: ctx, fail: fail}
 	compileSlots <- struct{}{}
 	defer func() { <-compileSlots }()
-	first := func(c *grammar.Cache, limit int64) (*grammar.State, error) {
+	first := func(c *grammar.Cache, w *grammar.Work) (*grammar.State, error) {
 		start := c.Start()
-		w := &grammar.Work{Limit: limit, Interrupt: ctx.Err}
 		c.Bind(w)
 		m.first = v.Mask(start, maxTokens)
 		c.Bind(nil)
@@ -480,11 +498,11 @@ func newGrammarMask(ctx context.Context, fail context.CancelCauseFunc, p *Params
 		sg.mu.Unlock()
 		return nil, badParam("max_tokens", "The output constraint ('%s') needs at least %d tokens, but max_tokens allows %d.", p.ConstraintField, need, maxTokens)
 	}
-	start, err := first(sg.cache, lockedFirstMaskWork)
+	start, err := first(sg.cache, &grammar.Work{Limit: lockedFirstMaskWork, Interrupt: ctx.Err}) // sg.mu held: no yields
 	sg.mu.Unlock()
 	if errors.Is(err, grammar.ErrWorkLimit) {
 		own := p.Grammar.NewCache()
-		if start, err = first(own, firstMaskFactor*maskWorkLimit(v)); err == nil {
+		if start, err = first(own, yieldingWork(firstMaskFactor*maskWorkLimit(v), ctx.Err)); err == nil {
 			sg.mu.Lock()
 			sg.cache = own
 			sg.mu.Unlock()

@@ -2,9 +2,13 @@ package httpfront
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,6 +149,74 @@ func TestGrammarMaskAbortReportsItsCause(t *testing.T) {
 			}
 			if diff := cmp.Diff([]any{tc.status, tc.code}, []any{e.Status, e.Code}); diff != "" {
 				t.Errorf("status and code (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A large constraint's compilation polls its interrupt (and yields the
+// processor) at least once per compilePollEvery units of its work, in
+// every phase: the JSON Schema compile, the GBNF parse (charged before it
+// runs) and its checks. An interrupt returning an error partway through
+// stops the compilation with that error.
+func TestCompilePollsAtBoundedIntervals(t *testing.T) {
+	const n = 20000
+	items, alts := make([]string, n), make([]string, n)
+	for i := range items {
+		items[i] = fmt.Sprintf("item%06d", i)
+		alts[i] = strconv.Quote(items[i])
+	}
+	asJSON := func(v any) json.RawMessage {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	enum := `{"type":"json_schema","json_schema":{"name":"s","schema":{"enum":` + string(asJSON(items)) + `}}}`
+	for _, tc := range []struct {
+		name string
+		f    fields
+	}{
+		{"enum", fields{"response_format": json.RawMessage(enum)}},
+		{"guided_choice", fields{"guided_choice": asJSON(items)}},
+		{"grammar", fields{"grammar": asJSON("root ::= " + strings.Join(alts, " | "))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			polls := 0
+			interrupt := func() error { polls++; return nil }
+			src, field, e := constraintOf(tc.f, interrupt)
+			if e != nil {
+				t.Fatal(e)
+			}
+			compiledMu.Lock()
+			delete(compiled, src)
+			compiledMu.Unlock()
+			if _, e := compileConstraint(src, field, interrupt); e != nil {
+				t.Fatal(e)
+			}
+			// Each alternative costs more than one unit of the parse alone.
+			if polls < n/compilePollEvery {
+				t.Errorf("%d polls compiling %d alternatives, want at least %d (one per %d units)", polls, n, n/compilePollEvery, compilePollEvery)
+			}
+			stopAt := polls / 2
+			stop := &Error{Status: http.StatusServiceUnavailable, Message: "stopped"}
+			polls = 0
+			interruptHalfway := func() error {
+				if polls++; polls >= stopAt {
+					return interrupted{stop}
+				}
+				return nil
+			}
+			src, field, e = constraintOf(tc.f, interruptHalfway)
+			if e == nil {
+				compiledMu.Lock()
+				delete(compiled, src)
+				compiledMu.Unlock()
+				_, e = compileConstraint(src, field, interruptHalfway)
+			}
+			if e != stop {
+				t.Errorf("interrupted after %d of %d polls: got %v, want the interrupt's error", stopAt, 2*stopAt, e)
 			}
 		})
 	}

@@ -125,7 +125,7 @@ func ParseWork(src string, w *Work) (*Grammar, error) {
 	if w != nil && !w.reserve(parseUnitsPerByte*len(src)) {
 		return nil, fmt.Errorf("grammar: %w", w.Err())
 	}
-	p := &parser{src: src, line: 1, col: 1, index: map[string]int{}, gen: map[int]bool{}, owner: map[int]int{}, members: map[int]*memberSet{}}
+	p := &parser{src: src, work: w, line: 1, col: 1, index: map[string]int{}, gen: map[int]bool{}, owner: map[int]int{}, members: map[int]*memberSet{}}
 	root := p.ruleIndex("root")
 	defined := map[int]bool{}
 	for {
@@ -177,7 +177,7 @@ func ParseWork(src string, w *Work) (*Grammar, error) {
 			g.owner[i] = o
 		}
 	}
-	if err := g.check(); err != nil {
+	if err := g.check(w); err != nil {
 		return nil, err
 	}
 	c := g.NewCache()
@@ -210,6 +210,7 @@ const parseUnitsPerByte = 2
 
 type parser struct {
 	src       string
+	work      *Work // ticked per alternative parsed and factored (charged before parsing); nil: none
 	pos       int
 	line, col int
 	index     map[string]int
@@ -314,6 +315,9 @@ func (p *parser) newRule(alts []alt) int {
 func (p *parser) alternatives(nested, factor bool) ([]alt, error) {
 	var alts []alt
 	for {
+		if !p.work.tick(1) {
+			return nil, fmt.Errorf("grammar: %w", p.work.Err())
+		}
 		seq, err := p.sequence(nested)
 		if err != nil {
 			return nil, err
@@ -324,7 +328,11 @@ func (p *parser) alternatives(nested, factor bool) ([]alt, error) {
 			if !factor {
 				return alts, nil
 			}
-			return p.factor(alts), nil
+			alts = p.factor(alts)
+			if p.work != nil && p.work.Err() != nil {
+				return nil, fmt.Errorf("grammar: %w", p.work.Err())
+			}
+			return alts, nil
 		}
 		p.skipSpace(true)
 	}
@@ -343,6 +351,7 @@ func (p *parser) factor(alts []alt) []alt {
 	var groups [][]alt
 	byFirst := map[string]int{}
 	for _, a := range alts {
+		p.work.tick(1) // an interruption is read once factor returns
 		if len(a) == 0 {
 			groups = append(groups, []alt{a})
 			continue
@@ -360,6 +369,7 @@ func (p *parser) factor(alts []alt) []alt {
 	}
 	out := make([]alt, 0, len(groups))
 	for _, g := range groups {
+		p.work.tick(len(g))
 		if len(g) == 1 {
 			out = append(out, g[0])
 			continue
@@ -637,13 +647,17 @@ func (p *parser) class() (sym, error) {
 	}
 }
 
-// check checks member sets, computes the rules' shortest expansions and rejects left
-// recursion and rules that match nothing finite.
-func (g *Grammar) check() error {
+// check checks member sets, computes the rules' shortest expansions
+// (ticking w; nil: none) and rejects left recursion and rules that match
+// nothing finite.
+func (g *Grammar) check(w *Work) error {
 	if err := g.checkMembers(); err != nil {
 		return err
 	}
-	g.minLenFixed(nil)
+	g.minLenFixed(nil, w)
+	if w != nil && w.Err() != nil {
+		return fmt.Errorf("grammar: %w", w.Err())
+	}
 	for i, l := range g.minLen {
 		if l >= infLen {
 			return fmt.Errorf("grammar: %s never ends", g.describe(i))
@@ -669,7 +683,7 @@ func addLen(a, b int) int { return min(a+b, infLen-1) }
 // grammar's size (times a log): rules are settled shortest first; an
 // alternative becomes a candidate once every rule it references is
 // settled.
-func (g *Grammar) minLenFixed(fixed map[int]int) {
+func (g *Grammar) minLenFixed(fixed map[int]int, w *Work) {
 	n := len(g.rules)
 	minLen := make([]int, n)
 	for i := range minLen {
@@ -688,6 +702,7 @@ func (g *Grammar) minLenFixed(fixed map[int]int) {
 			continue
 		}
 		for k, a := range as {
+			w.tick(1) // an interruption is read by the caller
 			id := len(alts)
 			alts = append(alts, altID{i, k})
 			sum, refs := 0, 0
@@ -708,6 +723,7 @@ func (g *Grammar) minLenFixed(fixed map[int]int) {
 	settled := make([]bool, n)
 	for h.Len() > 0 {
 		top := heap.Pop(h).(ruleLen)
+		w.tick(1)
 		if settled[top.rule] {
 			continue
 		}

@@ -328,6 +328,6 @@ func (g *Grammar) settleMembers() {
 		if !changed {
 			return
 		}
-		g.minLenFixed(fixed)
+		g.minLenFixed(fixed, nil)
 	}
 }

@@ -37,9 +37,11 @@ const workSlack = 2 * MaxStacks
 // use.
 type Work struct {
 	Limit     int64        // units allowed; <= 0: no limit
-	Interrupt func() error // polled every few thousand units; nil: never
+	Interrupt func() error // polled every PollEvery units; nil: never
+	PollEvery int64        // units (charged or ticked) between polls; <= 0: interruptEvery
 	used      int64
-	nextPoll  int64
+	progress  int64 // used plus the units ticked
+	nextPoll  int64 // the progress at which Interrupt is next polled
 	err       error
 }
 
@@ -59,8 +61,26 @@ func (w *Work) charge(n int) bool {
 		w.err = fmt.Errorf("%w (%d units, limit %d)", ErrWorkLimit, w.used, w.Limit)
 		return false
 	}
-	if w.Interrupt != nil && w.used >= w.nextPoll {
-		w.nextPoll = w.used + interruptEvery
+	return w.tick(n)
+}
+
+// tick counts n units of progress on work charged already (a parse,
+// reserved before it runs) and polls Interrupt when PollEvery units of
+// progress have passed since the last poll. A nil Work always continues.
+func (w *Work) tick(n int) bool {
+	if w == nil {
+		return true
+	}
+	if w.err != nil {
+		return false
+	}
+	w.progress += int64(n)
+	if w.Interrupt != nil && w.progress >= w.nextPoll {
+		every := w.PollEvery
+		if every <= 0 {
+			every = interruptEvery
+		}
+		w.nextPoll = w.progress + every
 		if err := w.Interrupt(); err != nil {
 			w.err = err
 			return false
@@ -91,7 +111,7 @@ func (w *Work) fail(err error) {
 // enum value a check grammar finds too ambiguous): it is interrupted as
 // w is and may spend what w has left. absorb charges its units back.
 func (w *Work) child() *Work {
-	c := &Work{Interrupt: w.Interrupt}
+	c := &Work{Interrupt: w.Interrupt, PollEvery: w.PollEvery}
 	if w.Limit > 0 {
 		c.Limit = max(w.Limit-w.used, 1)
 	}
