@@ -78,6 +78,13 @@ func TestMaskByClassIsTheWalk(t *testing.T) {
 		{"odd cuts", `root ::= ([\u00e8-\u4e2d] | [\x7e-\u00e9] | "\U0001F600")* "."`, "é~中😀."},
 		{"any byte", `root ::= (.)* "\x00"`, "a\"中\x00"},
 		{"two loops", `root ::= [a-z]* | [a-c0-9]* "x"`, "abc12x"},
+		{"a property name or any other", "root ::= \"{\\\"\" name \":1}\"\n" +
+			`name ::= "\"" | "k" n2 | [^"\\k] [^"\\]* "\""` + "\n" +
+			`n2 ::= "\"" | "e" n3 | [^"\\e] [^"\\]* "\""` + "\n" +
+			`n3 ::= [^"\\]+ "\""`, `{"kéy中":1}`},
+		{"a non-ASCII name or any other", "root ::= \"{\\\"\" name \":1}\"\n" +
+			`name ::= "\"" | "中" n2 | [^"\\中] [^"\\]* "\""` + "\n" +
+			`n2 ::= "\"" | "ß" [^"\\]* "\"" | [^"\\ß] [0-9]* "\""`, `{"中ß😀":1}`},
 	}
 	for _, tc := range cases {
 		g, err := Parse(tc.src)
