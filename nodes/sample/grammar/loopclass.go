@@ -518,6 +518,22 @@ func (f *firstCodePoints) coveredPrefix(seq []byte, length int) bool {
 	return k < len(f.covered) && f.covered[k].lo <= lo && f.covered[k].hi >= hi
 }
 
+// partial allows the tokens of node n, whose pieces are seq, the start of
+// a code point cut short, as allowAt would from s.AdvanceBytes(seq),
+// without making that state.
+func (f *firstCodePoints) partial(seq []byte, n int32) {
+	rem, ok := f.s.partialRemaining(seq)
+	switch {
+	case !ok || len(f.v.nodes[n].tokens) == 0:
+	case f.budget > 0 && rem > f.budget-1:
+		f.cut = true
+	default:
+		for _, id := range f.v.nodes[n].tokens {
+			f.allow(id)
+		}
+	}
+}
+
 // partials allows the tokens of node n's subtree whose pieces end inside
 // their first code point.
 func (f *firstCodePoints) partials(n int32) {
@@ -530,9 +546,7 @@ func (f *firstCodePoints) partials(n int32) {
 		if !f.s.c.work.charge(1) {
 			return
 		}
-		if next := f.s.AdvanceBytes(p.seq); next != nil && v.allowAt(p.node, next, f.budget, f.allow) {
-			f.cut = true
-		}
+		f.partial(p.seq, p.node)
 	}
 }
 
@@ -553,9 +567,7 @@ func (f *firstCodePoints) codePoint(seq []byte, n int32) {
 			return
 		}
 		if len(v.nodes[n].tokens) > 0 {
-			if next := s.AdvanceBytes(seq); next != nil && v.allowAt(n, next, f.budget, f.allow) {
-				f.cut = true
-			}
+			f.partial(seq, n)
 		}
 		for _, e := range v.nodes[n].kids {
 			if !s.c.work.charge(1) {

@@ -73,6 +73,8 @@ func TestMaskByClassIsTheWalk(t *testing.T) {
 	}{
 		{"JSON", "root ::= object\n" + JSONRules, `{"a": [1, "é中😀\n\u00e9"], "b": {"c": true, "dd": -1.5e3}}`},
 		{"string with a length", `root ::= "\"" [^"\\\x00-\x1f]{0,6} "\""`, `"ab中😀c"`},
+		{"a long string with a length", `root ::= "{\"a\":\"" [^"\\\x00-\x1f]{2,60} "\"}"`, `{"a":"ab中😀c"}`},
+		{"a hexadecimal string", `root ::= "\"" [0-9a-f]{24} "\""`, `"0123456789abcdef01234567"`},
 		{"multi-byte loop", `root ::= [α-ωé中]* "!" | [0-9]+ "中"`, "éé中ω!"},
 		{"negated non-ASCII", `root ::= [^\u00e0-\u00ff\u4e00]* "\n"`, "abc中ßx\n"},
 		{"odd cuts", `root ::= ([\u00e8-\u4e2d] | [\x7e-\u00e9] | "\U0001F600")* "."`, "é~中😀."},

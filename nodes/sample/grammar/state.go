@@ -351,6 +351,65 @@ func (s *State) advance(b byte) *State {
 	return n
 }
 
+// partialRemaining is, for seq the first bytes of a code point (fewer
+// than its UTF-8 length), what AdvanceBytes(seq).Remaining() is, without
+// making the state: ok false when AdvanceBytes would return nil. s must
+// be between code points (need 0); the Work is charged as advance
+// charges it.
+func (s *State) partialRemaining(seq []byte) (rem int, ok bool) {
+	if s.need > 0 || len(seq) == 0 || len(seq) >= seqLen(seq[0]) || !s.c.work.charge(len(s.stacks)*len(seq)) {
+		return 0, false
+	}
+	var cp, lo, hi rune
+	need := seqLen(seq[0]) - 1
+	switch need {
+	case 1:
+		cp, lo, hi = rune(seq[0]&0x1F), 0x80, 0x7FF
+	case 2:
+		cp, lo, hi = rune(seq[0]&0x0F), 0x800, 0xFFFF
+	case 3:
+		cp, lo, hi = rune(seq[0]&0x07), 0x10000, 0x10FFFF
+	}
+	for i := 0; ; i++ {
+		if i > 0 {
+			if seq[i]&0xC0 != 0x80 {
+				return 0, false
+			}
+			need, cp = need-1, cp<<6|rune(seq[i]&0x3F)
+		}
+		shift := uint(6 * need)
+		lo, hi = max(lo, cp<<shift), min(hi, cp<<shift|(1<<shift-1))
+		if lo <= 0xDFFF && hi >= 0xD800 {
+			if lo >= 0xD800 {
+				lo = 0xE000
+			} else {
+				hi = 0xD7FF
+			}
+		}
+		if lo > hi {
+			return 0, false
+		}
+		if i == len(seq)-1 {
+			break
+		}
+	}
+	best := -1
+	for _, st := range s.stacks {
+		if st == nil {
+			continue
+		}
+		class := s.g.class(st.top)
+		if !class.admitsRange(lo, hi) {
+			continue
+		}
+		r := max(st.rem+need-class.minBytes(), need)
+		if best < 0 || r < best {
+			best = r
+		}
+	}
+	return best, best >= 0
+}
+
 // complete is the state after code point c.
 func (s *State) complete(c rune) *State {
 	n := &State{g: s.g, rem: -1}
