@@ -288,6 +288,14 @@ func TestSchemaFeatureOutputsValidate(t *testing.T) {
 	}
 }
 
+// A uri is any scheme's absolute URI with a host and an optional port,
+// and nothing relative.
+func TestSchemaFormatURI(t *testing.T) {
+	checkAccepts(t, `{"type":"string","format":"uri"}`,
+		[]string{`"irc://example.com/support"`, `"http://mesos-master-1.example.com:5050"`, `"https://example.com/a/b?x=1"`, `"svn+ssh://example.com"`},
+		[]string{`"/relative/path"`, `"example.com"`, `"1http://example.com"`, `"http://example.com:port"`, `"://example.com"`})
+}
+
 func TestSchemaUnlistedMembers(t *testing.T) {
 	for _, tc := range []struct {
 		schema  string
