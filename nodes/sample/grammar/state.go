@@ -59,6 +59,12 @@ type Cache struct {
 	start  *State
 	held   int // stacks held by states, summed
 	work   *Work
+
+	// The (frame, rest) pairs a large expansion has expanded: those
+	// stamped with the current expansion's epoch. One map for all
+	// expansions, so that none makes and grows its own.
+	expanded map[stackKey]uint32
+	epoch    uint32
 }
 
 type stackKey struct {
@@ -180,17 +186,18 @@ func (g *Grammar) suffixLen(f frame) int {
 type expansion struct {
 	c     *Cache
 	out   []*stack
-	small []stackKey        // the pairs expanded, while few
-	big   map[stackKey]bool // the pairs expanded, once many
+	small []stackKey // the pairs expanded, while few
+	big   bool       // many: the pairs stamped in c.expanded
 }
 
 // first records k and reports whether it is new.
 func (e *expansion) first(k stackKey) bool {
-	if e.big != nil {
-		if e.big[k] {
+	c := e.c
+	if e.big {
+		if c.expanded[k] == c.epoch {
 			return false
 		}
-		e.big[k] = true
+		c.expanded[k] = c.epoch
 		return true
 	}
 	if slices.Contains(e.small, k) {
@@ -200,13 +207,24 @@ func (e *expansion) first(k stackKey) bool {
 		e.small = append(e.small, k)
 		return true
 	}
-	e.big = make(map[stackKey]bool, 64)
-	for _, s := range e.small {
-		e.big[s] = true
+	if c.expanded == nil || len(c.expanded) > maxExpanded {
+		c.expanded = make(map[stackKey]uint32, 256)
 	}
-	e.big[k] = true
+	if c.epoch++; c.epoch == 0 { // wrapped: old stamps would read as current
+		clear(c.expanded)
+		c.epoch = 1
+	}
+	e.big = true
+	for _, s := range e.small {
+		c.expanded[s] = c.epoch
+	}
+	c.expanded[k] = c.epoch
 	return true
 }
+
+// maxExpanded bounds Cache.expanded: past it the map is dropped before
+// the next large expansion.
+const maxExpanded = 1 << 16
 
 // emptied stands for the nil stack in expansion.first.
 var emptied = &stack{}
