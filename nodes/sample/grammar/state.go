@@ -37,7 +37,7 @@ type State struct {
 	// stacks and are unique per Cache, so transitions and Remaining are
 	// computed once.
 	c       *Cache
-	next    *[256]*State // transitions computed so far; dead for a rejected byte
+	next    transitions  // computed so far; dead for a rejected byte
 	rem     int          // Remaining, once computed (-1 before)
 	loop    *[]rng       // loopClass, once computed
 	loopTok *stateTokens // Vocab.loopTokens, once computed
@@ -290,10 +290,7 @@ func (s *State) Advance(b byte) *State {
 	if c.work.Err() != nil {
 		return nil
 	}
-	if s.next == nil {
-		s.next = new([256]*State)
-	}
-	if n := s.next[b]; n != nil {
+	if n := s.next.get(b); n != nil {
 		if n == dead {
 			return nil
 		}
@@ -305,12 +302,51 @@ func (s *State) Advance(b byte) *State {
 		return nil
 	}
 	if n == nil {
-		s.next[b] = dead
+		s.next.set(b, dead)
 		return nil
 	}
 	n = c.intern(n)
-	s.next[b] = n
+	s.next.set(b, n)
 	return n
+}
+
+// transitions maps bytes to states: a short list while few bytes have
+// been tried (most states see a handful), a table of 256 once many.
+type transitions struct {
+	bytes  []byte
+	states []*State
+	table  *[256]*State
+}
+
+// maxListed is how many transitions a list holds before it becomes a
+// table.
+const maxListed = 8
+
+func (t *transitions) get(b byte) *State {
+	if t.table != nil {
+		return t.table[b]
+	}
+	for i, x := range t.bytes {
+		if x == b {
+			return t.states[i]
+		}
+	}
+	return nil
+}
+
+func (t *transitions) set(b byte, n *State) {
+	if t.table == nil && len(t.bytes) < maxListed {
+		t.bytes, t.states = append(t.bytes, b), append(t.states, n)
+		return
+	}
+	if t.table == nil {
+		t.table = new([256]*State)
+		for i, x := range t.bytes {
+			t.table[x] = t.states[i]
+		}
+		t.bytes, t.states = nil, nil
+	}
+	t.table[b] = n
 }
 
 func (s *State) advance(b byte) *State {
