@@ -278,6 +278,7 @@ func TestSchemaFeatureOutputsValidate(t *testing.T) {
 		`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a"],"dependencies":{"a":["b"]}}`,
 		`{"$defs":{"list":{"type":"object","properties":{"v":{"type":"integer","multipleOf":4},"next":{"$ref":"#/$defs/list"}},"required":["v"]}},"$ref":"#/$defs/list"}`,
 		`{"type":"object","required":["extra"],"additionalProperties":{"type":"integer","exclusiveMaximum":0}}`,
+		`{"type":"object","minProperties":1,"maxProperties":3,"additionalProperties":{"type":"integer"}}`,
 		`{"type":"string","enum":["a","bb",3],"maxLength":1}`,
 	} {
 		t.Run(fmt.Sprint("schema ", i), func(t *testing.T) {
@@ -294,6 +295,15 @@ func TestSchemaFormatURI(t *testing.T) {
 	checkAccepts(t, `{"type":"string","format":"uri"}`,
 		[]string{`"irc://example.com/support"`, `"http://mesos-master-1.example.com:5050"`, `"https://example.com/a/b?x=1"`, `"svn+ssh://example.com"`},
 		[]string{`"/relative/path"`, `"example.com"`, `"1http://example.com"`, `"http://example.com:port"`, `"://example.com"`})
+}
+
+// Objects without listed properties take any number of members within
+// minProperties 1 and maxProperties.
+func TestSchemaPropertyCountsWithoutListedProperties(t *testing.T) {
+	checkAccepts(t, `{"type":"object","minProperties":1,"additionalProperties":{"type":"string"}}`,
+		[]string{`{"en":"a"}`, `{"en":"a","de":"b","fr":"c"}`}, []string{`{}`, `{"en":1}`})
+	checkAccepts(t, `{"type":"object","maxProperties":2,"patternProperties":{"^x":{"type":"integer"}}}`,
+		[]string{`{}`, `{"x":1}`, `{"x":1,"xy":2}`}, []string{`{"x":1,"xy":2,"xz":3}`, `{"y":1}`})
 }
 
 func TestSchemaUnlistedMembers(t *testing.T) {
