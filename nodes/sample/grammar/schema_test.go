@@ -297,6 +297,14 @@ func TestSchemaFormatURI(t *testing.T) {
 		[]string{`"/relative/path"`, `"example.com"`, `"1http://example.com"`, `"http://example.com:port"`, `"://example.com"`})
 }
 
+// A limit that only the sign must meet admits numbers with exponents of
+// that sign.
+func TestSchemaNumberExponentsUnderASignLimit(t *testing.T) {
+	checkAccepts(t, `{"type":"number","minimum":0}`, []string{`1e-06`, `2.5E+3`, `0e0`, `12.5`}, []string{`-1e-06`, `-0.5`})
+	checkAccepts(t, `{"type":"number","maximum":0}`, []string{`-1e5`, `-0.5`, `0`}, []string{`1e5`, `0.5`})
+	checkAccepts(t, `{"type":"number","exclusiveMinimum":-2}`, []string{`3e2`, `-1.5`}, []string{`-2`, `-3e0`})
+}
+
 // Objects without listed properties take any number of members within
 // minProperties 1 and maxProperties.
 func TestSchemaPropertyCountsWithoutListedProperties(t *testing.T) {
