@@ -258,6 +258,15 @@ func TestSchemaPatterns(t *testing.T) {
 	}
 }
 
+// A pattern with a minimum length keeps every repetition of the pattern:
+// two unbounded ones apart are both written.
+func TestSchemaPatternWithALength(t *testing.T) {
+	checkAccepts(t, `{"type":"string","minLength":6,"pattern":"^.*@.*\\..*$"}`,
+		[]string{`"user@example.com"`, `"ab@c.d"`}, []string{`"a@b.c"`, `"user@example"`, `"user.example@com"`})
+	checkAccepts(t, `{"type":"string","minLength":3,"pattern":"^a*b*$"}`,
+		[]string{`"aab"`, `"abb"`, `"bbb"`}, []string{`"ab"`, `"aba"`})
+}
+
 // TestSchemaFeatureOutputsValidate generates from schemas that use each
 // supported keyword and validates the outputs (formats asserted).
 func TestSchemaFeatureOutputsValidate(t *testing.T) {
