@@ -319,6 +319,8 @@ func TestSchemaNumberExponentsUnderASignLimit(t *testing.T) {
 func TestSchemaPropertyCountsWithoutListedProperties(t *testing.T) {
 	checkAccepts(t, `{"type":"object","minProperties":1,"additionalProperties":{"type":"string"}}`,
 		[]string{`{"en":"a"}`, `{"en":"a","de":"b","fr":"c"}`}, []string{`{}`, `{"en":1}`})
+	checkAccepts(t, `{"type":"object","minProperties":2,"properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"additionalProperties":{"type":"string"}}`,
+		[]string{`{"a":1,"b":2}`, `{"a":1,"b":2,"c":"x","d":"y"}`}, []string{`{}`, `{"a":1}`, `{"a":1,"b":2,"c":3}`})
 	checkAccepts(t, `{"type":"object","maxProperties":2,"patternProperties":{"^x":{"type":"integer"}}}`,
 		[]string{`{}`, `{"x":1}`, `{"x":1,"xy":2}`}, []string{`{"x":1,"xy":2,"xz":3}`, `{"y":1}`})
 }

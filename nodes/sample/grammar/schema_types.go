@@ -421,13 +421,14 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 // is none of the listed, required or excluded ones; its value meets
 // additionalProperties), or "" when unlisted members are not written:
 // additionalProperties is false, or patternProperties, propertyNames,
-// dependencies, min/maxProperties or unevaluatedProperties would constrain
-// them.
+// dependencies, maxProperties or unevaluatedProperties would constrain
+// them. (minProperties does not: the %members set reaches it with listed
+// members, and unlisted ones only add properties.)
 func (c *schemaCompiler) extraMember(hint string, o, props *object, forbid []string, ap any, hasAP bool, at string) string {
 	if f, ok := ap.(bool); ok && !f {
 		return ""
 	}
-	for _, k := range []string{"patternProperties", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas", "minProperties", "maxProperties"} {
+	for _, k := range []string{"patternProperties", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas", "maxProperties"} {
 		if _, ok := o.vals[k]; ok {
 			return ""
 		}
