@@ -448,20 +448,8 @@ func (f *firstCodePoints) bulk() {
 		}
 		i, _ = slices.BinarySearch(sp.ct.exitFirst, sp.lo)
 		j, _ = slices.BinarySearch(sp.ct.exitFirst, sp.hi+1)
-		for _, x := range sp.ct.exitAt[i:j] {
-			if !w.charge(1) {
-				return
-			}
-			next := sp.t.AdvanceBytes(sp.ct.exits[x.group].seq)
-			if next == nil {
-				continue
-			}
-			if v.allowAt(x.node, next, f.budget, f.allow) {
-				f.cut = true
-			}
-			if !x.tokensOnly {
-				f.walk(x.node, next)
-			}
+		if !f.exits(sp.ct, sp.ct.exitAt[i:j], sp.t) {
+			return
 		}
 		if n := len(f.covered); n > 0 && f.covered[n-1].hi+1 == sp.lo {
 			f.covered[n-1].hi = sp.hi
@@ -645,15 +633,22 @@ func (f *firstCodePoints) subtree(n int32, s *State) bool {
 	}
 	i, _ = slices.BinarySearch(ct.exitFrom, lo)
 	j, _ = slices.BinarySearch(ct.exitFrom, hi)
-	for _, x := range ct.exitAt[i:j] {
-		if !w.charge(1) {
-			return true
+	f.exits(ct, ct.exitAt[i:j], s)
+	return true
+}
+
+// exits walks the exits xs of ct's class from s, a state looping on it
+// (their pieces' class prefixes lead to s); false when the Work stopped.
+func (f *firstCodePoints) exits(ct *classTokens, xs []exitAt, s *State) bool {
+	for _, x := range xs {
+		if !s.c.work.charge(1) {
+			return false
 		}
 		next := s.AdvanceBytes(ct.exits[x.group].seq)
 		if next == nil {
 			continue
 		}
-		if v.allowAt(x.node, next, f.budget, f.allow) {
+		if f.v.allowAt(x.node, next, f.budget, f.allow) {
 			f.cut = true
 		}
 		if !x.tokensOnly {
