@@ -575,7 +575,7 @@ func (f *firstCodePoints) codePoint(seq []byte, n int32) {
 	if next == nil {
 		return
 	}
-	if f.subtree(n, next) {
+	if f.subtree(n, next, c) {
 		return
 	}
 	if v.allowAt(n, next, f.budget, f.allow) {
@@ -592,7 +592,11 @@ func (f *firstCodePoints) walk(n int32, s *State) {
 			return
 		}
 		next := s.Advance(e.b)
-		if next == nil || f.subtree(e.node, next) {
+		last := rune(-1) // the code point the path ends with, when known
+		if e.b < utf8.RuneSelf {
+			last = rune(e.b)
+		}
+		if next == nil || f.subtree(e.node, next, last) {
 			continue
 		}
 		if v.allowAt(e.node, next, f.budget, f.allow) {
@@ -602,12 +606,25 @@ func (f *firstCodePoints) walk(n int32, s *State) {
 	}
 }
 
-// subtree allows the tokens of node n's subtree, reached in state s, when
-// s loops on a class and n is reached from the root by code points of the
-// class: the pieces that stay in it lead back to s, the others are walked
+// subtree allows the tokens of node n's subtree, reached in state s
+// after code point last, when s loops on a class and n is reached from
+// the root by code points of the class: the pieces that stay in it lead back to s, the others are walked
 // from where they leave it. It reports whether it did.
-func (f *firstCodePoints) subtree(n int32, s *State) bool {
-	if s.need > 0 || len(s.loopClass()) == 0 {
+func (f *firstCodePoints) subtree(n int32, s *State, last rune) bool {
+	if s.need > 0 {
+		return false
+	}
+	// The path to n ends with code point last (-1: unknown); a state
+	// that does not loop on it has no loop class holding the path.
+	// Probing that one transition is cheaper than computing the loop
+	// class of every state walked.
+	if last >= 0 {
+		var buf [utf8.UTFMax]byte
+		if s.AdvanceBytes(buf[:utf8.EncodeRune(buf[:], last)]) != s {
+			return false
+		}
+	}
+	if len(s.loopClass()) == 0 {
 		return false
 	}
 	v := f.v
