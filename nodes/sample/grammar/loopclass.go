@@ -385,6 +385,14 @@ func (f *firstCodePoints) bulk() {
 		if t == nil || t.need > 0 {
 			continue
 		}
+		// Most targets (after the first letter of a listed name) do not
+		// loop: one transition tells, where the loop class probes every
+		// interval. A target looping on part of the interval only is left
+		// to the walk.
+		var buf [utf8.UTFMax]byte
+		if t.AdvanceBytes(buf[:utf8.EncodeRune(buf[:], lo)]) != t {
+			continue
+		}
 		class := t.loopClass()
 		if len(class) == 0 {
 			continue
