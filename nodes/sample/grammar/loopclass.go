@@ -146,6 +146,10 @@ type classTokens struct {
 	exitFrom             []int32
 	exitAt               []exitAt
 	allInside            []uint64
+	// The first code point of each piece of ordered, and of the path to
+	// each exitFrom node (-1 for the root): both ascending, as the nodes
+	// are in depth-first order, which is the byte order of the pieces.
+	orderedFirst, exitFirst []rune
 }
 
 type exitAt struct {
@@ -203,7 +207,7 @@ func (v *Vocab) classTokensFor(class []rng, w *Work) *classTokens {
 	}
 	b := classBuilder{v: v, class: class, w: w, groups: map[string]int{},
 		ct: &classTokens{inside: make([]uint64, (v.size+63)/64), allInside: make([]uint64, (len(v.nodes)+63)/64)}}
-	b.inside(0)
+	b.inside(0, -1)
 	if w.Err() != nil {
 		return nil
 	}
@@ -231,6 +235,7 @@ func (x byFrom) Less(i, j int) bool { return x.ct.exitFrom[i] < x.ct.exitFrom[j]
 func (x byFrom) Swap(i, j int) {
 	x.ct.exitFrom[i], x.ct.exitFrom[j] = x.ct.exitFrom[j], x.ct.exitFrom[i]
 	x.ct.exitAt[i], x.ct.exitAt[j] = x.ct.exitAt[j], x.ct.exitAt[i]
+	x.ct.exitFirst[i], x.ct.exitFirst[j] = x.ct.exitFirst[j], x.ct.exitFirst[i]
 }
 
 type classBuilder struct {
@@ -242,8 +247,8 @@ type classBuilder struct {
 }
 
 // exit records that seq leads from node from (reached by class code
-// points) to node.
-func (b *classBuilder) exit(seq []byte, from, node int32, tokensOnly bool) {
+// points, the first of them first; -1 for the root) to node.
+func (b *classBuilder) exit(seq []byte, from int32, first rune, node int32, tokensOnly bool) {
 	k, ok := b.groups[string(seq)]
 	if !ok {
 		k = len(b.ct.exits)
@@ -253,17 +258,20 @@ func (b *classBuilder) exit(seq []byte, from, node int32, tokensOnly bool) {
 	x := exitNode{node, tokensOnly}
 	b.ct.exits[k].nodes = append(b.ct.exits[k].nodes, x)
 	b.ct.exitFrom = append(b.ct.exitFrom, from)
+	b.ct.exitFirst = append(b.ct.exitFirst, first)
 	b.ct.exitAt = append(b.ct.exitAt, exitAt{int32(k), x})
 }
 
-// inside visits node n, reached by class code points only.
-func (b *classBuilder) inside(n int32) {
+// inside visits node n, reached by class code points only, the first of
+// them first (-1 for the root).
+func (b *classBuilder) inside(n int32, first rune) {
 	node := &b.v.nodes[n]
 	b.ct.allInside[n/64] |= 1 << (n % 64)
 	for _, id := range node.tokens {
 		b.ct.inside[id/64] |= 1 << (id % 64)
 		b.ct.ordered = append(b.ct.ordered, id)
 		b.ct.orderedNode = append(b.ct.orderedNode, n)
+		b.ct.orderedFirst = append(b.ct.orderedFirst, first)
 	}
 	var seq [utf8.UTFMax]byte
 	for _, e := range node.kids {
@@ -271,7 +279,7 @@ func (b *classBuilder) inside(n int32) {
 			return
 		}
 		seq[0] = e.b
-		b.codePoint(seq[:1], n, e.node)
+		b.codePoint(seq[:1], n, first, e.node)
 	}
 }
 
@@ -280,30 +288,33 @@ func (b *classBuilder) inside(n int32) {
 // continuation byte or an invalid lead byte starting a code point, any
 // other byte inside one) lead nowhere: the trie walk rejects them
 // whatever the state.
-func (b *classBuilder) codePoint(seq []byte, from, n int32) {
+func (b *classBuilder) codePoint(seq []byte, from int32, first rune, n int32) {
 	length := seqLen(seq[0])
 	if length == 0 {
 		return
 	}
 	if len(seq) < length {
 		if len(b.v.nodes[n].tokens) > 0 {
-			b.exit(seq, from, n, true)
+			b.exit(seq, from, first, n, true)
 		}
 		for _, e := range b.v.nodes[n].kids {
 			if !b.w.charge(1) {
 				return
 			}
 			if e.b&0xC0 == 0x80 {
-				b.codePoint(append(seq, e.b), from, e.node)
+				b.codePoint(append(seq, e.b), from, first, e.node)
 			}
 		}
 		return
 	}
 	if c, size := utf8.DecodeRune(seq); size == length && inClass(b.class, c) { // an invalid sequence decodes one byte
-		b.inside(n)
+		if first < 0 {
+			first = c
+		}
+		b.inside(n, first)
 		return
 	}
-	b.exit(seq, from, n, false)
+	b.exit(seq, from, first, n, false)
 }
 
 // maskByClass sets in bits the tokens Allow allows from s and reports
@@ -323,6 +334,7 @@ func (v *Vocab) maskByClass(s *State, budget int, bits []uint64) (cut bool) {
 		return v.walk(0, s, budget, func(id int32) { bits[id/64] |= 1 << (id % 64) })
 	}
 	f := firstCodePoints{v: v, s: s, budget: budget, bits: bits, cuts: cuts, targets: make([]*State, len(cuts))}
+	f.bulk()
 	var seq [utf8.UTFMax]byte
 	for _, e := range v.nodes[0].kids {
 		if !s.c.work.charge(1) {
@@ -344,6 +356,194 @@ type firstCodePoints struct {
 	cuts    []rune
 	targets []*State
 	cut     bool
+	covered []rng // first code points bulk has taken (sorted, disjoint)
+}
+
+// classSpan is the pieces whose first code point is in [lo, hi], a
+// range of the loop class of t, the state that code point leads to.
+type classSpan struct {
+	t      *State
+	ct     *classTokens
+	lo, hi rune
+}
+
+// bulk takes the pieces whose first code point leads to a state that
+// loops on a class holding it: those made of the class's code points
+// lead to that state (their tokens are taken by ranges of the class's
+// ordered tokens, or as a copy of its bitset when one class holds most
+// of them), the others are walked from where they leave the class. It
+// records the code points taken in f.covered; codePoint skips them.
+func (f *firstCodePoints) bulk() {
+	s, v := f.s, f.v
+	var spans []classSpan
+	for k := 0; k+1 < len(f.cuts); k++ {
+		lo, hi := f.cuts[k], f.cuts[k+1]-1
+		if lo >= 0xD800 && lo <= 0xDFFF {
+			continue
+		}
+		t := s.afterCodePoint(lo, f.cuts, f.targets)
+		if t == nil || t.need > 0 {
+			continue
+		}
+		// Most targets (after the first letter of a listed name) do not
+		// loop: one transition tells, where the loop class probes every
+		// interval. A target looping on part of the interval only is left
+		// to the walk.
+		var buf [utf8.UTFMax]byte
+		if t.AdvanceBytes(buf[:utf8.EncodeRune(buf[:], lo)]) != t {
+			continue
+		}
+		class := t.loopClass()
+		if len(class) == 0 {
+			continue
+		}
+		ct := v.loopTokens(t)
+		if ct == nil {
+			continue
+		}
+		for _, r := range class {
+			if a, b := max(r.lo, lo), min(r.hi, hi); a <= b {
+				spans = append(spans, classSpan{t, ct, a, b})
+			}
+		}
+	}
+	if len(spans) == 0 || s.c.work.Err() != nil {
+		return
+	}
+	w := s.c.work
+	// The class most pieces are taken from may be copied whole, then the
+	// tokens of the ranges not taken cleared; it goes first, while bits
+	// is empty.
+	taken := map[*classTokens]int{}
+	best := spans[0].ct
+	for _, sp := range spans {
+		i, j := sp.ct.firstRange(sp.lo, sp.hi)
+		if taken[sp.ct] += j - i; taken[sp.ct] > taken[best] {
+			best = sp.ct
+		}
+	}
+	copied := false
+	if n := taken[best]; n > len(best.ordered)/2 && !f.cutBy(spans, best) {
+		if !w.charge(len(f.bits)/16 + (len(best.ordered)-n)/16) {
+			return
+		}
+		copy(f.bits, best.inside)
+		prev := 0
+		for _, sp := range spans { // spans are in code point order
+			if sp.ct != best {
+				continue
+			}
+			i, j := best.firstRange(sp.lo, sp.hi)
+			f.clear(best.ordered[prev:i])
+			prev = j
+		}
+		f.clear(best.ordered[prev:])
+		copied = true
+	}
+	for _, sp := range spans {
+		i, j := sp.ct.firstRange(sp.lo, sp.hi)
+		switch {
+		case i == j || copied && sp.ct == best:
+		case f.budget > 0 && sp.t.Remaining() > f.budget-1:
+			f.cut = true
+		default:
+			if !w.charge((j - i) / 16) {
+				return
+			}
+			for _, id := range sp.ct.ordered[i:j] {
+				f.allow(id)
+			}
+		}
+		i, _ = slices.BinarySearch(sp.ct.exitFirst, sp.lo)
+		j, _ = slices.BinarySearch(sp.ct.exitFirst, sp.hi+1)
+		if !f.exits(sp.ct, sp.ct.exitAt[i:j], sp.t) {
+			return
+		}
+		if n := len(f.covered); n > 0 && f.covered[n-1].hi+1 == sp.lo {
+			f.covered[n-1].hi = sp.hi
+		} else {
+			f.covered = append(f.covered, rng{sp.lo, sp.hi})
+		}
+	}
+}
+
+// cutBy reports whether the budget cuts the tokens of some span of ct.
+func (f *firstCodePoints) cutBy(spans []classSpan, ct *classTokens) bool {
+	if f.budget <= 0 {
+		return false
+	}
+	for _, sp := range spans {
+		if sp.ct == ct && sp.t.Remaining() > f.budget-1 {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *firstCodePoints) clear(ids []int32) {
+	for _, id := range ids {
+		f.bits[id/64] &^= 1 << (id % 64)
+	}
+}
+
+// firstRange is the range of ct.ordered whose pieces start with a code
+// point in [lo, hi].
+func (ct *classTokens) firstRange(lo, hi rune) (i, j int) {
+	i, _ = slices.BinarySearch(ct.orderedFirst, lo)
+	j, _ = slices.BinarySearch(ct.orderedFirst, hi+1)
+	return i, j
+}
+
+// coveredPrefix reports whether every code point that seq, the first
+// bytes of a sequence of length bytes, can become has been taken by bulk.
+func (f *firstCodePoints) coveredPrefix(seq []byte, length int) bool {
+	if len(f.covered) == 0 {
+		return false
+	}
+	cp := rune(seq[0] & (0xFF >> (length + 1)))
+	for _, b := range seq[1:] {
+		cp = cp<<6 | rune(b&0x3F)
+	}
+	rest := uint(6 * (length - len(seq)))
+	lo := max(cp<<rest, [...]rune{0, 0, 0x80, 0x800, 0x10000}[length])
+	hi := min(cp<<rest|(1<<rest-1), [...]rune{0, 0x7F, 0x7FF, 0xFFFF, utf8.MaxRune}[length])
+	if lo > hi {
+		return false
+	}
+	k := sort.Search(len(f.covered), func(i int) bool { return f.covered[i].hi >= lo })
+	return k < len(f.covered) && f.covered[k].lo <= lo && f.covered[k].hi >= hi
+}
+
+// partial allows the tokens of node n, whose pieces are seq, the start of
+// a code point cut short, as allowAt would from s.AdvanceBytes(seq),
+// without making that state.
+func (f *firstCodePoints) partial(seq []byte, n int32) {
+	rem, ok := f.s.partialRemaining(seq)
+	switch {
+	case !ok || len(f.v.nodes[n].tokens) == 0:
+	case f.budget > 0 && rem > f.budget-1:
+		f.cut = true
+	default:
+		for _, id := range f.v.nodes[n].tokens {
+			f.allow(id)
+		}
+	}
+}
+
+// partials allows the tokens of node n's subtree whose pieces end inside
+// their first code point.
+func (f *firstCodePoints) partials(n int32) {
+	v := f.v
+	i, _ := slices.BinarySearchFunc(v.partials, n, func(p partialNode, n int32) int { return int(p.node - n) })
+	for _, p := range v.partials[i:] {
+		if p.node >= v.end[n] {
+			return
+		}
+		if !f.s.c.work.charge(1) {
+			return
+		}
+		f.partial(p.seq, p.node)
+	}
 }
 
 func (f *firstCodePoints) allow(id int32) { f.bits[id/64] |= 1 << (id % 64) }
@@ -358,10 +558,12 @@ func (f *firstCodePoints) codePoint(seq []byte, n int32) {
 		return
 	}
 	if len(seq) < length {
+		if f.coveredPrefix(seq, length) {
+			f.partials(n)
+			return
+		}
 		if len(v.nodes[n].tokens) > 0 {
-			if next := s.AdvanceBytes(seq); next != nil && v.allowAt(n, next, f.budget, f.allow) {
-				f.cut = true
-			}
+			f.partial(seq, n)
 		}
 		for _, e := range v.nodes[n].kids {
 			if !s.c.work.charge(1) {
@@ -374,14 +576,14 @@ func (f *firstCodePoints) codePoint(seq []byte, n int32) {
 		return
 	}
 	c, size := utf8.DecodeRune(seq)
-	if size != length {
+	if size != length || inClass(f.covered, c) {
 		return
 	}
 	next := s.afterCodePoint(c, f.cuts, f.targets)
 	if next == nil {
 		return
 	}
-	if f.subtree(n, next) {
+	if f.subtree(n, next, c) {
 		return
 	}
 	if v.allowAt(n, next, f.budget, f.allow) {
@@ -398,7 +600,11 @@ func (f *firstCodePoints) walk(n int32, s *State) {
 			return
 		}
 		next := s.Advance(e.b)
-		if next == nil || f.subtree(e.node, next) {
+		last := rune(-1) // the code point the path ends with, when known
+		if e.b < utf8.RuneSelf {
+			last = rune(e.b)
+		}
+		if next == nil || f.subtree(e.node, next, last) {
 			continue
 		}
 		if v.allowAt(e.node, next, f.budget, f.allow) {
@@ -408,12 +614,25 @@ func (f *firstCodePoints) walk(n int32, s *State) {
 	}
 }
 
-// subtree allows the tokens of node n's subtree, reached in state s, when
-// s loops on a class and n is reached from the root by code points of the
-// class: the pieces that stay in it lead back to s, the others are walked
+// subtree allows the tokens of node n's subtree, reached in state s
+// after code point last, when s loops on a class and n is reached from
+// the root by code points of the class: the pieces that stay in it lead back to s, the others are walked
 // from where they leave it. It reports whether it did.
-func (f *firstCodePoints) subtree(n int32, s *State) bool {
-	if s.need > 0 || len(s.loopClass()) == 0 {
+func (f *firstCodePoints) subtree(n int32, s *State, last rune) bool {
+	if s.need > 0 {
+		return false
+	}
+	// The path to n ends with code point last (-1: unknown); a state
+	// that does not loop on it has no loop class holding the path.
+	// Probing that one transition is cheaper than computing the loop
+	// class of every state walked.
+	if last >= 0 {
+		var buf [utf8.UTFMax]byte
+		if s.AdvanceBytes(buf[:utf8.EncodeRune(buf[:], last)]) != s {
+			return false
+		}
+	}
+	if len(s.loopClass()) == 0 {
 		return false
 	}
 	v := f.v
@@ -439,15 +658,22 @@ func (f *firstCodePoints) subtree(n int32, s *State) bool {
 	}
 	i, _ = slices.BinarySearch(ct.exitFrom, lo)
 	j, _ = slices.BinarySearch(ct.exitFrom, hi)
-	for _, x := range ct.exitAt[i:j] {
-		if !w.charge(1) {
-			return true
+	f.exits(ct, ct.exitAt[i:j], s)
+	return true
+}
+
+// exits walks the exits xs of ct's class from s, a state looping on it
+// (their pieces' class prefixes lead to s); false when the Work stopped.
+func (f *firstCodePoints) exits(ct *classTokens, xs []exitAt, s *State) bool {
+	for _, x := range xs {
+		if !s.c.work.charge(1) {
+			return false
 		}
 		next := s.AdvanceBytes(ct.exits[x.group].seq)
 		if next == nil {
 			continue
 		}
-		if v.allowAt(x.node, next, f.budget, f.allow) {
+		if f.v.allowAt(x.node, next, f.budget, f.allow) {
 			f.cut = true
 		}
 		if !x.tokensOnly {

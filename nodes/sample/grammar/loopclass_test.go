@@ -73,11 +73,20 @@ func TestMaskByClassIsTheWalk(t *testing.T) {
 	}{
 		{"JSON", "root ::= object\n" + JSONRules, `{"a": [1, "é中😀\n\u00e9"], "b": {"c": true, "dd": -1.5e3}}`},
 		{"string with a length", `root ::= "\"" [^"\\\x00-\x1f]{0,6} "\""`, `"ab中😀c"`},
+		{"a long string with a length", `root ::= "{\"a\":\"" [^"\\\x00-\x1f]{2,60} "\"}"`, `{"a":"ab中😀c"}`},
+		{"a hexadecimal string", `root ::= "\"" [0-9a-f]{24} "\""`, `"0123456789abcdef01234567"`},
 		{"multi-byte loop", `root ::= [α-ωé中]* "!" | [0-9]+ "中"`, "éé中ω!"},
 		{"negated non-ASCII", `root ::= [^\u00e0-\u00ff\u4e00]* "\n"`, "abc中ßx\n"},
 		{"odd cuts", `root ::= ([\u00e8-\u4e2d] | [\x7e-\u00e9] | "\U0001F600")* "."`, "é~中😀."},
 		{"any byte", `root ::= (.)* "\x00"`, "a\"中\x00"},
 		{"two loops", `root ::= [a-z]* | [a-c0-9]* "x"`, "abc12x"},
+		{"a property name or any other", "root ::= \"{\\\"\" name \":1}\"\n" +
+			`name ::= "\"" | "k" n2 | [^"\\k] [^"\\]* "\""` + "\n" +
+			`n2 ::= "\"" | "e" n3 | [^"\\e] [^"\\]* "\""` + "\n" +
+			`n3 ::= [^"\\]+ "\""`, `{"kéy中":1}`},
+		{"a non-ASCII name or any other", "root ::= \"{\\\"\" name \":1}\"\n" +
+			`name ::= "\"" | "中" n2 | [^"\\中] [^"\\]* "\""` + "\n" +
+			`n2 ::= "\"" | "ß" [^"\\]* "\"" | [^"\\ß] [0-9]* "\""`, `{"中ß😀":1}`},
 	}
 	for _, tc := range cases {
 		g, err := Parse(tc.src)

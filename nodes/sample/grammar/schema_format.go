@@ -3,7 +3,7 @@ package grammar
 // formatPatterns are ECMA-262 patterns for the string formats the schema
 // compiler enforces; each admits only strings that the format's RFC
 // accepts (a subset: no leap seconds or February 29th, hostnames of at
-// most four labels, absolute http(s) URIs, ...).
+// most four labels, absolute URIs with a host, ...).
 var formatPatterns = map[string]string{
 	"date":      `^` + datePattern + `$`,
 	"time":      `^` + timePattern + `$`,
@@ -13,8 +13,8 @@ var formatPatterns = map[string]string{
 	"ipv4":      `^` + ipv4Pattern + `$`,
 	"ipv6":      `^(` + hex16 + `(:` + hex16 + `){7}|::|::(` + hex16 + `:){0,6}` + hex16 + `|(` + hex16 + `:){1,7}:)$`,
 	"uuid":      `^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`,
-	"uri":       `^https?://` + hostnamePattern + `(/[A-Za-z0-9._~-]*)*(\?[A-Za-z0-9._~=&-]*)?$`,
-	"iri":       `^https?://` + hostnamePattern + `(/[A-Za-z0-9._~-]*)*(\?[A-Za-z0-9._~=&-]*)?$`,
+	"uri":       `^` + absoluteURIPattern + `$`,
+	"iri":       `^` + absoluteURIPattern + `$`,
 	// Relative references: a path.
 	"uri-reference": `^(/?[A-Za-z0-9._~-]+)*$`,
 	"iri-reference": `^(/?[A-Za-z0-9._~-]+)*$`,
@@ -36,6 +36,9 @@ const (
 	ipv4Octet          = `(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])`
 	ipv4Pattern        = ipv4Octet + `(\.` + ipv4Octet + `){3}`
 	hex16              = `[0-9a-fA-F]{1,4}`
+	// An absolute URI with an authority: a scheme (RFC 3986 3.1), a
+	// hostname and port, a path and a query.
+	absoluteURIPattern = `[A-Za-z][A-Za-z0-9+.-]{0,15}://` + hostnamePattern + `(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*(\?[A-Za-z0-9._~=&-]*)?`
 )
 
 // assertedFormats are formats that validators check (and the compiler

@@ -280,9 +280,13 @@ func modRules(prefix string, k int64) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
+// exponentForm is GBNF for the unsigned numbers written with an exponent.
+const exponentForm = `( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? [eE] [-+]? [0-9]{1,3}`
+
 // numberRule is GBNF for the numbers o admits. With limits, numbers are
 // written without an exponent and compared exactly, digit by digit
-// (decimalRange); multipleOf 10^-p (p >= 0) limits the fraction to p
+// (decimalRange), but for those whose sign alone keeps them within
+// (exponentForm); multipleOf 10^-p (p >= 0) limits the fraction to p
 // digits.
 func (c *schemaCompiler) numberRule(o *object, at string) (string, error) {
 	l, err := readLimits(o, at)
@@ -344,6 +348,18 @@ func (c *schemaCompiler) numberRule(o *object, at string) (string, error) {
 			return "", err
 		} else if ok {
 			alts = append(alts, `"-" `+r)
+		}
+	}
+	if fracDigits == 16 {
+		// An exponent keeps the sign: with a minimum at most 0 and no
+		// maximum every non-negative number is within the limits, in any
+		// notation; with a maximum at least 0 and no minimum, every
+		// negative one.
+		if l.max == nil && l.min != nil && (l.min.Sign() < 0 || l.min.Sign() == 0 && !l.minExcl) {
+			alts = append(alts, exponentForm)
+		}
+		if l.min == nil && l.max != nil && (l.max.Sign() > 0 || l.max.Sign() == 0 && !l.maxExcl) {
+			alts = append(alts, `"-" `+exponentForm)
 		}
 	}
 	if len(alts) == 0 {

@@ -619,7 +619,7 @@ func (r *regex) withLength(lo, hi int) (*regex, bool) {
 		seq.subs = append(seq.subs, &regex{kind: reRepeat, subs: []*regex{anyChar}, hi: -1})
 		seq.end = true
 	}
-	fixed, variable := 0, -1
+	fixed, variable, fixedBefore := 0, -1, 0 // fixedBefore: the fixed length before the variable part
 	for i, s := range seq.subs {
 		l, h := s.lengths()
 		if l == h {
@@ -627,14 +627,17 @@ func (r *regex) withLength(lo, hi int) (*regex, bool) {
 			continue
 		}
 		if variable >= 0 || s.kind != reRepeat || s.subs[0].kind != reClass {
-			if variable >= 0 && s.kind == reRepeat && s.subs[0].kind == reClass && s.lo == 0 && s.hi < 0 && seq.subs[variable].hi < 0 {
-				// Two unbounded tails (an unanchored pattern): drop this one.
+			if variable >= 0 && s.kind == reRepeat && s.subs[0].kind == reClass && s.lo == 0 && s.hi < 0 && seq.subs[variable].hi < 0 &&
+				fixed == fixedBefore && slices.Equal(intersect(seq.subs[variable].subs[0].set, s.subs[0].set), normalize(s.subs[0].set)) {
+				// Two unbounded repetitions with nothing between them (an
+				// unanchored pattern's tail), the second's code points
+				// among the first's: the first matches what both do.
 				seq.subs[i] = &regex{kind: reSeq}
 				continue
 			}
 			return nil, false
 		}
-		variable = i
+		variable, fixedBefore = i, fixed
 	}
 	if variable < 0 {
 		return nil, false

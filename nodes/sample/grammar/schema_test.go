@@ -258,6 +258,15 @@ func TestSchemaPatterns(t *testing.T) {
 	}
 }
 
+// A pattern with a minimum length keeps every repetition of the pattern:
+// two unbounded ones apart are both written.
+func TestSchemaPatternWithALength(t *testing.T) {
+	checkAccepts(t, `{"type":"string","minLength":6,"pattern":"^.*@.*\\..*$"}`,
+		[]string{`"user@example.com"`, `"ab@c.d"`}, []string{`"a@b.c"`, `"user@example"`, `"user.example@com"`})
+	checkAccepts(t, `{"type":"string","minLength":3,"pattern":"^a*b*$"}`,
+		[]string{`"aab"`, `"abb"`, `"bbb"`}, []string{`"ab"`, `"aba"`})
+}
+
 // TestSchemaFeatureOutputsValidate generates from schemas that use each
 // supported keyword and validates the outputs (formats asserted).
 func TestSchemaFeatureOutputsValidate(t *testing.T) {
@@ -278,6 +287,7 @@ func TestSchemaFeatureOutputsValidate(t *testing.T) {
 		`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a"],"dependencies":{"a":["b"]}}`,
 		`{"$defs":{"list":{"type":"object","properties":{"v":{"type":"integer","multipleOf":4},"next":{"$ref":"#/$defs/list"}},"required":["v"]}},"$ref":"#/$defs/list"}`,
 		`{"type":"object","required":["extra"],"additionalProperties":{"type":"integer","exclusiveMaximum":0}}`,
+		`{"type":"object","minProperties":1,"maxProperties":3,"additionalProperties":{"type":"integer"}}`,
 		`{"type":"string","enum":["a","bb",3],"maxLength":1}`,
 	} {
 		t.Run(fmt.Sprint("schema ", i), func(t *testing.T) {
@@ -286,6 +296,33 @@ func TestSchemaFeatureOutputsValidate(t *testing.T) {
 			validateOutputs(t, sch, 30, func(int) (string, bool) { return generateCached(g, pieces, v, 400, rng) })
 		})
 	}
+}
+
+// A uri is any scheme's absolute URI with a host and an optional port,
+// and nothing relative.
+func TestSchemaFormatURI(t *testing.T) {
+	checkAccepts(t, `{"type":"string","format":"uri"}`,
+		[]string{`"irc://example.com/support"`, `"http://mesos-master-1.example.com:5050"`, `"https://example.com/a/b?x=1"`, `"svn+ssh://example.com"`},
+		[]string{`"/relative/path"`, `"example.com"`, `"1http://example.com"`, `"http://example.com:port"`, `"://example.com"`})
+}
+
+// A limit that only the sign must meet admits numbers with exponents of
+// that sign.
+func TestSchemaNumberExponentsUnderASignLimit(t *testing.T) {
+	checkAccepts(t, `{"type":"number","minimum":0}`, []string{`1e-06`, `2.5E+3`, `0e0`, `12.5`}, []string{`-1e-06`, `-0.5`})
+	checkAccepts(t, `{"type":"number","maximum":0}`, []string{`-1e5`, `-0.5`, `0`}, []string{`1e5`, `0.5`})
+	checkAccepts(t, `{"type":"number","exclusiveMinimum":-2}`, []string{`3e2`, `-1.5`}, []string{`-2`, `-3e0`})
+}
+
+// Objects without listed properties take any number of members within
+// minProperties 1 and maxProperties.
+func TestSchemaPropertyCountsWithoutListedProperties(t *testing.T) {
+	checkAccepts(t, `{"type":"object","minProperties":1,"additionalProperties":{"type":"string"}}`,
+		[]string{`{"en":"a"}`, `{"en":"a","de":"b","fr":"c"}`}, []string{`{}`, `{"en":1}`})
+	checkAccepts(t, `{"type":"object","minProperties":2,"properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"additionalProperties":{"type":"string"}}`,
+		[]string{`{"a":1,"b":2}`, `{"a":1,"b":2,"c":"x","d":"y"}`}, []string{`{}`, `{"a":1}`, `{"a":1,"b":2,"c":3}`})
+	checkAccepts(t, `{"type":"object","maxProperties":2,"patternProperties":{"^x":{"type":"integer"}}}`,
+		[]string{`{}`, `{"x":1}`, `{"x":1,"xy":2}`}, []string{`{"x":1,"xy":2,"xz":3}`, `{"y":1}`})
 }
 
 func TestSchemaUnlistedMembers(t *testing.T) {

@@ -421,13 +421,14 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 // is none of the listed, required or excluded ones; its value meets
 // additionalProperties), or "" when unlisted members are not written:
 // additionalProperties is false, or patternProperties, propertyNames,
-// dependencies, min/maxProperties or unevaluatedProperties would constrain
-// them.
+// dependencies, maxProperties or unevaluatedProperties would constrain
+// them. (minProperties does not: the %members set reaches it with listed
+// members, and unlisted ones only add properties.)
 func (c *schemaCompiler) extraMember(hint string, o, props *object, forbid []string, ap any, hasAP bool, at string) string {
 	if f, ok := ap.(bool); ok && !f {
 		return ""
 	}
-	for _, k := range []string{"patternProperties", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas", "minProperties", "maxProperties"} {
+	for _, k := range []string{"patternProperties", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas", "maxProperties"} {
 		if _, ok := o.vals[k]; ok {
 			return ""
 		}
@@ -639,15 +640,18 @@ func (c *schemaCompiler) freeObject(hint string, o *object, patterns *object, ap
 		}
 		value = name
 	}
-	member := key + ` ws ":" ws ` + value + ` ws`
-	if hasMaxP && maxP == 1 || !(minP == 0 && !hasMaxP) {
-		// Repeated names would count once: at most one member.
-		if minP == 1 {
-			return `"{" ws ` + member + ` "}"`, nil
-		}
-		return `"{" ws ( ` + member + ` )? "}"`, nil
+	// Members past the first: any number, or up to maxProperties-1 (a
+	// repeated name counts once, so fewer members than the maximum never
+	// make too many properties, and one member makes the minimum of 1).
+	more := `( "," ws ` + key + ` ws ":" ws ` + value + ` ws )*`
+	if hasMaxP { // count caps it at 1000
+		more = strings.TrimSuffix(more, "*") + fmt.Sprintf("{0,%d}", maxP-1)
 	}
-	return `"{" ws ( ` + member + ` ( "," ws ` + member + ` )* )? "}"`, nil
+	members := key + ` ws ":" ws ` + value + ` ws ` + more
+	if minP == 1 {
+		return `"{" ws ` + members + ` "}"`, nil
+	}
+	return `"{" ws ( ` + members + ` )? "}"`, nil
 }
 
 // admits reports whether the string name meets schema s (compiled and

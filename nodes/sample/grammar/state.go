@@ -37,7 +37,7 @@ type State struct {
 	// stacks and are unique per Cache, so transitions and Remaining are
 	// computed once.
 	c       *Cache
-	next    *[256]*State // transitions computed so far; dead for a rejected byte
+	next    transitions  // computed so far; dead for a rejected byte
 	rem     int          // Remaining, once computed (-1 before)
 	loop    *[]rng       // loopClass, once computed
 	loopTok *stateTokens // Vocab.loopTokens, once computed
@@ -59,6 +59,12 @@ type Cache struct {
 	start  *State
 	held   int // stacks held by states, summed
 	work   *Work
+
+	// The (frame, rest) pairs a large expansion has expanded: those
+	// stamped with the current expansion's epoch. One map for all
+	// expansions, so that none makes and grows its own.
+	expanded map[stackKey]uint32
+	epoch    uint32
 }
 
 type stackKey struct {
@@ -180,17 +186,18 @@ func (g *Grammar) suffixLen(f frame) int {
 type expansion struct {
 	c     *Cache
 	out   []*stack
-	small []stackKey        // the pairs expanded, while few
-	big   map[stackKey]bool // the pairs expanded, once many
+	small []stackKey // the pairs expanded, while few
+	big   bool       // many: the pairs stamped in c.expanded
 }
 
 // first records k and reports whether it is new.
 func (e *expansion) first(k stackKey) bool {
-	if e.big != nil {
-		if e.big[k] {
+	c := e.c
+	if e.big {
+		if c.expanded[k] == c.epoch {
 			return false
 		}
-		e.big[k] = true
+		c.expanded[k] = c.epoch
 		return true
 	}
 	if slices.Contains(e.small, k) {
@@ -200,13 +207,24 @@ func (e *expansion) first(k stackKey) bool {
 		e.small = append(e.small, k)
 		return true
 	}
-	e.big = make(map[stackKey]bool, 64)
-	for _, s := range e.small {
-		e.big[s] = true
+	if c.expanded == nil || len(c.expanded) > maxExpanded {
+		c.expanded = make(map[stackKey]uint32, 256)
 	}
-	e.big[k] = true
+	if c.epoch++; c.epoch == 0 { // wrapped: old stamps would read as current
+		clear(c.expanded)
+		c.epoch = 1
+	}
+	e.big = true
+	for _, s := range e.small {
+		c.expanded[s] = c.epoch
+	}
+	c.expanded[k] = c.epoch
 	return true
 }
+
+// maxExpanded bounds Cache.expanded: past it the map is dropped before
+// the next large expansion.
+const maxExpanded = 1 << 16
 
 // emptied stands for the nil stack in expansion.first.
 var emptied = &stack{}
@@ -272,10 +290,7 @@ func (s *State) Advance(b byte) *State {
 	if c.work.Err() != nil {
 		return nil
 	}
-	if s.next == nil {
-		s.next = new([256]*State)
-	}
-	if n := s.next[b]; n != nil {
+	if n := s.next.get(b); n != nil {
 		if n == dead {
 			return nil
 		}
@@ -287,12 +302,51 @@ func (s *State) Advance(b byte) *State {
 		return nil
 	}
 	if n == nil {
-		s.next[b] = dead
+		s.next.set(b, dead)
 		return nil
 	}
 	n = c.intern(n)
-	s.next[b] = n
+	s.next.set(b, n)
 	return n
+}
+
+// transitions maps bytes to states: a short list while few bytes have
+// been tried (most states see a handful), a table of 256 once many.
+type transitions struct {
+	bytes  []byte
+	states []*State
+	table  *[256]*State
+}
+
+// maxListed is how many transitions a list holds before it becomes a
+// table.
+const maxListed = 8
+
+func (t *transitions) get(b byte) *State {
+	if t.table != nil {
+		return t.table[b]
+	}
+	for i, x := range t.bytes {
+		if x == b {
+			return t.states[i]
+		}
+	}
+	return nil
+}
+
+func (t *transitions) set(b byte, n *State) {
+	if t.table == nil && len(t.bytes) < maxListed {
+		t.bytes, t.states = append(t.bytes, b), append(t.states, n)
+		return
+	}
+	if t.table == nil {
+		t.table = new([256]*State)
+		for i, x := range t.bytes {
+			t.table[x] = t.states[i]
+		}
+		t.bytes, t.states = nil, nil
+	}
+	t.table[b] = n
 }
 
 func (s *State) advance(b byte) *State {
@@ -349,6 +403,65 @@ func (s *State) advance(b byte) *State {
 		return nil
 	}
 	return n
+}
+
+// partialRemaining is, for seq the first bytes of a code point (fewer
+// than its UTF-8 length), what AdvanceBytes(seq).Remaining() is, without
+// making the state: ok false when AdvanceBytes would return nil. s must
+// be between code points (need 0); the Work is charged as advance
+// charges it.
+func (s *State) partialRemaining(seq []byte) (rem int, ok bool) {
+	if s.need > 0 || len(seq) == 0 || len(seq) >= seqLen(seq[0]) || !s.c.work.charge(len(s.stacks)*len(seq)) {
+		return 0, false
+	}
+	var cp, lo, hi rune
+	need := seqLen(seq[0]) - 1
+	switch need {
+	case 1:
+		cp, lo, hi = rune(seq[0]&0x1F), 0x80, 0x7FF
+	case 2:
+		cp, lo, hi = rune(seq[0]&0x0F), 0x800, 0xFFFF
+	case 3:
+		cp, lo, hi = rune(seq[0]&0x07), 0x10000, 0x10FFFF
+	}
+	for i := 0; ; i++ {
+		if i > 0 {
+			if seq[i]&0xC0 != 0x80 {
+				return 0, false
+			}
+			need, cp = need-1, cp<<6|rune(seq[i]&0x3F)
+		}
+		shift := uint(6 * need)
+		lo, hi = max(lo, cp<<shift), min(hi, cp<<shift|(1<<shift-1))
+		if lo <= 0xDFFF && hi >= 0xD800 {
+			if lo >= 0xD800 {
+				lo = 0xE000
+			} else {
+				hi = 0xD7FF
+			}
+		}
+		if lo > hi {
+			return 0, false
+		}
+		if i == len(seq)-1 {
+			break
+		}
+	}
+	best := -1
+	for _, st := range s.stacks {
+		if st == nil {
+			continue
+		}
+		class := s.g.class(st.top)
+		if !class.admitsRange(lo, hi) {
+			continue
+		}
+		r := max(st.rem+need-class.minBytes(), need)
+		if best < 0 || r < best {
+			best = r
+		}
+	}
+	return best, best >= 0
 }
 
 // complete is the state after code point c.

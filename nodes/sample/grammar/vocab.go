@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"slices"
 	"sort"
 	"sync"
 )
@@ -12,6 +13,9 @@ type Vocab struct {
 	nodes []trieNode // nodes[0] is the root, in depth-first order
 	end   []int32    // node n's subtree is the nodes [n, end[n])
 	size  int
+	// The nodes with tokens whose path is the start of a code point cut
+	// short (a piece ending inside its first code point), in order.
+	partials []partialNode
 
 	mu      sync.Mutex
 	classes map[string]*classTokens // by classKey of a loop class
@@ -56,7 +60,31 @@ func NewVocab(size int, piece func(id int32) []byte) *Vocab {
 		v.nodes[n].tokens = append(v.nodes[n].tokens, id)
 	}
 	v.preorder()
+	for _, e := range v.nodes[0].kids {
+		v.findPartials([]byte{e.b}, e.node)
+	}
 	return v
+}
+
+type partialNode struct {
+	node int32
+	seq  []byte
+}
+
+// findPartials adds to v.partials the nodes with tokens at or below n,
+// reached by seq, that end inside seq's code point.
+func (v *Vocab) findPartials(seq []byte, n int32) {
+	if len(seq) >= seqLen(seq[0]) {
+		return
+	}
+	if len(v.nodes[n].tokens) > 0 {
+		v.partials = append(v.partials, partialNode{n, slices.Clone(seq)})
+	}
+	for _, e := range v.nodes[n].kids {
+		if e.b&0xC0 == 0x80 {
+			v.findPartials(append(seq, e.b), e.node)
+		}
+	}
 }
 
 // preorder renumbers v's nodes in depth-first order and sets v.end.
