@@ -82,5 +82,48 @@ func TestLoadPlanWithImagesWiresTheTower(t *testing.T) {
 		if !p.Reads(engine.ImagesInput) {
 			t.Errorf("%s: the plan reads no images", tc.graph)
 		}
+		if wired := tc.want != nil; wired != strings.Contains(p.String(), "rewritten: --mmproj wired the vision tower in: node vision (vision.encode on $in.images) feeds the images of fwd\n") {
+			t.Errorf("%s: plan header says it was rewritten = %v, want %v:\n%s", tc.graph, !wired, wired, p)
+		}
+	}
+}
+
+// A graph with a node already called vision gets the tower as vision_2.
+func TestLoadPlanWithImagesPicksAFreeTowerID(t *testing.T) {
+	p, err := instance.LoadPlanWithImages("testdata/node-called-vision.yaml", node.Default, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.Step("fwd").In["images"], (plan.Ref{Node: "vision_2", Port: "embeddings"}); got != want {
+		t.Errorf("fwd's images <- %v, want %v", got, want)
+	}
+	if st := p.Step("vision_2"); st == nil || st.Op != "vision.encode" {
+		t.Errorf("step vision_2 = %+v, want the vision.encode node", st)
+	}
+	if !strings.Contains(p.Rewritten, "node vision_2") {
+		t.Errorf("Rewritten = %q, want it to name node vision_2", p.Rewritten)
+	}
+}
+
+// Target forwards a host step splits cannot share one tower node: the
+// error names --mmproj and asks for a vision.encode node, and names no node
+// the graph's author never wrote. The graph itself compiles.
+func TestLoadPlanWithImagesRefusesForwardsSplitByAHostStep(t *testing.T) {
+	const graph = "testdata/split-forwards.yaml"
+	if _, err := instance.LoadPlan(graph, node.Default, nil); err != nil {
+		t.Fatalf("the graph as written: %v", err)
+	}
+	_, err := instance.LoadPlanWithImages(graph, node.Default, nil)
+	if err == nil {
+		t.Fatal("LoadPlanWithImages wired a tower across a host step")
+	}
+	msg := err.Error()
+	for _, want := range []string{"--mmproj", "add a vision.encode node", "fwd and fwd2"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "vision.embeddings") {
+		t.Errorf("error %q names the node the loader would have added", msg)
 	}
 }
