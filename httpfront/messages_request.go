@@ -3,6 +3,7 @@ package httpfront
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -287,9 +288,22 @@ func messagesInput(f fields, strict bool) (msgs []map[string]any, at []string, p
 	return msgs, at, partAt, prefill, nil
 }
 
-// contentBlock checks block i of a message's content and returns its
-// type.
-func contentBlock(b fields, at string, strict bool) (string, *Error) {
+// blockContext is where content blocks sit: how errors name it (holder)
+// and the block types it holds.
+type blockContext struct {
+	holder string
+	types  []string
+}
+
+var (
+	inUserMessage      = blockContext{"a user message", []string{"text", "image", "tool_result"}}
+	inToolResult       = blockContext{"a tool_result", []string{"text", "image"}}
+	inAssistantMessage = blockContext{"an assistant message", []string{"text", "thinking", "redacted_thinking", "tool_use"}}
+)
+
+// contentBlock checks block i of a content array in context in and
+// returns its type, one of in.types.
+func contentBlock(b fields, at string, strict bool, in blockContext) (string, *Error) {
 	if b == nil {
 		return "", badParam(at, "Invalid type for '%s': expected an object.", at)
 	}
@@ -297,11 +311,15 @@ func contentBlock(b fields, at string, strict bool) (string, *Error) {
 	if e := b.decode("type", "a string", &typ); e != nil || typ == "" {
 		return "", badParam(at+".type", "Missing required parameter: '%s.type'.", at)
 	}
-	known, ok := messageBlockFields[typ]
-	if !ok {
-		return "", badParam(at+".type", "Invalid value for '%s.type': '%.32s' blocks are not supported; use 'text', 'tool_use', 'tool_result' or 'thinking'.", at, typ)
+	if !slices.Contains(in.types, typ) {
+		quoted := make([]string, len(in.types))
+		for i, t := range in.types {
+			quoted[i] = "'" + t + "'"
+		}
+		list := strings.Join(quoted[:len(quoted)-1], ", ") + " and " + quoted[len(quoted)-1]
+		return "", badParam(at+".type", "Invalid value for '%s.type': %s holds %s blocks, not '%.32s'.", at, in.holder, list, typ)
 	}
-	return typ, nestedFields(b, known, at, "messages[].content[]", strict)
+	return typ, nestedFields(b, messageBlockFields[typ], at, "messages[].content[]", strict)
 }
 
 // blockString reads a required string member of a content block.
@@ -341,7 +359,7 @@ func userBlocks(blocks []fields, at string, strict bool) (msgs []map[string]any,
 	}
 	for i, b := range blocks {
 		where := fmt.Sprintf("%s[%d]", at, i)
-		typ, e := contentBlock(b, where, strict)
+		typ, e := contentBlock(b, where, strict, inUserMessage)
 		if e != nil {
 			return nil, nil, nil, e
 		}
@@ -398,8 +416,6 @@ func userBlocks(blocks []fields, at string, strict bool) (msgs []map[string]any,
 				return nil, nil, nil, e
 			}
 			msgs, msgAt, partAt = append(msgs, map[string]any{"role": "tool", "tool_call_id": id, "content": content}), append(msgAt, where), append(partAt, parts)
-		default:
-			return nil, nil, nil, badParam(where+".type", "Invalid value for '%s.type': a user message holds 'text', 'image' and 'tool_result' blocks, not '%s'.", where, typ)
 		}
 	}
 	flush()
@@ -427,7 +443,7 @@ func toolResultContent(raw json.RawMessage, at string, strict bool) (content any
 	images := false
 	for i, b := range blocks {
 		where := fmt.Sprintf("%s[%d]", at, i)
-		typ, e := contentBlock(b, where, strict)
+		typ, e := contentBlock(b, where, strict, inToolResult)
 		if e != nil {
 			return nil, nil, e
 		}
@@ -444,8 +460,6 @@ func toolResultContent(raw json.RawMessage, at string, strict bool) (content any
 				return nil, nil, e
 			}
 			parts, images = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}}), true
-		default:
-			return nil, nil, badParam(where+".type", "Invalid value for '%s.type': a tool_result holds 'text' and 'image' blocks, not '%s'.", where, typ)
 		}
 		partAt = append(partAt, where)
 	}
@@ -462,7 +476,7 @@ func assistantBlocks(blocks []fields, at string, strict bool) (map[string]any, b
 	var calls []map[string]any
 	for i, b := range blocks {
 		where := fmt.Sprintf("%s[%d]", at, i)
-		typ, e := contentBlock(b, where, strict)
+		typ, e := contentBlock(b, where, strict, inAssistantMessage)
 		if e != nil {
 			return nil, false, e
 		}
@@ -495,8 +509,6 @@ func assistantBlocks(blocks []fields, at string, strict bool) (map[string]any, b
 			}
 			calls = append(calls, map[string]any{"id": id, "type": "function",
 				"function": map[string]any{"name": name, "arguments": string(b["input"])}})
-		default:
-			return nil, false, badParam(where+".type", "Invalid value for '%s.type': an assistant message holds 'text', 'thinking' and 'tool_use' blocks, not '%s'.", where, typ)
 		}
 	}
 	m := map[string]any{"role": "assistant", "content": strings.Join(text, "\n\n")}

@@ -184,6 +184,32 @@ func TestDecodeMessagesErrors(t *testing.T) {
 	}
 }
 
+// A block of a type its context does not hold is refused naming the types
+// that context holds: a user message's, a tool_result's, an assistant
+// message's.
+func TestDecodeMessagesBlockTypeErrors(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"a document in a user message", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`,
+			"Invalid value for 'messages[0].content[0].type': a user message holds 'text', 'image' and 'tool_result' blocks, not 'document'."},
+		{"a tool_use in a user message", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]}]}`,
+			"Invalid value for 'messages[0].content[0].type': a user message holds 'text', 'image' and 'tool_result' blocks, not 'tool_use'."},
+		{"a document in a tool_result", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"document","source":{}}]}]}]}`,
+			"Invalid value for 'messages[0].content[0].content[0].type': a tool_result holds 'text' and 'image' blocks, not 'document'."},
+		{"an image in an assistant message", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"image","source":{}}]}]}`,
+			"Invalid value for 'messages[1].content[0].type': an assistant message holds 'text', 'thinking', 'redacted_thinking' and 'tool_use' blocks, not 'image'."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, e := httpfront.DecodeMessages([]byte(tc.body), httpfront.DecodeOptions{}, false)
+			if e == nil {
+				t.Fatal("accepted")
+			}
+			if diff := cmp.Diff(tc.want, e.Message); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // Errors on the Messages paths have Anthropic's shape and statuses, the
 // key is taken from x-api-key or Authorization, and other paths keep
 // OpenAI's shape.
