@@ -108,18 +108,23 @@ func DecodeMessages(body []byte, o DecodeOptions, countOnly bool) (*MessagesRequ
 		}
 		chat["tools"] = t
 	}
+	forcesTool := false
 	if f.has("tool_choice") {
-		choice, parallel, e := messagesToolChoice(f["tool_choice"])
+		choice, parallel, forces, e := messagesToolChoice(f["tool_choice"])
 		if e != nil {
 			return nil, e
 		}
-		chat["tool_choice"], chat["parallel_tool_calls"] = choice, parallel
+		chat["tool_choice"], chat["parallel_tool_calls"], forcesTool = choice, parallel, forces
 	}
 	budget := 0
 	if f.has("thinking") {
 		on, b, e := messagesThinking(f)
 		if e != nil {
 			return nil, e
+		}
+		if on && forcesTool {
+			// Anthropic's rule: a forced tool call leaves no room to think.
+			return nil, badParam("tool_choice", "Thinking may not be enabled when tool_choice forces tool use.")
 		}
 		chat["chat_template_kwargs"] = mustJSON(map[string]bool{"enable_thinking": on})
 		budget = b
@@ -140,6 +145,9 @@ func DecodeMessages(body []byte, o DecodeOptions, countOnly bool) (*MessagesRequ
 		return nil, e
 	}
 	imageFieldNames(cr, nil, blockAt, ".source")
+	if budget > 0 && !countOnly && budget >= cr.Params.MaxTokens {
+		return nil, badParam("thinking.budget_tokens", "Invalid 'thinking.budget_tokens': it must be less than max_tokens (%d), got %d.", cr.Params.MaxTokens, budget)
+	}
 	cr.Params.ReasoningBudget = budget
 	return &MessagesRequest{Chat: cr}, nil
 }
@@ -160,8 +168,8 @@ func messagesMetadata(f fields) *Error {
 }
 
 // messagesThinking reads thinking: {"type":"enabled","budget_tokens":N}
-// (N >= 1024, as Anthropic; the reply's reasoning is closed after N
-// tokens), {"type":"adaptive"} or {"type":"between_tools"} (thinking on,
+// (N >= 1024 and, checked by DecodeMessages, below max_tokens, as
+// Anthropic; the reply's reasoning is closed after N tokens), {"type":"adaptive"} or {"type":"between_tools"} (thinking on,
 // the model decides how much), or {"type":"disabled"}; it reports whether
 // thinking is on, and the budget (0 for none). display is checked and
 // ignored: the thinking is always returned.
@@ -563,29 +571,30 @@ func messagesTools(raw json.RawMessage, strict bool) (json.RawMessage, *Error) {
 
 // messagesToolChoice turns an Anthropic tool_choice ({"type": "auto",
 // "any", "tool" with "name", or "none"; disable_parallel_tool_use}) into
-// the chat tool_choice and parallel_tool_calls.
-func messagesToolChoice(raw json.RawMessage) (choice, parallel json.RawMessage, e *Error) {
+// the chat tool_choice and parallel_tool_calls; forces reports any and
+// tool, which make the reply call a tool.
+func messagesToolChoice(raw json.RawMessage) (choice, parallel json.RawMessage, forces bool, e *Error) {
 	var c struct {
 		Type            string `json:"type"`
 		Name            string `json:"name"`
 		DisableParallel bool   `json:"disable_parallel_tool_use"`
 	}
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, nil, badParam("tool_choice", "Invalid type for 'tool_choice': expected an object with a 'type'.")
+		return nil, nil, false, badParam("tool_choice", "Invalid type for 'tool_choice': expected an object with a 'type'.")
 	}
 	parallel = mustJSON(!c.DisableParallel)
 	switch c.Type {
 	case "auto", "none":
-		return mustJSON(c.Type), parallel, nil
+		return mustJSON(c.Type), parallel, false, nil
 	case "any":
-		return mustJSON("required"), parallel, nil
+		return mustJSON("required"), parallel, true, nil
 	case "tool":
 		if c.Name == "" {
-			return nil, nil, badParam("tool_choice.name", "Missing required parameter: 'tool_choice.name'.")
+			return nil, nil, false, badParam("tool_choice.name", "Missing required parameter: 'tool_choice.name'.")
 		}
-		return mustJSON(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}}), parallel, nil
+		return mustJSON(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}}), parallel, true, nil
 	}
-	return nil, nil, badParam("tool_choice.type", "Invalid value for 'tool_choice.type': expected 'auto', 'any', 'tool' or 'none', got '%.32s'.", c.Type)
+	return nil, nil, false, badParam("tool_choice.type", "Invalid value for 'tool_choice.type': expected 'auto', 'any', 'tool' or 'none', got '%.32s'.", c.Type)
 }
 
 // imageBlockURL reads an image block's source as the URL the chat decoder
