@@ -3,6 +3,7 @@ package httpfront
 import (
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/ninfer/ninfer-go/runtime/tok"
 )
@@ -19,11 +20,13 @@ type reasoningBudget struct {
 	budget int
 	// open: the prompt opened the <think> block (ReasoningOpen), so the
 	// reasoning starts at the first generated token; else it starts after
-	// the reply's own opening (openIDs, ReasoningTagged).
-	open     bool
-	openIDs  []int32 // "<think>"
-	closeIDs []int32 // "</think>": the model closing the block itself
-	closing  []int32 // "</think>\n\n": what the budget forces
+	// the reply's own opening (thinkOpening, ReasoningTagged).
+	open bool
+	// decode is the text of ids (tok.Tokenizer.Decode): the block's
+	// opening and closing are found in text by the splitter's rules
+	// (thinkOpening, thinkClose), however the model spelled them in tokens.
+	decode  func(ids []int32) string
+	closing []int32 // "</think>\n\n": what the budget forces
 }
 
 // newReasoningBudget is the budget mask of a reply whose reasoning mode is
@@ -32,8 +35,7 @@ func newReasoningBudget(tk *tok.Tokenizer, mode Reasoning, budget int) *reasonin
 	if budget <= 0 || mode == ReasoningOff {
 		return nil
 	}
-	return &reasoningBudget{budget: budget, open: mode == ReasoningOpen, openIDs: tk.EncodeChat(thinkOpen),
-		closeIDs: tk.EncodeChat(thinkClose), closing: tk.EncodeChat(thinkClose + "\n\n")}
+	return &reasoningBudget{budget: budget, open: mode == ReasoningOpen, decode: tk.Decode, closing: tk.EncodeChat(thinkClose + "\n\n")}
 }
 
 // forced is the token the budget forces after generated, or -1 for none.
@@ -41,10 +43,9 @@ func (b *reasoningBudget) forced(generated []int32) int32 {
 	from := 0
 	if !b.open {
 		// A reply that does not open a block has no reasoning to bound.
-		if len(generated) < len(b.openIDs) || !slices.Equal(generated[:len(b.openIDs)], b.openIDs) {
+		if from = b.opened(generated); from < 0 {
 			return -1
 		}
-		from = len(b.openIDs)
 	}
 	end := from + b.budget
 	if len(generated) < end {
@@ -54,16 +55,30 @@ func (b *reasoningBudget) forced(generated []int32) int32 {
 	if len(done) >= len(b.closing) || !slices.Equal(done, b.closing[:len(done)]) {
 		return -1
 	}
-	for i := from; i+len(b.closeIDs) <= end; i++ {
-		if slices.Equal(generated[i:i+len(b.closeIDs)], b.closeIDs) {
-			return -1 // the model closed the block itself within the budget
-		}
+	if strings.Contains(b.decode(generated[from:end]), thinkClose) {
+		return -1 // the model closed the block itself within the budget
 	}
 	return b.closing[len(done)]
 }
 
+// opened is how many of a tagged reply's first tokens open its <think>
+// block (thinkOpening), or -1 when they open none, or none yet.
+func (b *reasoningBudget) opened(generated []int32) int {
+	for k := 1; k <= len(generated); k++ {
+		at, undecided := thinkOpening(b.decode(generated[:k]))
+		switch {
+		case at >= 0:
+			return k
+		case !undecided:
+			return -1
+		}
+	}
+	return -1
+}
+
 // mask forces the closing token due after generated: every other logit
-// becomes -Inf.
+// becomes -Inf. A forced token another mask already refused (-Inf) is
+// left refused and the logits unchanged.
 func (b *reasoningBudget) mask(generated []int32, logits []float32) {
 	id := b.forced(generated)
 	if id < 0 || int(id) >= len(logits) {
@@ -71,7 +86,7 @@ func (b *reasoningBudget) mask(generated []int32, logits []float32) {
 	}
 	keep := logits[id]
 	if math.IsInf(float64(keep), -1) || math.IsNaN(float64(keep)) {
-		keep = 0
+		return // another mask (a grammar) refused it: the budget never re-enables a token
 	}
 	for i := range logits {
 		logits[i] = float32(math.Inf(-1))

@@ -110,10 +110,10 @@ func FuzzReplyParsers(f *testing.F) {
 func FuzzDecodeMessages(f *testing.F) {
 	for _, seed := range []string{
 		`{"model":"m","max_tokens":5,"system":"s","messages":[{"role":"user","content":"hi"}]}`,
-		`{"model":"m","max_tokens":5,"system":[{"type":"text","text":"a"}],"messages":[{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":""},{"type":"tool_use","id":"t1","name":"f","input":{"a":1}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"r"}],"is_error":false}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f","disable_parallel_tool_use":true},"stop_sequences":["x"],"thinking":{"type":"enabled","budget_tokens":2048},"top_k":4,"stream":true}`,
+		`{"model":"m","max_tokens":4096,"system":[{"type":"text","text":"a"}],"messages":[{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":""},{"type":"tool_use","id":"t1","name":"f","input":{"a":1}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"r"}],"is_error":false}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto","disable_parallel_tool_use":true},"stop_sequences":["x"],"thinking":{"type":"enabled","budget_tokens":2048},"top_k":4,"stream":true}`,
 		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}`,
 		`{"model":"m","messages":[{"role":"user","content":[null]}]}`, `{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"tool_use"}]}]}`,
-		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"r"},{"type":"image","source":{"type":"url","url":"https://a.example/x.png"}}]}]}],"thinking":{"type":"enabled","budget_tokens":4096}}`,
+		`{"model":"m","max_tokens":8192,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"r"},{"type":"image","source":{"type":"url","url":"https://a.example/x.png"}}]}]}],"thinking":{"type":"enabled","budget_tokens":4096}}`,
 		`[]`, `null`, `{"max_tokens":1e300}`,
 	} {
 		f.Add([]byte(seed), false)

@@ -200,7 +200,8 @@ func (a *messagesAnswer) complete(j *job, res []*choiceResult) any {
 // stream writes the Message's events: message_start, a ping, each content
 // block's content_block_start, deltas and content_block_stop, then
 // message_delta (stop reason and the whole usage) and message_stop; a
-// ping each time a.ping passes without an event.
+// ping each time a.ping passes without an event written (deltas held
+// back write none).
 func (a *messagesAnswer) stream(w *bufio.Writer, j *job) bool {
 	out := &sse{w: w}
 	defer func() {
@@ -209,8 +210,10 @@ func (a *messagesAnswer) stream(w *bufio.Writer, j *job) bool {
 		}
 	}()
 	b := &blockBuilder{single: j.p.SingleToolCall}
+	quiet := newQuietTimer(a.ping)
 	b.emit = func(typ string, ev map[string]any) bool {
 		ev["type"] = typ
+		quiet.touch()
 		return out.named(typ, ev)
 	}
 	start := a.doc(nil, messagesUsage{InputTokens: len(j.prompts[0])})
@@ -224,7 +227,7 @@ func (a *messagesAnswer) stream(w *bufio.Writer, j *job) bool {
 	}, func(e *Error) bool {
 		_, body := anthropicError(e)
 		return out.named("error", json.RawMessage(body))
-	}, a.ping, func() bool { return b.emit("ping", map[string]any{}) })
+	}, quiet, func() bool { return b.emit("ping", map[string]any{}) })
 }
 
 // blockBuilder turns a reply's reasoning, content and tool call deltas,

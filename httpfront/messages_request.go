@@ -3,6 +3,7 @@ package httpfront
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -107,18 +108,23 @@ func DecodeMessages(body []byte, o DecodeOptions, countOnly bool) (*MessagesRequ
 		}
 		chat["tools"] = t
 	}
+	forcesTool := false
 	if f.has("tool_choice") {
-		choice, parallel, e := messagesToolChoice(f["tool_choice"])
+		choice, parallel, forces, e := messagesToolChoice(f["tool_choice"])
 		if e != nil {
 			return nil, e
 		}
-		chat["tool_choice"], chat["parallel_tool_calls"] = choice, parallel
+		chat["tool_choice"], chat["parallel_tool_calls"], forcesTool = choice, parallel, forces
 	}
 	budget := 0
 	if f.has("thinking") {
 		on, b, e := messagesThinking(f)
 		if e != nil {
 			return nil, e
+		}
+		if on && forcesTool {
+			// Anthropic's rule: a forced tool call leaves no room to think.
+			return nil, badParam("tool_choice", "Thinking may not be enabled when tool_choice forces tool use.")
 		}
 		chat["chat_template_kwargs"] = mustJSON(map[string]bool{"enable_thinking": on})
 		budget = b
@@ -139,6 +145,9 @@ func DecodeMessages(body []byte, o DecodeOptions, countOnly bool) (*MessagesRequ
 		return nil, e
 	}
 	imageFieldNames(cr, nil, blockAt, ".source")
+	if budget > 0 && !countOnly && budget >= cr.Params.MaxTokens {
+		return nil, badParam("thinking.budget_tokens", "Invalid 'thinking.budget_tokens': it must be less than max_tokens (%d), got %d.", cr.Params.MaxTokens, budget)
+	}
 	cr.Params.ReasoningBudget = budget
 	return &MessagesRequest{Chat: cr}, nil
 }
@@ -159,8 +168,8 @@ func messagesMetadata(f fields) *Error {
 }
 
 // messagesThinking reads thinking: {"type":"enabled","budget_tokens":N}
-// (N >= 1024, as Anthropic; the reply's reasoning is closed after N
-// tokens), {"type":"adaptive"} or {"type":"between_tools"} (thinking on,
+// (N >= 1024 and, checked by DecodeMessages, below max_tokens, as
+// Anthropic; the reply's reasoning is closed after N tokens), {"type":"adaptive"} or {"type":"between_tools"} (thinking on,
 // the model decides how much), or {"type":"disabled"}; it reports whether
 // thinking is on, and the budget (0 for none). display is checked and
 // ignored: the thinking is always returned.
@@ -287,9 +296,22 @@ func messagesInput(f fields, strict bool) (msgs []map[string]any, at []string, p
 	return msgs, at, partAt, prefill, nil
 }
 
-// contentBlock checks block i of a message's content and returns its
-// type.
-func contentBlock(b fields, at string, strict bool) (string, *Error) {
+// blockContext is where content blocks sit: how errors name it (holder)
+// and the block types it holds.
+type blockContext struct {
+	holder string
+	types  []string
+}
+
+var (
+	inUserMessage      = blockContext{"a user message", []string{"text", "image", "tool_result"}}
+	inToolResult       = blockContext{"a tool_result", []string{"text", "image"}}
+	inAssistantMessage = blockContext{"an assistant message", []string{"text", "thinking", "redacted_thinking", "tool_use"}}
+)
+
+// contentBlock checks block i of a content array in context in and
+// returns its type, one of in.types.
+func contentBlock(b fields, at string, strict bool, in blockContext) (string, *Error) {
 	if b == nil {
 		return "", badParam(at, "Invalid type for '%s': expected an object.", at)
 	}
@@ -297,11 +319,15 @@ func contentBlock(b fields, at string, strict bool) (string, *Error) {
 	if e := b.decode("type", "a string", &typ); e != nil || typ == "" {
 		return "", badParam(at+".type", "Missing required parameter: '%s.type'.", at)
 	}
-	known, ok := messageBlockFields[typ]
-	if !ok {
-		return "", badParam(at+".type", "Invalid value for '%s.type': '%.32s' blocks are not supported; use 'text', 'tool_use', 'tool_result' or 'thinking'.", at, typ)
+	if !slices.Contains(in.types, typ) {
+		quoted := make([]string, len(in.types))
+		for i, t := range in.types {
+			quoted[i] = "'" + t + "'"
+		}
+		list := strings.Join(quoted[:len(quoted)-1], ", ") + " and " + quoted[len(quoted)-1]
+		return "", badParam(at+".type", "Invalid value for '%s.type': %s holds %s blocks, not '%.32s'.", at, in.holder, list, typ)
 	}
-	return typ, nestedFields(b, known, at, "messages[].content[]", strict)
+	return typ, nestedFields(b, messageBlockFields[typ], at, "messages[].content[]", strict)
 }
 
 // blockString reads a required string member of a content block.
@@ -341,7 +367,7 @@ func userBlocks(blocks []fields, at string, strict bool) (msgs []map[string]any,
 	}
 	for i, b := range blocks {
 		where := fmt.Sprintf("%s[%d]", at, i)
-		typ, e := contentBlock(b, where, strict)
+		typ, e := contentBlock(b, where, strict, inUserMessage)
 		if e != nil {
 			return nil, nil, nil, e
 		}
@@ -398,8 +424,6 @@ func userBlocks(blocks []fields, at string, strict bool) (msgs []map[string]any,
 				return nil, nil, nil, e
 			}
 			msgs, msgAt, partAt = append(msgs, map[string]any{"role": "tool", "tool_call_id": id, "content": content}), append(msgAt, where), append(partAt, parts)
-		default:
-			return nil, nil, nil, badParam(where+".type", "Invalid value for '%s.type': a user message holds 'text', 'image' and 'tool_result' blocks, not '%s'.", where, typ)
 		}
 	}
 	flush()
@@ -427,7 +451,7 @@ func toolResultContent(raw json.RawMessage, at string, strict bool) (content any
 	images := false
 	for i, b := range blocks {
 		where := fmt.Sprintf("%s[%d]", at, i)
-		typ, e := contentBlock(b, where, strict)
+		typ, e := contentBlock(b, where, strict, inToolResult)
 		if e != nil {
 			return nil, nil, e
 		}
@@ -444,8 +468,6 @@ func toolResultContent(raw json.RawMessage, at string, strict bool) (content any
 				return nil, nil, e
 			}
 			parts, images = append(parts, map[string]any{"type": "image_url", "image_url": map[string]string{"url": url}}), true
-		default:
-			return nil, nil, badParam(where+".type", "Invalid value for '%s.type': a tool_result holds 'text' and 'image' blocks, not '%s'.", where, typ)
 		}
 		partAt = append(partAt, where)
 	}
@@ -462,7 +484,7 @@ func assistantBlocks(blocks []fields, at string, strict bool) (map[string]any, b
 	var calls []map[string]any
 	for i, b := range blocks {
 		where := fmt.Sprintf("%s[%d]", at, i)
-		typ, e := contentBlock(b, where, strict)
+		typ, e := contentBlock(b, where, strict, inAssistantMessage)
 		if e != nil {
 			return nil, false, e
 		}
@@ -495,8 +517,6 @@ func assistantBlocks(blocks []fields, at string, strict bool) (map[string]any, b
 			}
 			calls = append(calls, map[string]any{"id": id, "type": "function",
 				"function": map[string]any{"name": name, "arguments": string(b["input"])}})
-		default:
-			return nil, false, badParam(where+".type", "Invalid value for '%s.type': an assistant message holds 'text', 'thinking' and 'tool_use' blocks, not '%s'.", where, typ)
 		}
 	}
 	m := map[string]any{"role": "assistant", "content": strings.Join(text, "\n\n")}
@@ -551,29 +571,30 @@ func messagesTools(raw json.RawMessage, strict bool) (json.RawMessage, *Error) {
 
 // messagesToolChoice turns an Anthropic tool_choice ({"type": "auto",
 // "any", "tool" with "name", or "none"; disable_parallel_tool_use}) into
-// the chat tool_choice and parallel_tool_calls.
-func messagesToolChoice(raw json.RawMessage) (choice, parallel json.RawMessage, e *Error) {
+// the chat tool_choice and parallel_tool_calls; forces reports any and
+// tool, which make the reply call a tool.
+func messagesToolChoice(raw json.RawMessage) (choice, parallel json.RawMessage, forces bool, e *Error) {
 	var c struct {
 		Type            string `json:"type"`
 		Name            string `json:"name"`
 		DisableParallel bool   `json:"disable_parallel_tool_use"`
 	}
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, nil, badParam("tool_choice", "Invalid type for 'tool_choice': expected an object with a 'type'.")
+		return nil, nil, false, badParam("tool_choice", "Invalid type for 'tool_choice': expected an object with a 'type'.")
 	}
 	parallel = mustJSON(!c.DisableParallel)
 	switch c.Type {
 	case "auto", "none":
-		return mustJSON(c.Type), parallel, nil
+		return mustJSON(c.Type), parallel, false, nil
 	case "any":
-		return mustJSON("required"), parallel, nil
+		return mustJSON("required"), parallel, true, nil
 	case "tool":
 		if c.Name == "" {
-			return nil, nil, badParam("tool_choice.name", "Missing required parameter: 'tool_choice.name'.")
+			return nil, nil, false, badParam("tool_choice.name", "Missing required parameter: 'tool_choice.name'.")
 		}
-		return mustJSON(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}}), parallel, nil
+		return mustJSON(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}}), parallel, true, nil
 	}
-	return nil, nil, badParam("tool_choice.type", "Invalid value for 'tool_choice.type': expected 'auto', 'any', 'tool' or 'none', got '%.32s'.", c.Type)
+	return nil, nil, false, badParam("tool_choice.type", "Invalid value for 'tool_choice.type': expected 'auto', 'any', 'tool' or 'none', got '%.32s'.", c.Type)
 }
 
 // imageBlockURL reads an image block's source as the URL the chat decoder

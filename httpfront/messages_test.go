@@ -83,10 +83,10 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 				{"role": "user", "content": "And tomorrow?"}},
 				ToolChoice: "auto", ParallelToolCalls: false, Stop: []string{"END"}, MaxTokens: 9,
 				Tools: []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather", "description": "Weather", "parameters": map[string]any{"type": "object"}}}}}},
-		{"tool_choice tool, and thinking enabled",
-			`{"model":"m","max_tokens":9,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"f"},
+		{"tool_choice auto, and thinking enabled with a budget",
+			`{"model":"m","max_tokens":2048,"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto"},
 			"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"x"}]}`,
-			want{Messages: []map[string]any{{"role": "user", "content": "x"}}, ToolChoice: "function", ToolName: "f", ParallelToolCalls: true, MaxTokens: 9,
+			want{Messages: []map[string]any{{"role": "user", "content": "x"}}, ToolChoice: "auto", ParallelToolCalls: true, MaxTokens: 2048,
 				Kwargs: map[string]any{"enable_thinking": true}, ReasoningBudget: 1024,
 				Tools: []any{map[string]any{"type": "function", "function": map[string]any{"name": "f", "parameters": map[string]any{"type": "object"}}}}}},
 		{"adaptive thinking",
@@ -166,6 +166,9 @@ func TestDecodeMessagesErrors(t *testing.T) {
 		{"too many stop sequences", `{"model":"m","max_tokens":5,"stop_sequences":["a","b","c","d","e"],"messages":[{"role":"user","content":"hi"}]}`, "stop_sequences"},
 		{"thinking without budget", `{"model":"m","max_tokens":5,"thinking":{"type":"enabled"},"messages":[{"role":"user","content":"hi"}]}`, "thinking.budget_tokens"},
 		{"a thinking budget below 1024", `{"model":"m","max_tokens":5,"thinking":{"type":"enabled","budget_tokens":10},"messages":[{"role":"user","content":"hi"}]}`, "thinking.budget_tokens"},
+		{"a thinking budget not below max_tokens", `{"model":"m","max_tokens":1024,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hi"}]}`, "thinking.budget_tokens"},
+		{"thinking with tool_choice tool", `{"model":"m","max_tokens":2048,"tools":[{"name":"f","input_schema":{}}],"tool_choice":{"type":"tool","name":"f"},"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hi"}]}`, "tool_choice"},
+		{"adaptive thinking with tool_choice any", `{"model":"m","max_tokens":5,"tools":[{"name":"f","input_schema":{}}],"tool_choice":{"type":"any"},"thinking":{"type":"adaptive"},"messages":[{"role":"user","content":"hi"}]}`, "tool_choice"},
 		{"an unknown thinking display", `{"model":"m","max_tokens":5,"thinking":{"type":"adaptive","display":"full"},"messages":[{"role":"user","content":"hi"}]}`, "thinking.display"},
 		{"an unknown thinking type", `{"model":"m","max_tokens":5,"thinking":{"type":"deep"},"messages":[{"role":"user","content":"hi"}]}`, "thinking.type"},
 		{"a metadata user_id that is not a string", `{"model":"m","max_tokens":5,"metadata":{"user_id":1},"messages":[{"role":"user","content":"hi"}]}`, "metadata.user_id"},
@@ -179,6 +182,32 @@ func TestDecodeMessagesErrors(t *testing.T) {
 			}
 			if !strings.Contains(e.Message, tc.param) {
 				t.Errorf("message %q does not name %s", e.Message, tc.param)
+			}
+		})
+	}
+}
+
+// A block of a type its context does not hold is refused naming the types
+// that context holds: a user message's, a tool_result's, an assistant
+// message's.
+func TestDecodeMessagesBlockTypeErrors(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"a document in a user message", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`,
+			"Invalid value for 'messages[0].content[0].type': a user message holds 'text', 'image' and 'tool_result' blocks, not 'document'."},
+		{"a tool_use in a user message", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]}]}`,
+			"Invalid value for 'messages[0].content[0].type': a user message holds 'text', 'image' and 'tool_result' blocks, not 'tool_use'."},
+		{"a document in a tool_result", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"document","source":{}}]}]}]}`,
+			"Invalid value for 'messages[0].content[0].content[0].type': a tool_result holds 'text' and 'image' blocks, not 'document'."},
+		{"an image in an assistant message", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"image","source":{}}]}]}`,
+			"Invalid value for 'messages[1].content[0].type': an assistant message holds 'text', 'thinking', 'redacted_thinking' and 'tool_use' blocks, not 'image'."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, e := httpfront.DecodeMessages([]byte(tc.body), httpfront.DecodeOptions{}, false)
+			if e == nil {
+				t.Fatal("accepted")
+			}
+			if diff := cmp.Diff(tc.want, e.Message); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -20,36 +20,63 @@ func replyDeltas(p *Params, text string) (reasoning, content string, deltas []to
 	return reasoning, content, deltas
 }
 
+// quietTimer fires after every passes with no bytes written to a stream:
+// the stream's writes touch it. A nil quietTimer never fires.
+type quietTimer struct {
+	every time.Duration
+	t     *time.Timer
+}
+
+// newQuietTimer starts a quietTimer, or returns nil for every <= 0.
+func newQuietTimer(every time.Duration) *quietTimer {
+	if every <= 0 {
+		return nil
+	}
+	return &quietTimer{every: every, t: time.NewTimer(every)}
+}
+
+// touch restarts the wait: bytes were just written.
+func (q *quietTimer) touch() {
+	if q != nil {
+		q.t.Reset(q.every)
+	}
+}
+
+func (q *quietTimer) c() <-chan time.Time {
+	if q == nil {
+		return nil
+	}
+	return q.t.C
+}
+
+func (q *quietTimer) stop() {
+	if q != nil {
+		q.t.Stop()
+	}
+}
+
 // pipeReply reads j's one choice through its reasoning split and tool
 // call parser: add gets each piece, final the choice's final delta (after
-// its last piece), fail an error, which ends the stream; with idleEvery >
-// 0, idle is called each time idleEvery passes without a delta (a request
-// waiting in the queue or in a long prefill), to keep the stream alive.
-// Each reports whether its writes reached the client; pipeReply reports
-// whether the client received everything.
+// its last piece), fail an error, which ends the stream; idle is called
+// each time quiet fires (its every passed with nothing written: a request
+// waiting in the queue or in a long prefill, or deltas the split, the
+// parser or the caller hold back), to keep the stream alive, and is
+// expected to write (and touch quiet). Each reports whether its writes
+// reached the client; pipeReply reports whether the client received
+// everything.
 func (j *job) pipeReply(add func(reasoning, content string, calls []toolDelta) bool, final func(d delta) bool, fail func(e *Error) bool,
-	idleEvery time.Duration, idle func() bool) bool {
+	quiet *quietTimer, idle func() bool) bool {
 	pipe := &chatPipe{sp: newReasoningSplitter(j.p.Reasoning), tp: newToolParser(j.p.ToolFormat), single: j.p.SingleToolCall}
-	var quiet <-chan time.Time // fires after idleEvery without a delta
-	var timer *time.Timer
-	if idleEvery > 0 {
-		timer = time.NewTimer(idleEvery)
-		defer timer.Stop()
-		quiet = timer.C
-	}
+	defer quiet.stop()
 	for j.finishes < j.choices {
 		var d delta
 		select {
 		case d = <-j.out: // past the deadline too, every runner still reports its end
-		case <-quiet:
+		case <-quiet.c():
 			if !idle() {
 				return false
 			}
-			timer.Reset(idleEvery)
 			continue
-		}
-		if timer != nil {
-			timer.Reset(idleEvery)
 		}
 		if d.err != nil {
 			ok := fail(d.err)

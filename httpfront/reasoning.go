@@ -55,6 +55,22 @@ const (
 	splitContent
 )
 
+// thinkOpening is the rule by which a tagged reply opens its reasoning
+// block: "<think>" after leading blanks (" \t\r\n"). It returns the index
+// of text just past "<think>", or -1 and whether more text may still open
+// the block (text so far blank, or blanks and a partial "<think>").
+// reasoningSplitter and reasoningBudget both read replies by it.
+func thinkOpening(text string) (at int, undecided bool) {
+	t := strings.TrimLeft(text, " \t\r\n")
+	switch {
+	case strings.HasPrefix(t, thinkOpen):
+		return len(text) - len(t) + len(thinkOpen), false
+	case strings.HasPrefix(thinkOpen, t):
+		return -1, true
+	}
+	return -1, false
+}
+
 func newReasoningSplitter(mode Reasoning) *reasoningSplitter {
 	switch mode {
 	case ReasoningTagged:
@@ -73,11 +89,11 @@ func (s *reasoningSplitter) push(text string) (reasoning, content string) {
 	for buf != "" {
 		switch s.state {
 		case splitStart:
-			t := strings.TrimLeft(buf, " \t\r\n")
+			at, undecided := thinkOpening(buf)
 			switch {
-			case strings.HasPrefix(t, thinkOpen):
-				buf, s.state, s.lead = t[len(thinkOpen):], splitThink, true
-			case strings.HasPrefix(thinkOpen, t): // all blank, or a partial <think>
+			case at >= 0:
+				buf, s.state, s.lead = buf[at:], splitThink, true
+			case undecided:
 				s.held = buf
 				return r.String(), c.String()
 			default:

@@ -197,7 +197,7 @@ func (a *responsesAnswer) stream(w *bufio.Writer, j *job) bool {
 	}, func(e *Error) bool {
 		b.emit("error", map[string]any{"code": e.Code, "message": e.Message, "param": e.Param})
 		return out.err == nil
-	}, 0, nil)
+	}, nil, nil)
 }
 
 // outputBuilder turns a reply's reasoning, content and tool call deltas,

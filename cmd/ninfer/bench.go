@@ -249,10 +249,17 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 	opts.MaxRunning = slices.Max(o.batches)
 	if opts.MaxRunning > 1 && opts.KVTokens == 0 && opts.KVMemory == 0 {
 		need := 0
-		for _, t := range tests {
-			need = max(need, t.prompt()+t.outputs())
+		if image != nil {
+			// The image's rows; the few tokens around them fit in the slack.
+			if need, err = imageGridTokens(o.mf.mmproj, image); err != nil {
+				return nil, fmt.Errorf("--image %s: %w", o.image, err)
+			}
 		}
-		opts.KVTokens = opts.MaxRunning * (need + kvSlackTokens)
+		longest := 0
+		for _, t := range tests {
+			longest = max(longest, t.prompt()+t.outputs())
+		}
+		opts.KVTokens = opts.MaxRunning * (need + longest + kvSlackTokens)
 	}
 	var corpusText string
 	corpusPath := "builtin:suites/bench/corpus.txt"
@@ -289,10 +296,17 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 		imageTokens = len(ip.IDs)
 	}
 	ctxLen := inst.Engine.ContextLength()
+	// parts spells out a sequence's tokens in errors.
+	parts := func(t benchTest) string {
+		if imageTokens > 0 {
+			return fmt.Sprintf("prompt %d + image %d + %d outputs", t.prompt(), imageTokens, t.outputs())
+		}
+		return fmt.Sprintf("prompt %d + %d outputs", t.prompt(), t.outputs())
+	}
 	for _, t := range tests {
 		if need := t.prompt() + imageTokens + t.outputs(); need > ctxLen {
-			return nil, fmt.Errorf("test %s needs %d tokens (prompt %d + %d outputs), more than the context length %d",
-				bench.Label(t.kind, t.nPrompt, t.nGen), need, t.prompt(), t.outputs(), ctxLen)
+			return nil, fmt.Errorf("test %s needs %d tokens (%s), more than the context length %d",
+				bench.Label(t.kind, t.nPrompt, t.nGen), need, parts(t), ctxLen)
 		}
 	}
 	cfg, err := model.ReadConfig(inst.File)
@@ -323,10 +337,10 @@ func benchRun(o *benchOptions, args []string) (*bench.Report, error) {
 	_, totalBlocks := inst.Engine.KVBlocks()
 	for _, t := range tests {
 		for _, b := range o.batches {
-			if need := b * ceilDiv(t.prompt()+t.outputs(), blockTokens); need > totalBlocks {
+			if need := b * ceilDiv(t.prompt()+imageTokens+t.outputs(), blockTokens); need > totalBlocks {
 				prog.done()
-				return nil, fmt.Errorf("--batch %d: test %s needs %d KV blocks of %d tokens for its %d sequences, the cache holds %d (raise --kv-capacity)",
-					b, bench.Label(t.kind, t.nPrompt, t.nGen), need, blockTokens, b, totalBlocks)
+				return nil, fmt.Errorf("--batch %d: test %s needs %d KV blocks of %d tokens for its %d sequences (%s each), the cache holds %d (raise --kv-capacity)",
+					b, bench.Label(t.kind, t.nPrompt, t.nGen), need, blockTokens, b, parts(t), totalBlocks)
 			}
 		}
 	}
@@ -483,6 +497,25 @@ func (r *benchRunner) rep(ctx context.Context, t benchTest, b int) (bench.Rep, e
 	rep.Timings = bench.Timings{PrepareSeconds: started.Sub(submitted).Seconds(), VisionSeconds: visionTime.Seconds(), PrefillSeconds: prefilled.Sub(started).Seconds(),
 		DecodeSeconds: done.Sub(decodeFrom).Seconds(), TotalSeconds: (visionTime + total).Seconds()}
 	return rep, nil
+}
+
+// imageGridTokens is the number of image rows the tower at mmproj makes
+// of image (the vision pad tokens of its prompt).
+func imageGridTokens(mmproj string, image []byte) (int, error) {
+	f, cfg, err := vision.OpenMMProj(mmproj)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	src, _, err := vision.Decode(image, vision.DecodeLimits{})
+	if err != nil {
+		return 0, err
+	}
+	p, err := vision.PreprocessRGB(src, cfg.Options(vision.DecodeLimits{}))
+	if err != nil {
+		return 0, err
+	}
+	return p.Grid.Tokens(), nil
 }
 
 // kvSlackTokens is the KV a batched bench adds per sequence to its need,

@@ -125,6 +125,31 @@ func TestBenchWithAnImage(t *testing.T) {
 	}
 }
 
+// The image's tokens count in the checks a bench makes before it runs:
+// the context length and the KV blocks of a batch, each error spelling
+// out the image's share.
+func TestBenchImageCountsInTheChecks(t *testing.T) {
+	model, mmproj := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf"), sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	image := sharedPath(t, "golden", "images", "sq64.png")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"the context", []string{"-p", "4090", "-n", "0"}, "test pp4090 needs 4102 tokens (prompt 4090 + image 11 + 1 outputs), more than the context length 4096"},
+		{"a batch's KV blocks", []string{"-p", "24", "-n", "0", "--batch", "2", "--kv-capacity", "64"},
+			"--batch 2: test pp24 needs 6 KV blocks of 16 tokens for its 2 sequences (prompt 24 + image 11 + 1 outputs each), the cache holds 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"bench", "--model", model, "--mmproj", mmproj, "--image", image, "-r", "1", "--warmup", "0", "--peak-bandwidth", "-1", "--threads", "2"}, tc.args...)
+			code, _, stderr := runCLI(args...)
+			if code == 0 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want an error containing %q", code, stderr, tc.want)
+			}
+		})
+	}
+}
+
 func TestBenchBadInputs(t *testing.T) {
 	model := sharedPath(t, "models", "stories260K.gguf")
 	tests := []struct {

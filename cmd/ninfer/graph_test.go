@@ -330,6 +330,21 @@ func TestGraphCheckVisionNeedsATower(t *testing.T) {
 	}
 }
 
+// graph plan --mmproj shows, in the plan's header, that the tower was wired
+// into a graph that encodes no images, and run --mmproj keeps the graph
+// the user named (the tower is wired into it, not swapped for vision).
+func TestGraphPlanShowsTheWiredTower(t *testing.T) {
+	vl, tower := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf"), sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	code, stdout, stderr := runCLI("graph", "plan", "--model", vl, "--mmproj", tower, "plain")
+	if code != 0 || !strings.Contains(stdout, "plan plain (graphs/plain.yaml)\nrewritten: --mmproj wired the vision tower in: node vision (vision.encode on $in.images) feeds the images of fwd\n") {
+		t.Errorf("exit %d, stdout:\n%s\nstderr %q", code, stdout, stderr)
+	}
+	o, err := (&modelFlags{model: vl, mmproj: tower, graph: "plain"}).options()
+	if err != nil || o.Graph != "plain" {
+		t.Errorf("--graph plain --mmproj: options graph %q, err %v; want plain", o.Graph, err)
+	}
+}
+
 // graph plan --model prints the plan's cache groups on the model: paged KV
 // for the attending layers, and a hybrid model's recurrent state slots
 // with its prefix cache's checkpoint policy (bf16 checkpoints under the

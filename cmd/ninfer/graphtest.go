@@ -33,7 +33,8 @@ const graphTestSeed = 1
 // gives a further model a graph runs (draft=FILE for graphs/draft.yaml).
 // An alias a graph runs but the command line does not give is the target
 // model itself (a draft model identical to the target). --mmproj FILE is
-// the vision tower of the graphs that encode images (graphs/vision.yaml).
+// the vision tower: a graph that encodes no images gets it wired in, as
+// serving does (instance.LoadPlanWithImages).
 func runGraphTest(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("graph test", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -41,7 +42,7 @@ func runGraphTest(args []string, stdout, stderr io.Writer) int {
 	fs.Var(modelFlag{&mf}, "model", "GGUF model to run the tests on (required): FILE or target=FILE; ALIAS=FILE a further model a graph runs (default: the target)")
 	threads := fs.Int("threads", 0, "backend threads (0 = all cores)")
 	backend := fs.String("backend", "cpu", "compute backend: cpu, or cuda in binaries built with -tags cuda (same_as graphs run on it too)")
-	mmproj := fs.String("mmproj", "", "vision tower (mmproj GGUF) of the graphs that encode images (vision.encode)")
+	mmproj := fs.String("mmproj", "", "vision tower (mmproj GGUF): a graph that encodes no images gets it wired in before its target forwards")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -97,7 +98,7 @@ func (r *graphTester) instance(graph string) (*instance.Instance, error) {
 	if in, ok := r.open[graph]; ok {
 		return in, nil
 	}
-	p, err := loadPlan(graph, nil)
+	p, err := onModel{mmproj: r.mmproj}.loadPlan(graph, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -109,11 +110,7 @@ func (r *graphTester) instance(graph string) (*instance.Instance, error) {
 			}
 		}
 	}
-	var mmproj string
-	if p.Reads(engine.ImagesInput) {
-		mmproj = r.mmproj
-	}
-	in, err := instance.Open(instance.Options{Model: r.model, Models: models, MMProj: mmproj, Graph: graph, Backend: r.backend, Threads: r.threads, MaxRunning: 1})
+	in, err := instance.Open(instance.Options{Model: r.model, Models: models, MMProj: r.mmproj, Graph: graph, Backend: r.backend, Threads: r.threads, MaxRunning: 1})
 	if err != nil {
 		return nil, err
 	}

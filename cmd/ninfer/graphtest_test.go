@@ -44,3 +44,19 @@ tests:
 		t.Errorf("missing --model: exit %d, want 2", code)
 	}
 }
+
+// graph test --mmproj wires the tower into a graph that encodes no images,
+// as serving does: plain then runs with a vision.encode step, which a
+// text-only model refuses, and passes on the vision-language model.
+func TestGraphTestWiresTheTower(t *testing.T) {
+	vl, tower := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf"), sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	dense := sharedPath(t, "models", "tiny-qwen3-f32.gguf")
+	code, stdout, stderr := runCLI("graph", "test", "--threads", "2", "--model", vl, "--mmproj", tower, "plain")
+	if code != 0 || !strings.Contains(stdout, `plain: ok "greedy story": 32 tokens, same as plain`) {
+		t.Errorf("plain on the VL model: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ = runCLI("graph", "test", "--threads", "2", "--model", dense, "--mmproj", tower, "plain")
+	if code != 1 || !strings.Contains(stdout, "step vision (vision.encode) cannot run the tower") {
+		t.Errorf("plain on a text-only model with a tower: exit %d\nstdout:\n%s", code, stdout)
+	}
+}

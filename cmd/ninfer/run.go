@@ -49,7 +49,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&m.kvMemory, "kv-memory", 0, "KV cache capacity in bytes, scales included, in the graph's KV format (instead of --kv-capacity)")
 	fs.Var(&m.set, "set", "graph parameter override NAME=VALUE (repeatable)")
 	fs.BoolVar(&m.noPrefixCache, "no-prefix-cache", false, "turn automatic prefix caching off (full KV blocks shared by prompts that begin the same way, their prefill skipped)")
-	fs.StringVar(&m.mmproj, "mmproj", "", "vision tower of a vision-language model (a qwen3vl_merger mmproj GGUF): requests may carry images; the graph plain becomes vision")
+	fs.StringVar(&m.mmproj, "mmproj", "", "vision tower of a vision-language model (a qwen3vl_merger mmproj GGUF): requests may carry images; a graph that encodes none gets the tower wired in before its target forwards")
 	fs.Int64Var(&m.checkpointMemory, "checkpoint-memory", 0, "hybrid models: bytes of recurrent state checkpoints, the prefix cache's (0 = 512 MiB, at most 16 per running sequence; -1 = none, prefix caching off)")
 	fs.IntVar(&m.checkpointEvery, "checkpoint-every", 0, "hybrid models: KV blocks between a long prompt's periodic state checkpoints (0 = 32; -1 = none)")
 }
@@ -67,11 +67,7 @@ func (m *modelFlags) options() (instance.Options, error) {
 	if m.kvMemory < 0 || (m.kvMemory > 0 && m.kvTokens > 0) {
 		return instance.Options{}, fmt.Errorf("--kv-memory %d must be >= 0 and not given with --kv-capacity", m.kvMemory)
 	}
-	graph := m.graph
-	if m.mmproj != "" && graph == "plain" {
-		graph = "vision" // plain reads no images
-	}
-	return instance.Options{Model: m.model, Models: m.models, Graph: graph, Set: m.set.params, Backend: m.backend,
+	return instance.Options{Model: m.model, Models: m.models, Graph: m.graph, Set: m.set.params, Backend: m.backend,
 		Threads: m.threads, Eager: m.noCUDAGraph, Mmap: m.mmap, KVTokens: m.kvTokens, KVMemory: m.kvMemory, MaxRunning: 1,
 		NoPrefixCache: m.noPrefixCache, MMProj: m.mmproj, CheckpointMemory: m.checkpointMemory, CheckpointEvery: m.checkpointEvery}, nil
 }

@@ -59,8 +59,9 @@ func (n *NGram) RunHost(hc *node.HostContext, in map[string]any) (map[string]any
 // Lookup is prompt lookup over h: for n from maxMatch down to minMatch, it
 // finds the latest earlier occurrence of h's last n tokens and returns the
 // up to k tokens that followed it (fewer where h ends, or where an image
-// row's key, a negative id and no token, follows); nil when no suffix of
-// those lengths occurs earlier.
+// row's key, a negative id and no token, follows); a match followed at once
+// by an image row gives way to an earlier one; nil when no suffix of those
+// lengths occurs earlier with a token after it.
 func Lookup(h []int32, k, minMatch, maxMatch int) []int32 {
 	if k <= 0 {
 		return nil
@@ -73,6 +74,9 @@ func Lookup(h []int32, k, minMatch, maxMatch int) []int32 {
 				next := h[end:min(end+k, len(h))]
 				if i := slices.IndexFunc(next, func(t int32) bool { return t < 0 }); i >= 0 {
 					next = next[:i]
+				}
+				if len(next) == 0 {
+					continue // an image row follows: try an earlier match
 				}
 				return slices.Clone(next)
 			}

@@ -28,7 +28,8 @@ func TestLookup(t *testing.T) {
 		{"k 0 drafts nothing", []int32{1, 2, 1, 2}, 0, 1, 2, nil},
 		{"a history shorter than the match drafts nothing", []int32{1}, 3, 1, 2, nil},
 		{"the continuation stops before an image row's key", []int32{1, 2, 3, -7, -8, 4, 1, 2}, 4, 2, 2, []int32{3}},
-		{"a continuation that starts at an image row is empty", []int32{1, 2, -7, -8, 1, 2}, 4, 2, 2, []int32{}},
+		{"a match followed by an image row gives way to an earlier one", []int32{1, 2, 3, 9, 1, 2, -7, -8, 5, 1, 2}, 4, 2, 2, []int32{3, 9, 1, 2}},
+		{"only matches followed by image rows draft nothing", []int32{1, 2, -7, -8, 1, 2}, 4, 1, 2, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

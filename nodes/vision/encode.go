@@ -6,6 +6,7 @@
 package vision
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,14 +81,45 @@ type Encode struct {
 
 	mu      sync.Mutex // one image at a time on backend
 	backend exec.Backend
-	// prepared are the tower's prepared graphs by patch grid [pw, ph]
-	// (at most maxPrepared): an image of a size seen before reuses its
+	// prepared are the tower's prepared graphs by patch grid [pw, ph],
+	// least recently used first, their estimated bytes (graphBytes)
+	// within preparedBudget: an image of a size seen before reuses its
 	// buffers instead of allocating them again.
-	prepared map[[2]int]exec.Executable
+	prepared      []preparedTower
+	preparedBytes int64
+	// preparedBudget bounds preparedBytes; 0 is DefaultPreparedBudget.
+	preparedBudget int64
 }
 
-// maxPrepared bounds the prepared tower graphs an Encode keeps.
-const maxPrepared = 4
+// preparedTower is the tower prepared for one patch grid.
+type preparedTower struct {
+	grid  [2]int
+	x     exec.Executable
+	bytes int64 // graphBytes of its graph
+}
+
+// DefaultPreparedBudget is the bytes of prepared tower graphs an Encode
+// keeps by default (graphBytes estimates): 256 MiB, a few large images'
+// graphs or many small ones. A graph larger than the budget runs and is
+// closed at once.
+const DefaultPreparedBudget = 256 << 20
+
+// graphBytes estimates the memory a prepared g holds: every value it
+// computes (weights excluded) as float32, and each attention's scores
+// [heads, rows, rows]. Backends reuse buffers, so it is an upper bound.
+func graphBytes(g *tensor.Graph) int64 {
+	var n int64
+	for _, op := range g.Ops {
+		if op.Kind == tensor.OpWeight {
+			continue
+		}
+		n += int64(op.Out.Rows()) * int64(op.Out.Cols())
+		if op.Kind == tensor.OpAttention {
+			n += int64(op.Attn.Heads) * int64(op.Out.Rows()) * int64(op.Out.Rows())
+		}
+	}
+	return 4 * n
+}
 
 // Record implements node.DeviceNode for the step: in["images"] is the
 // step's image row mask [T]; the output "embeddings" [T, OutputWidth] is
@@ -316,11 +348,11 @@ func (e *Encode) run(ctx context.Context, p *vision.Preprocessed, stages bool) (
 		},
 		Ints: map[string][]int32{BindPosY: ys, BindPosX: xs},
 	}
-	x, outputs, err := e.prepare(l.PW, l.PH, stages)
+	x, outputs, owned, err := e.prepare(l.PW, l.PH, stages)
 	if err != nil {
 		return nil, err
 	}
-	if stages {
+	if owned {
 		defer x.Close()
 	}
 	if err := x.Run(ctx, batch); err != nil {
@@ -349,38 +381,45 @@ func (e *Encode) Workspace() (exec.Workspace, bool) {
 	return r.Workspace(), true
 }
 
-// prepare returns the tower prepared for a pw x ph patch grid and its
-// outputs' names: with stages a graph of its own (the caller closes it),
-// else the one kept for the grid, prepared the first time.
-func (e *Encode) prepare(pw, ph int, stages bool) (exec.Executable, []string, error) {
-	key := [2]int{pw, ph}
-	if x, ok := e.prepared[key]; ok && !stages {
-		return x, []string{"embeddings"}, nil
+// prepare returns the tower prepared for a pw x ph patch grid, its
+// outputs' names, and whether the caller closes it: with stages a graph
+// of its own, else the one kept for the grid (the most recently used),
+// prepared the first time; the least recently used are closed while the
+// kept graphs' bytes exceed the budget, and a graph larger than the whole
+// budget is not kept.
+func (e *Encode) prepare(pw, ph int, stages bool) (x exec.Executable, outputs []string, owned bool, err error) {
+	grid := [2]int{pw, ph}
+	if !stages {
+		if i := slices.IndexFunc(e.prepared, func(p preparedTower) bool { return p.grid == grid }); i >= 0 {
+			p := e.prepared[i]
+			e.prepared = append(slices.Delete(e.prepared, i, i+1), p)
+			return p.x, []string{"embeddings"}, false, nil
+		}
 	}
 	g, err := e.towerGraph(pw, ph, stages)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	x, err := e.backend.Prepare(g)
-	if err != nil {
-		return nil, nil, fmt.Errorf("vision.encode: %w", err)
-	}
-	outputs := slices.Sorted(maps.Keys(g.Outputs))
-	if stages {
-		return x, outputs, nil
-	}
-	if e.prepared == nil {
-		e.prepared = map[[2]int]exec.Executable{}
-	}
-	for k, old := range e.prepared {
-		if len(e.prepared) < maxPrepared {
-			break
+	budget := cmp.Or(e.preparedBudget, DefaultPreparedBudget)
+	bytes := graphBytes(g)
+	if !stages {
+		for len(e.prepared) > 0 && e.preparedBytes+bytes > budget {
+			e.prepared[0].x.Close()
+			e.preparedBytes -= e.prepared[0].bytes
+			e.prepared = slices.Delete(e.prepared, 0, 1)
 		}
-		old.Close()
-		delete(e.prepared, k)
 	}
-	e.prepared[key] = x
-	return x, outputs, nil
+	x, err = e.backend.Prepare(g)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("vision.encode: %w", err)
+	}
+	outputs = slices.Sorted(maps.Keys(g.Outputs))
+	if stages || bytes > budget {
+		return x, outputs, true, nil
+	}
+	e.prepared = append(e.prepared, preparedTower{grid: grid, x: x, bytes: bytes})
+	e.preparedBytes += bytes
+	return x, outputs, false, nil
 }
 
 // Close implements exec.TowerBinder: it releases the backend AttachTower
@@ -391,10 +430,10 @@ func (e *Encode) Close() error {
 	if e.backend == nil {
 		return nil
 	}
-	for _, x := range e.prepared {
-		x.Close()
+	for _, p := range e.prepared {
+		p.x.Close()
 	}
-	e.prepared = nil
+	e.prepared, e.preparedBytes = nil, 0
 	err := e.backend.Close()
 	e.backend = nil
 	return err

@@ -1,11 +1,15 @@
 package vision
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"image"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -190,30 +194,87 @@ func TestEncodeMatchesLlamaCpp(t *testing.T) {
 	}
 }
 
-// The tower kept prepared for an image size gives, for the same image
-// again after images of other sizes, exactly the rows it gave first.
+// The prepared towers are kept least recently used first within their
+// byte budget: an image of a size seen before reuses its prepared tower
+// (the same executable) and moves it last; a new size closes the least
+// recently used until it fits; a tower evicted and prepared again gives
+// exactly the rows it gave first.
 func TestEncodeAgainReusesThePreparedTower(t *testing.T) {
 	e := newTestEncoder(t)
-	var first [][]float32
-	for round := range 2 {
-		for i, name := range []string{"sq64.png", "wide160x64.png", "tall75x100.png"} {
-			data, err := os.ReadFile(filepath.Join(goldenDir, "images", name))
-			if err != nil {
-				t.Skipf("golden image: %v", err)
+	type size struct{ W, H int }
+	a, b, c, d, f := size{128, 128}, size{128, 96}, size{96, 128}, size{64, 32}, size{32, 64}
+	pre := map[size]*vision.Preprocessed{}
+	grid := map[[2]int]size{}
+	cost := map[size]int64{}
+	for _, s := range []size{a, b, c, d, f} {
+		var buf bytes.Buffer
+		img := image.NewRGBA(image.Rect(0, 0, s.W, s.H))
+		for i := range img.Pix {
+			img.Pix[i] = uint8(i * 7 % 251)
+		}
+		if err := png.Encode(&buf, img); err != nil {
+			t.Fatal(err)
+		}
+		p, err := vision.Preprocess(buf.Bytes(), e.Config.Options(vision.DecodeLimits{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := vision.LayoutOf(p, e.Config.PatchSize, e.Config.SpatialMerge)
+		g, err := e.towerGraph(l.PW, l.PH, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pre[s], grid[[2]int{l.PW, l.PH}], cost[s] = p, s, graphBytes(g)
+	}
+	if len(grid) != 5 || cost[d] > min(cost[b], cost[c]) || cost[f] > min(cost[b], cost[c]) {
+		t.Fatalf("the sizes need 5 grids and d, f the cheapest: grids %v, bytes %v", grid, cost)
+	}
+	e.preparedBudget = cost[a] + cost[b] + cost[c]
+	first := map[size][]float32{}
+	kept := func() []size {
+		var out []size
+		for _, p := range e.prepared {
+			out = append(out, grid[p.grid])
+		}
+		return out
+	}
+	encode := func(s size) exec.Executable {
+		t.Helper()
+		rows, err := e.EncodeImage(context.Background(), pre[s])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first[s] == nil {
+			first[s] = rows
+		} else if diff := cmp.Diff(first[s], rows); diff != "" {
+			t.Errorf("%v encoded again (-first +again):\n%s", s, diff)
+		}
+		return e.prepared[len(e.prepared)-1].x
+	}
+	for _, step := range []struct {
+		encode size
+		want   []size // kept, least recently used first
+	}{
+		{a, []size{a}},
+		{b, []size{a, b}},
+		{c, []size{a, b, c}},
+		{a, []size{b, c, a}}, // reused, now the most recent
+		{d, []size{c, a, d}}, // b, the least recently used, makes room
+		{f, []size{a, d, f}},
+		{b, []size{d, f, b}}, // evicted before: prepared again
+	} {
+		before := slices.Clone(e.prepared)
+		x := encode(step.encode)
+		if diff := cmp.Diff(step.want, kept()); diff != "" {
+			t.Fatalf("after %v: kept (-want +got):\n%s", step.encode, diff)
+		}
+		for _, p := range before {
+			if grid[p.grid] == step.encode && p.x != x {
+				t.Errorf("%v: prepared again though it was kept", step.encode)
 			}
-			p, err := vision.Preprocess(data, e.Config.Options(vision.DecodeLimits{}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rows, err := e.EncodeImage(context.Background(), p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if round == 0 {
-				first = append(first, rows)
-			} else if diff := cmp.Diff(first[i], rows); diff != "" {
-				t.Errorf("%s encoded again (-first +again):\n%s", name, diff)
-			}
+		}
+		if e.preparedBytes > e.preparedBudget {
+			t.Errorf("after %v: %d bytes kept, over the budget %d", step.encode, e.preparedBytes, e.preparedBudget)
 		}
 	}
 }

@@ -256,6 +256,10 @@ type Engine struct {
 	prefixCacheOff string
 	kvBlockBytes   int64
 	model          ModelInfo
+
+	// feedImages and draftImages are the image inputs' buffers of a
+	// step's feed and of that feed with drafts inserted (bindImages).
+	feedImages, draftImages imageRows
 }
 
 // inflight is a submitted request with what the engine keeps of it.

@@ -88,16 +88,29 @@ func imageKey(d [32]byte, j int) int32 {
 	return -1 - int32(binary.LittleEndian.Uint32(h[:])&0x7fffffff)
 }
 
+// imageRows are the buffers of one feed's image inputs (bindImages),
+// owned by the engine and reused step after step: a step's feed and its
+// feed with drafts inserted each have their own (Engine.feedImages,
+// Engine.draftImages), as both are alive during the step.
+type imageRows struct {
+	mask  []int32    // [T] node.BindImages
+	mrope [3][]int32 // [T] each, node.BindMRoPE
+	emb   []float32  // [T, E] node.BindImageEmbeddings; zero on text rows
+}
+
 // bindImages binds the image inputs of b, step s's feed (or that feed with
-// drafts inserted), on a plan that reads images: node.BindImages (1 on
-// image rows), node.BindImageEmbeddings, and each row's M-RoPE components
-// (node.BindMRoPE), by each row's sequence and position; image rows feed
-// token 0 (node.FedToken).
-func (e *Engine) bindImages(s *step, b *exec.Batch) {
-	n := len(b.Tokens)
-	mask := make([]int32, n)
-	mrope := [3][]int32{make([]int32, n), make([]int32, n), make([]int32, n)}
-	emb := make([]float32, n*e.model.Embed)
+// drafts inserted), on a plan that reads images, in buf's reused buffers:
+// node.BindImages (1 on image rows), node.BindImageEmbeddings, and each
+// row's M-RoPE components (node.BindMRoPE), by each row's sequence and
+// position; image rows feed token 0 (node.FedToken).
+func (e *Engine) bindImages(s *step, b *exec.Batch, buf *imageRows) {
+	n, width := len(b.Tokens), e.model.Embed
+	buf.mask = resized(buf.mask, n)
+	for i := range buf.mrope {
+		buf.mrope[i] = resized(buf.mrope[i], n)
+	}
+	buf.emb = resized(buf.emb, n*width)
+	mask, mrope, emb := buf.mask, buf.mrope, buf.emb
 	for row, si := range b.RowSeq {
 		r := e.reqs[s.work[si].Seq]
 		pos := int(b.Positions[row])
@@ -106,7 +119,7 @@ func (e *Engine) bindImages(s *step, b *exec.Batch) {
 		if im != nil {
 			mask[row] = 1
 			b.Tokens[row] = node.FedToken(b.Tokens[row])
-			copy(emb[row*e.model.Embed:(row+1)*e.model.Embed], im.Embeddings[j*e.model.Embed:(j+1)*e.model.Embed])
+			copy(emb[row*width:(row+1)*width], im.Embeddings[j*width:(j+1)*width])
 		}
 	}
 	if b.Ints == nil {
@@ -120,6 +133,17 @@ func (e *Engine) bindImages(s *step, b *exec.Batch) {
 		b.Ints[name] = mrope[i]
 	}
 	b.Floats[node.BindImageEmbeddings] = emb
+}
+
+// resized is buf with length n and every element zero, reusing its
+// storage when it holds n.
+func resized[T int32 | float32](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	buf = buf[:n]
+	clear(buf)
+	return buf
 }
 
 // ropePosition returns the M-RoPE components (t, h, w) of the token at

@@ -1,11 +1,14 @@
 package engine
 
 import (
-	"github.com/ninfer/ninfer-go/runtime/weights"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/kv"
+	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/sched"
+	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
 // TestImageKeysFollowThePixels: the prompt rows of an image are keyed by
@@ -81,5 +84,36 @@ func TestKeyImagesRefusesBadImages(t *testing.T) {
 	r := Request{Prompt: []int32{1, 2}, Images: []Image{{NX: 1, NY: 1, Embeddings: make([]float32, 2)}}}
 	if err := (&Engine{model: ModelInfo{Info: weights.Info{Embed: 2}}}).keyImages(&r); err != errNoImages {
 		t.Errorf("a plan without images: %v, want errNoImages", err)
+	}
+}
+
+// bindImages fills the engine's buffers for a feed, reusing them step
+// after step without allocating: a step without image rows after one with
+// them binds a zero mask and zero embeddings, not the last step's.
+func TestBindImagesReusesItsBuffers(t *testing.T) {
+	seq := &sched.Seq{}
+	im := Image{At: 1, NX: 2, NY: 1, Embeddings: []float32{1, 2, 3, 4}}
+	e := &Engine{images: true, model: ModelInfo{Info: weights.Info{Embed: 2}},
+		reqs: map[*sched.Seq]*inflight{seq: {Request: Request{Images: []Image{im}}}}}
+	s := &step{work: []sched.Work{{Seq: seq}}}
+	withImage := &exec.Batch{Tokens: []int32{5, -9, -8, 6}, Positions: []int32{0, 1, 2, 3}, RowSeq: []int32{0, 0, 0, 0}}
+	e.bindImages(s, withImage, &e.feedImages)
+	want := map[string][]int32{node.BindImages: {0, 1, 1, 0}, node.BindMRoPE[0]: {0, 1, 1, 3}, node.BindMRoPE[1]: {0, 1, 1, 3}, node.BindMRoPE[2]: {0, 1, 2, 3}}
+	if diff := cmp.Diff(want, withImage.Ints); diff != "" {
+		t.Errorf("ints with the image (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]float32{0, 0, 1, 2, 3, 4, 0, 0}, withImage.Floats[node.BindImageEmbeddings]); diff != "" {
+		t.Errorf("embeddings with the image (-want +got):\n%s", diff)
+	}
+	text := &exec.Batch{Tokens: []int32{7, 8}, Positions: []int32{4, 5}, RowSeq: []int32{0, 0}}
+	e.bindImages(s, text, &e.feedImages)
+	if diff := cmp.Diff([]int32{0, 0}, text.Ints[node.BindImages]); diff != "" {
+		t.Errorf("mask of a text step after an image step (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]float32{0, 0, 0, 0}, text.Floats[node.BindImageEmbeddings]); diff != "" {
+		t.Errorf("embeddings of a text step after an image step (-want +got):\n%s", diff)
+	}
+	if allocs := testing.AllocsPerRun(10, func() { e.bindImages(s, text, &e.feedImages) }); allocs != 0 {
+		t.Errorf("bindImages allocated %v times per step on a batch of a size seen before", allocs)
 	}
 }

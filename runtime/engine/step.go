@@ -142,7 +142,7 @@ func (e *Engine) buildStep(ctx context.Context, work []sched.Work) *step {
 		}
 	}
 	if e.images {
-		e.bindImages(s, s.batch)
+		e.bindImages(s, s.batch, &e.feedImages)
 	}
 	return s
 }
@@ -170,7 +170,7 @@ func (e *Engine) executorBatch(s *step) executor.Batch {
 	b := executor.Batch{Host: s.hc, Feed: s.batch, Greedy: e.greedyStep(s.hc),
 		Embeds: slices.ContainsFunc(s.sampled, func(r *inflight) bool { return r.Embed })}
 	if e.images {
-		b.BindRows = func(feed *exec.Batch) { e.bindImages(s, feed) }
+		b.BindRows = func(feed *exec.Batch) { e.bindImages(s, feed, &e.draftImages) }
 	}
 	return b
 }

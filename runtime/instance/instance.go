@@ -245,17 +245,36 @@ func LoadPlan(graph string, reg *node.Registry, set node.Params) (*plan.Plan, er
 
 // LoadPlanWithImages is LoadPlan for a model with a vision tower
 // (Options.MMProj): a graph that encodes no images gets the tower wired in
-// (withTower), so that plain and every speculative graph take images.
+// (withTower), so that plain and every speculative graph take images; the
+// plan's Rewritten says so. A graph whose target forwards a host step
+// splits cannot take the tower that way (device values do not cross host
+// steps): that is an error asking for a vision.encode node in the graph.
 func LoadPlanWithImages(graph string, reg *node.Registry, set node.Params) (*plan.Plan, error) {
 	file, src, err := graphSource(graph)
 	if err != nil {
 		return nil, err
 	}
-	g, err := graphdef.Parse(file, src)
-	if err != nil || !withTower(g) {
-		return compile.Source(file, src, reg, set) // its errors, or the graph as written
+	written, err := compile.Source(file, src, reg, set)
+	if err != nil || written.Reads(engine.ImagesInput) {
+		return written, err
 	}
-	return compile.Compile(g, reg, set)
+	g, err := graphdef.Parse(file, src)
+	if err != nil {
+		return nil, err
+	}
+	tower, fwds := withTower(g)
+	if tower == "" {
+		return written, nil
+	}
+	if err := oneSegment(written, fwds); err != nil {
+		return nil, fmt.Errorf("%s: --mmproj cannot wire the vision tower into this graph: %w; add a vision.encode node on $in.images to the graph and wire its embeddings to the images input of each target forward (as graphs/vision.yaml does)", file, err)
+	}
+	p, err := compile.Compile(g, reg, set)
+	if err != nil {
+		return nil, err
+	}
+	p.Rewritten = fmt.Sprintf("--mmproj wired the vision tower in: node %s (vision.encode on $in.%s) feeds the images of %s", tower, node.BindImages, strings.Join(fwds, ", "))
+	return p, nil
 }
 
 // graphSource reads the graph file at graph or, when no such file exists,

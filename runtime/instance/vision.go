@@ -11,6 +11,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/node"
+	"github.com/ninfer/ninfer-go/runtime/plan"
 	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
@@ -26,30 +27,31 @@ type Vision struct {
 // Close releases the mmproj file.
 func (v *Vision) Close() error { return v.File.Close() }
 
-// towerNode is the id of the vision.encode node withTower adds.
-const towerNode = "vision"
-
 // withTower wires the vision tower into g, a graph that encodes no images,
-// as graphs/vision.yaml wires it into plain: a node "vision" (vision.encode
-// on $in.images) before the first top-level model.forward of the target,
+// as graphs/vision.yaml wires it into plain: a vision.encode node on
+// $in.images before the first top-level model.forward of the target,
 // whose embeddings feed the images input of every such forward (a
 // speculative graph's verifying forward included; the forwards of loop
-// bodies and of other models read none). It reports whether it changed g:
-// not for a graph with a vision.encode node, a forward that wires images
-// already, no target forward, or a node already called "vision". The
-// added nodes and bindings take the position of the first forward.
-func withTower(g *graphdef.Graph) bool {
-	var fwds []*graphdef.Node
+// bodies and of other models read none). The node is "vision", or
+// "vision_2", "vision_3", ... when g has a node of that id. It returns the
+// node's id and the forwards it feeds, or "" and nil when it left g as it
+// was: a graph with a vision.encode node, a forward that wires images
+// already, or no target forward. The added nodes and bindings take the
+// position of the first forward.
+func withTower(g *graphdef.Graph) (tower string, fwds []string) {
+	var feeds []*graphdef.Node
 	first := -1
+	ids := map[string]bool{}
 	for i, n := range g.Nodes {
+		ids[n.ID] = true
 		switch {
-		case n.ID == towerNode || n.Op == "vision.encode":
-			return false
+		case n.Op == "vision.encode":
+			return "", nil
 		case n.Op != "model.forward" || n.IsLoop():
 			continue
 		}
 		if slices.ContainsFunc(n.In, func(b *graphdef.Binding) bool { return b.Name == "images" }) {
-			return false
+			return "", nil
 		}
 		if !runsTarget(n) {
 			continue
@@ -57,19 +59,44 @@ func withTower(g *graphdef.Graph) bool {
 		if first < 0 {
 			first = i
 		}
-		fwds = append(fwds, n)
+		feeds = append(feeds, n)
 	}
 	if first < 0 {
-		return false
+		return "", nil
+	}
+	tower = "vision"
+	for i := 2; ids[tower]; i++ {
+		tower = fmt.Sprintf("vision_%d", i)
 	}
 	at := g.Nodes[first].Pos
-	tower := &graphdef.Node{Pos: at, ID: towerNode, IDPos: at, Op: "vision.encode", OpPos: at, InPos: at,
-		In: []*graphdef.Binding{{Name: "images", NamePos: at, Ref: graphdef.InputNode + "." + node.BindImages, RefPos: at}}}
-	g.Nodes = slices.Insert(g.Nodes, first, tower)
-	for _, n := range fwds {
-		n.In = append(n.In, &graphdef.Binding{Name: "images", NamePos: n.Pos, Ref: towerNode + ".embeddings", RefPos: n.Pos})
+	g.Nodes = slices.Insert(g.Nodes, first, &graphdef.Node{Pos: at, ID: tower, IDPos: at, Op: "vision.encode", OpPos: at, InPos: at,
+		In: []*graphdef.Binding{{Name: "images", NamePos: at, Ref: graphdef.InputNode + "." + node.BindImages, RefPos: at}}})
+	for _, n := range feeds {
+		n.In = append(n.In, &graphdef.Binding{Name: "images", NamePos: n.Pos, Ref: tower + ".embeddings", RefPos: n.Pos})
+		fwds = append(fwds, n.ID)
 	}
-	return true
+	return tower, fwds
+}
+
+// oneSegment checks that the steps fwds of p run in one device segment, so
+// that one vision.encode node before them can feed them all.
+func oneSegment(p *plan.Plan, fwds []string) error {
+	seg := func(id string) int {
+		for si, s := range p.Segments {
+			for _, i := range s.Steps {
+				if p.Steps[i].ID == id {
+					return si
+				}
+			}
+		}
+		return -1
+	}
+	for _, id := range fwds[1:] {
+		if seg(id) != seg(fwds[0]) {
+			return fmt.Errorf("a host step runs between its target forwards %s and %s", fwds[0], id)
+		}
+	}
+	return nil
 }
 
 // runsTarget reports whether forward n runs the target: no model param, or

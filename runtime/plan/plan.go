@@ -68,6 +68,9 @@ type Segment struct {
 type Plan struct {
 	// Name and File identify the graph it was compiled from.
 	Name, File string
+	// Rewritten says how the loader changed the graph as written before
+	// compiling it ("" when it did not); String's header shows it.
+	Rewritten string
 	// Params are the graph's params after overrides, by name.
 	Params node.Params
 	// Policy is node.DefaultPolicy with every policy step folded in, in step
@@ -123,6 +126,9 @@ func (p *Plan) Hash() string {
 func (p *Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plan %s (%s)\n", p.Name, p.File)
+	if p.Rewritten != "" {
+		fmt.Fprintf(&b, "rewritten: %s\n", p.Rewritten)
+	}
 	if len(p.Params) > 0 {
 		b.WriteString("params:\n")
 		for _, k := range slices.Sorted(maps.Keys(p.Params)) {

@@ -37,7 +37,8 @@ func meanStd(xs []float64) (*float64, *float64) {
 
 // Aggregate fills t's means, deviations and summed speculative block from
 // t.Reps, as the seed's report does: a rate is each repetition's ratio
-// (prefill: n_prompt x batch / prefill_seconds; decode: decode tokens /
+// (prefill: the prompt tokens it sent, image rows included (PromptTokens,
+// at least n_prompt), x batch / prefill_seconds; decode: decode tokens /
 // decode_seconds), then averaged. Prefill fields are null for tg tests and
 // decode fields null for pp tests. Bandwidth fields are left alone.
 func Aggregate(t *Test) {
@@ -49,7 +50,7 @@ func Aggregate(t *Test) {
 		dec = append(dec, tm.DecodeSeconds)
 		tot = append(tot, tm.TotalSeconds)
 		if tm.PrefillSeconds > 0 {
-			preRate = append(preRate, float64(t.NPrompt*max(t.Batch, 1))/tm.PrefillSeconds)
+			preRate = append(preRate, float64(max(r.PromptTokens, t.NPrompt)*max(t.Batch, 1))/tm.PrefillSeconds)
 		}
 		if tm.DecodeSeconds > 0 {
 			outRate = append(outRate, float64(r.DecodeOutputTokens)/tm.DecodeSeconds)

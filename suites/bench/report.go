@@ -265,7 +265,7 @@ type Timings struct {
 	VisionSeconds  float64 `json:"vision_seconds"`  // encoding the repetition's images (ninfer bench --image); 0 without
 	PrefillSeconds float64 `json:"prefill_seconds"` // first step -> first token
 	DecodeSeconds  float64 `json:"decode_seconds"`  // first token -> last token
-	TotalSeconds   float64 `json:"total_seconds"`   // submit -> final event, as the caller saw it
+	TotalSeconds   float64 `json:"total_seconds"`   // vision_seconds + (submit -> final event, as the caller saw it)
 }
 
 // Speculative counts speculative decoding work. Without speculation it has

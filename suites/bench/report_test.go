@@ -188,6 +188,21 @@ func TestAggregateReproducesTheSeedsStatistics(t *testing.T) {
 	}
 }
 
+// A prompt with an image (ninfer bench --image) prefills its image rows
+// too: the prefill rate counts the tokens the repetition sent, not
+// n_prompt alone.
+func TestAggregatePrefillRateCountsImageRows(t *testing.T) {
+	got := Test{Kind: KindPP, NPrompt: 64, Batch: 2, Reps: []Rep{
+		{PromptTokens: 64 + 192, Timings: Timings{PrefillSeconds: 2}},
+		{PromptTokens: 64 + 192, Timings: Timings{PrefillSeconds: 4}},
+	}}
+	Aggregate(&got)
+	want := (256.0*2/2 + 256.0*2/4) / 2
+	if got.PrefillTokSMean == nil || *got.PrefillTokSMean != want {
+		t.Errorf("prefill tok/s mean %v, want %v", got.PrefillTokSMean, want)
+	}
+}
+
 // sampleReport is the seed's report completed with ninfer's fields, as
 // `ninfer bench` would fill them on the CPU backend.
 func sampleReport(t *testing.T) Report {
