@@ -400,9 +400,9 @@ func (t *attnTask) reduce(acc, out *float32, nvec, classes int, mask uint64) {
 // vectors, keeping one fma chain per position class (attnValues' j%16)
 // and dim, which attnReduce folds in reduce16's order (the kernels also
 // take ggml's single-row order, 64 classes in 4 phases, which no step
-// uses: see attnValues). Scratch is per worker and O(positions): scores of 4 query
-// vectors, their value class accumulators, and for encoded pages one KV
-// head's decoded K and V.
+// uses: see attnValues). Scratch is per worker and O(positions): scores
+// of 4 query vectors, their value class accumulators, and for encoded
+// pages one KV head's decoded K and V.
 func (p *program) attentionFast(out []float32, op tensor.Op, b *exec.Batch) {
 	t := &p.attn
 	a := op.Attn
