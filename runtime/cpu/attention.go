@@ -184,41 +184,31 @@ func (t *kvWriteTask) run(_, lo, hi int) {
 }
 
 // attnValues writes o[d] = sum over positions j < len(w) of w[j] * v(j)[d]
-// in the order of ggml's kqv product over a KV row padded with zero
-// weights to a whole number of 64 positions: for a batch of two rows or
-// more (tinyBLAS), position j is fused into lane j%16 and the lanes are
-// reduced by reduce16; for one row (ggml_vec_dot_f32), into accumulator
-// (j/16)%4, lane j%16, reduced by reduce4x16. acc is scratch of at least
-// 64*len(o).
-func attnValues(o, w []float32, v func(j int) []float32, batch bool, acc []float32) {
+// in the order of ggml's kqv product for a batch of two rows or more
+// (tinyBLAS) over a KV row padded with zero weights to a whole number of 64
+// positions: position j is fused into lane j%16 and the lanes are reduced
+// by reduce16. Every step takes this order, one row too (where ggml's
+// ggml_vec_dot_f32 keeps 64 lanes), so that a row's result does not depend
+// on how many rows share its step (a prompt cut into chunks of one token,
+// a decode step of one sequence). acc is scratch of at least 16*len(o).
+func attnValues(o, w []float32, v func(j int) []float32, acc []float32) {
 	hd := len(o)
-	acc = acc[:64*hd]
+	acc = acc[:16*hd]
 	clear(acc)
 	for j, p := range w {
 		vj := v(j)[:hd]
 		c := j % 16
-		if !batch {
-			c = j % 64
-		}
 		a := acc[c*hd : (c+1)*hd]
 		for d, x := range vj {
 			a[d] = fma32(x, p, a[d])
 		}
 	}
 	for d := range o {
-		if batch {
-			var l [16]float32
-			for c := range 16 {
-				l[c] = acc[c*hd+d]
-			}
-			o[d] = reduce16(&l)
-			continue
+		var l [16]float32
+		for c := range 16 {
+			l[c] = acc[c*hd+d]
 		}
-		var s [4][16]float32
-		for c := range 64 {
-			s[c/16][c%16] = acc[c*hd+d]
-		}
-		o[d] = reduce4x16(&s)
+		o[d] = reduce16(&l)
 	}
 }
 
@@ -232,9 +222,8 @@ func (p *program) attentionRef(out []float32, op tensor.Op, b *exec.Batch) {
 	kc, vc := p.b.cache.k[a.Layer], p.b.cache.v[a.Layer]
 	kvd, qd, bt, hd := l.KVDim, a.Heads*a.HeadDim, l.BlockTokens, a.HeadDim
 	group := a.Heads / a.KVHeads
-	batch := op.Out.Rows() >= 2
 	p.b.pool.parallel(op.Out.Rows()*a.Heads, 1, func(worker, lo, hi int) {
-		acc := make([]float32, 64*hd)
+		acc := make([]float32, 16*hd)
 		for i := lo; i < hi; i++ {
 			t, h := i/a.Heads, i%a.Heads
 			table, n := b.Tables[b.RowSeq[t]], p.visible[t]
@@ -249,7 +238,7 @@ func (p *program) attentionRef(out []float32, op tensor.Op, b *exec.Batch) {
 			attnValues(out[t*qd+h*hd:t*qd+(h+1)*hd], scores, func(j int) []float32 {
 				vo := vRow(l, int(table[j/bt]), j%bt, h/group, hd)
 				return vc[vo : vo+hd]
-			}, batch, acc)
+			}, acc)
 		}
 	})
 }
@@ -265,9 +254,8 @@ func (p *program) attentionCodedRef(out []float32, op tensor.Op, b *exec.Batch) 
 	qd, bt := a.Heads*a.HeadDim, l.BlockTokens
 	group := a.Heads / a.KVHeads
 	hd := a.HeadDim
-	batch := op.Out.Rows() >= 2
 	p.b.pool.parallel(op.Out.Rows()*a.KVHeads, 1, func(worker, lo, hi int) {
-		acc := make([]float32, 64*hd)
+		acc := make([]float32, 16*hd)
 		for i := lo; i < hi; i++ {
 			t, kvh := i/a.KVHeads, i%a.KVHeads
 			table, n := b.Tables[b.RowSeq[t]], p.visible[t]
@@ -284,7 +272,7 @@ func (p *program) attentionCodedRef(out []float32, op tensor.Op, b *exec.Batch) 
 					scores[j] = dotVecF32(ks[j*hd:], 1, qh, hd) * a.Scale
 				}
 				softmaxInPlace(scores)
-				attnValues(out[t*qd+h*hd:t*qd+(h+1)*hd], scores, func(j int) []float32 { return vs[j*hd : (j+1)*hd] }, batch, acc)
+				attnValues(out[t*qd+h*hd:t*qd+(h+1)*hd], scores, func(j int) []float32 { return vs[j*hd : (j+1)*hd] }, acc)
 			}
 		}
 	})
@@ -344,7 +332,6 @@ type attnTask struct {
 	a      tensor.AttentionArgs
 	q, out []float32
 	tiles  []attnTile
-	batch  bool // two rows or more: ggml's tinyBLAS order for the values
 	avx2   bool // levelAVX2: the kernels of attn_avx2_amd64.s
 }
 
@@ -410,15 +397,16 @@ func (t *attnTask) reduce(acc, out *float32, nvec, classes int, mask uint64) {
 // vectors at a time, 16 positions a vector (located through the block
 // table), in dotVecF32's order; softmaxV normalises each query vector's
 // scores; the value kernels then read each V row once for up to 4 query
-// vectors, keeping one fma chain per position class (attnValues' j%16 or
-// j%64) and dim, which attnReduce folds in reduce16's or reduce4x16's
-// order. Scratch is per worker and O(positions): scores of 4 query
-// vectors, their value class accumulators, and for encoded pages one KV
-// head's decoded K and V.
+// vectors, keeping one fma chain per position class (attnValues' j%16)
+// and dim, which attnReduce folds in reduce16's order (the kernels also
+// take ggml's single-row order, 64 classes in 4 phases, which no step
+// uses: see attnValues). Scratch is per worker and O(positions): scores
+// of 4 query vectors, their value class accumulators, and for encoded
+// pages one KV head's decoded K and V.
 func (p *program) attentionFast(out []float32, op tensor.Op, b *exec.Batch) {
 	t := &p.attn
 	a := op.Attn
-	*t = attnTask{p: p, b: b, a: a, q: p.f32[op.Args[0].ID], out: out, tiles: t.tiles[:0], batch: op.Out.Rows() >= 2,
+	*t = attnTask{p: p, b: b, a: a, q: p.f32[op.Args[0].ID], out: out, tiles: t.tiles[:0],
 		avx2: level == levelAVX2}
 	rows := max(1, 4/(a.Heads/a.KVHeads))
 	T, work := op.Out.Rows(), 0
@@ -474,10 +462,7 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 	table := t.b.Tables[t.b.RowSeq[tile.t0]]
 	w.koffs, w.voffs = grow(w.koffs, ncPad), grow(w.voffs, ncPad)
 	w.scores = grow(w.scores, 4*stride)
-	classes, phases := 16, 1
-	if !t.batch {
-		classes, phases = 64, 4
-	}
+	const classes, phases = 16, 1 // attnValues' order: position classes j%16
 	nvec := (hd + 15) / 16
 	w.acc = grow(w.acc, 4*nvec*classes*16)
 

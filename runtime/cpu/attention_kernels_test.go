@@ -658,3 +658,39 @@ func TestRoPENeoxFast(t *testing.T) {
 		}
 	}
 }
+
+// A row's attention does not depend on how many rows share its step: each
+// row of a prompt chunk, run again alone as a step of one row (a chunk of
+// one token, or a decode step of one sequence) over the same pages, gives
+// the same output bit for bit, at every level.
+func TestAttentionRowAloneMatchesChunk(t *testing.T) {
+	for _, dtype := range []string{"f32", "int8-g64"} {
+		for _, n := range []int{5, 70, 300} {
+			c := attnCase{heads: 4, kvHeads: 2, hd: 64, bt: 16, dtype: dtype, seqs: [][2]int{{n - 5, 5}}}
+			for _, lv := range append([]kernelLevel{levelRef}, fastLevels()...) {
+				func() {
+					defer setLevel(lv)()
+					p, op, b, out := setupAttention(t, c, 2)
+					defer p.b.Close()
+					p.attention(out, op, b)
+					q, k, v := p.f32[0], p.f32[1], p.f32[2]
+					qd, kvd := c.heads*c.hd, c.kvHeads*c.hd
+					for r := range 5 {
+						one := &exec.Batch{Tables: b.Tables, Positions: b.Positions[r : r+1], RowSeq: b.RowSeq[r : r+1], Tokens: b.Tokens[r : r+1]}
+						op1 := op
+						op1.Out.Shape[0] = 1
+						op1.Args = []tensor.Tensor{{ID: 0, Shape: [2]int{1, qd}}, {ID: 1, Shape: [2]int{1, kvd}}, {ID: 2, Shape: [2]int{1, kvd}}}
+						p.f32[0], p.f32[1], p.f32[2] = q[r*qd:(r+1)*qd], k[r*kvd:(r+1)*kvd], v[r*kvd:(r+1)*kvd]
+						got := make([]float32, qd)
+						p.attention(got, op1, one)
+						for i, g := range got {
+							if want := out[r*qd+i]; math.Float32bits(g) != math.Float32bits(want) {
+								t.Fatalf("%v %s n %d: row %d alone: out[%d] = %v, in the chunk %v", lv, dtype, n, r, i, g, want)
+							}
+						}
+					}
+				}()
+			}
+		}
+	}
+}

@@ -170,6 +170,40 @@ func TestBlockMatMulBitExact(t *testing.T) {
 	}
 }
 
+// TestQuantMatMulTokenAlone checks that every quantized dtype without a
+// grouped-token order (weightKernel.gemm: Q4_K's, which copies ggml's
+// batch-dependent split) computes each token of a batch bit for bit as
+// that token alone, at every kernel level: a row's result does not depend
+// on the rows sharing its step, nor on where a prompt is cut into chunks.
+func TestQuantMatMulTokenAlone(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	dts := []tensor.DType{tensor.Q8_0, tensor.Q4_0}
+	for dt := range blockF16s {
+		if kernelOf(dt).gemm == nil {
+			dts = append(dts, dt)
+		}
+	}
+	const k, n = 512, 13
+	for _, lv := range testLevels() {
+		defer setLevel(lv)()
+		for _, dt := range dts {
+			w := randWeight(r, dt, n, k)
+			for _, T := range []int{2, 5, 8, 9, 37} {
+				x := randActivations(r, T, k)
+				got := runMatMul(w, x, T, 2, lv != levelRef)
+				for tok := range T {
+					alone := runMatMul(w, x[tok*k:(tok+1)*k], 1, 2, lv != levelRef)
+					for j := range alone {
+						if math.Float32bits(alone[j]) != math.Float32bits(got[tok*n+j]) {
+							t.Fatalf("%v %v T=%d: token %d alone: out[%d] = %g, in the batch %g", lv, dt, T, tok, j, alone[j], got[tok*n+j])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestBlock32MatMulBitExact is TestBlockMatMulBitExact for the dtypes of
 // 32-element blocks at K of an odd number of blocks, which leaves the fast
 // kernels' last block outside their two-block steps.

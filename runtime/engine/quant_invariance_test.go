@@ -14,18 +14,22 @@ import (
 // kernels copy ggml's, which scale a block in parts for the tokens a batch
 // takes in fours and whole for the rest, so a row's result depends on the
 // batch size (as llama.cpp's does); either order alone costs the kq Q4_K
-// goldens teacher-forced positions of margin >= 0.5. Q2_K takes the
-// grouped order for every token (dotQ2K).
+// goldens teacher-forced positions of margin >= 0.5, and so is
+// kq-qwen3-q3_k_m, the only Q3_K file, whose mix has Q4_K tensors. Q2_K
+// takes the grouped order for every token (dotQ2K). Attention takes one
+// value order for steps of any row count (attnValues), so a prompt cut
+// into chunks of one token gives the ids of the default chunk.
 var batchInvariantModels = []string{
 	"tiny-qwen3-q8_0.gguf", "kq-qwen3-iq4_xs.gguf", "kq-qwen3-iq4_nl.gguf", "kq-qwen3-q4_1.gguf",
 	"kq-qwen3-q5_0.gguf", "kq-qwen3-q5_1.gguf", "kq-qwen3-q6_k.gguf", "kq-llama-q6_k.gguf",
-	"kq-qwen3-q2_k.gguf",
+	"kq-qwen3-q2_k.gguf", "kq-qwen3-q5_k_m.gguf",
 }
 
 // A quantized model's greedy ids are batch-invariant: each golden prompt
 // decoded alone (C=1) gives the ids it gives with every prompt submitted
 // at once (C=8, steps of 8 rows) and under the speculative graphs (whose
-// verify steps forward k+1 rows per sequence).
+// verify steps forward k+1 rows per sequence), and with prompts prefilled
+// 1 or 7 tokens a step (the graph's chunk).
 func TestQuantizedBatchInvariance(t *testing.T) {
 	graphs := specGraphs(t)
 	const n = 24
@@ -38,6 +42,13 @@ func TestQuantizedBatchInvariance(t *testing.T) {
 			got, _ := submitAll(t, alone, prompts, n)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("C=8 ids differ from C=1 (-alone +batched):\n%s", diff)
+			}
+			for _, chunk := range []int64{1, 7} {
+				in := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true, Set: node.Params{"chunk": chunk}})
+				got, _ := generateAll(t, in, prompts, n, 1)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("prefill chunks of %d: ids differ from the default chunk (-default +chunked):\n%s", chunk, diff)
+				}
 			}
 			setOracleRefs(prompts, want)
 			for _, g := range []string{"ngram", "self", "oracle"} {
