@@ -181,6 +181,7 @@ func (g *StateGroup) Plan(w *Work) {
 	if w.Draft > 0 || !g.Target(s, end) {
 		return
 	}
+	w.atCheckpoint = true
 	blocks := end / g.kv.BlockTokens()
 	chain := g.kv.Hashes(s.Tokens, blocks)
 	key := chain[blocks-1]
