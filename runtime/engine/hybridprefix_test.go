@@ -30,6 +30,18 @@ func hybridTurns(t *testing.T, ref *instance.Instance, prompts [][]int32, n int)
 	return out
 }
 
+// tinyHybridCacheOff runs tiny-qwen35-f32 (path m) with the cache off over
+// the golden prompts and their turns (hybridTurns), conc at a time: the
+// prompts, their n greedy ids each and the bytes of one state slot.
+func tinyHybridCacheOff(t *testing.T, n, conc int) (m string, prompts, want [][]int32, slot int64) {
+	t.Helper()
+	m = modelPath(t, "tiny-qwen35-f32.gguf")
+	off := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true})
+	prompts = hybridTurns(t, off, goldenPrompts(t, off), n)
+	want, _ = generateAll(t, off, prompts, n, conc)
+	return m, prompts, want, off.Engine.Snapshot().StateSlotBytes
+}
+
 // On a hybrid model the prefix cache resumes from recurrent state
 // checkpoints: greedy ids with the cache on equal the cache off on every
 // hybrid golden model, at prefill chunks that do and do not align with
@@ -261,11 +273,7 @@ func (w *checkpointWatch) ObserveStep(engine.StepInfo) {
 // checkpoint turns the model's prefix cache off and says why.
 func TestHybridCheckpointMemoryBudget(t *testing.T) {
 	const n = 24
-	m := modelPath(t, "tiny-qwen35-f32.gguf")
-	off := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true})
-	prompts := hybridTurns(t, off, goldenPrompts(t, off), n)
-	want, _ := generateAll(t, off, prompts, n, 8)
-	slot := off.Engine.Snapshot().StateSlotBytes
+	m, prompts, want, slot := tinyHybridCacheOff(t, n, 8)
 	watch := &checkpointWatch{}
 	budget := 3*slot + slot/2
 	on := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, CheckpointMemory: budget, CheckpointEvery: 1, Observer: watch})
@@ -348,11 +356,7 @@ func TestHybridPrefixCacheMTPTurns(t *testing.T) {
 // refused by name.
 func TestHybridCheckpointBF16F32State(t *testing.T) {
 	const n = 24
-	m := modelPath(t, "tiny-qwen35-f32.gguf")
-	off := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true})
-	prompts := hybridTurns(t, off, goldenPrompts(t, off), n)
-	want, _ := generateAll(t, off, prompts, n, 1)
-	slot := off.Engine.Snapshot().StateSlotBytes
+	m, prompts, want, slot := tinyHybridCacheOff(t, n, 1)
 	budget := 40*slot/2 + slot/4 // 40 bf16 checkpoints, 20 f32 ones
 	on := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, CheckpointEvery: 2, CheckpointMemory: budget, CheckpointDType: "bf16"})
 	first, _ := generateAll(t, on, prompts, n, 1)
