@@ -53,7 +53,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.mmproj, "mmproj", "", "vision tower of a vision-language model (a qwen3vl_merger mmproj GGUF): requests may carry images; the graph plain becomes vision")
 	fs.Int64Var(&m.checkpointMemory, "checkpoint-memory", 0, "hybrid models: bytes of recurrent state checkpoints, the prefix cache's (0 = 512 MiB, at most 16 per running sequence; -1 = none, prefix caching off)")
 	fs.IntVar(&m.checkpointEvery, "checkpoint-every", 0, "hybrid models: KV blocks between a long prompt's periodic state checkpoints (0 = 32; -1 = none)")
-	fs.StringVar(&m.checkpointDType, "checkpoint-dtype", "f32", "hybrid models: how state checkpoints are stored: f32, or bf16 (half the memory each; the f32 state is rounded once where a checkpoint is taken; not with speculative graphs)")
+	fs.StringVar(&m.checkpointDType, "checkpoint-dtype", "", "hybrid models: how state checkpoints are stored: as the state is (f32 unless the graph's kv.cache says state: bf16), or bf16 (half the memory each; the f32 state is rounded once where a checkpoint is taken; not with speculative graphs)")
 }
 
 func (m *modelFlags) options() (instance.Options, error) {

@@ -382,7 +382,9 @@ func (e *Engine) sizeCaches(shape executor.Shape, snapshots int) (exec.KVLayout,
 			return exec.KVLayout{}, errors.New("engine: recurrent state stored as bf16 is rounded once per step, so a speculative verify step would not give plain decoding's tokens: use f32 state (kv.cache state: f32) with a speculative graph")
 		}
 		switch cfg.CheckpointDType {
-		case "", "f32", state.DType:
+		case "", state.DType, "f32" + state.DType: // "f32" with f32 ("") state
+		case "f32":
+			return exec.KVLayout{}, errors.New("engine: f32 checkpoints (--checkpoint-dtype f32) of bf16 state (kv.cache state: bf16) would only hold bf16 values: leave --checkpoint-dtype out")
 		case "bf16":
 			if snapshots > 0 {
 				return exec.KVLayout{}, errors.New("engine: bf16 checkpoints (--checkpoint-dtype bf16) need a graph without speculation: a speculative step's snapshot slots hold f32 state and change places with checkpoints")
