@@ -74,9 +74,12 @@ func newStateMemory(l exec.StateLayout) (stateMemory, error) {
 func (p *program) stage(op tensor.Op, batch *exec.Batch) (unstage func()) {
 	m := &p.b.state
 	read, write := p.stateRead, p.stateWrite
-	round := map[int32]bool{} // f32 slots rounded to bf16 at the end (exec.Batch.StateRound)
+	var round map[int32]bool // f32 slots rounded to bf16 at the end (exec.Batch.StateRound)
 	for s, r := range batch.StateRound {
 		if r && m.bf16From < m.layout.Slots {
+			if round == nil {
+				round = map[int32]bool{}
+			}
 			round[batch.StateSlots[s]] = true
 		}
 	}
