@@ -243,8 +243,8 @@ func (b *Backend) Reserve(l exec.KVLayout) error {
 	if !b.ready {
 		return errors.New("cuda: Reserve before Load")
 	}
-	if why := stateDType(l.State.DType); l.State.Layers() > 0 && why != "" {
-		return fmt.Errorf("cuda: recurrent state dtype %q: %s", l.State.DType, why)
+	if why := stateLayout(l.State); why != "" {
+		return errors.New("cuda: " + why)
 	}
 	area := int64(l.Blocks+1) * int64(l.BlockTokens) * int64(f.RowBytes(l.KVDim))
 	stateBytes := int64(l.State.Slots+1) * l.State.BytesPerSlot()

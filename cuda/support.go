@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 
+	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
@@ -106,6 +107,23 @@ func stateDType(dt string) string {
 		return "a state dtype the CUDA backend does not know"
 	}
 	return why
+}
+
+// stateLayout reports why Reserve refuses recurrent state laid out as l
+// ("" if it keeps it): an unknown dtype, or checkpoints stored apart from
+// the running state (exec.StateLayout.CheckpointDType), which the kernels
+// do not widen and round.
+func stateLayout(l exec.StateLayout) string {
+	if l.Layers() == 0 {
+		return ""
+	}
+	if why := stateDType(l.DType); why != "" {
+		return fmt.Sprintf("recurrent state dtype %q: %s", l.DType, why)
+	}
+	if l.PoolDType() != l.DType {
+		return fmt.Sprintf("state checkpoints stored as %s beside %s running state (--checkpoint-dtype %s) run on the cpu backend only", l.PoolDType(), l.DType, l.PoolDType())
+	}
+	return ""
 }
 
 // stateValueBytes is the bytes of one stored state value of dt.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	_ "github.com/ninfer/ninfer-go/nodes/kvquant" // registers kv.cache
+	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
@@ -337,6 +338,15 @@ func TestSupportCoversEveryStateDType(t *testing.T) {
 	}
 	if stateDType("f8") == "" {
 		t.Error("an unknown state dtype is accepted")
+	}
+	two := exec.StateLayout{Slots: 3, Delta: []int{8}, Checkpoints: 1}
+	bf16Pool := two
+	bf16Pool.CheckpointDType = "bf16"
+	if why := stateLayout(two); why != "" {
+		t.Errorf("f32 state and checkpoints: refused (%s)", why)
+	}
+	if why := stateLayout(bf16Pool); !strings.Contains(why, "--checkpoint-dtype bf16") {
+		t.Errorf("bf16 checkpoints beside f32 state: %q, want a refusal naming --checkpoint-dtype bf16", why)
 	}
 	if stateValueBytes("bf16") != 2 || stateValueBytes("f32") != 4 || stateValueBytes("") != 4 {
 		t.Error("state value sizes: want bf16 2 bytes, f32 4")

@@ -70,7 +70,7 @@ func (s serveSummary) write(w io.Writer, inst *instance.Instance) {
 			hidden = ", each with the target's hidden state the MTP head resumes from"
 		}
 		line("prefix cache", "on (blocks of %d tokens; up to %d recurrent state checkpoints, %s%s)", snap.KVBlockTokens,
-			snap.CheckpointsMax, bytesText(int64(snap.CheckpointsMax)*snap.StateSlotBytes), hidden)
+			snap.CheckpointsMax, bytesText(int64(snap.CheckpointsMax)*snap.CheckpointSlotBytes), hidden)
 	case snap.PrefixCache:
 		line("prefix cache", "on (blocks of %d tokens)", snap.KVBlockTokens)
 	case why != "":

@@ -605,7 +605,7 @@ func newReport(o *benchOptions, args []string, inst *instance.Instance, format p
 			KVBytesPerToken: kvPerToken, KVTokensPerGiB: page.CapacityTokens(1<<30, format, info.KVLayers, info.KVDim, pol.KVBlockTokens),
 			KVAccounting:          "runtime/kv: " + format.Name + ", " + strconv.Itoa(info.KVLayers) + " attending layers x K,V x " + strconv.Itoa(info.KVDim) + " values",
 			StateBytesPerSequence: snap.StateSlotBytes, StateSlots: snap.StateSlotsTotal,
-			StateCheckpoints: snap.CheckpointsMax, StateCheckpointBytes: int64(snap.CheckpointsMax) * snap.StateSlotBytes},
+			StateCheckpoints: snap.CheckpointsMax, StateCheckpointBytes: int64(snap.CheckpointsMax) * snap.CheckpointSlotBytes},
 		Config: bench.Config{MaxContext: inst.Engine.ContextLength(), PrefillChunk: pol.PrefillChunk, KVCache: format.Name,
 			DecodePath: "cpu_op_list", Repetitions: o.reps, Warmup: o.warmup, CorpusPath: corpusPath, CorpusTokens: corpusTokens,
 			Graph: inst.Plan.Name, Backend: o.mf.backend, Threads: threads, Sampling: "greedy"},

@@ -30,6 +30,10 @@ and reports bytes per token (K+V, all layers, scales included), tokens per GiB,
 and decode tokens/s with its ratio to f32 measured in the same run.
 FORMAT state-bf16 (hybrid models) keeps f32 KV pages and stores the recurrent
 state slots as bf16 instead (kv.cache's state param), to measure what that costs.
+FORMAT checkpoint-bf16 (hybrid models) keeps f32 state and the prefix cache on
+with bf16 checkpoints (--checkpoint-dtype bf16): the state is rounded once at
+each checkpoint position (the prompt's last block boundary, every 32 blocks,
+each generated block).
 `
 
 // kvEvalReport is the --json output of `ninfer kv-eval`.
@@ -209,9 +213,14 @@ func runKVEval(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// stateBF16 is the kv-eval "format" that stores a hybrid model's recurrent
-// state as bf16, with f32 KV pages.
-const stateBF16 = "state-bf16"
+// The kv-eval "formats" of a hybrid model's recurrent state, with f32 KV
+// pages: stateBF16 stores the running state as bf16, checkpointBF16 the
+// prefix cache's checkpoints (the f32 state rounded at checkpoint
+// positions).
+const (
+	stateBF16      = "state-bf16"
+	checkpointBF16 = "checkpoint-bf16"
+)
 
 // parseKVFormats splits a --kv value into known format names; "all" is
 // every format but f32.
@@ -221,15 +230,15 @@ func parseKVFormats(s string) ([]string, error) {
 	}
 	var out []string
 	for _, name := range strings.Split(s, ",") {
-		if strings.TrimSpace(name) == stateBF16 {
-			if !slices.Contains(out, stateBF16) {
-				out = append(out, stateBF16)
+		if name := strings.TrimSpace(name); name == stateBF16 || name == checkpointBF16 {
+			if !slices.Contains(out, name) {
+				out = append(out, name)
 			}
 			continue
 		}
 		f, err := page.LookupFormat(strings.TrimSpace(name))
 		if err != nil || strings.TrimSpace(name) == "" {
-			return nil, fmt.Errorf("--kv %q: unknown format %q (have %s, %s, or all)", s, name, strings.Join(page.FormatNames(), ", "), stateBF16)
+			return nil, fmt.Errorf("--kv %q: unknown format %q (have %s, %s, %s, or all)", s, name, strings.Join(page.FormatNames(), ", "), stateBF16, checkpointBF16)
 		}
 		if !slices.Contains(out, f.Name) {
 			out = append(out, f.Name)
@@ -289,7 +298,7 @@ func kvEval(model string, formats []string, prompts []golden.Prompt, n, threads,
 	}
 	speed := func(format string) kvSpeed {
 		fm, err := page.LookupFormat(format)
-		if err != nil { // state-bf16: f32 pages
+		if err != nil { // state-bf16, checkpoint-bf16: f32 pages
 			fm = page.F32
 		}
 		return kvSpeed{BytesPerToken: page.BytesPerToken(fm, info.KVLayers, info.KVDim),
@@ -364,7 +373,7 @@ func kvDecodeSpeeds(engines map[string]*instance.Instance, ids [][]int32, n, rou
 // state-bf16, the recurrent state) in format.
 func kvFormatGraph(format string) string {
 	switch format {
-	case page.F32.Name:
+	case page.F32.Name, checkpointBF16:
 		return "plain"
 	case stateBF16:
 		return stateBF16
@@ -374,15 +383,19 @@ func kvFormatGraph(format string) string {
 
 // openKVEngine starts the model with its KV cache in format, for one
 // sequence at a time and without a prefix cache (every run computes its
-// prompt), on a CPU backend of its own.
+// prompt) but for checkpoint-bf16's, on a CPU backend of its own.
 func openKVEngine(model, format string, threads int) (*instance.Instance, error) {
-	in, err := instance.Open(instance.Options{Model: model, Graph: kvFormatGraph(format), Threads: threads, MaxRunning: 1, Mmap: true, NoPrefixCache: true})
+	o := instance.Options{Model: model, Graph: kvFormatGraph(format), Threads: threads, MaxRunning: 1, Mmap: true, NoPrefixCache: true}
+	if format == checkpointBF16 {
+		o.NoPrefixCache, o.CheckpointDType = false, "bf16"
+	}
+	in, err := instance.Open(o)
 	if err != nil {
 		return nil, err
 	}
-	if format == stateBF16 && in.Engine.Model().State.Layers() == 0 {
+	if (format == stateBF16 || format == checkpointBF16) && in.Engine.Model().State.Layers() == 0 {
 		in.Close()
-		return nil, fmt.Errorf("--kv %s: the model keeps no recurrent state", stateBF16)
+		return nil, fmt.Errorf("--kv %s: the model keeps no recurrent state", format)
 	}
 	return in, nil
 }

@@ -209,7 +209,7 @@ func TestKVMemoryFlag(t *testing.T) {
 // kv-eval runs on a hybrid model: its runners reserve a recurrent state
 // slot beside the KV pages of the attending layers.
 func TestKVEvalOnAHybridModel(t *testing.T) {
-	code, stdout, stderr := runCLI("kv-eval", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "--kv", "f16,state-bf16",
+	code, stdout, stderr := runCLI("kv-eval", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "--kv", "f16,state-bf16,checkpoint-bf16",
 		"--prompts", sharedPath(t, "golden", "prompts.json"), "--n", "8", "--speed-rounds", "0", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -227,8 +227,12 @@ func TestKVEvalOnAHybridModel(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("%v:\n%s", err, stdout)
 	}
-	if rep.Layers != 2 || len(rep.Formats) != 2 || rep.Formats[0].Format != "f16" || rep.Formats[0].Stats.Agreement < 0.9 ||
-		rep.Formats[1].Format != "state-bf16" || rep.Formats[1].Stats.Agreement < 0.9 || rep.Formats[1].Stats.Agreement == 1 && rep.Formats[1].Stats.MaxAbs == 0 {
+	bf16 := func(i int, name string) bool {
+		f := rep.Formats[i]
+		return f.Format == name && f.Stats.Agreement >= 0.9 && f.Stats.MaxAbs > 0
+	}
+	if rep.Layers != 2 || len(rep.Formats) != 3 || rep.Formats[0].Format != "f16" || rep.Formats[0].Stats.Agreement < 0.9 ||
+		!bf16(1, "state-bf16") || !bf16(2, "checkpoint-bf16") {
 		t.Errorf("kv layers %d (want tiny-qwen35's 2 attending layers), formats %+v:\n%s", rep.Layers, rep.Formats, stdout)
 	}
 	// A model without recurrent state has no state to store as bf16.

@@ -35,6 +35,7 @@ type modelFlags struct {
 	mmproj                string
 	checkpointMemory      int64
 	checkpointEvery       int
+	checkpointDType       string
 	set                   setFlag
 }
 
@@ -52,6 +53,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.mmproj, "mmproj", "", "vision tower of a vision-language model (a qwen3vl_merger mmproj GGUF): requests may carry images; a graph that encodes none gets the tower wired in before its target forwards")
 	fs.Int64Var(&m.checkpointMemory, "checkpoint-memory", 0, "hybrid models: bytes of recurrent state checkpoints, the prefix cache's (0 = 512 MiB, at most 16 per running sequence; -1 = none, prefix caching off)")
 	fs.IntVar(&m.checkpointEvery, "checkpoint-every", 0, "hybrid models: KV blocks between a long prompt's periodic state checkpoints (0 = 32; -1 = none)")
+	fs.StringVar(&m.checkpointDType, "checkpoint-dtype", "", "hybrid models: how state checkpoints are stored: as the state is (f32 unless the graph's kv.cache says state: bf16), or bf16 (half the memory each; the f32 state is rounded once where a checkpoint is taken; not with speculative graphs)")
 }
 
 func (m *modelFlags) options() (instance.Options, error) {
@@ -69,7 +71,8 @@ func (m *modelFlags) options() (instance.Options, error) {
 	}
 	return instance.Options{Model: m.model, Models: m.models, Graph: m.graph, Set: m.set.params, Backend: m.backend,
 		Threads: m.threads, Eager: m.noCUDAGraph, Mmap: m.mmap, KVTokens: m.kvTokens, KVMemory: m.kvMemory, MaxRunning: 1,
-		NoPrefixCache: m.noPrefixCache, MMProj: m.mmproj, CheckpointMemory: m.checkpointMemory, CheckpointEvery: m.checkpointEvery}, nil
+		NoPrefixCache: m.noPrefixCache, MMProj: m.mmproj, CheckpointMemory: m.checkpointMemory, CheckpointEvery: m.checkpointEvery,
+		CheckpointDType: m.checkpointDType}, nil
 }
 
 // modelFlag is --model: FILE or target=FILE sets the target model, ALIAS=FILE

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -13,50 +14,76 @@ import (
 // sequence's state in its slot of the reserved state memory.
 
 // stateMemory is the reserved recurrent state: per state layer, Slots
-// slots of Conv[l] (or Delta[l]) values. The ops read and write conv and
-// delta as f32; with a bf16 layout those hold, while one op runs, only the
-// slots its batch touches (staged from conv16/delta16, see stage).
+// slots of Conv[l] (or Delta[l]) values. Slots from bf16From on are stored
+// as bf16 in conv16/delta16 (all of them with a bf16 layout, the checkpoint
+// pool's with bf16 checkpoints), the others as f32 in conv/delta. The ops
+// read and write conv and delta as f32; while one op whose batch touches a
+// bf16 slot runs, those hold only the slots the batch touches (staged, see
+// stage).
 type stateMemory struct {
-	layout exec.StateLayout
-	conv   [][]float32 // [layer][slot*Conv[l] ...]
-	delta  [][]float32 // [layer][slot*Delta[l] ...]
-	// bf16 storage and the f32 staging area of the op running.
+	layout   exec.StateLayout
+	bf16From int
+	conv     [][]float32 // [layer][slot*Conv[l] ...], slots [0, bf16From)
+	delta    [][]float32 // [layer][slot*Delta[l] ...], slots [0, bf16From)
+	// bf16 storage of slots [bf16From, Slots) and the f32 staging area of
+	// the op running.
 	conv16, delta16 [][]uint16
 	staging         []float32
 }
 
 func newStateMemory(l exec.StateLayout) (stateMemory, error) {
-	if l.Slots < 0 || (l.DType != "" && l.DType != "f32" && l.DType != "bf16") {
+	okDType := func(d string) bool { return d == "" || d == "f32" || d == "bf16" }
+	if l.Slots < 0 || l.Checkpoints < 0 || l.Checkpoints > l.Slots || !okDType(l.DType) || !okDType(l.CheckpointDType) {
 		return stateMemory{}, fmt.Errorf("cpu: bad state layout %+v (dtype f32 or bf16)", l)
 	}
-	m := stateMemory{layout: l, conv: make([][]float32, len(l.Conv)), delta: make([][]float32, len(l.Delta))}
-	if l.DType == "bf16" {
-		m.conv16, m.delta16 = make([][]uint16, len(l.Conv)), make([][]uint16, len(l.Delta))
-		for i, n := range l.Conv {
-			m.conv16[i] = make([]uint16, l.Slots*n)
+	m := stateMemory{layout: l, bf16From: l.Slots}
+	switch {
+	case l.DType == "bf16":
+		m.bf16From = 0
+	case l.PoolDType() == "bf16":
+		m.bf16From = l.Slots - l.Checkpoints
+	}
+	alloc32 := func(sizes []int) [][]float32 {
+		out := make([][]float32, len(sizes))
+		for i, n := range sizes {
+			if m.bf16From > 0 {
+				out[i] = make([]float32, m.bf16From*n)
+			}
 		}
-		for i, n := range l.Delta {
-			m.delta16[i] = make([]uint16, l.Slots*n)
+		return out
+	}
+	alloc16 := func(sizes []int) [][]uint16 {
+		out := make([][]uint16, len(sizes))
+		for i, n := range sizes {
+			out[i] = make([]uint16, (l.Slots-m.bf16From)*n)
 		}
-		return m, nil
+		return out
 	}
-	for i, n := range l.Conv {
-		m.conv[i] = make([]float32, l.Slots*n)
-	}
-	for i, n := range l.Delta {
-		m.delta[i] = make([]float32, l.Slots*n)
-	}
+	m.conv, m.delta = alloc32(l.Conv), alloc32(l.Delta)
+	m.conv16, m.delta16 = alloc16(l.Conv), alloc16(l.Delta)
 	return m, nil
 }
 
-// stage prepares a stateful op on a bf16 layout: the slots the batch's rows
-// read or write are widened to f32 into a staging area that the op sees as
-// the layer's memory, with the rows' slots renumbered into it; the returned
-// func rounds the written slots back to bf16 and restores the numbering.
-// On an f32 layout it does nothing.
-func (p *program) stage(op tensor.Op) (unstage func()) {
+// stage prepares a stateful op whose batch reads or writes a bf16 slot, or
+// rounds an f32 one (exec.Batch.StateRound):
+// the slots the batch's rows read or write are copied (f32) or widened
+// (bf16) into a staging area that the op sees as the layer's memory, with
+// the rows' slots renumbered into it; the returned func copies or rounds
+// the written slots back and restores the numbering. When every slot the
+// batch touches is f32 it does nothing.
+func (p *program) stage(op tensor.Op, batch *exec.Batch) (unstage func()) {
 	m := &p.b.state
-	if m.layout.DType != "bf16" {
+	read, write := p.stateRead, p.stateWrite
+	var round map[int32]bool // f32 slots rounded to bf16 at the end (exec.Batch.StateRound)
+	for s, r := range batch.StateRound {
+		if r && m.bf16From < m.layout.Slots {
+			if round == nil {
+				round = map[int32]bool{}
+			}
+			round[batch.StateSlots[s]] = true
+		}
+	}
+	if len(round) == 0 && !slices.ContainsFunc(read, m.isBF16) && !slices.ContainsFunc(write, m.isBF16) {
 		return func() {}
 	}
 	l := op.State.Layer
@@ -64,7 +91,8 @@ func (p *program) stage(op tensor.Op) (unstage func()) {
 	if op.Kind == tensor.OpShortConv {
 		store, view, per = m.conv16[l], &m.conv[l], m.layout.Conv[l]
 	}
-	read, write := p.stateRead, p.stateWrite
+	mem32 := *view
+	base := m.bf16From
 	index := map[int32]int32{}
 	var slots []int32
 	renumber := func(s []int32) []int32 {
@@ -84,8 +112,12 @@ func (p *program) stage(op tensor.Op) (unstage func()) {
 	m.staging = grow(m.staging, len(slots)*per)
 	stage := m.staging
 	for j, slot := range slots {
-		src, dst := store[int(slot)*per:][:per], stage[j*per:][:per]
-		for i, h := range src {
+		dst := stage[j*per:][:per]
+		if int(slot) < base {
+			copy(dst, mem32[int(slot)*per:][:per])
+			continue
+		}
+		for i, h := range store[(int(slot)-base)*per:][:per] {
 			dst[i] = tensor.BF16ToF32(h)
 		}
 	}
@@ -99,19 +131,33 @@ func (p *program) stage(op tensor.Op) (unstage func()) {
 			if !written[slot] {
 				continue
 			}
-			src, dst := stage[j*per:][:per], store[int(slot)*per:][:per]
+			src := stage[j*per:][:per]
+			if int(slot) < base {
+				dst := mem32[int(slot)*per:][:per]
+				copy(dst, src)
+				if round[slot] {
+					for i, f := range dst {
+						dst[i] = tensor.BF16ToF32(tensor.F32ToBF16(f))
+					}
+				}
+				continue
+			}
+			dst := store[(int(slot)-base)*per:][:per]
 			for i, f := range src {
 				dst[i] = tensor.F32ToBF16(f)
 			}
 		}
-		*view = nil
+		*view = mem32
 		p.stateRead, p.stateWrite = read, write
 	}
 }
 
+// isBF16 reports whether slot is stored as bf16.
+func (m *stateMemory) isBF16(slot int32) bool { return int(slot) >= m.bf16From }
+
 // StateBytes is the memory Reserve allocated for recurrent state.
 func (b *Backend) StateBytes() int64 {
-	return int64(b.state.layout.Slots) * b.state.layout.BytesPerSlot()
+	return b.state.layout.Bytes()
 }
 
 // checkState reports whether op's state fits the reserved layout.
@@ -212,11 +258,11 @@ func (p *program) runHybrid(out []float32, op tensor.Op, batch *exec.Batch) (ok 
 	case tensor.OpMoE:
 		p.moe(out, op)
 	case tensor.OpShortConv:
-		unstage := p.stage(op)
+		unstage := p.stage(op, batch)
 		p.shortConv(out, op, batch)
 		unstage()
 	case tensor.OpDeltaRule:
-		unstage := p.stage(op)
+		unstage := p.stage(op, batch)
 		p.deltaRule(out, op, batch)
 		unstage()
 	default:

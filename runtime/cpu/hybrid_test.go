@@ -265,45 +265,66 @@ func TestMoEMatchesAPerRowReference(t *testing.T) {
 	}
 }
 
+// deltaRuleSteps are random delta_rule inputs of one sequence, T rows per
+// step.
+type deltaRuleSteps struct {
+	a                tensor.StateArgs
+	q, k, v, g, beta []float32
+}
+
+const deltaRuleStepRows = 3 // T
+
+func newDeltaRuleSteps(seed uint64, steps int) deltaRuleSteps {
+	const T = deltaRuleStepRows
+	a := tensor.StateArgs{Layer: 0, KeyHeads: 1, KeyDim: 4, ValueHeads: 2, ValueDim: 3, Scale: 0.5}
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	kd, vd := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim
+	d := deltaRuleSteps{a: a, q: randVec(rng, steps*T*kd), k: randVec(rng, steps*T*kd), v: randVec(rng, steps*T*vd),
+		g: make([]float32, steps*T*a.ValueHeads), beta: make([]float32, steps*T*a.ValueHeads)}
+	for i := range d.g {
+		d.g[i], d.beta[i] = -0.1*float32(i%3+1), 0.5
+	}
+	return d
+}
+
+// run computes step's rows, positions [step*T, (step+1)*T) of sequence 0
+// of batch (its state slots set), with the reference delta rule on b's
+// state memory, staged as the backend stages it; it returns the outputs
+// [T, value heads x value dim].
+func (d deltaRuleSteps) run(b *Backend, step int, batch *exec.Batch) []float32 {
+	const T = deltaRuleStepRows
+	a := d.a
+	kd, vd := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim
+	lo, hi := step*T, (step+1)*T
+	for p := lo; p < hi; p++ {
+		batch.RowSeq = append(batch.RowSeq, 0)
+		batch.Positions = append(batch.Positions, int32(p))
+	}
+	p := &program{b: b}
+	op := tensor.Op{Kind: tensor.OpDeltaRule, State: a}
+	args := [][]float32{d.q[lo*kd : hi*kd], d.k[lo*kd : hi*kd], d.v[lo*vd : hi*vd], d.g[lo*a.ValueHeads : hi*a.ValueHeads], d.beta[lo*a.ValueHeads : hi*a.ValueHeads]}
+	for i, x := range args {
+		p.f32 = append(p.f32, x)
+		op.Args = append(op.Args, tensor.Tensor{ID: i, Shape: [2]int{T, len(x) / T}})
+	}
+	out := make([]float32, T*vd)
+	op.Out = tensor.Tensor{ID: len(args), Shape: [2]int{T, vd}}
+	p.stateRead, p.stateWrite = batch.StateRows()
+	unstage := p.stage(op, batch)
+	p.deltaRuleRef(out, op, batch)
+	unstage()
+	return out
+}
+
 // A bf16 state layout computes in f32 and rounds the state it writes back:
 // from a zero state its first step equals the f32 layout's exactly, and a
 // second step equals the f32 layout's run from the first state rounded to
 // bf16 (so the staging renumbers, widens and narrows the right slots).
 func TestBF16StateRoundsOnlyWhatItStores(t *testing.T) {
-	a := tensor.StateArgs{Layer: 0, KeyHeads: 1, KeyDim: 4, ValueHeads: 2, ValueDim: 3, Scale: 0.5}
-	rng := rand.New(rand.NewPCG(7, 8))
-	kd, vd := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim
-	const T = 3
-	q, k, v := randVec(rng, 2*T*kd), randVec(rng, 2*T*kd), randVec(rng, 2*T*vd)
-	g, beta := make([]float32, 2*T*a.ValueHeads), make([]float32, 2*T*a.ValueHeads)
-	for i := range g {
-		g[i], beta[i] = -0.1*float32(i%3+1), 0.5
-	}
+	d := newDeltaRuleSteps(7, 2)
+	a := d.a
 	run := func(b *Backend, step int) []float32 {
-		lo, hi := step*T, (step+1)*T
-		var rows [][2]int32
-		for p := lo; p < hi; p++ {
-			rows = append(rows, [2]int32{0, int32(p)})
-		}
-		p := &program{b: b}
-		op := tensor.Op{Kind: tensor.OpDeltaRule, State: a}
-		args := [][]float32{q[lo*kd : hi*kd], k[lo*kd : hi*kd], v[lo*vd : hi*vd], g[lo*a.ValueHeads : hi*a.ValueHeads], beta[lo*a.ValueHeads : hi*a.ValueHeads]}
-		for i, x := range args {
-			p.f32 = append(p.f32, x)
-			op.Args = append(op.Args, tensor.Tensor{ID: i, Shape: [2]int{T, len(x) / T}})
-		}
-		out := make([]float32, T*vd)
-		op.Out = tensor.Tensor{ID: len(args), Shape: [2]int{T, vd}}
-		batch := &exec.Batch{StateSlots: []int32{1, 0}}
-		for _, r := range rows {
-			batch.RowSeq = append(batch.RowSeq, r[0])
-			batch.Positions = append(batch.Positions, r[1])
-		}
-		p.stateRead, p.stateWrite = batch.StateRows()
-		unstage := p.stage(op)
-		p.deltaRuleRef(out, op, batch)
-		unstage()
-		return out
+		return d.run(b, step, &exec.Batch{StateSlots: []int32{1, 0}})
 	}
 	layout := exec.StateLayout{Slots: 2, Delta: []int{a.DeltaStateFloats()}}
 	f32, half := &Backend{}, &Backend{}
@@ -331,5 +352,55 @@ func TestBF16StateRoundsOnlyWhatItStores(t *testing.T) {
 	}
 	if half.state.delta[0] != nil || half.StateBytes() != 2*int64(per)*2 {
 		t.Errorf("after the op: staging view %v, %d state bytes", half.state.delta[0] != nil, half.StateBytes())
+	}
+}
+
+// bf16 checkpoints beside f32 state (exec.StateLayout.CheckpointDType):
+// a step that writes the pool slot stores its state rounded, a row that
+// reads it resumes from the rounded state in its own f32 slot, and a step
+// with StateRound rounds the f32 slot it leaves; each step's outputs and
+// state equal an all-f32 run's with the state rounded by hand there.
+func TestBF16CheckpointsBesideF32State(t *testing.T) {
+	d := newDeltaRuleSteps(9, 3)
+	a, run := d.a, d.run
+	per := a.DeltaStateFloats()
+	layout := exec.StateLayout{Slots: 3, Delta: []int{per}}
+	ref, mixed := &Backend{}, &Backend{}
+	var err error
+	if ref.state, err = newStateMemory(layout); err != nil {
+		t.Fatal(err)
+	}
+	layout.Checkpoints, layout.CheckpointDType = 1, "bf16"
+	if mixed.state, err = newStateMemory(layout); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mixed.StateBytes(), int64(2*per*4+per*2); got != want {
+		t.Errorf("state bytes %d, want %d (two f32 slots, one bf16 checkpoint)", got, want)
+	}
+	roundRef := func() {
+		for i, x := range ref.state.delta[0][:per] {
+			ref.state.delta[0][i] = tensor.BF16ToF32(tensor.F32ToBF16(x))
+		}
+	}
+	steps3 := []struct {
+		name    string
+		on      *exec.Batch
+		rounded bool // the state the step leaves is rounded
+	}{
+		{"take a checkpoint into pool slot 2", &exec.Batch{StateSlots: []int32{2}, StateFrom: []int32{0}}, true},
+		{"resume from it into slot 0", &exec.Batch{StateSlots: []int32{0}, StateFrom: []int32{2}}, false},
+		{"round slot 0 where a cached checkpoint ends", &exec.Batch{StateSlots: []int32{0}, StateRound: []bool{true}}, true},
+	}
+	for i, s := range steps3 {
+		want, got := run(ref, i, &exec.Batch{StateSlots: []int32{0}}), run(mixed, i, s.on)
+		if s.rounded {
+			roundRef()
+		}
+		if diff := gocmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: outputs (-f32 rounded by hand +bf16 checkpoints):\n%s", s.name, diff)
+		}
+	}
+	if diff := gocmp.Diff(ref.state.delta[0][:per], mixed.state.delta[0][:per]); diff != "" {
+		t.Errorf("slot 0 after a rounding step (-f32 rounded by hand +StateRound):\n%s", diff)
 	}
 }

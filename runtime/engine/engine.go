@@ -84,6 +84,13 @@ type Config struct {
 	// (checkpoints are then taken at the prompt's last block boundary and
 	// at the last block a sequence generates only).
 	CheckpointEvery int
+	// CheckpointDType is how the checkpoints are stored: "" (the state's
+	// own storage) or "f32", or "bf16": half the memory each, the f32
+	// running state rounded once where a checkpoint is taken (and the
+	// sequence that took it continues from the rounded state), widened back
+	// when a sequence adopts it. Not with a speculative graph, whose
+	// snapshot slots change places with checkpoints.
+	CheckpointDType string
 }
 
 // Checkpoint defaults (Config.CheckpointMemory, CheckpointEvery).
@@ -378,6 +385,18 @@ func (e *Engine) sizeCaches(shape executor.Shape, snapshots int) (exec.KVLayout,
 			// decoding rounds after every token: not the same tokens.
 			return exec.KVLayout{}, errors.New("engine: recurrent state stored as bf16 is rounded once per step, so a speculative verify step would not give plain decoding's tokens: use f32 state (kv.cache state: f32) with a speculative graph")
 		}
+		switch cfg.CheckpointDType {
+		case "", state.DType, "f32" + state.DType: // "f32" with f32 ("") state
+		case "f32":
+			return exec.KVLayout{}, errors.New("engine: f32 checkpoints (--checkpoint-dtype f32) of bf16 state (kv.cache state: bf16) would only hold bf16 values: leave --checkpoint-dtype out")
+		case "bf16":
+			if snapshots > 0 {
+				return exec.KVLayout{}, errors.New("engine: bf16 checkpoints (--checkpoint-dtype bf16) need a graph without speculation: a speculative step's snapshot slots hold f32 state and change places with checkpoints")
+			}
+			state.CheckpointDType = "bf16"
+		default:
+			return exec.KVLayout{}, fmt.Errorf("engine: checkpoint dtype %q (--checkpoint-dtype): want f32 or bf16", cfg.CheckpointDType)
+		}
 		e.state = state
 		if cfg.KVMemory > 0 {
 			if cfg.KVMemory -= int64(state.Slots) * state.BytesPerSlot(); cfg.KVMemory <= 0 {
@@ -407,8 +426,9 @@ func (e *Engine) sizeCaches(shape executor.Shape, snapshots int) (exec.KVLayout,
 		if state.Layers() > 0 {
 			e.checkpoints = e.checkpointSlots(state)
 			e.state.Slots += e.checkpoints
+			e.state.Checkpoints = e.checkpoints
 			state = e.state
-			salt = append(salt, "|state="+state.DType...)
+			salt = append(salt, "|state="+state.DType+"|checkpoint="+state.PoolDType()...)
 		}
 		m.EnablePrefixCache(salt)
 	}
@@ -430,7 +450,7 @@ func (e *Engine) checkpointSlots(state exec.StateLayout) int {
 	if budget < 0 {
 		return 0
 	}
-	return int(min(budget/state.BytesPerSlot(), int64(DefaultCheckpointsPerSeq*e.maxRunning)))
+	return int(min(budget/state.CheckpointBytes(), int64(DefaultCheckpointsPerSeq*e.maxRunning)))
 }
 
 // kvTokens is the KV cache's capacity in tokens: cfg.KVTokens, or what
@@ -570,9 +590,10 @@ type Snapshot struct {
 	StateSlotsUsed, StateSlotsTotal int
 	StateSlotBytes                  int64
 	// Checkpoints counts a hybrid model's recurrent state checkpoints
-	// held (its prefix cache, each of StateSlotBytes), CheckpointsMax the
-	// most its memory budget holds.
+	// held (its prefix cache, each of CheckpointSlotBytes), CheckpointsMax
+	// the most its memory budget holds.
 	Checkpoints, CheckpointsMax int
+	CheckpointSlotBytes         int64
 	KVBlockBytes                int64 // K and V of one block, every layer, in the KV format
 	// ModelKV is the KV blocks of each model the plan's nodes run besides
 	// the target, by alias (nil when there are none): its cache group's
@@ -581,7 +602,7 @@ type Snapshot struct {
 }
 
 // CheckpointBytes is the memory of the recurrent state checkpoints held.
-func (s Snapshot) CheckpointBytes() int64 { return int64(s.Checkpoints) * s.StateSlotBytes }
+func (s Snapshot) CheckpointBytes() int64 { return int64(s.Checkpoints) * s.CheckpointSlotBytes }
 
 // CacheUsage is the fraction (0..1) of the cache memory held by sequences:
 // KV blocks and recurrent state slots together, by bytes.
@@ -616,7 +637,7 @@ func (e *Engine) publish() {
 		MaxRunning: e.maxRunning, PrefixCache: e.kv.PrefixCaching(), KVBlocksCached: e.kv.Cached(),
 		PrefixQueries: ps.Queries, PrefixHits: ps.Hits,
 		StateSlotsUsed: e.state.Slots - e.checkpoints - e.sched.StateSlotsFree(), StateSlotsTotal: e.state.Slots - e.checkpoints, StateSlotBytes: e.state.BytesPerSlot(),
-		Checkpoints: held, CheckpointsMax: capacity,
+		Checkpoints: held, CheckpointsMax: capacity, CheckpointSlotBytes: e.state.CheckpointBytes(),
 		KVBlockBytes: e.kvBlockBytes, ModelKV: e.modelKV()})
 }
 

@@ -30,6 +30,18 @@ func hybridTurns(t *testing.T, ref *instance.Instance, prompts [][]int32, n int)
 	return out
 }
 
+// tinyHybridCacheOff runs tiny-qwen35-f32 (path m) with the cache off over
+// the golden prompts and their turns (hybridTurns), conc at a time: the
+// prompts, their n greedy ids each and the bytes of one state slot.
+func tinyHybridCacheOff(t *testing.T, n, conc int) (m string, prompts, want [][]int32, slot int64) {
+	t.Helper()
+	m = modelPath(t, "tiny-qwen35-f32.gguf")
+	off := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true})
+	prompts = hybridTurns(t, off, goldenPrompts(t, off), n)
+	want, _ = generateAll(t, off, prompts, n, conc)
+	return m, prompts, want, off.Engine.Snapshot().StateSlotBytes
+}
+
 // On a hybrid model the prefix cache resumes from recurrent state
 // checkpoints: greedy ids with the cache on equal the cache off on every
 // hybrid golden model, at prefill chunks that do and do not align with
@@ -261,11 +273,7 @@ func (w *checkpointWatch) ObserveStep(engine.StepInfo) {
 // checkpoint turns the model's prefix cache off and says why.
 func TestHybridCheckpointMemoryBudget(t *testing.T) {
 	const n = 24
-	m := modelPath(t, "tiny-qwen35-f32.gguf")
-	off := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, NoPrefixCache: true})
-	prompts := hybridTurns(t, off, goldenPrompts(t, off), n)
-	want, _ := generateAll(t, off, prompts, n, 8)
-	slot := off.Engine.Snapshot().StateSlotBytes
+	m, prompts, want, slot := tinyHybridCacheOff(t, n, 8)
 	watch := &checkpointWatch{}
 	budget := 3*slot + slot/2
 	on := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, CheckpointMemory: budget, CheckpointEvery: 1, Observer: watch})
@@ -334,5 +342,58 @@ func TestHybridPrefixCacheMTPTurns(t *testing.T) {
 	}
 	if cached == 0 {
 		t.Error("no turn hit the prefix cache")
+	}
+}
+
+// bf16 checkpoints beside f32 running state (Config.CheckpointDType): a
+// checkpoint slot holds half the bytes, the budget counts them, and the
+// running state is rounded to bf16 exactly where a checkpoint is taken
+// (or would be, were it not cached), so a hit, which widens the
+// checkpoint back, gives the ids of the run that took it bit for bit: the
+// second pass (hits) equals the first (misses). Against the cache off the
+// ids follow f32 as closely as one rounding per checkpoint lets them; the
+// test prints how closely (docs/prefix-cache.md). A speculative graph is
+// refused by name.
+func TestHybridCheckpointBF16F32State(t *testing.T) {
+	const n = 24
+	m, prompts, want, slot := tinyHybridCacheOff(t, n, 1)
+	budget := 40*slot/2 + slot/4 // 40 bf16 checkpoints, 20 f32 ones
+	on := open(t, instance.Options{Model: m, MaxRunning: 8, Threads: 2, CheckpointEvery: 2, CheckpointMemory: budget, CheckpointDType: "bf16"})
+	first, _ := generateAll(t, on, prompts, n, 1)
+	again, stats := generateAll(t, on, prompts, n, 1)
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Errorf("ids of hits on bf16 checkpoints differ from the run that took them (-first +hits):\n%s", diff)
+	}
+	if cached := cachedTokens(stats); cached == 0 {
+		t.Error("the second pass hit no checkpoint")
+	}
+	s := on.Engine.Snapshot()
+	if 2*s.CheckpointSlotBytes != s.StateSlotBytes || s.StateSlotBytes != slot || s.CheckpointsMax != 40 ||
+		s.Checkpoints == 0 || s.CheckpointBytes() > budget {
+		t.Errorf("bf16 checkpoints of a %d-byte f32 slot in %d bytes: snapshot %+v", slot, budget, s)
+	}
+	same, tokens, agree := 0, 0, 0
+	var firstDiverged []int
+	for i := range want {
+		k := 0
+		for k < len(want[i]) && k < len(first[i]) && want[i][k] == first[i][k] {
+			k++
+		}
+		if k == len(want[i]) && len(want[i]) == len(first[i]) {
+			same++
+		} else {
+			firstDiverged = append(firstDiverged, k)
+		}
+		tokens += len(want[i])
+		agree += k
+	}
+	t.Logf("bf16 checkpoints vs cache off, %d prompts x %d greedy tokens: %d identical, tokens before the first divergence %d of %d (%.3f), diverged at %v",
+		len(want), n, same, agree, tokens, float64(agree)/float64(tokens), firstDiverged)
+	if same < len(want)/2 {
+		t.Errorf("only %d of %d prompts give the cache off's ids with bf16 checkpoints", same, len(want))
+	}
+	_, err := instance.Open(instance.Options{Model: m, Graph: "ngram", MaxRunning: 1, Threads: 1, CheckpointDType: "bf16"})
+	if err == nil || !strings.Contains(err.Error(), "--checkpoint-dtype") {
+		t.Errorf("bf16 checkpoints under ngram: %v, want an error naming --checkpoint-dtype", err)
 	}
 }

@@ -121,6 +121,9 @@ func (e *Engine) buildStep(ctx context.Context, work []sched.Work) *step {
 			}
 			b.StateSlots = append(b.StateSlots, write)
 			b.StateFrom = append(b.StateFrom, read)
+			if e.state.CheckpointDType != "" {
+				b.StateRound = append(b.StateRound, w.AtCheckpoint())
+			}
 			var snaps []int32
 			if w.Draft > 0 {
 				snaps = w.Seq.Snapshots

@@ -40,13 +40,39 @@ type StateLayout struct {
 	// DType is how the slots are stored: "" or "f32", or "bf16" (computed
 	// in f32, rounded to bf16 when a step writes them back).
 	DType string
+	// Checkpoints is how many of the Slots, the last ones, are a prefix
+	// cache's checkpoint pool. CheckpointDType, when set, is how those are
+	// stored instead of DType: with "bf16" (and f32 DType) a step that
+	// writes a pool slot rounds the state into it, and a row that reads one
+	// widens it back into its own f32 slot.
+	Checkpoints     int
+	CheckpointDType string
 }
 
 // Layers is the number of state layers.
 func (l StateLayout) Layers() int { return max(len(l.Conv), len(l.Delta)) }
 
 // BytesPerSlot is the memory of one slot: every layer's state, in DType.
-func (l StateLayout) BytesPerSlot() int64 {
+func (l StateLayout) BytesPerSlot() int64 { return l.floats() * dtypeBytes(l.DType) }
+
+// CheckpointBytes is the memory of one checkpoint pool slot.
+func (l StateLayout) CheckpointBytes() int64 { return l.floats() * dtypeBytes(l.PoolDType()) }
+
+// PoolDType is how the checkpoint pool's slots are stored.
+func (l StateLayout) PoolDType() string {
+	if l.CheckpointDType != "" {
+		return l.CheckpointDType
+	}
+	return l.DType
+}
+
+// Bytes is the memory of all Slots.
+func (l StateLayout) Bytes() int64 {
+	return int64(l.Slots-l.Checkpoints)*l.BytesPerSlot() + int64(l.Checkpoints)*l.CheckpointBytes()
+}
+
+// floats is the number of values in one slot.
+func (l StateLayout) floats() int64 {
 	var n int64
 	for _, c := range l.Conv {
 		n += int64(c)
@@ -54,10 +80,15 @@ func (l StateLayout) BytesPerSlot() int64 {
 	for _, d := range l.Delta {
 		n += int64(d)
 	}
-	if l.DType == "bf16" {
-		return 2 * n
+	return n
+}
+
+// dtypeBytes is the size of one state value stored as dtype ("" is f32).
+func dtypeBytes(dtype string) int64 {
+	if dtype == "bf16" {
+		return 2
 	}
-	return 4 * n
+	return 4
 }
 
 // StateShaper is implemented by nodes whose model keeps recurrent state:
@@ -87,6 +118,12 @@ type Batch struct {
 	// slot it writes. An entry of -1 (or a nil StateFrom) reads the
 	// sequence's own slot; a row at position 0 reads nothing (zero state).
 	StateFrom []int32
+	// StateRound [S], when not nil, says that the state sequence s's step
+	// leaves in its slot is rounded to the checkpoint pool's dtype
+	// (StateLayout.CheckpointDType): the step ends where a checkpoint is
+	// taken but does not take it (it is cached already), so the running
+	// state equals what taking or adopting it gives.
+	StateRound []bool
 	// StateSnapshots [S], for a sequence that verifies drafts, are the
 	// slots its rows write in order: row j reads the state row j-1 wrote
 	// (row 0 the StateSlots slot, left unchanged) and writes slot j, so

@@ -46,7 +46,7 @@ func (b *Batch) WithDrafts(d Drafts) (*Batch, error) {
 		return b, nil
 	}
 	extra := d.Total()
-	out := &Batch{Tables: b.Tables, StateSlots: b.StateSlots, StateSnapshots: b.StateSnapshots, StateFrom: b.StateFrom,
+	out := &Batch{Tables: b.Tables, StateSlots: b.StateSlots, StateSnapshots: b.StateSnapshots, StateFrom: b.StateFrom, StateRound: b.StateRound,
 		Tokens:    make([]int32, 0, len(b.Tokens)+extra),
 		Positions: make([]int32, 0, len(b.Tokens)+extra),
 		RowSeq:    make([]int32, 0, len(b.Tokens)+extra),

@@ -58,10 +58,12 @@ type Options struct {
 	// MMProj is the vision tower (a qwen3vl_merger mmproj GGUF) of a
 	// vision-language model, for a graph that reads images; "" for none.
 	MMProj string
-	// CheckpointMemory and CheckpointEvery size a hybrid model's recurrent
-	// state checkpoints (engine.Config): 0 means the default.
+	// CheckpointMemory, CheckpointEvery and CheckpointDType size and store
+	// a hybrid model's recurrent state checkpoints (engine.Config): 0 or ""
+	// means the default.
 	CheckpointMemory int64
 	CheckpointEvery  int
+	CheckpointDType  string
 }
 
 // Instance is a loaded model with a running engine.
@@ -173,7 +175,8 @@ func Open(o Options) (*Instance, error) {
 	}
 	eng, err := engine.New(engine.Config{Plan: p, Model: f, Backend: be, KVTokens: o.KVTokens, KVMemory: o.KVMemory,
 		MaxRunning: o.MaxRunning, StepTokens: o.StepTokens, Context: o.Context, Observer: o.Observer, Models: models, NewBackend: newBackend, Tower: tower,
-		NoPrefixCache: o.NoPrefixCache, CheckpointMemory: o.CheckpointMemory, CheckpointEvery: o.CheckpointEvery})
+		NoPrefixCache: o.NoPrefixCache, CheckpointMemory: o.CheckpointMemory, CheckpointEvery: o.CheckpointEvery,
+		CheckpointDType: o.CheckpointDType})
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("%s: %w", o.Model, err)

@@ -228,6 +228,18 @@ func (m *Manager) Holds(h BlockHash) bool {
 	return ok
 }
 
+// Registered returns the registered blocks (held or cached) of those of
+// hashes that have one, in the order of hashes.
+func (m *Manager) Registered(hashes []BlockHash) []int32 {
+	var out []int32
+	for _, h := range hashes {
+		if b, ok := m.cached[h]; ok {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // Reusable is how many of blocks (from Match) are free now: adopting them
 // takes them out of the free count.
 func (m *Manager) Reusable(blocks []int32) int {

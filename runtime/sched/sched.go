@@ -110,7 +110,14 @@ type Work struct {
 	N      int
 	Sample bool
 	Draft  int
+	// atCheckpoint says that the step ends where s's state is to be
+	// checkpointed (StateGroup.Target), taken by this step or cached.
+	atCheckpoint bool
 }
+
+// AtCheckpoint reports whether w's step ends at a checkpoint position of
+// its sequence (taken by the step, StateTo, or cached already).
+func (w Work) AtCheckpoint() bool { return w.atCheckpoint }
 
 // StateTo is the state slot w's step writes instead of its sequence's own
 // (a checkpoint it takes, StateGroup.Plan), else -1.

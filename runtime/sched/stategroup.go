@@ -44,11 +44,13 @@ type StateGroup struct {
 }
 
 // checkpoint is one pool slot holding the state after Blocks whole KV
-// blocks of a prefix whose last block hashes to Key.
+// blocks of a prefix whose last block hashes to Key; Chain holds the hashes
+// of all its blocks [Blocks] (Chain[Blocks-1] == Key).
 type checkpoint struct {
 	Slot   int32
 	Blocks int
 	Key    kv.BlockHash
+	Chain  []kv.BlockHash
 	// used orders the indexed checkpoints for eviction (least recently
 	// taken or adopted first); pins counts the sequences whose next row
 	// reads the slot; indexed says it is in the index; rolling that a
@@ -179,8 +181,10 @@ func (g *StateGroup) Plan(w *Work) {
 	if w.Draft > 0 || !g.Target(s, end) {
 		return
 	}
+	w.atCheckpoint = true
 	blocks := end / g.kv.BlockTokens()
-	key := g.kv.Hashes(s.Tokens, blocks)[blocks-1]
+	chain := g.kv.Hashes(s.Tokens, blocks)
+	key := chain[blocks-1]
 	if c, ok := g.index[key]; ok {
 		g.touch(c)
 		return
@@ -193,7 +197,7 @@ func (g *StateGroup) Plan(w *Work) {
 	if g.held >= g.capacity && !g.evict() {
 		return
 	}
-	c := &checkpoint{Slot: g.free[len(g.free)-1], Blocks: blocks, Key: key, rolling: rolling}
+	c := &checkpoint{Slot: g.free[len(g.free)-1], Blocks: blocks, Key: key, Chain: chain, rolling: rolling}
 	g.free = g.free[:len(g.free)-1]
 	g.held++
 	s.take = c
@@ -202,7 +206,8 @@ func (g *StateGroup) Plan(w *Work) {
 // evict frees the slot of the indexed checkpoint no sequence reads that
 // is worth least: one whose last KV block is no longer cached (it can
 // never be adopted), else the least recently used. It reports whether
-// there was one.
+// there was one. The KV blocks only the victim made worth keeping go
+// first in the KV cache's eviction order (demoteChain).
 func (g *StateGroup) evict() bool {
 	var victim *checkpoint
 	for _, c := range g.index {
@@ -223,7 +228,29 @@ func (g *StateGroup) evict() bool {
 	delete(g.index, victim.Key)
 	victim.indexed = false
 	g.release(victim)
+	g.demoteChain(victim)
 	return true
+}
+
+// demoteChain puts the cached KV blocks of evicted checkpoint v's prefix
+// past the longest one that ends at an indexed checkpoint first in the KV
+// cache's eviction order (kv.Manager.Demote): no sequence can resume
+// inside them any more. Blocks an indexed checkpoint further along the
+// same chain still needs are left alone, and so are blocks a sequence
+// holds (Demote moves only cached, unheld ones).
+func (g *StateGroup) demoteChain(v *checkpoint) {
+	for _, c := range g.index {
+		if c.Blocks > v.Blocks && c.Chain[v.Blocks-1] == v.Key {
+			return
+		}
+	}
+	k := v.Blocks - 1
+	for ; k > 0; k-- {
+		if _, ok := g.index[v.Chain[k-1]]; ok {
+			break
+		}
+	}
+	g.kv.Demote(g.kv.Registered(v.Chain[k:]))
 }
 
 // touch marks c as just used.
@@ -313,7 +340,8 @@ func (g *StateGroup) Publish(s *Seq) {
 		if end%b != 0 || end <= s.Prompt || end > len(s.Tokens) {
 			continue
 		}
-		key := g.kv.Hashes(s.Tokens, end/b)[end/b-1]
+		chain := g.kv.Hashes(s.Tokens, end/b)
+		key := chain[end/b-1]
 		if c, ok := g.index[key]; ok {
 			g.touch(c)
 			return
@@ -328,7 +356,7 @@ func (g *StateGroup) Publish(s *Seq) {
 		fresh := g.free[len(g.free)-1]
 		g.free = g.free[:len(g.free)-1]
 		g.held++
-		c := &checkpoint{Blocks: end / b, Key: key, rolling: true}
+		c := &checkpoint{Blocks: end / b, Key: key, Chain: chain, rolling: true}
 		if j < v.rows-1 {
 			c.Slot, s.Snapshots[j] = s.Snapshots[j], fresh
 		} else {
