@@ -65,12 +65,16 @@ func prepareChat(ctx context.Context, m *Model, r *ChatRequest, countOnly bool) 
 	if r.Params.Grammar, e = compileParams(&r.Params); e != nil {
 		return nil, e
 	}
+	var ends []int // byte offsets in text where messages end, for a hybrid model's checkpoints
+	if !countOnly && m.Engine.Snapshot().CheckpointsMax > 0 {
+		ends = m.Chat.MessageEnds(r.Messages, text, renderOptions(r))
+	}
 	if r.Images != nil {
-		return encodeImages(ctx, m, text, r.Images, &r.Params, countOnly)
+		return encodeImages(ctx, m, text, ends, r.Images, &r.Params, countOnly)
 	}
 	ids := m.Tokenizer.EncodeChat(text)
-	if m.Engine.Snapshot().CheckpointsMax > 0 {
-		r.Params.MessageEnds = m.Tokenizer.TokenOffsets(ids, text, m.Chat.MessageEnds(r.Messages, text, renderOptions(r)))
+	if ends != nil {
+		r.Params.MessageEnds = m.Tokenizer.TokenOffsets(ids, text, ends)
 	}
 	return ids, nil
 }

@@ -64,8 +64,10 @@ func (o MediaOptions) withDefaults() MediaOptions {
 // An error of one image is a *vision.ImageError.
 // addSpecial says whether the prompt's first piece gets the special tokens
 // (BOS), as tok.Tokenizer.Encode's. Without encode the images are only
-// decoded and sized: the same ids, no engine images.
-type ImageEncoder func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits, encode bool) ([]int32, []engine.Image, error)
+// decoded and sized: the same ids, no engine images. The chunks are
+// vision.SplitPrompt's for prompt (nil when the ids are cut otherwise:
+// then the prompt has no message ends).
+type ImageEncoder func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits, encode bool) ([]int32, []engine.Image, []vision.Chunk, error)
 
 // requestImages collects the images of a request's messages in order,
 // with the field each came from. A data URL's bytes are decoded from the
@@ -256,7 +258,7 @@ type ChatImages struct {
 // are images the prompt does not place one to one and images sent to a
 // model without a tower; ctx ending is abortError's; any other failure
 // (the tower, the model) is a 500.
-func encodeImages(ctx context.Context, m *Model, text string, ci *ChatImages, p *Params, countOnly bool) ([]int32, *Error) {
+func encodeImages(ctx context.Context, m *Model, text string, ends []int, ci *ChatImages, p *Params, countOnly bool) ([]int32, *Error) {
 	if m.Images == nil {
 		return nil, badParam(ci.Fields[0], "Invalid '%s': this model takes no images (the server has no --mmproj vision tower).", ci.Fields[0])
 	}
@@ -264,7 +266,7 @@ func encodeImages(ctx context.Context, m *Model, text string, ci *ChatImages, p 
 	if e := ci.load(ctx); e != nil {
 		return nil, e
 	}
-	ids, imgs, err := m.Images(ctx, text, ci.Data, m.Tokenizer.ChatAddsSpecial(text), vision.DecodeLimits{MaxPixels: ci.Media.MaxImagePixels}, !countOnly)
+	ids, imgs, chunks, err := m.Images(ctx, text, ci.Data, m.Tokenizer.ChatAddsSpecial(text), vision.DecodeLimits{MaxPixels: ci.Media.MaxImagePixels}, !countOnly)
 	if !countOnly {
 		p.Vision = VisionTiming{Images: len(ci.Data), Start: start, End: time.Now()}
 	}
@@ -280,6 +282,9 @@ func encodeImages(ctx context.Context, m *Model, text string, ci *ChatImages, p 
 		return nil, &Error{Status: http.StatusInternalServerError, Type: typeServer, Message: fmt.Sprintf("Encoding the images failed: %v", err)}
 	}
 	p.Images = imgs
+	if ends != nil {
+		p.MessageEnds = vision.PromptOffsets(text, chunks, ends, m.Tokenizer)
+	}
 	return ids, nil
 }
 

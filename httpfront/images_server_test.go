@@ -30,17 +30,17 @@ type fakeTower struct {
 }
 
 func (f *fakeTower) encoder(s *server) httpfront.ImageEncoder {
-	return func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits, encode bool) ([]int32, []engine.Image, error) {
+	return func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits, encode bool) ([]int32, []engine.Image, []vision.Chunk, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		_, ok := ctx.Deadline()
 		f.encodes, f.deadline = append(f.encodes, encode), append(f.deadline, ok)
 		for i, data := range images {
 			if _, _, err := vision.Decode(data, lim); err != nil {
-				return nil, nil, &vision.ImageError{Index: i, Err: err}
+				return nil, nil, nil, &vision.ImageError{Index: i, Err: err}
 			}
 		}
-		return s.inst.Tokenizer.Encode(prompt, addSpecial, true), nil, nil
+		return s.inst.Tokenizer.Encode(prompt, addSpecial, true), nil, nil, nil
 	}
 }
 

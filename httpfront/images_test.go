@@ -145,14 +145,14 @@ func TestChatImagesRefusedNamingTheField(t *testing.T) {
 func TestEncodeImagesNamesTheImage(t *testing.T) {
 	ri := &ChatImages{Data: [][]byte{{1}, {2}}, URLs: []string{"data:a", "data:b"}, Fields: []string{"a", "b"}}
 	m := &Model{Tokenizer: &tok.Tokenizer{}}
-	if _, e := encodeImages(context.Background(), m, "", ri, &Params{}, false); e == nil || e.Param != "a" || !strings.Contains(e.Message, "--mmproj") {
+	if _, e := encodeImages(context.Background(), m, "", nil, ri, &Params{}, false); e == nil || e.Param != "a" || !strings.Contains(e.Message, "--mmproj") {
 		t.Errorf("no tower: %v", e)
 	}
 	var encodeErr error
 	var encoded []bool
-	m.Images = func(_ context.Context, _ string, _ [][]byte, _ bool, _ vision.DecodeLimits, encode bool) ([]int32, []engine.Image, error) {
+	m.Images = func(_ context.Context, _ string, _ [][]byte, _ bool, _ vision.DecodeLimits, encode bool) ([]int32, []engine.Image, []vision.Chunk, error) {
 		encoded = append(encoded, encode)
-		return []int32{1}, nil, encodeErr
+		return []int32{1}, nil, nil, encodeErr
 	}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -171,14 +171,14 @@ func TestEncodeImagesNamesTheImage(t *testing.T) {
 		{"the request ended", cancelled, context.Canceled, 499, nil, "cancelled"},
 	} {
 		encodeErr = tc.err
-		_, e := encodeImages(tc.ctx, m, "", ri, &Params{}, false)
+		_, e := encodeImages(tc.ctx, m, "", nil, ri, &Params{}, false)
 		if e == nil || e.Status != tc.status || e.Param != tc.param || !strings.Contains(e.Message, tc.text) {
 			t.Errorf("%s: %+v, want %d naming %v containing %q", tc.name, e, tc.status, tc.param, tc.text)
 		}
 	}
 	encodeErr, encoded = nil, nil
 	p := &Params{}
-	if _, e := encodeImages(context.Background(), m, "", ri, p, true); e != nil || p.Vision.Images != 0 {
+	if _, e := encodeImages(context.Background(), m, "", nil, ri, p, true); e != nil || p.Vision.Images != 0 {
 		t.Errorf("count: %v, vision %+v", e, p.Vision)
 	}
 	if diff := cmp.Diff([]bool{false}, encoded); diff != "" {

@@ -376,11 +376,11 @@ func imageEncoder(inst *instance.Instance) httpfront.ImageEncoder {
 	if inst.Vision == nil {
 		return nil
 	}
-	return func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits, encode bool) ([]int32, []engine.Image, error) {
+	return func(ctx context.Context, prompt string, images [][]byte, addSpecial bool, lim vision.DecodeLimits, encode bool) ([]int32, []engine.Image, []vision.Chunk, error) {
 		p, err := inst.PromptWithImages(ctx, prompt, images, addSpecial, lim, encode)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return p.IDs, p.Images, nil
+		return p.IDs, p.Images, p.Chunks, nil
 	}
 }

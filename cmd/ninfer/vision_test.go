@@ -417,6 +417,56 @@ func TestServeImagePrefixCache(t *testing.T) {
 	}
 }
 
+// TestServeImageConversationHitsAtMessageEnds: two conversations that
+// share a system message, a user message with an image and the reply, and
+// differ in the last user message, share the hybrid model's checkpoint at
+// the shared messages' end (the message ends mapped across the image,
+// vision.PromptOffsets): the second reports cached at least the block
+// before the end of the user message with the image, and answers as a
+// server without the cache.
+func TestServeImageConversationHitsAtMessageEnds(t *testing.T) {
+	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
+	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	image := dataURL(t, filepath.Join(sharedPath(t, "golden", "images"), "sq64.png"))
+	const block = 16 // the default KV block
+	args := []string{"--model", model, "--mmproj", mmproj, "--model-id", "vl"}
+	cached, uncached := serveForTest(t, args...), serveForTest(t, append(args, "--no-prefix-cache")...)
+	shared := []any{
+		map[string]any{"role": "system", "content": "You describe images for people who cannot see them, briefly and plainly."},
+		map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "image_url", "image_url": map[string]any{"url": image}},
+			map[string]any{"type": "text", "text": "What is this?"}}},
+	}
+	ask := func(serverURL string, messages []any) chatAnswer {
+		t.Helper()
+		var out chatAnswer
+		body := map[string]any{"model": "vl", "max_tokens": 8, "temperature": 0, "ignore_eos": true, "messages": messages}
+		if code := postJSON(t, serverURL+"/v1/chat/completions", body, &out); code != 200 || len(out.Choices) != 1 {
+			t.Fatalf("status %d: %+v", code, out)
+		}
+		return out
+	}
+	conversation := func(last string) []any {
+		return append(append([]any{}, shared...),
+			map[string]any{"role": "assistant", "content": "A grey square."},
+			map[string]any{"role": "user", "content": last})
+	}
+	// The user message with the image ends before its generation prompt,
+	// "<|im_start|>assistant\n" and an empty think block, at most genPrompt tokens.
+	const genPrompt = 8
+	userEnd := ask(uncached, shared).Usage.PromptTokens - genPrompt
+	first := ask(cached, conversation("Is it bright?"))
+	second := ask(cached, conversation("How big is it, and what colour are its corners?"))
+	t.Logf("prompt/cached tokens: first %d/%d, second %d/%d; the image message ends near %d",
+		first.Usage.PromptTokens, first.Usage.PromptTokensDetails.CachedTokens, second.Usage.PromptTokens, second.Usage.PromptTokensDetails.CachedTokens, userEnd+genPrompt)
+	if c, want := second.Usage.PromptTokensDetails.CachedTokens, userEnd/block*block; c < want || c >= second.Usage.PromptTokens {
+		t.Errorf("second conversation: %d of %d prompt tokens cached, want at least %d (the block before the image message's end) and short of the whole prompt", c, second.Usage.PromptTokens, want)
+	}
+	if diff := cmp.Diff(ask(uncached, conversation("How big is it, and what colour are its corners?")).Choices[0].Message.Content, second.Choices[0].Message.Content); diff != "" {
+		t.Errorf("second conversation, answer (-cache off +cache on):\n%s", diff)
+	}
+}
+
 // Speculation with images: the graphs ngram and mtp, run with --mmproj
 // (the tower wired in, instance.LoadPlanWithImages), give at temperature 0
 // the ids the vision graph gives for the golden's image prompts, and draft

@@ -137,3 +137,61 @@ type ImageError struct {
 
 func (e *ImageError) Error() string { return fmt.Sprintf("image %d: %v", e.Index, e.Err) }
 func (e *ImageError) Unwrap() error { return e.Err }
+
+// TokenMapper maps byte offsets into a text to offsets into its token ids
+// (tok.Tokenizer.TokenOffsets).
+type TokenMapper interface {
+	TokenOffsets(ids []int32, text string, offsets []int) []int
+}
+
+// PromptOffsets maps byte offsets into prompt (ascending), the rendered
+// prompt SplitPrompt cut into chunks, to offsets into the prompt's ids
+// (each text chunk's tokens, then Grid.Tokens() rows per image): the
+// number of leading ids that spell prompt[:offset], an image's
+// VisionStart, rows and VisionEnd standing for its marker. An offset
+// inside an image's marker maps to where the text before the image ends,
+// before its VisionStart; one inside a token is left out. The result is
+// ascending without repeats; chunks that are not SplitPrompt's for prompt
+// give none past the first text that disagrees.
+func PromptOffsets(prompt string, chunks []Chunk, offsets []int, tm TokenMapper) []int {
+	parts := strings.Split(prompt, MediaMarker)
+	var out []int
+	base, ci, next := 0, 0, 0 // ids before chunk ci; the next offset to map
+	partStart := 0            // prompt bytes before parts[i]
+	for i, part := range parts {
+		for ci < len(chunks) && chunks[ci].Image >= 0 {
+			base += chunks[ci].Len()
+			ci++
+		}
+		if ci == len(chunks) {
+			break
+		}
+		lead, partEnd := "", partStart+len(part)
+		if i > 0 {
+			lead = VisionEnd
+		}
+		spanEnd := partEnd // offsets up to here belong to this part
+		if i < len(parts)-1 {
+			spanEnd += len(MediaMarker) - 1
+		}
+		var local []int // offsets into the chunk's text
+		for ; next < len(offsets) && offsets[next] <= spanEnd; next++ {
+			if o := offsets[next]; o >= partStart {
+				local = append(local, len(lead)+min(o, partEnd)-partStart)
+			}
+		}
+		c := chunks[ci]
+		if !strings.HasPrefix(c.Text, lead+part) {
+			break
+		}
+		for _, k := range tm.TokenOffsets(c.Tokens, c.Text, local) {
+			if len(out) == 0 || base+k > out[len(out)-1] {
+				out = append(out, base+k)
+			}
+		}
+		base += c.Len()
+		ci++
+		partStart = partEnd + len(MediaMarker)
+	}
+	return out
+}
