@@ -3,7 +3,6 @@ package golden
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/ninfer/ninfer-go/runtime/vision"
 )
@@ -67,13 +66,9 @@ type VisionChunk struct {
 
 // LoadVision reads a vision golden.
 func LoadVision(path string) (*VisionFile, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var f VisionFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := readJSON(path, "vision golden", &f); err != nil {
+		return nil, err
 	}
 	if len(f.Results) == 0 || f.MMProj == "" {
 		return nil, fmt.Errorf("%s: no results or no mmproj (not a vision golden)", path)
