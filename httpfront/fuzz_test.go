@@ -114,6 +114,7 @@ func FuzzDecodeMessages(f *testing.F) {
 		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}`,
 		`{"model":"m","messages":[{"role":"user","content":[null]}]}`, `{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"tool_use"}]}]}`,
 		`{"model":"m","max_tokens":8192,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"r"},{"type":"image","source":{"type":"url","url":"https://a.example/x.png"}}]}]}],"thinking":{"type":"enabled","budget_tokens":4096}}`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":"d"},"title":"t","context":"c"},{"type":"document","source":{"type":"content","content":[{"type":"text","text":"a"}]}},{"type":"image","source":{"type":"url","url":"u"}},{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBE"}}]}]}`,
 		`[]`, `null`, `{"max_tokens":1e300}`,
 	} {
 		f.Add([]byte(seed), false)

@@ -53,6 +53,7 @@ var messageBlockFields = map[string]map[string]bool{
 	"thinking":          {"type": true, "thinking": true, "signature": true},
 	"redacted_thinking": {"type": true, "data": true},
 	"image":             {"type": true, "source": true, "cache_control": true},
+	"document":          {"type": true, "source": true, "title": true, "context": true, "citations": true, "cache_control": true},
 }
 
 // DecodeMessages parses and validates a /v1/messages body; countOnly
@@ -304,7 +305,7 @@ type blockContext struct {
 }
 
 var (
-	inUserMessage      = blockContext{"a user message", []string{"text", "image", "tool_result"}}
+	inUserMessage      = blockContext{"a user message", []string{"text", "image", "document", "tool_result"}}
 	inToolResult       = blockContext{"a tool_result", []string{"text", "image"}}
 	inAssistantMessage = blockContext{"an assistant message", []string{"text", "thinking", "redacted_thinking", "tool_use"}}
 )
@@ -344,7 +345,7 @@ func blockString(b fields, name, at string) (string, *Error) {
 }
 
 // userBlocks turns a user message's blocks into chat messages: text
-// blocks gather into a user message, each tool_result ends it and adds a
+// blocks (and text documents, documentText) gather into a user message, each tool_result ends it and adds a
 // tool message. partAt[i] is the block each content part of msgs[i] came
 // from (nil without parts).
 func userBlocks(blocks []fields, at string, strict bool) (msgs []map[string]any, msgAt []string, partAt [][]string, e *Error) {
@@ -372,8 +373,13 @@ func userBlocks(blocks []fields, at string, strict bool) (msgs []map[string]any,
 			return nil, nil, nil, e
 		}
 		switch typ {
-		case "text":
-			s, e := blockString(b, "text", where)
+		case "text", "document":
+			var s string
+			if typ == "text" {
+				s, e = blockString(b, "text", where)
+			} else {
+				s, e = documentText(b, where)
+			}
 			if e != nil {
 				return nil, nil, nil, e
 			}
@@ -595,6 +601,66 @@ func messagesToolChoice(raw json.RawMessage) (choice, parallel json.RawMessage, 
 		return mustJSON(map[string]any{"type": "function", "function": map[string]string{"name": c.Name}}), parallel, true, nil
 	}
 	return nil, nil, false, badParam("tool_choice.type", "Invalid value for 'tool_choice.type': expected 'auto', 'any', 'tool' or 'none', got '%.32s'.", c.Type)
+}
+
+// documentText reads a text document block as the text the user message
+// holds: its title, its context and its text (source.type "text" with
+// media_type text/plain, or "content": a string or text blocks joined
+// with a blank line), each present one separated from the next by a blank
+// line. PDF (base64), url and file sources are refused naming
+// source.type: only text documents are read.
+func documentText(b fields, where string) (string, *Error) {
+	if !b.has("source") {
+		return "", badParam(where+".source", "Missing required parameter: '%s.source'.", where)
+	}
+	var src fields
+	if err := json.Unmarshal(b["source"], &src); err != nil || src == nil {
+		return "", badParam(where+".source", "Invalid type for '%s.source': expected an object.", where)
+	}
+	at := where + ".source"
+	typ, e := blockString(src, "type", at)
+	if e != nil {
+		return "", e
+	}
+	var text string
+	switch typ {
+	case "text":
+		if text, e = blockString(src, "data", at); e != nil {
+			return "", e
+		}
+		if src.has("media_type") {
+			mt, e := blockString(src, "media_type", at)
+			if e != nil {
+				return "", e
+			}
+			if mt != "text/plain" {
+				return "", badParam(at+".media_type", "Invalid value for '%s.media_type': expected 'text/plain', got '%.32s'.", at, mt)
+			}
+		}
+	case "content":
+		if !src.has("content") {
+			return "", badParam(at+".content", "Missing required parameter: '%s.content'.", at)
+		}
+		if text, e = blockText(src["content"], at+".content"); e != nil {
+			return "", e
+		}
+	default:
+		return "", badParam(at+".type", "Invalid value for '%s.type': '%.32s' documents are not read; only text documents are (source.type 'text' or 'content').", at, typ)
+	}
+	var out []string
+	for _, name := range []string{"title", "context"} {
+		if !b.has(name) || string(b[name]) == "null" {
+			continue
+		}
+		v, e := blockString(b, name, where)
+		if e != nil {
+			return "", e
+		}
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return strings.Join(append(out, text), "\n\n"), nil
 }
 
 // imageBlockURL reads an image block's source as the URL the chat decoder

@@ -107,6 +107,16 @@ func TestDecodeMessagesTranslation(t *testing.T) {
 			`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"Count."},{"role":"assistant","content":[{"type":"text","text":"One, two,"}]}]}`,
 			want{Messages: []map[string]any{{"role": "user", "content": "Count."}, {"role": "assistant", "content": "One, two,"}},
 				ToolChoice: "none", ParallelToolCalls: true, MaxTokens: 9, ContinueFinal: true}},
+		{"a text document is text of the user message, title and context first",
+			`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[{"type":"text","text":"Summarise."},
+			{"type":"document","source":{"type":"text","media_type":"text/plain","data":"The cat sat."},"title":"Cats","context":"A reader's note.","citations":{"enabled":true},"cache_control":{"type":"ephemeral"}}]}]}`,
+			want{Messages: []map[string]any{{"role": "user", "content": "Summarise.\n\nCats\n\nA reader's note.\n\nThe cat sat."}},
+				ToolChoice: "none", ParallelToolCalls: true, MaxTokens: 9}},
+		{"content documents of text blocks and of a string, no title",
+			`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"content","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},"title":null},
+			{"type":"document","source":{"type":"content","content":"c"}},{"type":"text","text":"Compare."}]}]}`,
+			want{Messages: []map[string]any{{"role": "user", "content": "a\n\nb\n\nc\n\nCompare."}},
+				ToolChoice: "none", ParallelToolCalls: true, MaxTokens: 9}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, e := httpfront.DecodeMessages([]byte(tc.body), httpfront.DecodeOptions{Strict: true}, false)
@@ -152,6 +162,11 @@ func TestDecodeMessagesErrors(t *testing.T) {
 		{"max_tokens below 1", `{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, "max_tokens"},
 		{"a system role in messages", `{"model":"m","max_tokens":5,"messages":[{"role":"system","content":"hi"}]}`, "messages[0].role"},
 		{"an image block without a source type", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]}`, "messages[0].content[0].source.type"},
+		{"a document without a source", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document"}]}]}`, "messages[0].content[0].source"},
+		{"a text document without data", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain"}}]}]}`, "messages[0].content[0].source.data"},
+		{"a text document of html", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/html","data":"<p>"}}]}]}`, "messages[0].content[0].source.media_type"},
+		{"a content document holding an image", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"content","content":[{"type":"image","source":{"type":"url","url":"u"}}]}}]}]}`, "messages[0].content[0].source.content[0].type"},
+		{"a document title that is not a string", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","data":"x"},"title":3}]}]}`, "messages[0].content[0].title"},
 		{"a text block without text", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text"}]}]}`, "messages[0].content[0].text"},
 		{"a tool_result without tool_use_id", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","content":"x"}]}]}`, "messages[0].content[0].tool_use_id"},
 		{"a tool_use in a user message", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]}]}`, "messages[0].content[0].type"},
@@ -192,10 +207,14 @@ func TestDecodeMessagesErrors(t *testing.T) {
 // message's.
 func TestDecodeMessagesBlockTypeErrors(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
-		{"a document in a user message", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`,
-			"Invalid value for 'messages[0].content[0].type': a user message holds 'text', 'image' and 'tool_result' blocks, not 'document'."},
+		{"a search_result in a user message", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"search_result","source":"s"}]}]}`,
+			"Invalid value for 'messages[0].content[0].type': a user message holds 'text', 'image', 'document' and 'tool_result' blocks, not 'search_result'."},
 		{"a tool_use in a user message", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]}]}`,
-			"Invalid value for 'messages[0].content[0].type': a user message holds 'text', 'image' and 'tool_result' blocks, not 'tool_use'."},
+			"Invalid value for 'messages[0].content[0].type': a user message holds 'text', 'image', 'document' and 'tool_result' blocks, not 'tool_use'."},
+		{"a PDF document", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0xLjQ="}}]}]}`,
+			"Invalid value for 'messages[0].content[0].source.type': 'base64' documents are not read; only text documents are (source.type 'text' or 'content')."},
+		{"a url document", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":"Read:"},{"type":"document","source":{"type":"url","url":"https://a.example/x.pdf"}}]}]}`,
+			"Invalid value for 'messages[0].content[1].source.type': 'url' documents are not read; only text documents are (source.type 'text' or 'content')."},
 		{"a document in a tool_result", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"document","source":{}}]}]}]}`,
 			"Invalid value for 'messages[0].content[0].content[0].type': a tool_result holds 'text' and 'image' blocks, not 'document'."},
 		{"an image in an assistant message", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"image","source":{}}]}]}`,

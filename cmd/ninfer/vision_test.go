@@ -15,8 +15,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/ninfer/ninfer-go/runtime/vision"
+	"github.com/ninfer/ninfer-go/suites/golden"
 )
 
 // visionTolerance bounds the relative difference (against max(1, |v|)) of
@@ -33,45 +34,13 @@ const visionTolerance = 2e-3
 const logitTolerance = 2e-3
 
 // readVisionGolden reads vision-tiny-qwen35.json from the golden folder dir.
-func readVisionGolden(t *testing.T, dir string) visionGolden {
+func readVisionGolden(t *testing.T, dir string) *golden.VisionFile {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "vision-tiny-qwen35.json"))
+	g, err := golden.LoadVision(filepath.Join(dir, "vision-tiny-qwen35.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g visionGolden
-	if err := json.Unmarshal(data, &g); err != nil {
-		t.Fatal(err)
-	}
 	return g
-}
-
-// visionGolden is the part of vision-tiny-qwen35.json a run reproduces.
-type visionGolden struct {
-	Results []struct {
-		ID            string         `json:"id"`
-		Prompt        string         `json:"prompt"`
-		Images        []string       `json:"images"`
-		NPromptTokens int            `json:"n_prompt_tokens"`
-		Generated     []int32        `json:"generated_tokens"`
-		TopLogits     [][][2]float64 `json:"top_logits"`
-		Chunks        []visionChunk  `json:"chunks"`
-	} `json:"results"`
-}
-
-// visionChunk is a prompt chunk as the golden states it and `run --json`
-// reports it: text ids, or an image's tokens, grid, positions and
-// embedding checksums.
-type visionChunk struct {
-	Type              string        `json:"type"`
-	Tokens            []int32       `json:"tokens"`
-	NTokens           int           `json:"n_tokens"`
-	Grid              [2]int        `json:"grid_tokens"`
-	PosStart          int           `json:"pos_start"`
-	NPos              int           `json:"n_pos"`
-	EmbdStats         *vision.Stats `json:"embd_stats"`
-	EmbdFirst8        []float64     `json:"embd_first8"`
-	EmbdLastRowFirst8 []float64     `json:"embd_last_row_first8"`
 }
 
 // TestRunImagesMatchLlamaCpp runs every case of the vision golden through
@@ -104,10 +73,10 @@ func TestRunImagesMatchLlamaCpp(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
 			var out struct {
-				PromptIDs []int32        `json:"prompt_ids"`
-				IDs       []int32        `json:"ids"`
-				TopLogits [][][2]float64 `json:"top_logits"`
-				Chunks    []visionChunk  `json:"chunks"`
+				PromptIDs []int32              `json:"prompt_ids"`
+				IDs       []int32              `json:"ids"`
+				TopLogits [][][2]float64       `json:"top_logits"`
+				Chunks    []golden.VisionChunk `json:"chunks"`
 			}
 			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 				t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
@@ -133,7 +102,7 @@ func TestRunImagesMatchLlamaCpp(t *testing.T) {
 				}
 				return
 			}
-			if diff := cmp.Diff(r.Chunks, out.Chunks, near); diff != "" {
+			if diff := cmp.Diff(r.Chunks, out.Chunks, near, cmpopts.IgnoreFields(golden.VisionChunk{}, "Text", "Image", "ImageIndex")); diff != "" {
 				t.Errorf("prompt chunks (-llama.cpp +ours):\n%s", diff)
 			}
 		})
@@ -250,24 +219,7 @@ func TestServeImagesMatchLlamaCpp(t *testing.T) {
 	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
 	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
 	dir := sharedPath(t, "golden")
-	var g struct {
-		Results []struct {
-			ID       string `json:"id"`
-			Messages []struct {
-				Role    string          `json:"role"`
-				Content json.RawMessage `json:"content"`
-			} `json:"request_messages"`
-			NPromptTokens int    `json:"n_prompt_tokens"`
-			Text          string `json:"generated_text"`
-		} `json:"results"`
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "vision-tiny-qwen35.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &g); err != nil {
-		t.Fatal(err)
-	}
+	g := readVisionGolden(t, dir)
 	serverURL := serveForTest(t, "--model", model, "--mmproj", mmproj, "--model-id", "vl")
 	for _, r := range g.Results {
 		if len(r.Messages) == 0 {
@@ -294,7 +246,7 @@ func TestServeImagesMatchLlamaCpp(t *testing.T) {
 			if code := postJSON(t, serverURL+"/v1/chat/completions", body, &out); code != 200 || len(out.Choices) != 1 {
 				t.Fatalf("status %d: %+v", code, out)
 			}
-			if diff := cmp.Diff(r.Text, out.Choices[0].Message.Content); diff != "" {
+			if diff := cmp.Diff(r.GeneratedText, out.Choices[0].Message.Content); diff != "" {
 				t.Errorf("generated text (-llama.cpp +ours):\n%s", diff)
 			}
 			if out.Usage.PromptTokens != r.NPromptTokens {

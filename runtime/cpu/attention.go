@@ -307,7 +307,6 @@ type valueArgs struct {
 	voffs      *int              // [chunks] float offset from v of chunk c's first row
 	vrow       uintptr           // bytes between the rows of one chunk
 	nmin, nmax int               // the smallest and largest n
-	phases     int               // 1 (classes j%16) or 4 (classes j%64)
 	accStride  uintptr           // bytes from one dim vector's accumulators to the next
 	mask       uint64            // attnValues1: the lanes (dims) to compute
 }
@@ -319,7 +318,7 @@ type attnTile struct{ t0, t1, n int }
 // attnScratch is one worker's attention scratch, grown as needed.
 type attnScratch struct {
 	scores       []float32 // [4][stride]
-	acc          []float32 // value class accumulators [4][ceil(hd/16)][classes][16]
+	acc          []float32 // value class accumulators [4][ceil(hd/16)][16 classes][16]
 	koffs, voffs []int     // [chunks]
 	ks, vs, rows []float32 // coded pages: K [chunks][hd][attnChunk], V [positions][hd], one block's K rows
 }
@@ -380,11 +379,11 @@ func (t *attnTask) values1(a *valueArgs) {
 	}
 }
 
-func (t *attnTask) reduce(acc, out *float32, nvec, classes int, mask uint64) {
+func (t *attnTask) reduce(acc, out *float32, nvec int, mask uint64) {
 	if t.avx2 {
-		attnReduceAVX2(acc, out, nvec, classes, mask)
+		attnReduceAVX2(acc, out, nvec, mask)
 	} else {
-		attnReduce(acc, out, nvec, classes, mask)
+		attnReduce(acc, out, nvec, mask)
 	}
 }
 
@@ -398,11 +397,9 @@ func (t *attnTask) reduce(acc, out *float32, nvec, classes int, mask uint64) {
 // table), in dotVecF32's order; softmaxV normalises each query vector's
 // scores; the value kernels then read each V row once for up to 4 query
 // vectors, keeping one fma chain per position class (attnValues' j%16)
-// and dim, which attnReduce folds in reduce16's order (the kernels also
-// take ggml's single-row order, 64 classes in 4 phases, which no step
-// uses: see attnValues). Scratch is per worker and O(positions): scores
-// of 4 query vectors, their value class accumulators, and for encoded
-// pages one KV head's decoded K and V.
+// and dim, which attnReduce folds in reduce16's order. Scratch is per
+// worker and O(positions): scores of 4 query vectors, their value class
+// accumulators, and for encoded pages one KV head's decoded K and V.
 func (p *program) attentionFast(out []float32, op tensor.Op, b *exec.Batch) {
 	t := &p.attn
 	a := op.Attn
@@ -462,7 +459,7 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 	table := t.b.Tables[t.b.RowSeq[tile.t0]]
 	w.koffs, w.voffs = grow(w.koffs, ncPad), grow(w.voffs, ncPad)
 	w.scores = grow(w.scores, 4*stride)
-	const classes, phases = 16, 1 // attnValues' order: position classes j%16
+	const classes = 16 // attnValues' order: position classes j%16
 	nvec := (hd + 15) / 16
 	w.acc = grow(w.acc, 4*nvec*classes*16)
 
@@ -516,7 +513,7 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 			}
 			t.scores(&sa)
 		}
-		va := valueArgs{voffs: &w.voffs[0], vrow: vrow, phases: phases, accStride: uintptr(64 * classes), nmin: ns[0]}
+		va := valueArgs{voffs: &w.voffs[0], vrow: vrow, accStride: uintptr(64 * classes), nmin: ns[0]}
 		for u := range 4 {
 			x := min(u, m-1) // fewer than 4: repeat the last one
 			va.w[u], va.n[u] = unsafe.Pointer(&w.scores[x*stride]), ns[x]
@@ -544,7 +541,7 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 			d0 += 16
 		}
 		for u := range m {
-			t.reduce(&w.acc[u*accN], &t.out[qoff[u]], nvec, classes, 1<<(hd-16*(nvec-1))-1)
+			t.reduce(&w.acc[u*accN], &t.out[qoff[u]], nvec, 1<<(hd-16*(nvec-1))-1)
 		}
 	}
 }

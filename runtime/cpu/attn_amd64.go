@@ -17,7 +17,7 @@ func attnValues4(a *valueArgs)
 func attnValues1(a *valueArgs)
 
 //go:noescape
-func attnReduce(acc, out *float32, nvec, classes int, mask uint64)
+func attnReduce(acc, out *float32, nvec int, mask uint64)
 
 //go:noescape
 func swigluV16(out, gate, up *float32, n16 int)

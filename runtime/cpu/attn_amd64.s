@@ -11,10 +11,9 @@
 //     dimensions past the last 64 as one fma chain, then * scale;
 //   - softmax: max, expfV per 16 (EXPFV), each 16's reduce16 added in
 //     float64 in order, then * float32(1/sum);
-//   - values: 16 head dimensions in 16 lanes; per position class (j%16 for
-//     a batch, j%64 for one row) one fma chain over its positions in order,
-//     stored per class; attnReduce then folds the classes as reduce16 or
-//     reduce4x16 do.
+//   - values: 16 head dimensions in 16 lanes; per position class j%16 one
+//     fma chain over its positions in order, stored per class; attnReduce
+//     then folds the classes as reduce16 does.
 
 // expfV's constants (kernels.go): the 1.5*2^23 shift, 1/ln2, ln2's low
 // and high parts, the |n| bound, the polynomial's p0..p4, 1 and +Inf.
@@ -99,9 +98,8 @@ GLOBL expfvTab<>(SB), RODATA|NOPTR, $52
 #define VA_VROW 112
 #define VA_NMIN 120
 #define VA_NMAX 128
-#define VA_PHASES 136
-#define VA_ACCSTRIDE 144
-#define VA_MASK 152
+#define VA_ACCSTRIDE 136
+#define VA_MASK 144
 
 // The score kernel's 4 pairs p (query, chunk): K of pair p's chunk at
 // 8p(SP) (dimension i at +i*kstride), pairs 0 and 1 take query a.q[0],
@@ -565,10 +563,10 @@ smldone:
 	VZEROUPPER
 	RET
 
-// The value kernels: position j = 16m + r (chunk m, row r) is class
-// 16(m % phases) + r; its V row is at a.v + 4*a.voffs[m] + r*a.vrow, its
-// weight a.w[j]. A pass takes rows 4g..4g+3 (R8 = g) of the chunks
-// m = ph, ph+phases, ... (R9 = ph) with each class's chain in a register.
+// The value kernels: position j = 16m + r (chunk m, row r) is class r;
+// its V row is at a.v + 4*a.voffs[m] + r*a.vrow, its weight a.w[j]. A pass
+// takes rows 4g..4g+3 (R8 = g) of the chunks m = 0, 1, ... with each
+// class's chain in a register.
 
 // VPOS4(o0..o3, wd, a, b, c, d) fuses the row whose 4 dim vectors are o0..o3 (weight wd(R12))
 // into accumulators a..d (64 dims).
@@ -584,7 +582,7 @@ smldone:
 	VBROADCASTSS wd(R12), Z16; \
 	VFMADD231PS  off, Z16, K1, a
 
-// VCHUNK sets, for chunk R10 of pass (R8, R9): R13 = positions of the
+// VCHUNK sets, for chunk R10 of pass R8: R13 = positions of the
 // pass's rows left (n - 16m - 4g; jumps to done if none), R12 = their
 // weights, R11 = the V row of row 4g. Clobbers R14.
 #define VCHUNK(done) \
@@ -605,12 +603,10 @@ smldone:
 	IMULQ DX, R14; \
 	ADDQ  R14, R11
 
-// VACCP sets R14 to the accumulators of class 16ph + 4g (64 bytes a class).
+// VACCP sets R14 to the accumulators of class 4g (64 bytes a class).
 #define VACCP \
-	MOVQ R9, R14; \
-	SHLQ $4, R14; \
-	LEAQ (R14)(R8*4), R14; \
-	SHLQ $6, R14; \
+	MOVQ R8, R14; \
+	SHLQ $8, R14; \
 	ADDQ VA_ACC(BX), R14
 
 // func attnValues4(a *valueArgs)
@@ -625,9 +621,6 @@ TEXT ·attnValues4(SB), NOSPLIT, $0-8
 	XORQ R8, R8
 
 v4group:
-	XORQ R9, R9
-
-v4phase:
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
 	VXORPS Z2, Z2, Z2
@@ -644,7 +637,7 @@ v4phase:
 	VXORPS Z13, Z13, Z13
 	VXORPS Z14, Z14, Z14
 	VXORPS Z15, Z15, Z15
-	MOVQ   R9, R10
+	XORQ   R10, R10
 
 v4chunk:
 	VCHUNK(v4store)
@@ -654,7 +647,7 @@ v4chunk:
 	VPOS4((R11)(DX*1), 64(R11)(DX*1), 128(R11)(DX*1), 192(R11)(DX*1), 4, Z4, Z5, Z6, Z7)
 	VPOS4((R11)(DX*2), 64(R11)(DX*2), 128(R11)(DX*2), 192(R11)(DX*2), 8, Z8, Z9, Z10, Z11)
 	VPOS4((R11)(SI*1), 64(R11)(SI*1), 128(R11)(SI*1), 192(R11)(SI*1), 12, Z12, Z13, Z14, Z15)
-	ADDQ VA_PHASES(BX), R10
+	INCQ R10
 	JMP  v4chunk
 
 v4part:
@@ -685,9 +678,6 @@ v4store:
 	VMOVUPS Z13, 192(R14)(DI*1)
 	VMOVUPS Z14, 192(R14)(DI*2)
 	VMOVUPS Z15, 192(R14)(R11*1)
-	INCQ    R9
-	CMPQ    R9, VA_PHASES(BX)
-	JLT     v4phase
 	INCQ    R8
 	CMPQ    R8, $4
 	JLT     v4group
@@ -706,14 +696,11 @@ TEXT ·attnValues1(SB), NOSPLIT, $0-8
 	XORQ  R8, R8
 
 v1group:
-	XORQ R9, R9
-
-v1phase:
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
 	VXORPS Z2, Z2, Z2
 	VXORPS Z3, Z3, Z3
-	MOVQ   R9, R10
+	XORQ   R10, R10
 
 v1chunk:
 	VCHUNK(v1store)
@@ -723,7 +710,7 @@ v1chunk:
 	VPOS1((R11)(DX*1), 4, Z1)
 	VPOS1((R11)(DX*2), 8, Z2)
 	VPOS1((R11)(SI*1), 12, Z3)
-	ADDQ VA_PHASES(BX), R10
+	INCQ R10
 	JMP  v1chunk
 
 v1part:
@@ -741,9 +728,6 @@ v1store:
 	VMOVUPS Z1, 64(R14)
 	VMOVUPS Z2, 128(R14)
 	VMOVUPS Z3, 192(R14)
-	INCQ    R9
-	CMPQ    R9, VA_PHASES(BX)
-	JLT     v1phase
 	INCQ    R8
 	CMPQ    R8, $4
 	JLT     v1group
@@ -751,7 +735,7 @@ v1store:
 	RET
 
 // The multi-query value kernels: a pass takes rows R*g..R*g+R-1 (R8 = g)
-// of the chunks m = ph, ph+phases, ... (R9 = ph, R10 = m) for Q query
+// of the chunks m = 0, 1, ... (R10 = m) for Q query
 // vectors (R*Q = 4), the V row in registers shared by the queries; query
 // u's weights a.w[u] (CX, AX, R13, R14), its positions below a.n[u], its
 // class accumulators at a.acc[u].
@@ -792,14 +776,10 @@ v1store:
 	XORQ R8, R8
 
 // VQSTORE(u, rowsh, disp, a, b, c, d) stores accumulators a..d (dim
-// vectors 0..3) of query u's class 16ph + R*g + disp/64.
+// vectors 0..3) of query u's class R*g + disp/64.
 #define VQSTORE(u, rowsh, disp, a, b, c, d) \
-	MOVQ    R9, DI; \
-	SHLQ    $4, DI; \
-	MOVQ    R8, SI; \
-	SHLQ    $rowsh, SI; \
-	ADDQ    SI, DI; \
-	SHLQ    $6, DI; \
+	MOVQ    R8, DI; \
+	SHLQ    $(rowsh+6), DI; \
 	MOVQ    VA_ACC+(8*u)(BX), SI; \
 	ADDQ    DI, SI; \
 	MOVQ    VA_ACCSTRIDE(BX), DI; \
@@ -849,11 +829,8 @@ TEXT ·attnValues4q(SB), NOSPLIT, $0-8
 	VQSETUP
 
 vq4group:
-	XORQ R9, R9
-
-vq4phase:
 	VZERO16
-	MOVQ R9, R10
+	XORQ R10, R10
 
 vq4chunk:
 	VQCHUNK(0, vq4store, vq4slow)
@@ -862,7 +839,7 @@ vq4chunk:
 	VQFMA(AX, 0, Z21, Z16, Z17, Z18, Z19, Z4, Z5, Z6, Z7)
 	VQFMA(R13, 0, Z22, Z16, Z17, Z18, Z19, Z8, Z9, Z10, Z11)
 	VQFMA(R14, 0, Z23, Z16, Z17, Z18, Z19, Z12, Z13, Z14, Z15)
-	ADDQ VA_PHASES(BX), R10
+	INCQ R10
 	JMP  vq4chunk
 
 vq4slow:
@@ -887,7 +864,7 @@ vq4s3:
 	VQFMA(R14, 0, Z23, Z16, Z17, Z18, Z19, Z12, Z13, Z14, Z15)
 
 vq4snext:
-	ADDQ VA_PHASES(BX), R10
+	INCQ R10
 	JMP  vq4chunk
 
 vq4store:
@@ -895,9 +872,6 @@ vq4store:
 	VQSTORE(1, 0, 0, Z4, Z5, Z6, Z7)
 	VQSTORE(2, 0, 0, Z8, Z9, Z10, Z11)
 	VQSTORE(3, 0, 0, Z12, Z13, Z14, Z15)
-	INCQ R9
-	CMPQ R9, VA_PHASES(BX)
-	JLT  vq4phase
 	INCQ R8
 	CMPQ R8, $16
 	JLT  vq4group
@@ -910,11 +884,8 @@ TEXT ·attnValues2q(SB), NOSPLIT, $0-8
 	VQSETUP
 
 vq2group:
-	XORQ R9, R9
-
-vq2phase:
 	VZERO16
-	MOVQ R9, R10
+	XORQ R10, R10
 
 vq2chunk:
 	VQCHUNK(1, vq2store, vq2slow)
@@ -924,7 +895,7 @@ vq2chunk:
 	VQFMA(AX, 0, Z21, Z16, Z17, Z18, Z19, Z4, Z5, Z6, Z7)
 	VQFMA(CX, 4, Z22, Z24, Z25, Z26, Z27, Z8, Z9, Z10, Z11)
 	VQFMA(AX, 4, Z23, Z24, Z25, Z26, Z27, Z12, Z13, Z14, Z15)
-	ADDQ VA_PHASES(BX), R10
+	INCQ R10
 	JMP  vq2chunk
 
 vq2slow:
@@ -951,7 +922,7 @@ vq2s3:
 	VQFMA(AX, 4, Z23, Z24, Z25, Z26, Z27, Z12, Z13, Z14, Z15)
 
 vq2snext:
-	ADDQ VA_PHASES(BX), R10
+	INCQ R10
 	JMP  vq2chunk
 
 vq2store:
@@ -959,9 +930,6 @@ vq2store:
 	VQSTORE(1, 1, 0, Z4, Z5, Z6, Z7)
 	VQSTORE(0, 1, 64, Z8, Z9, Z10, Z11)
 	VQSTORE(1, 1, 64, Z12, Z13, Z14, Z15)
-	INCQ R9
-	CMPQ R9, VA_PHASES(BX)
-	JLT  vq2phase
 	INCQ R8
 	CMPQ R8, $8
 	JLT  vq2group
@@ -989,15 +957,6 @@ vq2store:
 // LD16(l, z) loads class l of the dim vector at SI into z.
 #define LD16(l, z) VMOVUPS (64*l)(SI), z
 
-// LD64(l, z) sets z to (C[l] + C[32+l]) + (C[16+l] + C[48+l]), the classes
-// of the dim vector at SI as reduce4x16 folds them (Z16 clobbered).
-#define LD64(l, z) \
-	VMOVUPS (64*l)(SI), z; \
-	VADDPS  (64*(32+l))(SI), z, z; \
-	VMOVUPS (64*(16+l))(SI), Z16; \
-	VADDPS  (64*(48+l))(SI), Z16, Z16; \
-	VADDPS  Z16, z, z
-
 #define LDALL(LD) \
 	LD(0, Z0); \
 	LD(1, Z1); \
@@ -1016,38 +975,27 @@ vq2store:
 	LD(14, Z14); \
 	LD(15, Z15)
 
-// func attnReduce(acc, out *float32, nvec, classes int, mask uint64)
-// For each dim vector k < nvec (classes 16 or 64 at acc + 64*(k*classes + c)):
-// out[16k:16k+16] = reduce16 (16 classes) or reduce4x16 (64) of the
-// classes, lane by lane; the last vector's lanes by mask.
-TEXT ·attnReduce(SB), NOSPLIT, $0-40
+// func attnReduce(acc, out *float32, nvec int, mask uint64)
+// For each dim vector k < nvec (its 16 classes at acc + 64*(16k + c)):
+// out[16k:16k+16] = reduce16 of the classes, lane by lane; the last
+// vector's lanes by mask.
+TEXT ·attnReduce(SB), NOSPLIT, $0-32
 	MOVQ acc+0(FP), SI
 	MOVQ out+8(FP), DI
 	MOVQ nvec+16(FP), CX
-	MOVQ classes+24(FP), DX
-	MOVQ DX, R9
-	SHLQ $6, R9
 	KXNORW K1, K1, K1
 
 rdloop:
 	CMPQ  CX, $1
 	JNE   rdfull
-	MOVQ  mask+32(FP), AX
+	MOVQ  mask+24(FP), AX
 	KMOVW AX, K1
 
 rdfull:
-	CMPQ DX, $64
-	JEQ  rd64
 	LDALL(LD16)
-	JMP  rdred
-
-rd64:
-	LDALL(LD64)
-
-rdred:
 	RED16
 	VMOVUPS Z0, K1, (DI)
-	ADDQ    R9, SI
+	ADDQ    $1024, SI
 	ADDQ    $64, DI
 	DECQ    CX
 	JNZ     rdloop

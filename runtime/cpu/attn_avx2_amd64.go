@@ -39,12 +39,12 @@ func attnValues4qAVX2(a *valueArgs)
 //go:noescape
 func attnValues2qAVX2(a *valueArgs)
 
-// attnReduceAVX2 is attnReduce: out[16k:16k+16] = the reduce16 (16
-// classes) or reduce4x16 (64) of dim vector k's class accumulators, for
-// k < nvec, the last vector's lanes by mask.
+// attnReduceAVX2 is attnReduce: out[16k:16k+16] = the reduce16 of dim
+// vector k's 16 class accumulators, for k < nvec, the last vector's lanes
+// by mask.
 //
 //go:noescape
-func attnReduceAVX2(acc, out *float32, nvec, classes int, mask uint64)
+func attnReduceAVX2(acc, out *float32, nvec int, mask uint64)
 
 // swigluV16AVX2 is swigluV16 at levelAVX2.
 //

@@ -99,9 +99,8 @@ GLOBL laneTab2<>(SB), RODATA|NOPTR, $196
 #define VA_VROW 112
 #define VA_NMIN 120
 #define VA_NMAX 128
-#define VA_PHASES 136
-#define VA_ACCSTRIDE 144
-#define VA_MASK 152
+#define VA_ACCSTRIDE 136
+#define VA_MASK 144
 
 // TAILMASK2(lo, hi) sets lo and hi to the lane masks of the low CX - AX
 // (1..16) lanes of 16 (clobbers DX, R8).
@@ -482,11 +481,10 @@ smldone:
 	VZEROUPPER
 	RET
 
-// The value kernels: position j = 16m + r (chunk m, row r) is class
-// 16(m % phases) + r; its V row is at a.v + 4*a.voffs[m] + r*a.vrow, its
-// weight a.w[j]. A pass takes row r (R8) of the chunks m = ph, ph+phases,
-// ... (R9 = ph, R10 = m) with each class's chain in registers, as many
-// dims as the kernel's registers hold.
+// The value kernels: position j = 16m + r (chunk m, row r) is class r;
+// its V row is at a.v + 4*a.voffs[m] + r*a.vrow, its weight a.w[j]. A pass
+// takes row r (R8) of the chunks m = 0, 1, ... (R10 = m) with each class's
+// chain in registers, as many dims as the kernel's registers hold.
 
 // VJ2 sets R12 = j = 16m + r.
 #define VJ2 \
@@ -505,12 +503,10 @@ smldone:
 	ADDQ  DI, R11; \
 	ADDQ  off, R11
 
-// VCLASS2 sets R11 to 64 times class 16ph + r (the class's byte offset in
-// a dim vector's accumulators).
+// VCLASS2 sets R11 to 64 times class r (the class's byte offset in a dim
+// vector's accumulators).
 #define VCLASS2 \
-	MOVQ R9, R11; \
-	SHLQ $4, R11; \
-	ADDQ R8, R11; \
+	MOVQ R8, R11; \
 	SHLQ $6, R11
 
 #define VZERO8 \
@@ -536,11 +532,8 @@ TEXT ·attnValues4AVX2(SB), NOSPLIT, $0-8
 	XORQ R8, R8
 
 a4row:
-	XORQ R9, R9
-
-a4phase:
 	VZERO8
-	MOVQ R9, R10
+	XORQ R10, R10
 
 a4chunk:
 	VJ2
@@ -556,7 +549,7 @@ a4chunk:
 	VFMADD231PS  160(R11), Y8, Y5
 	VFMADD231PS  192(R11), Y8, Y6
 	VFMADD231PS  224(R11), Y8, Y7
-	ADDQ         VA_PHASES(BX), R10
+	INCQ         R10
 	JMP          a4chunk
 
 a4store:
@@ -571,9 +564,6 @@ a4store:
 	VMOVUPS Y5, 32(R11)(SI*2)
 	VMOVUPS Y6, (R11)(R12*1)
 	VMOVUPS Y7, 32(R11)(R12*1)
-	INCQ    R9
-	CMPQ    R9, VA_PHASES(BX)
-	JLT     a4phase
 	INCQ    R8
 	CMPQ    R8, $16
 	JLT     a4row
@@ -593,12 +583,9 @@ TEXT ·attnValues1AVX2(SB), NOSPLIT, $0-8
 	XORQ R8, R8
 
 a1row:
-	XORQ R9, R9
-
-a1phase:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
-	MOVQ   R9, R10
+	XORQ   R10, R10
 
 a1chunk:
 	VJ2
@@ -610,7 +597,7 @@ a1chunk:
 	VMASKMOVPS   32(R11), Y13, Y3
 	VFMADD231PS  Y2, Y8, Y0
 	VFMADD231PS  Y3, Y8, Y1
-	ADDQ         VA_PHASES(BX), R10
+	INCQ         R10
 	JMP          a1chunk
 
 a1store:
@@ -618,9 +605,6 @@ a1store:
 	ADDQ    VA_ACC(BX), R11
 	VMOVUPS Y0, (R11)
 	VMOVUPS Y1, 32(R11)
-	INCQ    R9
-	CMPQ    R9, VA_PHASES(BX)
-	JLT     a1phase
 	INCQ    R8
 	CMPQ    R8, $16
 	JLT     a1row
@@ -659,11 +643,8 @@ q4vec:
 	XORQ R8, R8
 
 q4row:
-	XORQ R9, R9
-
-q4phase:
 	VZERO8
-	MOVQ R9, R10
+	XORQ R10, R10
 
 q4chunk:
 	VJ2
@@ -680,7 +661,7 @@ q4chunk:
 	QFMA2(R14, Y6, Y7)
 
 q4next:
-	ADDQ VA_PHASES(BX), R10
+	INCQ R10
 	JMP  q4chunk
 
 q4slow:
@@ -713,9 +694,6 @@ q4store:
 	QSTORE2(1, Y2, Y3)
 	QSTORE2(2, Y4, Y5)
 	QSTORE2(3, Y6, Y7)
-	INCQ  R9
-	CMPQ  R9, VA_PHASES(BX)
-	JLT   q4phase
 	INCQ  R8
 	CMPQ  R8, $16
 	JLT   q4row
@@ -749,11 +727,8 @@ q2vec:
 	XORQ R8, R8
 
 q2row:
-	XORQ R9, R9
-
-q2phase:
 	VZERO8
-	MOVQ R9, R10
+	XORQ R10, R10
 
 q2chunk:
 	VJ2
@@ -774,7 +749,7 @@ q2s1:
 	QFMA22(AX, Y4, Y5, Y6, Y7)
 
 q2next:
-	ADDQ VA_PHASES(BX), R10
+	INCQ R10
 	JMP  q2chunk
 
 q2store:
@@ -787,9 +762,6 @@ q2store:
 	ADDQ  VA_ACCSTRIDE(BX), DI
 	QSTORE2(0, Y2, Y3)
 	QSTORE2(1, Y6, Y7)
-	INCQ  R9
-	CMPQ  R9, VA_PHASES(BX)
-	JLT   q2phase
 	INCQ  R8
 	CMPQ  R8, $16
 	JLT   q2row
@@ -815,40 +787,20 @@ q2store:
 	VMOVUPS (64*l)(R11), y; \
 	VADDPS  (64*(8+l))(R11), y, y
 
-// LD64H(l, y) sets y to (C[l] + C[32+l]) + (C[16+l] + C[48+l]), the
-// classes of the half at R11 as reduce4x16 folds them (Y12 clobbered).
-#define LD64H(l, y) \
-	VMOVUPS (64*(l))(R11), y; \
-	VADDPS  (64*(32+l))(R11), y, y; \
-	VMOVUPS (64*(16+l))(R11), Y12; \
-	VADDPS  (64*(48+l))(R11), Y12, Y12; \
-	VADDPS  Y12, y, y
-
-// LD64H2(l, y) adds LD64H(8+l) into y (Y8, Y12 clobbered).
-#define LD64H2(l, y) \
-	LD64H(8+l, Y8); \
-	VADDPS Y8, y, y
-
-// func attnReduceAVX2(acc, out *float32, nvec, classes int, mask uint64)
-// attnReduce: for each dim vector k < nvec (classes 16 or 64 at acc +
-// 64*(k*classes + c)): out[16k:16k+16] = reduce16 (16 classes) or
-// reduce4x16 (64) of the classes, lane by lane; the last vector's lanes by
-// mask.
-TEXT ·attnReduceAVX2(SB), NOSPLIT, $0-40
+// func attnReduceAVX2(acc, out *float32, nvec int, mask uint64)
+// attnReduce: for each dim vector k < nvec (its 16 classes at acc +
+// 64*(16k + c)): out[16k:16k+16] = reduce16 of the classes, lane by lane;
+// the last vector's lanes by mask.
+TEXT ·attnReduceAVX2(SB), NOSPLIT, $0-32
 	MOVQ acc+0(FP), SI
 	MOVQ out+8(FP), DI
 	MOVQ nvec+16(FP), CX
-	MOVQ classes+24(FP), DX
-	MOVQ DX, R9
-	SHLQ $6, R9
 
 rdloop:
 	XORQ R10, R10
 
 rdhalf:
 	LEAQ (SI)(R10*1), R11
-	CMPQ DX, $64
-	JEQ  rd64
 	LD16H(0, Y0)
 	LD16H(1, Y1)
 	LD16H(2, Y2)
@@ -857,27 +809,6 @@ rdhalf:
 	LD16H(5, Y5)
 	LD16H(6, Y6)
 	LD16H(7, Y7)
-	JMP  rdred
-
-rd64:
-	LD64H(0, Y0)
-	LD64H(1, Y1)
-	LD64H(2, Y2)
-	LD64H(3, Y3)
-	LD64H(4, Y4)
-	LD64H(5, Y5)
-	LD64H(6, Y6)
-	LD64H(7, Y7)
-	LD64H2(0, Y0)
-	LD64H2(1, Y1)
-	LD64H2(2, Y2)
-	LD64H2(3, Y3)
-	LD64H2(4, Y4)
-	LD64H2(5, Y5)
-	LD64H2(6, Y6)
-	LD64H2(7, Y7)
-
-rdred:
 	RED8
 	CMPQ       R10, $0
 	JNE        rdhi
@@ -893,13 +824,13 @@ rdhi:
 	JMP        rdnext
 
 rdlast:
-	MOVQ       mask+32(FP), R11
+	MOVQ       mask+24(FP), R11
 	LANEMASKS(R11, X12, Y12, Y13)
 	VMASKMOVPS Y14, Y12, (DI)
 	VMASKMOVPS Y0, Y13, 32(DI)
 
 rdnext:
-	ADDQ R9, SI
+	ADDQ $1024, SI
 	ADDQ $64, DI
 	DECQ CX
 	JNZ  rdloop

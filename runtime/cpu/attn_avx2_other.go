@@ -11,7 +11,7 @@ func attnValues4AVX2(a *valueArgs)   { panic("cpu: no simd kernels") }
 func attnValues1AVX2(a *valueArgs)   { panic("cpu: no simd kernels") }
 func attnValues4qAVX2(a *valueArgs)  { panic("cpu: no simd kernels") }
 func attnValues2qAVX2(a *valueArgs)  { panic("cpu: no simd kernels") }
-func attnReduceAVX2(acc, out *float32, nvec, classes int, mask uint64) {
+func attnReduceAVX2(acc, out *float32, nvec int, mask uint64) {
 	panic("cpu: no simd kernels")
 }
 

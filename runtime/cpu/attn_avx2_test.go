@@ -51,8 +51,8 @@ func TestSoftmaxAVX2(t *testing.T) {
 // TestAttnKernelsAVX2MatchAVX512 runs each AVX2 attention kernel and its
 // AVX-512 twin on the same arguments and compares their outputs bit for
 // bit: scores (both pair layouts), the value kernels for 1..4 query vectors
-// with batch (16 classes) and single-row (64) orders, their masked tails,
-// and the reduction, over head dims 16..256 and positions 1..300.
+// (16 position classes), their masked tails, and the reduction, over head
+// dims 16..256 and positions 1..300.
 func TestAttnKernelsAVX2MatchAVX512(t *testing.T) {
 	if !hasAVX512() || !hasAVX2() {
 		t.Skip("needs AVX-512 and AVX2")
@@ -102,54 +102,49 @@ func TestAttnKernelsAVX2MatchAVX512(t *testing.T) {
 			// Values and reduction.
 			nvec := (hd + 15) / 16
 			w := rnd(4 * stride)
-			for _, batch := range []bool{true, false} {
-				classes, phases := 16, 1
-				if !batch {
-					classes, phases = 64, 4
+			const classes = 16
+			accN := nvec * classes * 16
+			for m := 1; m <= 4; m++ {
+				var ns4 [4]int
+				for u := range 4 {
+					ns4[u] = max(1, n-rng.IntN(3))
 				}
-				accN := nvec * classes * 16
-				for m := 1; m <= 4; m++ {
-					var ns4 [4]int
+				ns4[0] = n
+				run := func(avx2 bool) []float32 {
+					acc := make([]float32, 4*accN)
+					t := attnTask{avx2: avx2}
+					va := valueArgs{voffs: &offs[0], vrow: uintptr(4 * hd), accStride: uintptr(64 * classes), nmin: ns4[0]}
 					for u := range 4 {
-						ns4[u] = max(1, n-rng.IntN(3))
+						x := min(u, m-1)
+						va.w[u], va.n[u] = unsafe.Pointer(&w[x*stride]), ns4[x]
+						va.nmin, va.nmax = min(va.nmin, ns4[x]), max(va.nmax, ns4[x])
 					}
-					ns4[0] = n
-					run := func(avx2 bool) []float32 {
-						acc := make([]float32, 4*accN)
-						t := attnTask{avx2: avx2}
-						va := valueArgs{voffs: &offs[0], vrow: uintptr(4 * hd), phases: phases, accStride: uintptr(64 * classes), nmin: ns4[0]}
+					for d0 := 0; d0 < hd; {
+						va.v = unsafe.Pointer(&v[d0])
 						for u := range 4 {
-							x := min(u, m-1)
-							va.w[u], va.n[u] = unsafe.Pointer(&w[x*stride]), ns4[x]
-							va.nmin, va.nmax = min(va.nmin, ns4[x]), max(va.nmax, ns4[x])
+							va.acc[u] = unsafe.Pointer(&acc[min(u, m-1)*accN+d0*classes])
 						}
-						for d0 := 0; d0 < hd; {
-							va.v = unsafe.Pointer(&v[d0])
-							for u := range 4 {
-								va.acc[u] = unsafe.Pointer(&acc[min(u, m-1)*accN+d0*classes])
-							}
-							if hd-d0 >= 64 {
-								t.values(&va, m)
-								d0 += 64
-								continue
-							}
-							va.mask = 1<<min(16, hd-d0) - 1
-							for u := range m {
-								one := va
-								one.w[0], one.acc[0], one.n[0] = va.w[u], va.acc[u], va.n[u]
-								t.values1(&one)
-							}
-							d0 += 16
+						if hd-d0 >= 64 {
+							t.values(&va, m)
+							d0 += 64
+							continue
 						}
-						out := make([]float32, 4*hd+1)
+						va.mask = 1<<min(16, hd-d0) - 1
 						for u := range m {
-							t.reduce(&acc[u*accN], &out[u*hd], nvec, classes, 1<<(hd-16*(nvec-1))-1)
+							one := va
+							one.w[0], one.acc[0], one.n[0] = va.w[u], va.acc[u], va.n[u]
+							t.values1(&one)
 						}
-						return append(acc, out...)
+						d0 += 16
 					}
-					if d := firstDiff(run(true), run(false)); d >= 0 {
-						t.Fatalf("%s batch=%v m=%d: AVX2 values/reduce differ from AVX-512 at %d", name, batch, m, d)
+					out := make([]float32, 4*hd+1)
+					for u := range m {
+						t.reduce(&acc[u*accN], &out[u*hd], nvec, 1<<(hd-16*(nvec-1))-1)
 					}
+					return append(acc, out...)
+				}
+				if d := firstDiff(run(true), run(false)); d >= 0 {
+					t.Fatalf("%s m=%d: AVX2 values/reduce differ from AVX-512 at %d", name, m, d)
 				}
 			}
 		}

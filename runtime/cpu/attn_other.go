@@ -7,11 +7,11 @@ import "unsafe"
 // Without amd64 assembly the attention kernels are never selected; these
 // stubs only satisfy the compiler.
 
-func attnScores(a *scoreArgs)                                      { panic("cpu: no simd kernels") }
-func softmaxV(s *float32, n int)                                   { panic("cpu: no simd kernels") }
-func attnValues4(a *valueArgs)                                     { panic("cpu: no simd kernels") }
-func attnValues1(a *valueArgs)                                     { panic("cpu: no simd kernels") }
-func attnReduce(acc, out *float32, nvec, classes int, mask uint64) { panic("cpu: no simd kernels") }
+func attnScores(a *scoreArgs)                             { panic("cpu: no simd kernels") }
+func softmaxV(s *float32, n int)                          { panic("cpu: no simd kernels") }
+func attnValues4(a *valueArgs)                            { panic("cpu: no simd kernels") }
+func attnValues1(a *valueArgs)                            { panic("cpu: no simd kernels") }
+func attnReduce(acc, out *float32, nvec int, mask uint64) { panic("cpu: no simd kernels") }
 
 func swigluV16(out, gate, up *float32, n16 int)        { panic("cpu: no simd kernels") }
 func roundF16(dst, src *float32, n int)                { panic("cpu: no simd kernels") }

@@ -1,40 +1,31 @@
-package vision
+package vision_test
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/ninfer/ninfer-go/runtime/tok"
+	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
+	"github.com/ninfer/ninfer-go/suites/golden"
 )
 
-// goldenChunk is a chunk of a vision golden result as the file states it.
-type goldenChunk struct {
-	Type       string  `json:"type"`
-	Text       string  `json:"text"`
-	Tokens     []int32 `json:"tokens"`
-	ImageIndex int     `json:"image_index"`
-	NTokens    int     `json:"n_tokens"`
-	GridTokens [2]int  `json:"grid_tokens"`
-	PosStart   int     `json:"pos_start"`
-	NPos       int     `json:"n_pos"`
-}
+// The shared goldens and models, beside the module root.
+const (
+	goldenDir = "../../../shared/golden"
+	modelsDir = "../../../shared/models"
+)
 
-// goldenMsg is an OpenAI chat message whose content is a string or a list
-// of text and image_url parts.
-type goldenMsg struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
-func (m goldenMsg) parts(t *testing.T) []Part {
+// parts returns the parts of a golden chat message whose content is a
+// string or a list of text and image_url parts.
+func parts(t *testing.T, m golden.VisionMessage) []vision.Part {
 	var s string
 	if json.Unmarshal(m.Content, &s) == nil {
-		return []Part{{Text: s}}
+		return []vision.Part{{Text: s}}
 	}
 	var list []struct {
 		Type string `json:"type"`
@@ -43,9 +34,9 @@ func (m goldenMsg) parts(t *testing.T) []Part {
 	if err := json.Unmarshal(m.Content, &list); err != nil {
 		t.Fatal(err)
 	}
-	out := make([]Part, len(list))
+	out := make([]vision.Part, len(list))
 	for i, p := range list {
-		out[i] = Part{Text: p.Text, Image: p.Type == "image_url"}
+		out[i] = vision.Part{Text: p.Text, Image: p.Type == "image_url"}
 	}
 	return out
 }
@@ -55,27 +46,12 @@ func (m goldenMsg) parts(t *testing.T) []Part {
 // then splits it with the tiny Qwen3.5-VL tokenizer and compares the chunks (texts, ids, image grids and
 // positions), the prompt token count and the first generated position.
 func TestSplitPromptMatchesLlamaCpp(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(goldenDir, "vision-tiny-qwen35.json"))
+	g, err := golden.LoadVision(filepath.Join(goldenDir, "vision-tiny-qwen35.json"))
 	if err != nil {
 		t.Skipf("vision golden not available: %v", err)
 	}
-	var g struct {
-		Model   string `json:"model"`
-		Results []struct {
-			ID         string        `json:"id"`
-			Messages   []goldenMsg   `json:"request_messages"`
-			Prompt     string        `json:"prompt"`
-			NPromptTok int           `json:"n_prompt_tokens"`
-			NPromptPos int           `json:"n_prompt_pos"`
-			Chunks     []goldenChunk `json:"chunks"`
-		} `json:"results"`
-		MediaMarker string `json:"media_marker"`
-	}
-	if err := json.Unmarshal(data, &g); err != nil {
-		t.Fatal(err)
-	}
-	if g.MediaMarker != MediaMarker {
-		t.Fatalf("golden media marker %q, want %q", g.MediaMarker, MediaMarker)
+	if g.MediaMarker != vision.MediaMarker {
+		t.Fatalf("golden media marker %q, want %q", g.MediaMarker, vision.MediaMarker)
 	}
 	f, err := weights.Open(filepath.Join(modelsDir, g.Model))
 	if err != nil {
@@ -94,7 +70,7 @@ func TestSplitPromptMatchesLlamaCpp(t *testing.T) {
 		t.Run(r.ID, func(t *testing.T) {
 			msgs := make([]tok.Message, len(r.Messages))
 			for i, m := range r.Messages {
-				msgs[i] = tok.Message{Role: m.Role, Content: JoinContent(m.parts(t))}
+				msgs[i] = tok.Message{Role: m.Role, Content: vision.JoinContent(parts(t, m))}
 			}
 			rendered, err := tmpl.Render(msgs, tok.RenderOptions{AddGenerationPrompt: true})
 			if err != nil {
@@ -103,32 +79,34 @@ func TestSplitPromptMatchesLlamaCpp(t *testing.T) {
 			if rendered != r.Prompt {
 				t.Errorf("rendered prompt:\n got %q\nwant %q", rendered, r.Prompt)
 			}
-			var grids []Grid
+			var grids []vision.Grid
 			for _, c := range r.Chunks {
 				if c.Type == "image" {
-					grids = append(grids, Grid{NX: c.GridTokens[0], NY: c.GridTokens[1]})
+					grids = append(grids, vision.Grid{NX: c.Grid[0], NY: c.Grid[1]})
 				}
 			}
-			chunks, err := SplitPrompt(r.Prompt, grids, tk, true)
+			chunks, err := vision.SplitPrompt(r.Prompt, grids, tk, true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []goldenChunk
+			var got []golden.VisionChunk
 			tokens := 0
 			for _, c := range chunks {
 				tokens += c.Len()
-				gc := goldenChunk{Type: "text", Text: c.Text, Tokens: c.Tokens, NTokens: c.Len(), PosStart: c.PosStart, NPos: c.NPos}
+				gc := golden.VisionChunk{Type: "text", Text: c.Text, Tokens: c.Tokens, NTokens: c.Len(), PosStart: c.PosStart, NPos: c.NPos}
 				if c.Image >= 0 {
-					gc = goldenChunk{Type: "image", ImageIndex: c.Image, NTokens: c.Grid.Tokens(),
-						GridTokens: [2]int{c.Grid.NX, c.Grid.NY}, PosStart: c.PosStart, NPos: c.NPos}
+					gc = golden.VisionChunk{Type: "image", ImageIndex: c.Image, NTokens: c.Grid.Tokens(),
+						Grid: [2]int{c.Grid.NX, c.Grid.NY}, PosStart: c.PosStart, NPos: c.NPos}
 				}
 				got = append(got, gc)
 			}
-			if diff := cmp.Diff(r.Chunks, got); diff != "" {
+			// The tower's file name and checksums are nodes/vision's to check.
+			notSplit := cmpopts.IgnoreFields(golden.VisionChunk{}, "Image", "EmbdStats", "EmbdFirst8", "EmbdLastRowFirst8")
+			if diff := cmp.Diff(r.Chunks, got, notSplit); diff != "" {
 				t.Errorf("chunks (-llama.cpp +ours):\n%s", diff)
 			}
 			last := chunks[len(chunks)-1]
-			if diff := cmp.Diff([2]int{r.NPromptTok, r.NPromptPos}, [2]int{tokens, last.PosStart + last.NPos}); diff != "" {
+			if diff := cmp.Diff([2]int{r.NPromptTokens, r.NPromptPos}, [2]int{tokens, last.PosStart + last.NPos}); diff != "" {
 				t.Errorf("prompt tokens, first generated position (-llama.cpp +ours):\n%s", diff)
 			}
 		})
@@ -137,8 +115,8 @@ func TestSplitPromptMatchesLlamaCpp(t *testing.T) {
 
 func TestSplitPromptRefusesMarkerCountMismatch(t *testing.T) {
 	enc := encoderFunc(func(s string) []int32 { return []int32{int32(len(s))} })
-	prompt := "a" + MediaMarker + "b" + MediaMarker
-	_, err := SplitPrompt(prompt, []Grid{{3, 3}}, enc, false)
+	prompt := "a" + vision.MediaMarker + "b" + vision.MediaMarker
+	_, err := vision.SplitPrompt(prompt, []vision.Grid{{3, 3}}, enc, false)
 	if err == nil || !strings.Contains(err.Error(), "2 image markers for 1 images") {
 		t.Errorf("SplitPrompt = %v, want an error naming both counts", err)
 	}
@@ -150,22 +128,22 @@ type encoderFunc func(string) []int32
 func (f encoderFunc) Encode(s string, _, _ bool) []int32 { return f(s) }
 
 func TestJoinContentKeepsNewlinesAwayFromImages(t *testing.T) {
-	img, m := Part{Image: true}, MediaMarker
+	img, m := vision.Part{Image: true}, vision.MediaMarker
 	tests := []struct {
 		name  string
-		parts []Part
+		parts []vision.Part
 		want  string
 	}{
-		{"text parts are joined by newlines", []Part{{Text: "a"}, {Text: "b"}}, "a\nb"},
-		{"an image then text", []Part{img, {Text: "a"}}, m + "a"},
-		{"text then an image", []Part{{Text: "a"}, img}, "a" + m},
-		{"text around an image", []Part{{Text: "a"}, img, {Text: "b"}, {Text: "c"}}, "a" + m + "b\nc"},
-		{"two images", []Part{img, img}, m + m},
+		{"text parts are joined by newlines", []vision.Part{{Text: "a"}, {Text: "b"}}, "a\nb"},
+		{"an image then text", []vision.Part{img, {Text: "a"}}, m + "a"},
+		{"text then an image", []vision.Part{{Text: "a"}, img}, "a" + m},
+		{"text around an image", []vision.Part{{Text: "a"}, img, {Text: "b"}, {Text: "c"}}, "a" + m + "b\nc"},
+		{"two images", []vision.Part{img, img}, m + m},
 		{"nothing", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, JoinContent(tt.parts)); diff != "" {
+			if diff := cmp.Diff(tt.want, vision.JoinContent(tt.parts)); diff != "" {
 				t.Errorf("JoinContent (-want +got):\n%s", diff)
 			}
 		})

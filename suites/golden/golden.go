@@ -53,26 +53,31 @@ type Prompt struct {
 
 // Load reads a golden file.
 func Load(path string) (*File, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var f File
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("golden %s: %w", path, err)
+	if err := readJSON(path, "golden", &f); err != nil {
+		return nil, err
 	}
 	return &f, nil
 }
 
-// LoadPrompts reads a prompts file.
-func LoadPrompts(path string) ([]Prompt, error) {
+// readJSON decodes the JSON file at path into dst; a decoding error names
+// what the file should be and its path.
+func readJSON(path, what string, dst any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	if err := json.Unmarshal(b, dst); err != nil {
+		return fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	return nil
+}
+
+// LoadPrompts reads a prompts file.
+func LoadPrompts(path string) ([]Prompt, error) {
 	var ps []Prompt
-	if err := json.Unmarshal(b, &ps); err != nil {
-		return nil, fmt.Errorf("prompts %s: %w", path, err)
+	if err := readJSON(path, "prompts", &ps); err != nil {
+		return nil, err
 	}
 	return ps, nil
 }

@@ -2,10 +2,8 @@ package golden
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 
@@ -36,13 +34,9 @@ type SpecCase struct {
 
 // LoadSpec reads a speculative golden.
 func LoadSpec(path string) (*SpecFile, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var f SpecFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := readJSON(path, "speculative golden", &f); err != nil {
+		return nil, err
 	}
 	if len(f.Results) == 0 {
 		return nil, fmt.Errorf("%s: no results (not a speculative golden)", path)
