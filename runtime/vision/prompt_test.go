@@ -150,15 +150,15 @@ func TestJoinContentKeepsNewlinesAwayFromImages(t *testing.T) {
 	}
 }
 
-// pieceTokenizer is a toy tokenizer for PromptOffsets: VisionStart,
-// VisionEnd and "ab" are one token each, any other byte is a token.
+// pieceTokenizer is a toy tokenizer for vision.PromptOffsets: vision.VisionStart,
+// vision.VisionEnd and "ab" are one token each, any other byte is a token.
 type pieceTokenizer struct{ pieces []string }
 
 func (p *pieceTokenizer) Encode(s string, _, _ bool) []int32 {
 	var ids []int32
 	for s != "" {
 		n := 1
-		for _, w := range []string{VisionStart, VisionEnd, "ab"} {
+		for _, w := range []string{vision.VisionStart, vision.VisionEnd, "ab"} {
 			if strings.HasPrefix(s, w) {
 				n = len(w)
 				break
@@ -189,15 +189,15 @@ func (p *pieceTokenizer) TokenOffsets(ids []int32, text string, offsets []int) [
 // TestPromptOffsetsMapsBytesAcrossImages maps message ends of a rendered
 // prompt with two images of 2 rows each to prompt ids. The ids:
 //
-//	0 "ab", 1 ".", 2 VisionStart, 3-4 image 0, 5 VisionEnd, 6 "c", 7 "d",
-//	8 VisionStart, 9-10 image 1, 11 VisionEnd, 12 "e"; 13 in all.
+//	0 "ab", 1 ".", 2 vision.VisionStart, 3-4 image 0, 5 vision.VisionEnd, 6 "c", 7 "d",
+//	8 vision.VisionStart, 9-10 image 1, 11 vision.VisionEnd, 12 "e"; 13 in all.
 //
 // Prompt bytes: "ab." is 0-3, the first marker 3-14, "cd" 14-16, the
 // second marker 16-27, "e" 27-28.
 func TestPromptOffsetsMapsBytesAcrossImages(t *testing.T) {
-	prompt := "ab." + MediaMarker + "cd" + MediaMarker + "e"
+	prompt := "ab." + vision.MediaMarker + "cd" + vision.MediaMarker + "e"
 	tk := &pieceTokenizer{}
-	chunks, err := SplitPrompt(prompt, []Grid{{2, 1}, {1, 2}}, tk, false)
+	chunks, err := vision.SplitPrompt(prompt, []vision.Grid{{2, 1}, {1, 2}}, tk, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,18 +209,18 @@ func TestPromptOffsetsMapsBytesAcrossImages(t *testing.T) {
 		{"prompt start", []int{0}, []int{0}},
 		{"text before the images", []int{2}, []int{1}},
 		{"inside a token: left out", []int{1}, nil},
-		{"just before an image: before its VisionStart", []int{3}, []int{2}},
+		{"just before an image: before its vision.VisionStart", []int{3}, []int{2}},
 		{"inside the image's marker: before the image", []int{4}, []int{2}},
 		{"last byte of the marker: before the image", []int{13}, []int{2}},
-		{"just after an image: after its VisionEnd", []int{14}, []int{6}},
+		{"just after an image: after its vision.VisionEnd", []int{14}, []int{6}},
 		{"text between the images", []int{15, 16}, []int{7, 8}},
 		{"after the last image", []int{27, 28}, []int{12, 13}},
 		{"a message holding an image, and its neighbours", []int{2, 3, 10, 16, 28}, []int{1, 2, 8, 13}},
 		{"past the prompt", []int{29}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, PromptOffsets(prompt, chunks, tc.offsets, tk)); diff != "" {
-				t.Errorf("PromptOffsets(%v) (-want +got):\n%s", tc.offsets, diff)
+			if diff := cmp.Diff(tc.want, vision.PromptOffsets(prompt, chunks, tc.offsets, tk)); diff != "" {
+				t.Errorf("vision.PromptOffsets(%v) (-want +got):\n%s", tc.offsets, diff)
 			}
 		})
 	}
@@ -232,14 +232,14 @@ func TestPromptOffsetsMapsBytesAcrossImages(t *testing.T) {
 		t.Fatalf("the prompt has %d ids, want 13 (the test's layout is stale)", n)
 	}
 
-	plain, err := SplitPrompt("abc", nil, tk, false)
+	plain, err := vision.SplitPrompt("abc", nil, tk, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]int{0, 2}, PromptOffsets("abc", plain, []int{0, 1, 3}, tk)); diff != "" {
+	if diff := cmp.Diff([]int{0, 2}, vision.PromptOffsets("abc", plain, []int{0, 1, 3}, tk)); diff != "" {
 		t.Errorf("no images (-want +got):\n%s", diff)
 	}
-	if got := PromptOffsets("xyz"+MediaMarker, chunks, []int{1, 3}, tk); got != nil {
+	if got := vision.PromptOffsets("xyz"+vision.MediaMarker, chunks, []int{1, 3}, tk); got != nil {
 		t.Errorf("chunks of another prompt: %v, want none", got)
 	}
 }
