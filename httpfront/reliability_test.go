@@ -470,7 +470,7 @@ func TestExpectContinueIsAnsweredAfterTheChecks(t *testing.T) {
 }
 
 // /health lists a hybrid model's state slots and checkpoints, used ones
-// included when none is, as the README says; a model without recurrent
+// included when none is, as the README's hybrid section says; a model without recurrent
 // state has none of the keys.
 func TestHealthListsStateSlotsOfHybridModels(t *testing.T) {
 	for _, tc := range []struct {

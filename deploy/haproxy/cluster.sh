@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts N `ninfer serve` replicas on free loopback ports and HAProxy in front
 # of them (haproxy.cfg beside this script, through render.sh), then waits;
-# Ctrl-C or SIGTERM stops them all (the replicas drain, see the README).
+# Ctrl-C or SIGTERM stops them all (the replicas drain, see docs/serving.md).
 #   cluster.sh NINFER MODEL N [ninfer serve flags...]
 # The gateway listens on 127.0.0.1:${NINFER_GATEWAY_PORT:-8080}, the HAProxy
 # stats page on a free port; everything is on 127.0.0.1.
