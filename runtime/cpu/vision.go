@@ -171,21 +171,8 @@ func (p *program) selfAttention(out []float32, op tensor.Op) {
 			base := h * n * hd
 			keys, values := kh[base:base+n*hd], vt[base:base+hd*n]
 			qs := q[i0*width+h*hd:]
-			if m == attnQueries && level != levelRef {
-				// scores[i][j] = q_i . k_j, four keys by four queries a call
-				for j := 0; j+4 <= n; j += 4 {
-					floatDot4x4(unsafe.Pointer(&keys[j*hd]), uintptr(4*hd), unsafe.Pointer(&qs[0]), uintptr(4*width), hd, unsafe.Pointer(&scores[j]), uintptr(4*stride))
-				}
-				for j := n &^ 3; j < n; j++ {
-					for i := range m {
-						scores[i*stride+j] = dotF32(qs[i*width:i*width+hd], keys[j*hd:(j+1)*hd])
-					}
-				}
-			} else {
-				for i := range m {
-					dots(scores[i*stride:i*stride+n], keys, hd, qs[i*width:i*width+hd])
-				}
-			}
+			fast := m == attnQueries && level != levelRef
+			rowDots(scores, stride, qs, width, keys, n, hd, m, fast) // scores[i][j] = q_i . k_j
 			for i := range m {
 				row := scores[i*stride : i*stride+n]
 				for j := range row {
@@ -193,24 +180,31 @@ func (p *program) selfAttention(out []float32, op tensor.Op) {
 				}
 				softmaxScores(row)
 			}
-			o := out[i0*width+h*hd:]
-			if m == attnQueries && level != levelRef {
-				// out_i[d] = p_i . v^T_d, four value dims by four queries a call
-				for d := 0; d+4 <= hd; d += 4 {
-					floatDot4x4(unsafe.Pointer(&values[d*n]), uintptr(4*n), unsafe.Pointer(&scores[0]), uintptr(4*stride), n, unsafe.Pointer(&o[d]), uintptr(4*width))
-				}
-				for d := hd &^ 3; d < hd; d++ {
-					for i := range m {
-						o[i*width+d] = dotF32(scores[i*stride:i*stride+n], values[d*n:(d+1)*n])
-					}
-				}
-			} else {
-				for i := range m {
-					dots(o[i*width:i*width+hd], values, n, scores[i*stride:i*stride+n])
-				}
-			}
+			rowDots(out[i0*width+h*hd:], width, scores, stride, values, hd, n, m, fast) // out_i[d] = p_i . v^T_d
 		}
 	})
+}
+
+// rowDots sets out[i*ostride+j] = a_i . b_j for the m rows a_i of a (row
+// stride astride) and the cols rows b_j of b, k values each: out [m,
+// ostride], a [m, astride], b [cols, k]. fast (m == attnQueries, a kernel
+// level) takes four b rows by four a rows a call; otherwise each a row
+// goes through dots.
+func rowDots(out []float32, ostride int, a []float32, astride int, b []float32, cols, k, m int, fast bool) {
+	if !fast {
+		for i := range m {
+			dots(out[i*ostride:i*ostride+cols], b, k, a[i*astride:i*astride+k])
+		}
+		return
+	}
+	for j := 0; j+4 <= cols; j += 4 {
+		floatDot4x4(unsafe.Pointer(&b[j*k]), uintptr(4*k), unsafe.Pointer(&a[0]), uintptr(4*astride), k, unsafe.Pointer(&out[j]), uintptr(4*ostride))
+	}
+	for j := cols &^ 3; j < cols; j++ {
+		for i := range m {
+			out[i*ostride+j] = dotF32(a[i*astride:i*astride+k], b[j*k:(j+1)*k])
+		}
+	}
 }
 
 // attnQueries is how many queries of one head selfAttention scores and
