@@ -142,10 +142,9 @@ func compileConstraint(src, field string, interrupt func() error) (*grammar.Gram
 var compileSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 
 // withCompileSlot runs compile holding one of compileSlots, with a
-// yieldingWork of grammar.MaxSchemaWork units polling interrupt (nil:
-// one that only yields). It
-// waits for the slot until interrupt reports an error (polled every
-// peerPollInterval), and then returns that error.
+// yieldingWork of grammar.MaxSchemaWork units polling interrupt (nil: one
+// that only yields). It waits for the slot until interrupt reports an
+// error (polled every peerPollInterval), and then returns that error.
 func withCompileSlot(interrupt func() error, compile func(w *grammar.Work) error) error {
 	if interrupt == nil {
 		interrupt = func() error { return nil }
