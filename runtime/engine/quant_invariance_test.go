@@ -13,9 +13,11 @@ import (
 // one float order for every token of a batch. Q4_K is left out: its
 // kernels copy ggml's, which scale a block in parts for the tokens a batch
 // takes in fours and whole for the rest, so a row's result depends on the
-// batch size (as llama.cpp's does); either order alone costs the kq Q4_K
-// goldens teacher-forced positions of margin >= 0.5, and so is
-// kq-qwen3-q3_k_m, the only Q3_K file, whose mix has Q4_K tensors. Q2_K
+// batch size (as llama.cpp's does); every single order costs
+// kq-qwen3-q4_k_m teacher-forced positions of margin >= 0.5, as it does
+// llama.cpp run with one-row ubatches (docs/cpu-numerics.md has the
+// measurements), and so is kq-qwen3-q3_k_m, the only Q3_K file, whose mix
+// has Q4_K tensors. Q2_K
 // takes the grouped order for every token (dotQ2K). Attention takes one
 // value order for steps of any row count (attnValues), so a prompt cut
 // into chunks of one token gives the ids of the default chunk.
