@@ -23,7 +23,7 @@ func q4KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.
 func q6KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr, n int)
 
 // q4KDot1x8 is q4KDot1x4 for n groups of 8 tokens, their activations
-// from actQuant.x4 (interleave4) at x4; out + t*otok = dotQ4KGemm(row,
+// from actQuant.x4 (interleave4) at x4; out + t*otok = dotQ4K(row,
 // token t).
 //
 //go:noescape

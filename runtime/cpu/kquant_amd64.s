@@ -371,9 +371,9 @@ GLOBL q4kmdup8<>(SB), RODATA|NOPTR, $64
 // func q4KDot1x4(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr, n int)
 // One Q4_K row (w) against 4n tokens of Q8_K activations, token t's
 // quants at xq + t*xqstride, scales at xd + t*xdstride and sums at
-// xb + t*xbstride (strides in bytes): out + t*otok = dotQ4KGemm(row,
-// token t), the order of the tokens ggml takes in groups of four (n >= 1
-// groups per call, which saves the setup and the Go calls). Per
+// xb + t*xbstride (strides in bytes): out + t*otok = dotQ4K(row, token
+// t), bit for bit q4KDot4x1 (n >= 1 groups per call, which saves the
+// setup and the Go calls). Per
 // super-block, the 16 VPMADDUBSW results (4 groups x 4 tokens) are added
 // in a tree: each level k blends two vectors (lanes with bit k set from
 // the second) and adds the lanes i^k of the same sources, so that every
@@ -381,8 +381,8 @@ GLOBL q4kmdup8<>(SB), RODATA|NOPTR, $64
 // add int16 (at most 8 words of |2*15*128| = 30720, no overflow), then the
 // chunks' scales are applied (VPMADDWD) and the last level adds the two
 // chunks of each group as int32: q[g][t] in lane t + 4g. The mins terms
-// m[g][t] likewise; then for g = 0..3 in order acc = fma(float(q[g]), d,
-// acc) and accm = fma(float(m[g]), dm, accm), [acc, accm] interleaved in
+// m[g][t] likewise; then the groups' sums are added, acc = fma(float(q),
+// d, acc) and accm = fma(float(m), dm, accm), [acc, accm] interleaved in
 // the 8 lanes of Y24 for the 4 tokens; at the end out = acc - accm.
 TEXT ·q4KDot1x4(SB), NOSPLIT, $0-88
 	MOVQ xqstride+16(FP), R10
@@ -456,8 +456,11 @@ q4k14loop:
 	VPERMI2D  Z13, Z12, Z14
 	VMOVDQU64 q4kfb<>(SB), Z15
 	VPERMI2D  Z13, Z12, Z15
-	VCVTDQ2PS Z14, Z14
-	VCVTDQ2PS Z15, Z15
+	// The whole super-block's [q, m] per token: groups 0..3 added.
+	VPADDD    Z15, Z14, Z14
+	VEXTRACTI64X4 $1, Z14, Y15
+	VPADDD    Y15, Y14, Y14
+	VCVTDQ2PS Y14, Y14
 	// [d, dm] * x.d of tokens 0..3, d = fp16 d, dm = fp16 dmin.
 	LEAQ (DX)(R11*2), AX
 	VBROADCASTSS (DX), Y4
@@ -468,11 +471,6 @@ q4k14loop:
 	VCVTPH2PS X5, Y5
 	VMULPS    Y4, Y5, Y5
 	VFMADD231PS Y14, Y5, Y24
-	VEXTRACTF64X4 $1, Z14, Y14
-	VFMADD231PS Y14, Y5, Y24
-	VFMADD231PS Y15, Y5, Y24
-	VEXTRACTF64X4 $1, Z15, Y15
-	VFMADD231PS Y15, Y5, Y24
 	ADDQ $144, SI
 	ADDQ $256, DI
 	ADDQ $256, BX
@@ -1105,22 +1103,19 @@ GLOBL q4kfb8<>(SB), RODATA|NOPTR, $64
 
 // Q4K8FLOAT scales the q sums q (lane 4t+g) and mins terms m of the 4
 // tokens whose group block is at (x) and accumulates them into acc as
-// q4KDot1x4 does: [acc, accm] per token, groups 0..3 in order. Needs Y16
+// q4KDot1x4 does: [acc, accm] per token, groups 0..3 added first. Needs Y16
 // = [d, dmin] of the super-block; clobbers Z14, Z15, Y17.
 #define Q4K8FLOAT(q, m, x, acc) \
 	VMOVDQU64 q4kfa8<>(SB), Z14; \
 	VPERMI2D  m, q, Z14; \
 	VMOVDQU64 q4kfb8<>(SB), Z15; \
 	VPERMI2D  m, q, Z15; \
-	VCVTDQ2PS Z14, Z14; \
-	VCVTDQ2PS Z15, Z15; \
+	VPADDD    Z15, Z14, Z14; \
+	VEXTRACTI64X4 $1, Z14, Y15; \
+	VPADDD    Y15, Y14, Y14; \
+	VCVTDQ2PS Y14, Y14; \
 	VMULPS    1152(x), Y16, Y17; \
-	VFMADD231PS Y14, Y17, acc; \
-	VEXTRACTF64X4 $1, Z14, Y14; \
-	VFMADD231PS Y14, Y17, acc; \
-	VFMADD231PS Y15, Y17, acc; \
-	VEXTRACTF64X4 $1, Z15, Y15; \
-	VFMADD231PS Y15, Y17, acc
+	VFMADD231PS Y14, Y17, acc
 
 // Q4K8STORE writes acc - accm of the 4 tokens in acc to (out), R9 apart.
 // Clobbers AX, Y0, Y1, X2.

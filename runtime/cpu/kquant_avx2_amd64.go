@@ -13,7 +13,7 @@ import "unsafe"
 //go:noescape
 func q4KDot4x1AVX2(w unsafe.Pointer, wstride uintptr, xq, xd, xb unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr)
 
-// q4KDot1x4AVX2 writes out + t*otok = dotQ4KGemm(row w, token t) for 4n
+// q4KDot1x4AVX2 writes out + t*otok = dotQ4K(row w, token t) for 4n
 // tokens of Q8_K activations, token t's quants at xq + t*xqstride, scales
 // at xd + t*xdstride and sums at xb + t*xbstride; n >= 1.
 //

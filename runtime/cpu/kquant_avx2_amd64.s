@@ -255,12 +255,12 @@ q4kdone:
 // func q4KDot1x4AVX2(w unsafe.Pointer, xq unsafe.Pointer, xqstride uintptr, xd unsafe.Pointer, xdstride uintptr, xb unsafe.Pointer, xbstride uintptr, nb int, out unsafe.Pointer, otok uintptr, n int)
 // One Q4_K row (w) against 4n tokens of Q8_K activations, token t's
 // quants at xq + t*xqstride, scales at xd + t*xdstride and sums at
-// xb + t*xbstride (strides in bytes): out + t*otok = dotQ4KGemm(row,
-// token t), the order of the tokens ggml takes in groups of four (n >= 1
-// groups per call). Per super-block and group g = 0..3 of 64 elements in
-// order, one 8-lane fused multiply-add takes [q[g] t0..t3, m[g] t0..t3]
-// times [d t0..t3, dm t0..t3] (d = fp16 d * x.d, dm = fp16 dmin * x.d) into
-// Y14 = [acc t0..t3, accm t0..t3]; at the end out = acc - accm.
+// xb + t*xbstride (strides in bytes): out + t*otok = dotQ4K(row, token
+// t), bit for bit q4KDot4x1AVX2 (n >= 1 groups per call). The integer sums
+// of groups g = 0..3 of 64 elements are added, then per super-block one
+// 8-lane fused multiply-add takes [q t0..t3, m t0..t3] times [d t0..t3,
+// dm t0..t3] (d = fp16 d * x.d, dm = fp16 dmin * x.d) into Y14 = [acc
+// t0..t3, accm t0..t3]; at the end out = acc - accm.
 TEXT ·q4KDot1x4AVX2(SB), NOSPLIT, $0-88
 	MOVQ xqstride+16(FP), R10
 	MOVQ xdstride+32(FP), R11
@@ -308,21 +308,20 @@ q4k14loop:
 	VCVTPH2PS    X7, Y7
 	VMULPS       Y6, Y7, Y6
 	A2Q4KGRP(16, 0, 0, 32)
-	VINSERTI128  $1, X4, Y0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VFMADD231PS  Y0, Y6, Y14
+	VMOVDQA      X0, X7
 	A2Q4KGRP(48, 64, 64, 96)
-	VINSERTI128  $1, X5, Y0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VFMADD231PS  Y0, Y6, Y14
+	VPADDD       X0, X7, X7
 	A2Q4KGRP(80, 128, 128, 160)
-	VPBLENDD     $0xf0, Y4, Y0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VFMADD231PS  Y0, Y6, Y14
+	VPADDD       X0, X7, X7
 	A2Q4KGRP(112, 192, 192, 224)
-	VPBLENDD     $0xf0, Y5, Y0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VFMADD231PS  Y0, Y6, Y14
+	VPADDD       X0, X7, X7
+	// The whole super-block's sums [q t0..t3, m t0..t3], scaled once.
+	VPADDD       Y5, Y4, Y4
+	VEXTRACTI128 $1, Y4, X5
+	VPADDD       X5, X4, X4
+	VINSERTI128  $1, X4, Y7, Y7
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  Y7, Y6, Y14
 	ADDQ $144, SI
 	ADDQ $256, DI
 	ADDQ $256, BX

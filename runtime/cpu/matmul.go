@@ -212,7 +212,7 @@ func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 			for r := lo; r < hi; r++ {
 				row := w.Row(r)
 				for t := 0; t < T; t++ {
-					out[t*N+r] = k.dotAt(row, m.aq.row(t), t, T)
+					out[t*N+r] = k.dot(row, m.aq.row(t))
 				}
 			}
 		})

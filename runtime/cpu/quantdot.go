@@ -20,10 +20,9 @@ import (
 //     lane l gathers, from every 32-element chunk, the 4 elements at
 //     4l..4l+3, each chunk's group weighted by its sub-block scale);
 //   - for Q4_K, Q2_K and IQ4_NL, which llama.cpp repacks into interleaved
-//     8-row blocks, its repacked kernels: one integer sum per block (Q4_K:
-//     per group of 64 of it for the tokens a batch takes in fours,
-//     weightKernel.gemm; Q2_K: per half of it for every token) scaled by
-//     one fused multiply-add.
+//     8-row blocks, its repacked kernels: one integer sum per block (Q2_K:
+//     per half of it) scaled by one fused multiply-add, one order for every
+//     token of a batch (docs/cpu-numerics.md).
 
 // actQuant holds activations [T, K] quantized to a dot type.
 type actQuant struct {
@@ -372,7 +371,10 @@ func q4KSums(blk []byte, qs []int8, bs []int16) (q, m [4]int32) {
 // runs for Q4_K weights (of a multiple of 8 rows) on AVX2 and AVX-512
 // machines: per super-block, the whole block's integer sums, scaled once:
 // acc = fma(float(q), d_w*d_x, acc) and accm = fma(float(m), dmin_w*d_x,
-// accm); the result is acc - accm.
+// accm); the result is acc - accm. Every token of a batch takes this order
+// (ggml's kernel for groups of 4 tokens scales each 64 elements on its
+// own), so a row's result never depends on the other rows of its step;
+// docs/cpu-numerics.md says what that costs against the goldens.
 func dotQ4K(row []byte, x actRow) float32 {
 	var acc, accm float32
 	for b := range x.d {
@@ -382,25 +384,6 @@ func dotQ4K(row []byte, x actRow) float32 {
 		dm := f16tab[binary.LittleEndian.Uint16(blk[2:])] * x.d[b]
 		acc = fma32(float32(q[0]+q[1]+q[2]+q[3]), d, acc)
 		accm = fma32(float32(m[0]+m[1]+m[2]+m[3]), dm, accm)
-	}
-	return acc - accm
-}
-
-// dotQ4KGemm is dotQ4K as ggml's repacked kernel for groups of 4 tokens
-// computes it (ggml_gemm_q4_K_8x8_q8_K, which a batch's first T - T%4
-// tokens take when T > 3): each 64 elements' sums are scaled on their own,
-// four fused multiply-adds per super-block into acc and four into accm.
-func dotQ4KGemm(row []byte, x actRow) float32 {
-	var acc, accm float32
-	for b := range x.d {
-		blk := row[b*144 : b*144+144]
-		q, m := q4KSums(blk, x.qs[256*b:256*b+256], x.bsums[16*b:16*b+16])
-		d := f16tab[binary.LittleEndian.Uint16(blk[0:])] * x.d[b]
-		dm := f16tab[binary.LittleEndian.Uint16(blk[2:])] * x.d[b]
-		for g := range 4 {
-			acc = fma32(float32(q[g]), d, acc)
-			accm = fma32(float32(m[g]), dm, accm)
-		}
 	}
 	return acc - accm
 }

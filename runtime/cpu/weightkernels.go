@@ -17,10 +17,6 @@ type weightKernel struct {
 	// dot is the reference dot product of one weight row and one token of
 	// activations in the dot type (kindBlock only).
 	dot func(row []byte, x actRow) float32
-	// gemm, if not nil, is dot for the tokens ggml's repacked kernels
-	// take in groups of 4 (inGemm), whose float order differs from the
-	// single-token kernel's; the fast kernels follow the same split.
-	gemm func(row []byte, x actRow) float32
 	// avx512 and avx2 are the fast kernels of each level (fast).
 	avx512, avx2 fastKernels
 }
@@ -32,17 +28,16 @@ type fastKernels struct {
 	// take the reference path.
 	direct bool
 	// dot4, if not nil, is the kernel for 4 rows (w + i*wstride, in
-	// bytes) and one token, writing out + i*ostride; bit for bit dot. With
-	// a gemm, dot1x4 takes the gemm tokens and dot4 and dot2x2 the rest.
+	// bytes) and one token, writing out + i*ostride; bit for bit dot.
 	dot4 func(w unsafe.Pointer, wstride uintptr, x actRow, out unsafe.Pointer, ostride uintptr)
 	// dot2x2, if not nil, is the kernel for 2 rows and 2 tokens (a, b),
 	// writing out + r*ostride + t*otok; bit for bit dot. Batches of two
 	// tokens or more use it: each row's unpacking serves both tokens.
 	dot2x2 func(w unsafe.Pointer, wstride uintptr, a, b actRow, out unsafe.Pointer, ostride, otok uintptr)
 	// dot1x4, if not nil, is the kernel for one row and tokens t..t+3 of
-	// a, writing out + i*otok for token t+i; bit for bit gemm (dot without
-	// one). Batches of four tokens or more use it, for their first T&^3
-	// tokens, which are inGemm's: each row's unpacking serves four.
+	// a, writing out + i*otok for token t+i; bit for bit dot. Batches of
+	// four tokens or more use it, for their first T&^3 tokens: each row's
+	// unpacking serves four.
 	dot1x4 func(w unsafe.Pointer, a *actQuant, t int, out unsafe.Pointer, otok uintptr)
 	// dot1x4n, if not nil, is dot1x4 for n groups of four tokens
 	// t..t+4n-1 in one call, for kernels that take n; a set has dot1x4 or
@@ -127,7 +122,7 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	t[tensor.Q3_K] = weightKernel{kind: kindBlock, dot: dotQ3K,
 		avx512: fastKernels{dot4: q3KDot4, dot1x4: q3KDot14},
 		avx2:   fastKernels{dot4: q3KDot4AVX2, dot1x4: q3KDot14AVX2}}
-	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K, gemm: dotQ4KGemm,
+	t[tensor.Q4_K] = weightKernel{kind: kindBlock, dot: dotQ4K,
 		avx512: fastKernels{dot4: q4KDot4, dot1x4n: q4KDot14n, dot1x8n: q4KDot18n},
 		avx2:   fastKernels{dot4: q4KDot4AVX2, dot1x4n: q4KDot14nAVX2}}
 	t[tensor.Q5_K] = weightKernel{kind: kindBlock, dot: dotQ5K,
@@ -144,9 +139,6 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 			panic("cpu: weight kernel for a dtype without a dot type")
 		}
 		for _, f := range []fastKernels{k.avx512, k.avx2} {
-			if k.gemm != nil && (f.dot4 != nil || f.dot2x2 != nil) && !f.hasQuad() {
-				panic("cpu: fast kernels of a dtype with a gemm order but no 1x4 kernel")
-			}
 			if f.dot1x4 != nil && f.dot1x4n != nil {
 				panic("cpu: both dot1x4 and dot1x4n in one kernel set")
 			}
@@ -158,18 +150,6 @@ var weightKernels = func() [tensor.NumDTypes]weightKernel {
 	}
 	return t
 }()
-
-// inGemm reports whether token t of a batch of T is one of those ggml's
-// repacked kernels take in groups of 4: the first T - T%4 when T > 3.
-func inGemm(t, T int) bool { return T > 3 && t < T-T%4 }
-
-// dotAt is k's reference dot of row and token t of a batch of T.
-func (k *weightKernel) dotAt(row []byte, x actRow, t, T int) float32 {
-	if k.gemm != nil && inGemm(t, T) {
-		return k.gemm(row, x)
-	}
-	return k.dot(row, x)
-}
 
 // kernelOf returns the kernel table entry of dt (kind kindNone if the
 // backend cannot multiply it).
@@ -312,7 +292,7 @@ func (t *matmulTask) blockRange(lo, hi, t0, t1 int) {
 	for r := lo; r < hi; r++ {
 		row := t.w[r*rb : (r+1)*rb]
 		for tt := t0; tt < t1; tt++ {
-			t.out[tt*N+r] = k.dotAt(row, t.aq.row(tt), tt, t.T)
+			t.out[tt*N+r] = k.dot(row, t.aq.row(tt))
 		}
 	}
 }

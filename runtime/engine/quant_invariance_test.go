@@ -9,22 +9,16 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/node"
 )
 
-// The quantized models whose matmuls sum exact per-block integer dots in
-// one float order for every token of a batch. Q4_K is left out: its
-// kernels copy ggml's, which scale a block in parts for the tokens a batch
-// takes in fours and whole for the rest, so a row's result depends on the
-// batch size (as llama.cpp's does); every single order costs
-// kq-qwen3-q4_k_m teacher-forced positions of margin >= 0.5, as it does
-// llama.cpp run with one-row ubatches (docs/cpu-numerics.md has the
-// measurements), and so is kq-qwen3-q3_k_m, the only Q3_K file, whose mix
-// has Q4_K tensors. Q2_K
-// takes the grouped order for every token (dotQ2K). Attention takes one
-// value order for steps of any row count (attnValues), so a prompt cut
-// into chunks of one token gives the ids of the default chunk.
+// The quantized models: their matmuls sum exact per-block integer dots in
+// one float order for every token of a batch (Q4_K and Q2_K in one of the
+// orders ggml's repacked kernels use: docs/cpu-numerics.md). Attention
+// takes one value order for steps of any row count (attnValues), so a
+// prompt cut into chunks of one token gives the ids of the default chunk.
 var batchInvariantModels = []string{
 	"tiny-qwen3-q8_0.gguf", "kq-qwen3-iq4_xs.gguf", "kq-qwen3-iq4_nl.gguf", "kq-qwen3-q4_1.gguf",
 	"kq-qwen3-q5_0.gguf", "kq-qwen3-q5_1.gguf", "kq-qwen3-q6_k.gguf", "kq-llama-q6_k.gguf",
-	"kq-qwen3-q2_k.gguf", "kq-qwen3-q5_k_m.gguf",
+	"kq-qwen3-q2_k.gguf", "kq-qwen3-q5_k_m.gguf", "kq-qwen3-q4_k_m.gguf", "kq-llama-q4_k_m.gguf",
+	"kq-qwen3-q3_k_m.gguf",
 }
 
 // A quantized model's greedy ids are batch-invariant: each golden prompt
