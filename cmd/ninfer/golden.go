@@ -131,7 +131,7 @@ func goldenVerify(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return 0, 0, fmt.Errorf("%s: %w", path, err)
 		}
-		for _, x := range r.Mismatches {
+		for _, x := range append(r.Allowed, r.Mismatches...) {
 			fmt.Fprintf(stdout, "%s: %s\n", path, x)
 		}
 		verdict, failed := "ok", 0
