@@ -18,9 +18,8 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	_ "image/gif"  // registers GIF with image.DecodeConfig / image.Decode
-	_ "image/jpeg" // registers JPEG
-	_ "image/png"  // registers PNG
+	_ "image/gif" // registers GIF with image.DecodeConfig / image.Decode
+	_ "image/png" // registers PNG
 
 	_ "golang.org/x/image/webp" // registers WebP
 )
@@ -77,6 +76,10 @@ func Decode(data []byte, lim DecodeLimits) (*RGB, string, error) {
 	}
 	if len(data) == 0 {
 		return nil, "", fmt.Errorf("decode image: %w: no bytes", ErrCorrupt)
+	}
+	if isJPEG(data) {
+		img, err := decodeJPEG(data, maxPixels)
+		return img, "jpeg", err
 	}
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if errors.Is(err, image.ErrFormat) {

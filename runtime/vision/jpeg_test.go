@@ -1,0 +1,234 @@
+package vision
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const jpegDir = "testdata/jpeg"
+
+// stbGolden reads testdata/jpeg/stb.sha256: for each file, the size and the
+// SHA-256 of the RGB bytes llama.cpp's stb_image decodes (just stb-golden).
+func stbGolden(t testing.TB) map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(jpegDir, "stb.sha256"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, sizeAndHash, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			t.Fatalf("bad stb.sha256 line %q", sc.Text())
+		}
+		want[name] = sizeAndHash
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+func readJPEG(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(jpegDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestDecodeJPEGMatchesStbImage decodes every JPEG variant in testdata and
+// compares its pixels bit for bit (by SHA-256) with stb_image's.
+func TestDecodeJPEGMatchesStbImage(t *testing.T) {
+	golden := stbGolden(t)
+	tests := []struct{ file, variant string }{
+		{"video-001.q50.444.jpeg", "baseline 4:4:4"},
+		{"video-001.q50.422.jpeg", "baseline 4:2:2 (horizontal triangle filter)"},
+		{"video-001.q50.440.jpeg", "baseline 4:4:0 (vertical triangle filter)"},
+		{"video-001.q50.420.jpeg", "baseline 4:2:0 (2x2 triangle filter)"},
+		{"video-001.q50.411.jpeg", "baseline 4:1:1 (replication)"},
+		{"video-001.q50.410.jpeg", "baseline 4:1:0 (replication)"},
+		{"video-001.221212.jpeg", "baseline, luma subsampled against chroma"},
+		{"video-001.q50.444.progressive.jpeg", "progressive 4:4:4"},
+		{"video-001.q50.422.progressive.jpeg", "progressive 4:2:2"},
+		{"video-001.q50.440.progressive.jpeg", "progressive 4:4:0"},
+		{"video-001.q50.420.progressive.jpeg", "progressive 4:2:0"},
+		{"video-001.q50.411.progressive.jpeg", "progressive 4:1:1"},
+		{"video-001.q50.410.progressive.jpeg", "progressive 4:1:0"},
+		{"video-001.progressive.jpeg", "progressive with successive approximation"},
+		{"video-001.progressive.truncated.jpeg", "progressive, scans stop early before EOI"},
+		{"video-001.separate.dc.progression.progressive.jpeg", "progressive, one DC scan per component"},
+		{"video-001.restart2.jpeg", "restart markers"},
+		{"video-001.rgb.jpeg", "RGB components (Adobe transform 0)"},
+		{"video-001.cmyk.jpeg", "Adobe CMYK"},
+		{"video-005.gray.q50.jpeg", "greyscale"},
+		{"video-005.gray.q50.progressive.jpeg", "greyscale progressive"},
+		{"video-005.gray.q50.2x2.progressive.jpeg", "greyscale with 2x2 sampling factors"},
+		{"go.420.exif-orientation-6.12x5.jpeg", "EXIF orientation 6 is ignored, as stb_image does"},
+	}
+	for _, size := range []string{"1x1", "1x9", "2x2", "17x1", "33x17"} {
+		tests = append(tests,
+			struct{ file, variant string }{"go.420.q75." + size + ".jpeg", "4:2:0 " + size},
+			struct{ file, variant string }{"go.420.q100." + size + ".jpeg", "4:2:0 quality 100 " + size},
+			struct{ file, variant string }{"go.gray.q90." + size + ".jpeg", "greyscale " + size})
+	}
+	if len(tests) != len(golden) {
+		t.Errorf("%d cases for %d golden files", len(tests), len(golden))
+	}
+	for _, tt := range tests {
+		t.Run(tt.variant, func(t *testing.T) {
+			want, ok := golden[tt.file]
+			if !ok {
+				t.Fatalf("%s has no stb_image hash", tt.file)
+			}
+			img, format, err := Decode(readJPEG(t, tt.file), DecodeLimits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fmt.Sprintf("%dx%d %x", img.Width, img.Height, sha256.Sum256(img.Pix))
+			if diff := cmp.Diff("jpeg "+want, format+" "+got); diff != "" {
+				t.Errorf("%s: format, size and pixel hash (-stb_image +ours):\n%s", tt.file, diff)
+			}
+		})
+	}
+}
+
+// jpegSegment returns the offset of the first segment with marker m (its
+// 0xff byte), walking the segments that follow SOI.
+func jpegSegment(t testing.TB, data []byte, m byte) int {
+	t.Helper()
+	for i := 2; i+4 <= len(data); {
+		if data[i] != 0xff {
+			t.Fatalf("no marker at %d", i)
+		}
+		if data[i+1] == m {
+			return i
+		}
+		if data[i+1] == jpegSOS {
+			break
+		}
+		i += 2 + int(binary.BigEndian.Uint16(data[i+2:]))
+	}
+	t.Fatalf("no marker 0x%02x", m)
+	return 0
+}
+
+// jpegWith returns a copy of data with the bytes at off replaced by b.
+func jpegWith(data []byte, off int, b ...byte) []byte {
+	out := bytes.Clone(data)
+	copy(out[off:], b)
+	return out
+}
+
+// withoutRST drops every RST marker from the entropy-coded data.
+func withoutRST(data []byte) []byte {
+	var out []byte
+	for i := 0; i < len(data); i++ {
+		if data[i] == 0xff && i+1 < len(data) && data[i+1] >= jpegRST0 && data[i+1] <= jpegRST7 {
+			i++
+			continue
+		}
+		out = append(out, data[i])
+	}
+	return out
+}
+
+func TestDecodeJPEGRefusesBadFiles(t *testing.T) {
+	base := readJPEG(t, "video-001.q50.420.jpeg")
+	prog := readJPEG(t, "video-001.q50.420.progressive.jpeg")
+	sof := jpegSegment(t, base, jpegSOF0)
+	sos := jpegSegment(t, base, jpegSOS)
+	dht := jpegSegment(t, base, jpegDHT)
+	tests := []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"only SOI", base[:2], ErrCorrupt},
+		{"truncated in the tables", base[:sof-10], ErrCorrupt},
+		{"truncated in the frame header", base[:sof+8], ErrCorrupt},
+		{"truncated in the scan header", base[:sos+6], ErrCorrupt},
+		{"truncated in the entropy-coded data", base[:len(base)/2+sos/2], ErrCorrupt},
+		{"progressive without EOI", prog[:len(prog)-2], ErrCorrupt},
+		{"restart interval without its RST markers", withoutRST(readJPEG(t, "video-001.restart2.jpeg")), ErrCorrupt},
+		{"12-bit samples", jpegWith(base, sof+4, 12), ErrUnsupportedFormat},
+		{"lossless process (SOF3)", jpegWith(base, sof+1, 0xc3), ErrUnsupportedFormat},
+		{"zero height", jpegWith(base, sof+5, 0, 0), ErrEmptyImage},
+		{"zero width", jpegWith(base, sof+7, 0, 0), ErrEmptyImage},
+		{"a 20000x20000 header", jpegWith(base, sof+5, 20000>>8, 20000&0xff, 20000>>8, 20000&0xff), ErrTooLarge},
+		{"two components", jpegWith(base, sof+9, 2), ErrCorrupt},
+		{"sampling factor 3 against 2", jpegWith(jpegWith(base, sof+11, 0x32), sof+14, 0x22), ErrCorrupt},
+		{"Huffman table class 2", jpegWith(base, dht+4, 0x20), ErrCorrupt},
+		{"scan names an unknown component", jpegWith(base, sos+5, 9), ErrCorrupt},
+		{"sequential scan with a spectral start", jpegWith(base, sos+4+2*3+1, 1), ErrCorrupt},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			img, _, err := Decode(tt.data, DecodeLimits{})
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Decode = %v, %v; want an error wrapping %v", img, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestDecodeJPEGBombAllocatesLittle checks that a JPEG whose frame header
+// declares 20000x20000 is refused before its planes are allocated.
+func TestDecodeJPEGBombAllocatesLittle(t *testing.T) {
+	base := readJPEG(t, "video-001.q50.420.jpeg")
+	sof := jpegSegment(t, base, jpegSOF0)
+	bomb := jpegWith(base, sof+5, 20000>>8, 20000&0xff, 20000>>8, 20000&0xff)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const runs = 10
+	for range runs {
+		if _, _, err := Decode(bomb, DecodeLimits{}); !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("Decode(bomb) = %v, want ErrTooLarge", err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if perRun := (after.TotalAlloc - before.TotalAlloc) / runs; perRun > 64<<10 {
+		t.Errorf("refusing the bomb allocated %d bytes per call, want under 64 KiB", perRun)
+	}
+}
+
+// FuzzDecodeJPEG feeds mutated JPEGs to Decode: it must return an error or
+// an image within the pixel limit whose buffer matches its size, never panic.
+func FuzzDecodeJPEG(f *testing.F) {
+	names, err := filepath.Glob(filepath.Join(jpegDir, "*.jpeg"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	lim := DecodeLimits{MaxPixels: 1 << 16}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		img, _, err := Decode(data, lim)
+		if err != nil {
+			return
+		}
+		if img.Width <= 0 || img.Height <= 0 || img.Width*img.Height > lim.MaxPixels || len(img.Pix) != 3*img.Width*img.Height {
+			t.Fatalf("bad image: %dx%d with %d bytes", img.Width, img.Height, len(img.Pix))
+		}
+	})
+}
