@@ -253,15 +253,16 @@ e2e: build jaeger-build
 serve-sbs model llama_server out=".cache/sbs": build
     NINFER_BIN={{bin}} suites/corpus/serving/sbs.sh {{model}} {{out}} {{llama_server}}
 
-# Rebuild tools/stbdump against llama.cpp's vendored stb_image and regenerate the
-# JPEG oracle hashes in runtime/vision/testdata/jpeg/stb.sha256 (needs gcc and ../llama/src).
-stb-golden stb=(justfile_directory() / ".." / ".." / "llama" / "src" / "vendor" / "stb"):
+# Rebuild tools/stbdump against llama.cpp's vendored stb_image (stb=DIR holding
+# stb_image.h) and regenerate the JPEG and GIF oracle hashes in
+# runtime/vision/testdata/stb/stb.sha256 (needs gcc).
+stb-golden stb="/work/llama/src/vendor/stb":
     #!/usr/bin/env bash
     set -euo pipefail
     mkdir -p .cache
     gcc -O2 -I{{stb}} -o .cache/stbdump tools/stbdump/stbdump.c -lm
-    cd runtime/vision/testdata/jpeg
-    for f in *.jpeg; do
+    cd runtime/vision/testdata/stb
+    for f in *.jpeg *.gif; do
         if out=$(../../../../.cache/stbdump "$f" | { read -r w h; printf '%sx%s ' "$w" "$h"; sha256sum | cut -d' ' -f1; }); then
             echo "$f $out"
         fi

@@ -18,8 +18,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	_ "image/gif" // registers GIF with image.DecodeConfig / image.Decode
-	_ "image/png" // registers PNG
+	_ "image/png" // registers PNG with image.DecodeConfig / image.Decode
 
 	_ "golang.org/x/image/webp" // registers WebP
 )
@@ -81,6 +80,10 @@ func Decode(data []byte, lim DecodeLimits) (*RGB, string, error) {
 		img, err := decodeJPEG(data, maxPixels)
 		return img, "jpeg", err
 	}
+	if isGIF(data) {
+		img, err := decodeGIF(data, maxPixels)
+		return img, "gif", err
+	}
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if errors.Is(err, image.ErrFormat) {
 		return nil, "", fmt.Errorf("decode image: %w", ErrUnsupportedFormat)
@@ -110,40 +113,7 @@ func Decode(data []byte, lim DecodeLimits) (*RGB, string, error) {
 		return nil, format, fmt.Errorf("decode %s: %w: frame %dx%d is larger than the header's %dx%d",
 			format, ErrCorrupt, b.Dx(), b.Dy(), cfg.Width, cfg.Height)
 	}
-	if m, ok := img.(*image.Paletted); ok && format == "gif" {
-		return gifCanvas(m, cfg, data), format, nil
-	}
 	return toRGB(img), format, nil
-}
-
-// gifCanvas places a GIF's first frame on its logical screen as stb_image
-// does: pixels the frame does not draw (outside its rectangle, or of its
-// transparent index) take the global palette's background colour when the
-// background index is above 0, black otherwise.
-func gifCanvas(frame *image.Paletted, cfg image.Config, data []byte) *RGB {
-	var bg [3]byte
-	const flagsAt, bgIndexAt = 10, 11 // in the logical screen descriptor
-	if global, ok := cfg.ColorModel.(color.Palette); ok && data[flagsAt]&0x80 != 0 {
-		if i := int(data[bgIndexAt]); i > 0 && i < len(global) {
-			r, g, b, _ := global[i].RGBA()
-			bg = [3]byte{byte(r >> 8), byte(g >> 8), byte(b >> 8)}
-		}
-	}
-	out := &RGB{Width: cfg.Width, Height: cfg.Height, Pix: make([]byte, 3*cfg.Width*cfg.Height)}
-	for y := range cfg.Height {
-		for x := range cfg.Width {
-			px := bg
-			if (image.Point{x, y}).In(frame.Rect) {
-				if i := int(frame.ColorIndexAt(x, y)); i < len(frame.Palette) {
-					if _, _, _, a := frame.Palette[i].RGBA(); a != 0 {
-						px[0], px[1], px[2] = rgb8(frame.Palette[i])
-					}
-				}
-			}
-			copy(out.Pix[3*(y*cfg.Width+x):], px[:])
-		}
-	}
-	return out
 }
 
 // toRGB copies img into 8-bit RGB, dropping alpha without compositing.

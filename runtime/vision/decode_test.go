@@ -250,10 +250,11 @@ func TestDigestKeysPixelsNotBytes(t *testing.T) {
 	}
 }
 
-// TestDecodeGIFFirstFrameOnItsScreen checks stb_image's canvas: a first
-// frame smaller than the logical screen is placed at its offset, and the
-// pixels it does not draw (outside it, or transparent) take the background
-// colour of the global palette.
+// TestDecodeGIFFirstFrameOnItsScreen checks stb_image's canvas (as
+// tools/stbdump prints it): a first frame smaller than the logical screen is
+// placed at its offset, its transparent pixels stay black, and the pixels it
+// does not reach take the global palette's background colour with red and
+// blue swapped.
 func TestDecodeGIFFirstFrameOnItsScreen(t *testing.T) {
 	pal := color.Palette{color.RGBA{0, 0, 0, 0}, color.RGBA{9, 8, 7, 255}, color.RGBA{200, 100, 0, 255}}
 	frame := image.NewPaletted(image.Rect(1, 0, 3, 1), pal)
@@ -272,12 +273,15 @@ func TestDecodeGIFFirstFrameOnItsScreen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bg := []byte{9, 8, 7}
+	bg := []byte{7, 8, 9}
 	var want []byte
 	for i := range 8 {
-		if i == 1 {
+		switch i {
+		case 1:
 			want = append(want, 200, 100, 0)
-		} else {
+		case 2:
+			want = append(want, 0, 0, 0)
+		default:
 			want = append(want, bg...)
 		}
 	}

@@ -16,13 +16,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-const jpegDir = "testdata/jpeg"
+// stbDir holds JPEG and GIF files with the hashes of stb_image's pixels.
+const stbDir = "testdata/stb"
 
-// stbGolden reads testdata/jpeg/stb.sha256: for each file, the size and the
+// stbGolden reads testdata/stb/stb.sha256: for each file, the size and the
 // SHA-256 of the RGB bytes llama.cpp's stb_image decodes (just stb-golden).
 func stbGolden(t testing.TB) map[string]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(jpegDir, "stb.sha256"))
+	f, err := os.Open(filepath.Join(stbDir, "stb.sha256"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,18 +43,19 @@ func stbGolden(t testing.TB) map[string]string {
 	return want
 }
 
-func readJPEG(t testing.TB, name string) []byte {
+func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(jpegDir, name))
+	data, err := os.ReadFile(filepath.Join(stbDir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data
 }
 
-// TestDecodeJPEGMatchesStbImage decodes every JPEG variant in testdata and
-// compares its pixels bit for bit (by SHA-256) with stb_image's.
-func TestDecodeJPEGMatchesStbImage(t *testing.T) {
+// TestDecodeMatchesStbImage decodes every JPEG and GIF variant in
+// testdata/stb and compares its pixels bit for bit (by SHA-256) with
+// stb_image's.
+func TestDecodeMatchesStbImage(t *testing.T) {
 	golden := stbGolden(t)
 	tests := []struct{ file, variant string }{
 		{"video-001.q50.444.jpeg", "baseline 4:4:4"},
@@ -79,6 +81,10 @@ func TestDecodeJPEGMatchesStbImage(t *testing.T) {
 		{"video-005.gray.q50.progressive.jpeg", "greyscale progressive"},
 		{"video-005.gray.q50.2x2.progressive.jpeg", "greyscale with 2x2 sampling factors"},
 		{"go.420.exif-orientation-6.12x5.jpeg", "EXIF orientation 6 is ignored, as stb_image does"},
+		{"gif.rect-transparent-bg.7x5.gif", "GIF frame inside its screen, transparency, background swapped to BGR"},
+		{"gif.interlaced.9x11.gif", "GIF interlaced rows"},
+		{"gif.local-palette.6x6.gif", "GIF local palette with a transparent entry"},
+		{"gif.short-data.5x4.gif", "GIF frame taller than its data"},
 	}
 	for _, size := range []string{"1x1", "1x9", "2x2", "17x1", "33x17"} {
 		tests = append(tests,
@@ -95,12 +101,12 @@ func TestDecodeJPEGMatchesStbImage(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s has no stb_image hash", tt.file)
 			}
-			img, format, err := Decode(readJPEG(t, tt.file), DecodeLimits{})
+			img, format, err := Decode(readTestdata(t, tt.file), DecodeLimits{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := fmt.Sprintf("%dx%d %x", img.Width, img.Height, sha256.Sum256(img.Pix))
-			if diff := cmp.Diff("jpeg "+want, format+" "+got); diff != "" {
+			if diff := cmp.Diff(filepath.Ext(tt.file)[1:]+" "+want, format+" "+got); diff != "" {
 				t.Errorf("%s: format, size and pixel hash (-stb_image +ours):\n%s", tt.file, diff)
 			}
 		})
@@ -127,8 +133,8 @@ func jpegSegment(t testing.TB, data []byte, m byte) int {
 	return 0
 }
 
-// jpegWith returns a copy of data with the bytes at off replaced by b.
-func jpegWith(data []byte, off int, b ...byte) []byte {
+// patched returns a copy of data with the bytes at off replaced by b.
+func patched(data []byte, off int, b ...byte) []byte {
 	out := bytes.Clone(data)
 	copy(out[off:], b)
 	return out
@@ -148,8 +154,8 @@ func withoutRST(data []byte) []byte {
 }
 
 func TestDecodeJPEGRefusesBadFiles(t *testing.T) {
-	base := readJPEG(t, "video-001.q50.420.jpeg")
-	prog := readJPEG(t, "video-001.q50.420.progressive.jpeg")
+	base := readTestdata(t, "video-001.q50.420.jpeg")
+	prog := readTestdata(t, "video-001.q50.420.progressive.jpeg")
 	sof := jpegSegment(t, base, jpegSOF0)
 	sos := jpegSegment(t, base, jpegSOS)
 	dht := jpegSegment(t, base, jpegDHT)
@@ -164,17 +170,49 @@ func TestDecodeJPEGRefusesBadFiles(t *testing.T) {
 		{"truncated in the scan header", base[:sos+6], ErrCorrupt},
 		{"truncated in the entropy-coded data", base[:len(base)/2+sos/2], ErrCorrupt},
 		{"progressive without EOI", prog[:len(prog)-2], ErrCorrupt},
-		{"restart interval without its RST markers", withoutRST(readJPEG(t, "video-001.restart2.jpeg")), ErrCorrupt},
-		{"12-bit samples", jpegWith(base, sof+4, 12), ErrUnsupportedFormat},
-		{"lossless process (SOF3)", jpegWith(base, sof+1, 0xc3), ErrUnsupportedFormat},
-		{"zero height", jpegWith(base, sof+5, 0, 0), ErrEmptyImage},
-		{"zero width", jpegWith(base, sof+7, 0, 0), ErrEmptyImage},
-		{"a 20000x20000 header", jpegWith(base, sof+5, 20000>>8, 20000&0xff, 20000>>8, 20000&0xff), ErrTooLarge},
-		{"two components", jpegWith(base, sof+9, 2), ErrCorrupt},
-		{"sampling factor 3 against 2", jpegWith(jpegWith(base, sof+11, 0x32), sof+14, 0x22), ErrCorrupt},
-		{"Huffman table class 2", jpegWith(base, dht+4, 0x20), ErrCorrupt},
-		{"scan names an unknown component", jpegWith(base, sos+5, 9), ErrCorrupt},
-		{"sequential scan with a spectral start", jpegWith(base, sos+4+2*3+1, 1), ErrCorrupt},
+		{"restart interval without its RST markers", withoutRST(readTestdata(t, "video-001.restart2.jpeg")), ErrCorrupt},
+		{"12-bit samples", patched(base, sof+4, 12), ErrUnsupportedFormat},
+		{"lossless process (SOF3)", patched(base, sof+1, 0xc3), ErrUnsupportedFormat},
+		{"zero height", patched(base, sof+5, 0, 0), ErrEmptyImage},
+		{"zero width", patched(base, sof+7, 0, 0), ErrEmptyImage},
+		{"a 20000x20000 header", patched(base, sof+5, 20000>>8, 20000&0xff, 20000>>8, 20000&0xff), ErrTooLarge},
+		{"two components", patched(base, sof+9, 2), ErrCorrupt},
+		{"sampling factor 3 against 2", patched(patched(base, sof+11, 0x32), sof+14, 0x22), ErrCorrupt},
+		{"Huffman table class 2", patched(base, dht+4, 0x20), ErrCorrupt},
+		{"scan names an unknown component", patched(base, sos+5, 9), ErrCorrupt},
+		{"sequential scan with a spectral start", patched(base, sos+4+2*3+1, 1), ErrCorrupt},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			img, _, err := Decode(tt.data, DecodeLimits{})
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Decode = %v, %v; want an error wrapping %v", img, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeGIFRefusesBadFiles(t *testing.T) {
+	rect := readTestdata(t, "gif.rect-transparent-bg.7x5.gif")
+	desc := bytes.IndexByte(rect[13+3*4:], 0x2c) + 13 + 3*4 // after the 4-entry global palette and the GCE
+	// The raster's first byte holds the first 3-bit code, the clear code 4;
+	// code 0 there is a pixel before any clear code.
+	withoutClear := patched(rect, desc+12, rect[desc+12]&^7)
+	tests := []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"only the signature", rect[:6], ErrCorrupt},
+		{"truncated in the palette", rect[:20], ErrCorrupt},
+		{"truncated in the raster", rect[:len(rect)-8], ErrCorrupt},
+		{"no trailer and no terminator", rect[:len(rect)-2], ErrCorrupt},
+		{"the frame leaves the screen", patched(rect, desc+5, 7), ErrCorrupt},
+		{"LZW code size 13", patched(rect, desc+10, 13), ErrCorrupt},
+		{"the raster does not start with a clear code", withoutClear, ErrCorrupt},
+		{"no image before the trailer", []byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"), ErrCorrupt},
+		{"zero width", patched(rect, 6, 0, 0), ErrEmptyImage},
+		{"a 60000x60000 screen", patched(rect, 6, 0x60, 0xea, 0x60, 0xea), ErrTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,9 +227,9 @@ func TestDecodeJPEGRefusesBadFiles(t *testing.T) {
 // TestDecodeJPEGBombAllocatesLittle checks that a JPEG whose frame header
 // declares 20000x20000 is refused before its planes are allocated.
 func TestDecodeJPEGBombAllocatesLittle(t *testing.T) {
-	base := readJPEG(t, "video-001.q50.420.jpeg")
+	base := readTestdata(t, "video-001.q50.420.jpeg")
 	sof := jpegSegment(t, base, jpegSOF0)
-	bomb := jpegWith(base, sof+5, 20000>>8, 20000&0xff, 20000>>8, 20000&0xff)
+	bomb := patched(base, sof+5, 20000>>8, 20000&0xff, 20000>>8, 20000&0xff)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -207,13 +245,18 @@ func TestDecodeJPEGBombAllocatesLittle(t *testing.T) {
 	}
 }
 
-// FuzzDecodeJPEG feeds mutated JPEGs to Decode: it must return an error or
+// FuzzDecode feeds mutated JPEGs and GIFs to Decode: it must return an error or
 // an image within the pixel limit whose buffer matches its size, never panic.
-func FuzzDecodeJPEG(f *testing.F) {
-	names, err := filepath.Glob(filepath.Join(jpegDir, "*.jpeg"))
+func FuzzDecode(f *testing.F) {
+	jpegs, err := filepath.Glob(filepath.Join(stbDir, "*.jpeg"))
 	if err != nil {
 		f.Fatal(err)
 	}
+	gifs, err := filepath.Glob(filepath.Join(stbDir, "*.gif"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	names := append(jpegs, gifs...)
 	for _, n := range names {
 		data, err := os.ReadFile(n)
 		if err != nil {
