@@ -158,6 +158,7 @@ fuzz t="30s":
     go test ./nodes/sample/grammar -run '^$' -fuzz '^FuzzSchema$' -fuzztime {{t}}
     go test ./nodes/sample/grammar -run '^$' -fuzz '^FuzzRegex$' -fuzztime {{t}}
     go test ./runtime/vision -run '^$' -fuzz FuzzPreprocess -fuzztime {{t}} -fuzzminimizetime 10x
+    go test ./runtime/vision -run '^$' -fuzz '^FuzzDecode$' -fuzztime {{t}}
     go test ./runtime/vision -run '^$' -fuzz FuzzParseImageURL -fuzztime {{t}}
 
 # CPU backend benchmarks (decode and prefill tokens/s on the bundled models).

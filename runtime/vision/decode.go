@@ -64,10 +64,8 @@ var (
 // and the format's name ("png", "jpeg", "gif" or "webp"); every error wraps
 // one of ErrUnsupportedFormat, ErrEmptyImage, ErrTooLarge or ErrCorrupt.
 //
-// PNG and GIF are bit-exact with stb_image; JPEG goes through Go's
-// decoder, whose IDCT and chroma upsampling differ from stb_image's by a
-// few levels per pixel. stb_image has no WebP decoder; lossless WebP is
-// exact by construction.
+// PNG, JPEG (decodeJPEG) and GIF (decodeGIF) are bit-exact with stb_image
+// 2.30; stb_image has no WebP decoder (see docs/vision.md).
 func Decode(data []byte, lim DecodeLimits) (*RGB, string, error) {
 	maxPixels := lim.MaxPixels
 	if maxPixels <= 0 {
@@ -94,12 +92,8 @@ func Decode(data []byte, lim DecodeLimits) (*RGB, string, error) {
 		}
 		return nil, format, fmt.Errorf("decode %s header: %w: %v", cmp.Or(format, "image"), ErrCorrupt, err)
 	}
-	if cfg.Width <= 0 || cfg.Height <= 0 {
-		return nil, format, fmt.Errorf("decode %s: %w: %dx%d", format, ErrEmptyImage, cfg.Width, cfg.Height)
-	}
-	if cfg.Width > maxPixels || cfg.Height > maxPixels/cfg.Width {
-		return nil, format, fmt.Errorf("decode %s: %w: %dx%d is more than %d pixels",
-			format, ErrTooLarge, cfg.Width, cfg.Height, maxPixels)
+	if err := checkSize(format, cfg.Width, cfg.Height, maxPixels); err != nil {
+		return nil, format, err
 	}
 	img, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
@@ -114,6 +108,18 @@ func Decode(data []byte, lim DecodeLimits) (*RGB, string, error) {
 			format, ErrCorrupt, b.Dx(), b.Dy(), cfg.Width, cfg.Height)
 	}
 	return toRGB(img), format, nil
+}
+
+// checkSize refuses a header's width x height when it is empty or over
+// maxPixels; decoders call it before allocating any pixel.
+func checkSize(format string, w, h, maxPixels int) error {
+	if w <= 0 || h <= 0 {
+		return fmt.Errorf("decode %s: %w: %dx%d", format, ErrEmptyImage, w, h)
+	}
+	if w > maxPixels || h > maxPixels/w {
+		return fmt.Errorf("decode %s: %w: %dx%d is more than %d pixels", format, ErrTooLarge, w, h, maxPixels)
+	}
+	return nil
 }
 
 // toRGB copies img into 8-bit RGB, dropping alpha without compositing.

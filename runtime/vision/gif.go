@@ -95,11 +95,8 @@ func decodeGIF(data []byte, maxPixels int) (*RGB, error) {
 	if d.truncated {
 		return nil, gifCorrupt("logical screen descriptor is truncated")
 	}
-	if d.width == 0 || d.height == 0 {
-		return nil, fmt.Errorf("decode gif: %w: %dx%d", ErrEmptyImage, d.width, d.height)
-	}
-	if d.width > maxPixels || d.height > maxPixels/d.width {
-		return nil, fmt.Errorf("decode gif: %w: %dx%d is more than %d pixels", ErrTooLarge, d.width, d.height, maxPixels)
+	if err := checkSize("gif", d.width, d.height, maxPixels); err != nil {
+		return nil, err
 	}
 	if d.flags&0x80 != 0 {
 		d.readPalette(&d.global, 2<<(d.flags&7), -1)

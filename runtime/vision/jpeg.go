@@ -55,9 +55,6 @@ const (
 	jpegCOM  = 0xfe
 )
 
-// jpegMaxDimension is stb_image's STBI_MAX_DIMENSIONS.
-const jpegMaxDimension = 1 << 24
-
 // errJPEGTruncated marks entropy-coded data that ran past the end of the file.
 var errJPEGTruncated = errors.New("entropy-coded data runs past the end of the file")
 
@@ -577,14 +574,8 @@ func (d *jpegDecoder) readFrame(maxPixels int) error {
 	}
 	d.height = d.get16()
 	d.width = d.get16()
-	if d.width == 0 || d.height == 0 {
-		return fmt.Errorf("decode jpeg: %w: %dx%d", ErrEmptyImage, d.width, d.height)
-	}
-	if d.width > jpegMaxDimension || d.height > jpegMaxDimension {
-		return fmt.Errorf("decode jpeg: %w: %dx%d", ErrTooLarge, d.width, d.height)
-	}
-	if d.width > maxPixels || d.height > maxPixels/d.width {
-		return fmt.Errorf("decode jpeg: %w: %dx%d is more than %d pixels", ErrTooLarge, d.width, d.height, maxPixels)
+	if err := checkSize("jpeg", d.width, d.height, maxPixels); err != nil {
+		return err
 	}
 	c := int(d.get8())
 	if c != 1 && c != 3 && c != 4 {
