@@ -249,22 +249,32 @@ func (d *jpegDecoder) toRGB() *RGB {
 			}
 		}
 		o := out.Pix[3*d.width*j : 3*d.width*(j+1)]
-		for i := range d.width {
-			p := o[3*i : 3*i+3]
-			switch {
-			case len(d.comps) == 1:
-				p[0], p[1], p[2] = rows[0][i], rows[0][i], rows[0][i]
-			case isRGB:
-				p[0], p[1], p[2] = rows[0][i], rows[1][i], rows[2][i]
-			case len(d.comps) == 4 && d.app14Transform == 0: // CMYK
-				k := rows[3][i]
-				p[0], p[1], p[2] = blinn8x8(rows[0][i], k), blinn8x8(rows[1][i], k), blinn8x8(rows[2][i], k)
-			case len(d.comps) == 4 && d.app14Transform == 2: // YCCK
-				k := rows[3][i]
-				r, g, b := ycbcrToRGB(rows[0][i], rows[1][i], rows[2][i])
-				p[0], p[1], p[2] = blinn8x8(255-r, k), blinn8x8(255-g, k), blinn8x8(255-b, k)
-			default: // YCbCr, and YCbCr with a fourth component that is ignored
-				p[0], p[1], p[2] = ycbcrToRGB(rows[0][i], rows[1][i], rows[2][i])
+		w := d.width
+		switch {
+		case len(d.comps) == 1:
+			for i, v := range rows[0][:w] {
+				o[3*i], o[3*i+1], o[3*i+2] = v, v, v
+			}
+		case isRGB:
+			r, g, b := rows[0][:w], rows[1][:w], rows[2][:w]
+			for i := range w {
+				o[3*i], o[3*i+1], o[3*i+2] = r[i], g[i], b[i]
+			}
+		case len(d.comps) == 4 && d.app14Transform == 0: // CMYK
+			c, m, y, k := rows[0][:w], rows[1][:w], rows[2][:w], rows[3][:w]
+			for i := range w {
+				o[3*i], o[3*i+1], o[3*i+2] = blinn8x8(c[i], k[i]), blinn8x8(m[i], k[i]), blinn8x8(y[i], k[i])
+			}
+		case len(d.comps) == 4 && d.app14Transform == 2: // YCCK
+			y, cb, cr, k := rows[0][:w], rows[1][:w], rows[2][:w], rows[3][:w]
+			for i := range w {
+				r, g, b := ycbcrToRGB(y[i], cb[i], cr[i])
+				o[3*i], o[3*i+1], o[3*i+2] = blinn8x8(255-r, k[i]), blinn8x8(255-g, k[i]), blinn8x8(255-b, k[i])
+			}
+		default: // YCbCr, and YCbCr with a fourth component that is ignored
+			y, cb, cr := rows[0][:w], rows[1][:w], rows[2][:w]
+			for i := range w {
+				o[3*i], o[3*i+1], o[3*i+2] = ycbcrToRGB(y[i], cb[i], cr[i])
 			}
 		}
 	}
