@@ -101,21 +101,32 @@ func corruptLastChunk(data []byte) []byte {
 }
 
 // TestDecodeBombAllocatesLittle checks that refusing a PNG whose header
-// declares 20000x20000 (1.2 GB of RGB) allocates a few kilobytes at most.
+// declares 20000x20000 (1.2 GB of RGB), a JPEG whose frame header does and a
+// GIF with a 60000x60000 screen allocates a few kilobytes at most.
 func TestDecodeBombAllocatesLittle(t *testing.T) {
-	bomb := withPNGSize(t, smallPNG(t), 20000, 20000)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	const runs = 10
-	for range runs {
-		if _, _, err := Decode(bomb, DecodeLimits{}); !errors.Is(err, ErrTooLarge) {
-			t.Fatalf("Decode(bomb) = %v, want ErrTooLarge", err)
-		}
+	jpg := readTestdata(t, "video-001.q50.420.jpeg")
+	sof := jpegSegment(t, jpg, jpegSOF0)
+	bombs := map[string][]byte{
+		"png":  withPNGSize(t, smallPNG(t), 20000, 20000),
+		"jpeg": patched(jpg, sof+5, 20000>>8, 20000&0xff, 20000>>8, 20000&0xff),
+		"gif":  patched(readTestdata(t, "gif.interlaced.9x11.gif"), 6, 0x60, 0xea, 0x60, 0xea),
 	}
-	runtime.ReadMemStats(&after)
-	if perRun := (after.TotalAlloc - before.TotalAlloc) / runs; perRun > 64<<10 {
-		t.Errorf("refusing the bomb allocated %d bytes per call, want under 64 KiB", perRun)
+	for format, bomb := range bombs {
+		t.Run(format, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			const runs = 10
+			for range runs {
+				if _, _, err := Decode(bomb, DecodeLimits{}); !errors.Is(err, ErrTooLarge) {
+					t.Fatalf("Decode(bomb) = %v, want ErrTooLarge", err)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			if perRun := (after.TotalAlloc - before.TotalAlloc) / runs; perRun > 64<<10 {
+				t.Errorf("refusing the bomb allocated %d bytes per call, want under 64 KiB", perRun)
+			}
+		})
 	}
 }
 

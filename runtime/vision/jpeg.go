@@ -208,12 +208,20 @@ func (d *jpegDecoder) get8() byte {
 	return 0
 }
 
-// need reports an error unless n more bytes are present.
-func (d *jpegDecoder) need(n int, what string) error {
-	if len(d.data)-d.pos < n {
-		return fmt.Errorf("%s is truncated", what)
+// segment reads a marker segment's length field and returns the length of
+// the payload after it, which must lie within the file.
+func (d *jpegDecoder) segment(what string) (int, error) {
+	if len(d.data)-d.pos < 2 {
+		return 0, jpegCorrupt("%s is truncated", what)
 	}
-	return nil
+	l := d.get16() - 2
+	if l < 0 {
+		return 0, jpegCorrupt("bad %s length", what)
+	}
+	if len(d.data)-d.pos < l {
+		return 0, jpegCorrupt("%s is truncated", what)
+	}
+	return l, nil
 }
 
 func (d *jpegDecoder) get16() int {
@@ -428,11 +436,8 @@ func (d *jpegDecoder) processMarker(m byte) error {
 	case m == jpegNoMarker:
 		return jpegCorrupt("expected a marker")
 	case m == jpegDRI:
-		if err := d.need(4, "DRI segment"); err != nil {
-			return jpegCorrupt("%v", err)
-		}
-		if d.get16() != 4 {
-			return jpegCorrupt("bad DRI length")
+		if l, err := d.segment("DRI segment"); err != nil || l != 2 {
+			return cmp.Or(err, jpegCorrupt("bad DRI length"))
 		}
 		d.restartInterval = d.get16()
 		return nil
@@ -450,14 +455,11 @@ func (d *jpegDecoder) processMarker(m byte) error {
 }
 
 func (d *jpegDecoder) readDQT() error {
-	if err := d.need(2, "DQT segment"); err != nil {
-		return jpegCorrupt("%v", err)
+	l, err := d.segment("DQT segment")
+	if err != nil {
+		return err
 	}
-	l := d.get16() - 2
 	for l > 0 {
-		if err := d.need(1, "DQT segment"); err != nil {
-			return jpegCorrupt("%v", err)
-		}
 		q := d.get8()
 		precision, t := q>>4, int(q&15)
 		if precision > 1 {
@@ -467,8 +469,8 @@ func (d *jpegDecoder) readDQT() error {
 			return jpegCorrupt("bad DQT table %d", t)
 		}
 		n := 64 * (1 + int(precision))
-		if err := d.need(n, "DQT segment"); err != nil {
-			return jpegCorrupt("%v", err)
+		if l < n+1 {
+			return jpegCorrupt("bad DQT length")
 		}
 		for i := range 64 {
 			v := uint16(d.get8())
@@ -486,13 +488,13 @@ func (d *jpegDecoder) readDQT() error {
 }
 
 func (d *jpegDecoder) readDHT() error {
-	if err := d.need(2, "DHT segment"); err != nil {
-		return jpegCorrupt("%v", err)
+	l, err := d.segment("DHT segment")
+	if err != nil {
+		return err
 	}
-	l := d.get16() - 2
 	for l > 0 {
-		if err := d.need(17, "DHT segment"); err != nil {
-			return jpegCorrupt("%v", err)
+		if l < 17 {
+			return jpegCorrupt("bad DHT length")
 		}
 		q := d.get8()
 		class, th := int(q>>4), int(q&15)
@@ -517,8 +519,8 @@ func (d *jpegDecoder) readDHT() error {
 		if err := h.build(&counts); err != nil {
 			return jpegCorrupt("%v", err)
 		}
-		if err := d.need(n, "DHT segment"); err != nil {
-			return jpegCorrupt("%v", err)
+		if l < n {
+			return jpegCorrupt("bad DHT length")
 		}
 		for i := range n {
 			h.values[i] = d.get8()
@@ -534,16 +536,9 @@ func (d *jpegDecoder) readDHT() error {
 // readAPP skips an APPn or COM segment, noting a JFIF APP0 and an Adobe
 // APP14's colour transform on the way.
 func (d *jpegDecoder) readAPP(m byte) error {
-	if err := d.need(2, "APP segment"); err != nil {
-		return jpegCorrupt("%v", err)
-	}
-	l := d.get16()
-	if l < 2 {
-		return jpegCorrupt("bad APP/COM length %d", l)
-	}
-	l -= 2
-	if err := d.need(l, "APP/COM segment"); err != nil {
-		return jpegCorrupt("%v", err)
+	l, err := d.segment("APP/COM segment")
+	if err != nil {
+		return err
 	}
 	switch {
 	case m == jpegAPP0 && l >= 5:
@@ -562,11 +557,11 @@ func (d *jpegDecoder) readAPP(m byte) error {
 // readFrame reads the SOF segment, checks the pixel limit and allocates
 // the planes (and the progressive coefficients).
 func (d *jpegDecoder) readFrame(maxPixels int) error {
-	if err := d.need(8, "frame header"); err != nil {
-		return jpegCorrupt("%v", err)
+	l, err := d.segment("frame header")
+	if err != nil {
+		return err
 	}
-	lf := d.get16()
-	if lf < 11 {
+	if l < 9 {
 		return jpegCorrupt("bad SOF length")
 	}
 	if p := d.get8(); p != 8 {
@@ -581,11 +576,8 @@ func (d *jpegDecoder) readFrame(maxPixels int) error {
 	if c != 1 && c != 3 && c != 4 {
 		return jpegCorrupt("bad component count %d", c)
 	}
-	if lf != 8+3*c {
+	if l != 6+3*c {
 		return jpegCorrupt("bad SOF length")
-	}
-	if err := d.need(3*c, "frame header"); err != nil {
-		return jpegCorrupt("%v", err)
 	}
 	d.comps = make([]jpegComponent, c)
 	d.hMax, d.vMax = 1, 1
@@ -650,14 +642,10 @@ func (d *jpegDecoder) readScans() error {
 				m = d.getMarker()
 			}
 		case m == jpegDNL:
-			if err := d.need(4, "DNL segment"); err != nil {
-				return jpegCorrupt("%v", err)
+			if l, err := d.segment("DNL segment"); err != nil || l != 2 {
+				return cmp.Or(err, jpegCorrupt("bad DNL length"))
 			}
-			ld, nl := d.get16(), d.get16()
-			if ld != 4 {
-				return jpegCorrupt("bad DNL length")
-			}
-			if nl != d.height {
+			if nl := d.get16(); nl != d.height {
 				return jpegCorrupt("DNL height %d is not the frame's %d", nl, d.height)
 			}
 			m = d.getMarker()
@@ -701,19 +689,19 @@ func (d *jpegDecoder) skipJunk() byte {
 }
 
 func (d *jpegDecoder) readScanHeader() error {
-	if err := d.need(3, "scan header"); err != nil {
-		return jpegCorrupt("%v", err)
+	l, err := d.segment("scan header")
+	if err != nil {
+		return err
 	}
-	ls := d.get16()
+	if l < 1 {
+		return jpegCorrupt("bad SOS length")
+	}
 	n := int(d.get8())
 	if n < 1 || n > 4 || n > len(d.comps) {
 		return jpegCorrupt("bad scan component count %d", n)
 	}
-	if ls != 6+2*n {
+	if l != 4+2*n {
 		return jpegCorrupt("bad SOS length")
-	}
-	if err := d.need(2*n+3, "scan header"); err != nil {
-		return jpegCorrupt("%v", err)
 	}
 	d.scan = d.scan[:0]
 	for range n {
@@ -859,20 +847,27 @@ func (d *jpegDecoder) decodeScan() error {
 	return nil
 }
 
-// fitsInt16 reports whether a*b fits in an int16.
-func fitsInt16(a, b int32) bool {
-	p := int64(a) * int64(b)
-	return p >= -1<<15 && p < 1<<15
-}
-
-// addDC adds diff to the component's DC prediction, refusing int32 overflow.
-func (d *jpegDecoder) addDC(n int, diff int32) (int32, error) {
-	sum := int64(d.comps[n].dcPred) + int64(diff)
-	if sum != int64(int32(sum)) {
+// decodeDC decodes component n's next DC difference, updates its
+// prediction and returns the DC value times scale (the quantizer step, or
+// 2^Al in a progressive scan), refusing values int16 cannot hold.
+func (d *jpegDecoder) decodeDC(n int, scale int32) (int16, error) {
+	t := d.huffDecode(&d.huffDC[d.comps[n].hd])
+	if t < 0 || t > 15 {
+		return 0, jpegCorrupt("bad Huffman code")
+	}
+	var diff int32
+	if t != 0 {
+		diff = d.receiveExtend(t)
+	}
+	dc := int64(d.comps[n].dcPred) + int64(diff)
+	if dc != int64(int32(dc)) {
 		return 0, jpegCorrupt("DC prediction overflows")
 	}
-	d.comps[n].dcPred = int32(sum)
-	return int32(sum), nil
+	d.comps[n].dcPred = int32(dc)
+	if p := dc * int64(scale); p < -1<<15 || p >= 1<<15 {
+		return 0, jpegCorrupt("DC coefficient overflows")
+	}
+	return int16(dc * int64(scale)), nil
 }
 
 // decodeBlock decodes one sequential block of component n, dequantized, in
@@ -883,32 +878,20 @@ func (d *jpegDecoder) decodeBlock(data *[64]int16, n int) error {
 	if d.codeBits < 16 {
 		d.grow()
 	}
-	t := d.huffDecode(&d.huffDC[comp.hd])
-	if t < 0 || t > 15 {
-		return jpegCorrupt("bad Huffman code")
-	}
-	*data = [64]int16{}
-	var diff int32
-	if t != 0 {
-		diff = d.receiveExtend(t)
-	}
-	dc, err := d.addDC(n, diff)
+	dc, err := d.decodeDC(n, int32(dq[0]))
 	if err != nil {
 		return err
 	}
-	if !fitsInt16(dc, int32(dq[0])) {
-		return jpegCorrupt("DC coefficient overflows")
-	}
-	data[0] = int16(dc * int32(dq[0]))
+	*data = [64]int16{}
+	data[0] = dc
 	ac := &d.huffAC[comp.ha]
 	for k := 1; k < 64; {
-		rs := d.huffDecode(ac)
-		if rs < 0 {
-			return jpegCorrupt("bad Huffman code")
+		r, s, err := d.decodeRunSize(ac)
+		if err != nil {
+			return err
 		}
-		s, r := rs&15, rs>>4
 		if s == 0 {
-			if rs != 0xf0 {
+			if r != 15 {
 				break // end of block
 			}
 			k += 16
@@ -936,23 +919,12 @@ func (d *jpegDecoder) decodeBlockProgDC(data *[64]int16, n int) error {
 		}
 		return nil
 	}
-	*data = [64]int16{}
-	t := d.huffDecode(&d.huffDC[d.comps[n].hd])
-	if t < 0 || t > 15 {
-		return jpegCorrupt("bad Huffman code")
-	}
-	var diff int32
-	if t != 0 {
-		diff = d.receiveExtend(t)
-	}
-	dc, err := d.addDC(n, diff)
+	dc, err := d.decodeDC(n, 1<<d.succLow)
 	if err != nil {
 		return err
 	}
-	if !fitsInt16(dc, 1<<d.succLow) {
-		return jpegCorrupt("DC coefficient overflows")
-	}
-	data[0] = int16(dc * (1 << d.succLow))
+	*data = [64]int16{}
+	data[0] = dc
 	return nil
 }
 
@@ -967,6 +939,25 @@ func (d *jpegDecoder) refine(p *int16, bit int16) {
 	}
 }
 
+// decodeRunSize decodes an AC symbol: a run r of zero coefficients and the
+// size s of the next one's magnitude.
+func (d *jpegDecoder) decodeRunSize(h *jpegHuffman) (r, s int, err error) {
+	rs := d.huffDecode(h)
+	if rs < 0 {
+		return 0, 0, jpegCorrupt("bad Huffman code")
+	}
+	return rs >> 4, rs & 15, nil
+}
+
+// startEOBRun reads an end-of-band run of 2^r plus the next r bits blocks,
+// counting the current one (T.81 G.1.2.2).
+func (d *jpegDecoder) startEOBRun(r int) {
+	d.eobRun = 1<<r - 1
+	if r != 0 {
+		d.eobRun += d.getBits(r)
+	}
+}
+
 // decodeBlockProgAC decodes a progressive AC scan's bits for one block.
 func (d *jpegDecoder) decodeBlockProgAC(data *[64]int16, h *jpegHuffman) error {
 	if d.specStart == 0 {
@@ -978,18 +969,13 @@ func (d *jpegDecoder) decodeBlockProgAC(data *[64]int16, h *jpegHuffman) error {
 			return nil
 		}
 		for k := d.specStart; k <= d.specEnd; {
-			rs := d.huffDecode(h)
-			if rs < 0 {
-				return jpegCorrupt("bad Huffman code")
+			r, s, err := d.decodeRunSize(h)
+			if err != nil {
+				return err
 			}
-			s, r := rs&15, rs>>4
 			if s == 0 {
 				if r < 15 {
-					d.eobRun = 1 << r
-					if r != 0 {
-						d.eobRun += d.getBits(r)
-					}
-					d.eobRun--
+					d.startEOBRun(r)
 					break
 				}
 				k += 16
@@ -1013,18 +999,14 @@ func (d *jpegDecoder) decodeBlockProgAC(data *[64]int16, h *jpegHuffman) error {
 		return nil
 	}
 	for k := d.specStart; k <= d.specEnd; {
-		rs := d.huffDecode(h)
-		if rs < 0 {
-			return jpegCorrupt("bad Huffman code")
+		r, s, err := d.decodeRunSize(h)
+		if err != nil {
+			return err
 		}
-		s, r := rs&15, rs>>4
 		var value int16
 		if s == 0 {
 			if r < 15 {
-				d.eobRun = 1<<r - 1
-				if r != 0 {
-					d.eobRun += d.getBits(r)
-				}
+				d.startEOBRun(r)
 				r = 64 // the rest of the band only refines
 			}
 		} else {
