@@ -267,11 +267,11 @@ func (d *gifDecoder) readRaster(x, y, w, h int, interlaced bool) error {
 				return gifCorrupt("raster does not start with a clear code")
 			}
 			if oldCode >= 0 {
+				if avail >= len(codes) {
+					return gifCorrupt("too many LZW codes without a clear code")
+				}
 				p := &codes[avail]
 				avail++
-				if avail > 2*gifMaxCodes {
-					return gifCorrupt("too many LZW codes")
-				}
 				p.prefix = int16(oldCode)
 				p.first = codes[oldCode].first
 				p.suffix = codes[code].first

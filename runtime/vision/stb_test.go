@@ -199,6 +199,57 @@ func TestDecodeJPEGRefusesBadFiles(t *testing.T) {
 	checkRefusals(t, tests)
 }
 
+// gifWithCodes returns a 64x64 GIF whose raster is the clear code followed
+// by n codes for pixel 0, packed at the code widths a decoder uses.
+func gifWithCodes(n int) []byte {
+	const minCodeSize, clear = 2, 4
+	var raster []byte
+	acc, accBits := 0, 0
+	emit := func(code, width int) {
+		acc |= code << accBits
+		for accBits += width; accBits >= 8; accBits -= 8 {
+			raster = append(raster, byte(acc))
+			acc >>= 8
+		}
+	}
+	width, avail := minCodeSize+1, clear+2
+	emit(clear, width)
+	for i := range n {
+		emit(0, width)
+		if i > 0 { // the first code after a clear defines no string
+			avail++
+		}
+		if avail&(1<<width-1) == 0 && avail <= 0xfff {
+			width++
+		}
+	}
+	emit(clear+1, width)
+	if accBits > 0 {
+		raster = append(raster, byte(acc))
+	}
+	out := []byte("GIF89a\x40\x00\x40\x00\x81\x00\x00\x11\x22\x33\xff\xff\xff\x00\x00\x00\xff\xff\xff")
+	out = append(out, 0x2c, 0, 0, 0, 0, 0x40, 0, 0x40, 0, 0, minCodeSize)
+	for len(raster) > 0 {
+		k := min(len(raster), 255)
+		out = append(append(out, byte(k)), raster[:k]...)
+		raster = raster[k:]
+	}
+	return append(out, 0, ';')
+}
+
+// TestDecodeGIFLongRaster decodes a raster that stays within the LZW table
+// (as stb_image does): the first 4096 of its 5000 pixels of palette entry 0
+// fill the 64x64 screen, the rest are dropped.
+func TestDecodeGIFLongRaster(t *testing.T) {
+	img, _, err := Decode(gifWithCodes(5000), DecodeLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(bytes.Repeat([]byte{0x11, 0x22, 0x33}, 64*64), img.Pix); diff != "" {
+		t.Errorf("pixels (-want +got):\n%s", diff)
+	}
+}
+
 func TestDecodeGIFRefusesBadFiles(t *testing.T) {
 	rect := readTestdata(t, "gif.rect-transparent-bg.7x5.gif")
 	desc := bytes.IndexByte(rect[13+3*4:], 0x2c) + 13 + 3*4 // after the 4-entry global palette and the GCE
@@ -213,6 +264,7 @@ func TestDecodeGIFRefusesBadFiles(t *testing.T) {
 		{"the frame leaves the screen", patched(rect, desc+5, 7), ErrCorrupt},
 		{"LZW code size 13", patched(rect, desc+10, 13), ErrCorrupt},
 		{"the raster does not start with a clear code", withoutClear, ErrCorrupt},
+		{"more than 8192 LZW codes without a clear code", gifWithCodes(8200), ErrCorrupt},
 		{"no image before the trailer", []byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"), ErrCorrupt},
 		{"zero width", patched(rect, 6, 0, 0), ErrEmptyImage},
 		{"a 60000x60000 screen", patched(rect, 6, 0x60, 0xea, 0x60, 0xea), ErrTooLarge},
