@@ -87,6 +87,11 @@ var jpegDezigzag = [64 + 15]uint8{
 	63, 63, 63, 63, 63, 63, 63,
 }
 
+// jpegMaxScans bounds the scans of one image: each one walks every block,
+// so a small file of many near-empty scans would otherwise cost time in
+// proportion to scans x pixels. Encoders write at most a few dozen.
+const jpegMaxScans = 256
+
 // jpegFastBits is the width of a Huffman table's direct lookup.
 const jpegFastBits = 9
 
@@ -624,10 +629,14 @@ func (d *jpegDecoder) readFrame(maxPixels int) error {
 // readScans decodes every scan up to EOI, then runs the progressive IDCT.
 func (d *jpegDecoder) readScans() error {
 	var endErr error // what ended the image before EOI, as stb_image stops there
+	scans := 0
 	m := d.getMarker()
 	for m != jpegEOI {
 		switch {
 		case m == jpegSOS:
+			if scans++; scans > jpegMaxScans {
+				return jpegCorrupt("more than %d scans", jpegMaxScans)
+			}
 			if err := d.readScanHeader(); err != nil {
 				return err
 			}

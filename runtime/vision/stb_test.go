@@ -171,6 +171,34 @@ func checkRefusals(t *testing.T, tests []refusal) {
 	}
 }
 
+// withScans returns a baseline JPEG with its one scan written n times.
+func withScans(t testing.TB, data []byte, n int) []byte {
+	sos := jpegSegment(t, data, jpegSOS)
+	eoi := len(data) - 2
+	out := bytes.Clone(data[:sos])
+	for range n {
+		out = append(out, data[sos:eoi]...)
+	}
+	return append(out, data[eoi:]...)
+}
+
+// TestDecodeJPEGRepeatedScan checks that a scan decoded again gives the same
+// pixels, and that the scan limit leaves room for it.
+func TestDecodeJPEGRepeatedScan(t *testing.T) {
+	data := readTestdata(t, "video-001.q50.444.jpeg")
+	want, _, err := Decode(data, DecodeLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := Decode(withScans(t, data, jpegMaxScans), DecodeLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pixels (-one scan +%d scans):\n%s", jpegMaxScans, diff)
+	}
+}
+
 func TestDecodeJPEGRefusesBadFiles(t *testing.T) {
 	base := readTestdata(t, "video-001.q50.420.jpeg")
 	prog := readTestdata(t, "video-001.q50.420.progressive.jpeg")
@@ -194,6 +222,7 @@ func TestDecodeJPEGRefusesBadFiles(t *testing.T) {
 		{"sampling factor 3 against 2", patched(patched(base, sof+11, 0x32), sof+14, 0x22), ErrCorrupt},
 		{"Huffman table class 2", patched(base, dht+4, 0x20), ErrCorrupt},
 		{"scan names an unknown component", patched(base, sos+5, 9), ErrCorrupt},
+		{"more scans than the limit", withScans(t, readTestdata(t, "video-001.q50.444.jpeg"), jpegMaxScans+1), ErrCorrupt},
 		{"sequential scan with a spectral start", patched(base, sos+4+2*3+1, 1), ErrCorrupt},
 	}
 	checkRefusals(t, tests)
