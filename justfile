@@ -158,6 +158,7 @@ fuzz t="30s":
     go test ./nodes/sample/grammar -run '^$' -fuzz '^FuzzSchema$' -fuzztime {{t}}
     go test ./nodes/sample/grammar -run '^$' -fuzz '^FuzzRegex$' -fuzztime {{t}}
     go test ./runtime/vision -run '^$' -fuzz FuzzPreprocess -fuzztime {{t}} -fuzzminimizetime 10x
+    go test ./runtime/vision -run '^$' -fuzz '^FuzzDecode$' -fuzztime {{t}}
     go test ./runtime/vision -run '^$' -fuzz FuzzParseImageURL -fuzztime {{t}}
 
 # CPU backend benchmarks (decode and prefill tokens/s on the bundled models).
@@ -252,3 +253,18 @@ e2e: build jaeger-build
 # LLAMA_ARGS=--no-repack where llama-server's repacked CPU kernels crash (they do on these VMs).
 serve-sbs model llama_server out=".cache/sbs": build
     NINFER_BIN={{bin}} suites/corpus/serving/sbs.sh {{model}} {{out}} {{llama_server}}
+
+# Rebuild tools/stbdump against llama.cpp's vendored stb_image (stb=DIR holding
+# stb_image.h) and regenerate the JPEG and GIF oracle hashes in
+# runtime/vision/testdata/stb/stb.sha256 (needs gcc).
+stb-golden stb="/work/llama/src/vendor/stb":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    mkdir -p .cache
+    gcc -O2 -I{{stb}} -o .cache/stbdump tools/stbdump/stbdump.c -lm
+    cd runtime/vision/testdata/stb
+    for f in *.jpeg *.gif; do
+        if out=$(../../../../.cache/stbdump "$f" | { read -r w h; printf '%sx%s ' "$w" "$h"; sha256sum | cut -d' ' -f1; }); then
+            echo "$f $out"
+        fi
+    done > stb.sha256

@@ -18,9 +18,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	_ "image/gif"  // registers GIF with image.DecodeConfig / image.Decode
-	_ "image/jpeg" // registers JPEG
-	_ "image/png"  // registers PNG
+	_ "image/png" // registers PNG with image.DecodeConfig / image.Decode
 
 	_ "golang.org/x/image/webp" // registers WebP
 )
@@ -66,10 +64,8 @@ var (
 // and the format's name ("png", "jpeg", "gif" or "webp"); every error wraps
 // one of ErrUnsupportedFormat, ErrEmptyImage, ErrTooLarge or ErrCorrupt.
 //
-// PNG and GIF are bit-exact with stb_image; JPEG goes through Go's
-// decoder, whose IDCT and chroma upsampling differ from stb_image's by a
-// few levels per pixel. stb_image has no WebP decoder; lossless WebP is
-// exact by construction.
+// PNG, JPEG (decodeJPEG) and GIF (decodeGIF) are bit-exact with stb_image
+// 2.30; stb_image has no WebP decoder (see docs/vision.md).
 func Decode(data []byte, lim DecodeLimits) (*RGB, string, error) {
 	maxPixels := lim.MaxPixels
 	if maxPixels <= 0 {
@@ -77,6 +73,14 @@ func Decode(data []byte, lim DecodeLimits) (*RGB, string, error) {
 	}
 	if len(data) == 0 {
 		return nil, "", fmt.Errorf("decode image: %w: no bytes", ErrCorrupt)
+	}
+	if isJPEG(data) {
+		img, err := decodeJPEG(data, maxPixels)
+		return img, "jpeg", err
+	}
+	if isGIF(data) {
+		img, err := decodeGIF(data, maxPixels)
+		return img, "gif", err
 	}
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if errors.Is(err, image.ErrFormat) {
@@ -88,12 +92,8 @@ func Decode(data []byte, lim DecodeLimits) (*RGB, string, error) {
 		}
 		return nil, format, fmt.Errorf("decode %s header: %w: %v", cmp.Or(format, "image"), ErrCorrupt, err)
 	}
-	if cfg.Width <= 0 || cfg.Height <= 0 {
-		return nil, format, fmt.Errorf("decode %s: %w: %dx%d", format, ErrEmptyImage, cfg.Width, cfg.Height)
-	}
-	if cfg.Width > maxPixels || cfg.Height > maxPixels/cfg.Width {
-		return nil, format, fmt.Errorf("decode %s: %w: %dx%d is more than %d pixels",
-			format, ErrTooLarge, cfg.Width, cfg.Height, maxPixels)
+	if err := checkSize(format, cfg.Width, cfg.Height, maxPixels); err != nil {
+		return nil, format, err
 	}
 	img, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
@@ -107,40 +107,19 @@ func Decode(data []byte, lim DecodeLimits) (*RGB, string, error) {
 		return nil, format, fmt.Errorf("decode %s: %w: frame %dx%d is larger than the header's %dx%d",
 			format, ErrCorrupt, b.Dx(), b.Dy(), cfg.Width, cfg.Height)
 	}
-	if m, ok := img.(*image.Paletted); ok && format == "gif" {
-		return gifCanvas(m, cfg, data), format, nil
-	}
 	return toRGB(img), format, nil
 }
 
-// gifCanvas places a GIF's first frame on its logical screen as stb_image
-// does: pixels the frame does not draw (outside its rectangle, or of its
-// transparent index) take the global palette's background colour when the
-// background index is above 0, black otherwise.
-func gifCanvas(frame *image.Paletted, cfg image.Config, data []byte) *RGB {
-	var bg [3]byte
-	const flagsAt, bgIndexAt = 10, 11 // in the logical screen descriptor
-	if global, ok := cfg.ColorModel.(color.Palette); ok && data[flagsAt]&0x80 != 0 {
-		if i := int(data[bgIndexAt]); i > 0 && i < len(global) {
-			r, g, b, _ := global[i].RGBA()
-			bg = [3]byte{byte(r >> 8), byte(g >> 8), byte(b >> 8)}
-		}
+// checkSize refuses a header's width x height when it is empty or over
+// maxPixels; decoders call it before allocating any pixel.
+func checkSize(format string, w, h, maxPixels int) error {
+	if w <= 0 || h <= 0 {
+		return fmt.Errorf("decode %s: %w: %dx%d", format, ErrEmptyImage, w, h)
 	}
-	out := &RGB{Width: cfg.Width, Height: cfg.Height, Pix: make([]byte, 3*cfg.Width*cfg.Height)}
-	for y := range cfg.Height {
-		for x := range cfg.Width {
-			px := bg
-			if (image.Point{x, y}).In(frame.Rect) {
-				if i := int(frame.ColorIndexAt(x, y)); i < len(frame.Palette) {
-					if _, _, _, a := frame.Palette[i].RGBA(); a != 0 {
-						px[0], px[1], px[2] = rgb8(frame.Palette[i])
-					}
-				}
-			}
-			copy(out.Pix[3*(y*cfg.Width+x):], px[:])
-		}
+	if w > maxPixels || h > maxPixels/w {
+		return fmt.Errorf("decode %s: %w: %dx%d is more than %d pixels", format, ErrTooLarge, w, h, maxPixels)
 	}
-	return out
+	return nil
 }
 
 // toRGB copies img into 8-bit RGB, dropping alpha without compositing.

@@ -101,21 +101,32 @@ func corruptLastChunk(data []byte) []byte {
 }
 
 // TestDecodeBombAllocatesLittle checks that refusing a PNG whose header
-// declares 20000x20000 (1.2 GB of RGB) allocates a few kilobytes at most.
+// declares 20000x20000 (1.2 GB of RGB), a JPEG whose frame header does and a
+// GIF with a 60000x60000 screen allocates a few kilobytes at most.
 func TestDecodeBombAllocatesLittle(t *testing.T) {
-	bomb := withPNGSize(t, smallPNG(t), 20000, 20000)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	const runs = 10
-	for range runs {
-		if _, _, err := Decode(bomb, DecodeLimits{}); !errors.Is(err, ErrTooLarge) {
-			t.Fatalf("Decode(bomb) = %v, want ErrTooLarge", err)
-		}
+	jpg := readTestdata(t, "video-001.q50.420.jpeg")
+	sof := jpegSegment(t, jpg, jpegSOF0)
+	bombs := map[string][]byte{
+		"png":  withPNGSize(t, smallPNG(t), 20000, 20000),
+		"jpeg": patched(jpg, sof+5, 20000>>8, 20000&0xff, 20000>>8, 20000&0xff),
+		"gif":  patched(readTestdata(t, "gif.interlaced.9x11.gif"), 6, 0x60, 0xea, 0x60, 0xea),
 	}
-	runtime.ReadMemStats(&after)
-	if perRun := (after.TotalAlloc - before.TotalAlloc) / runs; perRun > 64<<10 {
-		t.Errorf("refusing the bomb allocated %d bytes per call, want under 64 KiB", perRun)
+	for format, bomb := range bombs {
+		t.Run(format, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			const runs = 10
+			for range runs {
+				if _, _, err := Decode(bomb, DecodeLimits{}); !errors.Is(err, ErrTooLarge) {
+					t.Fatalf("Decode(bomb) = %v, want ErrTooLarge", err)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			if perRun := (after.TotalAlloc - before.TotalAlloc) / runs; perRun > 64<<10 {
+				t.Errorf("refusing the bomb allocated %d bytes per call, want under 64 KiB", perRun)
+			}
+		})
 	}
 }
 
@@ -250,10 +261,11 @@ func TestDigestKeysPixelsNotBytes(t *testing.T) {
 	}
 }
 
-// TestDecodeGIFFirstFrameOnItsScreen checks stb_image's canvas: a first
-// frame smaller than the logical screen is placed at its offset, and the
-// pixels it does not draw (outside it, or transparent) take the background
-// colour of the global palette.
+// TestDecodeGIFFirstFrameOnItsScreen checks stb_image's canvas (as
+// tools/stbdump prints it): a first frame smaller than the logical screen is
+// placed at its offset, its transparent pixels stay black, and the pixels it
+// does not reach take the global palette's background colour with red and
+// blue swapped.
 func TestDecodeGIFFirstFrameOnItsScreen(t *testing.T) {
 	pal := color.Palette{color.RGBA{0, 0, 0, 0}, color.RGBA{9, 8, 7, 255}, color.RGBA{200, 100, 0, 255}}
 	frame := image.NewPaletted(image.Rect(1, 0, 3, 1), pal)
@@ -272,12 +284,15 @@ func TestDecodeGIFFirstFrameOnItsScreen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bg := []byte{9, 8, 7}
+	bg := []byte{7, 8, 9}
 	var want []byte
 	for i := range 8 {
-		if i == 1 {
+		switch i {
+		case 1:
 			want = append(want, 200, 100, 0)
-		} else {
+		case 2:
+			want = append(want, 0, 0, 0)
+		default:
 			want = append(want, bg...)
 		}
 	}
