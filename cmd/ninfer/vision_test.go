@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"image"
+	"image/color"
+	"image/png"
 	"math"
 	"net/http"
 	"os"
@@ -333,39 +336,64 @@ func TestServeImagesMatchLlamaCpp(t *testing.T) {
 // TestServeImagePrefixCache: a second request with the same image reuses
 // the cached prompt (the hybrid model's message-end checkpoint, past the
 // image) and answers the same; one with another image reuses nothing past
-// the text before its image.
+// the text before its image. So it goes with a draft model (whose cache
+// share follows the target's prefix hits), answering as plain does; eagle3
+// and dflash answer as plain does with nothing cached (the engine turns
+// prefix caching off for a plan that carries $prev values).
 func TestServeImagePrefixCache(t *testing.T) {
 	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
 	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
 	dir := sharedPath(t, "golden", "images")
-	serverURL := serveForTest(t, "--model", model, "--mmproj", mmproj, "--model-id", "vl")
-	ask := func(image string) chatAnswer {
-		var out chatAnswer
-		parts := []any{map[string]any{"type": "text", "text": "What is this?"}}
-		if image != "" {
-			parts = append([]any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": dataURL(t, filepath.Join(dir, image))}}}, parts...)
-		}
-		body := map[string]any{"model": "vl", "max_tokens": 8, "temperature": 0, "ignore_eos": true, "messages": []any{
-			map[string]any{"role": "system", "content": "You describe images."},
-			map[string]any{"role": "user", "content": parts}}}
-		if code := postJSON(t, serverURL+"/v1/chat/completions", body, &out); code != 200 || len(out.Choices) != 1 {
-			t.Fatalf("status %d: %+v", code, out)
-		}
-		return out
-	}
-	first, again, other := ask("sq64.png"), ask("sq64.png"), ask("wide160x64.png")
-	t.Logf("prompt/cached tokens: first %d/%d, same image %d/%d, other image %d/%d", first.Usage.PromptTokens, first.Usage.PromptTokensDetails.CachedTokens,
-		again.Usage.PromptTokens, again.Usage.PromptTokensDetails.CachedTokens, other.Usage.PromptTokens, other.Usage.PromptTokensDetails.CachedTokens)
-	// The image's rows and its vision_start/vision_end markers.
-	imageTokens := first.Usage.PromptTokens - ask("").Usage.PromptTokens
-	if c := again.Usage.PromptTokensDetails.CachedTokens; first.Usage.PromptTokensDetails.CachedTokens != 0 || c <= imageTokens || c >= again.Usage.PromptTokens {
-		t.Errorf("same image: %d of %d prompt tokens cached, want the image's rows and more, short of the whole prompt", c, again.Usage.PromptTokens)
-	}
-	if diff := cmp.Diff(first.Choices[0].Message.Content, again.Choices[0].Message.Content); diff != "" {
-		t.Errorf("same image, answer (-first +again):\n%s", diff)
-	}
-	if c := other.Usage.PromptTokensDetails.CachedTokens; c >= again.Usage.PromptTokensDetails.CachedTokens-imageTokens {
-		t.Errorf("other image: %d prompt tokens cached, want none of the image's rows (the same image cached %d)", c, again.Usage.PromptTokensDetails.CachedTokens)
+	type answers struct{ first, again, other string }
+	var plain answers
+	graphs := append([]struct{ graph, drafter string }{{"plain", ""}}, drafterGraphs(t)...)
+	for _, g := range graphs {
+		t.Run(g.graph, func(t *testing.T) {
+			args := []string{"--model", model, "--mmproj", mmproj, "--model-id", "vl", "--graph", g.graph}
+			if g.drafter != "" {
+				args = append(args, "--model", "draft="+g.drafter)
+			}
+			serverURL := serveForTest(t, args...)
+			ask := func(image string) chatAnswer {
+				t.Helper()
+				var out chatAnswer
+				parts := []any{map[string]any{"type": "text", "text": "What is this?"}}
+				if image != "" {
+					parts = append([]any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": dataURL(t, filepath.Join(dir, image))}}}, parts...)
+				}
+				body := map[string]any{"model": "vl", "max_tokens": 8, "temperature": 0, "ignore_eos": true, "messages": []any{
+					map[string]any{"role": "system", "content": "You describe images."},
+					map[string]any{"role": "user", "content": parts}}}
+				if code := postJSON(t, serverURL+"/v1/chat/completions", body, &out); code != 200 || len(out.Choices) != 1 {
+					t.Fatalf("status %d: %+v", code, out)
+				}
+				return out
+			}
+			first, again, other := ask("sq64.png"), ask("sq64.png"), ask("wide160x64.png")
+			t.Logf("prompt/cached tokens: first %d/%d, same image %d/%d, other image %d/%d", first.Usage.PromptTokens, first.Usage.PromptTokensDetails.CachedTokens,
+				again.Usage.PromptTokens, again.Usage.PromptTokensDetails.CachedTokens, other.Usage.PromptTokens, other.Usage.PromptTokensDetails.CachedTokens)
+			// The image's rows and its vision_start/vision_end markers.
+			imageTokens := first.Usage.PromptTokens - ask("").Usage.PromptTokens
+			if carries := g.graph == "eagle3" || g.graph == "dflash"; carries {
+				if c := []int{first.Usage.PromptTokensDetails.CachedTokens, again.Usage.PromptTokensDetails.CachedTokens, other.Usage.PromptTokensDetails.CachedTokens}; c[0]+c[1]+c[2] != 0 {
+					t.Errorf("cached tokens %v, want none: prefix caching is off for a plan that carries $prev", c)
+				}
+			} else {
+				if c := again.Usage.PromptTokensDetails.CachedTokens; first.Usage.PromptTokensDetails.CachedTokens != 0 || c <= imageTokens || c >= again.Usage.PromptTokens {
+					t.Errorf("same image: %d of %d prompt tokens cached, want the image's rows and more, short of the whole prompt", c, again.Usage.PromptTokens)
+				}
+				if c := other.Usage.PromptTokensDetails.CachedTokens; c >= again.Usage.PromptTokensDetails.CachedTokens-imageTokens {
+					t.Errorf("other image: %d prompt tokens cached, want none of the image's rows (the same image cached %d)", c, again.Usage.PromptTokensDetails.CachedTokens)
+				}
+			}
+			got := answers{first.Choices[0].Message.Content, again.Choices[0].Message.Content, other.Choices[0].Message.Content}
+			if g.graph == "plain" {
+				plain = got
+			}
+			if diff := cmp.Diff(answers{plain.first, plain.first, plain.other}, got, cmp.AllowUnexported(answers{})); diff != "" {
+				t.Errorf("answers (-plain, the same image twice +%s):\n%s", g.graph, diff)
+			}
+		})
 	}
 }
 
@@ -425,8 +453,8 @@ func TestServeImageConversationHitsAtMessageEnds(t *testing.T) {
 // and accept tokens doing so. tiny-qwen35-vl has
 // no MTP block, so the test makes one with it (make_random_gguf.py's
 // tiny-qwen35-vl with n_nextn 1); the MTP head reads each image row's
-// hidden state with token 0's embedding, ngram drafts stop before image
-// rows (speculative.Lookup).
+// hidden state with <|image_pad|>'s embedding, ngram drafts stop before
+// image rows (speculative.Lookup).
 func TestRunSpeculationWithImages(t *testing.T) {
 	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
 	tool := sharedPath(t, "tools", "make_random_gguf.py")
@@ -485,5 +513,124 @@ func TestRunSpeculationWithImages(t *testing.T) {
 		if accepted[name] == 0 {
 			t.Errorf("%s accepted no drafts over the image prompts: the test did not speculate", name)
 		}
+	}
+}
+
+// makeVisionDraftModel writes a draft model for tiny-qwen35-vl into a
+// test folder: make_random_gguf.py's tiny-qwen3 (a dense model: 2 layers,
+// 1-D RoPE, no tower) with the Qwen vision special tokens, so its
+// vocabulary is tiny-qwen35-vl's (weights.SameVocabulary).
+func makeVisionDraftModel(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tiny-qwen3-vl-vocab-f32.gguf")
+	if out, err := exec.Command("/usr/bin/python3", sharedPath(t, "tools", "make_random_gguf.py"), "--preset", "tiny-qwen3",
+		"--param", "vision_specials=true", "-o", path).CombinedOutput(); err != nil {
+		t.Skipf("cannot make the draft model (python3 with numpy): %v\n%s", err, out)
+	}
+	return path
+}
+
+// drafterGraphs are the speculative graphs whose drafter is a model of
+// its own, each with a drafter that fits tiny-qwen35-vl: a draft model of
+// its vocabulary, and the tiny-qwen3 EAGLE-3 and DFlash drafters (width
+// 64, target layers 0 and 1, the output head's 2048 rows), which read
+// tiny-qwen35-vl's tapped hidden states as they read tiny-qwen3's.
+func drafterGraphs(t *testing.T) []struct{ graph, drafter string } {
+	return []struct{ graph, drafter string }{
+		{"draft", makeVisionDraftModel(t)},
+		{"eagle3", sharedPath(t, "models", "tiny-qwen3-eagle3-f32.gguf")},
+		{"dflash", sharedPath(t, "models", "tiny-qwen3-dflash-f32.gguf")},
+	}
+}
+
+// Speculation with images through a drafter of its own: draft (a
+// separate draft model fed <|image_pad|> at the image rows), eagle3 and
+// dflash (reading the image rows' tapped hidden states beside
+// <|image_pad|>'s embedding) give, at temperature 0, llama.cpp's 32
+// greedy ids for every image prompt of the vision golden, and on an image
+// the golden lacks (made here) the ids of plain with the tower; each of
+// them drafts doing so.
+func TestRunDrafterGraphsWithImages(t *testing.T) {
+	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
+	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	dir := sharedPath(t, "golden")
+	g := readVisionGolden(t, dir)
+	stripes := filepath.Join(t.TempDir(), "stripes.png")
+	writeStripes(t, stripes, 130, 70)
+	run := func(t *testing.T, graph, drafter, prompt string, images ...string) (ids []int32, drafted int) {
+		t.Helper()
+		args := []string{"run", "--json", "--model", model, "--mmproj", mmproj, "--graph", graph, "--prompt", prompt,
+			"--max-tokens", "32", "--temperature", "0", "--ignore-eos", "--threads", "2"}
+		if drafter != "" {
+			args = append(args, "--model", "draft="+drafter)
+		}
+		for _, img := range images {
+			args = append(args, "--image", img)
+		}
+		code, stdout, stderr := runCLI(args...)
+		if code != 0 {
+			t.Fatalf("graph %s: exit %d: %s", graph, code, stderr)
+		}
+		var out struct {
+			IDs         []int32 `json:"ids"`
+			Speculative *struct {
+				Drafted int `json:"drafted_tokens"`
+			} `json:"speculative"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.Speculative != nil {
+			drafted = out.Speculative.Drafted
+		}
+		return out.IDs, drafted
+	}
+	const stripesPrompt = "<|im_start|>user\n<__media__>What is this?<|im_end|>\n<|im_start|>assistant\n"
+	plainStripes, _ := run(t, "plain", "", stripesPrompt, stripes)
+	for _, d := range drafterGraphs(t) {
+		t.Run(d.graph, func(t *testing.T) {
+			drafted, cases := 0, 0
+			for _, r := range g.Results {
+				if len(r.Images) == 0 || r.Prompt == "" {
+					continue
+				}
+				var images []string
+				for _, img := range r.Images {
+					images = append(images, filepath.Join(dir, "images", img))
+				}
+				got, n := run(t, d.graph, d.drafter, r.Prompt, images...)
+				if diff := cmp.Diff(r.Generated, got); diff != "" {
+					t.Errorf("%s: greedy ids (-llama.cpp +%s):\n%s", r.ID, d.graph, diff)
+				}
+				drafted, cases = drafted+n, cases+1
+			}
+			got, n := run(t, d.graph, d.drafter, stripesPrompt, stripes)
+			if diff := cmp.Diff(plainStripes, got); diff != "" {
+				t.Errorf("stripes.png: greedy ids (-plain +%s):\n%s", d.graph, diff)
+			}
+			t.Logf("%d golden image cases and stripes.png: %d tokens drafted", cases, drafted+n)
+			if cases < 5 || drafted+n == 0 {
+				t.Errorf("%d golden image cases, %d tokens drafted: the test did not speculate over images", cases, drafted+n)
+			}
+		})
+	}
+}
+
+// writeStripes writes a w x h PNG of diagonal colour stripes to path.
+func writeStripes(t *testing.T, path string, w, h int) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			v := uint8((x + 2*y) * 7)
+			img.Set(x, y, color.RGBA{v, 255 - v, uint8(x * 255 / w), 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -21,6 +21,9 @@ type modelLoop struct {
 	loop *plan.Loop
 	dev  *modelDevice
 	runs uint64 // steps that drafted, for eviction order
+	// image is the token the model is fed at an image row (node.FedToken):
+	// it sees the placeholder the prompt holds there, not the pixels.
+	image int32
 }
 
 // ModelAlias implements exec.ModelBinder.
@@ -107,7 +110,9 @@ func (m *modelLoop) Attach(d exec.ModelDevice) { m.dev = d.(*modelDevice) }
 // wanting want[j] drafts): each is fed the tokens of its history that the
 // cache lacks, its cache first rolled back to the longest prefix of its
 // cached tokens the history still holds, short of its last token, which
-// every first pass feeds. A sequence whose drafts do not fit the cache,
+// every first pass feeds. An image row is fed m.image at its 1-D position
+// (its index in the history); the cache keeps the row's key, so that a
+// sequence with another image there is fed again from that row. A sequence whose drafts do not fit the cache,
 // even after evicting every sequence idle in this step, least recently
 // drafting first, drops out. It returns the pass's batch, the hc rows it
 // drafts for, and each one's block table.
@@ -131,7 +136,7 @@ func (m *modelLoop) firstPass(hc *hostStep, active, want []int) (*exec.Batch, []
 		}
 		b.Tables = append(b.Tables, s.Seq.Blocks)
 		for pos := p; pos < len(h); pos++ {
-			b.Tokens = append(b.Tokens, h[pos])
+			b.Tokens = append(b.Tokens, node.FedToken(h[pos], m.image))
 			b.Positions = append(b.Positions, int32(pos))
 			b.RowSeq = append(b.RowSeq, int32(len(b.Tables)-1))
 		}
