@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -14,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -346,6 +349,7 @@ func TestServeImagePrefixCache(t *testing.T) {
 	dir := sharedPath(t, "golden", "images")
 	type answers struct{ first, again, other string }
 	var plain answers
+	var plainTogether []string // plain's answers to three requests at once
 	graphs := append([]struct{ graph, drafter string }{{"plain", ""}}, drafterGraphs(t)...)
 	for _, g := range graphs {
 		t.Run(g.graph, func(t *testing.T) {
@@ -354,17 +358,20 @@ func TestServeImagePrefixCache(t *testing.T) {
 				args = append(args, "--model", "draft="+g.drafter)
 			}
 			serverURL := serveForTest(t, args...)
-			ask := func(image string) chatAnswer {
-				t.Helper()
-				var out chatAnswer
+			var err error
+			request := func(image string) map[string]any {
 				parts := []any{map[string]any{"type": "text", "text": "What is this?"}}
 				if image != "" {
 					parts = append([]any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": dataURL(t, filepath.Join(dir, image))}}}, parts...)
 				}
-				body := map[string]any{"model": "vl", "max_tokens": 8, "temperature": 0, "ignore_eos": true, "messages": []any{
+				return map[string]any{"model": "vl", "max_tokens": 8, "temperature": 0, "ignore_eos": true, "messages": []any{
 					map[string]any{"role": "system", "content": "You describe images."},
 					map[string]any{"role": "user", "content": parts}}}
-				if code := postJSON(t, serverURL+"/v1/chat/completions", body, &out); code != 200 || len(out.Choices) != 1 {
+			}
+			ask := func(image string) chatAnswer {
+				t.Helper()
+				var out chatAnswer
+				if code := postJSON(t, serverURL+"/v1/chat/completions", request(image), &out); code != 200 || len(out.Choices) != 1 {
 					t.Fatalf("status %d: %+v", code, out)
 				}
 				return out
@@ -393,8 +400,51 @@ func TestServeImagePrefixCache(t *testing.T) {
 			if diff := cmp.Diff(answers{plain.first, plain.first, plain.other}, got, cmp.AllowUnexported(answers{})); diff != "" {
 				t.Errorf("answers (-plain, the same image twice +%s):\n%s", g.graph, diff)
 			}
+			// Three images at once: one step drafts for three sequences with
+			// images (the draft model's cache holds a share of each).
+			batch := []string{"sq64.png", "wide160x64.png", "tall75x100.png"}
+			bodies := make([][]byte, len(batch))
+			for i, img := range batch {
+				if bodies[i], err = json.Marshal(request(img)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			together, errs := make([]string, len(batch)), make([]error, len(batch))
+			var wg sync.WaitGroup
+			for i := range batch {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					together[i], errs[i] = chatContent(serverURL, bodies[i])
+				}()
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			if g.graph == "plain" {
+				plainTogether = together
+			}
+			if diff := cmp.Diff(plainTogether, together); diff != "" {
+				t.Errorf("three images at once, answers (-plain +%s):\n%s", g.graph, diff)
+			}
 		})
 	}
+}
+
+// chatContent posts a chat completion body to serverURL and returns the
+// answer's content (usable from any goroutine).
+func chatContent(serverURL string, body []byte) (string, error) {
+	resp, err := http.Post(serverURL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var out chatAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 || len(out.Choices) != 1 {
+		return "", fmt.Errorf("status %d, %d choices, decoding: %v", resp.StatusCode, len(out.Choices), err)
+	}
+	return out.Choices[0].Message.Content, nil
 }
 
 // TestServeImageConversationHitsAtMessageEnds: two conversations that
