@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/ninfer/ninfer-go/runtime/weights"
 	"github.com/ninfer/ninfer-go/suites/golden"
 )
 
@@ -529,23 +531,8 @@ func TestRunSpeculationWithImages(t *testing.T) {
 			for _, img := range r.Images {
 				args = append(args, "--image", filepath.Join(dir, "images", img))
 			}
-			code, stdout, stderr := runCLI(args...)
-			if code != 0 {
-				t.Fatalf("%s, graph %s: exit %d: %s", r.ID, graph, code, stderr)
-			}
-			var out struct {
-				IDs         []int32 `json:"ids"`
-				Speculative *struct {
-					Accepted int `json:"accepted_tokens"`
-				} `json:"speculative"`
-			}
-			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
-				t.Fatal(err)
-			}
-			if out.Speculative != nil {
-				accepted = out.Speculative.Accepted
-			}
-			return out.IDs, accepted
+			ids, accepted, _ = runSpeculative(t, args...)
+			return ids, accepted
 		}
 		want, _ := run("vision")
 		if len(want) != 32 {
@@ -564,6 +551,30 @@ func TestRunSpeculationWithImages(t *testing.T) {
 			t.Errorf("%s accepted no drafts over the image prompts: the test did not speculate", name)
 		}
 	}
+}
+
+// runSpeculative runs `ninfer run --json` with args: the generated ids and
+// the speculative counters (zero without speculation).
+func runSpeculative(t *testing.T, args ...string) (ids []int32, accepted, drafted int) {
+	t.Helper()
+	code, stdout, stderr := runCLI(args...)
+	if code != 0 {
+		t.Fatalf("run %v: exit %d: %s", args, code, stderr)
+	}
+	var out struct {
+		IDs         []int32 `json:"ids"`
+		Speculative *struct {
+			Accepted int `json:"accepted_tokens"`
+			Drafted  int `json:"drafted_tokens"`
+		} `json:"speculative"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Speculative != nil {
+		accepted, drafted = out.Speculative.Accepted, out.Speculative.Drafted
+	}
+	return out.IDs, accepted, drafted
 }
 
 // makeVisionDraftModel writes a draft model for tiny-qwen35-vl into a
@@ -617,23 +628,8 @@ func TestRunDrafterGraphsWithImages(t *testing.T) {
 		for _, img := range images {
 			args = append(args, "--image", img)
 		}
-		code, stdout, stderr := runCLI(args...)
-		if code != 0 {
-			t.Fatalf("graph %s: exit %d: %s", graph, code, stderr)
-		}
-		var out struct {
-			IDs         []int32 `json:"ids"`
-			Speculative *struct {
-				Drafted int `json:"drafted_tokens"`
-			} `json:"speculative"`
-		}
-		if err := json.Unmarshal([]byte(stdout), &out); err != nil {
-			t.Fatal(err)
-		}
-		if out.Speculative != nil {
-			drafted = out.Speculative.Drafted
-		}
-		return out.IDs, drafted
+		ids, _, drafted = runSpeculative(t, args...)
+		return ids, drafted
 	}
 	const stripesPrompt = "<|im_start|>user\n<__media__>What is this?<|im_end|>\n<|im_start|>assistant\n"
 	plainStripes, _ := run(t, "plain", "", stripesPrompt, stripes)
@@ -682,5 +678,166 @@ func writeStripes(t *testing.T, path string, w, h int) {
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// writeHFVisionFolder writes the mmproj GGUF at path as the vision tower of
+// a Hugging Face Qwen3.5 checkpoint folder in dir, inverting llama.cpp's
+// converter: config.json (vision_config, text_config), preprocessor_config.json
+// (image mean and std), model.safetensors with the model.visual.* tensors
+// (the two Conv2D patch kernels joined into the Conv3D [E, 3, 2, p, p])
+// beside a text-model, an lm_head and an MTP tensor that the tower leaves out.
+func writeHFVisionFolder(t *testing.T, path, dir string) {
+	t.Helper()
+	f, err := weights.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	u := func(key string) uint64 {
+		v, err := f.Uint(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	floats := func(key string) []float32 {
+		v, err := f.Float32s(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	eps, err := f.Float("clip.vision.attention.layer_norm_epsilon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := u("clip.vision.image_size") / u("clip.vision.patch_size")
+	config := map[string]any{
+		"architectures": []string{"Qwen3_5ForConditionalGeneration"}, "model_type": "qwen3_5",
+		"text_config": map[string]any{"hidden_size": u("clip.vision.projection_dim"), "rms_norm_eps": eps},
+		"vision_config": map[string]any{"hidden_size": u("clip.vision.embedding_length"), "intermediate_size": u("clip.vision.feed_forward_length"),
+			"depth": u("clip.vision.block_count"), "num_heads": u("clip.vision.attention.head_count"), "patch_size": u("clip.vision.patch_size"),
+			"spatial_merge_size": u("clip.vision.spatial_merge_size"), "num_position_embeddings": side * side,
+			"out_hidden_size": u("clip.vision.projection_dim"), "deepstack_visual_indexes": []int{}},
+	}
+	pre := map[string]any{"image_mean": floats("clip.vision.image_mean"), "image_std": floats("clip.vision.image_std")}
+	for name, v := range map[string]any{"config.json": config, "preprocessor_config.json": pre} {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hfNames := map[string]string{"ln1": "norm1", "attn_qkv": "attn.qkv", "attn_out": "attn.proj", "ln2": "norm2",
+		"ffn_up": "mlp.linear_fc1", "ffn_down": "mlp.linear_fc2"}
+	outside := map[string]string{"v.patch_embd.bias": "patch_embed.proj.bias", "v.position_embd.weight": "pos_embed.weight",
+		"v.post_ln.weight": "merger.norm.weight", "v.post_ln.bias": "merger.norm.bias", "mm.0.weight": "merger.linear_fc1.weight",
+		"mm.0.bias": "merger.linear_fc1.bias", "mm.2.weight": "merger.linear_fc2.weight", "mm.2.bias": "merger.linear_fc2.bias"}
+	pytorch := func(t *weights.Tensor) []int { // ggml order reversed
+		s := slices.Clone(t.Shape)
+		slices.Reverse(s)
+		return s
+	}
+	var out []*weights.SafeTensor
+	for _, gt := range f.Tensors {
+		var name string
+		switch rest, isBlock := strings.CutPrefix(gt.Name, "v.blk."); {
+		case gt.Name == "v.patch_embd.weight.1":
+			continue // joined with v.patch_embd.weight
+		case gt.Name == "v.patch_embd.weight":
+			second, err := f.Tensor("v.patch_embd.weight.1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, e := gt.Shape[0], gt.Shape[3]
+			plane := p * p * 4
+			data := make([]byte, 0, 2*len(gt.Data))
+			for ec := range e * 3 {
+				data = append(data, gt.Data[ec*plane:(ec+1)*plane]...)
+				data = append(data, second.Data[ec*plane:(ec+1)*plane]...)
+			}
+			out = append(out, &weights.SafeTensor{Name: "model.visual.patch_embed.proj.weight", DType: "F32", Shape: []int{e, 3, 2, p, p}, Data: data})
+			continue
+		case isBlock:
+			layer, part, _ := strings.Cut(rest, ".")
+			kind, suffix, _ := strings.Cut(part, ".")
+			name = "blocks." + layer + "." + hfNames[kind] + "." + suffix
+		default:
+			name = outside[gt.Name]
+		}
+		if name == "" || strings.Contains(name, "..") {
+			t.Fatalf("tensor %s has no Hugging Face name", gt.Name)
+		}
+		out = append(out, &weights.SafeTensor{Name: "model.visual." + name, DType: "F32", Shape: pytorch(gt), Data: gt.Data})
+	}
+	for _, name := range []string{"model.language_model.embed_tokens.weight", "lm_head.weight", "mtp.fc.weight"} {
+		out = append(out, &weights.SafeTensor{Name: name, DType: "F32", Shape: []int{2, 4}, Data: make([]byte, 32)})
+	}
+	var buf bytes.Buffer
+	if err := weights.WriteSafetensors(&buf, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// --mmproj DIR reads a Hugging Face checkpoint folder's vision tower as
+// llama.cpp's converter would write it: the tiny mmproj written as a
+// Qwen3.5 folder gives, for every golden image case, the same chunks
+// (image embedding checksums to the last bit) and ids as the GGUF, and
+// graph check --mmproj DIR accepts the vision graph.
+func TestMMProjFromHFFolder(t *testing.T) {
+	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
+	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	dir := sharedPath(t, "golden")
+	folder := filepath.Join(t.TempDir(), "Qwen3.5-tiny")
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeHFVisionFolder(t, mmproj, folder)
+	type result struct {
+		IDs    []int32              `json:"ids"`
+		Chunks []golden.VisionChunk `json:"chunks"`
+	}
+	cases := 0
+	for _, r := range readVisionGolden(t, dir).Results {
+		if len(r.Images) == 0 || r.Prompt == "" {
+			continue
+		}
+		runOne := func(tower string) result {
+			t.Helper()
+			args := []string{"run", "--json", "--model", model, "--mmproj", tower, "--prompt", r.Prompt, "--max-tokens", "32",
+				"--temperature", "0", "--ignore-eos", "--threads", "2"}
+			for _, img := range r.Images {
+				args = append(args, "--image", filepath.Join(dir, "images", img))
+			}
+			code, stdout, stderr := runCLI(args...)
+			if code != 0 {
+				t.Fatalf("%s with --mmproj %s: exit %d: %s", r.ID, tower, code, stderr)
+			}
+			var out result
+			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		want, got := runOne(mmproj), runOne(folder)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: (-GGUF mmproj +folder):\n%s", r.ID, diff)
+		}
+		if diff := cmp.Diff(r.Generated, got.IDs); diff != "" {
+			t.Errorf("%s: greedy ids (-llama.cpp +folder):\n%s", r.ID, diff)
+		}
+		cases++
+	}
+	if cases < 5 {
+		t.Errorf("%d golden image cases, want 5", cases)
+	}
+	if code, stdout, stderr := runCLI("graph", "check", "--model", model, "--mmproj", folder, "vision"); code != 0 || !strings.Contains(stdout, "vision: ok") {
+		t.Errorf("graph check --mmproj DIR: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
