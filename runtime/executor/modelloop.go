@@ -31,7 +31,8 @@ func (m *modelLoop) ModelAlias() string { return m.loop.Model }
 
 // BindModel implements exec.ModelBinder: the body's steps bind to f, which
 // must have target's vocabulary (weights.SameVocabulary, or what a body
-// node's exec.TargetChecker checks); the KV shape is the body's forwards'.
+// node's exec.TargetChecker checks) and keep no recurrent state; the KV
+// shape is the body's forwards'.
 func (m *modelLoop) BindModel(f, target *weights.File) (layers, kvDim int, err error) {
 	checked := false // by a body node that knows the model's architecture
 	for _, st := range m.loop.Steps {
@@ -52,6 +53,9 @@ func (m *modelLoop) BindModel(f, target *weights.File) (layers, kvDim int, err e
 			if err := b.Bind(f); err != nil {
 				return 0, 0, fmt.Errorf("bind %s (%s): %w", st.ID, st.Op, err)
 			}
+		}
+		if s, ok := st.Node.(exec.StateShaper); ok && s.StateShape().Layers() > 0 {
+			return 0, 0, fmt.Errorf("draft model %s keeps recurrent state (a hybrid model): a draft loop keeps only a paged KV cache of its own, rolled back to the target's accepted tokens, so its model must attend on every layer", f.Path)
 		}
 		if s, ok := st.Node.(exec.KVShaper); ok {
 			l, d := s.KVShape()
