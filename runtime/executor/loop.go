@@ -537,9 +537,10 @@ func (x *Executor) resolveLoopHidden() error {
 // sequence of hc with carried rows (c[i], the target's hidden states of
 // positions c[i].Pos, Pos+1, ... that the steps since its last pass kept)
 // enters token indices q after the first of those rows up to its last
-// token (an image row's key as image, node.FedToken), each with the hidden state of q-1 (zeros for q = 0), at position
-// q, or q-1 with atHidden (exec.HiddenEntry: EAGLE-3, which has no entry
-// for token 0); the pass before entered the tokens up to the first row's.
+// token (an image row's key as image, node.FedToken), each with the
+// hidden state of q-1 (zeros for q = 0), at position q, or q-1 with
+// atHidden (exec.HiddenEntry: EAGLE-3, which has no entry for token 0);
+// the pass before entered the tokens up to the first row's.
 // The sequence's entries go through table(i, q0, end, off, want,
 // fromZero), which gives the block table to write them to (or false to
 // leave the sequence out), also for a sequence that does not draft. A
