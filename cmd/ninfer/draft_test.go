@@ -53,6 +53,7 @@ func TestRunWithDraftModel(t *testing.T) {
 // Draft model mistakes on the command line are clear errors.
 func TestDraftModelFlagErrors(t *testing.T) {
 	stories, qwen := sharedPath(t, "models", "stories260K.gguf"), sharedPath(t, "models", "tiny-qwen3-f32.gguf")
+	hybrid := sharedPath(t, "models", "tiny-qwen35-f32.gguf")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -62,6 +63,8 @@ func TestDraftModelFlagErrors(t *testing.T) {
 		{"a vocabulary mismatch", []string{"--model", "target=" + stories, "--model", "draft=" + qwen, "--graph", "draft"}, 1,
 			[]string{"vocabulary mismatch", "draft model " + qwen, "target model " + stories, "2048 token embeddings in the draft, 512 in the target"}},
 		{"no draft model", []string{"--model", qwen, "--graph", "draft"}, 1, []string{`runs the model "draft"`, "--model ALIAS=FILE"}},
+		{"a hybrid draft model", []string{"--model", hybrid, "--model", "draft=" + hybrid, "--graph", "draft"}, 1,
+			[]string{"draft model " + hybrid + " keeps recurrent state (a hybrid model)"}},
 		{"two targets", []string{"--model", qwen, "--model", "target=" + qwen}, 2, []string{"the target model is given twice"}},
 		{"two drafts", []string{"--model", qwen, "--model", "draft=" + qwen, "--model", "draft=" + stories}, 2, []string{`model "draft" is given twice`}},
 		{"an empty path", []string{"--model", "draft="}, 2, []string{`model "draft": empty path`}},

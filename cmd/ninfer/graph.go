@@ -21,6 +21,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/kv/page"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
@@ -62,8 +63,8 @@ func bindTarget(p *plan.Plan, m onModel, path string) (executor.Shape, error) {
 	defer f.Close()
 	var tower *weights.File
 	if m.mmproj != "" {
-		if tower, err = weights.Open(m.mmproj); err != nil {
-			return executor.Shape{}, fmt.Errorf("mmproj: %w", err)
+		if tower, err = vision.OpenFile(m.mmproj); err != nil {
+			return executor.Shape{}, err
 		}
 		defer tower.Close()
 	}

@@ -305,8 +305,9 @@ func TestGraphCheckOnAHybridModel(t *testing.T) {
 
 // graph check --model refuses, at the vision.encode node, the vision graph
 // without a tower (--mmproj) and with a tower the model cannot take; with
-// a tower, graphs that encode no images get it wired in (plain and ngram
-// pass, draft's model of its own is refused with images).
+// a tower, graphs that encode no images get it wired in (plain, ngram
+// and the drafters of a model of their own, draft, eagle3 and
+// dflash, pass).
 func TestGraphCheckVisionNeedsATower(t *testing.T) {
 	vl, tower := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf"), sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
 	dense := sharedPath(t, "models", "kq-qwen3-q4_k_m.gguf")
@@ -320,7 +321,9 @@ func TestGraphCheckVisionNeedsATower(t *testing.T) {
 		{[]string{"--model", dense, "--mmproj", tower, "vision"}, 1, "vision.yaml:11:5: node see (vision.encode) cannot run the tower: model " + dense + " is not a vision-language model"},
 		{[]string{"--model", vl, "--mmproj", tower, "plain"}, 0, "plain: ok"}, // the tower wired in, as in vision
 		{[]string{"--model", vl, "--mmproj", tower, "ngram"}, 0, "ngram: ok"},
-		{[]string{"--model", vl, "--mmproj", tower, "draft"}, 1, "node draft (loop) runs the model \"draft\" in a graph that reads images"},
+		{[]string{"--model", vl, "--mmproj", tower, "draft"}, 0, "draft: ok"},
+		{[]string{"--model", vl, "--mmproj", tower, "eagle3"}, 0, "eagle3: ok"},
+		{[]string{"--model", vl, "--mmproj", tower, "dflash"}, 0, "dflash: ok"},
 		{[]string{"--mmproj", tower, "vision"}, 2, "--mmproj needs --model"},
 	} {
 		code, stdout, stderr := runCLI(append([]string{"graph", "check"}, tc.args...)...)

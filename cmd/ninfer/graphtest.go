@@ -42,7 +42,7 @@ func runGraphTest(args []string, stdout, stderr io.Writer) int {
 	fs.Var(modelFlag{&mf}, "model", "GGUF model to run the tests on (required): FILE or target=FILE; ALIAS=FILE a further model a graph runs (default: the target)")
 	threads := fs.Int("threads", 0, "backend threads (0 = all cores)")
 	backend := fs.String("backend", "cpu", "compute backend: cpu, or cuda in binaries built with -tags cuda (same_as graphs run on it too)")
-	mmproj := fs.String("mmproj", "", "vision tower (mmproj GGUF): a graph that encodes no images gets it wired in before its target forwards")
+	mmproj := fs.String("mmproj", "", "vision tower (mmproj GGUF or Hugging Face folder): a graph that encodes no images gets it wired in before its target forwards")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -50,7 +50,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&m.kvMemory, "kv-memory", 0, "KV cache capacity in bytes, scales included, in the graph's KV format (instead of --kv-capacity)")
 	fs.Var(&m.set, "set", "graph parameter override NAME=VALUE (repeatable)")
 	fs.BoolVar(&m.noPrefixCache, "no-prefix-cache", false, "turn automatic prefix caching off (full KV blocks shared by prompts that begin the same way, their prefill skipped)")
-	fs.StringVar(&m.mmproj, "mmproj", "", "vision tower of a vision-language model (a qwen3vl_merger mmproj GGUF): requests may carry images; a graph that encodes none gets the tower wired in before its target forwards")
+	fs.StringVar(&m.mmproj, "mmproj", "", "vision tower of a vision-language model (a qwen3vl_merger mmproj GGUF, or a Qwen3.5 Hugging Face folder holding one): requests may carry images; a graph that encodes none gets the tower wired in before its target forwards")
 	fs.Int64Var(&m.checkpointMemory, "checkpoint-memory", 0, "hybrid models: bytes of recurrent state checkpoints, the prefix cache's (0 = 512 MiB, at most 16 per running sequence; -1 = none, prefix caching off)")
 	fs.IntVar(&m.checkpointEvery, "checkpoint-every", 0, "hybrid models: KV blocks between a long prompt's periodic state checkpoints (0 = 32; -1 = none)")
 	fs.StringVar(&m.checkpointDType, "checkpoint-dtype", "", "hybrid models: how state checkpoints are stored: as the state is (f32 unless the graph's kv.cache says state: bf16), or bf16 (half the memory each; the f32 state is rounded once where a checkpoint is taken; not with speculative graphs)")

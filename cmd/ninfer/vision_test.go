@@ -5,18 +5,26 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/ninfer/ninfer-go/runtime/weights"
 	"github.com/ninfer/ninfer-go/suites/golden"
 )
 
@@ -333,40 +341,112 @@ func TestServeImagesMatchLlamaCpp(t *testing.T) {
 // TestServeImagePrefixCache: a second request with the same image reuses
 // the cached prompt (the hybrid model's message-end checkpoint, past the
 // image) and answers the same; one with another image reuses nothing past
-// the text before its image.
+// the text before its image. So it goes with a draft model (whose cache
+// share follows the target's prefix hits), answering as plain does; eagle3
+// and dflash answer as plain does with nothing cached (the engine turns
+// prefix caching off for a plan that carries $prev values).
 func TestServeImagePrefixCache(t *testing.T) {
 	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
 	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
 	dir := sharedPath(t, "golden", "images")
-	serverURL := serveForTest(t, "--model", model, "--mmproj", mmproj, "--model-id", "vl")
-	ask := func(image string) chatAnswer {
-		var out chatAnswer
-		parts := []any{map[string]any{"type": "text", "text": "What is this?"}}
-		if image != "" {
-			parts = append([]any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": dataURL(t, filepath.Join(dir, image))}}}, parts...)
-		}
-		body := map[string]any{"model": "vl", "max_tokens": 8, "temperature": 0, "ignore_eos": true, "messages": []any{
-			map[string]any{"role": "system", "content": "You describe images."},
-			map[string]any{"role": "user", "content": parts}}}
-		if code := postJSON(t, serverURL+"/v1/chat/completions", body, &out); code != 200 || len(out.Choices) != 1 {
-			t.Fatalf("status %d: %+v", code, out)
-		}
-		return out
+	type answers struct{ first, again, other string }
+	var plain answers
+	var plainTogether []string // plain's answers to three requests at once
+	graphs := append([]struct{ graph, drafter string }{{"plain", ""}}, drafterGraphs(t)...)
+	for _, g := range graphs {
+		t.Run(g.graph, func(t *testing.T) {
+			args := []string{"--model", model, "--mmproj", mmproj, "--model-id", "vl", "--graph", g.graph}
+			if g.drafter != "" {
+				args = append(args, "--model", "draft="+g.drafter)
+			}
+			serverURL := serveForTest(t, args...)
+			var err error
+			request := func(image string) map[string]any {
+				parts := []any{map[string]any{"type": "text", "text": "What is this?"}}
+				if image != "" {
+					parts = append([]any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": dataURL(t, filepath.Join(dir, image))}}}, parts...)
+				}
+				return map[string]any{"model": "vl", "max_tokens": 8, "temperature": 0, "ignore_eos": true, "messages": []any{
+					map[string]any{"role": "system", "content": "You describe images."},
+					map[string]any{"role": "user", "content": parts}}}
+			}
+			ask := func(image string) chatAnswer {
+				t.Helper()
+				var out chatAnswer
+				if code := postJSON(t, serverURL+"/v1/chat/completions", request(image), &out); code != 200 || len(out.Choices) != 1 {
+					t.Fatalf("status %d: %+v", code, out)
+				}
+				return out
+			}
+			first, again, other := ask("sq64.png"), ask("sq64.png"), ask("wide160x64.png")
+			t.Logf("prompt/cached tokens: first %d/%d, same image %d/%d, other image %d/%d", first.Usage.PromptTokens, first.Usage.PromptTokensDetails.CachedTokens,
+				again.Usage.PromptTokens, again.Usage.PromptTokensDetails.CachedTokens, other.Usage.PromptTokens, other.Usage.PromptTokensDetails.CachedTokens)
+			// The image's rows and its vision_start/vision_end markers.
+			imageTokens := first.Usage.PromptTokens - ask("").Usage.PromptTokens
+			if carries := g.graph == "eagle3" || g.graph == "dflash"; carries {
+				if c := []int{first.Usage.PromptTokensDetails.CachedTokens, again.Usage.PromptTokensDetails.CachedTokens, other.Usage.PromptTokensDetails.CachedTokens}; c[0]+c[1]+c[2] != 0 {
+					t.Errorf("cached tokens %v, want none: prefix caching is off for a plan that carries $prev", c)
+				}
+			} else {
+				if c := again.Usage.PromptTokensDetails.CachedTokens; first.Usage.PromptTokensDetails.CachedTokens != 0 || c <= imageTokens || c >= again.Usage.PromptTokens {
+					t.Errorf("same image: %d of %d prompt tokens cached, want the image's rows and more, short of the whole prompt", c, again.Usage.PromptTokens)
+				}
+				if c := other.Usage.PromptTokensDetails.CachedTokens; c >= again.Usage.PromptTokensDetails.CachedTokens-imageTokens {
+					t.Errorf("other image: %d prompt tokens cached, want none of the image's rows (the same image cached %d)", c, again.Usage.PromptTokensDetails.CachedTokens)
+				}
+			}
+			got := answers{first.Choices[0].Message.Content, again.Choices[0].Message.Content, other.Choices[0].Message.Content}
+			if g.graph == "plain" {
+				plain = got
+			}
+			if diff := cmp.Diff(answers{plain.first, plain.first, plain.other}, got, cmp.AllowUnexported(answers{})); diff != "" {
+				t.Errorf("answers (-plain, the same image twice +%s):\n%s", g.graph, diff)
+			}
+			// Three images at once: one step drafts for three sequences with
+			// images (the draft model's cache holds a share of each).
+			batch := []string{"sq64.png", "wide160x64.png", "tall75x100.png"}
+			bodies := make([][]byte, len(batch))
+			for i, img := range batch {
+				if bodies[i], err = json.Marshal(request(img)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			together, errs := make([]string, len(batch)), make([]error, len(batch))
+			var wg sync.WaitGroup
+			for i := range batch {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					together[i], errs[i] = chatContent(serverURL, bodies[i])
+				}()
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			if g.graph == "plain" {
+				plainTogether = together
+			}
+			if diff := cmp.Diff(plainTogether, together); diff != "" {
+				t.Errorf("three images at once, answers (-plain +%s):\n%s", g.graph, diff)
+			}
+		})
 	}
-	first, again, other := ask("sq64.png"), ask("sq64.png"), ask("wide160x64.png")
-	t.Logf("prompt/cached tokens: first %d/%d, same image %d/%d, other image %d/%d", first.Usage.PromptTokens, first.Usage.PromptTokensDetails.CachedTokens,
-		again.Usage.PromptTokens, again.Usage.PromptTokensDetails.CachedTokens, other.Usage.PromptTokens, other.Usage.PromptTokensDetails.CachedTokens)
-	// The image's rows and its vision_start/vision_end markers.
-	imageTokens := first.Usage.PromptTokens - ask("").Usage.PromptTokens
-	if c := again.Usage.PromptTokensDetails.CachedTokens; first.Usage.PromptTokensDetails.CachedTokens != 0 || c <= imageTokens || c >= again.Usage.PromptTokens {
-		t.Errorf("same image: %d of %d prompt tokens cached, want the image's rows and more, short of the whole prompt", c, again.Usage.PromptTokens)
+}
+
+// chatContent posts a chat completion body to serverURL and returns the
+// answer's content (usable from any goroutine).
+func chatContent(serverURL string, body []byte) (string, error) {
+	resp, err := http.Post(serverURL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return "", err
 	}
-	if diff := cmp.Diff(first.Choices[0].Message.Content, again.Choices[0].Message.Content); diff != "" {
-		t.Errorf("same image, answer (-first +again):\n%s", diff)
+	defer resp.Body.Close()
+	var out chatAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 || len(out.Choices) != 1 {
+		return "", fmt.Errorf("status %d, %d choices, decoding: %v", resp.StatusCode, len(out.Choices), err)
 	}
-	if c := other.Usage.PromptTokensDetails.CachedTokens; c >= again.Usage.PromptTokensDetails.CachedTokens-imageTokens {
-		t.Errorf("other image: %d prompt tokens cached, want none of the image's rows (the same image cached %d)", c, again.Usage.PromptTokensDetails.CachedTokens)
-	}
+	return out.Choices[0].Message.Content, nil
 }
 
 // TestServeImageConversationHitsAtMessageEnds: two conversations that
@@ -425,8 +505,8 @@ func TestServeImageConversationHitsAtMessageEnds(t *testing.T) {
 // and accept tokens doing so. tiny-qwen35-vl has
 // no MTP block, so the test makes one with it (make_random_gguf.py's
 // tiny-qwen35-vl with n_nextn 1); the MTP head reads each image row's
-// hidden state with token 0's embedding, ngram drafts stop before image
-// rows (speculative.Lookup).
+// hidden state with <|image_pad|>'s embedding, ngram drafts stop before
+// image rows (speculative.Lookup).
 func TestRunSpeculationWithImages(t *testing.T) {
 	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
 	tool := sharedPath(t, "tools", "make_random_gguf.py")
@@ -451,23 +531,8 @@ func TestRunSpeculationWithImages(t *testing.T) {
 			for _, img := range r.Images {
 				args = append(args, "--image", filepath.Join(dir, "images", img))
 			}
-			code, stdout, stderr := runCLI(args...)
-			if code != 0 {
-				t.Fatalf("%s, graph %s: exit %d: %s", r.ID, graph, code, stderr)
-			}
-			var out struct {
-				IDs         []int32 `json:"ids"`
-				Speculative *struct {
-					Accepted int `json:"accepted_tokens"`
-				} `json:"speculative"`
-			}
-			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
-				t.Fatal(err)
-			}
-			if out.Speculative != nil {
-				accepted = out.Speculative.Accepted
-			}
-			return out.IDs, accepted
+			ids, accepted, _ = runSpeculative(t, args...)
+			return ids, accepted
 		}
 		want, _ := run("vision")
 		if len(want) != 32 {
@@ -485,5 +550,294 @@ func TestRunSpeculationWithImages(t *testing.T) {
 		if accepted[name] == 0 {
 			t.Errorf("%s accepted no drafts over the image prompts: the test did not speculate", name)
 		}
+	}
+}
+
+// runSpeculative runs `ninfer run --json` with args: the generated ids and
+// the speculative counters (zero without speculation).
+func runSpeculative(t *testing.T, args ...string) (ids []int32, accepted, drafted int) {
+	t.Helper()
+	code, stdout, stderr := runCLI(args...)
+	if code != 0 {
+		t.Fatalf("run %v: exit %d: %s", args, code, stderr)
+	}
+	var out struct {
+		IDs         []int32 `json:"ids"`
+		Speculative *struct {
+			Accepted int `json:"accepted_tokens"`
+			Drafted  int `json:"drafted_tokens"`
+		} `json:"speculative"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Speculative != nil {
+		accepted, drafted = out.Speculative.Accepted, out.Speculative.Drafted
+	}
+	return out.IDs, accepted, drafted
+}
+
+// makeVisionDraftModel writes a draft model for tiny-qwen35-vl into a
+// test folder: make_random_gguf.py's tiny-qwen3 (a dense model: 2 layers,
+// 1-D RoPE, no tower) with the Qwen vision special tokens, so its
+// vocabulary is tiny-qwen35-vl's (weights.SameVocabulary).
+func makeVisionDraftModel(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tiny-qwen3-vl-vocab-f32.gguf")
+	if out, err := exec.Command("/usr/bin/python3", sharedPath(t, "tools", "make_random_gguf.py"), "--preset", "tiny-qwen3",
+		"--param", "vision_specials=true", "-o", path).CombinedOutput(); err != nil {
+		t.Skipf("cannot make the draft model (python3 with numpy): %v\n%s", err, out)
+	}
+	return path
+}
+
+// drafterGraphs are the speculative graphs whose drafter is a model of
+// its own, each with a drafter that fits tiny-qwen35-vl: a draft model of
+// its vocabulary, and the tiny-qwen3 EAGLE-3 and DFlash drafters (width
+// 64, target layers 0 and 1, the output head's 2048 rows), which read
+// tiny-qwen35-vl's tapped hidden states as they read tiny-qwen3's.
+func drafterGraphs(t *testing.T) []struct{ graph, drafter string } {
+	return []struct{ graph, drafter string }{
+		{"draft", makeVisionDraftModel(t)},
+		{"eagle3", sharedPath(t, "models", "tiny-qwen3-eagle3-f32.gguf")},
+		{"dflash", sharedPath(t, "models", "tiny-qwen3-dflash-f32.gguf")},
+	}
+}
+
+// Speculation with images through a drafter of its own: draft (a
+// separate draft model fed <|image_pad|> at the image rows), eagle3 and
+// dflash (reading the image rows' tapped hidden states beside
+// <|image_pad|>'s embedding) give, at temperature 0, llama.cpp's 32
+// greedy ids for every image prompt of the vision golden, and on an image
+// the golden lacks (made here) the ids of plain with the tower; each of
+// them drafts doing so.
+func TestRunDrafterGraphsWithImages(t *testing.T) {
+	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
+	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	dir := sharedPath(t, "golden")
+	g := readVisionGolden(t, dir)
+	stripes := filepath.Join(t.TempDir(), "stripes.png")
+	writeStripes(t, stripes, 130, 70)
+	run := func(t *testing.T, graph, drafter, prompt string, images ...string) (ids []int32, drafted int) {
+		t.Helper()
+		args := []string{"run", "--json", "--model", model, "--mmproj", mmproj, "--graph", graph, "--prompt", prompt,
+			"--max-tokens", "32", "--temperature", "0", "--ignore-eos", "--threads", "2"}
+		if drafter != "" {
+			args = append(args, "--model", "draft="+drafter)
+		}
+		for _, img := range images {
+			args = append(args, "--image", img)
+		}
+		ids, _, drafted = runSpeculative(t, args...)
+		return ids, drafted
+	}
+	const stripesPrompt = "<|im_start|>user\n<__media__>What is this?<|im_end|>\n<|im_start|>assistant\n"
+	plainStripes, _ := run(t, "plain", "", stripesPrompt, stripes)
+	for _, d := range drafterGraphs(t) {
+		t.Run(d.graph, func(t *testing.T) {
+			drafted, cases := 0, 0
+			for _, r := range g.Results {
+				if len(r.Images) == 0 || r.Prompt == "" {
+					continue
+				}
+				var images []string
+				for _, img := range r.Images {
+					images = append(images, filepath.Join(dir, "images", img))
+				}
+				got, n := run(t, d.graph, d.drafter, r.Prompt, images...)
+				if diff := cmp.Diff(r.Generated, got); diff != "" {
+					t.Errorf("%s: greedy ids (-llama.cpp +%s):\n%s", r.ID, d.graph, diff)
+				}
+				drafted, cases = drafted+n, cases+1
+			}
+			got, n := run(t, d.graph, d.drafter, stripesPrompt, stripes)
+			if diff := cmp.Diff(plainStripes, got); diff != "" {
+				t.Errorf("stripes.png: greedy ids (-plain +%s):\n%s", d.graph, diff)
+			}
+			t.Logf("%d golden image cases and stripes.png: %d tokens drafted", cases, drafted+n)
+			if cases < 5 || drafted+n == 0 {
+				t.Errorf("%d golden image cases, %d tokens drafted: the test did not speculate over images", cases, drafted+n)
+			}
+		})
+	}
+}
+
+// writeStripes writes a w x h PNG of diagonal colour stripes to path.
+func writeStripes(t *testing.T, path string, w, h int) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			v := uint8((x + 2*y) * 7)
+			img.Set(x, y, color.RGBA{v, 255 - v, uint8(x * 255 / w), 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeHFVisionFolder writes the mmproj GGUF at path as the vision tower of
+// a Hugging Face Qwen3.5 checkpoint folder in dir, inverting llama.cpp's
+// converter: config.json (vision_config, text_config), preprocessor_config.json
+// (image mean and std), model.safetensors with the model.visual.* tensors
+// (the two Conv2D patch kernels joined into the Conv3D [E, 3, 2, p, p])
+// beside a text-model, an lm_head and an MTP tensor that the tower leaves out.
+func writeHFVisionFolder(t *testing.T, path, dir string) {
+	t.Helper()
+	f, err := weights.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	u := func(key string) uint64 {
+		v, err := f.Uint(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	floats := func(key string) []float32 {
+		v, err := f.Float32s(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	eps, err := f.Float("clip.vision.attention.layer_norm_epsilon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := u("clip.vision.image_size") / u("clip.vision.patch_size")
+	config := map[string]any{
+		"architectures": []string{"Qwen3_5ForConditionalGeneration"}, "model_type": "qwen3_5",
+		"text_config": map[string]any{"hidden_size": u("clip.vision.projection_dim"), "rms_norm_eps": eps},
+		"vision_config": map[string]any{"hidden_size": u("clip.vision.embedding_length"), "intermediate_size": u("clip.vision.feed_forward_length"),
+			"depth": u("clip.vision.block_count"), "num_heads": u("clip.vision.attention.head_count"), "patch_size": u("clip.vision.patch_size"),
+			"spatial_merge_size": u("clip.vision.spatial_merge_size"), "num_position_embeddings": side * side,
+			"out_hidden_size": u("clip.vision.projection_dim"), "deepstack_visual_indexes": []int{}},
+	}
+	pre := map[string]any{"image_mean": floats("clip.vision.image_mean"), "image_std": floats("clip.vision.image_std")}
+	for name, v := range map[string]any{"config.json": config, "preprocessor_config.json": pre} {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hfNames := map[string]string{"ln1": "norm1", "attn_qkv": "attn.qkv", "attn_out": "attn.proj", "ln2": "norm2",
+		"ffn_up": "mlp.linear_fc1", "ffn_down": "mlp.linear_fc2"}
+	outside := map[string]string{"v.patch_embd.bias": "patch_embed.proj.bias", "v.position_embd.weight": "pos_embed.weight",
+		"v.post_ln.weight": "merger.norm.weight", "v.post_ln.bias": "merger.norm.bias", "mm.0.weight": "merger.linear_fc1.weight",
+		"mm.0.bias": "merger.linear_fc1.bias", "mm.2.weight": "merger.linear_fc2.weight", "mm.2.bias": "merger.linear_fc2.bias"}
+	pytorch := func(t *weights.Tensor) []int { // ggml order reversed
+		s := slices.Clone(t.Shape)
+		slices.Reverse(s)
+		return s
+	}
+	var out []*weights.SafeTensor
+	for _, gt := range f.Tensors {
+		var name string
+		switch rest, isBlock := strings.CutPrefix(gt.Name, "v.blk."); {
+		case gt.Name == "v.patch_embd.weight.1":
+			continue // joined with v.patch_embd.weight
+		case gt.Name == "v.patch_embd.weight":
+			second, err := f.Tensor("v.patch_embd.weight.1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, e := gt.Shape[0], gt.Shape[3]
+			plane := p * p * 4
+			data := make([]byte, 0, 2*len(gt.Data))
+			for ec := range e * 3 {
+				data = append(data, gt.Data[ec*plane:(ec+1)*plane]...)
+				data = append(data, second.Data[ec*plane:(ec+1)*plane]...)
+			}
+			out = append(out, &weights.SafeTensor{Name: "model.visual.patch_embed.proj.weight", DType: "F32", Shape: []int{e, 3, 2, p, p}, Data: data})
+			continue
+		case isBlock:
+			layer, part, _ := strings.Cut(rest, ".")
+			kind, suffix, _ := strings.Cut(part, ".")
+			name = "blocks." + layer + "." + hfNames[kind] + "." + suffix
+		default:
+			name = outside[gt.Name]
+		}
+		if name == "" || strings.Contains(name, "..") {
+			t.Fatalf("tensor %s has no Hugging Face name", gt.Name)
+		}
+		out = append(out, &weights.SafeTensor{Name: "model.visual." + name, DType: "F32", Shape: pytorch(gt), Data: gt.Data})
+	}
+	for _, name := range []string{"model.language_model.embed_tokens.weight", "lm_head.weight", "mtp.fc.weight"} {
+		out = append(out, &weights.SafeTensor{Name: name, DType: "F32", Shape: []int{2, 4}, Data: make([]byte, 32)})
+	}
+	var buf bytes.Buffer
+	if err := weights.WriteSafetensors(&buf, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// --mmproj DIR reads a Hugging Face checkpoint folder's vision tower as
+// llama.cpp's converter would write it: the tiny mmproj written as a
+// Qwen3.5 folder gives, for every golden image case, the same chunks
+// (image embedding checksums to the last bit) and ids as the GGUF, and
+// graph check --mmproj DIR accepts the vision graph.
+func TestMMProjFromHFFolder(t *testing.T) {
+	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
+	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	dir := sharedPath(t, "golden")
+	folder := filepath.Join(t.TempDir(), "Qwen3.5-tiny")
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeHFVisionFolder(t, mmproj, folder)
+	type result struct {
+		IDs    []int32              `json:"ids"`
+		Chunks []golden.VisionChunk `json:"chunks"`
+	}
+	cases := 0
+	for _, r := range readVisionGolden(t, dir).Results {
+		if len(r.Images) == 0 || r.Prompt == "" {
+			continue
+		}
+		runOne := func(tower string) result {
+			t.Helper()
+			args := []string{"run", "--json", "--model", model, "--mmproj", tower, "--prompt", r.Prompt, "--max-tokens", "32",
+				"--temperature", "0", "--ignore-eos", "--threads", "2"}
+			for _, img := range r.Images {
+				args = append(args, "--image", filepath.Join(dir, "images", img))
+			}
+			code, stdout, stderr := runCLI(args...)
+			if code != 0 {
+				t.Fatalf("%s with --mmproj %s: exit %d: %s", r.ID, tower, code, stderr)
+			}
+			var out result
+			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		want, got := runOne(mmproj), runOne(folder)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: (-GGUF mmproj +folder):\n%s", r.ID, diff)
+		}
+		if diff := cmp.Diff(r.Generated, got.IDs); diff != "" {
+			t.Errorf("%s: greedy ids (-llama.cpp +folder):\n%s", r.ID, diff)
+		}
+		cases++
+	}
+	if cases < 5 {
+		t.Errorf("%d golden image cases, want 5", cases)
+	}
+	if code, stdout, stderr := runCLI("graph", "check", "--model", model, "--mmproj", folder, "vision"); code != 0 || !strings.Contains(stdout, "vision: ok") {
+		t.Errorf("graph check --mmproj DIR: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }

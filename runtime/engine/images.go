@@ -102,7 +102,8 @@ type imageRows struct {
 // drafts inserted), on a plan that reads images, in buf's reused buffers:
 // node.BindImages (1 on image rows), node.BindImageEmbeddings, and each
 // row's M-RoPE components (node.BindMRoPE), by each row's sequence and
-// position; image rows feed token 0 (node.FedToken).
+// position; image rows feed token 0 (node.FedToken: the tower's row
+// replaces its embedding).
 func (e *Engine) bindImages(s *step, b *exec.Batch, buf *imageRows) {
 	n, width := len(b.Tokens), e.model.Embed
 	buf.mask = resized(buf.mask, n)
@@ -118,7 +119,7 @@ func (e *Engine) bindImages(s *step, b *exec.Batch, buf *imageRows) {
 		mrope[0][row], mrope[1][row], mrope[2][row] = t, h, w
 		if im != nil {
 			mask[row] = 1
-			b.Tokens[row] = node.FedToken(b.Tokens[row])
+			b.Tokens[row] = node.FedToken(b.Tokens[row], 0)
 			copy(emb[row*width:(row+1)*width], im.Embeddings[j*width:(j+1)*width])
 		}
 	}

@@ -33,8 +33,7 @@ func (e *StepError) Unwrap() error { return e.Err }
 // that disagree on the KV row width, no step that owns a KV cache, and,
 // on a model that keeps recurrent state, a loop that drafts with the
 // target's own layers (plan.Loop.DraftsWithTargetState), which would
-// advance that state, and, in a plan that reads images, a step that runs
-// a model of its own (a draft model does not see the image rows). It reports every problem it finds, each about one
+// advance that state. It reports every problem it finds, each about one
 // step a *StepError. New calls it, and so does `ninfer graph check
 // --model`: check ok on a model means the engine binds the plan to it.
 func BindTarget(p *plan.Plan, target *weights.File) (Shape, error) {
@@ -65,13 +64,6 @@ func BindTarget(p *plan.Plan, target *weights.File) (Shape, error) {
 	}
 	if shape.Layers == 0 {
 		return Shape{}, errors.New("the plan has no step that owns a KV cache (model.forward)")
-	}
-	if p.Reads(plan.Ref{Node: plan.InputNode, Port: node.BindImages}) {
-		for _, st := range p.Steps {
-			if alias := plan.StepModel(st); alias != node.Target {
-				errs = append(errs, &StepError{st.ID, st.Op, fmt.Errorf("runs the model %q in a graph that reads images: only the target's own layers and heads see the image rows' embeddings, a model of its own would read image keys as tokens (speculate with images through ngram or mtp)", alias)})
-			}
-		}
 	}
 	if shape.State.Layers() > 0 {
 		for _, st := range p.Steps {

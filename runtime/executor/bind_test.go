@@ -90,7 +90,7 @@ out: {tokens: verify.tokens}
 		{"mtp", dense, executor.Shape{}, false, []string{"head"}},
 		{"vision", hybrid, executor.Shape{Layers: 2, KVDim: 64}, true, nil},
 		{visionNgram, hybrid, executor.Shape{Layers: 2, KVDim: 64}, true, nil},
-		{visionDraft, hybrid, executor.Shape{}, false, []string{"draft"}},
+		{visionDraft, hybrid, executor.Shape{Layers: 2, KVDim: 64}, true, nil}, // a draft model drafts beside images
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.graph)+" on "+filepath.Base(tt.model.Path), func(t *testing.T) {

@@ -14,10 +14,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/node"
 	"github.com/ninfer/ninfer-go/runtime/plan"
+	"github.com/ninfer/ninfer-go/runtime/vision"
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
@@ -60,6 +62,9 @@ type Executor struct {
 	// tower is the plan's vision.encode step, bound to Config.Tower; nil
 	// in a plan that encodes no images.
 	tower exec.TowerBinder
+	// imageToken is the token drafters are fed at an image row
+	// (node.FedToken): imagePlaceholder of the target.
+	imageToken int32
 	// modelLoops are the plan's draft loops over a draft model, by step id;
 	// loopHidden is the row width of $loop.hidden in each loop that reads
 	// a carried value (in.hidden).
@@ -94,6 +99,9 @@ func New(cfg Config) (*Executor, Shape, error) {
 	if x.tower, err = BindTower(p, cfg.Tower, cfg.Model); err != nil {
 		return nil, Shape{}, fmt.Errorf("engine: %w", err)
 	}
+	if p.Reads(plan.Ref{Node: plan.InputNode, Port: node.BindImages}) {
+		x.imageToken = imagePlaceholder(cfg.Model)
+	}
 	if err := x.bindModelLoops(); err != nil {
 		return nil, Shape{}, err
 	}
@@ -118,7 +126,7 @@ func (x *Executor) bindModelLoops() error {
 			return fmt.Errorf("engine: block loop %s runs the target: a block drafter runs a model of its own (its model param)", st.ID)
 		}
 		if ok && l.Model != node.Target {
-			ml := &modelLoop{step: st.ID, loop: l}
+			ml := &modelLoop{step: st.ID, loop: l, image: x.imageToken}
 			mb, err := bindModel(x.cfg, st, ml)
 			if err != nil {
 				return err
@@ -128,6 +136,18 @@ func (x *Executor) bindModelLoops() error {
 		}
 	}
 	return nil
+}
+
+// imagePlaceholder is the id of the token a prompt holds at an image's
+// rows (vision.ImagePad, <|image_pad|>) in target's vocabulary, or 0 for
+// a vocabulary without one (whose images come through the engine's API
+// alone, never through a rendered prompt).
+func imagePlaceholder(target *weights.File) int32 {
+	tokens, err := target.Strings("tokenizer.ggml.tokens")
+	if i := slices.Index(tokens, vision.ImagePad); err == nil && i >= 0 {
+		return int32(i)
+	}
+	return 0
 }
 
 // bindRunner binds target step st, when it runs a model of its own, to

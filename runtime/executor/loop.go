@@ -153,7 +153,7 @@ func (x *Executor) loopFirstPass(st *plan.Step, l *plan.Loop, hc *hostStep, in m
 				return ml.enterTable(hc.Rows[i], q0, end, off, want, fromZero)
 			}
 		}
-		b, active, want, tables, err := carriedFirstPass(hc, c, active, want, x.loopHidden[st.ID].enter, enteredAtHidden(l), table)
+		b, active, want, tables, err := carriedFirstPass(hc, c, active, want, x.loopHidden[st.ID].enter, enteredAtHidden(l), x.imageToken, table)
 		if err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("engine: loop %s: %w", st.ID, err)
 		}
@@ -169,7 +169,7 @@ func (x *Executor) loopFirstPass(st *plan.Step, l *plan.Loop, hc *hostStep, in m
 	var tables [][]int32
 	for _, i := range active {
 		h := hc.Rows[i].History
-		b.Tokens = append(b.Tokens, node.FedToken(h[len(h)-1]))
+		b.Tokens = append(b.Tokens, node.FedToken(h[len(h)-1], x.imageToken))
 		b.Positions = append(b.Positions, int32(len(h)-1))
 		b.RowSeq = append(b.RowSeq, int32(len(tables)))
 		b.LogitRows = append(b.LogitRows, int32(len(tables)))
@@ -286,7 +286,7 @@ func (x *Executor) runBlockLoop(st *plan.Step, l *plan.Loop, hc *hostStep, in ma
 			st.ID, in[node.BindHidden], len(hc.Rows))
 	}
 	ml.beginStep(hc)
-	enter, entered, wants, _, err := carriedFirstPass(hc, c, active, want, x.loopHidden[st.ID].enter, enteredAtHidden(l),
+	enter, entered, wants, _, err := carriedFirstPass(hc, c, active, want, x.loopHidden[st.ID].enter, enteredAtHidden(l), x.imageToken,
 		func(i, q0, end, off, want int, fromZero bool) ([]int32, bool) {
 			return ml.enterTable(hc.Rows[i], q0, end, off, want, fromZero)
 		})
@@ -351,7 +351,7 @@ func blockPass(hc *hostStep, ml *modelLoop, k int, mask int32, entered, wants []
 		for m := range k + 1 {
 			t := mask
 			if m == 0 {
-				t = h[len(h)-1]
+				t = node.FedToken(h[len(h)-1], ml.image)
 			} else {
 				block.LogitRows = append(block.LogitRows, int32(len(block.Tokens)))
 				maskRows = append(maskRows, row)
@@ -537,9 +537,10 @@ func (x *Executor) resolveLoopHidden() error {
 // sequence of hc with carried rows (c[i], the target's hidden states of
 // positions c[i].Pos, Pos+1, ... that the steps since its last pass kept)
 // enters token indices q after the first of those rows up to its last
-// token, each with the hidden state of q-1 (zeros for q = 0), at position
-// q, or q-1 with atHidden (exec.HiddenEntry: EAGLE-3, which has no entry
-// for token 0); the pass before entered the tokens up to the first row's.
+// token (an image row's key as image, node.FedToken), each with the
+// hidden state of q-1 (zeros for q = 0), at position q, or q-1 with
+// atHidden (exec.HiddenEntry: EAGLE-3, which has no entry for token 0);
+// the pass before entered the tokens up to the first row's.
 // The sequence's entries go through table(i, q0, end, off, want,
 // fromZero), which gives the block table to write them to (or false to
 // leave the sequence out), also for a sequence that does not draft. A
@@ -547,7 +548,7 @@ func (x *Executor) resolveLoopHidden() error {
 // entry is its last token. It returns the batch, the hc rows in it with
 // the drafts each wants (0 for a row that only enters), and each one's
 // block table.
-func carriedFirstPass(hc *hostStep, c []exec.Carried, drafting, want []int, width int, atHidden bool,
+func carriedFirstPass(hc *hostStep, c []exec.Carried, drafting, want []int, width int, atHidden bool, image int32,
 	table func(i, q0, end, off, want int, fromZero bool) ([]int32, bool)) (*exec.Batch, []int, []int, [][]int32, error) {
 	wants := map[int]int{}
 	for j, i := range drafting {
@@ -585,7 +586,7 @@ func carriedFirstPass(hc *hostStep, c []exec.Carried, drafting, want []int, widt
 			continue
 		}
 		for q := q0; q < end; q++ {
-			b.Tokens = append(b.Tokens, node.FedToken(h[q]))
+			b.Tokens = append(b.Tokens, node.FedToken(h[q], image))
 			b.Positions = append(b.Positions, int32(q-off))
 			b.RowSeq = append(b.RowSeq, int32(len(tables)))
 			if q == 0 {

@@ -21,6 +21,9 @@ type modelLoop struct {
 	loop *plan.Loop
 	dev  *modelDevice
 	runs uint64 // steps that drafted, for eviction order
+	// image is the token the model is fed at an image row (node.FedToken):
+	// it sees the placeholder the prompt holds there, not the pixels.
+	image int32
 }
 
 // ModelAlias implements exec.ModelBinder.
@@ -28,7 +31,8 @@ func (m *modelLoop) ModelAlias() string { return m.loop.Model }
 
 // BindModel implements exec.ModelBinder: the body's steps bind to f, which
 // must have target's vocabulary (weights.SameVocabulary, or what a body
-// node's exec.TargetChecker checks); the KV shape is the body's forwards'.
+// node's exec.TargetChecker checks) and keep no recurrent state; the KV
+// shape is the body's forwards'.
 func (m *modelLoop) BindModel(f, target *weights.File) (layers, kvDim int, err error) {
 	checked := false // by a body node that knows the model's architecture
 	for _, st := range m.loop.Steps {
@@ -49,6 +53,9 @@ func (m *modelLoop) BindModel(f, target *weights.File) (layers, kvDim int, err e
 			if err := b.Bind(f); err != nil {
 				return 0, 0, fmt.Errorf("bind %s (%s): %w", st.ID, st.Op, err)
 			}
+		}
+		if s, ok := st.Node.(exec.StateShaper); ok && s.StateShape().Layers() > 0 {
+			return 0, 0, fmt.Errorf("draft model %s keeps recurrent state (a hybrid model): a draft loop keeps only a paged KV cache of its own, rolled back to the target's accepted tokens, so its model must attend on every layer", f.Path)
 		}
 		if s, ok := st.Node.(exec.KVShaper); ok {
 			l, d := s.KVShape()
@@ -107,7 +114,9 @@ func (m *modelLoop) Attach(d exec.ModelDevice) { m.dev = d.(*modelDevice) }
 // wanting want[j] drafts): each is fed the tokens of its history that the
 // cache lacks, its cache first rolled back to the longest prefix of its
 // cached tokens the history still holds, short of its last token, which
-// every first pass feeds. A sequence whose drafts do not fit the cache,
+// every first pass feeds. An image row is fed m.image at its 1-D position
+// (its index in the history); the cache keeps the row's key, so that a
+// sequence with another image there is fed again from that row. A sequence whose drafts do not fit the cache,
 // even after evicting every sequence idle in this step, least recently
 // drafting first, drops out. It returns the pass's batch, the hc rows it
 // drafts for, and each one's block table.
@@ -131,7 +140,7 @@ func (m *modelLoop) firstPass(hc *hostStep, active, want []int) (*exec.Batch, []
 		}
 		b.Tables = append(b.Tables, s.Seq.Blocks)
 		for pos := p; pos < len(h); pos++ {
-			b.Tokens = append(b.Tokens, h[pos])
+			b.Tokens = append(b.Tokens, node.FedToken(h[pos], m.image))
 			b.Positions = append(b.Positions, int32(pos))
 			b.RowSeq = append(b.RowSeq, int32(len(b.Tables)-1))
 		}

@@ -132,11 +132,37 @@ func TestModelLoopEvictsIdleSequences(t *testing.T) {
 	}
 }
 
+// A draft model is fed an image's rows as the placeholder token (it sees
+// no pixels) at their 1-D positions; its cache keeps the rows' keys, so
+// the same image stays cached and another image is fed again from its
+// first row.
+func TestModelLoopFeedsImageRowsAsThePlaceholder(t *testing.T) {
+	ml := newTestModelLoop(t, 64, 4)
+	ml.image = 77
+	row := &node.SeqState{ID: 7, Lookahead: 2}
+	for _, st := range []struct {
+		name     string
+		history  []int32
+		tok, pos []int32
+	}{
+		{"an image's rows feed the placeholder", []int32{10, -5, -6, 11}, []int32{10, 77, 77, 11}, []int32{0, 1, 2, 3}},
+		{"the same image stays cached (and the draft 12 fed back)", []int32{10, -5, -6, 11, 12, 40}, []int32{40}, []int32{5}},
+		{"another image is fed again", []int32{10, -8, -9, 11}, []int32{77, 77, 11}, []int32{1, 2, 3}},
+	} {
+		row.History = st.history
+		b, _ := draftFor(ml, []*node.SeqState{row}, []int{2})
+		if diff := cmp.Diff([][]int32{st.tok, st.pos}, [][]int32{b.Tokens, b.Positions}); diff != "" {
+			t.Errorf("%s: pass 0 tokens and positions (-want +got):\n%s", st.name, diff)
+		}
+	}
+}
+
 // Pass 0 of a loop that enters carried hidden states: each sequence
 // enters the token indices after its first carried row up to its last
 // token, paired with the row before; an MTP head's entries sit at their
 // token's position (token 0 with zeros), EAGLE-3's at their hidden
-// state's; only a sequence whose last entry is its last token drafts.
+// state's; an image row enters the image placeholder token; only a
+// sequence whose last entry is its last token drafts.
 func TestCarriedFirstPass(t *testing.T) {
 	row := func(v float32) []float32 { return []float32{v, v} }
 	rows := func(pos int, vs ...float32) exec.Carried {
@@ -147,10 +173,10 @@ func TestCarriedFirstPass(t *testing.T) {
 		return c
 	}
 	hc := &hostStep{HostContext: &node.HostContext{Rows: []*node.SeqState{
-		{ID: 1, History: []int32{10, 11, 12}}, // its prompt's rows: positions 0..2 (the last token's too)
-		{ID: 2, History: []int32{20, 21, 22, 23, 24}},
-		{ID: 3, History: []int32{30, 31, 32, 33}}, // mid-prefill: rows up to position 1 only
-		{ID: 4, History: []int32{40, 41}},         // no rows: not entered
+		{ID: 1, History: []int32{10, 11, 12}},          // its prompt's rows: positions 0..2 (the last token's too)
+		{ID: 2, History: []int32{20, 21, 22, -23, 24}}, // -23: an image row's key, entered as the placeholder 77
+		{ID: 3, History: []int32{30, 31, 32, 33}},      // mid-prefill: rows up to position 1 only
+		{ID: 4, History: []int32{40, 41}},              // no rows: not entered
 	}}}
 	carried := []exec.Carried{rows(0, 100, 101, 102), rows(2, 202, 203), rows(0, 300, 301), {}}
 	table := func(i, _, _, _, _ int, _ bool) ([]int32, bool) { return []int32{int32(i)}, true }
@@ -165,15 +191,15 @@ func TestCarriedFirstPass(t *testing.T) {
 		want      []int
 	}{
 		{"at the token's position", false,
-			[]int32{10, 11, 12, 23, 24, 30, 31, 32}, []int32{0, 1, 2, 3, 4, 0, 1, 2},
+			[]int32{10, 11, 12, 77, 24, 30, 31, 32}, []int32{0, 1, 2, 3, 4, 0, 1, 2},
 			[]float32{0, 0, 100, 100, 101, 101, 202, 202, 203, 203, 0, 0, 300, 300, 301, 301},
 			[]int32{2, 4, 7}, []int{0, 1, 2}, []int{3, 2, 0}},
 		{"at the hidden state's position", true,
-			[]int32{11, 12, 23, 24, 31, 32}, []int32{0, 1, 2, 3, 0, 1},
+			[]int32{11, 12, 77, 24, 31, 32}, []int32{0, 1, 2, 3, 0, 1},
 			[]float32{100, 100, 101, 101, 202, 202, 203, 203, 300, 300, 301, 301},
 			[]int32{1, 3, 5}, []int{0, 1, 2}, []int{3, 2, 0}},
 	} {
-		b, active, want, tables, err := carriedFirstPass(hc, carried, []int{0, 1, 2}, []int{3, 2, 4}, 2, tc.atHidden, table)
+		b, active, want, tables, err := carriedFirstPass(hc, carried, []int{0, 1, 2}, []int{3, 2, 4}, 2, tc.atHidden, 77, table)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -101,14 +101,15 @@ const (
 )
 
 // FedToken is the token id a pass feeds for history entry t: t itself, or
-// token 0 for an image row, whose history entry is the image's key (a
-// negative id, no token): model.forward replaces that row's embedding with
-// the tower's (mix_rows), and a drafting head over the target's hidden
-// states (model.mtp) reads token 0's embedding beside the image row's
-// hidden state.
-func FedToken(t int32) int32 {
+// image for an image row, whose history entry is the image's key (a
+// negative id, no token). The target's forward replaces that row's
+// embedding with the tower's (mix_rows), so any id does there; a drafter
+// (model.mtp, a draft model, EAGLE-3, DFlash) embeds image, the id the
+// prompt holds at the image rows (<|image_pad|>), beside the target's
+// hidden state of the row where it reads one.
+func FedToken(t, image int32) int32 {
 	if t < 0 {
-		return 0
+		return image
 	}
 	return t
 }

@@ -227,13 +227,28 @@ func (c *Config) CheckTextModel(text *weights.File) error {
 	return nil
 }
 
-// OpenMMProj maps the mmproj GGUF at path (weights.Open) and reads its
-// Config. The caller owns the returned file and closes it; on error nothing
-// stays open. This is what a --mmproj flag calls.
-func OpenMMProj(path string) (*weights.File, *Config, error) {
-	f, err := weights.Open(path)
+// OpenFile maps the mmproj at path: a GGUF file (weights.Open), or a
+// Hugging Face checkpoint folder whose vision tower is read as the
+// converter's mmproj (weights.OpenHFVision). Errors start "mmproj: ".
+func OpenFile(path string) (*weights.File, error) {
+	open := weights.Open
+	if weights.IsHFDir(path) {
+		open = func(dir string) (*weights.File, error) { return weights.OpenHFVision(dir, weights.HFOptions{}) }
+	}
+	f, err := open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("mmproj: %w", err)
+		return nil, fmt.Errorf("mmproj: %w", err)
+	}
+	return f, nil
+}
+
+// OpenMMProj maps the mmproj at path (OpenFile) and reads its Config. The
+// caller owns the returned file and closes it; on error nothing stays
+// open. This is what a --mmproj flag calls.
+func OpenMMProj(path string) (*weights.File, *Config, error) {
+	f, err := OpenFile(path)
+	if err != nil {
+		return nil, nil, err
 	}
 	c, err := ReadConfig(f)
 	if err != nil {

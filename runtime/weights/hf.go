@@ -149,10 +149,41 @@ type HFOptions struct {
 	KV []KV
 }
 
-// hfConfig is config.json, read key by key so errors can name the key.
+// hfConfig is config.json, read key by key so errors can name the key
+// (after prefix: "vision_config." in an object's keys).
 type hfConfig struct {
-	path string
-	m    map[string]json.RawMessage
+	path, prefix string
+	m            map[string]json.RawMessage
+}
+
+// readJSONObject reads the JSON object file at path as an hfConfig.
+func readJSONObject(path string) (*hfConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &hfConfig{path: path}
+	if err := json.Unmarshal(data, &c.m); err != nil || c.m == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return nil, hfErr(path, "", "not a JSON object: %v", err)
+	}
+	return c, nil
+}
+
+// object returns the object key (required) as an hfConfig whose errors
+// name its keys under key.
+func (c *hfConfig) object(key string) (*hfConfig, error) {
+	v, ok := c.raw(key)
+	if !ok {
+		return nil, hfErr(c.path, c.prefix+key, "missing")
+	}
+	o := &hfConfig{path: c.path, prefix: c.prefix + key + "."}
+	if err := json.Unmarshal(v, &o.m); err != nil || o.m == nil {
+		return nil, hfErr(c.path, c.prefix+key, "not an object")
+	}
+	return o, nil
 }
 
 // raw returns the value of key, absent when missing or null.
@@ -170,20 +201,20 @@ func (c *hfConfig) int(key string, def int, big bool) (int, error) {
 	v, ok := c.raw(key)
 	if !ok {
 		if def < 0 {
-			return 0, hfErr(c.path, key, "missing")
+			return 0, hfErr(c.path, c.prefix+key, "missing")
 		}
 		return def, nil
 	}
 	var n int64
 	if err := json.Unmarshal(v, &n); err != nil {
-		return 0, hfErr(c.path, key, "%s is not an integer", v)
+		return 0, hfErr(c.path, c.prefix+key, "%s is not an integer", v)
 	}
 	limit := int64(1 << 24)
 	if big {
 		limit = math.MaxInt32
 	}
 	if n <= 0 || n > limit {
-		return 0, hfErr(c.path, key, "%d out of range [1, %d]", n, limit)
+		return 0, hfErr(c.path, c.prefix+key, "%d out of range [1, %d]", n, limit)
 	}
 	return int(n), nil
 }
@@ -196,10 +227,10 @@ func (c *hfConfig) float(key string) (float64, bool, error) {
 	}
 	var f float64
 	if err := json.Unmarshal(v, &f); err != nil {
-		return 0, false, hfErr(c.path, key, "%s is not a number", v)
+		return 0, false, hfErr(c.path, c.prefix+key, "%s is not a number", v)
 	}
 	if f <= 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, false, hfErr(c.path, key, "%g out of range", f)
+		return 0, false, hfErr(c.path, c.prefix+key, "%g out of range", f)
 	}
 	return f, true, nil
 }
@@ -215,16 +246,9 @@ type hfModel struct {
 
 // readHFConfig reads and validates config.json at path into GGUF metadata.
 func readHFConfig(path, dir string) (*hfModel, error) {
-	data, err := os.ReadFile(path)
+	c, err := readJSONObject(path)
 	if err != nil {
 		return nil, err
-	}
-	c := &hfConfig{path: path}
-	if err := json.Unmarshal(data, &c.m); err != nil || c.m == nil {
-		if err == nil {
-			err = errors.New("null")
-		}
-		return nil, hfErr(path, "", "not a JSON object: %v", err)
 	}
 	var mt string
 	if v, ok := c.raw("model_type"); !ok {
@@ -449,14 +473,9 @@ func OpenHF(dir string, o HFOptions) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &File{Path: dir, Version: 3, Alignment: DefaultAlignment, keys: map[string]int{}, tensors: map[string]int{}}
-	var releases []func() error
-	f.unmap = func() error {
-		var errs []error
-		for _, r := range releases {
-			errs = append(errs, r())
-		}
-		return errors.Join(errs...)
+	f, srcs, err := openHFFolder(dir, m.kv, o)
+	if err != nil {
+		return nil, err
 	}
 	ok := false
 	defer func() {
@@ -464,51 +483,6 @@ func OpenHF(dir string, o HFOptions) (*File, error) {
 			f.Close()
 		}
 	}()
-	for _, kv := range slices.Concat(m.kv, o.KV) {
-		if _, dup := f.keys[kv.Key]; dup {
-			return nil, fmt.Errorf("weights: %s: metadata key %q given twice", dir, kv.Key)
-		}
-		f.keys[kv.Key] = len(f.KV)
-		f.KV = append(f.KV, kv)
-	}
-
-	shards, index, err := hfShards(dir)
-	if err != nil {
-		return nil, err
-	}
-	type source struct {
-		st   *SafeTensor
-		file string
-	}
-	var srcs []source
-	seen := map[string]string{} // HF name -> file
-	for _, path := range shards {
-		data, release, err := mapFile(path, o.Load)
-		if err != nil {
-			if index != nil {
-				return nil, hfErr(filepath.Join(dir, HFIndexFile), shardKey(index, path), "shard %s: %v", filepath.Base(path), err)
-			}
-			return nil, err
-		}
-		releases = append(releases, release)
-		st, err := ParseSafetensors(data, path)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range st.Tensors {
-			if prev, dup := seen[t.Name]; dup {
-				return nil, hfErr(path, t.Name, "also in %s", prev)
-			}
-			seen[t.Name] = path
-			srcs = append(srcs, source{t, path})
-		}
-	}
-	if index != nil {
-		if err := checkIndex(index, seen); err != nil {
-			return nil, err
-		}
-	}
-
 	for _, s := range srcs {
 		if hfIgnored(s.st.Name) {
 			continue
@@ -531,11 +505,91 @@ func OpenHF(dir string, o HFOptions) (*File, error) {
 		f.tensors[hfRopeFreqs] = len(f.Tensors)
 		f.Tensors = append(f.Tensors, &Tensor{Name: hfRopeFreqs, Shape: []int{len(m.ropeFactors)}, DType: tensor.F32, Data: f32Data(m.ropeFactors)})
 	}
-	if err := m.checkComplete(f, dir, index != nil); err != nil {
+	if err := m.checkComplete(f, dir, hfSharded(dir)); err != nil {
 		return nil, err
 	}
 	ok = true
 	return f, nil
+}
+
+// openHFFolder is a File for the folder dir with metadata kvs and o.KV,
+// and the tensors of its safetensors files (hfSources), mapped until the
+// File closes; on error nothing stays open.
+func openHFFolder(dir string, kvs []KV, o HFOptions) (*File, []hfSource, error) {
+	f := &File{Path: dir, Version: 3, Alignment: DefaultAlignment, keys: map[string]int{}, tensors: map[string]int{}}
+	var releases []func() error
+	f.unmap = func() error {
+		var errs []error
+		for _, r := range releases {
+			errs = append(errs, r())
+		}
+		return errors.Join(errs...)
+	}
+	for _, kv := range slices.Concat(kvs, o.KV) {
+		if _, dup := f.keys[kv.Key]; dup {
+			return nil, nil, fmt.Errorf("weights: %s: metadata key %q given twice", dir, kv.Key)
+		}
+		f.keys[kv.Key] = len(f.KV)
+		f.KV = append(f.KV, kv)
+	}
+	srcs, err := hfSources(dir, o.Load, &releases)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, srcs, nil
+}
+
+// hfSource is one tensor of a Hugging Face folder and the file it is in.
+type hfSource struct {
+	st   *SafeTensor
+	file string
+}
+
+// hfSources maps (or, with load, reads) the safetensors files of dir
+// (hfShards) and returns their tensors in file order, appending each
+// file's release to releases (also on error). A tensor in two files, or in
+// another shard than the index says, is an *HFError.
+func hfSources(dir string, load bool, releases *[]func() error) ([]hfSource, error) {
+	shards, index, err := hfShards(dir)
+	if err != nil {
+		return nil, err
+	}
+	var srcs []hfSource
+	seen := map[string]string{} // HF name -> file
+	for _, path := range shards {
+		data, release, err := mapFile(path, load)
+		if err != nil {
+			if index != nil {
+				return nil, hfErr(filepath.Join(dir, HFIndexFile), shardKey(index, path), "shard %s: %v", filepath.Base(path), err)
+			}
+			return nil, err
+		}
+		*releases = append(*releases, release)
+		st, err := ParseSafetensors(data, path)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range st.Tensors {
+			if prev, dup := seen[t.Name]; dup {
+				return nil, hfErr(path, t.Name, "also in %s", prev)
+			}
+			seen[t.Name] = path
+			srcs = append(srcs, hfSource{t, path})
+		}
+	}
+	if index != nil {
+		if err := checkIndex(index, seen); err != nil {
+			return nil, err
+		}
+	}
+	return srcs, nil
+}
+
+// hfSharded reports whether dir's tensors are in shards an index names.
+func hfSharded(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, HFIndexFile))
+	return err == nil
 }
 
 // hfShards returns the safetensors files of dir: model.safetensors, or the
@@ -653,20 +707,9 @@ func (m *hfModel) tensor(st *SafeTensor, file, name string) (*Tensor, error) {
 	if want := m.expectShape(name, rows); !slices.Equal(st.Shape, want) {
 		return nil, hfErr(file, st.Name, "shape %v, want %v from %s", st.Shape, want, HFConfigFile)
 	}
-	dt, ok := hfDTypes[st.DType]
-	if !ok {
-		return nil, hfErr(file, st.Name, "dtype %s not supported (F32, F16, BF16)", st.DType)
-	}
-	t := &Tensor{Name: name, DType: dt, Data: st.Data}
-	for i := len(st.Shape) - 1; i >= 0; i-- {
-		t.Shape = append(t.Shape, st.Shape[i])
-	}
-	if len(t.Shape) == 1 && dt != tensor.F32 {
-		v, err := t.Float32s()
-		if err != nil {
-			return nil, hfErr(file, st.Name, "%v", err)
-		}
-		t.DType, t.Data = tensor.F32, f32Data(v)
+	t, err := hfGGUFTensor(st, file, name)
+	if err != nil {
+		return nil, err
 	}
 	if m.arch.permuteQK {
 		_, suffix, _ := strings.Cut(strings.TrimPrefix(name, "blk."), ".")
@@ -677,11 +720,14 @@ func (m *hfModel) tensor(st *SafeTensor, file, name string) (*Tensor, error) {
 			t.Data = PermuteRoPERows(t.Data, m.kvHeads, m.headDim, false)
 		}
 	}
-	if len(t.Data) > 0 && uintptr(unsafe.Pointer(&t.Data[0]))%DefaultAlignment != 0 {
+	if len(t.Data) > 0 && !aligned(t.Data) {
 		t.Data = alignedCopy(t.Data)
 	}
 	return t, nil
 }
+
+// aligned reports whether b starts at a DefaultAlignment boundary.
+func aligned(b []byte) bool { return uintptr(unsafe.Pointer(&b[0]))%DefaultAlignment == 0 }
 
 // checkComplete checks that f has every tensor the architecture needs and
 // names the first one missing. The check stops there, so its work is bound
