@@ -244,21 +244,30 @@ type hfModel struct {
 	kv                            []KV
 }
 
+// hfModelType returns config.json's model_type.
+func hfModelType(c *hfConfig) (string, error) {
+	var mt string
+	if v, ok := c.raw("model_type"); !ok {
+		return "", hfErr(c.path, "model_type", "missing")
+	} else if err := json.Unmarshal(v, &mt); err != nil {
+		return "", hfErr(c.path, "model_type", "%s is not a string", v)
+	}
+	return mt, nil
+}
+
 // readHFConfig reads and validates config.json at path into GGUF metadata.
 func readHFConfig(path, dir string) (*hfModel, error) {
 	c, err := readJSONObject(path)
 	if err != nil {
 		return nil, err
 	}
-	var mt string
-	if v, ok := c.raw("model_type"); !ok {
-		return nil, hfErr(path, "model_type", "missing")
-	} else if err := json.Unmarshal(v, &mt); err != nil {
-		return nil, hfErr(path, "model_type", "%s is not a string", v)
+	mt, err := hfModelType(c)
+	if err != nil {
+		return nil, err
 	}
 	arch, ok := hfArchs[mt]
 	if !ok {
-		return nil, hfErr(path, "model_type", "%q not supported (supported: llama, qwen2, qwen3)", mt)
+		return nil, hfErr(path, "model_type", "%q not supported (supported: llama, qwen2, qwen3, qwen3_5)", mt)
 	}
 	if v, ok := c.raw("architectures"); ok {
 		var classes []string
@@ -469,7 +478,15 @@ type hfIndex struct {
 // does not fit config.json, a dtype other than F32, F16 or BF16, a tensor
 // of unknown name, and a tensor the model needs that no file has.
 func OpenHF(dir string, o HFOptions) (*File, error) {
-	m, err := readHFConfig(filepath.Join(dir, HFConfigFile), dir)
+	path := filepath.Join(dir, HFConfigFile)
+	c, err := readJSONObject(path)
+	if err != nil {
+		return nil, err
+	}
+	if mt, _ := hfModelType(c); mt == "qwen3_5" || mt == "qwen3_5_text" {
+		return openHFQwen35(dir, c, o)
+	}
+	m, err := readHFConfig(path, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -525,12 +542,8 @@ func openHFFolder(dir string, kvs []KV, o HFOptions) (*File, []hfSource, error) 
 		}
 		return errors.Join(errs...)
 	}
-	for _, kv := range slices.Concat(kvs, o.KV) {
-		if _, dup := f.keys[kv.Key]; dup {
-			return nil, nil, fmt.Errorf("weights: %s: metadata key %q given twice", dir, kv.Key)
-		}
-		f.keys[kv.Key] = len(f.KV)
-		f.KV = append(f.KV, kv)
+	if err := f.addKV(slices.Concat(kvs, o.KV)); err != nil {
+		return nil, nil, err
 	}
 	srcs, err := hfSources(dir, o.Load, &releases)
 	if err != nil {
@@ -538,6 +551,19 @@ func openHFFolder(dir string, kvs []KV, o HFOptions) (*File, []hfSource, error) 
 		return nil, nil, err
 	}
 	return f, srcs, nil
+}
+
+// addKV adds metadata entries to f, a folder's File; a key given twice is
+// an error.
+func (f *File) addKV(kvs []KV) error {
+	for _, kv := range kvs {
+		if _, dup := f.keys[kv.Key]; dup {
+			return fmt.Errorf("weights: %s: metadata key %q given twice", f.Path, kv.Key)
+		}
+		f.keys[kv.Key] = len(f.KV)
+		f.KV = append(f.KV, kv)
+	}
+	return nil
 }
 
 // hfSource is one tensor of a Hugging Face folder and the file it is in.

@@ -56,7 +56,7 @@ var hfPreRegex = map[string]struct {
 }
 
 // WriteHF writes f, a GGUF model of an architecture OpenHF reads (llama,
-// qwen2, qwen3) with a byte-level BPE vocabulary (tokenizer.ggml.model
+// qwen2, qwen3, qwen35: a Qwen3.5 text model, without a vision tower) with a byte-level BPE vocabulary (tokenizer.ggml.model
 // "gpt2", pre-tokenizer qwen2, llama-bpe or gpt-2), as a Hugging Face
 // checkpoint folder dir: config.json, the safetensors weights,
 // tokenizer.json and tokenizer_config.json. It inverts what OpenHF and
@@ -71,6 +71,9 @@ func WriteHF(f *File, dir string, o HFWriteOptions) error {
 	case 0, tensor.F32, tensor.F16, tensor.BF16:
 	default:
 		return fail("dtype %v: want f32, f16 or bf16", o.DType)
+	}
+	if f.Arch() == "qwen35" {
+		return writeHFQwen35(f, dir, o)
 	}
 	modelType, arch, ok := hfArchOf(f.Arch())
 	if !ok {
