@@ -10,7 +10,7 @@ import (
 // Hugging Face folders with `ninfer convert` and checks llama.cpp's greedy
 // goldens of the GGUFs with `ninfer golden verify --model DIR`.
 func TestConvertedFolderVerifiesLlamaCppGoldens(t *testing.T) {
-	for _, name := range []string{"tiny-qwen3-f32", "tiny-llama-f32"} {
+	for _, name := range []string{"tiny-qwen3-f32", "tiny-llama-f32", "tiny-qwen35-f32"} {
 		t.Run(name, func(t *testing.T) {
 			model := sharedPath(t, "models", name+".gguf")
 			gold := sharedPath(t, "golden", name+".json")

@@ -689,6 +689,45 @@ func writeStripes(t *testing.T, path string, w, h int) {
 // beside a text-model, an lm_head and an MTP tensor that the tower leaves out.
 func writeHFVisionFolder(t *testing.T, path, dir string) {
 	t.Helper()
+	config, pre, out := hfVisionParts(t, path)
+	for _, name := range []string{"model.language_model.embed_tokens.weight", "lm_head.weight", "mtp.fc.weight"} {
+		out = append(out, &weights.SafeTensor{Name: name, DType: "F32", Shape: []int{2, 4}, Data: make([]byte, 32)})
+	}
+	writeJSONFile(t, filepath.Join(dir, "config.json"), config)
+	writeJSONFile(t, filepath.Join(dir, "preprocessor_config.json"), pre)
+	writeSafetensorsFile(t, filepath.Join(dir, "model.safetensors"), out)
+}
+
+// writeJSONFile writes v as JSON to path.
+func writeJSONFile(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeSafetensorsFile writes ts as a safetensors file at path.
+func writeSafetensorsFile(t *testing.T, path string, ts []*weights.SafeTensor) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := weights.WriteSafetensors(&buf, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hfVisionParts inverts llama.cpp's converter for the mmproj GGUF at path:
+// the config.json (vision_config, text_config's hidden size and epsilon)
+// and preprocessor_config.json of a Qwen3.5 folder, and the model.visual.*
+// tensors.
+func hfVisionParts(t *testing.T, path string) (config, pre map[string]any, out []*weights.SafeTensor) {
+	t.Helper()
 	f, err := weights.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -713,7 +752,7 @@ func writeHFVisionFolder(t *testing.T, path, dir string) {
 		t.Fatal(err)
 	}
 	side := u("clip.vision.image_size") / u("clip.vision.patch_size")
-	config := map[string]any{
+	config = map[string]any{
 		"architectures": []string{"Qwen3_5ForConditionalGeneration"}, "model_type": "qwen3_5",
 		"text_config": map[string]any{"hidden_size": u("clip.vision.projection_dim"), "rms_norm_eps": eps},
 		"vision_config": map[string]any{"hidden_size": u("clip.vision.embedding_length"), "intermediate_size": u("clip.vision.feed_forward_length"),
@@ -721,16 +760,7 @@ func writeHFVisionFolder(t *testing.T, path, dir string) {
 			"spatial_merge_size": u("clip.vision.spatial_merge_size"), "num_position_embeddings": side * side,
 			"out_hidden_size": u("clip.vision.projection_dim"), "deepstack_visual_indexes": []int{}},
 	}
-	pre := map[string]any{"image_mean": floats("clip.vision.image_mean"), "image_std": floats("clip.vision.image_std")}
-	for name, v := range map[string]any{"config.json": config, "preprocessor_config.json": pre} {
-		data, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pre = map[string]any{"image_mean": floats("clip.vision.image_mean"), "image_std": floats("clip.vision.image_std")}
 	hfNames := map[string]string{"ln1": "norm1", "attn_qkv": "attn.qkv", "attn_out": "attn.proj", "ln2": "norm2",
 		"ffn_up": "mlp.linear_fc1", "ffn_down": "mlp.linear_fc2"}
 	outside := map[string]string{"v.patch_embd.bias": "patch_embed.proj.bias", "v.position_embd.weight": "pos_embed.weight",
@@ -741,7 +771,6 @@ func writeHFVisionFolder(t *testing.T, path, dir string) {
 		slices.Reverse(s)
 		return s
 	}
-	var out []*weights.SafeTensor
 	for _, gt := range f.Tensors {
 		var name string
 		switch rest, isBlock := strings.CutPrefix(gt.Name, "v.blk."); {
@@ -771,18 +800,9 @@ func writeHFVisionFolder(t *testing.T, path, dir string) {
 		if name == "" || strings.Contains(name, "..") {
 			t.Fatalf("tensor %s has no Hugging Face name", gt.Name)
 		}
-		out = append(out, &weights.SafeTensor{Name: "model.visual." + name, DType: "F32", Shape: pytorch(gt), Data: gt.Data})
+		out = append(out, &weights.SafeTensor{Name: "model.visual." + name, DType: "F32", Shape: pytorch(gt), Data: bytes.Clone(gt.Data)}) // f is unmapped on return
 	}
-	for _, name := range []string{"model.language_model.embed_tokens.weight", "lm_head.weight", "mtp.fc.weight"} {
-		out = append(out, &weights.SafeTensor{Name: name, DType: "F32", Shape: []int{2, 4}, Data: make([]byte, 32)})
-	}
-	var buf bytes.Buffer
-	if err := weights.WriteSafetensors(&buf, out, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return config, pre, out
 }
 
 // --mmproj DIR reads a Hugging Face checkpoint folder's vision tower as
@@ -839,5 +859,86 @@ func TestMMProjFromHFFolder(t *testing.T) {
 	}
 	if code, stdout, stderr := runCLI("graph", "check", "--model", model, "--mmproj", folder, "vision"); code != 0 || !strings.Contains(stdout, "vision: ok") {
 		t.Errorf("graph check --mmproj DIR: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// --model DIR reads a Qwen3.5 checkpoint folder's hybrid text model and
+// opens its vision tower with no --mmproj: tiny-qwen35-vl and its mmproj
+// written as one folder (text shards from `convert --to hf`, the tower in a
+// shard of its own that the index names) give, for every golden prompt
+// (text-only included), the GGUF pair's chunks (image embedding checksums
+// to the last bit) and ids, which are llama.cpp's.
+func TestModelFromHFQwen35Folder(t *testing.T) {
+	model := sharedPath(t, "models", "tiny-qwen35-vl-f32.gguf")
+	mmproj := sharedPath(t, "models", "tiny-qwen35-mmproj-f32.gguf")
+	dir := sharedPath(t, "golden")
+	folder := filepath.Join(t.TempDir(), "Qwen3.5-tiny")
+	if code, stdout, stderr := runCLI("convert", "--model", model, "--to", "hf", "--out", folder, "--shard-bytes", "200000"); code != 0 {
+		t.Fatalf("convert: exit %d: %s%s", code, stdout, stderr)
+	}
+	config, pre, tower := hfVisionParts(t, mmproj)
+	readJSON := func(name string) map[string]any {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(folder, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	cfg := readJSON(weights.HFConfigFile)
+	if got, want := cfg["text_config"].(map[string]any)["hidden_size"], float64(config["text_config"].(map[string]any)["hidden_size"].(uint64)); got != want {
+		t.Fatalf("text hidden_size %v, the tower projects to %v", got, want)
+	}
+	cfg["vision_config"] = config["vision_config"]
+	writeJSONFile(t, filepath.Join(folder, weights.HFConfigFile), cfg)
+	writeJSONFile(t, filepath.Join(folder, weights.HFPreprocessorFile), pre)
+	writeSafetensorsFile(t, filepath.Join(folder, "model-visual.safetensors"), tower)
+	index := readJSON(weights.HFIndexFile)
+	for _, st := range tower {
+		index["weight_map"].(map[string]any)[st.Name] = "model-visual.safetensors"
+	}
+	writeJSONFile(t, filepath.Join(folder, weights.HFIndexFile), index)
+
+	type result struct {
+		IDs    []int32              `json:"ids"`
+		Chunks []golden.VisionChunk `json:"chunks"`
+	}
+	cases := 0
+	for _, r := range readVisionGolden(t, dir).Results {
+		if r.Prompt == "" {
+			continue
+		}
+		runOne := func(args ...string) result {
+			t.Helper()
+			args = append(append([]string{"run", "--json"}, args...), "--prompt", r.Prompt, "--max-tokens", "32",
+				"--temperature", "0", "--ignore-eos", "--threads", "2")
+			for _, img := range r.Images {
+				args = append(args, "--image", filepath.Join(dir, "images", img))
+			}
+			code, stdout, stderr := runCLI(args...)
+			if code != 0 {
+				t.Fatalf("%s: %v: exit %d: %s", r.ID, args, code, stderr)
+			}
+			var out result
+			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		want, got := runOne("--model", model, "--mmproj", mmproj), runOne("--model", folder)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: (-GGUF model and mmproj +folder):\n%s", r.ID, diff)
+		}
+		if diff := cmp.Diff(r.Generated, got.IDs); diff != "" {
+			t.Errorf("%s: greedy ids (-llama.cpp +folder):\n%s", r.ID, diff)
+		}
+		cases++
+	}
+	if cases < 6 {
+		t.Errorf("%d golden cases, want the 5 image prompts and the text-only one", cases)
 	}
 }

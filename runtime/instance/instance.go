@@ -55,8 +55,10 @@ type Options struct {
 	Observer engine.StepObserver
 	// NoPrefixCache turns automatic prefix caching off (engine.Config).
 	NoPrefixCache bool
-	// MMProj is the vision tower (a qwen3vl_merger mmproj GGUF) of a
-	// vision-language model, for a graph that reads images; "" for none.
+	// MMProj is the vision tower (a qwen3vl_merger mmproj GGUF, or a
+	// Hugging Face folder's) of a vision-language model, for a graph that
+	// reads images; "" for none, or the tower of Model when Model is a
+	// Hugging Face folder that has one (weights.HFHasVision).
 	MMProj string
 	// CheckpointMemory, CheckpointEvery and CheckpointDType size and store
 	// a hybrid model's recurrent state checkpoints (engine.Config): 0 or ""
@@ -95,6 +97,9 @@ type Instance struct {
 // Open loads the model and graph and starts the engine.
 func Open(o Options) (*Instance, error) {
 	start := time.Now()
+	if o.MMProj == "" && weights.HFHasVision(o.Model) {
+		o.MMProj = o.Model
+	}
 	loadPlan := LoadPlan
 	if o.MMProj != "" {
 		loadPlan = LoadPlanWithImages

@@ -590,7 +590,7 @@ func openHFQwen35(dir string, c *hfConfig, o HFOptions) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := f.addKV(slices.Concat(m.kv, o.KV)); err != nil {
+	if err := f.addKV(m.kv); err != nil {
 		return nil, err
 	}
 	for _, s := range srcs {

@@ -73,6 +73,27 @@ func hfVisionName(name string) (gguf string, vision, known bool) {
 	return "", true, false
 }
 
+// HFHasVision reports whether dir is a Hugging Face checkpoint folder with a
+// vision tower OpenHFVision reads: config.json of one of its classes, with
+// a vision_config. A folder whose config.json does not parse has none (its
+// errors are OpenHF's to report).
+func HFHasVision(dir string) bool {
+	if !IsHFDir(dir) {
+		return false
+	}
+	c, err := readJSONObject(filepath.Join(dir, HFConfigFile))
+	if err != nil {
+		return false
+	}
+	var classes []string
+	v, ok := c.raw("architectures")
+	if !ok || json.Unmarshal(v, &classes) != nil || len(classes) == 0 || !slices.Contains(hfVisionClasses, classes[0]) {
+		return false
+	}
+	_, ok = c.raw("vision_config")
+	return ok
+}
+
 // OpenHFVision opens the vision tower of the Hugging Face checkpoint folder
 // dir (a Qwen3.5 or Qwen3-VL ...ForConditionalGeneration: config.json
 // with a vision_config, the model.visual.* tensors, preprocessor_config.json)
