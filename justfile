@@ -147,6 +147,7 @@ fuzz t="30s":
     go test ./runtime/weights -run '^$' -fuzz '^FuzzParse$' -fuzztime {{t}}
     go test ./runtime/weights -run '^$' -fuzz FuzzParseSafetensors -fuzztime {{t}}
     go test ./runtime/weights -run '^$' -fuzz FuzzReadHFVisionConfig -fuzztime {{t}}
+    go test ./runtime/weights -run '^$' -fuzz FuzzReadHFQwen35Config -fuzztime {{t}}
     go test ./runtime/graphdef -run '^$' -fuzz FuzzParse -fuzztime {{t}}
     go test ./runtime/tok -run '^$' -fuzz FuzzEncode -fuzztime {{t}}
     go test ./runtime/tok -run '^$' -fuzz FuzzParseHF -fuzztime {{t}}

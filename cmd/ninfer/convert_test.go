@@ -8,7 +8,8 @@ import (
 
 // TestConvertedFolderVerifiesLlamaCppGoldens converts the tiny models to
 // Hugging Face folders with `ninfer convert` and checks llama.cpp's greedy
-// goldens of the GGUFs with `ninfer golden verify --model DIR`.
+// goldens of the GGUFs with `ninfer golden verify --model DIR` (and the
+// Qwen3.5 hybrid's MTP drafts with `golden drafts`).
 func TestConvertedFolderVerifiesLlamaCppGoldens(t *testing.T) {
 	for _, name := range []string{"tiny-qwen3-f32", "tiny-llama-f32", "tiny-qwen35-f32"} {
 		t.Run(name, func(t *testing.T) {
@@ -24,6 +25,12 @@ func TestConvertedFolderVerifiesLlamaCppGoldens(t *testing.T) {
 				t.Fatalf("golden verify: exit %d:\n%s%s", code, stdout, stderr)
 			}
 			t.Log(strings.TrimSpace(stdout))
+			if name == "tiny-qwen35-f32" { // its MTP block, read from mtp.*, drafts as llama-server's
+				code, stdout, stderr = runCLI("golden", "drafts", "--graph", "mtp", "--model", dir, sharedPath(t, "golden", "spec-tiny-qwen35-mtp.json"))
+				if code != 0 || !strings.Contains(stdout, "8/8 cases draft as llama-server") {
+					t.Fatalf("golden drafts --graph mtp: exit %d:\n%s%s", code, stdout, stderr)
+				}
+			}
 		})
 	}
 }
