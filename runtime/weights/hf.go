@@ -237,11 +237,75 @@ func (c *hfConfig) float(key string) (float64, bool, error) {
 
 // hfModel is what OpenHF reads from config.json.
 type hfModel struct {
-	arch                          hfArch
+	hfDims
+	arch        hfArch
+	ropeFactors []float32
+	kv          []KV
+}
+
+// hfDims are the transformer sizes of a config.json (or its text_config).
+type hfDims struct {
 	layers, embed, heads, kvHeads int
 	headDim, ffn, vocab           int // vocab 0 when config.json has none
-	ropeFactors                   []float32
-	kv                            []KV
+	ctx                           int // max_position_embeddings, 0 when absent
+	hasHeadDim                    bool
+}
+
+// readHFDims reads c's sizes; head_dim defaults to hidden_size /
+// num_attention_heads, num_key_value_heads to num_attention_heads.
+func readHFDims(c *hfConfig) (hfDims, error) {
+	var d hfDims
+	var errs []error
+	get := func(dst *int, key string, def int, big bool) {
+		v, err := c.int(key, def, big)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		*dst = v
+	}
+	get(&d.embed, "hidden_size", -1, false)
+	get(&d.layers, "num_hidden_layers", -1, false)
+	get(&d.ffn, "intermediate_size", -1, false)
+	get(&d.heads, "num_attention_heads", -1, false)
+	get(&d.kvHeads, "num_key_value_heads", max(d.heads, 1), false)
+	get(&d.vocab, "vocab_size", 0, false)
+	get(&d.ctx, "max_position_embeddings", 0, true)
+	_, d.hasHeadDim = c.raw("head_dim")
+	get(&d.headDim, "head_dim", 0, false)
+	if err := errors.Join(errs...); err != nil {
+		return d, err
+	}
+	if d.headDim == 0 {
+		if d.embed%d.heads != 0 {
+			return d, hfErr(c.path, c.prefix+"hidden_size", "%d is not divisible by num_attention_heads %d (give head_dim)", d.embed, d.heads)
+		}
+		d.headDim = d.embed / d.heads
+	}
+	if d.heads%d.kvHeads != 0 {
+		return d, hfErr(c.path, c.prefix+"num_key_value_heads", "num_attention_heads %d is not a multiple of %d", d.heads, d.kvHeads)
+	}
+	return d, nil
+}
+
+// kvs is d as GGUF metadata of architecture a with blocks blocks.
+func (d hfDims) kvs(a string, blocks int) []KV {
+	kv := []KV{
+		{a + ".block_count", U32(uint32(blocks))},
+		{a + ".embedding_length", U32(uint32(d.embed))},
+		{a + ".feed_forward_length", U32(uint32(d.ffn))},
+		{a + ".attention.head_count", U32(uint32(d.heads))},
+		{a + ".attention.head_count_kv", U32(uint32(d.kvHeads))},
+	}
+	if d.ctx > 0 {
+		kv = append(kv, KV{a + ".context_length", U32(uint32(d.ctx))})
+	}
+	if d.hasHeadDim {
+		kv = append(kv, KV{a + ".attention.key_length", U32(uint32(d.headDim))}, KV{a + ".attention.value_length", U32(uint32(d.headDim))})
+	}
+	if d.vocab > 0 {
+		kv = append(kv, KV{a + ".vocab_size", U32(uint32(d.vocab))})
+	}
+	return kv
 }
 
 // hfModelType returns config.json's model_type.
@@ -278,39 +342,11 @@ func readHFConfig(path, dir string) (*hfModel, error) {
 			return nil, hfErr(path, "architectures", "%q not supported for model_type %q (want %s)", classes[0], mt, arch.class)
 		}
 	}
-	m := &hfModel{arch: arch}
-	var errs []error
-	get := func(dst *int, key string, def int) {
-		v, err := c.int(key, def, false)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		*dst = v
-	}
-	get(&m.embed, "hidden_size", -1)
-	get(&m.layers, "num_hidden_layers", -1)
-	get(&m.ffn, "intermediate_size", -1)
-	get(&m.heads, "num_attention_heads", -1)
-	get(&m.kvHeads, "num_key_value_heads", max(m.heads, 1))
-	get(&m.vocab, "vocab_size", 0)
-	ctx, err := c.int("max_position_embeddings", 0, true)
+	d, err := readHFDims(c)
 	if err != nil {
-		errs = append(errs, err)
-	}
-	_, hasHeadDim := c.raw("head_dim")
-	get(&m.headDim, "head_dim", 0)
-	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if m.headDim == 0 {
-		if m.embed%m.heads != 0 {
-			return nil, hfErr(path, "hidden_size", "%d is not divisible by num_attention_heads %d (give head_dim)", m.embed, m.heads)
-		}
-		m.headDim = m.embed / m.heads
-	}
-	if m.heads%m.kvHeads != 0 {
-		return nil, hfErr(path, "num_key_value_heads", "num_attention_heads %d is not a multiple of %d", m.heads, m.kvHeads)
-	}
+	m := &hfModel{hfDims: d, arch: arch}
 	if m.headDim%2 != 0 {
 		return nil, hfErr(path, "head_dim", "%d is odd", m.headDim)
 	}
@@ -369,30 +405,13 @@ func readHFConfig(path, dir string) (*hfModel, error) {
 
 	a := arch.gguf
 	name := filepath.Base(filepath.Clean(dir))
-	m.kv = []KV{
-		{"general.architecture", Str(a)},
-		{"general.name", Str(name)},
-		{a + ".block_count", U32(uint32(m.layers))},
-		{a + ".embedding_length", U32(uint32(m.embed))},
-		{a + ".feed_forward_length", U32(uint32(m.ffn))},
-		{a + ".attention.head_count", U32(uint32(m.heads))},
-		{a + ".attention.head_count_kv", U32(uint32(m.kvHeads))},
-		{a + ".rope.dimension_count", U32(uint32(m.headDim))},
-	}
-	if ctx > 0 {
-		m.kv = append(m.kv, KV{a + ".context_length", U32(uint32(ctx))})
-	}
-	if hasHeadDim {
-		m.kv = append(m.kv, KV{a + ".attention.key_length", U32(uint32(m.headDim))}, KV{a + ".attention.value_length", U32(uint32(m.headDim))})
-	}
+	m.kv = slices.Concat([]KV{{"general.architecture", Str(a)}, {"general.name", Str(name)}}, d.kvs(a, m.layers),
+		[]KV{{a + ".rope.dimension_count", U32(uint32(m.headDim))}})
 	if hasTheta {
 		m.kv = append(m.kv, KV{a + ".rope.freq_base", F32(float32(theta))})
 	}
 	if hasEps {
 		m.kv = append(m.kv, KV{a + ".attention.layer_norm_rms_epsilon", F32(float32(eps))})
-	}
-	if m.vocab > 0 {
-		m.kv = append(m.kv, KV{a + ".vocab_size", U32(uint32(m.vocab))})
 	}
 	return m, nil
 }

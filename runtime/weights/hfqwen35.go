@@ -63,13 +63,11 @@ var hfQwen35MTPNames = map[string]string{
 
 // hfQwen35 is what OpenHF reads from a Qwen3.5 config.json.
 type hfQwen35 struct {
-	layers, mtp, interval                     int // trunk layers, MTP layers, full_attention_interval
-	embed, heads, kvHeads, headDim, ffn       int
-	vocab                                     int // 0 when config.json has none
-	convK, kHeads, vHeads, kDim, vDim         int // Gated DeltaNet sizes
-	kv                                        []KV
-	path                                      string // config.json
-	layersKey, mtpKey, intervalKey, cfgPrefix string
+	hfDims
+	mtp, interval                     int // MTP layers (after hfDims.layers), full_attention_interval
+	convK, kHeads, vHeads, kDim, vDim int // Gated DeltaNet sizes
+	kv                                []KV
+	layersKey, mtpKey, intervalKey    string
 }
 
 // linear reports whether layer l is a Gated DeltaNet layer: every layer of
@@ -97,30 +95,22 @@ func readHFQwen35Config(c *hfConfig, path, dir string, mtpFound int) (*hfQwen35,
 			return nil, err
 		}
 	}
-	m := &hfQwen35{path: path, cfgPrefix: tc.prefix}
-	var errs []error
-	get := func(dst *int, key string, def int) {
-		v, err := tc.int(key, def, false)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		*dst = v
-	}
-	get(&m.embed, "hidden_size", -1)
-	get(&m.layers, "num_hidden_layers", -1)
-	get(&m.ffn, "intermediate_size", -1)
-	get(&m.heads, "num_attention_heads", -1)
-	get(&m.kvHeads, "num_key_value_heads", max(m.heads, 1))
-	get(&m.vocab, "vocab_size", 0)
-	get(&m.headDim, "head_dim", 0)
-	get(&m.convK, "linear_conv_kernel_dim", -1)
-	get(&m.kDim, "linear_key_head_dim", -1)
-	get(&m.kHeads, "linear_num_key_heads", -1)
-	get(&m.vHeads, "linear_num_value_heads", -1)
-	get(&m.vDim, "linear_value_head_dim", -1)
-	get(&m.interval, "full_attention_interval", 4)
-	ctx, err := tc.int("max_position_embeddings", 0, true)
+	d, err := readHFDims(tc)
 	if err != nil {
+		return nil, err
+	}
+	m := &hfQwen35{hfDims: d}
+	var errs []error
+	for _, k := range []struct {
+		dst *int
+		key string
+	}{{&m.convK, "linear_conv_kernel_dim"}, {&m.kDim, "linear_key_head_dim"}, {&m.kHeads, "linear_num_key_heads"},
+		{&m.vHeads, "linear_num_value_heads"}, {&m.vDim, "linear_value_head_dim"}} {
+		v, err := tc.int(k.key, -1, false)
+		errs = append(errs, err)
+		*k.dst = v
+	}
+	if m.interval, err = tc.int("full_attention_interval", 4, false); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -139,16 +129,6 @@ func readHFQwen35Config(c *hfConfig, path, dir string, mtpFound int) (*hfQwen35,
 		m.mtp = mtpFound
 	}
 	m.layersKey, m.intervalKey, m.mtpKey = tc.prefix+"num_hidden_layers", tc.prefix+"full_attention_interval", tc.prefix+"mtp_num_hidden_layers"
-	_, hasHeadDim := tc.raw("head_dim")
-	if !hasHeadDim {
-		if m.embed%m.heads != 0 {
-			return nil, hfErr(path, tc.prefix+"hidden_size", "%d is not divisible by num_attention_heads %d (give head_dim)", m.embed, m.heads)
-		}
-		m.headDim = m.embed / m.heads
-	}
-	if m.heads%m.kvHeads != 0 {
-		return nil, hfErr(path, tc.prefix+"num_key_value_heads", "num_attention_heads %d is not a multiple of %d", m.heads, m.kvHeads)
-	}
 	if m.vHeads%m.kHeads != 0 {
 		return nil, hfErr(path, tc.prefix+"linear_num_value_heads", "%d is not a multiple of linear_num_key_heads %d", m.vHeads, m.kHeads)
 	}
@@ -240,29 +220,17 @@ func readHFQwen35Config(c *hfConfig, path, dir string, mtpFound int) (*hfQwen35,
 	}
 
 	const a = "qwen35"
-	m.kv = []KV{
-		{"general.architecture", Str(a)},
-		{"general.name", Str(filepath.Base(filepath.Clean(dir)))},
-		{a + ".block_count", U32(uint32(m.layers + m.mtp))},
-		{a + ".embedding_length", U32(uint32(m.embed))},
-		{a + ".feed_forward_length", U32(uint32(m.ffn))},
-		{a + ".attention.head_count", U32(uint32(m.heads))},
-		{a + ".attention.head_count_kv", U32(uint32(m.kvHeads))},
-		{a + ".rope.dimension_count", U32(uint32(ropeDim))},
-		{a + ".rope.dimension_sections", Arr(sections)},
-		{a + ".ssm.conv_kernel", U32(uint32(m.convK))},
-		{a + ".ssm.state_size", U32(uint32(m.kDim))},
-		{a + ".ssm.group_count", U32(uint32(m.kHeads))},
-		{a + ".ssm.time_step_rank", U32(uint32(m.vHeads))},
-		{a + ".ssm.inner_size", U32(uint32(m.vDim * m.vHeads))},
-		{a + ".full_attention_interval", U32(uint32(m.interval))},
-	}
-	if ctx > 0 {
-		m.kv = append(m.kv, KV{a + ".context_length", U32(uint32(ctx))})
-	}
-	if hasHeadDim {
-		m.kv = append(m.kv, KV{a + ".attention.key_length", U32(uint32(m.headDim))}, KV{a + ".attention.value_length", U32(uint32(m.headDim))})
-	}
+	m.kv = slices.Concat([]KV{{"general.architecture", Str(a)}, {"general.name", Str(filepath.Base(filepath.Clean(dir)))}},
+		m.kvs(a, m.layers+m.mtp), []KV{
+			{a + ".rope.dimension_count", U32(uint32(ropeDim))},
+			{a + ".rope.dimension_sections", Arr(sections)},
+			{a + ".ssm.conv_kernel", U32(uint32(m.convK))},
+			{a + ".ssm.state_size", U32(uint32(m.kDim))},
+			{a + ".ssm.group_count", U32(uint32(m.kHeads))},
+			{a + ".ssm.time_step_rank", U32(uint32(m.vHeads))},
+			{a + ".ssm.inner_size", U32(uint32(m.vDim * m.vHeads))},
+			{a + ".full_attention_interval", U32(uint32(m.interval))},
+		})
 	if hasTheta {
 		m.kv = append(m.kv, KV{a + ".rope.freq_base", F32(float32(theta))})
 	}
@@ -274,9 +242,6 @@ func readHFQwen35Config(c *hfConfig, path, dir string, mtpFound int) (*hfQwen35,
 	}
 	if m.mtp > 0 {
 		m.kv = append(m.kv, KV{a + ".nextn_predict_layers", U32(uint32(m.mtp))})
-	}
-	if m.vocab > 0 {
-		m.kv = append(m.kv, KV{a + ".vocab_size", U32(uint32(m.vocab))})
 	}
 	return m, nil
 }

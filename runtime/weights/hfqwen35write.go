@@ -3,11 +3,7 @@ package weights
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
-	"os"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -119,7 +115,6 @@ func writeHFQwen35(f *File, dir string, o HFWriteOptions) error {
 		hfNames[g] = "mtp." + hf
 	}
 	var out []*SafeTensor
-	dtypes := map[string]bool{}
 	for _, t := range f.Tensors {
 		name, err := m.hfName(t.Name, hfNames)
 		if err != nil {
@@ -129,34 +124,9 @@ func writeHFQwen35(f *File, dir string, o HFWriteOptions) error {
 		if err != nil {
 			return fail("tensor %q: %v", t.Name, err)
 		}
-		dtypes[st.DType] = true
 		out = append(out, st)
 	}
-	cfg["torch_dtype"] = "float32"
-	if dtypes["BF16"] {
-		cfg["torch_dtype"] = "bfloat16"
-	} else if dtypes["F16"] {
-		cfg["torch_dtype"] = "float16"
-	}
-	tokFiles, err := hfTokenizerFiles(f, cfg)
-	if err != nil {
-		return fail("%v", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	files := map[string][]byte{HFConfigFile: append(js, '\n')}
-	maps.Copy(files, tokFiles)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
-			return err
-		}
-	}
-	return writeShards(dir, out, o.ShardBytes)
+	return writeHFFiles(f, dir, cfg, out, o.ShardBytes)
 }
 
 // hfName returns the Hugging Face name of the qwen35 GGUF tensor g

@@ -174,7 +174,6 @@ func WriteHF(f *File, dir string, o HFWriteOptions) error {
 		ggufToHF[g] = h
 	}
 	var out []*SafeTensor
-	dtypes := map[string]bool{}
 	for _, t := range f.Tensors {
 		name, ok := ggufToHF[t.Name]
 		if !ok {
@@ -204,8 +203,18 @@ func WriteHF(f *File, dir string, o HFWriteOptions) error {
 				st.Data = PermuteRoPERows(st.Data, kvHeads, headDim, true)
 			}
 		}
-		dtypes[st.DType] = true
 		out = append(out, st)
+	}
+	return writeHFFiles(f, dir, cfg, out, o.ShardBytes)
+}
+
+// writeHFFiles writes the folder dir of f: config.json (cfg, with
+// torch_dtype from out's dtypes and the tokenizer's token ids), the
+// tokenizer files and out's safetensors (shards of shardBytes when > 0).
+func writeHFFiles(f *File, dir string, cfg map[string]any, out []*SafeTensor, shardBytes int64) error {
+	dtypes := map[string]bool{}
+	for _, st := range out {
+		dtypes[st.DType] = true
 	}
 	cfg["torch_dtype"] = "float32"
 	if dtypes["BF16"] {
@@ -213,10 +222,9 @@ func WriteHF(f *File, dir string, o HFWriteOptions) error {
 	} else if dtypes["F16"] {
 		cfg["torch_dtype"] = "float16"
 	}
-
 	tokFiles, err := hfTokenizerFiles(f, cfg)
 	if err != nil {
-		return fail("%v", err)
+		return fmt.Errorf("weights: write hf %s: %v", f.Path, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -226,15 +234,13 @@ func WriteHF(f *File, dir string, o HFWriteOptions) error {
 		return err
 	}
 	files := map[string][]byte{HFConfigFile: append(js, '\n')}
-	for name, data := range tokFiles {
-		files[name] = data
-	}
+	maps.Copy(files, tokFiles)
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
 			return err
 		}
 	}
-	return writeShards(dir, out, o.ShardBytes)
+	return writeShards(dir, out, shardBytes)
 }
 
 // hfTensor is t as a safetensors tensor called name: 1-D as F32, 2-D as dt
