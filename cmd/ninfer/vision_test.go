@@ -805,6 +805,32 @@ func hfVisionParts(t *testing.T, path string) (config, pre map[string]any, out [
 	return config, pre, out
 }
 
+// visionRun is the part of `ninfer run --json` the folder tests compare.
+type visionRun struct {
+	IDs    []int32              `json:"ids"`
+	Chunks []golden.VisionChunk `json:"chunks"`
+}
+
+// runVisionCase runs the golden case r (images in dir/images) with
+// `ninfer run --json` and the model arguments args: 32 greedy tokens.
+func runVisionCase(t *testing.T, dir string, r golden.VisionResult, args ...string) visionRun {
+	t.Helper()
+	args = append(append([]string{"run", "--json"}, args...), "--prompt", r.Prompt, "--max-tokens", "32",
+		"--temperature", "0", "--ignore-eos", "--threads", "2")
+	for _, img := range r.Images {
+		args = append(args, "--image", filepath.Join(dir, "images", img))
+	}
+	code, stdout, stderr := runCLI(args...)
+	if code != 0 {
+		t.Fatalf("%s: %v: exit %d: %s", r.ID, args, code, stderr)
+	}
+	var out visionRun
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // --mmproj DIR reads a Hugging Face checkpoint folder's vision tower as
 // llama.cpp's converter would write it: the tiny mmproj written as a
 // Qwen3.5 folder gives, for every golden image case, the same chunks
@@ -819,33 +845,13 @@ func TestMMProjFromHFFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeHFVisionFolder(t, mmproj, folder)
-	type result struct {
-		IDs    []int32              `json:"ids"`
-		Chunks []golden.VisionChunk `json:"chunks"`
-	}
 	cases := 0
 	for _, r := range readVisionGolden(t, dir).Results {
 		if len(r.Images) == 0 || r.Prompt == "" {
 			continue
 		}
-		runOne := func(tower string) result {
-			t.Helper()
-			args := []string{"run", "--json", "--model", model, "--mmproj", tower, "--prompt", r.Prompt, "--max-tokens", "32",
-				"--temperature", "0", "--ignore-eos", "--threads", "2"}
-			for _, img := range r.Images {
-				args = append(args, "--image", filepath.Join(dir, "images", img))
-			}
-			code, stdout, stderr := runCLI(args...)
-			if code != 0 {
-				t.Fatalf("%s with --mmproj %s: exit %d: %s", r.ID, tower, code, stderr)
-			}
-			var out result
-			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
-				t.Fatal(err)
-			}
-			return out
-		}
-		want, got := runOne(mmproj), runOne(folder)
+		want := runVisionCase(t, dir, r, "--model", model, "--mmproj", mmproj)
+		got := runVisionCase(t, dir, r, "--model", model, "--mmproj", folder)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: (-GGUF mmproj +folder):\n%s", r.ID, diff)
 		}
@@ -903,33 +909,13 @@ func TestModelFromHFQwen35Folder(t *testing.T) {
 	}
 	writeJSONFile(t, filepath.Join(folder, weights.HFIndexFile), index)
 
-	type result struct {
-		IDs    []int32              `json:"ids"`
-		Chunks []golden.VisionChunk `json:"chunks"`
-	}
 	cases := 0
 	for _, r := range readVisionGolden(t, dir).Results {
 		if r.Prompt == "" {
 			continue
 		}
-		runOne := func(args ...string) result {
-			t.Helper()
-			args = append(append([]string{"run", "--json"}, args...), "--prompt", r.Prompt, "--max-tokens", "32",
-				"--temperature", "0", "--ignore-eos", "--threads", "2")
-			for _, img := range r.Images {
-				args = append(args, "--image", filepath.Join(dir, "images", img))
-			}
-			code, stdout, stderr := runCLI(args...)
-			if code != 0 {
-				t.Fatalf("%s: %v: exit %d: %s", r.ID, args, code, stderr)
-			}
-			var out result
-			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
-				t.Fatal(err)
-			}
-			return out
-		}
-		want, got := runOne("--model", model, "--mmproj", mmproj), runOne("--model", folder)
+		want := runVisionCase(t, dir, r, "--model", model, "--mmproj", mmproj)
+		got := runVisionCase(t, dir, r, "--model", folder)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s: (-GGUF model and mmproj +folder):\n%s", r.ID, diff)
 		}
