@@ -482,7 +482,9 @@ type hfIndex struct {
 // File with the metadata keys and tensor names a GGUF from llama.cpp's
 // converter has, so that everything that reads GGUF files reads it
 // unchanged. Architectures: llama, qwen2 and qwen3 (config.json
-// model_type). Tokenizer files are not read: see tok.FromHF.
+// model_type), and the Qwen3.5 hybrid (qwen3_5: see hfQwen35.tensor for
+// what the converter changes there; the vision tower is OpenHFVision's).
+// Tokenizer files are not read: see tok.FromHF.
 //
 // Weights are F32, F16 or BF16 and stay where they are mapped (or loaded,
 // see HFOptions.Load), except what must change: llama's q and k rows are

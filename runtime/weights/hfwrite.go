@@ -77,7 +77,7 @@ func WriteHF(f *File, dir string, o HFWriteOptions) error {
 	}
 	modelType, arch, ok := hfArchOf(f.Arch())
 	if !ok {
-		return fail("architecture %q not supported (llama, qwen2, qwen3)", f.Arch())
+		return fail("architecture %q not supported (llama, qwen2, qwen3, qwen35)", f.Arch())
 	}
 	a := arch.gguf
 	inRange := func(key string, v uint64) (int, error) {
