@@ -527,8 +527,12 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 	if hasValues {
 		return c.valuesRule(values, types, o, at)
 	}
+	var optional []string // types written where their keywords compile
 	if types == nil {
 		types = inferTypes(o)
+		if types != nil && !hasKey(o, forbidKey) && !hasKey(o, notValuesKey) {
+			optional = slices.DeleteFunc(slices.Clone(allKinds), func(t string) bool { return t == types[0] })
+		}
 	}
 	if nt, ok := o.vals[notTypesKey].([]any); ok {
 		if types == nil {
@@ -569,12 +573,31 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 		}
 		alts = append(alts, "( "+b+" )")
 	}
+	for _, t := range optional {
+		m := c.mark()
+		b, err := c.typed(hint, t, o, at)
+		if err != nil {
+			if c.work.Err() != nil {
+				return "", err
+			}
+			c.rollback(m)
+			continue
+		}
+		alts = append(alts, "( "+b+" )")
+	}
 	return strings.Join(alts, " | "), nil
 }
 
+func hasKey(o *object, k string) bool {
+	_, ok := o.vals[k]
+	return ok
+}
+
 // inferTypes is the one type o's keywords are about, when o has no type
-// (nil: any value). Generating only that type is valid: its keywords are
-// enforced, and the others do not apply to it.
+// (nil: any value). That type must compile; the others are written too
+// where their keywords compile (any of them meets the schema), except
+// where not (forbidKey, notValuesKey) or a oneOf (exclusive) narrowed
+// o to the inferred type.
 func inferTypes(o *object) []string {
 	for _, group := range []struct {
 		t    string
@@ -928,6 +951,11 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 			break
 		}
 		if ok {
+			if _, typed := bo.vals["type"]; !typed && len(gen) < len(allKinds) {
+				bo = without(bo)
+				bo.keys = append(bo.keys, "type")
+				bo.vals["type"] = anyList(gen)
+			}
 			out[i] = bo
 		}
 	}
@@ -937,6 +965,14 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 		}
 	}
 	return nil, fmt.Errorf("schema%s: keyword \"oneOf\" is supported when its branches exclude each other (by type, a const or enum property, or a required property)", at)
+}
+
+func anyList(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 func intersectStrings(a, b []string) []string {
@@ -985,9 +1021,16 @@ func (c *schemaCompiler) propValues(o *object, p string) ([]any, bool) {
 }
 
 // discriminated reports whether a property a requires has values b's
-// schema for it excludes.
+// schema for it excludes, or is one b's additionalProperties false
+// refuses (b lists it neither in properties nor patternProperties).
 func (c *schemaCompiler) discriminated(a, b *object) bool {
+	bProps, _ := b.vals["properties"].(*object)
+	_, bPatterns := b.vals["patternProperties"]
+	closed := b.vals["additionalProperties"] == false && !bPatterns
 	for _, p := range stringList(a.vals["required"]) {
+		if closed && (bProps == nil || !hasKey(bProps, p)) {
+			return true
+		}
 		va, ok := c.propValues(a, p)
 		if !ok {
 			continue

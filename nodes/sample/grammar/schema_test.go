@@ -343,3 +343,51 @@ func TestSchemaUnlistedMembers(t *testing.T) {
 		t.Run(tc.schema, func(t *testing.T) { checkAccepts(t, tc.schema, tc.yes, tc.no) })
 	}
 }
+
+// checkValidates is checkAccepts where the reference validator first
+// agrees: every yes instance validates and every no instance fails.
+func checkValidates(t *testing.T, schema string, yes, no []string) {
+	t.Helper()
+	sch := validator(json.RawMessage(schema))
+	if sch == nil {
+		t.Fatal("the reference validator cannot compile the schema")
+	}
+	for _, list := range [][]string{yes, no} {
+		for _, s := range list {
+			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(s))
+			if err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+			if valid := sch.Validate(inst) == nil; valid != (&list[0] == &yes[0]) {
+				t.Fatalf("%s: the reference validator says valid=%v", s, valid)
+			}
+		}
+	}
+	checkAccepts(t, schema, yes, no)
+}
+
+// Valid documents MaskBench found rejected: a schema without type admits
+// every type (each with its own keywords), unlisted names with escapes,
+// $ref siblings ignored before draft 2019-09, oneOf branches told apart by
+// additionalProperties false.
+func TestSchemaValidDocumentsAccepted(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"properties":{"a":{"type":"integer"}},"required":["a"]}`,
+			[]string{`{"a":1}`, `"s"`, `3`, `[{}]`, `null`, `true`}, []string{`{}`, `{"a":"x"}`}},
+		{`{"minimum":3,"items":{"type":"string"}}`,
+			[]string{`5`, `"x"`, `["x"]`, `{"b":1}`}, []string{`2`, `[1]`}},
+		{`{"properties":{"b":{"type":"integer"}},"not":{"required":["a"]}}`, []string{`{}`, `{"b":1}`}, []string{`"s"`, `{"a":1}`}},
+		{`{"oneOf":[{"properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"integer"}},"required":["b"]}]}`,
+			[]string{`{"a":1}`, `{"b":1}`}, []string{`"s"`, `{"a":1,"b":2}`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"},"ab":{"type":"null"}},"required":["a"]}`,
+			[]string{`{"a":1,"a\"b":"x"}`, `{"a":1,"\n":0}`, `{"a":1,"ab\u0041":0}`, `{"a":1,"\\":0,"c\/":1}`},
+			[]string{`{"a":1,"\u0061b":1}`, `{"a":1,"\u0061":"x"}`}},
+		{`{"type":"object","oneOf":[{"properties":{"a":{"type":"string"},"b":{"type":"string"}},"required":["a","b"],"additionalProperties":false},{"properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}]}`,
+			[]string{`{"a":"x","b":"y"}`, `{"a":"x"}`}, []string{`{"b":"y"}`, `{"a":"x","c":1}`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
+	}
+}

@@ -451,14 +451,12 @@ func (c *schemaCompiler) extraMember(hint string, o, props *object, forbid []str
 	return c.otherName(hint, excluded) + ` ws ":" ws ` + value + ` ws`
 }
 
-// otherName is GBNF for a JSON string, written without escapes, that is
-// none of names: a trie of the names where leaving it frees the rest.
+// otherName is GBNF for a JSON string that is none of names: a trie of
+// the names where leaving it frees the rest. A character leaves the trie
+// written raw, or escaped where the escape stands for one character
+// (\" \\ \/ \b \f \n \r \t, or \uXXXX where no listed name goes on) that
+// no name goes on with; after it, any characters.
 func (c *schemaCompiler) otherName(hint string, names []string) string {
-	raw := c.prefix + "s-rawchar"
-	if !c.names[raw] {
-		c.names[raw] = true
-		c.emitShared(raw + ` ::= [^"\\\x7F\x00-\x1F]`)
-	}
 	type node struct {
 		kids     map[rune]*node
 		order    []rune
@@ -494,13 +492,33 @@ func (c *schemaCompiler) otherName(hint string, names []string) string {
 			alts = append(alts, literal(string(r))+" "+build(n.kids[r]))
 		}
 		if other, ok := gbnfClass(intersect(negate(taken), jsonSafe)); ok {
-			alts = append(alts, other+" "+raw+`* "\""`)
+			alts = append(alts, other+` char* "\""`)
+		}
+		escapes := ""
+		for _, e := range shortEscapes {
+			if _, on := n.kids[e.r]; !on {
+				escapes += e.letter
+			}
+		}
+		if escapes != "" {
+			class := "[" + escapes + "]"
+			if len(n.kids) == 0 {
+				class = "( " + class + ` | "u" [0-9a-fA-F]{4} )`
+			}
+			alts = append(alts, `"\\" `+class+` char* "\""`)
 		}
 		c.emit(name + " ::= " + strings.Join(alts, " | "))
 		return name
 	}
 	return `"\"" ` + build(root)
 }
+
+// shortEscapes are JSON's one-letter string escapes (as a GBNF class
+// writes the letter) and the characters they stand for.
+var shortEscapes = []struct {
+	letter string
+	r      rune
+}{{`"`, '"'}, {`\\`, '\\'}, {"/", '/'}, {"b", '\b'}, {"f", '\f'}, {"n", '\n'}, {"r", '\r'}, {"t", '\t'}}
 
 func mapKeys(m map[string]bool) func(func(string) bool) {
 	return func(yield func(string) bool) {
