@@ -196,11 +196,23 @@ type schemaCompiler struct {
 	prefix  string
 	work    *Work                     // charged by every step
 	regexps map[string]compiledRegexp // patternProperties compiled
+	// refAlone: the schema declares a draft before 2019-09, where a
+	// $ref's sibling keywords are ignored.
+	refAlone bool
 }
+
+// refAloneDrafts are the $schema drafts in which a $ref's siblings are
+// ignored.
+var refAloneDrafts = []string{"draft-03/", "draft-04/", "draft-06/", "draft-07/"}
 
 func newSchemaCompiler(root any, prefix string, w *Work) *schemaCompiler {
 	c := &schemaCompiler{root: root, names: map[string]bool{}, suffix: map[string]int{}, refs: map[string]string{}, modRules: map[int64]bool{}, memo: map[*object]string{}, orig: map[*object]bool{}, byText: map[string]string{}, prefix: prefix, work: w}
 	c.markOriginal(root)
+	if o, ok := root.(*object); ok {
+		if d, ok := o.vals["$schema"].(string); ok {
+			c.refAlone = slices.ContainsFunc(refAloneDrafts, func(p string) bool { return strings.Contains(d, p) })
+		}
+	}
 	return c
 }
 
@@ -291,8 +303,8 @@ func (c *schemaCompiler) rule(hint string, s any, at string) (string, error) {
 		}
 		return body, nil // value
 	}
-	if len(o.keys) == 1 && o.keys[0] == "$ref" {
-		return c.ref(o.vals["$ref"], at)
+	if r, ok := o.vals["$ref"]; ok && (len(o.keys) == 1 || c.refAlone) {
+		return c.ref(r, at)
 	}
 	if name, ok := c.memo[o]; ok {
 		return name, nil
@@ -935,6 +947,9 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 				ok = false
 				break
 			}
+			if slices.ContainsFunc(stringList(bo.vals["required"]), func(p string) bool { return c.refusesName(other, p, 0) }) {
+				continue
+			}
 			oo, err := c.inline(other, at, 0)
 			if err != nil {
 				ok = false
@@ -1021,16 +1036,9 @@ func (c *schemaCompiler) propValues(o *object, p string) ([]any, bool) {
 }
 
 // discriminated reports whether a property a requires has values b's
-// schema for it excludes, or is one b's additionalProperties false
-// refuses (b lists it neither in properties nor patternProperties).
+// schema for it excludes.
 func (c *schemaCompiler) discriminated(a, b *object) bool {
-	bProps, _ := b.vals["properties"].(*object)
-	_, bPatterns := b.vals["patternProperties"]
-	closed := b.vals["additionalProperties"] == false && !bPatterns
 	for _, p := range stringList(a.vals["required"]) {
-		if closed && (bProps == nil || !hasKey(bProps, p)) {
-			return true
-		}
 		va, ok := c.propValues(a, p)
 		if !ok {
 			continue
@@ -1042,12 +1050,61 @@ func (c *schemaCompiler) discriminated(a, b *object) bool {
 	return false
 }
 
+// refusesName reports whether schema s, as written, fails every object
+// with a member named name: additionalProperties false without name
+// listed (in properties or by a patternProperties), properties' schema
+// for it false, not of required [name], or an allOf member, every anyOf
+// or oneOf branch or the $ref target that refuses it.
+func (c *schemaCompiler) refusesName(s any, name string, depth int) bool {
+	o, ok := s.(*object)
+	if !ok || depth > MaxSchemaInline || !c.work.charge(1+len(o.keys)) {
+		return false
+	}
+	if r, ok := o.vals["$ref"]; ok {
+		t, err := c.resolve(r, "")
+		if err == nil && c.refusesName(t, name, depth+1) {
+			return true
+		}
+		if c.refAlone {
+			return false
+		}
+	}
+	props, _ := o.vals["properties"].(*object)
+	if props != nil && props.vals[name] == false {
+		return true
+	}
+	if _, patterns := o.vals["patternProperties"]; o.vals["additionalProperties"] == false && !patterns && (props == nil || !hasKey(props, name)) {
+		return true
+	}
+	if n, ok := o.vals["not"].(*object); ok && len(n.keys) == 1 && slices.Equal(stringList(n.vals["required"]), []string{name}) {
+		return true
+	}
+	if list, ok := o.vals["allOf"].([]any); ok && slices.ContainsFunc(list, func(e any) bool { return c.refusesName(e, name, depth+1) }) {
+		return true
+	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if list, ok := o.vals[k].([]any); ok && len(list) > 0 && !slices.ContainsFunc(list, func(e any) bool { return !c.refusesName(e, name, depth+1) }) {
+			return true
+		}
+	}
+	return false
+}
+
 // forbiddable is a property b requires that a does not, so that a's
-// output can leave it out.
+// output can leave it out (one a leaves out already, where there is one).
 func (c *schemaCompiler) forbiddable(a, b *object) (string, bool) {
 	req, other := stringList(a.vals["required"]), stringList(b.vals["required"])
 	if !c.work.reserve(1 + len(req)*len(other)) {
 		return "", false
+	}
+	forbidden := stringList(a.vals[forbidKey])
+	if !c.work.reserve(len(forbidden) * len(other)) {
+		return "", false
+	}
+	for _, p := range other {
+		if slices.Contains(forbidden, p) {
+			return p, true // a already leaves it out
+		}
 	}
 	for _, p := range other {
 		if !slices.Contains(req, p) {
@@ -1071,6 +1128,59 @@ func withForbidden(o *object, names ...string) *object {
 	return out
 }
 
+// maxSchemaDependencies is how many properties with schema dependencies
+// an object may have (they make 2^n alternatives).
+const maxSchemaDependencies = 3
+
+type dependencySplit struct{ base, alternatives *object }
+
+// splitSchemaDependencies rewrites o's schema dependencies (dependencies
+// with a schema, dependentSchemas) as an anyOf: for each such property,
+// either it is absent or it is present and the object meets its schema.
+// ok is false where o has none, or more than maxSchemaDependencies (left
+// for object to refuse).
+func splitSchemaDependencies(o *object) (dependencySplit, bool) {
+	base := without(o)
+	var names []string
+	var schemas []any
+	for _, key := range []string{"dependencies", "dependentSchemas"} {
+		d, _ := o.vals[key].(*object)
+		if d == nil {
+			continue
+		}
+		rest := &object{vals: map[string]any{}}
+		for _, k := range d.keys {
+			if _, list := d.vals[k].([]any); list {
+				rest.keys = append(rest.keys, k)
+				rest.vals[k] = d.vals[k]
+				continue
+			}
+			names = append(names, k)
+			schemas = append(schemas, d.vals[k])
+		}
+		base = without(base, key)
+		if len(rest.keys) > 0 {
+			base.keys = append(base.keys, key)
+			base.vals[key] = rest
+		}
+	}
+	if len(names) == 0 || len(names) > maxSchemaDependencies {
+		return dependencySplit{}, false
+	}
+	alts := []any{&object{vals: map[string]any{}}}
+	for i, name := range names {
+		var next []any
+		for _, a := range alts {
+			absent := withForbidden(a.(*object), name)
+			present := &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{
+				a, &object{keys: []string{"required"}, vals: map[string]any{"required": []any{name}}}, schemas[i]}}}
+			next = append(next, absent, present)
+		}
+		alts = next
+	}
+	return dependencySplit{base, &object{keys: []string{"anyOf"}, vals: map[string]any{"anyOf": alts}}}, true
+}
+
 // normalize folds allOf, if/then/else, not and a $ref with sibling
 // keywords into one schema object.
 func (c *schemaCompiler) normalize(o *object, at string, depth int) (*object, error) {
@@ -1084,6 +1194,16 @@ func (c *schemaCompiler) normalize(o *object, at string, depth int) (*object, er
 	_, hasIf := o.vals["if"]
 	_, hasNot := o.vals["not"]
 	ref, hasRef := o.vals["$ref"]
+	if hasRef && c.refAlone {
+		return &object{keys: []string{"$ref"}, vals: map[string]any{"$ref": ref}}, nil
+	}
+	if split, ok := splitSchemaDependencies(o); ok {
+		o, err := c.merge(split.base, split.alternatives, at)
+		if err != nil {
+			return nil, err
+		}
+		return c.normalize(o, at, depth+1)
+	}
 	refSiblings := hasRef && constraining(without(o, "$ref", "$defs", "definitions"))
 	if !hasAll && !hasIf && !hasNot && !refSiblings {
 		return o, nil
@@ -1165,7 +1285,7 @@ func (c *schemaCompiler) inline(s any, at string, depth int) (*object, error) {
 				return nil, err
 			}
 			rest := without(s, "$ref", "$defs", "definitions")
-			if !constraining(rest) {
+			if !constraining(rest) || c.refAlone {
 				return t, nil
 			}
 			rest, err = c.normalize(rest, at, depth+1)

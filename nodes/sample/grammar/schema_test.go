@@ -369,7 +369,7 @@ func checkValidates(t *testing.T, schema string, yes, no []string) {
 // Valid documents MaskBench found rejected: a schema without type admits
 // every type (each with its own keywords), unlisted names with escapes,
 // $ref siblings ignored before draft 2019-09, oneOf branches told apart by
-// additionalProperties false.
+// additionalProperties false or not required, schema dependencies.
 func TestSchemaValidDocumentsAccepted(t *testing.T) {
 	for _, tc := range []struct {
 		schema  string
@@ -387,6 +387,12 @@ func TestSchemaValidDocumentsAccepted(t *testing.T) {
 			[]string{`{"a":1,"\u0061b":1}`, `{"a":1,"\u0061":"x"}`}},
 		{`{"type":"object","oneOf":[{"properties":{"a":{"type":"string"},"b":{"type":"string"}},"required":["a","b"],"additionalProperties":false},{"properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}]}`,
 			[]string{`{"a":"x","b":"y"}`, `{"a":"x"}`}, []string{`{"b":"y"}`, `{"a":"x","c":1}`}},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"o":{"type":"object","required":["a"]}},"type":"object","properties":{"s":{"type":"string","$ref":"#/definitions/o"}},"required":["s"]}`,
+			[]string{`{"s":{"a":1}}`}, []string{`{"s":"x"}`, `{"s":{}}`}},
+		{`{"type":"object","properties":{"k":{"enum":["x","y"]},"a":{"type":"integer"}},"dependencies":{"a":{"properties":{"k":{"const":"x"}},"required":["k"]}},"additionalProperties":false}`,
+			[]string{`{}`, `{"k":"y"}`, `{"a":1,"k":"x"}`, `{"k":"x","a":1}`}, []string{`{"a":1}`, `{"k":"y","a":1}`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},"c":{"type":"integer"}},"oneOf":[{"required":["a","b"]},{"allOf":[{"not":{"required":["b"]}},{"required":["c"]}]}]}`,
+			[]string{`{"a":1,"b":2}`, `{"c":3}`, `{"a":1,"c":3}`}, []string{`{"b":2,"c":3}`, `{"a":1}`}},
 	} {
 		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
 	}
