@@ -124,7 +124,7 @@ func TestSchemaErrorsNameTheKeyword(t *testing.T) {
 		{`{"type":"array","uniqueItems":true,"minItems":2}`, `"uniqueItems"`},
 		{`{"type":"array","items":{"type":"string"},"uniqueItems":true}`, `"uniqueItems"`},
 		{`{"type":"object","properties":{"a":{"type":"string","format":"idn-email"}}}`, `"format"`},
-		{`{"type":"object","properties":{"a":{}},"dependencies":{"a":{"required":["b"]}}}`, `"dependencies"`},
+		{`{"type":"object","properties":{"a":{},"b":{},"c":{},"d":{}},"dependencies":{"a":{"required":["x"]},"b":{"required":["x"]},"c":{"required":["x"]},"d":{"required":["x"]}}}`, `"dependencies"`},
 		{`{"type":"object","properties":{"a":{"type":"string"}},"dependentRequired":{"a":["unlisted"]}}`, `"dependencies"`},
 		{`{"type":"array","contains":{"type":"string"}}`, `"contains"`},
 		{`{"type":"string","format":"idn-email"}`, `"format"`},
@@ -391,6 +391,8 @@ func TestSchemaValidDocumentsAccepted(t *testing.T) {
 			[]string{`{"s":{"a":1}}`}, []string{`{"s":"x"}`, `{"s":{}}`}},
 		{`{"type":"object","properties":{"k":{"enum":["x","y"]},"a":{"type":"integer"}},"dependencies":{"a":{"properties":{"k":{"const":"x"}},"required":["k"]}},"additionalProperties":false}`,
 			[]string{`{}`, `{"k":"y"}`, `{"a":1,"k":"x"}`, `{"k":"x","a":1}`}, []string{`{"a":1}`, `{"k":"y","a":1}`}},
+		{`{"type":"object","properties":{"a":{}},"dependencies":{"a":{"required":["b"]}}}`,
+			[]string{`{}`, `{"a":1,"b":2}`, `{"b":2}`}, []string{`{"a":1}`}},
 		{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},"c":{"type":"integer"}},"oneOf":[{"required":["a","b"]},{"allOf":[{"not":{"required":["b"]}},{"required":["c"]}]}]}`,
 			[]string{`{"a":1,"b":2}`, `{"c":3}`, `{"a":1,"c":3}`}, []string{`{"b":2,"c":3}`, `{"a":1}`}},
 	} {
