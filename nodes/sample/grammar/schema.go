@@ -1128,6 +1128,63 @@ func withForbidden(o *object, names ...string) *object {
 	return out
 }
 
+// splitIfThenElse rewrites if/then/else as an anyOf where if tells
+// objects apart by one property's values ({"properties": {"p": {"const"
+// or "enum": ...}}}, with "required": ["p"] or without): either the
+// object meets if and then, or it has p with none of those values and
+// meets else. ok is false for other ifs (normalize then writes only what
+// meets if and then).
+func splitIfThenElse(o *object) (dependencySplit, bool) {
+	cond, ok := o.vals["if"].(*object)
+	if !ok {
+		return dependencySplit{}, false
+	}
+	props, _ := cond.vals["properties"].(*object)
+	if props == nil || len(props.keys) != 1 {
+		return dependencySplit{}, false
+	}
+	p := props.keys[0]
+	for _, k := range cond.keys {
+		if k != "properties" && (k != "required" || !slices.Equal(stringList(cond.vals["required"]), []string{p})) && schemaKeywords[k] {
+			return dependencySplit{}, false
+		}
+	}
+	ps, _ := props.vals[p].(*object)
+	if ps == nil {
+		return dependencySplit{}, false
+	}
+	var values []any
+	for _, k := range ps.keys {
+		switch {
+		case k == "const":
+			values = []any{ps.vals[k]}
+		case k == "enum":
+			values, _ = ps.vals[k].([]any)
+		case schemaKeywords[k]:
+			return dependencySplit{}, false
+		}
+	}
+	if len(values) == 0 {
+		return dependencySplit{}, false
+	}
+	meets := &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{cond, cmpOrAny(o.vals["then"], hasKey(o, "then"))}}}
+	fails := &object{keys: []string{"type", "required", "properties"}, vals: map[string]any{
+		"type": "object", "required": []any{p},
+		"properties": &object{keys: []string{p}, vals: map[string]any{p: &object{keys: []string{"not"}, vals: map[string]any{
+			"not": &object{keys: []string{"enum"}, vals: map[string]any{"enum": values}}}}}},
+	}}
+	alts := []any{meets, fails}
+	if hasKey(cond, "required") { // without p, if fails too
+		alts = append(alts, withForbidden(&object{vals: map[string]any{}}, p))
+	}
+	if e, ok := o.vals["else"]; ok {
+		for i := 1; i < len(alts); i++ {
+			alts[i] = &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{alts[i], e}}}
+		}
+	}
+	return dependencySplit{without(o, "if", "then", "else"), &object{keys: []string{"anyOf"}, vals: map[string]any{"anyOf": alts}}}, true
+}
+
 // maxSchemaDependencies is how many properties with schema dependencies
 // an object may have (they make 2^n alternatives).
 const maxSchemaDependencies = 3
@@ -1196,6 +1253,13 @@ func (c *schemaCompiler) normalize(o *object, at string, depth int) (*object, er
 	ref, hasRef := o.vals["$ref"]
 	if hasRef && c.refAlone {
 		return &object{keys: []string{"$ref"}, vals: map[string]any{"$ref": ref}}, nil
+	}
+	if split, ok := splitIfThenElse(o); ok {
+		o, err := c.merge(split.base, split.alternatives, at)
+		if err != nil {
+			return nil, err
+		}
+		return c.normalize(o, at, depth+1)
 	}
 	if split, ok := splitSchemaDependencies(o); ok {
 		o, err := c.merge(split.base, split.alternatives, at)

@@ -395,6 +395,10 @@ func TestSchemaValidDocumentsAccepted(t *testing.T) {
 			[]string{`{}`, `{"a":1,"b":2}`, `{"b":2}`}, []string{`{"a":1}`}},
 		{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},"c":{"type":"integer"}},"oneOf":[{"required":["a","b"]},{"allOf":[{"not":{"required":["b"]}},{"required":["c"]}]}]}`,
 			[]string{`{"a":1,"b":2}`, `{"c":3}`, `{"a":1,"c":3}`}, []string{`{"b":2,"c":3}`, `{"a":1}`}},
+		{`{"type":"object","properties":{"k":{"enum":["x","y","z"]},"a":{"type":"integer"},"b":{"type":"string"}},"required":["k"],"if":{"properties":{"k":{"const":"x"}}},"then":{"required":["a"]},"else":{"required":["b"]}}`,
+			[]string{`{"k":"x","a":1}`, `{"k":"y","b":"s"}`, `{"k":"z","b":"s","a":2}`}, []string{`{"k":"x","b":"s"}`, `{"k":"y","a":1}`}},
+		{`{"type":"object","properties":{"k":{"type":"string"},"a":{"type":"integer"}},"if":{"properties":{"k":{"enum":["x"]}},"required":["k"]},"then":{"required":["a"]}}`,
+			[]string{`{"k":"x","a":1}`, `{}`, `{"a":1}`}, []string{`{"k":"x"}`}},
 	} {
 		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
 	}
