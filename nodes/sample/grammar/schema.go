@@ -943,6 +943,11 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 			if len(shared) == 0 {
 				continue
 			}
+			if va, ok := valueList(bo); ok {
+				if vb, ok := c.writtenValues(other, 0); ok && len(c.intersectValues(va, vb)) == 0 {
+					continue
+				}
+			}
 			if !slices.Equal(shared, []string{"object"}) {
 				ok = false
 				break
@@ -960,6 +965,13 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 			}
 			if p, found := c.forbiddable(bo, oo); found {
 				bo = withForbidden(bo, p)
+				continue
+			}
+			if p, found := c.requirable(bo, other); found {
+				req, _ := bo.vals["required"].([]any)
+				bo = without(bo, "required")
+				bo.keys = append(bo.keys, "required")
+				bo.vals["required"] = append(slices.Clone(req), p)
 				continue
 			}
 			ok = false
@@ -1088,6 +1100,54 @@ func (c *schemaCompiler) refusesName(s any, name string, depth int) bool {
 		}
 	}
 	return false
+}
+
+// valueList is o's enum or const values (ok false: neither).
+func valueList(o *object) ([]any, bool) {
+	if v, ok := o.vals["const"]; ok {
+		return []any{v}, true
+	}
+	list, ok := o.vals["enum"].([]any)
+	return list, ok
+}
+
+// writtenValues is the values schema s, as written, admits when it is an
+// enum or const beside annotations only (through $refs); ok false
+// otherwise.
+func (c *schemaCompiler) writtenValues(s any, depth int) ([]any, bool) {
+	o, ok := s.(*object)
+	if !ok || depth > MaxSchemaInline || !c.work.charge(1+len(o.keys)) {
+		return nil, false
+	}
+	if r, ok := o.vals["$ref"]; ok && (len(o.keys) == 1 || c.refAlone) {
+		t, err := c.resolve(r, "")
+		if err != nil {
+			return nil, false
+		}
+		return c.writtenValues(t, depth+1)
+	}
+	for _, k := range o.keys {
+		if schemaKeywords[k] && k != "enum" && k != "const" && k != "type" {
+			return nil, false
+		}
+	}
+	return valueList(o)
+}
+
+// requirable is a property a lists (and does not leave out) that schema
+// b, as written, refuses: a's output can always write it.
+func (c *schemaCompiler) requirable(a *object, b any) (string, bool) {
+	props, _ := a.vals["properties"].(*object)
+	if props == nil {
+		return "", false
+	}
+	forbidden := stringList(a.vals[forbidKey])
+	for _, p := range props.keys {
+		if !slices.Contains(forbidden, p) && c.refusesName(b, p, 0) {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // forbiddable is a property b requires that a does not, so that a's

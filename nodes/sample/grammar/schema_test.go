@@ -399,6 +399,10 @@ func TestSchemaValidDocumentsAccepted(t *testing.T) {
 			[]string{`{"k":"x","a":1}`, `{"k":"y","b":"s"}`, `{"k":"z","b":"s","a":2}`}, []string{`{"k":"x","b":"s"}`, `{"k":"y","a":1}`}},
 		{`{"type":"object","properties":{"k":{"type":"string"},"a":{"type":"integer"}},"if":{"properties":{"k":{"enum":["x"]}},"required":["k"]},"then":{"required":["a"]}}`,
 			[]string{`{"k":"x","a":1}`, `{}`, `{"a":1}`}, []string{`{"k":"x"}`}},
+		{`{"type":"array","items":{"oneOf":[{"type":"object","properties":{"ps":{"type":"string"}},"additionalProperties":false},{"type":"object","properties":{"cmd":{"type":"string"}},"additionalProperties":false}]}}`,
+			[]string{`[{"ps":"a"},{"cmd":"b"}]`}, []string{`[{}]`, `[{"ps":"a","cmd":"b"}]`}},
+		{`{"oneOf":[{"enum":["a","b"]},{"$ref":"#/$defs/c"}],"$defs":{"c":{"type":"string","const":"c"}}}`,
+			[]string{`"a"`, `"c"`}, []string{`"d"`}},
 	} {
 		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
 	}
