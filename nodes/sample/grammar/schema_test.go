@@ -369,7 +369,8 @@ func checkValidates(t *testing.T, schema string, yes, no []string) {
 // Valid documents MaskBench found rejected: a schema without type admits
 // every type (each with its own keywords), unlisted names with escapes,
 // $ref siblings ignored before draft 2019-09, oneOf branches told apart by
-// additionalProperties false or not required, schema dependencies.
+// additionalProperties false or not required, schema dependencies, not of
+// not, properties whose schema admits nothing (never written).
 func TestSchemaValidDocumentsAccepted(t *testing.T) {
 	for _, tc := range []struct {
 		schema  string
@@ -403,6 +404,10 @@ func TestSchemaValidDocumentsAccepted(t *testing.T) {
 			[]string{`[{"ps":"a"},{"cmd":"b"}]`}, []string{`[{}]`, `[{"ps":"a","cmd":"b"}]`}},
 		{`{"oneOf":[{"enum":["a","b"]},{"$ref":"#/$defs/c"}],"$defs":{"c":{"type":"string","const":"c"}}}`,
 			[]string{`"a"`, `"c"`}, []string{`"d"`}},
+		{`{"allOf":[{"enum":[{"foo":1},"x"]},{"not":{"not":{"type":["array","object"]}}}]}`,
+			[]string{`{"foo":1}`}, []string{`"x"`, `{"foo":2}`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"},"b":false,"c":{"type":"object","enum":["x"]}}}`,
+			[]string{`{"a":1}`, `{}`}, []string{`{"b":1}`, `{"c":"x"}`, `{"c":{}}`}},
 	} {
 		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
 	}

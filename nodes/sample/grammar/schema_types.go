@@ -266,6 +266,9 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 	required := map[string]bool{}
 	var names []string
 	for _, k := range props.keys {
+		if admitsNothing(props.vals[k]) && !slices.Contains(forbid, k) {
+			forbid = append(slices.Clone(forbid), k) // never valid: never written
+		}
 		if !slices.Contains(forbid, k) {
 			names = append(names, k)
 		}
@@ -415,6 +418,24 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 		members = slices.DeleteFunc(members, func(m member) bool { return m.rule == "" })
 	}
 	return c.memberSet(hint, members, minP, maxP, hasMaxP, c.extraMember(hint, o, props, forbid, ap, hasAP, at), at)
+}
+
+// admitsNothing reports whether schema s, as written, admits no value:
+// false, or enum / const values none of which has one of its types.
+func admitsNothing(s any) bool {
+	if s == false {
+		return true
+	}
+	o, ok := s.(*object)
+	if !ok {
+		return false
+	}
+	types, err := typeList(o, "")
+	if err != nil || types == nil {
+		return false
+	}
+	values, ok := valueList(o)
+	return ok && !slices.ContainsFunc(values, func(v any) bool { return typeAdmits(types, typeOf(v)) })
 }
 
 // extraMember is GBNF for one member the schema does not list (its name
