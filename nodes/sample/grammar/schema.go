@@ -1427,6 +1427,9 @@ func (c *schemaCompiler) inline(s any, at string, depth int) (*object, error) {
 // (one is never generated), types, or values; not of an anyOf excludes
 // each branch.
 func (c *schemaCompiler) applyNot(o *object, n any, at string, depth int) (*object, error) {
+	if n == false { // not of false: every value
+		return o, nil
+	}
 	if no, ok := n.(*object); ok && len(without(no, "description", "title").keys) == 1 {
 		if nn, ok := no.vals["not"]; ok { // not of not: the schema itself
 			inner, err := c.inline(nn, at+".not", depth+1)
