@@ -1469,11 +1469,19 @@ func (c *schemaCompiler) applyNot(o *object, n any, at string, depth int) (*obje
 	}
 	switch {
 	case slices.Equal(only, []string{"required"}):
+		// Not all of them: one of those o does not require is absent.
 		req := stringList(o.vals["required"])
+		var alts []any
 		for _, p := range stringList(no.vals["required"]) {
 			if !slices.Contains(req, p) {
-				return withForbidden(o, p), nil
+				alts = append(alts, withForbidden(&object{vals: map[string]any{}}, p))
 			}
+		}
+		switch {
+		case len(alts) == 1:
+			return withForbidden(o, stringList(alts[0].(*object).vals[forbidKey])...), nil
+		case len(alts) > 1:
+			return c.merge(o, &object{keys: []string{"anyOf"}, vals: map[string]any{"anyOf": alts}}, at)
 		}
 	case slices.Equal(only, []string{"type"}):
 		types, err := typeList(no, at)

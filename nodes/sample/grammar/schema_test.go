@@ -370,7 +370,8 @@ func checkValidates(t *testing.T, schema string, yes, no []string) {
 // every type (each with its own keywords), unlisted names with escapes,
 // $ref siblings ignored before draft 2019-09, oneOf branches told apart by
 // additionalProperties false or not required, schema dependencies, not of
-// not or of false, properties whose schema admits nothing (never written).
+// not or of false, not of several required (one left out), properties whose
+// schema admits nothing (never written).
 func TestSchemaValidDocumentsAccepted(t *testing.T) {
 	for _, tc := range []struct {
 		schema  string
@@ -407,6 +408,8 @@ func TestSchemaValidDocumentsAccepted(t *testing.T) {
 		{`{"allOf":[{"enum":[{"foo":1},"x"]},{"not":{"not":{"type":["array","object"]}}}]}`,
 			[]string{`{"foo":1}`}, []string{`"x"`, `{"foo":2}`}},
 		{`{"allOf":[{"type":"integer"},{"not":false}]}`, []string{`1`}, []string{`"x"`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"not":{"allOf":[{"required":["a"]},{"required":["b"]}]}}`,
+			[]string{`{"a":1}`, `{"b":1}`, `{}`}, []string{`{"a":1,"b":2}`}},
 		{`{"type":"object","properties":{"a":{"type":"integer"},"b":false,"c":{"type":"object","enum":["x"]}}}`,
 			[]string{`{"a":1}`, `{}`}, []string{`{"b":1}`, `{"c":"x"}`, `{"c":{}}`}},
 	} {
