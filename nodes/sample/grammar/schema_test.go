@@ -408,6 +408,7 @@ func TestSchemaValidDocumentsAccepted(t *testing.T) {
 		{`{"allOf":[{"enum":[{"foo":1},"x"]},{"not":{"not":{"type":["array","object"]}}}]}`,
 			[]string{`{"foo":1}`}, []string{`"x"`, `{"foo":2}`}},
 		{`{"allOf":[{"type":"integer"},{"not":false}]}`, []string{`1`}, []string{`"x"`}},
+		{`{"type":"string","format":"regex"}`, []string{`"^value1|value2$"`, `"a.b"`, `""`, `"x|"`}, []string{`"(a"`, `"a)"`, `"["`}},
 		{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"not":{"allOf":[{"required":["a"]},{"required":["b"]}]}}`,
 			[]string{`{"a":1}`, `{"b":1}`, `{}`}, []string{`{"a":1,"b":2}`}},
 		{`{"type":"object","properties":{"a":{"type":"integer"},"b":false,"c":{"type":"object","enum":["x"]}}}`,
