@@ -196,11 +196,23 @@ type schemaCompiler struct {
 	prefix  string
 	work    *Work                     // charged by every step
 	regexps map[string]compiledRegexp // patternProperties compiled
+	// refAlone: the schema declares a draft before 2019-09, where a
+	// $ref's sibling keywords are ignored.
+	refAlone bool
 }
+
+// refAloneDrafts are the $schema drafts in which a $ref's siblings are
+// ignored.
+var refAloneDrafts = []string{"draft-03/", "draft-04/", "draft-06/", "draft-07/"}
 
 func newSchemaCompiler(root any, prefix string, w *Work) *schemaCompiler {
 	c := &schemaCompiler{root: root, names: map[string]bool{}, suffix: map[string]int{}, refs: map[string]string{}, modRules: map[int64]bool{}, memo: map[*object]string{}, orig: map[*object]bool{}, byText: map[string]string{}, prefix: prefix, work: w}
 	c.markOriginal(root)
+	if o, ok := root.(*object); ok {
+		if d, ok := o.vals["$schema"].(string); ok {
+			c.refAlone = slices.ContainsFunc(refAloneDrafts, func(p string) bool { return strings.Contains(d, p) })
+		}
+	}
 	return c
 }
 
@@ -291,8 +303,8 @@ func (c *schemaCompiler) rule(hint string, s any, at string) (string, error) {
 		}
 		return body, nil // value
 	}
-	if len(o.keys) == 1 && o.keys[0] == "$ref" {
-		return c.ref(o.vals["$ref"], at)
+	if r, ok := o.vals["$ref"]; ok && (len(o.keys) == 1 || c.refAlone) {
+		return c.ref(r, at)
 	}
 	if name, ok := c.memo[o]; ok {
 		return name, nil
@@ -527,8 +539,12 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 	if hasValues {
 		return c.valuesRule(values, types, o, at)
 	}
+	var optional []string // types written where their keywords compile
 	if types == nil {
 		types = inferTypes(o)
+		if types != nil && !hasKey(o, forbidKey) && !hasKey(o, notValuesKey) {
+			optional = slices.DeleteFunc(slices.Clone(allKinds), func(t string) bool { return t == types[0] })
+		}
 	}
 	if nt, ok := o.vals[notTypesKey].([]any); ok {
 		if types == nil {
@@ -569,12 +585,31 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 		}
 		alts = append(alts, "( "+b+" )")
 	}
+	for _, t := range optional {
+		m := c.mark()
+		b, err := c.typed(hint, t, o, at)
+		if err != nil {
+			if c.work.Err() != nil {
+				return "", err
+			}
+			c.rollback(m)
+			continue
+		}
+		alts = append(alts, "( "+b+" )")
+	}
 	return strings.Join(alts, " | "), nil
 }
 
+func hasKey(o *object, k string) bool {
+	_, ok := o.vals[k]
+	return ok
+}
+
 // inferTypes is the one type o's keywords are about, when o has no type
-// (nil: any value). Generating only that type is valid: its keywords are
-// enforced, and the others do not apply to it.
+// (nil: any value). That type must compile; the others are written too
+// where their keywords compile (any of them meets the schema), except
+// where not (forbidKey, notValuesKey) or a oneOf (exclusive) narrowed
+// o to the inferred type.
 func inferTypes(o *object) []string {
 	for _, group := range []struct {
 		t    string
@@ -908,9 +943,17 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 			if len(shared) == 0 {
 				continue
 			}
+			if va, ok := valueList(bo); ok {
+				if vb, ok := c.writtenValues(other, 0); ok && len(c.intersectValues(va, vb)) == 0 {
+					continue
+				}
+			}
 			if !slices.Equal(shared, []string{"object"}) {
 				ok = false
 				break
+			}
+			if slices.ContainsFunc(stringList(bo.vals["required"]), func(p string) bool { return c.refusesName(other, p, 0) }) {
+				continue
 			}
 			oo, err := c.inline(other, at, 0)
 			if err != nil {
@@ -924,10 +967,22 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 				bo = withForbidden(bo, p)
 				continue
 			}
+			if p, found := c.requirable(bo, other); found {
+				req, _ := bo.vals["required"].([]any)
+				bo = without(bo, "required")
+				bo.keys = append(bo.keys, "required")
+				bo.vals["required"] = append(slices.Clone(req), p)
+				continue
+			}
 			ok = false
 			break
 		}
 		if ok {
+			if _, typed := bo.vals["type"]; !typed && len(gen) < len(allKinds) {
+				bo = without(bo)
+				bo.keys = append(bo.keys, "type")
+				bo.vals["type"] = anyList(gen)
+			}
 			out[i] = bo
 		}
 	}
@@ -937,6 +992,14 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 		}
 	}
 	return nil, fmt.Errorf("schema%s: keyword \"oneOf\" is supported when its branches exclude each other (by type, a const or enum property, or a required property)", at)
+}
+
+func anyList(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 func intersectStrings(a, b []string) []string {
@@ -999,12 +1062,109 @@ func (c *schemaCompiler) discriminated(a, b *object) bool {
 	return false
 }
 
+// refusesName reports whether schema s, as written, fails every object
+// with a member named name: additionalProperties false without name
+// listed (in properties or by a patternProperties), properties' schema
+// for it false, not of required [name], or an allOf member, every anyOf
+// or oneOf branch or the $ref target that refuses it.
+func (c *schemaCompiler) refusesName(s any, name string, depth int) bool {
+	o, ok := s.(*object)
+	if !ok || depth > MaxSchemaInline || !c.work.charge(1+len(o.keys)) {
+		return false
+	}
+	if r, ok := o.vals["$ref"]; ok {
+		t, err := c.resolve(r, "")
+		if err == nil && c.refusesName(t, name, depth+1) {
+			return true
+		}
+		if c.refAlone {
+			return false
+		}
+	}
+	props, _ := o.vals["properties"].(*object)
+	if props != nil && props.vals[name] == false {
+		return true
+	}
+	if _, patterns := o.vals["patternProperties"]; o.vals["additionalProperties"] == false && !patterns && (props == nil || !hasKey(props, name)) {
+		return true
+	}
+	if n, ok := o.vals["not"].(*object); ok && len(n.keys) == 1 && slices.Equal(stringList(n.vals["required"]), []string{name}) {
+		return true
+	}
+	if list, ok := o.vals["allOf"].([]any); ok && slices.ContainsFunc(list, func(e any) bool { return c.refusesName(e, name, depth+1) }) {
+		return true
+	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if list, ok := o.vals[k].([]any); ok && len(list) > 0 && !slices.ContainsFunc(list, func(e any) bool { return !c.refusesName(e, name, depth+1) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// valueList is o's enum or const values (ok false: neither).
+func valueList(o *object) ([]any, bool) {
+	if v, ok := o.vals["const"]; ok {
+		return []any{v}, true
+	}
+	list, ok := o.vals["enum"].([]any)
+	return list, ok
+}
+
+// writtenValues is the values schema s, as written, admits when it is an
+// enum or const beside annotations only (through $refs); ok false
+// otherwise.
+func (c *schemaCompiler) writtenValues(s any, depth int) ([]any, bool) {
+	o, ok := s.(*object)
+	if !ok || depth > MaxSchemaInline || !c.work.charge(1+len(o.keys)) {
+		return nil, false
+	}
+	if r, ok := o.vals["$ref"]; ok && (len(o.keys) == 1 || c.refAlone) {
+		t, err := c.resolve(r, "")
+		if err != nil {
+			return nil, false
+		}
+		return c.writtenValues(t, depth+1)
+	}
+	for _, k := range o.keys {
+		if schemaKeywords[k] && k != "enum" && k != "const" && k != "type" {
+			return nil, false
+		}
+	}
+	return valueList(o)
+}
+
+// requirable is a property a lists (and does not leave out) that schema
+// b, as written, refuses: a's output can always write it.
+func (c *schemaCompiler) requirable(a *object, b any) (string, bool) {
+	props, _ := a.vals["properties"].(*object)
+	if props == nil {
+		return "", false
+	}
+	forbidden := stringList(a.vals[forbidKey])
+	for _, p := range props.keys {
+		if !slices.Contains(forbidden, p) && c.refusesName(b, p, 0) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
 // forbiddable is a property b requires that a does not, so that a's
-// output can leave it out.
+// output can leave it out (one a leaves out already, where there is one).
 func (c *schemaCompiler) forbiddable(a, b *object) (string, bool) {
 	req, other := stringList(a.vals["required"]), stringList(b.vals["required"])
 	if !c.work.reserve(1 + len(req)*len(other)) {
 		return "", false
+	}
+	forbidden := stringList(a.vals[forbidKey])
+	if !c.work.reserve(len(forbidden) * len(other)) {
+		return "", false
+	}
+	for _, p := range other {
+		if slices.Contains(forbidden, p) {
+			return p, true // a already leaves it out
+		}
 	}
 	for _, p := range other {
 		if !slices.Contains(req, p) {
@@ -1028,6 +1188,116 @@ func withForbidden(o *object, names ...string) *object {
 	return out
 }
 
+// splitIfThenElse rewrites if/then/else as an anyOf where if tells
+// objects apart by one property's values ({"properties": {"p": {"const"
+// or "enum": ...}}}, with "required": ["p"] or without): either the
+// object meets if and then, or it has p with none of those values and
+// meets else. ok is false for other ifs (normalize then writes only what
+// meets if and then).
+func splitIfThenElse(o *object) (dependencySplit, bool) {
+	cond, ok := o.vals["if"].(*object)
+	if !ok {
+		return dependencySplit{}, false
+	}
+	props, _ := cond.vals["properties"].(*object)
+	if props == nil || len(props.keys) != 1 {
+		return dependencySplit{}, false
+	}
+	p := props.keys[0]
+	for _, k := range cond.keys {
+		if k != "properties" && (k != "required" || !slices.Equal(stringList(cond.vals["required"]), []string{p})) && schemaKeywords[k] {
+			return dependencySplit{}, false
+		}
+	}
+	ps, _ := props.vals[p].(*object)
+	if ps == nil {
+		return dependencySplit{}, false
+	}
+	var values []any
+	for _, k := range ps.keys {
+		switch {
+		case k == "const":
+			values = []any{ps.vals[k]}
+		case k == "enum":
+			values, _ = ps.vals[k].([]any)
+		case schemaKeywords[k]:
+			return dependencySplit{}, false
+		}
+	}
+	if len(values) == 0 {
+		return dependencySplit{}, false
+	}
+	meets := &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{cond, cmpOrAny(o.vals["then"], hasKey(o, "then"))}}}
+	fails := &object{keys: []string{"type", "required", "properties"}, vals: map[string]any{
+		"type": "object", "required": []any{p},
+		"properties": &object{keys: []string{p}, vals: map[string]any{p: &object{keys: []string{"not"}, vals: map[string]any{
+			"not": &object{keys: []string{"enum"}, vals: map[string]any{"enum": values}}}}}},
+	}}
+	alts := []any{meets, fails}
+	if hasKey(cond, "required") { // without p, if fails too
+		alts = append(alts, withForbidden(&object{vals: map[string]any{}}, p))
+	}
+	if e, ok := o.vals["else"]; ok {
+		for i := 1; i < len(alts); i++ {
+			alts[i] = &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{alts[i], e}}}
+		}
+	}
+	return dependencySplit{without(o, "if", "then", "else"), &object{keys: []string{"anyOf"}, vals: map[string]any{"anyOf": alts}}}, true
+}
+
+// maxSchemaDependencies is how many properties with schema dependencies
+// an object may have (they make 2^n alternatives).
+const maxSchemaDependencies = 3
+
+type dependencySplit struct{ base, alternatives *object }
+
+// splitSchemaDependencies rewrites o's schema dependencies (dependencies
+// with a schema, dependentSchemas) as an anyOf: for each such property,
+// either it is absent or it is present and the object meets its schema.
+// ok is false where o has none, or more than maxSchemaDependencies (left
+// for object to refuse).
+func splitSchemaDependencies(o *object) (dependencySplit, bool) {
+	base := without(o)
+	var names []string
+	var schemas []any
+	for _, key := range []string{"dependencies", "dependentSchemas"} {
+		d, _ := o.vals[key].(*object)
+		if d == nil {
+			continue
+		}
+		rest := &object{vals: map[string]any{}}
+		for _, k := range d.keys {
+			if _, list := d.vals[k].([]any); list {
+				rest.keys = append(rest.keys, k)
+				rest.vals[k] = d.vals[k]
+				continue
+			}
+			names = append(names, k)
+			schemas = append(schemas, d.vals[k])
+		}
+		base = without(base, key)
+		if len(rest.keys) > 0 {
+			base.keys = append(base.keys, key)
+			base.vals[key] = rest
+		}
+	}
+	if len(names) == 0 || len(names) > maxSchemaDependencies {
+		return dependencySplit{}, false
+	}
+	alts := []any{&object{vals: map[string]any{}}}
+	for i, name := range names {
+		var next []any
+		for _, a := range alts {
+			absent := withForbidden(a.(*object), name)
+			present := &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{
+				a, &object{keys: []string{"required"}, vals: map[string]any{"required": []any{name}}}, schemas[i]}}}
+			next = append(next, absent, present)
+		}
+		alts = next
+	}
+	return dependencySplit{base, &object{keys: []string{"anyOf"}, vals: map[string]any{"anyOf": alts}}}, true
+}
+
 // normalize folds allOf, if/then/else, not and a $ref with sibling
 // keywords into one schema object.
 func (c *schemaCompiler) normalize(o *object, at string, depth int) (*object, error) {
@@ -1041,6 +1311,23 @@ func (c *schemaCompiler) normalize(o *object, at string, depth int) (*object, er
 	_, hasIf := o.vals["if"]
 	_, hasNot := o.vals["not"]
 	ref, hasRef := o.vals["$ref"]
+	if hasRef && c.refAlone {
+		return &object{keys: []string{"$ref"}, vals: map[string]any{"$ref": ref}}, nil
+	}
+	if split, ok := splitIfThenElse(o); ok {
+		o, err := c.merge(split.base, split.alternatives, at)
+		if err != nil {
+			return nil, err
+		}
+		return c.normalize(o, at, depth+1)
+	}
+	if split, ok := splitSchemaDependencies(o); ok {
+		o, err := c.merge(split.base, split.alternatives, at)
+		if err != nil {
+			return nil, err
+		}
+		return c.normalize(o, at, depth+1)
+	}
 	refSiblings := hasRef && constraining(without(o, "$ref", "$defs", "definitions"))
 	if !hasAll && !hasIf && !hasNot && !refSiblings {
 		return o, nil
@@ -1122,7 +1409,7 @@ func (c *schemaCompiler) inline(s any, at string, depth int) (*object, error) {
 				return nil, err
 			}
 			rest := without(s, "$ref", "$defs", "definitions")
-			if !constraining(rest) {
+			if !constraining(rest) || c.refAlone {
 				return t, nil
 			}
 			rest, err = c.normalize(rest, at, depth+1)
@@ -1140,6 +1427,18 @@ func (c *schemaCompiler) inline(s any, at string, depth int) (*object, error) {
 // (one is never generated), types, or values; not of an anyOf excludes
 // each branch.
 func (c *schemaCompiler) applyNot(o *object, n any, at string, depth int) (*object, error) {
+	if n == false { // not of false: every value
+		return o, nil
+	}
+	if no, ok := n.(*object); ok && len(without(no, "description", "title").keys) == 1 {
+		if nn, ok := no.vals["not"]; ok { // not of not: the schema itself
+			inner, err := c.inline(nn, at+".not", depth+1)
+			if err != nil {
+				return nil, err
+			}
+			return c.merge(o, inner, at)
+		}
+	}
 	no, err := c.inline(n, at, depth+1)
 	if err != nil {
 		return nil, err
@@ -1170,11 +1469,19 @@ func (c *schemaCompiler) applyNot(o *object, n any, at string, depth int) (*obje
 	}
 	switch {
 	case slices.Equal(only, []string{"required"}):
+		// Not all of them: one of those o does not require is absent.
 		req := stringList(o.vals["required"])
+		var alts []any
 		for _, p := range stringList(no.vals["required"]) {
 			if !slices.Contains(req, p) {
-				return withForbidden(o, p), nil
+				alts = append(alts, withForbidden(&object{vals: map[string]any{}}, p))
 			}
+		}
+		switch {
+		case len(alts) == 1:
+			return withForbidden(o, stringList(alts[0].(*object).vals[forbidKey])...), nil
+		case len(alts) > 1:
+			return c.merge(o, &object{keys: []string{"anyOf"}, vals: map[string]any{"anyOf": alts}}, at)
 		}
 	case slices.Equal(only, []string{"type"}):
 		types, err := typeList(no, at)

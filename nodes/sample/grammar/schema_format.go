@@ -21,7 +21,9 @@ var formatPatterns = map[string]string{
 	"json-pointer":  `^(/[A-Za-z0-9._-]*)*$`,
 	"semver":        `^(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})$`,
 	"duration":      `^P([1-9][0-9]{0,3}[YMWD]|T[1-9][0-9]{0,3}[HMS])$`,
-	"regex":         `^[A-Za-z0-9 _-]*$`,
+	// Regexes every dialect reads alike: words (with any-character dots)
+	// in alternation, anchored or not.
+	"regex": `^\^?[A-Za-z0-9 ._-]*(\|[A-Za-z0-9 ._-]*)*\$?$`,
 }
 
 const (

@@ -124,7 +124,7 @@ func TestSchemaErrorsNameTheKeyword(t *testing.T) {
 		{`{"type":"array","uniqueItems":true,"minItems":2}`, `"uniqueItems"`},
 		{`{"type":"array","items":{"type":"string"},"uniqueItems":true}`, `"uniqueItems"`},
 		{`{"type":"object","properties":{"a":{"type":"string","format":"idn-email"}}}`, `"format"`},
-		{`{"type":"object","properties":{"a":{}},"dependencies":{"a":{"required":["b"]}}}`, `"dependencies"`},
+		{`{"type":"object","properties":{"a":{},"b":{},"c":{},"d":{}},"dependencies":{"a":{"required":["x"]},"b":{"required":["x"]},"c":{"required":["x"]},"d":{"required":["x"]}}}`, `"dependencies"`},
 		{`{"type":"object","properties":{"a":{"type":"string"}},"dependentRequired":{"a":["unlisted"]}}`, `"dependencies"`},
 		{`{"type":"array","contains":{"type":"string"}}`, `"contains"`},
 		{`{"type":"string","format":"idn-email"}`, `"format"`},
@@ -341,5 +341,79 @@ func TestSchemaUnlistedMembers(t *testing.T) {
 			[]string{`{}`, `{"x-a":1,"x-bc":2}`}, []string{`{"y":1}`, `{"x-a":"s"}`}},
 	} {
 		t.Run(tc.schema, func(t *testing.T) { checkAccepts(t, tc.schema, tc.yes, tc.no) })
+	}
+}
+
+// checkValidates is checkAccepts where the reference validator first
+// agrees: every yes instance validates and every no instance fails.
+func checkValidates(t *testing.T, schema string, yes, no []string) {
+	t.Helper()
+	sch := validator(json.RawMessage(schema))
+	if sch == nil {
+		t.Fatal("the reference validator cannot compile the schema")
+	}
+	for _, list := range [][]string{yes, no} {
+		for _, s := range list {
+			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(s))
+			if err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+			if valid := sch.Validate(inst) == nil; valid != (&list[0] == &yes[0]) {
+				t.Fatalf("%s: the reference validator says valid=%v", s, valid)
+			}
+		}
+	}
+	checkAccepts(t, schema, yes, no)
+}
+
+// Valid documents MaskBench found rejected: a schema without type admits
+// every type (each with its own keywords), unlisted names with escapes,
+// $ref siblings ignored before draft 2019-09, oneOf branches told apart by
+// additionalProperties false or not required, schema dependencies, not of
+// not or of false, not of several required (one left out), properties whose
+// schema admits nothing (never written).
+func TestSchemaValidDocumentsAccepted(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"properties":{"a":{"type":"integer"}},"required":["a"]}`,
+			[]string{`{"a":1}`, `"s"`, `3`, `[{}]`, `null`, `true`}, []string{`{}`, `{"a":"x"}`}},
+		{`{"minimum":3,"items":{"type":"string"}}`,
+			[]string{`5`, `"x"`, `["x"]`, `{"b":1}`}, []string{`2`, `[1]`}},
+		{`{"properties":{"b":{"type":"integer"}},"not":{"required":["a"]}}`, []string{`{}`, `{"b":1}`}, []string{`"s"`, `{"a":1}`}},
+		{`{"oneOf":[{"properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"integer"}},"required":["b"]}]}`,
+			[]string{`{"a":1}`, `{"b":1}`}, []string{`"s"`, `{"a":1,"b":2}`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"},"ab":{"type":"null"}},"required":["a"]}`,
+			[]string{`{"a":1,"a\"b":"x"}`, `{"a":1,"\n":0}`, `{"a":1,"ab\u0041":0}`, `{"a":1,"\\":0,"c\/":1}`},
+			[]string{`{"a":1,"\u0061b":1}`, `{"a":1,"\u0061":"x"}`}},
+		{`{"type":"object","oneOf":[{"properties":{"a":{"type":"string"},"b":{"type":"string"}},"required":["a","b"],"additionalProperties":false},{"properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}]}`,
+			[]string{`{"a":"x","b":"y"}`, `{"a":"x"}`}, []string{`{"b":"y"}`, `{"a":"x","c":1}`}},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"o":{"type":"object","required":["a"]}},"type":"object","properties":{"s":{"type":"string","$ref":"#/definitions/o"}},"required":["s"]}`,
+			[]string{`{"s":{"a":1}}`}, []string{`{"s":"x"}`, `{"s":{}}`}},
+		{`{"type":"object","properties":{"k":{"enum":["x","y"]},"a":{"type":"integer"}},"dependencies":{"a":{"properties":{"k":{"const":"x"}},"required":["k"]}},"additionalProperties":false}`,
+			[]string{`{}`, `{"k":"y"}`, `{"a":1,"k":"x"}`, `{"k":"x","a":1}`}, []string{`{"a":1}`, `{"k":"y","a":1}`}},
+		{`{"type":"object","properties":{"a":{}},"dependencies":{"a":{"required":["b"]}}}`,
+			[]string{`{}`, `{"a":1,"b":2}`, `{"b":2}`}, []string{`{"a":1}`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},"c":{"type":"integer"}},"oneOf":[{"required":["a","b"]},{"allOf":[{"not":{"required":["b"]}},{"required":["c"]}]}]}`,
+			[]string{`{"a":1,"b":2}`, `{"c":3}`, `{"a":1,"c":3}`}, []string{`{"b":2,"c":3}`, `{"a":1}`}},
+		{`{"type":"object","properties":{"k":{"enum":["x","y","z"]},"a":{"type":"integer"},"b":{"type":"string"}},"required":["k"],"if":{"properties":{"k":{"const":"x"}}},"then":{"required":["a"]},"else":{"required":["b"]}}`,
+			[]string{`{"k":"x","a":1}`, `{"k":"y","b":"s"}`, `{"k":"z","b":"s","a":2}`}, []string{`{"k":"x","b":"s"}`, `{"k":"y","a":1}`}},
+		{`{"type":"object","properties":{"k":{"type":"string"},"a":{"type":"integer"}},"if":{"properties":{"k":{"enum":["x"]}},"required":["k"]},"then":{"required":["a"]}}`,
+			[]string{`{"k":"x","a":1}`, `{}`, `{"a":1}`}, []string{`{"k":"x"}`}},
+		{`{"type":"array","items":{"oneOf":[{"type":"object","properties":{"ps":{"type":"string"}},"additionalProperties":false},{"type":"object","properties":{"cmd":{"type":"string"}},"additionalProperties":false}]}}`,
+			[]string{`[{"ps":"a"},{"cmd":"b"}]`}, []string{`[{}]`, `[{"ps":"a","cmd":"b"}]`}},
+		{`{"oneOf":[{"enum":["a","b"]},{"$ref":"#/$defs/c"}],"$defs":{"c":{"type":"string","const":"c"}}}`,
+			[]string{`"a"`, `"c"`}, []string{`"d"`}},
+		{`{"allOf":[{"enum":[{"foo":1},"x"]},{"not":{"not":{"type":["array","object"]}}}]}`,
+			[]string{`{"foo":1}`}, []string{`"x"`, `{"foo":2}`}},
+		{`{"allOf":[{"type":"integer"},{"not":false}]}`, []string{`1`}, []string{`"x"`}},
+		{`{"type":"string","format":"regex"}`, []string{`"^value1|value2$"`, `"a.b"`, `""`, `"x|"`}, []string{`"(a"`, `"a)"`, `"["`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"not":{"allOf":[{"required":["a"]},{"required":["b"]}]}}`,
+			[]string{`{"a":1}`, `{"b":1}`, `{}`}, []string{`{"a":1,"b":2}`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"},"b":false,"c":{"type":"object","enum":["x"]}}}`,
+			[]string{`{"a":1}`, `{}`}, []string{`{"b":1}`, `{"c":"x"}`, `{"c":{}}`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
 	}
 }

@@ -266,6 +266,9 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 	required := map[string]bool{}
 	var names []string
 	for _, k := range props.keys {
+		if admitsNothing(props.vals[k]) && !slices.Contains(forbid, k) {
+			forbid = append(slices.Clone(forbid), k) // never valid: never written
+		}
 		if !slices.Contains(forbid, k) {
 			names = append(names, k)
 		}
@@ -417,6 +420,24 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 	return c.memberSet(hint, members, minP, maxP, hasMaxP, c.extraMember(hint, o, props, forbid, ap, hasAP, at), at)
 }
 
+// admitsNothing reports whether schema s, as written, admits no value:
+// false, or enum / const values none of which has one of its types.
+func admitsNothing(s any) bool {
+	if s == false {
+		return true
+	}
+	o, ok := s.(*object)
+	if !ok {
+		return false
+	}
+	types, err := typeList(o, "")
+	if err != nil || types == nil {
+		return false
+	}
+	values, ok := valueList(o)
+	return ok && !slices.ContainsFunc(values, func(v any) bool { return typeAdmits(types, typeOf(v)) })
+}
+
 // extraMember is GBNF for one member the schema does not list (its name
 // is none of the listed, required or excluded ones; its value meets
 // additionalProperties), or "" when unlisted members are not written:
@@ -451,14 +472,12 @@ func (c *schemaCompiler) extraMember(hint string, o, props *object, forbid []str
 	return c.otherName(hint, excluded) + ` ws ":" ws ` + value + ` ws`
 }
 
-// otherName is GBNF for a JSON string, written without escapes, that is
-// none of names: a trie of the names where leaving it frees the rest.
+// otherName is GBNF for a JSON string that is none of names: a trie of
+// the names where leaving it frees the rest. A character leaves the trie
+// written raw, or escaped where the escape stands for one character
+// (\" \\ \/ \b \f \n \r \t, or \uXXXX where no listed name goes on) that
+// no name goes on with; after it, any characters.
 func (c *schemaCompiler) otherName(hint string, names []string) string {
-	raw := c.prefix + "s-rawchar"
-	if !c.names[raw] {
-		c.names[raw] = true
-		c.emitShared(raw + ` ::= [^"\\\x7F\x00-\x1F]`)
-	}
 	type node struct {
 		kids     map[rune]*node
 		order    []rune
@@ -494,13 +513,33 @@ func (c *schemaCompiler) otherName(hint string, names []string) string {
 			alts = append(alts, literal(string(r))+" "+build(n.kids[r]))
 		}
 		if other, ok := gbnfClass(intersect(negate(taken), jsonSafe)); ok {
-			alts = append(alts, other+" "+raw+`* "\""`)
+			alts = append(alts, other+` char* "\""`)
+		}
+		escapes := ""
+		for _, e := range shortEscapes {
+			if _, on := n.kids[e.r]; !on {
+				escapes += e.letter
+			}
+		}
+		if escapes != "" {
+			class := "[" + escapes + "]"
+			if len(n.kids) == 0 {
+				class = "( " + class + ` | "u" [0-9a-fA-F]{4} )`
+			}
+			alts = append(alts, `"\\" `+class+` char* "\""`)
 		}
 		c.emit(name + " ::= " + strings.Join(alts, " | "))
 		return name
 	}
 	return `"\"" ` + build(root)
 }
+
+// shortEscapes are JSON's one-letter string escapes (as a GBNF class
+// writes the letter) and the characters they stand for.
+var shortEscapes = []struct {
+	letter string
+	r      rune
+}{{`"`, '"'}, {`\\`, '\\'}, {"/", '/'}, {"b", '\b'}, {"f", '\f'}, {"n", '\n'}, {"r", '\r'}, {"t", '\t'}}
 
 func mapKeys(m map[string]bool) func(func(string) bool) {
 	return func(yield func(string) bool) {
