@@ -105,7 +105,7 @@ func (v *Vocab) maskByChain(s *State, cuts []rune, budget int, bits []uint64) (o
 		return false, false
 	}
 	ct := v.classTokensFor(class, w)
-	if ct == nil || ct.maxLen < 2 {
+	if ct == nil || ct.maxLen < 2 || ct.maxLen >= 1<<16-1 { // orderedLen holds lengths below 1<<16-1
 		return false, false
 	}
 	chain := make([]*State, ct.maxLen+1) // [maxLen+1]: chain[L] after L class code points
@@ -198,7 +198,8 @@ func (v *Vocab) maskByChain(s *State, cuts []rune, budget int, bits []uint64) (o
 	return true, cut
 }
 
-// sortByLen sets ct.byLen and ct.lenStart from ct.orderedLen.
+// sortByLen sets ct.byLen and ct.lenStart from ct.orderedLen, which it
+// drops.
 func (ct *classTokens) sortByLen() {
 	ct.lenStart = make([]int32, ct.maxLen+2)
 	for _, n := range ct.orderedLen {
@@ -214,4 +215,5 @@ func (ct *classTokens) sortByLen() {
 		ct.byLen[next[n]] = id
 		next[n]++
 	}
+	ct.orderedLen = nil
 }

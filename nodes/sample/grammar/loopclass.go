@@ -147,9 +147,10 @@ type classTokens struct {
 	exitAt               []exitAt
 	allInside            []uint64
 	// By length in code points (for chains of states, chain.go): the
-	// code points of each piece of ordered; inside's tokens by length
-	// (byLen[lenStart[L]:lenStart[L+1]] have L code points); the most
-	// code points a piece of ordered or an exit's class prefix has.
+	// code points of each piece of ordered (while it is built); inside's
+	// tokens by length (byLen[lenStart[L]:lenStart[L+1]] have L code
+	// points); the most code points a piece of ordered or an exit's
+	// class prefix has.
 	orderedLen []uint16
 	byLen      []int32
 	lenStart   []int32
