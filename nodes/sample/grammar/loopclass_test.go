@@ -265,12 +265,7 @@ func TestMaskBenchMasksAreTheWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := g.NewCache().Start()
-		for _, tc := range s.Tests {
-			if !tc.Valid {
-				continue
-			}
-			val, _ := decodeOrdered(tc.Data)
-			text, _ := canonical(val)
+		for _, text := range validTexts(s) {
 			st := start
 			for _, id := range tk.Encode(string(text), false, false) {
 				states++
