@@ -146,6 +146,15 @@ type classTokens struct {
 	exitFrom             []int32
 	exitAt               []exitAt
 	allInside            []uint64
+	// By length in code points (for chains of states, chain.go): the
+	// code points of each piece of ordered (while it is built); inside's
+	// tokens by length (byLen[lenStart[L]:lenStart[L+1]] have L code
+	// points); the most code points a piece of ordered or an exit's
+	// class prefix has.
+	orderedLen []uint16
+	byLen      []int32
+	lenStart   []int32
+	maxLen     int
 	// The first code point of each piece of ordered, and of the path to
 	// each exitFrom node (-1 for the root): both ascending, as the nodes
 	// are in depth-first order, which is the byte order of the pieces.
@@ -155,6 +164,7 @@ type classTokens struct {
 type exitAt struct {
 	group int32 // in exits
 	exitNode
+	depth int32 // the class code points before the group's seq
 }
 
 // exitGroup is where pieces leave the class with the same bytes: after a
@@ -207,12 +217,13 @@ func (v *Vocab) classTokensFor(class []rng, w *Work) *classTokens {
 	}
 	b := classBuilder{v: v, class: class, w: w, groups: map[string]int{},
 		ct: &classTokens{inside: make([]uint64, (v.size+63)/64), allInside: make([]uint64, (len(v.nodes)+63)/64)}}
-	b.inside(0, -1)
+	b.inside(0, -1, 0)
 	if w.Err() != nil {
 		return nil
 	}
 	ct = b.ct
 	sort.Stable(byFrom{ct})
+	ct.sortByLen()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if got, ok := v.classes[key]; ok {
@@ -246,9 +257,9 @@ type classBuilder struct {
 	groups map[string]int // seq -> index in ct.exits
 }
 
-// exit records that seq leads from node from (reached by class code
-// points, the first of them first; -1 for the root) to node.
-func (b *classBuilder) exit(seq []byte, from int32, first rune, node int32, tokensOnly bool) {
+// exit records that seq leads from node from (reached by depth class
+// code points, the first of them first; -1 for the root) to node.
+func (b *classBuilder) exit(seq []byte, from int32, first rune, node int32, tokensOnly bool, depth int32) {
 	k, ok := b.groups[string(seq)]
 	if !ok {
 		k = len(b.ct.exits)
@@ -259,12 +270,13 @@ func (b *classBuilder) exit(seq []byte, from int32, first rune, node int32, toke
 	b.ct.exits[k].nodes = append(b.ct.exits[k].nodes, x)
 	b.ct.exitFrom = append(b.ct.exitFrom, from)
 	b.ct.exitFirst = append(b.ct.exitFirst, first)
-	b.ct.exitAt = append(b.ct.exitAt, exitAt{int32(k), x})
+	b.ct.exitAt = append(b.ct.exitAt, exitAt{int32(k), x, depth})
+	b.ct.maxLen = max(b.ct.maxLen, int(depth))
 }
 
-// inside visits node n, reached by class code points only, the first of
-// them first (-1 for the root).
-func (b *classBuilder) inside(n int32, first rune) {
+// inside visits node n, reached by depth class code points only, the
+// first of them first (-1 for the root).
+func (b *classBuilder) inside(n int32, first rune, depth int32) {
 	node := &b.v.nodes[n]
 	b.ct.allInside[n/64] |= 1 << (n % 64)
 	for _, id := range node.tokens {
@@ -272,14 +284,16 @@ func (b *classBuilder) inside(n int32, first rune) {
 		b.ct.ordered = append(b.ct.ordered, id)
 		b.ct.orderedNode = append(b.ct.orderedNode, n)
 		b.ct.orderedFirst = append(b.ct.orderedFirst, first)
+		b.ct.orderedLen = append(b.ct.orderedLen, uint16(min(depth, 1<<16-1)))
 	}
+	b.ct.maxLen = max(b.ct.maxLen, int(depth))
 	var seq [utf8.UTFMax]byte
 	for _, e := range node.kids {
 		if !b.w.charge(1) {
 			return
 		}
 		seq[0] = e.b
-		b.codePoint(seq[:1], n, first, e.node)
+		b.codePoint(seq[:1], n, first, e.node, depth)
 	}
 }
 
@@ -288,21 +302,21 @@ func (b *classBuilder) inside(n int32, first rune) {
 // continuation byte or an invalid lead byte starting a code point, any
 // other byte inside one) lead nowhere: the trie walk rejects them
 // whatever the state.
-func (b *classBuilder) codePoint(seq []byte, from int32, first rune, n int32) {
+func (b *classBuilder) codePoint(seq []byte, from int32, first rune, n int32, depth int32) {
 	length := seqLen(seq[0])
 	if length == 0 {
 		return
 	}
 	if len(seq) < length {
 		if len(b.v.nodes[n].tokens) > 0 {
-			b.exit(seq, from, first, n, true)
+			b.exit(seq, from, first, n, true, depth)
 		}
 		for _, e := range b.v.nodes[n].kids {
 			if !b.w.charge(1) {
 				return
 			}
 			if e.b&0xC0 == 0x80 {
-				b.codePoint(append(seq, e.b), from, first, e.node)
+				b.codePoint(append(seq, e.b), from, first, e.node, depth)
 			}
 		}
 		return
@@ -311,10 +325,10 @@ func (b *classBuilder) codePoint(seq []byte, from int32, first rune, n int32) {
 		if first < 0 {
 			first = c
 		}
-		b.inside(n, first)
+		b.inside(n, first, depth+1)
 		return
 	}
-	b.exit(seq, from, first, n, false)
+	b.exit(seq, from, first, n, false, depth)
 }
 
 // maskByClass sets in bits the tokens Allow allows from s and reports
@@ -332,6 +346,9 @@ func (v *Vocab) maskByClass(s *State, budget int, bits []uint64) (cut bool) {
 	cuts := s.cuts()
 	if cuts == nil { // pieces start inside a code point, or s's classes are too fine
 		return v.walk(0, s, budget, func(id int32) { bits[id/64] |= 1 << (id % 64) })
+	}
+	if ok, cut := v.maskByChain(s, cuts, budget, bits); ok {
+		return cut
 	}
 	f := firstCodePoints{v: v, s: s, budget: budget, bits: bits, cuts: cuts, targets: make([]*State, len(cuts))}
 	f.bulk()

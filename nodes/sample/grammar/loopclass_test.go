@@ -234,3 +234,66 @@ func TestLoopClassOfAJSONString(t *testing.T) {
 		t.Errorf("inside [0-9]*: loop class %v, want [0-9]", c)
 	}
 }
+
+// With the Qwen3 vocabulary (`just tokenizers`), on the states the valid
+// instances of a quarter of MaskBench's benchmark sample (every 64th
+// schema; every 16th, as BenchmarkMaskBench, with NINFER_SCHEMABENCH=full:
+// two minutes) pass through token by token, chain masks are the masks of
+// the trie walk, and so are the masks of every 16th other state (loop
+// classes and bulk masks; states whose mask is the walk, with classes cut
+// too finely, are left out).
+func TestMaskBenchMasksAreTheWalk(t *testing.T) {
+	tk, qv := qwen3VocabIfMade(t)
+	if qv == nil {
+		t.Skip("no Qwen3 vocabulary (just tokenizers)")
+	}
+	schemas := readBench(t, filepath.Join(benchDir(t), "maskbench-tests.jsonl"))
+	pieces := make([]string, qv.Size())
+	for id := range pieces {
+		if !tk.IsControl(int32(id)) && !tk.IsEOG(int32(id)) {
+			pieces[id] = string(tk.Piece(int32(id)))
+		}
+	}
+	chains, others, states := 0, 0, 0
+	for i, s := range schemas {
+		src, err := FromSchema(s.Schema)
+		if i%16 != 0 || !fullBench() && i%64 != 0 || err != nil {
+			continue
+		}
+		g, err := Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := g.NewCache().Start()
+		for _, text := range validTexts(s) {
+			st := start
+			for _, id := range tk.Encode(string(text), false, false) {
+				states++
+				var got []uint64
+				if cuts := st.cuts(); len(st.loopClass()) == 0 && cuts != nil {
+					bits := make([]uint64, (qv.Size()+63)/64)
+					if ok, _ := qv.maskByChain(st, cuts, 0, bits); ok {
+						got = bits
+						chains++
+					}
+				}
+				if got == nil && states%16 == 0 && (len(st.loopClass()) > 0 || st.cuts() != nil) {
+					got = qv.Mask(st, 0)
+					others++
+				}
+				if got != nil {
+					if want := walkMask(qv, st, 0); !cmp.Equal(got, want) {
+						t.Fatalf("%s, state %d of %s:\n%s", s.ID, states, text, maskDiff(pieces, got, want))
+					}
+				}
+				if st = st.AdvanceBytes(tk.Piece(id)); st == nil {
+					break
+				}
+			}
+		}
+	}
+	t.Logf("%d chain masks and %d others of %d states", chains, others, states)
+	if chains < 100 {
+		t.Errorf("%d chain masks, want 100 or more", chains)
+	}
+}
