@@ -229,8 +229,10 @@ func TestDecodeJPEGRefusesBadFiles(t *testing.T) {
 }
 
 // gifWithCodes returns a 64x64 GIF whose raster is the clear code followed
-// by n codes for pixel 0, packed at the code widths a decoder uses.
-func gifWithCodes(n int) []byte {
+// by n codes, packed at the code widths a decoder uses: each code is pixel 0,
+// or with chain each code after the first is the one it defines (the KwKwK
+// case), so the strings grow by one pixel a code.
+func gifWithCodes(n int, chain bool) []byte {
 	const minCodeSize, clear = 2, 4
 	var raster []byte
 	acc, accBits := 0, 0
@@ -244,7 +246,11 @@ func gifWithCodes(n int) []byte {
 	width, avail := minCodeSize+1, clear+2
 	emit(clear, width)
 	for i := range n {
-		emit(0, width)
+		if chain && i > 0 {
+			emit(avail, width)
+		} else {
+			emit(0, width)
+		}
 		if i > 0 { // the first code after a clear defines no string
 			avail++
 		}
@@ -270,12 +276,31 @@ func gifWithCodes(n int) []byte {
 // (as stb_image does): the first 4096 of its 5000 pixels of palette entry 0
 // fill the 64x64 screen, the rest are dropped.
 func TestDecodeGIFLongRaster(t *testing.T) {
-	img, _, err := Decode(gifWithCodes(5000), DecodeLimits{})
+	img, _, err := Decode(gifWithCodes(5000, false), DecodeLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(bytes.Repeat([]byte{0x11, 0x22, 0x33}, 64*64), img.Pix); diff != "" {
 		t.Errorf("pixels (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecodeGIFFullFrameStopsDrawing bounds the work of a raster whose codes
+// go on after its frame is full: 4000 ever longer strings (8 million pixels)
+// for a 4096-pixel frame. Only the strings up to the full frame are walked;
+// the rest are still read and checked, as the pixels stb_image gives show.
+func TestDecodeGIFFullFrameStopsDrawing(t *testing.T) {
+	d := newGIFDecoder(gifWithCodes(4000, true))
+	img, err := d.decode(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(bytes.Repeat([]byte{0x11, 0x22, 0x33}, 64*64), img.Pix); diff != "" {
+		t.Errorf("pixels (-want +got):\n%s", diff)
+	}
+	// The strings drawn are 1, 2, ..., 91 pixels long: 4186 bytes.
+	if d.stringBytes > 64*64+2*gifMaxCodes {
+		t.Errorf("walked %d LZW string bytes for a %d-pixel frame", d.stringBytes, 64*64)
 	}
 }
 
@@ -293,7 +318,7 @@ func TestDecodeGIFRefusesBadFiles(t *testing.T) {
 		{"the frame leaves the screen", patched(rect, desc+5, 7), ErrCorrupt},
 		{"LZW code size 13", patched(rect, desc+10, 13), ErrCorrupt},
 		{"the raster does not start with a clear code", withoutClear, ErrCorrupt},
-		{"more than 8192 LZW codes without a clear code", gifWithCodes(8200), ErrCorrupt},
+		{"more than 8192 LZW codes without a clear code", gifWithCodes(8200, false), ErrCorrupt},
 		{"no image before the trailer", []byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"), ErrCorrupt},
 		{"zero width", patched(rect, 6, 0, 0), ErrEmptyImage},
 		{"a 60000x60000 screen", patched(rect, 6, 0x60, 0xea, 0x60, 0xea), ErrTooLarge},
