@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -183,19 +184,89 @@ func withScans(t testing.TB, data []byte, n int) []byte {
 }
 
 // TestDecodeJPEGRepeatedScan checks that a scan decoded again gives the same
-// pixels, and that the scan limit leaves room for it.
+// pixels, and that the block budget leaves room for it.
 func TestDecodeJPEGRepeatedScan(t *testing.T) {
 	data := readTestdata(t, "video-001.q50.444.jpeg")
 	want, _, err := Decode(data, DecodeLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := Decode(withScans(t, data, jpegMaxScans), DecodeLimits{})
+	got, _, err := Decode(withScans(t, data, jpegBaselinePasses), DecodeLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("pixels (-one scan +%d scans):\n%s", jpegMaxScans, diff)
+		t.Errorf("pixels (-one scan +%d scans):\n%s", jpegBaselinePasses, diff)
+	}
+}
+
+// jpegEmptyScans returns a one-component JPEG of n scans whose Huffman
+// tables hold one code each (DC difference 0, end of block), so each scan is
+// ten bytes that still walk every block: zeros are read past its end.
+func jpegEmptyScans(width, height, n int, progressive bool) []byte {
+	out := []byte{0xff, jpegSOI, 0xff, jpegDHT, 0, 2 + 2*18}
+	for _, class := range []byte{0x00, 0x10} {
+		out = append(out, class, 1)
+		out = append(out, make([]byte, 15+1)...)
+	}
+	sof, se := byte(jpegSOF0), byte(63)
+	if progressive {
+		sof, se = jpegSOF2, 0
+	}
+	out = append(out, 0xff, sof, 0, 11, 8, byte(height>>8), byte(height), byte(width>>8), byte(width), 1, 1, 0x11, 0)
+	for range n {
+		out = append(out, 0xff, jpegSOS, 0, 8, 1, 1, 0, 0, se, 0)
+	}
+	return append(out, 0xff, jpegEOI)
+}
+
+// TestDecodeJPEGBlockBudget checks that the scans of an image may visit its
+// blocks only a few times over: ten-byte scans of a large frame cost
+// seconds each, so a file of 256 of them is refused after a few.
+func TestDecodeJPEGBlockBudget(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		progressive bool
+		passes      int
+	}{
+		{"baseline", false, jpegBaselinePasses},
+		{"progressive", true, jpegProgressivePasses},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, err := Decode(jpegEmptyScans(64, 64, tt.passes, tt.progressive), DecodeLimits{}); err != nil {
+				t.Fatalf("%d scans: %v", tt.passes, err)
+			}
+			d := &jpegDecoder{data: jpegEmptyScans(512, 512, jpegMaxScans, tt.progressive), marker: jpegNoMarker, app14Transform: -1}
+			if err := d.readHeader(DefaultMaxPixels); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.readScans(); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%d scans: %v, want an error wrapping %v", jpegMaxScans, err, ErrCorrupt)
+			}
+			if frame := 512 * 512 / 64; d.blocks > tt.passes*frame+1 {
+				t.Errorf("visited %d blocks of a %d-block frame, want at most %d passes", d.blocks, frame, tt.passes)
+			}
+		})
+	}
+}
+
+// TestDecodeJPEGAllocatesAtTheFirstScan checks that a header declaring a
+// large frame costs no memory until a scan names its components.
+func TestDecodeJPEGAllocatesAtTheFirstScan(t *testing.T) {
+	base := readTestdata(t, "video-001.q50.420.progressive.jpeg")
+	sof := jpegSegment(t, base, jpegSOF2)
+	sos := jpegSegment(t, base, jpegSOS)
+	// 4096x4096 and no scan: 48 MiB of planes and coefficients per component.
+	data := append(patched(base[:sos], sof+5, 4096>>8, 0, 4096>>8, 0), 0xff, jpegEOI)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := Decode(data, DecodeLimits{})
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Decode = %v, want an error wrapping %v", err, ErrCorrupt)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("allocated %d bytes for a header without scans", got)
 	}
 }
 
