@@ -194,24 +194,32 @@ func TestOpenHFVisionErrorsNameFileAndKey(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := visionFolder(t, tc.edit)
-			f, err := OpenHFVision(dir, HFOptions{})
-			if err == nil {
-				f.Close()
-				t.Fatal("opened")
-			}
-			var he *HFError
-			if !errors.As(err, &he) {
-				t.Fatalf("%v is not an *HFError", err)
-			}
+			he := openHFVisionError(t, dir)
 			file := dir
 			if tc.file != "" {
 				file = filepath.Join(dir, tc.file)
 			}
-			if he.File != file || he.Key != tc.key || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v (file %s, key %s), want file %s, key %s, with %q", err, he.File, he.Key, file, tc.key, tc.want)
+			if he.File != file || he.Key != tc.key || !strings.Contains(he.Error(), tc.want) {
+				t.Errorf("error %v (file %s, key %s), want file %s, key %s, with %q", he, he.File, he.Key, file, tc.key, tc.want)
 			}
 		})
 	}
+}
+
+// openHFVisionError opens dir as a vision tower and returns the *HFError
+// it must fail with.
+func openHFVisionError(t *testing.T, dir string) *HFError {
+	t.Helper()
+	f, err := OpenHFVision(dir, HFOptions{})
+	if err == nil {
+		f.Close()
+		t.Fatal("opened")
+	}
+	var he *HFError
+	if !errors.As(err, &he) {
+		t.Fatalf("%v is not an *HFError", err)
+	}
+	return he
 }
 
 // A folder holding a tensor under both prefixes the converter reads,
@@ -224,18 +232,10 @@ func TestOpenHFVisionRefusesATensorNamedTwice(t *testing.T) {
 				twin.Name = "visual." + name
 				ts[twin.Name] = &twin
 			})
-			f, err := OpenHFVision(dir, HFOptions{})
-			if err == nil {
-				f.Close()
-				t.Fatal("opened")
-			}
-			var he *HFError
-			if !errors.As(err, &he) {
-				t.Fatalf("%v is not an *HFError", err)
-			}
+			he := openHFVisionError(t, dir)
 			names := []string{"visual." + name, "model.visual." + name}
-			if he.File != filepath.Join(dir, HFSafetensorsFile) || !slices.Contains(names, he.Key) || !strings.Contains(err.Error(), "already gave") {
-				t.Errorf("error %v (file %s, key %s), want the safetensors file and one of %v", err, he.File, he.Key, names)
+			if he.File != filepath.Join(dir, HFSafetensorsFile) || !slices.Contains(names, he.Key) || !strings.Contains(he.Error(), "already gave") {
+				t.Errorf("error %v (file %s, key %s), want the safetensors file and one of %v", he, he.File, he.Key, names)
 			}
 		})
 	}
