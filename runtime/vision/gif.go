@@ -40,6 +40,8 @@ type gifDecoder struct {
 	pix     []byte // [height, width, 3]
 	drawn   []bool // [height, width]
 	palette *[256]gifColour
+
+	stringBytes int // LZW string bytes walked, so tests can bound the work a raster costs
 }
 
 func (d *gifDecoder) get8() byte {
@@ -84,7 +86,15 @@ func (d *gifDecoder) readPalette(pal *[256]gifColour, n, transparent int) {
 // decodeGIF decodes the first frame of a GIF whose logical screen must not
 // exceed maxPixels; the limit is checked before the screen is allocated.
 func decodeGIF(data []byte, maxPixels int) (*RGB, error) {
-	d := &gifDecoder{data: data, pos: 6, transparent: -1}
+	return newGIFDecoder(data).decode(maxPixels)
+}
+
+func newGIFDecoder(data []byte) *gifDecoder {
+	return &gifDecoder{data: data, pos: 6, transparent: -1}
+}
+
+func (d *gifDecoder) decode(maxPixels int) (*RGB, error) {
+	data := d.data
 	if !isGIF(data) {
 		return nil, gifCorrupt("no GIF signature")
 	}
@@ -278,16 +288,19 @@ func (d *gifDecoder) readRaster(x, y, w, h int, interlaced bool) error {
 			} else if code == avail {
 				return gifCorrupt("LZW code %d is not yet defined", code)
 			}
-			n := 0
-			for c := code; c >= 0; c = int(codes[c].prefix) {
-				if n == len(str) {
-					return gifCorrupt("LZW string loops")
+			if cur.y < cur.maxY { // once the frame is full, later codes are only validated
+				n := 0
+				for c := code; c >= 0; c = int(codes[c].prefix) {
+					if n == len(str) {
+						return gifCorrupt("LZW string loops")
+					}
+					str[n] = codes[c].suffix
+					n++
 				}
-				str[n] = codes[c].suffix
-				n++
-			}
-			for i := n - 1; i >= 0; i-- {
-				d.put(&cur, str[i])
+				d.stringBytes += n
+				for i := n - 1; i >= 0; i-- {
+					d.put(&cur, str[i])
+				}
 			}
 			if avail&codeMask == 0 && avail <= 0xfff {
 				codeSize++

@@ -87,10 +87,20 @@ var jpegDezigzag = [64 + 15]uint8{
 	63, 63, 63, 63, 63, 63, 63,
 }
 
-// jpegMaxScans bounds the scans of one image: each one walks every block,
-// so a small file of many near-empty scans would otherwise cost time in
-// proportion to scans x pixels. Encoders write at most a few dozen.
+// jpegMaxScans bounds the scans of one image. Encoders write at most a few
+// dozen.
 const jpegMaxScans = 256
+
+// A scan walks every block of its components even when its data is a few
+// bytes (past a marker the decoder reads zero bits), so a small file of
+// near-empty scans would cost time in proportion to scans x pixels. The
+// blocks all scans visit are bounded by these multiples of the frame's block
+// count: a baseline image needs one pass, a progressive one a pass per
+// spectral band and refinement bit of each component (a few dozen at most).
+const (
+	jpegBaselinePasses    = 4
+	jpegProgressivePasses = 64
+)
 
 // jpegFastBits is the width of a Huffman table's direct lookup.
 const jpegFastBits = 9
@@ -177,6 +187,8 @@ type jpegDecoder struct {
 	comps         []jpegComponent
 	hMax, vMax    int
 	mcuX, mcuY    int // MCUs per row and column
+	blocks        int // blocks the scans have visited so far
+	maxBlocks     int // the most blocks the scans may visit
 
 	progressive bool
 	dequant     [4][64]uint16
@@ -559,8 +571,8 @@ func (d *jpegDecoder) readAPP(m byte) error {
 	return nil
 }
 
-// readFrame reads the SOF segment, checks the pixel limit and allocates
-// the planes (and the progressive coefficients).
+// readFrame reads the SOF segment, checks the pixel limit and sizes the
+// planes; the first scan naming a component allocates them.
 func (d *jpegDecoder) readFrame(maxPixels int) error {
 	l, err := d.segment("frame header")
 	if err != nil {
@@ -611,19 +623,32 @@ func (d *jpegDecoder) readFrame(maxPixels int) error {
 	mcuW, mcuH := 8*d.hMax, 8*d.vMax
 	d.mcuX = (d.width + mcuW - 1) / mcuW
 	d.mcuY = (d.height + mcuH - 1) / mcuH
+	passes := jpegBaselinePasses
+	if d.progressive {
+		passes = jpegProgressivePasses
+	}
 	for i := range d.comps {
 		comp := &d.comps[i]
 		comp.x = (d.width*comp.h + d.hMax - 1) / d.hMax
 		comp.y = (d.height*comp.v + d.vMax - 1) / d.vMax
 		comp.w2 = d.mcuX * comp.h * 8
 		comp.h2 = d.mcuY * comp.v * 8
-		comp.data = make([]byte, comp.w2*comp.h2)
-		if d.progressive {
-			comp.coeffW = comp.w2 / 8
-			comp.coeff = make([]int16, comp.w2*comp.h2)
-		}
+		comp.coeffW = comp.w2 / 8
+		d.maxBlocks += passes * comp.w2 * comp.h2 / 64
 	}
 	return nil
+}
+
+// allocate gives a component its plane (and progressive coefficients) the
+// first time a scan names it.
+func (d *jpegDecoder) allocate(comp *jpegComponent) {
+	if comp.data != nil {
+		return
+	}
+	comp.data = make([]byte, comp.w2*comp.h2)
+	if d.progressive {
+		comp.coeff = make([]int16, comp.w2*comp.h2)
+	}
 }
 
 // readScans decodes every scan up to EOI, then runs the progressive IDCT.
@@ -759,9 +784,13 @@ func (d *jpegDecoder) decodeScan() error {
 		if (!d.progressive || d.specStart != 0) && !d.huffAC[comp.ha].defined {
 			return jpegCorrupt("scan uses undefined AC Huffman table %d", comp.ha)
 		}
+		d.allocate(comp)
 	}
 	var block [64]int16
 	decodeAt := func(n, bx, by int) error { // block (bx, by) of component n
+		if d.blocks++; d.blocks > d.maxBlocks {
+			return jpegCorrupt("the scans visit more than the %d blocks allowed (a few passes over the frame)", d.maxBlocks)
+		}
 		comp := &d.comps[n]
 		if d.progressive {
 			coeff := (*[64]int16)(comp.coeff[64*(bx+by*comp.coeffW):])

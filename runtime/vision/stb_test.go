@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -183,19 +184,89 @@ func withScans(t testing.TB, data []byte, n int) []byte {
 }
 
 // TestDecodeJPEGRepeatedScan checks that a scan decoded again gives the same
-// pixels, and that the scan limit leaves room for it.
+// pixels, and that the block budget leaves room for it.
 func TestDecodeJPEGRepeatedScan(t *testing.T) {
 	data := readTestdata(t, "video-001.q50.444.jpeg")
 	want, _, err := Decode(data, DecodeLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := Decode(withScans(t, data, jpegMaxScans), DecodeLimits{})
+	got, _, err := Decode(withScans(t, data, jpegBaselinePasses), DecodeLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("pixels (-one scan +%d scans):\n%s", jpegMaxScans, diff)
+		t.Errorf("pixels (-one scan +%d scans):\n%s", jpegBaselinePasses, diff)
+	}
+}
+
+// jpegEmptyScans returns a one-component JPEG of n scans whose Huffman
+// tables hold one code each (DC difference 0, end of block), so each scan is
+// ten bytes that still walk every block: zeros are read past its end.
+func jpegEmptyScans(width, height, n int, progressive bool) []byte {
+	out := []byte{0xff, jpegSOI, 0xff, jpegDHT, 0, 2 + 2*18}
+	for _, class := range []byte{0x00, 0x10} {
+		out = append(out, class, 1)
+		out = append(out, make([]byte, 15+1)...)
+	}
+	sof, se := byte(jpegSOF0), byte(63)
+	if progressive {
+		sof, se = jpegSOF2, 0
+	}
+	out = append(out, 0xff, sof, 0, 11, 8, byte(height>>8), byte(height), byte(width>>8), byte(width), 1, 1, 0x11, 0)
+	for range n {
+		out = append(out, 0xff, jpegSOS, 0, 8, 1, 1, 0, 0, se, 0)
+	}
+	return append(out, 0xff, jpegEOI)
+}
+
+// TestDecodeJPEGBlockBudget checks that the scans of an image may visit its
+// blocks only a few times over: ten-byte scans of a large frame cost
+// seconds each, so a file of 256 of them is refused after a few.
+func TestDecodeJPEGBlockBudget(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		progressive bool
+		passes      int
+	}{
+		{"baseline", false, jpegBaselinePasses},
+		{"progressive", true, jpegProgressivePasses},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, err := Decode(jpegEmptyScans(64, 64, tt.passes, tt.progressive), DecodeLimits{}); err != nil {
+				t.Fatalf("%d scans: %v", tt.passes, err)
+			}
+			d := &jpegDecoder{data: jpegEmptyScans(512, 512, jpegMaxScans, tt.progressive), marker: jpegNoMarker, app14Transform: -1}
+			if err := d.readHeader(DefaultMaxPixels); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.readScans(); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("%d scans: %v, want an error wrapping %v", jpegMaxScans, err, ErrCorrupt)
+			}
+			if frame := 512 * 512 / 64; d.blocks > tt.passes*frame+1 {
+				t.Errorf("visited %d blocks of a %d-block frame, want at most %d passes", d.blocks, frame, tt.passes)
+			}
+		})
+	}
+}
+
+// TestDecodeJPEGAllocatesAtTheFirstScan checks that a header declaring a
+// large frame costs no memory until a scan names its components.
+func TestDecodeJPEGAllocatesAtTheFirstScan(t *testing.T) {
+	base := readTestdata(t, "video-001.q50.420.progressive.jpeg")
+	sof := jpegSegment(t, base, jpegSOF2)
+	sos := jpegSegment(t, base, jpegSOS)
+	// 4096x4096 and no scan: 48 MiB of planes and coefficients per component.
+	data := append(patched(base[:sos], sof+5, 4096>>8, 0, 4096>>8, 0), 0xff, jpegEOI)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := Decode(data, DecodeLimits{})
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Decode = %v, want an error wrapping %v", err, ErrCorrupt)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("allocated %d bytes for a header without scans", got)
 	}
 }
 
@@ -229,8 +300,10 @@ func TestDecodeJPEGRefusesBadFiles(t *testing.T) {
 }
 
 // gifWithCodes returns a 64x64 GIF whose raster is the clear code followed
-// by n codes for pixel 0, packed at the code widths a decoder uses.
-func gifWithCodes(n int) []byte {
+// by n codes, packed at the code widths a decoder uses: each code is pixel 0,
+// or with chain each code after the first is the one it defines (the KwKwK
+// case), so the strings grow by one pixel a code.
+func gifWithCodes(n int, chain bool) []byte {
 	const minCodeSize, clear = 2, 4
 	var raster []byte
 	acc, accBits := 0, 0
@@ -244,7 +317,11 @@ func gifWithCodes(n int) []byte {
 	width, avail := minCodeSize+1, clear+2
 	emit(clear, width)
 	for i := range n {
-		emit(0, width)
+		if chain && i > 0 {
+			emit(avail, width)
+		} else {
+			emit(0, width)
+		}
 		if i > 0 { // the first code after a clear defines no string
 			avail++
 		}
@@ -270,12 +347,31 @@ func gifWithCodes(n int) []byte {
 // (as stb_image does): the first 4096 of its 5000 pixels of palette entry 0
 // fill the 64x64 screen, the rest are dropped.
 func TestDecodeGIFLongRaster(t *testing.T) {
-	img, _, err := Decode(gifWithCodes(5000), DecodeLimits{})
+	img, _, err := Decode(gifWithCodes(5000, false), DecodeLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(bytes.Repeat([]byte{0x11, 0x22, 0x33}, 64*64), img.Pix); diff != "" {
 		t.Errorf("pixels (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecodeGIFFullFrameStopsDrawing bounds the work of a raster whose codes
+// go on after its frame is full: 4000 ever longer strings (8 million pixels)
+// for a 4096-pixel frame. Only the strings up to the full frame are walked;
+// the rest are still read and checked, as the pixels stb_image gives show.
+func TestDecodeGIFFullFrameStopsDrawing(t *testing.T) {
+	d := newGIFDecoder(gifWithCodes(4000, true))
+	img, err := d.decode(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(bytes.Repeat([]byte{0x11, 0x22, 0x33}, 64*64), img.Pix); diff != "" {
+		t.Errorf("pixels (-want +got):\n%s", diff)
+	}
+	// The strings drawn are 1, 2, ..., 91 pixels long: 4186 bytes.
+	if d.stringBytes > 64*64+2*gifMaxCodes {
+		t.Errorf("walked %d LZW string bytes for a %d-pixel frame", d.stringBytes, 64*64)
 	}
 }
 
@@ -293,7 +389,7 @@ func TestDecodeGIFRefusesBadFiles(t *testing.T) {
 		{"the frame leaves the screen", patched(rect, desc+5, 7), ErrCorrupt},
 		{"LZW code size 13", patched(rect, desc+10, 13), ErrCorrupt},
 		{"the raster does not start with a clear code", withoutClear, ErrCorrupt},
-		{"more than 8192 LZW codes without a clear code", gifWithCodes(8200), ErrCorrupt},
+		{"more than 8192 LZW codes without a clear code", gifWithCodes(8200, false), ErrCorrupt},
 		{"no image before the trailer", []byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"), ErrCorrupt},
 		{"zero width", patched(rect, 6, 0, 0), ErrEmptyImage},
 		{"a 60000x60000 screen", patched(rect, 6, 0x60, 0xea, 0x60, 0xea), ErrTooLarge},

@@ -855,19 +855,24 @@ func PermuteRoPERows(data []byte, heads, headDim int, inverse bool) []byte {
 // alignedCopy returns a copy of b whose first byte is DefaultAlignment
 // aligned.
 func alignedCopy(b []byte) []byte {
-	buf := make([]byte, len(b)+DefaultAlignment)
-	off := 0
-	if rem := int(uintptr(unsafe.Pointer(&buf[0])) % DefaultAlignment); rem != 0 {
-		off = DefaultAlignment - rem
-	}
-	out := buf[off : off+len(b) : off+len(b)]
+	out := alignedBytes(len(b))
 	copy(out, b)
 	return out
 }
 
+// alignedBytes returns n zero bytes starting at a DefaultAlignment boundary.
+func alignedBytes(n int) []byte {
+	buf := make([]byte, n+DefaultAlignment)
+	off := 0
+	if rem := int(uintptr(unsafe.Pointer(&buf[0])) % DefaultAlignment); rem != 0 {
+		off = DefaultAlignment - rem
+	}
+	return buf[off : off+n : off+n]
+}
+
 // f32Data encodes v as little-endian float32s in aligned memory.
 func f32Data(v []float32) []byte {
-	out := alignedCopy(make([]byte, 4*len(v)))
+	out := alignedBytes(4 * len(v))
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
 	}

@@ -1,6 +1,7 @@
 package weights
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -122,11 +123,17 @@ func OpenHFVision(dir string, o HFOptions) (*File, error) {
 			f.Close()
 		}
 	}()
-	add := func(t *Tensor) {
-		f.tensors[t.Name] = len(f.Tensors)
-		f.Tensors = append(f.Tensors, t)
-	}
+	from := map[string]string{} // GGUF name -> the Hugging Face name it came from
 	for _, s := range srcs {
+		add := func(t *Tensor) error {
+			if prev, dup := from[t.Name]; dup {
+				return hfErr(s.file, s.st.Name, "gives %s, which %s already gave (a folder holds visual.* or model.visual.*, not both)", t.Name, prev)
+			}
+			from[t.Name] = s.st.Name
+			f.tensors[t.Name] = len(f.Tensors)
+			f.Tensors = append(f.Tensors, t)
+			return nil
+		}
 		hf := s.st.Name
 		if strings.HasPrefix(hf, "visual.") { // the converter reads both prefixes
 			hf = "model." + hf
@@ -136,8 +143,9 @@ func OpenHFVision(dir string, o HFOptions) (*File, error) {
 			if err != nil {
 				return nil, err
 			}
-			add(halves[0])
-			add(halves[1])
+			if err := cmp.Or(add(halves[0]), add(halves[1])); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		name, vision, known := hfVisionName(hf)
@@ -151,7 +159,9 @@ func OpenHFVision(dir string, o HFOptions) (*File, error) {
 		if err != nil {
 			return nil, err
 		}
-		add(t)
+		if err := add(t); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := f.Tensor("v.patch_embd.weight"); err != nil {
 		return nil, hfErr(dir, hfPatchKernel, "missing: the folder holds no vision tower")
@@ -204,16 +214,16 @@ func splitPatchKernel(st *SafeTensor, file string) ([2]*Tensor, error) {
 		return out, hfErr(file, st.Name, "%d bytes, want %d", len(st.Data), e*3*2*plane)
 	}
 	for kt := range out {
-		data := make([]byte, 0, e*3*plane)
+		data := alignedBytes(e * 3 * plane)
 		for ec := range e * 3 {
 			src := (ec*2 + kt) * plane
-			data = append(data, st.Data[src:src+plane]...)
+			copy(data[ec*plane:], st.Data[src:src+plane])
 		}
 		name := "v.patch_embd.weight"
 		if kt == 1 {
 			name += ".1"
 		}
-		out[kt] = &Tensor{Name: name, DType: dt, Shape: []int{p, p, 3, e}, Data: alignedCopy(data)}
+		out[kt] = &Tensor{Name: name, DType: dt, Shape: []int{p, p, 3, e}, Data: data}
 	}
 	return out, nil
 }
@@ -256,6 +266,9 @@ func readHFVisionConfig(dir string) ([]KV, error) {
 			return nil, err
 		}
 		imageSize = int(math.Sqrt(float64(positions))) * patch
+		if imageSize > 1<<24 {
+			return nil, hfErr(path, "vision_config.num_position_embeddings", "%d positions of patch %d give an image size of %d, above %d", positions, patch, imageSize, 1<<24)
+		}
 	}
 	projection, err := tc.int("hidden_size", -1, false)
 	if err != nil {

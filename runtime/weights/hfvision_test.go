@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -171,6 +172,10 @@ func TestOpenHFVisionErrorsNameFileAndKey(t *testing.T) {
 		{"a deepstack layer (Qwen3-VL)", func(c, _ map[string]any, _ map[string]*SafeTensor) {
 			c["vision_config"].(map[string]any)["deepstack_visual_indexes"] = []any{0}
 		}, HFConfigFile, "vision_config.deepstack_visual_indexes", "not supported"},
+		{"positions x patch past 2^24", func(c, _ map[string]any, _ map[string]*SafeTensor) {
+			vc := c["vision_config"].(map[string]any)
+			vc["num_position_embeddings"], vc["patch_size"] = 1<<24, 1<<24
+		}, HFConfigFile, "vision_config.num_position_embeddings", "image size of 68719476736"},
 		{"two std values", func(_, p map[string]any, _ map[string]*SafeTensor) { p["image_std"] = []any{1, 1} },
 			HFPreprocessorFile, "image_std", "want 3 numbers"},
 		{"a temporal patch of 1", func(_, _ map[string]any, ts map[string]*SafeTensor) {
@@ -189,22 +194,66 @@ func TestOpenHFVisionErrorsNameFileAndKey(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := visionFolder(t, tc.edit)
-			f, err := OpenHFVision(dir, HFOptions{})
-			if err == nil {
-				f.Close()
-				t.Fatal("opened")
-			}
-			var he *HFError
-			if !errors.As(err, &he) {
-				t.Fatalf("%v is not an *HFError", err)
-			}
+			he := openHFVisionError(t, dir)
 			file := dir
 			if tc.file != "" {
 				file = filepath.Join(dir, tc.file)
 			}
-			if he.File != file || he.Key != tc.key || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v (file %s, key %s), want file %s, key %s, with %q", err, he.File, he.Key, file, tc.key, tc.want)
+			if he.File != file || he.Key != tc.key || !strings.Contains(he.Error(), tc.want) {
+				t.Errorf("error %v (file %s, key %s), want file %s, key %s, with %q", he, he.File, he.Key, file, tc.key, tc.want)
 			}
 		})
+	}
+}
+
+// openHFVisionError opens dir as a vision tower and returns the *HFError
+// it must fail with.
+func openHFVisionError(t *testing.T, dir string) *HFError {
+	t.Helper()
+	f, err := OpenHFVision(dir, HFOptions{})
+	if err == nil {
+		f.Close()
+		t.Fatal("opened")
+	}
+	var he *HFError
+	if !errors.As(err, &he) {
+		t.Fatalf("%v is not an *HFError", err)
+	}
+	return he
+}
+
+// A folder holding a tensor under both prefixes the converter reads,
+// visual.* and model.visual.*, is refused naming the file and either one.
+func TestOpenHFVisionRefusesATensorNamedTwice(t *testing.T) {
+	for _, name := range []string{"patch_embed.proj.bias", "patch_embed.proj.weight"} {
+		t.Run(name, func(t *testing.T) {
+			dir := visionFolder(t, func(_, _ map[string]any, ts map[string]*SafeTensor) {
+				twin := *ts["model.visual."+name]
+				twin.Name = "visual." + name
+				ts[twin.Name] = &twin
+			})
+			he := openHFVisionError(t, dir)
+			names := []string{"visual." + name, "model.visual." + name}
+			if he.File != filepath.Join(dir, HFSafetensorsFile) || !slices.Contains(names, he.Key) || !strings.Contains(he.Error(), "already gave") {
+				t.Errorf("error %v (file %s, key %s), want the safetensors file and one of %v", he, he.File, he.Key, names)
+			}
+		})
+	}
+}
+
+// splitPatchKernel allocates the two kernels' bytes once: they are written
+// in place into aligned memory, not gathered and then copied.
+func TestSplitPatchKernelAllocatesOnce(t *testing.T) {
+	const e, p = 64, 16
+	st := &SafeTensor{Name: hfPatchKernel, DType: "F32", Shape: []int{e, 3, 2, p, p}, Data: make([]byte, 4*e*3*2*p*p)}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := splitPatchKernel(st, "model.safetensors"); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	// The allocator rounds each half up to its size class: a few pages over.
+	if got, want := after.TotalAlloc-before.TotalAlloc, uint64(len(st.Data)*5/4); got > want {
+		t.Errorf("allocated %d bytes to split a %d-byte kernel, want at most %d", got, len(st.Data), want)
 	}
 }
