@@ -482,8 +482,10 @@ func floatPanel(K int) int {
 // runFloat handles F32, F16 and BF16 weights. Every output element is
 // computed by the same kernel arithmetic (f32Dot4x1 and f32Dot4x4 agree lane
 // for lane, and converting f16/bf16 weights to float32 is exact). Batches
-// of 4 tokens or more take the rows in panels (floatPanel): an f16/bf16
-// panel is converted to float32 once and reused by every token.
+// of 4 tokens or more take the rows in quads, converted to float32 (f16,
+// bf16) into the worker's tile; batches of more than one token block take
+// them in panels (floatPanel), so that each row is converted once and
+// reused by every block.
 func (t *matmulTask) runFloat(worker, lo, hi int) {
 	T, K, N, rb := t.T, t.K, t.N, t.rowBytes
 	if T < 4 {
@@ -491,7 +493,10 @@ func (t *matmulTask) runFloat(worker, lo, hi int) {
 		return
 	}
 	tb := tokenBlock(K * 4)
-	pr := floatPanel(K)
+	pr := 4 // one block: the quad's tile stays in L1
+	if T > tb {
+		pr = floatPanel(K)
+	}
 	for p0 := lo; p0 < hi; p0 += pr {
 		p1 := min(p0+pr, hi)
 		q1 := p0 + (p1-p0)&^3 // rows [p0, q1) go in quads
