@@ -33,7 +33,7 @@ import (
 // reference results; they run at levelAVX512 only (useSIMD), except
 // attention (attn_avx2_amd64.s) and the f16 rounding and Q8_0 quantization
 // of activations (roundF16AVX2, quantQ8AVX2), which have levelAVX2 versions
-// too.
+// too, as has the vision tower's table GELU (geluF16V, geluF16VAVX2).
 var level = chooseLevel(os.Getenv("NINFER_CPU_KERNELS"))
 
 // useSIMD reports whether the AVX-512 kernels run.

@@ -918,3 +918,37 @@ ropeloop:
 ropedone:
 	VZEROUPPER
 	RET
+
+// func geluF16V(dst, src *float32, n int, table *float32)
+// dst[i] = geluF16(src[i]) for i < n rounded down to a multiple of 16: the
+// table entry at src[i]'s fp16 bits (VCVTPS2PH, ties to even, as
+// tensor.F32ToF16), 0 where src[i] <= -10, src[i] where src[i] >= 10.
+TEXT ·geluF16V(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ table+24(FP), DX
+	MOVL $0xc1200000, AX // -10
+	VPBROADCASTD AX, Z30
+	MOVL $0x41200000, AX // 10
+	VPBROADCASTD AX, Z31
+	SHRQ $4, CX
+	JZ   gelu5done
+gelu5loop:
+	VMOVUPS    (SI), Z0
+	VCVTPS2PH  $0, Z0, Y1
+	VPMOVZXWD  Y1, Z1
+	KXNORW     K1, K1, K1
+	VPGATHERDD (DX)(Z1*4), K1, Z2
+	VCMPPS     $2, Z30, Z0, K2  // x <= -10
+	VCMPPS     $13, Z31, Z0, K3 // x >= 10
+	VXORPS     Z2, Z2, K2, Z2
+	VMOVAPS    Z0, K3, Z2
+	VMOVUPS    Z2, (DI)
+	ADDQ       $64, SI
+	ADDQ       $64, DI
+	DECQ       CX
+	JNZ        gelu5loop
+gelu5done:
+	VZEROUPPER
+	RET
