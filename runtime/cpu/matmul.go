@@ -33,7 +33,7 @@ import (
 // reference results; they run at levelAVX512 only (useSIMD), except
 // attention (attn_avx2_amd64.s) and the f16 rounding and Q8_0 quantization
 // of activations (roundF16AVX2, quantQ8AVX2), which have levelAVX2 versions
-// too.
+// too, as has the vision tower's table GELU (geluF16V, geluF16VAVX2).
 var level = chooseLevel(os.Getenv("NINFER_CPU_KERNELS"))
 
 // useSIMD reports whether the AVX-512 kernels run.
@@ -109,7 +109,7 @@ type matmulState struct {
 	task   matmulTask
 	group  matmulGroup
 	prep   prepTask
-	tiles  [][]float32 // per worker: 4 weight rows converted to float32
+	tiles  [][]float32 // per worker: a panel of weight rows converted to float32 (floatPanel)
 }
 
 // actKey identifies a prepared activation: the tensor it was made from and
@@ -451,7 +451,7 @@ type matmulTask struct {
 	qz       []byte    // [whole 4x8 tiles of pairs, K/32, q8PairBlock] set when usesPairs: qx and qd as q8PairLayout writes them
 	out      []float32 // [T, N]
 	T, K, N  int
-	tiles    [][]float32 // per worker [4*K]; set when T >= 4 for f16/bf16
+	tiles    [][]float32 // per worker [floatPanel(K)*K]; set when T >= 4 for f16/bf16
 	aq       *actQuant   // kindBlock dtypes: the activations in the weight's dot type
 }
 
@@ -472,38 +472,61 @@ func (t *matmulTask) run(worker, lo, hi int) {
 	}
 }
 
+// floatPanel is the number of weight rows runFloat converts to float32 at
+// once (f16/bf16) and sweeps for each token block: about 256 KiB of them, in
+// quads, so that the panel and the token block stay in L2 together.
+func floatPanel(K int) int {
+	return max(4, (256<<10)/(4*K)/4*4)
+}
+
 // runFloat handles F32, F16 and BF16 weights. Every output element is
 // computed by the same kernel arithmetic (f32Dot4x1 and f32Dot4x4 agree lane
-// for lane, and converting f16/bf16 weights to float32 is exact).
+// for lane, and converting f16/bf16 weights to float32 is exact). Batches
+// of 4 tokens or more take the rows in quads, converted to float32 (f16,
+// bf16) into the worker's tile; batches of more than one token block take
+// them in panels (floatPanel), so that each row is converted once and
+// reused by every block.
 func (t *matmulTask) runFloat(worker, lo, hi int) {
 	T, K, N, rb := t.T, t.K, t.N, t.rowBytes
+	if T < 4 {
+		t.gemvFloat(lo, hi, 0, T)
+		return
+	}
 	tb := tokenBlock(K * 4)
-	for t0 := 0; t0 < T; t0 += tb {
-		t1 := min(t0+tb, T)
-		if t1-t0 < 4 {
-			t.gemvFloat(lo, hi, t0, t1)
-			continue
-		}
-		r := lo
-		for ; r+4 <= hi; r += 4 {
-			wp, ws, dt := unsafe.Pointer(&t.w[r*rb]), uintptr(rb), t.dt
+	pr := 4 // one block: the quad's tile stays in L1
+	if T > tb {
+		pr = floatPanel(K)
+	}
+	for p0 := lo; p0 < hi; p0 += pr {
+		p1 := min(p0+pr, hi)
+		q1 := p0 + (p1-p0)&^3 // rows [p0, q1) go in quads
+		var wp unsafe.Pointer
+		ws, dt := uintptr(rb), t.dt
+		if q1 > p0 {
+			wp = unsafe.Pointer(&t.w[p0*rb])
 			if dt != tensor.F32 {
-				tile := t.tiles[worker][:4*K]
-				for i := 0; i < 4; i++ {
-					convertRow(dt, tile[i*K:(i+1)*K], t.w[(r+i)*rb:(r+i+1)*rb])
+				tile := t.tiles[worker][:(q1-p0)*K]
+				for i := range q1 - p0 {
+					convertRow(dt, tile[i*K:(i+1)*K], t.w[(p0+i)*rb:(p0+i+1)*rb])
 				}
 				wp, ws, dt = unsafe.Pointer(&tile[0]), uintptr(4*K), tensor.F32
 			}
-			tt := t0
-			for ; tt+4 <= t1; tt += 4 {
-				floatDot4x4(wp, ws, unsafe.Pointer(&t.x[tt*K]), uintptr(4*K), K, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
-			}
-			for ; tt < t1; tt++ {
-				floatDot4x1(dt, wp, ws, unsafe.Pointer(&t.x[tt*K]), K, unsafe.Pointer(&t.out[tt*N+r]), 4)
-			}
 		}
-		for ; r < hi; r++ {
-			t.floatRow(r, t0, t1)
+		for t0 := 0; t0 < T; t0 += tb {
+			t1 := min(t0+tb, T)
+			for r := p0; r < q1; r += 4 {
+				w := unsafe.Add(wp, uintptr(r-p0)*ws)
+				tt := t0
+				for ; tt+4 <= t1; tt += 4 {
+					floatDot4x4(w, ws, unsafe.Pointer(&t.x[tt*K]), uintptr(4*K), K, unsafe.Pointer(&t.out[tt*N+r]), uintptr(4*N))
+				}
+				for ; tt < t1; tt++ {
+					floatDot4x1(dt, w, ws, unsafe.Pointer(&t.x[tt*K]), K, unsafe.Pointer(&t.out[tt*N+r]), 4)
+				}
+			}
+			for r := q1; r < p1; r++ {
+				t.floatRow(r, t0, t1)
+			}
 		}
 	}
 }
@@ -780,14 +803,16 @@ func quantDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xq, xd unsa
 }
 
 // growTiles returns per-worker tile buffers, workers of them, each holding at
-// least 4 weight rows of K floats, reusing tiles where it already fits.
+// least a panel (floatPanel) of weight rows of K floats, reusing tiles where
+// it already fits.
 func growTiles(tiles [][]float32, workers, K int) [][]float32 {
 	if len(tiles) != workers {
 		tiles = make([][]float32, workers)
 	}
+	n := floatPanel(K) * K
 	for i := range tiles {
-		if len(tiles[i]) < 4*K {
-			tiles[i] = make([]float32, 4*K)
+		if len(tiles[i]) < n {
+			tiles[i] = make([]float32, n)
 		}
 	}
 	return tiles

@@ -89,3 +89,9 @@ func q8Gemm4x2(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uin
 
 //go:noescape
 func ropeNeox16(head, cos, sin *float32, half, n16 int)
+
+// geluF16V writes geluF16 of src[i] into dst[i] for i < n rounded down to
+// a multiple of 16, looking the values up in table (geluTable).
+//
+//go:noescape
+func geluF16V(dst, src *float32, n int, table *float32)

@@ -254,6 +254,22 @@ bf16d4done:
 	HSUM16(a3, y3); \
 	VMOVSS X0, 12(dst)
 
+// HALVES adds the 8-lane halves of accumulators a and b (HSUM16's first
+// step for both): dst = (a lanes 0-7 + 8-15, b lanes 0-7 + 8-15). Clobbers
+// Z8, Z9.
+#define HALVES(a, b, dst) \
+	VSHUFF32X4 $0x44, b, a, Z8; \
+	VSHUFF32X4 $0xee, b, a, Z9; \
+	VADDPS     Z9, Z8, dst
+
+// QUARTERS adds the 4-lane quarters of the halves in x and y (HSUM16's
+// second step): dst's 128-bit lanes are x's first half, x's second, y's
+// first, y's second, each reduced to 4 lanes. Clobbers Z8, Z9.
+#define QUARTERS(x, y, dst) \
+	VSHUFF32X4 $0x88, y, x, Z8; \
+	VSHUFF32X4 $0xdd, y, x, Z9; \
+	VADDPS     Z9, Z8, dst
+
 // func f32Dot4x4(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, xstride uintptr, k int, out unsafe.Pointer, ostride uintptr)
 // For the 4 float32 rows w + i*wstride and the 4 float32 tokens x + j*xstride
 // (strides in bytes): out + j*ostride + 4*i = dot(row i, token j).
@@ -322,13 +338,41 @@ f32g4tail:
 f32g4done:
 	MOVQ out+40(FP), BX
 	MOVQ ostride+48(FP), R9
-	STORE4(BX, Z16, Y16, Z17, Y17, Z18, Y18, Z19, Y19)
-	ADDQ R9, BX
-	STORE4(BX, Z20, Y20, Z21, Y21, Z22, Y22, Z23, Y23)
-	ADDQ R9, BX
-	STORE4(BX, Z24, Y24, Z25, Y25, Z26, Y26, Z27, Y27)
-	ADDQ R9, BX
-	STORE4(BX, Z28, Y28, Z29, Y29, Z30, Y30, Z31, Y31)
+	// The 16 outputs reduced together: the HSUM16 order, each addition
+	// with the same two operands, on all accumulators at once. Halves of
+	// 8 lanes: Z0..Z7 = rows 0..3, tokens (0, 1) and (2, 3).
+	HALVES(Z16, Z20, Z0)
+	HALVES(Z24, Z28, Z1)
+	HALVES(Z17, Z21, Z2)
+	HALVES(Z25, Z29, Z3)
+	HALVES(Z18, Z22, Z4)
+	HALVES(Z26, Z30, Z5)
+	HALVES(Z19, Z23, Z6)
+	HALVES(Z27, Z31, Z7)
+	// Quarters of 4 lanes: Z10..Z13 = rows 0..3, token j in 128-bit lane j.
+	QUARTERS(Z0, Z1, Z10)
+	QUARTERS(Z2, Z3, Z11)
+	QUARTERS(Z4, Z5, Z12)
+	QUARTERS(Z6, Z7, Z13)
+	// (l0+l2, l1+l3) per row and token, then their sum: Z0's 128-bit lane
+	// j holds token j's outputs of rows 0..3.
+	VSHUFPS $0x44, Z11, Z10, Z8
+	VSHUFPS $0xee, Z11, Z10, Z9
+	VADDPS  Z9, Z8, Z14
+	VSHUFPS $0x44, Z13, Z12, Z8
+	VSHUFPS $0xee, Z13, Z12, Z9
+	VADDPS  Z9, Z8, Z15
+	VSHUFPS $0x88, Z15, Z14, Z8
+	VSHUFPS $0xdd, Z15, Z14, Z9
+	VADDPS  Z9, Z8, Z0
+	VMOVUPS       X0, (BX)
+	VEXTRACTF32X4 $1, Z0, X1
+	VMOVUPS       X1, (BX)(R9*1)
+	VEXTRACTF32X4 $2, Z0, X2
+	VMOVUPS       X2, (BX)(R9*2)
+	LEAQ          (BX)(R9*2), BX
+	VEXTRACTF32X4 $3, Z0, X3
+	VMOVUPS       X3, (BX)(R9*1)
 	VZEROUPPER
 	RET
 
@@ -872,5 +916,39 @@ ropeloop:
 	DECQ CX
 	JNZ  ropeloop
 ropedone:
+	VZEROUPPER
+	RET
+
+// func geluF16V(dst, src *float32, n int, table *float32)
+// dst[i] = geluF16(src[i]) for i < n rounded down to a multiple of 16: the
+// table entry at src[i]'s fp16 bits (VCVTPS2PH, ties to even, as
+// tensor.F32ToF16), 0 where src[i] <= -10, src[i] where src[i] >= 10.
+TEXT ·geluF16V(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ table+24(FP), DX
+	MOVL $0xc1200000, AX // -10
+	VPBROADCASTD AX, Z30
+	MOVL $0x41200000, AX // 10
+	VPBROADCASTD AX, Z31
+	SHRQ $4, CX
+	JZ   gelu5done
+gelu5loop:
+	VMOVUPS    (SI), Z0
+	VCVTPS2PH  $0, Z0, Y1
+	VPMOVZXWD  Y1, Z1
+	KXNORW     K1, K1, K1
+	VPGATHERDD (DX)(Z1*4), K1, Z2
+	VCMPPS     $2, Z30, Z0, K2  // x <= -10
+	VCMPPS     $13, Z31, Z0, K3 // x >= 10
+	VXORPS     Z2, Z2, K2, Z2
+	VMOVAPS    Z0, K3, Z2
+	VMOVUPS    Z2, (DI)
+	ADDQ       $64, SI
+	ADDQ       $64, DI
+	DECQ       CX
+	JNZ        gelu5loop
+gelu5done:
 	VZEROUPPER
 	RET

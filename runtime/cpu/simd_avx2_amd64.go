@@ -83,3 +83,8 @@ func roundF16AVX2(dst, src *float32, n int)
 //
 //go:noescape
 func quantQ8AVX2(x *float32, nb int, xu *byte, d *float32)
+
+// geluF16VAVX2 is geluF16V with AVX2.
+//
+//go:noescape
+func geluF16VAVX2(dst, src *float32, n int, table *float32)

@@ -908,3 +908,38 @@ qqa2zero:
 qqa2done:
 	VZEROUPPER
 	RET
+
+// func geluF16VAVX2(dst, src *float32, n int, table *float32)
+// geluF16V with AVX2 (8 lanes a step): the same table entries and limits.
+TEXT ·geluF16VAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ table+24(FP), DX
+	MOVL $0xc1200000, AX // -10
+	MOVQ AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x41200000, AX // 10
+	MOVQ AX, X15
+	VPBROADCASTD X15, Y15
+	SHRQ $3, CX
+	JZ   gelu2done
+gelu2loop:
+	VMOVUPS    (SI), Y0
+	VCVTPS2PH  $0, Y0, X1
+	VPMOVZXWD  X1, Y1
+	VPCMPEQD   Y3, Y3, Y3
+	VPXOR      Y2, Y2, Y2
+	VPGATHERDD Y3, (DX)(Y1*4), Y2
+	VCMPPS     $2, Y14, Y0, Y4  // x <= -10
+	VANDNPS    Y2, Y4, Y2
+	VCMPPS     $13, Y15, Y0, Y5 // x >= 10
+	VBLENDVPS  Y5, Y0, Y2, Y2
+	VMOVUPS    Y2, (DI)
+	ADDQ       $32, SI
+	ADDQ       $32, DI
+	DECQ       CX
+	JNZ        gelu2loop
+gelu2done:
+	VZEROUPPER
+	RET

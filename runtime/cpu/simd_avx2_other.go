@@ -33,5 +33,6 @@ func q8Dot4x2AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsaf
 func q4Dot4x2AVX2(w unsafe.Pointer, wstride uintptr, xq unsafe.Pointer, xd unsafe.Pointer, nb int, out unsafe.Pointer, ostride uintptr, otok uintptr) {
 	panic("cpu: no simd kernels")
 }
-func roundF16AVX2(dst, src *float32, n int)                { panic("cpu: no simd kernels") }
-func quantQ8AVX2(x *float32, nb int, xu *byte, d *float32) { panic("cpu: no simd kernels") }
+func roundF16AVX2(dst, src *float32, n int)                 { panic("cpu: no simd kernels") }
+func quantQ8AVX2(x *float32, nb int, xu *byte, d *float32)  { panic("cpu: no simd kernels") }
+func geluF16VAVX2(dst, src *float32, n int, table *float32) { panic("cpu: no simd kernels") }

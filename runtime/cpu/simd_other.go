@@ -43,3 +43,4 @@ func ropeNeox16(head, cos, sin *float32, half, n16 int) { panic("cpu: no simd ke
 func q4Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uintptr, nb int, out unsafe.Pointer, ostride uintptr) {
 	panic("cpu: no simd kernels")
 }
+func geluF16V(dst, src *float32, n int, table *float32) { panic("cpu: no simd kernels") }

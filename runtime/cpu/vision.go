@@ -24,9 +24,7 @@ func (p *program) runVision(out []float32, op tensor.Op) bool {
 	case tensor.OpGELU:
 		x := p.f32[op.Args[0].ID]
 		p.b.pool.parallel(len(out), 4096, func(_, lo, hi int) {
-			for i := lo; i < hi; i++ {
-				out[i] = geluF16(x[i])
-			}
+			geluRange(out[lo:hi], x[lo:hi])
 		})
 	case tensor.OpRoPE2D:
 		copy(out, p.f32[op.Args[0].ID])
@@ -88,6 +86,23 @@ func geluF16(x float32) float32 {
 		return x
 	}
 	return geluTable()[tensor.F32ToF16(x)]
+}
+
+// geluRange writes geluF16(x[i]) into dst[i], 16 values a step with the
+// level's kernel (the same table entries, bit for bit).
+func geluRange(dst, x []float32) {
+	i := 0
+	if n := len(x) &^ 15; level != levelRef && n > 0 {
+		if useSIMD {
+			geluF16V(&dst[0], &x[0], n, &geluTable()[0])
+		} else {
+			geluF16VAVX2(&dst[0], &x[0], n, &geluTable()[0])
+		}
+		i = n
+	}
+	for ; i < len(x); i++ {
+		dst[i] = geluF16(x[i])
+	}
 }
 
 // geluTable is ggml's table_gelu_f16 as float32: for every fp16 bit

@@ -155,3 +155,39 @@ func TestGELUWithinFp16OfTanhGELU(t *testing.T) {
 		}
 	}
 }
+
+// TestGELUKernels: geluRange at every kernel level gives geluF16 bit for
+// bit (NaN for NaN) on the limits ±10 and their neighbours, fp16 ties,
+// subnormals, infinities, signed zeros and random values of every scale,
+// over lengths that leave tails.
+func TestGELUKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	special := []float32{-10, 10, math.Nextafter32(-10, 0), math.Nextafter32(-10, -11), math.Nextafter32(10, 0), math.Nextafter32(10, 11),
+		0, float32(math.Copysign(0, -1)), 1e-8, -1e-8, 6e-5, 1 + 1.0/2048, 1 + 3.0/2048, 65504, 65520, -65520, 1e30,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	x := make([]float32, 4099)
+	for i := range x {
+		switch {
+		case i < len(special):
+			x[i] = special[i]
+		default:
+			x[i] = float32(math.Ldexp(r.NormFloat64(), r.IntN(40)-24))
+		}
+	}
+	want := make([]float32, len(x))
+	for i, v := range x {
+		want[i] = geluF16(v)
+	}
+	for _, lv := range testLevels() {
+		defer setLevel(lv)()
+		for _, n := range []int{len(x), 16, 33} {
+			got := make([]float32, n)
+			geluRange(got, x[:n])
+			for i := range got {
+				if g, w := got[i], want[i]; math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+					t.Fatalf("%v: gelu(%g) = %g (%#x), want %g (%#x)", lv, x[i], g, math.Float32bits(g), w, math.Float32bits(w))
+				}
+			}
+		}
+	}
+}

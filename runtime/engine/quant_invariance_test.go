@@ -9,19 +9,21 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/node"
 )
 
-// The quantized models: their matmuls sum exact per-block integer dots in
-// one float order for every token of a batch (Q4_K and Q2_K in one of the
+// The models whose matmuls compute each output in one order for every token
+// of a batch: F32 and F16 (16 fused lanes per output whatever the tile,
+// runtime/cpu's runFloat), and the quantized ones, which sum exact
+// per-block integer dots in one float order (Q4_K and Q2_K in one of the
 // orders ggml's repacked kernels use: docs/cpu-numerics.md). Attention
 // takes one value order for steps of any row count (attnValues), so a
 // prompt cut into chunks of one token gives the ids of the default chunk.
 var batchInvariantModels = []string{
-	"tiny-qwen3-q8_0.gguf", "kq-qwen3-iq4_xs.gguf", "kq-qwen3-iq4_nl.gguf", "kq-qwen3-q4_1.gguf",
+	"tiny-qwen3-f32.gguf", "tiny-qwen3-f16.gguf", "tiny-qwen3-q8_0.gguf", "kq-qwen3-iq4_xs.gguf", "kq-qwen3-iq4_nl.gguf", "kq-qwen3-q4_1.gguf",
 	"kq-qwen3-q5_0.gguf", "kq-qwen3-q5_1.gguf", "kq-qwen3-q6_k.gguf", "kq-llama-q6_k.gguf",
 	"kq-qwen3-q2_k.gguf", "kq-qwen3-q5_k_m.gguf", "kq-qwen3-q4_k_m.gguf", "kq-llama-q4_k_m.gguf",
 	"kq-qwen3-q3_k_m.gguf",
 }
 
-// A quantized model's greedy ids are batch-invariant: each golden prompt
+// A model's greedy ids are batch-invariant: each golden prompt
 // decoded alone (C=1) gives the ids it gives with every prompt submitted
 // at once (C=8, steps of 8 rows) and under the speculative graphs (whose
 // verify steps forward k+1 rows per sequence), and with prompts prefilled
