@@ -14,6 +14,7 @@ import (
 	"github.com/ninfer/ninfer-go/graphs"
 	"github.com/ninfer/ninfer-go/nodes/model"
 	"github.com/ninfer/ninfer-go/runtime/engine"
+	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/executor"
 	"github.com/ninfer/ninfer-go/runtime/graphdef"
 	"github.com/ninfer/ninfer-go/runtime/graphdef/hint"
@@ -27,7 +28,9 @@ import (
 
 // onModel is what `graph check` and `graph plan` bind a graph to: the
 // model file (--model) and its vision tower (--mmproj, "" for none).
-type onModel struct{ model, mmproj string }
+// checkpointDType is `graph plan`'s --checkpoint-dtype (serve's): how a
+// hybrid model's checkpoints are stored.
+type onModel struct{ model, mmproj, checkpointDType string }
 
 // loadPlan compiles the graph at path as the engine would for m: with a
 // vision tower (m.mmproj), a graph that encodes no images gets the tower
@@ -98,7 +101,8 @@ func unjoin(err error) []error {
 
 // cacheGroups describes the caches p keeps on the model at modelPath: the
 // paged KV group of the layers that attend and, for a hybrid model, the
-// recurrent state group (per-sequence slots), with their sizes.
+// recurrent state group (per-sequence slots) and its checkpoints stored as
+// on.checkpointDType, with their sizes.
 func cacheGroups(p *plan.Plan, on onModel) (string, error) {
 	if _, err := bindTarget(p, on, p.File); err != nil {
 		return "", err
@@ -132,22 +136,36 @@ func cacheGroups(p *plan.Plan, on onModel) (string, error) {
 		fmt.Fprintf(&b, "  kv (paged, step %s): layers %v, kv dim %d, %s, %d tokens per block, %d bytes per token\n",
 			st.ID, attn, c.KVDim(), f.Name, p.Policy.KVBlockTokens, page.BytesPerToken(f, len(attn), c.KVDim()))
 		if state := fw.StateShape(); state.Layers() > 0 {
-			state.DType = p.Policy.StateDType
+			state, err := engine.StateStorage(state, p.Policy.StateDType, on.checkpointDType, speculates(p))
+			if err != nil {
+				return "", err
+			}
 			fmt.Fprintf(&b, "  state (a slot per running sequence, +k+1 snapshot slots when speculating): layers %v, %s, %d bytes per slot (conv window %v + delta rule %v values per layer)\n",
 				rec, state.DType, state.BytesPerSlot(), state.Conv, state.Delta)
-			fmt.Fprint(&b, checkpointPolicy(state.BytesPerSlot(), p.Policy.KVBlockTokens))
+			fmt.Fprint(&b, checkpointPolicy(state, p.Policy.KVBlockTokens))
 		}
 	}
 	return b.String(), nil
 }
 
-// checkpointPolicy describes the prefix cache of a hybrid model whose state
-// slots are slotBytes each, with KV blocks of block tokens, under the
-// default --checkpoint-memory and --checkpoint-every.
-func checkpointPolicy(slotBytes int64, block int) string {
+// speculates reports whether p drafts (a step proposes tokens), so that a
+// hybrid model's state keeps snapshot slots.
+func speculates(p *plan.Plan) bool {
+	return slices.ContainsFunc(p.Steps, func(st *plan.Step) bool { _, ok := st.Node.(exec.Proposer); return ok })
+}
+
+// checkpointPolicy describes the prefix cache of a hybrid model with state
+// layout state (its storage set: engine.StateStorage), with KV blocks of
+// block tokens, under the default --checkpoint-memory and --checkpoint-every.
+func checkpointPolicy(state exec.StateLayout, block int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "  checkpoints (the prefix cache: a state slot's copy, %d bytes each, keyed by the hash of the KV block it ends): pool of --checkpoint-memory (default %s: %d, at most %d per running sequence)\n",
-		slotBytes, bytesText(engine.DefaultCheckpointMemory), engine.DefaultCheckpointMemory/slotBytes, engine.DefaultCheckpointsPerSeq)
+	one := state.CheckpointBytes()
+	copyOf := "a state slot's copy"
+	if state.PoolDType() != state.DType {
+		copyOf = fmt.Sprintf("a state slot's copy in %s, the %s state rounded where one is taken", state.PoolDType(), state.DType)
+	}
+	fmt.Fprintf(&b, "  checkpoints (the prefix cache: %s, %d bytes each, keyed by the hash of the KV block it ends): pool of --checkpoint-memory (default %s: %d, at most %d per running sequence)\n",
+		copyOf, one, bytesText(engine.DefaultCheckpointMemory), engine.DefaultCheckpointMemory/one, engine.DefaultCheckpointsPerSeq)
 	fmt.Fprintf(&b, "    taken at the block boundary at or before each chat message's end, the prompt's last block boundary, every --checkpoint-every blocks of a prompt (default %d: %d tokens) and a sequence's last generated block boundary\n",
 		engine.DefaultCheckpointEvery, engine.DefaultCheckpointEvery*block)
 	b.WriteString("    a prompt resumes at its longest prefix of cached KV blocks that ends at a checkpoint; full pool: a checkpoint whose KV blocks are gone goes first, else the least recently used; KV blocks past a finished sequence's last checkpoint are evicted before other cached blocks\n")
@@ -191,8 +209,9 @@ commands:
                              report every problem in each graph; "FILE: ok" when none (with --model,
                              also what the graph cannot do on model M, e.g. roll back a hybrid model's state,
                              or encode images without a vision tower P)
-  plan [--model M [--mmproj P]] FILE [--set k=v]...
-                             print the compiled plan (with --model, also its cache groups on model M)
+  plan [--model M [--mmproj P] [--checkpoint-dtype f32|bf16]] FILE [--set k=v]...
+                             print the compiled plan (with --model, also its cache groups on model M;
+                             --checkpoint-dtype as serve's: how a hybrid model's checkpoints are stored)
   dot FILE [--set k=v]...    print the compiled plan as a Graphviz digraph
   docs                       print the node reference (Markdown)
   test --model M [--backend B] FILE...
@@ -219,7 +238,7 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 		for _, flag := range []struct {
 			name string
 			dst  *string
-		}{{"--model", &checkModel.model}, {"--mmproj", &checkModel.mmproj}} {
+		}{{"--model", &checkModel.model}, {"--mmproj", &checkModel.mmproj}, {"--checkpoint-dtype", &checkModel.checkpointDType}} {
 			for i := 0; i < len(rest); i++ {
 				if rest[i] == flag.name && i+1 < len(rest) {
 					*flag.dst = rest[i+1]
@@ -230,6 +249,10 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 		}
 		if checkModel.mmproj != "" && checkModel.model == "" {
 			fmt.Fprintf(stderr, "ninfer graph %s: --mmproj needs --model\n%s", cmd, usage)
+			return 2
+		}
+		if checkModel.checkpointDType != "" && (cmd != "plan" || checkModel.model == "") {
+			fmt.Fprintf(stderr, "ninfer graph %s: --checkpoint-dtype is graph plan's, with --model\n%s", cmd, usage)
 			return 2
 		}
 	}

@@ -364,6 +364,26 @@ func TestGraphPlanCacheGroups(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "checkpoints (the prefix cache: a state slot's copy, 16896 bytes each") {
 		t.Errorf("state-bf16: exit %d, stdout:\n%s", code, stdout)
 	}
+	// --checkpoint-dtype as serve's: bf16 checkpoints beside f32 state,
+	// refused as the engine refuses them.
+	code, stdout, _ = runCLI("graph", "plan", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "--checkpoint-dtype", "bf16", "plain")
+	if code != 0 || !strings.Contains(stdout, "layers [0 1 2 4 5 6], f32, 33792 bytes per slot") ||
+		!strings.Contains(stdout, "checkpoints (the prefix cache: a state slot's copy in bf16, the f32 state rounded where one is taken, 16896 bytes each") {
+		t.Errorf("--checkpoint-dtype bf16: exit %d, stdout:\n%s", code, stdout)
+	}
+	for _, c := range []struct{ graph, dtype, err string }{
+		{"mtp", "bf16", "bf16 checkpoints (--checkpoint-dtype bf16) need a graph without speculation"},
+		{"state-bf16", "f32", "f32 checkpoints (--checkpoint-dtype f32) of bf16 state"},
+		{"plain", "f16", `checkpoint dtype "f16" (--checkpoint-dtype): want f32 or bf16`},
+	} {
+		code, _, stderr = runCLI("graph", "plan", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "--checkpoint-dtype", c.dtype, c.graph)
+		if code != 1 || !strings.Contains(stderr, c.err) {
+			t.Errorf("%s --checkpoint-dtype %s: exit %d, stderr %q; want 1 and %q", c.graph, c.dtype, code, stderr, c.err)
+		}
+	}
+	if code, _, stderr = runCLI("graph", "plan", "--checkpoint-dtype", "bf16", "plain"); code != 2 || !strings.Contains(stderr, "--checkpoint-dtype is graph plan's, with --model") {
+		t.Errorf("--checkpoint-dtype without --model: exit %d, stderr %q; want 2", code, stderr)
+	}
 	code, stdout, _ = runCLI("graph", "plan", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "mtp")
 	if code != 0 || !strings.Contains(stdout, "kv (paged, step head: the MTP block's attention): KV layer 2, after the trunk's, on each sequence's block table, kv dim 64, f32, 512 bytes per token") {
 		t.Errorf("mtp: exit %d, stdout:\n%s", code, stdout)

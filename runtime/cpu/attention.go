@@ -390,23 +390,29 @@ func (t *attnTask) reduce(acc, out *float32, nvec int, mask uint64) {
 // attentionFast is attention with the AVX-512 kernels (the AVX2 ones of
 // attn_avx2_amd64.s at levelAVX2), bit for bit
 // attentionRef (f32 pages) and attentionCodedRef (encoded pages, decoded
-// into float scratch first). Rows of one sequence are grouped in tiles of
-// up to 4 query vectors per KV head (rows x the heads sharing it); a work
-// item is one (KV head, tile) pair. Its key rows are scored for two query
-// vectors at a time, 16 positions a vector (located through the block
-// table), in dotVecF32's order; softmaxV normalises each query vector's
-// scores; the value kernels then read each V row once for up to 4 query
-// vectors, keeping one fma chain per position class (attnValues' j%16)
-// and dim, which attnReduce folds in reduce16's order. Scratch is per
-// worker and O(positions): scores of 4 query vectors, their value class
-// accumulators, and for encoded pages one KV head's decoded K and V.
+// into float scratch first). Rows of one sequence are grouped in tiles
+// (attnTileRows: up to attnTileVecs query vectors per KV head, rows x the
+// heads sharing it); a work item is one (KV head, tile) pair. Its key rows
+// are scored a block of attnKeyBlockBytes at a time for every query vector
+// of the tile, two at a time, 16 positions a vector (located through the
+// block table), in dotVecF32's order, so a prompt chunk over a long cached
+// context reads each key block from memory once per tile, not once per
+// query vector; softmaxV normalises each query vector's scores; the value
+// kernels then read each V row's 64 dims at a time for up to 4 query
+// vectors, every query vector of the tile in turn before the next 64 dims,
+// keeping one fma chain per position class (attnValues' j%16) and dim,
+// which attnReduce folds in reduce16's order. A score is one dot product
+// and a call of a value kernel owns its dims' accumulators, so the order of
+// the calls changes no bit. Scratch is per worker and O(positions): a
+// tile's query vectors' scores and value class accumulators, and for
+// encoded pages one KV head's decoded K and V.
 func (p *program) attentionFast(out []float32, op tensor.Op, b *exec.Batch) {
 	t := &p.attn
 	a := op.Attn
 	*t = attnTask{p: p, b: b, a: a, q: p.f32[op.Args[0].ID], out: out, tiles: t.tiles[:0],
 		avx2: level == levelAVX2}
-	rows := max(1, 4/(a.Heads/a.KVHeads))
 	T, work := op.Out.Rows(), 0
+	rows := attnTileRows(a.Heads/a.KVHeads, a.KVHeads, T, p.b.pool.n, p.visible)
 	for r := 0; r < T; {
 		e, n := r+1, p.visible[r]
 		for e < T && e-r < rows && b.RowSeq[e] == b.RowSeq[r] {
@@ -422,6 +428,37 @@ func (p *program) attentionFast(out []float32, op tensor.Op, b *exec.Batch) {
 		workers = 1
 	}
 	p.b.pool.run(len(t.tiles)*a.KVHeads, 1, workers, t)
+}
+
+// attnTileVecs bounds a tile's query vectors (rows x the query heads of
+// one KV head): the score pass reads each key block once for all of them.
+// attnTileScoreBytes bounds the scores a tile keeps per worker, and
+// attnKeyBlockBytes the K bytes of one KV head a score block reads (well
+// inside a core's L2, so that the tile's query vectors after the first two
+// read the block from there).
+const (
+	attnTileVecs       = 32
+	attnTileScoreBytes = 2 << 20
+	attnKeyBlockBytes  = 256 << 10
+)
+
+// attnTileRows is how many rows of one sequence a tile of a step of T rows
+// takes, with group query heads per KV head and visible[r] positions for
+// row r: at least enough for 4 query vectors, more (up to attnTileVecs
+// query vectors, attnTileScoreBytes of scores) while the step still has 4
+// items (tiles x kvHeads) per worker.
+func attnTileRows(group, kvHeads, T, workers int, visible []int) int {
+	rows := max(1, 4/group)
+	most := 0
+	for _, n := range visible[:T] {
+		most = max(most, n)
+	}
+	stride := (most + 4*attnChunk - 1) &^ (4*attnChunk - 1)
+	for next := 2 * rows; next*group <= attnTileVecs && next*group*stride*4 <= attnTileScoreBytes &&
+		(T+next-1)/next*kvHeads >= 4*workers; next *= 2 {
+		rows = next
+	}
+	return rows
 }
 
 // run handles items [lo, hi). Item i is KV head i/tiles and a tile taken
@@ -457,11 +494,11 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 	ncPad := (nc + 3) &^ 3 // attnScores takes 2 or 4 chunks at a time
 	stride := ncPad * attnChunk
 	table := t.b.Tables[t.b.RowSeq[tile.t0]]
+	nq := (tile.t1 - tile.t0) * group
 	w.koffs, w.voffs = grow(w.koffs, ncPad), grow(w.voffs, ncPad)
-	w.scores = grow(w.scores, 4*stride)
+	w.scores = grow(w.scores, max(4, nq)*stride)
 	const classes = 16 // attnValues' order: position classes j%16
 	nvec := (hd + 15) / 16
-	w.acc = grow(w.acc, 4*nvec*classes*16)
 
 	var kbase, vbase unsafe.Pointer
 	var kstride, vrow uintptr
@@ -487,49 +524,58 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 		w.koffs[ch], w.voffs[ch] = w.koffs[nc-1], w.voffs[nc-1]
 	}
 
-	nq := (tile.t1 - tile.t0) * group
-	accN := nvec * classes * 16
-	for v0 := 0; v0 < nq; v0 += 4 {
-		m := min(4, nq-v0)
-		var qoff, ns [4]int
-		for u := range m {
-			v := v0 + u
-			row, h := tile.t0+v/group, kvh*group+v%group
-			qoff[u], ns[u] = row*qd+h*hd, t.p.visible[row]
-		}
-		for u0 := 0; u0 < m; u0 += 2 {
-			sa := scoreArgs{k: kbase, koffs: &w.koffs[0], nc: ncPad, kstride: kstride, steps: hd / 64, rest: hd % 64, scale: a.Scale}
-			sc0 := unsafe.Pointer(&w.scores[u0*stride])
-			q0 := unsafe.Pointer(&t.q[qoff[u0]])
-			if m-u0 >= 2 {
+	// qvec returns query vector v's offset in t.q and its visible positions.
+	qvec := func(v int) (int, int) {
+		row, h := tile.t0+v/group, kvh*group+v%group
+		return row*qd + h*hd, t.p.visible[row]
+	}
+	// Scores [nq][stride], a key block of kb chunks (a multiple of 4) at a
+	// time for every query vector.
+	kb := max(4, attnKeyBlockBytes/(4*hd*attnChunk)&^3)
+	for c0 := 0; c0 < nc; c0 += kb {
+		n := min(kb, nc-c0)
+		for v := 0; v < nq; v += 2 {
+			sa := scoreArgs{k: kbase, koffs: &w.koffs[c0], kstride: kstride, steps: hd / 64, rest: hd % 64, scale: a.Scale}
+			off0, _ := qvec(v)
+			sc0 := unsafe.Pointer(&w.scores[v*stride+c0*attnChunk])
+			q0 := unsafe.Pointer(&t.q[off0])
+			if v+1 < nq {
 				// Two query vectors take the chunks in pairs: pad to 2 only.
-				sa.nc = (nc + 1) &^ 1
-				sc1 := unsafe.Pointer(&w.scores[(u0+1)*stride])
-				sa.q = [2]unsafe.Pointer{q0, unsafe.Pointer(&t.q[qoff[u0+1]])}
+				off1, _ := qvec(v + 1)
+				sa.nc = (n + 1) &^ 1
+				sc1 := unsafe.Pointer(&w.scores[(v+1)*stride+c0*attnChunk])
+				sa.q = [2]unsafe.Pointer{q0, unsafe.Pointer(&t.q[off1])}
 				sa.out, sa.pchunk, sa.cstep = [4]unsafe.Pointer{sc0, sc0, sc1, sc1}, [4]int{0, 1, 0, 1}, 2
 			} else {
+				sa.nc = (n + 3) &^ 3
 				sa.q = [2]unsafe.Pointer{q0, q0}
 				sa.out, sa.pchunk, sa.cstep = [4]unsafe.Pointer{sc0, sc0, sc0, sc0}, [4]int{0, 1, 2, 3}, 4
 			}
 			t.scores(&sa)
 		}
-		va := valueArgs{voffs: &w.voffs[0], vrow: vrow, accStride: uintptr(64 * classes), nmin: ns[0]}
-		for u := range 4 {
-			x := min(u, m-1) // fewer than 4: repeat the last one
-			va.w[u], va.n[u] = unsafe.Pointer(&w.scores[x*stride]), ns[x]
-			if u < m {
-				t.softmax(&w.scores[u*stride], ns[u])
-			}
-			va.nmin, va.nmax = min(va.nmin, ns[x]), max(va.nmax, ns[x])
-		}
-		for d0 := 0; d0 < hd; {
-			va.v = unsafe.Add(vbase, 4*d0)
+	}
+	// Values, 64 dims (attnValues') at a time for every query vector, 4 at
+	// a time, so that the tile's query vectors read those dims of the V rows
+	// from cache after the first 4: class accumulators [nq][accN].
+	accN := nvec * classes * 16
+	w.acc = grow(w.acc, max(4, nq)*accN)
+	for v := range nq {
+		_, n := qvec(v)
+		t.softmax(&w.scores[v*stride], n)
+	}
+	for d0 := 0; d0 < hd; {
+		for v0 := 0; v0 < nq; v0 += 4 {
+			m := min(4, nq-v0)
+			_, n0 := qvec(v0)
+			va := valueArgs{voffs: &w.voffs[0], vrow: vrow, accStride: uintptr(64 * classes), nmin: n0, v: unsafe.Add(vbase, 4*d0)}
 			for u := range 4 {
-				va.acc[u] = unsafe.Pointer(&w.acc[min(u, m-1)*accN+d0*classes])
+				x := v0 + min(u, m-1) // fewer than 4: repeat the last one
+				_, n := qvec(x)
+				va.w[u], va.n[u], va.acc[u] = unsafe.Pointer(&w.scores[x*stride]), n, unsafe.Pointer(&w.acc[x*accN+d0*classes])
+				va.nmin, va.nmax = min(va.nmin, n), max(va.nmax, n)
 			}
 			if hd-d0 >= 64 {
 				t.values(&va, m)
-				d0 += 64
 				continue
 			}
 			va.mask = 1<<min(16, hd-d0) - 1
@@ -538,11 +584,16 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 				one.w[0], one.acc[0], one.n[0] = va.w[u], va.acc[u], va.n[u]
 				t.values1(&one)
 			}
+		}
+		if hd-d0 >= 64 {
+			d0 += 64
+		} else {
 			d0 += 16
 		}
-		for u := range m {
-			t.reduce(&w.acc[u*accN], &t.out[qoff[u]], nvec, 1<<(hd-16*(nvec-1))-1)
-		}
+	}
+	for v := range nq {
+		off, _ := qvec(v)
+		t.reduce(&w.acc[v*accN], &t.out[off], nvec, 1<<(hd-16*(nvec-1))-1)
 	}
 }
 

@@ -266,6 +266,12 @@ func TestAttentionFastMatchesRef(t *testing.T) {
 		{heads: 4, kvHeads: 2, hd: 64, bt: 32, dtype: "int8-g64", seqs: [][2]int{{40, 1}, {2, 3}}},
 		{heads: 4, kvHeads: 2, hd: 32, bt: 16, dtype: "f32", seqs: [][2]int{{20, 4}, {3, 9}}, nonCausal: true},
 		{heads: 4, kvHeads: 2, hd: 32, bt: 16, dtype: "int8-g64", seqs: [][2]int{{7, 4}}, nonCausal: true},
+		// Prompt chunks over a long cached context: tiles of several rows,
+		// keys scored in several blocks (attnKeyBlockBytes), an odd group.
+		{heads: 8, kvHeads: 2, hd: 256, bt: 16, dtype: "f32", seqs: [][2]int{{300, 40}}},
+		{heads: 6, kvHeads: 2, hd: 256, bt: 16, dtype: "f32", seqs: [][2]int{{290, 23}, {500, 1}}},
+		{heads: 8, kvHeads: 2, hd: 64, bt: 16, dtype: "int8-g64", seqs: [][2]int{{1100, 30}}},
+		{heads: 8, kvHeads: 2, hd: 128, bt: 16, dtype: "f32", seqs: [][2]int{{520, 17}}, nonCausal: true},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("h%d-kv%d-hd%d-bt%d-%s-%v-noncausal=%v", c.heads, c.kvHeads, c.hd, c.bt, c.dtype, c.seqs, c.nonCausal), func(t *testing.T) {
@@ -692,5 +698,18 @@ func TestAttentionRowAloneMatchesChunk(t *testing.T) {
 				}()
 			}
 		}
+	}
+}
+
+// BenchmarkAttentionPrefillCached is one prompt chunk of 150 rows after
+// 2,000 cached positions (a chat turn resumed from the prefix cache) in the
+// 0.8B-width Qwen3.5 hybrid's attention shape (8 query heads of 256 on 2 KV
+// heads, f32 pages), on 2 threads.
+func BenchmarkAttentionPrefillCached(b *testing.B) {
+	c := attnCase{heads: 8, kvHeads: 2, hd: 256, bt: 16, dtype: "f32", seqs: [][2]int{{2000, 150}}}
+	p, op, batch, out := setupAttention(b, c, 2)
+	defer p.b.Close()
+	for b.Loop() {
+		p.attention(out, op, batch)
 	}
 }

@@ -372,6 +372,33 @@ func (e *Engine) stateSnapshots(state exec.StateLayout) int {
 	return e.draftK + 1
 }
 
+// StateStorage returns state with its slots stored as dtype (the plan's
+// Policy.StateDType) and its checkpoints as checkpoint (--checkpoint-dtype:
+// "" for the state's own, f32 or bf16), or the error the engine refuses the
+// pair with; speculative says the plan drafts, so its state keeps snapshot
+// slots.
+func StateStorage(state exec.StateLayout, dtype, checkpoint string, speculative bool) (exec.StateLayout, error) {
+	state.DType = dtype
+	if state.DType == "bf16" && speculative {
+		// A verify step's rows chain through unrounded f32 state, plain
+		// decoding rounds after every token: not the same tokens.
+		return state, errors.New("engine: recurrent state stored as bf16 is rounded once per step, so a speculative verify step would not give plain decoding's tokens: use f32 state (kv.cache state: f32) with a speculative graph")
+	}
+	switch checkpoint {
+	case "", state.DType, "f32" + state.DType: // "f32" with f32 ("") state
+	case "f32":
+		return state, errors.New("engine: f32 checkpoints (--checkpoint-dtype f32) of bf16 state (kv.cache state: bf16) would only hold bf16 values: leave --checkpoint-dtype out")
+	case "bf16":
+		if speculative {
+			return state, errors.New("engine: bf16 checkpoints (--checkpoint-dtype bf16) need a graph without speculation: a speculative step's snapshot slots hold f32 state and change places with checkpoints")
+		}
+		state.CheckpointDType = "bf16"
+	default:
+		return state, fmt.Errorf("engine: checkpoint dtype %q (--checkpoint-dtype): want f32 or bf16", checkpoint)
+	}
+	return state, nil
+}
+
 // sizeCaches sizes the recurrent state slots (first: one per running
 // sequence and its snapshots) and the KV blocks (the rest of KVMemory, or
 // KVTokens), creates the KV block manager, and returns the caches' layout.
@@ -379,23 +406,9 @@ func (e *Engine) sizeCaches(shape executor.Shape, snapshots int) (exec.KVLayout,
 	cfg, pol, state := e.cfg, e.plan.Policy, shape.State
 	if state.Layers() > 0 {
 		state.Slots = e.maxRunning * (1 + snapshots)
-		state.DType = pol.StateDType
-		if state.DType == "bf16" && snapshots > 0 {
-			// A verify step's rows chain through unrounded f32 state, plain
-			// decoding rounds after every token: not the same tokens.
-			return exec.KVLayout{}, errors.New("engine: recurrent state stored as bf16 is rounded once per step, so a speculative verify step would not give plain decoding's tokens: use f32 state (kv.cache state: f32) with a speculative graph")
-		}
-		switch cfg.CheckpointDType {
-		case "", state.DType, "f32" + state.DType: // "f32" with f32 ("") state
-		case "f32":
-			return exec.KVLayout{}, errors.New("engine: f32 checkpoints (--checkpoint-dtype f32) of bf16 state (kv.cache state: bf16) would only hold bf16 values: leave --checkpoint-dtype out")
-		case "bf16":
-			if snapshots > 0 {
-				return exec.KVLayout{}, errors.New("engine: bf16 checkpoints (--checkpoint-dtype bf16) need a graph without speculation: a speculative step's snapshot slots hold f32 state and change places with checkpoints")
-			}
-			state.CheckpointDType = "bf16"
-		default:
-			return exec.KVLayout{}, fmt.Errorf("engine: checkpoint dtype %q (--checkpoint-dtype): want f32 or bf16", cfg.CheckpointDType)
+		var err error
+		if state, err = StateStorage(state, pol.StateDType, cfg.CheckpointDType, snapshots > 0); err != nil {
+			return exec.KVLayout{}, err
 		}
 		e.state = state
 		if cfg.KVMemory > 0 {
