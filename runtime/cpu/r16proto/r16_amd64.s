@@ -1,0 +1,130 @@
+#include "textflag.h"
+
+// R16TOK accumulates one block of the token at p into acc: 8 VPDPBUSD of
+// the broadcast activation dwords against the 16 rows' unsigned weights
+// Z0..Z7, started from the token's correction; then float, times
+// (row scales Z8 * token scale), fused-added into acc.
+#define R16TOK(p, acc) \
+	VPBROADCASTD 32(p), Z24; \
+	VPDPBUSD.BCST 0(p), Z0, Z24; \
+	VPDPBUSD.BCST 4(p), Z1, Z24; \
+	VPDPBUSD.BCST 8(p), Z2, Z24; \
+	VPDPBUSD.BCST 12(p), Z3, Z24; \
+	VPDPBUSD.BCST 16(p), Z4, Z24; \
+	VPDPBUSD.BCST 20(p), Z5, Z24; \
+	VPDPBUSD.BCST 24(p), Z6, Z24; \
+	VPDPBUSD.BCST 28(p), Z7, Z24; \
+	VCVTDQ2PS Z24, Z24; \
+	VMULPS.BCST 36(p), Z8, Z25; \
+	VFMADD231PS Z25, Z24, acc
+
+// func r16Gemm16x8(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr)
+TEXT ·r16Gemm16x8(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), DI
+	MOVQ xstride+24(FP), AX
+	LEAQ (DI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	LEAQ (R11)(AX*1), R12
+	LEAQ (R12)(AX*1), R13
+	LEAQ (R13)(AX*1), R14
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	TESTQ CX, CX
+	JEQ done
+loop:
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	PREFETCHT0 1280(SI)
+	PREFETCHT0 1344(SI)
+	PREFETCHT0 1408(SI)
+	PREFETCHT0 1472(SI)
+	PREFETCHT0 1536(SI)
+	PREFETCHT0 1600(SI)
+	VCVTPH2PS (SI), Z8
+	VMOVDQU32 32(SI), Z0
+	VMOVDQU32 96(SI), Z1
+	VMOVDQU32 160(SI), Z2
+	VMOVDQU32 224(SI), Z3
+	VMOVDQU32 288(SI), Z4
+	VMOVDQU32 352(SI), Z5
+	VMOVDQU32 416(SI), Z6
+	VMOVDQU32 480(SI), Z7
+	R16TOK(DI, Z16)
+	R16TOK(R8, Z17)
+	R16TOK(R9, Z18)
+	R16TOK(R10, Z19)
+	R16TOK(R11, Z20)
+	R16TOK(R12, Z21)
+	R16TOK(R13, Z22)
+	R16TOK(R14, Z23)
+	ADDQ $544, SI
+	ADDQ $40, DI
+	ADDQ $40, R8
+	ADDQ $40, R9
+	ADDQ $40, R10
+	ADDQ $40, R11
+	ADDQ $40, R12
+	ADDQ $40, R13
+	ADDQ $40, R14
+	DECQ CX
+	JNZ loop
+done:
+	MOVQ out+32(FP), BX
+	MOVQ ostride+40(FP), AX
+	VMOVUPS Z16, (BX)
+	ADDQ AX, BX
+	VMOVUPS Z17, (BX)
+	ADDQ AX, BX
+	VMOVUPS Z18, (BX)
+	ADDQ AX, BX
+	VMOVUPS Z19, (BX)
+	ADDQ AX, BX
+	VMOVUPS Z20, (BX)
+	ADDQ AX, BX
+	VMOVUPS Z21, (BX)
+	ADDQ AX, BX
+	VMOVUPS Z22, (BX)
+	ADDQ AX, BX
+	VMOVUPS Z23, (BX)
+	VZEROUPPER
+	RET
+
+// func r16Gemv16x1(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer)
+TEXT ·r16Gemv16x1(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), DI
+	VPXORD Z16, Z16, Z16
+	TESTQ CX, CX
+	JEQ done1
+loop1:
+	VCVTPH2PS (SI), Z8
+	VMOVDQU32 32(SI), Z0
+	VMOVDQU32 96(SI), Z1
+	VMOVDQU32 160(SI), Z2
+	VMOVDQU32 224(SI), Z3
+	VMOVDQU32 288(SI), Z4
+	VMOVDQU32 352(SI), Z5
+	VMOVDQU32 416(SI), Z6
+	VMOVDQU32 480(SI), Z7
+	R16TOK(DI, Z16)
+	ADDQ $544, SI
+	ADDQ $40, DI
+	DECQ CX
+	JNZ loop1
+done1:
+	MOVQ out+24(FP), BX
+	VMOVUPS Z16, (BX)
+	VZEROUPPER
+	RET
