@@ -361,8 +361,10 @@ func fuseMatmuls(g *tensor.Graph, w []*weights.Tensor) [][]int {
 				continue
 			}
 			// Same activations, dtype and layout: one preparation serves all.
-			wi, wj := w[g.Ops[i].Args[1].ID], w[g.Ops[j].Args[1].ID]
-			if !ok(j) || g.Ops[j].Args[0].ID != g.Ops[i].Args[0].ID || wj.DType != wi.DType || wj.Layout != wi.Layout {
+			if !ok(j) || g.Ops[j].Args[0].ID != g.Ops[i].Args[0].ID {
+				break
+			}
+			if wi, wj := w[g.Ops[i].Args[1].ID], w[g.Ops[j].Args[1].ID]; wj.DType != wi.DType || wj.Layout != wi.Layout {
 				break
 			}
 			grp = append(grp, j)
