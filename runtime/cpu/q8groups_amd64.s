@@ -37,6 +37,28 @@
 	VMULPS.BCST 36(p), Z8, Z25; \
 	VFMADD231PS Z25, Z24, acc
 
+// G16TOK4 is G16TOK for a lone token: its 8 VPDPBUSD in four chains of
+// two, then added up (the same exact integer sums), so that they overlap.
+#define G16TOK4(p, acc) \
+	VPBROADCASTD 32(p), Z24; \
+	VPXORD Z26, Z26, Z26; \
+	VPXORD Z27, Z27, Z27; \
+	VPXORD Z28, Z28, Z28; \
+	VPDPBUSD.BCST 0(p), Z0, Z24; \
+	VPDPBUSD.BCST 4(p), Z1, Z26; \
+	VPDPBUSD.BCST 8(p), Z2, Z27; \
+	VPDPBUSD.BCST 12(p), Z3, Z28; \
+	VPDPBUSD.BCST 16(p), Z4, Z24; \
+	VPDPBUSD.BCST 20(p), Z5, Z26; \
+	VPDPBUSD.BCST 24(p), Z6, Z27; \
+	VPDPBUSD.BCST 28(p), Z7, Z28; \
+	VPADDD Z26, Z24, Z24; \
+	VPADDD Z28, Z27, Z27; \
+	VPADDD Z27, Z24, Z24; \
+	VCVTDQ2PS Z24, Z24; \
+	VMULPS.BCST 36(p), Z8, Z25; \
+	VFMADD231PS Z25, Z24, acc
+
 // G16PREFETCH fetches the block after next.
 #define G16PREFETCH \
 	PREFETCHT0 1088(SI); \
@@ -167,7 +189,7 @@ TEXT ·q8x16Gemv(SB), NOSPLIT, $0-32
 	JEQ done1
 loop1:
 	G16LOAD
-	G16TOK(DI, Z16)
+	G16TOK4(DI, Z16)
 	ADDQ $544, SI
 	ADDQ $40, DI
 	DECQ CX
@@ -175,6 +197,62 @@ loop1:
 done1:
 	MOVQ out+24(FP), BX
 	VMOVUPS Z16, (BX)
+	VZEROUPPER
+	RET
+
+// G16LOADAT is G16LOAD from the block at w.
+#define G16LOADAT(w) \
+	VCVTPH2PS (w), Z8; \
+	VMOVDQU32 32(w), Z0; \
+	VMOVDQU32 96(w), Z1; \
+	VMOVDQU32 160(w), Z2; \
+	VMOVDQU32 224(w), Z3; \
+	VMOVDQU32 288(w), Z4; \
+	VMOVDQU32 352(w), Z5; \
+	VMOVDQU32 416(w), Z6; \
+	VMOVDQU32 480(w), Z7
+
+// func q8x16Gemv4(w unsafe.Pointer, wstride uintptr, nb int, x unsafe.Pointer, out unsafe.Pointer, ostride uintptr)
+TEXT ·q8x16Gemv4(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ wstride+8(FP), AX
+	MOVQ nb+16(FP), CX
+	MOVQ x+24(FP), DI
+	LEAQ (SI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	TESTQ CX, CX
+	JEQ donev4
+loopv4:
+	G16LOADAT(SI)
+	G16TOK4(DI, Z16)
+	G16LOADAT(R8)
+	G16TOK4(DI, Z17)
+	G16LOADAT(R9)
+	G16TOK4(DI, Z18)
+	G16LOADAT(R10)
+	G16TOK4(DI, Z19)
+	ADDQ $544, SI
+	ADDQ $544, R8
+	ADDQ $544, R9
+	ADDQ $544, R10
+	ADDQ $40, DI
+	DECQ CX
+	JNZ loopv4
+donev4:
+	MOVQ out+32(FP), BX
+	MOVQ ostride+40(FP), AX
+	VMOVUPS Z16, (BX)
+	ADDQ AX, BX
+	VMOVUPS Z17, (BX)
+	ADDQ AX, BX
+	VMOVUPS Z18, (BX)
+	ADDQ AX, BX
+	VMOVUPS Z19, (BX)
 	VZEROUPPER
 	RET
 

@@ -68,7 +68,7 @@ func TestQ8GroupsRepack(t *testing.T) {
 // and dotQ8Group against the exact dot product of the dequantized values.
 func TestQ8GroupsMatMulBitExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
-	for _, c := range []struct{ n, k int }{{16, 32}, {48, 96}, {32, 1024}} {
+	for _, c := range []struct{ n, k int }{{16, 32}, {48, 96}, {32, 1024}, {80, 64}, {144, 256}} {
 		w := randWeight(r, tensor.Q8_0, c.n, c.k)
 		g := repacked(t, w)
 		nb := c.k / 32
