@@ -54,10 +54,17 @@ func (b *Backend) StreamsHostWeights() bool { return true }
 func (b *Backend) Load(f *weights.File) error {
 	b.file = f
 	b.weights = make(map[string]*weights.Tensor, len(f.Tensors))
+	var scratch [][]byte // per worker: one group of the widest rows repacked
 	for _, t := range f.Tensors {
 		b.weights[t.Name] = t
 		if f.Private() && repackableQ8(t) {
-			repackQ8(b.pool, t)
+			if scratch == nil || len(scratch[0]) < q8GroupRows*t.RowBytes() {
+				scratch = make([][]byte, b.pool.n)
+				for i := range scratch {
+					scratch[i] = make([]byte, q8GroupRows*t.RowBytes())
+				}
+			}
+			repackQ8(b.pool, t, scratch)
 		}
 	}
 	return nil

@@ -37,11 +37,12 @@ func repackableQ8(w *weights.Tensor) bool {
 }
 
 // repackQ8 rewrites w (repackableQ8) in place into LayoutQ8x16, its groups
-// spread over the pool's workers, each through a scratch copy of one group.
-func repackQ8(pool *pool, w *weights.Tensor) {
+// spread over the pool's workers, each through its scratch[worker], at
+// least one group's bytes (16 rows).
+func repackQ8(pool *pool, w *weights.Tensor, scratch [][]byte) {
 	rb, nb := w.RowBytes(), w.RowLen()/32
-	pool.parallel(w.Rows()/q8GroupRows, 1, func(_, lo, hi int) {
-		scratch := make([]byte, q8GroupRows*rb)
+	pool.parallel(w.Rows()/q8GroupRows, 1, func(worker, lo, hi int) {
+		scratch := scratch[worker][:q8GroupRows*rb]
 		for g := lo; g < hi; g++ {
 			grp := w.Data[g*q8GroupRows*rb : (g+1)*q8GroupRows*rb]
 			copy(scratch, grp)

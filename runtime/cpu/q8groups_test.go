@@ -19,7 +19,8 @@ func repacked(t testing.TB, w *weights.Tensor) *weights.Tensor {
 	}
 	p := newPool(2)
 	defer p.close()
-	repackQ8(p, c)
+	scratch := [][]byte{make([]byte, q8GroupRows*c.RowBytes()), make([]byte, q8GroupRows*c.RowBytes())}
+	repackQ8(p, c, scratch)
 	return c
 }
 
