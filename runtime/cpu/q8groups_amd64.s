@@ -7,17 +7,30 @@
 // of the 16 lanes (rows) computes the exact integer dot s, then
 // acc = fma(float32(s), d_w*d_x, acc): dotQ8Group's order.
 
-// G16LOAD loads the block at SI: row scales into Z8, quant groups Z0..Z7.
-#define G16LOAD \
-	VCVTPH2PS (SI), Z8; \
-	VMOVDQU32 32(SI), Z0; \
-	VMOVDQU32 96(SI), Z1; \
-	VMOVDQU32 160(SI), Z2; \
-	VMOVDQU32 224(SI), Z3; \
-	VMOVDQU32 288(SI), Z4; \
-	VMOVDQU32 352(SI), Z5; \
-	VMOVDQU32 416(SI), Z6; \
-	VMOVDQU32 480(SI), Z7
+// G16LOADAT loads the block at w: row scales into Z8, quant groups
+// Z0..Z7.
+#define G16LOADAT(w) \
+	VCVTPH2PS (w), Z8; \
+	VMOVDQU32 32(w), Z0; \
+	VMOVDQU32 96(w), Z1; \
+	VMOVDQU32 160(w), Z2; \
+	VMOVDQU32 224(w), Z3; \
+	VMOVDQU32 288(w), Z4; \
+	VMOVDQU32 352(w), Z5; \
+	VMOVDQU32 416(w), Z6; \
+	VMOVDQU32 480(w), Z7
+
+// STORE4 stores Z16..Z19 at out+32(FP) + i*ostride (ostride+40(FP)).
+#define STORE4 \
+	MOVQ out+32(FP), BX; \
+	MOVQ ostride+40(FP), AX; \
+	VMOVUPS Z16, (BX); \
+	ADDQ AX, BX; \
+	VMOVUPS Z17, (BX); \
+	ADDQ AX, BX; \
+	VMOVUPS Z18, (BX); \
+	ADDQ AX, BX; \
+	VMOVUPS Z19, (BX)
 
 // G16TOK accumulates the block of the token at p into acc: 8 VPDPBUSD of
 // the broadcast quant dwords against Z0..Z7, started from the token's
@@ -96,7 +109,7 @@ TEXT ·q8x16Gemm8(SB), NOSPLIT, $0-48
 	JEQ done8
 loop8:
 	G16PREFETCH
-	G16LOAD
+	G16LOADAT(SI)
 	G16TOK(DI, Z16)
 	G16TOK(R8, Z17)
 	G16TOK(R9, Z18)
@@ -117,15 +130,7 @@ loop8:
 	DECQ CX
 	JNZ loop8
 done8:
-	MOVQ out+32(FP), BX
-	MOVQ ostride+40(FP), AX
-	VMOVUPS Z16, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z17, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z18, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z19, (BX)
+	STORE4
 	ADDQ AX, BX
 	VMOVUPS Z20, (BX)
 	ADDQ AX, BX
@@ -154,7 +159,7 @@ TEXT ·q8x16Gemm4(SB), NOSPLIT, $0-48
 	JEQ done4
 loop4:
 	G16PREFETCH
-	G16LOAD
+	G16LOADAT(SI)
 	G16TOK(DI, Z16)
 	G16TOK(R8, Z17)
 	G16TOK(R9, Z18)
@@ -167,15 +172,7 @@ loop4:
 	DECQ CX
 	JNZ loop4
 done4:
-	MOVQ out+32(FP), BX
-	MOVQ ostride+40(FP), AX
-	VMOVUPS Z16, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z17, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z18, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z19, (BX)
+	STORE4
 	VZEROUPPER
 	RET
 
@@ -188,7 +185,7 @@ TEXT ·q8x16Gemv(SB), NOSPLIT, $0-32
 	TESTQ CX, CX
 	JEQ done1
 loop1:
-	G16LOAD
+	G16LOADAT(SI)
 	G16TOK4(DI, Z16)
 	ADDQ $544, SI
 	ADDQ $40, DI
@@ -199,18 +196,6 @@ done1:
 	VMOVUPS Z16, (BX)
 	VZEROUPPER
 	RET
-
-// G16LOADAT is G16LOAD from the block at w.
-#define G16LOADAT(w) \
-	VCVTPH2PS (w), Z8; \
-	VMOVDQU32 32(w), Z0; \
-	VMOVDQU32 96(w), Z1; \
-	VMOVDQU32 160(w), Z2; \
-	VMOVDQU32 224(w), Z3; \
-	VMOVDQU32 288(w), Z4; \
-	VMOVDQU32 352(w), Z5; \
-	VMOVDQU32 416(w), Z6; \
-	VMOVDQU32 480(w), Z7
 
 // func q8x16Gemv4(w unsafe.Pointer, wstride uintptr, nb int, x unsafe.Pointer, out unsafe.Pointer, ostride uintptr)
 TEXT ·q8x16Gemv4(SB), NOSPLIT, $0-48
@@ -244,15 +229,7 @@ loopv4:
 	DECQ CX
 	JNZ loopv4
 donev4:
-	MOVQ out+32(FP), BX
-	MOVQ ostride+40(FP), AX
-	VMOVUPS Z16, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z17, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z18, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z19, (BX)
+	STORE4
 	VZEROUPPER
 	RET
 
