@@ -46,12 +46,26 @@ func (b *Backend) Threads() int { return b.pool.n }
 // weight from the file's memory each step.
 func (b *Backend) StreamsHostWeights() bool { return true }
 
-// Load implements exec.Backend. Weights stay in the file's memory.
+// Load implements exec.Backend. Weights stay in the file's memory; in a
+// Private file (weights.Load) the Q8_0 tensors whose rows come in groups of
+// 16 are repacked there, in place, into weights.LayoutQ8x16 (q8groups.go),
+// once: a tensor already repacked (a draft sharing the target's file) is
+// left as it is. See docs/cpu-memory.md.
 func (b *Backend) Load(f *weights.File) error {
 	b.file = f
 	b.weights = make(map[string]*weights.Tensor, len(f.Tensors))
+	var scratch [][]byte // per worker: one group of the widest rows repacked
 	for _, t := range f.Tensors {
 		b.weights[t.Name] = t
+		if f.Private() && repackableQ8(t) {
+			if scratch == nil || len(scratch[0]) < q8GroupRows*t.RowBytes() {
+				scratch = make([][]byte, b.pool.n)
+				for i := range scratch {
+					scratch[i] = make([]byte, q8GroupRows*t.RowBytes())
+				}
+			}
+			repackQ8(b.pool, t, scratch)
+		}
 	}
 	return nil
 }
@@ -91,6 +105,7 @@ type program struct {
 	// (moe_fast.go).
 	hy     hybridState
 	moeScr moeState
+	rowBuf []byte // get_rows: one row of a repacked table in the file's layout
 }
 
 // Prepare implements exec.Backend.
@@ -333,7 +348,15 @@ func (p *program) getRows(out []float32, op tensor.Op) error {
 		if id < 0 || int(id) >= w.Rows() {
 			return fmt.Errorf("cpu: get_rows: id %d out of range [0,%d)", id, w.Rows())
 		}
-		if err := tensor.DequantizeRow(w.DType, w.Row(int(id)), out[j*d:(j+1)*d]); err != nil {
+		var row []byte
+		if w.Layout == weights.LayoutQ8x16 {
+			p.rowBuf = grow(p.rowBuf, w.RowBytes())
+			q8GroupRow(w, int(id), p.rowBuf)
+			row = p.rowBuf
+		} else {
+			row = w.Row(int(id))
+		}
+		if err := tensor.DequantizeRow(w.DType, row, out[j*d:(j+1)*d]); err != nil {
 			return err
 		}
 	}

@@ -335,8 +335,9 @@ func TestShortConvFastEqualsTheReference(t *testing.T) {
 
 // The fast MoE (per-expert views on the fast matmul kernels, scratch kept
 // in the program) agrees with the reference MoE over steps of 1, 5 and 37
-// rows: q8_0 bit for bit (the quantized kernels give the reference's
-// bits); f32 within 1e-5 and f16 within 2e-3 of the largest output
+// rows: q8_0 bit for bit, in the file's layout and repacked into 16-row
+// groups (the quantized kernels give the reference's bits; the two layouts,
+// in their two orders, within 1e-4 of the largest output); f32 within 1e-5 and f16 within 2e-3 of the largest output
 // magnitude (the float kernels use 16 fused lanes, and for f16 a last-bit
 // difference in the gate/up outputs can move the f16 rounding of the down
 // projection's input by one f16 step, 2^-11 relative). It allocates
@@ -348,7 +349,12 @@ func TestMoEFastAgreesWithTheReference(t *testing.T) {
 	const E, X, F, K = 64, 8, 96, 3
 	rng := rand.New(rand.NewPCG(15, 16))
 	gw, uw, dw := randVec(rng, X*F*E), randVec(rng, X*F*E), randVec(rng, X*E*F)
-	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.Q8_0} {
+	q8Rows := map[int][]float32{} // per T: the Q8_0 output in the file's layout
+	for _, c := range []struct {
+		dt     tensor.DType
+		groups bool // repacked into weights.LayoutQ8x16
+	}{{tensor.F32, false}, {tensor.F16, false}, {tensor.Q8_0, false}, {tensor.Q8_0, true}} {
+		dt := c.dt
 		b := &Backend{pool: newPool(2)}
 		defer b.pool.close()
 		mk := func(name string, v []float32, rowLen int) *weights.Tensor {
@@ -363,9 +369,14 @@ func TestMoEFastAgreesWithTheReference(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			return &weights.Tensor{Name: name, DType: dt, Shape: []int{rowLen, rows}, Data: data}
+			w := &weights.Tensor{Name: name, DType: dt, Shape: []int{rowLen, rows}, Data: data}
+			if c.groups {
+				w = repacked(t, w)
+			}
+			return w
 		}
 		ws := []*weights.Tensor{nil, nil, mk("gate", gw, E), mk("up", uw, E), mk("down", dw, F)}
+		rng := rand.New(rand.NewPCG(17, 18)) // the same activations for every dtype
 		for _, T := range []int{1, 5, 37} {
 			h, router := randVec(rng, T*E), randVec(rng, T*X)
 			op := tensor.Op{Kind: tensor.OpMoE, MoE: tensor.MoEArgs{Experts: X, TopK: K, FFN: F, Normalize: true}, Out: tensor.Tensor{ID: 5, Shape: [2]int{T, E}},
@@ -375,7 +386,20 @@ func TestMoEFastAgreesWithTheReference(t *testing.T) {
 			p.moeRef(want, op)
 			p.moeFast(got, op)
 			if dt == tensor.Q8_0 {
-				bitsEqual(t, fmt.Sprintf("%v T=%d", dt, T), want, got)
+				bitsEqual(t, fmt.Sprintf("%v groups=%v T=%d", dt, c.groups, T), want, got)
+				if !c.groups {
+					q8Rows[T] = slices.Clone(got)
+				} else {
+					var m float64
+					for _, v := range want {
+						m = max(m, math.Abs(float64(v)))
+					}
+					for i, v := range q8Rows[T] {
+						if d := math.Abs(float64(got[i] - v)); d > 1e-4*m || math.IsNaN(d) {
+							t.Fatalf("groups T=%d: [%d] = %v, the file's layout %v (largest %v)", T, i, got[i], v, m)
+						}
+					}
+				}
 			} else {
 				tol := map[tensor.DType]float64{tensor.F32: 1e-5, tensor.F16: 2e-3}[dt]
 				var m float64

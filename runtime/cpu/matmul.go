@@ -99,17 +99,17 @@ type matmulState struct {
 	// produced them (see cached).
 	qx []int8    // [T*K]
 	qd []float32 // [T*K/32]
-	qz []byte    // [T/2, K/32, q8PairBlock] qx and qd for the pair kernels (q8PairLayout), made for Q8_0 weights when T >= 2
+	qz []byte    // qx and qd in the layout qLayout names, when it is not q8Plain
 	q  actKey
-	// qPairs reports whether the activations q names also have qz.
-	qPairs bool
-	rx     []float32 // [T*K]
-	r      actKey
-	rType  tensor.DType
-	task   matmulTask
-	group  matmulGroup
-	prep   prepTask
-	tiles  [][]float32 // per worker: a panel of weight rows converted to float32 (floatPanel)
+	// qLayout is the layout of qz for the activations q names.
+	qLayout q8Layout
+	rx      []float32 // [T*K]
+	r       actKey
+	rType   tensor.DType
+	task    matmulTask
+	group   matmulGroup
+	prep    prepTask
+	tiles   [][]float32 // per worker: a panel of weight rows converted to float32 (floatPanel)
 }
 
 // actKey identifies a prepared activation: the tensor it was made from and
@@ -191,6 +191,16 @@ func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 		for t := range xq {
 			quantizeQ8(x[t*K:(t+1)*K], &xq[t])
 		}
+		if w.Layout == weights.LayoutQ8x16 {
+			p.b.pool.parallel(N, q8GroupRows, func(_, lo, hi int) {
+				for r := lo; r < hi; r++ {
+					for t := 0; t < T; t++ {
+						out[t*N+r] = dotQ8Group(w.Data, K/32, r, &xq[t])
+					}
+				}
+			})
+			return
+		}
 		dot := dotQ8
 		if w.DType == tensor.Q4_0 {
 			dot = dotQ4
@@ -249,7 +259,7 @@ func roundActivations(dst, x []float32, dt tensor.DType) {
 func (p *program) matmulFast(out []float32, op tensor.Op) {
 	t := &p.mm.task
 	parts := p.setupMatmul(t, out, op)
-	p.b.pool.run(t.N, 4, parts, t)
+	p.b.pool.run(t.N, t.grain(), parts, t)
 }
 
 // setupMatmul prepares op's activations (or finds them prepared) and fills
@@ -262,7 +272,8 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 	if T*K*N < parallelMACs {
 		parts = 1
 	}
-	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out, T: T, K: K, N: N, x: x, tiles: m.tiles}
+	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out, T: T, K: K, N: N, x: x, tiles: m.tiles,
+		groups: w.Layout == weights.LayoutQ8x16}
 	src, cur := op.Args[0].ID, op.Out.ID
 	switch w.DType {
 	case tensor.F16, tensor.BF16:
@@ -280,13 +291,13 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			t.tiles = m.tiles
 		}
 	case tensor.Q8_0, tensor.Q4_0:
-		pairs := usesPairs(w.DType, T)
-		if !m.q.cached(src, cur) || pairs && !m.qPairs {
-			p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, pairs)
-			m.q, m.qPairs = actKey{src: src, at: cur, ok: true}, pairs
+		lay := q8LayoutFor(w, T)
+		if !m.q.cached(src, cur) || lay != q8Plain && m.qLayout != lay {
+			p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, lay)
+			m.q, m.qLayout = actKey{src: src, at: cur, ok: true}, lay
 		}
 		t.qx, t.qd = m.qx, m.qd
-		if pairs {
+		if lay != q8Plain {
 			t.qz = m.qz
 		}
 	}
@@ -349,8 +360,11 @@ func fuseMatmuls(g *tensor.Graph, w []*weights.Tensor) [][]int {
 			if g.Ops[j].Kind == tensor.OpWeight {
 				continue
 			}
-			// Same activations and dtype: one preparation serves all.
-			if !ok(j) || g.Ops[j].Args[0].ID != g.Ops[i].Args[0].ID || w[g.Ops[j].Args[1].ID].DType != w[g.Ops[i].Args[1].ID].DType {
+			// Same activations, dtype and layout: one preparation serves all.
+			if !ok(j) || g.Ops[j].Args[0].ID != g.Ops[i].Args[0].ID {
+				break
+			}
+			if wi, wj := w[g.Ops[i].Args[1].ID], w[g.Ops[j].Args[1].ID]; wj.DType != wi.DType || wj.Layout != wi.Layout {
 				break
 			}
 			grp = append(grp, j)
@@ -377,7 +391,7 @@ func (p *program) matmulFused(ops []int) {
 		total += g.tasks[k].N
 		g.ends[k] = total
 	}
-	p.b.pool.run(total, 4, parts, g)
+	p.b.pool.run(total, g.tasks[0].grain(), parts, g)
 }
 
 // usesPairs reports whether a matmul of T tokens by weights of dtype dt
@@ -388,14 +402,40 @@ func usesPairs(dt tensor.DType, T int) bool {
 	return level == levelAVX512 && (dt == tensor.Q8_0 && T >= 2 || dt == tensor.Q4_0 && T >= 8)
 }
 
-// quantizeQ8 quantizes x [T, K] to Q8_0 into *qx and *qd, and with pairs
-// also into the pair kernels' layout *qz, reusing their memory, on up to
-// parts workers (in pairs of tokens, which the layout keeps together).
-func (p *program) quantizeQ8(prep *prepTask, qx *[]int8, qd *[]float32, qz *[]byte, x []float32, T, K, parts int, pairs bool) {
+// q8Layout is a layout of Q8_0 activations that kernels read besides qx
+// and qd.
+type q8Layout uint8
+
+const (
+	q8Plain  q8Layout = iota // qx and qd alone
+	q8Pairs                  // the pair kernels' (q8PairLayout)
+	q8Groups                 // the LayoutQ8x16 kernels' (q8GroupActs)
+)
+
+// q8LayoutFor returns the activation layout the fast kernels read for T
+// tokens times w (Q8_0 or Q4_0).
+func q8LayoutFor(w *weights.Tensor, T int) q8Layout {
+	switch {
+	case w.Layout == weights.LayoutQ8x16:
+		return q8Groups
+	case usesPairs(w.DType, T):
+		return q8Pairs
+	}
+	return q8Plain
+}
+
+// quantizeQ8 quantizes x [T, K] to Q8_0 into *qx and *qd, and unless lay
+// is q8Plain also into *qz in that layout, reusing their memory, on up to
+// parts workers (in pairs of tokens, which the pair layout keeps together).
+func (p *program) quantizeQ8(prep *prepTask, qx *[]int8, qd *[]float32, qz *[]byte, x []float32, T, K, parts int, lay q8Layout) {
 	*qx, *qd = grow(*qx, len(x)), grow(*qd, len(x)/32)
-	*prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: *qx, qd: *qd}
-	if pairs {
+	*prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: *qx, qd: *qd, layout: lay}
+	switch lay {
+	case q8Pairs:
 		*qz = grow64(*qz, (T+7)/8*4*(K/32)*q8PairBlock) // whole 4x8 tiles: runQuant pads a tail of 6 or 7 tokens
+		prep.qz = *qz
+	case q8Groups:
+		*qz = grow64(*qz, T*(K/32)*q8ActBlock)
 		prep.qz = *qz
 	}
 	p.b.pool.run(T, 2, min(parts, T/2+T%2), prep)
@@ -409,8 +449,11 @@ type prepTask struct {
 	K  int
 	qx []int8    // [T, K]
 	qd []float32 // [T, K/32]
-	qz []byte    // [T/2, K/32, q8PairBlock] or nil: qx and qd as q8PairLayout writes them
+	qz []byte    // nil, or qx and qd in layout
 	rx []float32 // [T, K]
+	// layout is qz's: q8Pairs [T/2, K/32, q8PairBlock] (q8PairLayout) or
+	// q8Groups [T, K/32, q8ActBlock] (q8GroupActs).
+	layout q8Layout
 }
 
 func (t *prepTask) run(_, lo, hi int) {
@@ -434,8 +477,11 @@ func (t *prepTask) run(_, lo, hi int) {
 			}
 		}
 	}
-	if t.qz != nil {
+	switch t.layout {
+	case q8Pairs:
 		q8PairLayout(t.qz, t.qx, t.qd, lo, hi, K)
+	case q8Groups:
+		q8GroupActs(t.qz, t.qx, t.qd, lo, hi, K)
 	}
 }
 
@@ -448,7 +494,8 @@ type matmulTask struct {
 	x        []float32 // [T, K] activations (f16/bf16: rounded)
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
-	qz       []byte    // [whole 4x8 tiles of pairs, K/32, q8PairBlock] set when usesPairs: qx and qd as q8PairLayout writes them
+	qz       []byte    // qx and qd as q8LayoutFor says: [whole 4x8 tiles of pairs, K/32, q8PairBlock] (q8Pairs), [T, K/32, q8ActBlock] (q8Groups)
+	groups   bool      // w is in weights.LayoutQ8x16 (runQ8Groups)
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [floatPanel(K)*K]; set when T >= 4 for f16/bf16
@@ -461,9 +508,22 @@ func tokenBlock(rowBytes int) int {
 	return max(4, (256<<10)/rowBytes/4*4)
 }
 
+// grain is the granularity of the output columns workers take: whole
+// groups for LayoutQ8x16 weights, quads otherwise.
+func (t *matmulTask) grain() int {
+	if t.groups {
+		return q8GroupRows
+	}
+	return 4
+}
+
 func (t *matmulTask) run(worker, lo, hi int) {
 	switch kernelOf(t.dt).kind {
 	case kindQ8:
+		if t.groups {
+			t.runQ8Groups(lo, hi)
+			return
+		}
 		t.runQuant(lo, hi)
 	case kindBlock:
 		t.runBlock(lo, hi)

@@ -101,10 +101,12 @@ func combine(out, results, weight []float32, T, topK, E int) {
 	}
 }
 
-// rowsOf is a view of rows [lo, lo+n) of w, as a tensor of its own.
+// rowsOf is a view of rows [lo, lo+n) of w, as a tensor of its own, in
+// w's layout (for LayoutQ8x16, lo and n are whole groups: an expert's rows,
+// Shape[1] of them).
 func rowsOf(w *weights.Tensor, lo, n int) *weights.Tensor {
 	rb := w.RowBytes()
-	return &weights.Tensor{Name: w.Name, DType: w.DType, Shape: []int{w.RowLen(), n}, Data: w.Data[lo*rb : (lo+n)*rb]}
+	return &weights.Tensor{Name: w.Name, DType: w.DType, Shape: []int{w.RowLen(), n}, Data: w.Data[lo*rb : (lo+n)*rb], Layout: w.Layout}
 }
 
 // softmaxRow writes the softmax of x to dst as ggml's soft_max does

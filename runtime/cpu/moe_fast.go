@@ -69,7 +69,7 @@ func (p *program) moeFast(out []float32, op tensor.Op) {
 		parts := p.moeSetup(&grp.tasks[0], m.g, m.x, n, gw)
 		p.moeShare(&grp.tasks[1], &grp.tasks[0], m.u, uw)
 		grp.ends[0], grp.ends[1] = F, 2*F
-		p.b.pool.run(2*F, 4, parts, grp)
+		p.b.pool.run(2*F, grp.tasks[0].grain(), parts, grp)
 		m.swiglu = elemTask{kind: tensor.OpSwiGLU, out: m.g, x: m.g, y: m.u, cols: F}
 		workers := p.b.pool.n
 		if n*F < parallelElems {
@@ -77,7 +77,7 @@ func (p *program) moeFast(out []float32, op tensor.Op) {
 		}
 		p.b.pool.run(n*F, 1024, workers, &m.swiglu)
 		parts = p.moeSetup(&m.down, m.y, m.g, n, dw)
-		p.b.pool.run(E, 4, parts, &m.down)
+		p.b.pool.run(E, m.down.grain(), parts, &m.down)
 		for i, s := range m.rows {
 			copy(m.results[s*E:(s+1)*E], m.y[i*E:(i+1)*E])
 		}
@@ -116,7 +116,8 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 		parts = 1
 	}
 	x = x[:T*K]
-	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out[:T*N], T: T, K: K, N: N, x: x, tiles: p.mm.tiles}
+	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out[:T*N], T: T, K: K, N: N, x: x, tiles: p.mm.tiles,
+		groups: w.Layout == weights.LayoutQ8x16}
 	switch w.DType {
 	case tensor.F16, tensor.BF16:
 		m.rx = grow(m.rx, len(x))
@@ -128,10 +129,10 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 			t.tiles = p.mm.tiles
 		}
 	case tensor.Q8_0, tensor.Q4_0:
-		pairs := usesPairs(w.DType, T)
-		p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, pairs)
+		lay := q8LayoutFor(w, T)
+		p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, lay)
 		t.qx, t.qd = m.qx, m.qd
-		if pairs {
+		if lay != q8Plain {
 			t.qz = m.qz
 		}
 	}
@@ -143,7 +144,7 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 }
 
 // moeShare fills t to multiply the activations prepared for from by w (of
-// the same dtype and row length) into out.
+// the same dtype, row length and layout) into out.
 func (p *program) moeShare(t, from *matmulTask, out []float32, w *weights.Tensor) {
 	*t = *from
 	t.w, t.rowBytes, t.N, t.out = w.Data, w.RowBytes(), w.Rows(), out[:from.T*w.Rows()]

@@ -15,6 +15,8 @@ import (
 	_ "github.com/ninfer/ninfer-go/runtime/cpu"
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/instance"
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
 func sharedModel(t *testing.T, name string) string {
@@ -62,5 +64,37 @@ func TestMmapAndLoadAgree(t *testing.T) {
 				t.Errorf("loaded tokens differ from mapped (-mapped +loaded):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestQ8_0RepackedUnlessMapped checks the CPU backend's layouts (see
+// docs/cpu-memory.md): a loaded Q8_0 file's matrices are repacked in place
+// into 16-row groups, a mapped one (Options.Mmap) keeps the file's layout.
+func TestQ8_0RepackedUnlessMapped(t *testing.T) {
+	model := sharedModel(t, "tiny-qwen3-q8_0.gguf")
+	for _, mmap := range []bool{false, true} {
+		in, err := instance.Open(instance.Options{Model: model, Threads: 2, Mmap: mmap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var q8, grouped int
+		for _, w := range in.File.Tensors {
+			if w.DType == tensor.Q8_0 {
+				q8++
+			}
+			if w.Layout == weights.LayoutQ8x16 {
+				grouped++
+			}
+		}
+		want := q8
+		if mmap {
+			want = 0
+		}
+		if q8 == 0 || grouped != want {
+			t.Errorf("mmap=%v: %d of %d Q8_0 tensors repacked, want %d", mmap, grouped, q8, want)
+		}
+		if err := in.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

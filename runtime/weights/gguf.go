@@ -93,7 +93,25 @@ type Tensor struct {
 	// For a File from Open it points into a read-only mapping: writing to it
 	// crashes. For a File from Open or Load it becomes invalid after Close.
 	Data []byte
+	// Layout is the order of Data's bytes: LayoutRows as the file stores
+	// them, unless a backend rewrote the tensor in place (File.Private).
+	Layout Layout
 }
+
+// Layout is an order of a tensor's bytes in memory.
+type Layout uint8
+
+const (
+	// LayoutRows is the file's order: Rows() rows of RowBytes() bytes.
+	LayoutRows Layout = iota
+	// LayoutQ8x16 is Q8_0 rows interleaved in groups of 16 (Shape[1] a
+	// multiple of 16), the CPU backend's GEMM layout: per group and block
+	// of 32 columns, 544 bytes: the 16 rows' fp16 scales, then for each
+	// k = 0..7 the 16 rows' quants 4k..4k+3, each plus 128 (flipped to an
+	// unsigned byte). Data keeps its size; a group of 16 rows occupies the
+	// bytes its rows occupied.
+	LayoutQ8x16
+)
 
 // Elements returns the number of elements: the product of Shape.
 func (t *Tensor) Elements() int {
@@ -127,8 +145,11 @@ func (t *Tensor) RowBytes() int {
 }
 
 // Row returns the bytes of row i (0 <= i < Rows()), a sub-slice of Data.
-// It panics if i is out of range.
+// It panics if i is out of range or the tensor is not in LayoutRows.
 func (t *Tensor) Row(i int) []byte {
+	if t.Layout != LayoutRows {
+		panic(fmt.Sprintf("weights: tensor %q: Row of a tensor in layout %d", t.Name, t.Layout))
+	}
 	if i < 0 || i >= t.Rows() {
 		panic(fmt.Sprintf("weights: tensor %q: row %d out of range [0, %d)", t.Name, i, t.Rows()))
 	}
@@ -140,6 +161,9 @@ func (t *Tensor) Row(i int) []byte {
 // float32, in storage order (row 0 first). It is an error if the dtype
 // cannot be dequantized (I32) or Data has the wrong length.
 func (t *Tensor) Float32s() ([]float32, error) {
+	if t.Layout != LayoutRows {
+		return nil, fmt.Errorf("weights: tensor %q: repacked in memory (layout %d)", t.Name, t.Layout)
+	}
 	out := make([]float32, t.Elements())
 	if err := tensor.DequantizeRow(t.DType, t.Data, out); err != nil {
 		return nil, fmt.Errorf("weights: tensor %q: %w", t.Name, err)
@@ -183,7 +207,14 @@ type File struct {
 	keys    map[string]int // key -> index in KV
 	tensors map[string]int // tensor name -> index in Tensors
 	unmap   func() error   // releases the mapping; nil if none or closed
+	private bool           // Data is this File's own writable memory (Load)
 }
+
+// Private reports whether the tensors' Data is memory of this File alone,
+// read from the file (Load) rather than mapped from it (Open) or given
+// (Parse): a backend may then rewrite a tensor in place, recording how in
+// its Layout, for as long as every user of the File reads that Layout.
+func (f *File) Private() bool { return f.private }
 
 // Close releases the file mapping (for a File from Open) and clears every
 // tensor's Data. It is idempotent, and a no-op for a File from Parse apart
@@ -291,6 +322,7 @@ func (f *File) Tensor(name string) (*Tensor, error) {
 // head): the same metadata and tensors, and the extra tensors under their
 // own names, which must not be f's. Both files stay owned by whoever
 // opened them: do not Close the view (Close clears every tensor's Data).
+// The view is not Private: its tensors keep the Layout they have.
 func (f *File) With(extra ...*Tensor) (*File, error) {
 	v := &File{Path: f.Path, Version: f.Version, Alignment: f.Alignment, DataOffset: f.DataOffset, KV: f.KV,
 		Tensors: slices.Clip(f.Tensors), keys: f.keys, tensors: maps.Clone(f.tensors)}

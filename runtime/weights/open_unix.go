@@ -56,7 +56,12 @@ func Load(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseOwned(data, region, path)
+	f, err := parseOwned(data, region, path)
+	if err != nil {
+		return nil, err
+	}
+	f.private = true
+	return f, nil
 }
 
 // openRegular opens path, which must be a regular file whose size fits an

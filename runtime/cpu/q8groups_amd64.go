@@ -1,0 +1,37 @@
+package cpu
+
+import "unsafe"
+
+// The LayoutQ8x16 kernels (q8groups_amd64.s). Each multiplies one group of
+// 16 weight rows w (nb blocks of q8GroupBlock bytes) by tokens of nb blocks
+// of q8ActBlock bytes (token i at x + i*xstride) and stores the 16 results
+// of token i as float32 at out + i*ostride.
+
+// q8x16Gemm8 (AVX-512 VNNI) takes 8 tokens.
+//
+//go:noescape
+func q8x16Gemm8(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr)
+
+// q8x16Gemm4 (AVX-512 VNNI) takes 4 tokens.
+//
+//go:noescape
+func q8x16Gemm4(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr)
+
+// q8x16Gemv (AVX-512 VNNI) takes one token.
+//
+//go:noescape
+func q8x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer)
+
+// q8x16Gemv4 (AVX-512 VNNI) takes one token times four groups, at w + i*wstride,
+// storing group i's results at out + i*ostride: four streams of weights for
+// decode, which reads them from memory.
+//
+//go:noescape
+func q8x16Gemv4(w unsafe.Pointer, wstride uintptr, nb int, x unsafe.Pointer, out unsafe.Pointer, ostride uintptr)
+
+// q8x16GemvAVX2 (AVX2) takes one token: VPMADDUBSW of the weights'
+// magnitudes by the quants given the weights' signs, so that no 16-bit sum
+// saturates, then VPMADDWD to the same exact 32-bit block dots.
+//
+//go:noescape
+func q8x16GemvAVX2(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer)
