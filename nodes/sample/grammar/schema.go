@@ -550,18 +550,20 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 		if types == nil {
 			types = []string{"object", "array", "string", "number", "boolean", "null"}
 		}
-		types = slices.DeleteFunc(slices.Clone(types), func(t string) bool {
+		excluded := func(t string) bool {
 			for _, n := range nt {
 				if n == t || n == "number" && t == "integer" {
 					return true
 				}
 			}
 			return false
-		})
-		if slices.Contains(nt, any("integer")) && slices.Contains(types, "number") {
+		}
+		types = slices.DeleteFunc(slices.Clone(types), excluded)
+		optional = slices.DeleteFunc(optional, excluded)
+		if slices.Contains(nt, any("integer")) && (slices.Contains(types, "number") || slices.Contains(optional, "number")) {
 			return "", fmt.Errorf("schema%s: keyword \"not\" excluding integers from numbers is not supported", at)
 		}
-		if len(types) == 0 {
+		if len(types) == 0 && len(optional) == 0 {
 			return "", fmt.Errorf("schema%s: \"not\" excludes every type", at)
 		}
 	}
@@ -596,6 +598,9 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 			continue
 		}
 		alts = append(alts, "( "+b+" )")
+	}
+	if len(alts) == 0 {
+		return "", fmt.Errorf("schema%s: \"not\" excludes every type its keywords allow", at)
 	}
 	return strings.Join(alts, " | "), nil
 }
