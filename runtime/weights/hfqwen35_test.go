@@ -317,3 +317,31 @@ func TestHFQwen35QuantizedRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestHFQwen35ConfigAsTheConverterReads checks config.json is read as the
+// converter reads it: rope_parameters.rope_theta before a text_config
+// rope_theta, and keys text_config lacks taken from the top level.
+func TestHFQwen35ConfigAsTheConverterReads(t *testing.T) {
+	f, dir := convertedModel(t, "tiny-qwen35-f32.gguf", HFWriteOptions{})
+	want, err := f.Float("qwen35.rope.freq_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads, err := f.Uint("qwen35.ssm.time_step_rank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	editConfig(t, dir, func(m map[string]any) {
+		text := m["text_config"].(map[string]any)
+		text["rope_theta"] = 1234.0
+		m["linear_num_value_heads"] = text["linear_num_value_heads"]
+		delete(text, "linear_num_value_heads")
+	})
+	h := openHF(t, dir, HFOptions{})
+	if got, err := h.Float("qwen35.rope.freq_base"); err != nil || got != want {
+		t.Errorf("rope.freq_base = %v, %v; want rope_parameters' %v", got, err, want)
+	}
+	if got, err := h.Uint("qwen35.ssm.time_step_rank"); err != nil || got != heads {
+		t.Errorf("ssm.time_step_rank = %v, %v; want the top level's %v", got, err, heads)
+	}
+}

@@ -323,7 +323,7 @@ func readHFVisionConfig(dir string) ([]KV, error) {
 		if err != nil {
 			return nil, err
 		}
-		imageSize = int(math.Sqrt(float64(positions))) * patch
+		imageSize = int(math.Sqrt(float64(positions)) * float64(patch)) // the converter's int(n**0.5 * patch)
 		if imageSize > 1<<24 {
 			return nil, hfErr(path, "vision_config.num_position_embeddings", "%d positions of patch %d give an image size of %d, above %d", positions, patch, imageSize, 1<<24)
 		}

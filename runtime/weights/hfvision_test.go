@@ -318,3 +318,23 @@ func TestHFHasVision(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenHFVisionImageSizeFromPositions checks a vision_config without
+// image_size gets the converter's int(sqrt(positions) * patch), rounding
+// once after the product.
+func TestOpenHFVisionImageSizeFromPositions(t *testing.T) {
+	for _, tc := range []struct{ positions, want int }{{4, 4}, {8, 5}, {2304, 96}} {
+		dir := visionFolder(t, func(config, _ map[string]any, _ map[string]*SafeTensor) {
+			config["vision_config"].(map[string]any)["num_position_embeddings"] = tc.positions
+		})
+		f, err := OpenHFVision(dir, HFOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Uint("clip.vision.image_size")
+		f.Close()
+		if err != nil || got != uint64(tc.want) {
+			t.Errorf("%d positions of patch 2: image_size %d, %v; want %d", tc.positions, got, err, tc.want)
+		}
+	}
+}
