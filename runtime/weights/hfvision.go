@@ -139,6 +139,9 @@ func readSafetensorsHeader(path string) (map[string]json.RawMessage, error) {
 		return nil, hfErr(path, "header", "truncated: %v", err)
 	}
 	n := binary.LittleEndian.Uint64(size[:])
+	if fi, err := f.Stat(); err != nil || n > uint64(max(fi.Size()-8, 0)) {
+		return nil, hfErr(path, "header", "truncated: header of %d bytes does not fit in the file", n)
+	}
 	if n > safetensorsMaxHeader {
 		return nil, hfErr(path, "header", "header of %d bytes exceeds the %d byte limit", n, safetensorsMaxHeader)
 	}
@@ -146,11 +149,7 @@ func readSafetensorsHeader(path string) (map[string]json.RawMessage, error) {
 	if _, err := io.ReadFull(f, hdr); err != nil {
 		return nil, hfErr(path, "header", "truncated: %v", err)
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(hdr, &raw); err != nil {
-		return nil, hfErr(path, "header", "not a JSON object: %v", err)
-	}
-	return raw, nil
+	return parseSafetensorsHeader(hdr, path)
 }
 
 // OpenHFVision opens the vision tower of the Hugging Face checkpoint folder
