@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -162,5 +164,55 @@ func TestQwen2BiasesChangeTheOutput(t *testing.T) {
 	_, without, _ := greedy(t, zero, "Once upon a time", false)
 	if slices.Equal(with, without) {
 		t.Errorf("zero biases give the same tokens %v", with)
+	}
+}
+
+// TestHFFolderWithoutTowerOpensTextOnly opens a Qwen3_5ForConditionalGeneration
+// folder whose config.json has a vision_config but which holds no
+// model.visual.* tensors (with and without preprocessor_config.json): the
+// text model loads without a tower.
+func TestHFFolderWithoutTowerOpensTextOnly(t *testing.T) {
+	for _, withPre := range []bool{false, true} {
+		t.Run(fmt.Sprintf("preprocessor=%v", withPre), func(t *testing.T) {
+			f, err := weights.Open(sharedModel(t, "tiny-qwen35-vl-f32.gguf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "hf")
+			err = weights.WriteHF(f, dir, weights.HFWriteOptions{})
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, weights.HFConfigFile)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var config map[string]any
+			if err := json.Unmarshal(data, &config); err != nil {
+				t.Fatal(err)
+			}
+			config["vision_config"] = map[string]any{"hidden_size": 4, "depth": 1, "num_heads": 1, "patch_size": 2}
+			if data, err = json.Marshal(config); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if withPre {
+				if err := os.WriteFile(filepath.Join(dir, weights.HFPreprocessorFile), []byte(`{"image_mean":[0.5,0.5,0.5],"image_std":[0.5,0.5,0.5]}`), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			in, err := instance.Open(instance.Options{Model: dir, Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			if in.Vision != nil {
+				t.Error("opened a vision tower the folder does not hold")
+			}
+		})
 	}
 }

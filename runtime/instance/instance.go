@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"maps"
 	"os"
 	"slices"
@@ -97,8 +98,12 @@ type Instance struct {
 // Open loads the model and graph and starts the engine.
 func Open(o Options) (*Instance, error) {
 	start := time.Now()
-	if o.MMProj == "" && weights.HFHasVision(o.Model) {
-		o.MMProj = o.Model
+	if o.MMProj == "" {
+		if has, note := weights.HFHasVision(o.Model); has {
+			o.MMProj = o.Model
+		} else if note != "" {
+			log.Printf("ninfer: %s: %s; loading the text model only", o.Model, note)
+		}
 	}
 	loadPlan := LoadPlan
 	if o.MMProj != "" {

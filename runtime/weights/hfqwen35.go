@@ -90,10 +90,14 @@ func readHFQwen35Config(c *hfConfig, path, dir string, mtpFound int) (*hfQwen35,
 	}
 	tc := c
 	if _, ok := c.raw("text_config"); ok {
-		var err error
-		if tc, err = c.object("text_config"); err != nil {
+		// The converter reads {**config, **text_config}: keys text_config
+		// lacks come from the top level.
+		text, err := c.object("text_config")
+		if err != nil {
 			return nil, err
 		}
+		tc = &hfConfig{path: text.path, prefix: text.prefix, m: maps.Clone(c.m)}
+		maps.Copy(tc.m, text.m)
 	}
 	d, err := readHFDims(tc)
 	if err != nil {
@@ -170,12 +174,12 @@ func readHFQwen35Config(c *hfConfig, path, dir string, mtpFound int) (*hfQwen35,
 			break
 		}
 	}
-	theta, hasTheta, err := tc.float("rope_theta")
+	theta, hasTheta, err := rp.float("rope_theta")
 	if err != nil {
 		return nil, err
 	}
 	if !hasTheta {
-		if theta, hasTheta, err = rp.float("rope_theta"); err != nil {
+		if theta, hasTheta, err = tc.float("rope_theta"); err != nil {
 			return nil, err
 		}
 	}

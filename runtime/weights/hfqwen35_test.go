@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
 // TestHFQwen35RoundTrip writes the Qwen3.5 hybrids as Hugging Face folders
@@ -244,5 +246,102 @@ func TestHFQwen35ErrorsNameFileAndKey(t *testing.T) {
 				t.Errorf("err = %v\nwant file %s, key %q, message with %q", err, tc.file, tc.key, tc.msg)
 			}
 		})
+	}
+}
+
+// TestHFQwen35QuantizedRoundTrip writes a Q8_0 qwen35 GGUF (every 2-D
+// weight whose rows hold whole blocks quantized, as llama-quantize --pure
+// does) as a Hugging Face folder: the value heads are reordered after
+// dequantizing (a Q8_0 block spans heads), so every tensor comes back as
+// the F32 values of the GGUF's.
+func TestHFQwen35QuantizedRoundTrip(t *testing.T) {
+	src := openModel(t, "tiny-qwen35-f32.gguf")
+	var ts []*Tensor
+	quantized := 0
+	for _, s := range src.Tensors {
+		q := *s
+		if len(s.Shape) == 2 && s.Shape[0]%tensor.Q8_0.BlockSize() == 0 {
+			v, err := s.Float32s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := tensor.Q8_0.RowBytes(len(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.DType, q.Data = tensor.Q8_0, make([]byte, n)
+			if err := tensor.QuantizeRow(tensor.Q8_0, v, q.Data); err != nil {
+				t.Fatal(err)
+			}
+			quantized++
+		}
+		ts = append(ts, &q)
+	}
+	path := filepath.Join(t.TempDir(), "tq8.gguf")
+	var buf bytes.Buffer
+	if err := Write(&buf, 3, src.KV, ts); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dir := t.TempDir()
+	if err := WriteHF(f, dir, HFWriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h := openHF(t, dir, HFOptions{})
+	if len(h.Tensors) != len(f.Tensors) || quantized < 10 {
+		t.Errorf("%d tensors (%d quantized), want %d", len(h.Tensors), quantized, len(f.Tensors))
+	}
+	for _, want := range f.Tensors {
+		got, err := h.Tensor(want.Name)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		wv, err := want.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ulps := int64(0)
+		if strings.HasSuffix(want.Name, ".ssm_a") {
+			ulps = 1 // -exp(A_log) reaches the nearest float32, within an ulp
+		}
+		if !cmp.Equal(got.Shape, want.Shape) || got.DType != tensor.F32 || len(got.Data) != 4*len(wv) || maxULPs(floats(got.Data), wv) > ulps {
+			t.Errorf("tensor %s (%v): %v %v, want %v F32 with the GGUF's values", want.Name, want.DType, got.Shape, got.DType, want.Shape)
+		}
+	}
+}
+
+// TestHFQwen35ConfigAsTheConverterReads checks config.json is read as the
+// converter reads it: rope_parameters.rope_theta before a text_config
+// rope_theta, and keys text_config lacks taken from the top level.
+func TestHFQwen35ConfigAsTheConverterReads(t *testing.T) {
+	f, dir := convertedModel(t, "tiny-qwen35-f32.gguf", HFWriteOptions{})
+	want, err := f.Float("qwen35.rope.freq_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads, err := f.Uint("qwen35.ssm.time_step_rank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	editConfig(t, dir, func(m map[string]any) {
+		text := m["text_config"].(map[string]any)
+		text["rope_theta"] = 1234.0
+		m["linear_num_value_heads"] = text["linear_num_value_heads"]
+		delete(text, "linear_num_value_heads")
+	})
+	h := openHF(t, dir, HFOptions{})
+	if got, err := h.Float("qwen35.rope.freq_base"); err != nil || got != want {
+		t.Errorf("rope.freq_base = %v, %v; want rope_parameters' %v", got, err, want)
+	}
+	if got, err := h.Uint("qwen35.ssm.time_step_rank"); err != nil || got != heads {
+		t.Errorf("ssm.time_step_rank = %v, %v; want the top level's %v", got, err, heads)
 	}
 }

@@ -166,7 +166,14 @@ func (m *hfQwen35) hfTensor(t *Tensor, name string, dt tensor.DType) (*SafeTenso
 	_, suffix, _ := strings.Cut(strings.TrimPrefix(t.Name, "blk."), ".")
 	u := *t
 	if r := m.vHeads / m.kHeads; r > 1 { // tiled K x R back to grouped: tiling R x K
-		u.Data = m.tileVHeads(t, suffix, r, m.kHeads)
+		if t.DType.BlockSize() > 1 { // tileVHeads moves whole elements; a quantized block spans heads
+			v, err := t.Float32s()
+			if err != nil {
+				return nil, err
+			}
+			u.DType, u.Data = tensor.F32, f32Data(v)
+		}
+		u.Data = m.tileVHeads(&u, suffix, r, m.kHeads)
 	}
 	plusOne := hfQwen35PlusOne(t.Name)
 	if plusOne || suffix == "ssm_a" {

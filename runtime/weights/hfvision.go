@@ -2,9 +2,12 @@ package weights
 
 import (
 	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -75,24 +78,78 @@ func hfVisionName(name string) (gguf string, vision, known bool) {
 }
 
 // HFHasVision reports whether dir is a Hugging Face checkpoint folder with a
-// vision tower OpenHFVision reads: config.json of one of its classes, with
-// a vision_config. A folder whose config.json does not parse has none (its
-// errors are OpenHF's to report).
-func HFHasVision(dir string) bool {
+// vision tower OpenHFVision reads: config.json of one of its classes with a
+// vision_config, preprocessor_config.json, and the patch-embedding kernel
+// among its tensors (in the shard index, or the single file's header). A
+// folder whose config.json does not parse has none (its errors are
+// OpenHF's to report). note says why a folder whose config.json declares a
+// tower has none; it is "" otherwise.
+func HFHasVision(dir string) (has bool, note string) {
 	if !IsHFDir(dir) {
-		return false
+		return false, ""
 	}
 	c, err := readJSONObject(filepath.Join(dir, HFConfigFile))
 	if err != nil {
-		return false
+		return false, ""
 	}
 	var classes []string
 	v, ok := c.raw("architectures")
 	if !ok || json.Unmarshal(v, &classes) != nil || len(classes) == 0 || !slices.Contains(hfVisionClasses, classes[0]) {
+		return false, ""
+	}
+	if _, ok = c.raw("vision_config"); !ok {
+		return false, ""
+	}
+	if _, err := os.Stat(filepath.Join(dir, HFPreprocessorFile)); err != nil {
+		return false, fmt.Sprintf("%s has a vision_config but no %s", HFConfigFile, HFPreprocessorFile)
+	}
+	if !hfHasTensor(dir, hfPatchKernel, strings.TrimPrefix(hfPatchKernel, "model.")) {
+		return false, fmt.Sprintf("%s has a vision_config but the folder has no %s tensor", HFConfigFile, hfPatchKernel)
+	}
+	return true, ""
+}
+
+// hfHasTensor reports whether dir's tensors include one of names: in the
+// shard index, or in the header of its single safetensors file.
+func hfHasTensor(dir string, names ...string) bool {
+	shards, index, err := hfShards(dir)
+	if err != nil {
 		return false
 	}
-	_, ok = c.raw("vision_config")
-	return ok
+	if index != nil {
+		return slices.ContainsFunc(names, func(n string) bool { _, ok := index[n]; return ok })
+	}
+	header, err := readSafetensorsHeader(shards[0])
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(names, func(n string) bool { _, ok := header[n]; return ok })
+}
+
+// readSafetensorsHeader reads only the JSON header of the safetensors file
+// at path: its entries by tensor name (and __metadata__), unparsed.
+func readSafetensorsHeader(path string) (map[string]json.RawMessage, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var size [8]byte
+	if _, err := io.ReadFull(f, size[:]); err != nil {
+		return nil, hfErr(path, "header", "truncated: %v", err)
+	}
+	n := binary.LittleEndian.Uint64(size[:])
+	if fi, err := f.Stat(); err != nil || n > uint64(max(fi.Size()-8, 0)) {
+		return nil, hfErr(path, "header", "truncated: header of %d bytes does not fit in the file", n)
+	}
+	if n > safetensorsMaxHeader {
+		return nil, hfErr(path, "header", "header of %d bytes exceeds the %d byte limit", n, safetensorsMaxHeader)
+	}
+	hdr := make([]byte, n)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return nil, hfErr(path, "header", "truncated: %v", err)
+	}
+	return parseSafetensorsHeader(hdr, path)
 }
 
 // OpenHFVision opens the vision tower of the Hugging Face checkpoint folder
@@ -265,7 +322,7 @@ func readHFVisionConfig(dir string) ([]KV, error) {
 		if err != nil {
 			return nil, err
 		}
-		imageSize = int(math.Sqrt(float64(positions))) * patch
+		imageSize = int(math.Sqrt(float64(positions)) * float64(patch)) // the converter's int(n**0.5 * patch)
 		if imageSize > 1<<24 {
 			return nil, hfErr(path, "vision_config.num_position_embeddings", "%d positions of patch %d give an image size of %d, above %d", positions, patch, imageSize, 1<<24)
 		}

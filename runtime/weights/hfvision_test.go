@@ -257,3 +257,84 @@ func TestSplitPatchKernelAllocatesOnce(t *testing.T) {
 		t.Errorf("allocated %d bytes to split a %d-byte kernel, want at most %d", got, len(st.Data), want)
 	}
 }
+
+// TestHFHasVision checks a folder has a tower only with its config's
+// vision_config, preprocessor_config.json and the patch kernel among its
+// tensors (single file or shard index), and that the note names what a
+// folder whose config declares a tower lacks.
+func TestHFHasVision(t *testing.T) {
+	indexed := func(dir string, drop string) {
+		t.Helper()
+		st, err := readSafetensorsHeader(filepath.Join(dir, HFSafetensorsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for name := range st {
+			if name != drop && name != safetensorsMetadataKey {
+				m[name] = HFSafetensorsFile
+			}
+		}
+		data, _ := json.Marshal(map[string]any{"weight_map": m})
+		if err := os.WriteFile(filepath.Join(dir, HFIndexFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(config, pre map[string]any, ts map[string]*SafeTensor)
+		after func(dir string)
+		has   bool
+		note  string
+	}{
+		{"tower", nil, nil, true, ""},
+		{"tower in a shard index", nil, func(dir string) { indexed(dir, "") }, true, ""},
+		{"tower under visual.", func(_, _ map[string]any, ts map[string]*SafeTensor) {
+			st := ts[hfPatchKernel]
+			delete(ts, hfPatchKernel)
+			st.Name = "visual.patch_embed.proj.weight"
+			ts[st.Name] = st
+		}, nil, true, ""},
+		{"no vision_config", func(config, _ map[string]any, _ map[string]*SafeTensor) { delete(config, "vision_config") }, nil, false, ""},
+		{"no preprocessor", nil, func(dir string) { os.Remove(filepath.Join(dir, HFPreprocessorFile)) }, false, HFPreprocessorFile},
+		{"no tower tensors", func(_, _ map[string]any, ts map[string]*SafeTensor) {
+			for name := range ts {
+				if strings.HasPrefix(name, "model.visual.") {
+					delete(ts, name)
+				}
+			}
+		}, nil, false, hfPatchKernel},
+		{"no patch kernel in the index", nil, func(dir string) { indexed(dir, hfPatchKernel) }, false, hfPatchKernel},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := visionFolder(t, tc.edit)
+			if tc.after != nil {
+				tc.after(dir)
+			}
+			has, note := HFHasVision(dir)
+			if has != tc.has || (tc.note == "") != (note == "") || !strings.Contains(note, tc.note) {
+				t.Errorf("HFHasVision = %v, %q; want %v and a note naming %q", has, note, tc.has, tc.note)
+			}
+		})
+	}
+}
+
+// TestOpenHFVisionImageSizeFromPositions checks a vision_config without
+// image_size gets the converter's int(sqrt(positions) * patch), rounding
+// once after the product.
+func TestOpenHFVisionImageSizeFromPositions(t *testing.T) {
+	for _, tc := range []struct{ positions, want int }{{4, 4}, {8, 5}, {2304, 96}} {
+		dir := visionFolder(t, func(config, _ map[string]any, _ map[string]*SafeTensor) {
+			config["vision_config"].(map[string]any)["num_position_embeddings"] = tc.positions
+		})
+		f, err := OpenHFVision(dir, HFOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Uint("clip.vision.image_size")
+		f.Close()
+		if err != nil || got != uint64(tc.want) {
+			t.Errorf("%d positions of patch 2: image_size %d, %v; want %d", tc.positions, got, err, tc.want)
+		}
+	}
+}

@@ -93,6 +93,23 @@ type safetensorsEntry struct {
 	Offsets []uint64 `json:"data_offsets"`
 }
 
+// parseSafetensorsHeader decodes a safetensors header, the JSON object
+// of entries by tensor name (and __metadata__), leaving each unparsed.
+func parseSafetensorsHeader(hdr []byte, name string) (map[string]json.RawMessage, error) {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(hdr))
+	if err := dec.Decode(&raw); err != nil {
+		return nil, hfErr(name, "header", "not a JSON object: %v", err)
+	}
+	if raw == nil {
+		return nil, hfErr(name, "header", "not a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, hfErr(name, "header", "text after the JSON object")
+	}
+	return raw, nil
+}
+
 // ParseSafetensors decodes and validates the safetensors file held in data;
 // name is used in errors and as Path. The tensors' Data point into data.
 //
@@ -115,17 +132,9 @@ func ParseSafetensors(data []byte, name string) (*Safetensors, error) {
 	if n > safetensorsMaxHeader {
 		return nil, hfErr(name, "header", "header of %d bytes exceeds the %d byte limit", n, safetensorsMaxHeader)
 	}
-	hdr := data[8 : 8+n]
-	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(hdr))
-	if err := dec.Decode(&raw); err != nil {
-		return nil, hfErr(name, "header", "not a JSON object: %v", err)
-	}
-	if raw == nil {
-		return nil, hfErr(name, "header", "not a JSON object")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, hfErr(name, "header", "text after the JSON object")
+	raw, err := parseSafetensorsHeader(data[8:8+n], name)
+	if err != nil {
+		return nil, err
 	}
 	body := data[8+n:]
 	s := &Safetensors{Path: name, DataOffset: int64(8 + n), byName: make(map[string]int, len(raw))}

@@ -3,6 +3,7 @@ package grammar
 import (
 	"encoding/json"
 	"errors"
+	"math/big"
 	"strings"
 	"testing"
 )
@@ -141,6 +142,41 @@ func FuzzRegex(f *testing.F) {
 		src := `root ::= "\"" ` + g + ` "\""` + "\n" + JSONRules
 		if _, err := Parse(src); err != nil && !strings.Contains(err.Error(), "too large") {
 			t.Fatalf("pattern %q gave GBNF that does not parse: %v\n%s", pattern, err, src)
+		}
+	})
+}
+
+// FuzzNumberKey checks numberKey against big.Rat: two JSON numbers (of
+// modest exponent) have the same key exactly when their values are equal.
+func FuzzNumberKey(f *testing.F) {
+	f.Add("1", "1.0")
+	f.Add("-0", "0e7")
+	f.Add("100", "1E+2")
+	f.Add("0.00120", "12e-4")
+	f.Add("-5", "5")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var ra, rb big.Rat
+		for _, s := range []string{a, b} {
+			if !json.Valid([]byte(s)) || len(s) > 64 || strings.ContainsAny(s, "\"[{tfn \t\r\n") {
+				return
+			}
+			if _, exp, ok := strings.Cut(strings.ToLower(s), "e"); ok && len(exp) > 3 {
+				return
+			}
+		}
+		if _, ok := ra.SetString(a); !ok {
+			return
+		}
+		if _, ok := rb.SetString(b); !ok {
+			return
+		}
+		ka, errA := numberKey(a)
+		kb, errB := numberKey(b)
+		if errA != nil || errB != nil {
+			t.Fatalf("numberKey(%q), numberKey(%q): %v, %v", a, b, errA, errB)
+		}
+		if (ka == kb) != (ra.Cmp(&rb) == 0) {
+			t.Fatalf("numberKey(%q) = %q, numberKey(%q) = %q; values equal: %v", a, ka, b, kb, ra.Cmp(&rb) == 0)
 		}
 	})
 }

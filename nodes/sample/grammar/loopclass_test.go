@@ -241,7 +241,8 @@ func TestLoopClassOfAJSONString(t *testing.T) {
 // two minutes) pass through token by token, chain masks are the masks of
 // the trie walk, and so are the masks of every 16th other state (loop
 // classes and bulk masks; states whose mask is the walk, with classes cut
-// too finely, are left out).
+// too finely, are left out), each at a token budget of 0, 1, 3 or 12 in
+// turn.
 func TestMaskBenchMasksAreTheWalk(t *testing.T) {
 	tk, qv := qwen3VocabIfMade(t)
 	if qv == nil {
@@ -254,7 +255,8 @@ func TestMaskBenchMasksAreTheWalk(t *testing.T) {
 			pieces[id] = string(tk.Piece(int32(id)))
 		}
 	}
-	chains, others, states := 0, 0, 0
+	budgets := []int{0, 1, 3, 12} // in turn over the states: no budget, then tight ones that cut tokens
+	chains, others, states, budgetCuts := 0, 0, 0, 0
 	for i, s := range schemas {
 		src, err := FromSchema(s.Schema)
 		if i%16 != 0 || !fullBench() && i%64 != 0 || err != nil {
@@ -269,21 +271,25 @@ func TestMaskBenchMasksAreTheWalk(t *testing.T) {
 			st := start
 			for _, id := range tk.Encode(string(text), false, false) {
 				states++
+				budget := budgets[states%len(budgets)]
 				var got []uint64
 				if cuts := st.cuts(); len(st.loopClass()) == 0 && cuts != nil {
 					bits := make([]uint64, (qv.Size()+63)/64)
-					if ok, _ := qv.maskByChain(st, cuts, 0, bits); ok {
+					if ok, cut := qv.maskByChain(st, cuts, budget, bits); ok {
 						got = bits
 						chains++
+						if cut {
+							budgetCuts++
+						}
 					}
 				}
 				if got == nil && states%16 == 0 && (len(st.loopClass()) > 0 || st.cuts() != nil) {
-					got = qv.Mask(st, 0)
+					got = qv.Mask(st, budget)
 					others++
 				}
 				if got != nil {
-					if want := walkMask(qv, st, 0); !cmp.Equal(got, want) {
-						t.Fatalf("%s, state %d of %s:\n%s", s.ID, states, text, maskDiff(pieces, got, want))
+					if want := walkMask(qv, st, budget); !cmp.Equal(got, want) {
+						t.Fatalf("%s, state %d of %s, budget %d:\n%s", s.ID, states, text, budget, maskDiff(pieces, got, want))
 					}
 				}
 				if st = st.AdvanceBytes(tk.Piece(id)); st == nil {
@@ -292,7 +298,10 @@ func TestMaskBenchMasksAreTheWalk(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d chain masks and %d others of %d states", chains, others, states)
+	t.Logf("%d chain masks (%d cut by the budget) and %d others of %d states", chains, budgetCuts, others, states)
+	if chains > 0 && budgetCuts == 0 {
+		t.Error("no chain mask was cut by a budget: the budgets test nothing")
+	}
 	if chains < 100 {
 		t.Errorf("%d chain masks, want 100 or more", chains)
 	}

@@ -372,23 +372,39 @@ func (c *schemaCompiler) canonical(v any, at string) ([]byte, error) {
 }
 
 // canonicalWork is canonical charging w (nil: nothing) canonicalUnits
-// per value.
-func canonicalWork(v any, w *Work) ([]byte, error) {
+// per value: numbers and key order as the schema writes them.
+func canonicalWork(v any, w *Work) ([]byte, error) { return encodeValue(v, w, false) }
+
+// valueKeyWork is v's equality key, charging w like canonicalWork: equal
+// JSON values (1, 1.0 and 1e0; -0 and 0; objects in any key order) have
+// the same key. An error means the key is unknown: callers treat such a
+// value as possibly equal to any other.
+func valueKeyWork(v any, w *Work) ([]byte, error) { return encodeValue(v, w, true) }
+
+// encodeValue writes v as JSON text: with byValue, numbers as numberKey
+// and object members sorted by name.
+func encodeValue(v any, w *Work, byValue bool) ([]byte, error) {
 	if w != nil && !w.charge(canonicalUnits) {
 		return nil, w.Err()
 	}
 	switch v := v.(type) {
 	case *object:
+		keys := v.keys
+		if byValue {
+			keys = slices.Clone(keys)
+			slices.Sort(keys)
+			keys = slices.Compact(keys)
+		}
 		var b bytes.Buffer
 		b.WriteByte('{')
-		for i, k := range v.keys {
+		for i, k := range keys {
 			if i > 0 {
 				b.WriteByte(',')
 			}
 			kb, _ := json.Marshal(k)
 			b.Write(kb)
 			b.WriteByte(':')
-			vb, err := canonicalWork(v.vals[k], w)
+			vb, err := encodeValue(v.vals[k], w, byValue)
 			if err != nil {
 				return nil, err
 			}
@@ -403,7 +419,7 @@ func canonicalWork(v any, w *Work) ([]byte, error) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			eb, err := canonicalWork(e, w)
+			eb, err := encodeValue(e, w, byValue)
 			if err != nil {
 				return nil, err
 			}
@@ -411,6 +427,11 @@ func canonicalWork(v any, w *Work) ([]byte, error) {
 		}
 		b.WriteByte(']')
 		return b.Bytes(), nil
+	case json.Number:
+		if byValue {
+			k, err := numberKey(string(v))
+			return []byte(k), err
+		}
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -419,6 +440,40 @@ func canonicalWork(v any, w *Work) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// numberKey is the value of JSON number text n as [-]DIGITSeEXP with no
+// leading or trailing zeros in DIGITS ("0" for zero of either sign), so
+// numbers are equal exactly when their keys are. It works on the text, so
+// an exponent such as 1e999999999 costs nothing; an exponent beyond int32
+// is an error.
+func numberKey(n string) (string, error) {
+	neg := strings.HasPrefix(n, "-")
+	mant, expText, hasExp := strings.Cut(strings.TrimPrefix(n, "-"), "e")
+	if !hasExp {
+		mant, expText, hasExp = strings.Cut(mant, "E")
+	}
+	exp := int64(0)
+	if hasExp {
+		e, err := strconv.ParseInt(strings.TrimPrefix(expText, "+"), 10, 32)
+		if err != nil {
+			return "", fmt.Errorf("number %q: exponent out of range", n)
+		}
+		exp = e
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	exp -= int64(len(frac))
+	if digits == "" {
+		return "0", nil
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	exp += int64(len(digits) - len(trimmed))
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	return sign + trimmed + "e" + strconv.FormatInt(exp, 10), nil
 }
 
 // jsonTypes are the JSON Schema types; integer is a subset of number.
@@ -550,18 +605,20 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 		if types == nil {
 			types = []string{"object", "array", "string", "number", "boolean", "null"}
 		}
-		types = slices.DeleteFunc(slices.Clone(types), func(t string) bool {
+		excluded := func(t string) bool {
 			for _, n := range nt {
 				if n == t || n == "number" && t == "integer" {
 					return true
 				}
 			}
 			return false
-		})
-		if slices.Contains(nt, any("integer")) && slices.Contains(types, "number") {
+		}
+		types = slices.DeleteFunc(slices.Clone(types), excluded)
+		optional = slices.DeleteFunc(optional, excluded)
+		if slices.Contains(nt, any("integer")) && (slices.Contains(types, "number") || slices.Contains(optional, "number")) {
 			return "", fmt.Errorf("schema%s: keyword \"not\" excluding integers from numbers is not supported", at)
 		}
-		if len(types) == 0 {
+		if len(types) == 0 && len(optional) == 0 {
 			return "", fmt.Errorf("schema%s: \"not\" excludes every type", at)
 		}
 	}
@@ -596,6 +653,9 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 			continue
 		}
 		alts = append(alts, "( "+b+" )")
+	}
+	if len(alts) == 0 {
+		return "", fmt.Errorf("schema%s: \"not\" excludes every type its keywords allow", at)
 	}
 	return strings.Join(alts, " | "), nil
 }
@@ -639,17 +699,36 @@ func (c *schemaCompiler) intersectValues(a, b []any) []any {
 	}
 	in := make(map[string]bool, len(b))
 	for _, y := range b {
-		if yb, err := canonicalWork(y, c.work); err == nil {
+		if yb, err := valueKeyWork(y, c.work); err == nil {
 			in[string(yb)] = true
 		}
 	}
 	var out []any
 	for _, x := range a {
-		if xb, err := canonicalWork(x, c.work); err == nil && in[string(xb)] {
+		if xb, err := valueKeyWork(x, c.work); err == nil && in[string(xb)] {
 			out = append(out, x)
 		}
 	}
 	return out
+}
+
+// disjointValues reports whether no value of a equals one of b's; a value
+// without a key (its keying failed) may equal any.
+func (c *schemaCompiler) disjointValues(a, b []any) bool {
+	in := make(map[string]bool, len(b))
+	for _, y := range b {
+		yb, err := valueKeyWork(y, c.work)
+		if err != nil {
+			return false
+		}
+		in[string(yb)] = true
+	}
+	for _, x := range a {
+		if xb, err := valueKeyWork(x, c.work); err != nil || in[string(xb)] {
+			return false
+		}
+	}
+	return true
 }
 
 // valuesRule is the alternatives of enum / const values that also meet
@@ -673,8 +752,8 @@ func (c *schemaCompiler) valuesRule(values []any, types []string, o *object, at 
 	notValues, _ := o.vals[notValuesKey].([]any)
 	excluded := map[string]bool{}
 	for _, v := range notValues {
-		if b, err := canonicalWork(v, c.work); err == nil {
-			excluded[string(b)] = true
+		if k, err := valueKeyWork(v, c.work); err == nil {
+			excluded[string(k)] = true
 		}
 	}
 	var alts []string
@@ -683,8 +762,14 @@ func (c *schemaCompiler) valuesRule(values []any, types []string, o *object, at 
 		if err != nil {
 			return "", err
 		}
-		if types != nil && !typeAdmits(types, typeOf(v)) || excluded[string(b)] {
+		if types != nil && !typeAdmits(types, typeOf(v)) {
 			continue
+		}
+		if len(excluded) > 0 {
+			k, err := valueKeyWork(v, c.work)
+			if err != nil || excluded[string(k)] {
+				continue
+			}
 		}
 		if check != nil {
 			if ok, err := c.matches(check, b, at); err != nil {
@@ -944,7 +1029,7 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 				continue
 			}
 			if va, ok := valueList(bo); ok {
-				if vb, ok := c.writtenValues(other, 0); ok && len(c.intersectValues(va, vb)) == 0 {
+				if vb, ok := c.writtenValues(other, 0); ok && c.disjointValues(va, vb) {
 					continue
 				}
 			}
@@ -1055,7 +1140,7 @@ func (c *schemaCompiler) discriminated(a, b *object) bool {
 		if !ok {
 			continue
 		}
-		if vb, ok := c.propValues(b, p); ok && len(c.intersectValues(va, vb)) == 0 {
+		if vb, ok := c.propValues(b, p); ok && c.disjointValues(va, vb) {
 			return true
 		}
 	}

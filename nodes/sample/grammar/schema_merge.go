@@ -76,13 +76,13 @@ func (c *schemaCompiler) merge(a, b *object, at string) (*object, error) {
 			u := slices.Clone(la)
 			in := map[string]bool{}
 			for _, e := range u {
-				if b, err := canonicalWork(e, c.work); err == nil {
+				if b, err := valueKeyWork(e, c.work); err == nil {
 					in[string(b)] = true
 				}
 			}
 			for _, e := range lb {
-				b, err := canonicalWork(e, c.work)
-				if err == nil && !in[string(b)] {
+				b, err := valueKeyWork(e, c.work)
+				if err != nil || !in[string(b)] {
 					u = append(u, e)
 					in[string(b)] = true
 				}
@@ -292,8 +292,8 @@ const (
 
 // same reports whether two decoded JSON values are equal.
 func (c *schemaCompiler) same(a, b any) bool {
-	ab, err1 := canonicalWork(a, c.work)
-	bb, err2 := canonicalWork(b, c.work)
+	ab, err1 := valueKeyWork(a, c.work)
+	bb, err2 := valueKeyWork(b, c.work)
 	return err1 == nil && err2 == nil && bytes.Equal(ab, bb)
 }
 

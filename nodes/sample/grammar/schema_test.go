@@ -135,6 +135,12 @@ func TestSchemaErrorsNameTheKeyword(t *testing.T) {
 		{`{"type":"frog"}`, `"frog"`},
 		{`{"type":"integer","minimum":5,"maximum":4}`, "no integer"},
 		{`false`, "matches nothing"},
+		{`{"oneOf":[{"enum":[1,2]},{"enum":[1.0]}]}`, `"oneOf"`},
+		{`{"oneOf":[{"enum":[100,3]},{"enum":[1e2]}]}`, `"oneOf"`},
+		{`{"oneOf":[{"enum":[0,3]},{"enum":[-0]}]}`, `"oneOf"`},
+		{`{"oneOf":[{"const":{"a":1,"b":2}},{"const":{"b":2,"a":1}}]}`, `"oneOf"`},
+		{`{"oneOf":[{"const":[1]},{"const":[1.0]}]}`, `"oneOf"`},
+		{`{"type":"object","properties":{"a":{"type":"number"}},"oneOf":[{"properties":{"a":{"const":1}},"required":["a"]},{"properties":{"a":{"const":1.0}},"required":["a"]}]}`, `"oneOf"`},
 	} {
 		if _, err := FromSchema(json.RawMessage(tc.schema)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("FromSchema(%s) = %v, want an error with %s", tc.schema, err, tc.want)
@@ -381,6 +387,18 @@ func TestSchemaValidDocumentsAccepted(t *testing.T) {
 			[]string{`{"a":1}`, `"s"`, `3`, `[{}]`, `null`, `true`}, []string{`{}`, `{"a":"x"}`}},
 		{`{"minimum":3,"items":{"type":"string"}}`,
 			[]string{`5`, `"x"`, `["x"]`, `{"b":1}`}, []string{`2`, `[1]`}},
+		{`{"properties":{"a":{"type":"integer"}},"not":{"type":"string"}}`,
+			[]string{`{"a":1}`, `3`, `null`, `[]`}, []string{`"x"`, `{"a":"x"}`}},
+		{`{"minimum":5,"not":{"type":"string"}}`, []string{`5`, `{}`, `true`}, []string{`"x"`, `4`}},
+		{`{"items":{"type":"integer"},"not":{"type":"boolean"}}`, []string{`[1]`, `"x"`, `null`}, []string{`true`, `["x"]`}},
+		{`{"minLength":2,"not":{"type":["number","object"]}}`, []string{`"ab"`, `[]`, `null`}, []string{`{}`, `1`, `1.5`, `"a"`}},
+		{`{"properties":{"a":{"type":"integer"}},"not":{"type":"object"}}`, []string{`1`, `"x"`}, []string{`{}`, `{"a":1}`}},
+		{`{"oneOf":[{"enum":[1,2]},{"enum":[3,"1"]}]}`, []string{`1`, `2`, `3`, `"1"`}, []string{`4`}},
+		{`{"type":"object","properties":{"a":{"type":"number"}},"oneOf":[{"properties":{"a":{"const":1}},"required":["a"]},{"properties":{"a":{"const":1.5}},"required":["a"]}]}`,
+			[]string{`{"a":1}`, `{"a":1.5}`}, []string{`{"a":2}`, `{}`}},
+		{`{"allOf":[{"enum":[1,"x"]},{"enum":[1.0]}]}`, []string{`1`}, []string{`"x"`}},
+		{`{"enum":[1,"x"],"not":{"const":1.0}}`, []string{`"x"`}, []string{`1`}},
+		{`{"enum":[{"a":1,"b":2},"x"],"not":{"const":{"b":2,"a":1e0}}}`, []string{`"x"`}, []string{`{"a":1,"b":2}`}},
 		{`{"properties":{"b":{"type":"integer"}},"not":{"required":["a"]}}`, []string{`{}`, `{"b":1}`}, []string{`"s"`, `{"a":1}`}},
 		{`{"oneOf":[{"properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"integer"}},"required":["b"]}]}`,
 			[]string{`{"a":1}`, `{"b":1}`}, []string{`"s"`, `{"a":1,"b":2}`}},
@@ -415,5 +433,27 @@ func TestSchemaValidDocumentsAccepted(t *testing.T) {
 			[]string{`{"a":1}`, `{}`}, []string{`{"b":1}`, `{"c":"x"}`, `{"c":{}}`}},
 	} {
 		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
+	}
+}
+
+func TestNumberKeyComparesByValue(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"1", "1.0"}, {"100", "1e2"}, {"0", "-0"}, {"0.0", "-0e5"}, {"1.5", "15e-1"}, {"-0.012", "-1.2E-2"}, {"10", "1e+1"},
+	} {
+		ka, errA := numberKey(tc.a)
+		kb, errB := numberKey(tc.b)
+		if errA != nil || errB != nil || ka != kb {
+			t.Errorf("numberKey(%s) = %q, %v; numberKey(%s) = %q, %v; want equal", tc.a, ka, errA, tc.b, kb, errB)
+		}
+	}
+	for _, tc := range []struct{ a, b string }{{"1", "-1"}, {"1", "10"}, {"0.1", "1"}, {"12", "21"}} {
+		ka, _ := numberKey(tc.a)
+		kb, _ := numberKey(tc.b)
+		if ka == kb {
+			t.Errorf("numberKey(%s) == numberKey(%s) = %q", tc.a, tc.b, ka)
+		}
+	}
+	if k, err := numberKey("1e99999999999"); err == nil {
+		t.Errorf("numberKey(1e99999999999) = %q, want an error", k)
 	}
 }
