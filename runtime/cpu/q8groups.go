@@ -133,15 +133,14 @@ func q8TokenBlock(nb int) int {
 // runQ8Groups is runQuant for LayoutQ8x16 weights: output columns (weight
 // rows) [lo, hi), both multiples of 16, for every token, from the
 // activations in t.qz (q8GroupActs). AVX-512 takes the tokens in tiles of
-// 8 and 4, then one at a time (fewer than 4 tokens: gemvQ8Groups); AVX2
-// one at a time.
+// 8 and 4, then one at a time; AVX2 one at a time. A worker sweeps its
+// groups in order, one sequential stream of weights: decode, which reads
+// them from memory, runs at the hardware prefetcher's pace, which splitting
+// the range into several streams (as gemvQuant does for the file layout)
+// only slows down.
 func (t *matmulTask) runQ8Groups(lo, hi int) {
 	T, N, nb := t.T, t.N, t.K/32
 	gb, xs, os := nb*q8GroupBlock, uintptr(nb*q8ActBlock), uintptr(4*N)
-	if T < 4 && level == levelAVX512 {
-		t.gemvQ8Groups(lo, hi)
-		return
-	}
 	tb := q8TokenBlock(nb)
 	for t0 := 0; t0 < T; t0 += tb {
 		t1 := min(t0+tb, T)
@@ -165,28 +164,6 @@ func (t *matmulTask) runQ8Groups(lo, hi int) {
 					q8x16GemvAVX2(w, nb, x, out)
 				}
 			}
-		}
-	}
-}
-
-// gemvQ8Groups is runQ8Groups for fewer than 4 tokens at levelAVX512, where
-// reading the weights is the whole cost: as gemvQuant does, each kernel
-// call takes one group from each quarter of [lo, hi), so the worker reads
-// four sequential streams.
-func (t *matmulTask) gemvQ8Groups(lo, hi int) {
-	N, nb := t.N, t.K/32
-	gb := nb * q8GroupBlock
-	g0, g1 := lo/q8GroupRows, hi/q8GroupRows
-	q := (g1 - g0) / 4
-	for g := g0; g < g0+q; g++ {
-		for tt := range t.T {
-			x := unsafe.Pointer(&t.qz[tt*nb*q8ActBlock])
-			q8x16Gemv4(unsafe.Pointer(&t.w[g*gb]), uintptr(q*gb), nb, x, unsafe.Pointer(&t.out[tt*N+16*g]), uintptr(4*16*q))
-		}
-	}
-	for g := g0 + 4*q; g < g1; g++ {
-		for tt := range t.T {
-			q8x16Gemv(unsafe.Pointer(&t.w[g*gb]), nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), unsafe.Pointer(&t.out[tt*N+16*g]))
 		}
 	}
 }

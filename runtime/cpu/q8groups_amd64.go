@@ -22,13 +22,6 @@ func q8x16Gemm4(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out
 //go:noescape
 func q8x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer)
 
-// q8x16Gemv4 (AVX-512 VNNI) takes one token times four groups, at w + i*wstride,
-// storing group i's results at out + i*ostride: four streams of weights for
-// decode, which reads them from memory.
-//
-//go:noescape
-func q8x16Gemv4(w unsafe.Pointer, wstride uintptr, nb int, x unsafe.Pointer, out unsafe.Pointer, ostride uintptr)
-
 // q8x16GemvAVX2 (AVX2) takes one token: VPMADDUBSW of the weights'
 // magnitudes by the quants given the weights' signs, so that no 16-bit sum
 // saturates, then VPMADDWD to the same exact 32-bit block dots.

@@ -197,42 +197,6 @@ done1:
 	VZEROUPPER
 	RET
 
-// func q8x16Gemv4(w unsafe.Pointer, wstride uintptr, nb int, x unsafe.Pointer, out unsafe.Pointer, ostride uintptr)
-TEXT ·q8x16Gemv4(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ wstride+8(FP), AX
-	MOVQ nb+16(FP), CX
-	MOVQ x+24(FP), DI
-	LEAQ (SI)(AX*1), R8
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	TESTQ CX, CX
-	JEQ donev4
-loopv4:
-	G16LOADAT(SI)
-	G16TOK4(DI, Z16)
-	G16LOADAT(R8)
-	G16TOK4(DI, Z17)
-	G16LOADAT(R9)
-	G16TOK4(DI, Z18)
-	G16LOADAT(R10)
-	G16TOK4(DI, Z19)
-	ADDQ $544, SI
-	ADDQ $544, R8
-	ADDQ $544, R9
-	ADDQ $544, R10
-	ADDQ $40, DI
-	DECQ CX
-	JNZ loopv4
-donev4:
-	STORE4
-	VZEROUPPER
-	RET
-
 DATA q8x16flip<>+0(SB)/8, $0x8080808080808080
 GLOBL q8x16flip<>(SB), RODATA|NOPTR, $8
 DATA q8x16ones<>+0(SB)/8, $0x0001000100010001

@@ -19,6 +19,3 @@ func q8x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer) {
 func q8x16GemvAVX2(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer) {
 	panic("cpu: no simd kernels")
 }
-func q8x16Gemv4(w unsafe.Pointer, wstride uintptr, nb int, x unsafe.Pointer, out unsafe.Pointer, ostride uintptr) {
-	panic("cpu: no simd kernels")
-}
