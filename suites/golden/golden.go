@@ -230,8 +230,8 @@ type batchVariantReference struct {
 	allowed   map[Mismatch]int32 // Case and Position (Detail empty) -> the argmax allowed there
 }
 
-// Ok reports whether the agreement meets ForcedAgreement and no
-// high-margin position differs.
+// Ok reports whether the agreement meets the file's bar (r.Agreement) and
+// no high-margin position differs outside the allowed ones.
 func (r ForcedResult) Ok() bool {
 	return len(r.Mismatches) == 0 && float64(r.Agree) >= r.Agreement*float64(r.Positions)
 }
