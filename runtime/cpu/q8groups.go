@@ -22,6 +22,7 @@ import (
 
 const (
 	q8GroupRows  = 16      // rows per group
+	q8TileTokens = 16      // most tokens one kernel call takes
 	q8GroupBlock = 16 * 34 // bytes of one block of one group: 16 fp16 scales, then 8 x 64 quant bytes
 	// q8ActBlock is the bytes of one block of one token in the group
 	// kernels' activation layout (q8GroupActs): the 32 signed quants,
@@ -125,19 +126,19 @@ func q8GroupActs(dst []byte, qx []int8, qd []float32, t0, t1, K int) {
 
 // q8TokenBlock is the number of tokens whose activations (nb blocks each) a
 // worker keeps hot in cache while it sweeps its groups: about 128 KiB of
-// them, in whole tiles of 8.
+// them, in whole tiles of q8TileTokens.
 func q8TokenBlock(nb int) int {
-	return max(8, (128<<10)/(nb*q8ActBlock)/8*8)
+	return max(q8TileTokens, (128<<10)/(nb*q8ActBlock)/q8TileTokens*q8TileTokens)
 }
 
 // runQ8Groups is runQuant for LayoutQ8x16 weights: output columns (weight
 // rows) [lo, hi), both multiples of 16, for every token, from the
-// activations in t.qz (q8GroupActs). AVX-512 takes the tokens in tiles of
-// 8 and 4, then one at a time; AVX2 one at a time. A worker sweeps its
-// groups in order, one sequential stream of weights: decode, which reads
-// them from memory, runs at the hardware prefetcher's pace, which splitting
-// the range into several streams (as gemvQuant does for the file layout)
-// only slows down.
+// activations in t.qz (q8GroupActs). Each kernel call takes a group and up
+// to q8TileTokens tokens, so a decode step of up to 16 rows reads each
+// weight block once. A worker sweeps its groups in order, one sequential
+// stream of weights: decode, which reads them from memory, runs at the
+// hardware prefetcher's pace, which splitting the range into several
+// streams (as gemvQuant does for the file layout) only slows down.
 func (t *matmulTask) runQ8Groups(lo, hi int) {
 	T, N, nb := t.T, t.N, t.K/32
 	gb, xs, os := nb*q8GroupBlock, uintptr(nb*q8ActBlock), uintptr(4*N)
@@ -146,22 +147,18 @@ func (t *matmulTask) runQ8Groups(lo, hi int) {
 		t1 := min(t0+tb, T)
 		for g := lo / q8GroupRows; g < hi/q8GroupRows; g++ {
 			w := unsafe.Pointer(&t.w[g*gb])
-			tt := t0
-			if level == levelAVX512 {
-				for ; tt+8 <= t1; tt += 8 {
-					q8x16Gemm8(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os)
-				}
-				if tt+4 <= t1 {
-					q8x16Gemm4(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os)
-					tt += 4
-				}
-			}
-			for ; tt < t1; tt++ {
+			for tt := t0; tt < t1; tt += q8TileTokens {
+				n := min(q8TileTokens, t1-tt)
 				x, out := unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), unsafe.Pointer(&t.out[tt*N+16*g])
-				if level == levelAVX512 {
+				switch {
+				case level != levelAVX512:
+					for i := range n {
+						q8x16GemvAVX2(w, nb, unsafe.Add(x, uintptr(i)*xs), unsafe.Add(out, uintptr(i)*os))
+					}
+				case n == 1:
 					q8x16Gemv(w, nb, x, out)
-				} else {
-					q8x16GemvAVX2(w, nb, x, out)
+				default:
+					q8x16GemmN(w, nb, x, xs, out, os, n)
 				}
 			}
 		}

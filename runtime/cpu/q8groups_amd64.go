@@ -7,16 +7,6 @@ import "unsafe"
 // of q8ActBlock bytes (token i at x + i*xstride) and stores the 16 results
 // of token i as float32 at out + i*ostride.
 
-// q8x16Gemm8 (AVX-512 VNNI) takes 8 tokens.
-//
-//go:noescape
-func q8x16Gemm8(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr)
-
-// q8x16Gemm4 (AVX-512 VNNI) takes 4 tokens.
-//
-//go:noescape
-func q8x16Gemm4(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr)
-
 // q8x16Gemv (AVX-512 VNNI) takes one token.
 //
 //go:noescape
@@ -28,3 +18,9 @@ func q8x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer)
 //
 //go:noescape
 func q8x16GemvAVX2(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer)
+
+// q8x16GemmN (AVX-512 VNNI) takes n tokens, 1 <= n <= 16, each group
+// block loaded once for all of them.
+//
+//go:noescape
+func q8x16GemmN(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int)

@@ -20,38 +20,9 @@
 	VMOVDQU32 416(w), Z6; \
 	VMOVDQU32 480(w), Z7
 
-// STORE4 stores Z16..Z19 at out+32(FP) + i*ostride (ostride+40(FP)).
-#define STORE4 \
-	MOVQ out+32(FP), BX; \
-	MOVQ ostride+40(FP), AX; \
-	VMOVUPS Z16, (BX); \
-	ADDQ AX, BX; \
-	VMOVUPS Z17, (BX); \
-	ADDQ AX, BX; \
-	VMOVUPS Z18, (BX); \
-	ADDQ AX, BX; \
-	VMOVUPS Z19, (BX)
-
-// G16TOK accumulates the block of the token at p into acc: 8 VPDPBUSD of
-// the broadcast quant dwords against Z0..Z7, started from the token's
-// correction (so each lane holds the exact signed dot), then converted,
-// times (Z8 * the token's scale), fused-added into acc.
-#define G16TOK(p, acc) \
-	VPBROADCASTD 32(p), Z24; \
-	VPDPBUSD.BCST 0(p), Z0, Z24; \
-	VPDPBUSD.BCST 4(p), Z1, Z24; \
-	VPDPBUSD.BCST 8(p), Z2, Z24; \
-	VPDPBUSD.BCST 12(p), Z3, Z24; \
-	VPDPBUSD.BCST 16(p), Z4, Z24; \
-	VPDPBUSD.BCST 20(p), Z5, Z24; \
-	VPDPBUSD.BCST 24(p), Z6, Z24; \
-	VPDPBUSD.BCST 28(p), Z7, Z24; \
-	VCVTDQ2PS Z24, Z24; \
-	VMULPS.BCST 36(p), Z8, Z25; \
-	VFMADD231PS Z25, Z24, acc
-
-// G16TOK4 is G16TOK for a lone token: its 8 VPDPBUSD in four chains of
-// two, then added up (the same exact integer sums), so that they overlap.
+// G16TOK4 accumulates the block of the lone token at p into acc (as
+// GTOKN does), its 8 VPDPBUSD in four chains of two, then
+// added up (the same exact integer sums), so that they overlap.
 #define G16TOK4(p, acc) \
 	VPBROADCASTD 32(p), Z24; \
 	VPXORD Z26, Z26, Z26; \
@@ -72,109 +43,18 @@
 	VMULPS.BCST 36(p), Z8, Z25; \
 	VFMADD231PS Z25, Z24, acc
 
-// G16PREFETCH fetches the block after next.
-#define G16PREFETCH \
-	PREFETCHT0 1088(SI); \
-	PREFETCHT0 1152(SI); \
-	PREFETCHT0 1216(SI); \
-	PREFETCHT0 1280(SI); \
-	PREFETCHT0 1344(SI); \
-	PREFETCHT0 1408(SI); \
-	PREFETCHT0 1472(SI); \
-	PREFETCHT0 1536(SI); \
-	PREFETCHT0 1600(SI)
-
-// func q8x16Gemm8(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr)
-TEXT ·q8x16Gemm8(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ nb+8(FP), CX
-	MOVQ x+16(FP), DI
-	MOVQ xstride+24(FP), AX
-	LEAQ (DI)(AX*1), R8
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	LEAQ (R11)(AX*1), R12
-	LEAQ (R12)(AX*1), R13
-	LEAQ (R13)(AX*1), R14
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-	TESTQ CX, CX
-	JEQ done8
-loop8:
-	G16PREFETCH
-	G16LOADAT(SI)
-	G16TOK(DI, Z16)
-	G16TOK(R8, Z17)
-	G16TOK(R9, Z18)
-	G16TOK(R10, Z19)
-	G16TOK(R11, Z20)
-	G16TOK(R12, Z21)
-	G16TOK(R13, Z22)
-	G16TOK(R14, Z23)
-	ADDQ $544, SI
-	ADDQ $40, DI
-	ADDQ $40, R8
-	ADDQ $40, R9
-	ADDQ $40, R10
-	ADDQ $40, R11
-	ADDQ $40, R12
-	ADDQ $40, R13
-	ADDQ $40, R14
-	DECQ CX
-	JNZ loop8
-done8:
-	STORE4
-	ADDQ AX, BX
-	VMOVUPS Z20, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z21, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z22, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z23, (BX)
-	VZEROUPPER
-	RET
-
-// func q8x16Gemm4(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr)
-TEXT ·q8x16Gemm4(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ nb+8(FP), CX
-	MOVQ x+16(FP), DI
-	MOVQ xstride+24(FP), AX
-	LEAQ (DI)(AX*1), R8
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	TESTQ CX, CX
-	JEQ done4
-loop4:
-	G16PREFETCH
-	G16LOADAT(SI)
-	G16TOK(DI, Z16)
-	G16TOK(R8, Z17)
-	G16TOK(R9, Z18)
-	G16TOK(R10, Z19)
-	ADDQ $544, SI
-	ADDQ $40, DI
-	ADDQ $40, R8
-	ADDQ $40, R9
-	ADDQ $40, R10
-	DECQ CX
-	JNZ loop4
-done4:
-	STORE4
-	VZEROUPPER
-	RET
+// G16PREFETCH fetches the block six ahead of SI: a kernel streaming a
+// group from memory runs about that long ahead of its loads.
+#define G16PREFETCH; \
+	PREFETCHT0 3264(SI); \
+	PREFETCHT0 3328(SI); \
+	PREFETCHT0 3392(SI); \
+	PREFETCHT0 3456(SI); \
+	PREFETCHT0 3520(SI); \
+	PREFETCHT0 3584(SI); \
+	PREFETCHT0 3648(SI); \
+	PREFETCHT0 3712(SI); \
+	PREFETCHT0 3776(SI)
 
 // func q8x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer)
 TEXT ·q8x16Gemv(SB), NOSPLIT, $0-32
@@ -269,5 +149,183 @@ doneavx2:
 	MOVQ out+24(FP), BX
 	VMOVUPS Y10, (BX)
 	VMOVUPS Y11, 32(BX)
+	VZEROUPPER
+	RET
+
+// GTOKN accumulates the block of the token at p plus the index x (a
+// register times a scale) into acc: 8 VPDPBUSD of the broadcast
+// quant dwords against Z0..Z7, started from the token's correction (so each
+// lane holds the exact signed dot), then converted, times (Z8 * the token's
+// scale), fused-added into acc; t and u are its temporaries, so that
+// consecutive tokens' chains use different registers.
+#define GTOKN(p, x, acc, t, u) \
+	VPBROADCASTD 32(p)x, t; \
+	VPDPBUSD.BCST 0(p)x, Z0, t; \
+	VPDPBUSD.BCST 4(p)x, Z1, t; \
+	VPDPBUSD.BCST 8(p)x, Z2, t; \
+	VPDPBUSD.BCST 12(p)x, Z3, t; \
+	VPDPBUSD.BCST 16(p)x, Z4, t; \
+	VPDPBUSD.BCST 20(p)x, Z5, t; \
+	VPDPBUSD.BCST 24(p)x, Z6, t; \
+	VPDPBUSD.BCST 28(p)x, Z7, t; \
+	VCVTDQ2PS t, t; \
+	VMULPS.BCST 36(p)x, Z8, u; \
+	VFMADD231PS u, t, acc
+
+// func q8x16GemmN(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
+//
+// Tokens 0..n-1 (1 <= n <= 16): token 4j+i at (DI, R8, R9, R10)[j] plus
+// (0, AX, 2*AX, BX = 3*AX)[i] (R11 = 0), its accumulator Z16+4j+i.
+TEXT ·q8x16GemmN(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), DI
+	MOVQ xstride+24(FP), AX
+	MOVQ n+48(FP), DX
+	LEAQ (AX)(AX*2), BX
+	LEAQ (DI)(AX*4), R8
+	LEAQ (R8)(AX*4), R9
+	LEAQ (R9)(AX*4), R10
+	XORQ R11, R11
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	TESTQ CX, CX
+	JEQ donen
+loopn:
+	G16PREFETCH
+	G16LOADAT(SI)
+	GTOKN(DI, (R11*1), Z16, Z9, Z10)
+	CMPQ DX, $1
+	JLE nextn
+	GTOKN(DI, (AX*1), Z17, Z11, Z12)
+	CMPQ DX, $2
+	JLE nextn
+	GTOKN(DI, (AX*2), Z18, Z9, Z10)
+	CMPQ DX, $3
+	JLE nextn
+	GTOKN(DI, (BX*1), Z19, Z11, Z12)
+	CMPQ DX, $4
+	JLE nextn
+	GTOKN(R8, (R11*1), Z20, Z9, Z10)
+	CMPQ DX, $5
+	JLE nextn
+	GTOKN(R8, (AX*1), Z21, Z11, Z12)
+	CMPQ DX, $6
+	JLE nextn
+	GTOKN(R8, (AX*2), Z22, Z9, Z10)
+	CMPQ DX, $7
+	JLE nextn
+	GTOKN(R8, (BX*1), Z23, Z11, Z12)
+	CMPQ DX, $8
+	JLE nextn
+	GTOKN(R9, (R11*1), Z24, Z9, Z10)
+	CMPQ DX, $9
+	JLE nextn
+	GTOKN(R9, (AX*1), Z25, Z11, Z12)
+	CMPQ DX, $10
+	JLE nextn
+	GTOKN(R9, (AX*2), Z26, Z9, Z10)
+	CMPQ DX, $11
+	JLE nextn
+	GTOKN(R9, (BX*1), Z27, Z11, Z12)
+	CMPQ DX, $12
+	JLE nextn
+	GTOKN(R10, (R11*1), Z28, Z9, Z10)
+	CMPQ DX, $13
+	JLE nextn
+	GTOKN(R10, (AX*1), Z29, Z11, Z12)
+	CMPQ DX, $14
+	JLE nextn
+	GTOKN(R10, (AX*2), Z30, Z9, Z10)
+	CMPQ DX, $15
+	JLE nextn
+	GTOKN(R10, (BX*1), Z31, Z11, Z12)
+nextn:
+	ADDQ $544, SI
+	ADDQ $40, DI
+	ADDQ $40, R8
+	ADDQ $40, R9
+	ADDQ $40, R10
+	DECQ CX
+	JNZ loopn
+donen:
+	MOVQ out+32(FP), R12
+	MOVQ ostride+40(FP), R13
+	VMOVUPS Z16, (R12)
+	CMPQ DX, $1
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z17, (R12)
+	CMPQ DX, $2
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z18, (R12)
+	CMPQ DX, $3
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z19, (R12)
+	CMPQ DX, $4
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z20, (R12)
+	CMPQ DX, $5
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z21, (R12)
+	CMPQ DX, $6
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z22, (R12)
+	CMPQ DX, $7
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z23, (R12)
+	CMPQ DX, $8
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z24, (R12)
+	CMPQ DX, $9
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z25, (R12)
+	CMPQ DX, $10
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z26, (R12)
+	CMPQ DX, $11
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z27, (R12)
+	CMPQ DX, $12
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z28, (R12)
+	CMPQ DX, $13
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z29, (R12)
+	CMPQ DX, $14
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z30, (R12)
+	CMPQ DX, $15
+	JLE retn
+	ADDQ R13, R12
+	VMOVUPS Z31, (R12)
+retn:
 	VZEROUPPER
 	RET

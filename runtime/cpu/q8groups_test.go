@@ -73,7 +73,7 @@ func TestQ8GroupsMatMulBitExact(t *testing.T) {
 		w := randWeight(r, tensor.Q8_0, c.n, c.k)
 		g := repacked(t, w)
 		nb := c.k / 32
-		for _, T := range []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 17, 100} {
+		for _, T := range []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 15, 16, 17, 31, 33, 100} {
 			x := randActivations(r, T, c.k)
 			want := make([]float32, T*c.n)
 			for tok := range T {
@@ -128,7 +128,7 @@ func TestQ8GroupsTokenAlone(t *testing.T) {
 	g := repacked(t, randWeight(r, tensor.Q8_0, n, k))
 	for _, lv := range testLevels() {
 		restore := setLevel(lv)
-		for _, T := range []int{3, 8, 13} {
+		for _, T := range []int{3, 8, 13, 16, 19} {
 			x := randActivations(r, T, k)
 			all := runMatMul(g, x, T, 2, lv != levelRef)
 			for tok := range T {
