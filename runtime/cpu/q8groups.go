@@ -152,9 +152,7 @@ func (t *matmulTask) runQ8Groups(lo, hi int) {
 				x, out := unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), unsafe.Pointer(&t.out[tt*N+16*g])
 				switch {
 				case level != levelAVX512:
-					for i := range n {
-						q8x16GemvAVX2(w, nb, unsafe.Add(x, uintptr(i)*xs), unsafe.Add(out, uintptr(i)*os))
-					}
+					q8GroupsAVX2(w, nb, x, xs, out, os, n)
 				case n == 1:
 					q8x16Gemv(w, nb, x, out)
 				default:
@@ -162,5 +160,26 @@ func (t *matmulTask) runQ8Groups(lo, hi int) {
 				}
 			}
 		}
+	}
+}
+
+// q8GroupsAVX2 is q8x16GemmN at AVX2: n tokens in fours (a tail of two or
+// three repeats its first token), a lone one by q8x16GemvAVX2.
+func q8GroupsAVX2(w unsafe.Pointer, nb int, x unsafe.Pointer, xs uintptr, out unsafe.Pointer, os uintptr, n int) {
+	for i := 0; i < n; i += 4 {
+		m := min(4, n-i)
+		if m == 1 {
+			q8x16GemvAVX2(w, nb, unsafe.Add(x, uintptr(i)*xs), unsafe.Add(out, uintptr(i)*os))
+			return
+		}
+		var xp, op [4]unsafe.Pointer
+		for j := range 4 {
+			k := uintptr(i + j)
+			if j >= m {
+				k = uintptr(i)
+			}
+			xp[j], op[j] = unsafe.Add(x, k*xs), unsafe.Add(out, k*os)
+		}
+		q8x16Gemm4AVX2(w, nb, &xp, &op)
 	}
 }

@@ -24,3 +24,11 @@ func q8x16GemvAVX2(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointe
 //
 //go:noescape
 func q8x16GemmN(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
+
+// q8x16Gemm4AVX2 (AVX2) takes the four tokens at x[i], storing token i's
+// results at out[i], each group block loaded once for all four, with
+// q8x16GemvAVX2's arithmetic. A token may repeat (with the same out) where
+// fewer than four are left.
+//
+//go:noescape
+func q8x16Gemm4AVX2(w unsafe.Pointer, nb int, x *[4]unsafe.Pointer, out *[4]unsafe.Pointer)

@@ -329,3 +329,146 @@ donen:
 retn:
 	VZEROUPPER
 	RET
+
+// G8X4 adds to the int32 lanes Y2..Y5 (tokens 0..3) the dots of the 8
+// rows' quant dword at qoff(SI) (plus 128: flipped back with Y0) and the
+// tokens' dword at xoff(R9..R12): as G8DOT, the weights' magnitudes Y11 and
+// signed values Y10 computed once for the four tokens.
+#define G8X4(qoff, xoff) \
+	VPXOR qoff(SI), Y0, Y10; \
+	VPABSB Y10, Y11; \
+	VPBROADCASTD xoff(R9), Y12; \
+	VPBROADCASTD xoff(R10), Y13; \
+	VPSIGNB Y10, Y12, Y12; \
+	VPSIGNB Y10, Y13, Y13; \
+	VPMADDUBSW Y12, Y11, Y12; \
+	VPMADDUBSW Y13, Y11, Y13; \
+	VPMADDWD Y1, Y12, Y12; \
+	VPMADDWD Y1, Y13, Y13; \
+	VPADDD Y12, Y2, Y2; \
+	VPADDD Y13, Y3, Y3; \
+	VPBROADCASTD xoff(R11), Y12; \
+	VPBROADCASTD xoff(R12), Y13; \
+	VPSIGNB Y10, Y12, Y12; \
+	VPSIGNB Y10, Y13, Y13; \
+	VPMADDUBSW Y12, Y11, Y12; \
+	VPMADDUBSW Y13, Y11, Y13; \
+	VPMADDWD Y1, Y12, Y12; \
+	VPMADDWD Y1, Y13, Y13; \
+	VPADDD Y12, Y4, Y4; \
+	VPADDD Y13, Y5, Y5
+
+// G8X4SCALE adds the block's int32 dots Y2..Y5, converted, times (the 8
+// rows' scales at soff(SI) * each token's scale), into Y6..Y9.
+#define G8X4SCALE(soff) \
+	VCVTPH2PS soff(SI), Y10; \
+	VBROADCASTSS 36(R9), Y12; \
+	VBROADCASTSS 36(R10), Y13; \
+	VMULPS Y12, Y10, Y12; \
+	VMULPS Y13, Y10, Y13; \
+	VCVTDQ2PS Y2, Y2; \
+	VCVTDQ2PS Y3, Y3; \
+	VFMADD231PS Y12, Y2, Y6; \
+	VFMADD231PS Y13, Y3, Y7; \
+	VBROADCASTSS 36(R11), Y12; \
+	VBROADCASTSS 36(R12), Y13; \
+	VMULPS Y12, Y10, Y12; \
+	VMULPS Y13, Y10, Y13; \
+	VCVTDQ2PS Y4, Y4; \
+	VCVTDQ2PS Y5, Y5; \
+	VFMADD231PS Y12, Y4, Y8; \
+	VFMADD231PS Y13, Y5, Y9
+
+// G8X4START points SI at the group, CX at its block count, R9..R12 at
+// the four tokens, and zeroes their float accumulators Y6..Y9.
+#define G8X4START \
+	MOVQ w+0(FP), SI; \
+	MOVQ nb+8(FP), CX; \
+	MOVQ x+16(FP), R8; \
+	MOVQ 0(R8), R9; \
+	MOVQ 8(R8), R10; \
+	MOVQ 16(R8), R11; \
+	MOVQ 24(R8), R12; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7; \
+	VXORPS Y8, Y8, Y8; \
+	VXORPS Y9, Y9, Y9
+
+// func q8x16Gemm4AVX2(w unsafe.Pointer, nb int, x *[4]unsafe.Pointer, out *[4]unsafe.Pointer)
+//
+// Rows 0..7 of the group over every block, then rows 8..15 (each half's
+// quants are the first or last 32 bytes of each 64, its scales the first
+// or last 16 bytes of 32).
+TEXT ·q8x16Gemm4AVX2(SB), NOSPLIT, $0-32
+	VPBROADCASTQ q8x16flip<>(SB), Y0
+	VPBROADCASTQ q8x16ones<>(SB), Y1
+	G8X4START
+	TESTQ CX, CX
+	JEQ store4avx2h0
+loop4avx2h0:
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	G8X4(32, 0)
+	G8X4(96, 4)
+	G8X4(160, 8)
+	G8X4(224, 12)
+	G8X4(288, 16)
+	G8X4(352, 20)
+	G8X4(416, 24)
+	G8X4(480, 28)
+	G8X4SCALE(0)
+	ADDQ $544, SI
+	ADDQ $40, R9
+	ADDQ $40, R10
+	ADDQ $40, R11
+	ADDQ $40, R12
+	DECQ CX
+	JNZ loop4avx2h0
+store4avx2h0:
+	MOVQ out+24(FP), R8
+	MOVQ 24(R8), BX
+	VMOVUPS Y9, 0(BX)
+	MOVQ 16(R8), BX
+	VMOVUPS Y8, 0(BX)
+	MOVQ 8(R8), BX
+	VMOVUPS Y7, 0(BX)
+	MOVQ 0(R8), BX
+	VMOVUPS Y6, 0(BX)
+	G8X4START
+	TESTQ CX, CX
+	JEQ store4avx2h1
+loop4avx2h1:
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	G8X4(64, 0)
+	G8X4(128, 4)
+	G8X4(192, 8)
+	G8X4(256, 12)
+	G8X4(320, 16)
+	G8X4(384, 20)
+	G8X4(448, 24)
+	G8X4(512, 28)
+	G8X4SCALE(16)
+	ADDQ $544, SI
+	ADDQ $40, R9
+	ADDQ $40, R10
+	ADDQ $40, R11
+	ADDQ $40, R12
+	DECQ CX
+	JNZ loop4avx2h1
+store4avx2h1:
+	MOVQ out+24(FP), R8
+	MOVQ 24(R8), BX
+	VMOVUPS Y9, 32(BX)
+	MOVQ 16(R8), BX
+	VMOVUPS Y8, 32(BX)
+	MOVQ 8(R8), BX
+	VMOVUPS Y7, 32(BX)
+	MOVQ 0(R8), BX
+	VMOVUPS Y6, 32(BX)
+	VZEROUPPER
+	RET
