@@ -149,21 +149,27 @@ func (t *matmulTask) runQ8Groups(lo, hi int) {
 			w := unsafe.Pointer(&t.w[g*gb])
 			for tt := t0; tt < t1; tt += q8TileTokens {
 				n := min(q8TileTokens, t1-tt)
-				x, out := unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), unsafe.Pointer(&t.out[tt*N+16*g])
-				switch {
-				case level != levelAVX512:
-					q8GroupsAVX2(w, nb, x, xs, out, os, n)
-				case n == 1:
-					q8x16Gemv(w, nb, x, out)
-				default:
-					q8x16GemmN(w, nb, x, xs, out, os, n)
-				}
+				q8GroupTile(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os, n)
 			}
 		}
 	}
 }
 
-// q8GroupsAVX2 is q8x16GemmN at AVX2: n tokens in fours (a tail of two or
+// q8GroupTile multiplies the group at w (nb blocks) by the n tokens
+// (1 <= n <= q8TileTokens) at x + i*xs, storing token i's 16 results at
+// out + i*os, with the kernels of the running fast level.
+func q8GroupTile(w unsafe.Pointer, nb int, x unsafe.Pointer, xs uintptr, out unsafe.Pointer, os uintptr, n int) {
+	switch {
+	case level != levelAVX512:
+		q8GroupsAVX2(w, nb, x, xs, out, os, n)
+	case n == 1:
+		q8x16Gemv(w, nb, x, out)
+	default:
+		q8x16GemmN(w, nb, x, xs, out, os, n)
+	}
+}
+
+// q8GroupsAVX2 is q8GroupTile at AVX2: n tokens in fours (a tail of two or
 // three repeats its first token), a lone one by q8x16GemvAVX2.
 func q8GroupsAVX2(w unsafe.Pointer, nb int, x unsafe.Pointer, xs uintptr, out unsafe.Pointer, os uintptr, n int) {
 	for i := 0; i < n; i += 4 {

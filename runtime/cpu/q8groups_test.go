@@ -2,10 +2,14 @@ package cpu
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 	"github.com/ninfer/ninfer-go/runtime/weights"
@@ -140,5 +144,52 @@ func TestQ8GroupsTokenAlone(t *testing.T) {
 			}
 		}
 		restore()
+	}
+}
+
+// BenchmarkQ8GroupTile times the LayoutQ8x16 kernels alone on one thread,
+// by tile (tokens per call), at each fast level: four groups of 16 rows of
+// K = 1024 (68 KiB, from L2) against activations hot in L1. It reports
+// GMAC/s and, at avx512, pct_peak of one thread's VPDPBUSD peak (Peak): the
+// kernels' ceiling, which BenchmarkGEMM's whole matmuls approach.
+func BenchmarkQ8GroupTile(b *testing.B) {
+	const nb, groups = 32, 4
+	r := rand.New(rand.NewPCG(27, 28))
+	g := repacked(b, randWeight(r, tensor.Q8_0, groups*q8GroupRows, 32*nb))
+	x := randActivations(r, q8TileTokens, 32*nb)
+	qx, qd := make([]int8, len(x)), make([]float32, len(x)/32)
+	for tok := range q8TileTokens {
+		q := q8Blocks{d: qd[tok*nb : (tok+1)*nb], qs: qx[tok*32*nb : (tok+1)*32*nb]}
+		quantizeQ8(x[tok*32*nb:(tok+1)*32*nb], &q)
+		for i, v := range q.qs {
+			q.qs[i] = v ^ -0x80
+		}
+	}
+	qz := make([]byte, q8TileTokens*nb*q8ActBlock)
+	q8GroupActs(qz, qx, qd, 0, q8TileTokens, 32*nb)
+	out := make([]float32, q8TileTokens*groups*q8GroupRows)
+	xs, os := uintptr(nb*q8ActBlock), uintptr(4*groups*q8GroupRows)
+	for _, lv := range testLevels() {
+		if lv == levelRef {
+			continue
+		}
+		for _, n := range []int{1, 2, 4, 8, 16} {
+			b.Run(fmt.Sprintf("%v/tokens=%d", lv, n), func(b *testing.B) {
+				defer setLevel(lv)()
+				peak := Peak(PeakInt8, 1, 50*time.Millisecond)
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				b.ResetTimer()
+				for i := range b.N {
+					k := i % groups
+					q8GroupTile(unsafe.Pointer(&g.Data[k*nb*q8GroupBlock]), nb, unsafe.Pointer(&qz[0]), xs, unsafe.Pointer(&out[k*q8GroupRows]), os, n)
+				}
+				gmacs := float64(n*q8GroupRows*32*nb) * float64(b.N) / b.Elapsed().Seconds()
+				b.ReportMetric(gmacs/1e9, "GMAC/s")
+				if peak > 0 {
+					b.ReportMetric(100*gmacs/peak, "pct_peak")
+				}
+			})
+		}
 	}
 }
