@@ -342,54 +342,50 @@ retn:
 	VZEROUPPER
 	RET
 
-// G8X4 adds to the int32 lanes Y2..Y5 (tokens 0..3) the dots of the 8
-// rows' quant dword at qoff(SI) (plus 128: flipped back with Y0) and the
-// tokens' dword at xoff(R9..R12): as G8DOT, the weights' magnitudes Y11 and
-// signed values Y10 computed once for the four tokens.
+// G8X2 adds to the int32 lanes accp and accq the dots of the 8 rows'
+// quant dword (signed values Y10, magnitudes Y11) and the dwords at
+// xoff(p) and xoff(q) of two tokens, as G8DOT does.
+#define G8X2(xoff, p, q, accp, accq) \
+	VPBROADCASTD xoff(p), Y12; \
+	VPBROADCASTD xoff(q), Y13; \
+	VPSIGNB Y10, Y12, Y12; \
+	VPSIGNB Y10, Y13, Y13; \
+	VPMADDUBSW Y12, Y11, Y12; \
+	VPMADDUBSW Y13, Y11, Y13; \
+	VPMADDWD Y1, Y12, Y12; \
+	VPMADDWD Y1, Y13, Y13; \
+	VPADDD Y12, accp, accp; \
+	VPADDD Y13, accq, accq
+
+// G8X4 adds to the int32 lanes Y2..Y5 (tokens 0..3 at R9..R12) the dots
+// of the 8 rows' quant dword at qoff(SI) (plus 128: flipped back with Y0)
+// and the tokens' dword at xoff: the weights' signed values Y10 and
+// magnitudes Y11 computed once for the four tokens.
 #define G8X4(qoff, xoff) \
 	VPXOR qoff(SI), Y0, Y10; \
 	VPABSB Y10, Y11; \
-	VPBROADCASTD xoff(R9), Y12; \
-	VPBROADCASTD xoff(R10), Y13; \
-	VPSIGNB Y10, Y12, Y12; \
-	VPSIGNB Y10, Y13, Y13; \
-	VPMADDUBSW Y12, Y11, Y12; \
-	VPMADDUBSW Y13, Y11, Y13; \
-	VPMADDWD Y1, Y12, Y12; \
-	VPMADDWD Y1, Y13, Y13; \
-	VPADDD Y12, Y2, Y2; \
-	VPADDD Y13, Y3, Y3; \
-	VPBROADCASTD xoff(R11), Y12; \
-	VPBROADCASTD xoff(R12), Y13; \
-	VPSIGNB Y10, Y12, Y12; \
-	VPSIGNB Y10, Y13, Y13; \
-	VPMADDUBSW Y12, Y11, Y12; \
-	VPMADDUBSW Y13, Y11, Y13; \
-	VPMADDWD Y1, Y12, Y12; \
-	VPMADDWD Y1, Y13, Y13; \
-	VPADDD Y12, Y4, Y4; \
-	VPADDD Y13, Y5, Y5
+	G8X2(xoff, R9, R10, Y2, Y3); \
+	G8X2(xoff, R11, R12, Y4, Y5)
+
+// G8X2SCALE adds the int32 dots ip and iq of the tokens at p and q,
+// converted, times (the 8 rows' scales Y10 * the token's scale), into fp
+// and fq.
+#define G8X2SCALE(p, q, ip, iq, fp, fq) \
+	VBROADCASTSS 36(p), Y12; \
+	VBROADCASTSS 36(q), Y13; \
+	VMULPS Y12, Y10, Y12; \
+	VMULPS Y13, Y10, Y13; \
+	VCVTDQ2PS ip, ip; \
+	VCVTDQ2PS iq, iq; \
+	VFMADD231PS Y12, ip, fp; \
+	VFMADD231PS Y13, iq, fq
 
 // G8X4SCALE adds the block's int32 dots Y2..Y5, converted, times (the 8
-// rows' scales at soff(SI) * each token's scale), into Y6..Y9.
-#define G8X4SCALE(soff) \
-	VCVTPH2PS soff(SI), Y10; \
-	VBROADCASTSS 36(R9), Y12; \
-	VBROADCASTSS 36(R10), Y13; \
-	VMULPS Y12, Y10, Y12; \
-	VMULPS Y13, Y10, Y13; \
-	VCVTDQ2PS Y2, Y2; \
-	VCVTDQ2PS Y3, Y3; \
-	VFMADD231PS Y12, Y2, Y6; \
-	VFMADD231PS Y13, Y3, Y7; \
-	VBROADCASTSS 36(R11), Y12; \
-	VBROADCASTSS 36(R12), Y13; \
-	VMULPS Y12, Y10, Y12; \
-	VMULPS Y13, Y10, Y13; \
-	VCVTDQ2PS Y4, Y4; \
-	VCVTDQ2PS Y5, Y5; \
-	VFMADD231PS Y12, Y4, Y8; \
-	VFMADD231PS Y13, Y5, Y9
+// rows' scales at (R13) * each token's scale), into Y6..Y9.
+#define G8X4SCALE \
+	VCVTPH2PS (R13), Y10; \
+	G8X2SCALE(R9, R10, Y2, Y3, Y6, Y7); \
+	G8X2SCALE(R11, R12, Y4, Y5, Y8, Y9)
 
 // G8X4START points SI at the group, CX at its block count, R9..R12 at
 // the four tokens, and zeroes their float accumulators Y6..Y9.
@@ -408,16 +404,23 @@ retn:
 
 // func q8x16Gemm4AVX2(w unsafe.Pointer, nb int, x *[4]unsafe.Pointer, out *[4]unsafe.Pointer)
 //
-// Rows 0..7 of the group over every block, then rows 8..15 (each half's
-// quants are the first or last 32 bytes of each 64, its scales the first
-// or last 16 bytes of 32).
+// Rows 0..7 of the group over every block, then rows 8..15: DX is the
+// half's byte offset within each 64 bytes of quants (0 or 32) and within
+// each token's 64 bytes of results; its scales are at DX/2 in each block
+// (R13).
 TEXT ·q8x16Gemm4AVX2(SB), NOSPLIT, $0-32
 	VPBROADCASTQ q8x16flip<>(SB), Y0
 	VPBROADCASTQ q8x16ones<>(SB), Y1
+	XORQ DX, DX
+half4avx2:
 	G8X4START
+	MOVQ DX, AX
+	SHRQ $1, AX
+	LEAQ (SI)(AX*1), R13
+	ADDQ DX, SI
 	TESTQ CX, CX
-	JEQ store4avx2h0
-loop4avx2h0:
+	JEQ store4avx2
+loop4avx2:
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 	VPXOR Y4, Y4, Y4
@@ -430,57 +433,28 @@ loop4avx2h0:
 	G8X4(352, 20)
 	G8X4(416, 24)
 	G8X4(480, 28)
-	G8X4SCALE(0)
+	G8X4SCALE
 	ADDQ $544, SI
+	ADDQ $544, R13
 	ADDQ $40, R9
 	ADDQ $40, R10
 	ADDQ $40, R11
 	ADDQ $40, R12
 	DECQ CX
-	JNZ loop4avx2h0
-store4avx2h0:
+	JNZ loop4avx2
+store4avx2:
+	// In reverse, so that token 0's store is the last where tokens repeat.
 	MOVQ out+24(FP), R8
 	MOVQ 24(R8), BX
-	VMOVUPS Y9, 0(BX)
+	VMOVUPS Y9, (BX)(DX*1)
 	MOVQ 16(R8), BX
-	VMOVUPS Y8, 0(BX)
+	VMOVUPS Y8, (BX)(DX*1)
 	MOVQ 8(R8), BX
-	VMOVUPS Y7, 0(BX)
+	VMOVUPS Y7, (BX)(DX*1)
 	MOVQ 0(R8), BX
-	VMOVUPS Y6, 0(BX)
-	G8X4START
-	TESTQ CX, CX
-	JEQ store4avx2h1
-loop4avx2h1:
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	G8X4(64, 0)
-	G8X4(128, 4)
-	G8X4(192, 8)
-	G8X4(256, 12)
-	G8X4(320, 16)
-	G8X4(384, 20)
-	G8X4(448, 24)
-	G8X4(512, 28)
-	G8X4SCALE(16)
-	ADDQ $544, SI
-	ADDQ $40, R9
-	ADDQ $40, R10
-	ADDQ $40, R11
-	ADDQ $40, R12
-	DECQ CX
-	JNZ loop4avx2h1
-store4avx2h1:
-	MOVQ out+24(FP), R8
-	MOVQ 24(R8), BX
-	VMOVUPS Y9, 32(BX)
-	MOVQ 16(R8), BX
-	VMOVUPS Y8, 32(BX)
-	MOVQ 8(R8), BX
-	VMOVUPS Y7, 32(BX)
-	MOVQ 0(R8), BX
-	VMOVUPS Y6, 32(BX)
+	VMOVUPS Y6, (BX)(DX*1)
+	ADDQ $32, DX
+	CMPQ DX, $64
+	JLT half4avx2
 	VZEROUPPER
 	RET
