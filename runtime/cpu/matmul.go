@@ -191,11 +191,15 @@ func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 		for t := range xq {
 			quantizeQ8(x[t*K:(t+1)*K], &xq[t])
 		}
-		if w.Layout == weights.LayoutQ8x16 {
+		if w.Layout != weights.LayoutRows {
+			dot := dotQ8Group
+			if w.Layout == weights.LayoutQ4x16 {
+				dot = dotQ4Group
+			}
 			p.b.pool.parallel(N, q8GroupRows, func(_, lo, hi int) {
 				for r := lo; r < hi; r++ {
 					for t := 0; t < T; t++ {
-						out[t*N+r] = dotQ8Group(w.Data, K/32, r, &xq[t])
+						out[t*N+r] = dot(w.Data, K/32, r, &xq[t])
 					}
 				}
 			})
@@ -273,7 +277,7 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 		parts = 1
 	}
 	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out, T: T, K: K, N: N, x: x, tiles: m.tiles,
-		groups: w.Layout == weights.LayoutQ8x16}
+		groups: w.Layout != weights.LayoutRows}
 	src, cur := op.Args[0].ID, op.Out.ID
 	switch w.DType {
 	case tensor.F16, tensor.BF16:
@@ -409,14 +413,14 @@ type q8Layout uint8
 const (
 	q8Plain  q8Layout = iota // qx and qd alone
 	q8Pairs                  // the pair kernels' (q8PairLayout)
-	q8Groups                 // the LayoutQ8x16 kernels' (q8GroupActs)
+	q8Groups                 // the LayoutQ8x16 and LayoutQ4x16 kernels' (q8GroupActs)
 )
 
 // q8LayoutFor returns the activation layout the fast kernels read for T
 // tokens times w (Q8_0 or Q4_0).
 func q8LayoutFor(w *weights.Tensor, T int) q8Layout {
 	switch {
-	case w.Layout == weights.LayoutQ8x16:
+	case w.Layout != weights.LayoutRows:
 		return q8Groups
 	case usesPairs(w.DType, T):
 		return q8Pairs
@@ -495,7 +499,7 @@ type matmulTask struct {
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
 	qz       []byte    // qx and qd as q8LayoutFor says: [whole 4x8 tiles of pairs, K/32, q8PairBlock] (q8Pairs), [T, K/32, q8ActBlock] (q8Groups)
-	groups   bool      // w is in weights.LayoutQ8x16 (runQ8Groups)
+	groups   bool      // w is in weights.LayoutQ8x16 (runQ8Groups) or LayoutQ4x16 (runQ4Groups)
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [floatPanel(K)*K]; set when T >= 4 for f16/bf16
@@ -509,7 +513,7 @@ func tokenBlock(rowBytes int) int {
 }
 
 // grain is the granularity of the output columns workers take: whole
-// groups for LayoutQ8x16 weights, quads otherwise.
+// groups for LayoutQ8x16 and LayoutQ4x16 weights, quads otherwise.
 func (t *matmulTask) grain() int {
 	if t.groups {
 		return q8GroupRows
@@ -520,6 +524,10 @@ func (t *matmulTask) grain() int {
 func (t *matmulTask) run(worker, lo, hi int) {
 	switch kernelOf(t.dt).kind {
 	case kindQ8:
+		if t.groups && t.dt == tensor.Q4_0 {
+			t.runQ4Groups(lo, hi)
+			return
+		}
 		if t.groups {
 			t.runQ8Groups(lo, hi)
 			return

@@ -1,0 +1,287 @@
+#include "textflag.h"
+
+// LayoutQ4x16 kernels (q4groups.go). A weight block of a group is 288
+// bytes: 16 fp16 row scales, then for j = 0..3 the 16 rows' quant bytes
+// 4j..4j+3 (64 bytes: low nibbles quants 4j..4j+3, high nibbles
+// 16+4j..16+4j+3). A token's block is q8GroupActs' 40 bytes: 32 signed
+// quants, int32 -128*sum of them, float32 scale. Per block and token each
+// of the 16 lanes (rows) computes the exact integer dot s of (nibble - 8)
+// and the quants, then acc = fma(float32(s), d_w*d_x, acc): dotQ4Group's
+// order.
+
+DATA q4x16nibble<>+0(SB)/4, $0x0f0f0f0f
+GLOBL q4x16nibble<>(SB), RODATA|NOPTR, $4
+DATA q4x16ones<>+0(SB)/8, $0x0001000100010001
+GLOBL q4x16ones<>(SB), RODATA|NOPTR, $8
+
+// Q4LOADAT loads the block at w: row scales into Z8, the unsigned nibbles
+// of quants 4k..4k+3 of the 16 rows into Zk (k = 0..7), with Z9 the
+// nibble mask.
+#define Q4LOADAT(w) \
+	VCVTPH2PS (w), Z8; \
+	VMOVDQU32 32(w), Z0; \
+	VMOVDQU32 96(w), Z1; \
+	VMOVDQU32 160(w), Z2; \
+	VMOVDQU32 224(w), Z3; \
+	VPSRLW $4, Z0, Z4; \
+	VPSRLW $4, Z1, Z5; \
+	VPSRLW $4, Z2, Z6; \
+	VPSRLW $4, Z3, Z7; \
+	VPANDD Z9, Z0, Z0; \
+	VPANDD Z9, Z1, Z1; \
+	VPANDD Z9, Z2, Z2; \
+	VPANDD Z9, Z3, Z3; \
+	VPANDD Z9, Z4, Z4; \
+	VPANDD Z9, Z5, Z5; \
+	VPANDD Z9, Z6, Z6; \
+	VPANDD Z9, Z7, Z7
+
+// Q4STORE4 stores Z16..Z19 at out+32(FP) + i*ostride (ostride+40(FP)).
+#define Q4STORE4 \
+	MOVQ out+32(FP), BX; \
+	MOVQ ostride+40(FP), AX; \
+	VMOVUPS Z16, (BX); \
+	ADDQ AX, BX; \
+	VMOVUPS Z17, (BX); \
+	ADDQ AX, BX; \
+	VMOVUPS Z18, (BX); \
+	ADDQ AX, BX; \
+	VMOVUPS Z19, (BX)
+
+// Q4TOK accumulates the block of the token at p into acc: 8 VPDPBUSD of
+// the broadcast quant dwords against Z0..Z7, started from the token's
+// -8*sum (its -128*sum shifted right by 4, exact), so that each lane
+// holds the exact signed dot; then converted, times (Z8 * the token's
+// scale), fused-added into acc.
+#define Q4TOK(p, acc) \
+	VPBROADCASTD 32(p), Z24; \
+	VPSRAD $4, Z24, Z24; \
+	VPDPBUSD.BCST 0(p), Z0, Z24; \
+	VPDPBUSD.BCST 4(p), Z1, Z24; \
+	VPDPBUSD.BCST 8(p), Z2, Z24; \
+	VPDPBUSD.BCST 12(p), Z3, Z24; \
+	VPDPBUSD.BCST 16(p), Z4, Z24; \
+	VPDPBUSD.BCST 20(p), Z5, Z24; \
+	VPDPBUSD.BCST 24(p), Z6, Z24; \
+	VPDPBUSD.BCST 28(p), Z7, Z24; \
+	VCVTDQ2PS Z24, Z24; \
+	VMULPS.BCST 36(p), Z8, Z25; \
+	VFMADD231PS Z25, Z24, acc
+
+// Q4TOK1 is Q4TOK for a lone token: its 8 VPDPBUSD in four chains of
+// two, then added up (the same exact integer sums), so that they overlap.
+#define Q4TOK1(p, acc) \
+	VPBROADCASTD 32(p), Z24; \
+	VPSRAD $4, Z24, Z24; \
+	VPXORD Z26, Z26, Z26; \
+	VPXORD Z27, Z27, Z27; \
+	VPXORD Z28, Z28, Z28; \
+	VPDPBUSD.BCST 0(p), Z0, Z24; \
+	VPDPBUSD.BCST 4(p), Z1, Z26; \
+	VPDPBUSD.BCST 8(p), Z2, Z27; \
+	VPDPBUSD.BCST 12(p), Z3, Z28; \
+	VPDPBUSD.BCST 16(p), Z4, Z24; \
+	VPDPBUSD.BCST 20(p), Z5, Z26; \
+	VPDPBUSD.BCST 24(p), Z6, Z27; \
+	VPDPBUSD.BCST 28(p), Z7, Z28; \
+	VPADDD Z26, Z24, Z24; \
+	VPADDD Z28, Z27, Z27; \
+	VPADDD Z27, Z24, Z24; \
+	VCVTDQ2PS Z24, Z24; \
+	VMULPS.BCST 36(p), Z8, Z25; \
+	VFMADD231PS Z25, Z24, acc
+
+// Q4PREFETCH fetches the block after next.
+#define Q4PREFETCH \
+	PREFETCHT0 576(SI); \
+	PREFETCHT0 640(SI); \
+	PREFETCHT0 704(SI); \
+	PREFETCHT0 768(SI); \
+	PREFETCHT0 832(SI)
+
+// func q4x16Gemm8(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr)
+TEXT ·q4x16Gemm8(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), DI
+	MOVQ xstride+24(FP), AX
+	LEAQ (DI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	LEAQ (R11)(AX*1), R12
+	LEAQ (R12)(AX*1), R13
+	LEAQ (R13)(AX*1), R14
+	VPBROADCASTD q4x16nibble<>(SB), Z9
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	TESTQ CX, CX
+	JEQ done8
+loop8:
+	Q4PREFETCH
+	Q4LOADAT(SI)
+	Q4TOK(DI, Z16)
+	Q4TOK(R8, Z17)
+	Q4TOK(R9, Z18)
+	Q4TOK(R10, Z19)
+	Q4TOK(R11, Z20)
+	Q4TOK(R12, Z21)
+	Q4TOK(R13, Z22)
+	Q4TOK(R14, Z23)
+	ADDQ $288, SI
+	ADDQ $40, DI
+	ADDQ $40, R8
+	ADDQ $40, R9
+	ADDQ $40, R10
+	ADDQ $40, R11
+	ADDQ $40, R12
+	ADDQ $40, R13
+	ADDQ $40, R14
+	DECQ CX
+	JNZ loop8
+done8:
+	Q4STORE4
+	ADDQ AX, BX
+	VMOVUPS Z20, (BX)
+	ADDQ AX, BX
+	VMOVUPS Z21, (BX)
+	ADDQ AX, BX
+	VMOVUPS Z22, (BX)
+	ADDQ AX, BX
+	VMOVUPS Z23, (BX)
+	VZEROUPPER
+	RET
+
+// func q4x16Gemm4(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr)
+TEXT ·q4x16Gemm4(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), DI
+	MOVQ xstride+24(FP), AX
+	LEAQ (DI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	VPBROADCASTD q4x16nibble<>(SB), Z9
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	TESTQ CX, CX
+	JEQ done4
+loop4:
+	Q4PREFETCH
+	Q4LOADAT(SI)
+	Q4TOK(DI, Z16)
+	Q4TOK(R8, Z17)
+	Q4TOK(R9, Z18)
+	Q4TOK(R10, Z19)
+	ADDQ $288, SI
+	ADDQ $40, DI
+	ADDQ $40, R8
+	ADDQ $40, R9
+	ADDQ $40, R10
+	DECQ CX
+	JNZ loop4
+done4:
+	Q4STORE4
+	VZEROUPPER
+	RET
+
+// func q4x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer)
+TEXT ·q4x16Gemv(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), DI
+	VPBROADCASTD q4x16nibble<>(SB), Z9
+	VPXORD Z16, Z16, Z16
+	TESTQ CX, CX
+	JEQ done1
+loop1:
+	Q4LOADAT(SI)
+	Q4TOK1(DI, Z16)
+	ADDQ $288, SI
+	ADDQ $40, DI
+	DECQ CX
+	JNZ loop1
+done1:
+	MOVQ out+24(FP), BX
+	VMOVUPS Z16, (BX)
+	VZEROUPPER
+	RET
+
+// Q4HALF adds to the int16 lanes acc the dots of 8 rows' quant dword at
+// off(SI): low nibbles by the broadcast token dword Y6, high nibbles by
+// Y13, each pairwise to 16 bits (at most 2*15*128 per pair; the 8 pairs a
+// block adds per lane stay below 2^15).
+#define Q4HALF(off, acc) \
+	VMOVDQU off(SI), Y7; \
+	VPSRLW $4, Y7, Y9; \
+	VPAND Y0, Y7, Y7; \
+	VPAND Y0, Y9, Y9; \
+	VPMADDUBSW Y6, Y7, Y7; \
+	VPMADDUBSW Y13, Y9, Y9; \
+	VPADDW Y7, acc, acc; \
+	VPADDW Y9, acc, acc
+
+// Q4XDW broadcasts the token's quant dwords j (Y6) and 4+j (Y13).
+#define Q4XDW(j) \
+	VPBROADCASTD (4*j)(DI), Y6; \
+	VPBROADCASTD (16+4*j)(DI), Y13
+
+// func q4x16GemvAVX2(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer)
+TEXT ·q4x16GemvAVX2(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), DI
+	VPBROADCASTD q4x16nibble<>(SB), Y0
+	VPBROADCASTQ q4x16ones<>(SB), Y1
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	TESTQ CX, CX
+	JEQ doneavx2
+loopavx2:
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	Q4XDW(0)
+	Q4HALF(32, Y2)
+	Q4HALF(64, Y3)
+	Q4XDW(1)
+	Q4HALF(96, Y2)
+	Q4HALF(128, Y3)
+	Q4XDW(2)
+	Q4HALF(160, Y2)
+	Q4HALF(192, Y3)
+	Q4XDW(3)
+	Q4HALF(224, Y2)
+	Q4HALF(256, Y3)
+	VPMADDWD Y1, Y2, Y2
+	VPMADDWD Y1, Y3, Y3
+	VPBROADCASTD 32(DI), Y8
+	VPSRAD $4, Y8, Y8
+	VPADDD Y8, Y2, Y2
+	VPADDD Y8, Y3, Y3
+	VCVTPH2PS 0(SI), Y4
+	VCVTPH2PS 16(SI), Y5
+	VBROADCASTSS 36(DI), Y8
+	VMULPS Y8, Y4, Y4
+	VMULPS Y8, Y5, Y5
+	VCVTDQ2PS Y2, Y2
+	VCVTDQ2PS Y3, Y3
+	VFMADD231PS Y4, Y2, Y10
+	VFMADD231PS Y5, Y3, Y11
+	ADDQ $288, SI
+	ADDQ $40, DI
+	DECQ CX
+	JNZ loopavx2
+doneavx2:
+	MOVQ out+24(FP), BX
+	VMOVUPS Y10, (BX)
+	VMOVUPS Y11, 32(BX)
+	VZEROUPPER
+	RET
