@@ -47,8 +47,8 @@ func (b *Backend) Threads() int { return b.pool.n }
 func (b *Backend) StreamsHostWeights() bool { return true }
 
 // Load implements exec.Backend. Weights stay in the file's memory; in a
-// Private file (weights.Load) the Q8_0 and Q4_0 tensors whose rows come in
-// groups of 16 are repacked there, in place, into weights.LayoutQ8x16
+// Private file (weights.Load) the Q8_0, Q4_0 and IQ4_NL tensors whose rows
+// come in groups of 16 are repacked there, in place, into weights.LayoutQ8x16
 // (q8groups.go) and weights.LayoutQ4x16 (q4groups.go), once: a tensor already repacked (a draft sharing the target's file) is
 // left as it is. See docs/cpu-memory.md.
 func (b *Backend) Load(f *weights.File) error {
@@ -64,7 +64,7 @@ func (b *Backend) Load(f *weights.File) error {
 					scratch[i] = make([]byte, q8GroupRows*t.RowBytes())
 				}
 			}
-			if t.DType == tensor.Q4_0 {
+			if repackableQ4(t) {
 				repackQ4(b.pool, t, scratch)
 			} else {
 				repackQ8(b.pool, t, scratch)

@@ -155,6 +155,10 @@ func (p *program) matmulRef(out []float32, op tensor.Op) {
 func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 	K, N := w.RowLen(), w.Rows()
 	m := &p.mm
+	if w.Layout != weights.LayoutRows {
+		p.matmulGroupsRef(out, x, T, w)
+		return
+	}
 	switch w.DType {
 	case tensor.F32:
 		p.b.pool.parallel(N, 16, func(_, lo, hi int) {
@@ -191,20 +195,6 @@ func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 		for t := range xq {
 			quantizeQ8(x[t*K:(t+1)*K], &xq[t])
 		}
-		if w.Layout != weights.LayoutRows {
-			dot := dotQ8Group
-			if w.Layout == weights.LayoutQ4x16 {
-				dot = dotQ4Group
-			}
-			p.b.pool.parallel(N, q8GroupRows, func(_, lo, hi int) {
-				for r := lo; r < hi; r++ {
-					for t := 0; t < T; t++ {
-						out[t*N+r] = dot(w.Data, K/32, r, &xq[t])
-					}
-				}
-			})
-			return
-		}
 		dot := dotQ8
 		if w.DType == tensor.Q4_0 {
 			dot = dotQ4
@@ -231,6 +221,39 @@ func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 			}
 		})
 	}
+}
+
+// matmulGroupsRef is matmulInto for weights in a group layout
+// (LayoutQ8x16, LayoutQ4x16): Q8_0 activations, the layout's reference dot.
+func (p *program) matmulGroupsRef(out, x []float32, T int, w *weights.Tensor) {
+	K, N := w.RowLen(), w.Rows()
+	m := &p.mm
+	if cap(m.xq) < T {
+		m.xq = make([]q8Blocks, T)
+	}
+	xq := m.xq[:T]
+	for t := range xq {
+		quantizeQ8(x[t*K:(t+1)*K], &xq[t])
+	}
+	lv := levelsOf(w.DType)
+	p.b.pool.parallel(N, q8GroupRows, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			for t := 0; t < T; t++ {
+				if w.Layout == weights.LayoutQ4x16 {
+					out[t*N+r] = dotQ4Group(w.Data, K/32, r, &xq[t], lv)
+				} else {
+					out[t*N+r] = dotQ8Group(w.Data, K/32, r, &xq[t])
+				}
+			}
+		}
+	})
+}
+
+// q8Activations reports whether matmuls by w read Q8_0 activations in
+// matmulTask.qx and qd (and qz): Q8_0 and Q4_0 weights, and any in a group
+// layout.
+func q8Activations(w *weights.Tensor) bool {
+	return w.DType == tensor.Q8_0 || w.DType == tensor.Q4_0 || w.Layout != weights.LayoutRows
 }
 
 // roundActivations writes x rounded to the values of dtype dt (f16 or bf16)
@@ -279,8 +302,8 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out, T: T, K: K, N: N, x: x, tiles: m.tiles,
 		groups: w.Layout != weights.LayoutRows}
 	src, cur := op.Args[0].ID, op.Out.ID
-	switch w.DType {
-	case tensor.F16, tensor.BF16:
+	switch {
+	case w.DType == tensor.F16 || w.DType == tensor.BF16:
 		if !m.r.cached(src, cur) || m.rType != w.DType {
 			if cap(m.rx) < len(x) {
 				m.rx = make([]float32, len(x))
@@ -294,7 +317,7 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			m.tiles = growTiles(m.tiles, p.b.pool.n, K)
 			t.tiles = m.tiles
 		}
-	case tensor.Q8_0, tensor.Q4_0:
+	case q8Activations(w):
 		lay := q8LayoutFor(w, T)
 		if !m.q.cached(src, cur) || lay != q8Plain && m.qLayout != lay {
 			p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, lay)
@@ -305,7 +328,7 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			t.qz = m.qz
 		}
 	}
-	if kernelOf(w.DType).kind == kindBlock {
+	if kernelOf(w.DType).kind == kindBlock && !t.groups {
 		dot := w.DType.DotType()
 		fresh := m.a.cached(src, cur) && m.aq.dt == dot
 		p.prepareBlock(&m.aPre, &m.aq, x, dot, T, K, parts, fresh, kernelOf(w.DType).fast())
@@ -528,12 +551,16 @@ func (t *matmulTask) run(worker, lo, hi int) {
 			t.runQ4Groups(lo, hi)
 			return
 		}
-		if t.groups {
+		if t.groups { // Q8_0
 			t.runQ8Groups(lo, hi)
 			return
 		}
 		t.runQuant(lo, hi)
 	case kindBlock:
+		if t.groups { // IQ4_NL
+			t.runQ4Groups(lo, hi)
+			return
+		}
 		t.runBlock(lo, hi)
 	default:
 		t.runFloat(worker, lo, hi)

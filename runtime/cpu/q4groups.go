@@ -8,23 +8,53 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// Q4_0 weights in 16-row groups (weights.LayoutQ4x16), the Q4_0 side of
-// q8groups.go: Backend.Load rewrites every Q4_0 tensor of a Private file
-// whose rows come in whole groups (repackableQ4) in place, and every
-// reader (matmul at each level, get_rows, MoE expert views) reads the
-// groups. The kernels take the same activations as the LayoutQ8x16 ones
-// (q8GroupActs: Q8_0 quants, -128 times their sum, scale) and the same
-// order: per block the exact integer dot s of the row's values (nibble - 8)
-// and the token's quants, then acc = fma(float32(s), d_w*d_x, acc), blocks
-// in order, one row per lane. The nibbles enter VPDPBUSD as unsigned bytes
-// 0..15 and the block's -128*sum(x), shifted right by 4, supplies the -8.
+// Q4_0 and IQ4_NL weights in 16-row groups (weights.LayoutQ4x16), the
+// 4-bit side of q8groups.go: Backend.Load rewrites every Q4_0 and IQ4_NL
+// tensor of a Private file whose rows come in whole groups (repackableQ4)
+// in place, and every reader (matmul at each level, get_rows, MoE expert
+// views) reads the groups. The kernels take the same activations as the
+// LayoutQ8x16 ones (q8GroupActs: Q8_0 quants, -128 times their sum, scale)
+// and the same order: per block the exact integer dot s of the row's levels
+// (nibble - 8 for Q4_0, the IQ4_NL table for IQ4_NL) and the token's quants,
+// then acc = fma(float32(s), d_w*d_x, acc), blocks in order, one row per
+// lane. That is llama.cpp's own order for both types (its repacked
+// ggml_gemv/gemm_q4_0_8x8_q8_0 and _iq4_nl_8x8_q8_0). At AVX-512 a VPSHUFB
+// table turns the nibbles into the levels plus 128, unsigned bytes for
+// VPDPBUSD, and the block's -128*sum(x) takes the 128 back out; AVX2 looks
+// up the signed levels.
 
 const q4GroupBlock = 16 * 18 // bytes of one block of one group: 16 fp16 scales, then 4 x 64 quant bytes
 
-// repackableQ4 reports whether Backend.Load repacks w: Q4_0 in the file's
-// layout with its rows (per expert, for a 3-D tensor) in whole groups.
+// q4Levels is a 4-bit type's nibble-to-level table as the kernels take
+// it: [0:16] the levels plus 128 (unsigned), [16:32] the levels (int8).
+type q4Levels [32]byte
+
+func newQ4Levels(level func(n uint8) int8) *q4Levels {
+	var t q4Levels
+	for n := range uint8(16) {
+		t[n], t[16+n] = byte(int(level(n))+128), byte(level(n))
+	}
+	return &t
+}
+
+var (
+	q4_0Levels  = newQ4Levels(func(n uint8) int8 { return int8(n) - 8 })
+	iq4NLLevels = newQ4Levels(tensor.IQ4NLLevel)
+)
+
+// levelsOf returns the level table of dt (Q4_0 or IQ4_NL).
+func levelsOf(dt tensor.DType) *q4Levels {
+	if dt == tensor.IQ4_NL {
+		return iq4NLLevels
+	}
+	return q4_0Levels
+}
+
+// repackableQ4 reports whether Backend.Load repacks w: Q4_0 or IQ4_NL in
+// the file's layout with its rows (per expert, for a 3-D tensor) in whole
+// groups.
 func repackableQ4(w *weights.Tensor) bool {
-	return w.DType == tensor.Q4_0 && w.Layout == weights.LayoutRows && len(w.Shape) >= 2 &&
+	return (w.DType == tensor.Q4_0 || w.DType == tensor.IQ4_NL) && w.Layout == weights.LayoutRows && len(w.Shape) >= 2 &&
 		w.Shape[0]%32 == 0 && w.Shape[1]%q8GroupRows == 0 && len(w.Data) == w.Rows()*w.RowBytes()
 }
 
@@ -69,10 +99,10 @@ func q4GroupRow(w *weights.Tensor, r int, dst []byte) {
 }
 
 // dotQ4Group is the reference dot product of row r of the LayoutQ4x16
-// weights w (nb blocks per row) and Q8_0 activations x: per block the exact
-// integer dot, then one fused multiply-add of it by the product of the two
-// scales.
-func dotQ4Group(w []byte, nb, r int, x *q8Blocks) float32 {
+// weights w (nb blocks per row, levels lv) and Q8_0 activations x: per
+// block the exact integer dot, then one fused multiply-add of it by the
+// product of the two scales.
+func dotQ4Group(w []byte, nb, r int, x *q8Blocks, lv *q4Levels) float32 {
 	g, i := r/q8GroupRows, r%q8GroupRows
 	var acc float32
 	for b := range nb {
@@ -82,7 +112,7 @@ func dotQ4Group(w []byte, nb, r int, x *q8Blocks) float32 {
 		for j := range 4 {
 			q := blk[32+64*j+4*i : 32+64*j+4*i+4]
 			for m := range 4 {
-				s += (int32(q[m]&0xf)-8)*int32(xs[4*j+m]) + (int32(q[m]>>4)-8)*int32(xs[16+4*j+m])
+				s += int32(int8(lv[16+q[m]&0xf]))*int32(xs[4*j+m]) + int32(int8(lv[16+q[m]>>4]))*int32(xs[16+4*j+m])
 			}
 		}
 		d := f16tab[binary.LittleEndian.Uint16(blk[2*i:])] * x.d[b]
@@ -100,6 +130,7 @@ func (t *matmulTask) runQ4Groups(lo, hi int) {
 	T, N, nb := t.T, t.N, t.K/32
 	gb, xs, os := nb*q4GroupBlock, uintptr(nb*q8ActBlock), uintptr(4*N)
 	tb := q8TokenBlock(nb)
+	lv := unsafe.Pointer(levelsOf(t.dt))
 	for t0 := 0; t0 < T; t0 += tb {
 		t1 := min(t0+tb, T)
 		for g := lo / q8GroupRows; g < hi/q8GroupRows; g++ {
@@ -107,19 +138,19 @@ func (t *matmulTask) runQ4Groups(lo, hi int) {
 			tt := t0
 			if level == levelAVX512 {
 				for ; tt+8 <= t1; tt += 8 {
-					q4x16Gemm8(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os)
+					q4x16Gemm8(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os, lv)
 				}
 				if tt+4 <= t1 {
-					q4x16Gemm4(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os)
+					q4x16Gemm4(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os, lv)
 					tt += 4
 				}
 			}
 			for ; tt < t1; tt++ {
 				x, out := unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), unsafe.Pointer(&t.out[tt*N+16*g])
 				if level == levelAVX512 {
-					q4x16Gemv(w, nb, x, out)
+					q4x16Gemv(w, nb, x, out, lv)
 				} else {
-					q4x16GemvAVX2(w, nb, x, out)
+					q4x16GemvAVX2(w, nb, x, out, lv)
 				}
 			}
 		}

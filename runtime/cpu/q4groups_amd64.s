@@ -4,19 +4,27 @@
 // bytes: 16 fp16 row scales, then for j = 0..3 the 16 rows' quant bytes
 // 4j..4j+3 (64 bytes: low nibbles quants 4j..4j+3, high nibbles
 // 16+4j..16+4j+3). A token's block is q8GroupActs' 40 bytes: 32 signed
-// quants, int32 -128*sum of them, float32 scale. Per block and token each
-// of the 16 lanes (rows) computes the exact integer dot s of (nibble - 8)
-// and the quants, then acc = fma(float32(s), d_w*d_x, acc): dotQ4Group's
-// order.
+// quants, int32 -128*sum of them, float32 scale. The level table lv (a
+// q4Levels) maps nibbles to levels: bytes 0..15 the levels plus 128,
+// 16..31 the signed levels. Per block and token each of the 16 lanes
+// (rows) computes the exact integer dot s of the levels and the quants,
+// then acc = fma(float32(s), d_w*d_x, acc): dotQ4Group's order.
 
 DATA q4x16nibble<>+0(SB)/4, $0x0f0f0f0f
 GLOBL q4x16nibble<>(SB), RODATA|NOPTR, $4
 DATA q4x16ones<>+0(SB)/8, $0x0001000100010001
 GLOBL q4x16ones<>(SB), RODATA|NOPTR, $8
 
-// Q4LOADAT loads the block at w: row scales into Z8, the unsigned nibbles
+// Q4CONST loads the nibble mask into Z9 and the unsigned level table (at
+// lv) into Z10.
+#define Q4CONST(lv) \
+	VPBROADCASTD q4x16nibble<>(SB), Z9; \
+	MOVQ lv, DX; \
+	VBROADCASTI32X4 (DX), Z10
+
+// Q4LOADAT loads the block at w: row scales into Z8, the levels plus 128
 // of quants 4k..4k+3 of the 16 rows into Zk (k = 0..7), with Z9 the
-// nibble mask.
+// nibble mask and Z10 the table.
 #define Q4LOADAT(w) \
 	VCVTPH2PS (w), Z8; \
 	VMOVDQU32 32(w), Z0; \
@@ -34,7 +42,15 @@ GLOBL q4x16ones<>(SB), RODATA|NOPTR, $8
 	VPANDD Z9, Z4, Z4; \
 	VPANDD Z9, Z5, Z5; \
 	VPANDD Z9, Z6, Z6; \
-	VPANDD Z9, Z7, Z7
+	VPANDD Z9, Z7, Z7; \
+	VPSHUFB Z0, Z10, Z0; \
+	VPSHUFB Z1, Z10, Z1; \
+	VPSHUFB Z2, Z10, Z2; \
+	VPSHUFB Z3, Z10, Z3; \
+	VPSHUFB Z4, Z10, Z4; \
+	VPSHUFB Z5, Z10, Z5; \
+	VPSHUFB Z6, Z10, Z6; \
+	VPSHUFB Z7, Z10, Z7
 
 // Q4STORE4 stores Z16..Z19 at out+32(FP) + i*ostride (ostride+40(FP)).
 #define Q4STORE4 \
@@ -50,12 +66,10 @@ GLOBL q4x16ones<>(SB), RODATA|NOPTR, $8
 
 // Q4TOK accumulates the block of the token at p into acc: 8 VPDPBUSD of
 // the broadcast quant dwords against Z0..Z7, started from the token's
-// -8*sum (its -128*sum shifted right by 4, exact), so that each lane
-// holds the exact signed dot; then converted, times (Z8 * the token's
-// scale), fused-added into acc.
+// -128*sum, so that each lane holds the exact signed dot; then converted,
+// times (Z8 * the token's scale), fused-added into acc.
 #define Q4TOK(p, acc) \
 	VPBROADCASTD 32(p), Z24; \
-	VPSRAD $4, Z24, Z24; \
 	VPDPBUSD.BCST 0(p), Z0, Z24; \
 	VPDPBUSD.BCST 4(p), Z1, Z24; \
 	VPDPBUSD.BCST 8(p), Z2, Z24; \
@@ -72,7 +86,6 @@ GLOBL q4x16ones<>(SB), RODATA|NOPTR, $8
 // two, then added up (the same exact integer sums), so that they overlap.
 #define Q4TOK1(p, acc) \
 	VPBROADCASTD 32(p), Z24; \
-	VPSRAD $4, Z24, Z24; \
 	VPXORD Z26, Z26, Z26; \
 	VPXORD Z27, Z27, Z27; \
 	VPXORD Z28, Z28, Z28; \
@@ -99,8 +112,8 @@ GLOBL q4x16ones<>(SB), RODATA|NOPTR, $8
 	PREFETCHT0 768(SI); \
 	PREFETCHT0 832(SI)
 
-// func q4x16Gemm8(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr)
-TEXT ·q4x16Gemm8(SB), NOSPLIT, $0-48
+// func q4x16Gemm8(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, lv unsafe.Pointer)
+TEXT ·q4x16Gemm8(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ x+16(FP), DI
@@ -112,7 +125,7 @@ TEXT ·q4x16Gemm8(SB), NOSPLIT, $0-48
 	LEAQ (R11)(AX*1), R12
 	LEAQ (R12)(AX*1), R13
 	LEAQ (R13)(AX*1), R14
-	VPBROADCASTD q4x16nibble<>(SB), Z9
+	Q4CONST(lv+48(FP))
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -158,8 +171,8 @@ done8:
 	VZEROUPPER
 	RET
 
-// func q4x16Gemm4(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr)
-TEXT ·q4x16Gemm4(SB), NOSPLIT, $0-48
+// func q4x16Gemm4(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, lv unsafe.Pointer)
+TEXT ·q4x16Gemm4(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ x+16(FP), DI
@@ -167,7 +180,7 @@ TEXT ·q4x16Gemm4(SB), NOSPLIT, $0-48
 	LEAQ (DI)(AX*1), R8
 	LEAQ (R8)(AX*1), R9
 	LEAQ (R9)(AX*1), R10
-	VPBROADCASTD q4x16nibble<>(SB), Z9
+	Q4CONST(lv+48(FP))
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	VPXORD Z18, Z18, Z18
@@ -193,12 +206,12 @@ done4:
 	VZEROUPPER
 	RET
 
-// func q4x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer)
-TEXT ·q4x16Gemv(SB), NOSPLIT, $0-32
+// func q4x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, lv unsafe.Pointer)
+TEXT ·q4x16Gemv(SB), NOSPLIT, $0-40
 	MOVQ w+0(FP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ x+16(FP), DI
-	VPBROADCASTD q4x16nibble<>(SB), Z9
+	Q4CONST(lv+32(FP))
 	VPXORD Z16, Z16, Z16
 	TESTQ CX, CX
 	JEQ done1
@@ -215,32 +228,44 @@ done1:
 	VZEROUPPER
 	RET
 
-// Q4HALF adds to the int16 lanes acc the dots of 8 rows' quant dword at
-// off(SI): low nibbles by the broadcast token dword Y6, high nibbles by
-// Y13, each pairwise to 16 bits (at most 2*15*128 per pair; the 8 pairs a
-// block adds per lane stay below 2^15).
+// Q4SDOT adds to the int32 lanes acc the dots of the signed levels wv (8
+// rows' 4 quants each) and the broadcast token dword xv: |w| times x with
+// w's sign, pairwise to 16 bits (at most 2*128*127, no saturation), then
+// pairwise to 32 bits (Y1: ones). Clobbers wv and Y14.
+#define Q4SDOT(wv, xv, acc) \
+	VPSIGNB wv, xv, Y14; \
+	VPABSB wv, wv; \
+	VPMADDUBSW Y14, wv, wv; \
+	VPMADDWD Y1, wv, wv; \
+	VPADDD wv, acc, acc
+
+// Q4HALF adds to acc the dots of 8 rows' quant dword at off(SI): the
+// levels of the low nibbles (Y12: the signed table) by the broadcast
+// token dword Y6, of the high nibbles by Y13.
 #define Q4HALF(off, acc) \
 	VMOVDQU off(SI), Y7; \
 	VPSRLW $4, Y7, Y9; \
 	VPAND Y0, Y7, Y7; \
 	VPAND Y0, Y9, Y9; \
-	VPMADDUBSW Y6, Y7, Y7; \
-	VPMADDUBSW Y13, Y9, Y9; \
-	VPADDW Y7, acc, acc; \
-	VPADDW Y9, acc, acc
+	VPSHUFB Y7, Y12, Y7; \
+	VPSHUFB Y9, Y12, Y9; \
+	Q4SDOT(Y7, Y6, acc); \
+	Q4SDOT(Y9, Y13, acc)
 
 // Q4XDW broadcasts the token's quant dwords j (Y6) and 4+j (Y13).
 #define Q4XDW(j) \
 	VPBROADCASTD (4*j)(DI), Y6; \
 	VPBROADCASTD (16+4*j)(DI), Y13
 
-// func q4x16GemvAVX2(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer)
-TEXT ·q4x16GemvAVX2(SB), NOSPLIT, $0-32
+// func q4x16GemvAVX2(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, lv unsafe.Pointer)
+TEXT ·q4x16GemvAVX2(SB), NOSPLIT, $0-40
 	MOVQ w+0(FP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ x+16(FP), DI
+	MOVQ lv+32(FP), DX
 	VPBROADCASTD q4x16nibble<>(SB), Y0
 	VPBROADCASTQ q4x16ones<>(SB), Y1
+	VBROADCASTI128 16(DX), Y12
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
 	TESTQ CX, CX
@@ -260,12 +285,6 @@ loopavx2:
 	Q4XDW(3)
 	Q4HALF(224, Y2)
 	Q4HALF(256, Y3)
-	VPMADDWD Y1, Y2, Y2
-	VPMADDWD Y1, Y3, Y3
-	VPBROADCASTD 32(DI), Y8
-	VPSRAD $4, Y8, Y8
-	VPADDD Y8, Y2, Y2
-	VPADDD Y8, Y3, Y3
 	VCVTPH2PS 0(SI), Y4
 	VCVTPH2PS 16(SI), Y5
 	VBROADCASTSS 36(DI), Y8

@@ -11,7 +11,10 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// repackedQ4 returns a copy of w (Q4_0) repacked into LayoutQ4x16.
+// q4Types are the dtypes of LayoutQ4x16.
+var q4Types = []tensor.DType{tensor.Q4_0, tensor.IQ4_NL}
+
+// repackedQ4 returns a copy of w (Q4_0 or IQ4_NL) repacked into LayoutQ4x16.
 func repackedQ4(t testing.TB, w *weights.Tensor) *weights.Tensor {
 	c := &weights.Tensor{Name: w.Name, Shape: slices.Clone(w.Shape), DType: w.DType, Data: slices.Clone(w.Data)}
 	if !repackableQ4(c) {
@@ -29,8 +32,11 @@ func repackedQ4(t testing.TB, w *weights.Tensor) *weights.Tensor {
 // the file's layout refuse the tensor.
 func TestQ4GroupsRepack(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
-	for _, c := range []struct{ n, k int }{{16, 32}, {48, 96}, {32, 1024}} {
-		w := randWeight(r, tensor.Q4_0, c.n, c.k)
+	for _, c := range []struct {
+		dt   tensor.DType
+		n, k int
+	}{{tensor.Q4_0, 16, 32}, {tensor.Q4_0, 48, 96}, {tensor.Q4_0, 32, 1024}, {tensor.IQ4_NL, 48, 96}} {
+		w := randWeight(r, c.dt, c.n, c.k)
 		g := repackedQ4(t, w)
 		if g.Layout != weights.LayoutQ4x16 || bytes.Equal(g.Data, w.Data) {
 			t.Fatalf("%v: repacking changed nothing", c)
@@ -54,7 +60,7 @@ func TestQ4GroupsRepack(t *testing.T) {
 		}
 		want := make([]float32, len(ids)*c.k)
 		for j, id := range ids {
-			if err := tensor.DequantizeRow(tensor.Q4_0, w.Row(int(id)), want[j*c.k:(j+1)*c.k]); err != nil {
+			if err := tensor.DequantizeRow(c.dt, w.Row(int(id)), want[j*c.k:(j+1)*c.k]); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -71,63 +77,66 @@ func TestQ4GroupsRepack(t *testing.T) {
 // kernels' 16-bit and 32-bit sums).
 func TestQ4GroupsMatMulBitExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(33, 34))
-	for _, c := range []struct {
-		n, k int
-		fill int // every quant byte, or -1: random quants
-	}{{16, 32, -1}, {48, 96, -1}, {32, 1024, -1}, {80, 64, -1}, {144, 256, -1}, {32, 128, 0xff}, {16, 64, 0x00}, {16, 64, 0x0f}} {
-		w := randWeight(r, tensor.Q4_0, c.n, c.k)
-		if c.fill >= 0 {
-			for i := range w.Rows() {
-				row := w.Row(i)
-				for b := 0; b < len(row); b += 18 {
-					for j := 2; j < 18; j++ {
-						row[b+j] = byte(c.fill)
-					}
-				}
-			}
-		}
-		g := repackedQ4(t, w)
-		nb := c.k / 32
-		for _, T := range []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 17, 100} {
-			x := randActivations(r, T, c.k)
-			want := make([]float32, T*c.n)
-			for tok := range T {
-				var q q8Blocks
-				quantizeQ8(x[tok*c.k:(tok+1)*c.k], &q)
-				for i := range c.n {
-					want[tok*c.n+i] = dotQ4Group(g.Data, nb, i, &q)
-					exact, scale := exactDotQ4(w.Row(i), &q)
-					if d := math.Abs(float64(want[tok*c.n+i]) - exact); d > 1e-5*scale {
-						t.Fatalf("%v T=%d: dotQ4Group row %d token %d = %g, exact %g", c, T, i, tok, want[tok*c.n+i], exact)
-					}
-				}
-			}
-			for _, lv := range testLevels() {
-				restore := setLevel(lv)
-				for _, threads := range []int{1, 3} {
-					got := runMatMul(g, x, T, threads, lv != levelRef)
-					for i := range want {
-						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-							restore()
-							t.Fatalf("%v %v T=%d threads=%d: out[%d] = %g (%#x), reference %g (%#x)",
-								lv, c, T, threads, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+	for _, dt := range q4Types {
+		for _, c := range []struct {
+			n, k int
+			fill int // every quant byte, or -1: random quants
+		}{{16, 32, -1}, {48, 96, -1}, {32, 1024, -1}, {80, 64, -1}, {144, 256, -1}, {32, 128, 0xff}, {16, 64, 0x00}, {16, 64, 0x0f}} {
+			w := randWeight(r, dt, c.n, c.k)
+			if c.fill >= 0 {
+				for i := range w.Rows() {
+					row := w.Row(i)
+					for b := 0; b < len(row); b += 18 {
+						for j := 2; j < 18; j++ {
+							row[b+j] = byte(c.fill)
 						}
 					}
 				}
-				restore()
+			}
+			g := repackedQ4(t, w)
+			nb := c.k / 32
+			for _, T := range []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 17, 100} {
+				x := randActivations(r, T, c.k)
+				want := make([]float32, T*c.n)
+				for tok := range T {
+					var q q8Blocks
+					quantizeQ8(x[tok*c.k:(tok+1)*c.k], &q)
+					for i := range c.n {
+						want[tok*c.n+i] = dotQ4Group(g.Data, nb, i, &q, levelsOf(dt))
+						exact, scale := exactDotQ4(w.Row(i), &q, levelsOf(dt))
+						if d := math.Abs(float64(want[tok*c.n+i]) - exact); d > 1e-5*scale {
+							t.Fatalf("%v %v T=%d: dotQ4Group row %d token %d = %g, exact %g", dt, c, T, i, tok, want[tok*c.n+i], exact)
+						}
+					}
+				}
+				for _, lv := range testLevels() {
+					restore := setLevel(lv)
+					for _, threads := range []int{1, 3} {
+						got := runMatMul(g, x, T, threads, lv != levelRef)
+						for i := range want {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								restore()
+								t.Fatalf("%v %v %v T=%d threads=%d: out[%d] = %g (%#x), reference %g (%#x)",
+									dt, lv, c, T, threads, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+							}
+						}
+					}
+					restore()
+				}
 			}
 		}
 	}
 }
 
-// exactDotQ4 returns the dot product of a Q4_0 row in the file's layout and
-// x in float64, and the sum of the magnitudes of its block terms.
-func exactDotQ4(row []byte, x *q8Blocks) (dot, scale float64) {
+// exactDotQ4 returns the dot product of a Q4_0 or IQ4_NL row (levels lv)
+// in the file's layout and x in float64, and the sum of the magnitudes of
+// its block terms.
+func exactDotQ4(row []byte, x *q8Blocks, lv *q4Levels) (dot, scale float64) {
 	for b := range x.d {
 		var s int64
 		for j := range 16 {
 			q := row[18*b+2+j]
-			s += int64(int(q&0xf)-8)*int64(x.qs[32*b+j]) + int64(int(q>>4)-8)*int64(x.qs[32*b+16+j])
+			s += int64(int8(lv[16+q&0xf]))*int64(x.qs[32*b+j]) + int64(int8(lv[16+q>>4]))*int64(x.qs[32*b+16+j])
 		}
 		term := float64(f16tab[uint16(row[18*b])|uint16(row[18*b+1])<<8]) * float64(x.d[b]) * float64(s)
 		dot += term
@@ -141,20 +150,22 @@ func exactDotQ4(row []byte, x *q8Blocks) (dot, scale float64) {
 func TestQ4GroupsTokenAlone(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 36))
 	const k, n = 256, 32
-	g := repackedQ4(t, randWeight(r, tensor.Q4_0, n, k))
-	for _, lv := range testLevels() {
-		restore := setLevel(lv)
-		for _, T := range []int{3, 8, 13} {
-			x := randActivations(r, T, k)
-			all := runMatMul(g, x, T, 2, lv != levelRef)
-			for tok := range T {
-				alone := runMatMul(g, x[tok*k:(tok+1)*k], 1, 2, lv != levelRef)
-				if !slices.Equal(alone, all[tok*n:(tok+1)*n]) {
-					restore()
-					t.Fatalf("%v T=%d: token %d alone differs from the batch", lv, T, tok)
+	for _, dt := range q4Types {
+		g := repackedQ4(t, randWeight(r, dt, n, k))
+		for _, lv := range testLevels() {
+			restore := setLevel(lv)
+			for _, T := range []int{3, 8, 13} {
+				x := randActivations(r, T, k)
+				all := runMatMul(g, x, T, 2, lv != levelRef)
+				for tok := range T {
+					alone := runMatMul(g, x[tok*k:(tok+1)*k], 1, 2, lv != levelRef)
+					if !slices.Equal(alone, all[tok*n:(tok+1)*n]) {
+						restore()
+						t.Fatalf("%v %v T=%d: token %d alone differs from the batch", dt, lv, T, tok)
+					}
 				}
 			}
+			restore()
 		}
-		restore()
 	}
 }
