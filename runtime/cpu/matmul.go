@@ -110,6 +110,9 @@ type matmulState struct {
 	group   matmulGroup
 	prep    prepTask
 	tiles   [][]float32 // per worker: a panel of weight rows converted to float32 (floatPanel)
+	// unpacked is per worker one LayoutQ4x16 group unpacked into
+	// LayoutQ8x16 blocks (runQ4Groups).
+	unpacked [][]byte
 }
 
 // actKey identifies a prepared activation: the tensor it was made from and
@@ -318,6 +321,10 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			t.tiles = m.tiles
 		}
 	case q8Activations(w):
+		if w.Layout == weights.LayoutQ4x16 && T >= 4 {
+			m.unpacked = growUnpacked(m.unpacked, p.b.pool.n, K)
+			t.unpacked = m.unpacked
+		}
 		lay := q8LayoutFor(w, T)
 		if !m.q.cached(src, cur) || lay != q8Plain && m.qLayout != lay {
 			p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, lay)
@@ -526,6 +533,7 @@ type matmulTask struct {
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [floatPanel(K)*K]; set when T >= 4 for f16/bf16
+	unpacked [][]byte    // per worker [K/32*q8GroupBlock]; set when T >= 4 for LayoutQ4x16
 	aq       *actQuant   // kindBlock dtypes: the activations in the weight's dot type
 }
 
@@ -548,7 +556,7 @@ func (t *matmulTask) run(worker, lo, hi int) {
 	switch kernelOf(t.dt).kind {
 	case kindQ8:
 		if t.groups && t.dt == tensor.Q4_0 {
-			t.runQ4Groups(lo, hi)
+			t.runQ4Groups(worker, lo, hi)
 			return
 		}
 		if t.groups { // Q8_0
@@ -558,7 +566,7 @@ func (t *matmulTask) run(worker, lo, hi int) {
 		t.runQuant(lo, hi)
 	case kindBlock:
 		if t.groups { // IQ4_NL
-			t.runQ4Groups(lo, hi)
+			t.runQ4Groups(worker, lo, hi)
 			return
 		}
 		t.runBlock(lo, hi)
@@ -895,6 +903,19 @@ func quantDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xq, xd unsa
 		return
 	}
 	q8Dot4x1(w, wstride, xq, xd, nb, out, ostride)
+}
+
+// growUnpacked returns per-worker buffers, workers of them, each holding one
+// group of rows of K columns in LayoutQ8x16 blocks, reusing bufs where they
+// already fit.
+func growUnpacked(bufs [][]byte, workers, K int) [][]byte {
+	if len(bufs) != workers {
+		bufs = make([][]byte, workers)
+	}
+	for i := range bufs {
+		bufs[i] = grow64(bufs[i], K/32*q8GroupBlock)
+	}
+	return bufs
 }
 
 // growTiles returns per-worker tile buffers, workers of them, each holding at

@@ -129,6 +129,10 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 			t.tiles = p.mm.tiles
 		}
 	case q8Activations(w):
+		if w.Layout == weights.LayoutQ4x16 && T >= 4 {
+			p.mm.unpacked = growUnpacked(p.mm.unpacked, p.b.pool.n, K)
+			t.unpacked = p.mm.unpacked
+		}
 		lay := q8LayoutFor(w, T)
 		p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, lay)
 		t.qx, t.qd = m.qx, m.qd

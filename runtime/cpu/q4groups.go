@@ -123,10 +123,12 @@ func dotQ4Group(w []byte, nb, r int, x *q8Blocks, lv *q4Levels) float32 {
 
 // runQ4Groups is runQ8Groups for LayoutQ4x16 weights: output columns
 // (weight rows) [lo, hi), both multiples of 16, for every token, from the
-// activations in t.qz (q8GroupActs). AVX-512 takes the tokens in tiles of
-// 8 and 4, then one at a time; AVX2 one at a time. A worker sweeps its
-// groups in order, one sequential stream of weights.
-func (t *matmulTask) runQ4Groups(lo, hi int) {
+// activations in t.qz (q8GroupActs). AVX-512 unpacks each group into the
+// worker's t.unpacked (q4x16Unpack: LayoutQ8x16 blocks of the levels) and
+// runs the LayoutQ8x16 tiles of 8 and 4 tokens on it, then takes the
+// tokens left one at a time from the group itself; AVX2 takes every token
+// so. Both give each row the same operations.
+func (t *matmulTask) runQ4Groups(worker, lo, hi int) {
 	T, N, nb := t.T, t.N, t.K/32
 	gb, xs, os := nb*q4GroupBlock, uintptr(nb*q8ActBlock), uintptr(4*N)
 	tb := q8TokenBlock(nb)
@@ -136,12 +138,14 @@ func (t *matmulTask) runQ4Groups(lo, hi int) {
 		for g := lo / q8GroupRows; g < hi/q8GroupRows; g++ {
 			w := unsafe.Pointer(&t.w[g*gb])
 			tt := t0
-			if level == levelAVX512 {
+			if level == levelAVX512 && t1-t0 >= 4 {
+				u := t.unpacked[worker][:nb*q8GroupBlock]
+				q4x16Unpack(w, nb, unsafe.Pointer(&u[0]), lv)
 				for ; tt+8 <= t1; tt += 8 {
-					q4x16Gemm8(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os, lv)
+					q8x16Gemm8(unsafe.Pointer(&u[0]), nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os)
 				}
 				if tt+4 <= t1 {
-					q4x16Gemm4(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os, lv)
+					q8x16Gemm4(unsafe.Pointer(&u[0]), nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os)
 					tt += 4
 				}
 			}

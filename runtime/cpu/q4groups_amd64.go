@@ -2,22 +2,17 @@ package cpu
 
 import "unsafe"
 
-// The LayoutQ4x16 kernels (q4groups_amd64.s), with the LayoutQ8x16
-// kernels' signatures plus the level table lv (a *q4Levels): each
-// multiplies one group of 16 weight rows w (nb blocks of q4GroupBlock
-// bytes) by tokens of nb blocks of q8ActBlock bytes (token i at x +
-// i*xstride) and stores the 16 results of token i as float32 at out +
-// i*ostride.
+// The LayoutQ4x16 kernels (q4groups_amd64.s), given the level table lv (a
+// *q4Levels). The gemv kernels multiply one group of 16 weight rows w (nb
+// blocks of q4GroupBlock bytes) by one token of nb blocks of q8ActBlock
+// bytes and store its 16 results as float32 at out.
 
-// q4x16Gemm8 (AVX-512 VNNI) takes 8 tokens.
+// q4x16Unpack (AVX-512) writes the nb blocks of the group at w as
+// LayoutQ8x16 blocks (the levels plus 128) at dst (nb*q8GroupBlock bytes),
+// for the LayoutQ8x16 GEMM kernels.
 //
 //go:noescape
-func q4x16Gemm8(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, lv unsafe.Pointer)
-
-// q4x16Gemm4 (AVX-512 VNNI) takes 4 tokens.
-//
-//go:noescape
-func q4x16Gemm4(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, lv unsafe.Pointer)
+func q4x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer, lv unsafe.Pointer)
 
 // q4x16Gemv (AVX-512 VNNI) takes one token.
 //

@@ -22,11 +22,10 @@ GLOBL q4x16ones<>(SB), RODATA|NOPTR, $8
 	MOVQ lv, DX; \
 	VBROADCASTI32X4 (DX), Z10
 
-// Q4LOADAT loads the block at w: row scales into Z8, the levels plus 128
-// of quants 4k..4k+3 of the 16 rows into Zk (k = 0..7), with Z9 the
-// nibble mask and Z10 the table.
-#define Q4LOADAT(w) \
-	VCVTPH2PS (w), Z8; \
+// Q4LEVELS loads the levels plus 128 of quants 4k..4k+3 of the 16 rows of
+// the block at w into Zk (k = 0..7), with Z9 the nibble mask and Z10 the
+// table: the block's quants as LayoutQ8x16 holds them.
+#define Q4LEVELS(w) \
 	VMOVDQU32 32(w), Z0; \
 	VMOVDQU32 96(w), Z1; \
 	VMOVDQU32 160(w), Z2; \
@@ -52,38 +51,11 @@ GLOBL q4x16ones<>(SB), RODATA|NOPTR, $8
 	VPSHUFB Z6, Z10, Z6; \
 	VPSHUFB Z7, Z10, Z7
 
-// Q4STORE4 stores Z16..Z19 at out+32(FP) + i*ostride (ostride+40(FP)).
-#define Q4STORE4 \
-	MOVQ out+32(FP), BX; \
-	MOVQ ostride+40(FP), AX; \
-	VMOVUPS Z16, (BX); \
-	ADDQ AX, BX; \
-	VMOVUPS Z17, (BX); \
-	ADDQ AX, BX; \
-	VMOVUPS Z18, (BX); \
-	ADDQ AX, BX; \
-	VMOVUPS Z19, (BX)
-
-// Q4TOK accumulates the block of the token at p into acc: 8 VPDPBUSD of
-// the broadcast quant dwords against Z0..Z7, started from the token's
-// -128*sum, so that each lane holds the exact signed dot; then converted,
-// times (Z8 * the token's scale), fused-added into acc.
-#define Q4TOK(p, acc) \
-	VPBROADCASTD 32(p), Z24; \
-	VPDPBUSD.BCST 0(p), Z0, Z24; \
-	VPDPBUSD.BCST 4(p), Z1, Z24; \
-	VPDPBUSD.BCST 8(p), Z2, Z24; \
-	VPDPBUSD.BCST 12(p), Z3, Z24; \
-	VPDPBUSD.BCST 16(p), Z4, Z24; \
-	VPDPBUSD.BCST 20(p), Z5, Z24; \
-	VPDPBUSD.BCST 24(p), Z6, Z24; \
-	VPDPBUSD.BCST 28(p), Z7, Z24; \
-	VCVTDQ2PS Z24, Z24; \
-	VMULPS.BCST 36(p), Z8, Z25; \
-	VFMADD231PS Z25, Z24, acc
-
-// Q4TOK1 is Q4TOK for a lone token: its 8 VPDPBUSD in four chains of
-// two, then added up (the same exact integer sums), so that they overlap.
+// Q4TOK1 accumulates the block of the lone token at p into acc: 8
+// VPDPBUSD of the broadcast quant dwords against Z0..Z7 in four chains of
+// two, the first started from the token's -128*sum, added up (so each lane
+// holds the exact signed dot); then converted, times (Z8 * the token's
+// scale), fused-added into acc: the LayoutQ8x16 kernels' arithmetic.
 #define Q4TOK1(p, acc) \
 	VPBROADCASTD 32(p), Z24; \
 	VPXORD Z26, Z26, Z26; \
@@ -104,105 +76,31 @@ GLOBL q4x16ones<>(SB), RODATA|NOPTR, $8
 	VMULPS.BCST 36(p), Z8, Z25; \
 	VFMADD231PS Z25, Z24, acc
 
-// Q4PREFETCH fetches the block after next.
-#define Q4PREFETCH \
-	PREFETCHT0 576(SI); \
-	PREFETCHT0 640(SI); \
-	PREFETCHT0 704(SI); \
-	PREFETCHT0 768(SI); \
-	PREFETCHT0 832(SI)
-
-// func q4x16Gemm8(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, lv unsafe.Pointer)
-TEXT ·q4x16Gemm8(SB), NOSPLIT, $0-56
+// func q4x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer, lv unsafe.Pointer)
+TEXT ·q4x16Unpack(SB), NOSPLIT, $0-32
 	MOVQ w+0(FP), SI
 	MOVQ nb+8(FP), CX
-	MOVQ x+16(FP), DI
-	MOVQ xstride+24(FP), AX
-	LEAQ (DI)(AX*1), R8
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	LEAQ (R11)(AX*1), R12
-	LEAQ (R12)(AX*1), R13
-	LEAQ (R13)(AX*1), R14
-	Q4CONST(lv+48(FP))
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
+	MOVQ dst+16(FP), DI
+	Q4CONST(lv+24(FP))
 	TESTQ CX, CX
-	JEQ done8
-loop8:
-	Q4PREFETCH
-	Q4LOADAT(SI)
-	Q4TOK(DI, Z16)
-	Q4TOK(R8, Z17)
-	Q4TOK(R9, Z18)
-	Q4TOK(R10, Z19)
-	Q4TOK(R11, Z20)
-	Q4TOK(R12, Z21)
-	Q4TOK(R13, Z22)
-	Q4TOK(R14, Z23)
+	JEQ doneu
+loopu:
+	VMOVDQU (SI), Y8
+	VMOVDQU Y8, (DI)
+	Q4LEVELS(SI)
+	VMOVDQU32 Z0, 32(DI)
+	VMOVDQU32 Z1, 96(DI)
+	VMOVDQU32 Z2, 160(DI)
+	VMOVDQU32 Z3, 224(DI)
+	VMOVDQU32 Z4, 288(DI)
+	VMOVDQU32 Z5, 352(DI)
+	VMOVDQU32 Z6, 416(DI)
+	VMOVDQU32 Z7, 480(DI)
 	ADDQ $288, SI
-	ADDQ $40, DI
-	ADDQ $40, R8
-	ADDQ $40, R9
-	ADDQ $40, R10
-	ADDQ $40, R11
-	ADDQ $40, R12
-	ADDQ $40, R13
-	ADDQ $40, R14
+	ADDQ $544, DI
 	DECQ CX
-	JNZ loop8
-done8:
-	Q4STORE4
-	ADDQ AX, BX
-	VMOVUPS Z20, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z21, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z22, (BX)
-	ADDQ AX, BX
-	VMOVUPS Z23, (BX)
-	VZEROUPPER
-	RET
-
-// func q4x16Gemm4(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, lv unsafe.Pointer)
-TEXT ·q4x16Gemm4(SB), NOSPLIT, $0-56
-	MOVQ w+0(FP), SI
-	MOVQ nb+8(FP), CX
-	MOVQ x+16(FP), DI
-	MOVQ xstride+24(FP), AX
-	LEAQ (DI)(AX*1), R8
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	Q4CONST(lv+48(FP))
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	TESTQ CX, CX
-	JEQ done4
-loop4:
-	Q4PREFETCH
-	Q4LOADAT(SI)
-	Q4TOK(DI, Z16)
-	Q4TOK(R8, Z17)
-	Q4TOK(R9, Z18)
-	Q4TOK(R10, Z19)
-	ADDQ $288, SI
-	ADDQ $40, DI
-	ADDQ $40, R8
-	ADDQ $40, R9
-	ADDQ $40, R10
-	DECQ CX
-	JNZ loop4
-done4:
-	Q4STORE4
+	JNZ loopu
+doneu:
 	VZEROUPPER
 	RET
 
@@ -216,7 +114,8 @@ TEXT ·q4x16Gemv(SB), NOSPLIT, $0-40
 	TESTQ CX, CX
 	JEQ done1
 loop1:
-	Q4LOADAT(SI)
+	VCVTPH2PS (SI), Z8
+	Q4LEVELS(SI)
 	Q4TOK1(DI, Z16)
 	ADDQ $288, SI
 	ADDQ $40, DI

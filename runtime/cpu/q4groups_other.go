@@ -7,10 +7,7 @@ import "unsafe"
 // Without amd64 assembly only the reference level runs; these stubs only
 // satisfy the compiler.
 
-func q4x16Gemm8(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, lv unsafe.Pointer) {
-	panic("cpu: no simd kernels")
-}
-func q4x16Gemm4(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, lv unsafe.Pointer) {
+func q4x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer, lv unsafe.Pointer) {
 	panic("cpu: no simd kernels")
 }
 func q4x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, lv unsafe.Pointer) {
