@@ -54,33 +54,23 @@ func levelsOf(dt tensor.DType) *q4Levels {
 // the file's layout with its rows (per expert, for a 3-D tensor) in whole
 // groups.
 func repackableQ4(w *weights.Tensor) bool {
-	return (w.DType == tensor.Q4_0 || w.DType == tensor.IQ4_NL) && w.Layout == weights.LayoutRows && len(w.Shape) >= 2 &&
-		w.Shape[0]%32 == 0 && w.Shape[1]%q8GroupRows == 0 && len(w.Data) == w.Rows()*w.RowBytes()
+	return (w.DType == tensor.Q4_0 || w.DType == tensor.IQ4_NL) && groupable(w)
 }
 
 // repackQ4 rewrites w (repackableQ4) in place into LayoutQ4x16, its groups
 // spread over the pool's workers, each through its scratch[worker], at
 // least one group's bytes (16 rows).
 func repackQ4(pool *pool, w *weights.Tensor, scratch [][]byte) {
-	rb, nb := w.RowBytes(), w.RowLen()/32
-	pool.parallel(w.Rows()/q8GroupRows, 1, func(worker, lo, hi int) {
-		scratch := scratch[worker][:q8GroupRows*rb]
-		for g := lo; g < hi; g++ {
-			grp := w.Data[g*q8GroupRows*rb : (g+1)*q8GroupRows*rb]
-			copy(scratch, grp)
-			for i := range q8GroupRows {
-				row := scratch[i*rb : (i+1)*rb]
-				for b := range nb {
-					src, dst := row[18*b:18*b+18], grp[b*q4GroupBlock:(b+1)*q4GroupBlock]
-					dst[2*i], dst[2*i+1] = src[0], src[1]
-					for j := range 4 {
-						copy(dst[32+64*j+4*i:32+64*j+4*i+4], src[2+4*j:2+4*j+4])
-					}
-				}
+	nb := w.RowLen() / 32
+	regroup(pool, w, scratch, weights.LayoutQ4x16, func(grp []byte, i int, row []byte) {
+		for b := range nb {
+			src, dst := row[18*b:18*b+18], grp[b*q4GroupBlock:(b+1)*q4GroupBlock]
+			dst[2*i], dst[2*i+1] = src[0], src[1]
+			for j := range 4 {
+				copy(dst[32+64*j+4*i:32+64*j+4*i+4], src[2+4*j:2+4*j+4])
 			}
 		}
 	})
-	w.Layout = weights.LayoutQ4x16
 }
 
 // q4GroupRow writes row r of w (LayoutQ4x16) as the file stores it into
