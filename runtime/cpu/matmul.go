@@ -110,6 +110,9 @@ type matmulState struct {
 	group   matmulGroup
 	prep    prepTask
 	tiles   [][]float32 // per worker: a panel of weight rows converted to float32 (floatPanel)
+	// unpacked is per worker one LayoutQ4x16 group unpacked into
+	// LayoutQ8x16 blocks (runQ4Groups).
+	unpacked [][]byte
 }
 
 // actKey identifies a prepared activation: the tensor it was made from and
@@ -155,6 +158,10 @@ func (p *program) matmulRef(out []float32, op tensor.Op) {
 func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 	K, N := w.RowLen(), w.Rows()
 	m := &p.mm
+	if w.Layout != weights.LayoutRows {
+		p.matmulGroupsRef(out, x, T, w)
+		return
+	}
 	switch w.DType {
 	case tensor.F32:
 		p.b.pool.parallel(N, 16, func(_, lo, hi int) {
@@ -191,16 +198,6 @@ func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 		for t := range xq {
 			quantizeQ8(x[t*K:(t+1)*K], &xq[t])
 		}
-		if w.Layout == weights.LayoutQ8x16 {
-			p.b.pool.parallel(N, q8GroupRows, func(_, lo, hi int) {
-				for r := lo; r < hi; r++ {
-					for t := 0; t < T; t++ {
-						out[t*N+r] = dotQ8Group(w.Data, K/32, r, &xq[t])
-					}
-				}
-			})
-			return
-		}
 		dot := dotQ8
 		if w.DType == tensor.Q4_0 {
 			dot = dotQ4
@@ -227,6 +224,39 @@ func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 			}
 		})
 	}
+}
+
+// matmulGroupsRef is matmulInto for weights in a group layout
+// (LayoutQ8x16, LayoutQ4x16): Q8_0 activations, the layout's reference dot.
+func (p *program) matmulGroupsRef(out, x []float32, T int, w *weights.Tensor) {
+	K, N := w.RowLen(), w.Rows()
+	m := &p.mm
+	if cap(m.xq) < T {
+		m.xq = make([]q8Blocks, T)
+	}
+	xq := m.xq[:T]
+	for t := range xq {
+		quantizeQ8(x[t*K:(t+1)*K], &xq[t])
+	}
+	lv := levelsOf(w.DType)
+	p.b.pool.parallel(N, q8GroupRows, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			for t := 0; t < T; t++ {
+				if w.Layout == weights.LayoutQ4x16 {
+					out[t*N+r] = dotQ4Group(w.Data, K/32, r, &xq[t], lv)
+				} else {
+					out[t*N+r] = dotQ8Group(w.Data, K/32, r, &xq[t])
+				}
+			}
+		}
+	})
+}
+
+// q8Activations reports whether matmuls by w read Q8_0 activations in
+// matmulTask.qx and qd (and qz): Q8_0 and Q4_0 weights, and any in a group
+// layout.
+func q8Activations(w *weights.Tensor) bool {
+	return w.DType == tensor.Q8_0 || w.DType == tensor.Q4_0 || w.Layout != weights.LayoutRows
 }
 
 // roundActivations writes x rounded to the values of dtype dt (f16 or bf16)
@@ -273,10 +303,10 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 		parts = 1
 	}
 	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out, T: T, K: K, N: N, x: x, tiles: m.tiles,
-		groups: w.Layout == weights.LayoutQ8x16}
+		groups: w.Layout != weights.LayoutRows}
 	src, cur := op.Args[0].ID, op.Out.ID
-	switch w.DType {
-	case tensor.F16, tensor.BF16:
+	switch {
+	case w.DType == tensor.F16 || w.DType == tensor.BF16:
 		if !m.r.cached(src, cur) || m.rType != w.DType {
 			if cap(m.rx) < len(x) {
 				m.rx = make([]float32, len(x))
@@ -290,7 +320,11 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			m.tiles = growTiles(m.tiles, p.b.pool.n, K)
 			t.tiles = m.tiles
 		}
-	case tensor.Q8_0, tensor.Q4_0:
+	case q8Activations(w):
+		if w.Layout == weights.LayoutQ4x16 && T >= 4 {
+			m.unpacked = growUnpacked(m.unpacked, p.b.pool.n, K)
+			t.unpacked = m.unpacked
+		}
 		lay := q8LayoutFor(w, T)
 		if !m.q.cached(src, cur) || lay != q8Plain && m.qLayout != lay {
 			p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, lay)
@@ -301,7 +335,7 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			t.qz = m.qz
 		}
 	}
-	if kernelOf(w.DType).kind == kindBlock {
+	if kernelOf(w.DType).kind == kindBlock && !t.groups {
 		dot := w.DType.DotType()
 		fresh := m.a.cached(src, cur) && m.aq.dt == dot
 		p.prepareBlock(&m.aPre, &m.aq, x, dot, T, K, parts, fresh, kernelOf(w.DType).fast())
@@ -409,14 +443,14 @@ type q8Layout uint8
 const (
 	q8Plain  q8Layout = iota // qx and qd alone
 	q8Pairs                  // the pair kernels' (q8PairLayout)
-	q8Groups                 // the LayoutQ8x16 kernels' (q8GroupActs)
+	q8Groups                 // the LayoutQ8x16 and LayoutQ4x16 kernels' (q8GroupActs)
 )
 
 // q8LayoutFor returns the activation layout the fast kernels read for T
 // tokens times w (Q8_0 or Q4_0).
 func q8LayoutFor(w *weights.Tensor, T int) q8Layout {
 	switch {
-	case w.Layout == weights.LayoutQ8x16:
+	case w.Layout != weights.LayoutRows:
 		return q8Groups
 	case usesPairs(w.DType, T):
 		return q8Pairs
@@ -495,10 +529,11 @@ type matmulTask struct {
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
 	qz       []byte    // qx and qd as q8LayoutFor says: [whole 4x8 tiles of pairs, K/32, q8PairBlock] (q8Pairs), [T, K/32, q8ActBlock] (q8Groups)
-	groups   bool      // w is in weights.LayoutQ8x16 (runQ8Groups)
+	groups   bool      // w is in weights.LayoutQ8x16 (runQ8Groups) or LayoutQ4x16 (runQ4Groups)
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [floatPanel(K)*K]; set when T >= 4 for f16/bf16
+	unpacked [][]byte    // per worker [K/32*q8GroupBlock]; set when T >= 4 for LayoutQ4x16
 	aq       *actQuant   // kindBlock dtypes: the activations in the weight's dot type
 }
 
@@ -509,7 +544,7 @@ func tokenBlock(rowBytes int) int {
 }
 
 // grain is the granularity of the output columns workers take: whole
-// groups for LayoutQ8x16 weights, quads otherwise.
+// groups for LayoutQ8x16 and LayoutQ4x16 weights, quads otherwise.
 func (t *matmulTask) grain() int {
 	if t.groups {
 		return q8GroupRows
@@ -520,12 +555,20 @@ func (t *matmulTask) grain() int {
 func (t *matmulTask) run(worker, lo, hi int) {
 	switch kernelOf(t.dt).kind {
 	case kindQ8:
-		if t.groups {
+		if t.groups && t.dt == tensor.Q4_0 {
+			t.runQ4Groups(worker, lo, hi)
+			return
+		}
+		if t.groups { // Q8_0
 			t.runQ8Groups(lo, hi)
 			return
 		}
 		t.runQuant(lo, hi)
 	case kindBlock:
+		if t.groups { // IQ4_NL
+			t.runQ4Groups(worker, lo, hi)
+			return
+		}
 		t.runBlock(lo, hi)
 	default:
 		t.runFloat(worker, lo, hi)
@@ -860,6 +903,19 @@ func quantDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xq, xd unsa
 		return
 	}
 	q8Dot4x1(w, wstride, xq, xd, nb, out, ostride)
+}
+
+// growUnpacked returns per-worker buffers, workers of them, each holding one
+// group of rows of K columns in LayoutQ8x16 blocks, reusing bufs where they
+// already fit.
+func growUnpacked(bufs [][]byte, workers, K int) [][]byte {
+	if len(bufs) != workers {
+		bufs = make([][]byte, workers)
+	}
+	for i := range bufs {
+		bufs[i] = grow64(bufs[i], K/32*q8GroupBlock)
+	}
+	return bufs
 }
 
 // growTiles returns per-worker tile buffers, workers of them, each holding at

@@ -117,9 +117,9 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 	}
 	x = x[:T*K]
 	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out[:T*N], T: T, K: K, N: N, x: x, tiles: p.mm.tiles,
-		groups: w.Layout == weights.LayoutQ8x16}
-	switch w.DType {
-	case tensor.F16, tensor.BF16:
+		groups: w.Layout != weights.LayoutRows}
+	switch {
+	case w.DType == tensor.F16 || w.DType == tensor.BF16:
 		m.rx = grow(m.rx, len(x))
 		m.prep = prepTask{dt: w.DType, x: x, K: K, rx: m.rx}
 		p.b.pool.run(T, 1, min(parts, T), &m.prep)
@@ -128,7 +128,11 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 			p.mm.tiles = growTiles(p.mm.tiles, p.b.pool.n, K)
 			t.tiles = p.mm.tiles
 		}
-	case tensor.Q8_0, tensor.Q4_0:
+	case q8Activations(w):
+		if w.Layout == weights.LayoutQ4x16 && T >= 4 {
+			p.mm.unpacked = growUnpacked(p.mm.unpacked, p.b.pool.n, K)
+			t.unpacked = p.mm.unpacked
+		}
 		lay := q8LayoutFor(w, T)
 		p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, lay)
 		t.qx, t.qd = m.qx, m.qd
@@ -136,7 +140,7 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 			t.qz = m.qz
 		}
 	}
-	if kernelOf(w.DType).kind == kindBlock {
+	if kernelOf(w.DType).kind == kindBlock && !t.groups {
 		p.prepareBlock(&m.aPre, &m.aq, x, w.DType.DotType(), T, K, parts, false, kernelOf(w.DType).fast())
 		t.aq = &m.aq
 	}

@@ -33,34 +33,24 @@ const (
 // repackableQ8 reports whether Backend.Load repacks w: Q8_0 in the file's
 // layout with its rows (per expert, for a 3-D tensor) in whole groups.
 func repackableQ8(w *weights.Tensor) bool {
-	return w.DType == tensor.Q8_0 && w.Layout == weights.LayoutRows && len(w.Shape) >= 2 &&
-		w.Shape[0]%32 == 0 && w.Shape[1]%q8GroupRows == 0 && len(w.Data) == w.Rows()*w.RowBytes()
+	return w.DType == tensor.Q8_0 && groupable(w)
 }
 
 // repackQ8 rewrites w (repackableQ8) in place into LayoutQ8x16, its groups
 // spread over the pool's workers, each through its scratch[worker], at
 // least one group's bytes (16 rows).
 func repackQ8(pool *pool, w *weights.Tensor, scratch [][]byte) {
-	rb, nb := w.RowBytes(), w.RowLen()/32
-	pool.parallel(w.Rows()/q8GroupRows, 1, func(worker, lo, hi int) {
-		scratch := scratch[worker][:q8GroupRows*rb]
-		for g := lo; g < hi; g++ {
-			grp := w.Data[g*q8GroupRows*rb : (g+1)*q8GroupRows*rb]
-			copy(scratch, grp)
-			for i := range q8GroupRows {
-				row := scratch[i*rb : (i+1)*rb]
-				for b := range nb {
-					src, dst := row[34*b:34*b+34], grp[b*q8GroupBlock:(b+1)*q8GroupBlock]
-					dst[2*i], dst[2*i+1] = src[0], src[1]
-					for k := range 8 {
-						v := binary.LittleEndian.Uint32(src[2+4*k:]) ^ 0x80808080
-						binary.LittleEndian.PutUint32(dst[32+64*k+4*i:], v)
-					}
-				}
+	nb := w.RowLen() / 32
+	regroup(pool, w, scratch, weights.LayoutQ8x16, func(grp []byte, i int, row []byte) {
+		for b := range nb {
+			src, dst := row[34*b:34*b+34], grp[b*q8GroupBlock:(b+1)*q8GroupBlock]
+			dst[2*i], dst[2*i+1] = src[0], src[1]
+			for k := range 8 {
+				v := binary.LittleEndian.Uint32(src[2+4*k:]) ^ 0x80808080
+				binary.LittleEndian.PutUint32(dst[32+64*k+4*i:], v)
 			}
 		}
 	})
-	w.Layout = weights.LayoutQ8x16
 }
 
 // q8GroupRow writes row r of w (LayoutQ8x16) as the file stores it into

@@ -89,8 +89,17 @@ func TestMatMulQuantGolden(t *testing.T) {
 			if level != levelRef {
 				modes = append(modes, true)
 			}
+			layouts := []*weights.Tensor{w} // the file's, and the group layout Backend.Load repacks into
+			switch {
+			case repackableQ8(w):
+				layouts = append(layouts, repacked(t, w))
+			case repackableQ4(w):
+				layouts = append(layouts, repackedQ4(t, w))
+			}
 			var rel, relDeq float64
-			defer func() { t.Logf("max |y - golden| / max|y| = %.2g; dequantized float64 product: %.2g", rel, relDeq) }()
+			defer func() {
+				t.Logf("max |y - golden| / max|y| = %.2g over %d layouts; dequantized float64 product: %.2g", rel, len(layouts), relDeq)
+			}()
 			for j, want := range c.Y {
 				var ymax float64
 				for _, v := range want {
@@ -99,23 +108,25 @@ func TestMatMulQuantGolden(t *testing.T) {
 				x := both[j*K : (j+1)*K]
 				for _, simd := range modes {
 					for _, batch := range []bool{false, true} {
-						var got []float32
-						if batch {
-							got = runMatMul(w, both, 2, 2, simd)[j*N : (j+1)*N]
-						} else {
-							got = runMatMul(w, x, 1, 1, simd)
-						}
-						var worst float64
-						at := 0
-						for i := range want {
-							if e := math.Abs(float64(got[i]) - want[i]); e > worst {
-								worst, at = e, i
+						for _, w := range layouts {
+							var got []float32
+							if batch {
+								got = runMatMul(w, both, 2, 2, simd)[j*N : (j+1)*N]
+							} else {
+								got = runMatMul(w, x, 1, 1, simd)
 							}
-						}
-						rel = max(rel, worst/ymax)
-						if worst > 1e-5*ymax {
-							t.Errorf("column %d simd=%v batch=%v: max |y - golden| = %.3g (%.3g of max|y|) at %d: %g vs %g; first values %v vs %v",
-								j, simd, batch, worst, worst/ymax, at, got[at], want[at], got[:4], want[:4])
+							var worst float64
+							at := 0
+							for i := range want {
+								if e := math.Abs(float64(got[i]) - want[i]); e > worst {
+									worst, at = e, i
+								}
+							}
+							rel = max(rel, worst/ymax)
+							if worst > 1e-5*ymax {
+								t.Errorf("column %d simd=%v batch=%v layout=%d: max |y - golden| = %.3g (%.3g of max|y|) at %d: %g vs %g; first values %v vs %v",
+									j, simd, batch, w.Layout, worst, worst/ymax, at, got[at], want[at], got[:4], want[:4])
+							}
 						}
 					}
 				}

@@ -52,6 +52,7 @@ func (p *program) workspace() footprint {
 	addSlice(&f, m.qz)
 	addSlice(&f, m.rx)
 	addSlices(&f, m.tiles)
+	addSlices(&f, m.unpacked)
 	addSlices(&f, p.score)
 	addSlices(&f, p.trig)
 	for _, s := range p.attnScr {

@@ -111,6 +111,12 @@ const (
 	// unsigned byte). Data keeps its size; a group of 16 rows occupies the
 	// bytes its rows occupied.
 	LayoutQ8x16
+	// LayoutQ4x16 is Q4_0 or IQ4_NL rows interleaved in groups of 16
+	// (Shape[1] a multiple of 16): per group and block of 32 columns, 288 bytes: the
+	// 16 rows' fp16 scales, then for each j = 0..3 the 16 rows' quant
+	// bytes 4j..4j+3 of the file's block (64 bytes; a byte's low nibble is
+	// quant 4j+m, its high nibble quant 16+4j+m). Data keeps its size.
+	LayoutQ4x16
 )
 
 // Elements returns the number of elements: the product of Shape.

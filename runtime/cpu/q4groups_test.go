@@ -1,0 +1,171 @@
+package cpu
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// q4Types are the dtypes of LayoutQ4x16.
+var q4Types = []tensor.DType{tensor.Q4_0, tensor.IQ4_NL}
+
+// repackedQ4 returns a copy of w (Q4_0 or IQ4_NL) repacked into LayoutQ4x16.
+func repackedQ4(t testing.TB, w *weights.Tensor) *weights.Tensor {
+	c := &weights.Tensor{Name: w.Name, Shape: slices.Clone(w.Shape), DType: w.DType, Data: slices.Clone(w.Data)}
+	if !repackableQ4(c) {
+		t.Fatalf("%v %v: not repackable", c.DType, c.Shape)
+	}
+	p := newPool(2)
+	defer p.close()
+	scratch := [][]byte{make([]byte, q8GroupRows*c.RowBytes()), make([]byte, q8GroupRows*c.RowBytes())}
+	repackQ4(p, c, scratch)
+	return c
+}
+
+// TestQ4GroupsRepack checks that repacking keeps every row: q4GroupRow gives
+// back the file's bytes, get_rows the file's values, and the accessors of
+// the file's layout refuse the tensor.
+func TestQ4GroupsRepack(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, c := range []struct {
+		dt   tensor.DType
+		n, k int
+	}{{tensor.Q4_0, 16, 32}, {tensor.Q4_0, 48, 96}, {tensor.Q4_0, 32, 1024}, {tensor.IQ4_NL, 48, 96}} {
+		w := randWeight(r, c.dt, c.n, c.k)
+		g := repackedQ4(t, w)
+		if g.Layout != weights.LayoutQ4x16 || bytes.Equal(g.Data, w.Data) {
+			t.Fatalf("%v: repacking changed nothing", c)
+		}
+		row := make([]byte, w.RowBytes())
+		for i := range c.n {
+			q4GroupRow(g, i, row)
+			if !bytes.Equal(row, w.Row(i)) {
+				t.Fatalf("%v: row %d differs after repacking", c, i)
+			}
+		}
+		if _, err := g.Float32s(); err == nil {
+			t.Errorf("%v: Float32s of a repacked tensor: no error", c)
+		}
+		ids := []int32{int32(c.n - 1), 0, 5}
+		p := &program{b: &Backend{}, w: []*weights.Tensor{g, nil}, i32: [][]int32{nil, ids}}
+		op := tensor.Op{Kind: tensor.OpGetRows, Args: []tensor.Tensor{{ID: 0}, {ID: 1}}, Out: tensor.Tensor{ID: 2, Shape: [2]int{len(ids), c.k}}}
+		got := make([]float32, len(ids)*c.k)
+		if err := p.getRows(got, op); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, len(ids)*c.k)
+		for j, id := range ids {
+			if err := tensor.DequantizeRow(c.dt, w.Row(int(id)), want[j*c.k:(j+1)*c.k]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: get_rows of the repacked table differs from the file's rows", c)
+		}
+	}
+}
+
+// TestQ4GroupsMatMulBitExact checks the LayoutQ4x16 matmul at every level
+// (each tile shape, token blocks, workers) bit for bit against dotQ4Group,
+// and dotQ4Group against the exact dot product of the dequantized values,
+// for random nibbles and for every nibble 0 or 15 (the extremes of the
+// kernels' 16-bit and 32-bit sums).
+func TestQ4GroupsMatMulBitExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	for _, dt := range q4Types {
+		for _, c := range []struct {
+			n, k int
+			fill int // every quant byte, or -1: random quants
+		}{{16, 32, -1}, {48, 96, -1}, {32, 1024, -1}, {80, 64, -1}, {144, 256, -1}, {32, 128, 0xff}, {16, 64, 0x00}, {16, 64, 0x0f}} {
+			w := randWeight(r, dt, c.n, c.k)
+			if c.fill >= 0 {
+				for i := range w.Rows() {
+					row := w.Row(i)
+					for b := 0; b < len(row); b += 18 {
+						for j := 2; j < 18; j++ {
+							row[b+j] = byte(c.fill)
+						}
+					}
+				}
+			}
+			g := repackedQ4(t, w)
+			nb := c.k / 32
+			for _, T := range []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 17, 100} {
+				x := randActivations(r, T, c.k)
+				want := make([]float32, T*c.n)
+				for tok := range T {
+					var q q8Blocks
+					quantizeQ8(x[tok*c.k:(tok+1)*c.k], &q)
+					for i := range c.n {
+						want[tok*c.n+i] = dotQ4Group(g.Data, nb, i, &q, levelsOf(dt))
+						exact, scale := exactDotQ4(w.Row(i), &q, levelsOf(dt))
+						if d := math.Abs(float64(want[tok*c.n+i]) - exact); d > 1e-5*scale {
+							t.Fatalf("%v %v T=%d: dotQ4Group row %d token %d = %g, exact %g", dt, c, T, i, tok, want[tok*c.n+i], exact)
+						}
+					}
+				}
+				for _, lv := range testLevels() {
+					restore := setLevel(lv)
+					for _, threads := range []int{1, 3} {
+						got := runMatMul(g, x, T, threads, lv != levelRef)
+						for i := range want {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								restore()
+								t.Fatalf("%v %v %v T=%d threads=%d: out[%d] = %g (%#x), reference %g (%#x)",
+									dt, lv, c, T, threads, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+							}
+						}
+					}
+					restore()
+				}
+			}
+		}
+	}
+}
+
+// exactDotQ4 returns the dot product of a Q4_0 or IQ4_NL row (levels lv)
+// in the file's layout and x in float64, and the sum of the magnitudes of
+// its block terms.
+func exactDotQ4(row []byte, x *q8Blocks, lv *q4Levels) (dot, scale float64) {
+	for b := range x.d {
+		var s int64
+		for j := range 16 {
+			q := row[18*b+2+j]
+			s += int64(int8(lv[16+q&0xf]))*int64(x.qs[32*b+j]) + int64(int8(lv[16+q>>4]))*int64(x.qs[32*b+16+j])
+		}
+		term := float64(f16tab[uint16(row[18*b])|uint16(row[18*b+1])<<8]) * float64(x.d[b]) * float64(s)
+		dot += term
+		scale += math.Abs(term)
+	}
+	return dot, scale
+}
+
+// TestQ4GroupsTokenAlone checks at every level that each token of a batch
+// alone gets bit for bit its result in the batch from a LayoutQ4x16 weight.
+func TestQ4GroupsTokenAlone(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	const k, n = 256, 32
+	for _, dt := range q4Types {
+		g := repackedQ4(t, randWeight(r, dt, n, k))
+		for _, lv := range testLevels() {
+			restore := setLevel(lv)
+			for _, T := range []int{3, 8, 13} {
+				x := randActivations(r, T, k)
+				all := runMatMul(g, x, T, 2, lv != levelRef)
+				for tok := range T {
+					alone := runMatMul(g, x[tok*k:(tok+1)*k], 1, 2, lv != levelRef)
+					if !slices.Equal(alone, all[tok*n:(tok+1)*n]) {
+						restore()
+						t.Fatalf("%v %v T=%d: token %d alone differs from the batch", dt, lv, T, tok)
+					}
+				}
+			}
+			restore()
+		}
+	}
+}
