@@ -115,8 +115,8 @@ func dotQ4Group(w []byte, nb, r int, x *q8Blocks, lv *q4Levels) float32 {
 // (weight rows) [lo, hi), both multiples of 16, for every token, from the
 // activations in t.qz (q8GroupActs). AVX-512 unpacks each group into the
 // worker's t.unpacked (q4x16Unpack: LayoutQ8x16 blocks of the levels) and
-// runs the LayoutQ8x16 tiles of 8 and 4 tokens on it, then takes the
-// tokens left one at a time from the group itself; AVX2 takes every token
+// runs the LayoutQ8x16 tiles of up to q8TileTokens tokens on it, then
+// takes a last lone token from the group itself; AVX2 takes every token
 // so. Both give each row the same operations.
 func (t *matmulTask) runQ4Groups(worker, lo, hi int) {
 	T, N, nb := t.T, t.N, t.K/32
@@ -131,12 +131,10 @@ func (t *matmulTask) runQ4Groups(worker, lo, hi int) {
 			if level == levelAVX512 && t1-t0 >= 4 {
 				u := t.unpacked[worker][:nb*q8GroupBlock]
 				q4x16Unpack(w, nb, unsafe.Pointer(&u[0]), lv)
-				for ; tt+8 <= t1; tt += 8 {
-					q8x16Gemm8(unsafe.Pointer(&u[0]), nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os)
-				}
-				if tt+4 <= t1 {
-					q8x16Gemm4(unsafe.Pointer(&u[0]), nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os)
-					tt += 4
+				for tt+2 <= t1 {
+					n := min(q8TileTokens, t1-tt)
+					q8x16GemmN(unsafe.Pointer(&u[0]), nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os, n)
+					tt += n
 				}
 			}
 			for ; tt < t1; tt++ {
