@@ -95,6 +95,24 @@ const (
 // their Work's limit.
 var ErrSchemaTooComplex = errors.New("the schema needs more work to compile than the server allows; simplify it (fewer subschemas, $ref and allOf combinations, enum values or properties)")
 
+// errNothing is matched (errors.Is) by the errors of schemas that admit
+// no value (false, contradictory limits, types or enums): a branch, type
+// or item schema failing with it is left out exactly. Any other error is a
+// keyword the grammar cannot enforce, and leaving its part out would
+// reject valid documents: it refuses the schema instead.
+var errNothing = errors.New("the schema admits no value")
+
+// nothingError is an error of a schema that admits no value.
+type nothingError struct{ msg string }
+
+func (e *nothingError) Error() string        { return e.msg }
+func (e *nothingError) Is(target error) bool { return target == errNothing }
+
+// nothingf is a nothingError with a formatted message.
+func nothingf(format string, a ...any) error {
+	return &nothingError{fmt.Sprintf(format, a...)}
+}
+
 // stopped is the error of a compilation whose Work w has stopped; at is
 // where it was.
 func stopped(w *Work, at string) error {
@@ -193,9 +211,9 @@ type schemaCompiler struct {
 	modRules map[int64]bool     // multipleOf automata added
 	shared   []string           // rule lines written once, after out (emitShared)
 	// prefix starts every rule name.
-	prefix  string
-	work    *Work                     // charged by every step
-	regexps map[string]compiledRegexp // patternProperties compiled
+	prefix   string
+	work     *Work                     // charged by every step
+	machines map[string]machineOrError // patternProperties compiled
 	// refAlone: the schema declares a draft before 2019-09, where a
 	// $ref's sibling keywords are ignored.
 	refAlone bool
@@ -540,7 +558,7 @@ func typeAdmits(types []string, v string) bool {
 func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 	if b, ok := s.(bool); ok {
 		if !b {
-			return "", fmt.Errorf("schema%s: false matches nothing", at)
+			return "", nothingf("schema%s: false matches nothing", at)
 		}
 		return "value", nil
 	}
@@ -619,7 +637,7 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 			return "", fmt.Errorf("schema%s: keyword \"not\" excluding integers from numbers is not supported", at)
 		}
 		if len(types) == 0 && len(optional) == 0 {
-			return "", fmt.Errorf("schema%s: \"not\" excludes every type", at)
+			return "", nothingf("schema%s: \"not\" excludes every type", at)
 		}
 	}
 	if types == nil {
@@ -628,8 +646,12 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 		}
 		return "value", nil
 	}
-	if _, ok := o.vals[notValuesKey]; ok && !(len(types) == 1 && (types[0] == "object" || types[0] == "array")) {
-		return "", fmt.Errorf("schema%s: keyword \"not\" is supported here only with enum or const", at)
+	notValues, _ := o.vals[notValuesKey].([]any)
+	for _, v := range notValues {
+		k := kind(typeOf(v))
+		if k != "string" && k != "boolean" && k != "null" && slices.ContainsFunc(types, func(t string) bool { return kind(t) == k }) {
+			return "", fmt.Errorf("schema%s: keyword \"not\" of %s values is supported only beside enum or const", at, k)
+		}
 	}
 	var alts []string
 	for _, t := range types {
@@ -638,6 +660,9 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 		}
 		b, err := c.typed(hint, t, o, at)
 		if err != nil {
+			if errors.Is(err, errNothing) && len(types) > 1 {
+				continue
+			}
 			return "", err
 		}
 		alts = append(alts, "( "+b+" )")
@@ -646,8 +671,8 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 		m := c.mark()
 		b, err := c.typed(hint, t, o, at)
 		if err != nil {
-			if c.work.Err() != nil {
-				return "", err
+			if !errors.Is(err, errNothing) {
+				return "", err // leaving the type out would reject its valid values
 			}
 			c.rollback(m)
 			continue
@@ -655,7 +680,7 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 		alts = append(alts, "( "+b+" )")
 	}
 	if len(alts) == 0 {
-		return "", fmt.Errorf("schema%s: \"not\" excludes every type its keywords allow", at)
+		return "", nothingf("schema%s: \"not\" excludes every type its keywords allow", at)
 	}
 	return strings.Join(alts, " | "), nil
 }
@@ -781,7 +806,7 @@ func (c *schemaCompiler) valuesRule(values []any, types []string, o *object, at 
 		alts = append(alts, literal(string(b)))
 	}
 	if len(alts) == 0 {
-		return "", fmt.Errorf("schema%s.enum: no value meets the schema's other keywords", at)
+		return "", nothingf("schema%s.enum: no value meets the schema's other keywords", at)
 	}
 	return strings.Join(alts, " | "), nil
 }
@@ -896,6 +921,9 @@ func (c *schemaCompiler) alternatives(hint, key string, o *object, at string) (s
 			}
 		}
 		if err != nil {
+			if !errors.Is(err, errNothing) {
+				return "", err // leaving the branch out would reject its valid values
+			}
 			firstErr = cmpOr(firstErr, err)
 			continue
 		}
@@ -915,6 +943,9 @@ func (c *schemaCompiler) alternatives(hint, key string, o *object, at string) (s
 		m := c.mark()
 		name, err := c.rule(fmt.Sprintf("%s-%d", hint, i), b, fmt.Sprintf("%s.%s[%d]", at, key, i))
 		if err != nil {
+			if !errors.Is(err, errNothing) {
+				return "", err
+			}
 			c.rollback(m)
 			firstErr = cmpOr(firstErr, err)
 			continue
@@ -1071,12 +1102,12 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 			out[i] = bo
 		}
 	}
-	for _, b := range out {
-		if b != nil {
-			return out, nil
+	for i, b := range out {
+		if b == nil && branches[i] != nil {
+			return nil, fmt.Errorf("schema%s: keyword \"oneOf\" is supported when its branches exclude each other (by type, a const or enum property, or a required property); branch %d does not", at, i)
 		}
 	}
-	return nil, fmt.Errorf("schema%s: keyword \"oneOf\" is supported when its branches exclude each other (by type, a const or enum property, or a required property)", at)
+	return out, nil
 }
 
 func anyList(ss []string) []any {
@@ -1482,7 +1513,7 @@ func (c *schemaCompiler) inline(s any, at string, depth int) (*object, error) {
 		if s {
 			return &object{vals: map[string]any{}}, nil
 		}
-		return nil, fmt.Errorf("schema%s: false matches nothing", at)
+		return nil, nothingf("schema%s: false matches nothing", at)
 	case *object:
 		if r, ok := s.vals["$ref"]; ok {
 			target, err := c.resolve(r, at)
@@ -1514,6 +1545,9 @@ func (c *schemaCompiler) inline(s any, at string, depth int) (*object, error) {
 func (c *schemaCompiler) applyNot(o *object, n any, at string, depth int) (*object, error) {
 	if n == false { // not of false: every value
 		return o, nil
+	}
+	if admitsEvery(n) {
+		return nil, nothingf("schema%s: \"not\" of a schema every value meets admits nothing", at)
 	}
 	if no, ok := n.(*object); ok && len(without(no, "description", "title").keys) == 1 {
 		if nn, ok := no.vals["not"]; ok { // not of not: the schema itself

@@ -183,6 +183,9 @@ func (n *nfa) moves(s int) (edges []nfaEdge, final bool) {
 // decoded text every one of res (parsed patterns) matches, as rules named
 // by c from hint; ok is false when no string matches them all.
 func (c *schemaCompiler) productGBNF(hint string, res []*regex) (name string, ok bool, err error) {
+	if slices.ContainsFunc(res, (*regex).hasLook) {
+		return c.lookaheadGBNF(res, 0, 0, false, "")
+	}
 	autos := make([]*nfa, len(res))
 	for i, r := range res {
 		if autos[i], err = newNFA(r); err != nil {

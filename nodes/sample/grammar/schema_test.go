@@ -140,6 +140,14 @@ func TestSchemaErrorsNameTheKeyword(t *testing.T) {
 		{`{"oneOf":[{"enum":[0,3]},{"enum":[-0]}]}`, `"oneOf"`},
 		{`{"oneOf":[{"const":{"a":1,"b":2}},{"const":{"b":2,"a":1}}]}`, `"oneOf"`},
 		{`{"oneOf":[{"const":[1]},{"const":[1.0]}]}`, `"oneOf"`},
+		{`{"type":"object","not":{"enum":[{}]}}`, `"not"`},
+		{`{"type":"array","not":{"const":[]}}`, `"not"`},
+		{`{"type":"integer","not":{"enum":[3]}}`, `"not"`},
+		{`{"anyOf":[{"type":"string","format":"idn-email"},{"type":"integer"}]}`, `"format"`},
+		{`{"type":"array","items":{"type":"string","pattern":"a\\1"}}`, `"pattern"`},
+		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"array","contains":{}}}`, `"contains"`},
+		{`{"type":"string","pattern":"^a(?!b)c$"}`, `"pattern"`},
+		{`{"type":"string","pattern":"^(?!a)b|c$"}`, `"pattern"`},
 		{`{"type":"object","properties":{"a":{"type":"number"}},"oneOf":[{"properties":{"a":{"const":1}},"required":["a"]},{"properties":{"a":{"const":1.0}},"required":["a"]}]}`, `"oneOf"`},
 	} {
 		if _, err := FromSchema(json.RawMessage(tc.schema)); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -328,7 +336,7 @@ func TestSchemaPropertyCountsWithoutListedProperties(t *testing.T) {
 	checkAccepts(t, `{"type":"object","minProperties":2,"properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"additionalProperties":{"type":"string"}}`,
 		[]string{`{"a":1,"b":2}`, `{"a":1,"b":2,"c":"x","d":"y"}`}, []string{`{}`, `{"a":1}`, `{"a":1,"b":2,"c":3}`})
 	checkAccepts(t, `{"type":"object","maxProperties":2,"patternProperties":{"^x":{"type":"integer"}}}`,
-		[]string{`{}`, `{"x":1}`, `{"x":1,"xy":2}`}, []string{`{"x":1,"xy":2,"xz":3}`, `{"y":1}`})
+		[]string{`{}`, `{"x":1}`, `{"x":1,"xy":2}`, `{"y":"s"}`}, []string{`{"x":1,"xy":2,"xz":3}`, `{"x":"s"}`})
 }
 
 func TestSchemaUnlistedMembers(t *testing.T) {
@@ -344,7 +352,7 @@ func TestSchemaUnlistedMembers(t *testing.T) {
 		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":false}`,
 			[]string{`{"a":1}`}, []string{`{"a":1,"b":"x"}`}},
 		{`{"type":"object","patternProperties":{"^x-[a-z]+$":{"type":"integer"}}}`,
-			[]string{`{}`, `{"x-a":1,"x-bc":2}`}, []string{`{"y":1}`, `{"x-a":"s"}`}},
+			[]string{`{}`, `{"x-a":1,"x-bc":2}`, `{"y":"s"}`, `{"x-":"s"}`}, []string{`{"x-a":"s"}`}},
 	} {
 		t.Run(tc.schema, func(t *testing.T) { checkAccepts(t, tc.schema, tc.yes, tc.no) })
 	}
@@ -455,5 +463,62 @@ func TestNumberKeyComparesByValue(t *testing.T) {
 	}
 	if k, err := numberKey("1e99999999999"); err == nil {
 		t.Errorf("numberKey(1e99999999999) = %q, want an error", k)
+	}
+}
+
+// Where the grammar cannot write a part of a schema it refuses the schema
+// rather than leave the part out; parts that admit nothing are left out:
+// an anyOf branch or a type of a list with contradictory limits, an item
+// schema that is false, an additionalProperties whose enum meets none of
+// its types.
+func TestSchemaPartsAdmittingNothingLeftOut(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"anyOf":[{"type":"integer","minimum":3,"maximum":2},{"type":"string"}]}`, []string{`"x"`}, []string{`3`}},
+		{`{"type":["integer","string"],"minimum":3,"maximum":2}`, []string{`"x"`}, []string{`3`}},
+		{`{"type":"array","items":false}`, []string{`[]`}, []string{`[1]`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string","enum":[1]}}`,
+			[]string{`{"a":1}`}, []string{`{"b":1}`, `{"b":"x"}`}},
+		{`{"type":"object","properties":{"a":{"not":{}},"b":{"type":"integer"}}}`, []string{`{"b":1}`, `{}`}, []string{`{"a":1}`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
+	}
+}
+
+// patternProperties: unlisted names by the patterns they match (each
+// pattern's schema), names matching none by additionalProperties, listed
+// names never as unlisted ones; lookaheads after ^ in names and strings;
+// not of string values.
+func TestSchemaPatternNames(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"type":"object","properties":{"a":{"type":"integer"}},"patternProperties":{"^x":{"type":"string"},"y$":{"type":"string","maxLength":1}},"additionalProperties":false,"required":["a"]}`,
+			[]string{`{"a":1,"xa":"s","by":"t","xy":"u"}`, `{"xq":"","a":2}`},
+			[]string{`{"a":1,"b":"s"}`, `{"a":1,"xy":"uv"}`, `{"a":1,"xa":1}`, `{"a":"s"}`}},
+		{`{"type":"object","properties":{"x1":{"type":"integer"}},"patternProperties":{"^x\\d$":{"type":"integer","minimum":5}},"additionalProperties":{"type":"boolean"}}`,
+			[]string{`{"x1":5,"x2":6,"q":true}`, `{"x12":false}`}, []string{`{"x1":1}`, `{"x2":1}`, `{"q":1}`, `{"x1":"s"}`}},
+		{`{"type":"object","patternProperties":{"^(/[^/]+)+$":{"type":"integer"}}}`,
+			[]string{`{"/a/b":1,"x":"s","/":"t"}`}, []string{`{"/a":"s"}`}},
+		{`{"type":"object","minProperties":1,"patternProperties":{"^[a-z]+$":{"type":"integer"}},"additionalProperties":false}`,
+			[]string{`{"ab":1}`}, []string{`{}`, `{"A":1}`, `{"ab":"s"}`}},
+		{`{"anyOf":[{"type":"object","patternProperties":{"^(?!(False|if|and)$)[a-zA-Z_][\\w]*$":{}},"additionalProperties":false},{"type":"null"}]}`,
+			[]string{`{"a":1,"iff":[2]}`, `{}`, `null`, `{"False_":1}`}, []string{`{"if":1}`, `{"1a":1}`, `{"and":true}`}},
+		{`{"type":"string","pattern":"^(?!(if|and)$)[a-z_]\\w*$"}`, []string{`"iff"`, `"x"`, `"an"`, `"_if"`}, []string{`"if"`, `"and"`, `"1a"`, `""`}},
+		{`{"type":"string","pattern":"^(?=.*\\d)(?!.*x)[a-z0-9]{2,4}$"}`, []string{`"a1"`, `"1234"`}, []string{`"ab"`, `"a1x"`, `"12345"`}},
+		{`{"type":"string","minLength":2,"not":{"enum":["ab","bc"]}}`, []string{`"abc"`, `"ac"`, `"b\"c"`}, []string{`"ab"`, `"bc"`, `"a"`}},
+		{`{"type":"string","not":{"enum":["a","bc"]}}`, []string{`"b"`, `"abc"`, `""`, `"bcd"`}, []string{`"a"`, `"bc"`}},
+		{`{"type":["string","boolean","null"],"not":{"enum":["a",true,null]}}`, []string{`"b"`, `false`}, []string{`"a"`, `true`, `null`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) {
+			if strings.Contains(tc.schema, "(?") { // the reference validator has no lookaheads
+				checkAccepts(t, tc.schema, tc.yes, tc.no)
+				return
+			}
+			checkValidates(t, tc.schema, tc.yes, tc.no)
+		})
 	}
 }
