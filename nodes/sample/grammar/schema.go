@@ -1068,7 +1068,7 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 				ok = false
 				break
 			}
-			if slices.ContainsFunc(stringList(bo.vals["required"]), func(p string) bool { return c.refusesName(other, p, 0) }) {
+			if c.requiresRefused(bo, other, 0) {
 				continue
 			}
 			oo, err := c.inline(other, at, 0)
@@ -1076,7 +1076,7 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 				ok = false
 				break
 			}
-			if c.discriminated(bo, oo) {
+			if c.discriminated(bo, oo) || c.lacksRequired(bo, oo) {
 				continue
 			}
 			if p, found := c.forbiddable(bo, oo); found {
@@ -1164,14 +1164,15 @@ func (c *schemaCompiler) propValues(o *object, p string) ([]any, bool) {
 }
 
 // discriminated reports whether a property a requires has values b's
-// schema for it excludes.
+// schema for it excludes (disjointSchemas).
 func (c *schemaCompiler) discriminated(a, b *object) bool {
+	propsA, _ := a.vals["properties"].(*object)
+	propsB, _ := b.vals["properties"].(*object)
+	if propsA == nil || propsB == nil {
+		return false
+	}
 	for _, p := range stringList(a.vals["required"]) {
-		va, ok := c.propValues(a, p)
-		if !ok {
-			continue
-		}
-		if vb, ok := c.propValues(b, p); ok && c.disjointValues(va, vb) {
+		if hasKey(propsA, p) && hasKey(propsB, p) && c.disjointSchemas(propsA.vals[p], propsB.vals[p]) {
 			return true
 		}
 	}

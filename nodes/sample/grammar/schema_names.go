@@ -417,7 +417,10 @@ func literalsNFA(names []string) (*nfa, error) {
 // with the value its name asks for: the schemas of the patterns (keys of
 // patterns) it matches, all of them, or ap (additionalProperties; absent
 // when !hasAP) when it matches none. "" when no such member is valid.
-func (c *schemaCompiler) patternMembers(hint string, patterns *object, excluded []string, ap any, hasAP bool, at string) (string, error) {
+func (c *schemaCompiler) patternMembers(hint string, patterns *object, excluded []string, names []nameRule, ap any, hasAP bool, at string) (string, error) {
+	if patterns == nil {
+		patterns = &object{vals: map[string]any{}}
+	}
 	var machines []*patternMachine
 	var tracks []*nfa
 	first := []int{} // by pattern: its first track
@@ -430,11 +433,15 @@ func (c *schemaCompiler) patternMembers(hint string, patterns *object, excluded 
 		first = append(first, len(tracks))
 		tracks = append(tracks, m.tracks()...)
 	}
-	names, err := literalsNFA(excluded)
+	nameFirst := len(tracks)
+	for _, r := range names {
+		tracks = append(tracks, r.m.tracks()...)
+	}
+	listed, err := literalsNFA(excluded)
 	if err != nil {
 		return "", fmt.Errorf("schema%s: keyword \"properties\": %v", at, err)
 	}
-	tracks = append(tracks, names)
+	tracks = append(tracks, listed)
 	states, err := c.buildDFA(tracks, at)
 	if err != nil {
 		return "", fmt.Errorf("schema%s: keyword \"patternProperties\": %v", at, err)
@@ -481,6 +488,14 @@ func (c *schemaCompiler) patternMembers(hint string, patterns *object, excluded 
 		if acc[len(acc)-1] {
 			return "" // a listed or excluded name
 		}
+		next := nameFirst
+		for _, r := range names {
+			n := len(r.m.tracks())
+			if r.m.matches(acc[next:next+n]) != r.match {
+				return "" // a name propertyNames refuses
+			}
+			next += n
+		}
 		var matched []int
 		for p, m := range machines {
 			if m.matches(acc[first[p] : first[p]+len(m.tracks())]) {
@@ -500,4 +515,210 @@ func (c *schemaCompiler) patternMembers(hint string, patterns *object, excluded 
 		return "", nil
 	}
 	return `"\"" ` + name, nil
+}
+
+// requiresRefused reports whether every object a admits has a property
+// that schema b, as written, refuses: one a requires, or one each branch
+// of a's anyOf or oneOf requires.
+func (c *schemaCompiler) requiresRefused(a *object, b any, depth int) bool {
+	if depth > MaxSchemaInline || !c.work.charge(1) {
+		return false
+	}
+	if slices.ContainsFunc(stringList(a.vals["required"]), func(p string) bool { return c.refusesName(b, p, 0) }) {
+		return true
+	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		list, ok := a.vals[k].([]any)
+		if !ok || len(list) == 0 {
+			continue
+		}
+		every := true
+		for _, e := range list {
+			eo, err := c.inline(e, "", depth+1)
+			if err != nil || !c.requiresRefused(eo, b, depth+1) {
+				every = false
+				break
+			}
+		}
+		if every {
+			return true
+		}
+	}
+	return false
+}
+
+// lacksRequired reports whether every object a admits lacks, or has a
+// value b refuses for, a property b requires: a refuses the name, or a's
+// schema for it and b's admit no value in common.
+func (c *schemaCompiler) lacksRequired(a, b *object) bool {
+	propsA, _ := a.vals["properties"].(*object)
+	propsB, _ := b.vals["properties"].(*object)
+	for _, p := range stringList(b.vals["required"]) {
+		if c.refusesName(a, p, 0) {
+			return true
+		}
+		if propsA == nil || propsB == nil || !hasKey(propsA, p) || !hasKey(propsB, p) {
+			continue
+		}
+		if c.disjointSchemas(propsA.vals[p], propsB.vals[p]) {
+			return true
+		}
+	}
+	return false
+}
+
+// disjointSchemas reports whether no value meets both schemas x and y
+// (false: perhaps some does): their kinds differ, their enum or const
+// values differ, or they are strings whose patterns no string matches
+// both of.
+func (c *schemaCompiler) disjointSchemas(x, y any) bool {
+	if !c.work.charge(1) {
+		return false
+	}
+	if len(intersectStrings(c.kinds(x, false, 0), c.kinds(y, false, 0))) == 0 {
+		return true
+	}
+	xo, errX := c.inline(x, "", 0)
+	yo, errY := c.inline(y, "", 0)
+	if errX != nil || errY != nil {
+		return false
+	}
+	if vx, ok := valueList(xo); ok { // the values admitted are among these
+		if vy, ok := valueList(yo); ok {
+			return c.disjointValues(vx, vy)
+		}
+	}
+	px, okX := c.stringPattern(x)
+	py, okY := c.stringPattern(y)
+	if !okX || !okY {
+		return false
+	}
+	mx, err := c.patternMachine(px)
+	if err != nil {
+		return false
+	}
+	my, err := c.patternMachine(py)
+	if err != nil {
+		return false
+	}
+	tracks := append(mx.tracks(), my.tracks()...)
+	states, err := c.buildDFA(tracks, "")
+	if err != nil {
+		return false
+	}
+	for i := range states {
+		acc := states[i].accepts(tracks)
+		if mx.matches(acc[:len(mx.tracks())]) && my.matches(acc[len(mx.tracks()):]) {
+			return false
+		}
+	}
+	return true
+}
+
+// stringPattern is the pattern of schema s when it admits only strings
+// and has one (ok false otherwise).
+func (c *schemaCompiler) stringPattern(s any) (string, bool) {
+	o, err := c.inline(s, "", 0)
+	if err != nil || !slices.Equal(c.kinds(o, false, 0), []string{"string"}) {
+		return "", false
+	}
+	p, ok := o.vals["pattern"].(string)
+	return p, ok
+}
+
+// A nameRule is a pattern every written name must match (match) or must
+// not match.
+type nameRule struct {
+	m     *patternMachine
+	match bool
+}
+
+// nameRules is what propertyNames' schema pn asks of names, as automata:
+// a pattern, a format the compiler writes as a pattern, minLength and
+// maxLength, enum or const strings, and not of enum or const. Another
+// keyword is an error naming propertyNames.
+func (c *schemaCompiler) nameRules(pn any, at string) ([]nameRule, error) {
+	o, err := c.inline(pn, at, 0)
+	if err != nil {
+		return nil, err
+	}
+	refuse := func(k string) error {
+		return fmt.Errorf("schema%s: keyword \"propertyNames\" with %q is supported only on listed properties", at, k)
+	}
+	var rules []nameRule
+	addPattern := func(p, k string) error {
+		re, err := parseRegex(p)
+		if err != nil {
+			return fmt.Errorf("schema%s.propertyNames: keyword %q: %v", at, k, err)
+		}
+		m, err := newPatternMachine(re)
+		if err != nil {
+			return fmt.Errorf("schema%s.propertyNames: keyword %q: %v", at, k, err)
+		}
+		rules = append(rules, nameRule{m, true})
+		return nil
+	}
+	addLiterals := func(values []any, match bool) {
+		var strs []string
+		for _, v := range values {
+			if s, ok := v.(string); ok {
+				strs = append(strs, s)
+			}
+		}
+		n, _ := literalsNFA(strs)
+		rules = append(rules, nameRule{&patternMachine{main: n}, match})
+	}
+	for _, k := range o.keys {
+		if !schemaKeywords[k] {
+			continue
+		}
+		switch k {
+		case "type":
+			types, err := typeList(o, at+".propertyNames")
+			if err != nil {
+				return nil, err
+			}
+			if !slices.Contains(types, "string") {
+				return nil, nothingf("schema%s: propertyNames admits no string", at)
+			}
+		case "pattern":
+			p, _ := o.vals[k].(string)
+			if err := addPattern(p, k); err != nil {
+				return nil, err
+			}
+		case "format":
+			f, _ := o.vals[k].(string)
+			if p, ok := formatPatterns[f]; ok {
+				if err := addPattern(p, k); err != nil {
+					return nil, err
+				}
+			} else if assertedFormats[f] {
+				return nil, refuse(k)
+			}
+		case "minLength", "maxLength":
+		case "enum", "const":
+			values, _ := valueList(o)
+			addLiterals(values, true)
+		case notValuesKey:
+			addLiterals(excludedValues(o), false)
+		default:
+			return nil, refuse(k)
+		}
+	}
+	lo, _, err := count(o, "minLength", at+".propertyNames")
+	if err != nil {
+		return nil, err
+	}
+	hi, hasHi, err := count(o, "maxLength", at+".propertyNames")
+	if err != nil {
+		return nil, err
+	}
+	if counted := withLength(nil, lo, hi, hasHi); len(counted) > 0 {
+		m, err := newPatternMachine(counted[0])
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, nameRule{m, true})
+	}
+	return rules, nil
 }

@@ -147,6 +147,10 @@ func TestSchemaErrorsNameTheKeyword(t *testing.T) {
 		{`{"type":"array","items":{"type":"string","pattern":"a\\1"}}`, `"pattern"`},
 		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"array","contains":{}}}`, `"contains"`},
 		{`{"type":"string","pattern":"^a(?!b)c$"}`, `"pattern"`},
+		{`{"type":"object","properties":{"a":{}},"minProperties":2,"maxProperties":3}`, `"minProperties"`},
+		{`{"type":"object","properties":{"a":{}},"maxProperties":10}`, `"maxProperties"`},
+		{`{"type":"object","properties":{"a":{}},"dependencies":{"b":["a"]}}`, `"dependencies"`},
+		{`{"type":"object","propertyNames":{"minimum":3}}`, `"propertyNames"`},
 		{`{"type":"string","pattern":"^(?!a)b|c$"}`, `"pattern"`},
 		{`{"type":"object","properties":{"a":{"type":"number"}},"oneOf":[{"properties":{"a":{"const":1}},"required":["a"]},{"properties":{"a":{"const":1.0}},"required":["a"]}]}`, `"oneOf"`},
 	} {
@@ -289,7 +293,8 @@ func TestSchemaFeatureOutputsValidate(t *testing.T) {
 		`{"type":"object","properties":{"id":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"n":{"type":"number","exclusiveMinimum":0},"at":{"type":"string","format":"date-time"},"mail":{"type":"string","format":"email"},"u":{"type":"string","format":"uuid"}},"required":["id","n","at","mail","u"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}`,
 		`{"type":"object","properties":{"d":{"format":"date","type":"string"},"t":{"format":"time","type":"string"},"h":{"format":"hostname","type":"string"},"v4":{"format":"ipv4","type":"string"},"v6":{"format":"ipv6","type":"string"},"uri":{"format":"uri","type":"string"}},"required":["d","t","h","v4","v6","uri"]}`,
 		`{"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{2}-\\d{2,4}$"},"name":{"type":"string","pattern":"^[a-z]+$","maxLength":5,"minLength":2}},"required":["code","name"],"x-kubernetes-list-type":"map","id":"x","$comment":"c"}`,
-		`{"type":"object","minProperties":2,"maxProperties":3,"properties":{"a":{"type":"null"},"b":{"type":"null"},"c":{"type":"null"},"d":{"type":"null"}}}`,
+		`{"type":"object","minProperties":2,"maxProperties":3,"properties":{"a":{"type":"null"},"b":{"type":"null"},"c":{"type":"null"},"d":{"type":"null"}},"additionalProperties":false}`,
+		`{"type":"object","maxProperties":3,"properties":{"a":{"type":"null"},"b":{"type":"null"}},"required":["a"],"additionalProperties":{"type":"integer"}}`,
 		`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"array","prefixItems":[{"type":"integer"},{"type":"string"}],"items":{"type":"boolean"},"minItems":1,"maxItems":4}`,
 		`{"type":"array","items":[{"const":1},{"const":2}],"additionalItems":false}`,
 		`{"type":"array","items":{"type":"integer"},"uniqueItems":true,"maxItems":1}`,
@@ -520,5 +525,54 @@ func TestSchemaPatternNames(t *testing.T) {
 			}
 			checkValidates(t, tc.schema, tc.yes, tc.no)
 		})
+	}
+}
+
+// propertyNames constrains unlisted names as listed ones: patterns,
+// lengths, enum values and not of enum values.
+func TestSchemaPropertyNames(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"type":"object","propertyNames":{"pattern":"^\\d+$"},"additionalProperties":{"type":"string"}}`,
+			[]string{`{}`, `{"1":"a","22":"b"}`}, []string{`{"a":"x"}`, `{"1":1}`}},
+		{`{"type":"object","properties":{"ab":{"type":"integer"}},"propertyNames":{"maxLength":2}}`,
+			[]string{`{"ab":1}`, `{"x":true,"ab":2}`, `{"yz":null}`}, []string{`{"xyz":1}`, `{"ab":"s"}`}},
+		{`{"type":"object","propertyNames":{"enum":["a","b"]}}`, []string{`{"a":1,"b":[]}`, `{}`}, []string{`{"c":1}`}},
+		{`{"type":"object","properties":{"k":{"type":"integer"}},"propertyNames":{"not":{"enum":["x","y"]}}}`,
+			[]string{`{"k":1,"z":2}`, `{"xx":1}`}, []string{`{"x":1}`, `{"k":1,"y":2}`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
+	}
+}
+
+// Unlisted members count toward maxProperties.
+func TestSchemaMaxPropertiesCountsUnlistedMembers(t *testing.T) {
+	checkValidates(t, `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"maxProperties":3,"additionalProperties":{"type":"integer"}}`,
+		[]string{`{"name":"a"}`, `{"name":"a","b":1}`, `{"b":1,"name":"a","c":2}`},
+		[]string{`{"name":"a","b":1,"c":2,"d":3}`, `{"b":1}`, `{"name":"a","b":"x"}`})
+	checkValidates(t, `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"maxProperties":2,"patternProperties":{"^x":{"type":"string"}}}`,
+		[]string{`{"a":1,"b":2}`, `{"x1":"s","y":null}`, `{"b":2,"q":[]}`}, []string{`{"a":1,"b":2,"x":"s"}`, `{"x":1}`, `{"q":1,"r":2,"s":3}`})
+}
+
+// oneOf branches that exclude each other without narrowing either: a
+// property the other requires that this one refuses (additionalProperties
+// false) or admits no common value for (disjoint patterns), and a
+// property each anyOf branch requires that the other refuses.
+func TestSchemaOneOfExclusiveAsWritten(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"type":"object","oneOf":[{"properties":{"name":{"type":"string"},"ext":{"type":"boolean"}},"additionalProperties":false},{"properties":{"name":{"type":"string"},"exe":{"type":"string"}},"required":["name","exe"]}]}`,
+			[]string{`{"name":"a","ext":true}`, `{"name":"a"}`, `{"name":"a","exe":"x"}`, `{"name":"a","exe":"x","other":1}`},
+			[]string{`{"exe":"x"}`, `{"name":"a","ext":1}`}},
+		{`{"type":"object","oneOf":[{"properties":{"t":{"type":"string","pattern":"^ecu$"},"n":{"type":"string"}}},{"properties":{"t":{"type":"string","pattern":"^table$"},"s":{"type":"object"}},"required":["t","s"],"additionalProperties":false}]}`,
+			[]string{`{"t":"ecu","n":"x"}`, `{"n":"x"}`, `{"t":"table","s":{}}`, `{}`}, []string{`{"t":"table","n":"x"}`, `{"t":"x"}`}},
+		{`{"type":"object","oneOf":[{"properties":{"p":{"type":"string"},"q":{"type":"string"}},"anyOf":[{"required":["p"]},{"required":["q"]}],"additionalProperties":false},{"properties":{"r":{"type":"string"}},"required":["r"],"additionalProperties":false}]}`,
+			[]string{`{"p":"a"}`, `{"q":"b","p":"a"}`, `{"r":"c"}`}, []string{`{}`, `{"p":"a","r":"c"}`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
 	}
 }

@@ -411,7 +411,8 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 			s = &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": schemas}}
 		}
 		if pn, ok := o.vals["propertyNames"]; ok {
-			ok, err := c.admits(pn, m.name, at+".propertyNames")
+			names := &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{pn, &object{keys: []string{"type"}, vals: map[string]any{"type": "string"}}}}}
+			ok, err := c.admits(names, m.name, at+".propertyNames")
 			if err != nil {
 				return "", err
 			}
@@ -502,18 +503,34 @@ func (c *schemaCompiler) extraMember(hint string, o, props *object, forbid []str
 	if f, ok := ap.(bool); ok && !f && memberCount(patterns) == 0 {
 		return "", nil
 	}
-	for _, k := range []string{"propertyNames", "dependencies", "dependentRequired", "dependentSchemas", "maxProperties"} {
-		if _, ok := o.vals[k]; ok {
-			return "", nil
-		}
-	}
 	if u, ok := o.vals["unevaluatedProperties"]; ok && u != true {
 		return "", nil
 	}
 	excluded := append(slices.Clone(props.keys), forbid...)
 	excluded = append(excluded, stringList(o.vals["required"])...)
+	for _, key := range []string{"dependencies", "dependentRequired"} {
+		d, _ := o.vals[key].(*object)
+		if d == nil {
+			continue
+		}
+		for _, k := range d.keys {
+			if !slices.Contains(excluded, k) {
+				return "", fmt.Errorf("schema%s: keyword %q of a property that is not listed (%q) is not supported", at, key, k)
+			}
+		}
+	}
+	if pn, ok := o.vals["propertyNames"]; ok {
+		names, err := c.nameRules(pn, at)
+		if err != nil {
+			if errors.Is(err, errNothing) {
+				return "", nil // no name is valid
+			}
+			return "", err
+		}
+		return c.patternMembers(hint, patterns, excluded, names, ap, hasAP, at)
+	}
 	if memberCount(patterns) > 0 {
-		return c.patternMembers(hint, patterns, excluded, ap, hasAP, at)
+		return c.patternMembers(hint, patterns, excluded, nil, ap, hasAP, at)
 	}
 	value := "value"
 	if hasAP {
@@ -617,6 +634,11 @@ func cmpOrAny(v any, ok bool) any {
 	return true
 }
 
+// maxExtraSlots is the most unlisted members an object under
+// maxProperties writes (each a member of its set the matcher tells apart:
+// k written make as many states as ways to choose k of them).
+const maxExtraSlots = 8
+
 // memberSet writes members in any order, each at most once, with commas
 // between (a %members set): every required one, the others when the model
 // chooses, their count within [minP, maxP]; extra (GBNF for an unlisted
@@ -626,14 +648,33 @@ func (c *schemaCompiler) memberSet(hint string, members []member, minP, maxP int
 	if n > maxMembers {
 		return "", fmt.Errorf("schema%s: keyword \"properties\": more than %d properties the object may write are not supported", at, maxMembers)
 	}
-	if hasMaxP && maxP >= n {
-		hasMaxP = false
-	}
 	var required []string
 	for k, m := range members {
 		if m.required {
 			required = append(required, strconv.Itoa(k))
 		}
+	}
+	if extra != "" && hasMaxP {
+		// Unlisted members count toward maxProperties: each is one of
+		// as many interchangeable members as the maximum leaves beside
+		// the required ones.
+		slots := maxP - len(required)
+		if minP > len(required) {
+			// Two unlisted members may have one name: counted as members,
+			// they would not make the minimum.
+			return "", fmt.Errorf("schema%s: keywords \"minProperties\" and \"maxProperties\" together, where unlisted properties may be written, are not supported", at)
+		}
+		minP = 0 // the required members make it
+		if slots > maxExtraSlots || n+slots > maxMembers {
+			return "", fmt.Errorf("schema%s: keyword \"maxProperties\" above %d beside the required properties, where unlisted properties may be written, is not supported", at, len(required)+maxExtraSlots)
+		}
+		for range max(slots, 0) {
+			members = append(members, member{rule: extra})
+		}
+		n, extra = len(members), ""
+	}
+	if hasMaxP && maxP >= n {
+		hasMaxP = false
 	}
 	if n < minP {
 		return "", fmt.Errorf("schema%s: keyword \"minProperties\" needs more properties than the schema lists", at)
@@ -692,7 +733,6 @@ func (c *schemaCompiler) memberSet(hint string, members []member, minP, maxP int
 // freeObject is an object without listed properties: members with any
 // name whose values meet additionalProperties.
 func (c *schemaCompiler) freeObject(hint string, o *object, patterns *object, ap any, hasAP bool, minP, maxP int, hasMaxP bool, at string) (string, error) {
-	_, names := o.vals["propertyNames"]
 	_, deps := o.vals["dependencies"]
 	_, depReq := o.vals["dependentRequired"]
 	_, depSch := o.vals["dependentSchemas"]
@@ -700,15 +740,27 @@ func (c *schemaCompiler) freeObject(hint string, o *object, patterns *object, ap
 	if f, ok := ap.(bool); ok && !f {
 		closed = true
 	}
-	forbid := stringList(o.vals[forbidKey])
-	if names || deps || depReq || depSch || len(forbid) > 0 && memberCount(patterns) == 0 {
-		return "", fmt.Errorf("schema%s: keyword \"propertyNames\", \"dependencies\" or \"not\" on an object without listed properties is not supported", at)
+	if deps || depReq || depSch {
+		return "", fmt.Errorf("schema%s: keyword \"dependencies\" on an object without listed properties is not supported", at)
 	}
+	var names []nameRule
+	noName := false // propertyNames admits no name
+	if pn, ok := o.vals["propertyNames"]; ok {
+		var err error
+		if names, err = c.nameRules(pn, at); err != nil && !errors.Is(err, errNothing) {
+			return "", err
+		}
+		noName = err != nil
+	}
+	forbid := stringList(o.vals[forbidKey])
 	member := "" // GBNF for one member; "" the free-form one
-	if memberCount(patterns) > 0 {
+	if noName {
+		closed = true
+	} else if memberCount(patterns) > 0 || len(names) > 0 || len(forbid) > 0 {
 		// Names by the patterns they match, values meeting their schemas
-		// (or additionalProperties where they match none).
-		m, err := c.patternMembers(hint, patterns, append(forbid, stringList(o.vals["required"])...), ap, hasAP, at)
+		// (or additionalProperties where they match none), names meeting
+		// propertyNames, none of those not excludes.
+		m, err := c.patternMembers(hint, patterns, append(forbid, stringList(o.vals["required"])...), names, ap, hasAP, at)
 		if err != nil {
 			return "", err
 		}
