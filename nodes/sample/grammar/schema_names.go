@@ -112,6 +112,8 @@ func (n *nfa) closureOf(from []int) []int {
 const (
 	maxDFAStates = 8192
 	maxDFAMoves  = 1 << 20
+	// dfaMovesPerUnit is how many NFA edges tried make a unit of Work.
+	dfaMovesPerUnit = 16
 )
 
 // A dfaState is a state of the subset construction over several
@@ -170,7 +172,7 @@ func (c *schemaCompiler) buildDFA(tracks []*nfa, at string) ([]dfaState, error) 
 	if _, err := visit(start); err != nil {
 		return nil, err
 	}
-	moves := 0
+	moves, charged := 0, 0
 	for i := 0; i < len(states); i++ {
 		// The code points where some edge's set starts or ends cut the
 		// alphabet into intervals every edge takes whole or not at all.
@@ -215,6 +217,10 @@ func (c *schemaCompiler) buildDFA(tracks []*nfa, at string) ([]dfaState, error) 
 			if moves > maxDFAMoves {
 				return nil, fmt.Errorf("the patterns' automaton has more than %d moves", maxDFAMoves)
 			}
+			if err := c.spend(1+(moves-charged)/dfaMovesPerUnit, at); err != nil {
+				return nil, err
+			}
+			charged = moves
 			j, err := visit(next)
 			if err != nil {
 				return nil, err
