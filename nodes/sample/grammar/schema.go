@@ -1306,60 +1306,81 @@ func withForbidden(o *object, names ...string) *object {
 }
 
 // splitIfThenElse rewrites if/then/else as an anyOf where if tells
-// objects apart by one property's values ({"properties": {"p": {"const"
-// or "enum": ...}}}, with "required": ["p"] or without): either the
-// object meets if and then, or it has p with none of those values and
-// meets else. ok is false for other ifs (normalize then writes only what
-// meets if and then).
+// objects apart by properties' values ({"properties": {"p": {"const" or
+// "enum": ...}, ...}}, with "required" of some of them or without):
+// either the object meets if and then, or one of those properties is
+// present with none of its values, or a required one is absent, and the
+// object meets else. ok is false for other ifs.
 func splitIfThenElse(o *object) (dependencySplit, bool) {
 	cond, ok := o.vals["if"].(*object)
 	if !ok {
 		return dependencySplit{}, false
 	}
 	props, _ := cond.vals["properties"].(*object)
-	if props == nil || len(props.keys) != 1 {
+	if props == nil || len(props.keys) == 0 {
 		return dependencySplit{}, false
 	}
-	p := props.keys[0]
+	required := stringList(cond.vals["required"])
 	for _, k := range cond.keys {
-		if k != "properties" && (k != "required" || !slices.Equal(stringList(cond.vals["required"]), []string{p})) && schemaKeywords[k] {
+		if k != "properties" && k != "required" && schemaKeywords[k] {
 			return dependencySplit{}, false
 		}
 	}
-	ps, _ := props.vals[p].(*object)
-	if ps == nil {
-		return dependencySplit{}, false
-	}
-	var values []any
-	for _, k := range ps.keys {
-		switch {
-		case k == "const":
-			values = []any{ps.vals[k]}
-		case k == "enum":
-			values, _ = ps.vals[k].([]any)
-		case schemaKeywords[k]:
+	var fails []any // each an object failing if
+	for _, p := range props.keys {
+		ps, _ := props.vals[p].(*object)
+		if ps == nil {
 			return dependencySplit{}, false
 		}
+		var values []any
+		for _, k := range ps.keys {
+			switch {
+			case k == "const":
+				values = []any{ps.vals[k]}
+			case k == "enum":
+				values, _ = ps.vals[k].([]any)
+			case schemaKeywords[k]:
+				return dependencySplit{}, false
+			}
+		}
+		if len(values) == 0 {
+			return dependencySplit{}, false
+		}
+		fails = append(fails, &object{keys: []string{"type", "required", "properties"}, vals: map[string]any{
+			"type": "object", "required": []any{p},
+			"properties": &object{keys: []string{p}, vals: map[string]any{p: &object{keys: []string{"not"}, vals: map[string]any{
+				"not": &object{keys: []string{"enum"}, vals: map[string]any{"enum": values}}}}}},
+		}})
 	}
-	if len(values) == 0 {
-		return dependencySplit{}, false
+	for _, p := range required { // without p, if fails too
+		fails = append(fails, withForbidden(&object{vals: map[string]any{}}, p))
 	}
 	meets := &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{cond, cmpOrAny(o.vals["then"], hasKey(o, "then"))}}}
-	fails := &object{keys: []string{"type", "required", "properties"}, vals: map[string]any{
-		"type": "object", "required": []any{p},
-		"properties": &object{keys: []string{p}, vals: map[string]any{p: &object{keys: []string{"not"}, vals: map[string]any{
-			"not": &object{keys: []string{"enum"}, vals: map[string]any{"enum": values}}}}}},
-	}}
-	alts := []any{meets, fails}
-	if hasKey(cond, "required") { // without p, if fails too
-		alts = append(alts, withForbidden(&object{vals: map[string]any{}}, p))
-	}
-	if e, ok := o.vals["else"]; ok {
-		for i := 1; i < len(alts); i++ {
-			alts[i] = &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{alts[i], e}}}
+	alts := []any{meets}
+	for _, f := range fails {
+		if e, ok := o.vals["else"]; ok {
+			f = &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{f, e}}}
 		}
+		alts = append(alts, f)
 	}
 	return dependencySplit{without(o, "if", "then", "else"), &object{keys: []string{"anyOf"}, vals: map[string]any{"anyOf": alts}}}, true
+}
+
+// splitIfByNot rewrites if/then/else as an anyOf of if and then, or not
+// if and else: exact where not can be written of if (required, type, enum,
+// const, ...); otherwise an error naming if.
+func (c *schemaCompiler) splitIfByNot(o *object, at string, depth int) (dependencySplit, error) {
+	cond := o.vals["if"]
+	if _, err := c.applyNot(&object{vals: map[string]any{}}, cond, at+".if", depth); err != nil && !errors.Is(err, errNothing) {
+		if c.work.Err() != nil {
+			return dependencySplit{}, err
+		}
+		return dependencySplit{}, fmt.Errorf("schema%s: keyword \"if\" is supported where it tests properties' const or enum values, or where \"not\" of it can be written (%v)", at, err)
+	}
+	meets := &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{cond, cmpOrAny(o.vals["then"], hasKey(o, "then"))}}}
+	fails := &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{
+		&object{keys: []string{"not"}, vals: map[string]any{"not": cond}}, cmpOrAny(o.vals["else"], hasKey(o, "else"))}}}
+	return dependencySplit{without(o, "if", "then", "else"), &object{keys: []string{"anyOf"}, vals: map[string]any{"anyOf": []any{meets, fails}}}}, nil
 }
 
 // maxSchemaDependencies is how many properties with schema dependencies
@@ -1438,6 +1459,17 @@ func (c *schemaCompiler) normalize(o *object, at string, depth int) (*object, er
 		}
 		return c.normalize(o, at, depth+1)
 	}
+	if hasIf {
+		split, err := c.splitIfByNot(o, at, depth)
+		if err != nil {
+			return nil, err
+		}
+		o, err := c.merge(split.base, split.alternatives, at)
+		if err != nil {
+			return nil, err
+		}
+		return c.normalize(o, at, depth+1)
+	}
 	if split, ok := splitSchemaDependencies(o); ok {
 		o, err := c.merge(split.base, split.alternatives, at)
 		if err != nil {
@@ -1473,22 +1505,6 @@ func (c *schemaCompiler) normalize(o *object, at string, depth int) (*object, er
 				return nil, err
 			}
 			if base, err = c.merge(base, eo, eat); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if hasIf {
-		// The output meets if and then (else never applies).
-		for _, k := range []string{"if", "then"} {
-			s, ok := o.vals[k]
-			if !ok {
-				continue
-			}
-			so, err := c.inline(s, at+"."+k, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if base, err = c.merge(base, so, at+"."+k); err != nil {
 				return nil, err
 			}
 		}

@@ -151,6 +151,7 @@ func TestSchemaErrorsNameTheKeyword(t *testing.T) {
 		{`{"type":"object","properties":{"a":{}},"maxProperties":10}`, `"maxProperties"`},
 		{`{"type":"object","properties":{"a":{}},"dependencies":{"b":["a"]}}`, `"dependencies"`},
 		{`{"type":"object","propertyNames":{"minimum":3}}`, `"propertyNames"`},
+		{`{"type":"string","if":{"pattern":"^a"},"then":{"maxLength":3}}`, `"if"`},
 		{`{"type":"string","pattern":"^(?!a)b|c$"}`, `"pattern"`},
 		{`{"type":"object","properties":{"a":{"type":"number"}},"oneOf":[{"properties":{"a":{"const":1}},"required":["a"]},{"properties":{"a":{"const":1.0}},"required":["a"]}]}`, `"oneOf"`},
 	} {
@@ -542,6 +543,25 @@ func TestSchemaPropertyNames(t *testing.T) {
 		{`{"type":"object","propertyNames":{"enum":["a","b"]}}`, []string{`{"a":1,"b":[]}`, `{}`}, []string{`{"c":1}`}},
 		{`{"type":"object","properties":{"k":{"type":"integer"}},"propertyNames":{"not":{"enum":["x","y"]}}}`,
 			[]string{`{"k":1,"z":2}`, `{"xx":1}`}, []string{`{"x":1}`, `{"k":1,"y":2}`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
+	}
+}
+
+// if/then/else: objects that fail if meet else (or anything, without
+// else) rather than being left out: if testing several properties'
+// values, required properties or types.
+func TestSchemaIfElseExact(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"},"x":{"type":"integer"},"y":{"type":"integer"}},"if":{"properties":{"a":{"const":"p"},"b":{"const":"q"}}},"then":{"required":["x"]},"else":{"required":["y"]}}`,
+			[]string{`{"a":"p","b":"q","x":1}`, `{"x":1}`, `{"a":"z","y":2}`, `{"a":"p","b":"r","y":2}`}, []string{`{"a":"p","b":"q","y":1}`, `{"a":"z","x":1}`}},
+		{`{"type":"object","properties":{"a":{},"b":{"type":"integer"}},"if":{"required":["a"]},"then":{"required":["b"]}}`,
+			[]string{`{}`, `{"b":1}`, `{"a":1,"b":2}`}, []string{`{"a":1}`}},
+		{`{"if":{"type":"string"},"then":{"maxLength":2},"else":{"type":"integer","minimum":5}}`,
+			[]string{`"ab"`, `5`}, []string{`"abc"`, `4`, `null`}},
 	} {
 		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
 	}
