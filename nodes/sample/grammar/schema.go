@@ -615,7 +615,7 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 	var optional []string // types written where their keywords compile
 	if types == nil {
 		types = inferTypes(o)
-		if types != nil && !hasKey(o, forbidKey) && !hasKey(o, notValuesKey) {
+		if types != nil && !hasKey(o, forbidKey) {
 			optional = slices.DeleteFunc(slices.Clone(allKinds), func(t string) bool { return t == types[0] })
 		}
 	}
@@ -649,7 +649,7 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 	notValues, _ := o.vals[notValuesKey].([]any)
 	for _, v := range notValues {
 		k := kind(typeOf(v))
-		if k != "string" && k != "boolean" && k != "null" && slices.ContainsFunc(types, func(t string) bool { return kind(t) == k }) {
+		if k != "string" && k != "boolean" && k != "null" && slices.ContainsFunc(append(slices.Clone(types), optional...), func(t string) bool { return kind(t) == k }) {
 			return "", fmt.Errorf("schema%s: keyword \"not\" of %s values is supported only beside enum or const", at, k)
 		}
 	}
@@ -693,7 +693,7 @@ func hasKey(o *object, k string) bool {
 // inferTypes is the one type o's keywords are about, when o has no type
 // (nil: any value). That type must compile; the others are written too
 // where their keywords compile (any of them meets the schema), except
-// where not (forbidKey, notValuesKey) or a oneOf (exclusive) narrowed
+// where not of required (forbidKey) or a oneOf (exclusive) narrowed
 // o to the inferred type.
 func inferTypes(o *object) []string {
 	for _, group := range []struct {

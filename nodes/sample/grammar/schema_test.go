@@ -560,6 +560,8 @@ func TestSchemaIfElseExact(t *testing.T) {
 			[]string{`{"a":"p","b":"q","x":1}`, `{"x":1}`, `{"a":"z","y":2}`, `{"a":"p","b":"r","y":2}`}, []string{`{"a":"p","b":"q","y":1}`, `{"a":"z","x":1}`}},
 		{`{"type":"object","properties":{"a":{},"b":{"type":"integer"}},"if":{"required":["a"]},"then":{"required":["b"]}}`,
 			[]string{`{}`, `{"b":1}`, `{"a":1,"b":2}`}, []string{`{"a":1}`}},
+		{`{"properties":{"a":{"type":"integer"}},"not":{"enum":["x",true]}}`,
+			[]string{`"y"`, `{"a":1}`, `3`, `false`, `null`}, []string{`"x"`, `true`, `{"a":"s"}`}},
 		{`{"if":{"type":"string"},"then":{"maxLength":2},"else":{"type":"integer","minimum":5}}`,
 			[]string{`"ab"`, `5`}, []string{`"abc"`, `4`, `null`}},
 	} {
