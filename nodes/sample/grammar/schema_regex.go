@@ -165,6 +165,7 @@ func (p *regexParser) atom(depth int) (*regex, error) {
 	p.pos++
 	switch c {
 	case '(':
+		look, neg := false, false
 		if p.peek() == '?' {
 			rest := string(p.src[p.pos:min(p.pos+3, len(p.src))])
 			switch {
@@ -177,17 +178,8 @@ func (p *regexParser) atom(depth int) (*regex, error) {
 				}
 				p.pos += end + 1
 			case strings.HasPrefix(rest, "?=") || strings.HasPrefix(rest, "?!"):
-				neg := rest[1] == '!'
+				look, neg = true, rest[1] == '!'
 				p.pos += 2
-				inner, err := p.alternation(depth + 1)
-				if err != nil {
-					return nil, err
-				}
-				if p.peek() != ')' {
-					return nil, fmt.Errorf("missing ')'")
-				}
-				p.pos++
-				return &regex{kind: reLook, neg: neg, subs: []*regex{inner}}, nil
 			default:
 				return nil, fmt.Errorf("lookbehind groups are not supported")
 			}
@@ -200,6 +192,9 @@ func (p *regexParser) atom(depth int) (*regex, error) {
 			return nil, fmt.Errorf("missing ')'")
 		}
 		p.pos++
+		if look {
+			return &regex{kind: reLook, neg: neg, subs: []*regex{inner}}, nil
+		}
 		return inner, nil
 	case '[':
 		return p.class()
