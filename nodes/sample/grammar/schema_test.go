@@ -357,6 +357,8 @@ func TestSchemaUnlistedMembers(t *testing.T) {
 			[]string{`{"a":1,"b":"x"}`}, []string{`{"a":1,"b":2}`}},
 		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":false}`,
 			[]string{`{"a":1}`}, []string{`{"a":1,"b":"x"}`}},
+		{`{"type":"object","properties":{"a<b&c":{"type":"integer"}},"required":["a<b&c"]}`,
+			[]string{`{"a<b&c":1}`}, []string{`{}`, `{"a<b&c":"s"}`}},
 		{`{"type":"object","patternProperties":{"^x-[a-z]+$":{"type":"integer"}}}`,
 			[]string{`{}`, `{"x-a":1,"x-bc":2}`, `{"y":"s"}`, `{"x-":"s"}`}, []string{`{"x-a":"s"}`}},
 	} {

@@ -810,7 +810,9 @@ func (c *schemaCompiler) admits(s any, name string, at string) (bool, error) {
 	return c.matches(g.NewCache(), []byte(mustJSON(name)), at)
 }
 
+// mustJSON is s as a JSON string, written as the grammar writes strings
+// (no HTML escapes: "<" stays "<").
 func mustJSON(s string) string {
-	b, _ := json.Marshal(s)
+	b, _ := canonical(s)
 	return string(b)
 }
