@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // fuzzWorkLimit is the Work limit of each mask in the fuzz targets.
@@ -88,6 +89,10 @@ func FuzzSchema(f *testing.F) {
 		`{"oneOf":[{"required":["a"]},{"required":["b"]}],"properties":{"a":{},"b":{}},"not":{"type":"array"}}`,
 		`{"if":{"properties":{"k":{"const":1}}},"then":{"required":["k"]},"minProperties":1,"maxProperties":2,"properties":{"k":{},"j":{}}}`,
 		`{"type":"array","prefixItems":[{"type":"null"}],"items":false,"uniqueItems":true}`,
+		`{"type":"object","properties":{"a":{}},"patternProperties":{"^a":{"type":"integer"},"b$":{"maxLength":2}},"additionalProperties":{"type":"null"},"maxProperties":3}`,
+		`{"type":"object","patternProperties":{"^(?!(if|in)$)[a-z]+$":{}},"propertyNames":{"maxLength":3},"additionalProperties":false}`,
+		`{"type":"string","pattern":"^(?=.*[0-9])(?!.*ab)[a-z0-9]{2,6}$","not":{"enum":["a1","b2"]}}`,
+		`{"oneOf":[{"properties":{"t":{"pattern":"^x"}},"required":["t"]},{"properties":{"t":{"pattern":"^y"},"u":{}},"required":["t","u"],"additionalProperties":false}]}`,
 	} {
 		f.Add(s, []byte(`"abc"`))
 	}
@@ -142,6 +147,48 @@ func FuzzRegex(f *testing.F) {
 		src := `root ::= "\"" ` + g + ` "\""` + "\n" + JSONRules
 		if _, err := Parse(src); err != nil && !strings.Contains(err.Error(), "too large") {
 			t.Fatalf("pattern %q gave GBNF that does not parse: %v\n%s", pattern, err, src)
+		}
+	})
+}
+
+// FuzzPatternMachine: the grammar of a pattern (lookaheads included)
+// accepts a string exactly when the pattern's automata match it.
+func FuzzPatternMachine(f *testing.F) {
+	for _, c := range []struct{ pattern, s string }{
+		{`^(?!(if|and)$)[a-z_]\w*$`, "iff"}, {`^(?=.*\d)(?!.*x)[a-z0-9]{2,4}$`, "a1"}, {`a|b+c`, "xbbc"},
+		{`^[^/]+(/[^/]+)*$`, "a/b"}, {`^(?!a)`, "ba"}, {`x{2,3}?$`, "axxx"},
+	} {
+		f.Add(c.pattern, c.s)
+	}
+	f.Fuzz(func(t *testing.T, pattern, s string) {
+		if len(pattern) > 40 || len(s) > 20 || !utf8.ValidString(s) {
+			return
+		}
+		for _, r := range s {
+			if !inSet(jsonSafe, r) {
+				return // written escaped or not at all: the grammar's text differs
+			}
+		}
+		re, err := parseRegex(pattern)
+		if err != nil {
+			return
+		}
+		m, err := newPatternMachine(re)
+		if err != nil {
+			return
+		}
+		src, err := FromSchemaWork(json.RawMessage(`{"type":"string","pattern":`+mustJSON(pattern)+`}`), &Work{Limit: fuzzSchemaWorkLimit})
+		if err != nil {
+			return
+		}
+		g, err := Parse(src)
+		if err != nil {
+			return
+		}
+		text, _ := canonical(s) // as written: no HTML escapes
+		st := g.NewCache().Start().AdvanceBytes(text)
+		if got, want := st != nil && st.Accepting(), m.match(s); got != want {
+			t.Fatalf("pattern %q, string %q: the grammar accepts=%v, the automata match=%v", pattern, s, got, want)
 		}
 	})
 }

@@ -95,6 +95,24 @@ const (
 // their Work's limit.
 var ErrSchemaTooComplex = errors.New("the schema needs more work to compile than the server allows; simplify it (fewer subschemas, $ref and allOf combinations, enum values or properties)")
 
+// errNothing is matched (errors.Is) by the errors of schemas that admit
+// no value (false, contradictory limits, types or enums): a branch, type
+// or item schema failing with it is left out exactly. Any other error is a
+// keyword the grammar cannot enforce, and leaving its part out would
+// reject valid documents: it refuses the schema instead.
+var errNothing = errors.New("the schema admits no value")
+
+// nothingError is an error of a schema that admits no value.
+type nothingError struct{ msg string }
+
+func (e *nothingError) Error() string        { return e.msg }
+func (e *nothingError) Is(target error) bool { return target == errNothing }
+
+// nothingf is a nothingError with a formatted message.
+func nothingf(format string, a ...any) error {
+	return &nothingError{fmt.Sprintf(format, a...)}
+}
+
 // stopped is the error of a compilation whose Work w has stopped; at is
 // where it was.
 func stopped(w *Work, at string) error {
@@ -193,9 +211,9 @@ type schemaCompiler struct {
 	modRules map[int64]bool     // multipleOf automata added
 	shared   []string           // rule lines written once, after out (emitShared)
 	// prefix starts every rule name.
-	prefix  string
-	work    *Work                     // charged by every step
-	regexps map[string]compiledRegexp // patternProperties compiled
+	prefix   string
+	work     *Work                     // charged by every step
+	machines map[string]machineOrError // patternProperties compiled
 	// refAlone: the schema declares a draft before 2019-09, where a
 	// $ref's sibling keywords are ignored.
 	refAlone bool
@@ -540,7 +558,7 @@ func typeAdmits(types []string, v string) bool {
 func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 	if b, ok := s.(bool); ok {
 		if !b {
-			return "", fmt.Errorf("schema%s: false matches nothing", at)
+			return "", nothingf("schema%s: false matches nothing", at)
 		}
 		return "value", nil
 	}
@@ -597,7 +615,7 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 	var optional []string // types written where their keywords compile
 	if types == nil {
 		types = inferTypes(o)
-		if types != nil && !hasKey(o, forbidKey) && !hasKey(o, notValuesKey) {
+		if types != nil && !hasKey(o, forbidKey) {
 			optional = slices.DeleteFunc(slices.Clone(allKinds), func(t string) bool { return t == types[0] })
 		}
 	}
@@ -619,7 +637,7 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 			return "", fmt.Errorf("schema%s: keyword \"not\" excluding integers from numbers is not supported", at)
 		}
 		if len(types) == 0 && len(optional) == 0 {
-			return "", fmt.Errorf("schema%s: \"not\" excludes every type", at)
+			return "", nothingf("schema%s: \"not\" excludes every type", at)
 		}
 	}
 	if types == nil {
@@ -628,8 +646,12 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 		}
 		return "value", nil
 	}
-	if _, ok := o.vals[notValuesKey]; ok && !(len(types) == 1 && (types[0] == "object" || types[0] == "array")) {
-		return "", fmt.Errorf("schema%s: keyword \"not\" is supported here only with enum or const", at)
+	notValues, _ := o.vals[notValuesKey].([]any)
+	for _, v := range notValues {
+		k := kind(typeOf(v))
+		if k != "string" && k != "boolean" && k != "null" && slices.ContainsFunc(append(slices.Clone(types), optional...), func(t string) bool { return kind(t) == k }) {
+			return "", fmt.Errorf("schema%s: keyword \"not\" of %s values is supported only beside enum or const", at, k)
+		}
 	}
 	var alts []string
 	for _, t := range types {
@@ -638,6 +660,9 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 		}
 		b, err := c.typed(hint, t, o, at)
 		if err != nil {
+			if errors.Is(err, errNothing) && len(types) > 1 {
+				continue
+			}
 			return "", err
 		}
 		alts = append(alts, "( "+b+" )")
@@ -646,8 +671,8 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 		m := c.mark()
 		b, err := c.typed(hint, t, o, at)
 		if err != nil {
-			if c.work.Err() != nil {
-				return "", err
+			if !errors.Is(err, errNothing) {
+				return "", err // leaving the type out would reject its valid values
 			}
 			c.rollback(m)
 			continue
@@ -655,7 +680,7 @@ func (c *schemaCompiler) body(hint string, s any, at string) (string, error) {
 		alts = append(alts, "( "+b+" )")
 	}
 	if len(alts) == 0 {
-		return "", fmt.Errorf("schema%s: \"not\" excludes every type its keywords allow", at)
+		return "", nothingf("schema%s: \"not\" excludes every type its keywords allow", at)
 	}
 	return strings.Join(alts, " | "), nil
 }
@@ -668,7 +693,7 @@ func hasKey(o *object, k string) bool {
 // inferTypes is the one type o's keywords are about, when o has no type
 // (nil: any value). That type must compile; the others are written too
 // where their keywords compile (any of them meets the schema), except
-// where not (forbidKey, notValuesKey) or a oneOf (exclusive) narrowed
+// where not of required (forbidKey) or a oneOf (exclusive) narrowed
 // o to the inferred type.
 func inferTypes(o *object) []string {
 	for _, group := range []struct {
@@ -781,7 +806,7 @@ func (c *schemaCompiler) valuesRule(values []any, types []string, o *object, at 
 		alts = append(alts, literal(string(b)))
 	}
 	if len(alts) == 0 {
-		return "", fmt.Errorf("schema%s.enum: no value meets the schema's other keywords", at)
+		return "", nothingf("schema%s.enum: no value meets the schema's other keywords", at)
 	}
 	return strings.Join(alts, " | "), nil
 }
@@ -896,6 +921,9 @@ func (c *schemaCompiler) alternatives(hint, key string, o *object, at string) (s
 			}
 		}
 		if err != nil {
+			if !errors.Is(err, errNothing) {
+				return "", err // leaving the branch out would reject its valid values
+			}
 			firstErr = cmpOr(firstErr, err)
 			continue
 		}
@@ -915,6 +943,9 @@ func (c *schemaCompiler) alternatives(hint, key string, o *object, at string) (s
 		m := c.mark()
 		name, err := c.rule(fmt.Sprintf("%s-%d", hint, i), b, fmt.Sprintf("%s.%s[%d]", at, key, i))
 		if err != nil {
+			if !errors.Is(err, errNothing) {
+				return "", err
+			}
 			c.rollback(m)
 			firstErr = cmpOr(firstErr, err)
 			continue
@@ -1037,7 +1068,7 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 				ok = false
 				break
 			}
-			if slices.ContainsFunc(stringList(bo.vals["required"]), func(p string) bool { return c.refusesName(other, p, 0) }) {
+			if c.requiresRefused(bo, other, 0) {
 				continue
 			}
 			oo, err := c.inline(other, at, 0)
@@ -1045,7 +1076,7 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 				ok = false
 				break
 			}
-			if c.discriminated(bo, oo) {
+			if c.discriminated(bo, oo) || c.lacksRequired(bo, oo) {
 				continue
 			}
 			if p, found := c.forbiddable(bo, oo); found {
@@ -1071,12 +1102,12 @@ func (c *schemaCompiler) exclusive(branches, all []any, at string) ([]any, error
 			out[i] = bo
 		}
 	}
-	for _, b := range out {
-		if b != nil {
-			return out, nil
+	for i, b := range out {
+		if b == nil && branches[i] != nil {
+			return nil, fmt.Errorf("schema%s: keyword \"oneOf\" is supported when its branches exclude each other (by type, a const or enum property, or a required property); branch %d does not", at, i)
 		}
 	}
-	return nil, fmt.Errorf("schema%s: keyword \"oneOf\" is supported when its branches exclude each other (by type, a const or enum property, or a required property)", at)
+	return out, nil
 }
 
 func anyList(ss []string) []any {
@@ -1133,14 +1164,15 @@ func (c *schemaCompiler) propValues(o *object, p string) ([]any, bool) {
 }
 
 // discriminated reports whether a property a requires has values b's
-// schema for it excludes.
+// schema for it excludes (disjointSchemas).
 func (c *schemaCompiler) discriminated(a, b *object) bool {
+	propsA, _ := a.vals["properties"].(*object)
+	propsB, _ := b.vals["properties"].(*object)
+	if propsA == nil || propsB == nil {
+		return false
+	}
 	for _, p := range stringList(a.vals["required"]) {
-		va, ok := c.propValues(a, p)
-		if !ok {
-			continue
-		}
-		if vb, ok := c.propValues(b, p); ok && c.disjointValues(va, vb) {
+		if hasKey(propsA, p) && hasKey(propsB, p) && c.disjointSchemas(propsA.vals[p], propsB.vals[p]) {
 			return true
 		}
 	}
@@ -1274,60 +1306,81 @@ func withForbidden(o *object, names ...string) *object {
 }
 
 // splitIfThenElse rewrites if/then/else as an anyOf where if tells
-// objects apart by one property's values ({"properties": {"p": {"const"
-// or "enum": ...}}}, with "required": ["p"] or without): either the
-// object meets if and then, or it has p with none of those values and
-// meets else. ok is false for other ifs (normalize then writes only what
-// meets if and then).
+// objects apart by properties' values ({"properties": {"p": {"const" or
+// "enum": ...}, ...}}, with "required" of some of them or without):
+// either the object meets if and then, or one of those properties is
+// present with none of its values, or a required one is absent, and the
+// object meets else. ok is false for other ifs.
 func splitIfThenElse(o *object) (dependencySplit, bool) {
 	cond, ok := o.vals["if"].(*object)
 	if !ok {
 		return dependencySplit{}, false
 	}
 	props, _ := cond.vals["properties"].(*object)
-	if props == nil || len(props.keys) != 1 {
+	if props == nil || len(props.keys) == 0 {
 		return dependencySplit{}, false
 	}
-	p := props.keys[0]
+	required := stringList(cond.vals["required"])
 	for _, k := range cond.keys {
-		if k != "properties" && (k != "required" || !slices.Equal(stringList(cond.vals["required"]), []string{p})) && schemaKeywords[k] {
+		if k != "properties" && k != "required" && schemaKeywords[k] {
 			return dependencySplit{}, false
 		}
 	}
-	ps, _ := props.vals[p].(*object)
-	if ps == nil {
-		return dependencySplit{}, false
-	}
-	var values []any
-	for _, k := range ps.keys {
-		switch {
-		case k == "const":
-			values = []any{ps.vals[k]}
-		case k == "enum":
-			values, _ = ps.vals[k].([]any)
-		case schemaKeywords[k]:
+	var fails []any // each an object failing if
+	for _, p := range props.keys {
+		ps, _ := props.vals[p].(*object)
+		if ps == nil {
 			return dependencySplit{}, false
 		}
+		var values []any
+		for _, k := range ps.keys {
+			switch {
+			case k == "const":
+				values = []any{ps.vals[k]}
+			case k == "enum":
+				values, _ = ps.vals[k].([]any)
+			case schemaKeywords[k]:
+				return dependencySplit{}, false
+			}
+		}
+		if len(values) == 0 {
+			return dependencySplit{}, false
+		}
+		fails = append(fails, &object{keys: []string{"type", "required", "properties"}, vals: map[string]any{
+			"type": "object", "required": []any{p},
+			"properties": &object{keys: []string{p}, vals: map[string]any{p: &object{keys: []string{"not"}, vals: map[string]any{
+				"not": &object{keys: []string{"enum"}, vals: map[string]any{"enum": values}}}}}},
+		}})
 	}
-	if len(values) == 0 {
-		return dependencySplit{}, false
+	for _, p := range required { // without p, if fails too
+		fails = append(fails, withForbidden(&object{vals: map[string]any{}}, p))
 	}
 	meets := &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{cond, cmpOrAny(o.vals["then"], hasKey(o, "then"))}}}
-	fails := &object{keys: []string{"type", "required", "properties"}, vals: map[string]any{
-		"type": "object", "required": []any{p},
-		"properties": &object{keys: []string{p}, vals: map[string]any{p: &object{keys: []string{"not"}, vals: map[string]any{
-			"not": &object{keys: []string{"enum"}, vals: map[string]any{"enum": values}}}}}},
-	}}
-	alts := []any{meets, fails}
-	if hasKey(cond, "required") { // without p, if fails too
-		alts = append(alts, withForbidden(&object{vals: map[string]any{}}, p))
-	}
-	if e, ok := o.vals["else"]; ok {
-		for i := 1; i < len(alts); i++ {
-			alts[i] = &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{alts[i], e}}}
+	alts := []any{meets}
+	for _, f := range fails {
+		if e, ok := o.vals["else"]; ok {
+			f = &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{f, e}}}
 		}
+		alts = append(alts, f)
 	}
 	return dependencySplit{without(o, "if", "then", "else"), &object{keys: []string{"anyOf"}, vals: map[string]any{"anyOf": alts}}}, true
+}
+
+// splitIfByNot rewrites if/then/else as an anyOf of if and then, or not
+// if and else: exact where not can be written of if (required, type, enum,
+// const, ...); otherwise an error naming if.
+func (c *schemaCompiler) splitIfByNot(o *object, at string, depth int) (dependencySplit, error) {
+	cond := o.vals["if"]
+	if _, err := c.applyNot(&object{vals: map[string]any{}}, cond, at+".if", depth); err != nil && !errors.Is(err, errNothing) {
+		if c.work.Err() != nil {
+			return dependencySplit{}, err
+		}
+		return dependencySplit{}, fmt.Errorf("schema%s: keyword \"if\" is supported where it tests properties' const or enum values, or where \"not\" of it can be written (%v)", at, err)
+	}
+	meets := &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{cond, cmpOrAny(o.vals["then"], hasKey(o, "then"))}}}
+	fails := &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{
+		&object{keys: []string{"not"}, vals: map[string]any{"not": cond}}, cmpOrAny(o.vals["else"], hasKey(o, "else"))}}}
+	return dependencySplit{without(o, "if", "then", "else"), &object{keys: []string{"anyOf"}, vals: map[string]any{"anyOf": []any{meets, fails}}}}, nil
 }
 
 // maxSchemaDependencies is how many properties with schema dependencies
@@ -1406,6 +1459,17 @@ func (c *schemaCompiler) normalize(o *object, at string, depth int) (*object, er
 		}
 		return c.normalize(o, at, depth+1)
 	}
+	if hasIf {
+		split, err := c.splitIfByNot(o, at, depth)
+		if err != nil {
+			return nil, err
+		}
+		o, err := c.merge(split.base, split.alternatives, at)
+		if err != nil {
+			return nil, err
+		}
+		return c.normalize(o, at, depth+1)
+	}
 	if split, ok := splitSchemaDependencies(o); ok {
 		o, err := c.merge(split.base, split.alternatives, at)
 		if err != nil {
@@ -1445,22 +1509,6 @@ func (c *schemaCompiler) normalize(o *object, at string, depth int) (*object, er
 			}
 		}
 	}
-	if hasIf {
-		// The output meets if and then (else never applies).
-		for _, k := range []string{"if", "then"} {
-			s, ok := o.vals[k]
-			if !ok {
-				continue
-			}
-			so, err := c.inline(s, at+"."+k, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			if base, err = c.merge(base, so, at+"."+k); err != nil {
-				return nil, err
-			}
-		}
-	}
 	if hasNot {
 		if base, err = c.applyNot(base, o.vals["not"], at+".not", depth); err != nil {
 			return nil, err
@@ -1482,7 +1530,7 @@ func (c *schemaCompiler) inline(s any, at string, depth int) (*object, error) {
 		if s {
 			return &object{vals: map[string]any{}}, nil
 		}
-		return nil, fmt.Errorf("schema%s: false matches nothing", at)
+		return nil, nothingf("schema%s: false matches nothing", at)
 	case *object:
 		if r, ok := s.vals["$ref"]; ok {
 			target, err := c.resolve(r, at)
@@ -1514,6 +1562,9 @@ func (c *schemaCompiler) inline(s any, at string, depth int) (*object, error) {
 func (c *schemaCompiler) applyNot(o *object, n any, at string, depth int) (*object, error) {
 	if n == false { // not of false: every value
 		return o, nil
+	}
+	if admitsEvery(n) {
+		return nil, nothingf("schema%s: \"not\" of a schema every value meets admits nothing", at)
 	}
 	if no, ok := n.(*object); ok && len(without(no, "description", "title").keys) == 1 {
 		if nn, ok := no.vals["not"]; ok { // not of not: the schema itself

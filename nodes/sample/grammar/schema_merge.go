@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math/big"
-	"regexp"
 	"slices"
 )
 
@@ -61,7 +60,7 @@ func (c *schemaCompiler) merge(a, b *object, at string) (*object, error) {
 				}
 			}
 			if len(both) == 0 {
-				return nil, fmt.Errorf("schema%s: allOf: the types %v and %v exclude each other", at, ta, tb)
+				return nil, nothingf("schema%s: allOf: the types %v and %v exclude each other", at, ta, tb)
 			}
 			set(k, both)
 		case "properties", "patternProperties", "dependentSchemas":
@@ -140,7 +139,7 @@ func (c *schemaCompiler) merge(a, b *object, at string) (*object, error) {
 			lb, _ := bv.([]any)
 			both := c.intersectValues(la, lb)
 			if len(both) == 0 {
-				return nil, fmt.Errorf("schema%s: allOf: the enums share no value", at)
+				return nil, nothingf("schema%s: allOf: the enums share no value", at)
 			}
 			set(k, both)
 		case "anyOf":
@@ -252,43 +251,12 @@ func (c *schemaCompiler) matchesAny(patterns *object, name string) bool {
 		return false
 	}
 	for _, p := range patterns.keys {
-		re, err := c.regexp(p)
-		if err != nil || re.MatchString(name) {
+		if ok, err := c.patternMatches(p, name); err != nil || ok {
 			return true
 		}
 	}
 	return false
 }
-
-// regexp is pattern compiled (once per compiler), charging the
-// compilation and each use: a property name matched against it.
-func (c *schemaCompiler) regexp(pattern string) (*regexp.Regexp, error) {
-	e, ok := c.regexps[pattern]
-	if !ok {
-		if !c.work.reserve(regexpUnitsPerByte * len(pattern)) {
-			return nil, c.work.Err()
-		}
-		e.re, e.err = regexp.Compile(pattern)
-		if c.regexps == nil {
-			c.regexps = map[string]compiledRegexp{}
-		}
-		c.regexps[pattern] = e
-	}
-	c.work.charge(regexpMatchUnits)
-	return e.re, e.err
-}
-
-type compiledRegexp struct {
-	re  *regexp.Regexp
-	err error
-}
-
-// Work units of Go regexps (patternProperties): per byte of a pattern
-// compiled, and per match.
-const (
-	regexpUnitsPerByte = 32
-	regexpMatchUnits   = 8
-)
 
 // same reports whether two decoded JSON values are equal.
 func (c *schemaCompiler) same(a, b any) bool {

@@ -201,7 +201,7 @@ func (c *schemaCompiler) integerRule(o *object, at string) (string, error) {
 	}
 	b, ok := l.intBounds()
 	if !ok {
-		return "", fmt.Errorf("schema%s: minimum and maximum admit no integer", at)
+		return "", nothingf("schema%s: minimum and maximum admit no integer", at)
 	}
 	if m, ok := o.vals["multipleOf"]; ok {
 		return c.multipleRule(m, b, at)
@@ -363,7 +363,7 @@ func (c *schemaCompiler) numberRule(o *object, at string) (string, error) {
 		}
 	}
 	if len(alts) == 0 {
-		return "", fmt.Errorf("schema%s: minimum and maximum admit no number", at)
+		return "", nothingf("schema%s: minimum and maximum admit no number", at)
 	}
 	return "( " + strings.Join(alts, " | ") + " )", nil
 }

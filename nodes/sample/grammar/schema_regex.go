@@ -10,17 +10,21 @@ import (
 
 // A regex is a parsed ECMA-262 pattern (the subset JSON Schema's pattern
 // keyword uses in practice): literals, escapes, classes, groups,
-// alternation, greedy and lazy quantifiers, and ^ / $ at the ends.
-// Lookarounds, backreferences and word boundaries are refused.
+// alternation, greedy and lazy quantifiers, ^ / $ at the ends, and
+// lookaheads right after a leading ^ of a pattern without top-level
+// alternation. Lookbehinds, other lookaheads, backreferences and word
+// boundaries are refused.
 type regex struct {
 	kind  regexKind
 	set   []rng    // reClass: code points, sorted and disjoint
-	subs  []*regex // reSeq, reAlt: parts; reRepeat: subs[0]
+	subs  []*regex // reSeq, reAlt: parts; reRepeat, reLook: subs[0]
 	lo    int      // reRepeat
 	hi    int      // reRepeat; -1: unbounded
 	top   bool     // reSeq: a top-level alternative, where anchors count
 	start bool     // top: anchored with ^
 	end   bool     // top: anchored with $
+	neg   bool     // reLook: (?!...) rather than (?=...)
+	looks []*regex // top: the lookaheads after ^ (reLook), each a pattern anchored at the start
 }
 
 type regexKind uint8
@@ -32,6 +36,7 @@ const (
 	reRepeat
 	reStart // ^ (only at the start of a top-level alternative)
 	reEnd   // $ (only at its end)
+	reLook  // (?=...) or (?!...) (only after a leading ^)
 )
 
 // maxRune is the largest code point.
@@ -55,25 +60,55 @@ func parseRegex(src string) (*regex, error) {
 	if p.pos < len(p.src) {
 		return nil, fmt.Errorf("unbalanced ')' at %d", p.pos)
 	}
-	// Anchors: only first/last in a top-level alternative.
+	if err := topAnchors(re, false); err != nil {
+		return nil, err
+	}
+	if len(re.subs) > 1 && re.hasLook() {
+		return nil, fmt.Errorf("lookaheads are supported only in a pattern without top-level alternation")
+	}
+	return re, nil
+}
+
+// topAnchors marks re's alternatives as top-level ones: ^ and $ at their
+// ends anchor them (inLook: re is a lookahead's pattern, anchored at the
+// start), and lookaheads right after a leading ^ are set apart.
+func topAnchors(re *regex, inLook bool) error {
 	for _, a := range re.subs {
 		a.top = true
 		if len(a.subs) > 0 && a.subs[0].kind == reStart {
 			a.start, a.subs = true, a.subs[1:]
+			for !inLook && len(a.subs) > 0 && a.subs[0].kind == reLook {
+				look := a.subs[0]
+				if err := topAnchors(look.subs[0], true); err != nil {
+					return err
+				}
+				a.looks, a.subs = append(a.looks, look), a.subs[1:]
+			}
+		}
+		if inLook {
+			a.start = true
 		}
 		if n := len(a.subs); n > 0 && a.subs[n-1].kind == reEnd {
 			a.end, a.subs = true, a.subs[:n-1]
 		}
 		if err := noAnchors(a); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return re, nil
+	return nil
+}
+
+// hasLook reports whether a top-level alternative of re has lookaheads.
+func (r *regex) hasLook() bool {
+	return slices.ContainsFunc(r.subs, func(a *regex) bool { return len(a.looks) > 0 })
 }
 
 func noAnchors(r *regex) error {
 	if r.kind == reStart || r.kind == reEnd {
 		return fmt.Errorf("anchors are supported only at the ends of the pattern")
+	}
+	if r.kind == reLook {
+		return fmt.Errorf("lookaheads are supported only right after a leading ^")
 	}
 	for _, s := range r.subs {
 		if err := noAnchors(s); err != nil {
@@ -130,6 +165,7 @@ func (p *regexParser) atom(depth int) (*regex, error) {
 	p.pos++
 	switch c {
 	case '(':
+		look, neg := false, false
 		if p.peek() == '?' {
 			rest := string(p.src[p.pos:min(p.pos+3, len(p.src))])
 			switch {
@@ -141,8 +177,11 @@ func (p *regexParser) atom(depth int) (*regex, error) {
 					return nil, fmt.Errorf("unterminated group name")
 				}
 				p.pos += end + 1
+			case strings.HasPrefix(rest, "?=") || strings.HasPrefix(rest, "?!"):
+				look, neg = true, rest[1] == '!'
+				p.pos += 2
 			default:
-				return nil, fmt.Errorf("lookaround groups are not supported")
+				return nil, fmt.Errorf("lookbehind groups are not supported")
 			}
 		}
 		inner, err := p.alternation(depth + 1)
@@ -153,6 +192,9 @@ func (p *regexParser) atom(depth int) (*regex, error) {
 			return nil, fmt.Errorf("missing ')'")
 		}
 		p.pos++
+		if look {
+			return &regex{kind: reLook, neg: neg, subs: []*regex{inner}}, nil
+		}
 		return inner, nil
 	case '[':
 		return p.class()
@@ -199,7 +241,7 @@ func (p *regexParser) quantifier(atom *regex) (*regex, error) {
 	if p.peek() == '?' {
 		p.pos++
 	}
-	if atom.kind == reStart || atom.kind == reEnd {
+	if atom.kind == reStart || atom.kind == reEnd || atom.kind == reLook {
 		return nil, fmt.Errorf("nothing to repeat")
 	}
 	if hi >= 0 && hi < lo {
@@ -534,6 +576,9 @@ func (r *regex) gbnf() (string, bool) {
 	case reClass:
 		return gbnfClass(r.set)
 	case reSeq:
+		if len(r.looks) > 0 {
+			return "", false // the automaton of lookaheadGBNF writes these
+		}
 		var parts []string
 		for _, s := range r.subs {
 			g, ok := s.gbnf()

@@ -183,6 +183,9 @@ func (n *nfa) moves(s int) (edges []nfaEdge, final bool) {
 // decoded text every one of res (parsed patterns) matches, as rules named
 // by c from hint; ok is false when no string matches them all.
 func (c *schemaCompiler) productGBNF(hint string, res []*regex) (name string, ok bool, err error) {
+	if slices.ContainsFunc(res, (*regex).hasLook) {
+		return c.lookaheadGBNF(res, 0, 0, false, "")
+	}
 	autos := make([]*nfa, len(res))
 	for i, r := range res {
 		if autos[i], err = newNFA(r); err != nil {
@@ -259,58 +262,24 @@ func (c *schemaCompiler) productGBNF(hint string, res []*regex) (name string, ok
 		}
 		nodes = append(nodes, nd)
 	}
-	// live: nodes from which some path reaches an accepting node.
-	live := make([]bool, len(nodes))
-	for changed := true; changed; {
-		changed = false
-		for i, nd := range nodes {
-			if live[i] {
-				continue
-			}
-			if nd.final {
-				live[i], changed = true, true
-				continue
-			}
-			for to := range nd.edges {
-				if live[to] {
-					live[i], changed = true, true
-					break
-				}
-			}
-		}
-	}
-	if !live[0] {
-		return "", false, nil
-	}
-	names := make([]string, len(nodes))
-	for i := range nodes {
-		if live[i] {
-			names[i] = c.ruleName(hint)
-		}
-	}
+	states := make([]dfaState, len(nodes))
 	for i, nd := range nodes {
-		if !live[i] {
-			continue
-		}
 		targets := make([]int, 0, len(nd.edges))
 		for to := range nd.edges {
-			if live[to] {
-				targets = append(targets, to)
-			}
+			targets = append(targets, to)
 		}
 		slices.Sort(targets)
-		var alts []string
 		for _, to := range targets {
-			if g, ok := gbnfClass(nd.edges[to]); ok {
-				alts = append(alts, g+" "+names[to])
-			}
+			states[i].edges = append(states[i].edges, dfaEdge{nd.edges[to], to})
 		}
-		if nd.final {
-			alts = append(alts, `""`)
-		}
-		c.emit(names[i] + " ::= " + strings.Join(alts, " | "))
 	}
-	return names[0], true, nil
+	name, ok = c.emitDFA(hint, states, func(i int) string {
+		if nodes[i].final {
+			return `""`
+		}
+		return ""
+	})
+	return name, ok, nil
 }
 
 // patternAndFormat is GBNF for the strings a schema admits when it has both a

@@ -140,6 +140,19 @@ func TestSchemaErrorsNameTheKeyword(t *testing.T) {
 		{`{"oneOf":[{"enum":[0,3]},{"enum":[-0]}]}`, `"oneOf"`},
 		{`{"oneOf":[{"const":{"a":1,"b":2}},{"const":{"b":2,"a":1}}]}`, `"oneOf"`},
 		{`{"oneOf":[{"const":[1]},{"const":[1.0]}]}`, `"oneOf"`},
+		{`{"type":"object","not":{"enum":[{}]}}`, `"not"`},
+		{`{"type":"array","not":{"const":[]}}`, `"not"`},
+		{`{"type":"integer","not":{"enum":[3]}}`, `"not"`},
+		{`{"anyOf":[{"type":"string","format":"idn-email"},{"type":"integer"}]}`, `"format"`},
+		{`{"type":"array","items":{"type":"string","pattern":"a\\1"}}`, `"pattern"`},
+		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"array","contains":{}}}`, `"contains"`},
+		{`{"type":"string","pattern":"^a(?!b)c$"}`, `"pattern"`},
+		{`{"type":"object","properties":{"a":{}},"minProperties":2,"maxProperties":3}`, `"minProperties"`},
+		{`{"type":"object","properties":{"a":{}},"maxProperties":10}`, `"maxProperties"`},
+		{`{"type":"object","properties":{"a":{}},"dependencies":{"b":["a"]}}`, `"dependencies"`},
+		{`{"type":"object","propertyNames":{"minimum":3}}`, `"propertyNames"`},
+		{`{"type":"string","if":{"pattern":"^a"},"then":{"maxLength":3}}`, `"if"`},
+		{`{"type":"string","pattern":"^(?!a)b|c$"}`, `"pattern"`},
 		{`{"type":"object","properties":{"a":{"type":"number"}},"oneOf":[{"properties":{"a":{"const":1}},"required":["a"]},{"properties":{"a":{"const":1.0}},"required":["a"]}]}`, `"oneOf"`},
 	} {
 		if _, err := FromSchema(json.RawMessage(tc.schema)); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -281,7 +294,8 @@ func TestSchemaFeatureOutputsValidate(t *testing.T) {
 		`{"type":"object","properties":{"id":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"n":{"type":"number","exclusiveMinimum":0},"at":{"type":"string","format":"date-time"},"mail":{"type":"string","format":"email"},"u":{"type":"string","format":"uuid"}},"required":["id","n","at","mail","u"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}`,
 		`{"type":"object","properties":{"d":{"format":"date","type":"string"},"t":{"format":"time","type":"string"},"h":{"format":"hostname","type":"string"},"v4":{"format":"ipv4","type":"string"},"v6":{"format":"ipv6","type":"string"},"uri":{"format":"uri","type":"string"}},"required":["d","t","h","v4","v6","uri"]}`,
 		`{"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{2}-\\d{2,4}$"},"name":{"type":"string","pattern":"^[a-z]+$","maxLength":5,"minLength":2}},"required":["code","name"],"x-kubernetes-list-type":"map","id":"x","$comment":"c"}`,
-		`{"type":"object","minProperties":2,"maxProperties":3,"properties":{"a":{"type":"null"},"b":{"type":"null"},"c":{"type":"null"},"d":{"type":"null"}}}`,
+		`{"type":"object","minProperties":2,"maxProperties":3,"properties":{"a":{"type":"null"},"b":{"type":"null"},"c":{"type":"null"},"d":{"type":"null"}},"additionalProperties":false}`,
+		`{"type":"object","maxProperties":3,"properties":{"a":{"type":"null"},"b":{"type":"null"}},"required":["a"],"additionalProperties":{"type":"integer"}}`,
 		`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"array","prefixItems":[{"type":"integer"},{"type":"string"}],"items":{"type":"boolean"},"minItems":1,"maxItems":4}`,
 		`{"type":"array","items":[{"const":1},{"const":2}],"additionalItems":false}`,
 		`{"type":"array","items":{"type":"integer"},"uniqueItems":true,"maxItems":1}`,
@@ -328,7 +342,7 @@ func TestSchemaPropertyCountsWithoutListedProperties(t *testing.T) {
 	checkAccepts(t, `{"type":"object","minProperties":2,"properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"additionalProperties":{"type":"string"}}`,
 		[]string{`{"a":1,"b":2}`, `{"a":1,"b":2,"c":"x","d":"y"}`}, []string{`{}`, `{"a":1}`, `{"a":1,"b":2,"c":3}`})
 	checkAccepts(t, `{"type":"object","maxProperties":2,"patternProperties":{"^x":{"type":"integer"}}}`,
-		[]string{`{}`, `{"x":1}`, `{"x":1,"xy":2}`}, []string{`{"x":1,"xy":2,"xz":3}`, `{"y":1}`})
+		[]string{`{}`, `{"x":1}`, `{"x":1,"xy":2}`, `{"y":"s"}`}, []string{`{"x":1,"xy":2,"xz":3}`, `{"x":"s"}`})
 }
 
 func TestSchemaUnlistedMembers(t *testing.T) {
@@ -343,8 +357,10 @@ func TestSchemaUnlistedMembers(t *testing.T) {
 			[]string{`{"a":1,"b":"x"}`}, []string{`{"a":1,"b":2}`}},
 		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":false}`,
 			[]string{`{"a":1}`}, []string{`{"a":1,"b":"x"}`}},
+		{`{"type":"object","properties":{"a<b&c":{"type":"integer"}},"required":["a<b&c"]}`,
+			[]string{`{"a<b&c":1}`}, []string{`{}`, `{"a<b&c":"s"}`}},
 		{`{"type":"object","patternProperties":{"^x-[a-z]+$":{"type":"integer"}}}`,
-			[]string{`{}`, `{"x-a":1,"x-bc":2}`}, []string{`{"y":1}`, `{"x-a":"s"}`}},
+			[]string{`{}`, `{"x-a":1,"x-bc":2}`, `{"y":"s"}`, `{"x-":"s"}`}, []string{`{"x-a":"s"}`}},
 	} {
 		t.Run(tc.schema, func(t *testing.T) { checkAccepts(t, tc.schema, tc.yes, tc.no) })
 	}
@@ -455,5 +471,132 @@ func TestNumberKeyComparesByValue(t *testing.T) {
 	}
 	if k, err := numberKey("1e99999999999"); err == nil {
 		t.Errorf("numberKey(1e99999999999) = %q, want an error", k)
+	}
+}
+
+// Where the grammar cannot write a part of a schema it refuses the schema
+// rather than leave the part out; parts that admit nothing are left out:
+// an anyOf branch or a type of a list with contradictory limits, an item
+// schema that is false, an additionalProperties whose enum meets none of
+// its types.
+func TestSchemaPartsAdmittingNothingLeftOut(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"anyOf":[{"type":"integer","minimum":3,"maximum":2},{"type":"string"}]}`, []string{`"x"`}, []string{`3`}},
+		{`{"type":["integer","string"],"minimum":3,"maximum":2}`, []string{`"x"`}, []string{`3`}},
+		{`{"type":"array","items":false}`, []string{`[]`}, []string{`[1]`}},
+		{`{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string","enum":[1]}}`,
+			[]string{`{"a":1}`}, []string{`{"b":1}`, `{"b":"x"}`}},
+		{`{"type":"object","properties":{"a":{"not":{}},"b":{"type":"integer"}}}`, []string{`{"b":1}`, `{}`}, []string{`{"a":1}`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
+	}
+}
+
+// patternProperties: unlisted names by the patterns they match (each
+// pattern's schema), names matching none by additionalProperties, listed
+// names never as unlisted ones; lookaheads after ^ in names and strings;
+// not of string values.
+func TestSchemaPatternNames(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"type":"object","properties":{"a":{"type":"integer"}},"patternProperties":{"^x":{"type":"string"},"y$":{"type":"string","maxLength":1}},"additionalProperties":false,"required":["a"]}`,
+			[]string{`{"a":1,"xa":"s","by":"t","xy":"u"}`, `{"xq":"","a":2}`},
+			[]string{`{"a":1,"b":"s"}`, `{"a":1,"xy":"uv"}`, `{"a":1,"xa":1}`, `{"a":"s"}`}},
+		{`{"type":"object","properties":{"x1":{"type":"integer"}},"patternProperties":{"^x\\d$":{"type":"integer","minimum":5}},"additionalProperties":{"type":"boolean"}}`,
+			[]string{`{"x1":5,"x2":6,"q":true}`, `{"x12":false}`}, []string{`{"x1":1}`, `{"x2":1}`, `{"q":1}`, `{"x1":"s"}`}},
+		{`{"type":"object","patternProperties":{"^(/[^/]+)+$":{"type":"integer"}}}`,
+			[]string{`{"/a/b":1,"x":"s","/":"t"}`}, []string{`{"/a":"s"}`}},
+		{`{"type":"object","minProperties":1,"patternProperties":{"^[a-z]+$":{"type":"integer"}},"additionalProperties":false}`,
+			[]string{`{"ab":1}`}, []string{`{}`, `{"A":1}`, `{"ab":"s"}`}},
+		{`{"anyOf":[{"type":"object","patternProperties":{"^(?!(False|if|and)$)[a-zA-Z_][\\w]*$":{}},"additionalProperties":false},{"type":"null"}]}`,
+			[]string{`{"a":1,"iff":[2]}`, `{}`, `null`, `{"False_":1}`}, []string{`{"if":1}`, `{"1a":1}`, `{"and":true}`}},
+		{`{"type":"string","pattern":"^(?!(if|and)$)[a-z_]\\w*$"}`, []string{`"iff"`, `"x"`, `"an"`, `"_if"`}, []string{`"if"`, `"and"`, `"1a"`, `""`}},
+		{`{"type":"string","pattern":"^(?=.*\\d)(?!.*x)[a-z0-9]{2,4}$"}`, []string{`"a1"`, `"1234"`}, []string{`"ab"`, `"a1x"`, `"12345"`}},
+		{`{"type":"string","minLength":2,"not":{"enum":["ab","bc"]}}`, []string{`"abc"`, `"ac"`, `"b\"c"`}, []string{`"ab"`, `"bc"`, `"a"`}},
+		{`{"type":"string","not":{"enum":["a","bc"]}}`, []string{`"b"`, `"abc"`, `""`, `"bcd"`}, []string{`"a"`, `"bc"`}},
+		{`{"type":["string","boolean","null"],"not":{"enum":["a",true,null]}}`, []string{`"b"`, `false`}, []string{`"a"`, `true`, `null`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) {
+			if strings.Contains(tc.schema, "(?") { // the reference validator has no lookaheads
+				checkAccepts(t, tc.schema, tc.yes, tc.no)
+				return
+			}
+			checkValidates(t, tc.schema, tc.yes, tc.no)
+		})
+	}
+}
+
+// propertyNames constrains unlisted names as listed ones: patterns,
+// lengths, enum values and not of enum values.
+func TestSchemaPropertyNames(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"type":"object","propertyNames":{"pattern":"^\\d+$"},"additionalProperties":{"type":"string"}}`,
+			[]string{`{}`, `{"1":"a","22":"b"}`}, []string{`{"a":"x"}`, `{"1":1}`}},
+		{`{"type":"object","properties":{"ab":{"type":"integer"}},"propertyNames":{"maxLength":2}}`,
+			[]string{`{"ab":1}`, `{"x":true,"ab":2}`, `{"yz":null}`}, []string{`{"xyz":1}`, `{"ab":"s"}`}},
+		{`{"type":"object","propertyNames":{"enum":["a","b"]}}`, []string{`{"a":1,"b":[]}`, `{}`}, []string{`{"c":1}`}},
+		{`{"type":"object","properties":{"k":{"type":"integer"}},"propertyNames":{"not":{"enum":["x","y"]}}}`,
+			[]string{`{"k":1,"z":2}`, `{"xx":1}`}, []string{`{"x":1}`, `{"k":1,"y":2}`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
+	}
+}
+
+// if/then/else: objects that fail if meet else (or anything, without
+// else) rather than being left out: if testing several properties'
+// values, required properties or types.
+func TestSchemaIfElseExact(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string"},"x":{"type":"integer"},"y":{"type":"integer"}},"if":{"properties":{"a":{"const":"p"},"b":{"const":"q"}}},"then":{"required":["x"]},"else":{"required":["y"]}}`,
+			[]string{`{"a":"p","b":"q","x":1}`, `{"x":1}`, `{"a":"z","y":2}`, `{"a":"p","b":"r","y":2}`}, []string{`{"a":"p","b":"q","y":1}`, `{"a":"z","x":1}`}},
+		{`{"type":"object","properties":{"a":{},"b":{"type":"integer"}},"if":{"required":["a"]},"then":{"required":["b"]}}`,
+			[]string{`{}`, `{"b":1}`, `{"a":1,"b":2}`}, []string{`{"a":1}`}},
+		{`{"properties":{"a":{"type":"integer"}},"not":{"enum":["x",true]}}`,
+			[]string{`"y"`, `{"a":1}`, `3`, `false`, `null`}, []string{`"x"`, `true`, `{"a":"s"}`}},
+		{`{"if":{"type":"string"},"then":{"maxLength":2},"else":{"type":"integer","minimum":5}}`,
+			[]string{`"ab"`, `5`}, []string{`"abc"`, `4`, `null`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
+	}
+}
+
+// Unlisted members count toward maxProperties.
+func TestSchemaMaxPropertiesCountsUnlistedMembers(t *testing.T) {
+	checkValidates(t, `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"maxProperties":3,"additionalProperties":{"type":"integer"}}`,
+		[]string{`{"name":"a"}`, `{"name":"a","b":1}`, `{"b":1,"name":"a","c":2}`},
+		[]string{`{"name":"a","b":1,"c":2,"d":3}`, `{"b":1}`, `{"name":"a","b":"x"}`})
+	checkValidates(t, `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"maxProperties":2,"patternProperties":{"^x":{"type":"string"}}}`,
+		[]string{`{"a":1,"b":2}`, `{"x1":"s","y":null}`, `{"b":2,"q":[]}`}, []string{`{"a":1,"b":2,"x":"s"}`, `{"x":1}`, `{"q":1,"r":2,"s":3}`})
+}
+
+// oneOf branches that exclude each other without narrowing either: a
+// property the other requires that this one refuses (additionalProperties
+// false) or admits no common value for (disjoint patterns), and a
+// property each anyOf branch requires that the other refuses.
+func TestSchemaOneOfExclusiveAsWritten(t *testing.T) {
+	for _, tc := range []struct {
+		schema  string
+		yes, no []string
+	}{
+		{`{"type":"object","oneOf":[{"properties":{"name":{"type":"string"},"ext":{"type":"boolean"}},"additionalProperties":false},{"properties":{"name":{"type":"string"},"exe":{"type":"string"}},"required":["name","exe"]}]}`,
+			[]string{`{"name":"a","ext":true}`, `{"name":"a"}`, `{"name":"a","exe":"x"}`, `{"name":"a","exe":"x","other":1}`},
+			[]string{`{"exe":"x"}`, `{"name":"a","ext":1}`}},
+		{`{"type":"object","oneOf":[{"properties":{"t":{"type":"string","pattern":"^ecu$"},"n":{"type":"string"}}},{"properties":{"t":{"type":"string","pattern":"^table$"},"s":{"type":"object"}},"required":["t","s"],"additionalProperties":false}]}`,
+			[]string{`{"t":"ecu","n":"x"}`, `{"n":"x"}`, `{"t":"table","s":{}}`, `{}`}, []string{`{"t":"table","n":"x"}`, `{"t":"x"}`}},
+		{`{"type":"object","oneOf":[{"properties":{"p":{"type":"string"},"q":{"type":"string"}},"anyOf":[{"required":["p"]},{"required":["q"]}],"additionalProperties":false},{"properties":{"r":{"type":"string"}},"required":["r"],"additionalProperties":false}]}`,
+			[]string{`{"p":"a"}`, `{"q":"b","p":"a"}`, `{"r":"c"}`}, []string{`{}`, `{"p":"a","r":"c"}`}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) { checkValidates(t, tc.schema, tc.yes, tc.no) })
 	}
 }

@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -47,9 +48,21 @@ func repeat(item string, lo, hi int, hasHi bool) string {
 func (c *schemaCompiler) typed(hint, t string, o *object, at string) (string, error) {
 	switch t {
 	case "null":
+		if slices.Contains(excludedValues(o), nil) {
+			return "", nothingf("schema%s: \"not\" excludes null", at)
+		}
 		return `"null"`, nil
 	case "boolean":
-		return `"true" | "false"`, nil
+		var alts []string
+		for _, b := range []bool{true, false} {
+			if !slices.Contains(excludedValues(o), any(b)) {
+				alts = append(alts, literal(strconv.FormatBool(b)))
+			}
+		}
+		if len(alts) == 0 {
+			return "", nothingf("schema%s: \"not\" excludes both booleans", at)
+		}
+		return strings.Join(alts, " | "), nil
 	case "integer":
 		return c.integerRule(o, at)
 	case "number":
@@ -64,6 +77,12 @@ func (c *schemaCompiler) typed(hint, t string, o *object, at string) (string, er
 	return "", fmt.Errorf("schema%s.type: unknown type %q", at, t)
 }
 
+// excludedValues is the values a not of enum or const excludes from o.
+func excludedValues(o *object) []any {
+	list, _ := o.vals[notValuesKey].([]any)
+	return list
+}
+
 // stringRule is GBNF for the strings o admits: minLength, maxLength,
 // pattern and format.
 func (c *schemaCompiler) stringRule(o *object, at string) (string, error) {
@@ -76,7 +95,13 @@ func (c *schemaCompiler) stringRule(o *object, at string) (string, error) {
 		return "", err
 	}
 	if hasHi && hi < lo {
-		return "", fmt.Errorf("schema%s: maxLength is below minLength", at)
+		return "", nothingf("schema%s: maxLength is below minLength", at)
+	}
+	var excluded []string // strings not to write (not of enum or const)
+	for _, v := range excludedValues(o) {
+		if s, ok := v.(string); ok {
+			excluded = append(excluded, s)
+		}
 	}
 	pattern, hasPattern := o.vals["pattern"].(string)
 	keyword := "pattern"
@@ -90,6 +115,12 @@ func (c *schemaCompiler) stringRule(o *object, at string) (string, error) {
 		case assertedFormats[f]:
 			return "", fmt.Errorf("schema%s: keyword \"format\": %q is not supported", at, f)
 		}
+	}
+	if len(excluded) > 0 && !hasPattern && !hasHi && lo == 0 {
+		return c.otherName("string", excluded), nil
+	}
+	if len(excluded) > 0 {
+		return c.stringExcluding(pattern, hasPattern, alsoFormat, keyword, excluded, lo, hi, hasHi, at)
 	}
 	if !hasPattern {
 		if !hasHi && lo == 0 {
@@ -112,6 +143,9 @@ func (c *schemaCompiler) stringRule(o *object, at string) (string, error) {
 	}
 	if !hasHi {
 		hi = -1
+	}
+	if re.hasLook() {
+		return c.patternAndLength(re, keyword, lo, hi, hasHi, at)
 	}
 	if re, ok := re.withLength(lo, hi); ok {
 		if g, ok := re.gbnf(); ok {
@@ -141,7 +175,7 @@ func (c *schemaCompiler) array(hint string, o *object, at string) (string, error
 		return "", fmt.Errorf("schema%s: keyword \"uniqueItems\" is supported only with maxItems 1 or less (the grammar cannot compare items)", at)
 	}
 	if hasHi && hi < lo {
-		return "", fmt.Errorf("schema%s: maxItems is below minItems", at)
+		return "", nothingf("schema%s: maxItems is below minItems", at)
 	}
 	var prefix []any
 	var rest any = true
@@ -174,18 +208,18 @@ func (c *schemaCompiler) array(hint string, o *object, at string) (string, error
 		m := c.mark()
 		name, err := c.rule(hint+"-item", rest, at+".items")
 		if err != nil {
-			c.rollback(m)
-			if max(lo-len(prefix), 0) > 0 {
+			if !errors.Is(err, errNothing) || max(lo-len(prefix), 0) > 0 {
 				return "", err
 			}
-			restHi, restHasHi = 0, true // no further items
+			c.rollback(m)
+			restHi, restHasHi = 0, true // no further item is valid
 		} else {
 			restRule = name
 		}
 	}
 	restLo := max(lo-len(prefix), 0)
 	if restHasHi && restHi < restLo {
-		return "", fmt.Errorf("schema%s: minItems needs more items than the schema allows", at)
+		return "", nothingf("schema%s: minItems needs more items than the schema allows", at)
 	}
 	if len(prefix) == 0 {
 		switch {
@@ -332,7 +366,7 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 	}
 	for _, k := range slices.Sorted(mapKeys(required)) {
 		if slices.Contains(forbid, k) {
-			return "", fmt.Errorf("schema%s: property %q is required and excluded (not or additionalProperties)", at, k)
+			return "", nothingf("schema%s: property %q is required and excluded (not or additionalProperties)", at, k)
 		}
 		if _, listed := props.vals[k]; !listed {
 			members = append(members, member{name: k, required: true})
@@ -354,18 +388,21 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 		}
 		if patterns != nil {
 			for _, p := range patterns.keys {
-				re, err := c.regexp(p)
+				ok, err := c.patternMatches(p, m.name)
 				if err != nil {
+					if c.work.Err() != nil {
+						return "", stopped(c.work, at)
+					}
 					return "", fmt.Errorf("schema%s: keyword \"patternProperties\": %q: %v", at, p, err)
 				}
-				if re.MatchString(m.name) {
+				if ok {
 					schemas = append(schemas, patterns.vals[p])
 				}
 			}
 		}
 		if len(schemas) == 0 {
 			if f, ok := ap.(bool); ok && !f {
-				return "", fmt.Errorf("schema%s.required: %q is not among the properties and additionalProperties is false", at, m.name)
+				return "", nothingf("schema%s.required: %q is not among the properties and additionalProperties is false", at, m.name)
 			}
 			schemas = append(schemas, cmpOrAny(ap, hasAP))
 		}
@@ -374,13 +411,14 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 			s = &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": schemas}}
 		}
 		if pn, ok := o.vals["propertyNames"]; ok {
-			ok, err := c.admits(pn, m.name, at+".propertyNames")
+			names := &object{keys: []string{"allOf"}, vals: map[string]any{"allOf": []any{pn, &object{keys: []string{"type"}, vals: map[string]any{"type": "string"}}}}}
+			ok, err := c.admits(names, m.name, at+".propertyNames")
 			if err != nil {
 				return "", err
 			}
 			if !ok {
 				if m.required {
-					return "", fmt.Errorf("schema%s: required property %q fails propertyNames", at, m.name)
+					return "", nothingf("schema%s: required property %q fails propertyNames", at, m.name)
 				}
 				members[i].rule = ""
 				continue
@@ -417,11 +455,23 @@ func (c *schemaCompiler) object(hint string, o *object, at string) (string, erro
 		}
 		members = slices.DeleteFunc(members, func(m member) bool { return m.rule == "" })
 	}
-	return c.memberSet(hint, members, minP, maxP, hasMaxP, c.extraMember(hint, o, props, forbid, ap, hasAP, at), at)
+	extra, err := c.extraMember(hint, o, props, forbid, ap, hasAP, at)
+	if err != nil {
+		return "", err
+	}
+	return c.memberSet(hint, members, minP, maxP, hasMaxP, extra, at)
+}
+
+// admitsEvery reports whether schema s, as written, admits every value:
+// true, or an object without a keyword that constrains values.
+func admitsEvery(s any) bool {
+	o, ok := s.(*object)
+	return s == true || ok && !constraining(o)
 }
 
 // admitsNothing reports whether schema s, as written, admits no value:
-// false, or enum / const values none of which has one of its types.
+// false, not of a schema every value meets, or enum / const values none
+// of which has one of its types.
 func admitsNothing(s any) bool {
 	if s == false {
 		return true
@@ -429,6 +479,9 @@ func admitsNothing(s any) bool {
 	o, ok := s.(*object)
 	if !ok {
 		return false
+	}
+	if n, ok := o.vals["not"]; ok && admitsEvery(n) {
+		return true
 	}
 	types, err := typeList(o, "")
 	if err != nil || types == nil {
@@ -445,31 +498,54 @@ func admitsNothing(s any) bool {
 // dependencies, maxProperties or unevaluatedProperties would constrain
 // them. (minProperties does not: the %members set reaches it with listed
 // members, and unlisted ones only add properties.)
-func (c *schemaCompiler) extraMember(hint string, o, props *object, forbid []string, ap any, hasAP bool, at string) string {
-	if f, ok := ap.(bool); ok && !f {
-		return ""
-	}
-	for _, k := range []string{"patternProperties", "propertyNames", "dependencies", "dependentRequired", "dependentSchemas", "maxProperties"} {
-		if _, ok := o.vals[k]; ok {
-			return ""
-		}
+func (c *schemaCompiler) extraMember(hint string, o, props *object, forbid []string, ap any, hasAP bool, at string) (string, error) {
+	patterns, _ := o.vals["patternProperties"].(*object)
+	if f, ok := ap.(bool); ok && !f && memberCount(patterns) == 0 {
+		return "", nil
 	}
 	if u, ok := o.vals["unevaluatedProperties"]; ok && u != true {
-		return ""
+		return "", nil
+	}
+	excluded := append(slices.Clone(props.keys), forbid...)
+	excluded = append(excluded, stringList(o.vals["required"])...)
+	for _, key := range []string{"dependencies", "dependentRequired"} {
+		d, _ := o.vals[key].(*object)
+		if d == nil {
+			continue
+		}
+		for _, k := range d.keys {
+			if !slices.Contains(excluded, k) {
+				return "", fmt.Errorf("schema%s: keyword %q of a property that is not listed (%q) is not supported", at, key, k)
+			}
+		}
+	}
+	if pn, ok := o.vals["propertyNames"]; ok {
+		names, err := c.nameRules(pn, at)
+		if err != nil {
+			if errors.Is(err, errNothing) {
+				return "", nil // no name is valid
+			}
+			return "", err
+		}
+		return c.patternMembers(hint, patterns, excluded, names, ap, hasAP, at)
+	}
+	if memberCount(patterns) > 0 {
+		return c.patternMembers(hint, patterns, excluded, nil, ap, hasAP, at)
 	}
 	value := "value"
 	if hasAP {
 		m := c.mark()
 		name, err := c.rule(hint+"-extra", ap, at+".additionalProperties")
 		if err != nil {
+			if !errors.Is(err, errNothing) {
+				return "", err // leaving unlisted members out would reject valid objects that have them
+			}
 			c.rollback(m)
-			return ""
+			return "", nil
 		}
 		value = name
 	}
-	excluded := append(slices.Clone(props.keys), forbid...)
-	excluded = append(excluded, stringList(o.vals["required"])...)
-	return c.otherName(hint, excluded) + ` ws ":" ws ` + value + ` ws`
+	return c.otherName(hint, excluded) + ` ws ":" ws ` + value + ` ws`, nil
 }
 
 // otherName is GBNF for a JSON string that is none of names: a trie of
@@ -558,6 +634,11 @@ func cmpOrAny(v any, ok bool) any {
 	return true
 }
 
+// maxExtraSlots is the most unlisted members an object under
+// maxProperties writes (each a member of its set the matcher tells apart:
+// k written make as many states as ways to choose k of them).
+const maxExtraSlots = 8
+
 // memberSet writes members in any order, each at most once, with commas
 // between (a %members set): every required one, the others when the model
 // chooses, their count within [minP, maxP]; extra (GBNF for an unlisted
@@ -567,23 +648,42 @@ func (c *schemaCompiler) memberSet(hint string, members []member, minP, maxP int
 	if n > maxMembers {
 		return "", fmt.Errorf("schema%s: keyword \"properties\": more than %d properties the object may write are not supported", at, maxMembers)
 	}
-	if hasMaxP && maxP >= n {
-		hasMaxP = false
-	}
 	var required []string
 	for k, m := range members {
 		if m.required {
 			required = append(required, strconv.Itoa(k))
 		}
 	}
+	if extra != "" && hasMaxP {
+		// Unlisted members count toward maxProperties: each is one of
+		// as many interchangeable members as the maximum leaves beside
+		// the required ones.
+		slots := maxP - len(required)
+		if minP > len(required) {
+			// Two unlisted members may have one name: counted as members,
+			// they would not make the minimum.
+			return "", fmt.Errorf("schema%s: keywords \"minProperties\" and \"maxProperties\" together, where unlisted properties may be written, are not supported", at)
+		}
+		minP = 0 // the required members make it
+		if slots > maxExtraSlots || n+slots > maxMembers {
+			return "", fmt.Errorf("schema%s: keyword \"maxProperties\" above %d beside the required properties, where unlisted properties may be written, is not supported", at, len(required)+maxExtraSlots)
+		}
+		for range max(slots, 0) {
+			members = append(members, member{rule: extra})
+		}
+		n, extra = len(members), ""
+	}
+	if hasMaxP && maxP >= n {
+		hasMaxP = false
+	}
 	if n < minP {
 		return "", fmt.Errorf("schema%s: keyword \"minProperties\" needs more properties than the schema lists", at)
 	}
 	if hasMaxP && len(required) > maxP {
-		return "", fmt.Errorf("schema%s: keyword \"maxProperties\" is below the required properties", at)
+		return "", nothingf("schema%s: keyword \"maxProperties\" is below the required properties", at)
 	}
 	if hasMaxP && maxP < minP {
-		return "", fmt.Errorf("schema%s: minProperties and maxProperties admit no object", at)
+		return "", nothingf("schema%s: minProperties and maxProperties admit no object", at)
 	}
 	if n == 0 && extra == "" {
 		return `"{" ws "}"`, nil
@@ -633,7 +733,6 @@ func (c *schemaCompiler) memberSet(hint string, members []member, minP, maxP int
 // freeObject is an object without listed properties: members with any
 // name whose values meet additionalProperties.
 func (c *schemaCompiler) freeObject(hint string, o *object, patterns *object, ap any, hasAP bool, minP, maxP int, hasMaxP bool, at string) (string, error) {
-	_, names := o.vals["propertyNames"]
 	_, deps := o.vals["dependencies"]
 	_, depReq := o.vals["dependentRequired"]
 	_, depSch := o.vals["dependentSchemas"]
@@ -641,27 +740,31 @@ func (c *schemaCompiler) freeObject(hint string, o *object, patterns *object, ap
 	if f, ok := ap.(bool); ok && !f {
 		closed = true
 	}
-	constrained := names || deps || depReq || depSch || len(stringList(o.vals[forbidKey])) > 0
-	key, value := "string", "value"
-	if patterns != nil && len(patterns.keys) == 1 && !constrained {
-		// Names matching the one pattern, values meeting its schema.
-		p := patterns.keys[0]
-		k, err := c.stringRule(&object{keys: []string{"pattern"}, vals: map[string]any{"pattern": p}}, at+".patternProperties")
-		if err == nil {
-			m := c.mark()
-			if v, err := c.rule(hint+"-pattern", patterns.vals[p], at+".patternProperties."+p); err == nil {
-				key, value, closed = k, v, false
-				patterns = nil
-			} else {
-				c.rollback(m)
-			}
-		}
+	if deps || depReq || depSch {
+		return "", fmt.Errorf("schema%s: keyword \"dependencies\" on an object without listed properties is not supported", at)
 	}
-	switch {
-	case patterns != nil && len(patterns.keys) > 0:
-		return "", fmt.Errorf("schema%s: keyword \"patternProperties\" is supported with one pattern the grammar can write and nothing else constraining the names", at)
-	case constrained:
-		return "", fmt.Errorf("schema%s: keyword \"propertyNames\", \"dependencies\" or \"not\" on an object without listed properties is not supported", at)
+	var names []nameRule
+	noName := false // propertyNames admits no name
+	if pn, ok := o.vals["propertyNames"]; ok {
+		var err error
+		if names, err = c.nameRules(pn, at); err != nil && !errors.Is(err, errNothing) {
+			return "", err
+		}
+		noName = err != nil
+	}
+	forbid := stringList(o.vals[forbidKey])
+	member := "" // GBNF for one member; "" the free-form one
+	if noName {
+		closed = true
+	} else if memberCount(patterns) > 0 || len(names) > 0 || len(forbid) > 0 {
+		// Names by the patterns they match, values meeting their schemas
+		// (or additionalProperties where they match none), names meeting
+		// propertyNames, none of those not excludes.
+		m, err := c.patternMembers(hint, patterns, append(forbid, stringList(o.vals["required"])...), names, ap, hasAP, at)
+		if err != nil {
+			return "", err
+		}
+		member, closed = m, m == ""
 	}
 	if closed || hasMaxP && maxP == 0 {
 		if minP > 0 {
@@ -672,21 +775,25 @@ func (c *schemaCompiler) freeObject(hint string, o *object, patterns *object, ap
 	if minP > 1 {
 		return "", fmt.Errorf("schema%s: keyword \"minProperties\" above 1 without listed properties is not supported (names could repeat)", at)
 	}
-	if hasAP && key == "string" {
-		name, err := c.rule(hint+"-extra", ap, at+".additionalProperties")
-		if err != nil {
-			return "", err
+	if member == "" {
+		value := "value"
+		if hasAP {
+			name, err := c.rule(hint+"-extra", ap, at+".additionalProperties")
+			if err != nil {
+				return "", err
+			}
+			value = name
 		}
-		value = name
+		member = `string ws ":" ws ` + value + ` ws`
 	}
 	// Members past the first: any number, or up to maxProperties-1 (a
 	// repeated name counts once, so fewer members than the maximum never
 	// make too many properties, and one member makes the minimum of 1).
-	more := `( "," ws ` + key + ` ws ":" ws ` + value + ` ws )*`
+	more := `( "," ws ` + member + ` )*`
 	if hasMaxP { // count caps it at 1000
 		more = strings.TrimSuffix(more, "*") + fmt.Sprintf("{0,%d}", maxP-1)
 	}
-	members := key + ` ws ":" ws ` + value + ` ws ` + more
+	members := member + ` ` + more
 	if minP == 1 {
 		return `"{" ws ` + members + ` "}"`, nil
 	}
@@ -703,7 +810,9 @@ func (c *schemaCompiler) admits(s any, name string, at string) (bool, error) {
 	return c.matches(g.NewCache(), []byte(mustJSON(name)), at)
 }
 
+// mustJSON is s as a JSON string, written as the grammar writes strings
+// (no HTML escapes: "<" stays "<").
 func mustJSON(s string) string {
-	b, _ := json.Marshal(s)
+	b, _ := canonical(s)
 	return string(b)
 }

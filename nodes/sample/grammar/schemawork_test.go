@@ -37,6 +37,10 @@ var costlySchemas = []struct{ name, schema string }{
 			`},"patternProperties":{` + list(3000, func(i int) string { return fmt.Sprintf(`"^q%d$":{}`, i) }) + `}}`},
 	{"20,000 optional prefixItems (each nests the rest)",
 		`{"type":"array","prefixItems":[` + list(20000, func(int) string { return `{"type":"integer","minimum":-12345678,"maximum":98765432}` }) + `]}`},
+	{"many objects each with a name automaton of 512 states (subset construction)",
+		`{"type":"object","properties":{` + list(1500, func(i int) string {
+			return fmt.Sprintf(`"o%d":{"type":"object","patternProperties":{"^[a-z]*a[a-z]{8}$":{"type":"integer"}}}`, i)
+		}) + `}}`},
 	{"many objects each naming many properties (a name trie each)",
 		`{"type":"object","properties":{` + list(1500, func(i int) string {
 			return fmt.Sprintf(`"o%d":{"type":"object","properties":{%s}}`, i, list(60, func(j int) string { return fmt.Sprintf(`"property-name-%d":{}`, j) }))
