@@ -541,7 +541,8 @@ func (f *firstCodePoints) partial(seq []byte, n int32) {
 }
 
 // partials allows the tokens of node n's subtree whose pieces end inside
-// their first code point.
+// their first code point, every code point of which bulk has taken: s
+// admits them all, so without a budget no stack need be asked.
 func (f *firstCodePoints) partials(n int32) {
 	v := f.v
 	i, _ := slices.BinarySearchFunc(v.partials, n, func(p partialNode, n int32) int { return int(p.node - n) })
@@ -552,7 +553,13 @@ func (f *firstCodePoints) partials(n int32) {
 		if !f.s.c.work.charge(1) {
 			return
 		}
-		f.partial(p.seq, p.node)
+		if f.budget > 0 {
+			f.partial(p.seq, p.node)
+			continue
+		}
+		for _, id := range v.nodes[p.node].tokens {
+			f.allow(id)
+		}
 	}
 }
 
