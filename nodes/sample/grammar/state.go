@@ -443,15 +443,16 @@ func (t *transitions) set(b byte, n *State) {
 }
 
 func (s *State) advance(b byte) *State {
-	n := &State{g: s.g, rem: -1}
 	if !s.c.work.charge(len(s.stacks)) {
 		return nil
 	}
+	if s.need == 0 && b < utf8.RuneSelf {
+		return s.complete(rune(b))
+	}
+	n := &State{g: s.g, rem: -1}
 	if s.need == 0 {
 		length := seqLen(b)
 		switch length {
-		case 1:
-			return s.complete(rune(b))
 		case 2:
 			n.cp, n.lo, n.hi = rune(b&0x1F), 0x80, 0x7FF
 		case 3:
@@ -557,9 +558,9 @@ func (s *State) partialRemaining(seq []byte) (rem int, ok bool) {
 	return best, best >= 0
 }
 
-// complete is the state after code point c.
+// complete is the state after code point c (nil: rejected). A rejection
+// allocates nothing: masks try many bytes that states reject.
 func (s *State) complete(c rune) *State {
-	n := &State{g: s.g, rem: -1}
 	e := expansion{c: s.c}
 	for _, st := range s.stacks {
 		if st == nil || !s.g.class(st.top).matches(c) {
@@ -569,11 +570,10 @@ func (s *State) complete(c rune) *State {
 		f.idx++
 		e.expand(f, st.next)
 	}
-	n.stacks = e.out
-	if len(n.stacks) == 0 {
+	if len(e.out) == 0 {
 		return nil
 	}
-	return n
+	return &State{g: s.g, rem: -1, stacks: e.out}
 }
 
 // AdvanceBytes is Advance over p, nil when a byte is rejected.
