@@ -46,30 +46,13 @@ func TestMaskIsThePerTokenCheck(t *testing.T) {
 		return ids
 	}}}
 	if tk, qv := qwen3VocabIfMade(t); qv != nil {
-		qp := make([]string, qv.Size())
-		for id := range qp {
-			if !tk.IsControl(int32(id)) && !tk.IsEOG(int32(id)) {
-				qp[id] = string(tk.Piece(int32(id)))
-			}
-		}
-		vocabs = append(vocabs, vocab{"qwen3", qv, qp, func(text string) []int32 { return tk.Encode(text, false, false) }})
+		vocabs = append(vocabs, vocab{"qwen3", qv, qwen3Pieces(tk), func(text string) []int32 { return tk.Encode(text, false, false) }})
 	}
 	schemas := readBench(t, filepath.Join(benchDir(t), "maskbench-tests.jsonl"))
 	budgets := []int{0, 2, 9}
 	for _, vc := range vocabs {
 		checked, cut := 0, 0
-		for i, s := range schemas {
-			if i%60 != 5 {
-				continue
-			}
-			src, err := FromSchema(s.Schema)
-			if err != nil {
-				continue
-			}
-			g, err := Parse(src)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for s, g := range sampleGrammars(t, schemas, 60, 5) {
 			texts := validTexts(s)
 			if len(texts) == 0 {
 				continue

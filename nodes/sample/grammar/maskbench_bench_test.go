@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"iter"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -33,6 +34,41 @@ func qwen3Vocab(b testing.TB) (*tok.Tokenizer, *Vocab) {
 		return tk.Piece(id)
 	})
 	return tk, v
+}
+
+// qwen3Pieces is the piece of each token of tk that NewVocab is given
+// ("" for control and end-of-generation tokens).
+func qwen3Pieces(tk *tok.Tokenizer) []string {
+	pieces := make([]string, tk.VocabSize())
+	for id := range pieces {
+		if !tk.IsControl(int32(id)) && !tk.IsEOG(int32(id)) {
+			pieces[id] = string(tk.Piece(int32(id)))
+		}
+	}
+	return pieces
+}
+
+// sampleGrammars yields the schemas whose index is at modulo every, with
+// their grammars; the schemas the compiler refuses are left out.
+func sampleGrammars(t testing.TB, schemas []benchSchema, every, at int) iter.Seq2[benchSchema, *Grammar] {
+	return func(yield func(benchSchema, *Grammar) bool) {
+		for i, s := range schemas {
+			if i%every != at {
+				continue
+			}
+			src, err := FromSchema(s.Schema)
+			if err != nil {
+				continue
+			}
+			g, err := Parse(src)
+			if err != nil {
+				t.Fatalf("%s: %v", s.ID, err)
+			}
+			if !yield(s, g) {
+				return
+			}
+		}
+	}
 }
 
 func qwen3VocabPath() string {
