@@ -184,6 +184,12 @@ func (v *Vocab) maskByChain(s *State, cuts []rune, budget int, bits []uint64) (o
 		if !w.charge(1) {
 			return true, cut
 		}
+		if seq := ct.exits[x.group].seq; from.cutShort(seq) {
+			if v.allowPartialAt(x.node, from, seq, budget, allow) {
+				cut = true
+			}
+			continue
+		}
 		next := from.AdvanceBytes(ct.exits[x.group].seq)
 		if next == nil {
 			continue

@@ -7,11 +7,11 @@
 package grammar
 
 import (
+	"cmp"
 	"container/heap"
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -25,6 +25,10 @@ type Grammar struct {
 	names  []string
 	owner  []int // the rule written in the source that each rule is part of (itself, or the one a group or repetition is in)
 	minLen []int // shortest expansion of each rule, in bytes
+	// suffix[r][k][i] is altLen(rules[r][k], i): the shortest expansion
+	// of alternative k of rule r from symbol i (nil until check has
+	// settled minLen).
+	suffix [][][]int32
 
 	members []*memberSet // by rule: the member set it is in (nil: none)
 }
@@ -76,11 +80,10 @@ func (s sym) admitsRange(lo, hi rune) bool {
 		}
 		return false
 	}
-	// Negated: some point of [lo, hi] lies outside every range.
-	rs := append([]rng(nil), s.ranges...)
-	sort.Slice(rs, func(a, b int) bool { return rs[a].lo < rs[b].lo })
+	// Negated: some point of [lo, hi] lies outside every range (sorted
+	// by lo: parser.class sorts a negated class's ranges).
 	next := lo
-	for _, r := range rs {
+	for _, r := range s.ranges {
 		if r.lo > next {
 			return next <= hi
 		}
@@ -627,6 +630,9 @@ func (p *parser) class() (sym, error) {
 			return s, p.errorf("unterminated character class")
 		}
 		if p.consume("]") {
+			if s.neg {
+				slices.SortFunc(s.ranges, func(a, b rng) int { return cmp.Compare(a.lo, b.lo) })
+			}
 			return s, nil
 		}
 		lo, err := p.char()
@@ -667,7 +673,49 @@ func (g *Grammar) check(w *Work) error {
 		return err
 	}
 	g.settleMembers()
+	g.tabulateSuffixes()
 	return nil
+}
+
+// tabulateSuffixes sets g.suffix from the rules' settled shortest
+// expansions.
+func (g *Grammar) tabulateSuffixes() {
+	total := 0
+	for _, alts := range g.rules {
+		for _, a := range alts {
+			total += len(a) + 1
+		}
+	}
+	buf := make([]int32, total)
+	g.suffix = make([][][]int32, len(g.rules))
+	for r, alts := range g.rules {
+		g.suffix[r] = make([][]int32, len(alts))
+		for k, a := range alts {
+			suf := buf[: len(a)+1 : len(a)+1]
+			buf = buf[len(a)+1:]
+			for i := len(a) - 1; i >= 0; i-- {
+				l := g.altLen(a[i:i+1], 0)
+				if l >= infLen || int(suf[i+1]) >= infLen {
+					suf[i] = infLen
+					continue
+				}
+				suf[i] = int32(addLen(int(suf[i+1]), l))
+			}
+			g.suffix[r][k] = suf
+		}
+	}
+}
+
+// partLen is the shortest expansion of symbols [from, to) of alternative
+// k of rule r: altLen, read from g.suffix once tabulated.
+func (g *Grammar) partLen(r, k, from, to int) int {
+	if g.suffix != nil {
+		suf := g.suffix[r][k]
+		if a := int(suf[from]); a < infLen-1 {
+			return a - int(suf[to])
+		}
+	}
+	return g.altLen(g.rules[r][k][:to], from)
 }
 
 // infLen is the shortest expansion of a rule that never ends; lengths

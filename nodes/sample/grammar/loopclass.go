@@ -71,9 +71,8 @@ func (s *State) cuts() []rune {
 func (s *State) afterCodePoint(c rune, cuts []rune, targets []*State) *State {
 	i := sort.Search(len(cuts), func(i int) bool { return cuts[i] > c }) - 1
 	if targets[i] == nil {
-		var buf [utf8.UTFMax]byte
 		targets[i] = dead
-		if t := s.AdvanceBytes(buf[:utf8.EncodeRune(buf[:], cuts[i])]); t != nil {
+		if t := s.afterRune(cuts[i]); t != nil {
 			targets[i] = t
 		}
 	}
@@ -84,15 +83,17 @@ func (s *State) afterCodePoint(c rune, cuts []rune, targets []*State) *State {
 }
 
 func (s *State) computeLoopClass() []rng {
+	if !s.mayLoopOnSome() {
+		return nil
+	}
 	cuts := s.cuts()
 	var class []rng
-	var buf [utf8.UTFMax]byte
 	for i := 0; i+1 < len(cuts); i++ {
 		lo, hi := cuts[i], cuts[i+1]-1
 		if lo >= 0xD800 && lo <= 0xDFFF {
 			continue
 		}
-		if s.AdvanceBytes(buf[:utf8.EncodeRune(buf[:], lo)]) != s {
+		if s.afterRune(lo) != s {
 			continue
 		}
 		if n := len(class); n > 0 && class[n-1].hi+1 == lo {
@@ -406,8 +407,7 @@ func (f *firstCodePoints) bulk() {
 		// loop: one transition tells, where the loop class probes every
 		// interval. A target looping on part of the interval only is left
 		// to the walk.
-		var buf [utf8.UTFMax]byte
-		if t.AdvanceBytes(buf[:utf8.EncodeRune(buf[:], lo)]) != t {
+		if !t.mayLoopOnSome() || t.afterRune(lo) != t {
 			continue
 		}
 		class := t.loopClass()
@@ -535,20 +535,14 @@ func (f *firstCodePoints) coveredPrefix(seq []byte, length int) bool {
 // a code point cut short, as allowAt would from s.AdvanceBytes(seq),
 // without making that state.
 func (f *firstCodePoints) partial(seq []byte, n int32) {
-	rem, ok := f.s.partialRemaining(seq)
-	switch {
-	case !ok || len(f.v.nodes[n].tokens) == 0:
-	case f.budget > 0 && rem > f.budget-1:
+	if f.v.allowPartialAt(n, f.s, seq, f.budget, f.allow) {
 		f.cut = true
-	default:
-		for _, id := range f.v.nodes[n].tokens {
-			f.allow(id)
-		}
 	}
 }
 
 // partials allows the tokens of node n's subtree whose pieces end inside
-// their first code point.
+// their first code point, every code point of which bulk has taken: s
+// admits them all, so without a budget no stack need be asked.
 func (f *firstCodePoints) partials(n int32) {
 	v := f.v
 	i, _ := slices.BinarySearchFunc(v.partials, n, func(p partialNode, n int32) int { return int(p.node - n) })
@@ -559,7 +553,13 @@ func (f *firstCodePoints) partials(n int32) {
 		if !f.s.c.work.charge(1) {
 			return
 		}
-		f.partial(p.seq, p.node)
+		if f.budget > 0 {
+			f.partial(p.seq, p.node)
+			continue
+		}
+		for _, id := range v.nodes[p.node].tokens {
+			f.allow(id)
+		}
 	}
 }
 
@@ -609,12 +609,19 @@ func (f *firstCodePoints) codePoint(seq []byte, n int32) {
 	f.walk(n, next)
 }
 
-// walk is Vocab.walk, taking the subtrees that loop classes cover whole.
+// walk is Vocab.walk, taking the subtrees that loop classes cover whole,
+// and multi-byte code points whole (inCodePoint).
 func (f *firstCodePoints) walk(n int32, s *State) {
 	v := f.v
 	for _, e := range v.nodes[n].kids {
 		if !s.c.work.charge(1) {
 			return
+		}
+		if e.b >= utf8.RuneSelf && s.need == 0 {
+			var seq [utf8.UTFMax]byte
+			seq[0] = e.b
+			f.inCodePoint(s, seq[:1], e.node)
+			continue
 		}
 		next := s.Advance(e.b)
 		last := rune(-1) // the code point the path ends with, when known
@@ -631,12 +638,60 @@ func (f *firstCodePoints) walk(n int32, s *State) {
 	}
 }
 
+// inCodePoint continues at node n the multi-byte code point seq (its
+// bytes so far) of pieces that reach s (between code points) before it,
+// as walk would byte by byte, without making the states inside the code
+// point: they would be made anew for every state walked.
+func (f *firstCodePoints) inCodePoint(s *State, seq []byte, n int32) {
+	v := f.v
+	length := seqLen(seq[0])
+	if length == 0 {
+		return
+	}
+	if len(seq) < length {
+		rem, ok := s.partialRemaining(seq)
+		if !ok {
+			return
+		}
+		if len(v.nodes[n].tokens) > 0 {
+			if f.budget > 0 && rem > f.budget-1 {
+				f.cut = true
+			} else {
+				for _, id := range v.nodes[n].tokens {
+					f.allow(id)
+				}
+			}
+		}
+		for _, e := range v.nodes[n].kids {
+			if !s.c.work.charge(1) {
+				return
+			}
+			if e.b&0xC0 == 0x80 {
+				f.inCodePoint(s, append(seq, e.b), e.node)
+			}
+		}
+		return
+	}
+	c, size := utf8.DecodeRune(seq)
+	if size != length {
+		return
+	}
+	next := s.afterRune(c)
+	if next == nil || f.subtree(n, next, c) {
+		return
+	}
+	if v.allowAt(n, next, f.budget, f.allow) {
+		f.cut = true
+	}
+	f.walk(n, next)
+}
+
 // subtree allows the tokens of node n's subtree, reached in state s
 // after code point last, when s loops on a class and n is reached from
 // the root by code points of the class: the pieces that stay in it lead back to s, the others are walked
 // from where they leave it. It reports whether it did.
 func (f *firstCodePoints) subtree(n int32, s *State, last rune) bool {
-	if s.need > 0 {
+	if s.need > 0 || !s.mayLoopOnSome() {
 		return false
 	}
 	// The path to n ends with code point last (-1: unknown); a state
@@ -644,8 +699,7 @@ func (f *firstCodePoints) subtree(n int32, s *State, last rune) bool {
 	// Probing that one transition is cheaper than computing the loop
 	// class of every state walked.
 	if last >= 0 {
-		var buf [utf8.UTFMax]byte
-		if s.AdvanceBytes(buf[:utf8.EncodeRune(buf[:], last)]) != s {
+		if s.afterRune(last) != s {
 			return false
 		}
 	}
@@ -686,7 +740,14 @@ func (f *firstCodePoints) exits(ct *classTokens, xs []exitAt, s *State) bool {
 		if !s.c.work.charge(1) {
 			return false
 		}
-		next := s.AdvanceBytes(ct.exits[x.group].seq)
+		seq := ct.exits[x.group].seq
+		if s.cutShort(seq) {
+			if f.v.allowPartialAt(x.node, s, seq, f.budget, f.allow) {
+				f.cut = true
+			}
+			continue
+		}
+		next := s.AdvanceBytes(seq)
 		if next == nil {
 			continue
 		}
@@ -721,6 +782,17 @@ func (v *Vocab) allowClass(ct *classTokens, s *State, budget int, bits []uint64)
 	for _, g := range ct.exits {
 		if !w.charge(1) {
 			return cut
+		}
+		if s.cutShort(g.seq) {
+			for _, x := range g.nodes {
+				if !w.charge(1) {
+					return cut
+				}
+				if v.allowPartialAt(x.node, s, g.seq, budget, allow) {
+					cut = true
+				}
+			}
+			continue
 		}
 		next := s.AdvanceBytes(g.seq)
 		if next == nil {

@@ -155,29 +155,12 @@ func TestMaskByClassIsTheWalkRandomized(t *testing.T) {
 			}
 		}
 		t.Logf("qwen3, valid instances: %d states", checked)
-		qp := make([]string, qv.Size())
-		for id := range qp {
-			if !tk.IsControl(int32(id)) && !tk.IsEOG(int32(id)) {
-				qp[id] = string(tk.Piece(int32(id)))
-			}
-		}
-		vocabs = append(vocabs, vocab{"qwen3", qv, qp, 6})
+		vocabs = append(vocabs, vocab{"qwen3", qv, qwen3Pieces(tk), 6})
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, vc := range vocabs {
 		checked := 0
-		for i, s := range schemas {
-			if i%50 != 7 {
-				continue
-			}
-			src, err := FromSchema(s.Schema)
-			if err != nil {
-				continue
-			}
-			g, err := Parse(src)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for s, g := range sampleGrammars(t, schemas, 50, 7) {
 			budget := 0
 			if r.IntN(2) == 0 {
 				budget = 5 + r.IntN(60)
@@ -249,12 +232,7 @@ func TestMaskBenchMasksAreTheWalk(t *testing.T) {
 		t.Skip("no Qwen3 vocabulary (just tokenizers)")
 	}
 	schemas := readBench(t, filepath.Join(benchDir(t), "maskbench-tests.jsonl"))
-	pieces := make([]string, qv.Size())
-	for id := range pieces {
-		if !tk.IsControl(int32(id)) && !tk.IsEOG(int32(id)) {
-			pieces[id] = string(tk.Piece(int32(id)))
-		}
-	}
+	pieces := qwen3Pieces(tk)
 	budgets := []int{0, 1, 3, 12} // in turn over the states: no budget, then tight ones that cut tokens
 	chains, others, states, budgetCuts := 0, 0, 0, 0
 	for i, s := range schemas {

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"iter"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -35,6 +36,41 @@ func qwen3Vocab(b testing.TB) (*tok.Tokenizer, *Vocab) {
 	return tk, v
 }
 
+// qwen3Pieces is the piece of each token of tk that NewVocab is given
+// ("" for control and end-of-generation tokens).
+func qwen3Pieces(tk *tok.Tokenizer) []string {
+	pieces := make([]string, tk.VocabSize())
+	for id := range pieces {
+		if !tk.IsControl(int32(id)) && !tk.IsEOG(int32(id)) {
+			pieces[id] = string(tk.Piece(int32(id)))
+		}
+	}
+	return pieces
+}
+
+// sampleGrammars yields the schemas whose index is at modulo every, with
+// their grammars; the schemas the compiler refuses are left out.
+func sampleGrammars(t testing.TB, schemas []benchSchema, every, at int) iter.Seq2[benchSchema, *Grammar] {
+	return func(yield func(benchSchema, *Grammar) bool) {
+		for i, s := range schemas {
+			if i%every != at {
+				continue
+			}
+			src, err := FromSchema(s.Schema)
+			if err != nil {
+				continue
+			}
+			g, err := Parse(src)
+			if err != nil {
+				t.Fatalf("%s: %v", s.ID, err)
+			}
+			if !yield(s, g) {
+				return
+			}
+		}
+	}
+}
+
 func qwen3VocabPath() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", ".cache", "qwen3-vocab.gguf")
@@ -53,10 +89,11 @@ func qwen3VocabIfMade(t testing.TB) (*tok.Tokenizer, *Vocab) {
 // p50/p75/p99, time to first mask (compilation and the start state's
 // mask) p50/p75/p99, and the time of each token mask (p50/p95/p99, first
 // visits of states included: every schema starts from an empty cache)
-// while its valid instances are fed token by token. Mask times are wall
-// clock (mask-*) and the CPU time of the benchmark's thread (mask-cpu-*:
-// on a shared host, what the mask cost without the time the thread
-// waited for a core). Every 16th schema of maskbench-tests.jsonl (all with
+// while its valid instances are fed token by token. Times are wall clock
+// (compile-*, mask-*) and, for compilation p50/p75 and the masks, the CPU
+// time of the benchmark's thread (compile-cpu-*, mask-cpu-*: on a shared
+// host, what the work cost without the time the thread waited for a
+// core). Every 16th schema of maskbench-tests.jsonl (all with
 // NINFER_SCHEMABENCH=full).
 func BenchmarkMaskBench(b *testing.B) {
 	tk, v := qwen3Vocab(b)
@@ -70,14 +107,14 @@ func benchMasks(b *testing.B, tk *tok.Tokenizer, v *Vocab, byClass bool) {
 	schemas := readBench(b, filepath.Join(benchDir(b), "maskbench-tests.jsonl"))
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var compile, first, masks, cpu []time.Duration
+	var compile, compileCPU, first, masks, cpu []time.Duration
 	for range b.N {
-		compile, first, masks, cpu = compile[:0], first[:0], masks[:0], cpu[:0]
+		compile, compileCPU, first, masks, cpu = compile[:0], compileCPU[:0], first[:0], masks[:0], cpu[:0]
 		for i, s := range schemas {
 			if !fullBench() && i%16 != 0 {
 				continue
 			}
-			start := time.Now()
+			start, startCPU := time.Now(), threadCPU()
 			src, err := FromSchema(s.Schema)
 			if err != nil {
 				continue
@@ -88,7 +125,7 @@ func benchMasks(b *testing.B, tk *tok.Tokenizer, v *Vocab, byClass bool) {
 			}
 			c := g.NewCache()
 			st := c.Start()
-			compile = append(compile, time.Since(start))
+			compile, compileCPU = append(compile, time.Since(start)), append(compileCPU, threadCPU()-startCPU)
 			v.mask(st, 0, byClass)
 			first = append(first, time.Since(start))
 			c = g.NewCache() // the instances' masks start from an empty cache
@@ -124,6 +161,8 @@ func benchMasks(b *testing.B, tk *tok.Tokenizer, v *Vocab, byClass bool) {
 	b.ReportMetric(pct(compile, 0.50), "compile-p50-ms")
 	b.ReportMetric(pct(compile, 0.75), "compile-p75-ms")
 	b.ReportMetric(pct(compile, 0.99), "compile-p99-ms")
+	b.ReportMetric(pct(compileCPU, 0.50), "compile-cpu-p50-ms")
+	b.ReportMetric(pct(compileCPU, 0.75), "compile-cpu-p75-ms")
 	b.ReportMetric(pct(first, 0.50), "first-mask-p50-ms")
 	b.ReportMetric(pct(first, 0.75), "first-mask-p75-ms")
 	b.ReportMetric(pct(first, 0.99), "first-mask-p99-ms")

@@ -17,19 +17,11 @@ func TestMaskBench(t *testing.T) {
 	const wantCompiled = 1450 // of 1,500 (full run)
 	schemas := readBench(t, filepath.Join(benchDir(t), "maskbench-tests.jsonl"))
 	var compiled, valid, validAccepted, invalid, invalidRejected int
-	for i, s := range schemas {
-		if !fullBench() && i%8 != 0 {
-			continue
-		}
-		src, err := FromSchema(s.Schema)
-		if err != nil {
-			continue
-		}
-		g, err := Parse(src)
-		if err != nil {
-			t.Errorf("%s: %v", s.ID, err)
-			continue
-		}
+	every := 8
+	if fullBench() {
+		every = 1
+	}
+	for s, g := range sampleGrammars(t, schemas, every, 0) {
 		compiled++
 		c := g.NewCache()
 		for ti, tc := range s.Tests {

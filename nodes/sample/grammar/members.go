@@ -234,8 +234,7 @@ func (g *Grammar) takes(r, k int, set uint64) bool {
 // bodyLen is the shortest expansion of alternative k of rule r without
 // its tail reference.
 func (g *Grammar) bodyLen(r, k int) int {
-	a := g.rules[r][k]
-	return g.altLen(a[:len(a)-1], 0)
+	return g.partLen(r, k, 0, len(g.rules[r][k])-1)
 }
 
 // membersLen is the fewest bytes that end rule r's member set once set is
@@ -293,9 +292,9 @@ func (g *Grammar) frameLen(f frame) int {
 	a := g.rules[f.rule][f.alt]
 	tail, ok := g.memberTail(int(f.rule), int(f.alt))
 	if !ok {
-		return g.altLen(a, int(f.idx))
+		return g.partLen(int(f.rule), int(f.alt), int(f.idx), len(a))
 	}
-	return addLen(g.altLen(a[:len(a)-1], int(f.idx)), g.membersLen(tail, f.set|g.memberBit(int(f.rule), int(f.alt))))
+	return addLen(g.partLen(int(f.rule), int(f.alt), int(f.idx), len(a)-1), g.membersLen(tail, f.set|g.memberBit(int(f.rule), int(f.alt))))
 }
 
 // maxMemberPasses bounds the passes settleMembers makes: one per level of

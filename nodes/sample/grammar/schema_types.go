@@ -552,7 +552,9 @@ func (c *schemaCompiler) extraMember(hint string, o, props *object, forbid []str
 // the names where leaving it frees the rest. A character leaves the trie
 // written raw, or escaped where the escape stands for one character
 // (\" \\ \/ \b \f \n \r \t, or \uXXXX where no listed name goes on) that
-// no name goes on with; after it, any characters.
+// no name goes on with; after it, any characters: one rule (rest) for
+// the whole trie, referred to in tail position, so that every way of
+// leaving the trie reaches the same parser states.
 func (c *schemaCompiler) otherName(hint string, names []string) string {
 	type node struct {
 		kids     map[rune]*node
@@ -573,6 +575,8 @@ func (c *schemaCompiler) otherName(hint string, names []string) string {
 		}
 		at.terminal = true
 	}
+	rest := c.ruleName(hint + "-name-rest")
+	c.emit(rest + ` ::= char* "\""`)
 	var build func(n *node) string
 	build = func(n *node) string {
 		name := c.ruleName(hint + "-name")
@@ -589,7 +593,7 @@ func (c *schemaCompiler) otherName(hint string, names []string) string {
 			alts = append(alts, literal(string(r))+" "+build(n.kids[r]))
 		}
 		if other, ok := gbnfClass(intersect(negate(taken), jsonSafe)); ok {
-			alts = append(alts, other+` char* "\""`)
+			alts = append(alts, other+" "+rest)
 		}
 		escapes := ""
 		for _, e := range shortEscapes {
@@ -602,7 +606,7 @@ func (c *schemaCompiler) otherName(hint string, names []string) string {
 			if len(n.kids) == 0 {
 				class = "( " + class + ` | "u" [0-9a-fA-F]{4} )`
 			}
-			alts = append(alts, `"\\" `+class+` char* "\""`)
+			alts = append(alts, `"\\" `+class+" "+rest)
 		}
 		c.emit(name + " ::= " + strings.Join(alts, " | "))
 		return name

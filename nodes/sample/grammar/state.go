@@ -37,10 +37,12 @@ type State struct {
 	// stacks and are unique per Cache, so transitions and Remaining are
 	// computed once.
 	c       *Cache
-	next    transitions  // computed so far; dead for a rejected byte
-	rem     int          // Remaining, once computed (-1 before)
-	loop    *[]rng       // loopClass, once computed
-	loopTok *stateTokens // Vocab.loopTokens, once computed
+	next    transitions     // computed so far; dead for a rejected byte
+	rem     int             // Remaining, once computed (-1 before)
+	loop    *[]rng          // loopClass, once computed
+	loopTok *stateTokens    // Vocab.loopTokens, once computed
+	runes   map[rune]*State // afterRune's multi-byte code points so far; dead for a rejected one
+	mayLoop int8            // mayLoopOn's answer once computed: 1 yes, -1 no, 0 before
 }
 
 // dead marks a rejected transition in State.next.
@@ -175,7 +177,7 @@ func (g *Grammar) suffixLen(f frame) int {
 	if g.members[f.rule] != nil {
 		return g.frameLen(f)
 	}
-	return g.altLen(g.rules[f.rule][f.alt], int(f.idx))
+	return g.partLen(int(f.rule), int(f.alt), int(f.idx), len(g.rules[f.rule][f.alt]))
 }
 
 // expansion collects the stacks that frames reach without consuming input
@@ -310,6 +312,97 @@ func (s *State) Advance(b byte) *State {
 	return n
 }
 
+// afterRune is the state after code point c, as AdvanceBytes of its
+// UTF-8 returns it (nil: rejected), without making the states inside a
+// multi-byte code point. s must be between code points (need 0).
+func (s *State) afterRune(c rune) *State {
+	if c < utf8.RuneSelf {
+		return s.Advance(byte(c))
+	}
+	cc := s.c
+	if cc.work.Err() != nil || !utf8.ValidRune(c) {
+		return nil
+	}
+	if n, ok := s.runes[c]; ok {
+		if n == dead {
+			return nil
+		}
+		return n
+	}
+	cc.work.charge(newTransitionCost + len(s.stacks))
+	n := s.complete(c)
+	if cc.work.Err() != nil {
+		return nil
+	}
+	if s.runes == nil {
+		s.runes = map[rune]*State{}
+	}
+	if n == nil {
+		s.runes[c] = dead
+		return nil
+	}
+	n = cc.intern(n)
+	s.runes[c] = n
+	return n
+}
+
+// mayLoopOnSome reports whether some code point could take s back to
+// itself, by a test that makes no state: a code point remakes every
+// stack of s or none loops, and a stack whose top is past the start of
+// its alternative is remade only from a stack of s over the same rest
+// whose top is earlier in the same alternative (advanced), from the
+// rests of the stacks of s (returned to), or afresh when the symbols
+// before its top all expand to nothing. A state inside a literal (a
+// listed property name) fails it at once, where probing each code point
+// would make a state per probe.
+func (s *State) mayLoopOnSome() bool {
+	if s.mayLoop != 0 {
+		return s.mayLoop > 0
+	}
+	may := s.need == 0 && s.computeMayLoop()
+	s.mayLoop = -1
+	if may {
+		s.mayLoop = 1
+	}
+	return may
+}
+
+func (s *State) computeMayLoop() bool {
+	var rests map[*stack]bool
+	for _, st := range s.stacks {
+		if st == nil || st.top.idx == 0 || s.g.partLen(int(st.top.rule), int(st.top.alt), 0, int(st.top.idx)) == 0 {
+			continue
+		}
+		advanced := false
+		for _, o := range s.stacks {
+			if o != nil && o.next == st.next && o.top.rule == st.top.rule && o.top.alt == st.top.alt && o.top.idx < st.top.idx {
+				advanced = true
+				break
+			}
+		}
+		if advanced {
+			continue
+		}
+		if rests == nil {
+			rests = map[*stack]bool{}
+			for _, o := range s.stacks {
+				for r := o; r != nil; r = r.next {
+					if r != o {
+						if rests[r] {
+							break
+						}
+						rests[r] = true
+					}
+				}
+			}
+		}
+		if !rests[st] {
+			return false
+		}
+	}
+	return true
+}
+
 // transitions maps bytes to states: a short list while few bytes have
 // been tried (most states see a handful), a table of 256 once many.
 type transitions struct {
@@ -350,15 +443,16 @@ func (t *transitions) set(b byte, n *State) {
 }
 
 func (s *State) advance(b byte) *State {
-	n := &State{g: s.g, rem: -1}
 	if !s.c.work.charge(len(s.stacks)) {
 		return nil
 	}
+	if s.need == 0 && b < utf8.RuneSelf {
+		return s.complete(rune(b))
+	}
+	n := &State{g: s.g, rem: -1}
 	if s.need == 0 {
 		length := seqLen(b)
 		switch length {
-		case 1:
-			return s.complete(rune(b))
 		case 2:
 			n.cp, n.lo, n.hi = rune(b&0x1F), 0x80, 0x7FF
 		case 3:
@@ -464,9 +558,9 @@ func (s *State) partialRemaining(seq []byte) (rem int, ok bool) {
 	return best, best >= 0
 }
 
-// complete is the state after code point c.
+// complete is the state after code point c (nil: rejected). A rejection
+// allocates nothing: masks try many bytes that states reject.
 func (s *State) complete(c rune) *State {
-	n := &State{g: s.g, rem: -1}
 	e := expansion{c: s.c}
 	for _, st := range s.stacks {
 		if st == nil || !s.g.class(st.top).matches(c) {
@@ -476,11 +570,10 @@ func (s *State) complete(c rune) *State {
 		f.idx++
 		e.expand(f, st.next)
 	}
-	n.stacks = e.out
-	if len(n.stacks) == 0 {
+	if len(e.out) == 0 {
 		return nil
 	}
-	return n
+	return &State{g: s.g, rem: -1, stacks: e.out}
 }
 
 // AdvanceBytes is Advance over p, nil when a byte is rejected.

@@ -157,6 +157,35 @@ func (v *Vocab) allowAt(n int32, s *State, budget int, allow func(id int32)) (cu
 	return false
 }
 
+// allowPartialAt is allowAt(n, s.AdvanceBytes(seq), budget, allow) for
+// seq the start of a code point cut short (a piece leaving a loop class
+// inside a code point), without making that state: there are hundreds of
+// such pieces, and their states would be made anew for every state that
+// loops on the class.
+func (v *Vocab) allowPartialAt(n int32, s *State, seq []byte, budget int, allow func(id int32)) (cut bool) {
+	tokens := v.nodes[n].tokens
+	if len(tokens) == 0 {
+		return false
+	}
+	rem, ok := s.partialRemaining(seq)
+	switch {
+	case !ok:
+		return false
+	case budget > 0 && rem > budget-1:
+		return true
+	}
+	for _, id := range tokens {
+		allow(id)
+	}
+	return false
+}
+
+// cutShort reports whether seq is the start of a code point, fewer bytes
+// than its UTF-8 length, that allowPartialAt can take from s.
+func (s *State) cutShort(seq []byte) bool {
+	return s.need == 0 && len(seq) > 0 && len(seq) < seqLen(seq[0])
+}
+
 // maxMasks bounds the masks a Cache keeps.
 const maxMasks = 1024
 
