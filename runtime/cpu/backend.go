@@ -49,7 +49,8 @@ func (b *Backend) StreamsHostWeights() bool { return true }
 // Load implements exec.Backend. Weights stay in the file's memory; in a
 // Private file (weights.Load) the Q8_0 tensors whose rows come in groups of
 // 16 are repacked there, in place, into weights.LayoutQ8x16 (q8groups.go),
-// once: a tensor already repacked (a draft sharing the target's file) is
+// and at the AVX-512 level the Q4_K ones into weights.LayoutQ4Kx16
+// (q4kgroups.go), once: a tensor already repacked (a draft sharing the target's file) is
 // left as it is. See docs/cpu-memory.md.
 func (b *Backend) Load(f *weights.File) error {
 	b.file = f
@@ -57,14 +58,18 @@ func (b *Backend) Load(f *weights.File) error {
 	var scratch [][]byte // per worker: one group of the widest rows repacked
 	for _, t := range f.Tensors {
 		b.weights[t.Name] = t
-		if f.Private() && repackableQ8(t) {
+		if f.Private() && (repackableQ8(t) || repackableQ4K(t)) {
 			if scratch == nil || len(scratch[0]) < q8GroupRows*t.RowBytes() {
 				scratch = make([][]byte, b.pool.n)
 				for i := range scratch {
 					scratch[i] = make([]byte, q8GroupRows*t.RowBytes())
 				}
 			}
-			repackQ8(b.pool, t, scratch)
+			if t.DType == tensor.Q4_K {
+				repackQ4K(b.pool, t, scratch)
+			} else {
+				repackQ8(b.pool, t, scratch)
+			}
 		}
 	}
 	return nil
@@ -348,14 +353,8 @@ func (p *program) getRows(out []float32, op tensor.Op) error {
 		if id < 0 || int(id) >= w.Rows() {
 			return fmt.Errorf("cpu: get_rows: id %d out of range [0,%d)", id, w.Rows())
 		}
-		var row []byte
-		if w.Layout == weights.LayoutQ8x16 {
-			p.rowBuf = grow(p.rowBuf, w.RowBytes())
-			q8GroupRow(w, int(id), p.rowBuf)
-			row = p.rowBuf
-		} else {
-			row = w.Row(int(id))
-		}
+		p.rowBuf = grow(p.rowBuf, w.RowBytes())
+		row := fileRow(w, int(id), p.rowBuf)
 		if err := tensor.DequantizeRow(w.DType, row, out[j*d:(j+1)*d]); err != nil {
 			return err
 		}

@@ -49,7 +49,8 @@ func cachedPeak(op PeakOp) float64 {
 // GMAC/s and pct_peak: the share of the level's measured peak (Peak:
 // PeakInt8 for quantized dtypes, PeakF32 for F32/F16/BF16; none at avx2
 // for the quantized ones, whose int8 arithmetic has no VNNI there). Q8_0
-// weights are in weights.LayoutQ8x16, as Backend.Load repacks them.
+// weights are in weights.LayoutQ8x16 and, at the AVX-512 level, Q4_K ones
+// in weights.LayoutQ4Kx16, as Backend.Load repacks them.
 func BenchmarkGEMM(b *testing.B) {
 	const k, n = 1024, 3072
 	r := rand.New(rand.NewPCG(3, 3))
@@ -57,6 +58,10 @@ func BenchmarkGEMM(b *testing.B) {
 		w := randWeight(r, dt, n, k)
 		if repackableQ8(w) {
 			w = repacked(b, w) // as Backend.Load lays it out
+		}
+		grouped := w // the AVX-512 level's layout
+		if groupableQ4K(w) {
+			grouped = repackedQ4K(b, w)
 		}
 		op := PeakInt8
 		if kernelOf(dt).kind == kindFloat {
@@ -71,7 +76,11 @@ func BenchmarkGEMM(b *testing.B) {
 				b.Run(fmt.Sprintf("%v/T=%d/%v", dt, T, lv), func(b *testing.B) {
 					defer setLevel(lv)()
 					peak := cachedPeak(op)
-					benchMatMul(b, w, x, T, true)
+					lw := w
+					if lv == levelAVX512 {
+						lw = grouped
+					}
+					benchMatMul(b, lw, x, T, true)
 					if peak > 0 {
 						gmacs := float64(T*k*n) * float64(b.N) / b.Elapsed().Seconds()
 						b.ReportMetric(100*gmacs/peak, "pct_peak")

@@ -219,8 +219,9 @@ func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 		m.aq.quantizeRows(x, 0, T)
 		k := kernelOf(w.DType)
 		p.b.pool.parallel(N, 16, func(_, lo, hi int) {
+			buf := make([]byte, w.RowBytes())
 			for r := lo; r < hi; r++ {
-				row := w.Row(r)
+				row := fileRow(w, r, buf)
 				for t := 0; t < T; t++ {
 					out[t*N+r] = k.dot(row, m.aq.row(t))
 				}
@@ -273,7 +274,7 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 		parts = 1
 	}
 	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out, T: T, K: K, N: N, x: x, tiles: m.tiles,
-		groups: w.Layout == weights.LayoutQ8x16}
+		groups: w.Layout != weights.LayoutRows}
 	src, cur := op.Args[0].ID, op.Out.ID
 	switch w.DType {
 	case tensor.F16, tensor.BF16:
@@ -304,7 +305,7 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 	if kernelOf(w.DType).kind == kindBlock {
 		dot := w.DType.DotType()
 		fresh := m.a.cached(src, cur) && m.aq.dt == dot
-		p.prepareBlock(&m.aPre, &m.aq, x, dot, T, K, parts, fresh, kernelOf(w.DType).fast())
+		p.prepareBlock(&m.aPre, &m.aq, x, dot, T, K, parts, fresh, blockKernels(w))
 		if !fresh {
 			m.a = actKey{src: src, at: cur, ok: true}
 		}
@@ -495,7 +496,7 @@ type matmulTask struct {
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
 	qz       []byte    // qx and qd as q8LayoutFor says: [whole 4x8 tiles of pairs, K/32, q8PairBlock] (q8Pairs), [T, K/32, q8ActBlock] (q8Groups)
-	groups   bool      // w is in weights.LayoutQ8x16 (runQ8Groups)
+	groups   bool      // w is in 16-row groups: weights.LayoutQ8x16 (runQ8Groups) or LayoutQ4Kx16 (runQ4KGroups)
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [floatPanel(K)*K]; set when T >= 4 for f16/bf16
@@ -509,7 +510,7 @@ func tokenBlock(rowBytes int) int {
 }
 
 // grain is the granularity of the output columns workers take: whole
-// groups for LayoutQ8x16 weights, quads otherwise.
+// groups for weights in 16-row groups, quads otherwise.
 func (t *matmulTask) grain() int {
 	if t.groups {
 		return q8GroupRows
@@ -526,6 +527,10 @@ func (t *matmulTask) run(worker, lo, hi int) {
 		}
 		t.runQuant(lo, hi)
 	case kindBlock:
+		if t.groups {
+			t.runQ4KGroups(lo, hi)
+			return
+		}
 		t.runBlock(lo, hi)
 	default:
 		t.runFloat(worker, lo, hi)

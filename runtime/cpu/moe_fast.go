@@ -117,7 +117,7 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 	}
 	x = x[:T*K]
 	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out[:T*N], T: T, K: K, N: N, x: x, tiles: p.mm.tiles,
-		groups: w.Layout == weights.LayoutQ8x16}
+		groups: w.Layout != weights.LayoutRows}
 	switch w.DType {
 	case tensor.F16, tensor.BF16:
 		m.rx = grow(m.rx, len(x))
@@ -137,7 +137,7 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 		}
 	}
 	if kernelOf(w.DType).kind == kindBlock {
-		p.prepareBlock(&m.aPre, &m.aq, x, w.DType.DotType(), T, K, parts, false, kernelOf(w.DType).fast())
+		p.prepareBlock(&m.aPre, &m.aq, x, w.DType.DotType(), T, K, parts, false, blockKernels(w))
 		t.aq = &m.aq
 	}
 	return parts

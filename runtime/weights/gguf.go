@@ -111,6 +111,13 @@ const (
 	// unsigned byte). Data keeps its size; a group of 16 rows occupies the
 	// bytes its rows occupied.
 	LayoutQ8x16
+	// LayoutQ4Kx16 is Q4_K rows interleaved in groups of 16 (Shape[1] a
+	// multiple of 16), the CPU backend's GEMM layout: per group and
+	// super-block of 256 columns, 2304 bytes: the 16 rows' fp16 d, their
+	// fp16 dmin, for each of the 12 packed scale bytes the 16 rows' byte,
+	// then for each chunk pair g = 0..3 and k = 0..7 the 16 rows' quant
+	// bytes 32g+4k..32g+4k+3 (64 bytes). Data keeps its size.
+	LayoutQ4Kx16
 )
 
 // Elements returns the number of elements: the product of Shape.

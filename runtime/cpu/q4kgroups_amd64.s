@@ -1,0 +1,310 @@
+#include "textflag.h"
+
+// The LayoutQ4Kx16 kernel (q4kgroups.go). A group's super-block is 2304
+// bytes: 16 fp16 d at 0, 16 fp16 dmin at 32, the 12 packed scale bytes
+// of the 16 rows at 64 + 16k, then for chunk pair g and k = 0..7 the 16
+// rows' quant bytes 32g+4k..32g+4k+3 at 256 + 64(8g+k). Lane i is row i.
+//
+// Scratch (R11): the 8 sub-block scales as int32 lanes at 64j, the 8 mins
+// as int16 pairs (m, m) at 512 + 64j, then per token t at 1024 + 192t the
+// int32 sum q of the super-block, the float32 acc and accm.
+
+// UNPACK_SCALES spreads the 12 scale planes of the super-block at SI to
+// dwords and writes the 8 scales and 8 min pairs to the scratch:
+// tensor.ScaleMinK4 on 16 rows. Z30 holds dwords 63, Z29 dwords 15.
+#define UNPACK_SCALES \
+	VPMOVZXBD 64(SI), Z16; \
+	VPMOVZXBD 80(SI), Z17; \
+	VPMOVZXBD 96(SI), Z18; \
+	VPMOVZXBD 112(SI), Z19; \
+	VPMOVZXBD 128(SI), Z20; \
+	VPMOVZXBD 144(SI), Z21; \
+	VPMOVZXBD 160(SI), Z22; \
+	VPMOVZXBD 176(SI), Z23; \
+	VPMOVZXBD 192(SI), Z24; \
+	VPMOVZXBD 208(SI), Z25; \
+	VPMOVZXBD 224(SI), Z26; \
+	VPMOVZXBD 240(SI), Z27; \
+	VPANDD Z30, Z16, Z28; \
+	VMOVDQU32 Z28, 0(R11); \
+	VPANDD Z30, Z20, Z28; \
+	VPSLLD $16, Z28, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VMOVDQU32 Z28, 512(R11); \
+	VPANDD Z30, Z17, Z28; \
+	VMOVDQU32 Z28, 64(R11); \
+	VPANDD Z30, Z21, Z28; \
+	VPSLLD $16, Z28, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VMOVDQU32 Z28, 576(R11); \
+	VPANDD Z30, Z18, Z28; \
+	VMOVDQU32 Z28, 128(R11); \
+	VPANDD Z30, Z22, Z28; \
+	VPSLLD $16, Z28, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VMOVDQU32 Z28, 640(R11); \
+	VPANDD Z30, Z19, Z28; \
+	VMOVDQU32 Z28, 192(R11); \
+	VPANDD Z30, Z23, Z28; \
+	VPSLLD $16, Z28, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VMOVDQU32 Z28, 704(R11); \
+	VPANDD Z29, Z24, Z28; \
+	VPSRLD $6, Z16, Z0; \
+	VPSLLD $4, Z0, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VMOVDQU32 Z28, 256(R11); \
+	VPSRLD $4, Z24, Z28; \
+	VPSRLD $6, Z20, Z0; \
+	VPSLLD $4, Z0, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VPSLLD $16, Z28, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VMOVDQU32 Z28, 768(R11); \
+	VPANDD Z29, Z25, Z28; \
+	VPSRLD $6, Z17, Z0; \
+	VPSLLD $4, Z0, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VMOVDQU32 Z28, 320(R11); \
+	VPSRLD $4, Z25, Z28; \
+	VPSRLD $6, Z21, Z0; \
+	VPSLLD $4, Z0, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VPSLLD $16, Z28, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VMOVDQU32 Z28, 832(R11); \
+	VPANDD Z29, Z26, Z28; \
+	VPSRLD $6, Z18, Z0; \
+	VPSLLD $4, Z0, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VMOVDQU32 Z28, 384(R11); \
+	VPSRLD $4, Z26, Z28; \
+	VPSRLD $6, Z22, Z0; \
+	VPSLLD $4, Z0, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VPSLLD $16, Z28, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VMOVDQU32 Z28, 896(R11); \
+	VPANDD Z29, Z27, Z28; \
+	VPSRLD $6, Z19, Z0; \
+	VPSLLD $4, Z0, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VMOVDQU32 Z28, 448(R11); \
+	VPSRLD $4, Z27, Z28; \
+	VPSRLD $6, Z23, Z0; \
+	VPSLLD $4, Z0, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VPSLLD $16, Z28, Z0; \
+	VPORD Z0, Z28, Z28; \
+	VMOVDQU32 Z28, 960(R11)
+
+// PAIR_WEIGHTS(off) unpacks the 16 rows' 64 quants of a chunk pair at
+// off(SI): chunk 2g's into Z0..Z7 (low nibbles), chunk 2g+1's into
+// Z8..Z15 (high nibbles), dword k holding quants 4k..4k+3. Z31: bytes 15.
+#define PAIR_WEIGHTS(off) \
+	VMOVDQU32 off+0(SI), Z20; \
+	VMOVDQU32 off+64(SI), Z21; \
+	VMOVDQU32 off+128(SI), Z22; \
+	VMOVDQU32 off+192(SI), Z23; \
+	VMOVDQU32 off+256(SI), Z24; \
+	VMOVDQU32 off+320(SI), Z25; \
+	VMOVDQU32 off+384(SI), Z26; \
+	VMOVDQU32 off+448(SI), Z27; \
+	VPANDD Z31, Z20, Z0; \
+	VPSRLW $4, Z20, Z20; \
+	VPANDD Z31, Z20, Z8; \
+	VPANDD Z31, Z21, Z1; \
+	VPSRLW $4, Z21, Z21; \
+	VPANDD Z31, Z21, Z9; \
+	VPANDD Z31, Z22, Z2; \
+	VPSRLW $4, Z22, Z22; \
+	VPANDD Z31, Z22, Z10; \
+	VPANDD Z31, Z23, Z3; \
+	VPSRLW $4, Z23, Z23; \
+	VPANDD Z31, Z23, Z11; \
+	VPANDD Z31, Z24, Z4; \
+	VPSRLW $4, Z24, Z24; \
+	VPANDD Z31, Z24, Z12; \
+	VPANDD Z31, Z25, Z5; \
+	VPSRLW $4, Z25, Z25; \
+	VPANDD Z31, Z25, Z13; \
+	VPANDD Z31, Z26, Z6; \
+	VPSRLW $4, Z26, Z26; \
+	VPANDD Z31, Z26, Z14; \
+	VPANDD Z31, Z27, Z7; \
+	VPSRLW $4, Z27, Z27; \
+	VPANDD Z31, Z27, Z15
+
+// PAIR_DOT(sc) sets Z16 to the token's (DI: its 64 quants of the pair)
+// sub-block dots times their scales (sc(R11), sc+64(R11)): exact int32.
+#define PAIR_DOT(sc) \
+	VPXORD Z16, Z16, Z16; \
+	VPXORD Z17, Z17, Z17; \
+	VPXORD Z18, Z18, Z18; \
+	VPXORD Z19, Z19, Z19; \
+	VPDPBUSD.BCST 0(DI), Z0, Z16; \
+	VPDPBUSD.BCST 32(DI), Z8, Z18; \
+	VPDPBUSD.BCST 4(DI), Z1, Z17; \
+	VPDPBUSD.BCST 36(DI), Z9, Z19; \
+	VPDPBUSD.BCST 8(DI), Z2, Z16; \
+	VPDPBUSD.BCST 40(DI), Z10, Z18; \
+	VPDPBUSD.BCST 12(DI), Z3, Z17; \
+	VPDPBUSD.BCST 44(DI), Z11, Z19; \
+	VPDPBUSD.BCST 16(DI), Z4, Z16; \
+	VPDPBUSD.BCST 48(DI), Z12, Z18; \
+	VPDPBUSD.BCST 20(DI), Z5, Z17; \
+	VPDPBUSD.BCST 52(DI), Z13, Z19; \
+	VPDPBUSD.BCST 24(DI), Z6, Z16; \
+	VPDPBUSD.BCST 56(DI), Z14, Z18; \
+	VPDPBUSD.BCST 28(DI), Z7, Z17; \
+	VPDPBUSD.BCST 60(DI), Z15, Z19; \
+	VPADDD Z17, Z16, Z16; \
+	VPADDD Z19, Z18, Z18; \
+	VPMULLD sc(R11), Z16, Z16; \
+	VPMULLD sc+64(R11), Z18, Z18; \
+	VPADDD Z18, Z16, Z16
+
+// func q4Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
+TEXT ·q4Kx16Gemm(SB), NOSPLIT, $0-72
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ xq+16(FP), R8
+	MOVQ xd+24(FP), R9
+	MOVQ xb+32(FP), R10
+	MOVQ n+40(FP), DX
+	MOVQ scratch+64(FP), R11
+	TESTQ CX, CX
+	JEQ done
+	TESTQ DX, DX
+	JEQ done
+	MOVQ CX, R13
+	SHLQ $8, R13
+	MOVQ CX, R14
+	SHLQ $2, R14
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVL $63, AX
+	VPBROADCASTD AX, Z30
+	MOVL $15, AX
+	VPBROADCASTD AX, Z29
+	VPXORD Z16, Z16, Z16
+	LEAQ 1024(R11), BX
+	MOVQ DX, R12
+zero:
+	VMOVDQU32 Z16, 64(BX)
+	VMOVDQU32 Z16, 128(BX)
+	ADDQ $192, BX
+	DECQ R12
+	JNZ zero
+block:
+	UNPACK_SCALES
+	PAIR_WEIGHTS(256)
+	LEAQ 0(R8), DI
+	LEAQ 1024(R11), BX
+	MOVQ DX, R12
+pair0:
+	PAIR_DOT(0)
+	VMOVDQU32 Z16, (BX)
+	ADDQ R13, DI
+	ADDQ $192, BX
+	DECQ R12
+	JNZ pair0
+	PAIR_WEIGHTS(768)
+	LEAQ 64(R8), DI
+	LEAQ 1024(R11), BX
+	MOVQ DX, R12
+pair1:
+	PAIR_DOT(128)
+	VPADDD (BX), Z16, Z16
+	VMOVDQU32 Z16, (BX)
+	ADDQ R13, DI
+	ADDQ $192, BX
+	DECQ R12
+	JNZ pair1
+	PAIR_WEIGHTS(1280)
+	LEAQ 128(R8), DI
+	LEAQ 1024(R11), BX
+	MOVQ DX, R12
+pair2:
+	PAIR_DOT(256)
+	VPADDD (BX), Z16, Z16
+	VMOVDQU32 Z16, (BX)
+	ADDQ R13, DI
+	ADDQ $192, BX
+	DECQ R12
+	JNZ pair2
+	PAIR_WEIGHTS(1792)
+	LEAQ 192(R8), DI
+	LEAQ 1024(R11), BX
+	MOVQ DX, R12
+pair3:
+	PAIR_DOT(384)
+	VPADDD (BX), Z16, Z16
+	VMOVDQU32 Z16, (BX)
+	ADDQ R13, DI
+	ADDQ $192, BX
+	DECQ R12
+	JNZ pair3
+	// mins and the float steps, token by token
+	VMOVDQU32 512(R11), Z0
+	VMOVDQU32 576(R11), Z1
+	VMOVDQU32 640(R11), Z2
+	VMOVDQU32 704(R11), Z3
+	VMOVDQU32 768(R11), Z4
+	VMOVDQU32 832(R11), Z5
+	VMOVDQU32 896(R11), Z6
+	VMOVDQU32 960(R11), Z7
+	VCVTPH2PS (SI), Z8
+	VCVTPH2PS 32(SI), Z9
+	MOVQ R9, AX
+	MOVQ R10, DI
+	LEAQ 1024(R11), BX
+	MOVQ DX, R12
+mins:
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPDPWSSD.BCST 0(DI), Z0, Z16
+	VPDPWSSD.BCST 4(DI), Z1, Z17
+	VPDPWSSD.BCST 8(DI), Z2, Z16
+	VPDPWSSD.BCST 12(DI), Z3, Z17
+	VPDPWSSD.BCST 16(DI), Z4, Z16
+	VPDPWSSD.BCST 20(DI), Z5, Z17
+	VPDPWSSD.BCST 24(DI), Z6, Z16
+	VPDPWSSD.BCST 28(DI), Z7, Z17
+	VPADDD Z17, Z16, Z16
+	VCVTDQ2PS Z16, Z16
+	VMULPS.BCST (AX), Z9, Z19
+	VMOVUPS 128(BX), Z18
+	VFMADD231PS Z19, Z16, Z18
+	VMOVUPS Z18, 128(BX)
+	VCVTDQ2PS (BX), Z17
+	VMULPS.BCST (AX), Z8, Z19
+	VMOVUPS 64(BX), Z18
+	VFMADD231PS Z19, Z17, Z18
+	VMOVUPS Z18, 64(BX)
+	ADDQ R14, AX
+	LEAQ (DI)(R14*8), DI
+	ADDQ $192, BX
+	DECQ R12
+	JNZ mins
+	ADDQ $2304, SI
+	ADDQ $256, R8
+	ADDQ $4, R9
+	ADDQ $32, R10
+	DECQ CX
+	JNZ block
+	MOVQ out+48(FP), AX
+	MOVQ ostride+56(FP), CX
+	LEAQ 1024(R11), BX
+	MOVQ DX, R12
+store:
+	VMOVUPS 64(BX), Z16
+	VSUBPS 128(BX), Z16, Z16
+	VMOVUPS Z16, (AX)
+	ADDQ CX, AX
+	ADDQ $192, BX
+	DECQ R12
+	JNZ store
+done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,12 @@
+//go:build !amd64
+
+package cpu
+
+import "unsafe"
+
+// Without amd64 assembly only the reference level runs (repackableQ4K is
+// false there); this stub only satisfies the compiler.
+
+func q4Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer) {
+	panic("cpu: no simd kernels")
+}
