@@ -59,10 +59,7 @@ func BenchmarkGEMM(b *testing.B) {
 		if repackableQ8(w) {
 			w = repacked(b, w) // as Backend.Load lays it out
 		}
-		grouped := w // the AVX-512 level's layout
-		if groupableQ4K(w) {
-			grouped = repackedQ4K(b, w)
-		}
+		grouped := loadedAt(b, w, levelAVX512)
 		op := PeakInt8
 		if kernelOf(dt).kind == kindFloat {
 			op = PeakF32

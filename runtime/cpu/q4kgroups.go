@@ -27,7 +27,7 @@ const (
 	// activations (K bytes each) stay in L2 while a worker sweeps its
 	// groups, and their per-token sums and accumulators (q4KTokenScratch)
 	// in L1.
-	q4KTokenTile = 64
+	q4KTokenTile = 32
 	// q4KTokenScratch is the kernel's scratch per token: the integer sum
 	// and the two float accumulators of 16 rows.
 	q4KTokenScratch = 3 * 64
