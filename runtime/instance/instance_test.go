@@ -12,7 +12,7 @@ import (
 	_ "github.com/ninfer/ninfer-go/nodes/prefill"
 	_ "github.com/ninfer/ninfer-go/nodes/sample"
 	_ "github.com/ninfer/ninfer-go/nodes/speculative"
-	_ "github.com/ninfer/ninfer-go/runtime/cpu"
+	"github.com/ninfer/ninfer-go/runtime/cpu"
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -67,34 +67,45 @@ func TestMmapAndLoadAgree(t *testing.T) {
 	}
 }
 
-// TestQ8_0RepackedUnlessMapped checks the CPU backend's layouts (see
-// docs/cpu-memory.md): a loaded Q8_0 file's matrices are repacked in place
-// into 16-row groups, a mapped one (Options.Mmap) keeps the file's layout.
-func TestQ8_0RepackedUnlessMapped(t *testing.T) {
-	model := sharedModel(t, "tiny-qwen3-q8_0.gguf")
-	for _, mmap := range []bool{false, true} {
-		in, err := instance.Open(instance.Options{Model: model, Threads: 2, Mmap: mmap})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var q8, grouped int
-		for _, w := range in.File.Tensors {
-			if w.DType == tensor.Q8_0 {
-				q8++
+// TestRepackedUnlessMapped checks the CPU backend's layouts (see
+// docs/cpu-memory.md): a loaded file's Q8_0 matrices are repacked in place
+// into 16-row groups, and at the AVX-512 level its Q4_K ones; a mapped one
+// (Options.Mmap) keeps the file's layout.
+func TestRepackedUnlessMapped(t *testing.T) {
+	for _, c := range []struct {
+		model  string
+		dtype  tensor.DType
+		layout weights.Layout
+		level  string // the kernel level that repacks; "" for any
+	}{
+		{"tiny-qwen3-q8_0.gguf", tensor.Q8_0, weights.LayoutQ8x16, ""},
+		{"kq-qwen3-q4_k_m.gguf", tensor.Q4_K, weights.LayoutQ4Kx16, "avx512"},
+	} {
+		model := sharedModel(t, c.model)
+		for _, mmap := range []bool{false, true} {
+			in, err := instance.Open(instance.Options{Model: model, Threads: 2, Mmap: mmap})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if w.Layout == weights.LayoutQ8x16 {
-				grouped++
+			var typed, grouped int
+			for _, w := range in.File.Tensors {
+				if w.DType == c.dtype && len(w.Shape) >= 2 {
+					typed++
+				}
+				if w.Layout == c.layout {
+					grouped++
+				}
 			}
-		}
-		want := q8
-		if mmap {
-			want = 0
-		}
-		if q8 == 0 || grouped != want {
-			t.Errorf("mmap=%v: %d of %d Q8_0 tensors repacked, want %d", mmap, grouped, q8, want)
-		}
-		if err := in.Close(); err != nil {
-			t.Fatal(err)
+			want := typed
+			if mmap || c.level != "" && cpu.KernelLevel() != c.level {
+				want = 0
+			}
+			if typed == 0 || grouped != want {
+				t.Errorf("%s mmap=%v: %d of %d %v tensors repacked, want %d", c.model, mmap, grouped, typed, c.dtype, want)
+			}
+			if err := in.Close(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
