@@ -49,8 +49,8 @@ func (b *Backend) StreamsHostWeights() bool { return true }
 // Load implements exec.Backend. Weights stay in the file's memory; in a
 // Private file (weights.Load) the Q8_0 tensors whose rows come in groups of
 // 16 are repacked there, in place, into weights.LayoutQ8x16 (q8groups.go),
-// and at the AVX-512 level the Q4_K ones into weights.LayoutQ4Kx16
-// (q4kgroups.go), once: a tensor already repacked (a draft sharing the target's file) is
+// and at the AVX-512 level the Q4_K and Q6_K ones into
+// weights.LayoutQ4Kx16 and LayoutQ6Kx16 (kgroups.go), once: a tensor already repacked (a draft sharing the target's file) is
 // left as it is. See docs/cpu-memory.md.
 func (b *Backend) Load(f *weights.File) error {
 	b.file = f
@@ -58,15 +58,15 @@ func (b *Backend) Load(f *weights.File) error {
 	var scratch [][]byte // per worker: one group of the widest rows repacked
 	for _, t := range f.Tensors {
 		b.weights[t.Name] = t
-		if f.Private() && (repackableQ8(t) || repackableQ4K(t)) {
+		if f.Private() && (repackableQ8(t) || repackableK(t)) {
 			if scratch == nil || len(scratch[0]) < q8GroupRows*t.RowBytes() {
 				scratch = make([][]byte, b.pool.n)
 				for i := range scratch {
 					scratch[i] = make([]byte, q8GroupRows*t.RowBytes())
 				}
 			}
-			if t.DType == tensor.Q4_K {
-				repackQ4K(b.pool, t, scratch)
+			if t.DType != tensor.Q8_0 {
+				repackK(b.pool, t, scratch)
 			} else {
 				repackQ8(b.pool, t, scratch)
 			}

@@ -496,7 +496,7 @@ type matmulTask struct {
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
 	qz       []byte    // qx and qd as q8LayoutFor says: [whole 4x8 tiles of pairs, K/32, q8PairBlock] (q8Pairs), [T, K/32, q8ActBlock] (q8Groups)
-	groups   bool      // w is in 16-row groups: weights.LayoutQ8x16 (runQ8Groups) or LayoutQ4Kx16 (runQ4KGroups)
+	groups   bool      // w is in 16-row groups: weights.LayoutQ8x16 (runQ8Groups) or a K-quant group layout (runKGroups)
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [floatPanel(K)*K]; set when T >= 4 for f16/bf16
@@ -528,7 +528,7 @@ func (t *matmulTask) run(worker, lo, hi int) {
 		t.runQuant(lo, hi)
 	case kindBlock:
 		if t.groups {
-			t.runQ4KGroups(lo, hi)
+			t.runKGroups(lo, hi)
 			return
 		}
 		t.runBlock(lo, hi)

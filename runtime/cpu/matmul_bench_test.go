@@ -95,10 +95,10 @@ func benchMatMul(b *testing.B, w *weights.Tensor, x []float32, T int, simd bool)
 }
 
 // loadedAt returns w in the layout Backend.Load gives it at level lv: Q4_K
-// in weights.LayoutQ4Kx16 at the AVX-512 level, w itself otherwise.
+// and Q6_K in their group layouts at the AVX-512 level, w itself otherwise.
 func loadedAt(tb testing.TB, w *weights.Tensor, lv kernelLevel) *weights.Tensor {
-	if lv == levelAVX512 && groupableQ4K(w) {
-		return repackedQ4K(tb, w)
+	if lv == levelAVX512 && groupableK(w) {
+		return repackedK(tb, w)
 	}
 	return w
 }
