@@ -25,12 +25,6 @@ type kGroup struct {
 	// offset returns where byte j of row i's super-block lies within its
 	// group's super-block (16 times the dtype's block bytes).
 	offset func(i, j int) int
-	// kernel (AVX-512) multiplies one group w of nb super-blocks by n
-	// tokens (1..tile) of Q8_K activations: token t's quants at xq +
-	// t*256*nb, scales at xd + t*4*nb, sums of 16 at xb + t*32*nb; it
-	// stores token t's 16 results, the reference dot's bits, as float32 at
-	// out + t*ostride, using scratch (scratch bytes).
-	kernel func(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
 	// tile is the most tokens a kernel call takes: their activations (K
 	// bytes each) stay in L2 while a worker sweeps its groups, and their
 	// sums and accumulators in L1.
@@ -60,7 +54,7 @@ func kGroupOf(dt tensor.DType) *kGroup {
 // pair g = 0..3 and k = 0..7 the 16 rows' quant bytes 32g+4k..32g+4k+3.
 // Its kernel's scratch: 8 scale and 8 min vectors, then per token the
 // integer sum and the two float accumulators of 16 rows.
-var q4KGroup = kGroup{layout: weights.LayoutQ4Kx16, offset: q4KGroupOffset, kernel: q4Kx16Gemm, tile: 64, scratch: q4KScratch}
+var q4KGroup = kGroup{layout: weights.LayoutQ4Kx16, offset: q4KGroupOffset, tile: 64, scratch: q4KScratch}
 
 func q4KGroupOffset(i, j int) int {
 	switch {
@@ -78,10 +72,10 @@ func q4KGroupOffset(i, j int) int {
 // Q6_K: per group and super-block, 3360 bytes: 16 fp16 d, for each of the
 // 16 int8 scales the 16 rows' byte, then for k = 0..7 and half h = 0..1
 // three times 64 bytes, the 16 rows' bytes 4k..4k+3 of ql[64h:], of
-// ql[64h+32:] and of qh[32h:] (the kernel's order of reading them). Its kernel's scratch: 16 scale vectors, 8
-// pairs of minus 32 times the scales (int16), then per token the 8 float
-// lane accumulators of 16 rows.
-var q6KGroup = kGroup{layout: weights.LayoutQ6Kx16, offset: q6KGroupOffset, kernel: q6Kx16Gemm, tile: 32, scratch: q6KScratch}
+// ql[64h+32:] and of qh[32h:] (the kernel's order of reading them). Its
+// kernel's scratch: 16 scale vectors, 8 pairs of minus 32 times the scales
+// (int16), then per token the 8 float lane accumulators of 16 rows.
+var q6KGroup = kGroup{layout: weights.LayoutQ6Kx16, offset: q6KGroupOffset, tile: 32, scratch: q6KScratch}
 
 func q6KGroupOffset(i, j int) int {
 	const quants = 32 + 16*16
@@ -196,8 +190,12 @@ func (t *matmulTask) runKGroups(lo, hi int) {
 		n := min(g.tile, T-t0)
 		xq, xd, xb, _ := q8KTokens(a, t0, n)
 		for grp := lo / q8GroupRows; grp < hi/q8GroupRows; grp++ {
-			g.kernel(unsafe.Pointer(&t.w[grp*gb]), nb, xq, xd, xb, n,
-				unsafe.Pointer(&t.out[t0*N+q8GroupRows*grp]), uintptr(4*N), unsafe.Pointer(&scratch[0]))
+			w, out := unsafe.Pointer(&t.w[grp*gb]), unsafe.Pointer(&t.out[t0*N+q8GroupRows*grp])
+			if t.dt == tensor.Q4_K { // direct calls: scratch stays on the stack
+				q4Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+			} else {
+				q6Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+			}
 		}
 	}
 }

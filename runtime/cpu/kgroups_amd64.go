@@ -2,7 +2,11 @@ package cpu
 
 import "unsafe"
 
-// The K-quant group kernels (AVX-512 VNNI): each is a kGroup.kernel.
+// The K-quant group kernels (AVX-512 VNNI). Each multiplies one group w of
+// nb super-blocks by n tokens (1..kGroup.tile) of Q8_K activations: token
+// t's quants at xq + t*256*nb, scales at xd + t*4*nb, sums of 16 at xb +
+// t*32*nb; it stores token t's 16 results, the reference dot's bits, as
+// float32 at out + t*ostride, using scratch (kGroup.scratch bytes).
 
 // q4Kx16Gemm (q4kgroups_amd64.s) is q4KGroup's kernel: dotQ4K's bits.
 //
