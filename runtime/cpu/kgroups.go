@@ -7,15 +7,15 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// K-quant weights in 16-row groups (weights.LayoutQ4Kx16, LayoutQ6Kx16).
-// At the AVX-512 level Backend.Load rewrites every Q4_K and Q6_K tensor of
-// a Private file whose rows come in whole groups (repackableK) in place;
+// K-quant weights in 16-row groups (weights.LayoutQ4Kx16, LayoutQ5Kx16,
+// LayoutQ6Kx16). At the AVX-512 level Backend.Load rewrites every Q4_K,
+// Q5_K and Q6_K tensor of a Private file whose rows come in whole groups (repackableK) in place;
 // every reader of such a tensor (matmul at each level, get_rows, MoE expert
 // views) reads the groups. A group's super-block holds the bytes of its 16
 // rows' super-blocks, moved (kGroup.offset), so the layout costs no memory.
 // The kernels put one row in each of 16 lanes and keep the reference dot's
-// arithmetic (dotQ4K: the single-token order; dotQ6K: ggml's 8 lanes and
-// hsum8), so every row of every token takes exactly the reference's
+// arithmetic (dotQ4K: the single-token order; dotQ5K, dotQ6K: ggml's 8
+// lanes and hsum8), so every row of every token takes exactly the reference's
 // sequence of operations: results do not depend on the batch, the tile,
 // the thread count or the level.
 
@@ -33,9 +33,10 @@ type kGroup struct {
 
 const (
 	q4KScratch = 2*8*64 + 64*3*64
+	q5KScratch = 2*8*64 + 32*9*64
 	q6KScratch = 16*64 + 8*64 + 32*8*64
 	// maxKGroupScratch is the largest kGroup.scratch.
-	maxKGroupScratch = max(q4KScratch, q6KScratch)
+	maxKGroupScratch = max(q4KScratch, q5KScratch, q6KScratch)
 )
 
 // kGroupOf returns the group layout of dt, or nil.
@@ -43,6 +44,8 @@ func kGroupOf(dt tensor.DType) *kGroup {
 	switch dt {
 	case tensor.Q4_K:
 		return &q4KGroup
+	case tensor.Q5_K:
+		return &q5KGroup
 	case tensor.Q6_K:
 		return &q6KGroup
 	}
@@ -67,6 +70,31 @@ func q4KGroupOffset(i, j int) int {
 	}
 	q := j - 16 // quant byte 32g + 4k + c at 256 + 64(8g + k) + 4i + c
 	return 256 + 64*(q/4) + 4*i + q%4
+}
+
+// Q5_K: per group and super-block, 2816 bytes: 16 fp16 d, 16 fp16 dmin,
+// for each of the 12 packed scale bytes the 16 rows' byte, then for
+// k = 0..7 five times 64 bytes, the 16 rows' bytes 4k..4k+3 of qs[32g:]
+// for g = 0..3 and of qh (the kernel's order of reading them). Its
+// kernel's scratch: 8 scale and 8 min vectors (int16 pairs), then per
+// token the 8 float lane accumulators and the mins' accumulator of 16 rows.
+var q5KGroup = kGroup{layout: weights.LayoutQ5Kx16, offset: q5KGroupOffset, tile: 32, scratch: q5KScratch}
+
+func q5KGroupOffset(i, j int) int {
+	switch {
+	case j < 2: // d
+		return 2*i + j
+	case j < 4: // dmin
+		return 32 + 2*i + j - 2
+	case j < 16: // packed scales
+		return 64 + 16*(j-4) + i
+	case j < 48: // qh byte 4k + c
+		q := j - 16
+		return 256 + 320*(q/4) + 256 + 4*i + q%4
+	}
+	q := j - 48 // qs byte 32g + 4k + c
+	g, r := q/32, q%32
+	return 256 + 320*(r/4) + 64*g + 4*i + r%4
 }
 
 // Q6_K: per group and super-block, 3360 bytes: 16 fp16 d, for each of the
@@ -191,9 +219,12 @@ func (t *matmulTask) runKGroups(lo, hi int) {
 		xq, xd, xb, _ := q8KTokens(a, t0, n)
 		for grp := lo / q8GroupRows; grp < hi/q8GroupRows; grp++ {
 			w, out := unsafe.Pointer(&t.w[grp*gb]), unsafe.Pointer(&t.out[t0*N+q8GroupRows*grp])
-			if t.dt == tensor.Q4_K { // direct calls: scratch stays on the stack
+			switch t.dt { // direct calls: scratch stays on the stack
+			case tensor.Q4_K:
 				q4Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
-			} else {
+			case tensor.Q5_K:
+				q5Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+			default:
 				q6Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			}
 		}

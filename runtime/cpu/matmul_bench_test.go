@@ -94,8 +94,9 @@ func benchMatMul(b *testing.B, w *weights.Tensor, x []float32, T int, simd bool)
 	b.ReportMetric(float64(T*K*N)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }
 
-// loadedAt returns w in the layout Backend.Load gives it at level lv: Q4_K
-// and Q6_K in their group layouts at the AVX-512 level, w itself otherwise.
+// loadedAt returns w in the layout Backend.Load gives it at level lv: the
+// K-quants of kGroupOf in their group layouts at the AVX-512 level, w
+// itself otherwise.
 func loadedAt(tb testing.TB, w *weights.Tensor, lv kernelLevel) *weights.Tensor {
 	if lv == levelAVX512 && groupableK(w) {
 		return repackedK(tb, w)
