@@ -49,8 +49,8 @@ func cachedPeak(op PeakOp) float64 {
 // GMAC/s and pct_peak: the share of the level's measured peak (Peak:
 // PeakInt8 for quantized dtypes, PeakF32 for F32/F16/BF16; none at avx2
 // for the quantized ones, whose int8 arithmetic has no VNNI there). Q8_0
-// weights are in weights.LayoutQ8x16 and, at the AVX-512 level, Q4_K, Q5_K
-// and Q6_K ones in their group layouts, as Backend.Load repacks them.
+// weights are in weights.LayoutQ8x16 and, at the AVX-512 level, the
+// K-quants of kGroupOf in their group layouts, as Backend.Load repacks them.
 func BenchmarkGEMM(b *testing.B) {
 	const k, n = 1024, 3072
 	r := rand.New(rand.NewPCG(3, 3))

@@ -7,15 +7,15 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// K-quant weights in 16-row groups (weights.LayoutQ4Kx16, LayoutQ5Kx16,
-// LayoutQ6Kx16). At the AVX-512 level Backend.Load rewrites every Q4_K,
-// Q5_K and Q6_K tensor of a Private file whose rows come in whole groups (repackableK) in place;
+// K-quant weights in 16-row groups (weights.LayoutQ2Kx16, LayoutQ4Kx16,
+// LayoutQ5Kx16, LayoutQ6Kx16). At the AVX-512 level Backend.Load rewrites
+// every Q2_K, Q4_K, Q5_K and Q6_K tensor of a Private file whose rows come in whole groups (repackableK) in place;
 // every reader of such a tensor (matmul at each level, get_rows, MoE expert
 // views) reads the groups. A group's super-block holds the bytes of its 16
 // rows' super-blocks, moved (kGroup.offset), so the layout costs no memory.
 // The kernels put one row in each of 16 lanes and keep the reference dot's
-// arithmetic (dotQ4K: the single-token order; dotQ5K, dotQ6K: ggml's 8
-// lanes and hsum8), so every row of every token takes exactly the reference's
+// arithmetic (dotQ4K: the single-token order; dotQ2K: its halves;
+// dotQ5K, dotQ6K: ggml's 8 lanes and hsum8), so every row of every token takes exactly the reference's
 // sequence of operations: results do not depend on the batch, the tile,
 // the thread count or the level.
 
@@ -32,16 +32,19 @@ type kGroup struct {
 }
 
 const (
+	q2KScratch = 16*64 + 8*64 + 64*3*64
 	q4KScratch = 2*8*64 + 64*3*64
 	q5KScratch = 2*8*64 + 32*9*64
 	q6KScratch = 16*64 + 8*64 + 32*8*64
 	// maxKGroupScratch is the largest kGroup.scratch.
-	maxKGroupScratch = max(q4KScratch, q5KScratch, q6KScratch)
+	maxKGroupScratch = max(q2KScratch, q4KScratch, q5KScratch, q6KScratch)
 )
 
 // kGroupOf returns the group layout of dt, or nil.
 func kGroupOf(dt tensor.DType) *kGroup {
 	switch dt {
+	case tensor.Q2_K:
+		return &q2KGroup
 	case tensor.Q4_K:
 		return &q4KGroup
 	case tensor.Q5_K:
@@ -50,6 +53,26 @@ func kGroupOf(dt tensor.DType) *kGroup {
 		return &q6KGroup
 	}
 	return nil
+}
+
+// Q2_K: per group and super-block, 1344 bytes: 16 fp16 d, 16 fp16 dmin,
+// for each of the 16 scale bytes the 16 rows' byte, then for half h = 0..1
+// and k = 0..7 the 16 rows' quant bytes 32h+4k..32h+4k+3. Its kernel's
+// scratch: 16 scale vectors and 8 min pair vectors (int16), then per token
+// the half's integer sum and the two float accumulators of 16 rows.
+var q2KGroup = kGroup{layout: weights.LayoutQ2Kx16, offset: q2KGroupOffset, tile: 64, scratch: q2KScratch}
+
+func q2KGroupOffset(i, j int) int {
+	switch {
+	case j < 16: // scales
+		return 64 + 16*j + i
+	case j < 80: // quant byte 32h + 4k + c
+		q := j - 16
+		return 320 + 64*(q/4) + 4*i + q%4
+	case j < 82: // d
+		return 2*i + j - 80
+	}
+	return 32 + 2*i + j - 82 // dmin
 }
 
 // Q4_K: per group and super-block, 2304 bytes: 16 fp16 d, 16 fp16 dmin,
@@ -220,6 +243,8 @@ func (t *matmulTask) runKGroups(lo, hi int) {
 		for grp := lo / q8GroupRows; grp < hi/q8GroupRows; grp++ {
 			w, out := unsafe.Pointer(&t.w[grp*gb]), unsafe.Pointer(&t.out[t0*N+q8GroupRows*grp])
 			switch t.dt { // direct calls: scratch stays on the stack
+			case tensor.Q2_K:
+				q2Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q4_K:
 				q4Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q5_K:

@@ -12,7 +12,7 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// repackedK returns a copy of w (Q4_K, Q6_K) in its group layout, as
+// repackedK returns a copy of w (a dtype of kGroupOf) in its group layout, as
 // Backend.Load lays it out at the AVX-512 level.
 func repackedK(t testing.TB, w *weights.Tensor) *weights.Tensor {
 	c := &weights.Tensor{Name: w.Name, Shape: slices.Clone(w.Shape), DType: w.DType, Data: slices.Clone(w.Data)}
@@ -27,7 +27,7 @@ func repackedK(t testing.TB, w *weights.Tensor) *weights.Tensor {
 }
 
 // kGroupDTypes are the dtypes with a group layout (kGroupOf).
-var kGroupDTypes = []tensor.DType{tensor.Q4_K, tensor.Q5_K, tensor.Q6_K}
+var kGroupDTypes = []tensor.DType{tensor.Q2_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K}
 
 // TestKGroupsRepack checks that repacking keeps every row: fileRow gives
 // back the file's bytes, get_rows the file's values, and the accessors of
@@ -129,7 +129,7 @@ func TestKGroupsMatMulBitExact(t *testing.T) {
 // alternate.
 func TestKGroupsExtremes(t *testing.T) {
 	const K, N = 512, 32
-	scaleOff := map[tensor.DType][2]int{tensor.Q4_K: {4, 16}, tensor.Q5_K: {4, 16}, tensor.Q6_K: {192, 208}}
+	scaleOff := map[tensor.DType][2]int{tensor.Q2_K: {0, 16}, tensor.Q4_K: {4, 16}, tensor.Q5_K: {4, 16}, tensor.Q6_K: {192, 208}}
 	for _, dt := range kGroupDTypes {
 		testKGroupsExtremes(t, dt, K, N, scaleOff[dt])
 	}

@@ -118,6 +118,12 @@ const (
 	// then for each chunk pair g = 0..3 and k = 0..7 the 16 rows' quant
 	// bytes 32g+4k..32g+4k+3 (64 bytes). Data keeps its size.
 	LayoutQ4Kx16
+	// LayoutQ2Kx16 is Q2_K rows interleaved in groups of 16, as
+	// LayoutQ4Kx16: per group and super-block, 1344 bytes: the 16 rows'
+	// fp16 d, their fp16 dmin, for each of the 16 scale bytes the 16 rows'
+	// byte, then for half h = 0..1 and k = 0..7 the 16 rows' quant bytes
+	// 32h+4k..32h+4k+3 (64 bytes).
+	LayoutQ2Kx16
 	// LayoutQ5Kx16 is Q5_K rows interleaved in groups of 16, as
 	// LayoutQ4Kx16: per group and super-block, 2816 bytes: the 16 rows'
 	// fp16 d, their fp16 dmin, for each of the 12 packed scale bytes the 16
