@@ -29,6 +29,19 @@ type kGroup struct {
 	// bytes each) stay in L2 while a worker sweeps its groups, and their
 	// sums and accumulators in L1.
 	tile, scratch int
+	// vocab reports whether the vocabulary matrices (vocabMatrix) are
+	// repacked too. Decode, one row per sequence, is their main use (the
+	// output matrix gives the last position's logits, the embedding rows
+	// go through get_rows); Q5_K and Q6_K groups stream slower than the
+	// file-layout kernels at one token (Q6_K ~30% on a 151936-row matrix),
+	// Q2_K and Q4_K groups faster.
+	vocab bool
+}
+
+// vocabMatrix reports whether w is the token embedding or the output
+// matrix.
+func vocabMatrix(w *weights.Tensor) bool {
+	return w.Name == "token_embd.weight" || w.Name == "output.weight"
 }
 
 const (
@@ -60,7 +73,7 @@ func kGroupOf(dt tensor.DType) *kGroup {
 // and k = 0..7 the 16 rows' quant bytes 32h+4k..32h+4k+3. Its kernel's
 // scratch: 16 scale vectors and 8 min pair vectors (int16), then per token
 // the half's integer sum and the two float accumulators of 16 rows.
-var q2KGroup = kGroup{layout: weights.LayoutQ2Kx16, offset: q2KGroupOffset, tile: 64, scratch: q2KScratch}
+var q2KGroup = kGroup{layout: weights.LayoutQ2Kx16, offset: q2KGroupOffset, tile: 64, scratch: q2KScratch, vocab: true}
 
 func q2KGroupOffset(i, j int) int {
 	switch {
@@ -80,7 +93,7 @@ func q2KGroupOffset(i, j int) int {
 // pair g = 0..3 and k = 0..7 the 16 rows' quant bytes 32g+4k..32g+4k+3.
 // Its kernel's scratch: 8 scale and 8 min vectors, then per token the
 // integer sum and the two float accumulators of 16 rows.
-var q4KGroup = kGroup{layout: weights.LayoutQ4Kx16, offset: q4KGroupOffset, tile: 64, scratch: q4KScratch}
+var q4KGroup = kGroup{layout: weights.LayoutQ4Kx16, offset: q4KGroupOffset, tile: 64, scratch: q4KScratch, vocab: true}
 
 func q4KGroupOffset(i, j int) int {
 	switch {
@@ -145,9 +158,10 @@ func q6KGroupOffset(i, j int) int {
 
 // repackableK reports whether Backend.Load repacks w: a dtype with a group
 // layout, at the AVX-512 level, whose kernels read the groups (the other
-// levels keep the file's layout and its kernels), and groupableK.
+// levels keep the file's layout and its kernels), groupableK, and not a
+// vocabulary matrix of a dtype whose groups decode slower (kGroup.vocab).
 func repackableK(w *weights.Tensor) bool {
-	return level == levelAVX512 && groupableK(w)
+	return level == levelAVX512 && groupableK(w) && (kGroupOf(w.DType).vocab || !vocabMatrix(w))
 }
 
 // groupableK reports whether w can be laid out in its dtype's groups: in
