@@ -49,24 +49,29 @@ func (b *Backend) StreamsHostWeights() bool { return true }
 // Load implements exec.Backend. Weights stay in the file's memory; in a
 // Private file (weights.Load) the Q8_0, Q4_0 and IQ4_NL tensors whose rows
 // come in groups of 16 are repacked there, in place, into weights.LayoutQ8x16
-// (q8groups.go) and weights.LayoutQ4x16 (q4groups.go), once: a tensor already repacked (a draft sharing the target's file) is
-// left as it is. See docs/cpu-memory.md.
+// (q8groups.go) and weights.LayoutQ4x16 (q4groups.go), and at the AVX-512
+// level the Q2_K, Q4_K, Q5_K and Q6_K ones into their group layouts
+// (kgroups.go), once: a tensor already repacked (a draft sharing the
+// target's file) is left as it is. See docs/cpu-memory.md.
 func (b *Backend) Load(f *weights.File) error {
 	b.file = f
 	b.weights = make(map[string]*weights.Tensor, len(f.Tensors))
 	var scratch [][]byte // per worker: one group of the widest rows repacked
 	for _, t := range f.Tensors {
 		b.weights[t.Name] = t
-		if f.Private() && (repackableQ8(t) || repackableQ4(t)) {
+		if f.Private() && (repackableQ8(t) || repackableQ4(t) || repackableK(t)) {
 			if scratch == nil || len(scratch[0]) < q8GroupRows*t.RowBytes() {
 				scratch = make([][]byte, b.pool.n)
 				for i := range scratch {
 					scratch[i] = make([]byte, q8GroupRows*t.RowBytes())
 				}
 			}
-			if repackableQ4(t) {
+			switch {
+			case repackableQ4(t):
 				repackQ4(b.pool, t, scratch)
-			} else {
+			case repackableK(t):
+				repackK(b.pool, t, scratch)
+			default:
 				repackQ8(b.pool, t, scratch)
 			}
 		}
@@ -352,19 +357,8 @@ func (p *program) getRows(out []float32, op tensor.Op) error {
 		if id < 0 || int(id) >= w.Rows() {
 			return fmt.Errorf("cpu: get_rows: id %d out of range [0,%d)", id, w.Rows())
 		}
-		var row []byte
-		switch w.Layout {
-		case weights.LayoutQ8x16:
-			p.rowBuf = grow(p.rowBuf, w.RowBytes())
-			q8GroupRow(w, int(id), p.rowBuf)
-			row = p.rowBuf
-		case weights.LayoutQ4x16:
-			p.rowBuf = grow(p.rowBuf, w.RowBytes())
-			q4GroupRow(w, int(id), p.rowBuf)
-			row = p.rowBuf
-		default:
-			row = w.Row(int(id))
-		}
+		p.rowBuf = grow(p.rowBuf, w.RowBytes())
+		row := fileRow(w, int(id), p.rowBuf)
 		if err := tensor.DequantizeRow(w.DType, row, out[j*d:(j+1)*d]); err != nil {
 			return err
 		}

@@ -49,19 +49,14 @@ func cachedPeak(op PeakOp) float64 {
 // GMAC/s and pct_peak: the share of the level's measured peak (Peak:
 // PeakInt8 for quantized dtypes, PeakF32 for F32/F16/BF16; none at avx2
 // for the quantized ones, whose int8 arithmetic has no VNNI there). Q8_0
-// and Q4_0 weights are in weights.LayoutQ8x16 and LayoutQ4x16, as
-// Backend.Load repacks them.
+// and Q4_0 weights are in weights.LayoutQ8x16 and LayoutQ4x16 and, at the
+// AVX-512 level, the K-quants of kGroupOf in their group layouts, as
+// Backend.Load lays them out (loadedAt).
 func BenchmarkGEMM(b *testing.B) {
 	const k, n = 1024, 3072
 	r := rand.New(rand.NewPCG(3, 3))
 	for _, dt := range benchDTypes(b) {
 		w := randWeight(r, dt, n, k)
-		switch {
-		case repackableQ8(w):
-			w = repacked(b, w) // as Backend.Load lays it out
-		case repackableQ4(w):
-			w = repackedQ4(b, w)
-		}
 		op := PeakInt8
 		if kernelOf(dt).kind == kindFloat {
 			op = PeakF32
@@ -75,7 +70,7 @@ func BenchmarkGEMM(b *testing.B) {
 				b.Run(fmt.Sprintf("%v/T=%d/%v", dt, T, lv), func(b *testing.B) {
 					defer setLevel(lv)()
 					peak := cachedPeak(op)
-					benchMatMul(b, w, x, T, true)
+					benchMatMul(b, loadedAt(b, w, lv), x, T, true)
 					if peak > 0 {
 						gmacs := float64(T*k*n) * float64(b.N) / b.Elapsed().Seconds()
 						b.ReportMetric(100*gmacs/peak, "pct_peak")

@@ -158,7 +158,7 @@ func (p *program) matmulRef(out []float32, op tensor.Op) {
 func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 	K, N := w.RowLen(), w.Rows()
 	m := &p.mm
-	if w.Layout != weights.LayoutRows {
+	if q8GroupLayout(w) {
 		p.matmulGroupsRef(out, x, T, w)
 		return
 	}
@@ -216,8 +216,9 @@ func (p *program) matmulInto(out, x []float32, T int, w *weights.Tensor) {
 		m.aq.quantizeRows(x, 0, T)
 		k := kernelOf(w.DType)
 		p.b.pool.parallel(N, 16, func(_, lo, hi int) {
+			buf := make([]byte, w.RowBytes())
 			for r := lo; r < hi; r++ {
-				row := w.Row(r)
+				row := fileRow(w, r, buf)
 				for t := 0; t < T; t++ {
 					out[t*N+r] = k.dot(row, m.aq.row(t))
 				}
@@ -253,10 +254,18 @@ func (p *program) matmulGroupsRef(out, x []float32, T int, w *weights.Tensor) {
 }
 
 // q8Activations reports whether matmuls by w read Q8_0 activations in
-// matmulTask.qx and qd (and qz): Q8_0 and Q4_0 weights, and any in a group
-// layout.
+// matmulTask.qx and qd (and qz): Q8_0 and Q4_0 weights, and IQ4_NL ones in
+// LayoutQ4x16.
 func q8Activations(w *weights.Tensor) bool {
-	return w.DType == tensor.Q8_0 || w.DType == tensor.Q4_0 || w.Layout != weights.LayoutRows
+	return w.DType == tensor.Q8_0 || w.DType == tensor.Q4_0 || q8GroupLayout(w)
+}
+
+// q8GroupLayout reports whether w is in a group layout whose kernels read
+// Q8_0 activations in the group layout (q8GroupActs): LayoutQ8x16 and
+// LayoutQ4x16. The K-quant group layouts read the dtype's dot activations
+// (matmulTask.aq).
+func q8GroupLayout(w *weights.Tensor) bool {
+	return w.Layout == weights.LayoutQ8x16 || w.Layout == weights.LayoutQ4x16
 }
 
 // roundActivations writes x rounded to the values of dtype dt (f16 or bf16)
@@ -335,10 +344,10 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			t.qz = m.qz
 		}
 	}
-	if kernelOf(w.DType).kind == kindBlock && !t.groups {
+	if kernelOf(w.DType).kind == kindBlock && !q8GroupLayout(w) {
 		dot := w.DType.DotType()
 		fresh := m.a.cached(src, cur) && m.aq.dt == dot
-		p.prepareBlock(&m.aPre, &m.aq, x, dot, T, K, parts, fresh, kernelOf(w.DType).fast())
+		p.prepareBlock(&m.aPre, &m.aq, x, dot, T, K, parts, fresh, blockKernels(w))
 		if !fresh {
 			m.a = actKey{src: src, at: cur, ok: true}
 		}
@@ -450,7 +459,7 @@ const (
 // tokens times w (Q8_0 or Q4_0).
 func q8LayoutFor(w *weights.Tensor, T int) q8Layout {
 	switch {
-	case w.Layout != weights.LayoutRows:
+	case q8GroupLayout(w):
 		return q8Groups
 	case usesPairs(w.DType, T):
 		return q8Pairs
@@ -529,7 +538,7 @@ type matmulTask struct {
 	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
 	qd       []float32 // [T, K/32] their scales
 	qz       []byte    // qx and qd as q8LayoutFor says: [whole 4x8 tiles of pairs, K/32, q8PairBlock] (q8Pairs), [T, K/32, q8ActBlock] (q8Groups)
-	groups   bool      // w is in weights.LayoutQ8x16 (runQ8Groups) or LayoutQ4x16 (runQ4Groups)
+	groups   bool      // w is in 16-row groups: weights.LayoutQ8x16 (runQ8Groups), LayoutQ4x16 (runQ4Groups) or a K-quant group layout (runKGroups)
 	out      []float32 // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [floatPanel(K)*K]; set when T >= 4 for f16/bf16
@@ -544,7 +553,7 @@ func tokenBlock(rowBytes int) int {
 }
 
 // grain is the granularity of the output columns workers take: whole
-// groups for LayoutQ8x16 and LayoutQ4x16 weights, quads otherwise.
+// groups for weights in 16-row groups, quads otherwise.
 func (t *matmulTask) grain() int {
 	if t.groups {
 		return q8GroupRows
@@ -565,8 +574,12 @@ func (t *matmulTask) run(worker, lo, hi int) {
 		}
 		t.runQuant(lo, hi)
 	case kindBlock:
-		if t.groups { // IQ4_NL
+		if t.groups && t.dt == tensor.IQ4_NL {
 			t.runQ4Groups(worker, lo, hi)
+			return
+		}
+		if t.groups {
+			t.runKGroups(lo, hi)
 			return
 		}
 		t.runBlock(lo, hi)

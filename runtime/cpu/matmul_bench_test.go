@@ -19,6 +19,7 @@ var benchTokens = []int{1, 2, 4, 8, 16, 64}
 // BenchmarkMatMul times one matmul for each weight dtype, with the fast
 // kernels and the reference ones side by side: decode batches (T <= 16) on
 // a weight of 36864x1024, larger than the caches as a model's weights are,
+// in the layout Backend.Load gives it at each level (loadedAt),
 // and a prefill chunk (T=64) on the 0.6B-shape FFN size, 3072x1024. GB/s is
 // weight bytes read per second (what bounds small T: a batch of T rows
 // should cost little more than one while it stays near the machine's
@@ -41,7 +42,7 @@ func BenchmarkMatMul(b *testing.B) {
 			for _, lv := range testLevels() {
 				b.Run(fmt.Sprintf("%v/T=%d/%v", dt, T, lv), func(b *testing.B) {
 					defer setLevel(lv)()
-					benchMatMul(b, w, x, T, lv != levelRef)
+					benchMatMul(b, loadedAt(b, w, lv), x, T, lv != levelRef)
 				})
 			}
 		}
@@ -91,4 +92,20 @@ func benchMatMul(b *testing.B, w *weights.Tensor, x []float32, T int, simd bool)
 	}
 	b.ReportMetric(float64(len(w.Data))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 	b.ReportMetric(float64(T*K*N)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+}
+
+// loadedAt returns w in the layout Backend.Load gives it at level lv:
+// Q8_0 in LayoutQ8x16 and Q4_0/IQ4_NL in LayoutQ4x16 at every level, the
+// K-quants of kGroupOf in their group layouts at the AVX-512 level, w
+// itself otherwise.
+func loadedAt(tb testing.TB, w *weights.Tensor, lv kernelLevel) *weights.Tensor {
+	switch {
+	case repackableQ8(w):
+		return repacked(tb, w)
+	case repackableQ4(w):
+		return repackedQ4(tb, w)
+	case lv == levelAVX512 && groupableK(w):
+		return repackedK(tb, w)
+	}
+	return w
 }

@@ -102,8 +102,8 @@ func combine(out, results, weight []float32, T, topK, E int) {
 }
 
 // rowsOf is a view of rows [lo, lo+n) of w, as a tensor of its own, in
-// w's layout (for LayoutQ8x16 and LayoutQ4x16, lo and n are whole groups: an expert's rows,
-// Shape[1] of them).
+// w's layout (for a layout of 16-row groups, lo and n are whole groups: an
+// expert's rows, Shape[1] of them).
 func rowsOf(w *weights.Tensor, lo, n int) *weights.Tensor {
 	rb := w.RowBytes()
 	return &weights.Tensor{Name: w.Name, DType: w.DType, Shape: []int{w.RowLen(), n}, Data: w.Data[lo*rb : (lo+n)*rb], Layout: w.Layout}

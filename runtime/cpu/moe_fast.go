@@ -140,8 +140,8 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 			t.qz = m.qz
 		}
 	}
-	if kernelOf(w.DType).kind == kindBlock && !t.groups {
-		p.prepareBlock(&m.aPre, &m.aq, x, w.DType.DotType(), T, K, parts, false, kernelOf(w.DType).fast())
+	if kernelOf(w.DType).kind == kindBlock && !q8GroupLayout(w) {
+		p.prepareBlock(&m.aPre, &m.aq, x, w.DType.DotType(), T, K, parts, false, blockKernels(w))
 		t.aq = &m.aq
 	}
 	return parts

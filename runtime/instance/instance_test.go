@@ -12,7 +12,7 @@ import (
 	_ "github.com/ninfer/ninfer-go/nodes/prefill"
 	_ "github.com/ninfer/ninfer-go/nodes/sample"
 	_ "github.com/ninfer/ninfer-go/nodes/speculative"
-	_ "github.com/ninfer/ninfer-go/runtime/cpu"
+	"github.com/ninfer/ninfer-go/runtime/cpu"
 	"github.com/ninfer/ninfer-go/runtime/engine"
 	"github.com/ninfer/ninfer-go/runtime/instance"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -69,16 +69,23 @@ func TestMmapAndLoadAgree(t *testing.T) {
 
 // TestRepackedUnlessMapped checks the CPU backend's layouts (see
 // docs/cpu-memory.md): a loaded file's Q8_0, Q4_0 and IQ4_NL matrices are
-// repacked in place into 16-row groups, a mapped one (Options.Mmap) keeps
-// the file's layout.
+// repacked in place into 16-row groups, and at the AVX-512 level its Q2_K, Q4_K, Q5_K and
+// Q6_K ones (Q5_K and Q6_K vocabulary matrices excepted); a mapped one
+// (Options.Mmap) keeps the file's layout.
 func TestRepackedUnlessMapped(t *testing.T) {
 	for _, c := range []struct {
 		model  string
-		dt     tensor.DType
+		dtype  tensor.DType
 		layout weights.Layout
+		level  string // the kernel level that repacks; "" for any
+		vocab  bool   // whether the vocabulary matrices are repacked too
 	}{
-		{"tiny-qwen3-q8_0.gguf", tensor.Q8_0, weights.LayoutQ8x16},
-		{"kq-qwen3-iq4_nl.gguf", tensor.IQ4_NL, weights.LayoutQ4x16},
+		{"tiny-qwen3-q8_0.gguf", tensor.Q8_0, weights.LayoutQ8x16, "", true},
+		{"kq-qwen3-iq4_nl.gguf", tensor.IQ4_NL, weights.LayoutQ4x16, "", true},
+		{"kq-qwen3-q4_k_m.gguf", tensor.Q4_K, weights.LayoutQ4Kx16, "avx512", true},
+		{"kq-qwen3-q4_k_m.gguf", tensor.Q6_K, weights.LayoutQ6Kx16, "avx512", false},
+		{"kq-qwen3-q5_k_m.gguf", tensor.Q5_K, weights.LayoutQ5Kx16, "avx512", false},
+		{"kq-qwen3-q2_k.gguf", tensor.Q2_K, weights.LayoutQ2Kx16, "avx512", true},
 	} {
 		model := sharedModel(t, c.model)
 		for _, mmap := range []bool{false, true} {
@@ -88,7 +95,8 @@ func TestRepackedUnlessMapped(t *testing.T) {
 			}
 			var typed, grouped int
 			for _, w := range in.File.Tensors {
-				if w.DType == c.dt && len(w.Shape) >= 2 && w.Shape[1]%16 == 0 {
+				vocab := w.Name == "token_embd.weight" || w.Name == "output.weight"
+				if w.DType == c.dtype && len(w.Shape) >= 2 && w.Shape[1]%16 == 0 && (c.vocab || !vocab) {
 					typed++
 				}
 				if w.Layout == c.layout {
@@ -96,11 +104,11 @@ func TestRepackedUnlessMapped(t *testing.T) {
 				}
 			}
 			want := typed
-			if mmap {
+			if mmap || c.level != "" && cpu.KernelLevel() != c.level {
 				want = 0
 			}
 			if typed == 0 || grouped != want {
-				t.Errorf("%s mmap=%v: %d of %d %v matrices repacked, want %d", c.model, mmap, grouped, typed, c.dt, want)
+				t.Errorf("%s mmap=%v: %d of %d %v tensors repacked, want %d", c.model, mmap, grouped, typed, c.dtype, want)
 			}
 			if err := in.Close(); err != nil {
 				t.Fatal(err)

@@ -117,6 +117,31 @@ const (
 	// bytes 4j..4j+3 of the file's block (64 bytes; a byte's low nibble is
 	// quant 4j+m, its high nibble quant 16+4j+m). Data keeps its size.
 	LayoutQ4x16
+	// LayoutQ4Kx16 is Q4_K rows interleaved in groups of 16 (Shape[1] a
+	// multiple of 16), the CPU backend's GEMM layout: per group and
+	// super-block of 256 columns, 2304 bytes: the 16 rows' fp16 d, their
+	// fp16 dmin, for each of the 12 packed scale bytes the 16 rows' byte,
+	// then for each chunk pair g = 0..3 and k = 0..7 the 16 rows' quant
+	// bytes 32g+4k..32g+4k+3 (64 bytes). Data keeps its size.
+	LayoutQ4Kx16
+	// LayoutQ2Kx16 is Q2_K rows interleaved in groups of 16, as
+	// LayoutQ4Kx16: per group and super-block, 1344 bytes: the 16 rows'
+	// fp16 d, their fp16 dmin, for each of the 16 scale bytes the 16 rows'
+	// byte, then for half h = 0..1 and k = 0..7 the 16 rows' quant bytes
+	// 32h+4k..32h+4k+3 (64 bytes).
+	LayoutQ2Kx16
+	// LayoutQ5Kx16 is Q5_K rows interleaved in groups of 16, as
+	// LayoutQ4Kx16: per group and super-block, 2816 bytes: the 16 rows'
+	// fp16 d, their fp16 dmin, for each of the 12 packed scale bytes the 16
+	// rows' byte, then for k = 0..7 the 16 rows' bytes 4k..4k+3 of qs[32g:]
+	// for g = 0..3 and of qh (5 x 64 bytes).
+	LayoutQ5Kx16
+	// LayoutQ6Kx16 is Q6_K rows interleaved in groups of 16, as
+	// LayoutQ4Kx16: per group and super-block, 3360 bytes: the 16 rows'
+	// fp16 d, for each of the 16 int8 scales the 16 rows' byte, then for
+	// k = 0..7 and half h = 0..1 the 16 rows' bytes 4k..4k+3 of ql[64h:],
+	// of ql[64h+32:] and of qh[32h:] (3 x 64 bytes).
+	LayoutQ6Kx16
 )
 
 // Elements returns the number of elements: the product of Shape.

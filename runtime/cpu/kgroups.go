@@ -1,0 +1,283 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/ninfer/ninfer-go/runtime/tensor"
+	"github.com/ninfer/ninfer-go/runtime/weights"
+)
+
+// K-quant weights in 16-row groups (weights.LayoutQ2Kx16, LayoutQ4Kx16,
+// LayoutQ5Kx16, LayoutQ6Kx16). At the AVX-512 level Backend.Load rewrites
+// every Q2_K, Q4_K, Q5_K and Q6_K tensor of a Private file whose rows come in whole groups (repackableK) in place;
+// every reader of such a tensor (matmul at each level, get_rows, MoE expert
+// views) reads the groups. A group's super-block holds the bytes of its 16
+// rows' super-blocks, moved (kGroup.offset), so the layout costs no memory.
+// The kernels put one row in each of 16 lanes and keep the reference dot's
+// arithmetic (dotQ4K: the single-token order; dotQ2K: its halves;
+// dotQ5K, dotQ6K: ggml's 8 lanes and hsum8), so every row of every token takes exactly the reference's
+// sequence of operations: results do not depend on the batch, the tile,
+// the thread count or the level.
+
+// kGroup describes the group layout of one K-quant dtype.
+type kGroup struct {
+	layout weights.Layout
+	// offset returns where byte j of row i's super-block lies within its
+	// group's super-block (16 times the dtype's block bytes).
+	offset func(i, j int) int
+	// tile is the most tokens a kernel call takes: their activations (K
+	// bytes each) stay in L2 while a worker sweeps its groups, and their
+	// sums and accumulators in L1.
+	tile, scratch int
+	// vocab reports whether the vocabulary matrices (vocabMatrix) are
+	// repacked too. Decode, one row per sequence, is their main use (the
+	// output matrix gives the last position's logits, the embedding rows
+	// go through get_rows); Q5_K and Q6_K groups stream slower than the
+	// file-layout kernels at one token (Q6_K ~30% on a 151936-row matrix),
+	// Q2_K and Q4_K groups faster.
+	vocab bool
+}
+
+// vocabMatrix reports whether w is the token embedding or the output
+// matrix.
+func vocabMatrix(w *weights.Tensor) bool {
+	return w.Name == "token_embd.weight" || w.Name == "output.weight"
+}
+
+const (
+	q2KScratch = 16*64 + 8*64 + 64*3*64
+	q4KScratch = 2*8*64 + 64*3*64
+	q5KScratch = 2*8*64 + 32*9*64
+	q6KScratch = 16*64 + 8*64 + 32*8*64
+	// maxKGroupScratch is the largest kGroup.scratch.
+	maxKGroupScratch = max(q2KScratch, q4KScratch, q5KScratch, q6KScratch)
+)
+
+// kGroupOf returns the group layout of dt, or nil.
+func kGroupOf(dt tensor.DType) *kGroup {
+	switch dt {
+	case tensor.Q2_K:
+		return &q2KGroup
+	case tensor.Q4_K:
+		return &q4KGroup
+	case tensor.Q5_K:
+		return &q5KGroup
+	case tensor.Q6_K:
+		return &q6KGroup
+	}
+	return nil
+}
+
+// Q2_K: per group and super-block, 1344 bytes: 16 fp16 d, 16 fp16 dmin,
+// for each of the 16 scale bytes the 16 rows' byte, then for half h = 0..1
+// and k = 0..7 the 16 rows' quant bytes 32h+4k..32h+4k+3. Its kernel's
+// scratch: 16 scale vectors and 8 min pair vectors (int16), then per token
+// the half's integer sum and the two float accumulators of 16 rows.
+var q2KGroup = kGroup{layout: weights.LayoutQ2Kx16, offset: q2KGroupOffset, tile: 64, scratch: q2KScratch, vocab: true}
+
+func q2KGroupOffset(i, j int) int {
+	switch {
+	case j < 16: // scales
+		return 64 + 16*j + i
+	case j < 80: // quant byte 32h + 4k + c
+		q := j - 16
+		return 320 + 64*(q/4) + 4*i + q%4
+	case j < 82: // d
+		return 2*i + j - 80
+	}
+	return 32 + 2*i + j - 82 // dmin
+}
+
+// Q4_K: per group and super-block, 2304 bytes: 16 fp16 d, 16 fp16 dmin,
+// for each of the 12 packed scale bytes the 16 rows' byte, then for chunk
+// pair g = 0..3 and k = 0..7 the 16 rows' quant bytes 32g+4k..32g+4k+3.
+// Its kernel's scratch: 8 scale and 8 min vectors, then per token the
+// integer sum and the two float accumulators of 16 rows.
+var q4KGroup = kGroup{layout: weights.LayoutQ4Kx16, offset: q4KGroupOffset, tile: 64, scratch: q4KScratch, vocab: true}
+
+func q4KGroupOffset(i, j int) int {
+	switch {
+	case j < 2: // d
+		return 2*i + j
+	case j < 4: // dmin
+		return 32 + 2*i + j - 2
+	case j < 16: // packed scales
+		return 64 + 16*(j-4) + i
+	}
+	q := j - 16 // quant byte 32g + 4k + c at 256 + 64(8g + k) + 4i + c
+	return 256 + 64*(q/4) + 4*i + q%4
+}
+
+// Q5_K: per group and super-block, 2816 bytes: 16 fp16 d, 16 fp16 dmin,
+// for each of the 12 packed scale bytes the 16 rows' byte, then for
+// k = 0..7 five times 64 bytes, the 16 rows' bytes 4k..4k+3 of qs[32g:]
+// for g = 0..3 and of qh (the kernel's order of reading them). Its
+// kernel's scratch: 8 scale and 8 min vectors (int16 pairs), then per
+// token the 8 float lane accumulators and the mins' accumulator of 16 rows.
+var q5KGroup = kGroup{layout: weights.LayoutQ5Kx16, offset: q5KGroupOffset, tile: 32, scratch: q5KScratch}
+
+func q5KGroupOffset(i, j int) int {
+	switch {
+	case j < 2: // d
+		return 2*i + j
+	case j < 4: // dmin
+		return 32 + 2*i + j - 2
+	case j < 16: // packed scales
+		return 64 + 16*(j-4) + i
+	case j < 48: // qh byte 4k + c
+		q := j - 16
+		return 256 + 320*(q/4) + 256 + 4*i + q%4
+	}
+	q := j - 48 // qs byte 32g + 4k + c
+	g, r := q/32, q%32
+	return 256 + 320*(r/4) + 64*g + 4*i + r%4
+}
+
+// Q6_K: per group and super-block, 3360 bytes: 16 fp16 d, for each of the
+// 16 int8 scales the 16 rows' byte, then for k = 0..7 and half h = 0..1
+// three times 64 bytes, the 16 rows' bytes 4k..4k+3 of ql[64h:], of
+// ql[64h+32:] and of qh[32h:] (the kernel's order of reading them). Its
+// kernel's scratch: 16 scale vectors, 8 pairs of minus 32 times the scales
+// (int16), then per token the 8 float lane accumulators of 16 rows.
+var q6KGroup = kGroup{layout: weights.LayoutQ6Kx16, offset: q6KGroupOffset, tile: 32, scratch: q6KScratch}
+
+func q6KGroupOffset(i, j int) int {
+	const quants = 32 + 16*16
+	switch {
+	case j < 128: // ql
+		h, r := j/64, j%64
+		return quants + 192*(2*(r%32/4)+h) + 64*(r/32) + 4*i + r%4
+	case j < 192: // qh
+		h, r := (j-128)/32, (j-128)%32
+		return quants + 192*(2*(r/4)+h) + 128 + 4*i + r%4
+	case j < 208: // scales
+		return 32 + 16*(j-192) + i
+	}
+	return 2*i + j - 208 // d
+}
+
+// repackableK reports whether Backend.Load repacks w: a dtype with a group
+// layout, at the AVX-512 level, whose kernels read the groups (the other
+// levels keep the file's layout and its kernels), groupableK, and not a
+// vocabulary matrix of a dtype whose groups decode slower (kGroup.vocab).
+func repackableK(w *weights.Tensor) bool {
+	return level == levelAVX512 && groupableK(w) && (kGroupOf(w.DType).vocab || !vocabMatrix(w))
+}
+
+// groupableK reports whether w can be laid out in its dtype's groups: in
+// the file's layout with its rows (per expert) in whole groups.
+func groupableK(w *weights.Tensor) bool {
+	return kGroupOf(w.DType) != nil && w.Layout == weights.LayoutRows && len(w.Shape) >= 2 &&
+		w.Shape[0]%256 == 0 && w.Shape[1]%q8GroupRows == 0 && len(w.Data) == w.Rows()*w.RowBytes()
+}
+
+// repackK rewrites w (groupableK) in place into its group layout, its
+// groups spread over the pool's workers, each through its scratch[worker],
+// at least one group's bytes (16 rows).
+func repackK(pool *pool, w *weights.Tensor, scratch [][]byte) {
+	g := kGroupOf(w.DType)
+	rb, bb := w.RowBytes(), w.DType.BlockBytes()
+	nb, gb := w.RowLen()/256, q8GroupRows*bb
+	var offsets []int // of byte j of row i's block: [16*bb]
+	for i := range q8GroupRows {
+		for j := range bb {
+			offsets = append(offsets, g.offset(i, j))
+		}
+	}
+	pool.parallel(w.Rows()/q8GroupRows, 1, func(worker, lo, hi int) {
+		scratch := scratch[worker][:q8GroupRows*rb]
+		for grp := lo; grp < hi; grp++ {
+			data := w.Data[grp*q8GroupRows*rb : (grp+1)*q8GroupRows*rb]
+			copy(scratch, data)
+			for b := range nb {
+				dst := data[b*gb : (b+1)*gb]
+				for i := range q8GroupRows {
+					src, off := scratch[i*rb+bb*b:i*rb+bb*(b+1)], offsets[i*bb:(i+1)*bb]
+					for j, v := range src {
+						dst[off[j]] = v
+					}
+				}
+			}
+		}
+	})
+	w.Layout = g.layout
+}
+
+// kGroupRow writes row r of data (dt's group layout, nb super-blocks per
+// row) as the file stores it into dst.
+func kGroupRow(dt tensor.DType, data []byte, nb, r int, dst []byte) {
+	g, bb := kGroupOf(dt), dt.BlockBytes()
+	grp, i := r/q8GroupRows, r%q8GroupRows
+	gb := q8GroupRows * bb
+	for b := range nb {
+		src := data[(grp*nb+b)*gb : (grp*nb+b+1)*gb]
+		for j := range bb {
+			dst[bb*b+j] = src[g.offset(i, j)]
+		}
+	}
+}
+
+// fileRow writes row r of w, in any layout, as the file stores it into
+// dst [w.RowBytes()] and returns it; a LayoutRows row is returned as is.
+func fileRow(w *weights.Tensor, r int, dst []byte) []byte {
+	switch w.Layout {
+	case weights.LayoutRows:
+		return w.Row(r)
+	case weights.LayoutQ8x16:
+		q8GroupRow(w, r, dst)
+	case weights.LayoutQ4x16:
+		q4GroupRow(w, r, dst)
+	default:
+		kGroupRow(w.DType, w.Data, w.RowLen()/256, r, dst)
+	}
+	return dst
+}
+
+// runKGroups is runBlock for weights in a K-quant group layout: output
+// columns (weight rows) [lo, hi), both multiples of 16, for every token.
+// At the AVX-512 level the dtype's kernel takes each group for up to
+// kGroup.tile tokens at a time; elsewhere (a level set after the weights
+// were repacked) each row is unpacked and takes the reference dot.
+func (t *matmulTask) runKGroups(lo, hi int) {
+	T, N, nb := t.T, t.N, t.K/256
+	a, g := t.aq, kGroupOf(t.dt)
+	if level != levelAVX512 {
+		dot, row := kernelOf(t.dt).dot, make([]byte, t.rowBytes)
+		for r := lo; r < hi; r++ {
+			kGroupRow(t.dt, t.w, nb, r, row)
+			for tt := range T {
+				t.out[tt*N+r] = dot(row, a.row(tt))
+			}
+		}
+		return
+	}
+	var scratch [maxKGroupScratch]byte
+	gb := q8GroupRows * t.rowBytes
+	for t0 := 0; t0 < T; t0 += g.tile {
+		n := min(g.tile, T-t0)
+		xq, xd, xb, _ := q8KTokens(a, t0, n)
+		for grp := lo / q8GroupRows; grp < hi/q8GroupRows; grp++ {
+			w, out := unsafe.Pointer(&t.w[grp*gb]), unsafe.Pointer(&t.out[t0*N+q8GroupRows*grp])
+			switch t.dt { // direct calls: scratch stays on the stack
+			case tensor.Q2_K:
+				q2Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+			case tensor.Q4_K:
+				q4Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+			case tensor.Q5_K:
+				q5Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+			default:
+				q6Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+			}
+		}
+	}
+}
+
+// blockKernels returns the fast kernels runBlock uses for the kindBlock
+// weights w at the running level: none for weights in groups, whose
+// kernels (runKGroups) read the activations as quantized, uninterleaved.
+func blockKernels(w *weights.Tensor) *fastKernels {
+	if w.Layout != weights.LayoutRows {
+		return &noKernels
+	}
+	return kernelOf(w.DType).fast()
+}
