@@ -104,12 +104,16 @@ type matmulState struct {
 	// qLayout is the layout of qz for the activations q names.
 	qLayout q8Layout
 	rx      []float32 // [T*K]
-	r       actKey
-	rType   tensor.DType
-	task    matmulTask
-	group   matmulGroup
-	prep    prepTask
-	tiles   [][]float32 // per worker: a panel of weight rows converted to float32 (floatPanel)
+	// xp is the last activation packed for the packed float GEMM
+	// (packedFloat): [ceil(T/4)][chunks16(K)][4][16], rounded as rType
+	// says (F32: as is); r keys it with rx.
+	xp    []float32
+	r     actKey
+	rType tensor.DType
+	task  matmulTask
+	group matmulGroup
+	prep  prepTask
+	tiles [][]float32 // per worker: a panel of weight rows converted to float32 (floatPanel), packed for runPacked
 }
 
 // actKey identifies a prepared activation: the tensor it was made from and
@@ -276,17 +280,32 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 		groups: w.Layout == weights.LayoutQ8x16}
 	src, cur := op.Args[0].ID, op.Out.ID
 	switch w.DType {
-	case tensor.F16, tensor.BF16:
+	case tensor.F32, tensor.F16, tensor.BF16:
+		pack := packedFloat(T)
+		if w.DType == tensor.F32 && !pack {
+			break // the kernels read x as it is
+		}
 		if !m.r.cached(src, cur) || m.rType != w.DType {
-			if cap(m.rx) < len(x) {
-				m.rx = make([]float32, len(x))
+			m.prep = prepTask{dt: w.DType, x: x, K: K, T: T}
+			if w.DType != tensor.F32 {
+				m.rx = grow(m.rx, len(x))
+				m.prep.rx = m.rx
 			}
-			m.prep = prepTask{dt: w.DType, x: x, K: K, rx: m.rx[:len(x)]}
-			p.b.pool.run(T, 1, min(parts, T), &m.prep)
+			grain := 1
+			if pack {
+				m.xp = grow(m.xp, (T+3)/4*packedQuadLen(K))
+				m.prep.xp, grain = m.xp, 4
+			}
+			p.b.pool.run(T, grain, min(parts, (T+grain-1)/grain), &m.prep)
 			m.r, m.rType = actKey{src: src, at: cur, ok: true}, w.DType
 		}
-		t.x = m.rx[:len(x)]
-		if T >= 4 {
+		if w.DType != tensor.F32 {
+			t.x = m.rx[:len(x)]
+		}
+		if pack {
+			t.xp = m.xp
+		}
+		if pack || w.DType != tensor.F32 && T >= 4 {
 			m.tiles = growTiles(m.tiles, p.b.pool.n, K)
 			t.tiles = m.tiles
 		}
@@ -442,7 +461,8 @@ func (p *program) quantizeQ8(prep *prepTask, qx *[]int8, qd *[]float32, qz *[]by
 }
 
 // prepTask prepares activation rows [lo, hi) for a matmul: quantizes them to
-// Q8_0 (dt Q8_0) or rounds them to f16/bf16 values.
+// Q8_0 (dt Q8_0) or rounds them to f16/bf16 values, and for the packed
+// float GEMM packs them (xp; dt F32: as they are).
 type prepTask struct {
 	dt tensor.DType
 	x  []float32 // [T, K]
@@ -451,6 +471,8 @@ type prepTask struct {
 	qd []float32 // [T, K/32]
 	qz []byte    // nil, or qx and qd in layout
 	rx []float32 // [T, K]
+	xp []float32 // nil, or the packed float GEMM's activations (packTokens) of T tokens
+	T  int
 	// layout is qz's: q8Pairs [T/2, K/32, q8PairBlock] (q8PairLayout) or
 	// q8Groups [T, K/32, q8ActBlock] (q8GroupActs).
 	layout q8Layout
@@ -459,7 +481,14 @@ type prepTask struct {
 func (t *prepTask) run(_, lo, hi int) {
 	K := t.K
 	if t.dt != tensor.Q8_0 {
-		roundActivations(t.rx[lo*K:hi*K], t.x[lo*K:hi*K], t.dt)
+		x := t.x
+		if t.dt != tensor.F32 {
+			roundActivations(t.rx[lo*K:hi*K], t.x[lo*K:hi*K], t.dt)
+			x = t.rx
+		}
+		if t.xp != nil {
+			packTokens(t.xp, x, K, t.T, lo, hi)
+		}
 		return
 	}
 	nb := K / 32
@@ -498,7 +527,8 @@ type matmulTask struct {
 	groups   bool      // w is in weights.LayoutQ8x16 (runQ8Groups)
 	out      []float32 // [T, N]
 	T, K, N  int
-	tiles    [][]float32 // per worker [floatPanel(K)*K]; set when T >= 4 for f16/bf16
+	tiles    [][]float32 // per worker [floatPanel(K)/4 * packedQuadLen(K)]; set when T >= 4 for f16/bf16, or packed
+	xp       []float32   // packed activations (packedFloat), else nil
 	aq       *actQuant   // kindBlock dtypes: the activations in the weight's dot type
 }
 
@@ -550,6 +580,10 @@ func (t *matmulTask) runFloat(worker, lo, hi int) {
 	T, K, N, rb := t.T, t.K, t.N, t.rowBytes
 	if T < 4 {
 		t.gemvFloat(lo, hi, 0, T)
+		return
+	}
+	if t.xp != nil {
+		t.runPacked(worker, lo, hi)
 		return
 	}
 	tb := tokenBlock(K * 4)
@@ -869,7 +903,7 @@ func growTiles(tiles [][]float32, workers, K int) [][]float32 {
 	if len(tiles) != workers {
 		tiles = make([][]float32, workers)
 	}
-	n := floatPanel(K) * K
+	n := floatPanel(K) / 4 * packedQuadLen(K)
 	for i := range tiles {
 		if len(tiles[i]) < n {
 			tiles[i] = make([]float32, n)
