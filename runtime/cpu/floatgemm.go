@@ -87,12 +87,47 @@ func packTokens(xp, x []float32, K, T, lo, hi int) {
 	}
 }
 
+// packedChunk is the most 16-lane chunks of k one f32Gemm4x4P call
+// takes: 1024 values, so that the quad of weight rows it reads (16 KiB)
+// stays in L1 while the token quads stream by. Longer rows are split into
+// equal chunks, the accumulators carried between calls.
+const packedChunk = 64
+
+// f32Gemm4x4P's flags.
+const (
+	gemmFirst = 1 // the accumulators start at zero
+	gemmLast  = 2 // reduce them into out
+)
+
+// packedAccLen is the float32 length of the accumulators f32Gemm4x4P
+// carries between the k chunks of a token block: 16 zmm per token quad.
+func packedAccLen(K int) int { return tokenBlock(4*K) / 4 * 256 }
+
+// gemmQuads computes quads token quads, packed at xq quad after quad
+// (xquad bytes apart), against the packed row quad wq, through every k
+// chunk, into out (token j of quad q at out + (4*q+j)*ostride bytes).
+func gemmQuads(wq, xq unsafe.Pointer, n16, quads int, xquad uintptr, acc, out unsafe.Pointer, ostride uintptr) {
+	kc := (n16 + packedChunk - 1) / packedChunk
+	kc = (n16 + kc - 1) / kc // equal chunks of at most packedChunk
+	for c0 := 0; c0 < n16; c0 += kc {
+		flags := 0
+		if c0 == 0 {
+			flags |= gemmFirst
+		}
+		if c0+kc >= n16 {
+			flags |= gemmLast
+		}
+		off := uintptr(c0) * 256
+		f32Gemm4x4P(unsafe.Add(wq, off), unsafe.Add(xq, off), min(kc, n16-c0), quads, xquad, acc, flags, out, ostride)
+	}
+}
+
 // runPacked is runFloat at levelAVX512 for 4 tokens or more: output
 // columns (weight rows) [lo, hi), the activations packed in t.xp. Rows
 // are packed into the worker's tile a panel at a time (a quad when the
 // tokens are one block, so that the quad stays in L1) and each quad sweeps
-// a token block per kernel call; the token quad T does not fill is
-// computed into a scratch quad.
+// a token block per k chunk (gemmQuads); the token quad T does not fill
+// is computed into a scratch quad.
 func (t *matmulTask) runPacked(worker, lo, hi int) {
 	T, K, N, rb := t.T, t.K, t.N, t.rowBytes
 	ql := packedQuadLen(K)
@@ -104,6 +139,8 @@ func (t *matmulTask) runPacked(worker, lo, hi int) {
 		pr = floatPanel(K)
 	}
 	tile := t.tiles[worker]
+	acc := unsafe.Pointer(&tile[floatPanel(K)/4*ql])
+	xq := uintptr(4 * ql)
 	var part [16]float32 // [token][row] of the partial token quad
 	for p0 := lo; p0 < hi; p0 += pr {
 		p1 := min(p0+pr, hi)
@@ -114,13 +151,13 @@ func (t *matmulTask) runPacked(worker, lo, hi int) {
 		for b0 := 0; b0 < full; b0 += tb {
 			nq := min(tb, full-b0)
 			for r := p0; r < q1; r += 4 {
-				f32Gemm4x4P(unsafe.Pointer(&tile[(r-p0)/4*ql]), unsafe.Pointer(&t.xp[b0*ql]), n16, nq,
+				gemmQuads(unsafe.Pointer(&tile[(r-p0)/4*ql]), unsafe.Pointer(&t.xp[b0*ql]), n16, nq, xq, acc,
 					unsafe.Pointer(&t.out[4*b0*N+r]), uintptr(4*N))
 			}
 		}
 		if rest := T - 4*full; rest > 0 {
 			for r := p0; r < q1; r += 4 {
-				f32Gemm4x4P(unsafe.Pointer(&tile[(r-p0)/4*ql]), unsafe.Pointer(&t.xp[full*ql]), n16, 1, unsafe.Pointer(&part[0]), 16)
+				gemmQuads(unsafe.Pointer(&tile[(r-p0)/4*ql]), unsafe.Pointer(&t.xp[full*ql]), n16, 1, xq, acc, unsafe.Pointer(&part[0]), 16)
 				for j := range rest {
 					copy(t.out[(4*full+j)*N+r:(4*full+j)*N+r+4], part[4*j:4*j+4])
 				}

@@ -9,17 +9,18 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/tensor"
 )
 
-// TestF32Gemm4x4P checks the packed 4x4 kernel against f32Dot4x4 bit for
-// bit, on rows packed from every float dtype (packQuad's assembly and Go
-// chunks alike), token quads with missing tokens, and K with and without
-// a partial last chunk.
+// TestF32Gemm4x4P checks the packed 4x4 kernel (gemmQuads: rows of more
+// than packedChunk chunks split along k, the accumulators carried between
+// calls) against f32Dot4x4 bit for bit, on rows packed from every float
+// dtype (packQuad's assembly and Go chunks alike), token quads with
+// missing tokens, and K with and without a partial last chunk.
 func TestF32Gemm4x4P(t *testing.T) {
 	if !hasAVX512() {
 		t.Skip("no AVX-512")
 	}
 	r := rand.New(rand.NewPCG(41, 42))
 	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
-		for _, k := range []int{1, 15, 16, 17, 100, 1024, 1000} {
+		for _, k := range []int{1, 15, 16, 17, 100, 1024, 1000, 1040, 2100} {
 			for _, rows := range []int{4, 3} {
 				name := fmt.Sprintf("%v k=%d rows=%d", dt, k, rows)
 				w := randWeight(r, dt, 4, k)
@@ -39,7 +40,8 @@ func TestF32Gemm4x4P(t *testing.T) {
 				xp := make([]float32, 3*packedQuadLen(k))
 				packTokens(xp, x, k, T, 0, T)
 				got := make([]float32, 12*4)
-				f32Gemm4x4P(unsafe.Pointer(&wp[0]), unsafe.Pointer(&xp[0]), chunks16(k), 3, unsafe.Pointer(&got[0]), 16)
+				acc := make([]float32, 3*256)
+				gemmQuads(unsafe.Pointer(&wp[0]), unsafe.Pointer(&xp[0]), chunks16(k), 3, uintptr(4*packedQuadLen(k)), unsafe.Pointer(&acc[0]), unsafe.Pointer(&got[0]), 16)
 				want := make([]float32, 12*4)
 				wflat := make([]float32, 4*k)
 				for i := range 4 {

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -50,8 +51,13 @@ func cachedPeak(op PeakOp) float64 {
 // PeakInt8 for quantized dtypes, PeakF32 for F32/F16/BF16; none at avx2
 // for the quantized ones, whose int8 arithmetic has no VNNI there). Q8_0
 // weights are in weights.LayoutQ8x16, as Backend.Load repacks them.
+// NINFER_BENCH_DOWN=1 times the FFN's down projection instead (1024x3072:
+// rows of K = 3072, which the float GEMM splits along k).
 func BenchmarkGEMM(b *testing.B) {
-	const k, n = 1024, 3072
+	k, n := 1024, 3072
+	if os.Getenv("NINFER_BENCH_DOWN") != "" {
+		k, n = n, k
+	}
 	r := rand.New(rand.NewPCG(3, 3))
 	for _, dt := range benchDTypes(b) {
 		w := randWeight(r, dt, n, k)

@@ -527,7 +527,7 @@ type matmulTask struct {
 	groups   bool      // w is in weights.LayoutQ8x16 (runQ8Groups)
 	out      []float32 // [T, N]
 	T, K, N  int
-	tiles    [][]float32 // per worker [floatPanel(K)/4 * packedQuadLen(K)]; set when T >= 4 for f16/bf16, or packed
+	tiles    [][]float32 // per worker [floatPanel(K)/4*packedQuadLen(K) + packedAccLen(K)]; set when T >= 4 for f16/bf16, or packed
 	xp       []float32   // packed activations (packedFloat), else nil
 	aq       *actQuant   // kindBlock dtypes: the activations in the weight's dot type
 }
@@ -897,13 +897,14 @@ func quantDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xq, xd unsa
 }
 
 // growTiles returns per-worker tile buffers, workers of them, each holding at
-// least a panel (floatPanel) of weight rows of K floats, reusing tiles where
+// least a panel (floatPanel) of weight rows of K floats, packed, and the
+// packed GEMM's accumulators (packedAccLen), reusing tiles where
 // it already fits.
 func growTiles(tiles [][]float32, workers, K int) [][]float32 {
 	if len(tiles) != workers {
 		tiles = make([][]float32, workers)
 	}
-	n := floatPanel(K) / 4 * packedQuadLen(K)
+	n := floatPanel(K)/4*packedQuadLen(K) + packedAccLen(K)
 	for i := range tiles {
 		if len(tiles[i]) < n {
 			tiles[i] = make([]float32, n)

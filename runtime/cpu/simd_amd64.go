@@ -97,7 +97,7 @@ func ropeNeox16(head, cos, sin *float32, half, n16 int)
 func geluF16V(dst, src *float32, n int, table *float32)
 
 //go:noescape
-func f32Gemm4x4P(w unsafe.Pointer, x unsafe.Pointer, n16 int, quads int, out unsafe.Pointer, ostride uintptr)
+func f32Gemm4x4P(w unsafe.Pointer, x unsafe.Pointer, n16 int, quads int, xquad uintptr, acc unsafe.Pointer, flags int, out unsafe.Pointer, ostride uintptr)
 
 //go:noescape
 func pack4x16(dst *float32, src unsafe.Pointer, stride uintptr, n16 int, kind int)

@@ -958,27 +958,75 @@ gelu5done:
 	RET
 
 // FMA4P accumulates one 16-lane chunk of 4 rows (Z0..Z3) against the
-// token chunk at off(DI) into accumulators a0..a3 (Z4 is clobbered).
+// token chunk at off(R14) into accumulators a0..a3 (Z4 is clobbered).
 #define FMA4P(off, a0, a1, a2, a3) \
-	VMOVUPS     off(DI), Z4; \
+	VMOVUPS     off(R14), Z4; \
 	VFMADD231PS Z0, Z4, a0; \
 	VFMADD231PS Z1, Z4, a1; \
 	VFMADD231PS Z2, Z4, a2; \
 	VFMADD231PS Z3, Z4, a3
 
-// func f32Gemm4x4P(w unsafe.Pointer, x unsafe.Pointer, n16 int, quads int, out unsafe.Pointer, ostride uintptr)
+// LOADACCS16 loads the 16 accumulators Z16..Z31 from 16 consecutive zmm
+// slots at base; STOREACCS16 stores them there.
+#define LOADACCS16(base) \
+	VMOVUPS 0(base), Z16; \
+	VMOVUPS 64(base), Z17; \
+	VMOVUPS 128(base), Z18; \
+	VMOVUPS 192(base), Z19; \
+	VMOVUPS 256(base), Z20; \
+	VMOVUPS 320(base), Z21; \
+	VMOVUPS 384(base), Z22; \
+	VMOVUPS 448(base), Z23; \
+	VMOVUPS 512(base), Z24; \
+	VMOVUPS 576(base), Z25; \
+	VMOVUPS 640(base), Z26; \
+	VMOVUPS 704(base), Z27; \
+	VMOVUPS 768(base), Z28; \
+	VMOVUPS 832(base), Z29; \
+	VMOVUPS 896(base), Z30; \
+	VMOVUPS 960(base), Z31
+
+#define STOREACCS16(base) \
+	VMOVUPS Z16, 0(base); \
+	VMOVUPS Z17, 64(base); \
+	VMOVUPS Z18, 128(base); \
+	VMOVUPS Z19, 192(base); \
+	VMOVUPS Z20, 256(base); \
+	VMOVUPS Z21, 320(base); \
+	VMOVUPS Z22, 384(base); \
+	VMOVUPS Z23, 448(base); \
+	VMOVUPS Z24, 512(base); \
+	VMOVUPS Z25, 576(base); \
+	VMOVUPS Z26, 640(base); \
+	VMOVUPS Z27, 704(base); \
+	VMOVUPS Z28, 768(base); \
+	VMOVUPS Z29, 832(base); \
+	VMOVUPS Z30, 896(base); \
+	VMOVUPS Z31, 960(base)
+
+// func f32Gemm4x4P(w unsafe.Pointer, x unsafe.Pointer, n16 int, quads int, xquad uintptr, acc unsafe.Pointer, flags int, out unsafe.Pointer, ostride uintptr)
 // For 4 rows packed at w as [n16][4 rows][16 lanes] float32 and quads
-// token quads packed at x as [quads][n16][4 tokens][16 lanes] (the last
-// chunk zero-padded): out + (4*q+j)*ostride + 4*i = dot(row i, token j of
-// quad q), each in f32Dot4x4's order, so with the same bits.
-TEXT ·f32Gemm4x4P(SB), NOSPLIT, $0-48
+// token quads packed at x + q*xquad (bytes) as [n16][4 tokens][16 lanes]
+// (the last chunk of a row zero-padded), runs n16 chunks of f32Dot4x4's
+// fused multiply-adds on the 16 accumulators of each token quad q: they
+// start at zero (flags&1) or from acc + q*1024 (bytes, [16 zmm], Z16 +
+// 4*j + i for row i, token j), and end reduced, out + (4*q+j)*ostride +
+// 4*i = dot(row i, token j) (flags&2), or stored back to acc + q*1024. A
+// row split into such calls along k (each continuing the last's
+// accumulators) gives f32Dot4x4's bits.
+TEXT ·f32Gemm4x4P(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), DI
 	MOVQ n16+16(FP), CX
 	MOVQ quads+24(FP), DX
-	MOVQ out+32(FP), R10
-	MOVQ ostride+40(FP), R9
+	MOVQ xquad+32(FP), R11
+	MOVQ acc+40(FP), R12
+	MOVQ flags+48(FP), R13
+	MOVQ out+56(FP), R10
+	MOVQ ostride+64(FP), R9
 f32p4quad:
+	TESTQ $1, R13
+	JZ    f32p4load
 	VXORPS Z16, Z16, Z16
 	VXORPS Z17, Z17, Z17
 	VXORPS Z18, Z18, Z18
@@ -995,7 +1043,12 @@ f32p4quad:
 	VXORPS Z29, Z29, Z29
 	VXORPS Z30, Z30, Z30
 	VXORPS Z31, Z31, Z31
+	JMP   f32p4start
+f32p4load:
+	LOADACCS16(R12)
+f32p4start:
 	MOVQ SI, R8
+	MOVQ DI, R14
 	MOVQ CX, AX
 f32p4loop:
 	VMOVUPS 0(R8), Z0
@@ -1007,12 +1060,20 @@ f32p4loop:
 	FMA4P(128, Z24, Z25, Z26, Z27)
 	FMA4P(192, Z28, Z29, Z30, Z31)
 	ADDQ $256, R8
-	ADDQ $256, DI
+	ADDQ $256, R14
 	DECQ AX
 	JNZ  f32p4loop
+	TESTQ $2, R13
+	JZ    f32p4keep
 	MOVQ R10, BX
 	REDUCE4X4
+	JMP  f32p4next
+f32p4keep:
+	STOREACCS16(R12)
+f32p4next:
 	LEAQ (R10)(R9*4), R10
+	ADDQ R11, DI
+	ADDQ $1024, R12
 	DECQ DX
 	JNZ  f32p4quad
 	VZEROUPPER
