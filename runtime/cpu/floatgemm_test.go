@@ -60,31 +60,43 @@ func TestF32Gemm4x4P(t *testing.T) {
 
 // TestPackedFloatMatMul runs the packed float GEMM through its panels
 // (more token quads than a block, a panel of weight rows and rows beyond
-// the last quad) and its partial token quad: every token's outputs equal
-// the token's computed alone (the decode kernels), bit for bit, at any
-// thread count, and the avx2 level's (unpacked) results.
+// the last quad), its k chunks and its partial token quad: every token's
+// outputs equal the token's computed alone (the decode kernels), bit for
+// bit, at any thread count, and the avx2 level's (unpacked) results.
 func TestPackedFloatMatMul(t *testing.T) {
 	requireSIMD(t)
 	r := rand.New(rand.NewPCG(43, 44))
-	const k, n = 4100, 30 // a token block of 12 tokens, panels of 12 rows
-	for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
-		t.Run(dt.String(), func(t *testing.T) {
-			w := randWeight(r, dt, n, k)
-			for _, T := range []int{4, 7, 31} {
-				x := randActivations(r, T, k)
-				got := runMatMul(w, x, T, 2, true)
-				for tok := range T {
-					alone := runMatMul(w, x[tok*k:(tok+1)*k], 1, 1, true)
-					sameBits(t, fmt.Sprintf("T=%d token %d alone", T, tok), got[tok*n:(tok+1)*n], alone)
+	const n = 30
+	for _, c := range []struct {
+		k  int
+		Ts []int
+	}{
+		{4100, []int{4, 7, 31}}, // blocks of 3 quads, 5 chunks of k, panels of 12 rows
+		{2100, []int{101}},      // blocks of 7 quads, 3 chunks of k, panels of 28 rows
+		{1024, []int{70}},       // one chunk, blocks of 16 quads, panels of 64 rows (all 30)
+	} {
+		for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16} {
+			t.Run(fmt.Sprintf("%v k=%d", dt, c.k), func(t *testing.T) {
+				k := c.k
+				w := randWeight(r, dt, n, k)
+				for _, T := range c.Ts {
+					x := randActivations(r, T, k)
+					got := runMatMul(w, x, T, 2, true)
+					for tok := range T {
+						alone := runMatMul(w, x[tok*k:(tok+1)*k], 1, 1, true)
+						sameBits(t, fmt.Sprintf("T=%d token %d alone", T, tok), got[tok*n:(tok+1)*n], alone)
+					}
+					for _, threads := range []int{1, 3} {
+						sameBits(t, fmt.Sprintf("T=%d threads=%d", T, threads), runMatMul(w, x, T, threads, true), got)
+					}
+					if hasAVX2() {
+						restore := setLevel(levelAVX2)
+						avx2 := runMatMul(w, x, T, 2, true)
+						restore()
+						sameBits(t, fmt.Sprintf("T=%d avx2", T), avx2, got)
+					}
 				}
-				sameBits(t, fmt.Sprintf("T=%d threads=3", T), runMatMul(w, x, T, 3, true), got)
-				if hasAVX2() {
-					restore := setLevel(levelAVX2)
-					avx2 := runMatMul(w, x, T, 2, true)
-					restore()
-					sameBits(t, fmt.Sprintf("T=%d avx2", T), avx2, got)
-				}
-			}
-		})
+			})
+		}
 	}
 }
