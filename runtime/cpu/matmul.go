@@ -575,7 +575,8 @@ func floatPanel(K int) int {
 // of 4 tokens or more take the rows in quads, converted to float32 (f16,
 // bf16) into the worker's tile; batches of more than one token block take
 // them in panels (floatPanel), so that each row is converted once and
-// reused by every block.
+// reused by every block. At levelAVX512 such batches take the packed GEMM
+// (runPacked), the same arithmetic on packed rows and tokens.
 func (t *matmulTask) runFloat(worker, lo, hi int) {
 	T, K, N, rb := t.T, t.K, t.N, t.rowBytes
 	if T < 4 {
