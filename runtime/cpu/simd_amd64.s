@@ -270,6 +270,25 @@ bf16d4done:
 	VSHUFF32X4 $0xdd, y, x, Z9; \
 	VADDPS     Z9, Z8, dst
 
+// ZERO16ACCS zeroes the 4x4 kernels' accumulators Z16..Z31.
+#define ZERO16ACCS \
+	VXORPS Z16, Z16, Z16; \
+	VXORPS Z17, Z17, Z17; \
+	VXORPS Z18, Z18, Z18; \
+	VXORPS Z19, Z19, Z19; \
+	VXORPS Z20, Z20, Z20; \
+	VXORPS Z21, Z21, Z21; \
+	VXORPS Z22, Z22, Z22; \
+	VXORPS Z23, Z23, Z23; \
+	VXORPS Z24, Z24, Z24; \
+	VXORPS Z25, Z25, Z25; \
+	VXORPS Z26, Z26, Z26; \
+	VXORPS Z27, Z27, Z27; \
+	VXORPS Z28, Z28, Z28; \
+	VXORPS Z29, Z29, Z29; \
+	VXORPS Z30, Z30, Z30; \
+	VXORPS Z31, Z31, Z31
+
 // REDUCE4X4 reduces the 4x4 kernels' 16 accumulators (Z16 + 4*j + i:
 // row i, token j) together in HSUM16's order, each addition with the same
 // two operands, on all accumulators at once: halves of 8 lanes (Z0..Z7 =
@@ -323,22 +342,7 @@ TEXT ·f32Dot4x4(SB), NOSPLIT, $0-56
 	LEAQ (DI)(R9*1), R13
 	LEAQ (DI)(R9*2), BX
 	LEAQ (BX)(R9*1), DX
-	VXORPS Z16, Z16, Z16
-	VXORPS Z17, Z17, Z17
-	VXORPS Z18, Z18, Z18
-	VXORPS Z19, Z19, Z19
-	VXORPS Z20, Z20, Z20
-	VXORPS Z21, Z21, Z21
-	VXORPS Z22, Z22, Z22
-	VXORPS Z23, Z23, Z23
-	VXORPS Z24, Z24, Z24
-	VXORPS Z25, Z25, Z25
-	VXORPS Z26, Z26, Z26
-	VXORPS Z27, Z27, Z27
-	VXORPS Z28, Z28, Z28
-	VXORPS Z29, Z29, Z29
-	VXORPS Z30, Z30, Z30
-	VXORPS Z31, Z31, Z31
+	ZERO16ACCS
 	XORQ AX, AX
 	MOVQ CX, R9
 	ANDQ $-16, R9
@@ -1027,22 +1031,7 @@ TEXT ·f32Gemm4x4P(SB), NOSPLIT, $0-72
 f32p4quad:
 	TESTQ $1, R13
 	JZ    f32p4load
-	VXORPS Z16, Z16, Z16
-	VXORPS Z17, Z17, Z17
-	VXORPS Z18, Z18, Z18
-	VXORPS Z19, Z19, Z19
-	VXORPS Z20, Z20, Z20
-	VXORPS Z21, Z21, Z21
-	VXORPS Z22, Z22, Z22
-	VXORPS Z23, Z23, Z23
-	VXORPS Z24, Z24, Z24
-	VXORPS Z25, Z25, Z25
-	VXORPS Z26, Z26, Z26
-	VXORPS Z27, Z27, Z27
-	VXORPS Z28, Z28, Z28
-	VXORPS Z29, Z29, Z29
-	VXORPS Z30, Z30, Z30
-	VXORPS Z31, Z31, Z31
+	ZERO16ACCS
 	JMP   f32p4start
 f32p4load:
 	LOADACCS16(R12)
@@ -1079,6 +1068,18 @@ f32p4next:
 	VZEROUPPER
 	RET
 
+// PACKNEXT stores one packed chunk (Z0..Z3: 16 values of rows 0..3) at DI
+// and steps pack4x16 to the next: AX += 16 values, DI += 256 bytes, CX
+// counts down (flags set for the loop's JNZ).
+#define PACKNEXT \
+	VMOVUPS Z0, 0(DI); \
+	VMOVUPS Z1, 64(DI); \
+	VMOVUPS Z2, 128(DI); \
+	VMOVUPS Z3, 192(DI); \
+	ADDQ $16, AX; \
+	ADDQ $256, DI; \
+	DECQ CX
+
 // func pack4x16(dst *float32, src unsafe.Pointer, stride uintptr, n16 int, kind int)
 // Packs the first n16*16 values of the 4 rows src + i*stride (bytes) as
 // [n16][4 rows][16] float32 at dst (f32Gemm4x4P's layout), converting them
@@ -1101,13 +1102,7 @@ pack4f32:
 	VMOVUPS (R10)(AX*4), Z1
 	VMOVUPS (R11)(AX*4), Z2
 	VMOVUPS (R12)(AX*4), Z3
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	ADDQ $16, AX
-	ADDQ $256, DI
-	DECQ CX
+	PACKNEXT
 	JNZ  pack4f32
 	VZEROUPPER
 	RET
@@ -1116,13 +1111,7 @@ pack4f16:
 	VCVTPH2PS (R10)(AX*2), Z1
 	VCVTPH2PS (R11)(AX*2), Z2
 	VCVTPH2PS (R12)(AX*2), Z3
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	ADDQ $16, AX
-	ADDQ $256, DI
-	DECQ CX
+	PACKNEXT
 	JNZ  pack4f16
 	VZEROUPPER
 	RET
@@ -1135,13 +1124,7 @@ pack4bf16:
 	VPSLLD    $16, Z1, Z1
 	VPSLLD    $16, Z2, Z2
 	VPSLLD    $16, Z3, Z3
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	ADDQ $16, AX
-	ADDQ $256, DI
-	DECQ CX
+	PACKNEXT
 	JNZ  pack4bf16
 	VZEROUPPER
 	RET
