@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -52,8 +53,13 @@ func cachedPeak(op PeakOp) float64 {
 // and Q4_0 weights are in weights.LayoutQ8x16 and LayoutQ4x16 and, at the
 // AVX-512 level, the K-quants of kGroupOf in their group layouts, as
 // Backend.Load lays them out (loadedAt).
+// NINFER_BENCH_DOWN=1 times the FFN's down projection instead (1024x3072:
+// rows of K = 3072, which the float GEMM splits along k).
 func BenchmarkGEMM(b *testing.B) {
-	const k, n = 1024, 3072
+	k, n := 1024, 3072
+	if os.Getenv("NINFER_BENCH_DOWN") != "" {
+		k, n = n, k
+	}
 	r := rand.New(rand.NewPCG(3, 3))
 	for _, dt := range benchDTypes(b) {
 		w := randWeight(r, dt, n, k)

@@ -104,12 +104,16 @@ type matmulState struct {
 	// qLayout is the layout of qz for the activations q names.
 	qLayout q8Layout
 	rx      []float32 // [T*K]
-	r       actKey
-	rType   tensor.DType
-	task    matmulTask
-	group   matmulGroup
-	prep    prepTask
-	tiles   [][]float32 // per worker: a panel of weight rows converted to float32 (floatPanel)
+	// xp is the last activation packed for the packed float GEMM
+	// (packedFloat): [ceil(T/4)][chunks16(K)][4][16], rounded as rType
+	// says (F32: as is); r keys it with rx.
+	xp    []float32
+	r     actKey
+	rType tensor.DType
+	task  matmulTask
+	group matmulGroup
+	prep  prepTask
+	tiles [][]float32 // per worker: a panel of weight rows converted to float32 (floatPanel), packed for runPacked
 	// unpacked is per worker one LayoutQ4x16 group unpacked into
 	// LayoutQ8x16 blocks (runQ4Groups).
 	unpacked [][]byte
@@ -315,17 +319,32 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 		groups: w.Layout != weights.LayoutRows}
 	src, cur := op.Args[0].ID, op.Out.ID
 	switch {
-	case w.DType == tensor.F16 || w.DType == tensor.BF16:
+	case w.DType == tensor.F32 || w.DType == tensor.F16 || w.DType == tensor.BF16:
+		pack := packedFloat(T)
+		if w.DType == tensor.F32 && !pack {
+			break // the kernels read x as it is
+		}
 		if !m.r.cached(src, cur) || m.rType != w.DType {
-			if cap(m.rx) < len(x) {
-				m.rx = make([]float32, len(x))
+			m.prep = prepTask{dt: w.DType, x: x, K: K, T: T}
+			if w.DType != tensor.F32 {
+				m.rx = grow(m.rx, len(x))
+				m.prep.rx = m.rx
 			}
-			m.prep = prepTask{dt: w.DType, x: x, K: K, rx: m.rx[:len(x)]}
-			p.b.pool.run(T, 1, min(parts, T), &m.prep)
+			grain := 1
+			if pack {
+				m.xp = grow(m.xp, (T+3)/4*packedQuadLen(K))
+				m.prep.xp, grain = m.xp, 4
+			}
+			p.b.pool.run(T, grain, min(parts, (T+grain-1)/grain), &m.prep)
 			m.r, m.rType = actKey{src: src, at: cur, ok: true}, w.DType
 		}
-		t.x = m.rx[:len(x)]
-		if T >= 4 {
+		if w.DType != tensor.F32 {
+			t.x = m.rx[:len(x)]
+		}
+		if pack {
+			t.xp = m.xp
+		}
+		if pack || w.DType != tensor.F32 && T >= 4 {
 			m.tiles = growTiles(m.tiles, p.b.pool.n, K)
 			t.tiles = m.tiles
 		}
@@ -485,7 +504,8 @@ func (p *program) quantizeQ8(prep *prepTask, qx *[]int8, qd *[]float32, qz *[]by
 }
 
 // prepTask prepares activation rows [lo, hi) for a matmul: quantizes them to
-// Q8_0 (dt Q8_0) or rounds them to f16/bf16 values.
+// Q8_0 (dt Q8_0) or rounds them to f16/bf16 values, and for the packed
+// float GEMM packs them (xp; dt F32: as they are).
 type prepTask struct {
 	dt tensor.DType
 	x  []float32 // [T, K]
@@ -494,6 +514,8 @@ type prepTask struct {
 	qd []float32 // [T, K/32]
 	qz []byte    // nil, or qx and qd in layout
 	rx []float32 // [T, K]
+	xp []float32 // nil, or the packed float GEMM's activations (packTokens) of T tokens
+	T  int
 	// layout is qz's: q8Pairs [T/2, K/32, q8PairBlock] (q8PairLayout) or
 	// q8Groups [T, K/32, q8ActBlock] (q8GroupActs).
 	layout q8Layout
@@ -502,7 +524,14 @@ type prepTask struct {
 func (t *prepTask) run(_, lo, hi int) {
 	K := t.K
 	if t.dt != tensor.Q8_0 {
-		roundActivations(t.rx[lo*K:hi*K], t.x[lo*K:hi*K], t.dt)
+		x := t.x
+		if t.dt != tensor.F32 {
+			roundActivations(t.rx[lo*K:hi*K], t.x[lo*K:hi*K], t.dt)
+			x = t.rx
+		}
+		if t.xp != nil {
+			packTokens(t.xp, x, K, t.T, lo, hi)
+		}
 		return
 	}
 	nb := K / 32
@@ -541,7 +570,8 @@ type matmulTask struct {
 	groups   bool      // w is in 16-row groups: weights.LayoutQ8x16 (runQ8Groups), LayoutQ4x16 (runQ4Groups) or a K-quant group layout (runKGroups)
 	out      []float32 // [T, N]
 	T, K, N  int
-	tiles    [][]float32 // per worker [floatPanel(K)*K]; set when T >= 4 for f16/bf16
+	tiles    [][]float32 // per worker [floatPanel(K)/4*packedQuadLen(K) + packedAccLen(K)]; set when T >= 4 for f16/bf16, or packed
+	xp       []float32   // packed activations (packedFloat), else nil
 	unpacked [][]byte    // per worker [K/32*q8GroupBlock]; set when T >= 4 for LayoutQ4x16
 	aq       *actQuant   // kindBlock dtypes: the activations in the weight's dot type
 }
@@ -601,11 +631,16 @@ func floatPanel(K int) int {
 // of 4 tokens or more take the rows in quads, converted to float32 (f16,
 // bf16) into the worker's tile; batches of more than one token block take
 // them in panels (floatPanel), so that each row is converted once and
-// reused by every block.
+// reused by every block. At levelAVX512 such batches take the packed GEMM
+// (runPacked), the same arithmetic on packed rows and tokens.
 func (t *matmulTask) runFloat(worker, lo, hi int) {
 	T, K, N, rb := t.T, t.K, t.N, t.rowBytes
 	if T < 4 {
 		t.gemvFloat(lo, hi, 0, T)
+		return
+	}
+	if t.xp != nil {
+		t.runPacked(worker, lo, hi)
 		return
 	}
 	tb := tokenBlock(K * 4)
@@ -932,13 +967,14 @@ func growUnpacked(bufs [][]byte, workers, K int) [][]byte {
 }
 
 // growTiles returns per-worker tile buffers, workers of them, each holding at
-// least a panel (floatPanel) of weight rows of K floats, reusing tiles where
+// least a panel (floatPanel) of weight rows of K floats, packed, and the
+// packed GEMM's accumulators (packedAccLen), reusing tiles where
 // it already fits.
 func growTiles(tiles [][]float32, workers, K int) [][]float32 {
 	if len(tiles) != workers {
 		tiles = make([][]float32, workers)
 	}
-	n := floatPanel(K) * K
+	n := floatPanel(K)/4*packedQuadLen(K) + packedAccLen(K)
 	for i := range tiles {
 		if len(tiles[i]) < n {
 			tiles[i] = make([]float32, n)

@@ -95,3 +95,9 @@ func ropeNeox16(head, cos, sin *float32, half, n16 int)
 //
 //go:noescape
 func geluF16V(dst, src *float32, n int, table *float32)
+
+//go:noescape
+func f32Gemm4x4P(w unsafe.Pointer, x unsafe.Pointer, n16 int, quads int, xquad uintptr, acc unsafe.Pointer, flags int, out unsafe.Pointer, ostride uintptr)
+
+//go:noescape
+func pack4x16(dst *float32, src unsafe.Pointer, stride uintptr, n16 int, kind int)

@@ -270,6 +270,63 @@ bf16d4done:
 	VSHUFF32X4 $0xdd, y, x, Z9; \
 	VADDPS     Z9, Z8, dst
 
+// ZERO16ACCS zeroes the 4x4 kernels' accumulators Z16..Z31.
+#define ZERO16ACCS \
+	VXORPS Z16, Z16, Z16; \
+	VXORPS Z17, Z17, Z17; \
+	VXORPS Z18, Z18, Z18; \
+	VXORPS Z19, Z19, Z19; \
+	VXORPS Z20, Z20, Z20; \
+	VXORPS Z21, Z21, Z21; \
+	VXORPS Z22, Z22, Z22; \
+	VXORPS Z23, Z23, Z23; \
+	VXORPS Z24, Z24, Z24; \
+	VXORPS Z25, Z25, Z25; \
+	VXORPS Z26, Z26, Z26; \
+	VXORPS Z27, Z27, Z27; \
+	VXORPS Z28, Z28, Z28; \
+	VXORPS Z29, Z29, Z29; \
+	VXORPS Z30, Z30, Z30; \
+	VXORPS Z31, Z31, Z31
+
+// REDUCE4X4 reduces the 4x4 kernels' 16 accumulators (Z16 + 4*j + i:
+// row i, token j) together in HSUM16's order, each addition with the same
+// two operands, on all accumulators at once: halves of 8 lanes (Z0..Z7 =
+// rows 0..3, tokens (0, 1) and (2, 3)), quarters of 4 lanes (Z10..Z13 =
+// rows 0..3, token j in 128-bit lane j), then (l0+l2, l1+l3) per row and
+// token and their sum, so that Z0's 128-bit lane j holds token j's
+// outputs of rows 0..3, stored at BX + j*R9. Clobbers Z0..Z15, BX.
+#define REDUCE4X4 \
+	HALVES(Z16, Z20, Z0); \
+	HALVES(Z24, Z28, Z1); \
+	HALVES(Z17, Z21, Z2); \
+	HALVES(Z25, Z29, Z3); \
+	HALVES(Z18, Z22, Z4); \
+	HALVES(Z26, Z30, Z5); \
+	HALVES(Z19, Z23, Z6); \
+	HALVES(Z27, Z31, Z7); \
+	QUARTERS(Z0, Z1, Z10); \
+	QUARTERS(Z2, Z3, Z11); \
+	QUARTERS(Z4, Z5, Z12); \
+	QUARTERS(Z6, Z7, Z13); \
+	VSHUFPS $0x44, Z11, Z10, Z8; \
+	VSHUFPS $0xee, Z11, Z10, Z9; \
+	VADDPS  Z9, Z8, Z14; \
+	VSHUFPS $0x44, Z13, Z12, Z8; \
+	VSHUFPS $0xee, Z13, Z12, Z9; \
+	VADDPS  Z9, Z8, Z15; \
+	VSHUFPS $0x88, Z15, Z14, Z8; \
+	VSHUFPS $0xdd, Z15, Z14, Z9; \
+	VADDPS  Z9, Z8, Z0; \
+	VMOVUPS       X0, (BX); \
+	VEXTRACTF32X4 $1, Z0, X1; \
+	VMOVUPS       X1, (BX)(R9*1); \
+	VEXTRACTF32X4 $2, Z0, X2; \
+	VMOVUPS       X2, (BX)(R9*2); \
+	LEAQ          (BX)(R9*2), BX; \
+	VEXTRACTF32X4 $3, Z0, X3; \
+	VMOVUPS       X3, (BX)(R9*1)
+
 // func f32Dot4x4(w unsafe.Pointer, wstride uintptr, x unsafe.Pointer, xstride uintptr, k int, out unsafe.Pointer, ostride uintptr)
 // For the 4 float32 rows w + i*wstride and the 4 float32 tokens x + j*xstride
 // (strides in bytes): out + j*ostride + 4*i = dot(row i, token j).
@@ -285,22 +342,7 @@ TEXT ·f32Dot4x4(SB), NOSPLIT, $0-56
 	LEAQ (DI)(R9*1), R13
 	LEAQ (DI)(R9*2), BX
 	LEAQ (BX)(R9*1), DX
-	VXORPS Z16, Z16, Z16
-	VXORPS Z17, Z17, Z17
-	VXORPS Z18, Z18, Z18
-	VXORPS Z19, Z19, Z19
-	VXORPS Z20, Z20, Z20
-	VXORPS Z21, Z21, Z21
-	VXORPS Z22, Z22, Z22
-	VXORPS Z23, Z23, Z23
-	VXORPS Z24, Z24, Z24
-	VXORPS Z25, Z25, Z25
-	VXORPS Z26, Z26, Z26
-	VXORPS Z27, Z27, Z27
-	VXORPS Z28, Z28, Z28
-	VXORPS Z29, Z29, Z29
-	VXORPS Z30, Z30, Z30
-	VXORPS Z31, Z31, Z31
+	ZERO16ACCS
 	XORQ AX, AX
 	MOVQ CX, R9
 	ANDQ $-16, R9
@@ -338,41 +380,7 @@ f32g4tail:
 f32g4done:
 	MOVQ out+40(FP), BX
 	MOVQ ostride+48(FP), R9
-	// The 16 outputs reduced together: the HSUM16 order, each addition
-	// with the same two operands, on all accumulators at once. Halves of
-	// 8 lanes: Z0..Z7 = rows 0..3, tokens (0, 1) and (2, 3).
-	HALVES(Z16, Z20, Z0)
-	HALVES(Z24, Z28, Z1)
-	HALVES(Z17, Z21, Z2)
-	HALVES(Z25, Z29, Z3)
-	HALVES(Z18, Z22, Z4)
-	HALVES(Z26, Z30, Z5)
-	HALVES(Z19, Z23, Z6)
-	HALVES(Z27, Z31, Z7)
-	// Quarters of 4 lanes: Z10..Z13 = rows 0..3, token j in 128-bit lane j.
-	QUARTERS(Z0, Z1, Z10)
-	QUARTERS(Z2, Z3, Z11)
-	QUARTERS(Z4, Z5, Z12)
-	QUARTERS(Z6, Z7, Z13)
-	// (l0+l2, l1+l3) per row and token, then their sum: Z0's 128-bit lane
-	// j holds token j's outputs of rows 0..3.
-	VSHUFPS $0x44, Z11, Z10, Z8
-	VSHUFPS $0xee, Z11, Z10, Z9
-	VADDPS  Z9, Z8, Z14
-	VSHUFPS $0x44, Z13, Z12, Z8
-	VSHUFPS $0xee, Z13, Z12, Z9
-	VADDPS  Z9, Z8, Z15
-	VSHUFPS $0x88, Z15, Z14, Z8
-	VSHUFPS $0xdd, Z15, Z14, Z9
-	VADDPS  Z9, Z8, Z0
-	VMOVUPS       X0, (BX)
-	VEXTRACTF32X4 $1, Z0, X1
-	VMOVUPS       X1, (BX)(R9*1)
-	VEXTRACTF32X4 $2, Z0, X2
-	VMOVUPS       X2, (BX)(R9*2)
-	LEAQ          (BX)(R9*2), BX
-	VEXTRACTF32X4 $3, Z0, X3
-	VMOVUPS       X3, (BX)(R9*1)
+	REDUCE4X4
 	VZEROUPPER
 	RET
 
@@ -950,5 +958,173 @@ gelu5loop:
 	DECQ       CX
 	JNZ        gelu5loop
 gelu5done:
+	VZEROUPPER
+	RET
+
+// FMA4P accumulates one 16-lane chunk of 4 rows (Z0..Z3) against the
+// token chunk at off(R14) into accumulators a0..a3 (Z4 is clobbered).
+#define FMA4P(off, a0, a1, a2, a3) \
+	VMOVUPS     off(R14), Z4; \
+	VFMADD231PS Z0, Z4, a0; \
+	VFMADD231PS Z1, Z4, a1; \
+	VFMADD231PS Z2, Z4, a2; \
+	VFMADD231PS Z3, Z4, a3
+
+// LOADACCS16 loads the 16 accumulators Z16..Z31 from 16 consecutive zmm
+// slots at base; STOREACCS16 stores them there.
+#define LOADACCS16(base) \
+	VMOVUPS 0(base), Z16; \
+	VMOVUPS 64(base), Z17; \
+	VMOVUPS 128(base), Z18; \
+	VMOVUPS 192(base), Z19; \
+	VMOVUPS 256(base), Z20; \
+	VMOVUPS 320(base), Z21; \
+	VMOVUPS 384(base), Z22; \
+	VMOVUPS 448(base), Z23; \
+	VMOVUPS 512(base), Z24; \
+	VMOVUPS 576(base), Z25; \
+	VMOVUPS 640(base), Z26; \
+	VMOVUPS 704(base), Z27; \
+	VMOVUPS 768(base), Z28; \
+	VMOVUPS 832(base), Z29; \
+	VMOVUPS 896(base), Z30; \
+	VMOVUPS 960(base), Z31
+
+#define STOREACCS16(base) \
+	VMOVUPS Z16, 0(base); \
+	VMOVUPS Z17, 64(base); \
+	VMOVUPS Z18, 128(base); \
+	VMOVUPS Z19, 192(base); \
+	VMOVUPS Z20, 256(base); \
+	VMOVUPS Z21, 320(base); \
+	VMOVUPS Z22, 384(base); \
+	VMOVUPS Z23, 448(base); \
+	VMOVUPS Z24, 512(base); \
+	VMOVUPS Z25, 576(base); \
+	VMOVUPS Z26, 640(base); \
+	VMOVUPS Z27, 704(base); \
+	VMOVUPS Z28, 768(base); \
+	VMOVUPS Z29, 832(base); \
+	VMOVUPS Z30, 896(base); \
+	VMOVUPS Z31, 960(base)
+
+// func f32Gemm4x4P(w unsafe.Pointer, x unsafe.Pointer, n16 int, quads int, xquad uintptr, acc unsafe.Pointer, flags int, out unsafe.Pointer, ostride uintptr)
+// For 4 rows packed at w as [n16][4 rows][16 lanes] float32 and quads
+// token quads packed at x + q*xquad (bytes) as [n16][4 tokens][16 lanes]
+// (the last chunk of a row zero-padded), runs n16 chunks of f32Dot4x4's
+// fused multiply-adds on the 16 accumulators of each token quad q: they
+// start at zero (flags&1) or from acc + q*1024 (bytes, [16 zmm], Z16 +
+// 4*j + i for row i, token j), and end reduced, out + (4*q+j)*ostride +
+// 4*i = dot(row i, token j) (flags&2), or stored back to acc + q*1024. A
+// row split into such calls along k (each continuing the last's
+// accumulators) gives f32Dot4x4's bits.
+TEXT ·f32Gemm4x4P(SB), NOSPLIT, $0-72
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n16+16(FP), CX
+	MOVQ quads+24(FP), DX
+	MOVQ xquad+32(FP), R11
+	MOVQ acc+40(FP), R12
+	MOVQ flags+48(FP), R13
+	MOVQ out+56(FP), R10
+	MOVQ ostride+64(FP), R9
+f32p4quad:
+	TESTQ $1, R13
+	JZ    f32p4load
+	ZERO16ACCS
+	JMP   f32p4start
+f32p4load:
+	LOADACCS16(R12)
+f32p4start:
+	MOVQ SI, R8
+	MOVQ DI, R14
+	MOVQ CX, AX
+f32p4loop:
+	VMOVUPS 0(R8), Z0
+	VMOVUPS 64(R8), Z1
+	VMOVUPS 128(R8), Z2
+	VMOVUPS 192(R8), Z3
+	FMA4P(0, Z16, Z17, Z18, Z19)
+	FMA4P(64, Z20, Z21, Z22, Z23)
+	FMA4P(128, Z24, Z25, Z26, Z27)
+	FMA4P(192, Z28, Z29, Z30, Z31)
+	ADDQ $256, R8
+	ADDQ $256, R14
+	DECQ AX
+	JNZ  f32p4loop
+	TESTQ $2, R13
+	JZ    f32p4keep
+	MOVQ R10, BX
+	REDUCE4X4
+	JMP  f32p4next
+f32p4keep:
+	STOREACCS16(R12)
+f32p4next:
+	LEAQ (R10)(R9*4), R10
+	ADDQ R11, DI
+	ADDQ $1024, R12
+	DECQ DX
+	JNZ  f32p4quad
+	VZEROUPPER
+	RET
+
+// PACKNEXT stores one packed chunk (Z0..Z3: 16 values of rows 0..3) at DI
+// and steps pack4x16 to the next: AX += 16 values, DI += 256 bytes, CX
+// counts down (flags set for the loop's JNZ).
+#define PACKNEXT \
+	VMOVUPS Z0, 0(DI); \
+	VMOVUPS Z1, 64(DI); \
+	VMOVUPS Z2, 128(DI); \
+	VMOVUPS Z3, 192(DI); \
+	ADDQ $16, AX; \
+	ADDQ $256, DI; \
+	DECQ CX
+
+// func pack4x16(dst *float32, src unsafe.Pointer, stride uintptr, n16 int, kind int)
+// Packs the first n16*16 values of the 4 rows src + i*stride (bytes) as
+// [n16][4 rows][16] float32 at dst (f32Gemm4x4P's layout), converting them
+// exactly from kind: 0 float32, 1 f16, 2 bf16.
+TEXT ·pack4x16(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), R8
+	MOVQ n16+24(FP), CX
+	MOVQ kind+32(FP), DX
+	LEAQ (SI)(R8*1), R10
+	LEAQ (SI)(R8*2), R11
+	LEAQ (R11)(R8*1), R12
+	XORQ AX, AX
+	CMPQ DX, $1
+	JEQ  pack4f16
+	JGT  pack4bf16
+pack4f32:
+	VMOVUPS (SI)(AX*4), Z0
+	VMOVUPS (R10)(AX*4), Z1
+	VMOVUPS (R11)(AX*4), Z2
+	VMOVUPS (R12)(AX*4), Z3
+	PACKNEXT
+	JNZ  pack4f32
+	VZEROUPPER
+	RET
+pack4f16:
+	VCVTPH2PS (SI)(AX*2), Z0
+	VCVTPH2PS (R10)(AX*2), Z1
+	VCVTPH2PS (R11)(AX*2), Z2
+	VCVTPH2PS (R12)(AX*2), Z3
+	PACKNEXT
+	JNZ  pack4f16
+	VZEROUPPER
+	RET
+pack4bf16:
+	VPMOVZXWD (SI)(AX*2), Z0
+	VPMOVZXWD (R10)(AX*2), Z1
+	VPMOVZXWD (R11)(AX*2), Z2
+	VPMOVZXWD (R12)(AX*2), Z3
+	VPSLLD    $16, Z0, Z0
+	VPSLLD    $16, Z1, Z1
+	VPSLLD    $16, Z2, Z2
+	VPSLLD    $16, Z3, Z3
+	PACKNEXT
+	JNZ  pack4bf16
 	VZEROUPPER
 	RET

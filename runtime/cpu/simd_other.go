@@ -44,3 +44,9 @@ func q4Gemm4x8(w unsafe.Pointer, wstride uintptr, xp unsafe.Pointer, pstride uin
 	panic("cpu: no simd kernels")
 }
 func geluF16V(dst, src *float32, n int, table *float32) { panic("cpu: no simd kernels") }
+func f32Gemm4x4P(w unsafe.Pointer, x unsafe.Pointer, n16 int, quads int, xquad uintptr, acc unsafe.Pointer, flags int, out unsafe.Pointer, ostride uintptr) {
+	panic("cpu: no simd kernels")
+}
+func pack4x16(dst *float32, src unsafe.Pointer, stride uintptr, n16 int, kind int) {
+	panic("cpu: no simd kernels")
+}

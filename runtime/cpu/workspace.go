@@ -51,6 +51,7 @@ func (p *program) workspace() footprint {
 	addSlice(&f, m.qd)
 	addSlice(&f, m.qz)
 	addSlice(&f, m.rx)
+	addSlice(&f, m.xp)
 	addSlices(&f, m.tiles)
 	addSlices(&f, m.unpacked)
 	addSlices(&f, p.score)
