@@ -142,19 +142,35 @@ func (g *StateGroup) Grow(*Seq, int) {}
 // Target reports whether the state after s's first end tokens is to be
 // checkpointed: end is a block boundary and either the last one of the
 // prompt, the last one at or before one of s's marks (a chat message's
-// end), a multiple of the periodic interval within the prompt, or the
-// last one of s's known tokens past the prompt (a generated block, or one
-// recomputed after preemption).
+// end), a whole number of periodic intervals past the last such mark
+// boundary before it (or past the prompt's start), or the last one of s's
+// known tokens past the prompt (a generated block, or one recomputed
+// after preemption). So a prompt without marks (a raw completion) is
+// checkpointed every interval, and a chat prompt every interval inside a
+// long message, never in the first interval after a message's end, which
+// holds a checkpoint already: a periodic one there would cut a step short
+// for a prompt that diverges inside that message past it, and no other.
 func (g *StateGroup) Target(s *Seq, end int) bool {
 	if g.kv == nil || end <= 0 || end%g.kv.BlockTokens() != 0 {
 		return false
 	}
 	b := g.kv.BlockTokens()
-	if end <= s.Prompt {
-		return end == s.Prompt/b*b || (g.every > 0 && end%(g.every*b) == 0) ||
-			slices.ContainsFunc(s.Marks, func(m int) bool { return m/b*b == end })
+	if end > s.Prompt {
+		return end == len(s.Tokens)/b*b
 	}
-	return end == len(s.Tokens)/b*b
+	if end == s.Prompt/b*b {
+		return true
+	}
+	from := 0 // the last mark's block boundary before end
+	for _, m := range s.Marks {
+		switch mb := m / b * b; {
+		case mb == end:
+			return true
+		case mb < end:
+			from = max(from, mb)
+		}
+	}
+	return g.every > 0 && (end-from)%(g.every*b) == 0
 }
 
 // Split cuts a step of n tokens of s from start to end at the first
