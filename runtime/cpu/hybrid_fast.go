@@ -131,15 +131,7 @@ func (t *deltaTask) run(worker, lo, hi int) {
 			run := rows[:n]
 			rows = rows[n:]
 			if n >= deltaChunkMin {
-				r0 := run[0]
-				src, dst := int(t.p.stateRead[r0]), int(t.p.stateWrite[r0])
-				st := t.mem[dst*per+vh*hd:][:hd]
-				switch {
-				case t.pos[r0] == 0:
-					clear(st)
-				case src != dst:
-					copy(st, t.mem[src*per+vh*hd:][:hd])
-				}
+				st := t.headState(run[0], vh, per, hd)
 				scr := h.scratch(t.p.b.pool.n, worker, deltaChunkScratch(dk, dv))
 				for c := 0; c < n; c += deltaChunkLen {
 					t.headChunk(st, vh, run[c:min(c+deltaChunkLen, n)], scr)
@@ -148,18 +140,25 @@ func (t *deltaTask) run(worker, lo, hi int) {
 			}
 			pred := h.scratch(t.p.b.pool.n, worker, dv)
 			for _, r := range run {
-				src, dst := int(t.p.stateRead[r]), int(t.p.stateWrite[r])
-				st := t.mem[dst*per+vh*hd:][:hd]
-				switch {
-				case t.pos[r] == 0:
-					clear(st)
-				case src != dst:
-					copy(st, t.mem[src*per+vh*hd:][:hd])
-				}
-				t.headStep(st, r, vh, pred)
+				t.headStep(t.headState(r, vh, per, hd), r, vh, pred)
 			}
 		}
 	}
+}
+
+// headState returns value head vh's state (hd floats of a slot of per) in
+// the slot row r writes: zero at position 0, else a copy of the one the
+// row reads.
+func (t *deltaTask) headState(r, vh, per, hd int) []float32 {
+	src, dst := int(t.p.stateRead[r]), int(t.p.stateWrite[r])
+	st := t.mem[dst*per+vh*hd:][:hd]
+	switch {
+	case t.pos[r] == 0:
+		clear(st)
+	case src != dst:
+		copy(st, t.mem[src*per+vh*hd:][:hd])
+	}
+	return st
 }
 
 // slotRun is how many leading rows of rows (one sequence's, in order) keep
