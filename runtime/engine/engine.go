@@ -80,7 +80,8 @@ type Config struct {
 	// sequence.
 	CheckpointMemory int64
 	// CheckpointEvery is the interval, in KV blocks, of a long prompt's
-	// periodic checkpoints: 0 means DefaultCheckpointEvery, negative none
+	// periodic checkpoints, counted from the last message end before them
+	// (Request.MessageEnds; sched.StateGroup.Target): 0 means DefaultCheckpointEvery, negative none
 	// (checkpoints are then taken at the prompt's last block boundary and
 	// at the last block a sequence generates only).
 	CheckpointEvery int
