@@ -166,7 +166,7 @@ func checkpointPolicy(state exec.StateLayout, block int) string {
 	}
 	fmt.Fprintf(&b, "  checkpoints (the prefix cache: %s, %d bytes each, keyed by the hash of the KV block it ends): pool of --checkpoint-memory (default %s: %d, at most %d per running sequence)\n",
 		copyOf, one, bytesText(engine.DefaultCheckpointMemory), engine.DefaultCheckpointMemory/one, engine.DefaultCheckpointsPerSeq)
-	fmt.Fprintf(&b, "    taken at the block boundary at or before each chat message's end, the prompt's last block boundary, every --checkpoint-every blocks of a prompt (default %d: %d tokens) and a sequence's last generated block boundary\n",
+	fmt.Fprintf(&b, "    taken at the block boundary at or before each chat message's end, the prompt's last block boundary, every --checkpoint-every blocks of a prompt (default %d: %d tokens) counted from the last message end before them, and a sequence's last generated block boundary\n",
 		engine.DefaultCheckpointEvery, engine.DefaultCheckpointEvery*block)
 	b.WriteString("    a prompt resumes at its longest prefix of cached KV blocks that ends at a checkpoint; full pool: a checkpoint whose KV blocks are gone goes first, else the least recently used; KV blocks past a finished sequence's last checkpoint are evicted before other cached blocks\n")
 	return b.String()

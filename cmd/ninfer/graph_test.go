@@ -357,7 +357,7 @@ func TestGraphPlanCacheGroups(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "kv (paged, step fwd): layers [3 7], kv dim 64, f32, 16 tokens per block, 1024 bytes per token") ||
 		!strings.Contains(stdout, "layers [0 1 2 4 5 6], f32, 33792 bytes per slot") ||
 		!strings.Contains(stdout, "checkpoints (the prefix cache: a state slot's copy, 33792 bytes each") ||
-		!strings.Contains(stdout, "every --checkpoint-every blocks of a prompt (default 32: 512 tokens)") {
+		!strings.Contains(stdout, "every --checkpoint-every blocks of a prompt (default 32: 512 tokens) counted from the last message end") {
 		t.Errorf("exit %d, stdout:\n%s\nstderr %q", code, stdout, stderr)
 	}
 	code, stdout, _ = runCLI("graph", "plan", "--model", sharedPath(t, "models", "tiny-qwen35-f32.gguf"), "state-bf16")

@@ -39,6 +39,11 @@ func New(o exec.Options) *Backend {
 // Name implements exec.Backend.
 func (b *Backend) Name() string { return "cpu" }
 
+// TakesStateInside implements exec.InnerStateTaker: the delta rule runs a
+// sequence's rows in runs of one slot (deltaTask.run), short_conv row by
+// row.
+func (b *Backend) TakesStateInside() bool { return true }
+
 // Threads is the number of worker threads.
 func (b *Backend) Threads() int { return b.pool.n }
 

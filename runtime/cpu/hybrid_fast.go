@@ -109,6 +109,13 @@ type deltaTask struct {
 	chunk        bool // use the chunked form where it applies
 }
 
+// A sequence's rows are taken in runs that keep the state in one slot
+// (slotRun), each as a step of its own would be: a run of deltaChunkMin
+// rows or more in the chunked form, chunks counted from its first row,
+// shorter ones row by row. So a step whose rows write a checkpoint's pool
+// slot up to some row and the sequence's slot after it (a checkpoint taken
+// inside the step, exec.InnerStateTaker) gives what the step cut there
+// gives; a verify step's rows, each writing a snapshot, are runs of one.
 func (t *deltaTask) run(worker, lo, hi int) {
 	h, a := &t.p.hy, t.a
 	dk, dv := a.KeyDim, a.ValueDim
@@ -116,48 +123,56 @@ func (t *deltaTask) run(worker, lo, hi int) {
 	for it := lo; it < hi; it++ {
 		s, vh := it/a.ValueHeads, it%a.ValueHeads
 		rows := h.seqRows[h.seqStart[s]:h.seqStart[s+1]]
-		if t.chunk && len(rows) >= deltaChunkMin && t.chunkable(rows) {
-			r0 := rows[0]
-			src, dst := int(t.p.stateRead[r0]), int(t.p.stateWrite[r0])
-			st := t.mem[dst*per+vh*hd:][:hd]
-			switch {
-			case t.pos[r0] == 0:
-				clear(st)
-			case src != dst:
-				copy(st, t.mem[src*per+vh*hd:][:hd])
+		for len(rows) > 0 {
+			n := 1
+			if t.chunk {
+				n = t.slotRun(rows)
 			}
-			scr := h.scratch(t.p.b.pool.n, worker, deltaChunkScratch(dk, dv))
-			for c := 0; c < len(rows); c += deltaChunkLen {
-				t.headChunk(st, vh, rows[c:min(c+deltaChunkLen, len(rows))], scr)
+			run := rows[:n]
+			rows = rows[n:]
+			if n >= deltaChunkMin {
+				st := t.headState(run[0], vh, per, hd)
+				scr := h.scratch(t.p.b.pool.n, worker, deltaChunkScratch(dk, dv))
+				for c := 0; c < n; c += deltaChunkLen {
+					t.headChunk(st, vh, run[c:min(c+deltaChunkLen, n)], scr)
+				}
+				continue
 			}
-			continue
-		}
-		pred := h.scratch(t.p.b.pool.n, worker, dv)
-		for _, r := range rows {
-			src, dst := int(t.p.stateRead[r]), int(t.p.stateWrite[r])
-			st := t.mem[dst*per+vh*hd:][:hd]
-			switch {
-			case t.pos[r] == 0:
-				clear(st)
-			case src != dst:
-				copy(st, t.mem[src*per+vh*hd:][:hd])
+			pred := h.scratch(t.p.b.pool.n, worker, dv)
+			for _, r := range run {
+				t.headStep(t.headState(r, vh, per, hd), r, vh, pred)
 			}
-			t.headStep(st, r, vh, pred)
 		}
 	}
 }
 
-// chunkable reports whether rows (one sequence's, in order) keep their
-// state in one slot, reset or copied in (a checkpoint, exec.Batch.StateFrom)
-// only before the first: no snapshots.
-func (t *deltaTask) chunkable(rows []int) bool {
+// headState returns value head vh's state (hd floats of a slot of per) in
+// the slot row r writes: zero at position 0, else a copy of the one the
+// row reads.
+func (t *deltaTask) headState(r, vh, per, hd int) []float32 {
+	src, dst := int(t.p.stateRead[r]), int(t.p.stateWrite[r])
+	st := t.mem[dst*per+vh*hd:][:hd]
+	switch {
+	case t.pos[r] == 0:
+		clear(st)
+	case src != dst:
+		copy(st, t.mem[src*per+vh*hd:][:hd])
+	}
+	return st
+}
+
+// slotRun is how many leading rows of rows (one sequence's, in order) keep
+// their state in the first one's slot: the first reads any slot (a
+// checkpoint, exec.Batch.StateFrom, or the slot the previous run wrote)
+// or starts at position 0, the others read and write that slot.
+func (t *deltaTask) slotRun(rows []int) int {
 	slot := t.p.stateWrite[rows[0]]
-	for i, r := range rows {
-		if (i > 0 && t.p.stateRead[r] != slot) || t.p.stateWrite[r] != slot || (i > 0 && t.pos[r] == 0) {
-			return false
+	for i, r := range rows[1:] {
+		if t.p.stateRead[r] != slot || t.p.stateWrite[r] != slot || t.pos[r] == 0 {
+			return i + 1
 		}
 	}
-	return true
+	return len(rows)
 }
 
 // headStep advances value head vh's state st [dk, dv] by row r and writes

@@ -296,6 +296,67 @@ func TestDeltaRuleChunkedAgreesWithTheRecurrentForm(t *testing.T) {
 	}
 }
 
+// A step that takes checkpoints inside it (exec.InnerStateTaker: its rows
+// write a pool slot up to each take, StateSnapshots repeating the slot)
+// gives, bit for bit, the outputs and states of the steps cut at the
+// takes: each run of one slot is chunked from its own first row, and a run
+// shorter than deltaChunkMin goes row by row, as such a step would.
+func TestDeltaRuleInnerTakesEqualCutSteps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const rows, start = 150, 30
+	for _, a := range deltaShapes {
+		for _, takes := range [][]int{{70}, {10, 70}, {64, 128, 144}} {
+			// One step: slot 1 is the sequence's, slots 2.. the takes'.
+			one := &exec.Batch{StateSlots: []int32{1}, StateSnapshots: [][]int32{make([]int32, rows)}}
+			for j := range rows {
+				one.RowSeq = append(one.RowSeq, 0)
+				one.Positions = append(one.Positions, int32(start+j))
+				one.StateSnapshots[0][j] = 1
+				for k := len(takes) - 1; k >= 0; k-- {
+					if j < takes[k] {
+						one.StateSnapshots[0][j] = int32(2 + k)
+					}
+				}
+			}
+			slots := 2 + len(takes)
+			c := newDeltaCase(rng, a, one, slots)
+			init := randVec(rng, slots*a.DeltaStateFloats())
+			for i := range init {
+				init[i] *= 0.1
+			}
+			bOne, bCut := deltaBackend(t, a, slots, init), deltaBackend(t, a, slots, init)
+			want := c.run(bOne, "chunked")
+			// The steps cut at the takes: step k writes slot 2+k (the last
+			// slot 1), reading what the previous one wrote.
+			kd, vd := a.KeyHeads*a.KeyDim, a.ValueHeads*a.ValueDim
+			var got []float32
+			bounds := append(append([]int{0}, takes...), rows)
+			for k := range len(bounds) - 1 {
+				r0, r1 := bounds[k], bounds[k+1]
+				write, read := int32(2+k), int32(1)
+				if k == len(takes) {
+					write = 1
+				}
+				if k > 0 {
+					read = int32(1 + k)
+				}
+				step := &exec.Batch{StateSlots: []int32{write}, StateFrom: []int32{read}}
+				for j := r0; j < r1; j++ {
+					step.RowSeq = append(step.RowSeq, 0)
+					step.Positions = append(step.Positions, int32(start+j))
+				}
+				sc := deltaCase{a: a, batch: step, slots: slots,
+					q: c.q[r0*kd : r1*kd], k: c.k[r0*kd : r1*kd], v: c.v[r0*vd : r1*vd],
+					g: c.g[r0*a.ValueHeads : r1*a.ValueHeads], beta: c.beta[r0*a.ValueHeads : r1*a.ValueHeads]}
+				got = append(got, sc.run(bCut, "chunked")...)
+			}
+			what := fmt.Sprintf("%+v takes %v", a, takes)
+			bitsEqual(t, what+" outputs", want, got)
+			bitsEqual(t, what+" states", bCut.state.delta[1], bOne.state.delta[1])
+		}
+	}
+}
+
 // The fast short_conv (split by channel) gives the reference's outputs and
 // windows bit for bit, snapshots included.
 func TestShortConvFastEqualsTheReference(t *testing.T) {

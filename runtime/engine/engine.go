@@ -80,7 +80,8 @@ type Config struct {
 	// sequence.
 	CheckpointMemory int64
 	// CheckpointEvery is the interval, in KV blocks, of a long prompt's
-	// periodic checkpoints: 0 means DefaultCheckpointEvery, negative none
+	// periodic checkpoints, counted from the last message end before them
+	// (Request.MessageEnds; sched.StateGroup.Target): 0 means DefaultCheckpointEvery, negative none
 	// (checkpoints are then taken at the prompt's last block boundary and
 	// at the last block a sequence generates only).
 	CheckpointEvery int
@@ -518,11 +519,24 @@ func (e *Engine) newScheduler(maxBatch, snapshots int) error {
 	var err error
 	e.sched, err = sched.New(sched.Config{Chunk: pol.PrefillChunk, StepTokens: stepTokens,
 		MaxRunning: maxRunning, Draft: e.draftK, DraftMaxBatch: maxBatch, StateSlots: e.state.Slots - e.checkpoints, Snapshots: snapshots,
-		Checkpoints: e.checkpoints, CheckpointEvery: every, DrafterEntries: e.x.EntersTargetHidden()}, e.kv, drafts...)
+		Checkpoints: e.checkpoints, CheckpointEvery: every, DrafterEntries: e.x.EntersTargetHidden(),
+		InnerCheckpoints: e.innerCheckpoints()}, e.kv, drafts...)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
 	return nil
+}
+
+// innerCheckpoints reports whether a prefill step takes its prompt's
+// checkpoints in passing rather than being cut at them: the backend takes
+// them inside a step (exec.InnerStateTaker), the plan does not speculate
+// (its verify steps own the snapshot slots) and state and checkpoints are
+// f32 (a bf16 one rounds the state where it is taken, which only a step's
+// end does).
+func (e *Engine) innerCheckpoints() bool {
+	t, ok := e.cfg.Backend.(exec.InnerStateTaker)
+	return ok && t.TakesStateInside() && e.draftK == 0 && !e.x.EntersTargetHidden() &&
+		e.state.DType != "bf16" && e.state.PoolDType() != "bf16"
 }
 
 // ErrNoModel is wrapped by New's error when a node runs a model alias that

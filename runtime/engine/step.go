@@ -127,6 +127,8 @@ func (e *Engine) buildStep(ctx context.Context, work []sched.Work) *step {
 			var snaps []int32
 			if w.Draft > 0 {
 				snaps = w.Seq.Snapshots
+			} else if takes := w.InnerTakes(); len(takes) > 0 {
+				snaps = innerSnapshots(takes, w.N, write)
 			}
 			b.StateSnapshots = append(b.StateSnapshots, snaps)
 		}
@@ -148,6 +150,26 @@ func (e *Engine) buildStep(ctx context.Context, work []sched.Work) *step {
 		e.bindImages(s, s.batch, &e.feedImages)
 	}
 	return s
+}
+
+// innerSnapshots are the slots the n rows of a step that takes checkpoints
+// inside it write (exec.Batch.StateSnapshots): the rows before each take's
+// position its pool slot, so the row there reads it back, and the rows
+// after the last one last (the sequence's slot, or the pool slot of a
+// checkpoint at the step's end).
+func innerSnapshots(takes []sched.InnerTake, n int, last int32) []int32 {
+	snaps := make([]int32, n)
+	k := 0
+	for i := range snaps {
+		for k < len(takes) && i >= takes[k].Rows {
+			k++
+		}
+		snaps[i] = last
+		if k < len(takes) {
+			snaps[i] = takes[k].Slot
+		}
+	}
+	return snaps
 }
 
 // runningInfo starts a step's StepInfo: the load when it was scheduled.

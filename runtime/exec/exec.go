@@ -198,6 +198,17 @@ type Backend interface {
 	Close() error
 }
 
+// InnerStateTaker is implemented by a backend whose stateful ops run a
+// sequence's rows in runs that keep the state in one slot (its rows'
+// exec.Batch.StateSnapshots repeat a slot) as they would run each run as
+// a step of its own: a checkpoint taken inside a step (the rows up to it
+// write a pool slot, the next one reads it back) then gives the state and
+// outputs of a step cut there, at no step's fixed cost
+// (sched.Config.InnerCheckpoints).
+type InnerStateTaker interface {
+	TakesStateInside() bool
+}
+
 // Executable is a prepared graph.
 type Executable interface {
 	// Run executes the graph with the step's bindings. Row counts must equal

@@ -40,6 +40,9 @@ type Seq struct {
 	// step writes; rolling its latest generated block's, published when it
 	// stops running (StateGroup).
 	from, take, rolling *checkpoint
+	// inner are the checkpoints its scheduled step takes at prompt
+	// positions inside the step (Config.InnerCheckpoints), in order.
+	inner []*checkpoint
 	// entered is how many leading tokens the drafter's own K/V entries
 	// cover (Config.DrafterEntries; Scheduler.KeepHidden).
 	entered int
@@ -128,6 +131,25 @@ func (w Work) StateTo() int32 {
 	return w.Seq.take.Slot
 }
 
+// InnerTake is a checkpoint a step takes inside itself: the state after
+// its first Rows rows goes to pool slot Slot (exec.Batch.StateSnapshots:
+// those rows write Slot, the next one reads it back).
+type InnerTake struct {
+	Rows int
+	Slot int32
+}
+
+// InnerTakes are the checkpoints w's step takes at positions inside it
+// (Config.InnerCheckpoints), in row order; the one at its end, if any, is
+// StateTo.
+func (w Work) InnerTakes() []InnerTake {
+	var out []InnerTake
+	for _, c := range w.Seq.inner {
+		out = append(out, InnerTake{Rows: c.end - w.Start, Slot: c.Slot})
+	}
+	return out
+}
+
 // Config bounds a step.
 type Config struct {
 	Chunk int // most prompt tokens of one sequence per step
@@ -162,6 +184,11 @@ type Config struct {
 	// written, and a checkpoint adopted only once it holds the hidden
 	// state before its end (Scheduler.KeepHidden).
 	DrafterEntries bool
+	// InnerCheckpoints says that the backend takes a checkpoint inside a
+	// step as cheaply as at its end (InnerTake): a prefill step is not cut
+	// at the prompt's checkpoint positions but takes them in passing. Not
+	// with speculation.
+	InnerCheckpoints bool
 }
 
 // Scheduler holds waiting and running sequences. Not safe for concurrent use.
@@ -200,6 +227,7 @@ func New(cfg Config, m *kv.Manager, drafts ...*DraftKVGroup) (*Scheduler, error)
 		if cfg.Checkpoints > 0 && m.PrefixCaching() {
 			sc.state.EnableCheckpoints(m, cfg.Checkpoints, cfg.CheckpointEvery)
 			sc.state.hidden = cfg.DrafterEntries
+			sc.state.inner = cfg.InnerCheckpoints && cfg.Draft == 0
 		}
 		sc.groups = append(sc.groups, sc.state)
 	}

@@ -27,7 +27,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	                     each running sequence holds 1 + snapshots)
 //	                    [checkpoints=N] [every=N] (a pool of N recurrent
 //	                     state checkpoints, taken every N blocks of a prompt
-//	                     too)
+//	                     too) [inner=1] (Config.InnerCheckpoints)
 //	add ID PROMPT_TOKENS [limit=N] [stop=TOK] [text=B] [diverge=K] [mark=M]
 //	                    (stop: Seq.Stop matches token TOK; prompt token i is
 //	                     B*1000+i, plus 500 from position K on)
@@ -141,7 +141,8 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 		}
 		if *sc, err = New(Config{Chunk: args["chunk"], StepTokens: args["step"], MaxRunning: args["running"],
 			Draft: args["draft"], DraftMaxBatch: args["maxbatch"], StateSlots: args["slots"], Snapshots: args["snapshots"],
-			Checkpoints: args["checkpoints"], CheckpointEvery: args["every"], DrafterEntries: args["entries"] > 0}, *m); err != nil {
+			Checkpoints: args["checkpoints"], CheckpointEvery: args["every"], DrafterEntries: args["entries"] > 0,
+			InnerCheckpoints: args["inner"] > 0}, *m); err != nil {
 			return err.Error() + "\n"
 		}
 	case "add":
@@ -186,6 +187,9 @@ func exec(t *testing.T, line string, sc **Scheduler, m **kv.Manager, seqs map[ui
 			}
 			if from := w.Seq.StateFrom(); from >= 0 {
 				l += fmt.Sprintf(" from=%d", from)
+			}
+			for _, in := range w.InnerTakes() {
+				l += fmt.Sprintf(" take=%d@%d", in.Slot, w.Start+in.Rows)
 			}
 			if to := w.StateTo(); to >= 0 {
 				l += fmt.Sprintf(" take=%d", to)

@@ -41,6 +41,9 @@ type StateGroup struct {
 	// target's hidden state before its end (KeepHidden): the plan drafts
 	// from it (the mtp graph).
 	hidden bool
+	// inner says that a step takes the prompt's checkpoints inside it
+	// (Config.InnerCheckpoints) instead of being cut at them.
+	inner bool
 }
 
 // checkpoint is one pool slot holding the state after Blocks whole KV
@@ -49,6 +52,7 @@ type StateGroup struct {
 type checkpoint struct {
 	Slot   int32
 	Blocks int
+	end    int // Blocks whole blocks' tokens
 	Key    kv.BlockHash
 	Chain  []kv.BlockHash
 	// used orders the indexed checkpoints for eviction (least recently
@@ -142,30 +146,47 @@ func (g *StateGroup) Grow(*Seq, int) {}
 // Target reports whether the state after s's first end tokens is to be
 // checkpointed: end is a block boundary and either the last one of the
 // prompt, the last one at or before one of s's marks (a chat message's
-// end), a multiple of the periodic interval within the prompt, or the
-// last one of s's known tokens past the prompt (a generated block, or one
-// recomputed after preemption).
+// end), a whole number of periodic intervals past the last such mark
+// boundary before it (or past the prompt's start), or the last one of s's
+// known tokens past the prompt (a generated block, or one recomputed
+// after preemption). So a prompt without marks (a raw completion) is
+// checkpointed every interval, and a chat prompt every interval inside a
+// long message, never in the first interval after a message's end, which
+// holds a checkpoint already: a periodic one there would cut a step short
+// for a prompt that diverges inside that message past it, and no other.
 func (g *StateGroup) Target(s *Seq, end int) bool {
 	if g.kv == nil || end <= 0 || end%g.kv.BlockTokens() != 0 {
 		return false
 	}
 	b := g.kv.BlockTokens()
-	if end <= s.Prompt {
-		return end == s.Prompt/b*b || (g.every > 0 && end%(g.every*b) == 0) ||
-			slices.ContainsFunc(s.Marks, func(m int) bool { return m/b*b == end })
+	if end > s.Prompt {
+		return end == len(s.Tokens)/b*b
 	}
-	return end == len(s.Tokens)/b*b
+	if end == s.Prompt/b*b {
+		return true
+	}
+	from := 0 // the last mark's block boundary before end
+	for _, m := range s.Marks {
+		switch mb := m / b * b; {
+		case mb == end:
+			return true
+		case mb < end:
+			from = max(from, mb)
+		}
+	}
+	return g.every > 0 && (end-from)%(g.every*b) == 0
 }
 
 // Split cuts a step of n tokens of s from start to end at the first
-// checkpoint target inside it, so that the step lands there.
+// checkpoint target inside it, so that the step lands there; with inner
+// takes only at one past the prompt (Plan takes the prompt's in passing).
 func (g *StateGroup) Split(s *Seq, start, n int) int {
 	if g.kv == nil {
 		return n
 	}
 	b := g.kv.BlockTokens()
 	for end := (start/b + 1) * b; end < start+n; end += b {
-		if g.Target(s, end) {
+		if g.Target(s, end) && (!g.inner || end > s.Prompt) {
 			return end - start
 		}
 	}
@@ -176,18 +197,41 @@ func (g *StateGroup) Split(s *Seq, start, n int) int {
 // target (a step without drafts), the prefix is not checkpointed yet and
 // the pool has or can free a slot: the step then writes the state into
 // the pool slot (Work.StateTo) and s's next row reads it back.
+//
+// With inner takes, the step takes the prompt's targets inside it too
+// (Work.InnerTakes), each under the same conditions.
 func (g *StateGroup) Plan(w *Work) {
 	s, end := w.Seq, w.Start+w.N
-	if w.Draft > 0 || !g.Target(s, end) {
+	if w.Draft > 0 {
+		return
+	}
+	if g.inner {
+		b := g.kv.BlockTokens()
+		for at := (w.Start/b + 1) * b; at < end && at <= s.Prompt; at += b {
+			if g.Target(s, at) {
+				if c := g.take(s, at); c != nil {
+					s.inner = append(s.inner, c)
+				}
+			}
+		}
+	}
+	if !g.Target(s, end) {
 		return
 	}
 	w.atCheckpoint = true
+	s.take = g.take(s, end)
+}
+
+// take returns a fresh checkpoint of s's state after its first end
+// tokens, holding a pool slot, or nil when that prefix is checkpointed
+// already (then marked used) or the pool has no slot it can free.
+func (g *StateGroup) take(s *Seq, end int) *checkpoint {
 	blocks := end / g.kv.BlockTokens()
 	chain := g.kv.Hashes(s.Tokens, blocks)
 	key := chain[blocks-1]
 	if c, ok := g.index[key]; ok {
 		g.touch(c)
-		return
+		return nil
 	}
 	rolling := end > s.Prompt
 	if rolling && s.rolling != nil {
@@ -195,12 +239,12 @@ func (g *StateGroup) Plan(w *Work) {
 		s.rolling = nil
 	}
 	if g.held >= g.capacity && !g.evict() {
-		return
+		return nil
 	}
-	c := &checkpoint{Slot: g.free[len(g.free)-1], Blocks: blocks, Key: key, Chain: chain, rolling: rolling}
+	c := &checkpoint{Slot: g.free[len(g.free)-1], Blocks: blocks, end: end, Key: key, Chain: chain, rolling: rolling}
 	g.free = g.free[:len(g.free)-1]
 	g.held++
-	s.take = c
+	return c
 }
 
 // evict frees the slot of the indexed checkpoint no sequence reads that
@@ -306,6 +350,10 @@ func (g *StateGroup) Commit(s *Seq, w Work, accepted int) {
 		g.unpin(s.from)
 		s.from = nil
 	}
+	for _, c := range s.inner {
+		g.publish(c)
+	}
+	s.inner = nil
 	if c := s.take; c != nil {
 		s.take = nil
 		c.pins++
@@ -381,6 +429,10 @@ func (g *StateGroup) Release(s *Seq) {
 		s.take = nil
 		g.drop(c)
 	}
+	for _, c := range s.inner {
+		g.drop(c)
+	}
+	s.inner = nil
 	if c := s.from; c != nil {
 		s.from = nil
 		g.unpin(c)
