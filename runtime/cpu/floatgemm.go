@@ -66,13 +66,14 @@ func packQuad(dst []float32, dt tensor.DType, src unsafe.Pointer, stride uintptr
 	}
 	for c := n16; c < chunks16(K); c++ {
 		for i := range 4 {
+			out := dst[(c*4+i)*16 : (c*4+i+1)*16]
+			clear(out)
+			if i >= rows {
+				continue // src + i*stride may lie past src's memory
+			}
 			row := unsafe.Add(src, uintptr(i)*stride)
-			for l := range 16 {
-				v := float32(0)
-				if j := c*16 + l; i < rows && j < K {
-					v = floatAt(dt, row, j)
-				}
-				dst[(c*4+i)*16+l] = v
+			for l := range min(16, K-c*16) {
+				out[l] = floatAt(dt, row, c*16+l)
 			}
 		}
 	}
