@@ -316,7 +316,7 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 		parts = 1
 	}
 	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out, T: T, K: K, N: N, x: x, tiles: m.tiles,
-		groups: w.Layout != weights.LayoutRows}
+		layout: w.Layout}
 	src, cur := op.Args[0].ID, op.Out.ID
 	switch {
 	case w.DType == tensor.F32 || w.DType == tensor.F16 || w.DType == tensor.BF16:
@@ -563,12 +563,12 @@ type matmulTask struct {
 	dt       tensor.DType
 	w        []byte // [N rows of rowBytes]
 	rowBytes int
-	x        []float32 // [T, K] activations (f16/bf16: rounded)
-	qx       []int8    // [T, K] Q8_0 activations plus 128, as unsigned bytes
-	qd       []float32 // [T, K/32] their scales
-	qz       []byte    // qx and qd as q8LayoutFor says: [whole 4x8 tiles of pairs, K/32, q8PairBlock] (q8Pairs), [T, K/32, q8ActBlock] (q8Groups)
-	groups   bool      // w is in 16-row groups: weights.LayoutQ8x16 (runQ8Groups), LayoutQ4x16 (runQ4Groups) or a K-quant group layout (runKGroups)
-	out      []float32 // [T, N]
+	x        []float32      // [T, K] activations (f16/bf16: rounded)
+	qx       []int8         // [T, K] Q8_0 activations plus 128, as unsigned bytes
+	qd       []float32      // [T, K/32] their scales
+	qz       []byte         // qx and qd as q8LayoutFor says: [whole 4x8 tiles of pairs, K/32, q8PairBlock] (q8Pairs), [T, K/32, q8ActBlock] (q8Groups)
+	layout   weights.Layout // w's: LayoutRows, or 16-row groups: LayoutQ8x16 (runQ8Groups), LayoutQ4x16 (runQ4Groups), a K-quant group layout (runKGroups)
+	out      []float32      // [T, N]
 	T, K, N  int
 	tiles    [][]float32 // per worker [floatPanel(K)/4*packedQuadLen(K) + packedAccLen(K)]; set when T >= 4 for f16/bf16, or packed
 	xp       []float32   // packed activations (packedFloat), else nil
@@ -585,33 +585,29 @@ func tokenBlock(rowBytes int) int {
 // grain is the granularity of the output columns workers take: whole
 // groups for weights in 16-row groups, quads otherwise.
 func (t *matmulTask) grain() int {
-	if t.groups {
+	if t.layout != weights.LayoutRows {
 		return q8GroupRows
 	}
 	return 4
 }
 
 func (t *matmulTask) run(worker, lo, hi int) {
+	switch t.layout {
+	case weights.LayoutRows:
+	case weights.LayoutQ8x16:
+		t.runQ8Groups(lo, hi)
+		return
+	case weights.LayoutQ4x16:
+		t.runQ4Groups(worker, lo, hi)
+		return
+	default:
+		t.runKGroups(lo, hi)
+		return
+	}
 	switch kernelOf(t.dt).kind {
 	case kindQ8:
-		if t.groups && t.dt == tensor.Q4_0 {
-			t.runQ4Groups(worker, lo, hi)
-			return
-		}
-		if t.groups { // Q8_0
-			t.runQ8Groups(lo, hi)
-			return
-		}
 		t.runQuant(lo, hi)
 	case kindBlock:
-		if t.groups && t.dt == tensor.IQ4_NL {
-			t.runQ4Groups(worker, lo, hi)
-			return
-		}
-		if t.groups {
-			t.runKGroups(lo, hi)
-			return
-		}
 		t.runBlock(lo, hi)
 	default:
 		t.runFloat(worker, lo, hi)

@@ -117,7 +117,7 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 	}
 	x = x[:T*K]
 	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out[:T*N], T: T, K: K, N: N, x: x, tiles: p.mm.tiles,
-		groups: w.Layout != weights.LayoutRows}
+		layout: w.Layout}
 	switch {
 	case w.DType == tensor.F16 || w.DType == tensor.BF16:
 		m.rx = grow(m.rx, len(x))
