@@ -164,11 +164,10 @@ func repackableK(w *weights.Tensor) bool {
 	return level == levelAVX512 && groupableK(w) && (kGroupOf(w.DType).vocab || !vocabMatrix(w))
 }
 
-// groupableK reports whether w can be laid out in its dtype's groups: in
-// the file's layout with its rows (per expert) in whole groups.
+// groupableK reports whether w can be laid out in its dtype's groups:
+// groupable, in whole super-blocks of 256 columns.
 func groupableK(w *weights.Tensor) bool {
-	return kGroupOf(w.DType) != nil && w.Layout == weights.LayoutRows && len(w.Shape) >= 2 &&
-		w.Shape[0]%256 == 0 && w.Shape[1]%q8GroupRows == 0 && len(w.Data) == w.Rows()*w.RowBytes()
+	return kGroupOf(w.DType) != nil && groupable(w) && w.Shape[0]%256 == 0
 }
 
 // repackK rewrites w (groupableK) in place into its group layout, its
@@ -176,7 +175,7 @@ func groupableK(w *weights.Tensor) bool {
 // at least one group's bytes (16 rows).
 func repackK(pool *pool, w *weights.Tensor, scratch [][]byte) {
 	g := kGroupOf(w.DType)
-	rb, bb := w.RowBytes(), w.DType.BlockBytes()
+	bb := w.DType.BlockBytes()
 	nb, gb := w.RowLen()/256, q8GroupRows*bb
 	var offsets []int // of byte j of row i's block: [16*bb]
 	for i := range q8GroupRows {
@@ -184,23 +183,15 @@ func repackK(pool *pool, w *weights.Tensor, scratch [][]byte) {
 			offsets = append(offsets, g.offset(i, j))
 		}
 	}
-	pool.parallel(w.Rows()/q8GroupRows, 1, func(worker, lo, hi int) {
-		scratch := scratch[worker][:q8GroupRows*rb]
-		for grp := lo; grp < hi; grp++ {
-			data := w.Data[grp*q8GroupRows*rb : (grp+1)*q8GroupRows*rb]
-			copy(scratch, data)
-			for b := range nb {
-				dst := data[b*gb : (b+1)*gb]
-				for i := range q8GroupRows {
-					src, off := scratch[i*rb+bb*b:i*rb+bb*(b+1)], offsets[i*bb:(i+1)*bb]
-					for j, v := range src {
-						dst[off[j]] = v
-					}
-				}
+	regroup(pool, w, scratch, g.layout, func(grp []byte, i int, row []byte) {
+		off := offsets[i*bb : (i+1)*bb]
+		for b := range nb {
+			dst := grp[b*gb : (b+1)*gb]
+			for j, v := range row[bb*b : bb*(b+1)] {
+				dst[off[j]] = v
 			}
 		}
 	})
-	w.Layout = g.layout
 }
 
 // kGroupRow writes row r of data (dt's group layout, nb super-blocks per

@@ -15,15 +15,7 @@ import (
 // repackedK returns a copy of w (a dtype of kGroupOf) in its group layout, as
 // Backend.Load lays it out at the AVX-512 level.
 func repackedK(t testing.TB, w *weights.Tensor) *weights.Tensor {
-	c := &weights.Tensor{Name: w.Name, Shape: slices.Clone(w.Shape), DType: w.DType, Data: slices.Clone(w.Data)}
-	if !groupableK(c) {
-		t.Fatalf("%v %v: not groupable", c.DType, c.Shape)
-	}
-	p := newPool(2)
-	defer p.close()
-	scratch := [][]byte{make([]byte, q8GroupRows*c.RowBytes()), make([]byte, q8GroupRows*c.RowBytes())}
-	repackK(p, c, scratch)
-	return c
+	return repackedBy(t, w, groupableK, repackK)
 }
 
 // kGroupDTypes are the dtypes with a group layout (kGroupOf).

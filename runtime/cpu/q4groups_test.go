@@ -16,15 +16,7 @@ var q4Types = []tensor.DType{tensor.Q4_0, tensor.IQ4_NL}
 
 // repackedQ4 returns a copy of w (Q4_0 or IQ4_NL) repacked into LayoutQ4x16.
 func repackedQ4(t testing.TB, w *weights.Tensor) *weights.Tensor {
-	c := &weights.Tensor{Name: w.Name, Shape: slices.Clone(w.Shape), DType: w.DType, Data: slices.Clone(w.Data)}
-	if !repackableQ4(c) {
-		t.Fatalf("%v %v: not repackable", c.DType, c.Shape)
-	}
-	p := newPool(2)
-	defer p.close()
-	scratch := [][]byte{make([]byte, q8GroupRows*c.RowBytes()), make([]byte, q8GroupRows*c.RowBytes())}
-	repackQ4(p, c, scratch)
-	return c
+	return repackedBy(t, w, repackableQ4, repackQ4)
 }
 
 // TestQ4GroupsRepack checks that repacking keeps every row: q4GroupRow gives

@@ -17,14 +17,20 @@ import (
 
 // repacked returns a copy of w (Q8_0) repacked into LayoutQ8x16.
 func repacked(t testing.TB, w *weights.Tensor) *weights.Tensor {
+	return repackedBy(t, w, repackableQ8, repackQ8)
+}
+
+// repackedBy returns a copy of w rewritten in place by repack, as
+// Backend.Load does; it fails t unless ok accepts w.
+func repackedBy(t testing.TB, w *weights.Tensor, ok func(*weights.Tensor) bool, repack func(*pool, *weights.Tensor, [][]byte)) *weights.Tensor {
 	c := &weights.Tensor{Name: w.Name, Shape: slices.Clone(w.Shape), DType: w.DType, Data: slices.Clone(w.Data)}
-	if !repackableQ8(c) {
+	if !ok(c) {
 		t.Fatalf("%v %v: not repackable", c.DType, c.Shape)
 	}
 	p := newPool(2)
 	defer p.close()
 	scratch := [][]byte{make([]byte, q8GroupRows*c.RowBytes()), make([]byte, q8GroupRows*c.RowBytes())}
-	repackQ8(p, c, scratch)
+	repack(p, c, scratch)
 	return c
 }
 
