@@ -88,14 +88,28 @@ type matmulState struct {
 	xq []q8Blocks
 	xr []float32
 
-	// Both paths, for the kindBlock dtypes: the last activation quantized
-	// to a dot type other than the Q8_0 of the kindQ8 kernels, keyed like q.
+	// Fast path (and the reference path's kindBlock dtypes, which share aq).
+	preparedActs
+	task  matmulTask
+	group matmulGroup
+	tiles [][]float32 // per worker: a panel of weight rows converted to float32 (floatPanel), packed for runPacked
+	// unpacked is per worker one LayoutQ4x16 group unpacked into
+	// LayoutQ8x16 blocks (runQ4Groups).
+	unpacked [][]byte
+}
+
+// preparedActs is one owner's prepared activations, reused across steps:
+// the matmul path's (matmulState) and the MoE experts' (moeState), each in
+// its own so that neither disturbs the other's caches. setupTask fills it.
+type preparedActs struct {
+	// For the kindBlock dtypes: the last activation quantized to a dot
+	// type other than the Q8_0 of the kindQ8 kernels, keyed by a.
 	aq   actQuant
 	a    actKey
 	aPre blockPrepTask
 
-	// Fast path: the last activation quantized to Q8_0 (qx, qd) and the last
-	// rounded to f16/bf16 (rx), keyed by source tensor and the op index that
+	// The last activation quantized to Q8_0 (qx, qd) and the last rounded
+	// to f16/bf16 (rx), keyed by source tensor and the op index that
 	// produced them (see cached).
 	qx []int8    // [T*K]
 	qd []float32 // [T*K/32]
@@ -110,13 +124,17 @@ type matmulState struct {
 	xp    []float32
 	r     actKey
 	rType tensor.DType
-	task  matmulTask
-	group matmulGroup
 	prep  prepTask
-	tiles [][]float32 // per worker: a panel of weight rows converted to float32 (floatPanel), packed for runPacked
-	// unpacked is per worker one LayoutQ4x16 group unpacked into
-	// LayoutQ8x16 blocks (runQ4Groups).
-	unpacked [][]byte
+}
+
+// addTo adds a's buffers to f.
+func (a *preparedActs) addTo(f *footprint) {
+	a.aq.addTo(f)
+	addSlice(f, a.qx)
+	addSlice(f, a.qd)
+	addSlice(f, a.qz)
+	addSlice(f, a.rx)
+	addSlice(f, a.xp)
 }
 
 // actKey identifies a prepared activation: the tensor it was made from and
@@ -126,13 +144,14 @@ type actKey struct {
 	ok      bool
 }
 
-// cached reports whether k holds tensor src for the matmul op at index cur.
-// Ops run in order and each tensor is computed once per run, so a
-// preparation made earlier in this run for src is still valid. One made in
-// an earlier run is never reused: the graph is the same every run, so the
-// op that made it (at <= cur) runs again first and remakes it.
-func (k actKey) cached(src, cur int) bool {
-	return k.ok && k.src == src && k.at < cur
+// cached reports whether k holds what want names: the same tensor for a
+// later matmul op (a want that is not ok is never held). Ops run in order
+// and each tensor is computed once per run, so a preparation made earlier
+// in this run for the tensor is still valid. One made in an earlier run is
+// never reused: the graph is the same every run, so the op that made it
+// (at <= want.at) runs again first and remakes it.
+func (k actKey) cached(want actKey) bool {
+	return k.ok && want.ok && k.src == want.src && k.at < want.at
 }
 
 // matmul computes out [T, N] = x [T, K] * W^T for W [N, K] in its stored dtype.
@@ -308,41 +327,49 @@ func (p *program) matmulFast(out []float32, op tensor.Op) {
 // setupMatmul prepares op's activations (or finds them prepared) and fills
 // t to compute op into out; it returns how many workers the op is worth.
 func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
-	x, w := p.f32[op.Args[0].ID], p.w[op.Args[1].ID]
-	T, K, N := op.Args[0].Rows(), op.Args[0].Cols(), op.Out.Cols()
-	m := &p.mm
+	key := actKey{src: op.Args[0].ID, at: op.Out.ID, ok: true}
+	return p.setupTask(t, &p.mm.preparedActs, key, out, p.f32[op.Args[0].ID], op.Args[0].Rows(), p.w[op.Args[1].ID])
+}
+
+// setupTask prepares x [T, K] for the weight w [N, K] in acts, unless acts
+// holds them prepared already under key (a key that is not ok never is),
+// and fills t to compute x w^T into out [T, N]; it returns how many
+// workers the matmul is worth.
+func (p *program) setupTask(t *matmulTask, acts *preparedActs, key actKey, out, x []float32, T int, w *weights.Tensor) int {
+	K, N := w.RowLen(), w.Rows()
+	x, out = x[:T*K], out[:T*N]
+	m, c := &p.mm, acts
 	parts := p.b.pool.n
 	if T*K*N < parallelMACs {
 		parts = 1
 	}
 	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out, T: T, K: K, N: N, x: x, tiles: m.tiles,
 		layout: w.Layout}
-	src, cur := op.Args[0].ID, op.Out.ID
 	switch {
 	case w.DType == tensor.F32 || w.DType == tensor.F16 || w.DType == tensor.BF16:
 		pack := packedFloat(T)
 		if w.DType == tensor.F32 && !pack {
 			break // the kernels read x as it is
 		}
-		if !m.r.cached(src, cur) || m.rType != w.DType {
-			m.prep = prepTask{dt: w.DType, x: x, K: K, T: T}
+		if !c.r.cached(key) || c.rType != w.DType {
+			c.prep = prepTask{dt: w.DType, x: x, K: K, T: T}
 			if w.DType != tensor.F32 {
-				m.rx = grow(m.rx, len(x))
-				m.prep.rx = m.rx
+				c.rx = grow(c.rx, len(x))
+				c.prep.rx = c.rx
 			}
 			grain := 1
 			if pack {
-				m.xp = grow(m.xp, (T+3)/4*packedQuadLen(K))
-				m.prep.xp, grain = m.xp, 4
+				c.xp = grow(c.xp, (T+3)/4*packedQuadLen(K))
+				c.prep.xp, grain = c.xp, 4
 			}
-			p.b.pool.run(T, grain, min(parts, (T+grain-1)/grain), &m.prep)
-			m.r, m.rType = actKey{src: src, at: cur, ok: true}, w.DType
+			p.b.pool.run(T, grain, min(parts, (T+grain-1)/grain), &c.prep)
+			c.r, c.rType = key, w.DType
 		}
 		if w.DType != tensor.F32 {
-			t.x = m.rx[:len(x)]
+			t.x = c.rx[:len(x)]
 		}
 		if pack {
-			t.xp = m.xp
+			t.xp = c.xp
 		}
 		if pack || w.DType != tensor.F32 && T >= 4 {
 			m.tiles = growTiles(m.tiles, p.b.pool.n, K)
@@ -354,23 +381,23 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			t.unpacked = m.unpacked
 		}
 		lay := q8LayoutFor(w, T)
-		if !m.q.cached(src, cur) || lay != q8Plain && m.qLayout != lay {
-			p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, lay)
-			m.q, m.qLayout = actKey{src: src, at: cur, ok: true}, lay
+		if !c.q.cached(key) || lay != q8Plain && c.qLayout != lay {
+			p.quantizeQ8(&c.prep, &c.qx, &c.qd, &c.qz, x, T, K, parts, lay)
+			c.q, c.qLayout = key, lay
 		}
-		t.qx, t.qd = m.qx, m.qd
+		t.qx, t.qd = c.qx, c.qd
 		if lay != q8Plain {
-			t.qz = m.qz
+			t.qz = c.qz
 		}
 	}
 	if kernelOf(w.DType).kind == kindBlock && !q8GroupLayout(w) {
 		dot := w.DType.DotType()
-		fresh := m.a.cached(src, cur) && m.aq.dt == dot
-		p.prepareBlock(&m.aPre, &m.aq, x, dot, T, K, parts, fresh, blockKernels(w))
+		fresh := c.a.cached(key) && c.aq.dt == dot
+		p.prepareBlock(&c.aPre, &c.aq, x, dot, T, K, parts, fresh, blockKernels(w))
 		if !fresh {
-			m.a = actKey{src: src, at: cur, ok: true}
+			c.a = key
 		}
-		t.aq = &m.aq
+		t.aq = &c.aq
 	}
 	return parts
 }

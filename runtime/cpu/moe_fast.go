@@ -18,15 +18,9 @@ type moeState struct {
 	// expert's rows of the stacked gate, up and down weights: made once,
 	// not every step.
 	experts map[int][]*weights.Tensor
-	// Activation preparation, owned here so that it never disturbs the
-	// matmul path's caches (matmulState).
-	rx     []float32
-	qx     []int8
-	qd     []float32
-	qz     []byte
-	aq     actQuant
-	prep   prepTask
-	aPre   blockPrepTask
+	// acts is the experts' prepared activations, apart from the matmul
+	// path's so that the MoE never disturbs its caches.
+	acts   preparedActs
 	gateUp matmulGroup
 	down   matmulTask
 	swiglu elemTask
@@ -66,7 +60,7 @@ func (p *program) moeFast(out []float32, op tensor.Op) {
 		gw, uw, dw := ex[3*e], ex[3*e+1], ex[3*e+2]
 		grp := &m.gateUp
 		grp.n = 2
-		parts := p.moeSetup(&grp.tasks[0], m.g, m.x, n, gw)
+		parts := p.setupTask(&grp.tasks[0], &m.acts, actKey{}, m.g, m.x, n, gw)
 		p.moeShare(&grp.tasks[1], &grp.tasks[0], m.u, uw)
 		grp.ends[0], grp.ends[1] = F, 2*F
 		p.b.pool.run(2*F, grp.tasks[0].grain(), parts, grp)
@@ -76,7 +70,7 @@ func (p *program) moeFast(out []float32, op tensor.Op) {
 			workers = 1
 		}
 		p.b.pool.run(n*F, 1024, workers, &m.swiglu)
-		parts = p.moeSetup(&m.down, m.y, m.g, n, dw)
+		parts = p.setupTask(&m.down, &m.acts, actKey{}, m.y, m.g, n, dw)
 		p.b.pool.run(E, m.down.grain(), parts, &m.down)
 		for i, s := range m.rows {
 			copy(m.results[s*E:(s+1)*E], m.y[i*E:(i+1)*E])
@@ -103,48 +97,6 @@ func (p *program) expertViews(op tensor.Op) []*weights.Tensor {
 	}
 	m.experts[op.Out.ID] = v
 	return v
-}
-
-// moeSetup prepares x [T, K] for the weight w (as setupMatmul does, in the
-// MoE's own buffers) and fills t to compute x w^T into out; it returns how
-// many workers the matmul is worth.
-func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Tensor) int {
-	m := &p.moeScr
-	K, N := w.RowLen(), w.Rows()
-	parts := p.b.pool.n
-	if T*K*N < parallelMACs {
-		parts = 1
-	}
-	x = x[:T*K]
-	*t = matmulTask{dt: w.DType, w: w.Data, rowBytes: w.RowBytes(), out: out[:T*N], T: T, K: K, N: N, x: x, tiles: p.mm.tiles,
-		layout: w.Layout}
-	switch {
-	case w.DType == tensor.F16 || w.DType == tensor.BF16:
-		m.rx = grow(m.rx, len(x))
-		m.prep = prepTask{dt: w.DType, x: x, K: K, rx: m.rx}
-		p.b.pool.run(T, 1, min(parts, T), &m.prep)
-		t.x = m.rx
-		if T >= 4 {
-			p.mm.tiles = growTiles(p.mm.tiles, p.b.pool.n, K)
-			t.tiles = p.mm.tiles
-		}
-	case q8Activations(w):
-		if w.Layout == weights.LayoutQ4x16 && T >= 4 {
-			p.mm.unpacked = growUnpacked(p.mm.unpacked, p.b.pool.n, K)
-			t.unpacked = p.mm.unpacked
-		}
-		lay := q8LayoutFor(w, T)
-		p.quantizeQ8(&m.prep, &m.qx, &m.qd, &m.qz, x, T, K, parts, lay)
-		t.qx, t.qd = m.qx, m.qd
-		if lay != q8Plain {
-			t.qz = m.qz
-		}
-	}
-	if kernelOf(w.DType).kind == kindBlock && !q8GroupLayout(w) {
-		p.prepareBlock(&m.aPre, &m.aq, x, w.DType.DotType(), T, K, parts, false, blockKernels(w))
-		t.aq = &m.aq
-	}
-	return parts
 }
 
 // moeShare fills t to multiply the activations prepared for from by w (of

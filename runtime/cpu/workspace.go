@@ -46,12 +46,7 @@ func (p *program) workspace() footprint {
 		addSlice(&f, q.qs)
 	}
 	addSlice(&f, m.xr)
-	m.aq.addTo(&f)
-	addSlice(&f, m.qx)
-	addSlice(&f, m.qd)
-	addSlice(&f, m.qz)
-	addSlice(&f, m.rx)
-	addSlice(&f, m.xp)
+	m.preparedActs.addTo(&f)
 	addSlices(&f, m.tiles)
 	addSlices(&f, m.unpacked)
 	addSlices(&f, p.score)
@@ -83,11 +78,7 @@ func (p *program) workspace() footprint {
 	addSlice(&f, e.u)
 	addSlice(&f, e.y)
 	addSlice(&f, e.results)
-	addSlice(&f, e.rx)
-	addSlice(&f, e.qx)
-	addSlice(&f, e.qd)
-	addSlice(&f, e.qz)
-	e.aq.addTo(&f)
+	e.acts.addTo(&f)
 	return f
 }
 
