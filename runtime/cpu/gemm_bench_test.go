@@ -50,9 +50,9 @@ func cachedPeak(op PeakOp) float64 {
 // GMAC/s and pct_peak: the share of the level's measured peak (Peak:
 // PeakInt8 for quantized dtypes, PeakF32 for F32/F16/BF16; none at avx2
 // for the quantized ones, whose int8 arithmetic has no VNNI there). Q8_0
-// and Q4_0 weights are in weights.LayoutQ8x16 and LayoutQ4x16 and, at the
-// AVX-512 level, the K-quants of kGroupOf in their group layouts, as
-// Backend.Load lays them out (loadedAt).
+// and Q4_0 weights are in weights.LayoutQ8x16 and LayoutQ4x16 and the
+// K-quants of kGroupOf in their group layouts at the levels with their
+// kernels (kGroup.hasKernel), as Backend.Load lays them out (loadedAt).
 // NINFER_BENCH_DOWN=1 times the FFN's down projection instead (1024x3072:
 // rows of K = 3072, which the float GEMM splits along k).
 func BenchmarkGEMM(b *testing.B) {

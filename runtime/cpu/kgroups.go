@@ -36,6 +36,14 @@ type kGroup struct {
 	// file-layout kernels at one token (Q6_K ~30% on a 151936-row matrix),
 	// Q2_K and Q4_K groups faster.
 	vocab bool
+	// avx2 reports whether the AVX2 level has a kernel for the layout
+	// (every layout has one at AVX-512).
+	avx2 bool
+}
+
+// hasKernel reports whether level lv has a kernel for g's layout.
+func (g *kGroup) hasKernel(lv kernelLevel) bool {
+	return lv == levelAVX512 || lv == levelAVX2 && g.avx2
 }
 
 // vocabMatrix reports whether w is the token embedding or the output
@@ -93,7 +101,7 @@ func q2KGroupOffset(i, j int) int {
 // pair g = 0..3 and k = 0..7 the 16 rows' quant bytes 32g+4k..32g+4k+3.
 // Its kernel's scratch: 8 scale and 8 min vectors, then per token the
 // integer sum and the two float accumulators of 16 rows.
-var q4KGroup = kGroup{layout: weights.LayoutQ4Kx16, offset: q4KGroupOffset, tile: 64, scratch: q4KScratch, vocab: true}
+var q4KGroup = kGroup{layout: weights.LayoutQ4Kx16, offset: q4KGroupOffset, tile: 64, scratch: q4KScratch, vocab: true, avx2: true}
 
 func q4KGroupOffset(i, j int) int {
 	switch {
@@ -157,11 +165,12 @@ func q6KGroupOffset(i, j int) int {
 }
 
 // repackableK reports whether Backend.Load repacks w: a dtype with a group
-// layout, at the AVX-512 level, whose kernels read the groups (the other
+// layout whose kernel the running level has (kGroup.hasKernel; the other
 // levels keep the file's layout and its kernels), groupableK, and not a
 // vocabulary matrix of a dtype whose groups decode slower (kGroup.vocab).
 func repackableK(w *weights.Tensor) bool {
-	return level == levelAVX512 && groupableK(w) && (kGroupOf(w.DType).vocab || !vocabMatrix(w))
+	g := kGroupOf(w.DType)
+	return g != nil && g.hasKernel(level) && groupableK(w) && (g.vocab || !vocabMatrix(w))
 }
 
 // groupableK reports whether w can be laid out in its dtype's groups:
@@ -226,13 +235,14 @@ func fileRow(w *weights.Tensor, r int, dst []byte) []byte {
 
 // runKGroups is runBlock for weights in a K-quant group layout: output
 // columns (weight rows) [lo, hi), both multiples of 16, for every token.
-// At the AVX-512 level the dtype's kernel takes each group for up to
-// kGroup.tile tokens at a time; elsewhere (a level set after the weights
+// At a level with the dtype's kernel (kGroup.hasKernel) it takes each group
+// for up to kGroup.tile tokens at a time, the same operations for every
+// token count; elsewhere (a level without one, or set after the weights
 // were repacked) each row is unpacked and takes the reference dot.
 func (t *matmulTask) runKGroups(lo, hi int) {
 	T, N, nb := t.T, t.N, t.K/256
 	a, g := t.aq, kGroupOf(t.dt)
-	if level != levelAVX512 {
+	if !g.hasKernel(level) {
 		dot, row := kernelOf(t.dt).dot, make([]byte, t.rowBytes)
 		for r := lo; r < hi; r++ {
 			kGroupRow(t.dt, t.w, nb, r, row)
@@ -253,6 +263,10 @@ func (t *matmulTask) runKGroups(lo, hi int) {
 			case tensor.Q2_K:
 				q2Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q4_K:
+				if level == levelAVX2 {
+					q4Kx16GemmAVX2(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+					break
+				}
 				q4Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q5_K:
 				q5Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))

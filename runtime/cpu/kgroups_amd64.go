@@ -2,7 +2,7 @@ package cpu
 
 import "unsafe"
 
-// The K-quant group kernels (AVX-512 VNNI). Each multiplies one group w of
+// The K-quant group kernels (AVX-512 VNNI, and AVX2 where named). Each multiplies one group w of
 // nb super-blocks by n tokens (1..kGroup.tile) of Q8_K activations: token
 // t's quants at xq + t*256*nb, scales at xd + t*4*nb, sums of 16 at xb +
 // t*32*nb; it stores token t's 16 results, the reference dot's bits, as
@@ -12,6 +12,12 @@ import "unsafe"
 //
 //go:noescape
 func q4Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
+
+// q4Kx16GemmAVX2 (q4kgroups_avx2_amd64.s) is q4KGroup's kernel at the AVX2
+// level: dotQ4K's bits, VPMADDUBSW and VPMADDWD for VPDPBUSD.
+//
+//go:noescape
+func q4Kx16GemmAVX2(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
 
 // q6Kx16Gemm (q6kgroups_amd64.s) is q6KGroup's kernel: dotQ6K's bits.
 //

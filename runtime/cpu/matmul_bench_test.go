@@ -96,7 +96,8 @@ func benchMatMul(b *testing.B, w *weights.Tensor, x []float32, T int, simd bool)
 
 // loadedAt returns w in the layout Backend.Load gives it at level lv:
 // Q8_0 in LayoutQ8x16 and Q4_0/IQ4_NL in LayoutQ4x16 at every level, the
-// K-quants of kGroupOf in their group layouts at the AVX-512 level, w
+// K-quants of kGroupOf in their group layouts at the levels with their
+// kernels (kGroup.hasKernel), w
 // itself otherwise.
 func loadedAt(tb testing.TB, w *weights.Tensor, lv kernelLevel) *weights.Tensor {
 	switch {
@@ -104,7 +105,7 @@ func loadedAt(tb testing.TB, w *weights.Tensor, lv kernelLevel) *weights.Tensor 
 		return repacked(tb, w)
 	case repackableQ4(w):
 		return repackedQ4(tb, w)
-	case lv == levelAVX512 && groupableK(w):
+	case groupableK(w) && kGroupOf(w.DType).hasKernel(lv):
 		return repackedK(tb, w)
 	}
 	return w
