@@ -147,7 +147,7 @@ func q5KGroupOffset(i, j int) int {
 // ql[64h+32:] and of qh[32h:] (the kernel's order of reading them). Its
 // kernel's scratch: 16 scale vectors, 8 pairs of minus 32 times the scales
 // (int16), then per token the 8 float lane accumulators of 16 rows.
-var q6KGroup = kGroup{layout: weights.LayoutQ6Kx16, offset: q6KGroupOffset, tile: 32, scratch: q6KScratch, avx2: true}
+var q6KGroup = kGroup{layout: weights.LayoutQ6Kx16, offset: q6KGroupOffset, tile: 32, scratch: q6KScratch}
 
 func q6KGroupOffset(i, j int) int {
 	const quants = 32 + 16*16
@@ -271,10 +271,6 @@ func (t *matmulTask) runKGroups(lo, hi int) {
 			case tensor.Q5_K:
 				q5Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			default:
-				if level == levelAVX2 {
-					q6Kx16GemmAVX2(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
-					break
-				}
 				q6Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			}
 		}

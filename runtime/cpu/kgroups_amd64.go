@@ -24,12 +24,6 @@ func q4Kx16GemmAVX2(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, 
 //go:noescape
 func q6Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
 
-// q6Kx16GemmAVX2 (q6kgroups_avx2_amd64.s) is q6KGroup's kernel at the AVX2
-// level: dotQ6K's bits, VPMADDWD by the scale pairs for VPDPWSSD.
-//
-//go:noescape
-func q6Kx16GemmAVX2(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
-
 // q5Kx16Gemm (q5kgroups_amd64.s) is q5KGroup's kernel: dotQ5K's bits.
 //
 //go:noescape
