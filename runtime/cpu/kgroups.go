@@ -8,8 +8,10 @@ import (
 )
 
 // K-quant weights in 16-row groups (weights.LayoutQ2Kx16, LayoutQ4Kx16,
-// LayoutQ5Kx16, LayoutQ6Kx16). At the AVX-512 level Backend.Load rewrites
-// every Q2_K, Q4_K, Q5_K and Q6_K tensor of a Private file whose rows come in whole groups (repackableK) in place;
+// LayoutQ5Kx16, LayoutQ6Kx16). At a level with the layout's kernel
+// (kGroup.hasKernel: AVX-512 for the four, AVX2 for Q4_K) Backend.Load
+// rewrites every such tensor of a Private file whose rows come in whole
+// groups (repackableK) in place;
 // every reader of such a tensor (matmul at each level, get_rows, MoE expert
 // views) reads the groups. A group's super-block holds the bytes of its 16
 // rows' super-blocks, moved (kGroup.offset), so the layout costs no memory.
@@ -37,7 +39,8 @@ type kGroup struct {
 	// Q2_K and Q4_K groups faster.
 	vocab bool
 	// avx2 reports whether the AVX2 level has a kernel for the layout
-	// (every layout has one at AVX-512).
+	// (every layout has one at AVX-512); without one, AVX2 keeps the
+	// file's layout and its kernels.
 	avx2 bool
 }
 
