@@ -9,7 +9,7 @@ import (
 
 // K-quant weights in 16-row groups (weights.LayoutQ2Kx16, LayoutQ4Kx16,
 // LayoutQ5Kx16, LayoutQ6Kx16). At a level with the layout's kernel
-// (kGroup.hasKernel: AVX-512 for the four, AVX2 for Q4_K) Backend.Load
+// (kGroup.hasKernel: AVX-512 for the four, AVX2 for Q2_K and Q4_K) Backend.Load
 // rewrites every such tensor of a Private file whose rows come in whole
 // groups (repackableK) in place;
 // every reader of such a tensor (matmul at each level, get_rows, MoE expert
@@ -84,7 +84,7 @@ func kGroupOf(dt tensor.DType) *kGroup {
 // and k = 0..7 the 16 rows' quant bytes 32h+4k..32h+4k+3. Its kernel's
 // scratch: 16 scale vectors and 8 min pair vectors (int16), then per token
 // the half's integer sum and the two float accumulators of 16 rows.
-var q2KGroup = kGroup{layout: weights.LayoutQ2Kx16, offset: q2KGroupOffset, tile: 64, scratch: q2KScratch, vocab: true}
+var q2KGroup = kGroup{layout: weights.LayoutQ2Kx16, offset: q2KGroupOffset, tile: 64, scratch: q2KScratch, vocab: true, avx2: true}
 
 func q2KGroupOffset(i, j int) int {
 	switch {
@@ -264,6 +264,10 @@ func (t *matmulTask) runKGroups(lo, hi int) {
 			w, out := unsafe.Pointer(&t.w[grp*gb]), unsafe.Pointer(&t.out[t0*N+q8GroupRows*grp])
 			switch t.dt { // direct calls: scratch stays on the stack
 			case tensor.Q2_K:
+				if level == levelAVX2 {
+					q2Kx16GemmAVX2(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+					break
+				}
 				q2Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q4_K:
 				if level == levelAVX2 {

@@ -33,3 +33,9 @@ func q5Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out 
 //
 //go:noescape
 func q2Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
+
+// q2Kx16GemmAVX2 (q2kgroups_avx2_amd64.s) is q2KGroup's kernel at the AVX2
+// level: dotQ2K's bits, VPMADDUBSW and VPMADDWD for VPDPWSSD.
+//
+//go:noescape
+func q2Kx16GemmAVX2(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
