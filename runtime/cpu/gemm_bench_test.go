@@ -10,8 +10,9 @@ import (
 )
 
 // BenchmarkPeak reports the machine's peak multiply-add rates (Peak) at
-// each fast level on GOMAXPROCS threads: int8 VPDPBUSD and f32 FMA in
-// GMAC/s, the ceilings BenchmarkGEMM's figures are measured against.
+// each fast level on GOMAXPROCS threads: int8 (VPDPBUSD; at avx2
+// VPMADDUBSW) and f32 FMA in GMAC/s, the ceilings BenchmarkGEMM's figures
+// are measured against.
 func BenchmarkPeak(b *testing.B) {
 	for _, lv := range testLevels() {
 		for _, op := range []PeakOp{PeakInt8, PeakF32} {
@@ -48,8 +49,8 @@ func cachedPeak(op PeakOp) float64 {
 // (3072x1024, which stays in L3), every weight dtype (NINFER_BENCH_DTYPES
 // limits them), at each fast level on GOMAXPROCS threads. It reports
 // GMAC/s and pct_peak: the share of the level's measured peak (Peak:
-// PeakInt8 for quantized dtypes, PeakF32 for F32/F16/BF16; none at avx2
-// for the quantized ones, whose int8 arithmetic has no VNNI there). Q8_0
+// PeakInt8 for quantized dtypes, PeakF32 for F32/F16/BF16; at avx2, with
+// no VNNI, the int8 peak is VPMADDUBSW's). Q8_0
 // and Q4_0 weights are in weights.LayoutQ8x16 and LayoutQ4x16 and the
 // K-quants of kGroupOf in their group layouts at the levels with their
 // kernels (kGroup.hasKernel), as Backend.Load lays them out (loadedAt).

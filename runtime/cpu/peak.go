@@ -11,7 +11,9 @@ type PeakOp int
 
 const (
 	// PeakInt8 is the int8 dot product the quantized kernels are built
-	// on: AVX-512 VNNI VPDPBUSD (64 multiply-adds per instruction).
+	// on: AVX-512 VNNI VPDPBUSD (64 multiply-adds per instruction), at
+	// avx2 VPMADDUBSW (32, summed in int16 pairs; the kernels add a
+	// VPMADDWD or VPADDW to accumulate, so they reach less of it).
 	PeakInt8 PeakOp = iota
 	// PeakF32 is the float32 fused multiply-add of the float kernels, at
 	// the running level's width (16 lanes at avx512, 8 at avx2).
@@ -29,6 +31,8 @@ func peakLoop(op PeakOp) (run func(n int), macs int) {
 		return peakVNNI, 16 * 64
 	case level == levelAVX512 && op == PeakF32:
 		return peakFMA512, 16 * 16
+	case level == levelAVX2 && op == PeakInt8:
+		return peakMADDUBSW256, 12 * 32
 	case level == levelAVX2 && op == PeakF32:
 		return peakFMA256, 12 * 8
 	}

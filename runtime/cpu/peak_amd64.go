@@ -18,3 +18,9 @@ func peakFMA512(n int)
 //
 //go:noescape
 func peakFMA256(n int)
+
+// peakMADDUBSW256 runs n iterations of 12 independent YMM VPMADDUBSW
+// (levelAVX2).
+//
+//go:noescape
+func peakMADDUBSW256(n int)

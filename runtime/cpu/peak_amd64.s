@@ -116,3 +116,31 @@ fma256loop:
 fma256done:
 	VZEROUPPER
 	RET
+
+// func peakMADDUBSW256(n int)
+// n iterations of 12 independent VPMADDUBSW on YMM registers (AVX2): 12*32
+// int8 multiply-adds each, summed in pairs.
+TEXT ·peakMADDUBSW256(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	VPXOR Y12, Y12, Y12
+	VPXOR Y13, Y13, Y13
+	TESTQ CX, CX
+	JEQ   maddubswdone
+maddubswloop:
+	VPMADDUBSW Y13, Y12, Y0
+	VPMADDUBSW Y13, Y12, Y1
+	VPMADDUBSW Y13, Y12, Y2
+	VPMADDUBSW Y13, Y12, Y3
+	VPMADDUBSW Y13, Y12, Y4
+	VPMADDUBSW Y13, Y12, Y5
+	VPMADDUBSW Y13, Y12, Y6
+	VPMADDUBSW Y13, Y12, Y7
+	VPMADDUBSW Y13, Y12, Y8
+	VPMADDUBSW Y13, Y12, Y9
+	VPMADDUBSW Y13, Y12, Y10
+	VPMADDUBSW Y13, Y12, Y11
+	DECQ CX
+	JNZ  maddubswloop
+maddubswdone:
+	VZEROUPPER
+	RET

@@ -8,3 +8,5 @@ package cpu
 func peakVNNI(n int)   { panic("cpu: no simd kernels") }
 func peakFMA512(n int) { panic("cpu: no simd kernels") }
 func peakFMA256(n int) { panic("cpu: no simd kernels") }
+
+func peakMADDUBSW256(n int) { panic("cpu: no simd kernels") }
