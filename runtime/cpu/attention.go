@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"time"
 	"unsafe"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
@@ -96,7 +97,13 @@ func (b *Backend) checkAttention(op tensor.Op) error {
 // causal attention for every row and head in ggml's order (attentionRef;
 // attentionFast above the reference level).
 func (p *program) attention(out []float32, op tensor.Op, b *exec.Batch) {
-	p.writeKV(op, b)
+	if p.b.opTimes != nil {
+		start := time.Now()
+		p.writeKV(op, b)
+		p.b.opTimes.add(len(b.Tokens), "attention.kv_write", time.Since(start))
+	} else {
+		p.writeKV(op, b)
+	}
 	p.visible = visibleRows(p.visible, op.Attn, b)
 	switch {
 	case level != levelRef:

@@ -5,7 +5,9 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/ninfer/ninfer-go/runtime/exec"
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -29,11 +31,12 @@ type Backend struct {
 	programs map[*program]struct{}
 	wsMu     sync.Mutex
 	ws       exec.Workspace
+	opTimes  *opTimes // NINFER_CPU_OPTIMES: op wall times (optimes.go), else nil
 }
 
 // New returns a CPU backend using o.Threads workers.
 func New(o exec.Options) *Backend {
-	return &Backend{pool: newPool(o.Threads)}
+	return &Backend{pool: newPool(o.Threads), opTimes: newOpTimes()}
 }
 
 // Name implements exec.Backend.
@@ -86,6 +89,9 @@ func (b *Backend) Load(f *weights.File) error {
 
 // Close implements exec.Backend.
 func (b *Backend) Close() error {
+	if b.opTimes != nil {
+		b.opTimes.write(os.Stderr)
+	}
 	b.pool.close()
 	b.cache = kvPages{}
 	b.state = stateMemory{}
@@ -267,6 +273,10 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 			return err
 		}
 		out := p.f32[i]
+		var start time.Time
+		if p.b.opTimes != nil {
+			start = time.Now()
+		}
 		switch op.Kind {
 		case tensor.OpInput:
 			if op.Out.DType == tensor.F32 {
@@ -326,6 +336,12 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 				return fmt.Errorf("cpu: op %v not implemented", op.Kind)
 			}
 		}
+		if p.b.opTimes != nil {
+			p.b.opTimes.add(len(batch.Tokens), opLabel(op), time.Since(start))
+		}
+	}
+	if p.b.opTimes != nil {
+		p.b.opTimes.step(len(batch.Tokens))
 	}
 	p.b.noteStep(p)
 	return nil
