@@ -8,14 +8,14 @@ import (
 )
 
 // K-quant weights in 16-row groups (weights.LayoutQ2Kx16, LayoutQ4Kx16,
-// LayoutQ5Kx16, LayoutQ6Kx16). At the AVX-512 level Backend.Load rewrites
-// every Q2_K, Q4_K, Q5_K and Q6_K tensor of a Private file whose rows come in whole groups (repackableK) in place;
+// LayoutQ5Kx16, LayoutQ6Kx16, LayoutIQ4XSx16). At the AVX-512 level Backend.Load rewrites
+// every Q2_K, Q4_K, Q5_K, Q6_K and IQ4_XS tensor of a Private file whose rows come in whole groups (repackableK) in place;
 // every reader of such a tensor (matmul at each level, get_rows, MoE expert
 // views) reads the groups. A group's super-block holds the bytes of its 16
 // rows' super-blocks, moved (kGroup.offset), so the layout costs no memory.
 // The kernels put one row in each of 16 lanes and keep the reference dot's
 // arithmetic (dotQ4K: the single-token order; dotQ2K: its halves;
-// dotQ5K, dotQ6K: ggml's 8 lanes and hsum8), so every row of every token takes exactly the reference's
+// dotQ5K, dotQ6K, dotIQ4XS: ggml's 8 lanes and hsum8), so every row of every token takes exactly the reference's
 // sequence of operations: results do not depend on the batch, the tile,
 // the thread count or the level.
 
@@ -49,8 +49,12 @@ const (
 	q4KScratch = 2*8*64 + 64*3*64
 	q5KScratch = 2*8*64 + 32*9*64
 	q6KScratch = 16*64 + 8*64 + 32*8*64
+	// iq4XSScratch: 8 scale vectors, then per token (iq4XSTile) its quants
+	// as int16 pairs with d_w*d_x (576 bytes) and 8 lane accumulators (512).
+	iq4XSTile    = 32
+	iq4XSScratch = 8*64 + iq4XSTile*576 + iq4XSTile*512
 	// maxKGroupScratch is the largest kGroup.scratch.
-	maxKGroupScratch = max(q2KScratch, q4KScratch, q5KScratch, q6KScratch)
+	maxKGroupScratch = max(q2KScratch, q4KScratch, q5KScratch, q6KScratch, iq4XSScratch)
 )
 
 // kGroupOf returns the group layout of dt, or nil.
@@ -64,6 +68,8 @@ func kGroupOf(dt tensor.DType) *kGroup {
 		return &q5KGroup
 	case tensor.Q6_K:
 		return &q6KGroup
+	case tensor.IQ4_XS:
+		return &iq4XSGroup
 	}
 	return nil
 }
@@ -154,6 +160,25 @@ func q6KGroupOffset(i, j int) int {
 		return 32 + 16*(j-192) + i
 	}
 	return 2*i + j - 208 // d
+}
+
+// IQ4_XS: per group and super-block, 2176 bytes: 16 fp16 d, for each of
+// the 6 scale bytes (scales_h, then scales_l) the 16 rows' byte, then for
+// k = 0..3 and chunk c = 0..7 the 16 rows' quant bytes 16c+4k..16c+4k+3
+// (lane k's low nibbles, lane k+4's high ones: the kernel's order of
+// reading them). Its kernel's scratch: iq4XSScratch.
+var iq4XSGroup = kGroup{layout: weights.LayoutIQ4XSx16, offset: iq4XSGroupOffset, tile: iq4XSTile, scratch: iq4XSScratch, vocab: true}
+
+func iq4XSGroupOffset(i, j int) int {
+	switch {
+	case j < 2: // d
+		return 2*i + j
+	case j < 8: // scales_h, scales_l
+		return 32 + 16*(j-2) + i
+	}
+	q := j - 8 // quant byte 16c + 4k + m
+	c, k, m := q/16, q%16/4, q%4
+	return 128 + 64*(8*k+c) + 4*i + m
 }
 
 // repackableK reports whether Backend.Load repacks w: a dtype with a group
@@ -256,6 +281,8 @@ func (t *matmulTask) runKGroups(lo, hi int) {
 				q4Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q5_K:
 				q5Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+			case tensor.IQ4_XS:
+				iq4XSx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			default:
 				q6Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			}

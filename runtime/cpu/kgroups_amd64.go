@@ -23,6 +23,12 @@ func q6Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out 
 //go:noescape
 func q5Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
 
+// iq4XSx16Gemm (iq4xsgroups_amd64.s) is iq4XSGroup's kernel: dotIQ4XS's
+// bits.
+//
+//go:noescape
+func iq4XSx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
+
 // q2Kx16Gemm (q2kgroups_amd64.s) is q2KGroup's kernel: dotQ2K's bits.
 //
 //go:noescape
