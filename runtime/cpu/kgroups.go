@@ -49,10 +49,10 @@ const (
 	q4KScratch = 2*8*64 + 64*3*64
 	q5KScratch = 2*8*64 + 32*9*64
 	q6KScratch = 16*64 + 8*64 + 32*8*64
-	// iq4XSScratch: 8 scale vectors, then per token (iq4XSTile) its quants
-	// as int16 pairs with d_w*d_x (576 bytes) and 8 lane accumulators (512).
+	// iq4XSScratch: 8 scale vectors, then per token (iq4XSTile) d_w*d_x
+	// (64 bytes) and 8 lane accumulators (512).
 	iq4XSTile    = 32
-	iq4XSScratch = 8*64 + iq4XSTile*576 + iq4XSTile*512
+	iq4XSScratch = 8*64 + iq4XSTile*64 + iq4XSTile*512
 	// maxKGroupScratch is the largest kGroup.scratch.
 	maxKGroupScratch = max(q2KScratch, q4KScratch, q5KScratch, q6KScratch, iq4XSScratch)
 )
@@ -166,8 +166,15 @@ func q6KGroupOffset(i, j int) int {
 // the 6 scale bytes (scales_h, then scales_l) the 16 rows' byte, then for
 // k = 0..3 and chunk c = 0..7 the 16 rows' quant bytes 16c+4k..16c+4k+3
 // (lane k's low nibbles, lane k+4's high ones: the kernel's order of
-// reading them). Its kernel's scratch: iq4XSScratch.
+// reading them). Its kernel's scratch: iq4XSScratch; it reads the tile's
+// activations as int16 pairs (iq4XSPairs), made once per tile into the
+// worker's matmulTask.unpacked (iq4XSPairBytes).
+
 var iq4XSGroup = kGroup{layout: weights.LayoutIQ4XSx16, offset: iq4XSGroupOffset, tile: iq4XSTile, scratch: iq4XSScratch, vocab: true}
+
+// iq4XSPairBytes is the bytes of a worker's buffer of T tokens of K Q8_K
+// quants as iq4XSPairs writes them, at most a tile.
+func iq4XSPairBytes(T, K int) int { return 2 * min(T, iq4XSTile) * K }
 
 func iq4XSGroupOffset(i, j int) int {
 	switch {
@@ -254,7 +261,7 @@ func fileRow(w *weights.Tensor, r int, dst []byte) []byte {
 // At the AVX-512 level the dtype's kernel takes each group for up to
 // kGroup.tile tokens at a time; elsewhere (a level set after the weights
 // were repacked) each row is unpacked and takes the reference dot.
-func (t *matmulTask) runKGroups(lo, hi int) {
+func (t *matmulTask) runKGroups(worker, lo, hi int) {
 	T, N, nb := t.T, t.N, t.K/256
 	a, g := t.aq, kGroupOf(t.dt)
 	if level != levelAVX512 {
@@ -272,6 +279,14 @@ func (t *matmulTask) runKGroups(lo, hi int) {
 	for t0 := 0; t0 < T; t0 += g.tile {
 		n := min(g.tile, T-t0)
 		xq, xd, xb, _ := q8KTokens(a, t0, n)
+		var x16 unsafe.Pointer
+		if t.dt == tensor.IQ4_XS {
+			u := t.unpacked[worker][:iq4XSPairBytes(n, t.K)]
+			for tt := range n { // super-block b of token tt at 512*(b*n + tt)
+				iq4XSPairs(unsafe.Add(xq, tt*t.K), nb, unsafe.Pointer(&u[512*tt]), uintptr(512*n))
+			}
+			x16 = unsafe.Pointer(&u[0])
+		}
 		for grp := lo / q8GroupRows; grp < hi/q8GroupRows; grp++ {
 			w, out := unsafe.Pointer(&t.w[grp*gb]), unsafe.Pointer(&t.out[t0*N+q8GroupRows*grp])
 			switch t.dt { // direct calls: scratch stays on the stack
@@ -282,7 +297,7 @@ func (t *matmulTask) runKGroups(lo, hi int) {
 			case tensor.Q5_K:
 				q5Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.IQ4_XS:
-				iq4XSx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+				iq4XSx16Gemm(w, nb, x16, xd, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			default:
 				q6Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			}

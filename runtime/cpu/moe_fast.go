@@ -130,7 +130,7 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 		}
 	case q8Activations(w):
 		if w.Layout == weights.LayoutQ4x16 && T >= 4 {
-			p.mm.unpacked = growUnpacked(p.mm.unpacked, p.b.pool.n, K)
+			p.mm.unpacked = growUnpacked(p.mm.unpacked, p.b.pool.n, K/32*q8GroupBlock)
 			t.unpacked = p.mm.unpacked
 		}
 		lay := q8LayoutFor(w, T)
@@ -143,6 +143,10 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 	if kernelOf(w.DType).kind == kindBlock && !q8GroupLayout(w) {
 		p.prepareBlock(&m.aPre, &m.aq, x, w.DType.DotType(), T, K, parts, false, blockKernels(w))
 		t.aq = &m.aq
+		if w.Layout == weights.LayoutIQ4XSx16 {
+			p.mm.unpacked = growUnpacked(p.mm.unpacked, p.b.pool.n, iq4XSPairBytes(T, K))
+			t.unpacked = p.mm.unpacked
+		}
 	}
 	return parts
 }
