@@ -195,9 +195,7 @@ func TestKGroupsMoE(t *testing.T) {
 		ws := []*weights.Tensor{nil, nil, expert("gate", F, E), expert("up", F, E), expert("down", E, F)}
 		for _, T := range []int{1, 5, 37} {
 			h, router := randVec(r, T*E), randVec(r, T*X)
-			op := tensor.Op{Kind: tensor.OpMoE, MoE: tensor.MoEArgs{Experts: X, TopK: K, FFN: F, Normalize: true}, Out: tensor.Tensor{ID: 5, Shape: [2]int{T, E}},
-				Args: []tensor.Tensor{{ID: 0, Shape: [2]int{T, E}}, {ID: 1, Shape: [2]int{T, X}}, {ID: 2}, {ID: 3}, {ID: 4}}}
-			p := &program{b: b, f32: [][]float32{h, router, nil, nil, nil}, w: ws}
+			p, op := moeProgram(b, ws, h, router, T, E, X, F, K)
 			want, got := make([]float32, T*E), make([]float32, T*E)
 			p.moeRef(want, op)
 			p.moeFast(got, op)
