@@ -35,7 +35,7 @@ GLOBL iq4xsgLevels<>(SB), RODATA|NOPTR, $64
 
 // SCALES writes the 8 chunk scales of the super-block at SI (IQ4XSScale
 // on 16 rows) as int16 pairs to the scratch. Needs Z24 = dwords 3, Z25 =
-// dwords 15, Z26 = dwords 32, Z27 = dwords 0xffff; clobbers Z0..Z9.
+// dwords 15, Z26 = dwords 32, Z27 = dwords 0xffff; clobbers Z0..Z7.
 #define SCALES \
 	VPMOVZXBD 32(SI), Z0; \
 	VPMOVZXBD 48(SI), Z1; \

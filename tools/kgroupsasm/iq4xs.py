@@ -53,7 +53,7 @@ e("GLOBL iq4xsgLevels<>(SB), RODATA|NOPTR, $64")
 e()
 e("// SCALES writes the 8 chunk scales of the super-block at SI (IQ4XSScale")
 e("// on 16 rows) as int16 pairs to the scratch. Needs Z24 = dwords 3, Z25 =")
-e("// dwords 15, Z26 = dwords 32, Z27 = dwords 0xffff; clobbers Z0..Z9.")
+e("// dwords 15, Z26 = dwords 32, Z27 = dwords 0xffff; clobbers Z0..Z7.")
 s=["VPMOVZXBD 32(SI), Z0","VPMOVZXBD 48(SI), Z1","VPSLLD $8, Z1, Z1","VPORD Z1, Z0, Z0"]
 for m in range(4):
     s.append(f"VPMOVZXBD {64+16*m}(SI), Z{2+m}")
