@@ -440,9 +440,7 @@ func TestMoEFastAgreesWithTheReference(t *testing.T) {
 		rng := rand.New(rand.NewPCG(17, 18)) // the same activations for every dtype
 		for _, T := range []int{1, 5, 37} {
 			h, router := randVec(rng, T*E), randVec(rng, T*X)
-			op := tensor.Op{Kind: tensor.OpMoE, MoE: tensor.MoEArgs{Experts: X, TopK: K, FFN: F, Normalize: true}, Out: tensor.Tensor{ID: 5, Shape: [2]int{T, E}},
-				Args: []tensor.Tensor{{ID: 0, Shape: [2]int{T, E}}, {ID: 1, Shape: [2]int{T, X}}, {ID: 2}, {ID: 3}, {ID: 4}}}
-			p := &program{b: b, f32: [][]float32{h, router, nil, nil, nil}, w: ws}
+			p, op := moeProgram(b, ws, h, router, T, E, X, F, K)
 			want, got := make([]float32, T*E), make([]float32, T*E)
 			p.moeRef(want, op)
 			p.moeFast(got, op)
@@ -581,4 +579,13 @@ func TestDeltaDecaysAreTheDecayMask(t *testing.T) {
 // ulp32 is the spacing of float32s at x (the smallest subnormal at 0).
 func ulp32(x float32) float64 {
 	return float64(math.Nextafter32(float32(math.Abs(float64(x))), float32(math.Inf(1))) - float32(math.Abs(float64(x))))
+}
+
+// moeProgram returns a program and its MoE op of T rows h [T, E] (router
+// logits [T, X], the experts' gate, up and down weights ws[2:5], FFN width
+// F, top K).
+func moeProgram(b *Backend, ws []*weights.Tensor, h, router []float32, T, E, X, F, K int) (*program, tensor.Op) {
+	op := tensor.Op{Kind: tensor.OpMoE, MoE: tensor.MoEArgs{Experts: X, TopK: K, FFN: F, Normalize: true}, Out: tensor.Tensor{ID: 5, Shape: [2]int{T, E}},
+		Args: []tensor.Tensor{{ID: 0, Shape: [2]int{T, E}}, {ID: 1, Shape: [2]int{T, X}}, {ID: 2}, {ID: 3}, {ID: 4}}}
+	return &program{b: b, f32: [][]float32{h, router, nil, nil, nil}, w: ws}, op
 }

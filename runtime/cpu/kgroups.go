@@ -8,16 +8,16 @@ import (
 )
 
 // K-quant weights in 16-row groups (weights.LayoutQ2Kx16, LayoutQ4Kx16,
-// LayoutQ5Kx16, LayoutQ6Kx16). At a level with the layout's kernel
-// (kGroup.hasKernel: AVX-512 for the four, AVX2 for Q2_K and Q4_K) Backend.Load
-// rewrites every such tensor of a Private file whose rows come in whole
-// groups (repackableK) in place;
+// LayoutQ5Kx16, LayoutQ6Kx16, LayoutIQ4XSx16). At a level with the layout's
+// kernel (kGroup.hasKernel: AVX-512 for all five, AVX2 for Q2_K and Q4_K)
+// Backend.Load rewrites every such tensor of a Private file whose rows come
+// in whole groups (repackableK) in place;
 // every reader of such a tensor (matmul at each level, get_rows, MoE expert
 // views) reads the groups. A group's super-block holds the bytes of its 16
 // rows' super-blocks, moved (kGroup.offset), so the layout costs no memory.
 // The kernels put one row in each of 16 lanes and keep the reference dot's
 // arithmetic (dotQ4K: the single-token order; dotQ2K: its halves;
-// dotQ5K, dotQ6K: ggml's 8 lanes and hsum8), so every row of every token takes exactly the reference's
+// dotQ5K, dotQ6K, dotIQ4XS: ggml's 8 lanes and hsum8), so every row of every token takes exactly the reference's
 // sequence of operations: results do not depend on the batch, the tile,
 // the thread count or the level.
 
@@ -60,8 +60,12 @@ const (
 	q4KScratch = 2*8*64 + 64*3*64
 	q5KScratch = 2*8*64 + 32*9*64
 	q6KScratch = 16*64 + 8*64 + 32*8*64
+	// iq4XSScratch: 8 scale vectors, then per token (iq4XSTile) d_w*d_x
+	// (64 bytes) and 8 lane accumulators (512).
+	iq4XSTile    = 32
+	iq4XSScratch = 8*64 + iq4XSTile*64 + iq4XSTile*512
 	// maxKGroupScratch is the largest kGroup.scratch.
-	maxKGroupScratch = max(q2KScratch, q4KScratch, q5KScratch, q6KScratch)
+	maxKGroupScratch = max(q2KScratch, q4KScratch, q5KScratch, q6KScratch, iq4XSScratch)
 )
 
 // kGroupOf returns the group layout of dt, or nil.
@@ -75,6 +79,8 @@ func kGroupOf(dt tensor.DType) *kGroup {
 		return &q5KGroup
 	case tensor.Q6_K:
 		return &q6KGroup
+	case tensor.IQ4_XS:
+		return &iq4XSGroup
 	}
 	return nil
 }
@@ -167,6 +173,32 @@ func q6KGroupOffset(i, j int) int {
 	return 2*i + j - 208 // d
 }
 
+// IQ4_XS: per group and super-block, 2176 bytes: 16 fp16 d, for each of
+// the 6 scale bytes (scales_h, then scales_l) the 16 rows' byte, then for
+// k = 0..3 and chunk c = 0..7 the 16 rows' quant bytes 16c+4k..16c+4k+3
+// (lane k's low nibbles, lane k+4's high ones: the kernel's order of
+// reading them). Its kernel's scratch: iq4XSScratch; it reads the tile's
+// activations as int16 pairs (iq4XSPairs), made once per tile into the
+// worker's matmulTask.unpacked (iq4XSPairBytes).
+
+var iq4XSGroup = kGroup{layout: weights.LayoutIQ4XSx16, offset: iq4XSGroupOffset, tile: iq4XSTile, scratch: iq4XSScratch, vocab: true}
+
+// iq4XSPairBytes is the bytes of a worker's buffer of T tokens of K Q8_K
+// quants as iq4XSPairs writes them, at most a tile.
+func iq4XSPairBytes(T, K int) int { return 2 * min(T, iq4XSTile) * K }
+
+func iq4XSGroupOffset(i, j int) int {
+	switch {
+	case j < 2: // d
+		return 2*i + j
+	case j < 8: // scales_h, scales_l
+		return 32 + 16*(j-2) + i
+	}
+	q := j - 8 // quant byte 16c + 4k + m
+	c, k, m := q/16, q%16/4, q%4
+	return 128 + 64*(8*k+c) + 4*i + m
+}
+
 // repackableK reports whether Backend.Load repacks w: a dtype with a group
 // layout whose kernel the running level has (kGroup.hasKernel; the other
 // levels keep the file's layout and its kernels), groupableK, and not a
@@ -242,7 +274,7 @@ func fileRow(w *weights.Tensor, r int, dst []byte) []byte {
 // for up to kGroup.tile tokens at a time, the same operations for every
 // token count; elsewhere (a level without one, or set after the weights
 // were repacked) each row is unpacked and takes the reference dot.
-func (t *matmulTask) runKGroups(lo, hi int) {
+func (t *matmulTask) runKGroups(worker, lo, hi int) {
 	T, N, nb := t.T, t.N, t.K/256
 	a, g := t.aq, kGroupOf(t.dt)
 	if !g.hasKernel(level) {
@@ -260,6 +292,14 @@ func (t *matmulTask) runKGroups(lo, hi int) {
 	for t0 := 0; t0 < T; t0 += g.tile {
 		n := min(g.tile, T-t0)
 		xq, xd, xb, _ := q8KTokens(a, t0, n)
+		var x16 unsafe.Pointer
+		if t.dt == tensor.IQ4_XS {
+			u := t.unpacked[worker][:iq4XSPairBytes(n, t.K)]
+			for tt := range n { // super-block b of token tt at 512*(b*n + tt)
+				iq4XSPairs(unsafe.Add(xq, tt*t.K), nb, unsafe.Pointer(&u[512*tt]), uintptr(512*n))
+			}
+			x16 = unsafe.Pointer(&u[0])
+		}
 		for grp := lo / q8GroupRows; grp < hi/q8GroupRows; grp++ {
 			w, out := unsafe.Pointer(&t.w[grp*gb]), unsafe.Pointer(&t.out[t0*N+q8GroupRows*grp])
 			switch t.dt { // direct calls: scratch stays on the stack
@@ -277,6 +317,8 @@ func (t *matmulTask) runKGroups(lo, hi int) {
 				q4Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q5_K:
 				q5Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+			case tensor.IQ4_XS:
+				iq4XSx16Gemm(w, nb, x16, xd, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			default:
 				q6Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			}

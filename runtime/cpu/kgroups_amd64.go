@@ -29,6 +29,21 @@ func q6Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out 
 //go:noescape
 func q5Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
 
+// iq4XSx16Gemm (iq4xsgroups_amd64.s) is iq4XSGroup's kernel: dotIQ4XS's
+// bits. It takes the tokens' quants as iq4XSPairs wrote them at x16,
+// super-block b of token t at x16 + 512*(b*n + t), and their scales at xd.
+//
+//go:noescape
+func iq4XSx16Gemm(w unsafe.Pointer, nb int, x16, xd unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
+
+// iq4XSPairs (iq4xsgroups_amd64.s) writes blocks consecutive super-blocks
+// of Q8_K quants (256 bytes each) at xq as iq4XSx16Gemm reads them, 512
+// bytes each, dstride bytes apart from dst: the int16 pairs of quants
+// (4l, 4l+2) of each 32, then (4l+1, 4l+3).
+//
+//go:noescape
+func iq4XSPairs(xq unsafe.Pointer, blocks int, dst unsafe.Pointer, dstride uintptr)
+
 // q2Kx16Gemm (q2kgroups_amd64.s) is q2KGroup's kernel: dotQ2K's bits.
 //
 //go:noescape

@@ -25,3 +25,9 @@ func q4Kx16GemmAVX2(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, 
 func q2Kx16GemmAVX2(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer) {
 	panic("cpu: no simd kernels")
 }
+func iq4XSx16Gemm(w unsafe.Pointer, nb int, x16, xd unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer) {
+	panic("cpu: no simd kernels")
+}
+func iq4XSPairs(xq unsafe.Pointer, blocks int, dst unsafe.Pointer, dstride uintptr) {
+	panic("cpu: no simd kernels")
+}

@@ -19,7 +19,7 @@ func repackedK(t testing.TB, w *weights.Tensor) *weights.Tensor {
 }
 
 // kGroupDTypes are the dtypes with a group layout (kGroupOf).
-var kGroupDTypes = []tensor.DType{tensor.Q2_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K}
+var kGroupDTypes = []tensor.DType{tensor.Q2_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_XS}
 
 // TestKGroupsRepack checks that repacking keeps every row: fileRow gives
 // back the file's bytes, get_rows the file's values, and the accessors of
@@ -121,7 +121,7 @@ func TestKGroupsMatMulBitExact(t *testing.T) {
 // alternate.
 func TestKGroupsExtremes(t *testing.T) {
 	const K, N = 512, 32
-	scaleOff := map[tensor.DType][2]int{tensor.Q2_K: {0, 16}, tensor.Q4_K: {4, 16}, tensor.Q5_K: {4, 16}, tensor.Q6_K: {192, 208}}
+	scaleOff := map[tensor.DType][2]int{tensor.Q2_K: {0, 16}, tensor.Q4_K: {4, 16}, tensor.Q5_K: {4, 16}, tensor.Q6_K: {192, 208}, tensor.IQ4_XS: {2, 8}}
 	for _, dt := range kGroupDTypes {
 		testKGroupsExtremes(t, dt, K, N, scaleOff[dt])
 	}
@@ -173,5 +173,34 @@ func testKGroupsTokenAlone(t *testing.T, r *rand.Rand, g *weights.Tensor, k, n i
 			}
 		}
 		restore()
+	}
+}
+
+// TestKGroupsMoE checks the fast MoE on grouped expert weights (3-D
+// tensors, each expert's rows in groups) bit for bit against the reference
+// MoE, over steps of 1, 5 and 37 rows.
+func TestKGroupsMoE(t *testing.T) {
+	if level != levelAVX512 {
+		t.Skip("the K-quant groups are read by the AVX-512 kernels")
+	}
+	const E, X, F, K = 256, 4, 256, 2
+	r := rand.New(rand.NewPCG(47, 48))
+	for _, dt := range kGroupDTypes {
+		b := &Backend{pool: newPool(2)}
+		expert := func(name string, rows, rowLen int) *weights.Tensor {
+			w := randWeight(r, dt, rows*X, rowLen)
+			w.Name, w.Shape = name, []int{rowLen, rows, X}
+			return repackedK(t, w)
+		}
+		ws := []*weights.Tensor{nil, nil, expert("gate", F, E), expert("up", F, E), expert("down", E, F)}
+		for _, T := range []int{1, 5, 37} {
+			h, router := randVec(r, T*E), randVec(r, T*X)
+			p, op := moeProgram(b, ws, h, router, T, E, X, F, K)
+			want, got := make([]float32, T*E), make([]float32, T*E)
+			p.moeRef(want, op)
+			p.moeFast(got, op)
+			bitsEqual(t, fmt.Sprintf("%v T=%d", dt, T), want, got)
+		}
+		b.pool.close()
 	}
 }

@@ -94,7 +94,8 @@ type matmulState struct {
 	group matmulGroup
 	tiles [][]float32 // per worker: a panel of weight rows converted to float32 (floatPanel), packed for runPacked
 	// unpacked is per worker one LayoutQ4x16 group unpacked into
-	// LayoutQ8x16 blocks (runQ4Groups).
+	// LayoutQ8x16 blocks (runQ4Groups), or a tile of IQ4_XS activations as
+	// int16 pairs (runKGroups).
 	unpacked [][]byte
 }
 
@@ -377,7 +378,7 @@ func (p *program) setupTask(t *matmulTask, acts *preparedActs, key actKey, out, 
 		}
 	case q8Activations(w):
 		if w.Layout == weights.LayoutQ4x16 && T >= 4 {
-			m.unpacked = growUnpacked(m.unpacked, p.b.pool.n, K)
+			m.unpacked = growUnpacked(m.unpacked, p.b.pool.n, K/32*q8GroupBlock)
 			t.unpacked = m.unpacked
 		}
 		lay := q8LayoutFor(w, T)
@@ -398,6 +399,10 @@ func (p *program) setupTask(t *matmulTask, acts *preparedActs, key actKey, out, 
 			c.a = key
 		}
 		t.aq = &c.aq
+		if w.Layout == weights.LayoutIQ4XSx16 {
+			m.unpacked = growUnpacked(m.unpacked, p.b.pool.n, iq4XSPairBytes(T, K))
+			t.unpacked = m.unpacked
+		}
 	}
 	return parts
 }
@@ -599,7 +604,7 @@ type matmulTask struct {
 	T, K, N  int
 	tiles    [][]float32 // per worker [floatPanel(K)/4*packedQuadLen(K) + packedAccLen(K)]; set when T >= 4 for f16/bf16, or packed
 	xp       []float32   // packed activations (packedFloat), else nil
-	unpacked [][]byte    // per worker [K/32*q8GroupBlock]; set when T >= 4 for LayoutQ4x16
+	unpacked [][]byte    // per worker: [K/32*q8GroupBlock] when T >= 4 for LayoutQ4x16, [iq4XSPairBytes(T, K)] for LayoutIQ4XSx16
 	aq       *actQuant   // kindBlock dtypes: the activations in the weight's dot type
 }
 
@@ -628,7 +633,7 @@ func (t *matmulTask) run(worker, lo, hi int) {
 		t.runQ4Groups(worker, lo, hi)
 		return
 	default:
-		t.runKGroups(lo, hi)
+		t.runKGroups(worker, lo, hi)
 		return
 	}
 	switch kernelOf(t.dt).kind {
@@ -976,15 +981,14 @@ func quantDot4x1(dt tensor.DType, w unsafe.Pointer, wstride uintptr, xq, xd unsa
 	q8Dot4x1(w, wstride, xq, xd, nb, out, ostride)
 }
 
-// growUnpacked returns per-worker buffers, workers of them, each holding one
-// group of rows of K columns in LayoutQ8x16 blocks, reusing bufs where they
-// already fit.
-func growUnpacked(bufs [][]byte, workers, K int) [][]byte {
+// growUnpacked returns per-worker buffers, workers of them, each of at least
+// size bytes (matmulTask.unpacked), reusing bufs where they already fit.
+func growUnpacked(bufs [][]byte, workers, size int) [][]byte {
 	if len(bufs) != workers {
 		bufs = make([][]byte, workers)
 	}
 	for i := range bufs {
-		bufs[i] = grow64(bufs[i], K/32*q8GroupBlock)
+		bufs[i] = grow64(bufs[i], size)
 	}
 	return bufs
 }

@@ -142,6 +142,12 @@ const (
 	// k = 0..7 and half h = 0..1 the 16 rows' bytes 4k..4k+3 of ql[64h:],
 	// of ql[64h+32:] and of qh[32h:] (3 x 64 bytes).
 	LayoutQ6Kx16
+	// LayoutIQ4XSx16 is IQ4_XS rows interleaved in groups of 16, as
+	// LayoutQ4Kx16: per group and super-block, 2176 bytes: the 16 rows'
+	// fp16 d, for each of the 6 scale bytes (scales_h, then scales_l) the
+	// 16 rows' byte, then for k = 0..3 and chunk c = 0..7 the 16 rows'
+	// quant bytes 16c+4k..16c+4k+3 (64 bytes).
+	LayoutIQ4XSx16
 )
 
 // Elements returns the number of elements: the product of Shape.
