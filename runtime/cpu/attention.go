@@ -400,8 +400,8 @@ func (t *attnTask) reduce(acc, out *float32, nvec int, mask uint64) {
 // into float scratch first). Rows of one sequence are grouped in tiles
 // (attnTileRows: up to attnTileVecs query vectors per KV head, rows x the
 // heads sharing it); a work item is one (KV head, tile) pair. Its key rows
-// are scored a block of attnKeyBlockBytes at a time for every query vector
-// of the tile, two at a time, 16 positions a vector (located through the
+// are scored a block at a time (attnKeyBlock) for every query vector of
+// the tile, two at a time, 16 positions a vector (located through the
 // block table), in dotVecF32's order, so a prompt chunk over a long cached
 // context reads each key block from memory once per tile, not once per
 // query vector; softmaxV normalises each query vector's scores; the value
@@ -439,15 +439,37 @@ func (p *program) attentionFast(out []float32, op tensor.Op, b *exec.Batch) {
 
 // attnTileVecs bounds a tile's query vectors (rows x the query heads of
 // one KV head): the score pass reads each key block once for all of them.
-// attnTileScoreBytes bounds the scores a tile keeps per worker, and
-// attnKeyBlockBytes the K bytes of one KV head a score block reads (well
-// inside a core's L2, so that the tile's query vectors after the first two
-// read the block from there).
+// attnTileScoreBytes bounds the scores a tile keeps per worker.
+// attnKeyBlockBytes bounds the K bytes of one KV head a score block of a
+// tile of many query vectors reads: a core's L1 data cache, so that the
+// query vector pairs after the first read the block from there (the score
+// kernel's two K loads per four fmas outrun L2), and attnKeyBlockL2Bytes
+// that of a tile of at most attnKeyBlockL2Vecs (a decode row's query
+// heads), whose second pair alone rereads the block, where the longer
+// block saves kernel calls.
 const (
-	attnTileVecs       = 32
-	attnTileScoreBytes = 2 << 20
-	attnKeyBlockBytes  = 256 << 10
+	attnTileVecs        = 32
+	attnTileScoreBytes  = 2 << 20
+	attnKeyBlockBytes   = 32 << 10
+	attnKeyBlockL2Bytes = 256 << 10
+	attnKeyBlockL2Vecs  = 4
 )
+
+// attnKeyBlock is the chunks of one score block of a tile of nq query
+// vectors of head dimension hd: even (query vector pairs take the chunks
+// two at a time), a multiple of 4 where nq is odd (the last query vector
+// takes them four at a time), at least one step.
+func attnKeyBlock(nq, hd int) int {
+	bytes := attnKeyBlockBytes
+	if nq <= attnKeyBlockL2Vecs {
+		bytes = attnKeyBlockL2Bytes
+	}
+	kb := max(2, bytes/(4*hd*attnChunk)&^1)
+	if nq%2 == 1 {
+		kb = (kb + 3) &^ 3
+	}
+	return kb
+}
 
 // attnTileRows is how many rows of one sequence a tile of a step of T rows
 // takes, with group query heads per KV head and visible[r] positions for
@@ -536,9 +558,9 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 		row, h := tile.t0+v/group, kvh*group+v%group
 		return row*qd + h*hd, t.p.visible[row]
 	}
-	// Scores [nq][stride], a key block of kb chunks (a multiple of 4) at a
-	// time for every query vector.
-	kb := max(4, attnKeyBlockBytes/(4*hd*attnChunk)&^3)
+	// Scores [nq][stride], a key block of kb chunks at a time for every
+	// query vector.
+	kb := attnKeyBlock(nq, hd)
 	for c0 := 0; c0 < nc; c0 += kb {
 		n := min(kb, nc-c0)
 		for v := 0; v < nq; v += 2 {

@@ -713,3 +713,29 @@ func BenchmarkAttentionPrefillCached(b *testing.B) {
 		p.attention(out, op, batch)
 	}
 }
+
+// TestAttnKeyBlock checks the score blocks' chunk counts: a prompt tile's
+// K block fits attnKeyBlockBytes, a decode tile's attnKeyBlockL2Bytes,
+// even for query vector pairs and a multiple of 4 for an odd tile's last
+// query vector, at least one step.
+func TestAttnKeyBlock(t *testing.T) {
+	cases := []struct{ nq, hd, want int }{
+		{32, 256, 2},  // the 0.8B-width hybrid's prompt tiles: 32 KiB
+		{12, 128, 4},  // the 0.6B shape's
+		{9, 256, 4},   // odd: the last query vector takes 4 chunks a step
+		{4, 256, 16},  // a decode row's 4 query heads: 256 KiB
+		{2, 128, 32},  // a decode row's 2
+		{3, 256, 16},  // odd decode tile
+		{32, 8, 64},   // tiny heads: 32 KiB still
+		{32, 2048, 2}, // a chunk over the block: one step
+		{5, 2048, 4},
+	}
+	var got, want []int
+	for _, c := range cases {
+		got = append(got, attnKeyBlock(c.nq, c.hd))
+		want = append(want, c.want)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("attnKeyBlock (-want +got), cases %v:\n%s", cases, d)
+	}
+}
