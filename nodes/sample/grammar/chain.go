@@ -175,7 +175,8 @@ func (v *Vocab) maskByChain(s *State, cuts []rune, budget int, bits []uint64) (o
 		}
 	}
 	// The exits, from the state their class prefix reaches.
-	allow := func(id int32) { bits[id/64] |= 1 << (id % 64) }
+	f := firstCodePoints{v: v, s: s, budget: budget, bits: bits}
+	defer func() { cut = cut || f.cut }()
 	for _, x := range ct.exitAt {
 		from := chain[x.depth]
 		if from == nil {
@@ -185,20 +186,20 @@ func (v *Vocab) maskByChain(s *State, cuts []rune, budget int, bits []uint64) (o
 			return true, cut
 		}
 		if seq := ct.exits[x.group].seq; from.cutShort(seq) {
-			if v.allowPartialAt(x.node, from, seq, budget, allow) {
+			if v.allowPartialAt(x.node, from, seq, budget, f.allow) {
 				cut = true
 			}
 			continue
 		}
-		next := from.AdvanceBytes(ct.exits[x.group].seq)
+		next := from.afterSeq(ct.exits[x.group].seq)
 		if next == nil {
 			continue
 		}
-		if v.allowAt(x.node, next, budget, allow) {
+		if v.allowAt(x.node, next, budget, f.allow) {
 			cut = true
 		}
-		if !x.tokensOnly && v.walk(int(x.node), next, budget, allow) {
-			cut = true
+		if !x.tokensOnly {
+			f.walk(x.node, next)
 		}
 	}
 	return true, cut

@@ -747,7 +747,7 @@ func (f *firstCodePoints) exits(ct *classTokens, xs []exitAt, s *State) bool {
 			}
 			continue
 		}
-		next := s.AdvanceBytes(seq)
+		next := s.afterSeq(seq)
 		if next == nil {
 			continue
 		}
@@ -778,7 +778,8 @@ func (v *Vocab) allowClass(ct *classTokens, s *State, budget int, bits []uint64)
 			bits[i] |= x
 		}
 	}
-	allow := func(id int32) { bits[id/64] |= 1 << (id % 64) }
+	f := firstCodePoints{v: v, s: s, budget: budget, bits: bits}
+	defer func() { cut = cut || f.cut }()
 	for _, g := range ct.exits {
 		if !w.charge(1) {
 			return cut
@@ -788,13 +789,13 @@ func (v *Vocab) allowClass(ct *classTokens, s *State, budget int, bits []uint64)
 				if !w.charge(1) {
 					return cut
 				}
-				if v.allowPartialAt(x.node, s, g.seq, budget, allow) {
+				if v.allowPartialAt(x.node, s, g.seq, budget, f.allow) {
 					cut = true
 				}
 			}
 			continue
 		}
-		next := s.AdvanceBytes(g.seq)
+		next := s.afterSeq(g.seq)
 		if next == nil {
 			continue
 		}
@@ -802,13 +803,24 @@ func (v *Vocab) allowClass(ct *classTokens, s *State, budget int, bits []uint64)
 			if !w.charge(1) {
 				return cut
 			}
-			if v.allowAt(x.node, next, budget, allow) {
+			if v.allowAt(x.node, next, budget, f.allow) {
 				cut = true
 			}
-			if !x.tokensOnly && v.walk(int(x.node), next, budget, allow) {
-				cut = true
+			if !x.tokensOnly {
+				f.walk(x.node, next)
 			}
 		}
 	}
 	return cut
+}
+
+// afterSeq is s.AdvanceBytes(seq) for seq a code point's bytes (or an
+// invalid sequence) from s between code points, by afterRune where seq
+// is one whole code point: its states inside the code point are not
+// made.
+func (s *State) afterSeq(seq []byte) *State {
+	if c, size := utf8.DecodeRune(seq); s.need == 0 && size == len(seq) && c != utf8.RuneError {
+		return s.afterRune(c)
+	}
+	return s.AdvanceBytes(seq)
 }

@@ -3,6 +3,7 @@ package grammar
 import (
 	"encoding/binary"
 	"slices"
+	"sort"
 	"unicode/utf8"
 )
 
@@ -43,6 +44,14 @@ type State struct {
 	loopTok *stateTokens    // Vocab.loopTokens, once computed
 	runes   map[rune]*State // afterRune's multi-byte code points so far; dead for a rejected one
 	mayLoop int8            // mayLoopOn's answer once computed: 1 yes, -1 no, 0 before
+
+	// Between code points: the intervals of code points s's classes treat
+	// alike (cuts, once computed; nil when too fine) and the state after
+	// each (nil before probed, dead for rejected), so that the code points
+	// of an interval share one transition.
+	cutsDone bool
+	cutList  []rune
+	cutTo    []*State
 }
 
 // dead marks a rejected transition in State.next.
@@ -298,6 +307,17 @@ func (s *State) Advance(b byte) *State {
 		}
 		return n
 	}
+	interval := -1
+	if s.need == 0 && b < utf8.RuneSelf {
+		var t *State
+		if t, interval = s.sameAs(rune(b)); t != nil {
+			s.next.set(b, t)
+			if t == dead {
+				return nil
+			}
+			return t
+		}
+	}
 	c.work.charge(newTransitionCost)
 	n := s.advance(b)
 	if c.work.Err() != nil { // stopped part way: keep nothing
@@ -305,11 +325,46 @@ func (s *State) Advance(b byte) *State {
 	}
 	if n == nil {
 		s.next.set(b, dead)
+		s.keepInterval(interval, dead)
 		return nil
 	}
 	n = c.intern(n)
 	s.next.set(b, n)
+	s.keepInterval(interval, n)
 	return n
+}
+
+// sameAs is the state after code point c when a code point of its
+// interval (s.cuts()) has been taken before (dead: rejected; one Work
+// unit), else nil and the interval's index (-1: s has no intervals). s
+// must be between code points.
+func (s *State) sameAs(c rune) (*State, int) {
+	if !s.cutsDone {
+		s.cutList, s.cutsDone = s.cuts(), true
+		if s.cutList != nil {
+			s.cutTo = make([]*State, len(s.cutList))
+		}
+	}
+	if s.cutList == nil {
+		return nil, -1
+	}
+	i := sort.Search(len(s.cutList), func(i int) bool { return s.cutList[i] > c }) - 1
+	if i < 0 || i+1 >= len(s.cutList) {
+		return nil, -1
+	}
+	if t := s.cutTo[i]; t != nil {
+		s.c.work.charge(1)
+		return t, i
+	}
+	return nil, i
+}
+
+// keepInterval records t as the state after every code point of
+// interval i of s.cuts() (i < 0: none).
+func (s *State) keepInterval(i int, t *State) {
+	if i >= 0 {
+		s.cutTo[i] = t
+	}
 }
 
 // afterRune is the state after code point c, as AdvanceBytes of its
@@ -329,6 +384,13 @@ func (s *State) afterRune(c rune) *State {
 		}
 		return n
 	}
+	t, interval := s.sameAs(c)
+	if t != nil {
+		if t == dead {
+			return nil
+		}
+		return t
+	}
 	cc.work.charge(newTransitionCost + len(s.stacks))
 	n := s.complete(c)
 	if cc.work.Err() != nil {
@@ -339,10 +401,12 @@ func (s *State) afterRune(c rune) *State {
 	}
 	if n == nil {
 		s.runes[c] = dead
+		s.keepInterval(interval, dead)
 		return nil
 	}
 	n = cc.intern(n)
 	s.runes[c] = n
+	s.keepInterval(interval, n)
 	return n
 }
 
