@@ -48,7 +48,7 @@ const (
 	q2KScratch = 16*64 + 8*64 + 64*3*64
 	q4KScratch = 2*8*64 + 64*3*64
 	q5KScratch = 2*8*64 + 32*9*64
-	q6KScratch = 16*64 + 8*64 + 32*8*64
+	q6KScratch = 8*64 + 8*64 + 32*9*64
 	// maxKGroupScratch is the largest kGroup.scratch.
 	maxKGroupScratch = max(q2KScratch, q4KScratch, q5KScratch, q6KScratch)
 )
@@ -137,8 +137,9 @@ func q5KGroupOffset(i, j int) int {
 // 16 int8 scales the 16 rows' byte, then for k = 0..7 and half h = 0..1
 // three times 64 bytes, the 16 rows' bytes 4k..4k+3 of ql[64h:], of
 // ql[64h+32:] and of qh[32h:] (the kernel's order of reading them). Its
-// kernel's scratch: 16 scale vectors, 8 pairs of minus 32 times the scales
-// (int16), then per token the 8 float lane accumulators of 16 rows.
+// kernel's scratch: 8 vectors of the scale pairs of two chunks (int16), 8
+// pairs of minus 32 times the scales, then per token the 8 float lane
+// accumulators and d_x*d_w of 16 rows.
 var q6KGroup = kGroup{layout: weights.LayoutQ6Kx16, offset: q6KGroupOffset, tile: 32, scratch: q6KScratch}
 
 func q6KGroupOffset(i, j int) int {

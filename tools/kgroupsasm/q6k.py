@@ -14,19 +14,25 @@ e("// bytes: 16 fp16 d at 0, the 16 rows' int8 scale j at 32 + 16j, then for")
 e("// k = 0..7 and half h at 288 + 192(2k+h) the 16 rows' bytes 4k..4k+3 of")
 e("// ql[64h:], ql[64h+32:] and qh[32h:] (64 bytes each). Lane i is row i.")
 e("// dotQ6K's arithmetic: integer lane l (here: the dword k = l of every")
-e("// chunk of 32) sums each chunk's dword dot times its sub-block scale")
-e("// (VPMADDUBSW: pair sums of at most 2*63*127, then VPDPWSSD by the scale),")
+e("// chunk of 32) sums each chunk's dword dot times its sub-block scale,")
 e("// minus 32 times the scaled sums of sub-blocks 2l and 2l+1; then")
 e("// acc_l = fma(d_x*d_w, float32(lane l), acc_l) per super-block; the")
-e("// result is hsum8 of the 8 accumulators.")
+e("// result is hsum8 of the 8 accumulators. A dword dot of 6-bit quants")
+e("// and int8 activations fits int16 (|4*63*128| < 2^15), so the kernel")
+e("// forms the dots of chunks 2k and 2k+1 with two VPDPBUSD into one dword")
+e("// D_2k + 65536 D_2k+1, whose signed int16 halves are exactly the two")
+e("// dots, and scales both with one VPDPWSSD: three multiplies per 128")
+e("// quants where VPMADDUBSW and VPDPWSSD per chunk took four.")
 e("//")
-e("// Scratch (R11): the 16 scales as int16 pairs (sc, sc) at 64j, for lane l the int16")
-e("// pair (-32 sc[2l], -32 sc[2l+1]) at 1024 + 64l, then per token t the 8")
-e("// float32 lane accumulators at 1536 + 512t + 64l.")
+e("// Scratch (R11): for half ph of the chunk (dwords 4ph..4ph+3) and chunk")
+e("// pair k the int16 pair (sc[4k+ph], sc[4k+2+ph]) at 64(4ph+k), for lane l")
+e("// the int16 pair (-32 sc[2l], -32 sc[2l+1]) at 512 + 64l, then per token t")
+e("// at 1024 + 576t the 8 float32 lane accumulators (64l) and d_x*d_w (512).")
 e()
 e("// func q6Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)")
 e("TEXT ·q6Kx16Gemm(SB), NOSPLIT, $8-72")
-ins("""MOVQ w+0(FP), SI
+TOKEN=576 # scratch bytes per token
+ins(f"""MOVQ w+0(FP), SI
 MOVQ nb+8(FP), CX
 MOVQ xq+16(FP), R8
 MOVQ xd+24(FP), R9
@@ -49,34 +55,32 @@ VPBROADCASTD AX, Z31
 MOVL $0xffff, AX
 VPBROADCASTD AX, Z27
 VPXORD Z26, Z26, Z26
-LEAQ 1536(R11), BX
+LEAQ 1024(R11), BX
 MOVQ DX, R12""")
 e("zero:")
 ins("\n".join(f"VMOVDQU32 Z26, {64*l}(BX)" for l in range(8)))
-ins("""ADDQ $512, BX
+ins(f"""ADDQ ${TOKEN}, BX
 DECQ R12
 JNZ zero""")
 e("block:")
-e("\t// the scales, the min-correction pairs and the row scales d_w (Z25)")
+e("\t// the 16 scales (Z0..Z15), the chunk pairs' scale pairs, the")
+e("\t// min-correction pairs and the row scales d_w (Z25)")
+for j in range(16):
+    ins(f"VPMOVSXBD {32+16*j}(SI), Z{j}")
+for ph in range(2):
+    for k in range(4):
+        ins(f"""VPANDD Z27, Z{4*k+ph}, Z16
+VPSLLD $16, Z{4*k+2+ph}, Z17
+VPORD Z17, Z16, Z16
+VMOVDQU32 Z16, {64*(4*ph+k)}(R11)""")
 for l in range(8):
-    ins(f"""VPMOVSXBD {32+16*(2*l)}(SI), Z16
-VPMOVSXBD {32+16*(2*l+1)}(SI), Z17
-VPANDD Z27, Z16, Z18
-VPSLLD $16, Z16, Z19
-VPORD Z19, Z18, Z18
-VMOVDQU32 Z18, {64*(2*l)}(R11)
-VPANDD Z27, Z17, Z18
-VPSLLD $16, Z17, Z19
-VPORD Z19, Z18, Z18
-VMOVDQU32 Z18, {64*(2*l+1)}(R11)
-VPSLLD $5, Z16, Z16
+    ins(f"""VPSLLD $5, Z{2*l}, Z16
 VPSUBD Z16, Z26, Z16
 VPANDD Z27, Z16, Z16
-VPSLLD $5, Z17, Z17
+VPSLLD $21, Z{2*l+1}, Z17
 VPSUBD Z17, Z26, Z17
-VPSLLD $16, Z17, Z17
 VPORD Z17, Z16, Z16
-VMOVDQU32 Z16, {1024+64*l}(R11)""")
+VMOVDQU32 Z16, {512+64*l}(R11)""")
 ins("VCVTPH2PS (SI), Z25")
 for p in range(8):
     e(f"\t// dword {p} of every chunk: lane {p}")
@@ -99,37 +103,44 @@ VPTERNLOGD $0xec, Z30, Z21, Z{c0+2}
 VPSRLW $2, Z20, Z21
 VPANDD Z31, Z21, Z21
 VPTERNLOGD $0xec, Z30, Z21, Z{c0+3}""")
-    for c in range(8):
-        ins(f"VMOVDQU32 {64*(2*c+p//4)}(R11), Z{8+c}")
-    ins(f"""VMOVDQU32 {1024+64*p}(R11), Z24
+    for k in range(4):
+        ins(f"VMOVDQU32 {64*(4*(p//4)+k)}(R11), Z{8+k}")
+    ins(f"""VMOVDQU32 {512+64*p}(R11), Z24
 LEAQ {4*p}(R8), DI
 LEAQ {4*p}(R10), CX
 MOVQ R9, AX
-LEAQ {1536+64*p}(R11), BX
+LEAQ {1024+64*p}(R11), BX
 MOVQ DX, R12""")
     e(f"lane{p}:")
     ins("""VPXORD Z20, Z20, Z20
 VPXORD Z21, Z21, Z21""")
-    for c in range(8):
-        t=16+c%4
-        s=20+c%2
-        ins(f"""VPBROADCASTD {32*c}(DI), Z{t}
-VPMADDUBSW Z{t}, Z{c}, Z{t}
-VPDPWSSD Z{8+c}, Z{t}, Z{s}""")
-    ins(f"""VPADDD Z21, Z20, Z20
-VPDPWSSD.BCST (CX), Z24, Z20
+    for k in range(4):
+        a,b=12+k%2*2,13+k%2*2
+        ins(f"""VPXORD Z{a}, Z{a}, Z{a}
+VPDPBUSD.BCST {32*(2*k)}(DI), Z{2*k}, Z{a}
+VPXORD Z{b}, Z{b}, Z{b}
+VPDPBUSD.BCST {32*(2*k+1)}(DI), Z{2*k+1}, Z{b}
+VPSLLD $16, Z{b}, Z{b}
+VPTERNLOGD $0xf8, Z27, Z{a}, Z{b}
+VPDPWSSD Z{8+k}, Z{b}, Z{20+k%2}""")
+    ins("""VPDPWSSD.BCST (CX), Z24, Z20
+VPADDD Z21, Z20, Z20
 VCVTDQ2PS Z20, Z20
-VMULPS.BCST (AX), Z25, Z22
-VMOVUPS (BX), Z23
+VMOVUPS (BX), Z23""")
+    if p==0:
+        ins("""VMULPS.BCST (AX), Z25, Z22
+VMOVUPS Z22, 512(BX)
 VFMADD231PS Z22, Z20, Z23
-VMOVUPS Z23, (BX)
+ADDQ R14, AX""")
+    else:
+        ins(f"VFMADD231PS {512-64*p}(BX), Z20, Z23")
+    ins(f"""VMOVUPS Z23, (BX)
 ADDQ R13, DI
-ADDQ R14, AX
 LEAQ (CX)(R14*8), CX
-ADDQ $512, BX
+ADDQ ${TOKEN}, BX
 DECQ R12
 JNZ lane{p}""")
-ins("""ADDQ $3360, SI
+ins(f"""ADDQ $3360, SI
 ADDQ $256, R8
 ADDQ $4, R9
 ADDQ $32, R10
@@ -137,10 +148,10 @@ DECQ blocks-8(SP)
 JNZ block
 MOVQ out+48(FP), AX
 MOVQ ostride+56(FP), CX
-LEAQ 1536(R11), BX
+LEAQ 1024(R11), BX
 MOVQ DX, R12""")
 e("store:")
-ins("""VMOVUPS 0(BX), Z16
+ins(f"""VMOVUPS 0(BX), Z16
 VADDPS 256(BX), Z16, Z16
 VMOVUPS 64(BX), Z17
 VADDPS 320(BX), Z17, Z17
@@ -153,7 +164,7 @@ VADDPS Z19, Z17, Z17
 VADDPS Z17, Z16, Z16
 VMOVUPS Z16, (AX)
 ADDQ CX, AX
-ADDQ $512, BX
+ADDQ ${TOKEN}, BX
 DECQ R12
 JNZ store""")
 e("done:")
