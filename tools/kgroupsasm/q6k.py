@@ -113,7 +113,7 @@ LEAQ {1024+64*p}(R11), BX
 MOVQ DX, R12""")
     e(f"lane{p}:")
     ins("""VPXORD Z20, Z20, Z20
-VPXORD Z21, Z21, Z21""")
+VPDPWSSD.BCST (CX), Z24, Z20""")
     for k in range(4):
         a,b=12+k%2*2,13+k%2*2
         ins(f"""VPXORD Z{a}, Z{a}, Z{a}
@@ -122,10 +122,8 @@ VPXORD Z{b}, Z{b}, Z{b}
 VPDPBUSD.BCST {32*(2*k+1)}(DI), Z{2*k+1}, Z{b}
 VPSLLD $16, Z{b}, Z{b}
 VPTERNLOGD $0xf8, Z27, Z{a}, Z{b}
-VPDPWSSD Z{8+k}, Z{b}, Z{20+k%2}""")
-    ins("""VPDPWSSD.BCST (CX), Z24, Z20
-VPADDD Z21, Z20, Z20
-VCVTDQ2PS Z20, Z20
+VPDPWSSD Z{8+k}, Z{b}, Z20""")
+    ins("""VCVTDQ2PS Z20, Z20
 VMOVUPS (BX), Z23""")
     if p==0:
         ins("""VMULPS.BCST (AX), Z25, Z22
