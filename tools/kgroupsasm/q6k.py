@@ -1,6 +1,6 @@
 """Writes runtime/cpu/q6kgroups_amd64.s: the AVX-512 VNNI kernel of one K-quant group layout
-(runtime/cpu/kgroups.go), unrolled. Run: python3 tools/kgroupsasm/q6k.py"""
-import os
+(runtime/cpu/kgroups.go), unrolled. Run: python3 tools/kgroupsasm/q6k.py [output path]"""
+import os, sys
 L=[]
 def e(s=""): L.append(s)
 def ins(lines):
@@ -168,4 +168,4 @@ JNZ store""")
 e("done:")
 ins("""VZEROUPPER
 RET""")
-open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runtime", "cpu", "q6kgroups_amd64.s"), "w").write("\n".join(L)+"\n")
+open(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runtime", "cpu", "q6kgroups_amd64.s"), "w").write("\n".join(L)+"\n")
