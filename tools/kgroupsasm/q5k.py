@@ -14,8 +14,10 @@ e("// bytes: 16 fp16 d at 0, 16 fp16 dmin at 32, the 12 packed scale bytes of")
 e("// the 16 rows at 64 + 16k, then for k = 0..7 at 256 + 320k the 16 rows'")
 e("// bytes 4k..4k+3 of qs[32g:] for g = 0..3 and of qh (64 bytes each). Lane")
 e("// i is row i. dotQ5K's arithmetic: integer lane l (the dword k = l of every")
-e("// chunk of 32) sums each chunk's dword dot times its scale (VPMADDUBSW:")
-e("// pair sums of at most 2*31*127, then VPDPWSSD by (sc, sc)); then per")
+e("// chunk of 32) sums each chunk's dword dot times its scale. A dword dot")
+e("// fits int16 (|4*31*128| < 2^15): the dots of chunks 2k and 2k+1 go into")
+e("// one dword's int16 halves (two VPDPBUSD, a shift and a VPTERNLOGD) and one")
+e("// VPDPWSSD by the pair (sc[2k], sc[2k+1]) scales both. Then per")
 e("// super-block acc_l = fma(d_x*d_w, float32(lane l), acc_l) and")
 e("// summs = fma(-d_x*dmin_w, float32(sum_j min_j*bsum_j), summs); the result")
 e("// is hsum8 of the 8 accumulators plus summs.")
@@ -93,7 +95,14 @@ MOVL $0x0f0f0f0f, AX
 VPBROADCASTD AX, Z30
 MOVL $0x10101010, AX
 VPBROADCASTD AX, Z31
+MOVL $0xffff, AX
+VPBROADCASTD AX, Z15
 VCVTPH2PS (SI), Z25""")
+e("\t// the chunk pairs' scale pairs (sc[2k], sc[2k+1]) (Z8..Z11)")
+for k in range(4):
+    ins(f"""VMOVDQU32 {64*(2*k)}(R11), Z{8+k}
+VMOVDQU32 {64*(2*k+1)}(R11), Z12
+VPTERNLOGD $0xe4, Z15, Z12, Z{8+k}""")
 for p in range(8):
     e(f"\t// dword {p} of every chunk: lane {p}")
     base=256+320*p
@@ -112,23 +121,22 @@ VPSRLW $4, Z{c0}, Z{c0+1}""")
             ins("VMOVDQA64 Z20, Z21")
         ins(f"""VPANDD Z31, Z21, Z21
 VPTERNLOGD $0xec, Z30, Z21, Z{c}""")
-    for c in range(8):
-        ins(f"VMOVDQU32 {64*c}(R11), Z{8+c}")
     ins(f"""LEAQ {4*p}(R8), DI
 MOVQ R9, AX
 LEAQ {1024+64*p}(R11), BX
 MOVQ DX, R12""")
     e(f"lane{p}:")
-    ins("""VPXORD Z20, Z20, Z20
-VPXORD Z21, Z21, Z21""")
-    for c in range(8):
-        t=16+c%4
-        s=20+c%2
-        ins(f"""VPBROADCASTD {32*c}(DI), Z{t}
-VPMADDUBSW Z{t}, Z{c}, Z{t}
-VPDPWSSD Z{8+c}, Z{t}, Z{s}""")
-    ins(f"""VPADDD Z21, Z20, Z20
-VCVTDQ2PS Z20, Z20
+    ins("VPXORD Z20, Z20, Z20")
+    for k in range(4):
+        a,b=16+k%2*2,17+k%2*2
+        ins(f"""VPXORD Z{a}, Z{a}, Z{a}
+VPDPBUSD.BCST {32*(2*k)}(DI), Z{2*k}, Z{a}
+VPXORD Z{b}, Z{b}, Z{b}
+VPDPBUSD.BCST {32*(2*k+1)}(DI), Z{2*k+1}, Z{b}
+VPSLLD $16, Z{b}, Z{b}
+VPTERNLOGD $0xf8, Z15, Z{a}, Z{b}
+VPDPWSSD Z{8+k}, Z{b}, Z20""")
+    ins(f"""VCVTDQ2PS Z20, Z20
 VMULPS.BCST (AX), Z25, Z22
 VMOVUPS (BX), Z23
 VFMADD231PS Z22, Z20, Z23
