@@ -7,15 +7,15 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// K-quant weights in 16-row groups (weights.LayoutQ2Kx16, LayoutQ4Kx16,
-// LayoutQ5Kx16, LayoutQ6Kx16). At the AVX-512 level Backend.Load rewrites
-// every Q2_K, Q4_K, Q5_K and Q6_K tensor of a Private file whose rows come in whole groups (repackableK) in place;
+// K-quant weights in 16-row groups (weights.LayoutQ2Kx16, LayoutQ3Kx16,
+// LayoutQ4Kx16, LayoutQ5Kx16, LayoutQ6Kx16). At the AVX-512 level Backend.Load rewrites
+// every Q2_K, Q3_K, Q4_K, Q5_K and Q6_K tensor of a Private file whose rows come in whole groups (repackableK) in place;
 // every reader of such a tensor (matmul at each level, get_rows, MoE expert
 // views) reads the groups. A group's super-block holds the bytes of its 16
 // rows' super-blocks, moved (kGroup.offset), so the layout costs no memory.
 // The kernels put one row in each of 16 lanes and keep the reference dot's
 // arithmetic (dotQ4K: the single-token order; dotQ2K: its halves;
-// dotQ5K, dotQ6K: ggml's 8 lanes and hsum8), so every row of every token takes exactly the reference's
+// dotQ3K, dotQ5K, dotQ6K: ggml's 8 lanes and hsum8), so every row of every token takes exactly the reference's
 // sequence of operations: results do not depend on the batch, the tile,
 // the thread count or the level.
 
@@ -46,11 +46,12 @@ func vocabMatrix(w *weights.Tensor) bool {
 
 const (
 	q2KScratch = 16*64 + 8*64 + 64*3*64
+	q3KScratch = 8*64 + 16*13*64
 	q4KScratch = 2*8*64 + 64*3*64
 	q5KScratch = 2*8*64 + 32*9*64
 	q6KScratch = 8*64 + 8*64 + 32*9*64
 	// maxKGroupScratch is the largest kGroup.scratch.
-	maxKGroupScratch = max(q2KScratch, q4KScratch, q5KScratch, q6KScratch)
+	maxKGroupScratch = max(q2KScratch, q3KScratch, q4KScratch, q5KScratch, q6KScratch)
 )
 
 // kGroupOf returns the group layout of dt, or nil.
@@ -58,6 +59,8 @@ func kGroupOf(dt tensor.DType) *kGroup {
 	switch dt {
 	case tensor.Q2_K:
 		return &q2KGroup
+	case tensor.Q3_K:
+		return &q3KGroup
 	case tensor.Q4_K:
 		return &q4KGroup
 	case tensor.Q5_K:
@@ -86,6 +89,28 @@ func q2KGroupOffset(i, j int) int {
 		return 2*i + j - 80
 	}
 	return 32 + 2*i + j - 82 // dmin
+}
+
+// Q3_K: per group and super-block, 1760 bytes: 16 fp16 d, for each of the
+// 12 packed scale bytes the 16 rows' byte, then for k = 0..7 three times 64
+// bytes, the 16 rows' bytes 4k..4k+3 of qs[0:], of qs[32:] and of hmask
+// (the kernel's order of reading them). Its kernel's scratch: 8 vectors of
+// the scale pairs of two chunks (int16), then per token the 8 float lane
+// accumulators, d_x*d_w and -4 times the activations' dword sums.
+var q3KGroup = kGroup{layout: weights.LayoutQ3Kx16, offset: q3KGroupOffset, tile: 16, scratch: q3KScratch}
+
+func q3KGroupOffset(i, j int) int {
+	const quants = 32 + 12*16
+	switch {
+	case j < 32: // hmask
+		return quants + 192*(j/4) + 128 + 4*i + j%4
+	case j < 96: // qs byte 32h + r
+		h, r := (j-32)/32, (j-32)%32
+		return quants + 192*(r/4) + 64*h + 4*i + r%4
+	case j < 108: // packed scales
+		return 32 + 16*(j-96) + i
+	}
+	return 2*i + j - 108 // d
 }
 
 // Q4_K: per group and super-block, 2304 bytes: 16 fp16 d, 16 fp16 dmin,
@@ -253,6 +278,8 @@ func (t *matmulTask) runKGroups(lo, hi int) {
 			switch t.dt { // direct calls: scratch stays on the stack
 			case tensor.Q2_K:
 				q2Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+			case tensor.Q3_K:
+				q3Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q4_K:
 				q4Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q5_K:

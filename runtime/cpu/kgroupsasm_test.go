@@ -16,7 +16,7 @@ func TestKGroupsAsmGenerated(t *testing.T) {
 	if err != nil {
 		t.Skip("no python3 to run tools/kgroupsasm")
 	}
-	for _, name := range []string{"q2k", "q4k", "q5k", "q6k"} {
+	for _, name := range []string{"q2k", "q3k", "q4k", "q5k", "q6k"} {
 		out := filepath.Join(t.TempDir(), name+".s")
 		cmd := exec.Command(python, filepath.Join("..", "..", "tools", "kgroupsasm", name+".py"), out)
 		if msg, err := cmd.CombinedOutput(); err != nil {

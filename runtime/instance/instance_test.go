@@ -69,8 +69,8 @@ func TestMmapAndLoadAgree(t *testing.T) {
 
 // TestRepackedUnlessMapped checks the CPU backend's layouts (see
 // docs/cpu-memory.md): a loaded file's Q8_0, Q4_0 and IQ4_NL matrices are
-// repacked in place into 16-row groups, and at the AVX-512 level its Q2_K, Q4_K, Q5_K and
-// Q6_K ones (Q5_K and Q6_K vocabulary matrices excepted); a mapped one
+// repacked in place into 16-row groups, and at the AVX-512 level its Q2_K, Q3_K, Q4_K, Q5_K and
+// Q6_K ones (Q3_K, Q5_K and Q6_K vocabulary matrices excepted); a mapped one
 // (Options.Mmap) keeps the file's layout.
 func TestRepackedUnlessMapped(t *testing.T) {
 	for _, c := range []struct {
@@ -86,6 +86,7 @@ func TestRepackedUnlessMapped(t *testing.T) {
 		{"kq-qwen3-q4_k_m.gguf", tensor.Q6_K, weights.LayoutQ6Kx16, "avx512", false},
 		{"kq-qwen3-q5_k_m.gguf", tensor.Q5_K, weights.LayoutQ5Kx16, "avx512", false},
 		{"kq-qwen3-q2_k.gguf", tensor.Q2_K, weights.LayoutQ2Kx16, "avx512", true},
+		{"kq-qwen3-q3_k_m.gguf", tensor.Q3_K, weights.LayoutQ3Kx16, "avx512", false},
 	} {
 		model := sharedModel(t, c.model)
 		for _, mmap := range []bool{false, true} {

@@ -142,6 +142,12 @@ const (
 	// k = 0..7 and half h = 0..1 the 16 rows' bytes 4k..4k+3 of ql[64h:],
 	// of ql[64h+32:] and of qh[32h:] (3 x 64 bytes).
 	LayoutQ6Kx16
+	// LayoutQ3Kx16 is Q3_K rows interleaved in groups of 16, as
+	// LayoutQ4Kx16: per group and super-block, 1760 bytes: the 16 rows'
+	// fp16 d, for each of the 12 packed scale bytes the 16 rows' byte,
+	// then for k = 0..7 the 16 rows' bytes 4k..4k+3 of qs[0:], of qs[32:]
+	// and of hmask (3 x 64 bytes).
+	LayoutQ3Kx16
 )
 
 // Elements returns the number of elements: the product of Shape.
