@@ -34,7 +34,8 @@ type kGroup struct {
 	// output matrix gives the last position's logits, the embedding rows
 	// go through get_rows); Q5_K and Q6_K groups stream slower than the
 	// file-layout kernels at one token (Q6_K ~30% on a 151936-row matrix),
-	// Q2_K and Q4_K groups faster.
+	// Q2_K and Q4_K groups faster; Q3_K's keep the file's layout, whose
+	// kernels they were not measured against.
 	vocab bool
 }
 
