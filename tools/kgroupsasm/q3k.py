@@ -22,7 +22,7 @@ e("// result is hsum8 of the 8 accumulators. The kernel starts each dword dot")
 e("// at -4 times the sum of its 4 activations (a table per token and")
 e("// super-block) and adds the unsigned dot with VPDPBUSD; a dword dot fits")
 e("// int16, so the dots of chunks 2k and 2k+1 go into one dword's int16")
-e("// halves and one VPDPWSSD scales both.")
+e("// halves (VPSLLD, VPBLENDMW by K1) and one VPDPWSSD scales both.")
 e("//")
 e("// Scratch (R11): for half ph of the chunk (dwords 4ph..4ph+3) and chunk")
 e("// pair k the int16 pair (sc[4k+ph], sc[4k+2+ph]) at 64(4ph+k), then per")
@@ -43,6 +43,8 @@ JEQ done
 TESTQ DX, DX
 JEQ done
 MOVQ CX, blocks-8(SP)
+MOVL $0xaaaaaaaa, AX
+KMOVD AX, K1
 MOVQ CX, R13
 SHLQ $8, R13
 MOVQ CX, R14
@@ -148,7 +150,7 @@ VPDPBUSD.BCST {32*(2*k)}(DI), Z{2*k}, Z{a}
 VPBROADCASTD {576+32*(2*k+1)-60*p}(BX), Z{b}
 VPDPBUSD.BCST {32*(2*k+1)}(DI), Z{2*k+1}, Z{b}
 VPSLLD $16, Z{b}, Z{b}
-VPTERNLOGD $0xf8, Z27, Z{a}, Z{b}
+VPBLENDMW Z{b}, Z{a}, K1, Z{b}
 VPDPWSSD Z{8+k}, Z{b}, Z20""")
     ins(f"""VCVTDQ2PS Z20, Z20
 VMOVUPS (BX), Z23

@@ -16,7 +16,7 @@ e("// bytes 4k..4k+3 of qs[32g:] for g = 0..3 and of qh (64 bytes each). Lane")
 e("// i is row i. dotQ5K's arithmetic: integer lane l (the dword k = l of every")
 e("// chunk of 32) sums each chunk's dword dot times its scale. A dword dot")
 e("// fits int16 (|4*31*128| < 2^15): the dots of chunks 2k and 2k+1 go into")
-e("// one dword's int16 halves (two VPDPBUSD, a shift and a VPTERNLOGD) and one")
+e("// one dword's int16 halves (two VPDPBUSD, VPSLLD, VPBLENDMW by K1) and one")
 e("// VPDPWSSD by the pair (sc[2k], sc[2k+1]) scales both. Then per")
 e("// super-block acc_l = fma(d_x*d_w, float32(lane l), acc_l) and")
 e("// summs = fma(-d_x*dmin_w, float32(sum_j min_j*bsum_j), summs); the result")
@@ -73,6 +73,8 @@ JEQ done
 TESTQ DX, DX
 JEQ done
 MOVQ CX, blocks-8(SP)
+MOVL $0xaaaaaaaa, AX
+KMOVD AX, K1
 MOVQ CX, R13
 SHLQ $8, R13
 MOVQ CX, R14
@@ -134,7 +136,7 @@ VPDPBUSD.BCST {32*(2*k)}(DI), Z{2*k}, Z{a}
 VPXORD Z{b}, Z{b}, Z{b}
 VPDPBUSD.BCST {32*(2*k+1)}(DI), Z{2*k+1}, Z{b}
 VPSLLD $16, Z{b}, Z{b}
-VPTERNLOGD $0xf8, Z15, Z{a}, Z{b}
+VPBLENDMW Z{b}, Z{a}, K1, Z{b}
 VPDPWSSD Z{8+k}, Z{b}, Z20""")
     ins(f"""VCVTDQ2PS Z20, Z20
 VMULPS.BCST (AX), Z25, Z22

@@ -19,10 +19,10 @@ e("// minus 32 times the scaled sums of sub-blocks 2l and 2l+1; then")
 e("// acc_l = fma(d_x*d_w, float32(lane l), acc_l) per super-block; the")
 e("// result is hsum8 of the 8 accumulators. A dword dot of 6-bit quants")
 e("// and int8 activations fits int16 (|4*63*128| < 2^15), so the kernel")
-e("// forms the dots of chunks 2k and 2k+1 with two VPDPBUSD into one dword")
-e("// D_2k + 65536 D_2k+1, whose signed int16 halves are exactly the two")
-e("// dots, and scales both with one VPDPWSSD: three multiplies per 128")
-e("// quants where VPMADDUBSW and VPDPWSSD per chunk took four.")
+e("// forms the dots of chunks 2k and 2k+1 with two VPDPBUSD, puts them in")
+e("// one dword's int16 halves (VPSLLD of the odd chunk's, VPBLENDMW by K1:")
+e("// the odd words) and scales both with one VPDPWSSD: three multiplies per")
+e("// 128 quants where VPMADDUBSW and VPDPWSSD per chunk took four.")
 e("//")
 e("// Scratch (R11): for half ph of the chunk (dwords 4ph..4ph+3) and chunk")
 e("// pair k the int16 pair (sc[4k+ph], sc[4k+2+ph]) at 64(4ph+k), for lane l")
@@ -44,6 +44,8 @@ JEQ done
 TESTQ DX, DX
 JEQ done
 MOVQ CX, blocks-8(SP)
+MOVL $0xaaaaaaaa, AX
+KMOVD AX, K1
 MOVQ CX, R13
 SHLQ $8, R13
 MOVQ CX, R14
@@ -121,7 +123,7 @@ VPDPBUSD.BCST {32*(2*k)}(DI), Z{2*k}, Z{a}
 VPXORD Z{b}, Z{b}, Z{b}
 VPDPBUSD.BCST {32*(2*k+1)}(DI), Z{2*k+1}, Z{b}
 VPSLLD $16, Z{b}, Z{b}
-VPTERNLOGD $0xf8, Z27, Z{a}, Z{b}
+VPBLENDMW Z{b}, Z{a}, K1, Z{b}
 VPDPWSSD Z{8+k}, Z{b}, Z20""")
     ins("""VCVTDQ2PS Z20, Z20
 VMOVUPS (BX), Z23""")
