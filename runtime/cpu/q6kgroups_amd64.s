@@ -15,7 +15,7 @@
 // forms the dots of chunks 2k and 2k+1 with two VPDPBUSD, puts them in
 // one dword's int16 halves (VPSLLD of the odd chunk's, VPBLENDMW by K1:
 // the odd words) and scales both with one VPDPWSSD: three multiplies per
-// 128 quants where VPMADDUBSW and VPDPWSSD per chunk took four.
+// 128 quants.
 //
 // Scratch (R11): for half ph of the chunk (dwords 4ph..4ph+3) and chunk
 // pair k the int16 pair (sc[4k+ph], sc[4k+2+ph]) at 64(4ph+k), for lane l
