@@ -59,3 +59,28 @@ ADDQ CX, AX
 ADDQ ${token}, BX
 DECQ R12
 JNZ store""")
+
+
+def lanes_entry(name, bsums=True):
+    """The TEXT line and entry of an 8-lane kernel: the arguments in SI (w),
+    CX and blocks-8(SP) (nb), R8 (xq), R9 (xd), R10 (xb, when the kernel
+    reads bsums), DX (n), R11 (scratch); K1 the odd words; R13 and R14 the
+    token strides of xq and xd. Returns at once when nb or n is 0."""
+    e(f"TEXT ·{name}(SB), NOSPLIT, $8-72")
+    ins(f"""MOVQ w+0(FP), SI
+MOVQ nb+8(FP), CX
+MOVQ xq+16(FP), R8
+MOVQ xd+24(FP), R9{chr(10) + "MOVQ xb+32(FP), R10" if bsums else ""}
+MOVQ n+40(FP), DX
+MOVQ scratch+64(FP), R11
+TESTQ CX, CX
+JEQ done
+TESTQ DX, DX
+JEQ done
+MOVQ CX, blocks-8(SP)
+MOVL $0xaaaaaaaa, AX
+KMOVD AX, K1
+MOVQ CX, R13
+SHLQ $8, R13
+MOVQ CX, R14
+SHLQ $2, R14""")
