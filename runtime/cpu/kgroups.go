@@ -7,17 +7,17 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// K-quant weights in 16-row groups (weights.LayoutQ2Kx16, LayoutQ4Kx16,
-// LayoutQ5Kx16, LayoutQ6Kx16, LayoutIQ4XSx16). At a level with the layout's
-// kernel (kGroup.hasKernel: AVX-512 for all five, AVX2 for Q2_K and Q4_K)
-// Backend.Load rewrites every such tensor of a Private file whose rows come
-// in whole groups (repackableK) in place;
+// K-quant weights in 16-row groups (weights.LayoutQ2Kx16, LayoutQ3Kx16,
+// LayoutQ4Kx16, LayoutQ5Kx16, LayoutQ6Kx16, LayoutIQ4XSx16). At a level with
+// the layout's kernel (kGroup.hasKernel: AVX-512 for all six, AVX2 for Q2_K
+// and Q4_K) Backend.Load rewrites every such tensor of a Private file whose
+// rows come in whole groups (repackableK) in place;
 // every reader of such a tensor (matmul at each level, get_rows, MoE expert
 // views) reads the groups. A group's super-block holds the bytes of its 16
 // rows' super-blocks, moved (kGroup.offset), so the layout costs no memory.
 // The kernels put one row in each of 16 lanes and keep the reference dot's
 // arithmetic (dotQ4K: the single-token order; dotQ2K: its halves;
-// dotQ5K, dotQ6K, dotIQ4XS: ggml's 8 lanes and hsum8), so every row of every token takes exactly the reference's
+// dotQ3K, dotQ5K, dotQ6K, dotIQ4XS: ggml's 8 lanes and hsum8), so every row of every token takes exactly the reference's
 // sequence of operations: results do not depend on the batch, the tile,
 // the thread count or the level.
 
@@ -36,7 +36,8 @@ type kGroup struct {
 	// output matrix gives the last position's logits, the embedding rows
 	// go through get_rows); Q5_K and Q6_K groups stream slower than the
 	// file-layout kernels at one token (Q6_K ~30% on a 151936-row matrix),
-	// Q2_K and Q4_K groups faster.
+	// Q2_K and Q4_K groups faster; Q3_K's keep the file's layout, whose
+	// kernels they were not measured against.
 	vocab bool
 	// avx2 reports whether the AVX2 level has a kernel for the layout
 	// (every layout has one at AVX-512); without one, AVX2 keeps the
@@ -57,15 +58,16 @@ func vocabMatrix(w *weights.Tensor) bool {
 
 const (
 	q2KScratch = 16*64 + 8*64 + 64*3*64
+	q3KScratch = 8*64 + 16*13*64
 	q4KScratch = 2*8*64 + 64*3*64
 	q5KScratch = 2*8*64 + 32*9*64
-	q6KScratch = 16*64 + 8*64 + 32*8*64
+	q6KScratch = 8*64 + 8*64 + 32*9*64
 	// iq4XSScratch: 8 scale vectors, then per token (iq4XSTile) d_w*d_x
 	// (64 bytes) and 8 lane accumulators (512).
 	iq4XSTile    = 32
 	iq4XSScratch = 8*64 + iq4XSTile*64 + iq4XSTile*512
 	// maxKGroupScratch is the largest kGroup.scratch.
-	maxKGroupScratch = max(q2KScratch, q4KScratch, q5KScratch, q6KScratch, iq4XSScratch)
+	maxKGroupScratch = max(q2KScratch, q3KScratch, q4KScratch, q5KScratch, q6KScratch, iq4XSScratch)
 )
 
 // kGroupOf returns the group layout of dt, or nil.
@@ -73,6 +75,8 @@ func kGroupOf(dt tensor.DType) *kGroup {
 	switch dt {
 	case tensor.Q2_K:
 		return &q2KGroup
+	case tensor.Q3_K:
+		return &q3KGroup
 	case tensor.Q4_K:
 		return &q4KGroup
 	case tensor.Q5_K:
@@ -103,6 +107,28 @@ func q2KGroupOffset(i, j int) int {
 		return 2*i + j - 80
 	}
 	return 32 + 2*i + j - 82 // dmin
+}
+
+// Q3_K: per group and super-block, 1760 bytes: 16 fp16 d, for each of the
+// 12 packed scale bytes the 16 rows' byte, then for k = 0..7 three times 64
+// bytes, the 16 rows' bytes 4k..4k+3 of qs[0:], of qs[32:] and of hmask
+// (the kernel's order of reading them). Its kernel's scratch: 8 vectors of
+// the scale pairs of two chunks (int16), then per token the 8 float lane
+// accumulators, d_x*d_w and -4 times the activations' dword sums.
+var q3KGroup = kGroup{layout: weights.LayoutQ3Kx16, offset: q3KGroupOffset, tile: 16, scratch: q3KScratch}
+
+func q3KGroupOffset(i, j int) int {
+	const quants = 32 + 12*16
+	switch {
+	case j < 32: // hmask
+		return quants + 192*(j/4) + 128 + 4*i + j%4
+	case j < 96: // qs byte 32h + r
+		h, r := (j-32)/32, (j-32)%32
+		return quants + 192*(r/4) + 64*h + 4*i + r%4
+	case j < 108: // packed scales
+		return 32 + 16*(j-96) + i
+	}
+	return 2*i + j - 108 // d
 }
 
 // Q4_K: per group and super-block, 2304 bytes: 16 fp16 d, 16 fp16 dmin,
@@ -154,8 +180,9 @@ func q5KGroupOffset(i, j int) int {
 // 16 int8 scales the 16 rows' byte, then for k = 0..7 and half h = 0..1
 // three times 64 bytes, the 16 rows' bytes 4k..4k+3 of ql[64h:], of
 // ql[64h+32:] and of qh[32h:] (the kernel's order of reading them). Its
-// kernel's scratch: 16 scale vectors, 8 pairs of minus 32 times the scales
-// (int16), then per token the 8 float lane accumulators of 16 rows.
+// kernel's scratch: 8 vectors of the scale pairs of two chunks (int16), 8
+// pairs of minus 32 times the scales, then per token the 8 float lane
+// accumulators and d_x*d_w of 16 rows.
 var q6KGroup = kGroup{layout: weights.LayoutQ6Kx16, offset: q6KGroupOffset, tile: 32, scratch: q6KScratch}
 
 func q6KGroupOffset(i, j int) int {
@@ -309,6 +336,8 @@ func (t *matmulTask) runKGroups(worker, lo, hi int) {
 					break
 				}
 				q2Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+			case tensor.Q3_K:
+				q3Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q4_K:
 				if level == levelAVX2 {
 					q4Kx16GemmAVX2(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))

@@ -44,6 +44,11 @@ func iq4XSx16Gemm(w unsafe.Pointer, nb int, x16, xd unsafe.Pointer, n int, out u
 //go:noescape
 func iq4XSPairs(xq unsafe.Pointer, blocks int, dst unsafe.Pointer, dstride uintptr)
 
+// q3Kx16Gemm (q3kgroups_amd64.s) is q3KGroup's kernel: dotQ3K's bits.
+//
+//go:noescape
+func q3Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
+
 // q2Kx16Gemm (q2kgroups_amd64.s) is q2KGroup's kernel: dotQ2K's bits.
 //
 //go:noescape

@@ -19,7 +19,7 @@ func repackedK(t testing.TB, w *weights.Tensor) *weights.Tensor {
 }
 
 // kGroupDTypes are the dtypes with a group layout (kGroupOf).
-var kGroupDTypes = []tensor.DType{tensor.Q2_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_XS}
+var kGroupDTypes = []tensor.DType{tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_XS}
 
 // TestKGroupsRepack checks that repacking keeps every row: fileRow gives
 // back the file's bytes, get_rows the file's values, and the accessors of
@@ -121,7 +121,7 @@ func TestKGroupsMatMulBitExact(t *testing.T) {
 // alternate.
 func TestKGroupsExtremes(t *testing.T) {
 	const K, N = 512, 32
-	scaleOff := map[tensor.DType][2]int{tensor.Q2_K: {0, 16}, tensor.Q4_K: {4, 16}, tensor.Q5_K: {4, 16}, tensor.Q6_K: {192, 208}, tensor.IQ4_XS: {2, 8}}
+	scaleOff := map[tensor.DType][2]int{tensor.Q2_K: {0, 16}, tensor.Q3_K: {96, 108}, tensor.Q4_K: {4, 16}, tensor.Q5_K: {4, 16}, tensor.Q6_K: {192, 208}, tensor.IQ4_XS: {2, 8}}
 	for _, dt := range kGroupDTypes {
 		testKGroupsExtremes(t, dt, K, N, scaleOff[dt])
 	}

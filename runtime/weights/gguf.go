@@ -148,6 +148,12 @@ const (
 	// 16 rows' byte, then for k = 0..3 and chunk c = 0..7 the 16 rows'
 	// quant bytes 16c+4k..16c+4k+3 (64 bytes).
 	LayoutIQ4XSx16
+	// LayoutQ3Kx16 is Q3_K rows interleaved in groups of 16, as
+	// LayoutQ4Kx16: per group and super-block, 1760 bytes: the 16 rows'
+	// fp16 d, for each of the 12 packed scale bytes the 16 rows' byte,
+	// then for k = 0..7 the 16 rows' bytes 4k..4k+3 of qs[0:], of qs[32:]
+	// and of hmask (3 x 64 bytes).
+	LayoutQ3Kx16
 )
 
 // Elements returns the number of elements: the product of Shape.
