@@ -2,6 +2,7 @@
 IQ4_XS group layout (runtime/cpu/kgroups.go), unrolled. Run:
 python3 tools/kgroupsasm/iq4xs.py"""
 import os
+import sys
 L=[]
 def e(s=""): L.append(s)
 def ins(block):
@@ -254,5 +255,7 @@ JNZ pairs""")
 e("pairsdone:")
 e("\tVZEROUPPER")
 e("\tRET")
-open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runtime", "cpu", "iq4xsgroups_amd64.s"), "w").write("\n".join(L)+"\n")
+# The path in argv[1], else runtime/cpu/iq4xsgroups_amd64.s.
+path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runtime", "cpu", "iq4xsgroups_amd64.s")
+open(path, "w").write("\n".join(L) + "\n")
 print("tile", TILE, "scratch", FACC+TILE*512)

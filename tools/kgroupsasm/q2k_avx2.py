@@ -1,6 +1,7 @@
 """Writes runtime/cpu/q2kgroups_avx2_amd64.s: the AVX2 kernel of the Q2_K
 group layout (runtime/cpu/kgroups.go), unrolled. Run: python3 tools/kgroupsasm/q2k_avx2.py"""
 import os
+import sys
 
 import avx2
 L = []
@@ -155,4 +156,6 @@ DECQ blocks-8(SP)
 JNZ block
 """)
 ins(avx2.store(1536))
-open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runtime", "cpu", "q2kgroups_avx2_amd64.s"), "w").write("\n".join(L) + "\n")
+# The path in argv[1], else runtime/cpu/q2kgroups_avx2_amd64.s.
+path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runtime", "cpu", "q2kgroups_avx2_amd64.s")
+open(path, "w").write("\n".join(L) + "\n")

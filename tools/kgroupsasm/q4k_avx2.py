@@ -1,6 +1,7 @@
 """Writes runtime/cpu/q4kgroups_avx2_amd64.s: the AVX2 kernel of the Q4_K
 group layout (runtime/cpu/kgroups.go), unrolled. Run: python3 tools/kgroupsasm/q4k_avx2.py"""
 import os
+import sys
 
 import avx2
 L = []
@@ -166,4 +167,6 @@ DECQ CX
 JNZ block
 """)
 ins(avx2.store(1024))
-open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runtime", "cpu", "q4kgroups_avx2_amd64.s"), "w").write("\n".join(L) + "\n")
+# The path in argv[1], else runtime/cpu/q4kgroups_avx2_amd64.s.
+path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runtime", "cpu", "q4kgroups_avx2_amd64.s")
+open(path, "w").write("\n".join(L) + "\n")
