@@ -243,12 +243,11 @@ func (p *program) matmulGroupsRef(out, x []float32, T int, w *weights.Tensor) {
 	for t := range xq {
 		quantizeQ8(x[t*K:(t+1)*K], &xq[t])
 	}
-	lv := levelsOf(w.DType)
 	p.b.pool.parallel(N, q8GroupRows, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			for t := 0; t < T; t++ {
 				if w.Layout == weights.LayoutQ4x16 {
-					out[t*N+r] = dotQ4Group(w.Data, K/32, r, &xq[t], lv)
+					out[t*N+r] = dotQ4Group(w.Data, w.DType, K/32, r, &xq[t])
 				} else {
 					out[t*N+r] = dotQ8Group(w.Data, K/32, r, &xq[t])
 				}
@@ -258,8 +257,8 @@ func (p *program) matmulGroupsRef(out, x []float32, T int, w *weights.Tensor) {
 }
 
 // q8Activations reports whether matmuls by w read Q8_0 activations in
-// matmulTask.qx and qd (and qz): Q8_0 and Q4_0 weights, and IQ4_NL ones in
-// LayoutQ4x16.
+// matmulTask.qx and qd (and qz): Q8_0 and Q4_0 weights, and IQ4_NL and
+// Q5_0 ones in LayoutQ4x16.
 func q8Activations(w *weights.Tensor) bool {
 	return w.DType == tensor.Q8_0 || w.DType == tensor.Q4_0 || q8GroupLayout(w)
 }
@@ -349,7 +348,7 @@ func (p *program) setupMatmul(t *matmulTask, out []float32, op tensor.Op) int {
 			t.tiles = m.tiles
 		}
 	case q8Activations(w):
-		if w.Layout == weights.LayoutQ4x16 && T >= 4 {
+		if unpacksQ4(w, T) {
 			m.unpacked = growUnpacked(m.unpacked, p.b.pool.n, K)
 			t.unpacked = m.unpacked
 		}
@@ -572,7 +571,7 @@ type matmulTask struct {
 	T, K, N  int
 	tiles    [][]float32 // per worker [floatPanel(K)/4*packedQuadLen(K) + packedAccLen(K)]; set when T >= 4 for f16/bf16, or packed
 	xp       []float32   // packed activations (packedFloat), else nil
-	unpacked [][]byte    // per worker [K/32*q8GroupBlock]; set when T >= 4 for LayoutQ4x16
+	unpacked [][]byte    // per worker [K/32*q8GroupBlock]; set for LayoutQ4x16 where unpacksQ4
 	aq       *actQuant   // kindBlock dtypes: the activations in the weight's dot type
 }
 

@@ -129,7 +129,7 @@ func (p *program) moeSetup(t *matmulTask, out, x []float32, T int, w *weights.Te
 			t.tiles = p.mm.tiles
 		}
 	case q8Activations(w):
-		if w.Layout == weights.LayoutQ4x16 && T >= 4 {
+		if unpacksQ4(w, T) {
 			p.mm.unpacked = growUnpacked(p.mm.unpacked, p.b.pool.n, K)
 			t.unpacked = p.mm.unpacked
 		}

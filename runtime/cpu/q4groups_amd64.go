@@ -19,6 +19,15 @@ func q4x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer, lv unsafe.Pointer
 //go:noescape
 func q4x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, lv unsafe.Pointer)
 
+// q5x16Unpack and q5x16Gemv are q4x16Unpack and q4x16Gemv for Q5_0
+// groups (q5GroupBlock bytes a block), lv q5_0Levels.
+//
+//go:noescape
+func q5x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer, lv unsafe.Pointer)
+
+//go:noescape
+func q5x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, lv unsafe.Pointer)
+
 // q4x16GemvAVX2 (AVX2) takes one token: the signed levels (VPSHUFB),
 // VPMADDUBSW of their magnitudes by the quants given their signs (no
 // 16-bit sum saturates), then VPMADDWD to the same exact 32-bit block

@@ -203,3 +203,97 @@ doneavx2:
 	VMOVUPS Y11, 32(BX)
 	VZEROUPPER
 	RET
+
+// Q5_0 blocks of LayoutQ4x16 are 352 bytes: the 288 of a Q4_0 block (the
+// low 4 bits of the quants), then the 16 rows' high bits, a dword each:
+// byte m holds at bit k the high bit of quant 4k+m. With q5_0Levels as lv,
+// Q4LEVELS gives the levels plus 128 of the quants whose high bit is
+// clear; Q5HIGH adds the 16 of the set ones.
+
+DATA q5x16bit4<>+0(SB)/4, $0x10101010
+GLOBL q5x16bit4<>(SB), RODATA|NOPTR, $4
+
+// Q5HIGH adds 16 to the bytes of Zk (k = 0..7, Q4LEVELS' quants
+// 4k..4k+3 of each row) whose high bit, at 288(w), is set: bit k of each
+// byte shifted to bit 4 (no bit crosses a byte at shifts of at most 4),
+// masked by Z11 (0x10 bytes). Clobbers Z12, Z13.
+#define Q5HIGH(w) \
+	VMOVDQU32 288(w), Z13; \
+	VPSLLW $4, Z13, Z12; \
+	VPANDD Z11, Z12, Z12; \
+	VPADDB Z12, Z0, Z0; \
+	VPSLLW $3, Z13, Z12; \
+	VPANDD Z11, Z12, Z12; \
+	VPADDB Z12, Z1, Z1; \
+	VPSLLW $2, Z13, Z12; \
+	VPANDD Z11, Z12, Z12; \
+	VPADDB Z12, Z2, Z2; \
+	VPSLLW $1, Z13, Z12; \
+	VPANDD Z11, Z12, Z12; \
+	VPADDB Z12, Z3, Z3; \
+	VPANDD Z11, Z13, Z12; \
+	VPADDB Z12, Z4, Z4; \
+	VPSRLW $1, Z13, Z12; \
+	VPANDD Z11, Z12, Z12; \
+	VPADDB Z12, Z5, Z5; \
+	VPSRLW $2, Z13, Z12; \
+	VPANDD Z11, Z12, Z12; \
+	VPADDB Z12, Z6, Z6; \
+	VPSRLW $3, Z13, Z12; \
+	VPANDD Z11, Z12, Z12; \
+	VPADDB Z12, Z7, Z7
+
+// func q5x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer, lv unsafe.Pointer)
+TEXT ·q5x16Unpack(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ dst+16(FP), DI
+	Q4CONST(lv+24(FP))
+	VPBROADCASTD q5x16bit4<>(SB), Z11
+	TESTQ CX, CX
+	JEQ done5u
+loop5u:
+	VMOVDQU (SI), Y8
+	VMOVDQU Y8, (DI)
+	Q4LEVELS(SI)
+	Q5HIGH(SI)
+	VMOVDQU32 Z0, 32(DI)
+	VMOVDQU32 Z1, 96(DI)
+	VMOVDQU32 Z2, 160(DI)
+	VMOVDQU32 Z3, 224(DI)
+	VMOVDQU32 Z4, 288(DI)
+	VMOVDQU32 Z5, 352(DI)
+	VMOVDQU32 Z6, 416(DI)
+	VMOVDQU32 Z7, 480(DI)
+	ADDQ $352, SI
+	ADDQ $544, DI
+	DECQ CX
+	JNZ loop5u
+done5u:
+	VZEROUPPER
+	RET
+
+// func q5x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, lv unsafe.Pointer)
+TEXT ·q5x16Gemv(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), DI
+	Q4CONST(lv+32(FP))
+	VPBROADCASTD q5x16bit4<>(SB), Z11
+	VPXORD Z16, Z16, Z16
+	TESTQ CX, CX
+	JEQ done51
+loop51:
+	VCVTPH2PS (SI), Z8
+	Q4LEVELS(SI)
+	Q5HIGH(SI)
+	Q4TOK1(DI, Z16)
+	ADDQ $352, SI
+	ADDQ $40, DI
+	DECQ CX
+	JNZ loop51
+done51:
+	MOVQ out+24(FP), BX
+	VMOVUPS Z16, (BX)
+	VZEROUPPER
+	RET
