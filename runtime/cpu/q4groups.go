@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"encoding/binary"
+	"math"
 	"unsafe"
 
 	"github.com/ninfer/ninfer-go/runtime/tensor"
@@ -66,8 +67,16 @@ func levelsOf(dt tensor.DType) *q4Levels {
 	return q4_0Levels
 }
 
+// q4AVX512Only reports whether dt is repacked into LayoutQ4x16 only at the
+// AVX-512 level: Q5_0 and Q4_1, which have no AVX2 group kernels (after a
+// level change runQ4Groups unpacks their groups in Go).
+func q4AVX512Only(dt tensor.DType) bool {
+	return dt == tensor.Q5_0 || dt == tensor.Q4_1
+}
+
 // q4GroupBlockOf returns the bytes of one block of one group of dt in
-// LayoutQ4x16.
+// LayoutQ4x16 (Q4_1: the mins of a group's blocks follow all its blocks,
+// 16 fp16 each).
 func q4GroupBlockOf(dt tensor.DType) int {
 	if dt == tensor.Q5_0 {
 		return q5GroupBlock
@@ -96,11 +105,11 @@ func q5FileHigh(h uint32) uint32 {
 }
 
 // repackableQ4 reports whether Backend.Load repacks w: Q4_0 or IQ4_NL, or
-// Q5_0 at the AVX-512 level (the other levels keep its file layout and
+// Q5_0 or Q4_1 at the AVX-512 level (the other levels keep its file layout and
 // kernels), in the file's layout with its rows (per expert, for a 3-D
 // tensor) in whole groups.
 func repackableQ4(w *weights.Tensor) bool {
-	return (w.DType == tensor.Q4_0 || w.DType == tensor.IQ4_NL || w.DType == tensor.Q5_0 && level == levelAVX512) && groupable(w)
+	return (w.DType == tensor.Q4_0 || w.DType == tensor.IQ4_NL || q4AVX512Only(w.DType) && level == levelAVX512) && groupable(w)
 }
 
 // repackQ4 rewrites w (repackableQ4) in place into LayoutQ4x16, its groups
@@ -116,8 +125,11 @@ func repackQ4(pool *pool, w *weights.Tensor, scratch [][]byte) {
 			for j := range 4 {
 				copy(dst[32+64*j+4*i:32+64*j+4*i+4], qs[4*j:4*j+4])
 			}
-			if gb == q5GroupBlock {
+			switch w.DType {
+			case tensor.Q5_0:
 				binary.LittleEndian.PutUint32(dst[q4GroupBlock+4*i:], q5High(binary.LittleEndian.Uint32(src[2:])))
+			case tensor.Q4_1:
+				copy(grp[nb*gb+32*b+2*i:nb*gb+32*b+2*i+2], src[2:4])
 			}
 		}
 	})
@@ -128,7 +140,7 @@ func repackQ4(pool *pool, w *weights.Tensor, scratch [][]byte) {
 func q4GroupRow(w *weights.Tensor, r int, dst []byte) {
 	nb, bb, gb := w.RowLen()/32, w.DType.BlockBytes(), q4GroupBlockOf(w.DType)
 	g, i := r/q8GroupRows, r%q8GroupRows
-	grp := w.Data[g*nb*gb : (g+1)*nb*gb]
+	grp := w.Data[g*q8GroupRows*nb*bb : (g+1)*q8GroupRows*nb*bb]
 	for b := range nb {
 		src, out := grp[b*gb:(b+1)*gb], dst[bb*b:bb*(b+1)]
 		out[0], out[1] = src[2*i], src[2*i+1]
@@ -136,8 +148,11 @@ func q4GroupRow(w *weights.Tensor, r int, dst []byte) {
 		for j := range 4 {
 			copy(qs[4*j:4*j+4], src[32+64*j+4*i:32+64*j+4*i+4])
 		}
-		if gb == q5GroupBlock {
+		switch w.DType {
+		case tensor.Q5_0:
 			binary.LittleEndian.PutUint32(out[2:], q5FileHigh(binary.LittleEndian.Uint32(src[q4GroupBlock+4*i:])))
+		case tensor.Q4_1:
+			copy(out[2:4], grp[nb*gb+32*b+2*i:nb*gb+32*b+2*i+2])
 		}
 	}
 }
@@ -157,9 +172,9 @@ func q4GroupLevel(blk []byte, dt tensor.DType, i, j int) int {
 }
 
 // dotQ4Group is the reference dot product of row r of the LayoutQ4x16
-// weights w (dtype dt, nb blocks per row) and Q8_0 activations x: per
-// block the exact integer dot, then one fused multiply-add of it by the
-// product of the two scales.
+// weights w (dtype dt: Q4_0, IQ4_NL or Q5_0; nb blocks per row) and Q8_0
+// activations x: per block the exact integer dot, then one fused
+// multiply-add of it by the product of the two scales.
 func dotQ4Group(w []byte, dt tensor.DType, nb, r int, x *q8Blocks) float32 {
 	gb := q4GroupBlockOf(dt)
 	g, i := r/q8GroupRows, r%q8GroupRows
@@ -174,6 +189,48 @@ func dotQ4Group(w []byte, dt tensor.DType, nb, r int, x *q8Blocks) float32 {
 		acc = fma32(float32(s), d, acc)
 	}
 	return acc
+}
+
+// dotQ4_1Group is the reference dot product of row r of the Q4_1 weights w
+// (LayoutQ4x16) and the Q8_1 activations of the Q8_0 blocks x and the block
+// sums sums (q8_1Sums): dotQ4_1 of the file's row, written into row
+// [w.RowBytes()]. The group kernels keep its 8 lanes, which no order with
+// one accumulator per row matches closely enough for the teacher-forced
+// golden rule (kq-qwen3-q4_1: 98.44%, a mismatch of margin >= 0.5).
+func dotQ4_1Group(w *weights.Tensor, r int, row []byte, x *q8Blocks, sums []float32) float32 {
+	q4GroupRow(w, r, row)
+	return dotQ4_1(row, actRow{qs: x.qs, d: x.d, s: sums})
+}
+
+// q8_1Sums returns the Q8_1 block sums (q8_1Sum) of x quantized to q
+// (quantizeQ8).
+func q8_1Sums(x []float32, q *q8Blocks) []float32 {
+	sums := make([]float32, len(q.d))
+	for b := range sums {
+		var sum int32
+		for _, v := range q.qs[32*b : 32*b+32] {
+			sum += int32(v)
+		}
+		sums[b] = q8_1Sum(x[32*b:32*b+32], sum)
+	}
+	return sums
+}
+
+// q8GroupActSums writes the Q8_1 block sums (q8_1Sum) of tokens [t0, t1) of
+// x [T, K], quantized to qx (stored as x+128, unsigned), into dst [T, K/32]
+// float32.
+func q8GroupActSums(dst []byte, x []float32, qx []int8, t0, t1, K int) {
+	nb := K / 32
+	for tok := t0; tok < t1; tok++ {
+		for b := range nb {
+			var sum int32
+			for _, v := range qx[tok*K+32*b : tok*K+32*b+32] {
+				sum += int32(v ^ -0x80)
+			}
+			s := q8_1Sum(x[tok*K+32*b:tok*K+32*b+32], sum)
+			binary.LittleEndian.PutUint32(dst[4*(tok*nb+b):], math.Float32bits(s))
+		}
+	}
 }
 
 // q4x16UnpackRef is q4x16Unpack in Go, for any dtype of LayoutQ4x16: the nb
@@ -206,9 +263,13 @@ func unpacksQ4(w *weights.Tensor, T int) bool {
 // levels) and runs the LayoutQ8x16 tiles of up to q8TileTokens tokens on
 // it, then takes a last lone token from the group itself; AVX2 takes every
 // Q4_0 and IQ4_NL token so, and unpacks Q5_0 groups in Go
-// (q4x16UnpackRef) for its LayoutQ8x16 kernels. All give each row the same
-// operations.
+// (q4x16UnpackRef) for its LayoutQ8x16 kernels. Q4_1 (runQ4_1Groups) keeps
+// dotQ4_1's lanes. All give each row the same operations.
 func (t *matmulTask) runQ4Groups(worker, lo, hi int) {
+	if t.dt == tensor.Q4_1 {
+		t.runQ4_1Groups(lo, hi)
+		return
+	}
 	T, N, nb := t.T, t.N, t.K/32
 	gb, xs, os := nb*q4GroupBlockOf(t.dt), uintptr(nb*q8ActBlock), uintptr(4*N)
 	tb := q8TokenBlock(nb)
@@ -252,6 +313,47 @@ func (t *matmulTask) runQ4Groups(worker, lo, hi int) {
 					q4x16GemvAVX2(w, nb, x(tt), out(tt), lv)
 				}
 			}
+		}
+	}
+}
+
+// runQ4_1Groups is runQ4Groups for Q4_1, from the activations in t.qz
+// (q8Sums: q8GroupActs, then the Q8_1 block sums). At AVX-512 each
+// group takes its tokens two at a time (q4_1x16Lanes), then the mins'
+// products (q4_1x16Mins); at the other levels (a level set after the
+// weights were repacked) each row is unpacked and takes dotQ4_1.
+func (t *matmulTask) runQ4_1Groups(lo, hi int) {
+	T, N, K, nb := t.T, t.N, t.K, t.K/32
+	gb, xs, os := q8GroupRows*t.rowBytes, uintptr(nb*q8ActBlock), uintptr(4*N)
+	sums := t.qz[T*nb*q8ActBlock:] // [T, nb] float32
+	if level != levelAVX512 {
+		w := &weights.Tensor{Shape: []int{K, N}, DType: t.dt, Data: t.w, Layout: weights.LayoutQ4x16}
+		row := make([]byte, t.rowBytes)
+		x := q8Blocks{qs: make([]int8, K), d: make([]float32, nb)}
+		for tt := range T {
+			for b := range nb {
+				a := t.qz[(tt*nb+b)*q8ActBlock:]
+				for j := range 32 {
+					x.qs[32*b+j] = int8(a[j])
+				}
+				x.d[b] = math.Float32frombits(binary.LittleEndian.Uint32(a[36:]))
+			}
+			s := unsafe.Slice((*float32)(unsafe.Pointer(&sums[4*tt*nb])), nb)
+			for r := lo; r < hi; r++ {
+				t.out[tt*N+r] = dotQ4_1Group(w, r, row, &x, s)
+			}
+		}
+		return
+	}
+	tb := q8TokenBlock(nb)
+	for t0 := 0; t0 < T; t0 += tb {
+		t1 := min(t0+tb, T)
+		for g := lo / q8GroupRows; g < hi/q8GroupRows; g++ {
+			w := unsafe.Pointer(&t.w[g*gb])
+			for tt := t0; tt < t1; tt += 2 {
+				q4_1x16Lanes(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os, min(2, t1-tt))
+			}
+			q4_1x16Mins(unsafe.Pointer(&t.w[g*gb+nb*q4GroupBlock]), nb, unsafe.Pointer(&sums[4*t0*nb]), uintptr(4*nb), unsafe.Pointer(&t.out[t0*N+16*g]), os, t1-t0)
 		}
 	}
 }

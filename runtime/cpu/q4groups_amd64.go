@@ -35,3 +35,19 @@ func q5x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, l
 //
 //go:noescape
 func q4x16GemvAVX2(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, lv unsafe.Pointer)
+
+// q4_1x16Mins (AVX-512) adds to the results of n tokens of a Q4_1 group
+// (token i's 16 at out + i*ostride) the mins' products: per row, over the
+// nb blocks in order, summs = fma(m_b, s_b, summs) with the group's fp16
+// mins at m (16 a block) and token i's Q8_1 block sums at s + i*sstride.
+//
+//go:noescape
+func q4_1x16Mins(m unsafe.Pointer, nb int, s unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
+
+// q4_1x16Lanes (AVX-512 VNNI) takes n tokens, 1 <= n <= 2, of a Q4_1
+// group (q4GroupBlock bytes a block, its mins apart) with dotQ4_1's 8 lanes
+// and hsum8, storing token i's 16 sums without the mins' products at out +
+// i*ostride (q4_1x16Mins adds them).
+//
+//go:noescape
+func q4_1x16Lanes(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int)

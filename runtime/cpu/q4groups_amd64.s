@@ -297,3 +297,150 @@ done51:
 	VMOVUPS Z16, (BX)
 	VZEROUPPER
 	RET
+
+// func q4_1x16Mins(m unsafe.Pointer, nb int, s unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
+// For each of the n tokens (Q8_1 block sums at s + i*sstride, nb float32)
+// and the 16 rows' fp16 mins of nb blocks at m (32 bytes a block): summs =
+// fma(m_b, s_b, summs), blocks in order, then out + i*ostride += summs.
+TEXT ·q4_1x16Mins(SB), NOSPLIT, $0-56
+	MOVQ m+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ s+16(FP), DI
+	MOVQ sstride+24(FP), R8
+	MOVQ out+32(FP), BX
+	MOVQ ostride+40(FP), R9
+	MOVQ n+48(FP), R10
+	TESTQ R10, R10
+	JEQ donem
+tokm:
+	VPXORD Z16, Z16, Z16
+	MOVQ SI, R11
+	MOVQ DI, R12
+	MOVQ CX, R13
+	TESTQ R13, R13
+	JEQ storem
+blkm:
+	VCVTPH2PS (R11), Z1
+	VFMADD231PS.BCST (R12), Z1, Z16
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ R13
+	JNZ blkm
+storem:
+	VADDPS (BX), Z16, Z16
+	VMOVUPS Z16, (BX)
+	ADDQ R8, DI
+	ADDQ R9, BX
+	DECQ R10
+	JNZ tokm
+donem:
+	VZEROUPPER
+	RET
+
+// Q4_1 groups keep dotQ4_1's arithmetic: 8 float lanes per row, lane l
+// taking quants 4l..4l+3 of every block (register Zl of Q41NIBBLES: the
+// unsigned quants), acc_l = fma(d_w*d_x, float32(s_l), acc_l), then
+// hsum8's order; the mins (q4_1x16Mins) are added after.
+
+// Q41NIBBLES is Q4LEVELS without the table: the quants themselves.
+#define Q41NIBBLES(w) \
+	VMOVDQU32 32(w), Z0; \
+	VMOVDQU32 96(w), Z1; \
+	VMOVDQU32 160(w), Z2; \
+	VMOVDQU32 224(w), Z3; \
+	VPSRLW $4, Z0, Z4; \
+	VPSRLW $4, Z1, Z5; \
+	VPSRLW $4, Z2, Z6; \
+	VPSRLW $4, Z3, Z7; \
+	VPANDD Z9, Z0, Z0; \
+	VPANDD Z9, Z1, Z1; \
+	VPANDD Z9, Z2, Z2; \
+	VPANDD Z9, Z3, Z3; \
+	VPANDD Z9, Z4, Z4; \
+	VPANDD Z9, Z5, Z5; \
+	VPANDD Z9, Z6, Z6; \
+	VPANDD Z9, Z7, Z7
+
+// Q41LANE adds lane l (quants in wl, token dword at off(p)) of one token
+// to acc with the block's scale product d, through tmp.
+#define Q41LANE(wl, off, p, d, acc, tmp) \
+	VPXORD tmp, tmp, tmp; \
+	VPDPBUSD.BCST off(p), wl, tmp; \
+	VCVTDQ2PS tmp, tmp; \
+	VFMADD231PS d, tmp, acc
+
+// Q41TOKEN adds the block of the token at p to the 8 lane accumulators
+// a0..a7 (d: d_w*d_x of the 16 rows).
+#define Q41TOKEN(p, d, a0, a1, a2, a3, a4, a5, a6, a7) \
+	Q41LANE(Z0, 0, p, d, a0, Z11); \
+	Q41LANE(Z1, 4, p, d, a1, Z12); \
+	Q41LANE(Z2, 8, p, d, a2, Z13); \
+	Q41LANE(Z3, 12, p, d, a3, Z14); \
+	Q41LANE(Z4, 16, p, d, a4, Z11); \
+	Q41LANE(Z5, 20, p, d, a5, Z12); \
+	Q41LANE(Z6, 24, p, d, a6, Z13); \
+	Q41LANE(Z7, 28, p, d, a7, Z14)
+
+// Q41HSUM stores hsum8 of the lanes a0..a7 (clobbered) at out.
+#define Q41HSUM(out, a0, a1, a2, a3, a4, a5, a6, a7) \
+	VADDPS a4, a0, a0; \
+	VADDPS a5, a1, a1; \
+	VADDPS a6, a2, a2; \
+	VADDPS a7, a3, a3; \
+	VADDPS a2, a0, a0; \
+	VADDPS a3, a1, a1; \
+	VADDPS a1, a0, a0; \
+	VMOVUPS a0, (out)
+
+// func q4_1x16Lanes(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
+TEXT ·q4_1x16Lanes(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), DI
+	MOVQ DI, R8
+	ADDQ xstride+24(FP), R8
+	MOVQ n+48(FP), R10
+	VPBROADCASTD q4x16nibble<>(SB), Z9
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	TESTQ CX, CX
+	JEQ done41
+loop41:
+	VCVTPH2PS (SI), Z8
+	Q41NIBBLES(SI)
+	VMULPS.BCST 36(DI), Z8, Z10
+	Q41TOKEN(DI, Z10, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	CMPQ R10, $2
+	JLT next41
+	VMULPS.BCST 36(R8), Z8, Z15
+	Q41TOKEN(R8, Z15, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
+next41:
+	ADDQ $288, SI
+	ADDQ $40, DI
+	ADDQ $40, R8
+	DECQ CX
+	JNZ loop41
+done41:
+	MOVQ out+32(FP), BX
+	Q41HSUM(BX, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	CMPQ R10, $2
+	JLT ret41
+	ADDQ ostride+40(FP), BX
+	Q41HSUM(BX, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
+ret41:
+	VZEROUPPER
+	RET

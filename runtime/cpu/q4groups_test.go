@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -12,10 +13,10 @@ import (
 )
 
 // q4Types returns the dtypes Backend.Load repacks into LayoutQ4x16 at the
-// running level: Q4_0 and IQ4_NL, and Q5_0 at AVX-512.
+// running level: Q4_0 and IQ4_NL, and Q5_0 and Q4_1 at AVX-512.
 func q4Types() []tensor.DType {
 	if level == levelAVX512 {
-		return []tensor.DType{tensor.Q4_0, tensor.IQ4_NL, tensor.Q5_0}
+		return []tensor.DType{tensor.Q4_0, tensor.IQ4_NL, tensor.Q5_0, tensor.Q4_1}
 	}
 	return []tensor.DType{tensor.Q4_0, tensor.IQ4_NL}
 }
@@ -33,7 +34,7 @@ func TestQ4GroupsRepack(t *testing.T) {
 	for _, c := range []struct {
 		dt   tensor.DType
 		n, k int
-	}{{tensor.Q4_0, 16, 32}, {tensor.Q4_0, 48, 96}, {tensor.Q4_0, 32, 1024}, {tensor.IQ4_NL, 48, 96}, {tensor.Q5_0, 16, 32}, {tensor.Q5_0, 48, 96}} {
+	}{{tensor.Q4_0, 16, 32}, {tensor.Q4_0, 48, 96}, {tensor.Q4_0, 32, 1024}, {tensor.IQ4_NL, 48, 96}, {tensor.Q5_0, 16, 32}, {tensor.Q5_0, 48, 96}, {tensor.Q4_1, 16, 32}, {tensor.Q4_1, 48, 96}} {
 		if !slices.Contains(q4Types(), c.dt) {
 			continue
 		}
@@ -72,14 +73,17 @@ func TestQ4GroupsRepack(t *testing.T) {
 }
 
 // TestQ4GroupsMatMulBitExact checks the LayoutQ4x16 matmul at every level
-// (each tile shape, token blocks, workers) bit for bit against dotQ4Group,
-// and dotQ4Group against the exact dot product of the dequantized values,
-// for random quants and for every quant byte (Q5_0: high bits too) 0x00,
-// 0x0f or 0xff (the extremes of the kernels' 16-bit and 32-bit sums).
+// (each tile shape, token blocks, workers) bit for bit against dotQ4Group
+// (Q4_1: dotQ4_1Group), and that against the exact dot product of the dequantized values,
+// for random quants and for every quant byte (Q5_0: high bits too; not
+// Q4_1's mins) 0x00, 0x0f or 0xff (the extremes of the kernels' 16-bit and 32-bit sums).
 func TestQ4GroupsMatMulBitExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(33, 34))
 	for _, dt := range q4Types() {
-		bb := dt.BlockBytes()
+		bb, quants := dt.BlockBytes(), 2 // the block's bytes, the offset of its quants
+		if dt == tensor.Q4_1 {
+			quants = 4
+		}
 		for _, c := range []struct {
 			n, k int
 			fill int // every quant byte, or -1: random quants
@@ -89,23 +93,28 @@ func TestQ4GroupsMatMulBitExact(t *testing.T) {
 				for i := range w.Rows() {
 					row := w.Row(i)
 					for b := 0; b < len(row); b += bb {
-						for j := 2; j < bb; j++ {
+						for j := quants; j < bb; j++ {
 							row[b+j] = byte(c.fill)
 						}
 					}
 				}
 			}
 			g := repackedQ4(t, w)
-			nb := c.k / 32
+			nb, row := c.k/32, make([]byte, w.RowBytes())
 			for _, T := range []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 17, 100} {
 				x := randActivations(r, T, c.k)
 				want := make([]float32, T*c.n)
 				for tok := range T {
 					var q q8Blocks
 					quantizeQ8(x[tok*c.k:(tok+1)*c.k], &q)
+					sums := q8_1Sums(x[tok*c.k:(tok+1)*c.k], &q)
 					for i := range c.n {
-						want[tok*c.n+i] = dotQ4Group(g.Data, dt, nb, i, &q)
-						exact, scale := exactDotQ4(t, dt, w.Row(i), &q)
+						if dt == tensor.Q4_1 {
+							want[tok*c.n+i] = dotQ4_1Group(g, i, row, &q, sums)
+						} else {
+							want[tok*c.n+i] = dotQ4Group(g.Data, dt, nb, i, &q)
+						}
+						exact, scale := exactDotQ4(t, dt, w.Row(i), &q, sums)
 						if d := math.Abs(float64(want[tok*c.n+i]) - exact); d > 1e-5*scale {
 							t.Fatalf("%v %v T=%d: dotQ4Group row %d token %d = %g, exact %g", dt, c, T, i, tok, want[tok*c.n+i], exact)
 						}
@@ -131,21 +140,35 @@ func TestQ4GroupsMatMulBitExact(t *testing.T) {
 }
 
 // exactDotQ4 returns the dot product of a row of dtype dt (q4Types) in
-// the file's layout and x in float64, and the sum of the magnitudes of its
-// block terms.
-func exactDotQ4(t *testing.T, dt tensor.DType, row []byte, x *q8Blocks) (dot, scale float64) {
+// the file's layout and x in float64 (Q4_1: its mins times x's Q8_1 block
+// sums), and the sum of the magnitudes of its products.
+func exactDotQ4(t *testing.T, dt tensor.DType, row []byte, x *q8Blocks, sums []float32) (dot, scale float64) {
 	w := make([]float32, len(x.qs))
-	if err := tensor.DequantizeRow(dt, row, w); err != nil {
+	if dt == tensor.Q4_1 { // the levels alone: the scale and the min go below
+		var one [20]byte
+		binary.LittleEndian.PutUint16(one[:], tensor.F32ToF16(1))
+		for b := range x.d {
+			copy(one[4:], row[20*b+4:20*b+20])
+			if err := tensor.DequantizeRow(dt, one[:], w[32*b:32*b+32]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	} else if err := tensor.DequantizeRow(dt, row, w); err != nil {
 		t.Fatal(err)
 	}
 	for b := range x.d {
-		var s float64
+		var s, mag float64
 		for j := range 32 {
 			s += float64(w[32*b+j]) * float64(x.qs[32*b+j])
+			mag += math.Abs(float64(w[32*b+j]) * float64(x.qs[32*b+j]))
 		}
-		term := s * float64(x.d[b])
+		term, mag := s*float64(x.d[b]), mag*math.Abs(float64(x.d[b]))
+		if dt == tensor.Q4_1 {
+			d, m := float64(f16tab[binary.LittleEndian.Uint16(row[20*b:])]), float64(f16tab[binary.LittleEndian.Uint16(row[20*b+2:])])
+			term, mag = term*d+m*float64(sums[b]), mag*math.Abs(d)+math.Abs(m*float64(sums[b]))
+		}
 		dot += term
-		scale += math.Abs(term)
+		scale += mag
 	}
 	return dot, scale
 }
