@@ -240,10 +240,10 @@ func (p *program) matmulGroupsRef(out, x []float32, T int, w *weights.Tensor) {
 		m.xq = make([]q8Blocks, T)
 	}
 	xq := m.xq[:T]
-	sums := make([][]float32, T) // per token the Q8_1 block sums [K/32], for Q4_1
+	sums := make([][]float32, T) // per token the Q8_1 block sums [K/32], for Q4_1 and Q5_1
 	for t := range xq {
 		quantizeQ8(x[t*K:(t+1)*K], &xq[t])
-		if w.DType == tensor.Q4_1 {
+		if q4HasMins(w.DType) {
 			sums[t] = q8_1Sums(x[t*K:(t+1)*K], &xq[t])
 		}
 	}
@@ -251,8 +251,8 @@ func (p *program) matmulGroupsRef(out, x []float32, T int, w *weights.Tensor) {
 		row := make([]byte, w.RowBytes())
 		for r := lo; r < hi; r++ {
 			for t := 0; t < T; t++ {
-				if w.DType == tensor.Q4_1 {
-					out[t*N+r] = dotQ4_1Group(w, r, row, &xq[t], sums[t])
+				if q4HasMins(w.DType) {
+					out[t*N+r] = dotQ8_1Group(w, r, row, &xq[t], sums[t])
 				} else if w.Layout == weights.LayoutQ4x16 {
 					out[t*N+r] = dotQ4Group(w.Data, w.DType, K/32, r, &xq[t])
 				} else {
@@ -478,14 +478,14 @@ const (
 	q8Plain  q8Layout = iota // qx and qd alone
 	q8Pairs                  // the pair kernels' (q8PairLayout)
 	q8Groups                 // the LayoutQ8x16 and LayoutQ4x16 kernels' (q8GroupActs)
-	q8Sums                   // q8Groups, then the Q8_1 block sums (q8GroupActSums): Q4_1 in LayoutQ4x16
+	q8Sums                   // q8Groups, then the Q8_1 block sums (q8GroupActSums): Q4_1, Q5_1 in LayoutQ4x16
 )
 
 // q8LayoutFor returns the activation layout the fast kernels read for T
 // tokens times w (Q8_0 or Q4_0).
 func q8LayoutFor(w *weights.Tensor, T int) q8Layout {
 	switch {
-	case q8GroupLayout(w) && w.DType == tensor.Q4_1:
+	case q8GroupLayout(w) && q4HasMins(w.DType):
 		return q8Sums
 	case q8GroupLayout(w):
 		return q8Groups

@@ -9,11 +9,11 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// Q4_0, IQ4_NL and Q5_0 weights in 16-row groups (weights.LayoutQ4x16),
-// the 4-bit side of q8groups.go: Backend.Load rewrites every Q4_0 and
-// IQ4_NL tensor of a Private file whose rows come in whole groups
-// (repackableQ4) in place, and at the AVX-512 level every Q5_0 one, and
-// every reader (matmul at each level, get_rows, MoE expert views) reads the
+// Q4_0, IQ4_NL, Q5_0, Q4_1 and Q5_1 weights in 16-row groups
+// (weights.LayoutQ4x16), the 4-bit side of q8groups.go: Backend.Load
+// rewrites every Q4_0 and IQ4_NL tensor of a Private file whose rows come
+// in whole groups (repackableQ4) in place, and at the AVX-512 level every
+// Q5_0, Q4_1 and Q5_1 one, and every reader (matmul at each level, get_rows, MoE expert views) reads the
 // groups. The kernels take the same activations as the LayoutQ8x16 ones
 // (q8GroupActs: Q8_0 quants, -128 times their sum, scale) and the same
 // order: per block the exact integer dot s of the row's levels (nibble - 8
@@ -27,6 +27,9 @@ import (
 // into the levels plus 128, unsigned bytes for VPDPBUSD (for Q5_0 the
 // levels of a clear high bit, plus 16 where it is set), and the block's
 // -128*sum(x) takes the 128 back out; AVX2 looks up the signed levels.
+// Q4_1 and Q5_1 keep their reference dots' order instead (runQ8_1Groups):
+// Q8_1 activations (the Q8_0 ones plus the block sums), 8 float lanes per
+// row, the mins' products summed apart and added last.
 
 const (
 	q4GroupBlock = 16 * 18 // bytes of one block of one group: 16 fp16 scales, then 4 x 64 quant bytes
@@ -68,17 +71,24 @@ func levelsOf(dt tensor.DType) *q4Levels {
 }
 
 // q4AVX512Only reports whether dt is repacked into LayoutQ4x16 only at the
-// AVX-512 level: Q5_0 and Q4_1, which have no AVX2 group kernels (after a
-// level change runQ4Groups unpacks their groups in Go).
+// AVX-512 level: Q5_0, Q4_1 and Q5_1, which have no AVX2 group kernels
+// (after a level change runQ4Groups unpacks their groups in Go).
 func q4AVX512Only(dt tensor.DType) bool {
-	return dt == tensor.Q5_0 || dt == tensor.Q4_1
+	return dt == tensor.Q5_0 || q4HasMins(dt)
 }
 
+// q4HasHigh reports whether dt's quants have a fifth, high bit (Q5_0,
+// Q5_1), and q4HasMins whether its blocks have a min (Q4_1, Q5_1: their
+// activations are Q8_1, with block sums).
+func q4HasHigh(dt tensor.DType) bool { return dt == tensor.Q5_0 || dt == tensor.Q5_1 }
+
+func q4HasMins(dt tensor.DType) bool { return dt == tensor.Q4_1 || dt == tensor.Q5_1 }
+
 // q4GroupBlockOf returns the bytes of one block of one group of dt in
-// LayoutQ4x16 (Q4_1: the mins of a group's blocks follow all its blocks,
-// 16 fp16 each).
+// LayoutQ4x16 (Q4_1, Q5_1: the mins of a group's blocks follow all its
+// blocks, 16 fp16 each).
 func q4GroupBlockOf(dt tensor.DType) int {
-	if dt == tensor.Q5_0 {
+	if q4HasHigh(dt) {
 		return q5GroupBlock
 	}
 	return q4GroupBlock
@@ -105,7 +115,7 @@ func q5FileHigh(h uint32) uint32 {
 }
 
 // repackableQ4 reports whether Backend.Load repacks w: Q4_0 or IQ4_NL, or
-// Q5_0 or Q4_1 at the AVX-512 level (the other levels keep its file layout and
+// Q5_0, Q4_1 or Q5_1 at the AVX-512 level (the other levels keep its file layout and
 // kernels), in the file's layout with its rows (per expert, for a 3-D
 // tensor) in whole groups.
 func repackableQ4(w *weights.Tensor) bool {
@@ -125,10 +135,10 @@ func repackQ4(pool *pool, w *weights.Tensor, scratch [][]byte) {
 			for j := range 4 {
 				copy(dst[32+64*j+4*i:32+64*j+4*i+4], qs[4*j:4*j+4])
 			}
-			switch w.DType {
-			case tensor.Q5_0:
-				binary.LittleEndian.PutUint32(dst[q4GroupBlock+4*i:], q5High(binary.LittleEndian.Uint32(src[2:])))
-			case tensor.Q4_1:
+			if q4HasHigh(w.DType) {
+				binary.LittleEndian.PutUint32(dst[q4GroupBlock+4*i:], q5High(binary.LittleEndian.Uint32(src[bb-20:])))
+			}
+			if q4HasMins(w.DType) {
 				copy(grp[nb*gb+32*b+2*i:nb*gb+32*b+2*i+2], src[2:4])
 			}
 		}
@@ -148,10 +158,10 @@ func q4GroupRow(w *weights.Tensor, r int, dst []byte) {
 		for j := range 4 {
 			copy(qs[4*j:4*j+4], src[32+64*j+4*i:32+64*j+4*i+4])
 		}
-		switch w.DType {
-		case tensor.Q5_0:
-			binary.LittleEndian.PutUint32(out[2:], q5FileHigh(binary.LittleEndian.Uint32(src[q4GroupBlock+4*i:])))
-		case tensor.Q4_1:
+		if q4HasHigh(w.DType) {
+			binary.LittleEndian.PutUint32(out[bb-20:], q5FileHigh(binary.LittleEndian.Uint32(src[q4GroupBlock+4*i:])))
+		}
+		if q4HasMins(w.DType) {
 			copy(out[2:4], grp[nb*gb+32*b+2*i:nb*gb+32*b+2*i+2])
 		}
 	}
@@ -191,15 +201,16 @@ func dotQ4Group(w []byte, dt tensor.DType, nb, r int, x *q8Blocks) float32 {
 	return acc
 }
 
-// dotQ4_1Group is the reference dot product of row r of the Q4_1 weights w
-// (LayoutQ4x16) and the Q8_1 activations of the Q8_0 blocks x and the block
-// sums sums (q8_1Sums): dotQ4_1 of the file's row, written into row
-// [w.RowBytes()]. The group kernels keep its 8 lanes, which no order with
-// one accumulator per row matches closely enough for the teacher-forced
-// golden rule (kq-qwen3-q4_1: 98.44%, a mismatch of margin >= 0.5).
-func dotQ4_1Group(w *weights.Tensor, r int, row []byte, x *q8Blocks, sums []float32) float32 {
+// dotQ8_1Group is the reference dot product of row r of the Q4_1 or Q5_1
+// weights w (LayoutQ4x16) and the Q8_1 activations of the Q8_0 blocks x
+// and the block sums sums (q8_1Sums): dotQ4_1 or dotQ5_1 of the file's row,
+// written into row [w.RowBytes()]. The group kernels keep their 8 lanes,
+// which no order with one accumulator per row matches closely enough for
+// the teacher-forced golden rule (kq-qwen3-q4_1: 98.44%, a mismatch of
+// margin >= 0.5).
+func dotQ8_1Group(w *weights.Tensor, r int, row []byte, x *q8Blocks, sums []float32) float32 {
 	q4GroupRow(w, r, row)
-	return dotQ4_1(row, actRow{qs: x.qs, d: x.d, s: sums})
+	return kernelOf(w.DType).dot(row, actRow{qs: x.qs, d: x.d, s: sums})
 }
 
 // q8_1Sums returns the Q8_1 block sums (q8_1Sum) of x quantized to q
@@ -263,11 +274,12 @@ func unpacksQ4(w *weights.Tensor, T int) bool {
 // levels) and runs the LayoutQ8x16 tiles of up to q8TileTokens tokens on
 // it, then takes a last lone token from the group itself; AVX2 takes every
 // Q4_0 and IQ4_NL token so, and unpacks Q5_0 groups in Go
-// (q4x16UnpackRef) for its LayoutQ8x16 kernels. Q4_1 (runQ4_1Groups) keeps
-// dotQ4_1's lanes. All give each row the same operations.
+// (q4x16UnpackRef) for its LayoutQ8x16 kernels. Q4_1 and Q5_1
+// (runQ8_1Groups) keep their reference dots' lanes. All give each row the
+// same operations.
 func (t *matmulTask) runQ4Groups(worker, lo, hi int) {
-	if t.dt == tensor.Q4_1 {
-		t.runQ4_1Groups(lo, hi)
+	if q4HasMins(t.dt) {
+		t.runQ8_1Groups(lo, hi)
 		return
 	}
 	T, N, nb := t.T, t.N, t.K/32
@@ -317,12 +329,12 @@ func (t *matmulTask) runQ4Groups(worker, lo, hi int) {
 	}
 }
 
-// runQ4_1Groups is runQ4Groups for Q4_1, from the activations in t.qz
-// (q8Sums: q8GroupActs, then the Q8_1 block sums). At AVX-512 each
+// runQ8_1Groups is runQ4Groups for Q4_1 and Q5_1, from the activations in
+// t.qz (q8Sums: q8GroupActs, then the Q8_1 block sums). At AVX-512 each
 // group takes its tokens two at a time (q4_1x16Lanes), then the mins'
 // products (q4_1x16Mins); at the other levels (a level set after the
-// weights were repacked) each row is unpacked and takes dotQ4_1.
-func (t *matmulTask) runQ4_1Groups(lo, hi int) {
+// weights were repacked) each row is unpacked and takes the reference dot.
+func (t *matmulTask) runQ8_1Groups(lo, hi int) {
 	T, N, K, nb := t.T, t.N, t.K, t.K/32
 	gb, xs, os := q8GroupRows*t.rowBytes, uintptr(nb*q8ActBlock), uintptr(4*N)
 	sums := t.qz[T*nb*q8ActBlock:] // [T, nb] float32
@@ -340,20 +352,24 @@ func (t *matmulTask) runQ4_1Groups(lo, hi int) {
 			}
 			s := unsafe.Slice((*float32)(unsafe.Pointer(&sums[4*tt*nb])), nb)
 			for r := lo; r < hi; r++ {
-				t.out[tt*N+r] = dotQ4_1Group(w, r, row, &x, s)
+				t.out[tt*N+r] = dotQ8_1Group(w, r, row, &x, s)
 			}
 		}
 		return
 	}
-	tb := q8TokenBlock(nb)
+	tb, bb := q8TokenBlock(nb), q4GroupBlockOf(t.dt)
+	var high int // whether the blocks have high bits (q4_1x16Lanes)
+	if q4HasHigh(t.dt) {
+		high = 1
+	}
 	for t0 := 0; t0 < T; t0 += tb {
 		t1 := min(t0+tb, T)
 		for g := lo / q8GroupRows; g < hi/q8GroupRows; g++ {
 			w := unsafe.Pointer(&t.w[g*gb])
 			for tt := t0; tt < t1; tt += 2 {
-				q4_1x16Lanes(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os, min(2, t1-tt))
+				q4_1x16Lanes(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os, min(2, t1-tt), high)
 			}
-			q4_1x16Mins(unsafe.Pointer(&t.w[g*gb+nb*q4GroupBlock]), nb, unsafe.Pointer(&sums[4*t0*nb]), uintptr(4*nb), unsafe.Pointer(&t.out[t0*N+16*g]), os, t1-t0)
+			q4_1x16Mins(unsafe.Pointer(&t.w[g*gb+nb*bb]), nb, unsafe.Pointer(&sums[4*t0*nb]), uintptr(4*nb), unsafe.Pointer(&t.out[t0*N+16*g]), os, t1-t0)
 		}
 	}
 }

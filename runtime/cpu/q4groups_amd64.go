@@ -45,9 +45,10 @@ func q4x16GemvAVX2(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointe
 func q4_1x16Mins(m unsafe.Pointer, nb int, s unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
 
 // q4_1x16Lanes (AVX-512 VNNI) takes n tokens, 1 <= n <= 2, of a Q4_1
-// group (q4GroupBlock bytes a block, its mins apart) with dotQ4_1's 8 lanes
+// group (high 0: q4GroupBlock bytes a block) or a Q5_1 one (high 1:
+// q5GroupBlock bytes), its mins apart, with dotQ4_1's (dotQ5_1's) 8 lanes
 // and hsum8, storing token i's 16 sums without the mins' products at out +
 // i*ostride (q4_1x16Mins adds them).
 //
 //go:noescape
-func q4_1x16Lanes(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
+func q4_1x16Lanes(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int, high int)

@@ -217,30 +217,33 @@ GLOBL q5x16bit4<>(SB), RODATA|NOPTR, $4
 // 4k..4k+3 of each row) whose high bit, at 288(w), is set: bit k of each
 // byte shifted to bit 4 (no bit crosses a byte at shifts of at most 4),
 // masked by Z11 (0x10 bytes). Clobbers Z12, Z13.
-#define Q5HIGH(w) \
+#define Q5HIGH(w) Q5HIGHM(w, Z11)
+
+// Q5HIGHM is Q5HIGH with the mask in m.
+#define Q5HIGHM(w, m) \
 	VMOVDQU32 288(w), Z13; \
 	VPSLLW $4, Z13, Z12; \
-	VPANDD Z11, Z12, Z12; \
+	VPANDD m, Z12, Z12; \
 	VPADDB Z12, Z0, Z0; \
 	VPSLLW $3, Z13, Z12; \
-	VPANDD Z11, Z12, Z12; \
+	VPANDD m, Z12, Z12; \
 	VPADDB Z12, Z1, Z1; \
 	VPSLLW $2, Z13, Z12; \
-	VPANDD Z11, Z12, Z12; \
+	VPANDD m, Z12, Z12; \
 	VPADDB Z12, Z2, Z2; \
 	VPSLLW $1, Z13, Z12; \
-	VPANDD Z11, Z12, Z12; \
+	VPANDD m, Z12, Z12; \
 	VPADDB Z12, Z3, Z3; \
-	VPANDD Z11, Z13, Z12; \
+	VPANDD m, Z13, Z12; \
 	VPADDB Z12, Z4, Z4; \
 	VPSRLW $1, Z13, Z12; \
-	VPANDD Z11, Z12, Z12; \
+	VPANDD m, Z12, Z12; \
 	VPADDB Z12, Z5, Z5; \
 	VPSRLW $2, Z13, Z12; \
-	VPANDD Z11, Z12, Z12; \
+	VPANDD m, Z12, Z12; \
 	VPADDB Z12, Z6, Z6; \
 	VPSRLW $3, Z13, Z12; \
-	VPANDD Z11, Z12, Z12; \
+	VPANDD m, Z12, Z12; \
 	VPADDB Z12, Z7, Z7
 
 // func q5x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer, lv unsafe.Pointer)
@@ -337,10 +340,11 @@ donem:
 	VZEROUPPER
 	RET
 
-// Q4_1 groups keep dotQ4_1's arithmetic: 8 float lanes per row, lane l
-// taking quants 4l..4l+3 of every block (register Zl of Q41NIBBLES: the
-// unsigned quants), acc_l = fma(d_w*d_x, float32(s_l), acc_l), then
-// hsum8's order; the mins (q4_1x16Mins) are added after.
+// Q4_1 and Q5_1 groups keep dotQ4_1's and dotQ5_1's arithmetic: 8 float
+// lanes per row, lane l taking quants 4l..4l+3 of every block (register Zl
+// of Q41NIBBLES: the unsigned quants; Q5_1: plus 16 where the high bit is
+// set, Q5HIGHM), acc_l = fma(d_w*d_x, float32(s_l), acc_l), then hsum8's
+// order; the mins (q4_1x16Mins) are added after.
 
 // Q41NIBBLES is Q4LEVELS without the table: the quants themselves.
 #define Q41NIBBLES(w) \
@@ -392,14 +396,20 @@ donem:
 	VADDPS a1, a0, a0; \
 	VMOVUPS a0, (out)
 
-// func q4_1x16Lanes(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
-TEXT ·q4_1x16Lanes(SB), NOSPLIT, $0-56
+// func q4_1x16Lanes(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int, high int)
+TEXT ·q4_1x16Lanes(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ x+16(FP), DI
 	MOVQ DI, R8
 	ADDQ xstride+24(FP), R8
 	MOVQ n+48(FP), R10
+	MOVQ high+56(FP), R11
+	MOVQ $288, R12
+	TESTQ R11, R11
+	JEQ stride41
+	MOVQ $352, R12
+stride41:
 	VPBROADCASTD q4x16nibble<>(SB), Z9
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
@@ -422,6 +432,11 @@ TEXT ·q4_1x16Lanes(SB), NOSPLIT, $0-56
 loop41:
 	VCVTPH2PS (SI), Z8
 	Q41NIBBLES(SI)
+	TESTQ R11, R11
+	JEQ low41
+	VPBROADCASTD q5x16bit4<>(SB), Z10
+	Q5HIGHM(SI, Z10)
+low41:
 	VMULPS.BCST 36(DI), Z8, Z10
 	Q41TOKEN(DI, Z10, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
 	CMPQ R10, $2
@@ -429,7 +444,7 @@ loop41:
 	VMULPS.BCST 36(R8), Z8, Z15
 	Q41TOKEN(R8, Z15, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
 next41:
-	ADDQ $288, SI
+	ADDQ R12, SI
 	ADDQ $40, DI
 	ADDQ $40, R8
 	DECQ CX

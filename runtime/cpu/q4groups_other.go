@@ -25,6 +25,6 @@ func q5x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, l
 func q4_1x16Mins(m unsafe.Pointer, nb int, s unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int) {
 	panic("cpu: no simd kernels")
 }
-func q4_1x16Lanes(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int) {
+func q4_1x16Lanes(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int, high int) {
 	panic("cpu: no simd kernels")
 }

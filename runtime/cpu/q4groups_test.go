@@ -13,10 +13,10 @@ import (
 )
 
 // q4Types returns the dtypes Backend.Load repacks into LayoutQ4x16 at the
-// running level: Q4_0 and IQ4_NL, and Q5_0 and Q4_1 at AVX-512.
+// running level: Q4_0 and IQ4_NL, and Q5_0, Q4_1 and Q5_1 at AVX-512.
 func q4Types() []tensor.DType {
 	if level == levelAVX512 {
-		return []tensor.DType{tensor.Q4_0, tensor.IQ4_NL, tensor.Q5_0, tensor.Q4_1}
+		return []tensor.DType{tensor.Q4_0, tensor.IQ4_NL, tensor.Q5_0, tensor.Q4_1, tensor.Q5_1}
 	}
 	return []tensor.DType{tensor.Q4_0, tensor.IQ4_NL}
 }
@@ -34,7 +34,7 @@ func TestQ4GroupsRepack(t *testing.T) {
 	for _, c := range []struct {
 		dt   tensor.DType
 		n, k int
-	}{{tensor.Q4_0, 16, 32}, {tensor.Q4_0, 48, 96}, {tensor.Q4_0, 32, 1024}, {tensor.IQ4_NL, 48, 96}, {tensor.Q5_0, 16, 32}, {tensor.Q5_0, 48, 96}, {tensor.Q4_1, 16, 32}, {tensor.Q4_1, 48, 96}} {
+	}{{tensor.Q4_0, 16, 32}, {tensor.Q4_0, 48, 96}, {tensor.Q4_0, 32, 1024}, {tensor.IQ4_NL, 48, 96}, {tensor.Q5_0, 16, 32}, {tensor.Q5_0, 48, 96}, {tensor.Q4_1, 16, 32}, {tensor.Q4_1, 48, 96}, {tensor.Q5_1, 16, 32}, {tensor.Q5_1, 48, 96}} {
 		if !slices.Contains(q4Types(), c.dt) {
 			continue
 		}
@@ -74,14 +74,14 @@ func TestQ4GroupsRepack(t *testing.T) {
 
 // TestQ4GroupsMatMulBitExact checks the LayoutQ4x16 matmul at every level
 // (each tile shape, token blocks, workers) bit for bit against dotQ4Group
-// (Q4_1: dotQ4_1Group), and that against the exact dot product of the dequantized values,
-// for random quants and for every quant byte (Q5_0: high bits too; not
-// Q4_1's mins) 0x00, 0x0f or 0xff (the extremes of the kernels' 16-bit and 32-bit sums).
+// (Q4_1, Q5_1: dotQ8_1Group), and that against the exact dot product of the dequantized values,
+// for random quants and for every quant byte (Q5_0, Q5_1: high bits too;
+// not the mins) 0x00, 0x0f or 0xff (the extremes of the kernels' 16-bit and 32-bit sums).
 func TestQ4GroupsMatMulBitExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(33, 34))
 	for _, dt := range q4Types() {
 		bb, quants := dt.BlockBytes(), 2 // the block's bytes, the offset of its quants
-		if dt == tensor.Q4_1 {
+		if q4HasMins(dt) {
 			quants = 4
 		}
 		for _, c := range []struct {
@@ -109,8 +109,8 @@ func TestQ4GroupsMatMulBitExact(t *testing.T) {
 					quantizeQ8(x[tok*c.k:(tok+1)*c.k], &q)
 					sums := q8_1Sums(x[tok*c.k:(tok+1)*c.k], &q)
 					for i := range c.n {
-						if dt == tensor.Q4_1 {
-							want[tok*c.n+i] = dotQ4_1Group(g, i, row, &q, sums)
+						if q4HasMins(dt) {
+							want[tok*c.n+i] = dotQ8_1Group(g, i, row, &q, sums)
 						} else {
 							want[tok*c.n+i] = dotQ4Group(g.Data, dt, nb, i, &q)
 						}
@@ -140,16 +140,17 @@ func TestQ4GroupsMatMulBitExact(t *testing.T) {
 }
 
 // exactDotQ4 returns the dot product of a row of dtype dt (q4Types) in
-// the file's layout and x in float64 (Q4_1: its mins times x's Q8_1 block
-// sums), and the sum of the magnitudes of its products.
+// the file's layout and x in float64 (Q4_1, Q5_1: its mins times x's Q8_1
+// block sums), and the sum of the magnitudes of its products.
 func exactDotQ4(t *testing.T, dt tensor.DType, row []byte, x *q8Blocks, sums []float32) (dot, scale float64) {
 	w := make([]float32, len(x.qs))
-	if dt == tensor.Q4_1 { // the levels alone: the scale and the min go below
-		var one [20]byte
-		binary.LittleEndian.PutUint16(one[:], tensor.F32ToF16(1))
+	bb := dt.BlockBytes()
+	if q4HasMins(dt) { // the levels alone: the scale and the min go below
+		one := make([]byte, bb)
+		binary.LittleEndian.PutUint16(one, tensor.F32ToF16(1))
 		for b := range x.d {
-			copy(one[4:], row[20*b+4:20*b+20])
-			if err := tensor.DequantizeRow(dt, one[:], w[32*b:32*b+32]); err != nil {
+			copy(one[4:], row[bb*b+4:bb*b+bb])
+			if err := tensor.DequantizeRow(dt, one, w[32*b:32*b+32]); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -163,8 +164,8 @@ func exactDotQ4(t *testing.T, dt tensor.DType, row []byte, x *q8Blocks, sums []f
 			mag += math.Abs(float64(w[32*b+j]) * float64(x.qs[32*b+j]))
 		}
 		term, mag := s*float64(x.d[b]), mag*math.Abs(float64(x.d[b]))
-		if dt == tensor.Q4_1 {
-			d, m := float64(f16tab[binary.LittleEndian.Uint16(row[20*b:])]), float64(f16tab[binary.LittleEndian.Uint16(row[20*b+2:])])
+		if q4HasMins(dt) {
+			d, m := float64(f16tab[binary.LittleEndian.Uint16(row[bb*b:])]), float64(f16tab[binary.LittleEndian.Uint16(row[bb*b+2:])])
 			term, mag = term*d+m*float64(sums[b]), mag*math.Abs(d)+math.Abs(m*float64(sums[b]))
 		}
 		dot += term

@@ -69,7 +69,7 @@ func TestMmapAndLoadAgree(t *testing.T) {
 
 // TestRepackedUnlessMapped checks the CPU backend's layouts (see
 // docs/cpu-memory.md): a loaded file's Q8_0, Q4_0 and IQ4_NL matrices are
-// repacked in place into 16-row groups, and at the AVX-512 level its Q5_0, Q4_1, Q2_K, Q4_K, Q5_K and
+// repacked in place into 16-row groups, and at the AVX-512 level its Q5_0, Q4_1, Q5_1, Q2_K, Q4_K, Q5_K and
 // Q6_K ones (Q5_K and Q6_K vocabulary matrices excepted); a mapped one
 // (Options.Mmap) keeps the file's layout.
 func TestRepackedUnlessMapped(t *testing.T) {
@@ -84,6 +84,7 @@ func TestRepackedUnlessMapped(t *testing.T) {
 		{"kq-qwen3-iq4_nl.gguf", tensor.IQ4_NL, weights.LayoutQ4x16, "", true},
 		{"kq-qwen3-q5_0.gguf", tensor.Q5_0, weights.LayoutQ4x16, "avx512", true},
 		{"kq-qwen3-q4_1.gguf", tensor.Q4_1, weights.LayoutQ4x16, "avx512", true},
+		{"kq-qwen3-q5_1.gguf", tensor.Q5_1, weights.LayoutQ4x16, "avx512", true},
 		{"kq-qwen3-q4_k_m.gguf", tensor.Q4_K, weights.LayoutQ4Kx16, "avx512", true},
 		{"kq-qwen3-q4_k_m.gguf", tensor.Q6_K, weights.LayoutQ6Kx16, "avx512", false},
 		{"kq-qwen3-q5_k_m.gguf", tensor.Q5_K, weights.LayoutQ5Kx16, "avx512", false},
