@@ -13,8 +13,8 @@ import (
 // (weights.LayoutQ4x16), the 4-bit side of q8groups.go: Backend.Load
 // rewrites every Q4_0 and IQ4_NL tensor of a Private file whose rows come
 // in whole groups (repackableQ4) in place, and at the AVX-512 level every
-// Q5_0, Q4_1 and Q5_1 one, and every reader (matmul at each level, get_rows, MoE expert views) reads the
-// groups. The kernels take the same activations as the LayoutQ8x16 ones
+// Q5_0, Q4_1 and Q5_1 one, and every reader (matmul at each level,
+// get_rows, MoE expert views) reads the groups. The kernels take the same activations as the LayoutQ8x16 ones
 // (q8GroupActs: Q8_0 quants, -128 times their sum, scale) and the same
 // order: per block the exact integer dot s of the row's levels (nibble - 8
 // for Q4_0, the IQ4_NL table for IQ4_NL, the 5-bit value - 16 for Q5_0)
