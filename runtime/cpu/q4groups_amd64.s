@@ -22,10 +22,9 @@ GLOBL q4x16ones<>(SB), RODATA|NOPTR, $8
 	MOVQ lv, DX; \
 	VBROADCASTI32X4 (DX), Z10
 
-// Q4LEVELS loads the levels plus 128 of quants 4k..4k+3 of the 16 rows of
-// the block at w into Zk (k = 0..7), with Z9 the nibble mask and Z10 the
-// table: the block's quants as LayoutQ8x16 holds them.
-#define Q4LEVELS(w) \
+// Q4NIBBLES loads quants 4k..4k+3 of the 16 rows of the block at w into
+// Zk (k = 0..7), the bare nibbles, with Z9 the nibble mask.
+#define Q4NIBBLES(w) \
 	VMOVDQU32 32(w), Z0; \
 	VMOVDQU32 96(w), Z1; \
 	VMOVDQU32 160(w), Z2; \
@@ -41,7 +40,13 @@ GLOBL q4x16ones<>(SB), RODATA|NOPTR, $8
 	VPANDD Z9, Z4, Z4; \
 	VPANDD Z9, Z5, Z5; \
 	VPANDD Z9, Z6, Z6; \
-	VPANDD Z9, Z7, Z7; \
+	VPANDD Z9, Z7, Z7
+
+// Q4LEVELS loads the levels plus 128 of quants 4k..4k+3 of the 16 rows of
+// the block at w into Zk (k = 0..7), with Z9 the nibble mask and Z10 the
+// table: the block's quants as LayoutQ8x16 holds them.
+#define Q4LEVELS(w) \
+	Q4NIBBLES(w); \
 	VPSHUFB Z0, Z10, Z0; \
 	VPSHUFB Z1, Z10, Z1; \
 	VPSHUFB Z2, Z10, Z2; \
@@ -342,28 +347,9 @@ donem:
 
 // Q4_1 and Q5_1 groups keep dotQ4_1's and dotQ5_1's arithmetic: 8 float
 // lanes per row, lane l taking quants 4l..4l+3 of every block (register Zl
-// of Q41NIBBLES: the unsigned quants; Q5_1: plus 16 where the high bit is
+// of Q4NIBBLES: the unsigned quants; Q5_1: plus 16 where the high bit is
 // set, Q5HIGHM), acc_l = fma(d_w*d_x, float32(s_l), acc_l), then hsum8's
 // order; the mins (q4_1x16Mins) are added after.
-
-// Q41NIBBLES is Q4LEVELS without the table: the quants themselves.
-#define Q41NIBBLES(w) \
-	VMOVDQU32 32(w), Z0; \
-	VMOVDQU32 96(w), Z1; \
-	VMOVDQU32 160(w), Z2; \
-	VMOVDQU32 224(w), Z3; \
-	VPSRLW $4, Z0, Z4; \
-	VPSRLW $4, Z1, Z5; \
-	VPSRLW $4, Z2, Z6; \
-	VPSRLW $4, Z3, Z7; \
-	VPANDD Z9, Z0, Z0; \
-	VPANDD Z9, Z1, Z1; \
-	VPANDD Z9, Z2, Z2; \
-	VPANDD Z9, Z3, Z3; \
-	VPANDD Z9, Z4, Z4; \
-	VPANDD Z9, Z5, Z5; \
-	VPANDD Z9, Z6, Z6; \
-	VPANDD Z9, Z7, Z7
 
 // Q41LANE adds lane l (quants in wl, token dword at off(p)) of one token
 // to acc with the block's scale product d, through tmp.
@@ -431,7 +417,7 @@ stride41:
 	JEQ done41
 loop41:
 	VCVTPH2PS (SI), Z8
-	Q41NIBBLES(SI)
+	Q4NIBBLES(SI)
 	TESTQ R11, R11
 	JEQ low41
 	VPBROADCASTD q5x16bit4<>(SB), Z10
