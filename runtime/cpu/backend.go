@@ -58,7 +58,8 @@ func (b *Backend) StreamsHostWeights() bool { return true }
 // Private file (weights.Load) the Q8_0, Q4_0 and IQ4_NL tensors whose rows
 // come in groups of 16 are repacked there, in place, into weights.LayoutQ8x16
 // (q8groups.go) and weights.LayoutQ4x16 (q4groups.go), and at the AVX-512
-// level the Q2_K, Q3_K, Q4_K, Q5_K and Q6_K ones into their group layouts
+// level the Q5_0, Q4_1 and Q5_1 ones into LayoutQ4x16 and the Q2_K, Q3_K,
+// Q4_K, Q5_K, Q6_K and IQ4_XS ones into their group layouts
 // (kgroups.go), once: a tensor already repacked (a draft sharing the
 // target's file) is left as it is. See docs/cpu-memory.md.
 func (b *Backend) Load(f *weights.File) error {

@@ -260,15 +260,21 @@ func (p *program) matmulGroupsRef(out, x []float32, T int, w *weights.Tensor) {
 		m.xq = make([]q8Blocks, T)
 	}
 	xq := m.xq[:T]
+	sums := make([][]float32, T) // per token the Q8_1 block sums [K/32], for Q4_1 and Q5_1
 	for t := range xq {
 		quantizeQ8(x[t*K:(t+1)*K], &xq[t])
+		if q4HasMins(w.DType) {
+			sums[t] = q8_1Sums(x[t*K:(t+1)*K], &xq[t])
+		}
 	}
-	lv := levelsOf(w.DType)
 	p.b.pool.parallel(N, q8GroupRows, func(_, lo, hi int) {
+		row := make([]byte, w.RowBytes())
 		for r := lo; r < hi; r++ {
 			for t := 0; t < T; t++ {
-				if w.Layout == weights.LayoutQ4x16 {
-					out[t*N+r] = dotQ4Group(w.Data, K/32, r, &xq[t], lv)
+				if q4HasMins(w.DType) {
+					out[t*N+r] = dotQ8_1Group(w, r, row, &xq[t], sums[t])
+				} else if w.Layout == weights.LayoutQ4x16 {
+					out[t*N+r] = dotQ4Group(w.Data, w.DType, K/32, r, &xq[t])
 				} else {
 					out[t*N+r] = dotQ8Group(w.Data, K/32, r, &xq[t])
 				}
@@ -278,8 +284,8 @@ func (p *program) matmulGroupsRef(out, x []float32, T int, w *weights.Tensor) {
 }
 
 // q8Activations reports whether matmuls by w read Q8_0 activations in
-// matmulTask.qx and qd (and qz): Q8_0 and Q4_0 weights, and IQ4_NL ones in
-// LayoutQ4x16.
+// matmulTask.qx and qd (and qz): Q8_0 and Q4_0 weights, and IQ4_NL and
+// Q5_0 ones in LayoutQ4x16.
 func q8Activations(w *weights.Tensor) bool {
 	return w.DType == tensor.Q8_0 || w.DType == tensor.Q4_0 || q8GroupLayout(w)
 }
@@ -377,7 +383,7 @@ func (p *program) setupTask(t *matmulTask, acts *preparedActs, key actKey, out, 
 			t.tiles = m.tiles
 		}
 	case q8Activations(w):
-		if w.Layout == weights.LayoutQ4x16 && T >= 4 {
+		if unpacksQ4(w, T) {
 			m.unpacked = growUnpacked(m.unpacked, p.b.pool.n, K/32*q8GroupBlock)
 			t.unpacked = m.unpacked
 		}
@@ -504,12 +510,15 @@ const (
 	q8Plain  q8Layout = iota // qx and qd alone
 	q8Pairs                  // the pair kernels' (q8PairLayout)
 	q8Groups                 // the LayoutQ8x16 and LayoutQ4x16 kernels' (q8GroupActs)
+	q8Sums                   // q8Groups, then the Q8_1 block sums (q8GroupActSums): Q4_1, Q5_1 in LayoutQ4x16
 )
 
 // q8LayoutFor returns the activation layout the fast kernels read for T
 // tokens times w (Q8_0 or Q4_0).
 func q8LayoutFor(w *weights.Tensor, T int) q8Layout {
 	switch {
+	case q8GroupLayout(w) && q4HasMins(w.DType):
+		return q8Sums
 	case q8GroupLayout(w):
 		return q8Groups
 	case usesPairs(w.DType, T):
@@ -523,13 +532,16 @@ func q8LayoutFor(w *weights.Tensor, T int) q8Layout {
 // parts workers (in pairs of tokens, which the pair layout keeps together).
 func (p *program) quantizeQ8(prep *prepTask, qx *[]int8, qd *[]float32, qz *[]byte, x []float32, T, K, parts int, lay q8Layout) {
 	*qx, *qd = grow(*qx, len(x)), grow(*qd, len(x)/32)
-	*prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: *qx, qd: *qd, layout: lay}
+	*prep = prepTask{dt: tensor.Q8_0, x: x, K: K, qx: *qx, qd: *qd, layout: lay, T: T}
 	switch lay {
 	case q8Pairs:
 		*qz = grow64(*qz, (T+7)/8*4*(K/32)*q8PairBlock) // whole 4x8 tiles: runQuant pads a tail of 6 or 7 tokens
 		prep.qz = *qz
 	case q8Groups:
 		*qz = grow64(*qz, T*(K/32)*q8ActBlock)
+		prep.qz = *qz
+	case q8Sums:
+		*qz = grow64(*qz, T*(K/32)*(q8ActBlock+4))
 		prep.qz = *qz
 	}
 	p.b.pool.run(T, 2, min(parts, T/2+T%2), prep)
@@ -548,8 +560,9 @@ type prepTask struct {
 	rx []float32 // [T, K]
 	xp []float32 // nil, or the packed float GEMM's activations (packTokens) of T tokens
 	T  int
-	// layout is qz's: q8Pairs [T/2, K/32, q8PairBlock] (q8PairLayout) or
-	// q8Groups [T, K/32, q8ActBlock] (q8GroupActs).
+	// layout is qz's: q8Pairs [T/2, K/32, q8PairBlock] (q8PairLayout),
+	// q8Groups [T, K/32, q8ActBlock] (q8GroupActs), or q8Sums: those,
+	// then [T, K/32] float32 (q8GroupActSums).
 	layout q8Layout
 }
 
@@ -586,6 +599,9 @@ func (t *prepTask) run(_, lo, hi int) {
 		q8PairLayout(t.qz, t.qx, t.qd, lo, hi, K)
 	case q8Groups:
 		q8GroupActs(t.qz, t.qx, t.qd, lo, hi, K)
+	case q8Sums:
+		q8GroupActs(t.qz, t.qx, t.qd, lo, hi, K)
+		q8GroupActSums(t.qz[t.T*nb*q8ActBlock:], t.x, t.qx, lo, hi, K)
 	}
 }
 
@@ -604,7 +620,7 @@ type matmulTask struct {
 	T, K, N  int
 	tiles    [][]float32 // per worker [floatPanel(K)/4*packedQuadLen(K) + packedAccLen(K)]; set when T >= 4 for f16/bf16, or packed
 	xp       []float32   // packed activations (packedFloat), else nil
-	unpacked [][]byte    // per worker: [K/32*q8GroupBlock] when T >= 4 for LayoutQ4x16, [iq4XSPairBytes(T, K)] for LayoutIQ4XSx16
+	unpacked [][]byte    // per worker: [K/32*q8GroupBlock] for LayoutQ4x16 where unpacksQ4, [iq4XSPairBytes(T, K)] for LayoutIQ4XSx16
 	aq       *actQuant   // kindBlock dtypes: the activations in the weight's dot type
 }
 

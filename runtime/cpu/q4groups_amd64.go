@@ -19,6 +19,15 @@ func q4x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer, lv unsafe.Pointer
 //go:noescape
 func q4x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, lv unsafe.Pointer)
 
+// q5x16Unpack and q5x16Gemv are q4x16Unpack and q4x16Gemv for Q5_0
+// groups (q5GroupBlock bytes a block), lv q5_0Levels.
+//
+//go:noescape
+func q5x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer, lv unsafe.Pointer)
+
+//go:noescape
+func q5x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, lv unsafe.Pointer)
+
 // q4x16GemvAVX2 (AVX2) takes one token: the signed levels (VPSHUFB),
 // VPMADDUBSW of their magnitudes by the quants given their signs (no
 // 16-bit sum saturates), then VPMADDWD to the same exact 32-bit block
@@ -26,3 +35,20 @@ func q4x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, l
 //
 //go:noescape
 func q4x16GemvAVX2(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, lv unsafe.Pointer)
+
+// q4_1x16Mins (AVX-512) adds to the results of n tokens of a Q4_1 group
+// (token i's 16 at out + i*ostride) the mins' products: per row, over the
+// nb blocks in order, summs = fma(m_b, s_b, summs) with the group's fp16
+// mins at m (16 a block) and token i's Q8_1 block sums at s + i*sstride.
+//
+//go:noescape
+func q4_1x16Mins(m unsafe.Pointer, nb int, s unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
+
+// q4_1x16Lanes (AVX-512 VNNI) takes n tokens, 1 <= n <= 2, of a Q4_1
+// group (high 0: q4GroupBlock bytes a block) or a Q5_1 one (high 1:
+// q5GroupBlock bytes), its mins apart, with dotQ4_1's (dotQ5_1's) 8 lanes
+// and hsum8, storing token i's 16 sums without the mins' products at out +
+// i*ostride (q4_1x16Mins adds them).
+//
+//go:noescape
+func q4_1x16Lanes(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int, high int)

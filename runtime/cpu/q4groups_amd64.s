@@ -22,10 +22,9 @@ GLOBL q4x16ones<>(SB), RODATA|NOPTR, $8
 	MOVQ lv, DX; \
 	VBROADCASTI32X4 (DX), Z10
 
-// Q4LEVELS loads the levels plus 128 of quants 4k..4k+3 of the 16 rows of
-// the block at w into Zk (k = 0..7), with Z9 the nibble mask and Z10 the
-// table: the block's quants as LayoutQ8x16 holds them.
-#define Q4LEVELS(w) \
+// Q4NIBBLES loads quants 4k..4k+3 of the 16 rows of the block at w into
+// Zk (k = 0..7), the bare nibbles, with Z9 the nibble mask.
+#define Q4NIBBLES(w) \
 	VMOVDQU32 32(w), Z0; \
 	VMOVDQU32 96(w), Z1; \
 	VMOVDQU32 160(w), Z2; \
@@ -41,7 +40,13 @@ GLOBL q4x16ones<>(SB), RODATA|NOPTR, $8
 	VPANDD Z9, Z4, Z4; \
 	VPANDD Z9, Z5, Z5; \
 	VPANDD Z9, Z6, Z6; \
-	VPANDD Z9, Z7, Z7; \
+	VPANDD Z9, Z7, Z7
+
+// Q4LEVELS loads the levels plus 128 of quants 4k..4k+3 of the 16 rows of
+// the block at w into Zk (k = 0..7), with Z9 the nibble mask and Z10 the
+// table: the block's quants as LayoutQ8x16 holds them.
+#define Q4LEVELS(w) \
+	Q4NIBBLES(w); \
 	VPSHUFB Z0, Z10, Z0; \
 	VPSHUFB Z1, Z10, Z1; \
 	VPSHUFB Z2, Z10, Z2; \
@@ -201,5 +206,242 @@ doneavx2:
 	MOVQ out+24(FP), BX
 	VMOVUPS Y10, (BX)
 	VMOVUPS Y11, 32(BX)
+	VZEROUPPER
+	RET
+
+// Q5_0 blocks of LayoutQ4x16 are 352 bytes: the 288 of a Q4_0 block (the
+// low 4 bits of the quants), then the 16 rows' high bits, a dword each:
+// byte m holds at bit k the high bit of quant 4k+m. With q5_0Levels as lv,
+// Q4LEVELS gives the levels plus 128 of the quants whose high bit is
+// clear; Q5HIGH adds the 16 of the set ones.
+
+DATA q5x16bit4<>+0(SB)/4, $0x10101010
+GLOBL q5x16bit4<>(SB), RODATA|NOPTR, $4
+
+// Q5HIGH adds 16 to the bytes of Zk (k = 0..7, Q4LEVELS' quants
+// 4k..4k+3 of each row) whose high bit, at 288(w), is set: bit k of each
+// byte shifted to bit 4 (no bit crosses a byte at shifts of at most 4),
+// masked by Z11 (0x10 bytes). Clobbers Z12, Z13.
+#define Q5HIGH(w) Q5HIGHM(w, Z11)
+
+// Q5HIGHM is Q5HIGH with the mask in m.
+#define Q5HIGHM(w, m) \
+	VMOVDQU32 288(w), Z13; \
+	VPSLLW $4, Z13, Z12; \
+	VPANDD m, Z12, Z12; \
+	VPADDB Z12, Z0, Z0; \
+	VPSLLW $3, Z13, Z12; \
+	VPANDD m, Z12, Z12; \
+	VPADDB Z12, Z1, Z1; \
+	VPSLLW $2, Z13, Z12; \
+	VPANDD m, Z12, Z12; \
+	VPADDB Z12, Z2, Z2; \
+	VPSLLW $1, Z13, Z12; \
+	VPANDD m, Z12, Z12; \
+	VPADDB Z12, Z3, Z3; \
+	VPANDD m, Z13, Z12; \
+	VPADDB Z12, Z4, Z4; \
+	VPSRLW $1, Z13, Z12; \
+	VPANDD m, Z12, Z12; \
+	VPADDB Z12, Z5, Z5; \
+	VPSRLW $2, Z13, Z12; \
+	VPANDD m, Z12, Z12; \
+	VPADDB Z12, Z6, Z6; \
+	VPSRLW $3, Z13, Z12; \
+	VPANDD m, Z12, Z12; \
+	VPADDB Z12, Z7, Z7
+
+// func q5x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer, lv unsafe.Pointer)
+TEXT ·q5x16Unpack(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ dst+16(FP), DI
+	Q4CONST(lv+24(FP))
+	VPBROADCASTD q5x16bit4<>(SB), Z11
+	TESTQ CX, CX
+	JEQ done5u
+loop5u:
+	VMOVDQU (SI), Y8
+	VMOVDQU Y8, (DI)
+	Q4LEVELS(SI)
+	Q5HIGH(SI)
+	VMOVDQU32 Z0, 32(DI)
+	VMOVDQU32 Z1, 96(DI)
+	VMOVDQU32 Z2, 160(DI)
+	VMOVDQU32 Z3, 224(DI)
+	VMOVDQU32 Z4, 288(DI)
+	VMOVDQU32 Z5, 352(DI)
+	VMOVDQU32 Z6, 416(DI)
+	VMOVDQU32 Z7, 480(DI)
+	ADDQ $352, SI
+	ADDQ $544, DI
+	DECQ CX
+	JNZ loop5u
+done5u:
+	VZEROUPPER
+	RET
+
+// func q5x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, lv unsafe.Pointer)
+TEXT ·q5x16Gemv(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), DI
+	Q4CONST(lv+32(FP))
+	VPBROADCASTD q5x16bit4<>(SB), Z11
+	VPXORD Z16, Z16, Z16
+	TESTQ CX, CX
+	JEQ done51
+loop51:
+	VCVTPH2PS (SI), Z8
+	Q4LEVELS(SI)
+	Q5HIGH(SI)
+	Q4TOK1(DI, Z16)
+	ADDQ $352, SI
+	ADDQ $40, DI
+	DECQ CX
+	JNZ loop51
+done51:
+	MOVQ out+24(FP), BX
+	VMOVUPS Z16, (BX)
+	VZEROUPPER
+	RET
+
+// func q4_1x16Mins(m unsafe.Pointer, nb int, s unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
+// For each of the n tokens (Q8_1 block sums at s + i*sstride, nb float32)
+// and the 16 rows' fp16 mins of nb blocks at m (32 bytes a block): summs =
+// fma(m_b, s_b, summs), blocks in order, then out + i*ostride += summs.
+TEXT ·q4_1x16Mins(SB), NOSPLIT, $0-56
+	MOVQ m+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ s+16(FP), DI
+	MOVQ sstride+24(FP), R8
+	MOVQ out+32(FP), BX
+	MOVQ ostride+40(FP), R9
+	MOVQ n+48(FP), R10
+	TESTQ R10, R10
+	JEQ donem
+tokm:
+	VPXORD Z16, Z16, Z16
+	MOVQ SI, R11
+	MOVQ DI, R12
+	MOVQ CX, R13
+	TESTQ R13, R13
+	JEQ storem
+blkm:
+	VCVTPH2PS (R11), Z1
+	VFMADD231PS.BCST (R12), Z1, Z16
+	ADDQ $32, R11
+	ADDQ $4, R12
+	DECQ R13
+	JNZ blkm
+storem:
+	VADDPS (BX), Z16, Z16
+	VMOVUPS Z16, (BX)
+	ADDQ R8, DI
+	ADDQ R9, BX
+	DECQ R10
+	JNZ tokm
+donem:
+	VZEROUPPER
+	RET
+
+// Q4_1 and Q5_1 groups keep dotQ4_1's and dotQ5_1's arithmetic: 8 float
+// lanes per row, lane l taking quants 4l..4l+3 of every block (register Zl
+// of Q4NIBBLES: the unsigned quants; Q5_1: plus 16 where the high bit is
+// set, Q5HIGHM), acc_l = fma(d_w*d_x, float32(s_l), acc_l), then hsum8's
+// order; the mins (q4_1x16Mins) are added after.
+
+// Q41LANE adds lane l (quants in wl, token dword at off(p)) of one token
+// to acc with the block's scale product d, through tmp.
+#define Q41LANE(wl, off, p, d, acc, tmp) \
+	VPXORD tmp, tmp, tmp; \
+	VPDPBUSD.BCST off(p), wl, tmp; \
+	VCVTDQ2PS tmp, tmp; \
+	VFMADD231PS d, tmp, acc
+
+// Q41TOKEN adds the block of the token at p to the 8 lane accumulators
+// a0..a7 (d: d_w*d_x of the 16 rows).
+#define Q41TOKEN(p, d, a0, a1, a2, a3, a4, a5, a6, a7) \
+	Q41LANE(Z0, 0, p, d, a0, Z11); \
+	Q41LANE(Z1, 4, p, d, a1, Z12); \
+	Q41LANE(Z2, 8, p, d, a2, Z13); \
+	Q41LANE(Z3, 12, p, d, a3, Z14); \
+	Q41LANE(Z4, 16, p, d, a4, Z11); \
+	Q41LANE(Z5, 20, p, d, a5, Z12); \
+	Q41LANE(Z6, 24, p, d, a6, Z13); \
+	Q41LANE(Z7, 28, p, d, a7, Z14)
+
+// Q41HSUM stores hsum8 of the lanes a0..a7 (clobbered) at out.
+#define Q41HSUM(out, a0, a1, a2, a3, a4, a5, a6, a7) \
+	VADDPS a4, a0, a0; \
+	VADDPS a5, a1, a1; \
+	VADDPS a6, a2, a2; \
+	VADDPS a7, a3, a3; \
+	VADDPS a2, a0, a0; \
+	VADDPS a3, a1, a1; \
+	VADDPS a1, a0, a0; \
+	VMOVUPS a0, (out)
+
+// func q4_1x16Lanes(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int, high int)
+TEXT ·q4_1x16Lanes(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ x+16(FP), DI
+	MOVQ DI, R8
+	ADDQ xstride+24(FP), R8
+	MOVQ n+48(FP), R10
+	MOVQ high+56(FP), R11
+	MOVQ $288, R12
+	TESTQ R11, R11
+	JEQ stride41
+	MOVQ $352, R12
+stride41:
+	VPBROADCASTD q4x16nibble<>(SB), Z9
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	TESTQ CX, CX
+	JEQ done41
+loop41:
+	VCVTPH2PS (SI), Z8
+	Q4NIBBLES(SI)
+	TESTQ R11, R11
+	JEQ low41
+	VPBROADCASTD q5x16bit4<>(SB), Z10
+	Q5HIGHM(SI, Z10)
+low41:
+	VMULPS.BCST 36(DI), Z8, Z10
+	Q41TOKEN(DI, Z10, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	CMPQ R10, $2
+	JLT next41
+	VMULPS.BCST 36(R8), Z8, Z15
+	Q41TOKEN(R8, Z15, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
+next41:
+	ADDQ R12, SI
+	ADDQ $40, DI
+	ADDQ $40, R8
+	DECQ CX
+	JNZ loop41
+done41:
+	MOVQ out+32(FP), BX
+	Q41HSUM(BX, Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	CMPQ R10, $2
+	JLT ret41
+	ADDQ ostride+40(FP), BX
+	Q41HSUM(BX, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
+ret41:
 	VZEROUPPER
 	RET

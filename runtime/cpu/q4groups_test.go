@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -11,10 +12,16 @@ import (
 	"github.com/ninfer/ninfer-go/runtime/weights"
 )
 
-// q4Types are the dtypes of LayoutQ4x16.
-var q4Types = []tensor.DType{tensor.Q4_0, tensor.IQ4_NL}
+// q4Types returns the dtypes Backend.Load repacks into LayoutQ4x16 at the
+// running level: Q4_0 and IQ4_NL, and Q5_0, Q4_1 and Q5_1 at AVX-512.
+func q4Types() []tensor.DType {
+	if level == levelAVX512 {
+		return []tensor.DType{tensor.Q4_0, tensor.IQ4_NL, tensor.Q5_0, tensor.Q4_1, tensor.Q5_1}
+	}
+	return []tensor.DType{tensor.Q4_0, tensor.IQ4_NL}
+}
 
-// repackedQ4 returns a copy of w (Q4_0 or IQ4_NL) repacked into LayoutQ4x16.
+// repackedQ4 returns a copy of w (q4Types) repacked into LayoutQ4x16.
 func repackedQ4(t testing.TB, w *weights.Tensor) *weights.Tensor {
 	return repackedBy(t, w, repackableQ4, repackQ4)
 }
@@ -27,7 +34,10 @@ func TestQ4GroupsRepack(t *testing.T) {
 	for _, c := range []struct {
 		dt   tensor.DType
 		n, k int
-	}{{tensor.Q4_0, 16, 32}, {tensor.Q4_0, 48, 96}, {tensor.Q4_0, 32, 1024}, {tensor.IQ4_NL, 48, 96}} {
+	}{{tensor.Q4_0, 16, 32}, {tensor.Q4_0, 48, 96}, {tensor.Q4_0, 32, 1024}, {tensor.IQ4_NL, 48, 96}, {tensor.Q5_0, 16, 32}, {tensor.Q5_0, 48, 96}, {tensor.Q4_1, 16, 32}, {tensor.Q4_1, 48, 96}, {tensor.Q5_1, 16, 32}, {tensor.Q5_1, 48, 96}} {
+		if !slices.Contains(q4Types(), c.dt) {
+			continue
+		}
 		w := randWeight(r, c.dt, c.n, c.k)
 		g := repackedQ4(t, w)
 		if g.Layout != weights.LayoutQ4x16 || bytes.Equal(g.Data, w.Data) {
@@ -63,13 +73,17 @@ func TestQ4GroupsRepack(t *testing.T) {
 }
 
 // TestQ4GroupsMatMulBitExact checks the LayoutQ4x16 matmul at every level
-// (each tile shape, token blocks, workers) bit for bit against dotQ4Group,
-// and dotQ4Group against the exact dot product of the dequantized values,
-// for random nibbles and for every nibble 0 or 15 (the extremes of the
-// kernels' 16-bit and 32-bit sums).
+// (each tile shape, token blocks, workers) bit for bit against dotQ4Group
+// (Q4_1, Q5_1: dotQ8_1Group), and that against the exact dot product of the dequantized values,
+// for random quants and for every quant byte (Q5_0, Q5_1: high bits too;
+// not the mins) 0x00, 0x0f or 0xff (the extremes of the kernels' 16-bit and 32-bit sums).
 func TestQ4GroupsMatMulBitExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(33, 34))
-	for _, dt := range q4Types {
+	for _, dt := range q4Types() {
+		bb, quants := dt.BlockBytes(), 2 // the block's bytes, the offset of its quants
+		if q4HasMins(dt) {
+			quants = 4
+		}
 		for _, c := range []struct {
 			n, k int
 			fill int // every quant byte, or -1: random quants
@@ -78,24 +92,29 @@ func TestQ4GroupsMatMulBitExact(t *testing.T) {
 			if c.fill >= 0 {
 				for i := range w.Rows() {
 					row := w.Row(i)
-					for b := 0; b < len(row); b += 18 {
-						for j := 2; j < 18; j++ {
+					for b := 0; b < len(row); b += bb {
+						for j := quants; j < bb; j++ {
 							row[b+j] = byte(c.fill)
 						}
 					}
 				}
 			}
 			g := repackedQ4(t, w)
-			nb := c.k / 32
+			nb, row := c.k/32, make([]byte, w.RowBytes())
 			for _, T := range []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 17, 100} {
 				x := randActivations(r, T, c.k)
 				want := make([]float32, T*c.n)
 				for tok := range T {
 					var q q8Blocks
 					quantizeQ8(x[tok*c.k:(tok+1)*c.k], &q)
+					sums := q8_1Sums(x[tok*c.k:(tok+1)*c.k], &q)
 					for i := range c.n {
-						want[tok*c.n+i] = dotQ4Group(g.Data, nb, i, &q, levelsOf(dt))
-						exact, scale := exactDotQ4(w.Row(i), &q, levelsOf(dt))
+						if q4HasMins(dt) {
+							want[tok*c.n+i] = dotQ8_1Group(g, i, row, &q, sums)
+						} else {
+							want[tok*c.n+i] = dotQ4Group(g.Data, dt, nb, i, &q)
+						}
+						exact, scale := exactDotQ4(t, dt, w.Row(i), &q, sums)
 						if d := math.Abs(float64(want[tok*c.n+i]) - exact); d > 1e-5*scale {
 							t.Fatalf("%v %v T=%d: dotQ4Group row %d token %d = %g, exact %g", dt, c, T, i, tok, want[tok*c.n+i], exact)
 						}
@@ -120,19 +139,37 @@ func TestQ4GroupsMatMulBitExact(t *testing.T) {
 	}
 }
 
-// exactDotQ4 returns the dot product of a Q4_0 or IQ4_NL row (levels lv)
-// in the file's layout and x in float64, and the sum of the magnitudes of
-// its block terms.
-func exactDotQ4(row []byte, x *q8Blocks, lv *q4Levels) (dot, scale float64) {
-	for b := range x.d {
-		var s int64
-		for j := range 16 {
-			q := row[18*b+2+j]
-			s += int64(int8(lv[16+q&0xf]))*int64(x.qs[32*b+j]) + int64(int8(lv[16+q>>4]))*int64(x.qs[32*b+16+j])
+// exactDotQ4 returns the dot product of a row of dtype dt (q4Types) in
+// the file's layout and x in float64 (Q4_1, Q5_1: its mins times x's Q8_1
+// block sums), and the sum of the magnitudes of its products.
+func exactDotQ4(t *testing.T, dt tensor.DType, row []byte, x *q8Blocks, sums []float32) (dot, scale float64) {
+	w := make([]float32, len(x.qs))
+	bb := dt.BlockBytes()
+	if q4HasMins(dt) { // the levels alone: the scale and the min go below
+		one := make([]byte, bb)
+		binary.LittleEndian.PutUint16(one, tensor.F32ToF16(1))
+		for b := range x.d {
+			copy(one[4:], row[bb*b+4:bb*b+bb])
+			if err := tensor.DequantizeRow(dt, one, w[32*b:32*b+32]); err != nil {
+				t.Fatal(err)
+			}
 		}
-		term := float64(f16tab[uint16(row[18*b])|uint16(row[18*b+1])<<8]) * float64(x.d[b]) * float64(s)
+	} else if err := tensor.DequantizeRow(dt, row, w); err != nil {
+		t.Fatal(err)
+	}
+	for b := range x.d {
+		var s, mag float64
+		for j := range 32 {
+			s += float64(w[32*b+j]) * float64(x.qs[32*b+j])
+			mag += math.Abs(float64(w[32*b+j]) * float64(x.qs[32*b+j]))
+		}
+		term, mag := s*float64(x.d[b]), mag*math.Abs(float64(x.d[b]))
+		if q4HasMins(dt) {
+			d, m := float64(f16tab[binary.LittleEndian.Uint16(row[bb*b:])]), float64(f16tab[binary.LittleEndian.Uint16(row[bb*b+2:])])
+			term, mag = term*d+m*float64(sums[b]), mag*math.Abs(d)+math.Abs(m*float64(sums[b]))
+		}
 		dot += term
-		scale += math.Abs(term)
+		scale += mag
 	}
 	return dot, scale
 }
@@ -142,7 +179,7 @@ func exactDotQ4(row []byte, x *q8Blocks, lv *q4Levels) (dot, scale float64) {
 func TestQ4GroupsTokenAlone(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 36))
 	const k, n = 256, 32
-	for _, dt := range q4Types {
+	for _, dt := range q4Types() {
 		g := repackedQ4(t, randWeight(r, dt, n, k))
 		for _, lv := range testLevels() {
 			restore := setLevel(lv)

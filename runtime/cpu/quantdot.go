@@ -157,17 +157,22 @@ func quantizeQ8_1(x []float32, r actRow) {
 	q := q8Blocks{d: r.d, qs: r.qs}
 	quantizeQ8(x, &q)
 	for b := range len(x) / 32 {
-		var amax float32
-		for _, v := range x[b*32 : b*32+32] {
-			amax = max(amax, abs32(v))
-		}
 		var sum int32
 		for _, v := range r.qs[b*32 : b*32+32] {
 			sum += int32(v)
 		}
-		d := amax / 127
-		r.s[b] = tensor.F16ToF32(tensor.F32ToF16(d * float32(sum)))
+		r.s[b] = q8_1Sum(x[b*32:b*32+32], sum)
 	}
+}
+
+// q8_1Sum is the s of the Q8_1 block of the 32 values x whose quants sum
+// to sum: fp16(d * sum) with d = max|x|/127 in float32.
+func q8_1Sum(x []float32, sum int32) float32 {
+	var amax float32
+	for _, v := range x {
+		amax = max(amax, abs32(v))
+	}
+	return tensor.F16ToF32(tensor.F32ToF16(amax / 127 * float32(sum)))
 }
 
 // quantizeQ8K quantizes x (len a multiple of 256) as ggml's

@@ -70,7 +70,7 @@ func TestMmapAndLoadAgree(t *testing.T) {
 
 // TestRepackedUnlessMapped checks the CPU backend's layouts (see
 // docs/cpu-memory.md): a loaded file's Q8_0, Q4_0 and IQ4_NL matrices are
-// repacked in place into 16-row groups, and at the AVX-512 level its Q2_K, Q3_K, Q4_K, Q5_K,
+// repacked in place into 16-row groups, and at the AVX-512 level its Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K,
 // Q6_K and IQ4_XS ones (Q3_K, Q5_K and Q6_K vocabulary matrices excepted), at the AVX2 level its Q2_K and Q4_K ones; a mapped one
 // (Options.Mmap) keeps the file's layout.
 func TestRepackedUnlessMapped(t *testing.T) {
@@ -89,6 +89,9 @@ func TestRepackedUnlessMapped(t *testing.T) {
 		{"kq-qwen3-q2_k.gguf", tensor.Q2_K, weights.LayoutQ2Kx16, []string{"avx512", "avx2"}, true},
 		{"kq-qwen3-iq4_xs.gguf", tensor.IQ4_XS, weights.LayoutIQ4XSx16, []string{"avx512"}, true},
 		{"kq-qwen3-q3_k_m.gguf", tensor.Q3_K, weights.LayoutQ3Kx16, []string{"avx512"}, false},
+		{"kq-qwen3-q5_0.gguf", tensor.Q5_0, weights.LayoutQ4x16, []string{"avx512"}, true},
+		{"kq-qwen3-q4_1.gguf", tensor.Q4_1, weights.LayoutQ4x16, []string{"avx512"}, true},
+		{"kq-qwen3-q5_1.gguf", tensor.Q5_1, weights.LayoutQ4x16, []string{"avx512"}, true},
 	} {
 		model := sharedModel(t, c.model)
 		for _, mmap := range []bool{false, true} {

@@ -116,6 +116,12 @@ const (
 	// 16 rows' fp16 scales, then for each j = 0..3 the 16 rows' quant
 	// bytes 4j..4j+3 of the file's block (64 bytes; a byte's low nibble is
 	// quant 4j+m, its high nibble quant 16+4j+m). Data keeps its size.
+	// Q5_0 rows too, 352 bytes per group and block: those 288 bytes of
+	// their low 4 bits, then the 16 rows' high bits, 4 bytes each (byte m
+	// holds at bit k the high bit of quant 4k+m). Q4_1 and Q5_1 rows as
+	// Q4_0 and Q5_0, the scales d in the scales' place, then after a
+	// group's blocks the 16 rows' fp16 mins of each block (32 bytes a
+	// block).
 	LayoutQ4x16
 	// LayoutQ4Kx16 is Q4_K rows interleaved in groups of 16 (Shape[1] a
 	// multiple of 16), the CPU backend's GEMM layout: per group and
