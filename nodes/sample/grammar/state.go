@@ -21,6 +21,11 @@ type stack struct {
 	next *stack
 	rem  int
 	id   int32 // interned stacks: unique per Cache
+
+	// The epoch of the last expansion (Cache.epoch) that expanded top
+	// over next (seen), and that expanded the reference before top (at
+	// top.idx-1) over next (refSeen): an expansion expands each once.
+	seen, refSeen uint32
 }
 
 // State is where a grammar stands after some bytes: every stack the bytes
@@ -71,16 +76,27 @@ type Cache struct {
 	held   int // stacks held by states, summed
 	work   *Work
 
-	// The (frame, rest) pairs a large expansion has expanded: those
-	// stamped with the current expansion's epoch. One map for all
-	// expansions, so that none makes and grows its own.
+	// The (frame, rest) pairs with a tail reference on top that a large
+	// expansion has expanded: those stamped with the current expansion's
+	// epoch. One map for all expansions, so that none makes and grows its
+	// own. Other pairs are stamped on their stacks (stack.seen).
 	expanded map[stackKey]uint32
-	epoch    uint32
+	epoch    uint32 // the last expansion's
 }
 
+// stackKey is a frame over the stack with id next (0: none), packed
+// without padding so that a map hashes it in one pass.
 type stackKey struct {
-	top  frame
-	next *stack
+	rule, alt, idx, next int32
+	set                  uint64
+}
+
+func keyOf(top frame, next *stack) stackKey {
+	k := stackKey{rule: top.rule, alt: top.alt, idx: top.idx, set: top.set}
+	if next != nil {
+		k.next = next.id
+	}
+	return k
 }
 
 // NewCache returns an empty cache of g's states, bound to a Work without
@@ -120,7 +136,7 @@ func (c *Cache) Start() *State {
 // startState computes the state before any byte under the bound Work.
 func (c *Cache) startState() (*State, error) {
 	s := &State{g: c.g}
-	e := expansion{c: c}
+	e := c.newExpansion()
 	for a := range c.g.rules[0] {
 		if c.g.takes(0, a, 0) {
 			e.expand(frame{0, int32(a), 0, 0}, nil)
@@ -135,7 +151,8 @@ func (c *Cache) startState() (*State, error) {
 
 // newStack returns the interned stack top over next.
 func (c *Cache) newStack(top frame, next *stack) *stack {
-	if st, ok := c.stacks[stackKey{top, next}]; ok {
+	key := keyOf(top, next)
+	if st, ok := c.stacks[key]; ok {
 		return st
 	}
 	rem := c.g.suffixLen(top)
@@ -143,7 +160,7 @@ func (c *Cache) newStack(top frame, next *stack) *stack {
 		rem += next.rem
 	}
 	st := &stack{top: top, next: next, rem: rem, id: int32(len(c.stacks) + 1)}
-	c.stacks[stackKey{top, next}] = st
+	c.stacks[key] = st
 	return st
 }
 
@@ -195,20 +212,35 @@ func (g *Grammar) suffixLen(f frame) int {
 // rest) pair is expanded once, so chains of nullable rules cost their
 // size, not the number of ways through them.
 type expansion struct {
-	c     *Cache
-	out   []*stack
-	small []stackKey // the pairs expanded, while few
-	big   bool       // many: the pairs stamped in c.expanded
+	c       *Cache
+	epoch   uint32 // stamped on the stacks it has expanded
+	out     []*stack
+	emptied bool       // nil is in out
+	small   []stackKey // the tail-reference pairs expanded, while few
+	big     bool       // many: those pairs stamped in c.expanded
 }
 
-// first records k and reports whether it is new.
-func (e *expansion) first(k stackKey) bool {
+// newExpansion starts an expansion with an epoch of its own.
+func (c *Cache) newExpansion() expansion {
+	if c.epoch++; c.epoch == 0 { // wrapped: old stamps would read as current
+		for _, st := range c.stacks {
+			st.seen, st.refSeen = 0, 0
+		}
+		clear(c.expanded)
+		c.epoch = 1
+	}
+	return expansion{c: c, epoch: c.epoch}
+}
+
+// firstTail records the pair k (a tail reference over a stack) and
+// reports whether it is new.
+func (e *expansion) firstTail(k stackKey) bool {
 	c := e.c
 	if e.big {
-		if c.expanded[k] == c.epoch {
+		if c.expanded[k] == e.epoch {
 			return false
 		}
-		c.expanded[k] = c.epoch
+		c.expanded[k] = e.epoch
 		return true
 	}
 	if slices.Contains(e.small, k) {
@@ -221,24 +253,17 @@ func (e *expansion) first(k stackKey) bool {
 	if c.expanded == nil || len(c.expanded) > maxExpanded {
 		c.expanded = make(map[stackKey]uint32, 256)
 	}
-	if c.epoch++; c.epoch == 0 { // wrapped: old stamps would read as current
-		clear(c.expanded)
-		c.epoch = 1
-	}
 	e.big = true
 	for _, s := range e.small {
-		c.expanded[s] = c.epoch
+		c.expanded[s] = e.epoch
 	}
-	c.expanded[k] = c.epoch
+	c.expanded[k] = e.epoch
 	return true
 }
 
 // maxExpanded bounds Cache.expanded: past it the map is dropped before
 // the next large expansion.
 const maxExpanded = 1 << 16
-
-// emptied stands for the nil stack in expansion.first.
-var emptied = &stack{}
 
 // expand adds the stacks f on top of next reaches. It stops once the
 // cache's Work has.
@@ -250,7 +275,8 @@ func (e *expansion) expand(f frame, next *stack) {
 	a := c.g.rules[f.rule][f.alt]
 	if int(f.idx) == len(a) {
 		if next == nil {
-			if e.first(stackKey{next: emptied}) {
+			if !e.emptied {
+				e.emptied = true
 				e.add(nil)
 			}
 			return
@@ -258,18 +284,27 @@ func (e *expansion) expand(f frame, next *stack) {
 		e.expand(next.top, next.next)
 		return
 	}
-	if !e.first(stackKey{f, next}) {
-		return
-	}
 	s := a[f.idx]
 	if !s.isRef() {
-		e.add(c.newStack(f, next))
+		st := c.newStack(f, next)
+		if st.seen != e.epoch {
+			st.seen = e.epoch
+			e.add(st)
+		}
 		return
 	}
 	cont := next
 	tail := int(f.idx)+1 == len(a)
-	if !tail { // a reference in tail position pushes nothing
+	if tail { // a reference in tail position pushes nothing
+		if !e.firstTail(keyOf(f, next)) {
+			return
+		}
+	} else {
 		cont = c.newStack(frame{f.rule, f.alt, f.idx + 1, f.set}, next)
+		if cont.refSeen == e.epoch {
+			return
+		}
+		cont.refSeen = e.epoch
 	}
 	set := c.g.childSet(f, s.ref, tail)
 	for k := range c.g.rules[s.ref] {
@@ -625,7 +660,7 @@ func (s *State) partialRemaining(seq []byte) (rem int, ok bool) {
 // complete is the state after code point c (nil: rejected). A rejection
 // allocates nothing: masks try many bytes that states reject.
 func (s *State) complete(c rune) *State {
-	e := expansion{c: s.c}
+	e := s.c.newExpansion()
 	for _, st := range s.stacks {
 		if st == nil || !s.g.class(st.top).matches(c) {
 			continue
