@@ -26,6 +26,12 @@ type stack struct {
 	// over next (seen), and that expanded the reference before top (at
 	// top.idx-1) over next (refSeen): an expansion expands each once.
 	seen, refSeen uint32
+
+	// What expand resolved pairs to, once computed: top over next
+	// (inner), top.idx+1 over next (succ), and the alternatives of the
+	// reference before top over this stack (kids).
+	inner, succ *stack
+	kids        *[]resolved
 }
 
 // State is where a grammar stands after some bytes: every stack the bytes
@@ -266,51 +272,128 @@ func (e *expansion) firstTail(k stackKey) bool {
 const maxExpanded = 1 << 16
 
 // expand adds the stacks f on top of next reaches. It stops once the
-// cache's Work has.
-func (e *expansion) expand(f frame, next *stack) {
+// cache's Work has. It returns the interned stack the pair resolves to,
+// for expandResolved to take it again without looking it up: for a class
+// on top the stack f over next, for a reference not in tail position the
+// stack under its alternatives (f.idx+1 over next); nil otherwise.
+func (e *expansion) expand(f frame, next *stack) *stack {
 	c := e.c
 	if !c.work.charge(1) {
-		return
+		return nil
 	}
 	a := c.g.rules[f.rule][f.alt]
 	if int(f.idx) == len(a) {
-		if next == nil {
-			if !e.emptied {
-				e.emptied = true
-				e.add(nil)
-			}
-			return
-		}
-		e.expand(next.top, next.next)
-		return
+		e.pop(next)
+		return nil
 	}
 	s := a[f.idx]
 	if !s.isRef() {
 		st := c.newStack(f, next)
-		if st.seen != e.epoch {
-			st.seen = e.epoch
-			e.add(st)
+		e.addOnce(st)
+		return st
+	}
+	if int(f.idx)+1 == len(a) { // a reference in tail position pushes nothing
+		if e.firstTail(keyOf(f, next)) {
+			set := c.g.childSet(f, s.ref, true)
+			for k := range c.g.rules[s.ref] {
+				if c.g.takes(s.ref, k, set) {
+					e.expand(frame{int32(s.ref), int32(k), 0, set}, next)
+				}
+			}
+		}
+		return nil
+	}
+	cont := c.newStack(frame{f.rule, f.alt, f.idx + 1, f.set}, next)
+	e.expandUnder(cont)
+	return cont
+}
+
+// expandResolved is expand of a pair whose frame's index is idx and that
+// expand resolved to r before.
+func (e *expansion) expandResolved(idx int32, r *stack) {
+	if !e.c.work.charge(1) {
+		return
+	}
+	if r.top.idx == idx {
+		e.addOnce(r)
+		return
+	}
+	e.expandUnder(r)
+}
+
+// pop expands the pair next's frames continue with once an alternative
+// above them ends (nil next: the stack is emptied).
+func (e *expansion) pop(next *stack) {
+	switch {
+	case next == nil:
+		if !e.emptied {
+			e.emptied = true
+			e.add(nil)
+		}
+	case next.inner != nil:
+		e.expandResolved(next.top.idx, next.inner)
+	default:
+		next.inner = e.expand(next.top, next.next)
+	}
+}
+
+// after expands the pair st's top continues with once its class is
+// matched.
+func (e *expansion) after(st *stack) {
+	if st.succ != nil {
+		e.expandResolved(st.top.idx+1, st.succ)
+		return
+	}
+	f := st.top
+	f.idx++
+	st.succ = e.expand(f, st.next)
+}
+
+// expandUnder expands the alternatives of the reference just below
+// cont's top (not in tail position) over cont, once per expansion.
+func (e *expansion) expandUnder(cont *stack) {
+	if cont.refSeen == e.epoch {
+		return
+	}
+	cont.refSeen = e.epoch
+	if cont.kids != nil {
+		for _, k := range *cont.kids {
+			if k.r != nil {
+				e.expandResolved(0, k.r)
+			} else {
+				e.expand(frame{k.rule, k.alt, 0, k.set}, cont)
+			}
 		}
 		return
 	}
-	cont := next
-	tail := int(f.idx)+1 == len(a)
-	if tail { // a reference in tail position pushes nothing
-		if !e.firstTail(keyOf(f, next)) {
-			return
+	c := e.c
+	f := cont.top
+	f.idx--
+	ref := c.g.rules[f.rule][f.alt][f.idx].ref
+	set := c.g.childSet(f, ref, false)
+	kids := []resolved{}
+	for k := range c.g.rules[ref] {
+		if c.g.takes(ref, k, set) {
+			kf := frame{int32(ref), int32(k), 0, set}
+			kids = append(kids, resolved{rule: kf.rule, alt: kf.alt, set: set, r: e.expand(kf, cont)})
 		}
-	} else {
-		cont = c.newStack(frame{f.rule, f.alt, f.idx + 1, f.set}, next)
-		if cont.refSeen == e.epoch {
-			return
-		}
-		cont.refSeen = e.epoch
 	}
-	set := c.g.childSet(f, s.ref, tail)
-	for k := range c.g.rules[s.ref] {
-		if c.g.takes(s.ref, k, set) {
-			e.expand(frame{int32(s.ref), int32(k), 0, set}, cont)
-		}
+	cont.kids = &kids
+}
+
+// resolved is an alternative a reference expands to, and the stack expand
+// resolved it to over the reference's continuation (nil: none).
+type resolved struct {
+	rule, alt int32
+	set       uint64
+	r         *stack
+}
+
+// addOnce adds st unless the expansion has.
+func (e *expansion) addOnce(st *stack) {
+	if st.seen != e.epoch {
+		st.seen = e.epoch
+		e.add(st)
 	}
 }
 
@@ -665,9 +748,7 @@ func (s *State) complete(c rune) *State {
 		if st == nil || !s.g.class(st.top).matches(c) {
 			continue
 		}
-		f := st.top
-		f.idx++
-		e.expand(f, st.next)
+		e.after(st)
 	}
 	if len(e.out) == 0 {
 		return nil
