@@ -173,11 +173,14 @@ func (c *Cache) newStack(top frame, next *stack) *stack {
 // intern returns the cache's state equal to s.
 func (c *Cache) intern(s *State) *State {
 	c.work.charge(len(s.stacks))
-	key := make([]byte, 0, 4*len(s.stacks)+16)
-	ids := make([]int32, len(s.stacks))
-	for i, st := range s.stacks {
+	var keyBuf [4*64 + 16]byte
+	var idBuf [64]int32
+	key, ids := keyBuf[:0], idBuf[:0]
+	for _, st := range s.stacks {
 		if st != nil {
-			ids[i] = st.id
+			ids = append(ids, st.id)
+		} else {
+			ids = append(ids, 0)
 		}
 	}
 	slices.Sort(ids)
@@ -221,6 +224,7 @@ type expansion struct {
 	c       *Cache
 	epoch   uint32 // stamped on the stacks it has expanded
 	out     []*stack
+	outHint int        // the capacity out starts with
 	emptied bool       // nil is in out
 	small   []stackKey // the tail-reference pairs expanded, while few
 	big     bool       // many: those pairs stamped in c.expanded
@@ -401,6 +405,9 @@ func (e *expansion) add(s *stack) {
 	if len(e.out) == MaxStacks {
 		e.c.work.fail(ErrTooAmbiguous)
 		return
+	}
+	if e.out == nil {
+		e.out = make([]*stack, 0, max(e.outHint, 4))
 	}
 	e.out = append(e.out, s)
 }
@@ -744,6 +751,7 @@ func (s *State) partialRemaining(seq []byte) (rem int, ok bool) {
 // allocates nothing: masks try many bytes that states reject.
 func (s *State) complete(c rune) *State {
 	e := s.c.newExpansion()
+	e.outHint = len(s.stacks)
 	for _, st := range s.stacks {
 		if st == nil || !s.g.class(st.top).matches(c) {
 			continue
