@@ -224,10 +224,11 @@ type expansion struct {
 	c       *Cache
 	epoch   uint32 // stamped on the stacks it has expanded
 	out     []*stack
-	outHint int        // the capacity out starts with
-	emptied bool       // nil is in out
-	small   []stackKey // the tail-reference pairs expanded, while few
-	big     bool       // many: those pairs stamped in c.expanded
+	outHint int                     // the capacity out starts with
+	emptied bool                    // nil is in out
+	small   [maxSmallTails]stackKey // the tail-reference pairs expanded, while few
+	nSmall  int
+	big     bool // many: those pairs stamped in c.expanded
 }
 
 // newExpansion starts an expansion with an epoch of its own.
@@ -253,23 +254,29 @@ func (e *expansion) firstTail(k stackKey) bool {
 		c.expanded[k] = e.epoch
 		return true
 	}
-	if slices.Contains(e.small, k) {
+	small := e.small[:e.nSmall]
+	if slices.Contains(small, k) {
 		return false
 	}
-	if len(e.small) < 32 {
-		e.small = append(e.small, k)
+	if e.nSmall < maxSmallTails {
+		e.small[e.nSmall] = k
+		e.nSmall++
 		return true
 	}
 	if c.expanded == nil || len(c.expanded) > maxExpanded {
 		c.expanded = make(map[stackKey]uint32, 256)
 	}
 	e.big = true
-	for _, s := range e.small {
+	for _, s := range small {
 		c.expanded[s] = e.epoch
 	}
 	c.expanded[k] = e.epoch
 	return true
 }
+
+// maxSmallTails is how many tail-reference pairs an expansion lists
+// before it stamps them in Cache.expanded.
+const maxSmallTails = 16
 
 // maxExpanded bounds Cache.expanded: past it the map is dropped before
 // the next large expansion.
