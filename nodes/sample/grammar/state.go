@@ -88,6 +88,8 @@ type Cache struct {
 	// own. Other pairs are stamped on their stacks (stack.seen).
 	expanded map[stackKey]uint32
 	epoch    uint32 // the last expansion's
+
+	scratch []*stack // the stacks complete collects, reused
 }
 
 // stackKey is a frame over the stack with id next (0: none), packed
@@ -195,6 +197,7 @@ func (c *Cache) intern(s *State) *State {
 		return got
 	}
 	s.c, s.rem = c, -1
+	s.stacks = slices.Clone(s.stacks) // complete's are in the cache's scratch
 	c.states[string(key)] = s
 	c.held += len(s.stacks)
 	return s
@@ -756,15 +759,19 @@ func (s *State) partialRemaining(seq []byte) (rem int, ok bool) {
 
 // complete is the state after code point c (nil: rejected). A rejection
 // allocates nothing: masks try many bytes that states reject.
+//
+// The state's stacks are in the cache's scratch until it is interned:
+// a state found interned already allocates no stacks.
 func (s *State) complete(c rune) *State {
 	e := s.c.newExpansion()
-	e.outHint = len(s.stacks)
+	e.out, e.outHint = s.c.scratch[:0], len(s.stacks)
 	for _, st := range s.stacks {
 		if st == nil || !s.g.class(st.top).matches(c) {
 			continue
 		}
 		e.after(st)
 	}
+	s.c.scratch = e.out[:0]
 	if len(e.out) == 0 {
 		return nil
 	}
