@@ -351,7 +351,7 @@ func (v *Vocab) maskByClass(s *State, budget int, bits []uint64) (cut bool) {
 	if ok, cut := v.maskByChain(s, cuts, budget, bits); ok {
 		return cut
 	}
-	f := firstCodePoints{v: v, s: s, budget: budget, bits: bits, cuts: cuts, targets: make([]*State, len(cuts))}
+	f := firstCodePoints{v: v, s: s, budget: budget, bits: bits, cuts: cuts, targets: make([]*State, len(cuts)), admit: make([]int8, len(cuts))}
 	f.bulk()
 	var seq [utf8.UTFMax]byte
 	for _, e := range v.nodes[0].kids {
@@ -374,7 +374,41 @@ type firstCodePoints struct {
 	cuts    []rune
 	targets []*State
 	cut     bool
-	covered []rng // first code points bulk has taken (sorted, disjoint)
+	covered []rng  // first code points bulk has taken (sorted, disjoint)
+	admit   []int8 // per interval of cuts: 1 when some stack admits it, -1 when none, 0 before asked
+}
+
+// admits reports whether some stack of s admits a code point in [lo, hi]
+// (asking each interval of cuts it meets once).
+func (f *firstCodePoints) admits(lo, hi rune) bool {
+	cuts := f.cuts
+	k := sort.Search(len(cuts), func(i int) bool { return cuts[i] > lo }) - 1
+	for ; k >= 0 && k+1 < len(cuts) && cuts[k] <= hi; k++ {
+		if f.admit[k] == 0 {
+			f.admit[k] = -1
+			for _, st := range f.s.stacks {
+				if st != nil && f.s.g.class(st.top).matches(cuts[k]) {
+					f.admit[k] = 1
+					break
+				}
+			}
+		}
+		if f.admit[k] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// prefixRange is the code points whose UTF-8 sequence of length bytes
+// starts with seq (the ones not valid UTF-8 included).
+func prefixRange(seq []byte, length int) (lo, hi rune) {
+	c := rune(seq[0] & (0x7F >> length))
+	for _, b := range seq[1:] {
+		c = c<<6 | rune(b&0x3F)
+	}
+	shift := 6 * (length - len(seq))
+	return c << shift, c<<shift | (1<<shift - 1)
 }
 
 // classSpan is the pieces whose first code point is in [lo, hi], a
@@ -575,6 +609,11 @@ func (f *firstCodePoints) codePoint(seq []byte, n int32) {
 		return
 	}
 	if len(seq) < length {
+		// No piece below a prefix no stack admits is allowed, whole or
+		// cut short.
+		if !f.admits(prefixRange(seq, length)) {
+			return
+		}
 		if f.coveredPrefix(seq, length) {
 			f.partials(n)
 			return

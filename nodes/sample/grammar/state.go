@@ -21,6 +21,17 @@ type stack struct {
 	next *stack
 	rem  int
 	id   int32 // interned stacks: unique per Cache
+
+	// The epoch of the last expansion (Cache.epoch) that expanded top
+	// over next (seen), and that expanded the reference before top (at
+	// top.idx-1) over next (refSeen): an expansion expands each once.
+	seen, refSeen uint32
+
+	// What expand resolved pairs to, once computed: top over next
+	// (inner), top.idx+1 over next (succ), and the alternatives of the
+	// reference before top over this stack (kids).
+	inner, succ *stack
+	kids        *[]resolved
 }
 
 // State is where a grammar stands after some bytes: every stack the bytes
@@ -71,16 +82,29 @@ type Cache struct {
 	held   int // stacks held by states, summed
 	work   *Work
 
-	// The (frame, rest) pairs a large expansion has expanded: those
-	// stamped with the current expansion's epoch. One map for all
-	// expansions, so that none makes and grows its own.
+	// The (frame, rest) pairs with a tail reference on top that a large
+	// expansion has expanded: those stamped with the current expansion's
+	// epoch. One map for all expansions, so that none makes and grows its
+	// own. Other pairs are stamped on their stacks (stack.seen).
 	expanded map[stackKey]uint32
-	epoch    uint32
+	epoch    uint32 // the last expansion's
+
+	scratch []*stack // the stacks complete collects, reused
 }
 
+// stackKey is a frame over the stack with id next (0: none), packed
+// without padding so that a map hashes it in one pass.
 type stackKey struct {
-	top  frame
-	next *stack
+	rule, alt, idx, next int32
+	set                  uint64
+}
+
+func keyOf(top frame, next *stack) stackKey {
+	k := stackKey{rule: top.rule, alt: top.alt, idx: top.idx, set: top.set}
+	if next != nil {
+		k.next = next.id
+	}
+	return k
 }
 
 // NewCache returns an empty cache of g's states, bound to a Work without
@@ -120,7 +144,7 @@ func (c *Cache) Start() *State {
 // startState computes the state before any byte under the bound Work.
 func (c *Cache) startState() (*State, error) {
 	s := &State{g: c.g}
-	e := expansion{c: c}
+	e := c.newExpansion()
 	for a := range c.g.rules[0] {
 		if c.g.takes(0, a, 0) {
 			e.expand(frame{0, int32(a), 0, 0}, nil)
@@ -135,7 +159,8 @@ func (c *Cache) startState() (*State, error) {
 
 // newStack returns the interned stack top over next.
 func (c *Cache) newStack(top frame, next *stack) *stack {
-	if st, ok := c.stacks[stackKey{top, next}]; ok {
+	key := keyOf(top, next)
+	if st, ok := c.stacks[key]; ok {
 		return st
 	}
 	rem := c.g.suffixLen(top)
@@ -143,18 +168,21 @@ func (c *Cache) newStack(top frame, next *stack) *stack {
 		rem += next.rem
 	}
 	st := &stack{top: top, next: next, rem: rem, id: int32(len(c.stacks) + 1)}
-	c.stacks[stackKey{top, next}] = st
+	c.stacks[key] = st
 	return st
 }
 
 // intern returns the cache's state equal to s.
 func (c *Cache) intern(s *State) *State {
 	c.work.charge(len(s.stacks))
-	key := make([]byte, 0, 4*len(s.stacks)+16)
-	ids := make([]int32, len(s.stacks))
-	for i, st := range s.stacks {
+	var keyBuf [4*64 + 16]byte
+	var idBuf [64]int32
+	key, ids := keyBuf[:0], idBuf[:0]
+	for _, st := range s.stacks {
 		if st != nil {
-			ids[i] = st.id
+			ids = append(ids, st.id)
+		} else {
+			ids = append(ids, 0)
 		}
 	}
 	slices.Sort(ids)
@@ -169,6 +197,7 @@ func (c *Cache) intern(s *State) *State {
 		return got
 	}
 	s.c, s.rem = c, -1
+	s.stacks = slices.Clone(s.stacks) // complete's are in the cache's scratch
 	c.states[string(key)] = s
 	c.held += len(s.stacks)
 	return s
@@ -195,87 +224,190 @@ func (g *Grammar) suffixLen(f frame) int {
 // rest) pair is expanded once, so chains of nullable rules cost their
 // size, not the number of ways through them.
 type expansion struct {
-	c     *Cache
-	out   []*stack
-	small []stackKey // the pairs expanded, while few
-	big   bool       // many: the pairs stamped in c.expanded
+	c       *Cache
+	epoch   uint32 // stamped on the stacks it has expanded
+	out     []*stack
+	outHint int                     // the capacity out starts with
+	emptied bool                    // nil is in out
+	small   [maxSmallTails]stackKey // the tail-reference pairs expanded, while few
+	nSmall  int
+	big     bool // many: those pairs stamped in c.expanded
 }
 
-// first records k and reports whether it is new.
-func (e *expansion) first(k stackKey) bool {
+// newExpansion starts an expansion with an epoch of its own.
+func (c *Cache) newExpansion() expansion {
+	if c.epoch++; c.epoch == 0 { // wrapped: old stamps would read as current
+		for _, st := range c.stacks {
+			st.seen, st.refSeen = 0, 0
+		}
+		clear(c.expanded)
+		c.epoch = 1
+	}
+	return expansion{c: c, epoch: c.epoch}
+}
+
+// firstTail records the pair k (a tail reference over a stack) and
+// reports whether it is new.
+func (e *expansion) firstTail(k stackKey) bool {
 	c := e.c
 	if e.big {
-		if c.expanded[k] == c.epoch {
+		if c.expanded[k] == e.epoch {
 			return false
 		}
-		c.expanded[k] = c.epoch
+		c.expanded[k] = e.epoch
 		return true
 	}
-	if slices.Contains(e.small, k) {
+	small := e.small[:e.nSmall]
+	if slices.Contains(small, k) {
 		return false
 	}
-	if len(e.small) < 32 {
-		e.small = append(e.small, k)
+	if e.nSmall < maxSmallTails {
+		e.small[e.nSmall] = k
+		e.nSmall++
 		return true
 	}
 	if c.expanded == nil || len(c.expanded) > maxExpanded {
 		c.expanded = make(map[stackKey]uint32, 256)
 	}
-	if c.epoch++; c.epoch == 0 { // wrapped: old stamps would read as current
-		clear(c.expanded)
-		c.epoch = 1
-	}
 	e.big = true
-	for _, s := range e.small {
-		c.expanded[s] = c.epoch
+	for _, s := range small {
+		c.expanded[s] = e.epoch
 	}
-	c.expanded[k] = c.epoch
+	c.expanded[k] = e.epoch
 	return true
 }
+
+// maxSmallTails is how many tail-reference pairs an expansion lists
+// before it stamps them in Cache.expanded.
+const maxSmallTails = 16
 
 // maxExpanded bounds Cache.expanded: past it the map is dropped before
 // the next large expansion.
 const maxExpanded = 1 << 16
 
-// emptied stands for the nil stack in expansion.first.
-var emptied = &stack{}
-
 // expand adds the stacks f on top of next reaches. It stops once the
-// cache's Work has.
-func (e *expansion) expand(f frame, next *stack) {
+// cache's Work has. It returns the interned stack the pair resolves to,
+// for expandResolved to take it again without looking it up: for a class
+// on top the stack f over next, for a reference not in tail position the
+// stack under its alternatives (f.idx+1 over next); nil otherwise.
+func (e *expansion) expand(f frame, next *stack) *stack {
 	c := e.c
 	if !c.work.charge(1) {
-		return
+		return nil
 	}
 	a := c.g.rules[f.rule][f.alt]
 	if int(f.idx) == len(a) {
-		if next == nil {
-			if e.first(stackKey{next: emptied}) {
-				e.add(nil)
-			}
-			return
-		}
-		e.expand(next.top, next.next)
-		return
-	}
-	if !e.first(stackKey{f, next}) {
-		return
+		e.pop(next)
+		return nil
 	}
 	s := a[f.idx]
 	if !s.isRef() {
-		e.add(c.newStack(f, next))
+		st := c.newStack(f, next)
+		e.addOnce(st)
+		return st
+	}
+	if int(f.idx)+1 == len(a) { // a reference in tail position pushes nothing
+		if e.firstTail(keyOf(f, next)) {
+			set := c.g.childSet(f, s.ref, true)
+			for k := range c.g.rules[s.ref] {
+				if c.g.takes(s.ref, k, set) {
+					e.expand(frame{int32(s.ref), int32(k), 0, set}, next)
+				}
+			}
+		}
+		return nil
+	}
+	cont := c.newStack(frame{f.rule, f.alt, f.idx + 1, f.set}, next)
+	e.expandUnder(cont)
+	return cont
+}
+
+// expandResolved is expand of a pair whose frame's index is idx and that
+// expand resolved to r before.
+func (e *expansion) expandResolved(idx int32, r *stack) {
+	if !e.c.work.charge(1) {
 		return
 	}
-	cont := next
-	tail := int(f.idx)+1 == len(a)
-	if !tail { // a reference in tail position pushes nothing
-		cont = c.newStack(frame{f.rule, f.alt, f.idx + 1, f.set}, next)
+	if r.top.idx == idx {
+		e.addOnce(r)
+		return
 	}
-	set := c.g.childSet(f, s.ref, tail)
-	for k := range c.g.rules[s.ref] {
-		if c.g.takes(s.ref, k, set) {
-			e.expand(frame{int32(s.ref), int32(k), 0, set}, cont)
+	e.expandUnder(r)
+}
+
+// pop expands the pair next's frames continue with once an alternative
+// above them ends (nil next: the stack is emptied).
+func (e *expansion) pop(next *stack) {
+	switch {
+	case next == nil:
+		if !e.emptied {
+			e.emptied = true
+			e.add(nil)
 		}
+	case next.inner != nil:
+		e.expandResolved(next.top.idx, next.inner)
+	default:
+		next.inner = e.expand(next.top, next.next)
+	}
+}
+
+// after expands the pair st's top continues with once its class is
+// matched.
+func (e *expansion) after(st *stack) {
+	if st.succ != nil {
+		e.expandResolved(st.top.idx+1, st.succ)
+		return
+	}
+	f := st.top
+	f.idx++
+	st.succ = e.expand(f, st.next)
+}
+
+// expandUnder expands the alternatives of the reference just below
+// cont's top (not in tail position) over cont, once per expansion.
+func (e *expansion) expandUnder(cont *stack) {
+	if cont.refSeen == e.epoch {
+		return
+	}
+	cont.refSeen = e.epoch
+	if cont.kids != nil {
+		for _, k := range *cont.kids {
+			if k.r != nil {
+				e.expandResolved(0, k.r)
+			} else {
+				e.expand(frame{k.rule, k.alt, 0, k.set}, cont)
+			}
+		}
+		return
+	}
+	c := e.c
+	f := cont.top
+	f.idx--
+	ref := c.g.rules[f.rule][f.alt][f.idx].ref
+	set := c.g.childSet(f, ref, false)
+	kids := []resolved{}
+	for k := range c.g.rules[ref] {
+		if c.g.takes(ref, k, set) {
+			kf := frame{int32(ref), int32(k), 0, set}
+			kids = append(kids, resolved{rule: kf.rule, alt: kf.alt, set: set, r: e.expand(kf, cont)})
+		}
+	}
+	cont.kids = &kids
+}
+
+// resolved is an alternative a reference expands to, and the stack expand
+// resolved it to over the reference's continuation (nil: none).
+type resolved struct {
+	rule, alt int32
+	set       uint64
+	r         *stack
+}
+
+// addOnce adds st unless the expansion has.
+func (e *expansion) addOnce(st *stack) {
+	if st.seen != e.epoch {
+		st.seen = e.epoch
+		e.add(st)
 	}
 }
 
@@ -283,6 +415,9 @@ func (e *expansion) add(s *stack) {
 	if len(e.out) == MaxStacks {
 		e.c.work.fail(ErrTooAmbiguous)
 		return
+	}
+	if e.out == nil {
+		e.out = make([]*stack, 0, max(e.outHint, 4))
 	}
 	e.out = append(e.out, s)
 }
@@ -624,16 +759,19 @@ func (s *State) partialRemaining(seq []byte) (rem int, ok bool) {
 
 // complete is the state after code point c (nil: rejected). A rejection
 // allocates nothing: masks try many bytes that states reject.
+//
+// The state's stacks are in the cache's scratch until it is interned:
+// a state found interned already allocates no stacks.
 func (s *State) complete(c rune) *State {
-	e := expansion{c: s.c}
+	e := s.c.newExpansion()
+	e.out, e.outHint = s.c.scratch[:0], len(s.stacks)
 	for _, st := range s.stacks {
 		if st == nil || !s.g.class(st.top).matches(c) {
 			continue
 		}
-		f := st.top
-		f.idx++
-		e.expand(f, st.next)
+		e.after(st)
 	}
+	s.c.scratch = e.out[:0]
 	if len(e.out) == 0 {
 		return nil
 	}
