@@ -2,12 +2,9 @@
 IQ4_XS group layout (runtime/cpu/kgroups.go), unrolled. Run:
 python3 tools/kgroupsasm/iq4xs.py"""
 import os
-import sys
-L=[]
-def e(s=""): L.append(s)
-def ins(block):
-    for l in block.strip("\n").split("\n"):
-        e("\t"+l.strip())
+
+from kasm import e, ins, write
+
 def macro(name, lines):
     e(f"#define {name} \\")
     for i,l in enumerate(lines):
@@ -255,7 +252,5 @@ JNZ pairs""")
 e("pairsdone:")
 e("\tVZEROUPPER")
 e("\tRET")
-# The path in argv[1], else runtime/cpu/iq4xsgroups_amd64.s.
-path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runtime", "cpu", "iq4xsgroups_amd64.s")
-open(path, "w").write("\n".join(L) + "\n")
+write("iq4xsgroups_amd64.s")
 print("tile", TILE, "scratch", FACC+TILE*512)

@@ -10,8 +10,10 @@ def e(s=""):
 
 
 def ins(lines):
+    """Writes lines of assembly, each indented but labels."""
     for l in lines.strip("\n").split("\n"):
-        e("\t" + l.strip())
+        l = l.strip()
+        e(l if l.endswith(":") else "\t" + l)
 
 
 def write(name):
@@ -61,12 +63,13 @@ DECQ R12
 JNZ store""")
 
 
-def lanes_entry(name, bsums=True):
-    """The TEXT line and entry of an 8-lane kernel: the arguments in SI (w),
-    CX and blocks-8(SP) (nb), R8 (xq), R9 (xd), R10 (xb, when the kernel
-    reads bsums), DX (n), R11 (scratch); K1 the odd words; R13 and R14 the
-    token strides of xq and xd. Returns at once when nb or n is 0."""
-    e(f"TEXT ·{name}(SB), NOSPLIT, $8-72")
+def entry(name, blocks, bsums=True, between=""):
+    """The TEXT line and entry of a group kernel: the arguments in SI (w),
+    CX (nb; also at blocks-8(SP) when blocks), R8 (xq), R9 (xd), R10 (xb,
+    when the kernel reads bsums), DX (n), R11 (scratch); then the lines
+    between; R13 and R14 the token strides of xq and xd. Returns at once
+    when nb or n is 0."""
+    e(f"TEXT ·{name}(SB), NOSPLIT, ${8 if blocks else 0}-72")
     ins(f"""MOVQ w+0(FP), SI
 MOVQ nb+8(FP), CX
 MOVQ xq+16(FP), R8
@@ -76,11 +79,14 @@ MOVQ scratch+64(FP), R11
 TESTQ CX, CX
 JEQ done
 TESTQ DX, DX
-JEQ done
-MOVQ CX, blocks-8(SP)
-MOVL $0xaaaaaaaa, AX
-KMOVD AX, K1
+JEQ done{chr(10) + "MOVQ CX, blocks-8(SP)" if blocks else ""}{chr(10) + between.strip(chr(10)) if between.strip() else ""}
 MOVQ CX, R13
 SHLQ $8, R13
 MOVQ CX, R14
 SHLQ $2, R14""")
+
+
+def lanes_entry(name, bsums=True):
+    """entry for an 8-lane kernel, with K1 the odd words."""
+    entry(name, True, bsums, """MOVL $0xaaaaaaaa, AX
+KMOVD AX, K1""")
