@@ -216,14 +216,8 @@ func dotQ8_1Group(w *weights.Tensor, r int, row []byte, x *q8Blocks, sums []floa
 // q8_1Sums returns the Q8_1 block sums (q8_1Sum) of x quantized to q
 // (quantizeQ8).
 func q8_1Sums(x []float32, q *q8Blocks) []float32 {
-	sums := make([]float32, len(q.d))
-	for b := range sums {
-		var sum int32
-		for _, v := range q.qs[32*b : 32*b+32] {
-			sum += int32(v)
-		}
-		sums[b] = q8_1Sum(x[32*b:32*b+32], sum)
-	}
+	sums := make([]float32, len(x)/32)
+	q8_1BlockSums(sums, x, q.qs)
 	return sums
 }
 

@@ -156,12 +156,18 @@ func (a *actQuant) quantizeRows(x []float32, lo, hi int) {
 func quantizeQ8_1(x []float32, r actRow) {
 	q := q8Blocks{d: r.d, qs: r.qs}
 	quantizeQ8(x, &q)
-	for b := range len(x) / 32 {
+	q8_1BlockSums(r.s[:len(x)/32], x, r.qs)
+}
+
+// q8_1BlockSums writes into s [len(x)/32] the Q8_1 block sums (q8_1Sum) of
+// x quantized to qs (quantizeQ8).
+func q8_1BlockSums(s, x []float32, qs []int8) {
+	for b := range s {
 		var sum int32
-		for _, v := range r.qs[b*32 : b*32+32] {
+		for _, v := range qs[b*32 : b*32+32] {
 			sum += int32(v)
 		}
-		r.s[b] = q8_1Sum(x[b*32:b*32+32], sum)
+		s[b] = q8_1Sum(x[b*32:b*32+32], sum)
 	}
 }
 
