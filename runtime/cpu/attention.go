@@ -168,8 +168,9 @@ type kvWriteTask struct {
 func (t *kvWriteTask) run(_, lo, hi int) {
 	kvd, bt, c := t.kv.KVDim, t.kv.BlockTokens, t.c
 	w := kvd / t.heads
+	runs := c.codec == nil && useSIMD && w%attnChunk == 0
 	for h := lo; h < hi; h++ {
-		for row := range t.rows {
+		for row := 0; row < t.rows; row++ {
 			pos := int(t.b.Positions[row])
 			blk := int(t.b.Tables[t.b.RowSeq[row]][pos/bt])
 			s := blk*bt + pos%bt
@@ -181,11 +182,62 @@ func (t *kvWriteTask) run(_, lo, hi int) {
 				continue
 			}
 			kb := c.k[t.layer][blk*bt*kvd+pos%bt : (blk+1)*bt*kvd]
+			if runs && t.chunkRun(row) {
+				t.writeKChunk(kb, row, h*w, w)
+				for r := range attnChunk {
+					vo := vRow(t.kv, blk, pos%bt+r, h, w)
+					copy(c.v[t.layer][vo:vo+w], t.v[(row+r)*kvd+h*w:][:w])
+				}
+				row += attnChunk - 1
+				continue
+			}
 			for j := h * w; j < (h+1)*w; j++ {
 				kb[j*bt] = kr[j]
 			}
 			vo := vRow(t.kv, blk, pos%bt, h, w)
 			copy(c.v[t.layer][vo:vo+w], vr[h*w:(h+1)*w])
+		}
+	}
+}
+
+// chunkRun reports whether rows [row, row+attnChunk) are consecutive
+// positions of one sequence within one block, which writeKChunk stores
+// together (their slots are distinct, so the rows' order among them does
+// not matter).
+func (t *kvWriteTask) chunkRun(row int) bool {
+	if row+attnChunk > t.rows {
+		return false
+	}
+	bt, seq, pos := t.kv.BlockTokens, t.b.RowSeq[row], t.b.Positions[row]
+	if int(pos)%bt+attnChunk > bt {
+		return false
+	}
+	for r := 1; r < attnChunk; r++ {
+		if t.b.RowSeq[row+r] != seq || t.b.Positions[row+r] != pos+int32(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// writeKChunk stores values [j0, j0+w) of the K rows [row, row+attnChunk)
+// of a chunkRun into kb, the direct K page from the first row's slot
+// (kb[j*BlockTokens + r] = value j of row r): kvTranspose16 turns 16
+// values of the 16 rows into 16 dimensions' 16 positions, straight into
+// the page with 16-token blocks, else through a 16x16 tile.
+func (t *kvWriteTask) writeKChunk(kb []float32, row, j0, w int) {
+	kvd, bt := t.kv.KVDim, t.kv.BlockTokens
+	src := t.k[row*kvd+j0 : (row+attnChunk-1)*kvd+j0+w]
+	if bt == attnChunk {
+		dst := kb[j0*bt : (j0+w)*bt]
+		kvTranspose16(&dst[0], unsafe.Pointer(&src[0]), uintptr(4*kvd), w/16, 0)
+		return
+	}
+	var tile [attnChunk * 16]float32
+	for jc := 0; jc < w; jc += 16 {
+		kvTranspose16(&tile[0], unsafe.Pointer(&src[jc]), uintptr(4*kvd), 1, 0)
+		for j := range 16 {
+			copy(kb[(j0+jc+j)*bt:][:attnChunk], tile[j*attnChunk:(j+1)*attnChunk])
 		}
 	}
 }

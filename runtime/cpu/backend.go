@@ -110,6 +110,7 @@ type program struct {
 	visible  []int             // per row of the attention op in flight: positions it attends to (attention.go)
 	elem     elemTask          // element-wise op in flight (elementwise.go)
 	ropeTask ropeTask          // rope op in flight
+	ropeTab  ropeTable         // this step's rope cosines and sines
 	score    [][]float32       // per worker attention scores (reference path)
 	attn     attnTask          // attention op in flight (attention.go)
 	kvWrite  kvWriteTask       // K and V rows being written (attention.go)
@@ -264,6 +265,7 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 	if err := p.checkBatch(batch); err != nil {
 		return err
 	}
+	p.ropeTab.valid = false
 	if p.stateful {
 		if err := p.bindStateRows(batch); err != nil {
 			return err
@@ -388,36 +390,71 @@ func (p *program) getRows(out []float32, op tensor.Op) error {
 	return nil
 }
 
+// rope rotates the rows of a rope op into out. The cosines and sines of
+// each row's angles are computed once per step for all the rope ops that
+// share positions, frequency factors and arguments (a model's Q and K of
+// every layer), into p.ropeTab.
 func (p *program) rope(out []float32, op tensor.Op) {
-	copy(out, p.f32[op.Args[0].ID])
-	p.ropeTask = ropeTask{p: p, out: out, pos: p.i32[op.Args[1].ID], w: op.Out.Cols(), a: op.RoPE}
+	key := ropeKey{pos: op.Args[1].ID, factors: -1, a: op.RoPE}
+	p.ropeTask = ropeTask{out: out, in: p.f32[op.Args[0].ID], pos: p.i32[op.Args[1].ID], w: op.Out.Cols(), a: op.RoPE}
 	if len(op.Args) > 2 {
+		key.factors = op.Args[2].ID
 		p.ropeTask.factors = p.f32[op.Args[2].ID]
 	}
+	t := &p.ropeTab
+	rows, d := op.Out.Rows(), op.RoPE.Dims
+	if !t.valid || t.key != key {
+		t.key, t.valid = key, true
+		t.trig = grow(t.trig, rows*d)
+		p.ropeTask.fill = true
+	}
+	p.ropeTask.trig = t.trig[:rows*d]
 	workers := p.b.pool.n
 	if len(out) < parallelElems {
 		workers = 1
 	}
-	p.b.pool.run(op.Out.Rows(), 1, workers, &p.ropeTask)
+	p.b.pool.run(rows, 1, workers, &p.ropeTask)
 }
 
-// ropeTask rotates rows [lo, hi) of a rope op in place.
+// ropeKey names the rope angles of a step: the ids of the positions and
+// frequency factors (-1: none) ops, and the rope arguments.
+type ropeKey struct {
+	pos, factors int
+	a            tensor.RoPEArgs
+}
+
+// ropeTable is the cosines and sines of the last rope op's angles in this
+// step; Run invalidates it.
+type ropeTable struct {
+	key   ropeKey
+	valid bool
+	trig  []float32 // [T][Dims/2 cosines, Dims/2 sines]
+}
+
+// ropeTask rotates rows [lo, hi) of a rope op: row r of in, rotated, into
+// out, by the angles in row r of trig, which it computes first with fill.
 type ropeTask struct {
-	p   *program
-	out []float32 // [T, w]
-	pos []int32   // [T]
-	w   int
-	a   tensor.RoPEArgs
+	out, in []float32 // [T, w]
+	pos     []int32   // [T]
+	w       int
+	a       tensor.RoPEArgs
 	// factors divide the angle of each pair (rope frequency factors); nil
 	// for none.
 	factors []float32
+	trig    []float32 // [T, Dims]
+	fill    bool
 }
 
-func (t *ropeTask) run(worker, lo, hi int) {
+func (t *ropeTask) run(_, lo, hi int) {
 	d := t.a.Dims
-	trig := t.p.scratch(t.p.trig, worker, d)
 	for r := lo; r < hi; r++ {
-		ropeRow(t.out[r*t.w:(r+1)*t.w], t.pos[r], t.a, t.factors, trig[:d/2], trig[d/2:])
+		trig := t.trig[r*d : (r+1)*d]
+		if t.fill {
+			ropeAngles(t.pos[r], t.a, t.factors, trig[:d/2], trig[d/2:])
+		}
+		row := t.out[r*t.w : (r+1)*t.w]
+		copy(row, t.in[r*t.w:(r+1)*t.w])
+		rotateHeads(row, t.a, trig[:d/2], trig[d/2:])
 	}
 }
 

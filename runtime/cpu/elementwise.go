@@ -32,7 +32,15 @@ func (t *elemTask) run(_, lo, hi int) {
 		}
 		swigluRows(t.out[lo:hi], t.x[lo:hi], t.y[lo:hi], lo, t.cols)
 	case tensor.OpRMSNorm:
-		for s := lo * t.group; s < hi*t.group; s += t.group {
+		g := lo
+		if useSIMD && t.group%16 == 0 {
+			for ; g+16 <= hi; g += 16 {
+				s := g * t.group
+				rmsNorm16(t.out[s:], t.x[s:], t.y, t.group, t.eps)
+			}
+		}
+		for ; g < hi; g++ {
+			s := g * t.group
 			if useSIMD {
 				rmsNormFast(t.out[s:s+t.group], t.x[s:s+t.group], t.y, t.eps)
 				continue
@@ -51,7 +59,7 @@ func (p *program) elementwise(out []float32, op tensor.Op) {
 	switch op.Kind {
 	case tensor.OpRMSNorm:
 		t.y, t.group, t.eps = p.f32[op.Args[1].ID], op.Group, op.Eps
-		n, grain = len(out)/op.Group, 1
+		n, grain = len(out)/op.Group, 16 // rmsNorm16's groups
 	default:
 		t.y, t.cols = p.f32[op.Args[1].ID], op.Out.Cols()
 	}

@@ -214,11 +214,17 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 	for _, v := range x {
 		sum += float64(v * v)
 	}
-	mean := float32(sum / float64(len(x)))
-	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+	scale := rmsScale(sum, len(x), eps)
 	for i, v := range x {
 		dst[i] = (v * scale) * w[i]
 	}
+}
+
+// rmsScale is 1 / sqrt(mean + eps) of a group of n values whose squares
+// add up to sum, the mean rounded to float32 as ggml does.
+func rmsScale(sum float64, n int, eps float32) float32 {
+	mean := float32(sum / float64(n))
+	return 1 / float32(math.Sqrt(float64(mean+eps)))
 }
 
 // rmsNormFast is rmsNorm with the AVX-512 kernels, bit for bit: the same
@@ -229,18 +235,38 @@ func rmsNormFast(dst, x, w []float32, eps float32) {
 		return
 	}
 	dst, w = dst[:n], w[:n]
-	mean := float32(sumSquares(&x[0], n) / float64(n))
-	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
-	scaleMul(&dst[0], &x[0], &w[0], n, scale)
+	scaleMul(&dst[0], &x[0], &w[0], n, rmsScale(sumSquares(&x[0], n), n, eps))
 }
 
-// ropeRow rotates the heads of one row in place as ggml does: the angle of
-// pair i is pos * base^(-2i/dims), built as a running float32 product,
-// divided by factors[i] when factors is not nil (freq_factors); its cosine
-// and sine are glibc's (cosf32, sinf32); the rotation is
-// x0' = fma(x0, cos, -(x1*sin)), x1' = fma(x0, sin, x1*cos), the
-// contraction GCC makes of ggml's rotate_pairs.
+// rmsNorm16 is rmsNormFast of the 16 groups of group values (a multiple
+// of 16) at x[0:16*group] into dst, their float64 sums added side by side
+// (sumSquares16), each still in order, so bit for bit rmsNorm: one group's
+// add chain is latency-bound, 16 of them fill the float64 lanes.
+func rmsNorm16(dst, x, w []float32, group int, eps float32) {
+	n := 16 * group
+	dst, x, w = dst[:n], x[:n], w[:group]
+	var sums [16]float64
+	sumSquares16(&x[0], uintptr(4*group), group/16, &sums)
+	for g, sum := range sums {
+		scaleMul(&dst[g*group], &x[g*group], &w[0], group, rmsScale(sum, group, eps))
+	}
+}
+
+// ropeRow rotates the heads of one row in place as ggml does: by the
+// angles of ropeAngles, the rotation x0' = fma(x0, cos, -(x1*sin)),
+// x1' = fma(x0, sin, x1*cos), the contraction GCC makes of ggml's
+// rotate_pairs. cos and sin are scratch of Dims/2.
 func ropeRow(x []float32, pos int32, a tensor.RoPEArgs, factors, cos, sin []float32) {
+	ropeAngles(pos, a, factors, cos, sin)
+	rotateHeads(x, a, cos, sin)
+}
+
+// ropeAngles writes the cosines and sines [Dims/2] of the rope angles of
+// position pos as ggml computes them: the angle of pair i is
+// pos * base^(-2i/dims), built as a running float32 product, divided by
+// factors[i] when factors is not nil (freq_factors); its cosine and sine
+// are glibc's (cosf32, sinf32).
+func ropeAngles(pos int32, a tensor.RoPEArgs, factors, cos, sin []float32) {
 	half := a.Dims / 2
 	thetaScale := float32(math.Pow(float64(a.Base), float64(float32(-2.0)/float32(a.Dims))))
 	theta := float32(pos)
@@ -253,7 +279,6 @@ func ropeRow(x []float32, pos int32, a tensor.RoPEArgs, factors, cos, sin []floa
 		sin[i] = sinf32(t)
 		theta *= thetaScale
 	}
-	rotateHeads(x, a, cos, sin)
 }
 
 // rotateHeads rotates every head of x by the angles whose cosines and

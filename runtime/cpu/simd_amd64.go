@@ -101,3 +101,6 @@ func f32Gemm4x4P(w unsafe.Pointer, x unsafe.Pointer, n16 int, quads int, xquad u
 
 //go:noescape
 func pack4x16(dst *float32, src unsafe.Pointer, stride uintptr, n16 int, kind int)
+
+//go:noescape
+func sumSquares16(x *float32, stride uintptr, n16 int, out *[16]float64)

@@ -1128,3 +1128,113 @@ pack4bf16:
 	JNZ  pack4bf16
 	VZEROUPPER
 	RET
+
+// SSQLD squares the 16 values at m into z.
+#define SSQLD(m, z) VMOVUPS m, z; VMULPS z, z, z
+
+// SSQCOL adds float64 of the 8 float32 in Y(src) to acc (via tmp).
+#define SSQLO(src, tmp, acc) VCVTPS2PD src, tmp; VADDPD tmp, acc, acc
+#define SSQHI(src, ytmp, tmp, acc) VEXTRACTF32X8 $1, src, ytmp; VCVTPS2PD ytmp, tmp; VADDPD tmp, acc, acc
+
+// SSQ8(acc) adds to float64 lane g of acc the squares in Z(g), g < 8 (16
+// columns of 8 groups), column by column in order: Z0..Z7 are transposed
+// into Z8..Z15 (two columns each: Z8+c holds columns c and c+4, Z12+c
+// columns c+8 and c+12, groups 0..7 in the 8 lanes of each half).
+#define SSQ8(acc) \
+	VUNPCKLPS  Z1, Z0, Z8; \
+	VUNPCKHPS  Z1, Z0, Z9; \
+	VUNPCKLPS  Z3, Z2, Z10; \
+	VUNPCKHPS  Z3, Z2, Z11; \
+	VUNPCKLPS  Z5, Z4, Z12; \
+	VUNPCKHPS  Z5, Z4, Z13; \
+	VUNPCKLPS  Z7, Z6, Z14; \
+	VUNPCKHPS  Z7, Z6, Z15; \
+	VSHUFPS    $0x44, Z10, Z8, Z0; \
+	VSHUFPS    $0xEE, Z10, Z8, Z1; \
+	VSHUFPS    $0x44, Z11, Z9, Z2; \
+	VSHUFPS    $0xEE, Z11, Z9, Z3; \
+	VSHUFPS    $0x44, Z14, Z12, Z4; \
+	VSHUFPS    $0xEE, Z14, Z12, Z5; \
+	VSHUFPS    $0x44, Z15, Z13, Z6; \
+	VSHUFPS    $0xEE, Z15, Z13, Z7; \
+	VSHUFF32X4 $0x44, Z4, Z0, Z16; \
+	VSHUFF32X4 $0xEE, Z4, Z0, Z17; \
+	VSHUFF32X4 $0x44, Z5, Z1, Z18; \
+	VSHUFF32X4 $0xEE, Z5, Z1, Z19; \
+	VSHUFF32X4 $0x44, Z6, Z2, Z20; \
+	VSHUFF32X4 $0xEE, Z6, Z2, Z21; \
+	VSHUFF32X4 $0x44, Z7, Z3, Z22; \
+	VSHUFF32X4 $0xEE, Z7, Z3, Z23; \
+	VSHUFF32X4 $0xD8, Z16, Z16, Z8; \
+	VSHUFF32X4 $0xD8, Z17, Z17, Z12; \
+	VSHUFF32X4 $0xD8, Z18, Z18, Z9; \
+	VSHUFF32X4 $0xD8, Z19, Z19, Z13; \
+	VSHUFF32X4 $0xD8, Z20, Z20, Z10; \
+	VSHUFF32X4 $0xD8, Z21, Z21, Z14; \
+	VSHUFF32X4 $0xD8, Z22, Z22, Z11; \
+	VSHUFF32X4 $0xD8, Z23, Z23, Z15; \
+	SSQLO(Y8, Z16, acc); \
+	SSQLO(Y9, Z17, acc); \
+	SSQLO(Y10, Z18, acc); \
+	SSQLO(Y11, Z19, acc); \
+	SSQHI(Z8, Y20, Z20, acc); \
+	SSQHI(Z9, Y21, Z21, acc); \
+	SSQHI(Z10, Y22, Z22, acc); \
+	SSQHI(Z11, Y23, Z23, acc); \
+	SSQLO(Y12, Z16, acc); \
+	SSQLO(Y13, Z17, acc); \
+	SSQLO(Y14, Z18, acc); \
+	SSQLO(Y15, Z19, acc); \
+	SSQHI(Z12, Y20, Z20, acc); \
+	SSQHI(Z13, Y21, Z21, acc); \
+	SSQHI(Z14, Y22, Z22, acc); \
+	SSQHI(Z15, Y23, Z23, acc)
+
+// func sumSquares16(x *float32, stride uintptr, n16 int, out *[16]float64)
+// out[g] = the float64 sum of float64(v*v) over the 16*n16 values v of
+// group g at x + g*stride bytes, added in order: sumSquares of 16 groups at
+// once, group g's add chain in float64 lane g%8 of Z30 (g < 8) or Z31, the
+// squares of each 16 values of 8 groups transposed in registers (SSQ8).
+TEXT ·sumSquares16(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), R9
+	MOVQ stride+8(FP), DX
+	MOVQ n16+16(FP), CX
+	MOVQ out+24(FP), BX
+	VXORPD Z30, Z30, Z30
+	VXORPD Z31, Z31, Z31
+	TESTQ  CX, CX
+	JEQ    ss16done
+	LEAQ (DX)(DX*2), R8
+	LEAQ (R9)(DX*4), R10
+	LEAQ (R10)(DX*4), R11
+	LEAQ (R11)(DX*4), R12
+ss16loop:
+	SSQLD((R9), Z0)
+	SSQLD((R9)(DX*1), Z1)
+	SSQLD((R9)(DX*2), Z2)
+	SSQLD((R9)(R8*1), Z3)
+	SSQLD((R10), Z4)
+	SSQLD((R10)(DX*1), Z5)
+	SSQLD((R10)(DX*2), Z6)
+	SSQLD((R10)(R8*1), Z7)
+	SSQ8(Z30)
+	SSQLD((R11), Z0)
+	SSQLD((R11)(DX*1), Z1)
+	SSQLD((R11)(DX*2), Z2)
+	SSQLD((R11)(R8*1), Z3)
+	SSQLD((R12), Z4)
+	SSQLD((R12)(DX*1), Z5)
+	SSQLD((R12)(DX*2), Z6)
+	SSQLD((R12)(R8*1), Z7)
+	SSQ8(Z31)
+	ADDQ $64, R9
+	ADDQ $64, R10
+	ADDQ $64, R11
+	ADDQ $64, R12
+	DECQ CX
+	JNZ  ss16loop
+ss16done:
+	VMOVUPD Z30, (BX)
+	VMOVUPD Z31, 64(BX)
+	VZEROUPPER
+	RET

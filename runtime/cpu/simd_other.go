@@ -50,3 +50,7 @@ func f32Gemm4x4P(w unsafe.Pointer, x unsafe.Pointer, n16 int, quads int, xquad u
 func pack4x16(dst *float32, src unsafe.Pointer, stride uintptr, n16 int, kind int) {
 	panic("cpu: no simd kernels")
 }
+
+func sumSquares16(x *float32, stride uintptr, n16 int, out *[16]float64) {
+	panic("cpu: no simd kernels")
+}

@@ -51,6 +51,7 @@ func (p *program) workspace() footprint {
 	addSlices(&f, m.unpacked)
 	addSlices(&f, p.score)
 	addSlices(&f, p.trig)
+	addSlice(&f, p.ropeTab.trig)
 	for _, s := range p.attnScr {
 		addSlice(&f, s.scores)
 		addSlice(&f, s.acc)
