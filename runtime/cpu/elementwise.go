@@ -22,6 +22,10 @@ func (t *elemTask) run(_, lo, hi int) {
 	switch t.kind {
 	case tensor.OpAdd:
 		out, x, y := t.out[lo:hi], t.x[lo:hi], t.y[lo:hi]
+		if useSIMD && len(out) > 0 {
+			addV(&out[0], &x[0], &y[0], len(out))
+			return
+		}
 		for j := range out {
 			out[j] = x[j] + y[j]
 		}

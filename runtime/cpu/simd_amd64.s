@@ -1238,3 +1238,54 @@ ss16done:
 	VMOVUPD Z31, 64(BX)
 	VZEROUPPER
 	RET
+
+// func addV(out, x, y *float32, n int)
+// out[i] = x[i] + y[i] for i < n, 64 values a loop, the last partial 16
+// under a mask.
+TEXT ·addV(SB), NOSPLIT, $0-32
+	MOVQ out+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), BX
+	MOVQ n+24(FP), CX
+	XORQ AX, AX
+	MOVQ CX, R9
+	ANDQ $-64, R9
+addv64:
+	CMPQ    AX, R9
+	JGE     addv16
+	VMOVUPS (SI)(AX*4), Z0
+	VMOVUPS 64(SI)(AX*4), Z1
+	VMOVUPS 128(SI)(AX*4), Z2
+	VMOVUPS 192(SI)(AX*4), Z3
+	VADDPS  (BX)(AX*4), Z0, Z0
+	VADDPS  64(BX)(AX*4), Z1, Z1
+	VADDPS  128(BX)(AX*4), Z2, Z2
+	VADDPS  192(BX)(AX*4), Z3, Z3
+	VMOVUPS Z0, (DI)(AX*4)
+	VMOVUPS Z1, 64(DI)(AX*4)
+	VMOVUPS Z2, 128(DI)(AX*4)
+	VMOVUPS Z3, 192(DI)(AX*4)
+	ADDQ    $64, AX
+	JMP     addv64
+addv16:
+	MOVQ CX, R9
+	ANDQ $-16, R9
+addv16loop:
+	CMPQ    AX, R9
+	JGE     addvtail
+	VMOVUPS (SI)(AX*4), Z0
+	VADDPS  (BX)(AX*4), Z0, Z0
+	VMOVUPS Z0, (DI)(AX*4)
+	ADDQ    $16, AX
+	JMP     addv16loop
+addvtail:
+	CMPQ AX, CX
+	JGE  addvdone
+	TAILMASK(R8)
+	VMOVUPS.Z (SI)(AX*4), K1, Z0
+	VMOVUPS.Z (BX)(AX*4), K1, Z1
+	VADDPS    Z1, Z0, Z0
+	VMOVUPS   Z0, K1, (DI)(AX*4)
+addvdone:
+	VZEROUPPER
+	RET
