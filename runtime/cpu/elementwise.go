@@ -38,9 +38,11 @@ func (t *elemTask) run(_, lo, hi int) {
 	case tensor.OpRMSNorm:
 		g := lo
 		if useSIMD && t.group%16 == 0 {
-			for ; g+16 <= hi; g += 16 {
-				s := g * t.group
-				rmsNorm16(t.out[s:], t.x[s:], t.y, t.group, t.eps)
+			for n := 16; n >= 8; n -= 8 {
+				for ; g+n <= hi; g += n {
+					s := g * t.group
+					rmsNormGroups(t.out[s:], t.x[s:], t.y, n, t.group, t.eps)
+				}
 			}
 		}
 		for ; g < hi; g++ {
@@ -63,7 +65,7 @@ func (p *program) elementwise(out []float32, op tensor.Op) {
 	switch op.Kind {
 	case tensor.OpRMSNorm:
 		t.y, t.group, t.eps = p.f32[op.Args[1].ID], op.Group, op.Eps
-		n, grain = len(out)/op.Group, 16 // rmsNorm16's groups
+		n, grain = len(out)/op.Group, 16 // rmsNormGroups' 16s
 	default:
 		t.y, t.cols = p.f32[op.Args[1].ID], op.Out.Cols()
 	}

@@ -6,16 +6,18 @@ import (
 	"testing"
 )
 
-// TestRMSNorm16 checks rmsNorm16 against rmsNorm bit for bit, group by
-// group, for the group widths of a 0.6B shape's norms (q/k heads, rows)
-// and a few more, with magnitudes spread widely enough that each group's
-// float64 sum rounds, zero groups and dst aliasing x.
-func TestRMSNorm16(t *testing.T) {
+// TestRMSNormGroups checks rmsNormGroups against rmsNorm bit for bit,
+// group by group, 16 and 8 at a time, for the group widths of a 0.6B
+// shape's norms (q/k heads, rows) and a few more, with magnitudes spread
+// widely enough that each group's float64 sum rounds, a zero group and dst
+// aliasing x.
+func TestRMSNormGroups(t *testing.T) {
 	needSIMD(t)
 	rng := rand.New(rand.NewPCG(23, 24))
-	for _, group := range []int{16, 48, 128, 1024, 3072} {
+	for _, c := range [][2]int{{16, 16}, {16, 48}, {16, 128}, {16, 1024}, {16, 3072}, {8, 128}, {8, 1024}} {
+		n, group := c[0], c[1]
 		for _, inPlace := range []bool{false, true} {
-			x, w := make([]float32, 16*group), make([]float32, group)
+			x, w := make([]float32, n*group), make([]float32, group)
 			for i := range x {
 				x[i] = float32(rng.NormFloat64() * math.Ldexp(1, rng.IntN(40)-20))
 			}
@@ -24,17 +26,17 @@ func TestRMSNorm16(t *testing.T) {
 			}
 			clear(x[5*group : 6*group])
 			want := make([]float32, len(x))
-			for g := 0; g < 16; g++ {
+			for g := range n {
 				rmsNorm(want[g*group:(g+1)*group], x[g*group:(g+1)*group], w, 1e-6)
 			}
 			got := make([]float32, len(x))
 			if inPlace {
 				got = x
 			}
-			rmsNorm16(got, x, w, group, 1e-6)
+			rmsNormGroups(got, x, w, n, group, 1e-6)
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("group %d in place %v: out[%d] = %v, want %v", group, inPlace, i, got[i], want[i])
+					t.Fatalf("%d groups of %d in place %v: out[%d] = %v, want %v", n, group, inPlace, i, got[i], want[i])
 				}
 			}
 		}

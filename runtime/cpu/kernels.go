@@ -238,16 +238,20 @@ func rmsNormFast(dst, x, w []float32, eps float32) {
 	scaleMul(&dst[0], &x[0], &w[0], n, rmsScale(sumSquares(&x[0], n), n, eps))
 }
 
-// rmsNorm16 is rmsNormFast of the 16 groups of group values (a multiple
-// of 16) at x[0:16*group] into dst, their float64 sums added side by side
-// (sumSquares16), each still in order, so bit for bit rmsNorm: one group's
-// add chain is latency-bound, 16 of them fill the float64 lanes.
-func rmsNorm16(dst, x, w []float32, group int, eps float32) {
-	n := 16 * group
-	dst, x, w = dst[:n], x[:n], w[:group]
+// rmsNormGroups is rmsNormFast of the n groups (16 or 8) of group values
+// (a multiple of 16) at x[0:n*group] into dst, their float64 sums added
+// side by side (sumSquares16, sumSquares8), each still in order, so bit
+// for bit rmsNorm: one group's add chain is latency-bound, 8 or 16 of them
+// fill the float64 lanes.
+func rmsNormGroups(dst, x, w []float32, n, group int, eps float32) {
+	dst, x, w = dst[:n*group], x[:n*group], w[:group]
 	var sums [16]float64
-	sumSquares16(&x[0], uintptr(4*group), group/16, &sums)
-	for g, sum := range sums {
+	if n == 16 {
+		sumSquares16(&x[0], uintptr(4*group), group/16, &sums)
+	} else {
+		sumSquares8(&x[0], uintptr(4*group), group/16, (*[8]float64)(sums[:8]))
+	}
+	for g, sum := range sums[:n] {
 		scaleMul(&dst[g*group], &x[g*group], &w[0], group, rmsScale(sum, group, eps))
 	}
 }

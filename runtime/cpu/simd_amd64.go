@@ -106,4 +106,7 @@ func pack4x16(dst *float32, src unsafe.Pointer, stride uintptr, n16 int, kind in
 func sumSquares16(x *float32, stride uintptr, n16 int, out *[16]float64)
 
 //go:noescape
+func sumSquares8(x *float32, stride uintptr, n16 int, out *[8]float64)
+
+//go:noescape
 func addV(out, x, y *float32, n int)

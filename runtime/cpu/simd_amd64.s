@@ -1239,6 +1239,37 @@ ss16done:
 	VZEROUPPER
 	RET
 
+// func sumSquares8(x *float32, stride uintptr, n16 int, out *[8]float64)
+// sumSquares16 of 8 groups.
+TEXT ·sumSquares8(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), R9
+	MOVQ stride+8(FP), DX
+	MOVQ n16+16(FP), CX
+	MOVQ out+24(FP), BX
+	VXORPD Z30, Z30, Z30
+	TESTQ  CX, CX
+	JEQ    ss8done
+	LEAQ (DX)(DX*2), R8
+	LEAQ (R9)(DX*4), R10
+ss8loop:
+	SSQLD((R9), Z0)
+	SSQLD((R9)(DX*1), Z1)
+	SSQLD((R9)(DX*2), Z2)
+	SSQLD((R9)(R8*1), Z3)
+	SSQLD((R10), Z4)
+	SSQLD((R10)(DX*1), Z5)
+	SSQLD((R10)(DX*2), Z6)
+	SSQLD((R10)(R8*1), Z7)
+	SSQ8(Z30)
+	ADDQ $64, R9
+	ADDQ $64, R10
+	DECQ CX
+	JNZ  ss8loop
+ss8done:
+	VMOVUPD Z30, (BX)
+	VZEROUPPER
+	RET
+
 // func addV(out, x, y *float32, n int)
 // out[i] = x[i] + y[i] for i < n, 64 values a loop, the last partial 16
 // under a mask.
