@@ -240,17 +240,13 @@ func rmsNormFast(dst, x, w []float32, eps float32) {
 
 // rmsNormGroups is rmsNormFast of the n groups (16 or 8) of group values
 // (a multiple of 16) at x[0:n*group] into dst, their float64 sums added
-// side by side (sumSquares16, sumSquares8), each still in order, so bit
-// for bit rmsNorm: one group's add chain is latency-bound, 8 or 16 of them
-// fill the float64 lanes.
+// side by side (sumSquaresGroups), each still in order, so bit for bit
+// rmsNorm: one group's add chain is latency-bound, 8 or 16 of them fill
+// the float64 lanes.
 func rmsNormGroups(dst, x, w []float32, n, group int, eps float32) {
 	dst, x, w = dst[:n*group], x[:n*group], w[:group]
 	var sums [16]float64
-	if n == 16 {
-		sumSquares16(&x[0], uintptr(4*group), group/16, &sums)
-	} else {
-		sumSquares8(&x[0], uintptr(4*group), group/16, (*[8]float64)(sums[:8]))
-	}
+	sumSquaresGroups(&x[0], uintptr(4*group), group/16, n, &sums[0])
 	for g, sum := range sums[:n] {
 		scaleMul(&dst[g*group], &x[g*group], &w[0], group, rmsScale(sum, group, eps))
 	}

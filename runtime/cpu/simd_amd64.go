@@ -103,10 +103,7 @@ func f32Gemm4x4P(w unsafe.Pointer, x unsafe.Pointer, n16 int, quads int, xquad u
 func pack4x16(dst *float32, src unsafe.Pointer, stride uintptr, n16 int, kind int)
 
 //go:noescape
-func sumSquares16(x *float32, stride uintptr, n16 int, out *[16]float64)
-
-//go:noescape
-func sumSquares8(x *float32, stride uintptr, n16 int, out *[8]float64)
+func sumSquaresGroups(x *float32, stride uintptr, n16, groups int, out *float64)
 
 //go:noescape
 func addV(out, x, y *float32, n int)

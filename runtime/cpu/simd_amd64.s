@@ -1190,25 +1190,27 @@ pack4bf16:
 	SSQHI(Z14, Y22, Z22, acc); \
 	SSQHI(Z15, Y23, Z23, acc)
 
-// func sumSquares16(x *float32, stride uintptr, n16 int, out *[16]float64)
+// func sumSquaresGroups(x *float32, stride uintptr, n16, groups int, out *float64)
 // out[g] = the float64 sum of float64(v*v) over the 16*n16 values v of
-// group g at x + g*stride bytes, added in order: sumSquares of 16 groups at
-// once, group g's add chain in float64 lane g%8 of Z30 (g < 8) or Z31, the
-// squares of each 16 values of 8 groups transposed in registers (SSQ8).
-TEXT ·sumSquares16(SB), NOSPLIT, $0-32
+// group g at x + g*stride bytes, added in order, for g < groups (8 or 16):
+// sumSquares of 8 or 16 groups at once, group g's add chain in float64
+// lane g%8 of Z30 (g < 8) or Z31, the squares of each 16 values of 8
+// groups transposed in registers (SSQ8).
+TEXT ·sumSquaresGroups(SB), NOSPLIT, $0-40
 	MOVQ x+0(FP), R9
 	MOVQ stride+8(FP), DX
 	MOVQ n16+16(FP), CX
-	MOVQ out+24(FP), BX
+	MOVQ groups+24(FP), AX
+	MOVQ out+32(FP), BX
 	VXORPD Z30, Z30, Z30
 	VXORPD Z31, Z31, Z31
 	TESTQ  CX, CX
-	JEQ    ss16done
+	JEQ    ssgdone
 	LEAQ (DX)(DX*2), R8
 	LEAQ (R9)(DX*4), R10
 	LEAQ (R10)(DX*4), R11
 	LEAQ (R11)(DX*4), R12
-ss16loop:
+ssgloop:
 	SSQLD((R9), Z0)
 	SSQLD((R9)(DX*1), Z1)
 	SSQLD((R9)(DX*2), Z2)
@@ -1218,6 +1220,8 @@ ss16loop:
 	SSQLD((R10)(DX*2), Z6)
 	SSQLD((R10)(R8*1), Z7)
 	SSQ8(Z30)
+	CMPQ AX, $16
+	JNE  ssgnext
 	SSQLD((R11), Z0)
 	SSQLD((R11)(DX*1), Z1)
 	SSQLD((R11)(DX*2), Z2)
@@ -1227,46 +1231,19 @@ ss16loop:
 	SSQLD((R12)(DX*2), Z6)
 	SSQLD((R12)(R8*1), Z7)
 	SSQ8(Z31)
+ssgnext:
 	ADDQ $64, R9
 	ADDQ $64, R10
 	ADDQ $64, R11
 	ADDQ $64, R12
 	DECQ CX
-	JNZ  ss16loop
-ss16done:
+	JNZ  ssgloop
+ssgdone:
 	VMOVUPD Z30, (BX)
+	CMPQ    AX, $16
+	JNE     ssgret
 	VMOVUPD Z31, 64(BX)
-	VZEROUPPER
-	RET
-
-// func sumSquares8(x *float32, stride uintptr, n16 int, out *[8]float64)
-// sumSquares16 of 8 groups.
-TEXT ·sumSquares8(SB), NOSPLIT, $0-32
-	MOVQ x+0(FP), R9
-	MOVQ stride+8(FP), DX
-	MOVQ n16+16(FP), CX
-	MOVQ out+24(FP), BX
-	VXORPD Z30, Z30, Z30
-	TESTQ  CX, CX
-	JEQ    ss8done
-	LEAQ (DX)(DX*2), R8
-	LEAQ (R9)(DX*4), R10
-ss8loop:
-	SSQLD((R9), Z0)
-	SSQLD((R9)(DX*1), Z1)
-	SSQLD((R9)(DX*2), Z2)
-	SSQLD((R9)(R8*1), Z3)
-	SSQLD((R10), Z4)
-	SSQLD((R10)(DX*1), Z5)
-	SSQLD((R10)(DX*2), Z6)
-	SSQLD((R10)(R8*1), Z7)
-	SSQ8(Z30)
-	ADDQ $64, R9
-	ADDQ $64, R10
-	DECQ CX
-	JNZ  ss8loop
-ss8done:
-	VMOVUPD Z30, (BX)
+ssgret:
 	VZEROUPPER
 	RET
 

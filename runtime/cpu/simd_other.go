@@ -51,9 +51,8 @@ func pack4x16(dst *float32, src unsafe.Pointer, stride uintptr, n16 int, kind in
 	panic("cpu: no simd kernels")
 }
 
-func sumSquares16(x *float32, stride uintptr, n16 int, out *[16]float64) {
+func sumSquaresGroups(x *float32, stride uintptr, n16, groups int, out *float64) {
 	panic("cpu: no simd kernels")
 }
-func sumSquares8(x *float32, stride uintptr, n16 int, out *[8]float64) { panic("cpu: no simd kernels") }
 
 func addV(out, x, y *float32, n int) { panic("cpu: no simd kernels") }
