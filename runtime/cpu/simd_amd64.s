@@ -1132,7 +1132,20 @@ pack4bf16:
 // SSQLD squares the 16 values at m into z.
 #define SSQLD(m, z) VMOVUPS m, z; VMULPS z, z, z
 
-// SSQCOL adds float64 of the 8 float32 in Y(src) to acc (via tmp).
+// SSQROWS squares 16 values of 8 groups into Z0..Z7: groups 0..3 at ra +
+// 0..3 strides (DX = stride, R8 = 3 strides), 4..7 at rb.
+#define SSQROWS(ra, rb) \
+	SSQLD((ra), Z0); \
+	SSQLD((ra)(DX*1), Z1); \
+	SSQLD((ra)(DX*2), Z2); \
+	SSQLD((ra)(R8*1), Z3); \
+	SSQLD((rb), Z4); \
+	SSQLD((rb)(DX*1), Z5); \
+	SSQLD((rb)(DX*2), Z6); \
+	SSQLD((rb)(R8*1), Z7)
+
+// SSQLO adds to acc the float64 of the 8 float32 in src (a Y register),
+// SSQHI those of the upper half of src (a Z register), via tmp.
 #define SSQLO(src, tmp, acc) VCVTPS2PD src, tmp; VADDPD tmp, acc, acc
 #define SSQHI(src, ytmp, tmp, acc) VEXTRACTF32X8 $1, src, ytmp; VCVTPS2PD ytmp, tmp; VADDPD tmp, acc, acc
 
@@ -1211,25 +1224,11 @@ TEXT ·sumSquaresGroups(SB), NOSPLIT, $0-40
 	LEAQ (R10)(DX*4), R11
 	LEAQ (R11)(DX*4), R12
 ssgloop:
-	SSQLD((R9), Z0)
-	SSQLD((R9)(DX*1), Z1)
-	SSQLD((R9)(DX*2), Z2)
-	SSQLD((R9)(R8*1), Z3)
-	SSQLD((R10), Z4)
-	SSQLD((R10)(DX*1), Z5)
-	SSQLD((R10)(DX*2), Z6)
-	SSQLD((R10)(R8*1), Z7)
+	SSQROWS(R9, R10)
 	SSQ8(Z30)
 	CMPQ AX, $16
 	JNE  ssgnext
-	SSQLD((R11), Z0)
-	SSQLD((R11)(DX*1), Z1)
-	SSQLD((R11)(DX*2), Z2)
-	SSQLD((R11)(R8*1), Z3)
-	SSQLD((R12), Z4)
-	SSQLD((R12)(DX*1), Z5)
-	SSQLD((R12)(DX*2), Z6)
-	SSQLD((R12)(R8*1), Z7)
+	SSQROWS(R11, R12)
 	SSQ8(Z31)
 ssgnext:
 	ADDQ $64, R9
