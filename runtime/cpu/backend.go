@@ -116,6 +116,7 @@ type program struct {
 	kvWrite  kvWriteTask       // K and V rows being written (attention.go)
 	attnScr  []attnScratch     // per worker attention scratch
 	fused    [][]int           // per op: matmuls run together (fuseMatmuls); nil on the reference path
+	normRoPE []int             // per op: the rope op an rms_norm computes with it, or -1 (fuseNormRoPE); nil on the reference path
 	trig     [][]float32       // per worker rope cos/sin
 	attnKV   []float32         // self_attention's per-head keys and transposed values (vision.go)
 	stateful bool              // the graph has short_conv or delta_rule ops
@@ -157,6 +158,7 @@ func (b *Backend) Prepare(g *tensor.Graph) (exec.Executable, error) {
 	}
 	if level != levelRef {
 		p.fused = fuseMatmuls(g, p.w)
+		p.normRoPE = fuseNormRoPE(g)
 	}
 	p.assignBuffers()
 	if err := p.prepareVectors(); err != nil {
@@ -197,6 +199,11 @@ func (p *program) assignBuffers() {
 			defined[j] = i
 		}
 	}
+	for i, j := range p.normRoPE {
+		if j >= 0 {
+			defined[j] = i
+		}
+	}
 	byDef := make([][]int, len(ops))
 	for j := range ops {
 		byDef[defined[j]] = append(byDef[defined[j]], j)
@@ -220,9 +227,11 @@ func (p *program) assignBuffers() {
 	}
 	for i := range ops {
 		for _, j := range byDef[i] {
-			switch ops[j].Kind {
-			case tensor.OpInput, tensor.OpWeight:
+			switch {
+			case ops[j].Kind == tensor.OpInput, ops[j].Kind == tensor.OpWeight:
 				continue
+			case p.normRoPE != nil && p.normRoPE[j] >= 0:
+				continue // computed into its rope's buffer
 			}
 			p.f32[j] = take(ops[j].Out.Rows() * ops[j].Out.Cols())
 			if last[j] < i {
@@ -307,6 +316,11 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 				return err
 			}
 		case tensor.OpRMSNorm:
+			if p.normRoPE != nil && p.normRoPE[i] >= 0 {
+				j := p.normRoPE[i]
+				p.rope(p.f32[j], p.g.Ops[j], &op)
+				break
+			}
 			p.elementwise(out, op)
 		case tensor.OpMatMul:
 			if p.fused != nil && p.fused[i] != nil {
@@ -319,7 +333,10 @@ func (p *program) Run(ctx context.Context, batch *exec.Batch) error {
 				return err
 			}
 		case tensor.OpRoPE:
-			p.rope(out, op)
+			if p.normRoPE != nil && p.normRoPE[op.Args[0].ID] == i {
+				break // computed with its norm
+			}
+			p.rope(out, op, nil)
 		case tensor.OpAttention:
 			p.attention(out, op, batch)
 		case tensor.OpAdd, tensor.OpSwiGLU:
@@ -390,16 +407,21 @@ func (p *program) getRows(out []float32, op tensor.Op) error {
 	return nil
 }
 
-// rope rotates the rows of a rope op into out. The cosines and sines of
+// rope rotates the rows of a rope op into out; with norm, the rms_norm op
+// whose output the rope reads (fuseNormRoPE), each row is normalised from
+// the norm's input first, on the same worker. The cosines and sines of
 // each row's angles are computed once per step for all the rope ops that
 // share positions, frequency factors and arguments (a model's Q and K of
 // every layer), into p.ropeTab.
-func (p *program) rope(out []float32, op tensor.Op) {
+func (p *program) rope(out []float32, op tensor.Op, norm *tensor.Op) {
 	key := ropeKey{pos: op.Args[1].ID, factors: -1, a: op.RoPE}
 	p.ropeTask = ropeTask{out: out, in: p.f32[op.Args[0].ID], pos: p.i32[op.Args[1].ID], w: op.Out.Cols(), a: op.RoPE}
 	if len(op.Args) > 2 {
 		key.factors = op.Args[2].ID
 		p.ropeTask.factors = p.f32[op.Args[2].ID]
+	}
+	if norm != nil {
+		p.ropeTask.in, p.ropeTask.normW, p.ropeTask.eps = p.f32[norm.Args[0].ID], p.f32[norm.Args[1].ID], norm.Eps
 	}
 	t := &p.ropeTab
 	rows, d := op.Out.Rows(), op.RoPE.Dims
@@ -431,8 +453,9 @@ type ropeTable struct {
 	trig  []float32 // [T][Dims/2 cosines, Dims/2 sines]
 }
 
-// ropeTask rotates rows [lo, hi) of a rope op: row r of in, rotated, into
-// out, by the angles in row r of trig, which it computes first with fill.
+// ropeTask rotates rows [lo, hi) of a rope op: row r of in (with normW,
+// normalised per head first), rotated, into out, by the angles in row r of
+// trig, which it computes first with fill.
 type ropeTask struct {
 	out, in []float32 // [T, w]
 	pos     []int32   // [T]
@@ -443,6 +466,8 @@ type ropeTask struct {
 	factors []float32
 	trig    []float32 // [T, Dims]
 	fill    bool
+	normW   []float32 // [HeadDim] the fused rms_norm's weight; nil for none
+	eps     float32
 }
 
 func (t *ropeTask) run(_, lo, hi int) {
@@ -452,8 +477,12 @@ func (t *ropeTask) run(_, lo, hi int) {
 		if t.fill {
 			ropeAngles(t.pos[r], t.a, t.factors, trig[:d/2], trig[d/2:])
 		}
-		row := t.out[r*t.w : (r+1)*t.w]
-		copy(row, t.in[r*t.w:(r+1)*t.w])
+		row, in := t.out[r*t.w:(r+1)*t.w], t.in[r*t.w:(r+1)*t.w]
+		if t.normW != nil {
+			rmsNormSpan(row, in, t.normW, t.a.HeadDim, t.eps)
+		} else {
+			copy(row, in)
+		}
 		rotateHeads(row, t.a, trig[:d/2], trig[d/2:])
 	}
 }

@@ -9,25 +9,33 @@ import (
 )
 
 // layeredGraph records a small transformer-shaped graph over rows tokens:
-// embeddings, then per layer a norm, a fused q/k/v group, residual adds and
-// a SwiGLU FFN, with the logits and the last hidden state as outputs.
+// embeddings, then per layer a norm, a fused q/k/v group, head norms of q
+// and k with RoPE (q's norm read by its rope alone, k's by the residual add
+// too), residual adds and a SwiGLU FFN, with the logits and the last
+// hidden state as outputs.
 func layeredGraph(t *testing.T, rows, layers int) *tensor.Graph {
 	t.Helper()
-	const d, ff, vocab = 64, 96, 50
+	const d, ff, vocab, hd = 64, 96, 50, 16
 	shapes := map[string][2]int{"emb": {vocab, d}, "norm": {1, d}, "wq": {d, d}, "wk": {d, d}, "wv": {d, d},
-		"wg": {ff, d}, "wu": {ff, d}, "wd": {d, ff}, "out": {vocab, d}}
+		"qnorm": {1, hd}, "wg": {ff, d}, "wu": {ff, d}, "wd": {d, ff}, "out": {vocab, d}}
 	b := tensor.NewBuilder(func(name string) (tensor.DType, int, int, bool) {
 		s, ok := shapes[name]
 		dt := tensor.Q8_0
-		if name == "emb" || name == "norm" {
+		if name == "emb" || name == "norm" || name == "qnorm" {
 			dt = tensor.F32
 		}
 		return dt, s[0], s[1], ok
 	})
 	x := b.GetRows(b.Weight("emb"), b.Input("tokens", rows))
+	pos := b.Input("positions", rows)
+	rope := tensor.RoPEArgs{HeadDim: hd, Dims: hd, Base: 1e4, Mode: tensor.RoPENeox}
 	for range layers {
 		n := b.RMSNorm(x, b.Weight("norm"), d, 1e-6)
 		q, k, v := b.MatMul(n, b.Weight("wq")), b.MatMul(n, b.Weight("wk")), b.MatMul(n, b.Weight("wv"))
+		q = b.RoPE(b.RMSNorm(q, b.Weight("qnorm"), hd, 1e-6), pos, rope)
+		kn := b.RMSNorm(k, b.Weight("qnorm"), hd, 1e-6)
+		x = b.Add(x, kn)
+		k = b.RoPE(kn, pos, rope)
 		x = b.Add(x, b.Add(b.Add(q, k), v))
 		g, u := b.MatMul(x, b.Weight("wg")), b.MatMul(x, b.Weight("wu"))
 		x = b.Add(x, b.MatMul(b.SwiGLU(g, u), b.Weight("wd")))
@@ -67,6 +75,20 @@ func TestAssignBuffers(t *testing.T) {
 	}() {
 		t.Fatal("the graph has no fused matmul group: the test would not cover them")
 	}
+	p.normRoPE = fuseNormRoPE(g)
+	fusedNorms := 0
+	for i, j := range p.normRoPE {
+		if j < 0 {
+			continue
+		}
+		if g.Ops[i].Kind != tensor.OpRMSNorm || g.Ops[j].Kind != tensor.OpRoPE || g.Ops[j].Args[0].ID != i {
+			t.Fatalf("fuseNormRoPE paired op %d (%v) with op %d (%v)", i, g.Ops[i].Kind, j, g.Ops[j].Kind)
+		}
+		fusedNorms++
+	}
+	if fusedNorms != 6 {
+		t.Fatalf("fuseNormRoPE fused %d norms into their ropes, want 6 (each layer's q norm, not its k norm, read twice)", fusedNorms)
+	}
 	p.assignBuffers()
 
 	start := make([]int, len(g.Ops))
@@ -79,6 +101,11 @@ func TestAssignBuffers(t *testing.T) {
 			start[j] = i
 		}
 	}
+	for i, j := range p.normRoPE {
+		if j >= 0 {
+			start[j] = i
+		}
+	}
 	for i, op := range g.Ops {
 		for _, a := range op.Args {
 			end[a.ID] = max(end[a.ID], i)
@@ -87,7 +114,9 @@ func TestAssignBuffers(t *testing.T) {
 	for _, o := range g.Outputs {
 		end[o.ID] = len(g.Ops)
 	}
-	computed := func(i int) bool { return g.Ops[i].Kind != tensor.OpWeight && g.Ops[i].Kind != tensor.OpInput }
+	computed := func(i int) bool {
+		return g.Ops[i].Kind != tensor.OpWeight && g.Ops[i].Kind != tensor.OpInput && p.normRoPE[i] < 0 // a fused norm writes its rope's buffer
+	}
 	var sum, distinct int
 	seen := map[*float32]bool{}
 	for i, op := range g.Ops {

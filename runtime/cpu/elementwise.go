@@ -36,23 +36,30 @@ func (t *elemTask) run(_, lo, hi int) {
 		}
 		swigluRows(t.out[lo:hi], t.x[lo:hi], t.y[lo:hi], lo, t.cols)
 	case tensor.OpRMSNorm:
-		g := lo
-		if useSIMD && t.group%16 == 0 {
-			for n := 16; n >= 8; n -= 8 {
-				for ; g+n <= hi; g += n {
-					s := g * t.group
-					rmsNormGroups(t.out[s:], t.x[s:], t.y, n, t.group, t.eps)
-				}
+		rmsNormSpan(t.out[lo*t.group:hi*t.group], t.x[lo*t.group:hi*t.group], t.y, t.group, t.eps)
+	}
+}
+
+// rmsNormSpan writes rmsNorm of each group of group values of x into dst
+// (len(x) a multiple of group): 16 or 8 groups at a time (rmsNormGroups)
+// where the level and the width allow, the rest one by one.
+func rmsNormSpan(dst, x, w []float32, group int, eps float32) {
+	g, n := 0, len(x)/group
+	if useSIMD && group%16 == 0 {
+		for k := 16; k >= 8; k -= 8 {
+			for ; g+k <= n; g += k {
+				s := g * group
+				rmsNormGroups(dst[s:], x[s:], w, k, group, eps)
 			}
 		}
-		for ; g < hi; g++ {
-			s := g * t.group
-			if useSIMD {
-				rmsNormFast(t.out[s:s+t.group], t.x[s:s+t.group], t.y, t.eps)
-				continue
-			}
-			rmsNorm(t.out[s:s+t.group], t.x[s:s+t.group], t.y, t.eps)
+	}
+	for ; g < n; g++ {
+		s := g * group
+		if useSIMD {
+			rmsNormFast(dst[s:s+group], x[s:s+group], w, eps)
+			continue
 		}
+		rmsNorm(dst[s:s+group], x[s:s+group], w, eps)
 	}
 }
 

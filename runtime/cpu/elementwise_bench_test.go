@@ -15,7 +15,8 @@ import (
 // 128), rope of Q then K (one step's shared angles), swiglu, the residual
 // add and the KV write of 512 consecutive positions into 16-token blocks.
 // ns/op is one layer's worth of each; rope_angles is a step's first layer,
-// which computes the angles' cosines and sines the others reuse.
+// which computes the angles' cosines and sines the others reuse;
+// rms_norm_qk+rope is the head norms and rope run as one (fuseNormRoPE).
 func BenchmarkPrefillElementOps(b *testing.B) {
 	const T, d, qd, kvd, ffn, hd = 512, 1024, 2048, 1024, 3072, 128
 	r := rand.New(rand.NewPCG(3, 4))
@@ -62,8 +63,9 @@ func BenchmarkPrefillElementOps(b *testing.B) {
 	}{
 		{"rms_norm", func() { p.elementwise(o[:T*d], norm); p.elementwise(o[:T*d], norm) }},
 		{"rms_norm_qk", func() { p.elementwise(o[:T*qd], qNorm); p.elementwise(o[:T*kvd], kNorm) }},
-		{"rope_angles", func() { p.ropeTab.valid = false; p.rope(o[:T*qd], qRope); p.rope(o[:T*kvd], kRope) }},
-		{"rope", func() { p.rope(o[:T*qd], qRope); p.rope(o[:T*kvd], kRope) }},
+		{"rope_angles", func() { p.ropeTab.valid = false; p.rope(o[:T*qd], qRope, nil); p.rope(o[:T*kvd], kRope, nil) }},
+		{"rope", func() { p.rope(o[:T*qd], qRope, nil); p.rope(o[:T*kvd], kRope, nil) }},
+		{"rms_norm_qk+rope", func() { p.rope(o[:T*qd], qRope, &qNorm); p.rope(o[:T*kvd], kRope, &kNorm) }},
 		{"swiglu", func() { p.elementwise(o, swiglu) }},
 		{"add", func() { p.elementwise(p.f32[4], add); p.elementwise(p.f32[4], add) }},
 		{"kv_write", func() { p.writeKV(attn, batch) }},
