@@ -420,8 +420,11 @@ func (p *program) rope(out []float32, op tensor.Op, norm *tensor.Op) {
 		key.factors = op.Args[2].ID
 		p.ropeTask.factors = p.f32[op.Args[2].ID]
 	}
+	grain := 1
 	if norm != nil {
 		p.ropeTask.in, p.ropeTask.normW, p.ropeTask.eps = p.f32[norm.Args[0].ID], p.f32[norm.Args[1].ID], norm.Eps
+		p.ropeTask.normRows = max(1, 16/(op.Out.Cols()/op.RoPE.HeadDim))
+		grain = p.ropeTask.normRows
 	}
 	t := &p.ropeTab
 	rows, d := op.Out.Rows(), op.RoPE.Dims
@@ -435,7 +438,7 @@ func (p *program) rope(out []float32, op tensor.Op, norm *tensor.Op) {
 	if len(out) < parallelElems {
 		workers = 1
 	}
-	p.b.pool.run(rows, 1, workers, &p.ropeTask)
+	p.b.pool.run(rows, grain, workers, &p.ropeTask)
 }
 
 // ropeKey names the rope angles of a step: the ids of the positions and
@@ -468,22 +471,30 @@ type ropeTask struct {
 	fill    bool
 	normW   []float32 // [HeadDim] the fused rms_norm's weight; nil for none
 	eps     float32
+	// normRows is how many rows the fused norm takes at once: enough for
+	// 16 heads (rmsNormGroups' widest).
+	normRows int
 }
 
 func (t *ropeTask) run(_, lo, hi int) {
-	d := t.a.Dims
-	for r := lo; r < hi; r++ {
-		trig := t.trig[r*d : (r+1)*d]
-		if t.fill {
-			ropeAngles(t.pos[r], t.a, t.factors, trig[:d/2], trig[d/2:])
-		}
-		row, in := t.out[r*t.w:(r+1)*t.w], t.in[r*t.w:(r+1)*t.w]
+	d, w := t.a.Dims, t.w
+	for r := lo; r < hi; {
+		e := r + 1
 		if t.normW != nil {
-			rmsNormSpan(row, in, t.normW, t.a.HeadDim, t.eps)
-		} else {
-			copy(row, in)
+			e = min(hi, r+t.normRows)
+			rmsNormSpan(t.out[r*w:e*w], t.in[r*w:e*w], t.normW, t.a.HeadDim, t.eps)
 		}
-		rotateHeads(row, t.a, trig[:d/2], trig[d/2:])
+		for ; r < e; r++ {
+			trig := t.trig[r*d : (r+1)*d]
+			if t.fill {
+				ropeAngles(t.pos[r], t.a, t.factors, trig[:d/2], trig[d/2:])
+			}
+			row := t.out[r*w : (r+1)*w]
+			if t.normW == nil {
+				copy(row, t.in[r*w:(r+1)*w])
+			}
+			rotateHeads(row, t.a, trig[:d/2], trig[d/2:])
+		}
 	}
 }
 
