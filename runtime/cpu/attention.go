@@ -303,6 +303,24 @@ type scoreArgs struct {
 	scale   float32
 }
 
+// score4Args is the argument block of attnScores4q, the score kernel of
+// tiles of 4 or more query vectors of hd a multiple of 64 (the assembly
+// reads its fields at fixed offsets: keep the layout): 4 query vectors
+// over 2 chunks at a time, chunk c's scores of query u into out[u][16c:].
+type score4Args struct {
+	q       [4]unsafe.Pointer   // query vectors [hd]
+	out     [4]unsafe.Pointer   // scores by query [nc*attnChunk]
+	k       unsafe.Pointer      // K base
+	koffs   *int                // [nc] float offset from k of chunk c's first key element
+	nc      int                 // chunks, even
+	kstride uintptr             // bytes from one key dimension of a chunk to the next
+	steps   int                 // hd / 64, at least 1
+	scale   float32             //
+	_       float32             //
+	ka, kb  uintptr             // the kernel's: the current chunks' K
+	tree    [4 * 8 * 16]float32 // the kernel's: reduce16 partials of the 8 (query, chunk) pairs
+}
+
 // valueArgs is the argument block of the value kernels (the assembly reads
 // its fields at fixed offsets: keep the layout). attnValues4q takes 4 query
 // vectors, attnValues2q 2, attnValues4 and attnValues1 the first.
@@ -328,6 +346,7 @@ type attnScratch struct {
 	acc          []float32 // value class accumulators [4][ceil(hd/16)][16 classes][16]
 	koffs, voffs []int     // [chunks]
 	ks, vs, rows []float32 // coded pages: K [chunks][hd][attnChunk], V [positions][hd], one block's K rows
+	s4           score4Args
 }
 
 // attnTask computes attention for items (KV head, tile) with the AVX-512
@@ -561,9 +580,23 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 	// Scores [nq][stride], a key block of kb chunks at a time for every
 	// query vector.
 	kb := attnKeyBlock(nq, hd)
+	quads := 0 // query vectors attnScores4q takes, 4 at a time
+	if !t.avx2 && hd%64 == 0 {
+		quads = nq &^ 3
+	}
 	for c0 := 0; c0 < nc; c0 += kb {
 		n := min(kb, nc-c0)
-		for v := 0; v < nq; v += 2 {
+		for v := 0; v < quads; v += 4 {
+			s4 := &w.s4
+			s4.k, s4.koffs, s4.kstride, s4.steps, s4.scale = kbase, &w.koffs[c0], kstride, hd/64, a.Scale
+			s4.nc = (n + 1) &^ 1
+			for u := range 4 {
+				off, _ := qvec(v + u)
+				s4.q[u], s4.out[u] = unsafe.Pointer(&t.q[off]), unsafe.Pointer(&w.scores[(v+u)*stride+c0*attnChunk])
+			}
+			attnScores4q(s4)
+		}
+		for v := quads; v < nq; v += 2 {
 			sa := scoreArgs{k: kbase, koffs: &w.koffs[c0], kstride: kstride, steps: hd / 64, rest: hd % 64, scale: a.Scale}
 			off0, _ := qvec(v)
 			sc0 := unsafe.Pointer(&w.scores[v*stride+c0*attnChunk])

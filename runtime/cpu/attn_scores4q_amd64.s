@@ -1,0 +1,225 @@
+#include "textflag.h"
+
+// attnScores4q: the prompt tiles' score kernel (see attention.go,
+// score4Args), bit for bit attnScores' order (dotVecF32's: per lane, for
+// each dimension residue r < 16 and accumulator k < 4, the fma chain over
+// the steps of 64 of dimension 64s+16k+r, folded as (c0+c2)+(c1+c3), the
+// residues reduced by reduce16's tree, then * scale) for 4 query vectors
+// and 2 chunks of 16 key positions at a time: each key row loaded serves 4
+// query vectors (8 fmas per 2 key loads and 4 broadcasts). The 8 (query,
+// chunk) pairs' chains of one (r, k) are Z0..Z7, Z8..Z15 or Z16..Z23 (pair
+// 2u+c: query u, chunk c), the reduce16 tree's partials are kept in the
+// argument block.
+
+// Argument block offsets (score4Args).
+#define S4_Q 0
+#define S4_OUT 32
+#define S4_K 64
+#define S4_KOFFS 72
+#define S4_NC 80
+#define S4_KSTRIDE 88
+#define S4_STEPS 96
+#define S4_SCALE 104
+#define S4_KA 112
+#define S4_KB 120
+#define S4_TA 128
+#define S4_TB 640
+#define S4_TX 1152
+#define S4_TY 1664
+
+// Q4DIM is one dimension of the 8 pairs: the two chunks' 16 key values at
+// (R10) and (R11), the 4 queries' element at R14 bytes from SI, DI, R8, R9.
+#define Q4DIM(a0, a1, b0, b1, c0, c1, d0, d1) \
+	VMOVUPS          (R10), Z28; \
+	VMOVUPS          (R11), Z29; \
+	VFMADD231PS.BCST (SI)(R14*1), Z28, a0; \
+	VFMADD231PS.BCST (SI)(R14*1), Z29, a1; \
+	VFMADD231PS.BCST (DI)(R14*1), Z28, b0; \
+	VFMADD231PS.BCST (DI)(R14*1), Z29, b1; \
+	VFMADD231PS.BCST (R8)(R14*1), Z28, c0; \
+	VFMADD231PS.BCST (R8)(R14*1), Z29, c1; \
+	VFMADD231PS.BCST (R9)(R14*1), Z28, d0; \
+	VFMADD231PS.BCST (R9)(R14*1), Z29, d1
+
+// Q4CHAIN(lbl, KSET, qoff, a0..d1) leaves in a0..d1 the 8 pairs' fma chains
+// (from zero) over the steps of the dimension KSET points R10 and R11 at
+// (from R12 and R13, the chunks' residue row; DX = 16 kstride), qoff its
+// byte offset in a query vector. Clobbers AX, R10, R11, R14, Z24..Z29.
+#define Q4CHAIN(lbl, KSET, qoff, a0, a1, b0, b1, c0, c1, d0, d1) \
+	VXORPS a0, a0, a0; \
+	VXORPS a1, a1, a1; \
+	VXORPS b0, b0, b0; \
+	VXORPS b1, b1, b1; \
+	VXORPS c0, c0, c0; \
+	VXORPS c1, c1, c1; \
+	VXORPS d0, d0, d0; \
+	VXORPS d1, d1, d1; \
+	KSET; \
+	MOVQ $qoff, R14; \
+	MOVQ S4_STEPS(BX), AX; \
+lbl: \
+	Q4DIM(a0, a1, b0, b1, c0, c1, d0, d1); \
+	LEAQ (R10)(DX*4), R10; \
+	LEAQ (R11)(DX*4), R11; \
+	ADDQ $256, R14; \
+	DECQ AX; \
+	JNZ  lbl
+
+#define K0SET MOVQ R12, R10; MOVQ R13, R11
+#define K1SET LEAQ (R12)(DX*1), R10; LEAQ (R13)(DX*1), R11
+#define K2SET LEAQ (R12)(DX*2), R10; LEAQ (R13)(DX*2), R11
+#define K3SET LEAQ (R12)(DX*2), R10; ADDQ DX, R10; LEAQ (R13)(DX*2), R11; ADDQ DX, R11
+
+// ADD8(s0..s7, d0..d7) adds registers s0..s7 into d0..d7.
+#define ADD8(s0, s1, s2, s3, s4, s5, s6, s7, d0, d1, d2, d3, d4, d5, d6, d7) \
+	VADDPS s0, d0, d0; \
+	VADDPS s1, d1, d1; \
+	VADDPS s2, d2, d2; \
+	VADDPS s3, d3, d3; \
+	VADDPS s4, d4, d4; \
+	VADDPS s5, d5, d5; \
+	VADDPS s6, d6, d6; \
+	VADDPS s7, d7, d7
+
+// Q4RES(r, l0, l1, l2, l3) leaves in Z0..Z7 the 8 pairs' (c0+c2)+(c1+c3)
+// for dimension residue r. Clobbers AX, R10..R14, Z0..Z29.
+#define Q4RES(r, l0, l1, l2, l3) \
+	MOVQ  $r, R12; \
+	IMULQ S4_KSTRIDE(BX), R12; \
+	MOVQ  R12, R13; \
+	ADDQ  S4_KA(BX), R12; \
+	ADDQ  S4_KB(BX), R13; \
+	Q4CHAIN(l0, K0SET, (4*r), Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7); \
+	Q4CHAIN(l2, K2SET, (4*r+128), Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15); \
+	ADD8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7); \
+	Q4CHAIN(l1, K1SET, (4*r+64), Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15); \
+	Q4CHAIN(l3, K3SET, (4*r+192), Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23); \
+	ADD8(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15); \
+	ADD8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+
+// TSTORE(slot) stores Z0..Z7 at slot; TADDM(slot) adds slot's into them.
+#define TSTORE(slot) \
+	VMOVUPS Z0, slot+0(BX); \
+	VMOVUPS Z1, slot+64(BX); \
+	VMOVUPS Z2, slot+128(BX); \
+	VMOVUPS Z3, slot+192(BX); \
+	VMOVUPS Z4, slot+256(BX); \
+	VMOVUPS Z5, slot+320(BX); \
+	VMOVUPS Z6, slot+384(BX); \
+	VMOVUPS Z7, slot+448(BX)
+
+#define TADDM(slot) \
+	VADDPS slot+0(BX), Z0, Z0; \
+	VADDPS slot+64(BX), Z1, Z1; \
+	VADDPS slot+128(BX), Z2, Z2; \
+	VADDPS slot+192(BX), Z3, Z3; \
+	VADDPS slot+256(BX), Z4, Z4; \
+	VADDPS slot+320(BX), Z5, Z5; \
+	VADDPS slot+384(BX), Z6, Z6; \
+	VADDPS slot+448(BX), Z7, Z7
+
+
+// func attnScores4q(a *score4Args)
+// For chunk pairs c = 0, 2, ... below a.nc and queries u < 4:
+// a.out[u][16c' + l] = dotVecF32(K lane l of chunk c', a.q[u]) * a.scale
+// for c' = c, c+1, where chunk c' has dimension i of its 16 positions at
+// a.k + 4*a.koffs[c'] + i*a.kstride and hd = 64*a.steps (a.steps >= 1).
+TEXT ·attnScores4q(SB), NOSPLIT, $0-8
+	MOVQ a+0(FP), BX
+	MOVQ S4_Q+0(BX), SI
+	MOVQ S4_Q+8(BX), DI
+	MOVQ S4_Q+16(BX), R8
+	MOVQ S4_Q+24(BX), R9
+	MOVQ S4_KSTRIDE(BX), DX
+	SHLQ $4, DX
+	XORQ CX, CX
+
+q4chunk:
+	CMPQ CX, S4_NC(BX)
+	JGE  q4done
+	MOVQ S4_KOFFS(BX), R12
+	MOVQ S4_K(BX), R13
+	MOVQ (R12)(CX*8), R10
+	LEAQ (R13)(R10*4), R10
+	MOVQ R10, S4_KA(BX)
+	MOVQ 8(R12)(CX*8), R10
+	LEAQ (R13)(R10*4), R10
+	MOVQ R10, S4_KB(BX)
+
+	// reduce16's tree: ((T0 + T2) + (T1 + T3)).
+	Q4RES(0, q4r0k0, q4r0k1, q4r0k2, q4r0k3)
+	TSTORE(S4_TA)
+	Q4RES(8, q4r8k0, q4r8k1, q4r8k2, q4r8k3)
+	TADDM(S4_TA)
+	TSTORE(S4_TA)
+	Q4RES(4, q4r4k0, q4r4k1, q4r4k2, q4r4k3)
+	TSTORE(S4_TB)
+	Q4RES(12, q4r12k0, q4r12k1, q4r12k2, q4r12k3)
+	TADDM(S4_TB)
+	TADDM(S4_TA)
+	TSTORE(S4_TX)
+	Q4RES(2, q4r2k0, q4r2k1, q4r2k2, q4r2k3)
+	TSTORE(S4_TA)
+	Q4RES(10, q4r10k0, q4r10k1, q4r10k2, q4r10k3)
+	TADDM(S4_TA)
+	TSTORE(S4_TA)
+	Q4RES(6, q4r6k0, q4r6k1, q4r6k2, q4r6k3)
+	TSTORE(S4_TB)
+	Q4RES(14, q4r14k0, q4r14k1, q4r14k2, q4r14k3)
+	TADDM(S4_TB)
+	TADDM(S4_TA)
+	TADDM(S4_TX)
+	TSTORE(S4_TX)
+	Q4RES(1, q4r1k0, q4r1k1, q4r1k2, q4r1k3)
+	TSTORE(S4_TA)
+	Q4RES(9, q4r9k0, q4r9k1, q4r9k2, q4r9k3)
+	TADDM(S4_TA)
+	TSTORE(S4_TA)
+	Q4RES(5, q4r5k0, q4r5k1, q4r5k2, q4r5k3)
+	TSTORE(S4_TB)
+	Q4RES(13, q4r13k0, q4r13k1, q4r13k2, q4r13k3)
+	TADDM(S4_TB)
+	TADDM(S4_TA)
+	TSTORE(S4_TY)
+	Q4RES(3, q4r3k0, q4r3k1, q4r3k2, q4r3k3)
+	TSTORE(S4_TA)
+	Q4RES(11, q4r11k0, q4r11k1, q4r11k2, q4r11k3)
+	TADDM(S4_TA)
+	TSTORE(S4_TA)
+	Q4RES(7, q4r7k0, q4r7k1, q4r7k2, q4r7k3)
+	TSTORE(S4_TB)
+	Q4RES(15, q4r15k0, q4r15k1, q4r15k2, q4r15k3)
+	TADDM(S4_TB)
+	TADDM(S4_TA)
+	TADDM(S4_TY)
+	TADDM(S4_TX)
+
+	VBROADCASTSS S4_SCALE(BX), Z30
+	VMULPS       Z30, Z0, Z0
+	VMULPS       Z30, Z1, Z1
+	VMULPS       Z30, Z2, Z2
+	VMULPS       Z30, Z3, Z3
+	VMULPS       Z30, Z4, Z4
+	VMULPS       Z30, Z5, Z5
+	VMULPS       Z30, Z6, Z6
+	VMULPS       Z30, Z7, Z7
+	MOVQ         CX, R12
+	SHLQ         $6, R12
+	MOVQ         S4_OUT+0(BX), R13
+	VMOVUPS      Z0, (R13)(R12*1)
+	VMOVUPS      Z1, 64(R13)(R12*1)
+	MOVQ         S4_OUT+8(BX), R13
+	VMOVUPS      Z2, (R13)(R12*1)
+	VMOVUPS      Z3, 64(R13)(R12*1)
+	MOVQ         S4_OUT+16(BX), R13
+	VMOVUPS      Z4, (R13)(R12*1)
+	VMOVUPS      Z5, 64(R13)(R12*1)
+	MOVQ         S4_OUT+24(BX), R13
+	VMOVUPS      Z6, (R13)(R12*1)
+	VMOVUPS      Z7, 64(R13)(R12*1)
+	ADDQ         $2, CX
+	JMP          q4chunk
+
+q4done:
+	VZEROUPPER
+	RET
