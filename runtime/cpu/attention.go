@@ -343,7 +343,7 @@ type attnTile struct{ t0, t1, n int }
 // attnScratch is one worker's attention scratch, grown as needed.
 type attnScratch struct {
 	scores       []float32 // [4][stride]
-	acc          []float32 // value class accumulators [4][ceil(hd/16)][16 classes][16]
+	acc          []float32 // value class accumulators [4 query vectors][4 dim vectors][16 classes][16]
 	koffs, voffs []int     // [chunks]
 	ks, vs, rows []float32 // coded pages: K [chunks][hd][attnChunk], V [positions][hd], one block's K rows
 	s4           score4Args
@@ -546,7 +546,6 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 	w.koffs, w.voffs = grow(w.koffs, ncPad), grow(w.voffs, ncPad)
 	w.scores = grow(w.scores, max(4, nq)*stride)
 	const classes = 16 // attnValues' order: position classes j%16
-	nvec := (hd + 15) / 16
 
 	var kbase, vbase unsafe.Pointer
 	var kstride, vrow uintptr
@@ -618,14 +617,20 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 	}
 	// Values, 64 dims (attnValues') at a time for every query vector, 4 at
 	// a time, so that the tile's query vectors read those dims of the V rows
-	// from cache after the first 4: class accumulators [nq][accN].
-	accN := nvec * classes * 16
-	w.acc = grow(w.acc, max(4, nq)*accN)
+	// from cache after the first 4; each call's class accumulators (4 query
+	// vectors x up to 4 dim vectors x 16 classes) are reduced into out
+	// while they are in L1.
+	const accQ = 4 * classes * 16 // one query vector's accumulators of 64 dims
+	w.acc = grow(w.acc, 4*accQ)
 	for v := range nq {
 		_, n := qvec(v)
 		t.softmax(&w.scores[v*stride], n)
 	}
 	for d0 := 0; d0 < hd; {
+		dims := min(64, hd-d0)
+		if dims < 64 {
+			dims = min(16, dims)
+		}
 		for v0 := 0; v0 < nq; v0 += 4 {
 			m := min(4, nq-v0)
 			_, n0 := qvec(v0)
@@ -633,29 +638,25 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 			for u := range 4 {
 				x := v0 + min(u, m-1) // fewer than 4: repeat the last one
 				_, n := qvec(x)
-				va.w[u], va.n[u], va.acc[u] = unsafe.Pointer(&w.scores[x*stride]), n, unsafe.Pointer(&w.acc[x*accN+d0*classes])
+				va.w[u], va.n[u], va.acc[u] = unsafe.Pointer(&w.scores[x*stride]), n, unsafe.Pointer(&w.acc[u*accQ])
 				va.nmin, va.nmax = min(va.nmin, n), max(va.nmax, n)
 			}
-			if hd-d0 >= 64 {
+			if dims == 64 {
 				t.values(&va, m)
-				continue
+			} else {
+				va.mask = 1<<dims - 1
+				for u := range m {
+					one := va
+					one.w[0], one.acc[0], one.n[0] = va.w[u], va.acc[u], va.n[u]
+					t.values1(&one)
+				}
 			}
-			va.mask = 1<<min(16, hd-d0) - 1
 			for u := range m {
-				one := va
-				one.w[0], one.acc[0], one.n[0] = va.w[u], va.acc[u], va.n[u]
-				t.values1(&one)
+				off, _ := qvec(v0 + u)
+				t.reduce(&w.acc[u*accQ], &t.out[off+d0], (dims+15)/16, 1<<(dims-16*((dims+15)/16-1))-1)
 			}
 		}
-		if hd-d0 >= 64 {
-			d0 += 64
-		} else {
-			d0 += 16
-		}
-	}
-	for v := range nq {
-		off, _ := qvec(v)
-		t.reduce(&w.acc[v*accN], &t.out[off], nvec, 1<<(hd-16*(nvec-1))-1)
+		d0 += dims
 	}
 }
 
