@@ -308,17 +308,18 @@ type scoreArgs struct {
 // reads its fields at fixed offsets: keep the layout): 4 query vectors
 // over 2 chunks at a time, chunk c's scores of query u into out[u][16c:].
 type score4Args struct {
-	q       [4]unsafe.Pointer   // query vectors [hd]
-	out     [4]unsafe.Pointer   // scores by query [nc*attnChunk]
-	k       unsafe.Pointer      // K base
-	koffs   *int                // [nc] float offset from k of chunk c's first key element
-	nc      int                 // chunks, even
-	kstride uintptr             // bytes from one key dimension of a chunk to the next
-	steps   int                 // hd / 64, at least 1
-	scale   float32             //
-	_       float32             //
-	ka, kb  uintptr             // the kernel's: the current chunks' K
-	tree    [4 * 8 * 16]float32 // the kernel's: reduce16 partials of the 8 (query, chunk) pairs
+	q       [4]unsafe.Pointer    // query vectors [hd]
+	out     [4]unsafe.Pointer    // scores by query [nc*attnChunk]
+	k       unsafe.Pointer       // K base
+	koffs   *int                 // [nc] float offset from k of chunk c's first key element
+	nc      int                  // chunks, even
+	kstride uintptr              // bytes from one key dimension of a chunk to the next
+	steps   int                  // hd / 64, at least 1
+	scale   float32              // applied to each dot product
+	_       float32              // padding
+	ka, kb  uintptr              // the kernel's: the current chunks' K
+	tree    unsafe.Pointer       // the kernel's reduce16 partials of the 8 (query, chunk) pairs: [4][8][16]float32, 64-byte aligned in treeBuf
+	treeBuf [4*8*16 + 16]float32 // tree's backing
 }
 
 // valueArgs is the argument block of the value kernels (the assembly reads
@@ -525,6 +526,12 @@ func (t *attnTask) run(worker, lo, hi int) {
 	}
 }
 
+// alignUp returns the first address from p that is a multiple of align (a
+// power of 2).
+func alignUp(p unsafe.Pointer, align uintptr) unsafe.Pointer {
+	return unsafe.Add(p, (align-uintptr(p)%align)%align)
+}
+
 // grow returns s[:n], reallocated if it is shorter.
 func grow[E any](s []E, n int) []E {
 	if cap(s) < n {
@@ -577,16 +584,21 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 		return row*qd + h*hd, t.p.visible[row]
 	}
 	// Scores [nq][stride], a key block of kb chunks at a time for every
-	// query vector.
-	kb := attnKeyBlock(nq, hd)
+	// query vector: with the AVX-512 kernels and hd a multiple of 64, 4 at
+	// a time (attnScores4q), the last nq%4 (all of them otherwise) in pairs
+	// (attnScores) over blocks of their own size.
 	quads := 0 // query vectors attnScores4q takes, 4 at a time
 	if !t.avx2 && hd%64 == 0 {
 		quads = nq &^ 3
 	}
-	for c0 := 0; c0 < nc; c0 += kb {
+	kb := attnKeyBlock(nq, hd)
+	for c0 := 0; c0 < nc && quads > 0; c0 += kb {
 		n := min(kb, nc-c0)
 		for v := 0; v < quads; v += 4 {
 			s4 := &w.s4
+			if s4.tree == nil {
+				s4.tree = alignUp(unsafe.Pointer(&s4.treeBuf[0]), 64)
+			}
 			s4.k, s4.koffs, s4.kstride, s4.steps, s4.scale = kbase, &w.koffs[c0], kstride, hd/64, a.Scale
 			s4.nc = (n + 1) &^ 1
 			for u := range 4 {
@@ -595,6 +607,10 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 			}
 			attnScores4q(s4)
 		}
+	}
+	kb = attnKeyBlock(nq-quads, hd)
+	for c0 := 0; c0 < nc && quads < nq; c0 += kb {
+		n := min(kb, nc-c0)
 		for v := quads; v < nq; v += 2 {
 			sa := scoreArgs{k: kbase, koffs: &w.koffs[c0], kstride: kstride, steps: hd / 64, rest: hd % 64, scale: a.Scale}
 			off0, _ := qvec(v)

@@ -8,8 +8,8 @@
 // and 2 chunks of 16 key positions at a time: each key row loaded serves 4
 // query vectors (8 fmas per 2 key loads and 4 broadcasts). The 8 (query,
 // chunk) pairs' chains of one (r, k) are Z0..Z7, Z8..Z15 or Z16..Z23 (pair
-// 2u+c: query u, chunk c), the reduce16 tree's partials are kept in the
-// argument block.
+// 2u+c: query u, chunk c), the reduce16 tree's partials are kept in
+// a.tree.
 
 // Argument block offsets (score4Args).
 #define S4_Q 0
@@ -22,10 +22,14 @@
 #define S4_SCALE 104
 #define S4_KA 112
 #define S4_KB 120
-#define S4_TA 128
-#define S4_TB 640
-#define S4_TX 1152
-#define S4_TY 1664
+#define S4_TREE 128
+
+// The partials' slots from a.tree (64-byte aligned: the kernel stores and
+// reloads them within tens of cycles, and split lines do not forward).
+#define S4_TA 0
+#define S4_TB 512
+#define S4_TX 1024
+#define S4_TY 1536
 
 // Q4DIM is one dimension of the 8 pairs: the two chunks' 16 key values at
 // (R10) and (R11), the 4 queries' element at R14 bytes from SI, DI, R8, R9.
@@ -98,25 +102,28 @@ lbl: \
 	ADD8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
 
 // TSTORE(slot) stores Z0..Z7 at slot; TADDM(slot) adds slot's into them.
+// Both clobber R12.
 #define TSTORE(slot) \
-	VMOVUPS Z0, slot+0(BX); \
-	VMOVUPS Z1, slot+64(BX); \
-	VMOVUPS Z2, slot+128(BX); \
-	VMOVUPS Z3, slot+192(BX); \
-	VMOVUPS Z4, slot+256(BX); \
-	VMOVUPS Z5, slot+320(BX); \
-	VMOVUPS Z6, slot+384(BX); \
-	VMOVUPS Z7, slot+448(BX)
+	MOVQ    S4_TREE(BX), R12; \
+	VMOVUPS Z0, slot+0(R12); \
+	VMOVUPS Z1, slot+64(R12); \
+	VMOVUPS Z2, slot+128(R12); \
+	VMOVUPS Z3, slot+192(R12); \
+	VMOVUPS Z4, slot+256(R12); \
+	VMOVUPS Z5, slot+320(R12); \
+	VMOVUPS Z6, slot+384(R12); \
+	VMOVUPS Z7, slot+448(R12)
 
 #define TADDM(slot) \
-	VADDPS slot+0(BX), Z0, Z0; \
-	VADDPS slot+64(BX), Z1, Z1; \
-	VADDPS slot+128(BX), Z2, Z2; \
-	VADDPS slot+192(BX), Z3, Z3; \
-	VADDPS slot+256(BX), Z4, Z4; \
-	VADDPS slot+320(BX), Z5, Z5; \
-	VADDPS slot+384(BX), Z6, Z6; \
-	VADDPS slot+448(BX), Z7, Z7
+	MOVQ   S4_TREE(BX), R12; \
+	VADDPS slot+0(R12), Z0, Z0; \
+	VADDPS slot+64(R12), Z1, Z1; \
+	VADDPS slot+128(R12), Z2, Z2; \
+	VADDPS slot+192(R12), Z3, Z3; \
+	VADDPS slot+256(R12), Z4, Z4; \
+	VADDPS slot+320(R12), Z5, Z5; \
+	VADDPS slot+384(R12), Z6, Z6; \
+	VADDPS slot+448(R12), Z7, Z7
 
 
 // func attnScores4q(a *score4Args)
