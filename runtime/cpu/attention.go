@@ -317,7 +317,11 @@ type score4Args struct {
 	steps   int                  // hd / 64, at least 1
 	scale   float32              // applied to each dot product
 	_       float32              // padding
+	pfoffs  *int                 // [pfn] offsets (as koffs') of the chunks to prefetch while chunk c is scored
+	pfn     int                  // chunks with a chunk to prefetch, even
 	ka, kb  uintptr              // the kernel's: the current chunks' K
+	ra, rb  uintptr              // the kernel's: their current residue row
+	da, db  uintptr              // the kernel's: from ka, kb to the chunks to prefetch
 	tree    unsafe.Pointer       // the kernel's reduce16 partials of the 8 (query, chunk) pairs: [4][8][16]float32, 64-byte aligned in treeBuf
 	treeBuf [4*8*16 + 16]float32 // tree's backing
 }
@@ -601,6 +605,15 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 			}
 			s4.k, s4.koffs, s4.kstride, s4.steps, s4.scale = kbase, &w.koffs[c0], kstride, hd/64, a.Scale
 			s4.nc = (n + 1) &^ 1
+			// The first query vectors of a block read its keys from L2 or
+			// memory: the last ones of the block before prefetch them.
+			s4.pfoffs, s4.pfn = nil, 0
+			switch {
+			case v == quads-4 && c0+kb < nc:
+				s4.pfoffs, s4.pfn = &w.koffs[c0+kb], min(s4.nc, (min(kb, nc-c0-kb)+1)&^1)
+			case v == 0 && c0 == 0:
+				s4.pfoffs, s4.pfn = &w.koffs[2], s4.nc-2
+			}
 			for u := range 4 {
 				off, _ := qvec(v + u)
 				s4.q[u], s4.out[u] = unsafe.Pointer(&t.q[off]), unsafe.Pointer(&w.scores[(v+u)*stride+c0*attnChunk])

@@ -15,8 +15,9 @@ func TestScore4ArgsLayout(t *testing.T) {
 	var a score4Args
 	got := []uintptr{unsafe.Offsetof(a.q), unsafe.Offsetof(a.out), unsafe.Offsetof(a.k), unsafe.Offsetof(a.koffs),
 		unsafe.Offsetof(a.nc), unsafe.Offsetof(a.kstride), unsafe.Offsetof(a.steps), unsafe.Offsetof(a.scale),
-		unsafe.Offsetof(a.ka), unsafe.Offsetof(a.kb), unsafe.Offsetof(a.tree)}
-	want := []uintptr{0, 32, 64, 72, 80, 88, 96, 104, 112, 120, 128}
+		unsafe.Offsetof(a.pfoffs), unsafe.Offsetof(a.pfn), unsafe.Offsetof(a.ka), unsafe.Offsetof(a.kb),
+		unsafe.Offsetof(a.ra), unsafe.Offsetof(a.rb), unsafe.Offsetof(a.da), unsafe.Offsetof(a.db), unsafe.Offsetof(a.tree)}
+	want := []uintptr{0, 32, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160, 168, 176}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("field %d at offset %d, the assembly reads %d", i, got[i], want[i])

@@ -20,9 +20,15 @@
 #define S4_KSTRIDE 88
 #define S4_STEPS 96
 #define S4_SCALE 104
-#define S4_KA 112
-#define S4_KB 120
-#define S4_TREE 128
+#define S4_PFOFFS 112
+#define S4_PFN 120
+#define S4_KA 128
+#define S4_KB 136
+#define S4_RA 144
+#define S4_RB 152
+#define S4_DA 160
+#define S4_DB 168
+#define S4_TREE 176
 
 // The partials' slots from a.tree (64-byte aligned: the kernel stores and
 // reloads them within tens of cycles, and split lines do not forward).
@@ -47,8 +53,9 @@
 
 // Q4CHAIN(lbl, KSET, qoff, a0..d1) leaves in a0..d1 the 8 pairs' fma chains
 // (from zero) over the steps of the dimension KSET points R10 and R11 at
-// (from R12 and R13, the chunks' residue row; DX = 16 kstride), qoff its
-// byte offset in a query vector. Clobbers AX, R10, R11, R14, Z24..Z29.
+// (DX = 16 kstride), qoff its byte offset in a query vector, and
+// prefetches the key rows R12 and R13 bytes on (the same dimension of the
+// chunks to prefetch). Clobbers AX, R10, R11, R14, Z28, Z29.
 #define Q4CHAIN(lbl, KSET, qoff, a0, a1, b0, b1, c0, c1, d0, d1) \
 	VXORPS a0, a0, a0; \
 	VXORPS a1, a1, a1; \
@@ -62,6 +69,8 @@
 	MOVQ $qoff, R14; \
 	MOVQ S4_STEPS(BX), AX; \
 lbl: \
+	PREFETCHT0 (R10)(R12*1); \
+	PREFETCHT0 (R11)(R13*1); \
 	Q4DIM(a0, a1, b0, b1, c0, c1, d0, d1); \
 	LEAQ (R10)(DX*4), R10; \
 	LEAQ (R11)(DX*4), R11; \
@@ -69,10 +78,12 @@ lbl: \
 	DECQ AX; \
 	JNZ  lbl
 
-#define K0SET MOVQ R12, R10; MOVQ R13, R11
-#define K1SET LEAQ (R12)(DX*1), R10; LEAQ (R13)(DX*1), R11
-#define K2SET LEAQ (R12)(DX*2), R10; LEAQ (R13)(DX*2), R11
-#define K3SET LEAQ (R12)(DX*2), R10; ADDQ DX, R10; LEAQ (R13)(DX*2), R11; ADDQ DX, R11
+// KkSET points R10 and R11 at dimension 16k of the chunks' residue row
+// (a.ra, a.rb).
+#define K0SET MOVQ S4_RA(BX), R10; MOVQ S4_RB(BX), R11
+#define K1SET K0SET; ADDQ DX, R10; ADDQ DX, R11
+#define K2SET K0SET; LEAQ (R10)(DX*2), R10; LEAQ (R11)(DX*2), R11
+#define K3SET K2SET; ADDQ DX, R10; ADDQ DX, R11
 
 // ADD8(s0..s7, d0..d7) adds registers s0..s7 into d0..d7.
 #define ADD8(s0, s1, s2, s3, s4, s5, s6, s7, d0, d1, d2, d3, d4, d5, d6, d7) \
@@ -93,6 +104,10 @@ lbl: \
 	MOVQ  R12, R13; \
 	ADDQ  S4_KA(BX), R12; \
 	ADDQ  S4_KB(BX), R13; \
+	MOVQ  R12, S4_RA(BX); \
+	MOVQ  R13, S4_RB(BX); \
+	MOVQ  S4_DA(BX), R12; \
+	MOVQ  S4_DB(BX), R13; \
 	Q4CHAIN(l0, K0SET, (4*r), Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7); \
 	Q4CHAIN(l2, K2SET, (4*r+128), Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15); \
 	ADD8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7); \
@@ -131,6 +146,8 @@ lbl: \
 // a.out[u][16c' + l] = dotVecF32(K lane l of chunk c', a.q[u]) * a.scale
 // for c' = c, c+1, where chunk c' has dimension i of its 16 positions at
 // a.k + 4*a.koffs[c'] + i*a.kstride and hd = 64*a.steps (a.steps >= 1).
+// While it scores chunks c and c+1 for c < a.pfn, it prefetches the key
+// rows of chunks a.pfoffs[c] and a.pfoffs[c+1] (offsets as a.koffs').
 TEXT ·attnScores4q(SB), NOSPLIT, $0-8
 	MOVQ a+0(FP), BX
 	MOVQ S4_Q+0(BX), SI
@@ -152,6 +169,23 @@ q4chunk:
 	MOVQ 8(R12)(CX*8), R10
 	LEAQ (R13)(R10*4), R10
 	MOVQ R10, S4_KB(BX)
+	// a.da, a.db: from this pair's K to that of the pair to prefetch
+	// (a.pfoffs[CX], a.pfoffs[CX+1]), or 0.
+	XORQ R10, R10
+	XORQ R11, R11
+	CMPQ CX, S4_PFN(BX)
+	JGE  q4nopf
+	MOVQ S4_PFOFFS(BX), R12
+	MOVQ (R12)(CX*8), R10
+	LEAQ (R13)(R10*4), R10
+	SUBQ S4_KA(BX), R10
+	MOVQ 8(R12)(CX*8), R11
+	LEAQ (R13)(R11*4), R11
+	SUBQ S4_KB(BX), R11
+
+q4nopf:
+	MOVQ R10, S4_DA(BX)
+	MOVQ R11, S4_DB(BX)
 
 	// reduce16's tree: ((T0 + T2) + (T1 + T3)).
 	Q4RES(0, q4r0k0, q4r0k1, q4r0k2, q4r0k3)
