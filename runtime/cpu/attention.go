@@ -425,18 +425,20 @@ func (t *attnTask) reduce(acc, out *float32, nvec int, mask uint64) {
 // (attnTileRows: up to attnTileVecs query vectors per KV head, rows x the
 // heads sharing it); a work item is one (KV head, tile) pair. Its key rows
 // are scored a block at a time (attnKeyBlock) for every query vector of
-// the tile, two at a time, 16 positions a vector (located through the
-// block table), in dotVecF32's order, so a prompt chunk over a long cached
-// context reads each key block from memory once per tile, not once per
-// query vector; softmaxV normalises each query vector's scores; the value
-// kernels then read each V row's 64 dims at a time for up to 4 query
-// vectors, every query vector of the tile in turn before the next 64 dims,
-// keeping one fma chain per position class (attnValues' j%16) and dim,
-// which attnReduce folds in reduce16's order. A score is one dot product
-// and a call of a value kernel owns its dims' accumulators, so the order of
-// the calls changes no bit. Scratch is per worker and O(positions): a
-// tile's query vectors' scores and value class accumulators, and for
-// encoded pages one KV head's decoded K and V.
+// the tile, four at a time over two chunks (attnScores4q, AVX-512, hd a
+// multiple of 64) or two at a time, 16 positions a vector (located
+// through the block table), in dotVecF32's order, so a prompt chunk over a
+// long cached context reads each key block from memory once per tile, not
+// once per query vector; softmaxV normalises each query vector's scores;
+// the value kernels then read each V row's 64 dims at a time for up to 4
+// query vectors, every query vector of the tile in turn before the next 64
+// dims, keeping one fma chain per position class (attnValues' j%16) and
+// dim, which attnReduce folds in reduce16's order right after each call.
+// A score is one dot product and a call of a value kernel owns its dims'
+// accumulators, so the order of the calls changes no bit. Scratch is per
+// worker and O(positions): a tile's query vectors' scores, one value
+// call's class accumulators, and for encoded pages one KV head's decoded K
+// and V. docs/cpu-attention.md has the measurements.
 func (p *program) attentionFast(out []float32, op tensor.Op, b *exec.Batch) {
 	t := &p.attn
 	a := op.Attn
