@@ -140,6 +140,27 @@ lbl: \
 	VADDPS slot+384(R12), Z6, Z6; \
 	VADDPS slot+448(R12), Z7, Z7
 
+// Q4T(a, b, c, d, labels) leaves in Z0..Z7 reduce16's partial T_i = (u_d +
+// u_c) + (u_b + u_a) of the residues' results u_r, a = i, b = 8+i, c =
+// 4+i, d = 12+i; the 16 labels are Q4RES's of a, b, c and d.
+#define Q4T(a, b, c, d, la0, la1, la2, la3, lb0, lb1, lb2, lb3, lc0, lc1, lc2, lc3, ld0, ld1, ld2, ld3) \
+	Q4RES(a, la0, la1, la2, la3); \
+	TSTORE(S4_TA); \
+	Q4RES(b, lb0, lb1, lb2, lb3); \
+	TADDM(S4_TA); \
+	TSTORE(S4_TA); \
+	Q4RES(c, lc0, lc1, lc2, lc3); \
+	TSTORE(S4_TB); \
+	Q4RES(d, ld0, ld1, ld2, ld3); \
+	TADDM(S4_TB); \
+	TADDM(S4_TA)
+
+// Q4OUT(uoff, za, zb) stores query u's scores za, zb of the chunk pair at
+// byte R12 of its row a.out[u] (uoff = 8u). Clobbers R13.
+#define Q4OUT(uoff, za, zb) \
+	MOVQ    S4_OUT+uoff(BX), R13; \
+	VMOVUPS za, (R13)(R12*1); \
+	VMOVUPS zb, 64(R13)(R12*1)
 
 // func attnScores4q(a *score4Args)
 // For chunk pairs c = 0, 2, ... below a.nc and queries u < 4:
@@ -188,50 +209,14 @@ q4nopf:
 	MOVQ R11, S4_DB(BX)
 
 	// reduce16's tree: ((T0 + T2) + (T1 + T3)).
-	Q4RES(0, q4r0k0, q4r0k1, q4r0k2, q4r0k3)
-	TSTORE(S4_TA)
-	Q4RES(8, q4r8k0, q4r8k1, q4r8k2, q4r8k3)
-	TADDM(S4_TA)
-	TSTORE(S4_TA)
-	Q4RES(4, q4r4k0, q4r4k1, q4r4k2, q4r4k3)
-	TSTORE(S4_TB)
-	Q4RES(12, q4r12k0, q4r12k1, q4r12k2, q4r12k3)
-	TADDM(S4_TB)
-	TADDM(S4_TA)
+	Q4T(0, 8, 4, 12, q4r0k0, q4r0k1, q4r0k2, q4r0k3, q4r8k0, q4r8k1, q4r8k2, q4r8k3, q4r4k0, q4r4k1, q4r4k2, q4r4k3, q4r12k0, q4r12k1, q4r12k2, q4r12k3)
 	TSTORE(S4_TX)
-	Q4RES(2, q4r2k0, q4r2k1, q4r2k2, q4r2k3)
-	TSTORE(S4_TA)
-	Q4RES(10, q4r10k0, q4r10k1, q4r10k2, q4r10k3)
-	TADDM(S4_TA)
-	TSTORE(S4_TA)
-	Q4RES(6, q4r6k0, q4r6k1, q4r6k2, q4r6k3)
-	TSTORE(S4_TB)
-	Q4RES(14, q4r14k0, q4r14k1, q4r14k2, q4r14k3)
-	TADDM(S4_TB)
-	TADDM(S4_TA)
+	Q4T(2, 10, 6, 14, q4r2k0, q4r2k1, q4r2k2, q4r2k3, q4r10k0, q4r10k1, q4r10k2, q4r10k3, q4r6k0, q4r6k1, q4r6k2, q4r6k3, q4r14k0, q4r14k1, q4r14k2, q4r14k3)
 	TADDM(S4_TX)
 	TSTORE(S4_TX)
-	Q4RES(1, q4r1k0, q4r1k1, q4r1k2, q4r1k3)
-	TSTORE(S4_TA)
-	Q4RES(9, q4r9k0, q4r9k1, q4r9k2, q4r9k3)
-	TADDM(S4_TA)
-	TSTORE(S4_TA)
-	Q4RES(5, q4r5k0, q4r5k1, q4r5k2, q4r5k3)
-	TSTORE(S4_TB)
-	Q4RES(13, q4r13k0, q4r13k1, q4r13k2, q4r13k3)
-	TADDM(S4_TB)
-	TADDM(S4_TA)
+	Q4T(1, 9, 5, 13, q4r1k0, q4r1k1, q4r1k2, q4r1k3, q4r9k0, q4r9k1, q4r9k2, q4r9k3, q4r5k0, q4r5k1, q4r5k2, q4r5k3, q4r13k0, q4r13k1, q4r13k2, q4r13k3)
 	TSTORE(S4_TY)
-	Q4RES(3, q4r3k0, q4r3k1, q4r3k2, q4r3k3)
-	TSTORE(S4_TA)
-	Q4RES(11, q4r11k0, q4r11k1, q4r11k2, q4r11k3)
-	TADDM(S4_TA)
-	TSTORE(S4_TA)
-	Q4RES(7, q4r7k0, q4r7k1, q4r7k2, q4r7k3)
-	TSTORE(S4_TB)
-	Q4RES(15, q4r15k0, q4r15k1, q4r15k2, q4r15k3)
-	TADDM(S4_TB)
-	TADDM(S4_TA)
+	Q4T(3, 11, 7, 15, q4r3k0, q4r3k1, q4r3k2, q4r3k3, q4r11k0, q4r11k1, q4r11k2, q4r11k3, q4r7k0, q4r7k1, q4r7k2, q4r7k3, q4r15k0, q4r15k1, q4r15k2, q4r15k3)
 	TADDM(S4_TY)
 	TADDM(S4_TX)
 
@@ -246,18 +231,10 @@ q4nopf:
 	VMULPS       Z30, Z7, Z7
 	MOVQ         CX, R12
 	SHLQ         $6, R12
-	MOVQ         S4_OUT+0(BX), R13
-	VMOVUPS      Z0, (R13)(R12*1)
-	VMOVUPS      Z1, 64(R13)(R12*1)
-	MOVQ         S4_OUT+8(BX), R13
-	VMOVUPS      Z2, (R13)(R12*1)
-	VMOVUPS      Z3, 64(R13)(R12*1)
-	MOVQ         S4_OUT+16(BX), R13
-	VMOVUPS      Z4, (R13)(R12*1)
-	VMOVUPS      Z5, 64(R13)(R12*1)
-	MOVQ         S4_OUT+24(BX), R13
-	VMOVUPS      Z6, (R13)(R12*1)
-	VMOVUPS      Z7, 64(R13)(R12*1)
+	Q4OUT(0, Z0, Z1)
+	Q4OUT(8, Z2, Z3)
+	Q4OUT(16, Z4, Z5)
+	Q4OUT(24, Z6, Z7)
 	ADDQ         $2, CX
 	JMP          q4chunk
 
