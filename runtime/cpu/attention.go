@@ -602,9 +602,7 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 		n := min(kb, nc-c0)
 		for v := 0; v < quads; v += 4 {
 			s4 := &w.s4
-			if s4.tree == nil {
-				s4.tree = alignUp(unsafe.Pointer(&s4.treeBuf[0]), 64)
-			}
+			s4.tree = alignUp(unsafe.Pointer(&s4.treeBuf[0]), 64)
 			s4.k, s4.koffs, s4.kstride, s4.steps, s4.scale = kbase, &w.koffs[c0], kstride, hd/64, a.Scale
 			s4.nc = (n + 1) &^ 1
 			// The first query vectors of a block read its keys from L2 or
