@@ -355,6 +355,29 @@ type scoreArgs struct {
 	scale   float32
 }
 
+// score4Args is the argument block of attnScores4q, the score kernel of
+// tiles of 4 or more query vectors of hd a multiple of 64 (the assembly
+// reads its fields at fixed offsets: keep the layout): 4 query vectors
+// over 2 chunks at a time, chunk c's scores of query u into out[u][16c:].
+type score4Args struct {
+	q       [4]unsafe.Pointer    // query vectors [hd]
+	out     [4]unsafe.Pointer    // scores by query [nc*attnChunk]
+	k       unsafe.Pointer       // K base
+	koffs   *int                 // [nc] float offset from k of chunk c's first key element
+	nc      int                  // chunks, even
+	kstride uintptr              // bytes from one key dimension of a chunk to the next
+	steps   int                  // hd / 64, at least 1
+	scale   float32              // applied to each dot product
+	_       float32              // padding
+	pfoffs  *int                 // [pfn] offsets (as koffs') of the chunks to prefetch while chunk c is scored
+	pfn     int                  // chunks with a chunk to prefetch, even
+	ka, kb  uintptr              // the kernel's: the current chunks' K
+	ra, rb  uintptr              // the kernel's: their current residue row
+	da, db  uintptr              // the kernel's: from ka, kb to the chunks to prefetch
+	tree    unsafe.Pointer       // the kernel's reduce16 partials of the 8 (query, chunk) pairs: [4][8][16]float32, 64-byte aligned in treeBuf
+	treeBuf [4*8*16 + 16]float32 // tree's backing
+}
+
 // valueArgs is the argument block of the value kernels (the assembly reads
 // its fields at fixed offsets: keep the layout). attnValues4q takes 4 query
 // vectors, attnValues2q 2, attnValues4 and attnValues1 the first.
@@ -377,9 +400,10 @@ type attnTile struct{ t0, t1, n int }
 // attnScratch is one worker's attention scratch, grown as needed.
 type attnScratch struct {
 	scores       []float32 // [4][stride]
-	acc          []float32 // value class accumulators [4][ceil(hd/16)][16 classes][16]
+	acc          []float32 // value class accumulators [4 query vectors][4 dim vectors][16 classes][16]
 	koffs, voffs []int     // [chunks]
 	ks, vs, rows []float32 // coded pages: K [chunks][hd][attnChunk], V [positions][hd], one block's K rows
+	s4           score4Args
 }
 
 // attnTask computes attention for items (KV head, tile) with the AVX-512
@@ -453,18 +477,20 @@ func (t *attnTask) reduce(acc, out *float32, nvec int, mask uint64) {
 // (attnTileRows: up to attnTileVecs query vectors per KV head, rows x the
 // heads sharing it); a work item is one (KV head, tile) pair. Its key rows
 // are scored a block at a time (attnKeyBlock) for every query vector of
-// the tile, two at a time, 16 positions a vector (located through the
-// block table), in dotVecF32's order, so a prompt chunk over a long cached
-// context reads each key block from memory once per tile, not once per
-// query vector; softmaxV normalises each query vector's scores; the value
-// kernels then read each V row's 64 dims at a time for up to 4 query
-// vectors, every query vector of the tile in turn before the next 64 dims,
-// keeping one fma chain per position class (attnValues' j%16) and dim,
-// which attnReduce folds in reduce16's order. A score is one dot product
-// and a call of a value kernel owns its dims' accumulators, so the order of
-// the calls changes no bit. Scratch is per worker and O(positions): a
-// tile's query vectors' scores and value class accumulators, and for
-// encoded pages one KV head's decoded K and V.
+// the tile, four at a time over two chunks (attnScores4q, AVX-512, hd a
+// multiple of 64) or two at a time, 16 positions a vector (located
+// through the block table), in dotVecF32's order, so a prompt chunk over a
+// long cached context reads each key block from memory once per tile, not
+// once per query vector; softmaxV normalises each query vector's scores;
+// the value kernels then read each V row's 64 dims at a time for up to 4
+// query vectors, every query vector of the tile in turn before the next 64
+// dims, keeping one fma chain per position class (attnValues' j%16) and
+// dim, which attnReduce folds in reduce16's order right after each call.
+// A score is one dot product and a call of a value kernel owns its dims'
+// accumulators, so the order of the calls changes no bit. Scratch is per
+// worker and O(positions): a tile's query vectors' scores, one value
+// call's class accumulators, and for encoded pages one KV head's decoded K
+// and V. docs/cpu-attention.md has the measurements.
 func (p *program) attentionFast(out []float32, op tensor.Op, b *exec.Batch) {
 	t := &p.attn
 	a := op.Attn
@@ -558,6 +584,12 @@ func (t *attnTask) run(worker, lo, hi int) {
 	}
 }
 
+// alignUp returns the first address from p that is a multiple of align (a
+// power of 2).
+func alignUp(p unsafe.Pointer, align uintptr) unsafe.Pointer {
+	return unsafe.Add(p, (align-uintptr(p)%align)%align)
+}
+
 // grow returns s[:n], reallocated if it is shorter.
 func grow[E any](s []E, n int) []E {
 	if cap(s) < n {
@@ -579,7 +611,6 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 	w.koffs, w.voffs = grow(w.koffs, ncPad), grow(w.voffs, ncPad)
 	w.scores = grow(w.scores, max(4, nq)*stride)
 	const classes = 16 // attnValues' order: position classes j%16
-	nvec := (hd + 15) / 16
 
 	var kbase, vbase unsafe.Pointer
 	var kstride, vrow uintptr
@@ -611,11 +642,41 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 		return row*qd + h*hd, t.p.visible[row]
 	}
 	// Scores [nq][stride], a key block of kb chunks at a time for every
-	// query vector.
+	// query vector: with the AVX-512 kernels and hd a multiple of 64, 4 at
+	// a time (attnScores4q), the last nq%4 (all of them otherwise) in pairs
+	// (attnScores) over blocks of their own size.
+	quads := 0 // query vectors attnScores4q takes, 4 at a time
+	if !t.avx2 && hd%64 == 0 {
+		quads = nq &^ 3
+	}
 	kb := attnKeyBlock(nq, hd)
-	for c0 := 0; c0 < nc; c0 += kb {
+	for c0 := 0; c0 < nc && quads > 0; c0 += kb {
 		n := min(kb, nc-c0)
-		for v := 0; v < nq; v += 2 {
+		for v := 0; v < quads; v += 4 {
+			s4 := &w.s4
+			s4.tree = alignUp(unsafe.Pointer(&s4.treeBuf[0]), 64)
+			s4.k, s4.koffs, s4.kstride, s4.steps, s4.scale = kbase, &w.koffs[c0], kstride, hd/64, a.Scale
+			s4.nc = (n + 1) &^ 1
+			// The first query vectors of a block read its keys from L2 or
+			// memory: the last ones of the block before prefetch them.
+			s4.pfoffs, s4.pfn = nil, 0
+			switch {
+			case v == quads-4 && c0+kb < nc:
+				s4.pfoffs, s4.pfn = &w.koffs[c0+kb], min(s4.nc, (min(kb, nc-c0-kb)+1)&^1)
+			case v == 0 && c0 == 0:
+				s4.pfoffs, s4.pfn = &w.koffs[2], s4.nc-2
+			}
+			for u := range 4 {
+				off, _ := qvec(v + u)
+				s4.q[u], s4.out[u] = unsafe.Pointer(&t.q[off]), unsafe.Pointer(&w.scores[(v+u)*stride+c0*attnChunk])
+			}
+			attnScores4q(s4)
+		}
+	}
+	kb = attnKeyBlock(nq-quads, hd)
+	for c0 := 0; c0 < nc && quads < nq; c0 += kb {
+		n := min(kb, nc-c0)
+		for v := quads; v < nq; v += 2 {
 			sa := scoreArgs{k: kbase, koffs: &w.koffs[c0], kstride: kstride, steps: hd / 64, rest: hd % 64, scale: a.Scale}
 			off0, _ := qvec(v)
 			sc0 := unsafe.Pointer(&w.scores[v*stride+c0*attnChunk])
@@ -637,14 +698,20 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 	}
 	// Values, 64 dims (attnValues') at a time for every query vector, 4 at
 	// a time, so that the tile's query vectors read those dims of the V rows
-	// from cache after the first 4: class accumulators [nq][accN].
-	accN := nvec * classes * 16
-	w.acc = grow(w.acc, max(4, nq)*accN)
+	// from cache after the first 4; each call's class accumulators (4 query
+	// vectors x up to 4 dim vectors x 16 classes) are reduced into out
+	// while they are in L1.
+	const accQ = 4 * classes * 16 // one query vector's accumulators of 64 dims
+	w.acc = grow(w.acc, 4*accQ)
 	for v := range nq {
 		_, n := qvec(v)
 		t.softmax(&w.scores[v*stride], n)
 	}
 	for d0 := 0; d0 < hd; {
+		dims := min(64, hd-d0)
+		if dims < 64 {
+			dims = min(16, dims)
+		}
 		for v0 := 0; v0 < nq; v0 += 4 {
 			m := min(4, nq-v0)
 			_, n0 := qvec(v0)
@@ -652,29 +719,25 @@ func (t *attnTask) item(w *attnScratch, tile attnTile, kvh int) {
 			for u := range 4 {
 				x := v0 + min(u, m-1) // fewer than 4: repeat the last one
 				_, n := qvec(x)
-				va.w[u], va.n[u], va.acc[u] = unsafe.Pointer(&w.scores[x*stride]), n, unsafe.Pointer(&w.acc[x*accN+d0*classes])
+				va.w[u], va.n[u], va.acc[u] = unsafe.Pointer(&w.scores[x*stride]), n, unsafe.Pointer(&w.acc[u*accQ])
 				va.nmin, va.nmax = min(va.nmin, n), max(va.nmax, n)
 			}
-			if hd-d0 >= 64 {
+			if dims == 64 {
 				t.values(&va, m)
-				continue
+			} else {
+				va.mask = 1<<dims - 1
+				for u := range m {
+					one := va
+					one.w[0], one.acc[0], one.n[0] = va.w[u], va.acc[u], va.n[u]
+					t.values1(&one)
+				}
 			}
-			va.mask = 1<<min(16, hd-d0) - 1
 			for u := range m {
-				one := va
-				one.w[0], one.acc[0], one.n[0] = va.w[u], va.acc[u], va.n[u]
-				t.values1(&one)
+				off, _ := qvec(v0 + u)
+				t.reduce(&w.acc[u*accQ], &t.out[off+d0], (dims+15)/16, 1<<(dims-16*((dims+15)/16-1))-1)
 			}
 		}
-		if hd-d0 >= 64 {
-			d0 += 64
-		} else {
-			d0 += 16
-		}
-	}
-	for v := range nq {
-		off, _ := qvec(v)
-		t.reduce(&w.acc[v*accN], &t.out[off], nvec, 1<<(hd-16*(nvec-1))-1)
+		d0 += dims
 	}
 }
 

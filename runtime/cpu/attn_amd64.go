@@ -45,3 +45,6 @@ func attnValues2q(a *valueArgs)
 
 //go:noescape
 func kvTranspose16(dst *float32, src unsafe.Pointer, rowStride uintptr, n16, kind int)
+
+//go:noescape
+func attnScores4q(a *score4Args)

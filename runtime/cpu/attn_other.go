@@ -28,3 +28,5 @@ func attnValues2q(a *valueArgs) { panic("cpu: no simd kernels") }
 func kvTranspose16(dst *float32, src unsafe.Pointer, rowStride uintptr, n16, kind int) {
 	panic("cpu: no simd kernels")
 }
+
+func attnScores4q(a *score4Args) { panic("cpu: no simd kernels") }
