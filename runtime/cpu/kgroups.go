@@ -61,7 +61,7 @@ const (
 	q3KScratch = 8*64 + 16*13*64
 	q4KScratch = 2*8*64 + 64*3*64
 	q5KScratch = 2*8*64 + 32*9*64
-	q6KScratch = 8*64 + 8*64 + 32*9*64
+	q6KScratch = 8*64 + 8*64 + 64*9*64
 	// iq4XSScratch: 8 scale vectors, then per token (iq4XSTile) d_w*d_x
 	// (64 bytes) and 8 lane accumulators (512).
 	iq4XSTile    = 32
@@ -183,7 +183,7 @@ func q5KGroupOffset(i, j int) int {
 // kernel's scratch: 8 vectors of the scale pairs of two chunks (int16), 8
 // pairs of minus 32 times the scales, then per token the 8 float lane
 // accumulators and d_x*d_w of 16 rows.
-var q6KGroup = kGroup{layout: weights.LayoutQ6Kx16, offset: q6KGroupOffset, tile: 32, scratch: q6KScratch}
+var q6KGroup = kGroup{layout: weights.LayoutQ6Kx16, offset: q6KGroupOffset, tile: 64, scratch: q6KScratch}
 
 func q6KGroupOffset(i, j int) int {
 	const quants = 32 + 16*16
