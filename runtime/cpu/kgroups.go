@@ -60,7 +60,7 @@ const (
 	q2KScratch = 16*64 + 8*64 + 64*3*64
 	q3KScratch = 8*64 + 16*13*64
 	q4KScratch = 2*8*64 + 64*3*64
-	q5KScratch = 2*8*64 + 32*9*64
+	q5KScratch = 2*8*64 + 64 + 64*10*64
 	q6KScratch = 8*64 + 8*64 + 64*9*64
 	// iq4XSScratch: 8 scale vectors, then per token (iq4XSTile) d_w*d_x
 	// (64 bytes) and 8 lane accumulators (512).
@@ -155,9 +155,10 @@ func q4KGroupOffset(i, j int) int {
 // for each of the 12 packed scale bytes the 16 rows' byte, then for
 // k = 0..7 five times 64 bytes, the 16 rows' bytes 4k..4k+3 of qs[32g:]
 // for g = 0..3 and of qh (the kernel's order of reading them). Its
-// kernel's scratch: 8 scale and 8 min vectors (int16 pairs), then per
-// token the 8 float lane accumulators and the mins' accumulator of 16 rows.
-var q5KGroup = kGroup{layout: weights.LayoutQ5Kx16, offset: q5KGroupOffset, tile: 32, scratch: q5KScratch}
+// kernel's scratch: 8 scale vectors (int16 pairs) and 8 min vectors, a
+// token's 8 sums of 32 quants, then per token the 8 float lane
+// accumulators, the mins' accumulator and d_x*d_w of 16 rows.
+var q5KGroup = kGroup{layout: weights.LayoutQ5Kx16, offset: q5KGroupOffset, tile: 64, scratch: q5KScratch}
 
 func q5KGroupOffset(i, j int) int {
 	switch {
