@@ -132,3 +132,26 @@ JNZ lane{p}""")
 JEQ next{p}""")
     ins("\n".join(token_ops(0)))
     e(f"next{p}:")
+
+
+def lane_token_ops(p, u, regs, token, d_at, start=()):
+    """The instructions of lane p for token u of a two-token loop
+    (two_token_lanes) of an 8-lane kernel whose chunks are in Z0..Z7 and
+    chunk pairs' scale pairs in Z8..Z11: the integer lane in Z{acc} from
+    zero (then the instructions start), the 4 chunk pairs' scaled dots,
+    then acc_l = fma(d_x*d_w, float32(lane), acc_l) on the token's lane
+    accumulator at BX (plus u tokens of scratch), with d_x*d_w at d_at - 64p
+    from it: lane 0 forms it from the token's scale (at AX) and the row
+    scales in Z25 and stores it there. regs: acc, a, b (the pair dots'
+    registers), dd, fa."""
+    acc, a, b, dd, fa = regs
+    off = u * token
+    ops = [f"VPXORD Z{acc}, Z{acc}, Z{acc}", *start]
+    for k in range(4):
+        ops += pair_dot_lines(k, TOKEN_X[u], a, b, 8+k, acc)
+    ops += [f"VCVTDQ2PS Z{acc}, Z{acc}", f"VMOVUPS {off}(BX), Z{fa}"]
+    if p == 0:
+        ops += [f"VMULPS.BCST {TOKEN_D[u]}, Z25, Z{dd}", f"VMOVUPS Z{dd}, {off+d_at}(BX)", f"VFMADD231PS Z{dd}, Z{acc}, Z{fa}"]
+    else:
+        ops += [f"VFMADD231PS {off+d_at-64*p}(BX), Z{acc}, Z{fa}"]
+    return ops + [f"VMOVUPS Z{fa}, {off}(BX)"]
