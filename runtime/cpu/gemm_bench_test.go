@@ -55,7 +55,9 @@ func cachedPeak(op PeakOp) float64 {
 // K-quants of kGroupOf in their group layouts at the levels with their
 // kernels (kGroup.hasKernel), as Backend.Load lays them out (loadedAt).
 // NINFER_BENCH_DOWN=1 times the FFN's down projection instead (1024x3072:
-// rows of K = 3072, which the float GEMM splits along k).
+// rows of K = 3072, which the float GEMM splits along k). cpu_GMAC/s
+// (benchMatMul) counts the process's CPU time instead of the wall clock:
+// on a busy host run it with -test.cpu 1 against one thread's peak.
 func BenchmarkGEMM(b *testing.B) {
 	k, n := 1024, 3072
 	if os.Getenv("NINFER_BENCH_DOWN") != "" {

@@ -82,6 +82,7 @@ func benchMatMul(b *testing.B, w *weights.Tensor, x []float32, T int, simd bool)
 	op := tensor.Op{Kind: tensor.OpMatMul, Args: []tensor.Tensor{xt, wt}, Out: tensor.Tensor{ID: 2, Shape: [2]int{T, N}, DType: tensor.F32}}
 	p := &program{b: bk, f32: [][]float32{x, nil, make([]float32, T*N)}, w: []*weights.Tensor{nil, w, nil}}
 	b.ResetTimer()
+	cpu0 := processCPUSeconds()
 	for range b.N {
 		p.mm.q, p.mm.r, p.mm.a = actKey{}, actKey{}, actKey{} // prepare activations every time, as a new step would
 		if simd && fastMatmul(w.DType) {
@@ -92,6 +93,11 @@ func benchMatMul(b *testing.B, w *weights.Tensor, x []float32, T int, simd bool)
 	}
 	b.ReportMetric(float64(len(w.Data))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 	b.ReportMetric(float64(T*K*N)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+	// Per CPU-second (the process's user and system time, every thread's):
+	// on a shared host the rate of the cores this benchmark did get.
+	if cpu := processCPUSeconds() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(T*K*N)*float64(b.N)/cpu/1e9, "cpu_GMAC/s")
+	}
 }
 
 // loadedAt returns w in the layout Backend.Load gives it at level lv:

@@ -90,3 +90,68 @@ def lanes_entry(name, bsums=True):
     """entry for an 8-lane kernel, with K1 the odd words."""
     entry(name, True, bsums, """MOVL $0xaaaaaaaa, AX
 KMOVD AX, K1""")
+
+
+def pair_dot_lines(k, x, a, b, scale, acc):
+    """pair_dot's instructions as a list, the token's quants at address x
+    (such as "(DI)" or "(DI)(R13*1)"): the dword dots of chunks 2k and 2k+1
+    into Z{a} and Z{b}, joined in Z{b}'s int16 halves and scaled by Z{scale}
+    into Z{acc}."""
+    return [f"VPXORD Z{a}, Z{a}, Z{a}", f"VPDPBUSD.BCST {32*(2*k)}{x}, Z{2*k}, Z{a}",
+            f"VPXORD Z{b}, Z{b}, Z{b}", f"VPDPBUSD.BCST {32*(2*k+1)}{x}, Z{2*k+1}, Z{b}",
+            f"VPSLLD $16, Z{b}, Z{b}", f"VPBLENDMW Z{b}, Z{a}, K1, Z{b}", f"VPDPWSSD Z{scale}, Z{b}, Z{acc}"]
+
+
+# The addresses of the token u = 0 and of the next one, u = 1, in a
+# two-token loop (two_token_lanes): quants (DI, R13 bytes apart), scales
+# (AX, R14 bytes apart) and sums of 16 (CX, 8*R14 bytes apart).
+TOKEN_X = ["(DI)", "(DI)(R13*1)"]
+TOKEN_D = ["(AX)", "(AX)(R14*1)"]
+TOKEN_BSUMS = ["(CX)", "(CX)(R14*8)"]
+
+
+def two_token_lanes(p, token_ops, token, bsums=True):
+    """The token loop of lane p of an 8-lane kernel, DX tokens: two at a
+    time, token_ops(0) and token_ops(1) (the instruction lists of the token
+    at DI, AX, CX, BX and of the next one, token bytes of scratch on)
+    interleaved, so that the two tokens' dependency chains overlap, then
+    token_ops(0) for an odd last one. It advances DI, AX, BX (and CX with
+    bsums) and uses R12."""
+    ins(f"""MOVQ DX, R12
+SHRQ $1, R12
+JEQ one{p}""")
+    e(f"lane{p}:")
+    ins("\n".join(x for pair in zip(token_ops(0), token_ops(1)) for x in pair))
+    ins(f"""LEAQ (DI)(R13*2), DI
+LEAQ (AX)(R14*2), AX{chr(10) + "LEAQ (CX)(R14*8), CX" + chr(10) + "LEAQ (CX)(R14*8), CX" if bsums else ""}
+ADDQ ${2*token}, BX
+DECQ R12
+JNZ lane{p}""")
+    e(f"one{p}:")
+    ins(f"""TESTQ $1, DX
+JEQ next{p}""")
+    ins("\n".join(token_ops(0)))
+    e(f"next{p}:")
+
+
+def lane_token_ops(p, u, regs, token, d_at, start=()):
+    """The instructions of lane p for token u of a two-token loop
+    (two_token_lanes) of an 8-lane kernel whose chunks are in Z0..Z7 and
+    chunk pairs' scale pairs in Z8..Z11: the integer lane in Z{acc} from
+    zero (then the instructions start), the 4 chunk pairs' scaled dots,
+    then acc_l = fma(d_x*d_w, float32(lane), acc_l) on the token's lane
+    accumulator at BX (plus u tokens of scratch), with d_x*d_w at d_at - 64p
+    from it: lane 0 forms it from the token's scale (at AX) and the row
+    scales in Z25 and stores it there. regs: acc, a, b (the pair dots'
+    registers), dd, fa."""
+    acc, a, b, dd, fa = regs
+    off = u * token
+    ops = [f"VPXORD Z{acc}, Z{acc}, Z{acc}", *start]
+    for k in range(4):
+        ops += pair_dot_lines(k, TOKEN_X[u], a, b, 8+k, acc)
+    ops += [f"VCVTDQ2PS Z{acc}, Z{acc}", f"VMOVUPS {off}(BX), Z{fa}"]
+    if p == 0:
+        ops += [f"VMULPS.BCST {TOKEN_D[u]}, Z25, Z{dd}", f"VMOVUPS Z{dd}, {off+d_at}(BX)", f"VFMADD231PS Z{dd}, Z{acc}, Z{fa}"]
+    else:
+        ops += [f"VFMADD231PS {off+d_at-64*p}(BX), Z{acc}, Z{fa}"]
+    return ops + [f"VMOVUPS Z{fa}, {off}(BX)"]

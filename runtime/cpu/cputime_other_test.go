@@ -1,0 +1,6 @@
+//go:build !unix
+
+package cpu
+
+// processCPUSeconds returns 0: no CPU time outside unix.
+func processCPUSeconds() float64 { return 0 }
