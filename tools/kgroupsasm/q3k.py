@@ -22,7 +22,7 @@ e("// 124 - 4sc plus sc, 2sc and 4sc where u's bits are set (VPTESTMB, masked")
 e("// VPADDB); each chunk's dword then takes one VPDPBUSD against the")
 e("// token's quants, and the lane starts at -124 times the sum of the")
 e("// activations it meets (q3KLaneSums, read at xb): eight multiplies and")
-e("// one FMA per lane, token and super-block.")
+e("// one FMA per lane, token and super-block; two lanes at a time.")
 e("//")
 e("// Scratch (R11): for sub-block j at 256j the bytes 124 - 4sc, sc, 2sc and")
 e("// 4sc of its 16 rows (64 bytes each, a row's byte in its dword), then")
@@ -87,48 +87,59 @@ VPBROADCASTD AX, Z24""")
 for b in range(1, 8):
     ins(f"VPADDB Z{23+b}, Z{23+b}, Z{24+b}")
 ins("VCVTPH2PS (SI), Z21")
-for p in range(8):
-    e(f"\t// dword {p} of every chunk: lane {p}")
-    base=224+192*p
-    ins(f"""VMOVDQU32 {base}(SI), Z16
+for pp in range(4):
+    e(f"\t// dwords {2*pp} and {2*pp+1} of every chunk: lanes {2*pp} and {2*pp+1}")
+    for p in (2*pp, 2*pp+1):
+        base=224+192*p
+        w0=8*(p%2)
+        ins(f"""VMOVDQU32 {base}(SI), Z16
 VMOVDQU32 {base+64}(SI), Z17
 VMOVDQU32 {base+128}(SI), Z18""")
-    for c in range(8):
-        s=256*(2*c+p//4)
-        src=16+c//4
-        bit=2*(c%4)
-        ins(f"""VMOVDQU32 {s}(R11), Z{c}
+        for c in range(8):
+            s=256*(2*c+p//4)
+            src=16+c//4
+            bit=2*(c%4)
+            ins(f"""VMOVDQU32 {s}(R11), Z{w0+c}
 VPTESTMB Z{24+bit}, Z{src}, K2
 VPTESTMB Z{25+bit}, Z{src}, K3
 VPTESTMB Z{24+c}, Z18, K4
-VPADDB {s+64}(R11), Z{c}, K2, Z{c}
-VPADDB {s+128}(R11), Z{c}, K3, Z{c}
-VPADDB {s+192}(R11), Z{c}, K4, Z{c}""")
+VPADDB {s+64}(R11), Z{w0+c}, K2, Z{w0+c}
+VPADDB {s+128}(R11), Z{w0+c}, K3, Z{w0+c}
+VPADDB {s+192}(R11), Z{w0+c}, K4, Z{w0+c}""")
+    p=2*pp
     ins(f"""MOVQ R8, DI
 MOVQ R10, CX""")
     if p==0:
         ins("MOVQ R9, AX")
     ins(f"""LEAQ {TOKENS+64*p}(R11), BX
 MOVQ DX, R12""")
-    e(f"lane{p}:")
-    ins(f"VPBROADCASTD {4*p}(CX), Z20")
+    e(f"lanes{pp}:")
+    ins(f"""VPBROADCASTD {4*p}(CX), Z20
+VPBROADCASTD {4*p+4}(CX), Z19""")
     for c in range(8):
-        ins(f"VPDPBUSD.BCST {32*c+4*p}(DI), Z{c}, Z20")
+        ins(f"""VPDPBUSD.BCST {32*c+4*p}(DI), Z{c}, Z20
+VPDPBUSD.BCST {32*c+4*p+4}(DI), Z{8+c}, Z19""")
     ins("""VCVTDQ2PS Z20, Z20
-VMOVUPS (BX), Z23""")
+VCVTDQ2PS Z19, Z19
+VMOVUPS (BX), Z23
+VMOVUPS 64(BX), Z18""")
     if p==0:
         ins("""VMULPS.BCST (AX), Z21, Z22
 VMOVUPS Z22, 512(BX)
 VFMADD231PS Z22, Z20, Z23
+VFMADD231PS Z22, Z19, Z18
 ADDQ R14, AX""")
     else:
-        ins(f"VFMADD231PS {512-64*p}(BX), Z20, Z23")
+        ins(f"""VMOVUPS {512-64*p}(BX), Z22
+VFMADD231PS Z22, Z20, Z23
+VFMADD231PS Z22, Z19, Z18""")
     ins(f"""VMOVUPS Z23, (BX)
+VMOVUPS Z18, 64(BX)
 ADDQ R13, DI
 LEAQ (CX)(R14*8), CX
 ADDQ ${TOKEN}, BX
 DECQ R12
-JNZ lane{p}""")
+JNZ lanes{pp}""")
 ins(f"""ADDQ $1760, SI
 ADDQ $256, R8
 ADDQ $4, R9
