@@ -325,9 +325,9 @@ func (t *matmulTask) runQ4Groups(worker, lo, hi int) {
 
 // runQ8_1Groups is runQ4Groups for Q4_1 and Q5_1, from the activations in
 // t.qz (q8Sums: q8GroupActs, then the Q8_1 block sums). At AVX-512 each
-// group takes its tokens two at a time (q4_1x16Lanes), then the mins'
-// products (q4_1x16Mins); at the other levels (a level set after the
-// weights were repacked) each row is unpacked and takes the reference dot.
+// group takes its tokens two at a time (q4_1x16Pair, q5_1x16Pair); at the
+// other levels (a level set after the weights were repacked) each row is
+// unpacked and takes the reference dot.
 func (t *matmulTask) runQ8_1Groups(lo, hi int) {
 	T, N, K, nb := t.T, t.N, t.K, t.K/32
 	gb, xs, os := q8GroupRows*t.rowBytes, uintptr(nb*q8ActBlock), uintptr(4*N)
@@ -351,19 +351,18 @@ func (t *matmulTask) runQ8_1Groups(lo, hi int) {
 		}
 		return
 	}
-	tb, bb := q8TokenBlock(nb), q4GroupBlockOf(t.dt)
-	var high int // whether the blocks have high bits (q4_1x16Lanes)
+	pair := q4_1x16Pair
 	if q4HasHigh(t.dt) {
-		high = 1
+		pair = q5_1x16Pair
 	}
+	tb, ss := q8TokenBlock(nb), uintptr(4*nb)
 	for t0 := 0; t0 < T; t0 += tb {
 		t1 := min(t0+tb, T)
 		for g := lo / q8GroupRows; g < hi/q8GroupRows; g++ {
 			w := unsafe.Pointer(&t.w[g*gb])
 			for tt := t0; tt < t1; tt += 2 {
-				q4_1x16Lanes(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os, min(2, t1-tt), high)
+				pair(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&sums[4*tt*nb]), ss, unsafe.Pointer(&t.out[tt*N+16*g]), os, min(2, t1-tt))
 			}
-			q4_1x16Mins(unsafe.Pointer(&t.w[g*gb+nb*bb]), nb, unsafe.Pointer(&sums[4*t0*nb]), uintptr(4*nb), unsafe.Pointer(&t.out[t0*N+16*g]), os, t1-t0)
 		}
 	}
 }
