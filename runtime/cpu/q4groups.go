@@ -32,7 +32,11 @@ import (
 // row, the mins' products summed apart and added last.
 
 const (
-	q4GroupBlock = 16 * 18 // bytes of one block of one group: 16 fp16 scales, then 4 x 64 quant bytes
+	// q8_1UnpackedBlock is the bytes of one Q4_1 or Q5_1 block of one group
+	// unpacked (q4_1x16Unpack): the 16 rows' 32 quant values, at most
+	// q8GroupBlock, the buffer unpacksQ4 provides.
+	q8_1UnpackedBlock = 512
+	q4GroupBlock      = 16 * 18 // bytes of one block of one group: 16 fp16 scales, then 4 x 64 quant bytes
 	// q5GroupBlock is the bytes of one Q5_0 block of one group: a
 	// q4GroupBlock of the scales and the low 4 bits, then the 16 rows'
 	// high bits, 4 bytes each (q5High).
@@ -273,7 +277,7 @@ func unpacksQ4(w *weights.Tensor, T int) bool {
 // same operations.
 func (t *matmulTask) runQ4Groups(worker, lo, hi int) {
 	if q4HasMins(t.dt) {
-		t.runQ8_1Groups(lo, hi)
+		t.runQ8_1Groups(worker, lo, hi)
 		return
 	}
 	T, N, nb := t.T, t.N, t.K/32
@@ -325,10 +329,12 @@ func (t *matmulTask) runQ4Groups(worker, lo, hi int) {
 
 // runQ8_1Groups is runQ4Groups for Q4_1 and Q5_1, from the activations in
 // t.qz (q8Sums: q8GroupActs, then the Q8_1 block sums). At AVX-512 each
-// group takes its tokens two at a time (q4_1x16Pair, q5_1x16Pair); at the
-// other levels (a level set after the weights were repacked) each row is
-// unpacked and takes the reference dot.
-func (t *matmulTask) runQ8_1Groups(lo, hi int) {
+// group takes its tokens two at a time (q4_1x16Pair, q5_1x16Pair), a tile
+// of 4 or more from its blocks unpacked once into the worker's
+// t.unpacked (q4_1x16Unpack, q5_1x16Unpack; q8_1x16PairUnpacked), the
+// same operations; at the other levels (a level set after the weights
+// were repacked) each row is unpacked and takes the reference dot.
+func (t *matmulTask) runQ8_1Groups(worker, lo, hi int) {
 	T, N, K, nb := t.T, t.N, t.K, t.K/32
 	gb, xs, os := q8GroupRows*t.rowBytes, uintptr(nb*q8ActBlock), uintptr(4*N)
 	sums := t.qz[T*nb*q8ActBlock:] // [T, nb] float32
@@ -351,17 +357,28 @@ func (t *matmulTask) runQ8_1Groups(lo, hi int) {
 		}
 		return
 	}
-	pair := q4_1x16Pair
+	pair, unpack := q4_1x16Pair, q4_1x16Unpack
 	if q4HasHigh(t.dt) {
-		pair = q5_1x16Pair
+		pair, unpack = q5_1x16Pair, q5_1x16Unpack
 	}
-	tb, ss := q8TokenBlock(nb), uintptr(4*nb)
+	tb, ss, bb := q8TokenBlock(nb), uintptr(4*nb), q4GroupBlockOf(t.dt)
 	for t0 := 0; t0 < T; t0 += tb {
 		t1 := min(t0+tb, T)
 		for g := lo / q8GroupRows; g < hi/q8GroupRows; g++ {
 			w := unsafe.Pointer(&t.w[g*gb])
+			x, s, out := func(tt int) unsafe.Pointer { return unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]) },
+				func(tt int) unsafe.Pointer { return unsafe.Pointer(&sums[4*tt*nb]) },
+				func(tt int) unsafe.Pointer { return unsafe.Pointer(&t.out[tt*N+16*g]) }
+			if t1-t0 >= 4 {
+				u := unsafe.Pointer(&t.unpacked[worker][:nb*q8_1UnpackedBlock][0])
+				unpack(w, nb, u)
+				for tt := t0; tt < t1; tt += 2 {
+					q8_1x16PairUnpacked(u, w, nb, bb, x(tt), xs, s(tt), ss, out(tt), os, min(2, t1-tt))
+				}
+				continue
+			}
 			for tt := t0; tt < t1; tt += 2 {
-				pair(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&sums[4*tt*nb]), ss, unsafe.Pointer(&t.out[tt*N+16*g]), os, min(2, t1-tt))
+				pair(w, nb, x(tt), xs, s(tt), ss, out(tt), os, min(2, t1-tt))
 			}
 		}
 	}

@@ -20,7 +20,9 @@ e("// 8 accumulators plus summs. The accumulators of two tokens stay in")
 e("// registers (Z16..Z31, summs Z13 and Z14) over all the blocks: per token")
 e("// and block the 18 multiplies the order needs (8 VPDPBUSD, 8 lane FMAs,")
 e("// d and the mins' FMA) against the 8 VPDPBUSD of its 512 int8 products,")
-e("// at most 8/18 of the int8 peak.")
+e("// at most 8/18 of the int8 peak. For tiles of tokens a group's blocks")
+e("// are unpacked once (q4_1x16Unpack, q5_1x16Unpack: 512 bytes a block,")
+e("// Zl's quants at 64l) and q8_1x16PairUnpacked reads them.")
 e()
 e("DATA q41nibble<>+0(SB)/4, $0x0f0f0f0f")
 e("GLOBL q41nibble<>(SB), RODATA|NOPTR, $4")
@@ -50,12 +52,59 @@ VADDPS {summs}, {a[0]}, {a[0]}
 VMOVUPS {a[0]}, ({out})""")
 
 
-for name, high in (("q4_1x16Pair", False), ("q5_1x16Pair", True)):
-    BB = 352 if high else 288
+def unpack(high, src="SI"):
+    """Writes quants 4l..4l+3 of the 16 rows of the block at src into Zl,
+    the unsigned 4- or 5-bit values (Z9: the nibble mask; clobbers Z10,
+    Z11)."""
+    for k in range(4):
+        ins(f"VMOVDQU32 {32+64*k}({src}), Z{k}")
+    for k in range(4):
+        ins(f"VPSRLW $4, Z{k}, Z{4+k}")
+    for k in range(8):
+        ins(f"VPANDD Z9, Z{k}, Z{k}")
+    if high:
+        e("\t// plus 16 where the high bit (bit l of byte m: quant 4l+m) is set")
+        ins(f"VMOVDQU32 288({src}), Z11")
+        for k in range(8):
+            sh = 4-k
+            reg = "Z11"
+            if sh > 0:
+                ins(f"VPSLLW ${sh}, Z11, Z10")
+                reg = "Z10"
+            elif sh < 0:
+                ins(f"VPSRLW ${-sh}, Z11, Z10")
+                reg = "Z10"
+            ins(f"""VPANDD.BCST q41bit4<>(SB), {reg}, Z10
+VPADDB Z10, Z{k}, Z{k}""")
+
+
+def pair(name, high):
+    """A two-token kernel; high None: the weights come unpacked (u, 512
+    bytes a block), the block bytes in bb."""
     e()
-    e(f"// func {name}(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, sums unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)")
-    e(f"TEXT ·{name}(SB), NOSPLIT, $0-72")
-    ins(f"""MOVQ w+0(FP), SI
+    if high is None:
+        e(f"// func {name}(u, w unsafe.Pointer, nb, bb int, x unsafe.Pointer, xstride uintptr, sums unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)")
+        e(f"TEXT ·{name}(SB), NOSPLIT, $0-88")
+        ins("""MOVQ u+0(FP), R11
+MOVQ w+8(FP), SI
+MOVQ nb+16(FP), CX
+MOVQ bb+24(FP), R12
+MOVQ x+32(FP), DI
+MOVQ DI, R8
+ADDQ xstride+40(FP), R8
+MOVQ sums+48(FP), AX
+MOVQ AX, BX
+ADDQ sstride+56(FP), BX
+MOVQ n+80(FP), R10
+MOVQ R12, R9
+IMULQ CX, R9
+ADDQ SI, R9""")
+        out, ostride = "out+64(FP)", "ostride+72(FP)"
+    else:
+        BB = 352 if high else 288
+        e(f"// func {name}(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, sums unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)")
+        e(f"TEXT ·{name}(SB), NOSPLIT, $0-72")
+        ins(f"""MOVQ w+0(FP), SI
 MOVQ nb+8(FP), CX
 MOVQ x+16(FP), DI
 MOVQ DI, R8
@@ -67,32 +116,19 @@ MOVQ n+64(FP), R10
 IMUL3Q ${BB}, CX, R9
 ADDQ SI, R9
 VPBROADCASTD q41nibble<>(SB), Z9""")
+        out, ostride = "out+48(FP)", "ostride+56(FP)"
     for r in list(range(13, 15))+list(range(16, 32)):
         ins(f"VPXORD Z{r}, Z{r}, Z{r}")
     ins("""TESTQ CX, CX
 JEQ done""")
     e("block:")
-    e("\t// quants 4l..4l+3 of the 16 rows in Zl")
-    for k in range(4):
-        ins(f"VMOVDQU32 {32+64*k}(SI), Z{k}")
-    for k in range(4):
-        ins(f"VPSRLW $4, Z{k}, Z{4+k}")
-    for k in range(8):
-        ins(f"VPANDD Z9, Z{k}, Z{k}")
-    if high:
-        e("\t// plus 16 where the high bit (bit l of byte m: quant 4l+m) is set")
-        ins("VMOVDQU32 288(SI), Z11")
+    if high is None:
+        e("\t// quants 4l..4l+3 of the 16 rows in Zl")
         for k in range(8):
-            sh = 4-k
-            src = "Z11"
-            if sh > 0:
-                ins(f"VPSLLW ${sh}, Z11, Z10")
-                src = "Z10"
-            elif sh < 0:
-                ins(f"VPSRLW ${-sh}, Z11, Z10")
-                src = "Z10"
-            ins(f"""VPANDD.BCST q41bit4<>(SB), {src}, Z10
-VPADDB Z10, Z{k}, Z{k}""")
+            ins(f"VMOVDQU32 {64*k}(R11), Z{k}")
+    else:
+        e("\t// quants 4l..4l+3 of the 16 rows in Zl")
+        unpack(high)
     e("\t// d for each token (Z10, Z15), the mins' products into summs")
     ins("""VCVTPH2PS (SI), Z8
 VMULPS.BCST 36(DI), Z8, Z10
@@ -111,8 +147,12 @@ JMP mins0""")
 JLT next""")
     lanes(1, "R8", "Z15", 24)
     e("next:")
-    ins(f"""ADDQ ${BB}, SI
-ADDQ $32, R9
+    if high is None:
+        ins("""ADDQ R12, SI
+ADDQ $512, R11""")
+    else:
+        ins(f"ADDQ ${352 if high else 288}, SI")
+    ins(f"""ADDQ $32, R9
 ADDQ $40, DI
 ADDQ $40, R8
 ADDQ $4, AX
@@ -120,13 +160,43 @@ ADDQ $4, BX
 DECQ CX
 JNZ block""")
     e("done:")
-    ins("MOVQ out+48(FP), DX")
+    ins(f"MOVQ {out}, DX")
     hsum(16, "Z13", "DX")
-    ins("""CMPQ R10, $2
+    ins(f"""CMPQ R10, $2
 JLT ret
-ADDQ ostride+56(FP), DX""")
+ADDQ {ostride}, DX""")
     hsum(24, "Z14", "DX")
     e("ret:")
     ins("""VZEROUPPER
 RET""")
+
+
+def unpacker(name, high):
+    e()
+    e(f"// func {name}(w unsafe.Pointer, nb int, dst unsafe.Pointer)")
+    e(f"TEXT ·{name}(SB), NOSPLIT, $0-24")
+    ins("""MOVQ w+0(FP), SI
+MOVQ nb+8(FP), CX
+MOVQ dst+16(FP), DI
+TESTQ CX, CX
+JEQ done
+VPBROADCASTD q41nibble<>(SB), Z9""")
+    e("block:")
+    unpack(high)
+    for k in range(8):
+        ins(f"VMOVDQU32 Z{k}, {64*k}(DI)")
+    ins(f"""ADDQ ${352 if high else 288}, SI
+ADDQ $512, DI
+DECQ CX
+JNZ block""")
+    e("done:")
+    ins("""VZEROUPPER
+RET""")
+
+
+pair("q4_1x16Pair", False)
+pair("q5_1x16Pair", True)
+pair("q8_1x16PairUnpacked", None)
+unpacker("q4_1x16Unpack", False)
+unpacker("q5_1x16Unpack", True)
 write("q41groups_amd64.s")
