@@ -58,13 +58,16 @@ func vocabMatrix(w *weights.Tensor) bool {
 
 const (
 	q2KScratch = 16*64 + 8*64 + 64*3*64
-	// q3KScratch: the 16 sub-blocks' 4 byte vectors, then per token
-	// (q3KTile) 8 lane accumulators and d_x*d_w (576 bytes).
-	q3KTile    = 32
-	q3KScratch = 16*4*64 + q3KTile*576
-	q4KScratch = 2*8*64 + 64*3*64
-	q5KScratch = 2*8*64 + 32*9*64
-	q6KScratch = 8*64 + 8*64 + 32*9*64
+	// q3KScratch: q3Kx16Gemm's 16 sub-blocks' 4 byte vectors, then per
+	// token (q3KTile) 8 lane accumulators and d_x*d_w (576 bytes); or
+	// q3Kx16GemmNarrow's 8 scale pair vectors, then per token (fewer than
+	// q3KWideTokens) those and 5 vectors of activation sums (832 bytes).
+	q3KTile       = 32
+	q3KWideTokens = 16
+	q3KScratch    = max(16*4*64+q3KTile*576, 8*64+(q3KWideTokens-1)*832)
+	q4KScratch    = 2*8*64 + 64*3*64
+	q5KScratch    = 2*8*64 + 32*9*64
+	q6KScratch    = 8*64 + 8*64 + 32*9*64
 	// iq4XSScratch: 8 scale vectors, then per token (iq4XSTile) d_w*d_x
 	// (64 bytes) and 8 lane accumulators (512).
 	iq4XSTile    = 32
@@ -115,9 +118,13 @@ func q2KGroupOffset(i, j int) int {
 // Q3_K: per group and super-block, 1760 bytes: 16 fp16 d, for each of the
 // 12 packed scale bytes the 16 rows' byte, then for k = 0..7 three times 64
 // bytes, the 16 rows' bytes 4k..4k+3 of qs[0:], of qs[32:] and of hmask
-// (the kernel's order of reading them). Its kernel's scratch: q3KScratch;
-// it reads the tile's activations' lane sums (q3KLaneSums), made once per
-// tile into the worker's matmulTask.unpacked (q3KLaneSumBytes).
+// (the kernel's order of reading them). Its kernels' scratch: q3KScratch.
+// A tile of q3KWideTokens or more takes q3Kx16Gemm, which unpacks each
+// super-block's weights once into bytes scaled by their sub-block scale
+// (costly, for many tokens) and reads the tile's activations' lane sums
+// (q3KLaneSums), made once per tile into the worker's matmulTask.unpacked
+// (q3KLaneSumBytes); fewer tokens (decode) take q3Kx16GemmNarrow, which
+// unpacks cheaply and scales per token: the same arithmetic.
 var q3KGroup = kGroup{layout: weights.LayoutQ3Kx16, offset: q3KGroupOffset, tile: q3KTile, scratch: q3KScratch}
 
 // q3KLaneSumBytes is the bytes of a worker's buffer of the lane sums of T
@@ -347,7 +354,7 @@ func (t *matmulTask) runKGroups(worker, lo, hi int) {
 			}
 			x16 = unsafe.Pointer(&u[0])
 		}
-		if t.dt == tensor.Q3_K {
+		if t.dt == tensor.Q3_K && n >= q3KWideTokens {
 			u := t.unpacked[worker][:q3KLaneSumBytes(n, t.K)]
 			for tt := range n { // super-block b of token tt at 32*(tt*nb + b)
 				q3KLaneSums(unsafe.Add(xq, tt*t.K), nb, unsafe.Pointer(&u[32*nb*tt]))
@@ -364,6 +371,10 @@ func (t *matmulTask) runKGroups(worker, lo, hi int) {
 				}
 				q2Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q3_K:
+				if n < q3KWideTokens {
+					q3Kx16GemmNarrow(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+					break
+				}
 				q3Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q4_K:
 				if level == levelAVX2 {

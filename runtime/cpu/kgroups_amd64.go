@@ -62,6 +62,12 @@ func q2Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out 
 //go:noescape
 func q2Kx16GemmAVX2(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
 
+// q3Kx16GemmNarrow (q3kgroups_narrow_amd64.s) is q3KGroup's kernel for
+// fewer than q3KWideTokens tokens: dotQ3K's bits; xb is unused.
+//
+//go:noescape
+func q3Kx16GemmNarrow(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
+
 // q3KLaneSums (q3kgroups_amd64.s) writes for each of blocks consecutive
 // super-blocks of Q8_K quants (256 bytes each) at xq the 8 int32 -124 times
 // the sum of its quants 32c+4l..32c+4l+3 over chunks c (l = 0..7) to dst,
