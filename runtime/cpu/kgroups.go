@@ -63,7 +63,7 @@ const (
 	// q3Kx16GemmNarrow's 8 scale pair vectors, then per token (fewer than
 	// q3KWideTokens) those and 5 vectors of activation sums (832 bytes).
 	q3KTile       = 32
-	q3KWideTokens = 16
+	q3KWideTokens = 8
 	q3KScratch    = max(16*4*64+q3KTile*576, 8*64+(q3KWideTokens-1)*832)
 	q4KScratch    = 2*8*64 + 64*3*64
 	q5KScratch    = 2*8*64 + 32*9*64
