@@ -390,7 +390,6 @@ TEXT ·q8_1x16PairUnpacked(SB), NOSPLIT, $0-88
 	MOVQ u+0(FP), R11
 	MOVQ w+8(FP), SI
 	MOVQ nb+16(FP), CX
-	MOVQ bb+24(FP), R12
 	MOVQ x+32(FP), DI
 	MOVQ DI, R8
 	ADDQ xstride+40(FP), R8
@@ -398,6 +397,7 @@ TEXT ·q8_1x16PairUnpacked(SB), NOSPLIT, $0-88
 	MOVQ AX, BX
 	ADDQ sstride+56(FP), BX
 	MOVQ n+80(FP), R10
+	MOVQ bb+24(FP), R12
 	MOVQ R12, R9
 	IMULQ CX, R9
 	ADDQ SI, R9

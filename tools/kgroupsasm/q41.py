@@ -78,6 +78,21 @@ def unpack(high, src="SI"):
 VPADDB Z10, Z{k}, Z{k}""")
 
 
+def pair_args(args):
+    """Loads a pair kernel's arguments (named args, 8 bytes each): SI w, CX
+    nb, DI and R8 the two tokens' activations, AX and BX their sums, R10 n."""
+    a = lambda name: f"{name}+{8*args.index(name)}(FP)"
+    ins(f"""MOVQ {a("w")}, SI
+MOVQ {a("nb")}, CX
+MOVQ {a("x")}, DI
+MOVQ DI, R8
+ADDQ {a("xstride")}, R8
+MOVQ {a("sums")}, AX
+MOVQ AX, BX
+ADDQ {a("sstride")}, BX
+MOVQ {a("n")}, R10""")
+
+
 def pair(name, high):
     """A two-token kernel; high None: the weights come unpacked (u, 512
     bytes a block), the block bytes in bb."""
@@ -85,38 +100,22 @@ def pair(name, high):
     if high is None:
         e(f"// func {name}(u, w unsafe.Pointer, nb, bb int, x unsafe.Pointer, xstride uintptr, sums unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)")
         e(f"TEXT ·{name}(SB), NOSPLIT, $0-88")
-        ins("""MOVQ u+0(FP), R11
-MOVQ w+8(FP), SI
-MOVQ nb+16(FP), CX
-MOVQ bb+24(FP), R12
-MOVQ x+32(FP), DI
-MOVQ DI, R8
-ADDQ xstride+40(FP), R8
-MOVQ sums+48(FP), AX
-MOVQ AX, BX
-ADDQ sstride+56(FP), BX
-MOVQ n+80(FP), R10
+        args = ["u", "w", "nb", "bb", "x", "xstride", "sums", "sstride", "out", "ostride", "n"]
+        ins("MOVQ u+0(FP), R11")
+        pair_args(args)
+        ins("""MOVQ bb+24(FP), R12
 MOVQ R12, R9
 IMULQ CX, R9
 ADDQ SI, R9""")
-        out, ostride = "out+64(FP)", "ostride+72(FP)"
     else:
         BB = 352 if high else 288
         e(f"// func {name}(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, sums unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)")
         e(f"TEXT ·{name}(SB), NOSPLIT, $0-72")
-        ins(f"""MOVQ w+0(FP), SI
-MOVQ nb+8(FP), CX
-MOVQ x+16(FP), DI
-MOVQ DI, R8
-ADDQ xstride+24(FP), R8
-MOVQ sums+32(FP), AX
-MOVQ AX, BX
-ADDQ sstride+40(FP), BX
-MOVQ n+64(FP), R10
-IMUL3Q ${BB}, CX, R9
+        args = ["w", "nb", "x", "xstride", "sums", "sstride", "out", "ostride", "n"]
+        pair_args(args)
+        ins(f"""IMUL3Q ${BB}, CX, R9
 ADDQ SI, R9
 VPBROADCASTD q41nibble<>(SB), Z9""")
-        out, ostride = "out+48(FP)", "ostride+56(FP)"
     for r in list(range(13, 15))+list(range(16, 32)):
         ins(f"VPXORD Z{r}, Z{r}, Z{r}")
     ins("""TESTQ CX, CX
@@ -160,11 +159,11 @@ ADDQ $4, BX
 DECQ CX
 JNZ block""")
     e("done:")
-    ins(f"MOVQ {out}, DX")
+    ins(f"MOVQ out+{8*args.index('out')}(FP), DX")
     hsum(16, "Z13", "DX")
     ins(f"""CMPQ R10, $2
 JLT ret
-ADDQ {ostride}, DX""")
+ADDQ ostride+{8*args.index('ostride')}(FP), DX""")
     hsum(24, "Z14", "DX")
     e("ret:")
     ins("""VZEROUPPER
