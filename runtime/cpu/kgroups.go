@@ -58,13 +58,13 @@ func vocabMatrix(w *weights.Tensor) bool {
 
 const (
 	q2KScratch = 16*64 + 8*64 + 64*3*64
-	// q3KScratch: q3Kx16Gemm's 16 sub-blocks' 4 byte vectors, then per
+	// q3KScratch: q3Kx16Gemm's 16 sub-blocks' 2 byte tables, then per
 	// token (q3KTile) 8 lane accumulators and d_x*d_w (576 bytes); or
 	// q3Kx16GemmNarrow's 8 scale pair vectors, then per token (fewer than
 	// q3KWideTokens) those and 5 vectors of activation sums (832 bytes).
-	q3KTile       = 32
+	q3KTile       = 64
 	q3KWideTokens = 8
-	q3KScratch    = max(16*4*64+q3KTile*576, 8*64+(q3KWideTokens-1)*832)
+	q3KScratch    = max(16*2*64+q3KTile*576, 8*64+(q3KWideTokens-1)*832)
 	q4KScratch    = 2*8*64 + 64*3*64
 	q5KScratch    = 2*8*64 + 32*9*64
 	q6KScratch    = 8*64 + 8*64 + 32*9*64
