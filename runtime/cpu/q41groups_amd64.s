@@ -17,9 +17,9 @@
 // registers (Z16..Z31, summs Z13 and Z14) over all the blocks: per token
 // and block the 18 multiplies the order needs (8 VPDPBUSD, 8 lane FMAs,
 // d and the mins' FMA) against the 8 VPDPBUSD of its 512 int8 products,
-// at most 8/18 of the int8 peak. For tiles of tokens a group's blocks
-// are unpacked once (q4_1x16Unpack, q5_1x16Unpack: 512 bytes a block,
-// Zl's quants at 64l) and q8_1x16PairUnpacked reads them.
+// at most 8/18 of the int8 peak. For tiles of Q5_1 tokens a group's
+// blocks are unpacked once (q5_1x16Unpack: 512 bytes a block, Zl's
+// quants at 64l) and q8_1x16PairUnpacked reads them.
 
 DATA q41nibble<>+0(SB)/4, $0x0f0f0f0f
 GLOBL q41nibble<>(SB), RODATA|NOPTR, $4
@@ -78,19 +78,13 @@ block:
 	VPANDD Z9, Z5, Z5
 	VPANDD Z9, Z6, Z6
 	VPANDD Z9, Z7, Z7
-	// d for each token (Z10, Z15), the mins' products into summs
+	// d for each token (Z10, Z15)
 	VCVTPH2PS (SI), Z8
 	VMULPS.BCST 36(DI), Z8, Z10
 	CMPQ R10, $2
-	JLT mins1
+	JLT d1
 	VMULPS.BCST 36(R8), Z8, Z15
-	VCVTPH2PS (R9), Z8
-	VFMADD231PS.BCST (BX), Z8, Z14
-	JMP mins0
-mins1:
-	VCVTPH2PS (R9), Z8
-mins0:
-	VFMADD231PS.BCST (AX), Z8, Z13
+d1:
 	VPXORD Z11, Z11, Z11
 	VPDPBUSD.BCST 0(DI), Z0, Z11
 	VCVTDQ2PS Z11, Z11
@@ -166,6 +160,27 @@ next:
 	ADDQ $4, BX
 	DECQ CX
 	JNZ block
+	// the mins' products into summs, in a pass of their own: a stream
+	// beside the blocks' slows a decode step reading them from memory
+	MOVQ nb+8(FP), CX
+	MOVQ w+0(FP), R9
+	IMUL3Q $288, CX, R11
+	ADDQ R11, R9
+	MOVQ sums+32(FP), AX
+	MOVQ AX, BX
+	ADDQ sstride+40(FP), BX
+mins:
+	VCVTPH2PS (R9), Z8
+	VFMADD231PS.BCST (AX), Z8, Z13
+	CMPQ R10, $2
+	JLT mnext
+	VFMADD231PS.BCST (BX), Z8, Z14
+mnext:
+	ADDQ $32, R9
+	ADDQ $4, AX
+	ADDQ $4, BX
+	DECQ CX
+	JNZ mins
 done:
 	MOVQ out+48(FP), DX
 	VADDPS Z20, Z16, Z16
@@ -270,19 +285,13 @@ block:
 	VPSRLW $3, Z11, Z10
 	VPANDD.BCST q41bit4<>(SB), Z10, Z10
 	VPADDB Z10, Z7, Z7
-	// d for each token (Z10, Z15), the mins' products into summs
+	// d for each token (Z10, Z15)
 	VCVTPH2PS (SI), Z8
 	VMULPS.BCST 36(DI), Z8, Z10
 	CMPQ R10, $2
-	JLT mins1
+	JLT d1
 	VMULPS.BCST 36(R8), Z8, Z15
-	VCVTPH2PS (R9), Z8
-	VFMADD231PS.BCST (BX), Z8, Z14
-	JMP mins0
-mins1:
-	VCVTPH2PS (R9), Z8
-mins0:
-	VFMADD231PS.BCST (AX), Z8, Z13
+d1:
 	VPXORD Z11, Z11, Z11
 	VPDPBUSD.BCST 0(DI), Z0, Z11
 	VCVTDQ2PS Z11, Z11
@@ -358,6 +367,27 @@ next:
 	ADDQ $4, BX
 	DECQ CX
 	JNZ block
+	// the mins' products into summs, in a pass of their own: a stream
+	// beside the blocks' slows a decode step reading them from memory
+	MOVQ nb+8(FP), CX
+	MOVQ w+0(FP), R9
+	IMUL3Q $352, CX, R11
+	ADDQ R11, R9
+	MOVQ sums+32(FP), AX
+	MOVQ AX, BX
+	ADDQ sstride+40(FP), BX
+mins:
+	VCVTPH2PS (R9), Z8
+	VFMADD231PS.BCST (AX), Z8, Z13
+	CMPQ R10, $2
+	JLT mnext
+	VFMADD231PS.BCST (BX), Z8, Z14
+mnext:
+	ADDQ $32, R9
+	ADDQ $4, AX
+	ADDQ $4, BX
+	DECQ CX
+	JNZ mins
 done:
 	MOVQ out+48(FP), DX
 	VADDPS Z20, Z16, Z16
@@ -544,47 +574,6 @@ done:
 	VADDPS Z14, Z24, Z24
 	VMOVUPS Z24, (DX)
 ret:
-	VZEROUPPER
-	RET
-
-// func q4_1x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer)
-TEXT ·q4_1x16Unpack(SB), NOSPLIT, $0-24
-	MOVQ w+0(FP), SI
-	MOVQ nb+8(FP), CX
-	MOVQ dst+16(FP), DI
-	TESTQ CX, CX
-	JEQ done
-	VPBROADCASTD q41nibble<>(SB), Z9
-block:
-	VMOVDQU32 32(SI), Z0
-	VMOVDQU32 96(SI), Z1
-	VMOVDQU32 160(SI), Z2
-	VMOVDQU32 224(SI), Z3
-	VPSRLW $4, Z0, Z4
-	VPSRLW $4, Z1, Z5
-	VPSRLW $4, Z2, Z6
-	VPSRLW $4, Z3, Z7
-	VPANDD Z9, Z0, Z0
-	VPANDD Z9, Z1, Z1
-	VPANDD Z9, Z2, Z2
-	VPANDD Z9, Z3, Z3
-	VPANDD Z9, Z4, Z4
-	VPANDD Z9, Z5, Z5
-	VPANDD Z9, Z6, Z6
-	VPANDD Z9, Z7, Z7
-	VMOVDQU32 Z0, 0(DI)
-	VMOVDQU32 Z1, 64(DI)
-	VMOVDQU32 Z2, 128(DI)
-	VMOVDQU32 Z3, 192(DI)
-	VMOVDQU32 Z4, 256(DI)
-	VMOVDQU32 Z5, 320(DI)
-	VMOVDQU32 Z6, 384(DI)
-	VMOVDQU32 Z7, 448(DI)
-	ADDQ $288, SI
-	ADDQ $512, DI
-	DECQ CX
-	JNZ block
-done:
 	VZEROUPPER
 	RET
 

@@ -32,8 +32,8 @@ import (
 // row, the mins' products summed apart and added last.
 
 const (
-	// q8_1UnpackedBlock is the bytes of one Q4_1 or Q5_1 block of one group
-	// unpacked (q4_1x16Unpack): the 16 rows' 32 quant values, at most
+	// q8_1UnpackedBlock is the bytes of one Q5_1 block of one group
+	// unpacked (q5_1x16Unpack): the 16 rows' 32 quant values, at most
 	// q8GroupBlock, the buffer unpacksQ4 provides.
 	q8_1UnpackedBlock = 512
 	q4GroupBlock      = 16 * 18 // bytes of one block of one group: 16 fp16 scales, then 4 x 64 quant bytes
@@ -327,13 +327,21 @@ func (t *matmulTask) runQ4Groups(worker, lo, hi int) {
 	}
 }
 
+// unpackQ8_1 reports whether runQ8_1Groups unpacks the groups of a dt
+// matmul for n tokens: for Q5_1 from 8 tokens on (one merge of the high
+// bits instead of one per token pair; fewer tokens, reading the weights
+// from memory, lose more to the unpacking than they gain), never for Q4_1
+// (its pair kernel unpacks a block's nibbles as fast as it loads them
+// unpacked).
+func unpackQ8_1(dt tensor.DType, n int) bool { return q4HasHigh(dt) && n >= 8 }
+
 // runQ8_1Groups is runQ4Groups for Q4_1 and Q5_1, from the activations in
 // t.qz (q8Sums: q8GroupActs, then the Q8_1 block sums). At AVX-512 each
-// group takes its tokens two at a time (q4_1x16Pair, q5_1x16Pair), a tile
-// of 4 or more from its blocks unpacked once into the worker's
-// t.unpacked (q4_1x16Unpack, q5_1x16Unpack; q8_1x16PairUnpacked), the
-// same operations; at the other levels (a level set after the weights
-// were repacked) each row is unpacked and takes the reference dot.
+// group takes its tokens two at a time (q4_1x16Pair, q5_1x16Pair), where
+// unpackQ8_1 from its blocks unpacked once into the worker's t.unpacked
+// (q5_1x16Unpack; q8_1x16PairUnpacked), the same
+// operations; at the other levels (a level set after the weights were
+// repacked) each row is unpacked and takes the reference dot.
 func (t *matmulTask) runQ8_1Groups(worker, lo, hi int) {
 	T, N, K, nb := t.T, t.N, t.K, t.K/32
 	gb, xs, os := q8GroupRows*t.rowBytes, uintptr(nb*q8ActBlock), uintptr(4*N)
@@ -357,9 +365,9 @@ func (t *matmulTask) runQ8_1Groups(worker, lo, hi int) {
 		}
 		return
 	}
-	pair, unpack := q4_1x16Pair, q4_1x16Unpack
+	pair := q4_1x16Pair
 	if q4HasHigh(t.dt) {
-		pair, unpack = q5_1x16Pair, q5_1x16Unpack
+		pair = q5_1x16Pair
 	}
 	tb, ss, bb := q8TokenBlock(nb), uintptr(4*nb), q4GroupBlockOf(t.dt)
 	for t0 := 0; t0 < T; t0 += tb {
@@ -369,9 +377,9 @@ func (t *matmulTask) runQ8_1Groups(worker, lo, hi int) {
 			x, s, out := func(tt int) unsafe.Pointer { return unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]) },
 				func(tt int) unsafe.Pointer { return unsafe.Pointer(&sums[4*tt*nb]) },
 				func(tt int) unsafe.Pointer { return unsafe.Pointer(&t.out[tt*N+16*g]) }
-			if t1-t0 >= 4 {
+			if unpackQ8_1(t.dt, t1-t0) {
 				u := unsafe.Pointer(&t.unpacked[worker][:nb*q8_1UnpackedBlock][0])
-				unpack(w, nb, u)
+				q5_1x16Unpack(w, nb, u)
 				for tt := t0; tt < t1; tt += 2 {
 					q8_1x16PairUnpacked(u, w, nb, bb, x(tt), xs, s(tt), ss, out(tt), os, min(2, t1-tt))
 				}

@@ -50,21 +50,17 @@ func q4_1x16Pair(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, su
 //go:noescape
 func q5_1x16Pair(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, sums unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
 
-// q8_1x16PairUnpacked is q4_1x16Pair and q5_1x16Pair (bb, the group's
-// block bytes: q4GroupBlock or q5GroupBlock) with the quants of the
-// group's blocks unpacked at u as q4_1x16Unpack and q5_1x16Unpack write
-// them (the scales and mins still read at w): the same operations.
+// q8_1x16PairUnpacked is q5_1x16Pair (bb: q5GroupBlock, the group's
+// block bytes) with the quants of the group's blocks unpacked at u as
+// q5_1x16Unpack writes them (the scales and mins still read at w): the
+// same operations.
 //
 //go:noescape
 func q8_1x16PairUnpacked(u, w unsafe.Pointer, nb, bb int, x unsafe.Pointer, xstride uintptr, sums unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
 
-// q4_1x16Unpack (AVX-512) writes the quants of the nb blocks of the Q4_1
+// q5_1x16Unpack (AVX-512) writes the quants of the nb blocks of the Q5_1
 // group at w to dst, q8_1UnpackedBlock bytes a block: the 16 rows' quants
-// 4l..4l+3 (unsigned 4-bit values) at 64l. q5_1x16Unpack does it for a
-// Q5_1 group (5-bit values).
+// 4l..4l+3 (unsigned 5-bit values) at 64l.
 //
-//go:noescape
-func q4_1x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer)
-
 //go:noescape
 func q5_1x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer)

@@ -31,9 +31,6 @@ func q5_1x16Pair(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, su
 func q8_1x16PairUnpacked(u, w unsafe.Pointer, nb, bb int, x unsafe.Pointer, xstride uintptr, sums unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int) {
 	panic("cpu: no simd kernels")
 }
-func q4_1x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer) {
-	panic("cpu: no simd kernels")
-}
 func q5_1x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer) {
 	panic("cpu: no simd kernels")
 }

@@ -20,9 +20,9 @@ e("// 8 accumulators plus summs. The accumulators of two tokens stay in")
 e("// registers (Z16..Z31, summs Z13 and Z14) over all the blocks: per token")
 e("// and block the 18 multiplies the order needs (8 VPDPBUSD, 8 lane FMAs,")
 e("// d and the mins' FMA) against the 8 VPDPBUSD of its 512 int8 products,")
-e("// at most 8/18 of the int8 peak. For tiles of tokens a group's blocks")
-e("// are unpacked once (q4_1x16Unpack, q5_1x16Unpack: 512 bytes a block,")
-e("// Zl's quants at 64l) and q8_1x16PairUnpacked reads them.")
+e("// at most 8/18 of the int8 peak. For tiles of Q5_1 tokens a group's")
+e("// blocks are unpacked once (q5_1x16Unpack: 512 bytes a block, Zl's")
+e("// quants at 64l) and q8_1x16PairUnpacked reads them.")
 e()
 e("DATA q41nibble<>+0(SB)/4, $0x0f0f0f0f")
 e("GLOBL q41nibble<>(SB), RODATA|NOPTR, $4")
@@ -78,10 +78,15 @@ def unpack(high, src="SI"):
 VPADDB Z10, Z{k}, Z{k}""")
 
 
+def a_(name, args):
+    """The operand of argument name of a kernel of args (8 bytes each)."""
+    return f"{name}+{8*args.index(name)}(FP)"
+
+
 def pair_args(args):
-    """Loads a pair kernel's arguments (named args, 8 bytes each): SI w, CX
-    nb, DI and R8 the two tokens' activations, AX and BX their sums, R10 n."""
-    a = lambda name: f"{name}+{8*args.index(name)}(FP)"
+    """Loads a pair kernel's arguments (named args): SI w, CX nb, DI and R8
+    the two tokens' activations, AX and BX their sums, R10 n."""
+    a = lambda name: a_(name, args)
     ins(f"""MOVQ {a("w")}, SI
 MOVQ {a("nb")}, CX
 MOVQ {a("x")}, DI
@@ -128,8 +133,9 @@ JEQ done""")
     else:
         e("\t// quants 4l..4l+3 of the 16 rows in Zl")
         unpack(high)
-    e("\t// d for each token (Z10, Z15), the mins' products into summs")
-    ins("""VCVTPH2PS (SI), Z8
+    if high is None:
+        e("\t// d for each token (Z10, Z15), the mins' products into summs")
+        ins("""VCVTPH2PS (SI), Z8
 VMULPS.BCST 36(DI), Z8, Z10
 CMPQ R10, $2
 JLT mins1
@@ -137,10 +143,18 @@ VMULPS.BCST 36(R8), Z8, Z15
 VCVTPH2PS (R9), Z8
 VFMADD231PS.BCST (BX), Z8, Z14
 JMP mins0""")
-    e("mins1:")
-    ins("VCVTPH2PS (R9), Z8")
-    e("mins0:")
-    ins("VFMADD231PS.BCST (AX), Z8, Z13")
+        e("mins1:")
+        ins("VCVTPH2PS (R9), Z8")
+        e("mins0:")
+        ins("VFMADD231PS.BCST (AX), Z8, Z13")
+    else:
+        e("\t// d for each token (Z10, Z15)")
+        ins("""VCVTPH2PS (SI), Z8
+VMULPS.BCST 36(DI), Z8, Z10
+CMPQ R10, $2
+JLT d1
+VMULPS.BCST 36(R8), Z8, Z15""")
+        e("d1:")
     lanes(0, "DI", "Z10", 16)
     ins("""CMPQ R10, $2
 JLT next""")
@@ -158,12 +172,34 @@ ADDQ $4, AX
 ADDQ $4, BX
 DECQ CX
 JNZ block""")
+    if high is not None:
+        e("\t// the mins' products into summs, in a pass of their own: a stream")
+        e("\t// beside the blocks' slows a decode step reading them from memory")
+        ins(f"""MOVQ {a_("nb", args)}, CX
+MOVQ {a_("w", args)}, R9
+IMUL3Q ${352 if high else 288}, CX, R11
+ADDQ R11, R9
+MOVQ {a_("sums", args)}, AX
+MOVQ AX, BX
+ADDQ {a_("sstride", args)}, BX""")
+        e("mins:")
+        ins("""VCVTPH2PS (R9), Z8
+VFMADD231PS.BCST (AX), Z8, Z13
+CMPQ R10, $2
+JLT mnext
+VFMADD231PS.BCST (BX), Z8, Z14""")
+        e("mnext:")
+        ins("""ADDQ $32, R9
+ADDQ $4, AX
+ADDQ $4, BX
+DECQ CX
+JNZ mins""")
     e("done:")
-    ins(f"MOVQ out+{8*args.index('out')}(FP), DX")
+    ins(f"MOVQ {a_('out', args)}, DX")
     hsum(16, "Z13", "DX")
     ins(f"""CMPQ R10, $2
 JLT ret
-ADDQ ostride+{8*args.index('ostride')}(FP), DX""")
+ADDQ {a_('ostride', args)}, DX""")
     hsum(24, "Z14", "DX")
     e("ret:")
     ins("""VZEROUPPER
@@ -196,6 +232,5 @@ RET""")
 pair("q4_1x16Pair", False)
 pair("q5_1x16Pair", True)
 pair("q8_1x16PairUnpacked", None)
-unpacker("q4_1x16Unpack", False)
 unpacker("q5_1x16Unpack", True)
 write("q41groups_amd64.s")
