@@ -62,7 +62,7 @@ const (
 	// token (q3KTile) 8 lane accumulators and d_x*d_w (576 bytes); or
 	// q3Kx16GemmNarrow's 8 scale pair vectors, then per token (fewer than
 	// q3KWideTokens) those and 5 vectors of activation sums (832 bytes).
-	q3KTile       = 64
+	q3KTile       = 32
 	q3KWideTokens = 8
 	q3KScratch    = max(16*2*64+q3KTile*576, 8*64+(q3KWideTokens-1)*832)
 	q4KScratch    = 2*8*64 + 64*3*64
