@@ -60,10 +60,16 @@ func vocabMatrix(w *weights.Tensor) bool {
 
 const (
 	q2KScratch = 16*64 + 8*64 + 64*3*64
-	q3KScratch = 8*64 + 16*13*64
-	q4KScratch = 2*8*64 + 64*3*64
-	q5KScratch = 2*8*64 + 64 + 64*10*64
-	q6KScratch = 8*64 + 8*64 + 64*9*64
+	// q3KScratch: q3Kx16Gemm's 16 sub-blocks' 2 byte tables, then per
+	// token (q3KTile) 8 lane accumulators and d_x*d_w (576 bytes); or
+	// q3Kx16GemmNarrow's 8 scale pair vectors, then per token (fewer than
+	// q3KWideTokens) those and 5 vectors of activation sums (832 bytes).
+	q3KTile       = 32
+	q3KWideTokens = 8
+	q3KScratch    = max(16*2*64+q3KTile*576, 8*64+(q3KWideTokens-1)*832)
+	q4KScratch    = 2*8*64 + 64*3*64
+	q5KScratch    = 2*8*64 + 64 + 64*10*64
+	q6KScratch    = 8*64 + 8*64 + 64*9*64
 	// iq4XSScratch: 8 scale vectors, then per token (iq4XSTile) d_w*d_x
 	// (64 bytes) and 8 lane accumulators (512).
 	iq4XSTile    = 32
@@ -114,10 +120,18 @@ func q2KGroupOffset(i, j int) int {
 // Q3_K: per group and super-block, 1760 bytes: 16 fp16 d, for each of the
 // 12 packed scale bytes the 16 rows' byte, then for k = 0..7 three times 64
 // bytes, the 16 rows' bytes 4k..4k+3 of qs[0:], of qs[32:] and of hmask
-// (the kernel's order of reading them). Its kernel's scratch: 8 vectors of
-// the scale pairs of two chunks (int16), then per token the 8 float lane
-// accumulators, d_x*d_w and -4 times the activations' dword sums.
-var q3KGroup = kGroup{layout: weights.LayoutQ3Kx16, offset: q3KGroupOffset, tile: 16, scratch: q3KScratch}
+// (the kernel's order of reading them). Its kernels' scratch: q3KScratch.
+// A tile of q3KWideTokens or more takes q3Kx16Gemm, which unpacks each
+// super-block's weights once into bytes scaled by their sub-block scale
+// (costly, for many tokens) and reads the tile's activations' lane sums
+// (q3KLaneSums), made once per tile into the worker's matmulTask.unpacked
+// (q3KLaneSumBytes); fewer tokens (decode) take q3Kx16GemmNarrow, which
+// unpacks cheaply and scales per token: the same arithmetic.
+var q3KGroup = kGroup{layout: weights.LayoutQ3Kx16, offset: q3KGroupOffset, tile: q3KTile, scratch: q3KScratch}
+
+// q3KLaneSumBytes is the bytes of a worker's buffer of the lane sums of T
+// tokens of K Q8_K quants, at most a tile: 32 per token and super-block.
+func q3KLaneSumBytes(T, K int) int { return min(T, q3KTile) * K / 8 }
 
 func q3KGroupOffset(i, j int) int {
 	const quants = 32 + 12*16
@@ -268,6 +282,19 @@ func repackK(pool *pool, w *weights.Tensor, scratch [][]byte) {
 	})
 }
 
+// kGroupActBytes is the bytes of a worker's matmulTask.unpacked that
+// runKGroups needs for T tokens of K activations against w: the tile's
+// activations as its layout's kernel reads them, or 0.
+func kGroupActBytes(w *weights.Tensor, T, K int) int {
+	switch w.Layout {
+	case weights.LayoutIQ4XSx16:
+		return iq4XSPairBytes(T, K)
+	case weights.LayoutQ3Kx16:
+		return q3KLaneSumBytes(T, K)
+	}
+	return 0
+}
+
 // kGroupRow writes row r of data (dt's group layout, nb super-blocks per
 // row) as the file stores it into dst.
 func kGroupRow(dt tensor.DType, data []byte, nb, r int, dst []byte) {
@@ -330,6 +357,13 @@ func (t *matmulTask) runKGroups(worker, lo, hi int) {
 			}
 			x16 = unsafe.Pointer(&u[0])
 		}
+		if t.dt == tensor.Q3_K && n >= q3KWideTokens {
+			u := t.unpacked[worker][:q3KLaneSumBytes(n, t.K)]
+			for tt := range n { // super-block b of token tt at 32*(tt*nb + b)
+				q3KLaneSums(unsafe.Add(xq, tt*t.K), nb, unsafe.Pointer(&u[32*nb*tt]))
+			}
+			xb = unsafe.Pointer(&u[0])
+		}
 		for grp := lo / q8GroupRows; grp < hi/q8GroupRows; grp++ {
 			w, out := unsafe.Pointer(&t.w[grp*gb]), unsafe.Pointer(&t.out[t0*N+q8GroupRows*grp])
 			switch t.dt { // direct calls: scratch stays on the stack
@@ -340,6 +374,10 @@ func (t *matmulTask) runKGroups(worker, lo, hi int) {
 				}
 				q2Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q3_K:
+				if n < q3KWideTokens {
+					q3Kx16GemmNarrow(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
+					break
+				}
 				q3Kx16Gemm(w, nb, xq, xd, xb, n, out, uintptr(4*N), unsafe.Pointer(&scratch[0]))
 			case tensor.Q4_K:
 				if level == levelAVX2 {

@@ -44,7 +44,9 @@ func iq4XSx16Gemm(w unsafe.Pointer, nb int, x16, xd unsafe.Pointer, n int, out u
 //go:noescape
 func iq4XSPairs(xq unsafe.Pointer, blocks int, dst unsafe.Pointer, dstride uintptr)
 
-// q3Kx16Gemm (q3kgroups_amd64.s) is q3KGroup's kernel: dotQ3K's bits.
+// q3Kx16Gemm (q3kgroups_amd64.s) is q3KGroup's kernel: dotQ3K's bits. It
+// takes at xb, for token t and super-block b at xb + 32*(t*nb + b), the
+// 8 lane sums q3KLaneSums writes.
 //
 //go:noescape
 func q3Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
@@ -59,3 +61,17 @@ func q2Kx16Gemm(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out 
 //
 //go:noescape
 func q2Kx16GemmAVX2(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
+
+// q3Kx16GemmNarrow (q3kgroups_narrow_amd64.s) is q3KGroup's kernel for
+// fewer than q3KWideTokens tokens: dotQ3K's bits; xb is unused.
+//
+//go:noescape
+func q3Kx16GemmNarrow(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer)
+
+// q3KLaneSums (q3kgroups_amd64.s) writes for each of blocks consecutive
+// super-blocks of Q8_K quants (256 bytes each) at xq the 8 int32 -124 times
+// the sum of its quants 32c+4l..32c+4l+3 over chunks c (l = 0..7) to dst,
+// 32 bytes per super-block.
+//
+//go:noescape
+func q3KLaneSums(xq unsafe.Pointer, blocks int, dst unsafe.Pointer)

@@ -35,3 +35,9 @@ func iq4XSx16Gemm(w unsafe.Pointer, nb int, x16, xd unsafe.Pointer, n int, out u
 func iq4XSPairs(xq unsafe.Pointer, blocks int, dst unsafe.Pointer, dstride uintptr) {
 	panic("cpu: no simd kernels")
 }
+func q3Kx16GemmNarrow(w unsafe.Pointer, nb int, xq, xd, xb unsafe.Pointer, n int, out unsafe.Pointer, ostride uintptr, scratch unsafe.Pointer) {
+	panic("cpu: no simd kernels")
+}
+func q3KLaneSums(xq unsafe.Pointer, blocks int, dst unsafe.Pointer) {
+	panic("cpu: no simd kernels")
+}

@@ -137,12 +137,16 @@ func testKGroupsExtremes(t *testing.T, dt tensor.DType, K, N int, so [2]int) {
 				func(i int) float32 { return float32(1 - 2*(i%2)) },
 				func(i int) float32 { return float32(1 - 2*(i/32%2)) },
 			} {
-				const T = 5
-				x := make([]float32, T*K)
-				for i := range x {
-					x[i] = xf(i % K)
+				for _, T := range []int{5, 9} { // Q3_K: its narrow and wide kernels
+					if T > 5 && dt != tensor.Q3_K {
+						continue
+					}
+					x := make([]float32, T*K)
+					for i := range x {
+						x[i] = xf(i % K)
+					}
+					checkKGroups(t, fmt.Sprintf("%v quants %#x scales %#x x%d T=%d", dt, quants, scales, xi, T), w, x, T)
 				}
-				checkKGroups(t, fmt.Sprintf("%v quants %#x scales %#x x%d", dt, quants, scales, xi), w, x, T)
 			}
 		}
 	}

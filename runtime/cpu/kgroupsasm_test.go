@@ -20,6 +20,7 @@ func TestKGroupsAsmGenerated(t *testing.T) {
 		{"q2k", "q2kgroups_amd64.s"}, {"q3k", "q3kgroups_amd64.s"}, {"q4k", "q4kgroups_amd64.s"},
 		{"q5k", "q5kgroups_amd64.s"}, {"q6k", "q6kgroups_amd64.s"}, {"iq4xs", "iq4xsgroups_amd64.s"},
 		{"q2k_avx2", "q2kgroups_avx2_amd64.s"}, {"q4k_avx2", "q4kgroups_avx2_amd64.s"},
+		{"q41", "q41groups_amd64.s"}, {"q3k_narrow", "q3kgroups_narrow_amd64.s"},
 	} {
 		out := filepath.Join(t.TempDir(), c.asm)
 		cmd := exec.Command(python, "-B", filepath.Join("..", "..", "tools", "kgroupsasm", c.generator+".py"), out) // -B: no __pycache__ beside the generators

@@ -405,8 +405,8 @@ func (p *program) setupTask(t *matmulTask, acts *preparedActs, key actKey, out, 
 			c.a = key
 		}
 		t.aq = &c.aq
-		if w.Layout == weights.LayoutIQ4XSx16 {
-			m.unpacked = growUnpacked(m.unpacked, p.b.pool.n, iq4XSPairBytes(T, K))
+		if size := kGroupActBytes(w, T, K); size > 0 {
+			m.unpacked = growUnpacked(m.unpacked, p.b.pool.n, size)
 			t.unpacked = m.unpacked
 		}
 	}
@@ -620,7 +620,7 @@ type matmulTask struct {
 	T, K, N  int
 	tiles    [][]float32 // per worker [floatPanel(K)/4*packedQuadLen(K) + packedAccLen(K)]; set when T >= 4 for f16/bf16, or packed
 	xp       []float32   // packed activations (packedFloat), else nil
-	unpacked [][]byte    // per worker: [K/32*q8GroupBlock] for LayoutQ4x16 where unpacksQ4, [iq4XSPairBytes(T, K)] for LayoutIQ4XSx16
+	unpacked [][]byte    // per worker: [K/32*q8GroupBlock] for LayoutQ4x16 where unpacksQ4, [kGroupActBytes(w, T, K)] for LayoutIQ4XSx16 and LayoutQ3Kx16
 	aq       *actQuant   // kindBlock dtypes: the activations in the weight's dot type
 }
 

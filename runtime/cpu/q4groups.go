@@ -32,7 +32,11 @@ import (
 // row, the mins' products summed apart and added last.
 
 const (
-	q4GroupBlock = 16 * 18 // bytes of one block of one group: 16 fp16 scales, then 4 x 64 quant bytes
+	// q8_1UnpackedBlock is the bytes of one Q5_1 block of one group
+	// unpacked (q5_1x16Unpack): the 16 rows' 32 quant values, at most
+	// q8GroupBlock, the buffer unpacksQ4 provides.
+	q8_1UnpackedBlock = 512
+	q4GroupBlock      = 16 * 18 // bytes of one block of one group: 16 fp16 scales, then 4 x 64 quant bytes
 	// q5GroupBlock is the bytes of one Q5_0 block of one group: a
 	// q4GroupBlock of the scales and the low 4 bits, then the 16 rows'
 	// high bits, 4 bytes each (q5High).
@@ -273,7 +277,7 @@ func unpacksQ4(w *weights.Tensor, T int) bool {
 // same operations.
 func (t *matmulTask) runQ4Groups(worker, lo, hi int) {
 	if q4HasMins(t.dt) {
-		t.runQ8_1Groups(lo, hi)
+		t.runQ8_1Groups(worker, lo, hi)
 		return
 	}
 	T, N, nb := t.T, t.N, t.K/32
@@ -323,12 +327,22 @@ func (t *matmulTask) runQ4Groups(worker, lo, hi int) {
 	}
 }
 
+// unpackQ8_1 reports whether runQ8_1Groups unpacks the groups of a dt
+// matmul for n tokens: for Q5_1 from 8 tokens on (one merge of the high
+// bits instead of one per token pair; fewer tokens, reading the weights
+// from memory, lose more to the unpacking than they gain), never for Q4_1
+// (its pair kernel unpacks a block's nibbles as fast as it loads them
+// unpacked).
+func unpackQ8_1(dt tensor.DType, n int) bool { return q4HasHigh(dt) && n >= 8 }
+
 // runQ8_1Groups is runQ4Groups for Q4_1 and Q5_1, from the activations in
 // t.qz (q8Sums: q8GroupActs, then the Q8_1 block sums). At AVX-512 each
-// group takes its tokens two at a time (q4_1x16Lanes), then the mins'
-// products (q4_1x16Mins); at the other levels (a level set after the
-// weights were repacked) each row is unpacked and takes the reference dot.
-func (t *matmulTask) runQ8_1Groups(lo, hi int) {
+// group takes its tokens two at a time (q4_1x16Pair, q5_1x16Pair), where
+// unpackQ8_1 from its blocks unpacked once into the worker's t.unpacked
+// (q5_1x16Unpack; q8_1x16PairUnpacked), the same
+// operations; at the other levels (a level set after the weights were
+// repacked) each row is unpacked and takes the reference dot.
+func (t *matmulTask) runQ8_1Groups(worker, lo, hi int) {
 	T, N, K, nb := t.T, t.N, t.K, t.K/32
 	gb, xs, os := q8GroupRows*t.rowBytes, uintptr(nb*q8ActBlock), uintptr(4*N)
 	sums := t.qz[T*nb*q8ActBlock:] // [T, nb] float32
@@ -351,19 +365,29 @@ func (t *matmulTask) runQ8_1Groups(lo, hi int) {
 		}
 		return
 	}
-	tb, bb := q8TokenBlock(nb), q4GroupBlockOf(t.dt)
-	var high int // whether the blocks have high bits (q4_1x16Lanes)
+	pair := q4_1x16Pair
 	if q4HasHigh(t.dt) {
-		high = 1
+		pair = q5_1x16Pair
 	}
+	tb, ss, bb := q8TokenBlock(nb), uintptr(4*nb), q4GroupBlockOf(t.dt)
 	for t0 := 0; t0 < T; t0 += tb {
 		t1 := min(t0+tb, T)
 		for g := lo / q8GroupRows; g < hi/q8GroupRows; g++ {
 			w := unsafe.Pointer(&t.w[g*gb])
-			for tt := t0; tt < t1; tt += 2 {
-				q4_1x16Lanes(w, nb, unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]), xs, unsafe.Pointer(&t.out[tt*N+16*g]), os, min(2, t1-tt), high)
+			x, s, out := func(tt int) unsafe.Pointer { return unsafe.Pointer(&t.qz[tt*nb*q8ActBlock]) },
+				func(tt int) unsafe.Pointer { return unsafe.Pointer(&sums[4*tt*nb]) },
+				func(tt int) unsafe.Pointer { return unsafe.Pointer(&t.out[tt*N+16*g]) }
+			if unpackQ8_1(t.dt, t1-t0) {
+				u := unsafe.Pointer(&t.unpacked[worker][:nb*q8_1UnpackedBlock][0])
+				q5_1x16Unpack(w, nb, u)
+				for tt := t0; tt < t1; tt += 2 {
+					q8_1x16PairUnpacked(u, w, nb, bb, x(tt), xs, s(tt), ss, out(tt), os, min(2, t1-tt))
+				}
+				continue
 			}
-			q4_1x16Mins(unsafe.Pointer(&t.w[g*gb+nb*bb]), nb, unsafe.Pointer(&sums[4*t0*nb]), uintptr(4*nb), unsafe.Pointer(&t.out[t0*N+16*g]), os, t1-t0)
+			for tt := t0; tt < t1; tt += 2 {
+				pair(w, nb, x(tt), xs, s(tt), ss, out(tt), os, min(2, t1-tt))
+			}
 		}
 	}
 }

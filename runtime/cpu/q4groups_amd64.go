@@ -36,19 +36,31 @@ func q5x16Gemv(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, l
 //go:noescape
 func q4x16GemvAVX2(w unsafe.Pointer, nb int, x unsafe.Pointer, out unsafe.Pointer, lv unsafe.Pointer)
 
-// q4_1x16Mins (AVX-512) adds to the results of n tokens of a Q4_1 group
-// (token i's 16 at out + i*ostride) the mins' products: per row, over the
-// nb blocks in order, summs = fma(m_b, s_b, summs) with the group's fp16
-// mins at m (16 a block) and token i's Q8_1 block sums at s + i*sstride.
+// q4_1x16Pair (q41groups_amd64.s, AVX-512 VNNI) multiplies a Q4_1 group w
+// (nb blocks of q4GroupBlock bytes, then its fp16 mins, 32 bytes a block)
+// by n tokens, 1 <= n <= 2, of q8GroupActs blocks (token i's at x +
+// i*xstride) and Q8_1 block sums (token i's nb float32 at sums +
+// i*sstride), with dotQ4_1's 8 lanes, hsum8 and mins: token i's 16
+// results at out + i*ostride. q5_1x16Pair is it for Q5_1 groups
+// (q5GroupBlock bytes a block): dotQ5_1's bits.
 //
 //go:noescape
-func q4_1x16Mins(m unsafe.Pointer, nb int, s unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
+func q4_1x16Pair(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, sums unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
 
-// q4_1x16Lanes (AVX-512 VNNI) takes n tokens, 1 <= n <= 2, of a Q4_1
-// group (high 0: q4GroupBlock bytes a block) or a Q5_1 one (high 1:
-// q5GroupBlock bytes), its mins apart, with dotQ4_1's (dotQ5_1's) 8 lanes
-// and hsum8, storing token i's 16 sums without the mins' products at out +
-// i*ostride (q4_1x16Mins adds them).
+//go:noescape
+func q5_1x16Pair(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, sums unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
+
+// q8_1x16PairUnpacked is q5_1x16Pair (bb: q5GroupBlock, the group's
+// block bytes) with the quants of the group's blocks unpacked at u as
+// q5_1x16Unpack writes them (the scales and mins still read at w): the
+// same operations.
 //
 //go:noescape
-func q4_1x16Lanes(w unsafe.Pointer, nb int, x unsafe.Pointer, xstride uintptr, out unsafe.Pointer, ostride uintptr, n int, high int)
+func q8_1x16PairUnpacked(u, w unsafe.Pointer, nb, bb int, x unsafe.Pointer, xstride uintptr, sums unsafe.Pointer, sstride uintptr, out unsafe.Pointer, ostride uintptr, n int)
+
+// q5_1x16Unpack (AVX-512) writes the quants of the nb blocks of the Q5_1
+// group at w to dst, q8_1UnpackedBlock bytes a block: the 16 rows' quants
+// 4l..4l+3 (unsigned 5-bit values) at 64l.
+//
+//go:noescape
+func q5_1x16Unpack(w unsafe.Pointer, nb int, dst unsafe.Pointer)

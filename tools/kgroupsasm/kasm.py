@@ -155,3 +155,32 @@ def lane_token_ops(p, u, regs, token, d_at, start=()):
     else:
         ops += [f"VFMADD231PS {off+d_at-64*p}(BX), Z{acc}, Z{fa}"]
     return ops + [f"VMOVUPS Z{fa}, {off}(BX)"]
+
+
+def q3k_scales():
+    """Writes the 16 sub-block scales (tensor.Q3KScales, -32..31, int32) of
+    the 16 rows of the Q3_K group super-block at SI into Z0..Z15, from its
+    12 planes of packed scale bytes at 32 + 16k (clobbers Z16..Z31, AX)."""
+    ins("""MOVL $15, AX
+VPBROADCASTD AX, Z28
+MOVL $0x30, AX
+VPBROADCASTD AX, Z29
+MOVL $32, AX
+VPBROADCASTD AX, Z30""")
+    for k in range(12):
+        ins(f"VPMOVZXBD {32+16*k}(SI), Z{16+k}")
+    for j in range(16):
+        if j < 8:
+            ins(f"VPANDD Z28, Z{16+j}, Z{j}")
+        else:
+            ins(f"VPSRLD $4, Z{16+j-8}, Z{j}")
+        src = 24+j % 4
+        sh = 4-2*(j//4)
+        if sh > 0:
+            ins(f"VPSLLD ${sh}, Z{src}, Z31")
+        elif sh < 0:
+            ins(f"VPSRLD ${-sh}, Z{src}, Z31")
+        else:
+            ins(f"VMOVDQA64 Z{src}, Z31")
+        ins(f"""VPTERNLOGD $0xf8, Z29, Z31, Z{j}
+VPSUBD Z30, Z{j}, Z{j}""")
