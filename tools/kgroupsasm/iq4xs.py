@@ -3,7 +3,7 @@ IQ4_XS group layout (runtime/cpu/kgroups.go), unrolled. Run:
 python3 tools/kgroupsasm/iq4xs.py"""
 import os
 
-from kasm import e, ins, write
+from kasm import e, ins, write, zero_tokens
 
 def macro(name, lines):
     e(f"#define {name} \\")
@@ -153,17 +153,8 @@ MOVQ CX, R14
 SHLQ $2, R14
 MOVL $0x0f0f0f0f, AX
 VPBROADCASTD AX, Z30
-VMOVDQU64 iq4xsgLevels<>(SB), Z31
-VPXORD Z16, Z16, Z16
-LEAQ {FACC}(R11), BX
-MOVQ DX, R12""")
-e("zero:")
-for l in range(8):
-    e(f"\tVMOVDQU32 Z16, {64*l}(BX)")
-ins("""
-ADDQ $512, BX
-DECQ R12
-JNZ zero""")
+VMOVDQU64 iq4xsgLevels<>(SB), Z31""")
+zero_tokens(16, FACC, [64*l for l in range(8)], 512)
 e("block:")
 ins("""
 MOVL $3, AX

@@ -16,6 +16,19 @@ def ins(lines):
         e(l if l.endswith(":") else "\t" + l)
 
 
+
+def zero_tokens(z, base, offsets, token):
+    """Zeroes, for each of DX tokens token bytes apart from base(R11) on, the
+    vectors at offsets from the token's start, with Z{z} (uses BX, R12)."""
+    ins(f"""VPXORD Z{z}, Z{z}, Z{z}
+LEAQ {base}(R11), BX
+MOVQ DX, R12""")
+    e("zero:")
+    ins("\n".join(f"VMOVDQU32 Z{z}, {o}(BX)" for o in offsets))
+    ins(f"""ADDQ ${token}, BX
+DECQ R12
+JNZ zero""")
+
 def write(name):
     """Writes the lines to the path in argv[1], else to runtime/cpu/<name>."""
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
