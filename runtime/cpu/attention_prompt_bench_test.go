@@ -3,9 +3,7 @@ package cpu
 import (
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // BenchmarkPromptAttention times the compute of one attention op of a
@@ -30,13 +28,13 @@ func BenchmarkPromptAttention(b *testing.B) {
 			p.visible = visibleRows(p.visible, op.Attn, batch)
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			cpu0 := threadCPU()
+			cpu0 := threadCPUSeconds()
 			b.ResetTimer()
 			for range b.N {
 				p.attentionFast(out, op, batch)
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(2*heads*hd*T*(T+1)/2)*float64(b.N)/(threadCPU()-cpu0).Seconds()/1e9, "GMAC/cpu-s")
+			b.ReportMetric(float64(2*heads*hd*T*(T+1)/2)*float64(b.N)/(threadCPUSeconds()-cpu0)/1e9, "GMAC/cpu-s")
 		})
 		b.Run(fmt.Sprintf("pp%d/%v", T, lv), func(b *testing.B) {
 			defer setLevel(lv)()
@@ -46,7 +44,7 @@ func BenchmarkPromptAttention(b *testing.B) {
 			defer p.b.Close()
 			p.writeKV(op, batch)
 			p.visible = visibleRows(p.visible, op.Attn, batch)
-			cpu0 := processCPU()
+			cpu0 := processCPUSeconds()
 			b.ResetTimer()
 			for range b.N {
 				p.attentionFast(out, op, batch)
@@ -55,29 +53,10 @@ func BenchmarkPromptAttention(b *testing.B) {
 			macs := float64(2*heads*hd*T*(T+1)/2) * float64(b.N)
 			gmacs := macs / b.Elapsed().Seconds() / 1e9
 			b.ReportMetric(gmacs, "GMAC/s")
-			b.ReportMetric(macs/(processCPU()-cpu0).Seconds()/1e9, "GMAC/cpu-s")
+			b.ReportMetric(macs/(processCPUSeconds()-cpu0)/1e9, "GMAC/cpu-s")
 			if peak > 0 {
 				b.ReportMetric(100*gmacs*1e9/peak, "pct_peak")
 			}
 		})
 	}
-}
-
-// processCPU is the user and system CPU time the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// threadCPU is the CPU time the calling OS thread has used (Linux's
-// RUSAGE_THREAD).
-func threadCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(1, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
