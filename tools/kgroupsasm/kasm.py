@@ -29,6 +29,24 @@ MOVQ DX, R12""")
 DECQ R12
 JNZ zero""")
 
+
+def next_block(group_bytes, counter="blocks-8(SP)", sums=True, store_base=None):
+    """Steps to the next super-block: the group (SI) by group_bytes, the
+    token's Q8_K quants (R8), scale (R9) and, with sums, sums of 16 (R10),
+    and loops to block while counter counts down. With store_base it then
+    loads the store loop's registers: out (AX), ostride (CX), the first
+    token's accumulators store_base(R11) (BX) and the tokens (R12)."""
+    ins(f"""ADDQ ${group_bytes}, SI
+ADDQ $256, R8
+ADDQ $4, R9""" + ("\nADDQ $32, R10" if sums else "") + f"""
+DECQ {counter}
+JNZ block""")
+    if store_base is not None:
+        ins(f"""MOVQ out+48(FP), AX
+MOVQ ostride+56(FP), CX
+LEAQ {store_base}(R11), BX
+MOVQ DX, R12""")
+
 def write(name):
     """Writes the lines to the path in argv[1], else to runtime/cpu/<name>."""
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
