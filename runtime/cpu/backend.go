@@ -117,7 +117,7 @@ type program struct {
 	attnScr  []attnScratch     // per worker attention scratch
 	fused    [][]int           // per op: matmuls run together (fuseMatmuls); nil on the reference path
 	normRoPE []int             // per op: the rope op an rms_norm computes with it, or -1 (fuseNormRoPE); nil on the reference path
-	trig     [][]float32       // per worker rope cos/sin
+	trig     [][]float32       // per worker MRoPE cos/sin (mrope)
 	attnKV   []float32         // self_attention's per-head keys and transposed values (vision.go)
 	stateful bool              // the graph has short_conv or delta_rule ops
 	arena    [][]float32       // the distinct buffers of f32 (assignBuffers)

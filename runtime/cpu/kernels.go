@@ -252,15 +252,6 @@ func rmsNormGroups(dst, x, w []float32, n, group int, eps float32) {
 	}
 }
 
-// ropeRow rotates the heads of one row in place as ggml does: by the
-// angles of ropeAngles, the rotation x0' = fma(x0, cos, -(x1*sin)),
-// x1' = fma(x0, sin, x1*cos), the contraction GCC makes of ggml's
-// rotate_pairs. cos and sin are scratch of Dims/2.
-func ropeRow(x []float32, pos int32, a tensor.RoPEArgs, factors, cos, sin []float32) {
-	ropeAngles(pos, a, factors, cos, sin)
-	rotateHeads(x, a, cos, sin)
-}
-
 // ropeAngles writes the cosines and sines [Dims/2] of the rope angles of
 // position pos as ggml computes them: the angle of pair i is
 // pos * base^(-2i/dims), built as a running float32 product, divided by

@@ -239,7 +239,7 @@ func softmaxScores(s []float32) {
 	}
 }
 
-// mrope rotates the rows of an MRoPE op: ropeRow's angles, each pair's
+// mrope rotates the rows of an MRoPE op: ropeAngles' angles, each pair's
 // from its section's position component.
 func (p *program) mrope(out []float32, op tensor.Op) {
 	copy(out, p.f32[op.Args[0].ID])
